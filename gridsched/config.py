@@ -1,0 +1,176 @@
+"""Loading and checking ``gridsched.toml``.
+
+Every key is checked; an invalid value is refused with the key, the value and
+why (:class:`ConfigError`).  The result is a small frozen :class:`Config`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .core import cpuset
+from .core.types import Params, Policy, Predictor
+from .core.units import UnitError, parse_duration
+
+PACKAGED = Path(__file__).with_name("data") / "gridsched.toml"
+SYSTEM = Path("/etc/gridsched/gridsched.toml")
+CHECKPOINT_MODES = ("none", "signal", "suspend", "requeue")
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    path: str
+    params: Params
+    default_walltime: int
+    max_walltime: int
+    default_ncpus: int
+    kill_grace: int
+    checkpoint: str
+    checkpoint_signal: str
+    checkpoint_grace: int
+    cores: int
+    cpus: str
+    spool: str
+    autostart: bool
+    log_level: str
+
+
+def _defaults() -> dict[str, Any]:
+    with open(PACKAGED, "rb") as f:
+        return tomllib.load(f)
+
+
+def find(explicit: str | None = None, spool: str | Path | None = None) -> Path:
+    """The config file in force (see the lookup order in the packaged file)."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("GRIDSCHED_CONFIG")
+    if env:
+        return Path(env)
+    if spool is not None:
+        p = Path(spool) / "gridsched.toml"
+        if p.is_file():
+            return p
+    if SYSTEM.is_file():
+        return SYSTEM
+    return PACKAGED
+
+
+def load(explicit: str | None = None, spool: str | Path | None = None) -> Config:
+    path = find(explicit, spool)
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return parse(data, str(path))
+
+
+def parse(data: dict[str, Any], path: str = "<config>") -> Config:
+    base = _defaults()
+    for table, values in data.items():
+        if table not in base or not isinstance(values, dict):
+            raise ConfigError(f"{path}: unknown table [{table}]")
+        for key in values:
+            if key not in base[table]:
+                raise ConfigError(f"{path}: unknown key {table}.{key}")
+        base[table] = {**base[table], **values}
+
+    def get(table: str, key: str, kind: type) -> Any:
+        v = base[table][key]
+        if kind is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+            raise ConfigError(f"{path}: {table}.{key} = {v!r}: must be a {kind.__name__}")
+        return v
+
+    def bad(table: str, key: str, why: str) -> ConfigError:
+        return ConfigError(f"{path}: {table}.{key} = {base[table][key]!r}: {why}")
+
+    def duration(table: str, key: str) -> int:
+        v = base[table][key]
+        if isinstance(v, int) and not isinstance(v, bool):
+            if v <= 0:
+                raise bad(table, key, "must be positive")
+            return v
+        if not isinstance(v, str):
+            raise bad(table, key, "must be a duration such as \"30m\"")
+        try:
+            return parse_duration(v)
+        except UnitError as e:
+            raise bad(table, key, str(e).split(": ", 1)[-1]) from None
+
+    policy_s = get("scheduler", "policy", str)
+    try:
+        policy = Policy(policy_s)
+    except ValueError:
+        raise bad("scheduler", "policy", "must be one of " + ", ".join(p.value for p in Policy)) from None
+    p = get("scheduler", "p", float)
+    if not 0.0 < p < 1.0:
+        raise bad("scheduler", "p", "must be between 0 and 1, both excluded")
+    threshold_v = base["scheduler"]["threshold"]
+    if isinstance(threshold_v, (int, float)) and not isinstance(threshold_v, bool) and threshold_v == 0:
+        threshold = 0
+    else:
+        threshold = duration("scheduler", "threshold")
+    try:
+        predictor = Predictor(get("scheduler", "predictor", str))
+    except ValueError:
+        raise bad("scheduler", "predictor", "must be one of " + ", ".join(x.value for x in Predictor)) from None
+
+    default_wt = duration("jobs", "default_walltime")
+    max_wt = duration("jobs", "max_walltime")
+    if default_wt > max_wt:
+        raise bad("jobs", "default_walltime", "longer than jobs.max_walltime")
+    ncpus = get("jobs", "default_ncpus", int)
+    if ncpus <= 0:
+        raise bad("jobs", "default_ncpus", "must be positive")
+    ckpt = get("jobs", "checkpoint", str)
+    if ckpt not in CHECKPOINT_MODES:
+        raise bad("jobs", "checkpoint", "must be one of " + ", ".join(CHECKPOINT_MODES))
+    sig = get("jobs", "checkpoint_signal", str).upper().removeprefix("SIG")
+    import signal as _signal
+
+    if not hasattr(_signal, "SIG" + sig) or sig in ("KILL", "STOP"):
+        raise bad("jobs", "checkpoint_signal", "not a signal a job can catch")
+    cores = get("machine", "cores", int)
+    if cores < 0 or cores > 65536:
+        raise bad("machine", "cores", "must be 0 (the host's) or a number of cores up to 65536")
+    cpus = get("machine", "cpus", str)
+    if cpus:
+        try:
+            if not cpuset.parse(cpus):
+                raise cpuset.CpuListError("empty")
+        except cpuset.CpuListError as e:
+            raise bad("machine", "cpus", f"not a cpu list ({e})") from None
+    level = get("daemon", "log_level", str)
+    if level not in ("debug", "info", "warning", "error"):
+        raise bad("daemon", "log_level", "must be debug, info, warning or error")
+    return Config(
+        path=path,
+        params=Params(policy=policy, p=p, threshold=float(threshold), predictor=predictor),
+        default_walltime=default_wt,
+        max_walltime=max_wt,
+        default_ncpus=ncpus,
+        kill_grace=duration("jobs", "kill_grace"),
+        checkpoint=ckpt,
+        checkpoint_signal=sig,
+        checkpoint_grace=duration("jobs", "checkpoint_grace"),
+        cores=cores,
+        cpus=cpus,
+        spool=get("daemon", "spool", str),
+        autostart=get("daemon", "autostart", bool),
+        log_level=level,
+    )

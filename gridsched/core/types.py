@@ -1,0 +1,139 @@
+"""The snapshot the core reads and the decisions it returns.
+
+All times are seconds on the driver's clock (real or virtual); the core never
+asks what time it is, it is told (``Snapshot.now``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Mapping, Union
+
+
+class Policy(str, Enum):
+    FCFS = "fcfs"
+    EASY = "easy"
+    CONSERVATIVE = "conservative"
+    CHECKPOINT_BACKFILL = "checkpoint-backfill"
+
+
+class Predictor(str, Enum):
+    SCALED = "scaled"  # estimate * p above the threshold
+    USER_HISTORY = "user-history"  # mean of the user's last two run times (EASY++)
+
+
+@dataclass(frozen=True, slots=True)
+class Params:
+    """Policy settings, from ``[scheduler]`` of the config or gsim's options."""
+
+    policy: Policy = Policy.CHECKPOINT_BACKFILL
+    p: float = 0.2
+    threshold: float = 1800.0
+    predictor: Predictor = Predictor.SCALED
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A pending job as the core sees it.
+
+    ``estimate`` is what is left of the user's walltime: the full walltime for a
+    job that never ran, the walltime minus the time already run for a job that
+    was checkpointed (``elapsed`` > 0).
+    """
+
+    id: int
+    ncpus: int
+    estimate: float
+    preemptable: bool = False  # checkpoint mode is not ``none``
+    user: str = ""
+    elapsed: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A job in its current run segment.
+
+    ``estimate`` is the user's walltime for this segment (the job is killed at
+    ``start + estimate``).  ``planned`` is the shorter estimate the backfill
+    step relied on when it started the job (``None`` if it relied on the user's
+    own); a backfilled job still running past ``start + planned`` is counted at
+    ``start + estimate``.  ``stopping`` marks a job that was told to stop
+    (preempted, cancelled, out of time) and has not exited yet: its cores are
+    not free, but no more cores need be taken from it.
+    """
+
+    id: int
+    ncpus: int
+    start: float
+    estimate: float
+    cores: tuple[int, ...] = ()
+    backfilled: bool = False
+    preemptable: bool = False
+    planned: float | None = None
+    stopping: bool = False
+    user: str = ""
+
+    @property
+    def end(self) -> float:
+        """When the job ends at the latest (its user walltime)."""
+        return self.start + self.estimate
+
+
+@dataclass(frozen=True, slots=True)
+class HeadReservation:
+    """The head job's reservation, carried by the driver from pass to pass.
+
+    Once a job becomes the head its reservation time may move earlier, never
+    later (except when it can no longer be met at all).
+    """
+
+    job: int
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    now: float
+    ncores: int
+    running: tuple[Running, ...]
+    pending: tuple[Waiting, ...]  # in priority order
+    params: Params = field(default_factory=Params)
+    free: frozenset[int] | None = None  # free cores; None = count-only mode
+    head: HeadReservation | None = None
+    history: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Start pending job ``job`` now on ``cores`` (``()`` in count-only mode)."""
+
+    job: int
+    cores: tuple[int, ...] = ()
+    backfilled: bool = False
+    planned: float | None = None  # the shortened estimate relied on, if any
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Checkpoint and stop running job ``job``; it goes back to the queue."""
+
+    job: int
+
+
+Decision = Union[Start, Preempt]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    decisions: tuple[Decision, ...] = ()
+    head: HeadReservation | None = None
+    wake_at: float | None = None  # call schedule() again at this time at the latest
+
+    @property
+    def starts(self) -> tuple[Start, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Start))
+
+    @property
+    def preempts(self) -> tuple[Preempt, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Preempt))

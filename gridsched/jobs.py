@@ -1,0 +1,62 @@
+"""Job states and checkpoint modes, shared by the daemon and the commands."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class JobState(str, Enum):
+    PENDING = "PENDING"
+    HELD = "HELD"
+    RUNNING = "RUNNING"
+    STOPPING = "STOPPING"  # told to stop (preempted); returns to PENDING when it has exited
+    SUSPENDED = "SUSPENDED"  # preempted in suspend mode: stopped, in memory, waiting for cores
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    TIMEOUT = "TIMEOUT"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+
+TERMINAL = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT})
+ACTIVE = frozenset({JobState.RUNNING, JobState.STOPPING})
+
+
+class Checkpoint(str, Enum):
+    NONE = "none"
+    SIGNAL = "signal"
+    SUSPEND = "suspend"
+    REQUEUE = "requeue"
+
+
+# Exit status a job in `signal` mode uses to say "I saved my state, restart me"
+# (as EX_TEMPFAIL of sysexits.h). Any other status after the checkpoint signal
+# means the job finished.
+EXIT_CHECKPOINTED = 75
+
+
+# The job specification, as gsub writes it into a submit request and as the
+# daemon keeps it (column ``spec`` of the job table).  All keys are present.
+SPEC_KEYS = {
+    "id": "int: job id from Spool.next_id()",
+    "name": "str: job name (-N, default the script's file name, 'wrap' for --wrap, 'stdin')",
+    "user": "str: submitting user's login name",
+    "uid": "int: submitting user's uid",
+    "gid": "int: submitting user's primary gid",
+    "ncpus": "int: cores (-n)",
+    "walltime": "int: seconds (-t)",
+    "mem": "int | None: bytes (--mem)",
+    "checkpoint": "str: checkpoint mode (none, signal, suspend, requeue)",
+    "hold": "bool: submitted held (--hold)",
+    "script": "str: the script's text (copied at submit time)",
+    "args": "list[str]: arguments after the script",
+    "workdir": "str: absolute working directory (-D, default the submit directory)",
+    "stdout": "str: absolute path of the output file, %j and %x substituted",
+    "stderr": "str: absolute path of the error file, %j and %x substituted",
+    "env": "dict[str, str]: the submitting environment (as Slurm's --export=ALL)",
+    "submit_time": "float: seconds since the epoch",
+    "submit_dir": "str: absolute directory gsub ran in",
+}

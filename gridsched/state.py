@@ -1,0 +1,156 @@
+"""The job table, kept in SQLite (``spool/state.db``).
+
+The daemon is the only writer (:class:`StateDB` opened with ``write=True``);
+commands open it read-only and see a consistent snapshot even while the daemon
+writes (WAL mode).  One row per job; the fields people and programs read are
+columns, the rest of the submitted request is the JSON column ``spec``, the run
+segments the JSON column ``segments``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id INTEGER PRIMARY KEY,
+    state TEXT NOT NULL,
+    user TEXT NOT NULL,
+    uid INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    ncpus INTEGER NOT NULL,
+    walltime INTEGER NOT NULL,
+    submit_time REAL NOT NULL,
+    start_time REAL,
+    end_time REAL,
+    cores TEXT NOT NULL DEFAULT '',
+    exit_code INTEGER,
+    exit_signal INTEGER,
+    reason TEXT NOT NULL DEFAULT '',
+    backfilled INTEGER NOT NULL DEFAULT 0,
+    restarts INTEGER NOT NULL DEFAULT 0,
+    preemptions INTEGER NOT NULL DEFAULT 0,
+    checkpoints INTEGER NOT NULL DEFAULT 0,
+    elapsed REAL NOT NULL DEFAULT 0,
+    lost REAL NOT NULL DEFAULT 0,
+    predicted_start REAL,
+    segments TEXT NOT NULL DEFAULT '[]',
+    run TEXT NOT NULL DEFAULT '{}',
+    spec TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+# Columns in the order of SCHEMA; a job row travels as a dict with these keys
+# (``segments``, ``run`` and ``spec`` decoded from JSON).
+COLUMNS = (
+    "id state user uid name ncpus walltime submit_time start_time end_time cores exit_code "
+    "exit_signal reason backfilled restarts preemptions checkpoints elapsed lost predicted_start "
+    "segments run spec"
+).split()
+JSON_COLUMNS = ("segments", "run", "spec")
+
+
+def _decode(row: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
+    d = dict(zip(COLUMNS, row))
+    for c in JSON_COLUMNS:
+        d[c] = json.loads(d[c])
+    d["backfilled"] = bool(d["backfilled"])
+    return d
+
+
+class StateDB:
+    def __init__(self, path: str | Path, write: bool = False) -> None:
+        self.path = Path(path)
+        if write:
+            self.conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.executescript(SCHEMA)
+            self.conn.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+        else:
+            if not self.path.exists():
+                raise FileNotFoundError(str(self.path))
+            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+            self.conn.execute("PRAGMA query_only=1")
+        self.conn.execute("PRAGMA busy_timeout=5000")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- reading -----------------------------------------------------------
+    def jobs(
+        self,
+        states: Iterable[str] | None = None,
+        user: str | None = None,
+        ids: Iterable[int] | None = None,
+    ) -> list[dict[str, Any]]:
+        sql = f"SELECT {', '.join(COLUMNS)} FROM jobs"
+        where, args = [], []
+        if states is not None:
+            st = list(states)
+            where.append(f"state IN ({','.join('?' * len(st))})")
+            args += st
+        if user is not None:
+            where.append("user = ?")
+            args.append(user)
+        if ids is not None:
+            il = list(ids)
+            where.append(f"id IN ({','.join('?' * len(il))})")
+            args += il
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id"
+        return [_decode(r) for r in self.conn.execute(sql, args)]
+
+    def job(self, job_id: int) -> dict[str, Any] | None:
+        rows = self.jobs(ids=[job_id])
+        return rows[0] if rows else None
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta"))
+
+    def max_id(self) -> int:
+        return self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM jobs").fetchone()[0]
+
+    # -- writing (daemon only) ----------------------------------------------
+    def begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def put(self, job: dict[str, Any]) -> None:
+        """Insert or replace a whole job row."""
+        vals = [job[c] for c in COLUMNS]
+        for i, c in enumerate(COLUMNS):
+            if c in JSON_COLUMNS:
+                vals[i] = json.dumps(vals[i], separators=(",", ":"))
+        self.conn.execute(
+            f"INSERT OR REPLACE INTO jobs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
+            vals,
+        )
+
+    def update(self, job_id: int, **fields: Any) -> None:
+        cols = []
+        vals = []
+        for k, v in fields.items():
+            if k not in COLUMNS or k == "id":
+                raise KeyError(k)
+            cols.append(f"{k} = ?")
+            vals.append(json.dumps(v, separators=(",", ":")) if k in JSON_COLUMNS else v)
+        self.conn.execute(f"UPDATE jobs SET {', '.join(cols)} WHERE id = ?", [*vals, job_id])
+
+    def set_predicted(self, items: Iterable[tuple[float | None, int]]) -> None:
+        self.conn.executemany("UPDATE jobs SET predicted_start = ? WHERE id = ?", items)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
