@@ -38,13 +38,20 @@ def default_root() -> Path:
     return Path(state) / "gridsched"
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` so that readers see all of it or none of it."""
+def atomic_write(path: Path, data: bytes, mode: int = 0o644, fsync: bool = True) -> None:
+    """Write ``data`` to ``path`` so that readers see all of it or none of it.
+
+    ``fsync`` makes it survive a power loss too; without it the file still
+    survives the death of any process.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.write(fd, data)
-        os.fsync(fd)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if fsync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.rename(tmp, path)

@@ -1,0 +1,248 @@
+"""Starting a job: the daemon forks a shepherd, the shepherd runs the job.
+
+The shepherd is the job's session leader and a child subreaper: every process
+the job starts stays below it, whatever it does with process groups or
+sessions.  It writes ``seg-N.pid`` before the job runs and ``seg-N.exit`` when
+the job has ended, both atomically, so a daemon restarted after ``kill -9``
+can adopt a running job or collect the exit status of one that ended while it
+was down.  The job itself runs in its own process group (so signals for the
+job never reach the shepherd), pinned to its cores before its first
+instruction, as its owner, in its working directory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import gc
+import json
+import os
+import pwd
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..spool import atomic_write
+from .procs import start_ticks
+
+PR_SET_CHILD_SUBREAPER = 36
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except OSError:  # pragma: no cover - every Linux has a libc
+    _libc = None
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Everything the shepherd needs, prepared by the daemon before the fork."""
+
+    job_id: int
+    segment: int
+    job_dir: str
+    script: str
+    args: tuple[str, ...]
+    workdir: str
+    stdout: str
+    stderr: str
+    append: bool  # a restarted job appends to its output files
+    env: dict[str, str]
+    cpus: frozenset[int]
+    uid: int
+    gid: int
+    user: str
+    mem: int | None = None
+
+
+def pid_file(job_dir: str | Path, segment: int) -> Path:
+    return Path(job_dir) / f"seg-{segment}.pid"
+
+
+def exit_file(job_dir: str | Path, segment: int) -> Path:
+    return Path(job_dir) / f"seg-{segment}.exit"
+
+
+def spawn(spec: Launch) -> int:
+    """Fork the shepherd; returns its pid at once (the daemon watches it with a pidfd)."""
+    gc.collect()
+    pid = os.fork()
+    if pid == 0:  # the shepherd
+        code = 70
+        try:
+            gc.disable()
+            _shepherd(spec)
+            code = 0
+        except BaseException:  # noqa: BLE001 - never return into the daemon's loop
+            pass
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _write_json(path: Path, data: dict) -> None:
+    atomic_write(path, json.dumps(data).encode(), fsync=False)
+
+
+def _shepherd(spec: Launch) -> None:
+    os.setsid()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_IGN)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.closerange(3, 1 << 16)  # the daemon's lock, database and sockets stay with the daemon
+    if _libc is not None:
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    me = os.getpid()
+    rd, wr = os.pipe2(os.O_CLOEXEC)
+    child = os.fork()
+    if child == 0:
+        os.close(rd)
+        _exec_job(spec, wr)  # never returns
+    os.close(wr)
+    try:
+        os.setpgid(child, child)
+    except OSError:
+        pass  # the child did it first
+    _write_json(pid_file(spec.job_dir, spec.segment), {"pid": me, "ticks": start_ticks(me), "pgid": child, "job": child})
+    err = b""
+    while True:
+        chunk = os.read(rd, 4096)
+        if not chunk:
+            break
+        err += chunk
+    os.close(rd)
+    status = None
+    while status is None:
+        try:
+            wpid, st = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if wpid == child:
+            status = st
+    end = time.time()
+    result: dict = {"end": end}
+    if status is not None:
+        if os.WIFEXITED(status):
+            result["exit_code"] = os.WEXITSTATUS(status)
+        elif os.WIFSIGNALED(status):
+            result["signal"] = os.WTERMSIG(status)
+    if err:
+        result["error"] = err.decode(errors="replace")
+    _reap_rest()
+    _write_json(exit_file(spec.job_dir, spec.segment), result)
+
+
+def _reap_rest() -> None:
+    """Kill what the job left behind (as a batch system does when a job's script ends)."""
+    for _ in range(50):
+        try:
+            children = [int(p) for p in Path(f"/proc/self/task/{os.getpid()}/children").read_text().split()]
+        except OSError:
+            children = []
+        if not children:
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                    pass
+            except ChildProcessError:
+                pass
+            return
+        for p in children:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            while os.waitpid(-1, 0):
+                pass
+        except ChildProcessError:
+            pass
+
+
+def _fail(wr: int, msg: str) -> None:
+    try:
+        os.write(wr, msg.encode(errors="replace")[:4000])
+    finally:
+        os._exit(127)
+
+
+def _exec_job(spec: Launch, wr: int) -> None:
+    try:
+        os.setpgid(0, 0)
+        for s in range(1, signal.NSIG):
+            if s in (signal.SIGKILL, signal.SIGSTOP):
+                continue
+            try:
+                signal.signal(s, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        os.sched_setaffinity(0, spec.cpus)
+        if spec.mem:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (spec.mem, spec.mem))
+        if os.getuid() == 0 and spec.uid != 0:
+            os.setgroups(os.getgrouplist(spec.user, spec.gid))
+            os.setgid(spec.gid)
+            os.setuid(spec.uid)
+    except Exception as e:  # noqa: BLE001
+        _fail(wr, f"cannot prepare the job: {e}")
+    try:
+        os.chdir(spec.workdir)
+    except OSError as e:
+        _fail(wr, f"cannot enter working directory {spec.workdir}: {e.strerror}")
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if spec.append else os.O_TRUNC)
+    try:
+        out = os.open(spec.stdout, flags, 0o644)
+        err = out if spec.stderr == spec.stdout else os.open(spec.stderr, flags, 0o644)
+    except OSError as e:
+        _fail(wr, f"cannot open output file {e.filename}: {e.strerror}")
+    nul = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nul, 0)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    argv = [spec.script, *spec.args]
+    try:
+        os.execve(spec.script, argv, spec.env)
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            interp = _interpreter(spec.script)
+            why = f"interpreter {interp!r} not found" if interp else "script not found"
+        elif e.errno == errno.EACCES:
+            why = "permission denied (script or interpreter not executable)"
+        elif e.errno == errno.ENOEXEC:
+            why = "not an executable script"
+        else:
+            why = e.strerror or str(e)
+        msg = f"gridsched: job {spec.job_id} could not start: {why}\n"
+        try:
+            os.write(2, msg.encode())
+        except OSError:
+            pass
+        _fail(wr, why)
+
+
+def _interpreter(script: str) -> str | None:
+    try:
+        with open(script, "rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return None
+    if first.startswith(b"#!"):
+        parts = first[2:].strip().split()
+        return parts[0].decode(errors="replace") if parts else None
+    return None
+
+
+def job_env(base: dict[str, str], **extra: str) -> dict[str, str]:
+    env = dict(base)
+    env.update(extra)
+    return env
+
+
+def user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)

@@ -1,0 +1,180 @@
+"""Shared fixtures: a real daemon on a temporary spool, and bounded waits."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def wait_for(cond: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    """Poll ``cond`` until it returns something true; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.2)
+
+
+class Gridsched:
+    """A daemon on a temporary spool and the commands to talk to it."""
+
+    def __init__(self, root: Path, config: str) -> None:
+        self.root = root
+        root.mkdir(parents=True)
+        self.spool = root / "spool"
+        self.cfgfile = root / "gridsched.toml"
+        self.cfgfile.write_text(config)
+        self.env = {
+            **os.environ,
+            "GRIDSCHED_SPOOL": str(self.spool),
+            "GRIDSCHED_CONFIG": str(self.cfgfile),
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.work = root / "work"
+        self.work.mkdir()
+
+    # -- the daemon ---------------------------------------------------------
+    def start(self) -> None:
+        log = open(self.root / "daemon.out", "ab")
+        self.proc = subprocess.Popen(
+            [str(BIN / "gschedd"), "run"], env=self.env, stdout=log, stderr=log, start_new_session=True
+        )
+        log.close()
+        wait_for(self._up, 15, "the daemon to start")
+
+    def _up(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise AssertionError(f"daemon exited with {self.proc.returncode}: {self.log()}")
+        try:
+            meta = json.loads((self.spool / "gschedd.pid").read_text())
+        except (OSError, ValueError):
+            return False
+        return self.proc is not None and meta.get("pid") == self.proc.pid and (self.spool / "gschedd.sock").exists()
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(10)
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log(self) -> str:
+        out = ""
+        for name in ("spool/gschedd.log", "daemon.out"):
+            p = self.root / name
+            if p.exists():
+                out += p.read_text()
+        return out
+
+    # -- commands ----------------------------------------------------------
+    def run(self, *args: str, input: str | None = None, check: bool = False, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        cmd = [str(BIN / args[0]), *args[1:]]
+        r = subprocess.run(cmd, env=self.env, input=input, capture_output=True, text=True, cwd=self.work, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"{' '.join(args)} exited {r.returncode}: {r.stderr}")
+        return r
+
+    def gsub(self, *args: str, input: str | None = None) -> int:
+        r = self.run("gsub", *args, input=input, check=True)
+        return int(r.stdout.strip().splitlines()[-1])
+
+    def job(self, jid: int) -> dict[str, Any]:
+        r = self.run("gstat", "-a", "--json", check=True)
+        for j in json.loads(r.stdout)["jobs"]:
+            if j["id"] == jid:
+                return j
+        raise AssertionError(f"job {jid} not in gstat -a --json")
+
+    def wait_state(self, jid: int, *states: str, timeout: float = 30) -> dict[str, Any]:
+        def check() -> dict[str, Any] | None:
+            j = self.job(jid)
+            return j if j["state"] in states else None
+
+        try:
+            return wait_for(check, timeout, f"job {jid} to be {'/'.join(states)}")
+        except AssertionError:
+            raise AssertionError(f"job {jid} is {self.job(jid)['state']}, not {states}; log:\n{self.log()}") from None
+
+    def processes(self) -> list[psutil.Process]:
+        """Every process started on behalf of this spool (shepherds and jobs)."""
+        mine = []
+        root = str(self.spool)
+        for p in psutil.process_iter():
+            try:
+                env = p.environ()
+            except (psutil.Error, OSError):
+                continue
+            if env.get("GRIDSCHED_SPOOL") == root or env.get("GS_SPOOL") == root:
+                mine.append(p)
+        return mine
+
+    def cleanup(self) -> None:
+        self.stop()
+        for p in self.processes():
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+
+
+DEFAULT_CONFIG = """
+[scheduler]
+policy = "fcfs"
+[jobs]
+kill_grace = "1s"
+checkpoint_grace = "2s"
+[machine]
+cores = 8
+[daemon]
+autostart = false
+"""
+
+
+@pytest.fixture
+def make_gs(tmp_path: Path):
+    """A factory: ``make_gs(config)`` gives a started daemon; all are stopped and cleaned at teardown."""
+    made: list[Gridsched] = []
+
+    def make(config: str = DEFAULT_CONFIG, start: bool = True) -> Gridsched:
+        gs = Gridsched(tmp_path / f"gs{len(made)}", config)
+        made.append(gs)
+        if start:
+            gs.start()
+        return gs
+
+    yield make
+    for gs in made:
+        gs.cleanup()
+
+
+@pytest.fixture
+def gs(make_gs) -> Gridsched:
+    return make_gs()

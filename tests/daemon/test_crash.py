@@ -1,0 +1,63 @@
+"""State survives kill -9 of the daemon: nothing lost, nothing run twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from tests.conftest import wait_for
+
+
+def test_kill9_during_a_run_loses_nothing_and_runs_nothing_twice(gs):
+    gs.run("gsub", "--help", check=True)
+    ledger = gs.work / "ledger"
+    # a: runs across the crash and ends after the restart
+    a = gs.gsub("-n", "4", "--wrap", f"echo start-$GS_JOBID >> {ledger}; sleep 3; echo end-$GS_JOBID >> {ledger}")
+    # b: ends while the daemon is down
+    b = gs.gsub("-n", "4", "--wrap", f"echo start-$GS_JOBID >> {ledger}; sleep 0.5; echo end-$GS_JOBID >> {ledger}; exit 7")
+    # c: pending behind a and b, must run exactly once after the restart
+    c = gs.gsub("-n", "8", "--wrap", f"echo start-$GS_JOBID >> {ledger}; echo end-$GS_JOBID >> {ledger}")
+    gs.wait_state(a, "RUNNING")
+    gs.wait_state(b, "RUNNING")
+    assert gs.job(c)["state"] == "PENDING"
+    gs.kill9()
+    wait_for(lambda: f"end-{b}" in ledger.read_text(), 15, "job b to end while the daemon is down")
+    assert gs.job(a)["state"] == "RUNNING"  # gstat works while the daemon is down
+    gs.start()
+    assert gs.wait_state(b, "FAILED")["exit_code"] == 7
+    assert gs.wait_state(a, "COMPLETED")["exit_code"] == 0
+    assert gs.wait_state(c, "COMPLETED")["exit_code"] == 0
+    lines = ledger.read_text().split()
+    for jid in (a, b, c):
+        assert lines.count(f"start-{jid}") == 1, lines
+        assert lines.count(f"end-{jid}") == 1, lines
+
+
+def test_kill9_with_queued_jobs_and_a_second_daemon_is_refused(gs):
+    ids = [gs.gsub("--hold", "--wrap", "true") for _ in range(3)]
+    gs.wait_state(ids[0], "HELD")
+    r = gs.run("gschedd", "run")
+    assert r.returncode != 0
+    assert str(gs.proc.pid) in r.stderr + r.stdout
+    gs.kill9()
+    gs.start()
+    for jid in ids:
+        assert gs.job(jid)["state"] == "HELD"
+
+
+def test_garbage_in_the_spool_is_quarantined(gs):
+    inc = gs.spool / "incoming"
+    (inc / "submit-0000000999.json").write_bytes(b"\x00\x01garbage")
+    (inc / "cancel-1-1.json").write_text('{"type": "cancel", "jobs": [')
+    (inc / "weird.json").write_text('{"type": "explode"}')
+    (inc / "submit-0000000998.json").write_text('{"type": "submit", "job": {"id": "x"}}')
+    os.symlink("/etc/passwd", inc / "submit-0000000997.json")
+    jid = gs.gsub("--wrap", "true")
+    gs.wait_state(jid, "COMPLETED")
+    q = gs.spool / "quarantine"
+    wait_for(lambda: len(list(q.glob("*.why"))) == 5, 10, "five quarantined requests")
+    assert not any(inc.iterdir())
+    assert gs.alive()
+    assert "quarantined" in gs.log()
