@@ -64,7 +64,6 @@ def exit_file(job_dir: str | Path, segment: int) -> Path:
 
 def spawn(spec: Launch) -> int:
     """Fork the shepherd; returns its pid at once (the daemon watches it with a pidfd)."""
-    gc.collect()
     pid = os.fork()
     if pid == 0:  # the shepherd
         code = 70

@@ -1,0 +1,274 @@
+"""Plumbing shared by the commands: spool and config selection, errors, exit codes.
+
+Every command prints an error as exactly one line, ``PROG: error: MESSAGE``, on
+standard error, including the errors click itself finds (unknown option, bad
+value), and exits with one of the :class:`ExitCode` values.
+
+This module is on the path of every command: it imports only click and the
+standard library (and the small gridsched modules the commands need anyway).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
+
+import click
+
+from ..config import Config, ConfigError, load
+from ..core.units import UnitError, parse_duration, parse_size
+from ..spool import Spool, default_root
+
+if TYPE_CHECKING:
+    import subprocess
+
+
+class ExitCode(IntEnum):
+    """Exit status of the commands (documented in their man pages)."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    NOT_RUNNING = 3
+    INTERRUPTED = 130
+
+
+# What each exit status means, as the man pages print it.
+EXIT_DOC = {
+    ExitCode.OK: "Success.",
+    ExitCode.ERROR: (
+        "The request was refused or failed: a script that cannot be read, a request larger than the "
+        "machine, an unknown job, a job in the wrong state, a bad configuration file."
+    ),
+    ExitCode.USAGE: "Bad command line or directive: an unknown option, a missing or invalid value.",
+    ExitCode.NOT_RUNNING: "No daemon runs on the spool (gschedd status and gschedd stop; as LSB init scripts).",
+    ExitCode.INTERRUPTED: "Interrupted (SIGINT).",
+}
+
+
+def one_line(msg: str) -> str:
+    """``msg`` on one line, without a closing full stop."""
+    text = " ".join(str(msg).split())
+    return text[:-1] if text.endswith(".") and not text.endswith("..") else text
+
+
+def fail(prog: str, msg: str, code: int = ExitCode.ERROR) -> NoReturn:
+    """Print ``PROG: error: MSG`` (one line) on standard error and exit with ``code``."""
+    click.echo(f"{prog}: error: {one_line(msg)}", err=True)
+    raise SystemExit(int(code))
+
+
+def warn(prog: str, msg: str) -> None:
+    click.echo(f"{prog}: {one_line(msg)}", err=True)
+
+
+def _lower_first(msg: str) -> str:
+    if len(msg) > 1 and msg[0].isupper() and msg[1].islower():
+        return msg[0].lower() + msg[1:]
+    return msg
+
+
+def usage_message(e: click.UsageError) -> str:
+    """One readable line for an error click found in a command line."""
+    if isinstance(e, click.NoSuchOption):
+        msg = f"unknown option {e.option_name}"
+        if e.possibilities:
+            msg += f" (did you mean {' or '.join(e.possibilities)}?)"
+        return msg
+    if isinstance(e, click.MissingParameter):
+        return one_line(_lower_first(e.format_message()))
+    if isinstance(e, click.BadParameter) and e.param is not None and e.param.name:
+        name = e.param.name.replace("_", "-")
+        msg = one_line(e.message)
+        return f"{name} {msg}" if msg.startswith("'") else f"{name}: {_lower_first(msg)}"
+    return one_line(_lower_first(e.format_message()))
+
+
+class _OneLineErrors:
+    """Mixin for click commands: errors as one line, exit codes from :class:`ExitCode`."""
+
+    name: str | None
+
+    def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> NoReturn:
+        prog = prog_name or self.name or "gridsched"
+        extra.pop("standalone_mode", None)
+        try:
+            rv = super().main(args=args, prog_name=prog, standalone_mode=False, **extra)  # type: ignore[misc]
+        except click.exceptions.NoArgsIsHelpError as e:
+            click.echo(e.ctx.get_help(), err=True)  # a group called without a command: its help
+            raise SystemExit(ExitCode.USAGE) from None
+        except click.UsageError as e:
+            fail(prog, usage_message(e), ExitCode.USAGE)
+        except click.ClickException as e:
+            fail(prog, e.format_message(), e.exit_code)
+        except click.Abort:
+            click.echo(f"{prog}: interrupted", err=True)
+            raise SystemExit(ExitCode.INTERRUPTED) from None
+        except BrokenPipeError:
+            # the reader went away (gstat | head): not an error of ours
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(ExitCode.OK) from None
+        raise SystemExit(int(rv) if isinstance(rv, int) else ExitCode.OK)
+
+
+class Command(_OneLineErrors, click.Command):
+    pass
+
+
+class Group(_OneLineErrors, click.Group):
+    pass
+
+
+# -- value types: every error message starts with the quoted value -------------
+
+
+class DurationType(click.ParamType):
+    name = "DURATION"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_duration(str(value))
+        except UnitError as e:
+            self.fail(str(e), param, ctx)
+
+
+class SizeType(click.ParamType):
+    name = "SIZE"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(str(value))
+        except UnitError as e:
+            self.fail(str(e), param, ctx)
+
+
+class CountType(click.ParamType):
+    """A whole number of at least 1."""
+
+    name = "N"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        try:
+            n = int(text)
+        except ValueError:
+            self.fail(f"'{value}': not a whole number", param, ctx)
+        if n < 1:
+            self.fail(f"'{value}': must be at least 1", param, ctx)
+        return n
+
+
+class ChoiceType(click.ParamType):
+    name = "CHOICE"
+
+    def __init__(self, choices: tuple[str, ...], metavar: str) -> None:
+        self.choices = choices
+        self.name = metavar
+
+    def get_metavar(self, param: Any, ctx: Any = None) -> str:
+        return "[" + "|".join(self.choices) + "]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        v = str(value).strip().lower()
+        if v not in self.choices:
+            self.fail(f"'{value}': must be one of {', '.join(self.choices)}", param, ctx)
+        return v
+
+
+DURATION = DurationType()
+SIZE = SizeType()
+COUNT = CountType()
+
+
+# -- spool and config ----------------------------------------------------------
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def spool_options(f: F) -> F:
+    """The ``--spool`` and ``--config`` options every command takes."""
+    f = click.option(
+        "--config",
+        "config_file",
+        metavar="FILE",
+        help="Configuration file (default: $GRIDSCHED_CONFIG, SPOOL/gridsched.toml, "
+        "/etc/gridsched/gridsched.toml, the packaged defaults).",
+    )(f)
+    f = click.option(
+        "--spool",
+        "spool_dir",
+        metavar="DIR",
+        help="Spool directory (default: $GRIDSCHED_SPOOL, the config's daemon.spool, "
+        "~/.local/state/gridsched).",
+    )(f)
+    return f
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    spool: Spool
+    cfg: Config
+    config_file: str | None  # the --config option as given, passed on to a daemon we start
+
+
+def setup(prog: str, spool_dir: str | None, config_file: str | None) -> Setup:
+    """The spool and the configuration in force.
+
+    Spool: ``--spool``, else ``$GRIDSCHED_SPOOL``, else the config's
+    ``daemon.spool``, else :func:`gridsched.spool.default_root`.  Config:
+    ``--config``, else the lookup of :func:`gridsched.config.find` (which
+    includes the spool's own ``gridsched.toml``).
+    """
+    root = spool_dir or os.environ.get("GRIDSCHED_SPOOL") or None
+    try:
+        if root:
+            cfg = load(config_file, root)
+        else:
+            cfg = load(config_file, None)
+            root = os.path.expanduser(cfg.spool) if cfg.spool else str(default_root())
+            if not config_file and not os.environ.get("GRIDSCHED_CONFIG"):
+                if (Path(root) / "gridsched.toml").is_file():
+                    cfg = load(None, root)
+    except ConfigError as e:
+        fail(prog, f"config {e}")
+    return Setup(Spool(root), cfg, config_file)
+
+
+def spawn_daemon(spool: Spool, config_file: str | None) -> "subprocess.Popen[bytes]":
+    """Start ``gschedd run`` on ``spool`` in the background, detached; return the process.
+
+    The daemon's output goes to ``spool/gschedd.log``.  This does not wait for
+    it to take the spool lock.
+    """
+    import subprocess
+
+    spool.ensure()
+    cmd = [sys.executable, "-m", "gridsched.cli.gschedd", "run", "--spool", str(spool.root)]
+    if config_file:
+        cmd += ["--config", str(Path(config_file).absolute())]
+    env = dict(os.environ)
+    if env.get("GRIDSCHED_CONFIG"):  # the daemon runs in /: a relative path would change meaning
+        env["GRIDSCHED_CONFIG"] = os.path.abspath(env["GRIDSCHED_CONFIG"])
+    with open(os.devnull, "rb") as devnull, open(spool.log, "ab") as log:
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdin=devnull,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+            cwd="/",
+        )
+    return proc

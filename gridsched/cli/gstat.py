@@ -1,0 +1,275 @@
+"""gstat: show the queue, one job in full, or both as JSON.
+
+Reads the daemon's state db (read-only) and the submit requests the daemon has
+not taken in yet; works with no daemon and with no state db at all.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import click
+
+from ..core.units import format_duration, format_size
+from ..jobs import TERMINAL, JobState
+from ..spool import Spool
+from .common import Command, ExitCode, fail, setup, spool_options
+
+PROG = "gstat"
+
+# The --json schema: one record per job with exactly these keys, in this order.
+JSON_KEYS = (
+    "id name user state ncpus walltime submit_time start_time end_time elapsed predicted_start cores "
+    "exit_code exit_signal reason restarts preemptions checkpoints backfilled stdout stderr workdir"
+).split()
+ACTIVE_STATES = {JobState.RUNNING.value, JobState.STOPPING.value}
+TERMINAL_STATES = {s.value for s in TERMINAL}
+STYLE = {
+    "PENDING": "yellow",
+    "HELD": "magenta",
+    "RUNNING": "green",
+    "STOPPING": "cyan",
+    "SUSPENDED": "cyan",
+    "COMPLETED": "dim",
+    "FAILED": "red",
+    "TIMEOUT": "red",
+    "CANCELLED": "dim red",
+}
+
+
+def run_time(job: dict[str, Any], now: float) -> float:
+    """Seconds the job has run: ``elapsed`` (segments that ended) plus the current segment if it runs."""
+    total = float(job.get("elapsed") or 0.0)
+    if job["state"] in ACTIVE_STATES:
+        start = job.get("start_time")
+        segs = job.get("segments") or []
+        last = segs[-1] if segs else None
+        if isinstance(last, dict) and last.get("start") is not None and last.get("end") is None:
+            start = last["start"]
+        if start is not None:
+            total += max(0.0, now - float(start))
+    return total
+
+
+def from_submit(spec: dict[str, Any]) -> dict[str, Any]:
+    """A job row for a submit request the daemon has not taken in yet."""
+    return {
+        "id": spec["id"],
+        "name": spec.get("name", ""),
+        "user": spec.get("user", ""),
+        "uid": spec.get("uid"),
+        "state": JobState.HELD.value if spec.get("hold") else JobState.PENDING.value,
+        "ncpus": spec.get("ncpus"),
+        "walltime": spec.get("walltime"),
+        "submit_time": spec.get("submit_time"),
+        "start_time": None,
+        "end_time": None,
+        "elapsed": 0.0,
+        "lost": 0.0,
+        "predicted_start": None,
+        "cores": "",
+        "exit_code": None,
+        "exit_signal": None,
+        "reason": "submitted, not yet taken in by the daemon",
+        "restarts": 0,
+        "preemptions": 0,
+        "checkpoints": 0,
+        "backfilled": False,
+        "segments": [],
+        "spec": spec,
+    }
+
+
+def load_jobs(spool: Spool, ids: list[int] | None = None) -> list[dict[str, Any]]:
+    """Every job the spool knows of, by id: the state db's rows, then submits not yet taken in."""
+    rows: dict[int, dict[str, Any]] = {}
+    if spool.db.exists():
+        import sqlite3
+
+        from ..state import StateDB
+
+        try:
+            db = StateDB(spool.db)
+            try:
+                for j in db.jobs(ids=ids):
+                    rows[j["id"]] = j
+            finally:
+                db.close()
+        except sqlite3.Error as e:
+            fail(PROG, f"cannot read {spool.db}: {e}")
+    for spec in spool.pending_submits():
+        jid = spec.get("id")
+        if isinstance(jid, int) and jid not in rows and (ids is None or jid in ids):
+            rows[jid] = from_submit(spec)
+    return [rows[k] for k in sorted(rows)]
+
+
+def record(job: dict[str, Any], now: float) -> dict[str, Any]:
+    """The --json record of a job (the keys of :data:`JSON_KEYS`)."""
+    spec = job.get("spec") or {}
+    out = {k: job.get(k) for k in JSON_KEYS}
+    out["elapsed"] = round(run_time(job, now), 3)
+    out["backfilled"] = bool(job.get("backfilled"))
+    out["cores"] = job.get("cores") or ""
+    out["reason"] = job.get("reason") or ""
+    for k in ("stdout", "stderr", "workdir"):
+        out[k] = spec.get(k)
+    return out
+
+
+def daemon_record(spool: Spool) -> dict[str, Any]:
+    info = spool.daemon_info()
+    return {"running": info is not None, "pid": (info or {}).get("pid"), "spool": str(spool.root)}
+
+
+def when(t: float | None) -> str:
+    if t is None:
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def time_column(job: dict[str, Any], now: float) -> str:
+    if job["state"] in ACTIVE_STATES or job["state"] in TERMINAL_STATES or job["state"] == "SUSPENDED":
+        t = run_time(job, now)
+        return format_duration(t) if t or job["state"] in ACTIVE_STATES else ""
+    if job.get("predicted_start") is not None:
+        return format_duration(job["predicted_start"] - now)
+    return ""
+
+
+def print_table(jobs: list[dict[str, Any]], now: float) -> None:
+    import sys
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    tty = sys.stdout.isatty()
+    console = Console(highlight=False, width=None if tty else 4096, soft_wrap=not tty)
+    table = Table(box=box.SIMPLE_HEAD if tty else None, pad_edge=False, show_edge=False, header_style="bold" if tty else "")
+    for col, just in (("ID", "right"), ("NAME", "left"), ("USER", "left"), ("STATE", "left"),
+                      ("CPUS", "right"), ("WALLTIME", "right"), ("TIME", "right"), ("CORES", "left")):
+        table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+    for j in jobs:
+        table.add_row(
+            str(j["id"]),
+            Text(j["name"] or ""),
+            Text(j["user"] or ""),
+            Text(j["state"], style=STYLE.get(j["state"], "")),
+            str(j["ncpus"]),
+            format_duration(j["walltime"]) if j["walltime"] else "",
+            time_column(j, now),
+            j.get("cores") or "",
+        )
+    if tty:
+        console.print(table)
+        return
+    with console.capture() as cap:
+        console.print(table)
+    click.echo("\n".join(line.rstrip() for line in cap.get().splitlines()))
+
+
+def print_full(job: dict[str, Any], now: float) -> None:
+    """Every field of one job, one ``key: value`` per line (as qstat -f)."""
+    import signal as _signal
+
+    spec = job.get("spec") or {}
+    sig = job.get("exit_signal")
+    if sig:
+        try:
+            sig_s = f"{sig} ({_signal.Signals(sig).name})"
+        except ValueError:
+            sig_s = str(sig)
+    else:
+        sig_s = ""
+    segs = job.get("segments") or []
+    fields: list[tuple[str, Any]] = [
+        ("id", job["id"]),
+        ("name", job["name"]),
+        ("user", f"{job['user']} (uid {job.get('uid')})" if job.get("uid") is not None else job["user"]),
+        ("state", job["state"]),
+        ("reason", job.get("reason") or ""),
+        ("ncpus", job["ncpus"]),
+        ("cores", job.get("cores") or ""),
+        ("walltime", format_duration(job["walltime"]) if job["walltime"] else ""),
+        ("mem", format_size(spec["mem"]) if spec.get("mem") else ""),
+        ("checkpoint", spec.get("checkpoint", "")),
+        ("submit_time", when(job.get("submit_time"))),
+        ("start_time", when(job.get("start_time"))),
+        ("end_time", when(job.get("end_time"))),
+        ("predicted_start", when(job.get("predicted_start"))),
+        ("elapsed", format_duration(run_time(job, now))),
+        ("lost", format_duration(job.get("lost") or 0)),
+        ("exit_code", "" if job.get("exit_code") is None else job["exit_code"]),
+        ("exit_signal", sig_s),
+        ("restarts", job.get("restarts", 0)),
+        ("preemptions", job.get("preemptions", 0)),
+        ("checkpoints", job.get("checkpoints", 0)),
+        ("backfilled", "yes" if job.get("backfilled") else "no"),
+        ("segments", len(segs)),
+        ("hold", "yes" if spec.get("hold") else "no"),
+        ("args", " ".join(spec.get("args") or [])),
+        ("workdir", spec.get("workdir", "")),
+        ("submit_dir", spec.get("submit_dir", "")),
+        ("stdout", spec.get("stdout", "")),
+        ("stderr", spec.get("stderr", "")),
+    ]
+    width = max(len(k) for k, _ in fields)
+    for k, v in fields:
+        click.echo(f"{k:<{width}}  {v}")
+    for i, seg in enumerate(segs, start=1):
+        click.echo(f"{'segment ' + str(i):<{width}}  {json.dumps(seg, sort_keys=True)}")
+
+
+@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]},
+               short_help="show the queue")
+@click.option("-a", "--all", "show_all", is_flag=True, help="Include finished jobs.")
+@click.option("-u", "--user", metavar="USER", help="Only the jobs of USER.")
+@click.option("-f", "--full", "full_id", metavar="ID", help="Show every field of job ID.")
+@click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON (schema in gstat(1)).")
+@spool_options
+def cli(show_all: bool, user: str | None, full_id: str | None, as_json: bool, spool_dir: str | None,
+        config_file: str | None) -> int:
+    """Show the jobs in the queue: pending, held, running and suspended ones,
+    with finished ones too with --all.
+
+    For a running job TIME is the time it has run; for a pending job, the time
+    until its predicted start when the daemon predicted one.
+    """
+    ids: list[int] | None = None
+    if full_id is not None:
+        try:
+            jid = int(full_id)
+        except ValueError:
+            fail(PROG, f"full '{full_id}': not a job id", ExitCode.USAGE)
+        ids = [jid]
+    s = setup(PROG, spool_dir, config_file)
+    now = time.time()
+    jobs = load_jobs(s.spool, ids)
+    if full_id is not None:
+        if not jobs:
+            fail(PROG, f"job {ids[0]}: no such job")  # type: ignore[index]
+    else:
+        if not show_all:
+            jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
+        if user is not None:
+            jobs = [j for j in jobs if j["user"] == user]
+    if as_json:
+        doc = {"jobs": [record(j, now) for j in jobs], "daemon": daemon_record(s.spool)}
+        click.echo(json.dumps(doc, indent=2))
+    elif full_id is not None:
+        print_full(jobs[0], now)
+    else:
+        print_table(jobs, now)
+    return ExitCode.OK
+
+
+def main() -> None:
+    cli.main(prog_name=PROG)
+
+
+if __name__ == "__main__":
+    main()

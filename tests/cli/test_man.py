@@ -1,0 +1,46 @@
+"""The man pages in man/ are what scripts/gen_man.py makes of the current code, and render cleanly."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ["gsub.1", "gstat.1", "gdel.1", "gctl.8", "gschedd.8", "gridsched.toml.5"]
+
+
+def generate() -> dict[str, str]:
+    spec = importlib.util.spec_from_file_location("gen_man", ROOT / "scripts" / "gen_man.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.generate()
+
+
+def test_man_pages_are_up_to_date():
+    pages = generate()
+    assert sorted(pages) == sorted(PAGES)
+    stale = [name for name, text in pages.items()
+             if not (ROOT / "man" / name).is_file() or (ROOT / "man" / name).read_text() != text]
+    assert not stale, f"stale man pages {stale}: run python scripts/gen_man.py"
+
+
+def test_pages_document_what_they_must():
+    pages = generate()
+    assert "\\-\\-walltime" in pages["gsub.1"] and ".SH DIRECTIVES" in pages["gsub.1"]
+    assert ".SH EXIT STATUS" in pages["gsub.1"] and "EX_TEMPFAIL" in pages["gsub.1"]
+    assert "predicted_start" in pages["gstat.1"] and ".SH JSON OUTPUT" in pages["gstat.1"]
+    assert ".SS gschedd status" in pages["gschedd.8"] and ".B 3\n" in pages["gschedd.8"]
+    assert "max_walltime" in pages["gridsched.toml.5"]
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed, pages cannot be rendered")
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_without_warnings(page):
+    r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", str(ROOT / "man" / page)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr == "", r.stderr

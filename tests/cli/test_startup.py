@@ -1,0 +1,96 @@
+"""Whole-process checks: what gsub imports, and click's own errors as one line from the real entry points."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = {"rich", "psutil", "gridsched.daemon"}
+
+
+def python(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+def test_importing_gsub_loads_nothing_heavy():
+    code = (
+        "import sys; from gridsched.cli import gsub, gdel, gstat; "
+        f"print(sorted(m for m in sys.modules if m in {sorted(HEAVY)!r}))"
+    )
+    r = python("-c", code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def imported(stderr: str) -> set[str]:
+    """Module names in a ``-X importtime`` report."""
+    return {line.rsplit("|", 1)[-1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--wrap", "true", "--spool", "SPOOL"]])
+def test_gsub_run_loads_nothing_heavy(tmp_path, args):
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[daemon]\nautostart = false\n")
+    args = [a.replace("SPOOL", str(tmp_path / "spool")) for a in args]
+    r = python("-X", "importtime", "-m", "gridsched.cli.gsub", *args, env={"GRIDSCHED_CONFIG": str(cfg)})
+    assert r.returncode == 0, r.stderr[-2000:]
+    mods = imported(r.stderr)
+    assert "click" in mods  # the report is real
+    assert not {m for m in mods if m.split(".")[0] in {"rich", "psutil"} or m.startswith("gridsched.daemon")}
+
+
+@pytest.mark.parametrize(
+    "module, args, line",
+    [
+        ("gsub", ["--nmae", "x"], "gsub: error: unknown option --nmae (did you mean --name or --mem?)"),
+        ("gstat", ["--xyzzy"], "gstat: error: unknown option --xyzzy"),
+        ("gsub", ["-t"], "gsub: error: option '-t' requires an argument"),
+    ],
+)
+def test_click_errors_are_one_line(module, args, line):
+    r = python("-m", f"gridsched.cli.{module}", *args)
+    assert r.returncode == 2
+    assert r.stderr == line + "\n"
+    assert r.stdout == ""
+
+
+def run_on_a_terminal(argv: list[str], env: dict[str, str]) -> bytes:
+    """The output of ``argv`` run with a pseudo-terminal as its stdout."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # child
+        try:
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, out
+    return out
+
+
+def test_gstat_colours_only_on_a_terminal(tmp_path):
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[daemon]\nautostart = false\n")
+    env = {**os.environ, "GRIDSCHED_CONFIG": str(cfg), "GRIDSCHED_SPOOL": str(tmp_path / "spool"), "TERM": "xterm"}
+    for var in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        env.pop(var, None)
+    assert python("-m", "gridsched.cli.gsub", "--wrap", "true", env=env).returncode == 0
+    piped = python("-m", "gridsched.cli.gstat", env=env)
+    assert piped.returncode == 0 and "PENDING" in piped.stdout and "\x1b[" not in piped.stdout
+    tty = run_on_a_terminal([sys.executable, "-m", "gridsched.cli.gstat"], env)
+    assert b"PENDING" in tty and b"\x1b[" in tty
