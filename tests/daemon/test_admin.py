@@ -1,0 +1,69 @@
+"""Administering a real daemon: start/stop/status, autostart, reload, graceful stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import psutil
+
+from tests.conftest import DEFAULT_CONFIG, wait_for
+
+
+def test_gschedd_start_status_stop(make_gs):
+    gs = make_gs(start=False)
+    r = gs.run("gschedd", "status")
+    assert r.returncode == 3 and "not running" in (r.stdout + r.stderr)
+    r = gs.run("gschedd", "start", check=True)
+    pid = json.loads((gs.spool / "gschedd.pid").read_text())["pid"]
+    assert str(pid) in r.stdout
+    r = gs.run("gschedd", "status")
+    assert r.returncode == 0 and str(pid) in r.stdout
+    again = gs.run("gschedd", "start")
+    assert again.returncode != 0 and str(pid) in again.stderr
+    jid = gs.gsub("--wrap", "true")
+    gs.wait_state(jid, "COMPLETED")
+    r = gs.run("gschedd", "stop", check=True)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert gs.run("gschedd", "status").returncode == 3
+
+
+def test_first_gsub_starts_a_daemon_and_wait_returns_the_exit_code(make_gs):
+    gs = make_gs(DEFAULT_CONFIG.replace("autostart = false", "autostart = true"), start=False)
+    r = gs.run("gsub", "--wait", "--wrap", "echo hi; exit 5")
+    assert r.returncode == 5, r.stderr
+    info = json.loads((gs.spool / "gschedd.pid").read_text())
+    assert psutil.pid_exists(info["pid"])
+    jid = int(r.stdout.split()[0])
+    assert gs.job(jid)["state"] == "FAILED"
+    gs.run("gschedd", "stop", check=True)
+
+
+def test_reload_changes_policy_and_refuses_bad_values(gs):
+    good = gs.cfgfile.read_text()
+    gs.cfgfile.write_text(good.replace('policy = "fcfs"', 'policy = "easy"') + "\n")
+    gs.run("gctl", "reload", check=True)
+    wait_for(lambda: "policy easy" in gs.log(), 10, "the reload to be logged")
+    gs.cfgfile.write_text(good.replace('policy = "fcfs"', 'policy = "easy"\np = 1.5'))
+    r = gs.run("gctl", "reload")
+    assert r.returncode != 0
+    assert "scheduler.p" in r.stderr and "1.5" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    os.kill(gs.proc.pid, signal.SIGHUP)  # bypassing gctl: the daemon itself refuses
+    wait_for(lambda: "reload refused" in gs.log(), 10, "the refusal to be logged")
+    assert gs.alive()
+    gs.cfgfile.write_text(good)
+    jid = gs.gsub("--wrap", "true")
+    gs.wait_state(jid, "COMPLETED")
+
+
+def test_sigterm_leaves_jobs_running_and_a_restart_collects_them(gs):
+    ledger = gs.work / "ledger"
+    long = gs.gsub("--wrap", f"echo start >> {ledger}; sleep 2; echo end >> {ledger}")
+    gs.wait_state(long, "RUNNING")
+    gs.stop()
+    wait_for(lambda: ledger.exists() and "end" in ledger.read_text(), 15, "the job to finish without the daemon")
+    gs.start()
+    j = gs.wait_state(long, "COMPLETED")
+    assert j["exit_code"] == 0
+    assert ledger.read_text().split() == ["start", "end"]
