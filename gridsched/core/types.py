@@ -31,6 +31,12 @@ class Params:
     p: float = 0.2
     threshold: float = 1800.0
     predictor: Predictor = Predictor.SCALED
+    # checkpoint-backfill only.  False (the default): a backfilled job that
+    # outlives its shortened estimate counts at its user estimate end, and the
+    # head keeps its reservation from pass to pass (``Snapshot.head``).  True:
+    # the naive reading -- such a job counts as ending now and the head's
+    # reservation is recomputed on every pass, which lets preemptions cascade.
+    cascade: bool = False
 
 
 @dataclass(frozen=True, slots=True)

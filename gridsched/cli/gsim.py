@@ -1,0 +1,358 @@
+"""gsim: replay a Standard Workload Format trace through the scheduling policies.
+
+``gsim TRACE`` is ``gsim run TRACE``; ``gsim compare`` puts several policies
+side by side and ``gsim tune`` searches a grid of ``p`` and ``threshold``.
+See gsim(1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from typing import Any, Callable
+
+import click
+
+from ..config import ConfigError
+from ..config import load as load_config
+from ..core.types import Params, Policy, Predictor
+from ..core.units import UnitError, parse_duration
+from .common import COUNT, ChoiceType, ExitCode, Group, fail, warn
+
+PROG = "gsim"
+POLICIES = tuple(p.value for p in Policy)
+PREDICTORS = tuple(p.value for p in Predictor)
+MODES = ("checkpoint", "requeue", "none")
+# The Params field that selects the naive (cascading) reading of checkpoint-backfill, if the core has one.
+CASCADE_FIELD = "cascade"
+
+
+class SecondsType(click.ParamType):
+    """A duration of zero or more seconds (``0``, ``120``, ``30m``, ``1:00:00``)."""
+
+    name = "DURATION"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        return _seconds(str(value), param, ctx, self)
+
+
+def _seconds(text: str, param: Any, ctx: Any, typ: click.ParamType) -> float:
+    t = text.strip()
+    try:
+        v = float(t)
+    except ValueError:
+        try:
+            return float(parse_duration(t))
+        except UnitError as e:
+            typ.fail(str(e), param, ctx)
+    if not v >= 0 or v == float("inf"):
+        typ.fail(f"'{text}': must be zero or more seconds", param, ctx)
+    return v
+
+
+class FractionType(click.ParamType):
+    """``p``: a number strictly between 0 and 1."""
+
+    name = "P"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            v = float(str(value))
+        except ValueError:
+            self.fail(f"'{value}': not a number", param, ctx)
+        if not 0.0 < v < 1.0:
+            self.fail(f"'{value}': must be between 0 and 1, both excluded", param, ctx)
+        return v
+
+
+class ListType(click.ParamType):
+    """A comma-separated list of values of another type."""
+
+    def __init__(self, item: click.ParamType, name: str) -> None:
+        self.item = item
+        self.name = name
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> list[Any]:
+        if isinstance(value, list):
+            return value
+        parts = [x.strip() for x in str(value).split(",")]
+        if not all(parts):
+            self.fail(f"'{value}': empty item in the list", param, ctx)
+        return [self.item.convert(x, param, ctx) for x in parts]
+
+
+SECONDS = SecondsType()
+FRACTION = FractionType()
+
+
+class GsimGroup(Group):
+    """A group whose default command is ``run``: ``gsim TRACE`` is ``gsim run TRACE``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+def _trace_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.argument("trace", metavar="TRACE"),
+        click.option("--procs", type=COUNT, help="Machine size (default: MaxProcs of the trace header)."),
+        click.option("--nodes", is_flag=True, help="Count the machine and the jobs in nodes (MaxNodes)."),
+        click.option("--limit", type=COUNT, metavar="N", help="Replay only the first N jobs of the trace."),
+        click.option("--strict", is_flag=True, help="Stop at the first bad line of the trace."),
+        click.option("--predictor", type=ChoiceType(PREDICTORS, "PREDICTOR"),
+                     help="How backfilling predicts run times (default: scaled)."),
+        click.option("--checkpoint-overhead", "overhead", type=SECONDS, default=120.0, show_default=True,
+                     metavar="S", help="Seconds added to a job's run time per checkpoint and per restart."),
+        click.option("--checkpoint", "--mode", "mode", type=ChoiceType(MODES, "MODE"), default="checkpoint",
+                     show_default=True,
+                     help="What a preempted job keeps: checkpoint (its work), requeue (nothing), "
+                     "none (jobs are never preempted)."),
+        click.option("--config", "config_file", metavar="FILE",
+                     help="Take policy, p, threshold and predictor from this gridsched.toml."),
+        click.option("--cascade", is_flag=True,
+                     help="checkpoint-backfill: the naive (cascading) reading, if the core offers it."),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+@click.group(name=PROG, cls=GsimGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gridsched", prog_name=PROG)
+def main() -> None:
+    """Replay an SWF workload trace through gridsched's scheduling policies.
+
+    gsim TRACE [OPTIONS] is short for gsim run TRACE [OPTIONS].
+    """
+
+
+# -- shared steps ----------------------------------------------------------------
+
+
+def _params(config_file: str | None, policy: str | None, p: float | None, threshold: float | None,
+            predictor: str | None, cascade: bool) -> Params:
+    base = Params()
+    if config_file is not None:
+        try:
+            base = load_config(config_file).params
+        except ConfigError as e:
+            fail(PROG, f"config {e}")
+    kw: dict[str, Any] = {}
+    if policy is not None:
+        kw["policy"] = Policy(policy)
+    if p is not None:
+        kw["p"] = p
+    if threshold is not None:
+        kw["threshold"] = float(threshold)
+    if predictor is not None:
+        kw["predictor"] = Predictor(predictor)
+    if cascade:
+        if CASCADE_FIELD not in {f.name for f in dataclasses.fields(Params)}:
+            fail(PROG, "--cascade: this version of the scheduling core has no cascading reading", ExitCode.USAGE)
+        kw[CASCADE_FIELD] = True
+    return dataclasses.replace(base, **kw)
+
+
+def _read(trace: str, procs: int | None, nodes: bool, strict: bool, limit: int | None, quiet: bool = False):  # type: ignore[no-untyped-def]
+    from ..sim.swf import BAD_LINE, MAX_PROBLEMS, TraceError, read
+
+    try:
+        tr = read(trace, procs=procs, nodes=nodes, strict=strict, limit=limit)
+    except TraceError as e:
+        fail(PROG, str(e))
+    if not quiet:
+        for msg in tr.problems:
+            warn(PROG, f"warning: skipped {msg}")
+        more = tr.skipped[BAD_LINE] - min(tr.skipped[BAD_LINE], MAX_PROBLEMS)
+        if more > 0:
+            warn(PROG, f"warning: skipped {more} more bad lines")
+    return tr
+
+
+def _simulate(tr: Any, params: Params, overhead: float, mode: str, series: bool = False,
+              task: str = "") -> tuple[Any, Any, float]:
+    from ..sim.engine import Mode, SimulationError, simulate
+    from ..sim.metrics import compute
+
+    t0 = time.perf_counter()
+    try:
+        with _progress(len(tr), task or params.policy.value) as tick:
+            res = simulate(tr, params, overhead=overhead, mode=Mode(mode), series=series, progress=tick)
+    except NotImplementedError:
+        fail(PROG, f"policy {params.policy.value} is not available in this version of the scheduling core")
+    except SimulationError as e:
+        fail(PROG, str(e))
+    return res, compute(res), time.perf_counter() - t0
+
+
+class _progress:
+    """A rich progress bar on standard error when it is a terminal; otherwise nothing."""
+
+    def __init__(self, total: int, what: str) -> None:
+        self.total, self.what, self.bar = total, what, None
+
+    def __enter__(self) -> Callable[[int], None] | None:
+        if not sys.stderr.isatty():
+            return None
+        from rich.console import Console
+        from rich.progress import Progress
+
+        self.bar = Progress(console=Console(stderr=True), transient=True)
+        self.bar.start()
+        task = self.bar.add_task(self.what, total=self.total)
+        return lambda done: self.bar.update(task, completed=done)  # type: ignore[union-attr]
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _emit_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, sort_keys=False))
+
+
+def _plot(fn: Callable[..., None], *args: Any) -> None:
+    from ..sim.plot import PlotError
+
+    try:
+        fn(*args)
+    except PlotError as e:
+        fail(PROG, str(e))
+    except OSError as e:
+        fail(PROG, f"--plot {args[0]}: {e.strerror or e}")
+
+
+def _check_plot_available(path: str | None) -> None:
+    """Fail before a long simulation if --plot cannot be honoured."""
+    if path is None:
+        return
+    from ..sim.plot import PlotError, _pyplot
+
+    try:
+        _pyplot()
+    except PlotError as e:
+        fail(PROG, str(e))
+
+
+# -- commands ----------------------------------------------------------------------
+
+
+@main.command("run")
+@_trace_options
+@click.option("--policy", type=ChoiceType(POLICIES, "POLICY"), help="Scheduling policy (default: checkpoint-backfill).")
+@click.option("--p", "p", type=FRACTION, help="checkpoint-backfill: factor of long estimates, 0 < P < 1 (default 0.2).")
+@click.option("--threshold", type=SECONDS, help="checkpoint-backfill: only walltimes above this are shortened (default 30m).")
+@click.option("--jobs-out", metavar="FILE.csv", help="Write one CSV row per job.")
+@click.option("--plot", metavar="FILE.png", help="Plot utilization and queue length over time.")
+def run_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, strict: bool, predictor: str | None,
+            overhead: float, mode: str, config_file: str | None, cascade: bool, as_json: bool,
+            policy: str | None, p: float | None, threshold: float | None, jobs_out: str | None,
+            plot: str | None) -> None:
+    """Replay TRACE under one policy and print its metrics."""
+    from ..sim import report
+
+    params = _params(config_file, policy, p, threshold, predictor, cascade)
+    _check_plot_available(plot)
+    tr = _read(trace, procs, nodes, strict, limit)
+    res, met, secs = _simulate(tr, params, overhead, mode, series=plot is not None)
+    rec = report.record(res, met, secs)
+    if jobs_out is not None:
+        try:
+            with open(jobs_out, "w", newline="") as f:
+                report.write_jobs(f, res)
+        except OSError as e:
+            fail(PROG, f"--jobs-out {jobs_out}: {e.strerror or e}")
+    if plot is not None:
+        from ..sim.plot import run_plot
+
+        _plot(run_plot, plot, rec, res.series, min(tr.submit))
+    if as_json:
+        _emit_json(rec)
+    else:
+        report.print_run(rec)
+
+
+@main.command("compare")
+@_trace_options
+@click.option("--policies", type=ListType(ChoiceType(POLICIES, "POLICY"), "POLICY,..."),
+              default=",".join(POLICIES), show_default=True, help="Policies to compare.")
+@click.option("--p", "p", type=FRACTION, help="checkpoint-backfill: factor of long estimates (default 0.2).")
+@click.option("--threshold", type=SECONDS, help="checkpoint-backfill: threshold (default 30m).")
+def compare_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, strict: bool,
+                predictor: str | None, overhead: float, mode: str, config_file: str | None, cascade: bool,
+                as_json: bool, policies: list[str], p: float | None, threshold: float | None) -> None:
+    """Replay TRACE under several policies; one row each, with the change against easy."""
+    from ..sim import report
+
+    names = list(dict.fromkeys(policies))
+    settings = [_params(config_file, name, p, threshold, predictor, cascade and name == "checkpoint-backfill")
+                for name in names]
+    tr = _read(trace, procs, nodes, strict, limit)
+    recs = []
+    for prm in settings:
+        res, met, secs = _simulate(tr, prm, overhead, mode)
+        recs.append(report.record(res, met, secs))
+    base = next((r for r in recs if r["policy"] == "easy"), recs[0])
+    if as_json:
+        for r in recs:
+            r["change"] = {key: (None if base[key] == 0 else (r[key] - base[key]) / base[key])
+                           for key, _, _, _ in report.COLUMNS}
+        _emit_json({"trace": tr.path, "baseline": base["policy"], "results": recs})
+    else:
+        report.print_compare(recs, base)
+
+
+@main.command("tune")
+@_trace_options
+@click.option("--policy", type=ChoiceType(POLICIES, "POLICY"), default="checkpoint-backfill", show_default=True,
+              help="Policy to tune.")
+@click.option("--p", "ps", type=ListType(FRACTION, "P,..."), default="0.1,0.2,0.3,0.5", show_default=True,
+              help="Values of p to try.")
+@click.option("--threshold", "thresholds", type=ListType(SECONDS, "T,..."), default="10m,30m,1h",
+              show_default=True, help="Values of the threshold to try.")
+@click.option("--metric", type=ChoiceType(("bsld", "wait", "wait95", "response", "makespan", "utilization"),
+                                          "METRIC"), default="bsld", show_default=True,
+              help="What the best setting optimizes.")
+@click.option("--plot", metavar="FILE.png", help="Heat map of the metric over the grid.")
+def tune_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, strict: bool, predictor: str | None,
+             overhead: float, mode: str, config_file: str | None, cascade: bool, as_json: bool, policy: str,
+             ps: list[float], thresholds: list[float], metric: str, plot: str | None) -> None:
+    """Replay TRACE for each p and threshold of a grid and pick the best setting."""
+    from ..sim import report
+    from ..sim.metrics import OBJECTIVES
+
+    ps = list(dict.fromkeys(ps))
+    thresholds = list(dict.fromkeys(thresholds))
+    key, lower = OBJECTIVES[metric]
+    base = _params(config_file, policy, None, None, predictor, cascade)
+    _check_plot_available(plot)
+    tr = _read(trace, procs, nodes, strict, limit)
+    recs = []
+    for pv in ps:
+        for th in thresholds:
+            prm = dataclasses.replace(base, p=pv, threshold=th)
+            res, met, secs = _simulate(tr, prm, overhead, mode, task=f"p={pv:g} threshold={th:g}s")
+            recs.append(report.record(res, met, secs))
+    best = (min if lower else max)(recs, key=lambda r: r[key])
+    if plot is not None:
+        from ..sim.plot import tune_plot
+
+        _plot(tune_plot, plot, recs, ps, thresholds, key, metric)
+    if as_json:
+        _emit_json({"trace": tr.path, "metric": metric, "key": key, "results": recs,
+                    "best": {"p": best["p"], "threshold": best["threshold"], key: best[key]}})
+    else:
+        report.print_tune(recs, ps, thresholds, metric, key, best)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,267 @@
+"""The event-driven replay of a trace through :func:`gridsched.core.policy.schedule`.
+
+The clock is virtual: it jumps from event to event.  Events are job arrivals,
+job ends, the ``wake_at`` time of the last plan and the head job's reservation
+time.  After each batch of simultaneous events the simulator builds a
+:class:`~gridsched.core.types.Snapshot` (count-only mode: no core numbers),
+calls ``schedule`` and carries out the plan, exactly as the daemon does on the
+real clock.
+
+A pass is skipped only when it cannot decide anything (see :func:`simulate`);
+``fast=False`` turns the skipping off, which the tests use to show that the
+results are the same.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left, insort
+from dataclasses import dataclass, field
+from enum import Enum
+from operator import attrgetter
+from typing import Callable
+
+from ..core.policy import schedule
+from ..core.types import HeadReservation, Params, Policy, Running, Snapshot, Start, Waiting
+from .swf import Trace
+
+INF = math.inf
+MAX_REPASS = 16  # passes at one instant after preemptions, at most
+
+# Job states.
+_FUTURE, _PENDING, _RUNNING, _DONE = 0, 1, 2, 3
+
+
+class Mode(str, Enum):
+    """What a preempted job keeps."""
+
+    CHECKPOINT = "checkpoint"  # restarts from its checkpoint: work done is kept
+    REQUEUE = "requeue"  # reruns from scratch: work done is lost
+    NONE = "none"  # never preempted (so never aggressively backfilled)
+
+
+class SimulationError(Exception):
+    """The policy asked for something impossible, or left jobs waiting forever."""
+
+
+@dataclass(slots=True)
+class Result:
+    """What happened to every job of a trace, indexed like the trace's lists."""
+
+    trace: Trace
+    params: Params
+    mode: Mode
+    overhead: float
+    start: list[float]  # first start
+    end: list[float]
+    checkpoints: list[int]
+    segments: dict[int, list[tuple[float, float]]]  # run segments of jobs preempted at least once
+    overhead_cs: float = 0.0  # core-seconds spent writing and reading checkpoints
+    lost_cs: float = 0.0  # core-seconds of work thrown away by requeueing
+    passes: int = 0  # calls of schedule()
+    skipped: int = 0  # event batches after which no call was needed
+    series: list[tuple[float, int, int]] | None = field(default=None)  # (time, busy cores, queue length)
+
+    def runs(self, i: int) -> list[tuple[float, float]]:
+        """The run segments of job ``i`` (start, end)."""
+        return self.segments.get(i) or [(self.start[i], self.end[i])]
+
+
+_by_id = attrgetter("id")
+
+
+def simulate(
+    trace: Trace,
+    params: Params,
+    *,
+    overhead: float = 120.0,
+    mode: Mode = Mode.CHECKPOINT,
+    fast: bool = True,
+    series: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Result:
+    """Replay ``trace`` under ``params``.
+
+    A preempted job returns to the queue at the place of its submission.  In
+    ``CHECKPOINT`` mode each checkpoint adds ``overhead`` seconds (writing it)
+    and each restart ``overhead`` seconds (reading it) to the job's remaining
+    run time and to its remaining walltime; in ``REQUEUE`` mode it starts over.
+
+    With ``fast`` a batch made only of arrivals is not followed by a pass when
+    the queue already held a job (so none of the new jobs is the head) and
+    every new job needs more cores than are free (so none can start without a
+    preemption, which only the head may cause) -- or, under FCFS, whenever the
+    queue already held a job.  Nothing else has changed since the previous
+    pass, whose plan still holds: its ``wake_at`` and head reservation stay in
+    force.
+    """
+    n = len(trace)
+    ncores = trace.ncores
+    submit, size, wall, work, users = trace.submit, trace.size, trace.walltime, trace.run, trace.user
+    preemptable = mode is not Mode.NONE
+    requeue = mode is Mode.REQUEUE
+    fcfs = params.policy is Policy.FCFS
+
+    state = [_FUTURE] * n
+    first = [-1.0] * n
+    end = [-1.0] * n
+    done = [0.0] * n  # useful work done before the current segment
+    debt = [0.0] * n  # checkpoint overhead still to be run
+    ckpts = [0] * n
+    seg_begin = [0.0] * n  # start of the current segment
+    seg = [0] * n  # run segment number: invalidates the end events of preempted segments
+    segs: dict[int, list[tuple[float, float]]] = {}
+    running: dict[int, Running] = {}
+    run_tuple: tuple[Running, ...] = ()
+    run_dirty = False
+    pending: list[Waiting] = []
+    ends: list[tuple[float, int, int]] = []  # heap of (time, job, segment)
+    history: dict[str, tuple[float, ...]] = {}
+    head: HeadReservation | None = None
+    wake = INF
+    free = ncores
+    overhead_cs = 0.0
+    lost_cs = 0.0
+    passes = 0
+    skipped = 0
+    ts: list[tuple[float, int, int]] | None = [] if series else None
+    nxt = 0  # next arrival
+    step = 4096
+
+    heappush, heappop = heapq.heappush, heapq.heappop
+
+    while True:
+        # Drop end events of segments that were preempted.
+        while ends:
+            t, i, s = ends[0]
+            if state[i] == _RUNNING and seg[i] == s:
+                break
+            heappop(ends)
+        now = submit[nxt] if nxt < n else INF
+        if ends and ends[0][0] < now:
+            now = ends[0][0]
+        timer = wake
+        if head is not None and head.time < timer:
+            timer = head.time
+        if timer < now:
+            now = timer
+        if now == INF:
+            break
+
+        # The batch of events at `now`.
+        need_pass = timer == now
+        was_queued = bool(pending)
+        while ends and ends[0][0] == now:
+            t, i, s = heappop(ends)
+            if state[i] != _RUNNING or seg[i] != s:
+                continue
+            need_pass = True
+            state[i] = _DONE
+            end[i] = now
+            del running[i]
+            run_dirty = True
+            n_i = size[i]
+            free += n_i
+            if debt[i]:
+                overhead_cs += debt[i] * n_i
+                debt[i] = 0.0
+            if i in segs:
+                segs[i].append((seg_begin[i], now))
+            u = users[i]
+            h = history.get(u)
+            history[u] = (h[-1], work[i]) if h else (work[i],)
+        arrived = nxt
+        while nxt < n and submit[nxt] == now:
+            i = nxt
+            nxt += 1
+            state[i] = _PENDING
+            pending.append(Waiting(i, size[i], wall[i], preemptable, users[i], 0.0))
+            if not need_pass and (not was_queued or (size[i] <= free and not fcfs)):
+                need_pass = True
+        if progress is not None and nxt // step != arrived // step:
+            progress(nxt)
+
+        if need_pass or not fast:
+            wake = INF
+            for _ in range(MAX_REPASS):
+                if run_dirty:
+                    run_tuple = tuple(running.values())
+                    run_dirty = False
+                passes += 1
+                plan = schedule(Snapshot(now, ncores, run_tuple, tuple(pending), params, None, head, history))
+                head = plan.head
+                w = plan.wake_at
+                wake = w if w is not None and w > now else INF
+                if not plan.decisions:
+                    break
+                started: list[int] = []
+                preempted = False
+                for d in plan.decisions:
+                    i = d.job
+                    if type(d) is Start:
+                        if not 0 <= i < n or state[i] != _PENDING:
+                            raise SimulationError(f"policy started job {_name(trace, i)}, which is not waiting")
+                        n_i = size[i]
+                        if n_i > free:
+                            raise SimulationError(
+                                f"policy started job {_name(trace, i)} on {n_i} cores with {free} free")
+                        free -= n_i
+                        state[i] = _RUNNING
+                        if first[i] < 0:
+                            first[i] = now
+                        left = wall[i] - done[i] + debt[i]
+                        running[i] = Running(i, n_i, now, left, (), d.backfilled, preemptable, d.planned,
+                                             False, users[i])
+                        seg_begin[i] = now
+                        heappush(ends, (now + debt[i] + work[i] - done[i], i, seg[i]))
+                        started.append(i)
+                    else:
+                        if not 0 <= i < n or state[i] != _RUNNING:
+                            raise SimulationError(f"policy preempted job {_name(trace, i)}, which is not running")
+                        if not preemptable:
+                            raise SimulationError(f"policy preempted job {_name(trace, i)}, which is not preemptable")
+                        n_i = size[i]
+                        began = seg_begin[i]
+                        ran = now - began
+                        paid = debt[i] if debt[i] < ran else ran
+                        overhead_cs += paid * n_i
+                        progress_made = ran - paid
+                        if requeue:
+                            lost_cs += (done[i] + progress_made) * n_i
+                            done[i] = 0.0
+                            debt[i] -= paid
+                        else:
+                            done[i] += progress_made
+                            debt[i] += 2.0 * overhead - paid
+                        ckpts[i] += 1
+                        segs.setdefault(i, []).append((began, now))
+                        seg[i] += 1
+                        state[i] = _PENDING
+                        del running[i]
+                        free += n_i
+                        insort(pending, Waiting(i, n_i, wall[i] - done[i] + debt[i], True, users[i], done[i]),
+                               key=_by_id)
+                        preempted = True
+                    run_dirty = True
+                for i in started:  # pending stays sorted by job id (= submit order)
+                    k = bisect_left(pending, i, key=_by_id)
+                    if k < len(pending) and pending[k].id == i and state[i] == _RUNNING:
+                        del pending[k]
+                if not preempted:
+                    break
+        else:
+            skipped += 1
+        if ts is not None:
+            ts.append((now, ncores - free, len(pending)))
+
+    if pending:
+        raise SimulationError(
+            f"policy {params.policy.value} left {len(pending)} jobs waiting on an idle machine "
+            f"(first: job {_name(trace, pending[0].id)} of {pending[0].ncpus} cores)")
+    return Result(trace, params, mode, overhead, first, end, ckpts, segs, overhead_cs, lost_cs,
+                  passes, skipped, ts)
+
+
+def _name(trace: Trace, i: int) -> str:
+    return str(trace.ids[i]) if 0 <= i < len(trace.ids) else f"#{i}"

@@ -1,0 +1,78 @@
+"""The standard metrics of a simulated schedule (definitions in gsim(1))."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from .engine import Result
+
+BSLD_BOUND = 10.0  # seconds: the bound of the bounded slowdown (Feitelson et al.)
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    jobs: int  # jobs simulated
+    skipped: int  # jobs of the trace left out (by reason in ``skipped_by``)
+    skipped_by: dict[str, int]
+    makespan: float  # seconds from the first submission to the last end
+    utilization: float  # useful core-seconds / (cores * makespan)
+    wait_avg: float  # first start - submit
+    wait_p95: float
+    bsld_avg: float  # max(1, (end - submit) / max(run, 10 s))
+    response_avg: float  # end - submit
+    checkpoints: int
+    preempted_jobs: int
+    overhead_core_hours: float  # spent writing and reading checkpoints
+    rerun_core_hours: float  # work thrown away by requeueing
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+# Metric names accepted by ``gsim tune --metric``, whether lower is better.
+OBJECTIVES: dict[str, tuple[str, bool]] = {
+    "bsld": ("bsld_avg", True),
+    "wait": ("wait_avg", True),
+    "wait95": ("wait_p95", True),
+    "response": ("response_avg", True),
+    "makespan": ("makespan", True),
+    "utilization": ("utilization", False),
+}
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """The nearest-rank ``q``-th percentile (0 < q <= 100) of ascending values."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, math.ceil(q / 100.0 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def compute(result: Result) -> Metrics:
+    tr = result.trace
+    submit, run, size = tr.submit, tr.run, tr.size
+    start, end = result.start, result.end
+    n = len(tr)
+    waits = [start[i] - submit[i] for i in range(n)]
+    responses = [end[i] - submit[i] for i in range(n)]
+    bsld = [max(1.0, responses[i] / max(run[i], BSLD_BOUND)) for i in range(n)]
+    makespan = max(end) - min(submit)
+    useful = math.fsum(run[i] * size[i] for i in range(n))
+    util = useful / (tr.ncores * makespan) if makespan > 0 else 0.0
+    skipped_by = {k: v for k, v in tr.skipped.items() if v}
+    return Metrics(
+        jobs=n,
+        skipped=sum(skipped_by.values()),
+        skipped_by=skipped_by,
+        makespan=makespan,
+        utilization=util,
+        wait_avg=math.fsum(waits) / n,
+        wait_p95=percentile(sorted(waits), 95),
+        bsld_avg=math.fsum(bsld) / n,
+        response_avg=math.fsum(responses) / n,
+        checkpoints=sum(result.checkpoints),
+        preempted_jobs=len(result.segments),
+        overhead_core_hours=result.overhead_cs / 3600.0,
+        rerun_core_hours=result.lost_cs / 3600.0,
+    )

@@ -1,0 +1,119 @@
+"""The checkpoint-based backfill scenario, in the real daemon with real jobs.
+
+A declared 8-core machine.  A (2 cores, walltime 12 s, really 11 s) and B
+(2 cores, long) run; C, the head, needs 6 cores, which are free only when A
+ends: its reservation is A's walltime end.  D and E (2 cores each) have a 30 s
+walltime, longer than the hole before C's reservation; D really takes 2 s, E
+takes longer than the hole.  With threshold 10 s and p = 0.2 both count as
+6 s, which fits.  ``easy`` backfills neither; ``checkpoint-backfill``
+backfills both, D ends before C's reservation, E is checkpointed at that
+moment, C starts on time, and E resumes later from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import wait_for
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "scripts" / "examples"
+
+
+def config(policy: str) -> str:
+    return f"""
+[scheduler]
+policy = "{policy}"
+p = 0.2
+threshold = "10s"
+[jobs]
+kill_grace = "2s"
+checkpoint_grace = "5s"
+[machine]
+cores = 8
+[daemon]
+autostart = false
+"""
+
+
+def submit_scenario(gs, e_mode: str = "signal", e_script: str = "checkpoint_counter.sh"):
+    a = gs.gsub("-N", "A", "-n", "2", "-t", "12", "--wrap", "sleep 11")
+    b = gs.gsub("-N", "B", "-n", "2", "-t", "10m", "--wrap", "sleep 600")
+    gs.wait_state(a, "RUNNING")
+    gs.wait_state(b, "RUNNING")
+    c = gs.gsub("-N", "C", "-n", "6", "-t", "1m", "--wrap", "sleep 2")
+    d = gs.gsub("-N", "D", "-n", "2", "-t", "30", "--checkpoint", "signal", "--wrap", "sleep 2")
+    e = gs.gsub("-N", "E", "-n", "2", "-t", "30", "--checkpoint", e_mode, str(EXAMPLES / e_script), "40")
+    return a, b, c, d, e
+
+
+@pytest.mark.parametrize("e_script", ["checkpoint_counter.sh", "checkpoint_counter.py"])
+def test_checkpoint_backfill_scenario(make_gs, e_script):
+    gs = make_gs(config("checkpoint-backfill"))
+    gs.env["UNIT_SECONDS"] = "0.5"
+    a, b, c, d, e = submit_scenario(gs, e_script=e_script)
+    jd = gs.wait_state(d, "RUNNING", "COMPLETED")
+    je = gs.wait_state(e, "RUNNING")
+    assert gs.job(c)["state"] == "PENDING"
+    assert jd["backfilled"] and je["backfilled"]
+    jc = gs.wait_state(c, "RUNNING", "COMPLETED", timeout=40)
+    ja = gs.job(a)
+    reservation = ja["start_time"] + 12
+    jd = gs.wait_state(d, "COMPLETED")
+    assert jd["end_time"] < reservation  # D really fit the hole
+    assert jc["start_time"] >= reservation - 0.5  # the head was not started early on overrun cores...
+    assert jc["start_time"] <= reservation + 4  # ...and it started on time: E checkpointed at once
+    je = gs.job(e)
+    assert je["preemptions"] == 1 and je["checkpoints"] == 1
+    first = gs.run("gstat", "-f", str(e), "--json")
+    je = gs.wait_state(e, "COMPLETED", timeout=60)
+    assert je["restarts"] == 1
+    units = (gs.work / "units.log").read_text().split("\n")
+    units = [u for u in units if u]
+    assert units == [f"unit {i}" for i in range(1, 41)]  # all 40 units, each once, in order
+    out = open(je["stdout"]).read()
+    assert "checkpointed at unit" in out and "done: 40 units" in out
+    assert gs.job(c)["state"] == "COMPLETED"
+    gs.run("gdel", str(b))
+
+
+def test_easy_backfills_neither(make_gs):
+    gs = make_gs(config("easy"))
+    a, b, c, d, e = submit_scenario(gs)
+    jc = gs.wait_state(c, "RUNNING", "COMPLETED", timeout=40)
+    jd, je = gs.job(d), gs.job(e)
+    for j in (jd, je):
+        assert j["start_time"] is None or j["start_time"] >= jc["start_time"]
+        assert not j["backfilled"]
+    ja = gs.job(a)
+    assert jc["start_time"] >= ja["end_time"] - 0.5  # C starts when A's cores come free
+    gs.run("gdel", str(b), str(d), str(e))
+
+
+def test_suspend_mode_stops_and_continues_the_job(make_gs):
+    gs = make_gs(config("checkpoint-backfill"))
+    gs.env["UNIT_SECONDS"] = "0.5"
+    a, b, c, d, e = submit_scenario(gs, e_mode="suspend")
+    gs.wait_state(e, "RUNNING")
+    gs.wait_state(e, "SUSPENDED", timeout=40)
+    jc = gs.wait_state(c, "RUNNING", "COMPLETED", timeout=20)
+    je = gs.wait_state(e, "COMPLETED", timeout=60)
+    assert je["preemptions"] == 1 and je["checkpoints"] == 0
+    units = [u for u in (gs.work / "units.log").read_text().split("\n") if u]
+    assert units == [f"unit {i}" for i in range(1, 41)]
+    out = open(je["stdout"]).read()
+    assert out.count("start at unit") == 1  # the same process went on: never restarted
+    assert jc["start_time"] is not None
+    gs.run("gdel", str(b))
+
+
+def test_requeue_mode_reruns_from_scratch(make_gs):
+    gs = make_gs(config("checkpoint-backfill"))
+    gs.env["UNIT_SECONDS"] = "0.5"
+    a, b, c, d, e = submit_scenario(gs, e_mode="requeue")
+    gs.wait_state(c, "RUNNING", "COMPLETED", timeout=40)
+    je = gs.wait_state(e, "COMPLETED", timeout=90)
+    assert je["preemptions"] == 1 and je["restarts"] == 1
+    units = [u for u in (gs.work / "units.log").read_text().split("\n") if u]
+    assert units.count("unit 1") == 2  # the first run's work was lost and done again
+    assert units[-40:] == [f"unit {i}" for i in range(1, 41)]
+    gs.run("gdel", str(b))
