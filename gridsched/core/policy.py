@@ -37,7 +37,9 @@ need.  ``extra`` is the cores free at ``S`` beyond the head's need.  Every
 later job, in queue order, starts now if it fits in the cores free now and
 either ends by the shadow time (``now + estimate <= S``) or uses only extra
 cores (``ncpus <= extra``; starting it this way reduces ``extra``).  Jobs
-started earlier in the same pass count as running.
+started earlier in the same pass count as running.  When the shadow time is
+``now`` (the head waits only for stopping jobs), ``extra`` is the cores free
+now plus those of stopping jobs, beyond the head's need.
 
 conservative (conservative backfilling)
 ---------------------------------------
@@ -53,7 +55,7 @@ later than its reservation.  The pass stops once nothing more can start now;
 
 checkpoint-backfill (the default)
 ---------------------------------
-EASY, with three changes.
+EASY, with four changes.
 
 1. *Shortened estimates.*  When deciding whether a job other than the head
    that is checkpointable (``preemptable``) may backfill, a prediction shorter
@@ -83,7 +85,10 @@ EASY, with three changes.
    started first, then highest id), until the free cores, plus the cores of
    stopping jobs, plus the preempted cores, reach the head's need.  If even all
    of them would not be enough, nothing is preempted.  Preempted cores count as
-   coming free: nothing starts on them in the same pass.
+   coming free: nothing starts on them in the same pass.  Once the reservation
+   time has come, ``extra`` counts only cores free now or coming free
+   (stopping or just preempted), never jobs merely counted as ending now, so a
+   backfill on "extra" cores can never take what the head is waiting for.
 
 ``Params.cascade = True`` selects the naive reading, kept to show its effect:
 a backfilled job past ``start + planned`` counts as ending ``now`` and no memo
@@ -412,7 +417,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> Plan:
         if est <= room:
             pass
         elif predict is not None and w.preemptable and (planned := predict(w)) is not None and planned <= room:
-            if now + planned < wake_t:
+            if now < now + planned < wake_t:
                 wake_t = now + planned
         elif n <= extra:
             extra -= n

@@ -53,7 +53,8 @@ def user_history(job: Waiting, mean: float | None, threshold: float) -> float | 
     if mean is None or job.estimate <= threshold:
         return None
     left = mean - job.elapsed
-    if left <= 0 or left >= job.estimate:
+    # a job checkpointed at (or, up to rounding, at) its predicted length has outlived it
+    if left <= mean * 1e-9 or left >= job.estimate:
         return None
     return left
 

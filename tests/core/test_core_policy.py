@@ -360,6 +360,8 @@ def test_user_history_prediction():
     assert user_history(W(1, 1, 500), 40.0, 10.0) == 40.0
     assert user_history(W(1, 1, 500, elapsed=15.0), 40.0, 10.0) == 25.0  # 40 - 15
     assert user_history(W(1, 1, 500, elapsed=45.0), 40.0, 10.0) is None  # outlived it
+    # checkpointed exactly at its predicted length (up to rounding): outlived it too
+    assert user_history(W(1, 1, 500, elapsed=28.599999999999994), history_mean((0.5, 56.699999999999996)), 1.0) is None
     assert user_history(W(1, 1, 30), 40.0, 10.0) is None  # capped by the estimate
     assert user_history(W(1, 1, 8), 4.0, 10.0) is None  # not above the threshold
     assert user_history(W(1, 1, 500), None, 10.0) is None  # no history: own estimate
@@ -408,3 +410,19 @@ def test_forecast_counts_planned_ends():
 def test_unknown_policy_is_an_error():
     with pytest.raises(ValueError):
         schedule(snap(params=Params(policy="lottery")))  # type: ignore[arg-type]
+
+
+def test_nothing_starts_on_cores_the_head_waits_for():
+    # 7 cores, naive reading, now 20.55.  Job 11: 1 core, backfilled, past its planned
+    # end (counted as ending now).  Job 12: 1 core, backfilled, checkpointable, started
+    # now.  Free 5.  Head job 2 needs 6: 5 + 1 (job 11 "now") -> shadow now.  Preempt:
+    # short 6 - 5 = 1 -> most cores, then most recent: job 12.  Cores truly coming: 5 + 1
+    # = 6 = the need: extra 0, so job 14 (1 core) must not start on a free core (job
+    # 11's core, counted as ending now, is not really coming free).
+    running = [
+        R(11, 1, 20.0, 11.0, backfilled=True, preemptable=True, planned=0.55),
+        R(12, 1, 20.55, 0.75, backfilled=True, preemptable=True),
+    ]
+    plan = schedule(snap(running, [W(2, 6, 1), W(14, 1, 1.0, True)], ncores=7, params=NAIVE, now=20.55))
+    assert plan.preempts == (Preempt(12),)
+    assert plan.starts == ()
