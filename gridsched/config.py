@@ -7,8 +7,9 @@ why (:class:`ConfigError`).  The result is a small frozen :class:`Config`.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,11 @@ class Config:
     spool: str
     autostart: bool
     log_level: str
+    compat_env: bool = True
+    floating: dict[str, int] = field(default_factory=dict)  # [resources.floating]
+    resv_max_duration: int = 7 * 86400  # [reservations] max_duration
+    topology: str = ""  # topology file (relative to the config file's directory); "" = the host's
+    cancel_never_satisfied: bool = False
 
 
 def _defaults() -> dict[str, Any]:
@@ -158,9 +164,12 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     level = get("daemon", "log_level", str)
     if level not in ("debug", "info", "warning", "error"):
         raise bad("daemon", "log_level", "must be debug, info, warning or error")
+    floating = _floating(base["resources"].get("floating"), path)
+    preempt_fixed = get("reservations", "preempt_for_fixed", bool)
     return Config(
         path=path,
-        params=Params(policy=policy, p=p, threshold=float(threshold), predictor=predictor),
+        params=Params(policy=policy, p=p, threshold=float(threshold), predictor=predictor,
+                      preempt_for_fixed=preempt_fixed),
         default_walltime=default_wt,
         max_walltime=max_wt,
         default_ncpus=ncpus,
@@ -173,4 +182,27 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         spool=get("daemon", "spool", str),
         autostart=get("daemon", "autostart", bool),
         log_level=level,
+        compat_env=get("compat", "env", bool),
+        topology=get("machine", "topology", str),
+        cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
+        floating=floating,
+        resv_max_duration=duration("reservations", "max_duration"),
     )
+
+
+FLOATING_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*\Z")
+
+
+def _floating(table: Any, path: str) -> dict[str, int]:
+    """``[resources.floating]``: resource name -> units the machine has."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: resources.floating must be a table of NAME = COUNT")
+    out = {}
+    for name, n in table.items():
+        if not FLOATING_NAME.match(name):
+            raise ConfigError(f"{path}: resources.floating.{name}: not a resource name "
+                              "(a letter, then letters, digits, '_', '.', '-')")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ConfigError(f"{path}: resources.floating.{name} = {n!r}: must be a whole number of at least 1")
+        out[name] = n
+    return dict(sorted(out.items()))

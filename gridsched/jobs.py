@@ -51,6 +51,7 @@ SPEC_KEYS = {
     "mem": "int | None: bytes (--mem)",
     "checkpoint": "str: checkpoint mode (none, signal, suspend, requeue)",
     "hold": "bool: submitted held (--hold)",
+    "depend": "str: dependencies, normalized (-d, see gridsched.core.depend), '' for none",
     "script": "str: the script's text (copied at submit time)",
     "args": "list[str]: arguments after the script",
     "workdir": "str: absolute working directory (-D, default the submit directory)",

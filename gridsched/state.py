@@ -57,6 +57,36 @@ COLUMNS = (
 JSON_COLUMNS = ("segments", "run", "spec")
 
 
+# Reservations (gresv): one row each, written by the daemon.  ``resources`` and
+# ``users`` are JSON; ``start`` is set for a fixed reservation only.
+RESV_SCHEMA = """
+CREATE TABLE IF NOT EXISTS reservations (
+    id INTEGER PRIMARY KEY,
+    state TEXT NOT NULL,
+    user TEXT NOT NULL,
+    uid INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    ncpus INTEGER NOT NULL,
+    resources TEXT NOT NULL DEFAULT '{}',
+    duration INTEGER NOT NULL,
+    start REAL,
+    create_time REAL NOT NULL,
+    activate_time REAL,
+    end_time REAL,
+    predicted REAL,
+    cores TEXT NOT NULL DEFAULT '',
+    users TEXT NOT NULL DEFAULT '[]',
+    kill INTEGER NOT NULL DEFAULT 1,
+    reason TEXT NOT NULL DEFAULT ''
+);
+"""
+RESV_COLUMNS = (
+    "id state user uid name ncpus resources duration start create_time activate_time end_time predicted "
+    "cores users kill reason"
+).split()
+RESV_JSON = ("resources", "users")
+
+
 def _decode(row: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
     d = dict(zip(COLUMNS, row))
     for c in JSON_COLUMNS:
@@ -73,6 +103,7 @@ class StateDB:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(SCHEMA)
+            self.conn.executescript(RESV_SCHEMA)
             self.conn.execute(
                 "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
@@ -114,6 +145,45 @@ class StateDB:
     def job(self, job_id: int) -> dict[str, Any] | None:
         rows = self.jobs(ids=[job_id])
         return rows[0] if rows else None
+
+    def reservations(self, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+        """Reservation rows by id (none in a db written before reservations existed)."""
+        sql = f"SELECT {', '.join(RESV_COLUMNS)} FROM reservations"
+        args: list[Any] = []
+        if ids is not None:
+            il = list(ids)
+            sql += f" WHERE id IN ({','.join('?' * len(il))})"
+            args = il
+        try:
+            rows = self.conn.execute(sql + " ORDER BY id", args).fetchall()
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                return []
+            raise
+        out = []
+        for r in rows:
+            d = dict(zip(RESV_COLUMNS, r))
+            for c in RESV_JSON:
+                d[c] = json.loads(d[c])
+            d["kill"] = bool(d["kill"])
+            out.append(d)
+        return out
+
+    def put_resv(self, resv: dict[str, Any]) -> None:
+        """Insert or replace a whole reservation row."""
+        vals = [json.dumps(resv[c]) if c in RESV_JSON else resv[c] for c in RESV_COLUMNS]
+        self.conn.execute(
+            f"INSERT OR REPLACE INTO reservations ({', '.join(RESV_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(RESV_COLUMNS))})", vals)
+
+    def update_resv(self, resv_id: int, **fields: Any) -> None:
+        cols, vals = [], []
+        for k, v in fields.items():
+            if k not in RESV_COLUMNS or k == "id":
+                raise KeyError(k)
+            cols.append(f"{k} = ?")
+            vals.append(json.dumps(v) if k in RESV_JSON else v)
+        self.conn.execute(f"UPDATE reservations SET {', '.join(cols)} WHERE id = ?", [*vals, resv_id])
 
     def meta(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT key, value FROM meta"))

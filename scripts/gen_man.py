@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gridsched import __version__  # noqa: E402
-from gridsched.cli import gctl, gdel, gschedd, gstat, gsub  # noqa: E402
+from gridsched.cli import compat, gacct, gctl, gdel, ghold, grls, gschedd, gstat, gsub  # noqa: E402
 from gridsched.cli.common import EXIT_DOC, ExitCode  # noqa: E402
 from gridsched.cli.gstat import JSON_KEYS  # noqa: E402
 from gridsched.config import PACKAGED, parse  # noqa: E402
@@ -155,7 +155,10 @@ FILES = items([
 ])
 
 SEE_ALSO = {
-    "gsub": "gstat(1), gdel(1), gschedd(8), gridsched.toml(5)",
+    "gsub": "gstat(1), gdel(1), ghold(1), grls(1), gacct(1), gschedd(8), gridsched.toml(5), sbatch(1), qsub(1)",
+    "ghold": "grls(1), gsub(1), gstat(1), gdel(1)",
+    "grls": "ghold(1), gsub(1), gstat(1)",
+    "gacct": "gstat(1), gsim(1), gsub(1)",
     "gstat": "gsub(1), gdel(1), gschedd(8)",
     "gdel": "gsub(1), gstat(1)",
     "gctl": "gschedd(8), gridsched.toml(5)",
@@ -202,6 +205,36 @@ CHECKPOINT = para(f"""
     criu check passes.
 """)
 
+FOREIGN = para("""
+    A script without #GS lines may carry #SBATCH (Slurm) or #PBS (PBS, Torque) directives; they
+    are found by the same rule as #GS lines (at the top of the script, among comments) and
+    translated into the gsub options below.  Options on the command line win over them.  What
+    has no meaning on one machine is never dropped silently: gsub prints a warning naming the
+    line and the directive (gsub: warning: job.sh:4: #SBATCH --partition=gpu ignored: no
+    partitions on one machine) and the job is submitted.  A value that cannot be translated is
+    an error naming the line.  In Slurm a bare time is minutes (--time=90 is 1:30:00); the
+    cores of a job are ntasks times cpus-per-task; PBS -l nodes=N:ppn=M and select=N:ncpus=M
+    give N*M cores.
+""") + "\n" + items([(d, f"{m}: {g}") for d, m, g in compat.manual_rows()]) + "\n" + para("""
+    gsub --emit slurm goes the other way: it prints the script with #SBATCH lines equivalent to
+    its #GS lines and the options given, and submits nothing.  Modes Slurm lacks
+    (--checkpoint signal, suspend, criu) become a comment: # gridsched: dropped --checkpoint
+    signal (no Slurm equivalent).
+""")
+
+DEPENDENCIES = para("""
+    -d SPEC (--depend, #SBATCH --dependency, #PBS -W depend=) makes a job wait for others.
+    SPEC is a comma-separated list of conditions, all of which must hold: afterok:ID[:ID...]
+    (each job completed successfully), afterany:ID... (each job ended, in any state),
+    afternotok:ID... (each job failed, timed out or was cancelled), after:ID... (each job has
+    started, or ended without starting), singleton (no earlier job of the same user and name is
+    queued or running).  At submission every job named must exist, belong to the submitting
+    user (root may name anyone's) and have a lower id than the new job, so that dependencies
+    never form a cycle; otherwise gsub refuses the job with one line.  A condition that can
+    no longer hold (afterok on a job that failed) leaves the job waiting with the reason
+    "dependency never satisfied", as Slurm's DependencyNeverSatisfied.
+""")
+
 GSUB_EXAMPLES = verbatim("""
     $ cat job.sh
     #!/bin/sh
@@ -242,10 +275,13 @@ GSTAT_JSON = para(f"""
 
 PAGES: dict[str, tuple[click.Command, int, dict]] = {
     "gsub": (gsub.cli, 1, {
-        "TOPICS": {"DIRECTIVES": DIRECTIVES, "OUTPUT FILES": OUTPUT, "CHECKPOINTING": CHECKPOINT},
+        "TOPICS": {"DIRECTIVES": DIRECTIVES, "SLURM AND PBS DIRECTIVES": FOREIGN, "DEPENDENCIES": DEPENDENCIES,
+                   "OUTPUT FILES": OUTPUT, "CHECKPOINTING": CHECKPOINT},
         "ENVIRONMENT": ENVIRONMENT + "\n" + para("""
             The job runs with the environment gsub was called with, plus GS_JOBID, GS_NCPUS, the
-            cores it runs on, $GS_CHECKPOINT_DIR and $GS_RESTART_COUNT."""),
+            cores it runs on, $GS_CHECKPOINT_DIR and $GS_RESTART_COUNT.  With compat.env = true in
+            gridsched.toml (the default) it also sees SLURM_JOB_ID, SLURM_JOBID, SLURM_CPUS_ON_NODE,
+            SLURM_JOB_NAME, SLURM_SUBMIT_DIR, PBS_JOBID, PBS_JOBNAME, PBS_O_WORKDIR and NSLOTS."""),
         "FILES": FILES,
         "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE], [
             ("with --wait", "The job's exit status; 128 + N if it was killed by signal N; 1 if it was cancelled "
@@ -264,6 +300,8 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             $ gstat -a -u alice
             $ gstat -f 17
             $ gstat --json | jq '.jobs[] | select(.state == "RUNNING") | .id'
+            $ gstat --watch 5             # refreshed every 5 s until Ctrl-C
+            $ gstat --gantt --hours 8     # running jobs and predicted starts, 8 hours ahead
         """),
         "SEE ALSO": SEE_ALSO["gstat"],
     }),
@@ -282,6 +320,74 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             job 18: cancelling
         """),
         "SEE ALSO": SEE_ALSO["gdel"],
+    }),
+    "ghold": (ghold.cli, 1, {
+        "DESCRIPTION+": para("""
+            Every id is checked first: an unknown job, another user's job (unless ghold runs as
+            root) and a job that is not pending are errors, one line each (ghold: error: job 7: is
+            RUNNING, only pending jobs can be held).  The others are held in one request, and ghold
+            prints "job ID: holding" for each.  gsub --hold submits a job held."""),
+        "ENVIRONMENT": ENVIRONMENT,
+        "FILES": FILES,
+        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+        "EXAMPLES": verbatim("""
+            $ ghold 17
+            job 17: holding
+        """),
+        "SEE ALSO": SEE_ALSO["ghold"],
+    }),
+    "grls": (grls.cli, 1, {
+        "DESCRIPTION+": para("""
+            Every id is checked first: an unknown job, another user's job (unless grls runs as
+            root) and a job that is not held are errors, one line each.  The others are released
+            in one request, and grls prints "job ID: releasing" for each."""),
+        "ENVIRONMENT": ENVIRONMENT,
+        "FILES": FILES,
+        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+        "EXAMPLES": verbatim("""
+            $ grls 17
+            job 17: releasing
+        """),
+        "SEE ALSO": SEE_ALSO["grls"],
+    }),
+    "gacct": (gacct.cli, 1, {
+        "TOPICS": {
+            "TIMES": para("""
+                -S and -E take a date (2026-11-22, midnight local time), a date and time
+                (2026-11-22T10:00 or 2026-11-22T10:00:30, local time), now, today, or a time relative
+                to now: -1d, -12h, -30m, -2w (s, m, h, d, w; + for the future).  A job is shown when it
+                ended at or after -S and started (or, never started, was submitted) at or before -E."""),
+            "COLUMNS": items([
+                ("WAIT", "From submission to the first start."),
+                ("RUN", "The sum of the job's run segments (a preempted and restarted job has several)."),
+                ("EXIT", "The exit status, or sigN for a job killed by signal N."),
+                ("RESTARTS, PREEMPT, CKPTS", "How often the job was restarted, preempted and checkpointed."),
+                ("LOST", "Run time lost to preemptions without a checkpoint."),
+            ]) + "\n" + para(f"""
+                gacct --json prints {{"jobs": [...]}}; each job has exactly the keys
+                {", ".join(gacct.JSON_KEYS)}; times are seconds since the epoch, wait and run
+                seconds."""),
+            "STANDARD WORKLOAD FORMAT": para("""
+                gacct --swf prints the jobs as a Standard Workload Format 2.2 trace, sorted by
+                submission, for gsim(1) to replay.  The header gives MaxProcs (the cores the daemon
+                recorded) and UnixStartTime (the first job's submission).  The 18 fields of a job:
+                job id; submit time, in seconds after the first job's; wait; run time (the sum of
+                its segments); allocated cores; average CPU time (-1); used memory (-1); requested
+                cores; requested time (the walltime); requested memory in KiB per core, or -1;
+                status (1 completed, 0 failed or timed out, 5 cancelled); user id; group id;
+                executable (-1); queue (-1); partition (-1); the first job it depends on, or -1;
+                think time (-1).  A job that never started has -1 as wait, run time and allocated
+                cores."""),
+        },
+        "ENVIRONMENT": ENVIRONMENT,
+        "FILES": FILES,
+        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+        "EXAMPLES": verbatim("""
+            $ gacct -S -1d
+            $ gacct -u alice -s failed,timeout -S 2026-11-01 -E 2026-11-30
+            $ gacct --swf > history.swf && gsim history.swf
+        """),
+        "SEE ALSO": SEE_ALSO["gacct"],
     }),
     "gctl": (gctl.cli, 8, {
         "ENVIRONMENT": ENVIRONMENT,

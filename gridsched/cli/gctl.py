@@ -1,4 +1,5 @@
-"""gctl: administer the daemon of a spool (reload its configuration, show it)."""
+"""gctl: administer the daemon of a spool (reload and show its configuration, show the
+machine map, drain and resume cores)."""
 
 from __future__ import annotations
 
@@ -93,6 +94,103 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     click.echo(f"pidfd:          {'yes' if f['pidfd'] else 'no'}")
     click.echo(f"cgroup v2:      {f['cgroup_v2'] or 'not available (jobs are tracked by their shepherd)'}")
     click.echo(f"checkpoint criu: not available: {f['criu']}")
+    return ExitCode.OK
+
+
+# -- the machine map: topology, drain, resume ---------------------------------------
+
+
+class CpuListType(click.ParamType):
+    """A cpu list such as ``0-3,8`` (at least one core)."""
+
+    name = "CORES"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> frozenset[int]:
+        from ..core import cpuset
+
+        if isinstance(value, frozenset):
+            return value
+        try:
+            cores = cpuset.parse(str(value))
+        except cpuset.CpuListError as e:
+            self.fail(f"'{value}': not a cpu list ({e})", param, ctx)
+        if not cores:
+            self.fail(f"'{value}': no cores", param, ctx)
+        return cores
+
+
+CORES = CpuListType()
+
+
+def _machine(cfg: Any) -> Any:
+    """The machine map in force (``gridsched.topology.load_machine``), or a one-line error."""
+    from ..topology import TopologyError, load_machine
+
+    try:
+        return load_machine(cfg)
+    except TopologyError as e:
+        fail(PROG, f"topology {e}")
+
+
+def _core_request(kind: str, cores: frozenset[int], reason: str, spool_dir: str | None,
+                  config_file: str | None) -> int:
+    from ..core import cpuset
+
+    s = setup(PROG, spool_dir, config_file)
+    m = _machine(s.cfg)
+    unknown = sorted(c for c in cores if c >= m.ncores)
+    if unknown:
+        what = f"core {unknown[0]} is" if len(unknown) == 1 else f"cores {cpuset.format(unknown)} are"
+        fail(PROG, f"{what} not a core of this machine (cores {cpuset.format(m.cores())})")
+    text = cpuset.format(cores)
+    s.spool.request(kind, cores=text, reason=reason)
+    note = "" if s.spool.daemon_info() else " (no daemon runs: it takes the request when it starts)"
+    click.echo(f"{PROG}: {kind} of core{'s' if len(cores) > 1 else ''} {text} requested{note}")
+    return ExitCode.OK
+
+
+@cli.command("drain")
+@click.argument("cores", type=CORES)
+@click.option("--reason", default="", metavar="TEXT", help="Why the cores are drained (shown by gctl topology).")
+@spool_options
+def drain(cores: frozenset[int], reason: str, spool_dir: str | None, config_file: str | None) -> int:
+    """Take CORES (a cpu list such as 0-3,8) out of service.
+
+    Drained cores take no new job; jobs running on them finish normally.  The
+    request is written into the spool; the daemon carries it out (at once, or
+    when it starts) and gctl topology shows the cores as drained.
+    """
+    return _core_request("drain", cores, " ".join(reason.split()), spool_dir, config_file)
+
+
+@cli.command("resume")
+@click.argument("cores", type=CORES)
+@spool_options
+def resume(cores: frozenset[int], spool_dir: str | None, config_file: str | None) -> int:
+    """Put drained CORES (a cpu list such as 0-3,8) back in service."""
+    return _core_request("resume", cores, "", spool_dir, config_file)
+
+
+@cli.command("topology")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@spool_options
+def topology(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
+    """Show the machine map: boards, physical cores and their SMT threads, each core
+    with the host CPU it runs on and its state: free, the job running on it,
+    drained, reserved."""
+    from ..topology import membind_unavailable
+    from .topoview import core_states, read_marks, tree_lines, view
+
+    s = setup(PROG, spool_dir, config_file)
+    m = _machine(s.cfg)
+    marks = read_marks(s.spool)
+    states = core_states(m, marks)
+    data = view(m, states, marks, membind_unavailable(m))
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return ExitCode.OK
+    for line in tree_lines(data):
+        click.echo(line)
     return ExitCode.OK
 
 

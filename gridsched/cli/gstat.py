@@ -13,7 +13,9 @@ from typing import Any
 import click
 
 from ..core.units import format_duration, format_size
-from ..jobs import TERMINAL, JobState
+from .. import queue
+from ..jobs import JobState
+from ..queue import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
 from ..spool import Spool
 from .common import Command, ExitCode, fail, setup, spool_options
 
@@ -25,7 +27,6 @@ JSON_KEYS = (
     "exit_code exit_signal reason restarts preemptions checkpoints backfilled stdout stderr workdir"
 ).split()
 ACTIVE_STATES = {JobState.RUNNING.value, JobState.STOPPING.value}
-TERMINAL_STATES = {s.value for s in TERMINAL}
 STYLE = {
     "PENDING": "yellow",
     "HELD": "magenta",
@@ -53,57 +54,12 @@ def run_time(job: dict[str, Any], now: float) -> float:
     return total
 
 
-def from_submit(spec: dict[str, Any]) -> dict[str, Any]:
-    """A job row for a submit request the daemon has not taken in yet."""
-    return {
-        "id": spec["id"],
-        "name": spec.get("name", ""),
-        "user": spec.get("user", ""),
-        "uid": spec.get("uid"),
-        "state": JobState.HELD.value if spec.get("hold") else JobState.PENDING.value,
-        "ncpus": spec.get("ncpus"),
-        "walltime": spec.get("walltime"),
-        "submit_time": spec.get("submit_time"),
-        "start_time": None,
-        "end_time": None,
-        "elapsed": 0.0,
-        "lost": 0.0,
-        "predicted_start": None,
-        "cores": "",
-        "exit_code": None,
-        "exit_signal": None,
-        "reason": "submitted, not yet taken in by the daemon",
-        "restarts": 0,
-        "preemptions": 0,
-        "checkpoints": 0,
-        "backfilled": False,
-        "segments": [],
-        "spec": spec,
-    }
-
-
 def load_jobs(spool: Spool, ids: list[int] | None = None) -> list[dict[str, Any]]:
-    """Every job the spool knows of, by id: the state db's rows, then submits not yet taken in."""
-    rows: dict[int, dict[str, Any]] = {}
-    if spool.db.exists():
-        import sqlite3
-
-        from ..state import StateDB
-
-        try:
-            db = StateDB(spool.db)
-            try:
-                for j in db.jobs(ids=ids):
-                    rows[j["id"]] = j
-            finally:
-                db.close()
-        except sqlite3.Error as e:
-            fail(PROG, f"cannot read {spool.db}: {e}")
-    for spec in spool.pending_submits():
-        jid = spec.get("id")
-        if isinstance(jid, int) and jid not in rows and (ids is None or jid in ids):
-            rows[jid] = from_submit(spec)
-    return [rows[k] for k in sorted(rows)]
+    """Every job the spool knows of (see :func:`gridsched.queue.load_jobs`); an unreadable db is an error."""
+    try:
+        return queue.load_jobs(spool, ids)
+    except queue.QueueError as e:
+        fail(PROG, str(e))
 
 
 def record(job: dict[str, Any], now: float) -> dict[str, Any]:
@@ -139,19 +95,46 @@ def time_column(job: dict[str, Any], now: float) -> str:
     return ""
 
 
+def note(job: dict[str, Any]) -> str:
+    """Marks for the table: backfilled, preemptions, restarts, or why a job waits."""
+    parts = []
+    if job.get("backfilled") and job["state"] in ACTIVE_STATES:
+        parts.append("backfilled")
+    if job.get("preemptions"):
+        parts.append(f"preempted {job['preemptions']}")
+    if job.get("restarts"):
+        parts.append(f"restarts {job['restarts']}")
+    if job["state"] == "PENDING" and job.get("predicted_start") is not None:
+        parts.append("start " + time.strftime("%H:%M:%S", time.localtime(job["predicted_start"])))
+    return ", ".join(parts)
+
+
 def print_table(jobs: list[dict[str, Any]], now: float) -> None:
     import sys
 
-    from rich import box
     from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
 
     tty = sys.stdout.isatty()
     console = Console(highlight=False, width=None if tty else 4096, soft_wrap=not tty)
+    table = make_table(jobs, now, tty)
+    if tty:
+        console.print(table)
+        return
+    with console.capture() as cap:
+        console.print(table)
+    click.echo("\n".join(line.rstrip() for line in cap.get().splitlines()))
+
+
+def make_table(jobs: list[dict[str, Any]], now: float, tty: bool) -> Any:
+    """The queue as a rich Table (boxed and coloured for a terminal)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=box.SIMPLE_HEAD if tty else None, pad_edge=False, show_edge=False, header_style="bold" if tty else "")
     for col, just in (("ID", "right"), ("NAME", "left"), ("USER", "left"), ("STATE", "left"),
-                      ("CPUS", "right"), ("WALLTIME", "right"), ("TIME", "right"), ("CORES", "left")):
+                      ("CPUS", "right"), ("WALLTIME", "right"), ("TIME", "right"), ("CORES", "left"),
+                      ("NOTE", "left")):
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for j in jobs:
         table.add_row(
@@ -163,13 +146,9 @@ def print_table(jobs: list[dict[str, Any]], now: float) -> None:
             format_duration(j["walltime"]) if j["walltime"] else "",
             time_column(j, now),
             j.get("cores") or "",
+            note(j),
         )
-    if tty:
-        console.print(table)
-        return
-    with console.capture() as cap:
-        console.print(table)
-    click.echo("\n".join(line.rstrip() for line in cap.get().splitlines()))
+    return table
 
 
 def print_full(job: dict[str, Any], now: float) -> None:
@@ -230,9 +209,17 @@ def print_full(job: dict[str, Any], now: float) -> None:
 @click.option("-u", "--user", metavar="USER", help="Only the jobs of USER.")
 @click.option("-f", "--full", "full_id", metavar="ID", help="Show every field of job ID.")
 @click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON (schema in gstat(1)).")
+@click.option("--watch", type=click.FloatRange(min=0.1), is_flag=False, flag_value=2.0, default=None,
+              metavar="[SECONDS]", help="Refresh the view every SECONDS (default 2) until Ctrl-C; on a terminal "
+              "in place, elsewhere as one snapshot after another.")
+@click.option("--count", type=click.IntRange(min=1), metavar="N", help="With --watch: stop after N views.")
+@click.option("--gantt", is_flag=True, help="Draw running jobs and the predicted starts of pending ones on a "
+              "time axis (text chart) instead of the table.")
+@click.option("--hours", type=click.FloatRange(min=0.1, max=168), default=4.0, show_default=True,
+              help="With --gantt: how many hours ahead the chart shows.")
 @spool_options
-def cli(show_all: bool, user: str | None, full_id: str | None, as_json: bool, spool_dir: str | None,
-        config_file: str | None) -> int:
+def cli(show_all: bool, user: str | None, full_id: str | None, as_json: bool, watch: float | None,
+        count: int | None, gantt: bool, hours: float, spool_dir: str | None, config_file: str | None) -> int:
     """Show the jobs in the queue: pending, held, running and suspended ones,
     with finished ones too with --all.
 
@@ -247,6 +234,10 @@ def cli(show_all: bool, user: str | None, full_id: str | None, as_json: bool, sp
             fail(PROG, f"full '{full_id}': not a job id", ExitCode.USAGE)
         ids = [jid]
     s = setup(PROG, spool_dir, config_file)
+    if watch is not None or gantt:
+        if full_id is not None or as_json:
+            fail(PROG, "--watch and --gantt go with neither --full nor --json", ExitCode.USAGE)
+        return live(s.spool, show_all, user, watch, count, gantt, hours)
     now = time.time()
     jobs = load_jobs(s.spool, ids)
     if full_id is not None:
@@ -265,6 +256,36 @@ def cli(show_all: bool, user: str | None, full_id: str | None, as_json: bool, sp
     else:
         print_table(jobs, now)
     return ExitCode.OK
+
+
+def live(spool: Spool, show_all: bool, user: str | None, interval: float | None, count: int | None,
+         chart: bool, hours: float) -> int:
+    """gstat --watch and --gantt (once, without --watch)."""
+    from . import gstat_live
+
+    def selected() -> list[dict[str, Any]]:
+        jobs = load_jobs(spool)
+        if not show_all:
+            jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
+        return [j for j in jobs if user is None or j["user"] == user]
+
+    def snapshot(now: float) -> Any:
+        if chart:
+            from rich.text import Text
+
+            return Text(gstat_live.gantt(selected(), now, hours))
+        return make_table(selected(), now, True)
+
+    def show(now: float) -> None:
+        if chart:
+            click.echo(gstat_live.gantt(selected(), now, hours))
+        else:
+            print_table(selected(), now)
+
+    if interval is None:
+        show(time.time())
+        return ExitCode.OK
+    return gstat_live.watch(snapshot, show, interval, count)
 
 
 def main() -> None:

@@ -101,6 +101,12 @@ the plan could change with no event -- the head's reservation time when some
 checkpointable backfilled job is running, or the next future ``start +
 planned`` of a running job; ``None`` otherwise.
 
+Floating resources and reservations: a snapshot with ``floating`` or
+``reservations`` is scheduled by :mod:`gridsched.core.multi`, which states the
+same rules for requests of several resources (cores and floating resources
+such as licences) and adds reservations (``Activate`` decisions); without
+them the pass below runs, unchanged.
+
 Predictors: ``Params.predictor`` ``user-history`` replaces the scaled rule by
 the mean of the user's last two run times (see :mod:`gridsched.core.predict`);
 preemption and rules 2-4 are unchanged.  The predictor is used only by
@@ -112,6 +118,7 @@ from __future__ import annotations
 from bisect import insort
 from math import inf
 
+from . import multi
 from .predict import make_predictor
 from .profile import Profile
 from .types import Decision, HeadReservation, Plan, Policy, Preempt, Running, Snapshot, Start, Waiting
@@ -141,6 +148,8 @@ def pick(free: frozenset[int] | None, n: int) -> tuple[int, ...]:
 
 def schedule(snap: Snapshot) -> Plan:
     """Decide what to start (and, under checkpoint-backfill, preempt) now."""
+    if snap.floating or snap.reservations:
+        return multi.schedule(snap)
     policy = snap.params.policy
     if policy is Policy.FCFS:
         return _fcfs(snap)
@@ -164,6 +173,8 @@ def forecast(snap: Snapshot) -> dict[int, float]:
     one ahead of it.  Only the head's time is a promise; the others are
     estimates, like ``squeue --start``.
     """
+    if snap.floating or snap.reservations:
+        return multi.forecast(snap)
     params = snap.params
     now = snap.now
     out: dict[int, float] = {}

@@ -37,6 +37,9 @@ class Params:
     # the naive reading -- such a job counts as ending now and the head's
     # reservation is recomputed on every pass, which lets preemptions cascade.
     cascade: bool = False
+    # A checkpointable job may start although it would still run at the start of
+    # a fixed reservation; it is preempted then (``[reservations]`` of the config).
+    preempt_for_fixed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,14 @@ class Waiting:
     preemptable: bool = False  # checkpoint mode is not ``none``
     user: str = ""
     elapsed: float = 0.0
+    # Floating resources, ``((name, count), ...)`` sorted by name.
+    resources: tuple[tuple[str, int], ...] = ()
+    # The reservation the job is bound to: it runs only on that reservation's
+    # resources, while the reservation is active (never in the general queue).
+    bind: int | None = None
+    # This entry is the flexible job of the waiting flexible reservation with
+    # the same id: when it would start, the reservation is activated instead.
+    flex: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +90,10 @@ class Running:
     planned: float | None = None
     stopping: bool = False
     user: str = ""
+    resources: tuple[tuple[str, int], ...] = ()
+    # Running inside this reservation (its resources are the reservation's, not
+    # the machine's free ones) while the reservation is active.
+    bind: int | None = None
 
     @property
     def end(self) -> float:
@@ -99,6 +114,30 @@ class HeadReservation:
 
 
 @dataclass(frozen=True, slots=True)
+class Resv:
+    """A reservation: ``ncpus`` cores and floating ``resources`` for ``duration`` seconds.
+
+    Waiting: ``active`` is False.  A *fixed* reservation (``start`` set) holds
+    its resources over ``[start, start + duration)``.  A *flexible* one
+    (``start`` None) waits in the queue as the pending entry
+    ``Waiting(id, ..., flex=True)`` and is activated when that entry would
+    start.  Active: it holds ``cores`` (placement mode) and its resources
+    until ``end``; jobs bound to it run inside.  ``kill``: its bound jobs end
+    with it; otherwise they go on as ordinary running jobs.
+    """
+
+    id: int
+    ncpus: int
+    duration: float
+    resources: tuple[tuple[str, int], ...] = ()
+    start: float | None = None
+    active: bool = False
+    cores: tuple[int, ...] = ()
+    end: float | None = None
+    kill: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     now: float
     ncores: int
@@ -108,6 +147,12 @@ class Snapshot:
     free: frozenset[int] | None = None  # free cores; None = count-only mode
     head: HeadReservation | None = None
     history: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    # Floating resources of the machine (name -> units) and the reservations.
+    # Both empty: the count-only pass of :mod:`gridsched.core.policy`; otherwise
+    # the pass of :mod:`gridsched.core.multi`.  ``free`` never includes the
+    # cores of an active reservation.
+    floating: Mapping[str, int] = field(default_factory=dict)
+    reservations: tuple[Resv, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +172,16 @@ class Preempt:
     job: int
 
 
-Decision = Union[Start, Preempt]
+@dataclass(frozen=True, slots=True)
+class Activate:
+    """Reservation ``resv`` takes its resources now, on ``cores``, until ``end``."""
+
+    resv: int
+    cores: tuple[int, ...] = ()
+    end: float = 0.0
+
+
+Decision = Union[Start, Preempt, Activate]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,3 +197,7 @@ class Plan:
     @property
     def preempts(self) -> tuple[Preempt, ...]:
         return tuple(d for d in self.decisions if isinstance(d, Preempt))
+
+    @property
+    def activations(self) -> tuple[Activate, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Activate))

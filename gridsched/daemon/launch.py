@@ -7,7 +7,10 @@ the job has ended, both atomically, so a daemon restarted after ``kill -9``
 can adopt a running job or collect the exit status of one that ended while it
 was down.  The job itself runs in its own process group (so signals for the
 job never reach the shepherd), pinned to its cores before its first
-instruction, as its owner, in its working directory.
+instruction, as its owner, in its working directory.  A job with ``--mem``
+runs in a memory cgroup of its own where the host allows it (see
+:mod:`.cgroup`); its exit file then says when the kernel killed it for want
+of memory (``"reason": "out of memory (limit 100M)"``).
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.units import format_size
 from ..spool import atomic_write
+from . import cgroup
 from .procs import start_ticks
 
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
@@ -64,12 +70,13 @@ def exit_file(job_dir: str | Path, segment: int) -> Path:
 
 def spawn(spec: Launch) -> int:
     """Fork the shepherd; returns its pid at once (the daemon watches it with a pidfd)."""
+    daemon = os.getpid()
     pid = os.fork()
     if pid == 0:  # the shepherd
         code = 70
         try:
             gc.disable()
-            _shepherd(spec)
+            _shepherd(spec, daemon)
             code = 0
         except BaseException:  # noqa: BLE001 - never return into the daemon's loop
             pass
@@ -82,26 +89,58 @@ def _write_json(path: Path, data: dict) -> None:
     atomic_write(path, json.dumps(data).encode(), fsync=False)
 
 
-def _shepherd(spec: Launch) -> None:
+def _shepherd(spec: Launch, daemon: int) -> None:
+    """Run the job and record how it ended.
+
+    A daemon killed before this shepherd has written its pid file must not
+    leave a job running that the restarted daemon cannot know of (it would
+    start the job again): until the pid file is written, the shepherd dies
+    with the daemon (``PR_SET_PDEATHSIG``), and the job waits for a go from
+    the shepherd before it does anything.
+    """
     os.setsid()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.closerange(3, 1 << 16)  # the daemon's lock, database and sockets stay with the daemon
     if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if os.getppid() != daemon:
+        return  # the daemon died before the shepherd was armed: nothing ran
     me = os.getpid()
+    cg = _memory_cgroup(spec)
     rd, wr = os.pipe2(os.O_CLOEXEC)
+    go_r, go_w = os.pipe2(os.O_CLOEXEC)
     child = os.fork()
     if child == 0:
         os.close(rd)
-        _exec_job(spec, wr)  # never returns
+        os.close(go_w)
+        if os.read(go_r, 1) != b"g":
+            os._exit(0)  # the shepherd is gone: the job never runs
+        os.close(go_r)
+        _exec_job(spec, wr, cg)  # never returns
     os.close(wr)
+    os.close(go_r)
     try:
         os.setpgid(child, child)
     except OSError:
         pass  # the child did it first
-    _write_json(pid_file(spec.job_dir, spec.segment), {"pid": me, "ticks": start_ticks(me), "pgid": child, "job": child})
+    info = {"pid": me, "ticks": start_ticks(me), "pgid": child, "job": child}
+    if cg is not None:
+        info["cgroup"] = str(cg)
+    if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
+    if os.getppid() != daemon:
+        # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        if cg is not None:
+            cgroup.remove(cg)
+        return
+    _write_json(pid_file(spec.job_dir, spec.segment), info)
+    os.write(go_w, b"g")
+    os.close(go_w)
     err = b""
     while True:
         chunk = os.read(rd, 4096)
@@ -129,7 +168,24 @@ def _shepherd(spec: Launch) -> None:
     if err:
         result["error"] = err.decode(errors="replace")
     _reap_rest()
+    if cg is not None:
+        if cgroup.oom_kills(cg) and spec.mem:
+            result["reason"] = f"out of memory (limit {format_size(spec.mem)})"
+        cgroup.remove(cg)
     _write_json(exit_file(spec.job_dir, spec.segment), result)
+
+
+def _memory_cgroup(spec: Launch) -> Path | None:
+    """The cgroup that holds the job to its ``--mem``, or None (no limit, or no usable cgroup)."""
+    if not spec.mem:
+        return None
+    try:
+        h = cgroup.hierarchy()
+        if h is None:
+            return None
+        return cgroup.create(h, cgroup.job_name(spec.job_dir, spec.segment), spec.mem)
+    except OSError:
+        return None
 
 
 def _reap_rest() -> None:
@@ -165,7 +221,7 @@ def _fail(wr: int, msg: str) -> None:
         os._exit(127)
 
 
-def _exec_job(spec: Launch, wr: int) -> None:
+def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
     try:
         os.setpgid(0, 0)
         for s in range(1, signal.NSIG):
@@ -177,7 +233,12 @@ def _exec_job(spec: Launch, wr: int) -> None:
                 pass
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         os.sched_setaffinity(0, spec.cpus)
-        if spec.mem:
+        if cg is not None:
+            try:
+                cgroup.join(cg)
+            except OSError:
+                cg = None
+        if spec.mem and cg is None:
             import resource
 
             resource.setrlimit(resource.RLIMIT_AS, (spec.mem, spec.mem))

@@ -26,9 +26,10 @@ from typing import Any
 
 from .. import config as configmod
 from .. import machine as machinemod
-from ..core import cpuset
+from ..core import cpuset, depend
 from ..core import policy as corepolicy
 from ..core.types import HeadReservation, Preempt, Running, Snapshot, Start, Waiting
+from ..jobenv import compat_env
 from ..jobs import EXIT_CHECKPOINTED, JobState, TERMINAL
 from ..spool import Spool, atomic_write
 from ..state import StateDB
@@ -77,6 +78,9 @@ class Rec:
     kill_at: float | None = None
     deadline: float | None = None
     segments: list[dict[str, Any]] = field(default_factory=list)
+    name: str = ""
+    deps: tuple[depend.Dep, ...] = ()
+    reason: str = ""
     _waiting: Waiting | None = None
 
     @property
@@ -121,8 +125,12 @@ class Rec:
             state=JobState(row["state"]), elapsed=row["elapsed"], lost=row["lost"],
             restarts=row["restarts"], preemptions=row["preemptions"], checkpoints=row["checkpoints"],
             first_start=row["start_time"], cores=tuple(sorted(cpuset.parse(row["cores"]))),
-            backfilled=row["backfilled"], segments=row["segments"],
+            backfilled=row["backfilled"], segments=row["segments"], name=row["name"], reason=row["reason"],
         )
+        try:
+            rec.deps = depend.parse(spec.get("depend") or "")
+        except depend.DependError:
+            rec.deps = ()
         rec.segment = run.get("segment", 0)
         rec.start = run.get("start")
         rec.shepherd = run.get("shepherd")
@@ -446,16 +454,49 @@ class Daemon:
             now=now,
             ncores=self.machine.ncores,
             running=tuple(r.running() for r in running),
-            pending=tuple(self.jobs[i].waiting() for i in self.queue),
+            pending=tuple(self.jobs[i].waiting() for i in self.queue if self.eligible(self.jobs[i])),
             params=self.cfg.params,
             free=self.all_cores - used,
             head=self.head,
             history={u: tuple(h) for u, h in self.history.items()},
         )
 
+    def eligible(self, rec: Rec) -> bool:
+        """Whether a pending job's dependencies let it start now (evaluated by the core's rules)."""
+        if not rec.deps:
+            return True
+        states: dict[int, str] = {}
+        for jid in depend.job_ids(rec.deps):
+            live = self.jobs.get(jid)
+            if live is not None:
+                states[jid] = live.state.value
+            else:
+                row = self.db.conn.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
+                if row is not None:
+                    states[jid] = row[0]
+        names = [r.name for r in self.jobs.values() if r.id < rec.id and r.uid == rec.uid and r.state is not JobState.HELD]
+        st = depend.status(rec.deps, states, names, rec.name)
+        if st.verdict == "ready":
+            if rec.reason:
+                rec.reason = ""
+                self.save(rec, reason="")
+            return True
+        if st.verdict == "never" and self.cfg.cancel_never_satisfied and rec.shepherd is None:
+            self.cancel_later.append((rec, st.reason))
+            return False
+        if rec.reason != st.reason:
+            rec.reason = st.reason
+            self.save(rec, reason=st.reason)
+        return False
+
     def schedule(self, now: float) -> None:
         self.dirty = False
+        self.cancel_later: list[tuple[Rec, str]] = []
         plan = corepolicy.schedule(self.snapshot(now))
+        for rec, why in self.cancel_later:
+            if rec.id in self.jobs and rec.state is JobState.PENDING:
+                self._dequeue(rec)
+                self.end(rec, JobState.CANCELLED, now, reason=why)
         self.head = plan.head
         self.wake_at = plan.wake_at
         for d in plan.decisions:
@@ -518,6 +559,8 @@ class Daemon:
             GS_CHECKPOINT_DIR=str(jdir / "checkpoint"), GS_RESTART_COUNT=str(rec.restarts),
             GS_CHECKPOINT_MODE=rec.checkpoint, GS_WALLTIME=str(rec.walltime), GS_SPOOL=str(self.spool.root),
         )
+        if self.cfg.compat_env:
+            env.update(compat_env(rec.id, spec["name"], rec.ncpus, spec.get("submit_dir", spec["workdir"])))
         return launch.Launch(
             job_id=rec.id, segment=rec.segment, job_dir=str(jdir), script=script, args=args,
             workdir=spec["workdir"], stdout=spec["stdout"], stderr=spec["stderr"], append=rec.segment > 1,

@@ -22,7 +22,7 @@ JSON_KEYS = {
 def table_rows(stdout: str) -> dict[int, list[str]]:
     """The table's rows by job id (the header is the first line)."""
     lines = stdout.splitlines()
-    assert lines[0].split() == ["ID", "NAME", "USER", "STATE", "CPUS", "WALLTIME", "TIME", "CORES"]
+    assert lines[0].split() == ["ID", "NAME", "USER", "STATE", "CPUS", "WALLTIME", "TIME", "CORES", "NOTE"]
     return {int(ln.split()[0]): ln.split() for ln in lines[1:] if ln.strip()}
 
 

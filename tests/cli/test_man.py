@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["gsub.1", "gstat.1", "gdel.1", "gctl.8", "gschedd.8", "gridsched.toml.5"]
+PAGES = ["gsub.1", "gstat.1", "gdel.1", "ghold.1", "grls.1", "gacct.1", "gctl.8", "gschedd.8", "gridsched.toml.5"]
 
 
 def generate() -> dict[str, str]:
@@ -36,6 +36,11 @@ def test_pages_document_what_they_must():
     assert "predicted_start" in pages["gstat.1"] and ".SH JSON OUTPUT" in pages["gstat.1"]
     assert ".SS gschedd status" in pages["gschedd.8"] and ".B 3\n" in pages["gschedd.8"]
     assert "max_walltime" in pages["gridsched.toml.5"]
+    assert ".SH SLURM AND PBS DIRECTIVES" in pages["gsub.1"] and ".B #SBATCH \\-c, \\-\\-cpus-per-task" in pages["gsub.1"]
+    assert ".SH DEPENDENCIES" in pages["gsub.1"] and "afternotok" in pages["gsub.1"]
+    assert "only pending jobs can be held" in pages["ghold.1"]
+    assert ".SH STANDARD WORKLOAD FORMAT" in pages["gacct.1"] and "MaxProcs" in pages["gacct.1"]
+    assert "compat.env" in pages["gsub.1"] and "[compat]" in pages["gridsched.toml.5"]
 
 
 @pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed, pages cannot be rendered")

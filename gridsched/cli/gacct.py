@@ -1,0 +1,281 @@
+"""gacct: accounting of finished jobs, as a table, JSON or a Standard Workload Format trace.
+
+Reads the daemon's state db (read-only); works with no daemon.  The SWF
+export (version 2.2) lets gsim replay the machine's own history.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime
+from typing import Any
+
+import click
+
+from ..core.units import format_duration
+from ..jobs import TERMINAL
+from ..spool import Spool
+from .common import Command, ExitCode, fail, setup, spool_options
+
+PROG = "gacct"
+TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
+# The --json schema: one record per job with exactly these keys, in this order.
+JSON_KEYS = ("id name user state submit_time start_time end_time wait run exit_code exit_signal ncpus "
+             "restarts preemptions checkpoints lost").split()
+COLUMNS = ("ID", "NAME", "USER", "STATE", "SUBMIT", "START", "END", "WAIT", "RUN", "EXIT", "CORES",
+           "RESTARTS", "PREEMPT", "CKPTS", "LOST")
+SWF_STATUS = {"COMPLETED": 1, "FAILED": 0, "TIMEOUT": 0, "CANCELLED": 5}
+_RELATIVE = re.compile(r"^([+-])(\d+(?:\.\d+)?)([smhdw])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S")
+
+
+class TimeType(click.ParamType):
+    """A point in time: 2026-11-22, 2026-11-22T10:00[:SS], now, today, or relative: -1d, -2h, -30m."""
+
+    name = "TIME"
+
+    def __init__(self, now: float | None = None) -> None:
+        self.now = now
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        text = str(value).strip()
+        now = self.now if self.now is not None else time.time()
+        if text == "now":
+            return now
+        if text == "today":
+            return datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
+        m = _RELATIVE.match(text)
+        if m:
+            delta = float(m.group(2)) * _UNIT[m.group(3)]
+            return now - delta if m.group(1) == "-" else now + delta
+        for fmt in _FORMATS:
+            try:
+                return datetime.strptime(text, fmt).timestamp()
+            except ValueError:
+                continue
+        self.fail(f"'{value}': not a time (use 2026-11-22, 2026-11-22T10:00, now, today, or -1d, -2h, -30m)",
+                  param, ctx)
+
+
+def run_seconds(job: dict[str, Any]) -> float:
+    """Seconds the job ran: the sum of its run segments (``elapsed`` when it has none)."""
+    segs = [s for s in job.get("segments") or [] if isinstance(s, dict) and s.get("start") is not None]
+    if not segs:
+        return float(job.get("elapsed") or 0.0)
+    total = 0.0
+    for s in segs:
+        end = s.get("end", job.get("end_time"))
+        if end is not None:
+            total += max(0.0, float(end) - float(s["start"]))
+    return total
+
+
+def wait_seconds(job: dict[str, Any]) -> float | None:
+    if job.get("start_time") is None:
+        return None
+    return max(0.0, float(job["start_time"]) - float(job["submit_time"]))
+
+
+def record(job: dict[str, Any]) -> dict[str, Any]:
+    """The --json record of a finished job (the keys of :data:`JSON_KEYS`)."""
+    out = {k: job.get(k) for k in JSON_KEYS}
+    w = wait_seconds(job)
+    out["wait"] = None if w is None else round(w, 3)
+    out["run"] = round(run_seconds(job), 3)
+    out["lost"] = round(float(job.get("lost") or 0.0), 3)
+    return out
+
+
+def select(jobs: list[dict[str, Any]], user: str | None, states: set[str] | None, start: float | None,
+           end: float | None) -> list[dict[str, Any]]:
+    """Finished jobs of ``user`` in ``states`` that ended at or after ``start`` and began by ``end``."""
+    out = []
+    for j in jobs:
+        if j["state"] not in TERMINAL_STATES:
+            continue
+        if user is not None and j["user"] != user:
+            continue
+        if states is not None and j["state"] not in states:
+            continue
+        if start is not None and (j.get("end_time") or 0) < start:
+            continue
+        began = j.get("start_time") if j.get("start_time") is not None else j.get("submit_time")
+        if end is not None and began is not None and began > end:
+            continue
+        out.append(j)
+    return out
+
+
+def swf_trace(jobs: list[dict[str, Any]], max_procs: int | None, host: str = "") -> str:
+    """The jobs as a Standard Workload Format 2.2 trace (sorted by submit time)."""
+    jobs = sorted(jobs, key=lambda j: (j["submit_time"], j["id"]))
+    t0 = int(jobs[0]["submit_time"]) if jobs else int(time.time())
+    lines = [
+        "; Version: 2.2",
+        f"; Computer: gridsched{' on ' + host if host else ''}",
+        "; Installation: exported by gacct --swf",
+        f"; UnixStartTime: {t0}",
+        f"; StartTime: {time.strftime('%a %b %d %H:%M:%S %Z %Y', time.localtime(t0))}",
+        f"; MaxJobs: {len(jobs)}",
+        f"; MaxRecords: {len(jobs)}",
+        f"; MaxProcs: {max_procs if max_procs else -1}",
+        "; MaxNodes: 1",
+        "; Note: status 1 completed, 0 failed or timed out, 5 cancelled; times in seconds",
+    ]
+    for j in jobs:
+        spec = j.get("spec") or {}
+        w = wait_seconds(j)
+        started = j.get("start_time") is not None
+        mem = spec.get("mem")
+        req_mem = int(mem) // 1024 // max(1, j["ncpus"]) if mem else -1
+        dep = str(spec.get("depend") or "")
+        first_dep = re.search(r":(\d+)", dep)
+        fields = [
+            j["id"],
+            int(round(j["submit_time"] - t0)),
+            int(round(w)) if w is not None else -1,
+            int(round(run_seconds(j))) if started else -1,
+            j["ncpus"] if started else -1,
+            -1,
+            -1,
+            j["ncpus"],
+            j["walltime"],
+            req_mem,
+            SWF_STATUS.get(j["state"], -1),
+            j.get("uid", -1) if j.get("uid") is not None else -1,
+            spec.get("gid", -1),
+            -1,
+            -1,
+            -1,
+            int(first_dep.group(1)) if first_dep else -1,
+            -1,
+        ]
+        lines.append(" ".join(str(f) for f in fields))
+    return "\n".join(lines) + "\n"
+
+
+def when(t: float | None) -> str:
+    return "" if t is None else time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+
+
+def print_table(jobs: list[dict[str, Any]]) -> None:
+    rows = [COLUMNS]
+    for j in jobs:
+        w = wait_seconds(j)
+        code = "" if j.get("exit_code") is None else str(j["exit_code"])
+        if j.get("exit_signal"):
+            code = f"sig{j['exit_signal']}"
+        rows.append((
+            str(j["id"]), j["name"], j["user"], j["state"], when(j["submit_time"]), when(j.get("start_time")),
+            when(j.get("end_time")), "" if w is None else format_duration(w), format_duration(run_seconds(j)),
+            code, str(j["ncpus"]), str(j.get("restarts", 0)), str(j.get("preemptions", 0)),
+            str(j.get("checkpoints", 0)), format_duration(j.get("lost") or 0),
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    left = {1, 2, 3}
+    for r in rows:
+        cells = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        click.echo("  ".join(cells).rstrip())
+
+
+def parse_ids(raw: str | None) -> list[int] | None:
+    if raw is None:
+        return None
+    ids = []
+    for part in raw.split(","):
+        p = part.strip()
+        if not p.isdigit() or int(p) <= 0:
+            fail(PROG, f"jobs '{raw}': {p!r} is not a job id", ExitCode.USAGE)
+        ids.append(int(p))
+    return ids
+
+
+def parse_states(raw: str | None) -> set[str] | None:
+    if raw is None:
+        return None
+    out = set()
+    for part in raw.split(","):
+        s = part.strip().upper()
+        if s not in TERMINAL_STATES:
+            fail(PROG, f"state '{part.strip()}': must be one of {', '.join(TERMINAL_STATES)}", ExitCode.USAGE)
+        out.add(s)
+    return out
+
+
+def load(spool: Spool, ids: list[int] | None) -> tuple[list[dict[str, Any]], int | None]:
+    """The jobs in the state db and the machine's cores as the daemon recorded them."""
+    if not spool.db.exists():
+        return [], None
+    import sqlite3
+
+    from ..state import StateDB
+
+    try:
+        db = StateDB(spool.db)
+        try:
+            jobs = db.jobs(states=TERMINAL_STATES, ids=ids)
+            raw = db.meta().get("machine")
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        fail(PROG, f"cannot read {spool.db}: {e}")
+    procs = None
+    if raw:
+        try:
+            procs = int(json.loads(raw)["ncores"])
+        except (ValueError, KeyError, TypeError):
+            procs = None
+    return jobs, procs
+
+
+@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]},
+               short_help="accounting of finished jobs")
+@click.option("-u", "--user", metavar="USER", help="Only the jobs of USER.")
+@click.option("-s", "--state", "states", metavar="STATE[,STATE...]",
+              help="Only jobs that ended in these states: COMPLETED, FAILED, CANCELLED, TIMEOUT.")
+@click.option("-S", "--starttime", type=TimeType(),
+              help="Only jobs that ended at or after TIME: 2026-11-22, 2026-11-22T10:00[:SS], today, now, or "
+              "relative to now: -1d, -12h, -30m, -2w.")
+@click.option("-E", "--endtime", type=TimeType(), help="Only jobs that started (or were submitted) by TIME "
+              "(the forms of --starttime).")
+@click.option("-j", "--jobs", "job_ids", metavar="ID[,ID...]", help="Only these jobs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON (schema in gacct(1)).")
+@click.option("--swf", is_flag=True, help="Print the jobs as a Standard Workload Format 2.2 trace for gsim.")
+@spool_options
+def cli(user: str | None, states: str | None, starttime: float | None, endtime: float | None,
+        job_ids: str | None, as_json: bool, swf: bool, spool_dir: str | None, config_file: str | None) -> int:
+    """Show finished jobs (completed, failed, cancelled, timed out) from the
+    daemon's state db: when each was submitted, started and ended, how long
+    it waited and ran, its exit status and cores, and how often it was
+    restarted, preempted and checkpointed.
+    """
+    if as_json and swf:
+        fail(PROG, "--json and --swf exclude each other", ExitCode.USAGE)
+    ids = parse_ids(job_ids)
+    st = parse_states(states)
+    s = setup(PROG, spool_dir, config_file)
+    jobs, procs = load(s.spool, ids)
+    jobs = select(jobs, user, st, starttime, endtime)
+    if swf:
+        import socket
+
+        click.echo(swf_trace(jobs, procs, socket.gethostname()), nl=False)
+    elif as_json:
+        click.echo(json.dumps({"jobs": [record(j) for j in jobs]}, indent=2))
+    else:
+        print_table(jobs)
+    return ExitCode.OK
+
+
+
+def main() -> None:
+    cli.main(prog_name=PROG)
+
+
+if __name__ == "__main__":
+    main()

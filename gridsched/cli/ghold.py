@@ -1,0 +1,32 @@
+"""ghold: hold jobs.
+
+Each id is checked against the state db and the submits not yet taken in;
+the valid ones go to the daemon in one hold request.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .common import Command, spool_options
+from .jobctl import act, complete_job_ids
+
+PROG = "ghold"
+
+
+@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]},
+               short_help="hold jobs")
+@click.argument("job_ids", nargs=-1, required=True, metavar="ID...", shell_complete=complete_job_ids)
+@spool_options
+def cli(job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None) -> int:
+    """Hold the pending jobs ID...: they stay in the queue but do not start
+    until released with grls."""
+    return act(PROG, "hold", "holding", job_ids, spool_dir, config_file)
+
+
+def main() -> None:
+    cli.main(prog_name=PROG)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""The Python API: submit, inspect, wait for and cancel jobs without the commands.
+
+    from gridsched.client import Client
+    c = Client()
+    job = c.submit(command="make -j4", ncpus=4, walltime="30m")
+    print(c.wait(job.id).state)
+
+It does what gsub, gstat and gdel do, through the same functions
+(:mod:`gridsched.submit`, :mod:`gridsched.queue`), so it refuses the same
+requests with the same messages (:class:`GridschedError`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import Config, ConfigError, load
+from .core.units import UnitError, parse_duration, parse_size
+from .queue import TERMINAL_STATES, QueueError, control, load_jobs
+from .spool import Spool, default_root
+from .submit import Options, Script, SubmitError, WaitTimeout, build_spec, decode, wait_job
+
+__all__ = ["Client", "GridschedError", "Job", "WaitTimeout"]
+
+
+class GridschedError(Exception):
+    """A request that was refused; the message is the one the commands print."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One job as the state db (or a submit not yet taken in) shows it."""
+
+    id: int
+    name: str
+    user: str
+    state: str
+    ncpus: int
+    walltime: int
+    cores: str
+    exit_code: int | None
+    exit_signal: int | None
+    reason: str
+    submit_time: float
+    start_time: float | None
+    end_time: float | None
+    restarts: int
+    stdout: str
+    stderr: str
+
+    @property
+    def done(self) -> bool:
+        """True once the job has ended (completed, failed, cancelled, timed out)."""
+        return self.state in TERMINAL_STATES
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Job:
+        spec = row.get("spec") or {}
+        return cls(
+            id=row["id"], name=row["name"], user=row["user"], state=row["state"], ncpus=row["ncpus"],
+            walltime=row["walltime"], cores=row.get("cores") or "", exit_code=row.get("exit_code"),
+            exit_signal=row.get("exit_signal"), reason=row.get("reason") or "", submit_time=row["submit_time"],
+            start_time=row.get("start_time"), end_time=row.get("end_time"), restarts=row.get("restarts", 0),
+            stdout=spec.get("stdout", ""), stderr=spec.get("stderr", ""),
+        )
+
+
+class Client:
+    """A connection to the spool ``spool`` (default: as the commands choose it) with config ``config``."""
+
+    def __init__(self, spool: str | os.PathLike[str] | None = None, config: str | None = None) -> None:
+        root = os.fspath(spool) if spool is not None else os.environ.get("GRIDSCHED_SPOOL")
+        try:
+            self.config: Config = load(config, root)
+        except ConfigError as e:
+            raise GridschedError(f"config {e}") from None
+        if root is None:
+            root = os.path.expanduser(self.config.spool) if self.config.spool else str(default_root())
+        self.spool = Spool(root)
+        self._config_file = config
+
+    # -- submitting ---------------------------------------------------------------
+    def submit(
+        self,
+        script: str | os.PathLike[str] | None = None,
+        *,
+        command: str | None = None,
+        args: list[str] | tuple[str, ...] = (),
+        ncpus: int = 1,
+        walltime: str | int = "10m",
+        name: str | None = None,
+        mem: str | int | None = None,
+        output: str | None = None,
+        error: str | None = None,
+        chdir: str | None = None,
+        hold: bool = False,
+        checkpoint: str | None = None,
+        depend: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Job:
+        """Submit the script file ``script``, or ``command`` run by /bin/sh; the job as submitted.
+
+        Options are those of gsub (``walltime`` and ``mem`` as gsub takes them,
+        or seconds and bytes); directives in the script are not read.
+        """
+        if (script is None) == (command is None):
+            raise GridschedError("give a script file or a command, not both or neither")
+        try:
+            if command is not None:
+                sc = Script(f"#!/bin/sh\n{command}\n", "command", "wrap")
+            else:
+                path = Path(script)  # type: ignore[arg-type]
+                try:
+                    data = path.read_bytes()
+                except OSError as e:
+                    raise GridschedError(f"{script}: {e.strerror}") from None
+                sc = Script(decode(data, str(script)), str(script), path.name)
+            wt = walltime if isinstance(walltime, int) else parse_duration(walltime)
+            mb = mem if isinstance(mem, int) or mem is None else parse_size(mem)
+            if ncpus < 1:
+                raise GridschedError(f"ncpus {ncpus}: must be at least 1")
+            opts = Options(name=name, ncpus=ncpus, walltime=wt, mem=mb, output=output, error=error, chdir=chdir,
+                           hold=hold, checkpoint=checkpoint, depend=depend)
+            spec = build_spec(self.spool, self.config, sc, opts, tuple(args), env=env)
+        except (SubmitError, UnitError) as e:
+            raise GridschedError(str(e)) from None
+        self.spool.submit(spec)
+        self._ensure_daemon()
+        return self.status(spec["id"])
+
+    def _ensure_daemon(self) -> None:
+        if self.spool.daemon_info() is None and self.config.autostart:
+            from .cli.common import spawn_daemon
+
+            spawn_daemon(self.spool, self._config_file)
+
+    # -- reading ----------------------------------------------------------------------
+    def _rows(self, ids: list[int] | None = None) -> list[dict[str, Any]]:
+        try:
+            return load_jobs(self.spool, ids)
+        except QueueError as e:
+            raise GridschedError(str(e)) from None
+
+    def status(self, job_id: int) -> Job:
+        """Job ``job_id`` now; :class:`GridschedError` if there is no such job."""
+        rows = self._rows([job_id])
+        if not rows:
+            raise GridschedError(f"job {job_id}: no such job")
+        return Job.from_row(rows[0])
+
+    def jobs(self, all: bool = False) -> list[Job]:
+        """The jobs in the queue (with ``all``, finished ones too), by id."""
+        return [Job.from_row(r) for r in self._rows() if all or r["state"] not in TERMINAL_STATES]
+
+    def wait(self, job_id: int, timeout: float | None = None) -> Job:
+        """Block until job ``job_id`` has ended; :class:`WaitTimeout` after ``timeout`` seconds."""
+        self.status(job_id)
+        try:
+            return Job.from_row(wait_job(self.spool, job_id, timeout))
+        except SubmitError as e:
+            raise GridschedError(str(e)) from None
+
+    # -- acting -------------------------------------------------------------------------
+    def _control(self, kind: str, job_id: int) -> None:
+        try:
+            _, bad = control(self.spool, kind, [job_id], os.getuid())
+        except QueueError as e:
+            raise GridschedError(str(e)) from None
+        if bad:
+            raise GridschedError(f"job {job_id}: {bad[0][1]}")
+
+    def cancel(self, job_id: int) -> None:
+        """Cancel job ``job_id`` (as gdel)."""
+        self._control("cancel", job_id)
+
+    def hold(self, job_id: int) -> None:
+        """Hold the pending job ``job_id`` (as ghold)."""
+        self._control("hold", job_id)
+
+    def release(self, job_id: int) -> None:
+        """Release the held job ``job_id`` (as grls)."""
+        self._control("release", job_id)
+

@@ -1,0 +1,241 @@
+"""The machine map M: boards, their cores, SMT siblings, memory and distances (pure).
+
+A machine is made of *boards* (sockets or NUMA nodes).  Each board holds
+declared cores, numbered ``0 .. ncores-1`` over the whole machine; the cores
+of a board are grouped into *physical cores* (SMT sibling groups: the hardware
+threads that share one core).  A board may know its memory (bytes) and the
+host NUMA node it stands for.  ``distance[i][j]`` is the relative cost of
+board ``boards[i]`` reaching the memory of ``boards[j]`` (as the Linux NUMA
+distance: 10 = local).  Every declared core runs on one host CPU
+(``host_cpus[core]``); several declared cores may share one, which lets a file
+describe a bigger machine than the host for tests and demos.
+
+:meth:`MachineMap.text` is the canonical text form: a topology file (see
+``etc/topology.toml``) that :func:`gridsched.topology.parse` reads back to an
+equal map.
+
+A :class:`MachineMap` also answers what the flat ``gridsched.machine.Machine``
+answers (``ncores``, ``host_cpu``, ``host_set``), so a driver can use either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from . import cpuset
+from .units import UnitError, format_size, parse_size
+
+LOCAL_DISTANCE = 10
+REMOTE_DISTANCE = 20
+
+
+class TopologyError(ValueError):
+    """A machine map that cannot be: the message says what is wrong (and where, for a file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    """One socket or NUMA node.
+
+    ``cores`` are sorted; ``siblings`` are its physical cores, each a sorted
+    tuple of the declared cores that are its hardware threads, every core of
+    the board in exactly one group, groups ordered by their first core.
+    ``node`` is the host NUMA node this board stands for (None: not a host
+    node, e.g. a board of a described machine mapped onto the host).
+    """
+
+    id: int
+    cores: tuple[int, ...]
+    siblings: tuple[tuple[int, ...], ...]
+    memory: int | None = None
+    node: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MachineMap:
+    """The machine map M.  Build with :func:`make` or :func:`flat`; checked on construction."""
+
+    boards: tuple[Board, ...]
+    host_cpus: tuple[int, ...]  # host_cpus[core]: the host CPU declared core ``core`` runs on
+    distance: tuple[tuple[int, ...], ...]  # by board position; distance[i][i] is local
+    # derived, for fast look-ups: board position and sibling group of each core
+    _board_pos: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _group: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.host_cpus)
+        pos = [-1] * n
+        group: list[tuple[int, ...]] = [()] * n
+        ids: set[int] = set()
+        if not self.boards:
+            raise TopologyError("a machine needs at least one board")
+        for i, b in enumerate(self.boards):
+            if b.id in ids:
+                raise TopologyError(f"board id {b.id} is used twice")
+            ids.add(b.id)
+            if not b.cores:
+                raise TopologyError(f"board {b.id} has no cores")
+            if list(b.cores) != sorted(set(b.cores)):
+                raise TopologyError(f"board {b.id}: cores must be sorted and distinct")
+            for c in b.cores:
+                if not 0 <= c < n:
+                    raise TopologyError(f"board {b.id}: core {c} is not a core of a {n}-core machine")
+                if pos[c] >= 0:
+                    raise TopologyError(f"core {c} is on board {self.boards[pos[c]].id} and on board {b.id}")
+                pos[c] = i
+            seen: set[int] = set()
+            for g in b.siblings:
+                if not g or list(g) != sorted(set(g)):
+                    raise TopologyError(f"board {b.id}: sibling group {g} must be sorted, distinct, non-empty")
+                for c in g:
+                    if c in seen or c not in b.cores:
+                        raise TopologyError(f"board {b.id}: core {c} is in no or several sibling groups")
+                    seen.add(c)
+                    group[c] = g
+            if seen != set(b.cores):
+                missing = cpuset.format(set(b.cores) - seen)
+                raise TopologyError(f"board {b.id}: cores {missing} are in no sibling group")
+            if [g[0] for g in b.siblings] != sorted(g[0] for g in b.siblings):
+                raise TopologyError(f"board {b.id}: sibling groups must be ordered by their first core")
+        missing = [c for c in range(n) if pos[c] < 0]
+        if missing:
+            raise TopologyError(f"cores {cpuset.format(missing)} are on no board")
+        nb = len(self.boards)
+        if len(self.distance) != nb or any(len(row) != nb for row in self.distance):
+            raise TopologyError(f"the distance matrix must be {nb} x {nb}")
+        if any(d <= 0 for row in self.distance for d in row):
+            raise TopologyError("distances must be positive")
+        object.__setattr__(self, "_board_pos", tuple(pos))
+        object.__setattr__(self, "_group", tuple(group))
+
+    # -- what the flat Machine answers too ---------------------------------------
+    @property
+    def ncores(self) -> int:
+        return len(self.host_cpus)
+
+    def host_cpu(self, core: int) -> int:
+        """The host CPU declared core ``core`` runs on."""
+        return self.host_cpus[core]
+
+    def host_set(self, cores: Iterable[int]) -> set[int]:
+        """The host CPUs a job on ``cores`` is pinned to."""
+        return {self.host_cpus[c] for c in cores}
+
+    # -- the map ----------------------------------------------------------------
+    def cores(self) -> tuple[int, ...]:
+        """Every declared core, ``0 .. ncores-1``."""
+        return tuple(range(self.ncores))
+
+    def board_of(self, core: int) -> Board:
+        """The board core ``core`` is on."""
+        return self.boards[self._board_pos[core]]
+
+    def board_index(self, core: int) -> int:
+        """The position in :attr:`boards` of the board core ``core`` is on."""
+        return self._board_pos[core]
+
+    def siblings(self, core: int) -> tuple[int, ...]:
+        """The hardware threads of the physical core ``core`` belongs to, ``core`` included."""
+        return self._group[core]
+
+    def board(self, board_id: int) -> Board:
+        for b in self.boards:
+            if b.id == board_id:
+                return b
+        raise KeyError(board_id)
+
+    def board_distance(self, a: int, b: int) -> int:
+        """The distance between the boards with ids ``a`` and ``b``."""
+        ia = self.boards.index(self.board(a))
+        ib = self.boards.index(self.board(b))
+        return self.distance[ia][ib]
+
+    def smt(self) -> int:
+        """The most hardware threads of any physical core (1 = no SMT)."""
+        return max(len(g) for b in self.boards for g in b.siblings)
+
+    def summary(self) -> str:
+        """One line: ``2 boards x 4 cores (8 cores, 4 physical, SMT 2)``."""
+        sizes = sorted({len(b.cores) for b in self.boards})
+        per = f"{sizes[0]}" if len(sizes) == 1 else "/".join(map(str, (len(b.cores) for b in self.boards)))
+        phys = sum(len(b.siblings) for b in self.boards)
+        nb = len(self.boards)
+        return (f"{nb} board{'s' if nb != 1 else ''} x {per} cores "
+                f"({self.ncores} cores, {phys} physical, SMT {self.smt()})")
+
+    def text(self) -> str:
+        """The canonical text form: a topology file that reads back to an equal map.
+
+        One ``[[board]]`` table per board in order, with ``id``, ``cores``,
+        ``siblings`` (only the groups of two or more threads), ``host_cpus``
+        (one host CPU per core, in core order; left out when every core runs
+        on the host CPU of its own number), ``memory`` and ``node`` when known,
+        and ``distance`` (the board's row of the matrix).
+        """
+        out = []
+        for i, b in enumerate(self.boards):
+            out.append("[[board]]")
+            out.append(f"id = {b.id}")
+            out.append(f'cores = "{cpuset.format(b.cores)}"')
+            smt = [g for g in b.siblings if len(g) > 1]
+            if smt:
+                out.append("siblings = [" + ", ".join(f'"{cpuset.format(g)}"' for g in smt) + "]")
+            if any(self.host_cpus[c] != c for c in b.cores):
+                out.append("host_cpus = [" + ", ".join(str(self.host_cpus[c]) for c in b.cores) + "]")
+            if b.memory is not None:
+                size = format_size(b.memory)
+                exact = _exact(size, b.memory)
+                out.append(f'memory = "{size}"' if exact else f"memory = {b.memory}")
+            if b.node is not None:
+                out.append(f"node = {b.node}")
+            out.append("distance = [" + ", ".join(map(str, self.distance[i])) + "]")
+            out.append("")
+        return "\n".join(out)
+
+
+def _exact(size: str, n: int) -> bool:
+    try:
+        return parse_size(size) == n
+    except UnitError:
+        return False
+
+
+def default_distance(nboards: int) -> tuple[tuple[int, ...], ...]:
+    """10 on the diagonal, 20 elsewhere: the distances Linux assumes without a table."""
+    return tuple(
+        tuple(LOCAL_DISTANCE if i == j else REMOTE_DISTANCE for j in range(nboards)) for i in range(nboards)
+    )
+
+
+def make(
+    boards: Iterable[Board],
+    host_cpus: Iterable[int],
+    distance: Iterable[Iterable[int]] | None = None,
+) -> MachineMap:
+    """A checked :class:`MachineMap` (``distance`` None: :func:`default_distance`)."""
+    bs = tuple(boards)
+    dist = default_distance(len(bs)) if distance is None else tuple(tuple(r) for r in distance)
+    return MachineMap(boards=bs, host_cpus=tuple(host_cpus), distance=dist)
+
+
+def board(board_id: int, cores: Iterable[int], siblings: Iterable[Iterable[int]] = (),
+          memory: int | None = None, node: int | None = None) -> Board:
+    """A :class:`Board`; cores in no group of ``siblings`` are physical cores of their own."""
+    cs = tuple(sorted(set(cores)))
+    groups = [tuple(sorted(set(g))) for g in siblings]
+    grouped = {c for g in groups for c in g}
+    groups += [(c,) for c in cs if c not in grouped]
+    groups.sort(key=lambda g: g[0] if g else -1)
+    return Board(id=board_id, cores=cs, siblings=tuple(groups), memory=memory, node=node)
+
+
+def flat(ncores: int, host_cpus: Iterable[int]) -> MachineMap:
+    """One board of ``ncores`` cores without SMT; core i runs on host CPU ``host_cpus[i % n]``.
+
+    This is the map of the flat ``gridsched.machine.Machine``.
+    """
+    host = tuple(host_cpus)
+    if ncores <= 0 or not host:
+        raise TopologyError("a flat machine needs at least one core and one host CPU")
+    return make([board(0, range(ncores))], [host[i % len(host)] for i in range(ncores)])

@@ -1,0 +1,132 @@
+"""The jobs a spool knows of, as the commands and the Python API read them.
+
+The state db (written by the daemon) is read-only here; submit requests the
+daemon has not taken in yet are shown as pending jobs.  The per-job checks of
+gdel, ghold and grls live here too, so the commands and
+:mod:`gridsched.client` refuse the same things with the same words.
+
+Standard library only (sqlite3 is imported when a db exists).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .jobs import TERMINAL, JobState
+from .spool import Spool
+
+TERMINAL_STATES = frozenset(s.value for s in TERMINAL)
+
+
+class QueueError(Exception):
+    """The state db cannot be read; the message says why."""
+
+
+def from_submit(spec: dict[str, Any]) -> dict[str, Any]:
+    """A job row for a submit request the daemon has not taken in yet."""
+    return {
+        "id": spec["id"],
+        "name": spec.get("name", ""),
+        "user": spec.get("user", ""),
+        "uid": spec.get("uid"),
+        "state": JobState.HELD.value if spec.get("hold") else JobState.PENDING.value,
+        "ncpus": spec.get("ncpus"),
+        "walltime": spec.get("walltime"),
+        "submit_time": spec.get("submit_time"),
+        "start_time": None,
+        "end_time": None,
+        "elapsed": 0.0,
+        "lost": 0.0,
+        "predicted_start": None,
+        "cores": "",
+        "exit_code": None,
+        "exit_signal": None,
+        "reason": "submitted, not yet taken in by the daemon",
+        "restarts": 0,
+        "preemptions": 0,
+        "checkpoints": 0,
+        "backfilled": False,
+        "segments": [],
+        "spec": spec,
+    }
+
+
+def load_jobs(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+    """Every job the spool knows of, by id: the state db's rows, then submits not yet taken in."""
+    idl = None if ids is None else list(ids)
+    rows: dict[int, dict[str, Any]] = {}
+    if spool.db.exists():
+        import sqlite3
+
+        from .state import StateDB
+
+        try:
+            db = StateDB(spool.db)
+            try:
+                for j in db.jobs(ids=idl):
+                    rows[j["id"]] = j
+            finally:
+                db.close()
+        except sqlite3.Error as e:
+            raise QueueError(f"cannot read {spool.db}: {e}") from None
+    for spec in spool.pending_submits():
+        jid = spec.get("id")
+        if isinstance(jid, int) and jid not in rows and (idl is None or jid in idl):
+            rows[jid] = from_submit(spec)
+    return [rows[k] for k in sorted(rows)]
+
+
+def _owner_check(job: dict[str, Any] | None, uid: int) -> str | None:
+    if job is None:
+        return "no such job"
+    owner = job.get("uid")
+    if uid != 0 and owner is not None and owner != uid:
+        return f"owned by {job.get('user') or owner}"
+    return None
+
+
+def check_cancel(job: dict[str, Any] | None, uid: int) -> str | None:
+    """Why the job cannot be cancelled by ``uid``, or None if it can."""
+    if job is not None and job["state"] in TERMINAL_STATES:
+        return f"already {job['state']}"
+    return _owner_check(job, uid)
+
+
+def check_hold(job: dict[str, Any] | None, uid: int) -> str | None:
+    """Why the job cannot be held by ``uid``, or None if it can."""
+    why = _owner_check(job, uid)
+    if why is None and job is not None and job["state"] != JobState.PENDING.value:
+        why = f"is {job['state']}, only pending jobs can be held"
+    return why
+
+
+def check_release(job: dict[str, Any] | None, uid: int) -> str | None:
+    """Why the job cannot be released by ``uid``, or None if it can."""
+    why = _owner_check(job, uid)
+    if why is None and job is not None and job["state"] != JobState.HELD.value:
+        why = f"is {job['state']}, only held jobs can be released"
+    return why
+
+
+CHECKS = {"cancel": check_cancel, "hold": check_hold, "release": check_release}
+
+
+def control(spool: Spool, kind: str, ids: list[int], uid: int) -> tuple[list[int], list[tuple[int, str]]]:
+    """Send a ``kind`` request (cancel, hold, release) for the ids ``uid`` may act on.
+
+    Returns the ids sent and ``(id, why)`` for the others; nothing is sent
+    when no id passes its check.
+    """
+    check = CHECKS[kind]
+    known = {j["id"]: j for j in load_jobs(spool, ids)}
+    good: list[int] = []
+    bad: list[tuple[int, str]] = []
+    for jid in ids:
+        why = check(known.get(jid), uid)
+        if why:
+            bad.append((jid, why))
+        else:
+            good.append(jid)
+    if good:
+        spool.request(kind, jobs=good)
+    return good, bad

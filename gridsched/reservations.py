@@ -1,0 +1,241 @@
+"""Reservations and floating resources as the commands and the daemon check them.
+
+A reservation asks for cores and floating resources (``[resources.floating]``
+of the config) for a duration.  Without a start it is *flexible*: it waits in
+the queue like a job and becomes active when its turn comes and the resources
+are free for the whole duration.  With a start it is *fixed* (an advance
+reservation).  States: ``WAITING`` -> ``ACTIVE`` -> ``ENDED``, or
+``DELETED`` (gresv delete).  Reservation ids come from the job id sequence,
+so a flexible reservation's place in the queue is its id, as for a job.
+
+The checks here are shared by gresv, gsub and the daemon, so that all refuse
+the same requests with the same words.  Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import datetime
+from enum import Enum
+from typing import Any, Iterable, Mapping
+
+from .core.units import UnitError, format_duration, parse_duration
+from .spool import Spool
+
+CREATE = "resv_create"
+DELETE = "resv_delete"
+
+
+class RState(str, Enum):
+    WAITING = "WAITING"
+    ACTIVE = "ACTIVE"
+    ENDED = "ENDED"
+    DELETED = "DELETED"
+
+
+LIVE = (RState.WAITING.value, RState.ACTIVE.value)
+
+
+class ResvError(Exception):
+    """A reservation request or a binding that is refused; the message is one line."""
+
+
+# -- floating resources ----------------------------------------------------------
+
+_ITEM = re.compile(r"\s*([A-Za-z][A-Za-z0-9_.-]*)\s*=\s*([0-9]+)\s*\Z")
+
+
+def parse_resources(items: Iterable[str], floating: Mapping[str, int]) -> dict[str, int]:
+    """``NAME=COUNT`` items (repeatable, or comma-separated) as a dict, checked against the machine's."""
+    out: dict[str, int] = {}
+    for item in items:
+        for part in str(item).split(","):
+            m = _ITEM.match(part)
+            if not m:
+                raise ResvError(f"resource '{part.strip()}': expected NAME=COUNT, such as matlab=1")
+            name, count = m.group(1), int(m.group(2))
+            if name not in floating:
+                known = ", ".join(sorted(floating)) or "none are configured"
+                raise ResvError(f"resource '{name}': unknown floating resource ({known})")
+            if count < 1:
+                raise ResvError(f"resource '{name}={count}': the count must be at least 1")
+            out[name] = out.get(name, 0) + count
+    for name, count in out.items():
+        if count > floating[name]:
+            raise ResvError(f"resource '{name}={count}': the machine has {floating[name]}")
+    return dict(sorted(out.items()))
+
+
+def resource_text(res: Mapping[str, int] | Iterable[tuple[str, int]]) -> str:
+    """``matlab=1,comsol=2`` (empty for none)."""
+    items = res.items() if isinstance(res, Mapping) else res
+    return ",".join(f"{k}={v}" for k, v in items)
+
+
+# -- times -------------------------------------------------------------------------
+
+
+def parse_start(text: str, now: float) -> float:
+    """A start time: ``2026-11-22T14:00`` (ISO, local time), ``14:00`` (today), ``+30m`` (from now).
+
+    It must lie in the future.
+    """
+    t = text.strip()
+    when: float
+    if t.startswith("+"):
+        try:
+            when = now + parse_duration(t[1:])
+        except UnitError as e:
+            raise ResvError(f"start '{text}': {str(e).split(': ', 1)[-1]}") from None
+    else:
+        m = re.fullmatch(r"(\d{1,2}):(\d{2})(?::(\d{2}))?", t)
+        try:
+            if m:
+                base = datetime.fromtimestamp(now)
+                h, mi, se = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+                dt = base.replace(hour=h, minute=mi, second=se, microsecond=0)
+            else:
+                dt = datetime.fromisoformat(t)
+                if dt.tzinfo is None:
+                    dt = dt.astimezone()
+        except ValueError:
+            raise ResvError(f"start '{text}': not a time (use 2026-11-22T14:00, 14:00 or +30m)") from None
+        when = dt.timestamp()
+    if when <= now:
+        raise ResvError(f"start '{text}': in the past")
+    return when
+
+
+def check_request(ncpus: int, duration: int, resources: Mapping[str, int], ncores: int,
+                  floating: Mapping[str, int], max_duration: int) -> None:
+    """Refuse a reservation that can never be had, with the reason."""
+    if ncpus < 1:
+        raise ResvError(f"ncpus {ncpus}: at least 1 core is needed")
+    if ncpus > ncores:
+        raise ResvError(f"ncpus {ncpus}: the machine has {ncores} cores")
+    if duration <= 0:
+        raise ResvError(f"duration {duration}: must be positive")
+    if duration > max_duration:
+        raise ResvError(f"duration {format_duration(duration)} is longer than the maximum "
+                        f"{format_duration(max_duration)} (reservations.max_duration)")
+    for name, count in resources.items():
+        if name not in floating:
+            raise ResvError(f"resource '{name}': unknown floating resource")
+        if not 1 <= count <= floating[name]:
+            raise ResvError(f"resource '{name}={count}': the machine has {floating[name]}")
+
+
+# -- reading -----------------------------------------------------------------------
+
+
+def from_request(req: dict[str, Any]) -> dict[str, Any]:
+    """A reservation row for a create request the daemon has not taken in yet."""
+    r = req.get("resv") or {}
+    return {
+        "id": r.get("id"), "state": RState.WAITING.value, "user": r.get("user", ""), "uid": r.get("uid"),
+        "name": r.get("name", ""), "ncpus": r.get("ncpus"), "resources": r.get("resources") or {},
+        "duration": r.get("duration"), "start": r.get("start"), "create_time": r.get("create_time"),
+        "activate_time": None, "end_time": None, "predicted": None, "cores": "",
+        "users": r.get("users") or [], "kill": bool(r.get("kill", True)),
+        "reason": "created, not yet taken in by the daemon",
+    }
+
+
+def load(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+    """Every reservation the spool knows of: the state db's, then create requests not taken in."""
+    idl = None if ids is None else list(ids)
+    rows: dict[int, dict[str, Any]] = {}
+    if spool.db.exists():
+        from .state import StateDB
+
+        db = StateDB(spool.db)
+        try:
+            for r in db.reservations(idl):
+                rows[r["id"]] = r
+        finally:
+            db.close()
+    try:
+        names = sorted(n for n in os.listdir(spool.incoming) if n.startswith(CREATE + "-"))
+    except FileNotFoundError:
+        names = []
+    for n in names:
+        try:
+            with open(spool.incoming / n, "rb") as f:
+                r = from_request(json.loads(f.read(1 << 20)))
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        rid = r["id"]
+        if isinstance(rid, int) and rid not in rows and (idl is None or rid in idl):
+            rows[rid] = r
+    return [rows[k] for k in sorted(rows)]
+
+
+def parse_id(text: str) -> int:
+    """A reservation id as given: ``17`` or ``R17``."""
+    t = str(text).strip()
+    if t[:1] in ("R", "r"):
+        t = t[1:]
+    if not t.isdigit() or int(t) <= 0:
+        raise ResvError(f"reservation '{text}': not a reservation id")
+    return int(t)
+
+
+def may_bind(resv: Mapping[str, Any], uid: int, user: str) -> bool:
+    """Whether ``uid`` (login ``user``) may bind jobs to ``resv``: root, the owner, a listed user."""
+    return uid == 0 or resv.get("uid") == uid or user in (resv.get("users") or [])
+
+
+def check_bind(resv: Mapping[str, Any] | None, rid: int, uid: int, user: str) -> None:
+    """Refuse binding a job of ``uid`` to reservation ``rid`` (``resv`` its row, None if unknown)."""
+    if resv is None:
+        raise ResvError(f"reservation {rid}: no such reservation")
+    if resv["state"] not in LIVE:
+        raise ResvError(f"reservation {rid}: {resv['state'].lower()}")
+    if not may_bind(resv, uid, user):
+        raise ResvError(f"reservation {rid}: owned by {resv.get('user') or resv.get('uid')}, "
+                        f"and {user} is not among its users")
+
+
+def check_fit(resv: Mapping[str, Any], ncpus: int, walltime: int, resources: Mapping[str, int],
+              now: float) -> str | None:
+    """Why a job can never run inside ``resv`` (its cores, units and time), or None."""
+    if ncpus > resv["ncpus"]:
+        return f"asks for {ncpus} cores, the reservation has {resv['ncpus']}"
+    have = resv.get("resources") or {}
+    for name, count in resources.items():
+        if count > have.get(name, 0):
+            return f"asks for {name}={count}, the reservation has {name}={have.get(name, 0)}"
+    if resv["state"] == RState.ACTIVE.value and resv.get("end_time") is not None:
+        left = resv["end_time"] - now
+        if walltime > left:
+            return (f"walltime {format_duration(walltime)} is longer than the reservation's time left "
+                    f"({format_duration(max(0, int(left)))})")
+    else:
+        if walltime > resv["duration"]:
+            return f"walltime {format_duration(walltime)} is longer than the reservation ({format_duration(resv['duration'])})"
+    return None
+
+
+def in_use(resv: Mapping[str, Any], jobs: Iterable[Mapping[str, Any]]) -> tuple[int, dict[str, int]]:
+    """Cores and units used now by the running jobs bound to ``resv``."""
+    n = 0
+    res: dict[str, int] = {}
+    for j in jobs:
+        spec = j.get("spec") or {}
+        if spec.get("reservation") == resv["id"] and j["state"] in ("RUNNING", "STOPPING"):
+            n += j["ncpus"]
+            for k, v in (spec.get("resources") or {}).items():
+                res[k] = res.get(k, 0) + v
+    return n, res
+
+
+def end_of(resv: Mapping[str, Any]) -> float | None:
+    """When an active reservation ends, or a fixed waiting one would."""
+    if resv.get("end_time") is not None:
+        return float(resv["end_time"])
+    if resv.get("start") is not None:
+        return float(resv["start"]) + resv["duration"]
+    return None
+

@@ -1,0 +1,321 @@
+"""Building and checking a job submission: what gsub and the Python API share.
+
+:func:`build_spec` turns a script and the submission options into the job
+spec of :data:`gridsched.jobs.SPEC_KEYS` (taking a job id), refusing what can
+never run with a :class:`SubmitError` whose message is one line.
+:func:`wait_job` polls the state db until a job has ended.
+
+Imports stay small (no click, rich, psutil or daemon code): gsub runs often.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .config import Config
+from .core import depend
+from .core.request import infeasible
+from .core.units import format_duration
+from .jobs import TERMINAL, JobState
+from .spool import Spool
+
+MAX_SCRIPT = 1 << 20  # bytes; a job script, not a data file
+WAIT_FIRST, WAIT_MAX = 0.05, 2.0  # seconds between state polls: growing, bounded
+USAGE = 2  # exit status of a bad option value (as ExitCode.USAGE)
+
+
+class SubmitError(Exception):
+    """A submission that is refused; ``code`` is the exit status gsub gives."""
+
+    def __init__(self, msg: str, code: int = 1) -> None:
+        super().__init__(msg)
+        self.code = code
+
+
+class ScriptError(SubmitError):
+    """A script that cannot be submitted; the message names it."""
+
+
+class Script:
+    """The job script's text, where it came from and its default job name."""
+
+    def __init__(self, text: str, label: str, default_name: str) -> None:
+        self.text = text
+        self.label = label  # for messages: the path as given, or "stdin"
+        self.default_name = default_name
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The submission options (None: the configuration's default, or none)."""
+
+    name: str | None = None
+    ncpus: int | None = None
+    walltime: int | None = None
+    mem: int | None = None
+    output: str | None = None
+    error: str | None = None
+    chdir: str | None = None
+    hold: bool = False
+    checkpoint: str | None = None
+    depend: str | None = None
+
+
+def read_script(arg: str | None, wrap: str | None) -> Script:
+    if wrap is not None:
+        if not wrap.strip():
+            raise ScriptError("--wrap: empty command")
+        return Script(f"#!/bin/sh\n{wrap}\n", "--wrap", "wrap")
+    if arg is None or arg == "-":
+        if arg is None and sys.stdin.isatty():
+            raise ScriptError("no script: give a script file, --wrap 'COMMAND', or the script on standard input")
+        data = sys.stdin.buffer.read(MAX_SCRIPT + 1)
+        return Script(decode(data, "stdin"), "stdin", "stdin")
+    path = Path(arg)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_SCRIPT + 1)
+    except FileNotFoundError:
+        raise ScriptError(f"{arg}: no such file") from None
+    except IsADirectoryError:
+        raise ScriptError(f"{arg}: is a directory, not a script") from None
+    except PermissionError:
+        raise ScriptError(f"{arg}: permission denied") from None
+    except OSError as e:
+        raise ScriptError(f"{arg}: {e.strerror}") from None
+    return Script(decode(data, arg), arg, path.name)
+
+
+def decode(data: bytes, label: str) -> str:
+    """The text of a script, or :class:`ScriptError` if it is not one."""
+    if len(data) > MAX_SCRIPT:
+        raise ScriptError(f"{label}: larger than {MAX_SCRIPT >> 20} MiB, not a job script")
+    if b"\0" in data:
+        raise ScriptError(f"{label}: binary file (NUL bytes), not a script")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScriptError(f"{label}: not UTF-8 text (a binary file?), not a script") from None
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
+        raise ScriptError(f"{label}: empty script (nothing but blank lines and comments)")
+    return text
+
+
+_SUBST = re.compile(r"%[jxAa%]")
+
+
+def output_path(template: str | None, default: str, job_id: int, name: str, workdir: Path,
+                submit_dir: Path) -> Path:
+    """The absolute path of an output file.
+
+    ``%j`` is the job id, ``%x`` the job name, ``%%`` a percent sign; as in
+    Slurm, ``%A`` is the id of the array (the job id of a job that is not an
+    array) and ``%a`` its index (0 for a job that is not an array).  A
+    relative path is relative to the working directory; an existing directory
+    receives the default file name.  No option: ``default`` in the submit
+    directory.
+    """
+    if template is None:
+        return submit_dir / default
+    subst = {"%j": str(job_id), "%x": name, "%%": "%", "%A": str(job_id), "%a": "0"}
+    text = _SUBST.sub(lambda m: subst[m.group()], template)
+    p = Path(os.path.expanduser(text))
+    if not p.is_absolute():
+        p = workdir / p
+    if p.is_dir():
+        p = p / default
+    return p
+
+
+def check_output_dir(what: str, p: Path) -> None:
+    d = p.parent
+    if not d.is_dir():
+        raise SubmitError(f"{what} '{p}': directory {d} does not exist")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise SubmitError(f"{what} '{p}': directory {d} is not writable")
+
+
+def machine_cores(spool: Spool, cfg: Config) -> int:
+    """Cores of the machine: as the running daemon recorded it, else as the config declares it."""
+    if spool.db.exists():
+        try:
+            from .state import StateDB
+
+            db = StateDB(spool.db)
+            try:
+                raw = db.meta().get("machine")
+            finally:
+                db.close()
+            if raw:
+                n = json.loads(raw)["ncores"]
+                if isinstance(n, int) and n > 0:
+                    return n
+        except Exception:  # noqa: BLE001 - an unreadable state db only costs the better answer
+            pass
+    from .machine import from_config
+
+    return from_config(cfg).ncores
+
+
+def criu_unavailable() -> str | None:
+    """Why transparent checkpointing cannot be used here, or None if ``criu check`` passes."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("criu")
+    if exe is None:
+        return "no criu binary found"
+    try:
+        r = subprocess.run([exe, "check"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"'criu check' could not run ({e})"
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["failed"])[-1]
+        return f"'criu check' fails: {last}"
+    return None
+
+
+def user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return os.environ.get("USER") or str(uid)
+
+
+def check_depend(spool: Spool, spec_text: str, job_id: int, uid: int) -> str:
+    """The normalized dependency spec, after checking every job it names.
+
+    Each job must exist, belong to ``uid`` (root may name anyone's) and have
+    an id lower than ``job_id``, so that dependencies can never form a cycle.
+    """
+    from .queue import QueueError, load_jobs
+
+    try:
+        deps = depend.parse(spec_text)
+    except depend.DependError as e:
+        raise SubmitError(f"depend {e}", USAGE) from None
+    ids = depend.job_ids(deps)
+    try:
+        known = {j["id"]: j for j in load_jobs(spool, ids)} if ids else {}
+    except QueueError as e:
+        raise SubmitError(str(e)) from None
+    for jid in ids:
+        job = known.get(jid)
+        if job is None:
+            raise SubmitError(f"depend: job {jid}: no such job")
+        if jid >= job_id:
+            raise SubmitError(f"depend: job {jid} is not an earlier job (this job is {job_id})")
+        owner = job.get("uid")
+        if uid != 0 and owner is not None and owner != uid:
+            raise SubmitError(f"depend: job {jid}: owned by {job.get('user') or owner}")
+    return depend.normalize(deps)
+
+
+def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: tuple[str, ...] | list[str] = (),
+               env: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict[str, Any]:
+    """The job spec of a submission, with a new job id; :class:`SubmitError` if it is refused."""
+    name = opts.name if opts.name is not None else script.default_name
+    if not name.strip() or "/" in name or any(ord(c) < 32 for c in name):
+        raise SubmitError(f"name {name!r}: must be non-empty, without '/' or control characters", USAGE)
+    walltime = opts.walltime if opts.walltime is not None else cfg.default_walltime
+    if walltime > cfg.max_walltime:
+        raise SubmitError(f"walltime {format_duration(walltime)} is longer than the maximum "
+                          f"{format_duration(cfg.max_walltime)} (jobs.max_walltime)")
+    ncpus = opts.ncpus if opts.ncpus is not None else cfg.default_ncpus
+    why = infeasible(ncpus, machine_cores(spool, cfg))
+    if why:
+        raise SubmitError(f"job can never run: it {why}")
+    checkpoint = opts.checkpoint or cfg.checkpoint
+    if checkpoint == "criu":
+        reason = criu_unavailable()
+        if reason:
+            raise SubmitError(f"checkpoint mode 'criu': transparent checkpointing is not available on this host "
+                              f"({reason}); use signal, suspend or requeue")
+    submit_dir = cwd or Path.cwd()
+    workdir = submit_dir
+    if opts.chdir is not None:
+        workdir = (submit_dir / os.path.expanduser(opts.chdir)).resolve()
+        if not workdir.is_dir():
+            raise SubmitError(f"chdir '{opts.chdir}': no such directory")
+    uid = os.getuid()
+    job_id = spool.next_id()
+    dep = check_depend(spool, opts.depend, job_id, uid) if opts.depend else ""
+    stdout = output_path(opts.output, f"{name}.o{job_id}", job_id, name, workdir, submit_dir)
+    stderr = output_path(opts.error, f"{name}.e{job_id}", job_id, name, workdir, submit_dir)
+    check_output_dir("output", stdout)
+    check_output_dir("error", stderr)
+    return {
+        "id": job_id,
+        "name": name,
+        "user": user_name(uid),
+        "uid": uid,
+        "gid": os.getgid(),
+        "ncpus": ncpus,
+        "walltime": walltime,
+        "mem": opts.mem,
+        "checkpoint": checkpoint,
+        "hold": bool(opts.hold),
+        "depend": dep,
+        "script": script.text,
+        "args": list(args),
+        "workdir": str(workdir),
+        "stdout": str(stdout),
+        "stderr": str(stderr),
+        "env": dict(os.environ if env is None else env),
+        "submit_time": time.time(),
+        "submit_dir": str(submit_dir),
+    }
+
+
+def job_exit_status(job: dict[str, Any]) -> int:
+    """The exit status gsub --wait gives for a finished job (as a shell reports a child)."""
+    if job.get("exit_signal"):
+        return 128 + int(job["exit_signal"])
+    if job.get("exit_code") is not None:
+        return int(job["exit_code"])
+    return 0 if job["state"] == JobState.COMPLETED else 1
+
+
+class WaitTimeout(Exception):
+    """The job had not ended when the time given ran out."""
+
+
+def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> dict[str, Any]:
+    """Block until job ``job_id`` has ended (polling the state db); its row.
+
+    A submit request the daemon quarantined is a :class:`SubmitError`; no
+    end within ``timeout`` seconds is :class:`WaitTimeout`.
+    """
+    from .state import StateDB
+
+    db: StateDB | None = None
+    delay = WAIT_FIRST
+    deadline = None if timeout is None else time.monotonic() + timeout
+    quarantined = spool.quarantine / f"submit-{job_id:010d}.json"
+    terminal = {s.value for s in TERMINAL}
+    try:
+        while True:
+            if db is None and spool.db.exists():
+                db = StateDB(spool.db)
+            if db is not None:
+                job = db.job(job_id)
+                if job is not None and job["state"] in terminal:
+                    return job
+            if quarantined.exists():
+                raise SubmitError(f"job {job_id}: the daemon refused the request (see {quarantined}.why)")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(f"job {job_id} has not ended after {timeout}s")
+            time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
+            delay = min(delay * 1.5, WAIT_MAX)
+    finally:
+        if db is not None:
+            db.close()

@@ -1,0 +1,390 @@
+"""The machine map of this host: read from a topology file or from Linux sysfs.
+
+:func:`load_machine` is what the daemon and ``gctl`` use: the file named by
+``[machine] topology`` in the configuration, else the host's own topology
+restricted to the CPUs the daemon uses, else (when ``[machine] cores`` declares
+more cores than there are host CPUs) one flat board.
+
+:func:`parse` reads the text of a topology file (format: ``etc/topology.toml``
+and gridsched.toml(5)); every error is a :class:`TopologyError` whose message
+starts with ``FILE:LINE:`` when the error has a line.  :func:`detect` reads
+``/sys/devices/system/cpu`` and ``/sys/devices/system/node``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Iterable
+
+from .config import Config
+from .core import cpuset
+from .core.topology import Board, MachineMap, TopologyError, board, default_distance, flat, make
+from .core.units import UnitError, parse_size
+
+__all__ = ["TopologyError", "detect", "load_machine", "membind_unavailable", "parse", "read"]
+
+SYSFS = Path("/sys/devices/system")
+BOARD_KEYS = ("id", "cores", "siblings", "memory", "node", "host_cpus", "distance")
+
+
+# -- the topology file -------------------------------------------------------------
+
+
+class _Lines:
+    """Where each ``[[board]]`` header and each key of a board is in the text (1-based)."""
+
+    _HEADER = re.compile(r"^\s*\[\[\s*(\S+?)\s*\]\]")
+    _TABLE = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]")
+    _KEY = re.compile(r"""^\s*["']?([A-Za-z0-9_-]+)["']?\s*=""")
+
+    def __init__(self, text: str) -> None:
+        self.headers: list[int] = []
+        self.keys: dict[tuple[int, str], int] = {}
+        self.top: dict[str, int] = {}
+        section = -1  # -1: top level; -2: another table; i >= 0: the i-th board
+        for no, line in enumerate(text.splitlines(), 1):
+            if m := self._HEADER.match(line):
+                if m.group(1) == "board":
+                    self.headers.append(no)
+                    section = len(self.headers) - 1
+                else:
+                    self.top.setdefault(m.group(1), no)
+                    section = -2
+            elif m := self._TABLE.match(line):
+                self.top.setdefault(m.group(1), no)
+                section = -2
+            elif m := self._KEY.match(line):
+                if section >= 0:
+                    self.keys.setdefault((section, m.group(1)), no)
+                elif section == -1:
+                    self.top.setdefault(m.group(1), no)
+
+    def board(self, i: int, key: str | None = None) -> int | None:
+        if key is not None and (i, key) in self.keys:
+            return self.keys[(i, key)]
+        return self.headers[i] if i < len(self.headers) else None
+
+
+def _strict_cpulist(text: str) -> list[int]:
+    """The cores of a cpulist in the order written, repeats kept (so they can be refused)."""
+    parse_ok = cpuset.parse(text)  # raises CpuListError on a malformed list
+    out: list[int] = []
+    for part in text.split(","):
+        out.extend(sorted(cpuset.parse(part)))
+    assert set(out) == parse_ok
+    return out
+
+
+def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None = None) -> MachineMap:
+    """The machine map a topology file describes.
+
+    ``host_cpus``: the host CPUs jobs may be pinned to; a core mapped (or, with
+    no ``host_cpus`` key, numbered) outside them is an error.  None: unchecked.
+    """
+    host = None if host_cpus is None else frozenset(host_cpus)
+    lines = _Lines(text)
+
+    def err(msg: str, line: int | None = None) -> TopologyError:
+        return TopologyError(f"{source}:{line}: {msg}" if line else f"{source}: {msg}")
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        msg = str(e)
+        m = re.search(r"\(at line (\d+), column \d+\)$", msg)
+        if m:
+            raise err("TOML syntax error: " + msg[: m.start()].strip(), int(m.group(1))) from None
+        raise err(f"TOML syntax error: {msg}") from None
+    for key in data:
+        if key != "board":
+            raise err(f"unknown key or table {key!r} (a topology file holds [[board]] tables)", lines.top.get(key))
+    raw = data.get("board")
+    if not isinstance(raw, list) or not raw or not all(isinstance(b, dict) for b in raw):
+        raise err("no [[board]] table: a topology file describes at least one board", lines.top.get("board"))
+
+    owner: dict[int, int] = {}  # core -> board position
+    boards: list[Board] = []
+    mapped: dict[int, int] = {}  # core -> host CPU
+    ids: dict[int, int] = {}
+    rows: list[list[int] | None] = []
+    for i, b in enumerate(raw):
+        where = f"board {b.get('id', i)}" if isinstance(b.get("id", i), int) else f"board #{i + 1}"
+
+        def bad(msg: str, key: str | None = None, i: int = i, where: str = where) -> TopologyError:
+            return err(f"{where}: {msg}", lines.board(i, key))
+
+        for key in b:
+            if key not in BOARD_KEYS:
+                raise bad(f"unknown key {key!r} (known: {', '.join(BOARD_KEYS)})", key)
+        bid = b.get("id", i)
+        if not isinstance(bid, int) or isinstance(bid, bool) or bid < 0:
+            raise bad(f"id = {bid!r}: must be a whole number, 0 or more", "id")
+        if bid in ids:
+            raise bad(f"id {bid} is already the id of board #{ids[bid] + 1} (line {lines.board(ids[bid], 'id')})",
+                      "id")
+        ids[bid] = i
+        cores_v = b.get("cores")
+        if cores_v is None:
+            raise bad("has no cores (cores = \"0-7\")")
+        if not isinstance(cores_v, str):
+            raise bad(f"cores = {cores_v!r}: must be a cpu list such as \"0-7\"", "cores")
+        try:
+            listed = _strict_cpulist(cores_v)
+        except cpuset.CpuListError as e:
+            raise bad(f"cores = {cores_v!r}: not a cpu list ({e})", "cores") from None
+        if not listed:
+            raise bad("is empty: cores = \"\"", "cores")
+        seen: set[int] = set()
+        for c in listed:
+            if c in seen:
+                raise bad(f"core {c} is listed twice in cores = {cores_v!r}", "cores")
+            seen.add(c)
+            if c in owner:
+                j = owner[c]
+                raise bad(f"core {c} is already on board {boards[j].id} (line {lines.board(j, 'cores')})", "cores")
+            owner[c] = i
+        cores = sorted(seen)
+
+        groups: list[list[int]] = []
+        sib = b.get("siblings", [])
+        if not isinstance(sib, list) or not all(isinstance(g, str) for g in sib):
+            raise bad("siblings must be a list of cpu lists such as [\"0,4\", \"1,5\"]", "siblings")
+        grouped: dict[int, str] = {}
+        for g in sib:
+            try:
+                members = _strict_cpulist(g)
+            except cpuset.CpuListError as e:
+                raise bad(f"siblings {g!r}: not a cpu list ({e})", "siblings") from None
+            if not members:
+                raise bad("siblings: an empty group", "siblings")
+            for c in members:
+                if c not in seen:
+                    raise bad(f"siblings {g!r}: core {c} is not a core of this board", "siblings")
+                if c in grouped:
+                    raise bad(f"siblings: core {c} is in {grouped[c]!r} and in {g!r}", "siblings")
+                grouped[c] = g
+            groups.append(members)
+
+        memory = b.get("memory")
+        if memory is not None:
+            if isinstance(memory, bool) or not isinstance(memory, (int, str)):
+                raise bad(f"memory = {memory!r}: must be a size such as \"64G\" or a number of bytes", "memory")
+            if isinstance(memory, int):
+                if memory <= 0:
+                    raise bad(f"memory = {memory}: must be positive", "memory")
+            else:
+                try:
+                    memory = parse_size(memory)
+                except UnitError as e:
+                    raise bad(f"memory = {e}", "memory") from None
+        node = b.get("node")
+        if node is not None and (not isinstance(node, int) or isinstance(node, bool) or node < 0):
+            raise bad(f"node = {node!r}: must be a NUMA node number", "node")
+
+        hc = b.get("host_cpus")
+        if hc is None:
+            for c in cores:
+                if host is not None and c not in host:
+                    raise bad(f"core {c} would run on host CPU {c}, which this host does not offer "
+                              f"(it offers {cpuset.format(host)}); map the board's cores with host_cpus", "cores")
+                mapped[c] = c
+        else:
+            if isinstance(hc, str):
+                try:
+                    cycle = sorted(cpuset.parse(hc))
+                except cpuset.CpuListError as e:
+                    raise bad(f"host_cpus = {hc!r}: not a cpu list ({e})", "host_cpus") from None
+                if not cycle:
+                    raise bad("host_cpus is empty", "host_cpus")
+                per_core = [cycle[k % len(cycle)] for k in range(len(cores))]
+            elif isinstance(hc, list) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in hc):
+                if len(hc) != len(cores):
+                    raise bad(f"host_cpus lists {len(hc)} CPUs for {len(cores)} cores (one per core, "
+                              "in core order, or a cpu list to cycle over)", "host_cpus")
+                per_core = list(hc)
+            else:
+                raise bad(f"host_cpus = {hc!r}: must be a cpu list such as \"0-1\" or a list of CPU numbers",
+                          "host_cpus")
+            for c, cpu in zip(cores, per_core):
+                if host is not None and cpu not in host:
+                    raise bad(f"host CPU {cpu} is not one this host offers ({cpuset.format(host)})", "host_cpus")
+                mapped[c] = cpu
+
+        dist = b.get("distance")
+        if dist is not None:
+            if not isinstance(dist, list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dist
+            ):
+                raise bad(f"distance = {dist!r}: must be a list of positive whole numbers", "distance")
+            if len(dist) != len(raw):
+                raise bad(f"distance has {len(dist)} entries, the file has {len(raw)} boards", "distance")
+        rows.append(dist)
+        boards.append(board(bid, cores, groups, memory=memory, node=node))
+
+    n = len(owner)
+    gaps = [c for c in range(n) if c not in owner]
+    if gaps:
+        first = gaps[0]
+        above = min(c for c in owner if c > first)
+        raise err(f"cores must be numbered 0 to {n - 1} without gaps: core {first} is on no board",
+                  lines.board(owner[above], "cores"))
+    if any(r is not None for r in rows):
+        if any(r is None for r in rows):
+            k = rows.index(None)
+            raise err(f"board {boards[k].id}: no distance, while other boards give theirs", lines.board(k))
+        distance: Any = rows
+    else:
+        distance = None
+    try:
+        return make(boards, [mapped[c] for c in range(n)], distance)
+    except TopologyError as e:  # should not happen: everything was checked above
+        raise err(str(e)) from None
+
+
+def read(path: str | Path, host_cpus: Iterable[int] | None = None) -> MachineMap:
+    """The machine map in the topology file at ``path`` (see :func:`parse`)."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise TopologyError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise TopologyError(f"{path}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
+    return parse(text, str(path), host_cpus)
+
+
+# -- the host ---------------------------------------------------------------------
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _int(path: Path, default: int) -> int:
+    v = _read(path)
+    try:
+        return int(v) if v is not None else default
+    except ValueError:
+        return default
+
+
+def _cpus(path: Path) -> frozenset[int]:
+    v = _read(path)
+    if not v:
+        return frozenset()
+    try:
+        return cpuset.parse(v)
+    except cpuset.CpuListError:
+        return frozenset()
+
+
+def _node_memory(node_dir: Path) -> int | None:
+    text = _read(node_dir / "meminfo") or ""
+    m = re.search(r"MemTotal:\s+(\d+)\s*kB", text)
+    return int(m.group(1)) * 1024 if m else None
+
+
+def detect(cpus: Iterable[int] | None = None, sysfs: str | Path = SYSFS) -> MachineMap:
+    """The host's topology, restricted to ``cpus`` (default: the CPUs this process may use).
+
+    Declared core ``i`` runs on the ``i``-th of those CPUs in increasing order.
+    Boards are the NUMA nodes when the CPUs span two or more of them (with
+    their memory and distance table), else the sockets (physical packages).
+    SMT siblings come from ``thread_siblings_list``.  Whatever sysfs does not
+    say is taken as: one socket, no SMT, memory of the whole host.
+    """
+    sysfs = Path(sysfs)
+    host = sorted(set(cpus) if cpus is not None else os.sched_getaffinity(0))
+    if not host:
+        raise TopologyError("no host CPUs to build a machine from")
+    core_of = {cpu: i for i, cpu in enumerate(host)}
+    cpu_dir = sysfs / "cpu"
+
+    nodes: dict[int, frozenset[int]] = {}
+    for d in sorted((sysfs / "node").glob("node[0-9]*")):
+        mine = _cpus(d / "cpulist") & core_of.keys()
+        if mine:
+            nodes[int(d.name[4:])] = mine
+    node_of = {cpu: n for n, cs in nodes.items() for cpu in cs}
+
+    by_numa = len(nodes) >= 2
+    members: dict[int, list[int]] = {}
+    for cpu in host:
+        key = node_of.get(cpu, 0) if by_numa else _int(cpu_dir / f"cpu{cpu}" / "topology" / "physical_package_id", 0)
+        members.setdefault(max(key, 0), []).append(cpu)
+
+    single_node = next(iter(nodes)) if len(nodes) == 1 else None
+    boards: list[Board] = []
+    for bid in sorted(members):
+        bcpus = members[bid]
+        groups: list[list[int]] = []
+        done: set[int] = set()
+        for cpu in bcpus:
+            if cpu in done:
+                continue
+            sib = _cpus(cpu_dir / f"cpu{cpu}" / "topology" / "thread_siblings_list") or frozenset({cpu})
+            g = sorted(s for s in sib | {cpu} if s in bcpus and s not in done)
+            done.update(g)
+            groups.append([core_of[s] for s in g])
+        if by_numa:
+            memory, node = _node_memory(sysfs / "node" / f"node{bid}"), bid
+        elif single_node is not None:
+            node = single_node
+            memory = _node_memory(sysfs / "node" / f"node{single_node}") if len(members) == 1 else None
+        else:
+            node, memory = None, None
+        boards.append(board(bid, [core_of[c] for c in bcpus], groups, memory=memory, node=node))
+
+    distance: Any = None
+    if by_numa:
+        ids = [b.id for b in boards]
+        rows = []
+        for bid in ids:
+            raw = (_read(sysfs / "node" / f"node{bid}" / "distance") or "").split()
+            try:
+                full = [int(x) for x in raw]
+                rows.append([full[j] for j in ids])
+            except (ValueError, IndexError):
+                rows = []
+                break
+        distance = rows or None
+    return make(boards, host, distance)
+
+
+def membind_unavailable(machine: MachineMap) -> str | None:
+    """Why a job's memory cannot be bound to its boards' NUMA nodes here, or None if it can."""
+    nodes = {b.node for b in machine.boards}
+    if None in nodes:
+        return "the boards are not host NUMA nodes"
+    if len(nodes) < 2:
+        return "the host has one NUMA node"
+    return None
+
+
+def load_machine(cfg: Config) -> MachineMap:
+    """The machine map the daemon hands out, as ``cfg`` describes it (see the module doc).
+
+    The host CPUs are those of :func:`gridsched.machine.from_config`
+    (``machine.cpus``, else every CPU this process may use).  With a topology
+    file, ``machine.cores`` must be 0 or the number of cores the file declares.
+    """
+    from .machine import from_config
+
+    flat_machine = from_config(cfg)
+    host = flat_machine.host_cpus
+    if cfg.topology:
+        path = Path(os.path.expanduser(cfg.topology))
+        if not path.is_absolute():
+            path = Path(cfg.path).parent / path
+        m = read(path, host)
+        if cfg.cores and cfg.cores != m.ncores:
+            raise TopologyError(f"{path}: declares {m.ncores} cores, but machine.cores = {cfg.cores}")
+        return m
+    if flat_machine.ncores > len(host):
+        return flat(flat_machine.ncores, host)
+    return detect(host[: flat_machine.ncores])

@@ -1,0 +1,287 @@
+"""#SBATCH and #PBS directives, gsub --emit slurm, --depend at submission, and the compat environment."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import click
+import pytest
+
+from gridsched.cli import compat, gsub
+from gridsched.config import parse
+from gridsched.jobenv import compat_env
+from gridsched.spool import Spool
+from gridsched.submit import SubmitError, check_depend
+
+SLURM_SCRIPT = """#!/bin/bash
+#SBATCH --job-name=sim
+#SBATCH -n 2 -c 3
+#SBATCH --time=90
+#SBATCH --partition=gpu
+#SBATCH -o out/%x-%j.out --error=out/%x-%A_%a.err
+#SBATCH --mem=4G
+#SBATCH -D sub
+#SBATCH --hold
+srun ./sim
+#SBATCH --time=5
+"""
+
+PBS_SCRIPT = """#!/bin/sh
+#PBS -N pjob
+#PBS -l nodes=1:ppn=4,walltime=01:30:00
+#PBS -l mem=2gb
+#PBS -o host.example:/tmp/pjob.out
+#PBS -d sub
+#PBS -h
+./run
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def warnings(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ln.startswith("gsub: warning: ")]
+
+
+def test_slurm_directives_become_options(env, run, submits):
+    (env / "sub" / "out").mkdir(parents=True)
+    write(env / "job.sh", SLURM_SCRIPT)
+    r = run(gsub.cli, ["job.sh"])
+    assert r.exit_code == 0
+    [spec] = submits()
+    assert spec["name"] == "sim"
+    assert spec["ncpus"] == 6  # ntasks * cpus-per-task
+    assert spec["walltime"] == 90 * 60  # a bare Slurm time is minutes; the line after the script is not read
+    assert spec["mem"] == 4 << 30
+    assert spec["workdir"] == str(env / "sub")
+    assert spec["hold"] is True
+    assert spec["stdout"] == str(env / "sub" / "out" / "sim-1.out")  # relative to the working directory
+    assert spec["stderr"] == str(env / "sub" / "out" / "sim-1_0.err")  # %A: the job id, %a: 0 (not an array)
+    assert warnings(r.stderr) == [
+        "gsub: warning: job.sh:5: #SBATCH --partition=gpu ignored: no partitions on one machine"]
+
+
+def test_pbs_directives_become_options(env, run, submits):
+    (env / "sub").mkdir()
+    write(env / "p.sh", PBS_SCRIPT)
+    r = run(gsub.cli, ["p.sh"])
+    assert r.exit_code == 0, r.stderr
+    [spec] = submits()
+    assert (spec["name"], spec["ncpus"], spec["walltime"], spec["mem"]) == ("pjob", 4, 5400, 2 << 30)
+    assert spec["stdout"] == "/tmp/pjob.out"  # the host: prefix is dropped
+    assert spec["workdir"] == str(env / "sub") and spec["hold"] is True
+    assert warnings(r.stderr) == []
+
+
+@pytest.mark.parametrize("line, ncpus", [
+    ("#PBS -l ncpus=3", 3),
+    ("#PBS -l select=2:ncpus=4", 8),
+    ("#PBS -l select=1:ncpus=5:mem=1gb", 5),
+    ("#SBATCH --cpus-per-task=7", 7),
+    ("#SBATCH --ntasks=3", 3),
+])
+def test_core_counts(env, run, submits, line, ncpus):
+    write(env / "j.sh", f"#!/bin/sh\n{line}\ntrue\n")
+    assert run(gsub.cli, ["j.sh"]).exit_code == 0
+    assert submits()[0]["ncpus"] == ncpus
+
+
+@pytest.mark.parametrize("line, warning", [
+    ("#SBATCH --array=1-10%2", "job.sh:2: #SBATCH --array=1-10%2 ignored: job arrays are not supported yet"),
+    ("#PBS -J 1-4", "job.sh:2: #PBS -J 1-4 ignored: job arrays are not supported yet"),
+    ("#SBATCH -L matlab:2", "job.sh:2: #SBATCH -L matlab:2 ignored: licences are not supported yet"),
+    ("#PBS -l matlab=1", "job.sh:2: #PBS -l matlab=1 ignored: resource 'matlab': licences"),
+    ("#SBATCH --nodes=2", "job.sh:2: #SBATCH --nodes=2 ignored: one machine"),
+    ("#SBATCH --frobnicate=3", "job.sh:2: #SBATCH --frobnicate=3 ignored: not a directive gsub knows"),
+    ("#PBS -q long", "job.sh:2: #PBS -q long ignored: one queue on one machine"),
+])
+def test_what_has_no_meaning_here_is_warned_and_the_job_still_submits(env, run, submits, line, warning):
+    write(env / "job.sh", f"#!/bin/sh\n{line}\ntrue\n")
+    r = run(gsub.cli, ["job.sh"])
+    assert r.exit_code == 0
+    [w] = warnings(r.stderr)
+    assert w.startswith("gsub: warning: " + warning)
+    assert len(submits()) == 1
+
+
+@pytest.mark.parametrize("line, error", [
+    ("#SBATCH --array=1-x", "job.sh:2: #SBATCH --array=1-x: not an array range"),
+    ("#SBATCH -c zero", "job.sh:2: -c 'zero': not a whole number"),
+    ("#SBATCH --time=abc", "job.sh:2: walltime 'abc': not a duration"),
+    ("#PBS -l mem=lots", "job.sh:2: mem 'lots': not a PBS size"),
+    ("#SBATCH --job-name", "job.sh:2: #SBATCH --job-name needs a value"),
+    ("#PBS -W depend=before:3", "job.sh:2: depend 'before:3': unknown condition 'before'"),
+])
+def test_bad_values_are_one_line_errors(env, run, submits, line, error):
+    write(env / "job.sh", f"#!/bin/sh\n{line}\ntrue\n")
+    r = run(gsub.cli, ["job.sh"])
+    assert r.exit_code == 2
+    assert r.stderr.splitlines() == [f"gsub: error: {error}"] or r.stderr.startswith(f"gsub: error: {error}")
+    assert len(r.stderr.splitlines()) == 1
+    assert submits() == []
+
+
+def test_gs_directives_win_and_foreign_ones_are_then_not_read(env, run, submits):
+    write(env / "job.sh", "#!/bin/sh\n#GS -n 2\n#SBATCH -c 5 --partition=x\ntrue\n")
+    r = run(gsub.cli, ["job.sh"])
+    assert r.exit_code == 0 and warnings(r.stderr) == []
+    assert submits()[0]["ncpus"] == 2
+
+
+def test_command_line_wins_over_sbatch(env, run, submits):
+    write(env / "job.sh", "#!/bin/sh\n#SBATCH -c 5 -J x\ntrue\n")
+    assert run(gsub.cli, ["-n", "1", "job.sh"]).exit_code == 0
+    assert (submits()[0]["ncpus"], submits()[0]["name"]) == (1, "x")
+
+
+def test_manual_table_covers_every_rule():
+    rows = compat.manual_rows()
+    assert len(rows) == len(compat.SLURM) + len(compat.PBS) + len(compat.PBS_RESOURCES) + 1
+    flat = " ".join(r[0] for r in rows)
+    for flag in ("--job-name", "--cpus-per-task", "--dependency", "--licenses", "#PBS -l walltime="):
+        assert flag in flat
+
+
+# -- --emit slurm ------------------------------------------------------------------
+
+
+def params_from(text: str, label: str = "x.sh") -> dict:
+    """The gsub parameters the #SBATCH lines of ``text`` set, parsed as gsub parses them."""
+    tr = compat.translate(text, label)
+    out = {}
+    for _, toks in tr.settings:
+        ctx = gsub.cli.make_context("gsub", list(toks), help_option_names=[])
+        for k, v in ctx.params.items():
+            if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE:
+                out[k] = v
+    return out
+
+
+ROUND_TRIP = [
+    ["-N", "render", "-n", "4", "-t", "2:00:00", "--mem", "1536M", "-o", "logs/%x-%j.out", "-e", "e.%j",
+     "-D", "/tmp", "--hold", "-d", "afterok:3:4,singleton", "--checkpoint", "requeue"],
+    ["-t", "1d", "--checkpoint", "none", "--wait", "-N", "with space"],
+    ["--mem", "100K", "-n", "1"],
+]
+
+
+@pytest.mark.parametrize("args", ROUND_TRIP)
+def test_emitted_script_reads_back_as_the_same_options(env, run, submits, args):
+    write(env / "job.sh", "#!/bin/bash\n#GS -N fromgs\n# keep me\necho run\n")
+    r = run(gsub.cli, ["--emit", "slurm", *args, "job.sh"])
+    assert r.exit_code == 0
+    assert submits() == []  # nothing submitted
+    out = r.stdout
+    assert out.startswith("#!/bin/bash\n#SBATCH ") and "#GS" not in out
+    assert "# keep me\necho run\n" in out
+    back = params_from(out)
+    want = gsub.cli.make_context("gsub", [*args, "job.sh"], help_option_names=[]).params
+    want["name"] = want["name"] or "fromgs"  # the #GS line, where the command line does not say otherwise
+    for k, v in back.items():
+        assert want[k] == v, k
+    set_keys = {k for k in gsub.JOB_PARAMS if want.get(k) not in (None, False)}
+    assert set(back) == set_keys
+
+
+def test_emit_drops_what_slurm_lacks_with_a_comment(env, run):
+    r = run(gsub.cli, ["--emit", "slurm", "--checkpoint", "signal", "-n", "2", "--wrap", "true"])
+    assert r.exit_code == 0
+    assert "# gridsched: dropped --checkpoint signal (no Slurm equivalent)\n" in r.stdout
+    assert r.stdout.startswith("#!/bin/sh\n")
+
+
+def slurm_unavailable() -> str | None:
+    if shutil.which("sbatch") is None:
+        return "sbatch is not on PATH"
+    try:
+        r = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"scontrol ping failed: {e}"
+    if r.returncode != 0 or "UP" not in r.stdout:
+        return f"no controller answers scontrol ping: {r.stdout.strip() or r.stderr.strip()}"
+    return None
+
+
+def test_sbatch_accepts_the_emitted_script(env, run):
+    why = slurm_unavailable()
+    if why:
+        print(f"no local Slurm: {why}")
+        pytest.skip(f"no local Slurm: {why}")
+    r = run(gsub.cli, ["--emit", "slurm", "-N", "t", "-n", "1", "-t", "5m", "--wrap", "true"])
+    (env / "e.sh").write_text(r.stdout)
+    s = subprocess.run(["sbatch", "--test-only", str(env / "e.sh")], capture_output=True, text=True, timeout=60)
+    assert s.returncode == 0, s.stderr
+
+
+# -- --depend ------------------------------------------------------------------------
+
+
+def test_depend_is_stored_normalized(env, run, submits, put_rows, make_row):
+    put_rows(make_row(1), make_row(2, state="COMPLETED"))
+    (env / "spool" / "seq").write_text("2\n")
+    r = run(gsub.cli, ["-d", "afterok:1:2, singleton", "--spool", str(env / "spool"), "--wrap", "true"])
+    assert r.exit_code == 0, r.stderr
+    assert run(gsub.cli, ["--wrap", "true"]).exit_code == 0
+    assert [s["depend"] for s in submits()] == ["afterok:1:2,singleton", ""]
+
+
+def test_depend_on_a_job_not_yet_taken_in(env, run, submits):
+    assert run(gsub.cli, ["--wrap", "true"]).exit_code == 0
+    assert run(gsub.cli, ["--depend", "afterany:1", "--wrap", "true"]).exit_code == 0
+    assert submits()[1]["depend"] == "afterany:1"
+
+
+def test_depend_in_a_gs_directive(env, run, submits):
+    assert run(gsub.cli, ["--wrap", "true"]).exit_code == 0
+    write(env / "j.sh", "#!/bin/sh\n#GS -d afternotok:1\ntrue\n")
+    assert run(gsub.cli, ["j.sh"]).exit_code == 0
+    assert submits()[1]["depend"] == "afternotok:1"
+
+
+@pytest.mark.parametrize("spec, code, error", [
+    ("afterok:7", 1, "depend: job 7: no such job"),
+    ("afterok:50", 1, "depend: job 50 is not an earlier job (this job is 3)"),
+    ("after", 2, "depend 'after': after needs at least one job id (after:ID)"),
+    ("later:1", 2, "depend 'later:1': unknown condition 'later' (use after, afterany, afterok, afternotok, singleton)"),
+])
+def test_depend_refusals(env, run, submits, put_rows, make_row, spec, code, error):
+    put_rows(make_row(1), make_row(50))
+    (env / "spool" / "seq").write_text("2\n")
+    r = run(gsub.cli, ["-d", spec, "--wrap", "true"])
+    assert r.exit_code == code
+    assert r.stderr == f"gsub: error: {error}\n"
+    assert submits() == []
+
+
+def test_depend_on_another_users_job(env, put_rows, make_row):
+    """Refused for anyone but root (checked with explicit uids: the tests may run as root)."""
+    put_rows(make_row(1, uid=4242, user="someone"))
+    spool = Spool(env / "spool")
+    with pytest.raises(SubmitError, match="^depend: job 1: owned by someone$"):
+        check_depend(spool, "afterok:1", 2, uid=4343)
+    assert check_depend(spool, "afterok:1", 2, uid=4242) == "afterok:1"
+    assert check_depend(spool, "afterok:1", 2, uid=0) == "afterok:1"
+
+
+# -- the compat environment -------------------------------------------------------------
+
+
+def test_compat_env():
+    e = compat_env(17, "render", 4, "/home/a/w")
+    assert e == {
+        "SLURM_JOB_ID": "17", "SLURM_JOBID": "17", "SLURM_CPUS_ON_NODE": "4", "SLURM_JOB_NAME": "render",
+        "SLURM_SUBMIT_DIR": "/home/a/w", "PBS_JOBID": "17", "PBS_JOBNAME": "render", "PBS_O_WORKDIR": "/home/a/w",
+        "NSLOTS": "4",
+    }
+
+
+def test_compat_env_config_key():
+    assert parse({}).compat_env is True
+    assert parse({"compat": {"env": False}}).compat_env is False
+    with pytest.raises(Exception, match="compat.env"):
+        parse({"compat": {"env": "yes"}})
