@@ -164,24 +164,6 @@ def machine_cores(spool: Spool, cfg: Config) -> int:
     return from_config(cfg).ncores
 
 
-def criu_unavailable() -> str | None:
-    """Why transparent checkpointing cannot be used here, or None if ``criu check`` passes."""
-    import shutil
-    import subprocess
-
-    exe = shutil.which("criu")
-    if exe is None:
-        return "no criu binary found"
-    try:
-        r = subprocess.run([exe, "check"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"'criu check' could not run ({e})"
-    if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or ["failed"])[-1]
-        return f"'criu check' fails: {last}"
-    return None
-
-
 def user_name(uid: int) -> str:
     import pwd
 
@@ -236,6 +218,8 @@ def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: t
         raise SubmitError(f"job can never run: it {why}")
     checkpoint = opts.checkpoint or cfg.checkpoint
     if checkpoint == "criu":
+        from .host import criu_unavailable
+
         reason = criu_unavailable()
         if reason:
             raise SubmitError(f"checkpoint mode 'criu': transparent checkpointing is not available on this host "
