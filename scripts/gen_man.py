@@ -396,6 +396,9 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
         "EXAMPLES": verbatim("""
             $ gctl config
             $ gctl reload
+            $ gctl topology
+            $ gctl drain 4-7 --reason "fan failure"
+            $ gctl resume 4-7
         """),
         "SEE ALSO": SEE_ALSO["gctl"],
     }),
@@ -423,6 +426,31 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
 
 
 # -- gridsched.toml(5) ----------------------------------------------------------
+
+TOPOLOGY_FILE = para("""
+    The file named by machine.topology describes the machine's boards (sockets or NUMA nodes) in
+    TOML, one [[board]] table per board; etc/topology.toml in the sources is a commented example
+    (two sockets of four cores, in SMT pairs, mapped onto a host with two CPUs).  A board has
+    these keys:
+""") + "\n" + items([
+    ("id", "The board's number (default: its position in the file, from 0)."),
+    ("cores", 'Its cores, as a cpu list such as "0-7".  The cores of all the boards together are '
+     "numbered 0 to N-1, each on exactly one board."),
+    ("siblings", 'Optional: the SMT sibling groups, one cpu list per physical core of two or more '
+     'threads, e.g. ["0,4", "1,5"].  Cores in no group are physical cores of their own.'),
+    ("memory", 'Optional: the board\'s memory, a size ("64G") or a number of bytes.'),
+    ("node", "Optional: the host NUMA node the board stands for."),
+    ("host_cpus", 'Optional: the host CPUs the board\'s cores run on, a cpu list cycled over its cores '
+     '("0" puts them all on CPU 0) or a list with one CPU per core.  Without it core N runs on host '
+     "CPU N, which the host must have.  Mapping lets a file describe a bigger machine than the host."),
+    ("distance", "Optional: the board's row of the distance table, one entry per board in file order "
+     "(10 = local); on every board or on none (then 10 local, 20 remote)."),
+]) + "\n" + para("""
+    A file that cannot be used is refused with the file and the line: a TOML syntax error, an
+    unknown key, a core listed twice, a core on two boards, an empty board, a sibling group
+    outside its board, a host CPU the host does not offer.  gctl topology shows the map in force
+    and the state of every core.
+""")
 
 
 def toml_page() -> str:
@@ -456,6 +484,7 @@ def toml_page() -> str:
             key, _, default = s.partition("=")
             parts.append(f".TP\n\\fB{esc(key.strip())}\\fR = {esc(default.strip())}\n{esc(' '.join(comment))}")
             comment = []
+    parts.append(".SH TOPOLOGY FILE\n" + TOPOLOGY_FILE)
     parts.append(".SH SEE ALSO\ngsub(1), gstat(1), gschedd(8), gctl(8)")
     return "\n".join(parts) + "\n"
 

@@ -140,8 +140,9 @@ def _core_request(kind: str, cores: frozenset[int], reason: str, spool_dir: str 
     m = _machine(s.cfg)
     unknown = sorted(c for c in cores if c >= m.ncores)
     if unknown:
-        what = f"core {unknown[0]} is" if len(unknown) == 1 else f"cores {cpuset.format(unknown)} are"
-        fail(PROG, f"{what} not a core of this machine (cores {cpuset.format(m.cores())})")
+        what = (f"core {unknown[0]} is not a core" if len(unknown) == 1
+                else f"cores {cpuset.format(unknown)} are not cores")
+        fail(PROG, f"{what} of this machine (cores {cpuset.format(m.cores())})")
     text = cpuset.format(cores)
     s.spool.request(kind, cores=text, reason=reason)
     note = "" if s.spool.daemon_info() else " (no daemon runs: it takes the request when it starts)"
