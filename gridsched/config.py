@@ -43,6 +43,7 @@ class Config:
     autostart: bool
     log_level: str
     compat_env: bool = True
+    system: bool = False
     floating: dict[str, int] = field(default_factory=dict)  # [resources.floating]
     resv_max_duration: int = 7 * 86400  # [reservations] max_duration
     topology: str = ""  # topology file (relative to the config file's directory); "" = the host's
@@ -183,6 +184,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         autostart=get("daemon", "autostart", bool),
         log_level=level,
         compat_env=get("compat", "env", bool),
+        system=_system(get("daemon", "system", bool), get("daemon", "autostart", bool), path),
         topology=get("machine", "topology", str),
         cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
         floating=floating,
@@ -206,3 +208,10 @@ def _floating(table: Any, path: str) -> dict[str, int]:
             raise ConfigError(f"{path}: resources.floating.{name} = {n!r}: must be a whole number of at least 1")
         out[name] = n
     return dict(sorted(out.items()))
+
+
+def _system(system: bool, autostart: bool, path: str) -> bool:
+    if system and autostart:
+        raise ConfigError(f"{path}: daemon.system = true needs daemon.autostart = false "
+                          "(users must not start daemons of their own on the system spool)")
+    return system

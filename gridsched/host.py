@@ -42,10 +42,13 @@ def pidfd() -> bool:
 
 
 def facts() -> dict[str, object]:
+    from .daemon.cgroup import mechanism
+
     return {
         "host_cpus": sorted(os.sched_getaffinity(0)),
         "pidfd": pidfd(),
         "cgroup_v2": cgroup_v2(),
+        "memory_limit": mechanism(),
         "criu": criu_unavailable(),
         "numa_nodes": sorted(p.name for p in Path("/sys/devices/system/node").glob("node[0-9]*")),
     }

@@ -61,3 +61,10 @@ SPEC_KEYS = {
     "submit_time": "float: seconds since the epoch",
     "submit_dir": "str: absolute directory gsub ran in",
 }
+
+# Keys of the job specification present only when the submission sets them.
+SPEC_OPTIONAL_KEYS = {
+    "resources": "dict[str, int]: floating resources (gsub -l NAME=COUNT), name -> units",
+    "reservation": "int: the reservation the job is bound to (gsub --reservation)",
+    "wait_resv": "bool: with reservation, wait for its cores instead of being refused (gsub --wait-resv)",
+}

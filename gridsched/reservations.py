@@ -207,6 +207,8 @@ def check_fit(resv: Mapping[str, Any], ncpus: int, walltime: int, resources: Map
     for name, count in resources.items():
         if count > have.get(name, 0):
             return f"asks for {name}={count}, the reservation has {name}={have.get(name, 0)}"
+    if not resv.get("kill", True):
+        return None  # its jobs may outlive it
     if resv["state"] == RState.ACTIVE.value and resv.get("end_time") is not None:
         left = resv["end_time"] - now
         if walltime > left:
@@ -239,3 +241,40 @@ def end_of(resv: Mapping[str, Any]) -> float | None:
         return float(resv["start"]) + resv["duration"]
     return None
 
+
+
+def check_job(spool: Spool, floating: Mapping[str, int], ncpus: int, walltime: int, items: Iterable[str],
+              resv_text: str | None, wait_resv: bool, uid: int, user: str, now: float) -> tuple[dict[str, int], int | None]:
+    """The floating resources and reservation of a job being submitted (gsub -l, --reservation).
+
+    A job bound to an active reservation must fit in what the reservation has
+    left now (cores, units, time) unless it may wait for it (``wait_resv``);
+    one bound to a waiting reservation must fit in the whole reservation.
+    """
+    resources = parse_resources(items, floating)
+    if resv_text is None:
+        if wait_resv:
+            raise ResvError("--wait-resv needs --reservation")
+        return resources, None
+    rid = parse_id(resv_text)
+    rows = load(spool, [rid])
+    row = rows[0] if rows else None
+    check_bind(row, rid, uid, user)
+    assert row is not None
+    why = check_fit(row, ncpus, walltime, resources, now)
+    if why:
+        raise ResvError(f"job cannot run in reservation {rid}: it {why}")
+    if row["state"] == RState.ACTIVE.value and not wait_resv:
+        from .queue import load_jobs
+
+        n, used = in_use(row, load_jobs(spool))
+        left = row["ncpus"] - n
+        if ncpus > left:
+            raise ResvError(f"reservation {rid}: only {left} of its {row['ncpus']} cores are free now "
+                            "(--wait-resv waits for them)")
+        have = row.get("resources") or {}
+        for name, count in resources.items():
+            if count > have.get(name, 0) - used.get(name, 0):
+                raise ResvError(f"reservation {rid}: only {have.get(name, 0) - used.get(name, 0)} {name} "
+                                "free now (--wait-resv waits for them)")
+    return resources, rid

@@ -18,6 +18,7 @@ command.
 
 from __future__ import annotations
 
+import _thread
 import errno
 import fcntl
 import json
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 SUBMIT_PREFIX = "submit-"
+MIN_FREE = 256 << 10  # bytes the spool's file system must have free to take a submission
 
 
 def default_root() -> Path:
@@ -42,19 +44,45 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, fsync: bool = True)
     """Write ``data`` to ``path`` so that readers see all of it or none of it.
 
     ``fsync`` makes it survive a power loss too; without it the file still
-    survives the death of any process.
+    survives the death of any process.  The temporary file is created new
+    (``O_EXCL``), so a link planted under its name is never written through.
+    An ``OSError`` (a full or read-only disk) leaves ``path`` as it was.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{_thread.get_ident()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(tmp, path)
+        fd = os.open(tmp, flags, mode)
+    except FileExistsError:  # left by a process of the same pid that died, or planted
+        os.unlink(tmp)
+        fd = os.open(tmp, flags, mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, someone else's
+    return True
 
 
 class Spool:
@@ -74,32 +102,121 @@ class Spool:
         for d in (self.root, self.incoming, self.quarantine, self.jobs):
             d.mkdir(parents=True, exist_ok=True)
 
+    def ensure_system(self) -> None:
+        """Make the spool of a daemon that serves every user of the machine (run as root).
+
+        ``incoming/`` is writable by all with the sticky bit (a user can
+        remove only their own requests); ``state.db`` is readable by all;
+        ``seq`` and ``seq.lock`` are writable by all, as every submitter
+        takes a job id (:meth:`next_id` does not trust ``seq`` there); ``jobs/`` and ``quarantine/`` can be passed through but not
+        listed.  Everything else is root's.
+        """
+        self.ensure()
+        modes = {self.root: 0o755, self.incoming: 0o1777, self.quarantine: 0o711, self.jobs: 0o711}
+        for d, m in modes.items():
+            st = os.lstat(d)
+            if not os.path.isdir(d) or os.path.islink(d):
+                raise OSError(f"{d}: not a directory")
+            if st.st_uid != os.geteuid():
+                os.chown(d, os.geteuid(), os.getegid())
+            os.chmod(d, m)
+        for f, m in ((self.seq, 0o666), (self.root / "seq.lock", 0o666), (self.db, 0o644)):
+            # created before the daemon opens them, so they (and state.db's -wal and -shm,
+            # which SQLite creates with the database's mode) have these modes
+            fd = os.open(f, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, m)
+            try:
+                os.fchmod(fd, m)
+            finally:
+                os.close(fd)
+
     def job_dir(self, job_id: int) -> Path:
         return self.jobs / str(job_id)
 
     # -- job ids -----------------------------------------------------------
     def next_id(self) -> int:
-        """Hand out the next job id (an exclusive lock on seq.lock guards the counter)."""
+        """Hand out the next job id (an exclusive lock on seq.lock guards the counter).
+
+        The id is above the counter in ``seq`` and every submit request
+        waiting in ``incoming/``.  In a spool shared by many users (one whose
+        directory the caller cannot write: a system spool), or when ``seq``
+        is missing or unreadable, it is above every id in the job table too,
+        so a counter rolled back or spoiled by someone never gives an id
+        twice; there ``seq`` is rewritten in place.
+        """
         self.ensure()
-        fd = os.open(self.root / "seq.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        self.check_space()
+        fd = os.open(self.root / "seq.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                last = int(self.seq.read_text().strip() or 0)
-            except (FileNotFoundError, ValueError):
-                last = 0
-            nid = last + 1
-            atomic_write(self.seq, f"{nid}\n".encode())
+            shared = not os.access(self.root, os.W_OK)
+            last = self._seq_value()
+            if shared or last < 0:
+                last = max(last, self._highest_in_table())
+            nid = max(last, self._highest_request()) + 1
+            data = f"{nid}\n".encode()
+            if shared:
+                out = os.open(self.seq, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    os.ftruncate(out, 0)
+                    os.pwrite(out, data, 0)
+                finally:
+                    os.close(out)
+            else:
+                atomic_write(self.seq, data)
             return nid
         finally:
             os.close(fd)
+
+    def check_space(self) -> None:
+        """``OSError`` (ENOSPC) if the spool's file system has too little room left for a request."""
+        st = os.statvfs(self.root)
+        if st.f_bavail * st.f_frsize < MIN_FREE:
+            raise OSError(errno.ENOSPC, f"No space left on device (less than {MIN_FREE >> 10} KiB free)")
+
+    def _seq_value(self) -> int:
+        """The counter in ``seq``; -1 if it is missing or not a number."""
+        try:
+            text = self.seq.read_text().strip()
+        except OSError:
+            return -1
+        return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else -1
+
+    def _highest_request(self) -> int:
+        # listed before the table is read: the daemon commits a job before removing its request
+        try:
+            names = os.listdir(self.incoming)
+        except FileNotFoundError:
+            return 0
+        best = 0
+        for n in names:
+            if n.startswith(SUBMIT_PREFIX) and n.endswith(".json"):
+                digits = n[len(SUBMIT_PREFIX) : -5]
+                if digits.isascii() and digits.isdigit() and len(digits) < 19:
+                    best = max(best, int(digits))
+        return best
+
+    def _highest_in_table(self) -> int:
+        if not self.db.exists():
+            return 0
+        import sqlite3
+
+        try:
+            con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5)
+            try:
+                row = con.execute("SELECT MAX(id) FROM jobs").fetchone()
+            finally:
+                con.close()
+        except sqlite3.Error:
+            return 0  # not created yet, or unreadable: seq and the requests still count
+        return int(row[0] or 0)
 
     # -- requests ----------------------------------------------------------
     def put_request(self, name: str, payload: dict[str, Any]) -> Path:
         """Publish one request file atomically and wake the daemon."""
         self.ensure()
         path = self.incoming / name
-        atomic_write(path, json.dumps(payload, separators=(",", ":")).encode())
+        # private to the user: a submission holds the script and the environment
+        atomic_write(path, json.dumps(payload, separators=(",", ":")).encode(), mode=0o600)
         self.wake()
         return path
 
@@ -131,7 +248,7 @@ class Spool:
                 with open(self.incoming / n, "rb") as f:
                     req = json.loads(f.read(4 << 20))
                 out.append(req["job"])
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, KeyError, TypeError, RecursionError):
                 continue
         return out
 
@@ -142,17 +259,26 @@ class Spool:
             fd = os.open(self.lock, os.O_RDONLY)
         except FileNotFoundError:
             return None
+        except PermissionError:
+            info = self._pid_info()
+            return info if _alive(info.get("pid")) else None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except OSError as e:
                 if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                     raise
-                try:
-                    return json.loads(self.pidfile.read_text())
-                except (OSError, ValueError):
-                    return {"pid": None, "started": None}
+                return self._pid_info()
             fcntl.flock(fd, fcntl.LOCK_UN)
             return None
         finally:
             os.close(fd)
+
+    def _pid_info(self) -> dict[str, Any]:
+        try:
+            info = json.loads(self.pidfile.read_text())
+            if isinstance(info, dict):
+                return info
+        except (OSError, ValueError, RecursionError):
+            pass
+        return {"pid": None, "started": None}

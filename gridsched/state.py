@@ -10,6 +10,7 @@ segments the JSON column ``segments``.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any, Iterable
@@ -110,7 +111,10 @@ class StateDB:
         else:
             if not self.path.exists():
                 raise FileNotFoundError(str(self.path))
-            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+            uri = f"file:{self.path}?mode=ro"
+            if os.statvfs(self.path).f_flag & os.ST_RDONLY:
+                uri += "&immutable=1"  # a read-only file system: nobody writes, no WAL index can be made
+            self.conn = sqlite3.connect(uri, uri=True, isolation_level=None)
             self.conn.execute("PRAGMA query_only=1")
         self.conn.execute("PRAGMA busy_timeout=5000")
 

@@ -231,7 +231,10 @@ def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: t
         if not workdir.is_dir():
             raise SubmitError(f"chdir '{opts.chdir}': no such directory")
     uid = os.getuid()
-    job_id = spool.next_id()
+    try:
+        job_id = spool.next_id()
+    except OSError as e:  # a full or read-only spool: nothing was submitted
+        raise SubmitError(f"cannot submit to {spool.root}: {e.strerror or e}") from None
     dep = check_depend(spool, opts.depend, job_id, uid) if opts.depend else ""
     stdout = output_path(opts.output, f"{name}.o{job_id}", job_id, name, workdir, submit_dir)
     stderr = output_path(opts.error, f"{name}.e{job_id}", job_id, name, workdir, submit_dir)

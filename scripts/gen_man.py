@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gridsched import __version__  # noqa: E402
-from gridsched.cli import compat, gacct, gctl, gdel, ghold, grls, gschedd, gstat, gsub  # noqa: E402
+from gridsched.cli import compat, gacct, gctl, gdel, ghold, gresv, grls, gschedd, gstat, gsub  # noqa: E402
 from gridsched.cli.common import EXIT_DOC, ExitCode  # noqa: E402
 from gridsched.cli.gstat import JSON_KEYS  # noqa: E402
 from gridsched.config import PACKAGED, parse  # noqa: E402
@@ -163,6 +163,7 @@ SEE_ALSO = {
     "gdel": "gsub(1), gstat(1)",
     "gctl": "gschedd(8), gridsched.toml(5)",
     "gschedd": "gsub(1), gstat(1), gdel(1), gctl(8), gridsched.toml(5)",
+    "gresv": "gsub(1), gstat(1), gsim(1), gridsched.toml(5), scontrol(1), pbs_rsub(1)",
 }
 
 DIRECTIVES = para("""
@@ -267,10 +268,53 @@ GSTAT_JSON = para(f"""
     ("restarts, preemptions, checkpoints", "How often the job was restarted, preempted and checkpointed."),
     ("backfilled", "true if the job was started by backfilling."),
     ("stdout, stderr, workdir", "Absolute paths of the job's output files and working directory."),
+    ("resources, reservation", "The job's floating resources ({\"matlab\": 1}; {} for none) and the id of "
+     "the reservation it is bound to (null for none)."),
     ("daemon", '{"running": true or false, "pid": the daemon\'s pid or null, "spool": the spool directory}.'),
 ]) + "\n" + para("""
     Jobs submitted while the daemon has not yet taken them in are listed as PENDING (HELD if
     submitted with --hold) with the reason "submitted, not yet taken in by the daemon".
+""")
+
+RESV_TOPIC = para("""
+    Flexible reservation (no --start): the daemon gives it a place in the queue, by its id,
+    among the jobs (ids of jobs and reservations come from one sequence, so the place is the
+    order of submission), and schedules it like a job of its cores, floating resources and
+    duration that can never be preempted.  When its turn comes and its cores and units are
+    free for the whole duration, it becomes ACTIVE: the cores and units pass to it and no
+    other job may use them until its end.  gstat -r and gresv list show the predicted
+    activation time of a waiting one.
+
+    Fixed reservation (--start): every policy keeps its cores and units free over its window.
+    A job may run before it only if its walltime ends by the start, or, with
+    reservations.preempt_for_fixed = true, if it is checkpointable (it is then preempted at
+    the start).  It is ACTIVE from the start, or from the moment its cores come free if a job
+    overran, until the start plus the duration.
+
+    Jobs: gsub --reservation R binds a job to R.  If R is active and has the cores, units and
+    time left the job asks for, the job starts at once on R's cores, without queueing;
+    otherwise gsub refuses it, unless --wait-resv is given, in which case it waits for R's own
+    cores.  A job bound to a waiting reservation starts the moment it becomes active.  Only
+    R's owner, the users given with --users and root may bind jobs to it; the daemon checks
+    again against the owner of the request file.  When R ends (or is deleted), its jobs still
+    running are stopped as at their walltime: SIGTERM, the jobs.kill_grace, SIGKILL, state
+    TIMEOUT with the reason "reservation ended" -- unless R was created with --no-kill, in
+    which case they go on as ordinary running jobs (and their walltime need not fit in R's
+    time left).  Its jobs still waiting are cancelled, or with gresv delete --release join
+    the normal queue.
+
+    Refused at once, with one line and exit status 1 (2 for a malformed option): a duration
+    of zero or beyond reservations.max_duration, more cores or units than the machine has, an
+    unknown floating resource, a --start in the past or that cannot be read, deleting another
+    user's reservation.
+""")
+
+RESV_JSON = para(f"""
+    gresv list --json and gstat -r --json print {{"reservations": [...]}}; gresv show --json
+    prints one reservation.  Each has exactly these keys: {", ".join(gresv.JSON_KEYS)}.  Times
+    are seconds since the epoch or null; duration is in seconds; resources maps a floating
+    resource to its units; jobs lists the ids of the jobs bound to it; predicted is the
+    predicted activation time of a waiting one.
 """)
 
 PAGES: dict[str, tuple[click.Command, int, dict]] = {
@@ -289,6 +333,23 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
         ]),
         "EXAMPLES": GSUB_EXAMPLES,
         "SEE ALSO": SEE_ALSO["gsub"],
+    }),
+    "gresv": (gresv.cli, 1, {
+        "TOPICS": {"RESERVATIONS": RESV_TOPIC, "JSON OUTPUT": RESV_JSON},
+        "ENVIRONMENT": ENVIRONMENT,
+        "FILES": FILES,
+        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+        "EXAMPLES": verbatim("""
+            $ gresv create -n 8 -t 2h -l matlab=1 --users bob,carol
+            41
+            $ gsub --reservation 41 -n 4 -t 30m job.sh
+            $ gresv create -n 16 -t 3h --start 2026-11-22T14:00 --name course
+            $ gresv create -n 2 -t 30m --start +1h --no-kill
+            $ gresv list
+            $ gresv show 41 --json
+            $ gresv delete 41 --release
+        """),
+        "SEE ALSO": SEE_ALSO["gresv"],
     }),
     "gstat": (gstat.cli, 1, {
         "TOPICS": {"JSON OUTPUT": GSTAT_JSON},
@@ -453,6 +514,16 @@ TOPOLOGY_FILE = para("""
 """)
 
 
+def comment_block(raw: list[str]) -> str:
+    """A comment that documents no key: prose, then lines indented by two or more spaces as an example."""
+    prose = [x.strip() for x in raw if not x.startswith("   ")]
+    example = [x.strip() for x in raw if x.startswith("   ")]
+    out = para(" ".join(prose)) if prose else ""
+    if example:
+        out += ("\n" if out else "") + verbatim("\n".join(example))
+    return out
+
+
 def toml_page() -> str:
     lines = PACKAGED.read_text().splitlines()
     intro: list[str] = []
@@ -471,19 +542,23 @@ def toml_page() -> str:
         gctl config prints the values in force; gctl reload makes a running daemon read the file
         again."""))
     comment: list[str] = []
+    raw: list[str] = []  # the comment lines as written (a table with no key: its text is kept)
     for ln in lines[i:]:
         s = ln.strip()
         if not s:
-            comment = []
+            if raw:
+                parts.append(comment_block(raw))
+            comment, raw = [], []
         elif s.startswith("#"):
             comment.append(s.lstrip("#").strip())
+            raw.append(s[1:])
         elif s.startswith("["):
             parts.append(f".SH {esc(s)}")
-            comment = []
+            comment, raw = [], []
         elif "=" in s:
             key, _, default = s.partition("=")
             parts.append(f".TP\n\\fB{esc(key.strip())}\\fR = {esc(default.strip())}\n{esc(' '.join(comment))}")
-            comment = []
+            comment, raw = [], []
     parts.append(".SH TOPOLOGY FILE\n" + TOPOLOGY_FILE)
     parts.append(".SH SEE ALSO\ngsub(1), gstat(1), gschedd(8), gctl(8)")
     return "\n".join(parts) + "\n"

@@ -97,7 +97,7 @@ class Job:
 
 def build_jobs(n: int, cores: int, rng: random.Random, scale: float) -> list[Job]:
     kinds = ["short", "ckpt", "requeue", "wide", "timeout", "fail"]
-    weights = [45, 20, 10, 8, 7, 5]
+    weights = [40, 20, 10, 13, 7, 5]
     jobs = []
     for i in range(n):
         kind = rng.choices(kinds, weights)[0]
@@ -107,9 +107,9 @@ def build_jobs(n: int, cores: int, rng: random.Random, scale: float) -> list[Job
             script = f"#!/bin/sh\n{START}sleep {t}\necho \"$GS_JOBID $s end 0\" >> \"$SOAK_LEDGER\"\n"
             job = Job(i, kind, ncpus, int(t) + 3, "none", script, t)
         elif kind == "requeue":
-            t = round(rng.uniform(1.0, 4.0) * scale, 2)
+            t = round(rng.uniform(2.0, 6.0) * scale, 2)
             script = f"#!/bin/sh\n{START}sleep {t}\necho \"$GS_JOBID $s end 0\" >> \"$SOAK_LEDGER\"\n"
-            job = Job(i, kind, rng.randint(2, 6), 30, "requeue", script, t)
+            job = Job(i, kind, rng.randint(2, 6), 20, "requeue", script, t)
         elif kind == "ckpt":
             units = max(2, int(rng.randint(5, 40) * scale))
             # the wrapper survives the checkpoint signal (a caught signal is reset at exec,
@@ -119,7 +119,7 @@ def build_jobs(n: int, cores: int, rng: random.Random, scale: float) -> list[Job
                 + f'LEDGER="$SOAK_UNITS/$GS_JOBID" UNIT_SECONDS={UNIT_SECONDS} sh {COUNTER} {units}\n'
                 + 'rc=$?\necho "$GS_JOBID $s end $rc" >> "$SOAK_LEDGER"\nexit $rc\n'
             )
-            job = Job(i, kind, rng.randint(1, 4), 40, "signal", script, units * UNIT_SECONDS, units=units)
+            job = Job(i, kind, rng.randint(1, 4), 20, "signal", script, units * UNIT_SECONDS, units=units)
         elif kind == "timeout":
             trap = "trap '' TERM\n" if rng.random() < 0.5 else ""
             script = f"#!/bin/sh\n{trap}{START}sleep 60\necho \"$GS_JOBID $s end 0\" >> \"$SOAK_LEDGER\"\n"

@@ -76,7 +76,7 @@ def config(as_json: bool, spool_dir: str | None, config_file: str | None) -> int
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @spool_options
 def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
-    """Show what this host offers: CPUs, pidfds, cgroup v2, NUMA nodes, CRIU."""
+    """Show what this host offers: CPUs, pidfds, cgroup v2, how --mem is enforced, NUMA nodes, CRIU."""
     from ..core import cpuset
     from ..host import facts
     from ..machine import from_config
@@ -93,6 +93,7 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     click.echo(f"NUMA nodes:     {', '.join(f['numa_nodes']) or 'none reported'}")  # type: ignore[arg-type]
     click.echo(f"pidfd:          {'yes' if f['pidfd'] else 'no'}")
     click.echo(f"cgroup v2:      {f['cgroup_v2'] or 'not available (jobs are tracked by their shepherd)'}")
+    click.echo(f"--mem enforced by: {f['memory_limit']}")
     click.echo(f"checkpoint criu: not available: {f['criu']}")
     return ExitCode.OK
 

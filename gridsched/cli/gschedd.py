@@ -2,13 +2,20 @@
 
 ``gschedd run`` is the daemon itself, in the foreground; ``gschedd start``
 runs it in the background, detached, with its output in ``spool/gschedd.log``.
+With ``--system`` (or ``daemon.system = true``) the daemon serves every user
+of the machine: it runs as root on ``/var/spool/gridsched`` with
+``/etc/gridsched/gridsched.toml``, and the spool is made shareable (see
+:meth:`gridsched.spool.Spool.ensure_system`).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import click
 
@@ -17,6 +24,8 @@ from ..spool import Spool
 from .common import ExitCode, Group, fail, setup, spawn_daemon, spool_options
 
 PROG = "gschedd"
+SYSTEM_SPOOL = "/var/spool/gridsched"
+SYSTEM_CONFIG = "/etc/gridsched/gridsched.toml"
 START_TIMEOUT = 10.0  # seconds gschedd start waits for the daemon to take the spool
 STOP_TIMEOUT = 30.0  # seconds gschedd stop waits for the daemon to let go of the spool
 
@@ -53,12 +62,40 @@ def cli() -> None:
     on the cores it pins them to."""
 
 
+def system_option(f):  # type: ignore[no-untyped-def]
+    return click.option(
+        "--system", is_flag=True,
+        help=f"Serve every user of the machine (as root): spool {SYSTEM_SPOOL} and config {SYSTEM_CONFIG} "
+        "unless --spool or --config say otherwise; the same as daemon.system = true.",
+    )(f)
+
+
+def system_setup(system: bool, spool_dir: str | None, config_file: str | None):  # type: ignore[no-untyped-def]
+    """The spool and config of ``run`` and ``start``; with system mode, checked and made shareable."""
+    if system:
+        spool_dir = spool_dir or os.environ.get("GRIDSCHED_SPOOL") or SYSTEM_SPOOL
+        if not config_file and not os.environ.get("GRIDSCHED_CONFIG") and Path(SYSTEM_CONFIG).is_file():
+            config_file = SYSTEM_CONFIG
+    s = setup(PROG, spool_dir, config_file)
+    system = system or s.cfg.system
+    if system:
+        if os.geteuid() != 0:
+            fail(PROG, "system mode needs root: jobs run as their owners (or leave out --system "
+                 "and daemon.system for a personal daemon)")
+        try:
+            s.spool.ensure_system()
+        except OSError as e:
+            fail(PROG, f"cannot prepare the system spool {s.spool.root}: {e}")
+    return s, system
+
+
 @cli.command("run")
+@system_option
 @spool_options
-def run(spool_dir: str | None, config_file: str | None) -> int:
+def run(system: bool, spool_dir: str | None, config_file: str | None) -> int:
     """Run the daemon in the foreground until SIGTERM or SIGINT (SIGHUP
     reloads the configuration)."""
-    s = setup(PROG, spool_dir, config_file)
+    s, system = system_setup(system, spool_dir, config_file)
     from ..daemon.main import AlreadyRunning, serve
 
     s.spool.ensure()
@@ -67,18 +104,21 @@ def run(spool_dir: str | None, config_file: str | None) -> int:
     except AlreadyRunning as e:
         pid = getattr(e, "pid", None) or (e.args[0] if e.args else "?")
         fail(PROG, f"already running with pid {pid}")
+    except OSError as e:  # a full or read-only spool, or one it may not write
+        fail(PROG, f"cannot run on {s.spool.root}: {e.strerror or e}")
 
 
 @cli.command("start")
+@system_option
 @spool_options
-def start(spool_dir: str | None, config_file: str | None) -> int:
+def start(system: bool, spool_dir: str | None, config_file: str | None) -> int:
     """Start the daemon in the background and wait until it runs."""
-    s = setup(PROG, spool_dir, config_file)
+    s, system = system_setup(system, spool_dir, config_file)
     spool = s.spool
     info = spool.daemon_info()
     if info is not None:
         fail(PROG, f"already running with pid {info.get('pid')}")
-    proc = spawn_daemon(spool, s.config_file)
+    proc = spawn_system(spool, s.cfg.path) if system else spawn_daemon(spool, s.config_file)
     if not wait_until(lambda: spool.daemon_info() is not None or proc.poll() is not None, START_TIMEOUT):
         fail(PROG, f"the daemon did not start within {START_TIMEOUT:.0f} s; see {spool.log}")
     info = spool.daemon_info()
@@ -130,6 +170,15 @@ def status(spool_dir: str | None, config_file: str | None) -> int:
     up = f", up {format_duration(time.time() - started)}" if isinstance(started, (int, float)) else ""
     click.echo(f"{PROG}: running, pid {info.get('pid')}, spool {spool.root}{up}")
     return ExitCode.OK
+
+
+def spawn_system(spool: Spool, config_path: str) -> "subprocess.Popen[bytes]":
+    """Start ``gschedd run --system`` in the background, detached, its output in the spool's log."""
+    cmd = [sys.executable, "-m", "gridsched.cli.gschedd", "run", "--system", "--spool", str(spool.root),
+           "--config", str(Path(config_path).absolute())]
+    with open(os.devnull, "rb") as devnull, open(spool.log, "ab") as log:
+        return subprocess.Popen(cmd, stdin=devnull, stdout=log, stderr=log, start_new_session=True,
+                                close_fds=True, cwd="/")
 
 
 def main() -> None:

@@ -179,14 +179,16 @@ def _read(trace: str, procs: int | None, nodes: bool, strict: bool, limit: int |
 
 
 def _simulate(tr: Any, params: Params, overhead: float, mode: str, series: bool = False,
-              task: str = "") -> tuple[Any, Any, float]:
+              task: str = "", resv: Any = None) -> tuple[Any, Any, float]:
     from ..sim.engine import Mode, SimulationError, simulate
     from ..sim.metrics import compute
 
     t0 = time.perf_counter()
     try:
         with _progress(len(tr), task or params.policy.value) as tick:
-            res = simulate(tr, params, overhead=overhead, mode=Mode(mode), series=series, progress=tick)
+            res = simulate(tr, params, overhead=overhead, mode=Mode(mode), series=series, progress=tick,
+                           reservations=resv.reservations if resv else None,
+                           floating=resv.floating if resv else None)
     except NotImplementedError:
         fail(PROG, f"policy {params.policy.value} is not available in this version of the scheduling core")
     except SimulationError as e:
@@ -253,17 +255,28 @@ def _check_plot_available(path: str | None) -> None:
 @click.option("--threshold", type=SECONDS, help="checkpoint-backfill: only walltimes above this are shortened (default 30m).")
 @click.option("--jobs-out", metavar="FILE.csv", help="Write one CSV row per job.")
 @click.option("--plot", metavar="FILE.png", help="Plot utilization and queue length over time.")
+@click.option("--reservations", "resv_file", metavar="FILE",
+              help="Replay the reservations of FILE (CSV or .toml; see RESERVATIONS in gsim(1)) beside the trace.")
+@click.option("--floating", "floating", metavar="NAME=COUNT", multiple=True,
+              help="A floating resource of the machine (licences), for the reservations; repeatable.")
 def run_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, strict: bool, predictor: str | None,
             overhead: float, mode: str, config_file: str | None, cascade: bool, as_json: bool,
             policy: str | None, p: float | None, threshold: float | None, jobs_out: str | None,
-            plot: str | None) -> None:
-    """Replay TRACE under one policy and print its metrics."""
+            plot: str | None, resv_file: str | None, floating: tuple[str, ...]) -> None:
+    """Replay TRACE under one policy and print its metrics.
+
+    With --reservations, the reservations of FILE are replayed too: flexible
+    ones wait in the queue in the order of their creation, fixed ones hold
+    their cores from their start; the metrics then include how long each
+    waited to become active (from its creation, or from its start if fixed).
+    """
     from ..sim import report
 
     params = _params(config_file, policy, p, threshold, predictor, cascade)
     _check_plot_available(plot)
     tr = _read(trace, procs, nodes, strict, limit)
-    res, met, secs = _simulate(tr, params, overhead, mode, series=plot is not None)
+    resv = _reservations(resv_file, floating, tr.ncores) if resv_file or floating else None
+    res, met, secs = _simulate(tr, params, overhead, mode, series=plot is not None, resv=resv)
     rec = report.record(res, met, secs)
     if jobs_out is not None:
         try:
@@ -279,6 +292,36 @@ def run_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, stric
         _emit_json(rec)
     else:
         report.print_run(rec)
+
+
+def _reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> Any:
+    """The reservation list of --reservations, checked against the machine and --floating."""
+    from ..sim.resv import ResvFileError, ResvList, read
+
+    totals: dict[str, int] = {}
+    for item in floating:
+        name, eq, count = item.partition("=")
+        if not eq or not name.strip() or not count.strip().isdigit() or int(count) < 1:
+            fail(PROG, f"floating '{item}': expected NAME=COUNT with a count of at least 1", ExitCode.USAGE)
+        totals[name.strip()] = int(count)
+    lst = ResvList([], {})
+    if path is not None:
+        try:
+            lst = read(path)
+        except ResvFileError as e:
+            fail(PROG, f"reservations {e}")
+    totals = {**lst.floating, **totals}
+    for k, r in enumerate(lst.reservations, start=1):
+        if r.ncpus > ncores:
+            fail(PROG, f"reservations {path}: reservation {k} asks for {r.ncpus} cores, the machine has {ncores}")
+        for name, count in r.resources:
+            if name not in totals:
+                fail(PROG, f"reservations {path}: reservation {k}: unknown floating resource '{name}' "
+                     "(give it with --floating NAME=COUNT)")
+            if count > totals[name]:
+                fail(PROG, f"reservations {path}: reservation {k} asks for {name}={count}, the machine has "
+                     f"{totals[name]}")
+    return ResvList(lst.reservations, totals)
 
 
 @main.command("compare")

@@ -24,7 +24,8 @@ PROG = "gstat"
 # The --json schema: one record per job with exactly these keys, in this order.
 JSON_KEYS = (
     "id name user state ncpus walltime submit_time start_time end_time elapsed predicted_start cores "
-    "exit_code exit_signal reason restarts preemptions checkpoints backfilled stdout stderr workdir"
+    "exit_code exit_signal reason restarts preemptions checkpoints backfilled stdout stderr workdir "
+    "resources reservation"
 ).split()
 ACTIVE_STATES = {JobState.RUNNING.value, JobState.STOPPING.value}
 STYLE = {
@@ -70,6 +71,8 @@ def record(job: dict[str, Any], now: float) -> dict[str, Any]:
     out["backfilled"] = bool(job.get("backfilled"))
     out["cores"] = job.get("cores") or ""
     out["reason"] = job.get("reason") or ""
+    out["resources"] = dict(spec.get("resources") or {})
+    out["reservation"] = spec.get("reservation")
     for k in ("stdout", "stderr", "workdir"):
         out[k] = spec.get(k)
     return out
@@ -176,6 +179,8 @@ def print_full(job: dict[str, Any], now: float) -> None:
         ("walltime", format_duration(job["walltime"]) if job["walltime"] else ""),
         ("mem", format_size(spec["mem"]) if spec.get("mem") else ""),
         ("checkpoint", spec.get("checkpoint", "")),
+        ("resources", ",".join(f"{k}={v}" for k, v in (spec.get("resources") or {}).items())),
+        ("reservation", "" if spec.get("reservation") is None else spec["reservation"]),
         ("submit_time", when(job.get("submit_time"))),
         ("start_time", when(job.get("start_time"))),
         ("end_time", when(job.get("end_time"))),
@@ -209,6 +214,9 @@ def print_full(job: dict[str, Any], now: float) -> None:
 @click.option("-u", "--user", metavar="USER", help="Only the jobs of USER.")
 @click.option("-f", "--full", "full_id", metavar="ID", help="Show every field of job ID.")
 @click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON (schema in gstat(1)).")
+@click.option("-r", "--reservations", "resv_view", is_flag=True,
+              help="Show the reservations instead of the jobs (as gresv list), with the predicted activation "
+              "time of waiting ones; all of them with --all.")
 @click.option("--watch", type=click.FloatRange(min=0.1), is_flag=False, flag_value=2.0, default=None,
               metavar="[SECONDS]", help="Refresh the view every SECONDS (default 2) until Ctrl-C; on a terminal "
               "in place, elsewhere as one snapshot after another.")
@@ -218,7 +226,7 @@ def print_full(job: dict[str, Any], now: float) -> None:
 @click.option("--hours", type=click.FloatRange(min=0.1, max=168), default=4.0, show_default=True,
               help="With --gantt: how many hours ahead the chart shows.")
 @spool_options
-def cli(show_all: bool, user: str | None, full_id: str | None, as_json: bool, watch: float | None,
+def cli(show_all: bool, user: str | None, full_id: str | None, as_json: bool, resv_view: bool, watch: float | None,
         count: int | None, gantt: bool, hours: float, spool_dir: str | None, config_file: str | None) -> int:
     """Show the jobs in the queue: pending, held, running and suspended ones,
     with finished ones too with --all.
@@ -234,6 +242,8 @@ def cli(show_all: bool, user: str | None, full_id: str | None, as_json: bool, wa
             fail(PROG, f"full '{full_id}': not a job id", ExitCode.USAGE)
         ids = [jid]
     s = setup(PROG, spool_dir, config_file)
+    if resv_view:
+        return show_reservations(s.spool, show_all, as_json)
     if watch is not None or gantt:
         if full_id is not None or as_json:
             fail(PROG, "--watch and --gantt go with neither --full nor --json", ExitCode.USAGE)
@@ -255,6 +265,21 @@ def cli(show_all: bool, user: str | None, full_id: str | None, as_json: bool, wa
         print_full(jobs[0], now)
     else:
         print_table(jobs, now)
+    return ExitCode.OK
+
+
+def show_reservations(spool: Spool, show_all: bool, as_json: bool) -> int:
+    """gstat -r: the reservations, as gresv list shows them."""
+    from ..reservations import LIVE
+    from .gresv import print_table as resv_table
+    from .gresv import read, record as resv_record
+
+    resvs, jobs = read(spool)
+    recs = [resv_record(r, jobs) for r in resvs if show_all or r["state"] in LIVE]
+    if as_json:
+        click.echo(json.dumps({"reservations": recs}, indent=2))
+    else:
+        resv_table(recs, time.time())
     return ExitCode.OK
 
 

@@ -172,6 +172,15 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
               help="How the job may be preempted: none (never), signal (the job saves its state when "
               "signalled), suspend (stopped and continued), requeue (rerun from the start), criu "
               "(transparent; only where criu works). Default: jobs.checkpoint.")
+@click.option("-l", "--resource", "resource", metavar="NAME=COUNT", multiple=True,
+              help="Floating resources (licences) from [resources.floating] of the configuration, such as "
+              "matlab=1; repeatable. The job starts only when its cores and every unit are free.")
+@click.option("--reservation", metavar="R",
+              help="Run in reservation R (gresv): at once if it is active and has the cores, units and time "
+              "left, when it becomes active if it waits. Only its owner and its listed users may.")
+@click.option("--wait-resv", is_flag=True,
+              help="With --reservation: wait for the reservation's cores and units instead of refusing "
+              "the job when too few are free now.")
 @click.option("--wrap", metavar="COMMAND", help="Run COMMAND with /bin/sh instead of a script file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the submitted job as JSON.")
 @click.option("--emit", type=ChoiceType(EMIT_CHOICES, "FORMAT"),
@@ -208,6 +217,7 @@ def cli(
 
     s = setup(PROG, spool_dir, config_file)
     spool = s.spool
+    resources, resv = _resv_options(s.spool, s.cfg, p)
     opts = Options(name=p["name"], ncpus=p["ncpus"], walltime=p["walltime"], mem=p["mem"], output=p["output"],
                    error=p["error"], chdir=p["chdir"], hold=bool(p["hold"]), checkpoint=p["checkpoint"],
                    depend=p["depend"])
@@ -216,6 +226,10 @@ def cli(
     except SubmitError as e:
         fail(PROG, str(e), e.code)
     job_id = spec["id"]
+    if resources:
+        spec["resources"] = resources
+    if resv is not None:
+        spec.update(reservation=resv, wait_resv=bool(p["wait_resv"]))
     spool.submit(spec)
     if p["as_json"]:
         shown = {k: spec[k] for k in ("id", "name", "user", "ncpus", "walltime", "mem", "checkpoint", "hold",
@@ -231,6 +245,24 @@ def cli(
     if p["wait"]:
         return wait_for(spool, job_id)
     return ExitCode.OK
+
+
+def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, int], int | None]:
+    """The checked -l, --reservation and --wait-resv of a submission."""
+    import os
+    import time
+
+    from ..reservations import ResvError, check_job
+    from ..submit import user_name
+
+    ncpus = p["ncpus"] or cfg.default_ncpus
+    walltime = p["walltime"] or cfg.default_walltime
+    uid = os.getuid()
+    try:
+        return check_job(spool, cfg.floating, ncpus, walltime, p["resource"] or (), p["reservation"],
+                         bool(p["wait_resv"]), uid, user_name(uid), time.time())
+    except ResvError as e:
+        fail(PROG, str(e))
 
 
 def wait_for(spool: Spool, job_id: int) -> int:

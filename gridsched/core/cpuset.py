@@ -44,8 +44,10 @@ def parse(text: str) -> frozenset[int]:
 
 def _int(s: str, text: str) -> int:
     s = s.strip()
-    if not s.isdigit():
+    if not (s.isascii() and s.isdigit()):
         raise CpuListError(f"bad cpu number {s!r} in {text!r}")
+    if len(s.lstrip("0")) > 9:
+        raise CpuListError(f"cpu number {s!r} too large in {text!r}")
     return int(s)
 
 

@@ -21,8 +21,9 @@ Reservations
   resources until their end.  Jobs bound to one (``bind``) are not in the
   general queue: after the general pass, each active reservation (including
   one activated in this pass) starts its bound pending jobs in queue order,
-  every one that fits in what it has left (cores, floating resources) and
-  whose estimate ends by the reservation's end.  Jobs bound to a waiting
+  every one that fits in what it has left (cores, floating resources) and,
+  unless the reservation lets its jobs outlive it (``kill`` False), whose
+  estimate ends by the reservation's end.  Jobs bound to a waiting
   reservation wait.
 * *Fixed* reservations (``start`` set) come first, before every job.  Future
   ones are held in the profiles over ``[start, start + duration)``: a job may
@@ -271,10 +272,7 @@ class _Pass:
         if future:
             self.wake = min(self.wake, future[0].start)  # type: ignore[type-var]
             if self.snap.params.preempt_for_fixed:
-                self.loose = [Profile(now, 0) for _ in range(self.dims)]
-                for d in range(self.dims):
-                    self.loose[d]._t[:] = self.profs[d]._t
-                    self.loose[d]._v[:] = self.profs[d]._v
+                self.loose = [p.copy() for p in self.profs]
         for r in waiting:
             assert r.start is not None
             end = r.start + r.duration
@@ -322,12 +320,13 @@ class _Pass:
             rv = resvs.get(rid)
             if rv is not None:
                 inside[rid] = (list(self.vec(rv)), frozenset(cores_t) if self.snap.free is not None else None, end)
+        kill = {rid: r.kill for rid, r in resvs.items()}
         for w in pending:
             if w.bind is None or w.bind not in inside:
                 continue
             left, cores, end = inside[w.bind]
             v = self.vec(w)
-            if v[0] < 0 or now + w.estimate > end or any(v[d] > left[d] for d in range(self.dims)):
+            if v[0] < 0 or (kill[w.bind] and now + w.estimate > end) or any(v[d] > left[d] for d in range(self.dims)):
                 continue
             for d in range(self.dims):
                 left[d] -= v[d]

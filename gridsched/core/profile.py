@@ -124,6 +124,13 @@ class Profile:
             self._fit[key] = s
         return s
 
+    def copy(self) -> "Profile":
+        """An independent profile with the same steps."""
+        other = Profile(self._t[0], self._v[0])
+        other._t[:] = self._t
+        other._v[:] = self._v
+        return other
+
     # -- changing --------------------------------------------------------
     def _split(self, when: float) -> int:
         """Index of the step starting exactly at ``when``, creating it if needed."""

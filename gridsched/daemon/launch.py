@@ -108,6 +108,8 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if os.getppid() != daemon:
         return  # the daemon died before the shepherd was armed: nothing ran
+    if os.geteuid() == 0:
+        _secure_job_dir(spec.job_dir)
     me = os.getpid()
     cg = _memory_cgroup(spec)
     rd, wr = os.pipe2(os.O_CLOEXEC)
@@ -172,7 +174,45 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         if cgroup.oom_kills(cg) and spec.mem:
             result["reason"] = f"out of memory (limit {format_size(spec.mem)})"
         cgroup.remove(cg)
-    _write_json(exit_file(spec.job_dir, spec.segment), result)
+    _write_until_room(exit_file(spec.job_dir, spec.segment), result)
+
+
+def _write_until_room(path: Path, data: dict, limit: float = 86400.0) -> None:
+    """Write the exit file, waiting for room on a full or read-only spool (the job's outcome lives only here)."""
+    deadline = time.monotonic() + limit
+    delay = 0.1
+    while True:
+        try:
+            _write_json(path, data)
+            return
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 5.0)
+
+
+def _secure_job_dir(job_dir: str) -> None:
+    """Make the job's directory root's before root writes its pid and exit files there.
+
+    The owner keeps its ``script`` and ``checkpoint/``; anything else the
+    owner put there (a link named like a pid or exit file) is removed.
+    """
+    st = os.lstat(job_dir)
+    if st.st_uid != 0 or st.st_gid != 0:
+        os.chown(job_dir, 0, 0, follow_symlinks=False)
+    os.chmod(job_dir, 0o755)
+    for name in os.listdir(job_dir):
+        if name in ("script", "checkpoint"):
+            continue
+        path = os.path.join(job_dir, name)
+        try:
+            if os.lstat(path).st_uid != 0:
+                os.unlink(path)
+        except (IsADirectoryError, PermissionError):
+            pass  # a directory of the owner's: never read by the daemon
+        except OSError:
+            pass
 
 
 def _memory_cgroup(spec: Launch) -> Path | None:
@@ -243,8 +283,11 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
 
             resource.setrlimit(resource.RLIMIT_AS, (spec.mem, spec.mem))
         if os.getuid() == 0 and spec.uid != 0:
-            os.setgroups(os.getgrouplist(spec.user, spec.gid))
-            os.setgid(spec.gid)
+            # the groups come from the password and group databases, not from the request
+            pw = pwd.getpwuid(spec.uid)
+            gid = spec.gid if spec.gid >= 0 else pw.pw_gid
+            os.setgroups(os.getgrouplist(pw.pw_name, gid))
+            os.setgid(gid)
             os.setuid(spec.uid)
     except Exception as e:  # noqa: BLE001
         _fail(wr, f"cannot prepare the job: {e}")

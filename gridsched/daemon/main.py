@@ -28,12 +28,12 @@ from .. import config as configmod
 from .. import machine as machinemod
 from ..core import cpuset, depend
 from ..core import policy as corepolicy
-from ..core.types import HeadReservation, Preempt, Running, Snapshot, Start, Waiting
+from ..core.types import Activate, HeadReservation, Preempt, Running, Snapshot, Start, Waiting
 from ..jobenv import compat_env
 from ..jobs import EXIT_CHECKPOINTED, JobState, TERMINAL
 from ..spool import Spool, atomic_write
 from ..state import StateDB
-from . import launch, procs, requests
+from . import launch, procs, requests, reserve
 
 log = logging.getLogger("gschedd")
 
@@ -81,6 +81,8 @@ class Rec:
     name: str = ""
     deps: tuple[depend.Dep, ...] = ()
     reason: str = ""
+    resources: tuple[tuple[str, int], ...] = ()  # floating resources (gsub -l)
+    resv: int | None = None  # the reservation the job is bound to (gsub --reservation)
     _waiting: Waiting | None = None
 
     @property
@@ -97,7 +99,8 @@ class Rec:
         w = self._waiting
         if w is None:
             w = self._waiting = Waiting(
-                self.id, self.ncpus, self.remaining(), self.preemptable, self.user, self.elapsed
+                self.id, self.ncpus, self.remaining(), self.preemptable, self.user, self.elapsed,
+                self.resources, self.resv,
             )
         return w
 
@@ -105,7 +108,7 @@ class Rec:
         return Running(
             self.id, self.ncpus, self.start or 0.0, self.remaining() if self.start else 0.0,
             self.cores, self.backfilled, self.preemptable, self.planned,
-            self.state is JobState.STOPPING or self.stop is not None, self.user,
+            self.state is JobState.STOPPING or self.stop is not None, self.user, self.resources, self.resv,
         )
 
     def run_info(self) -> dict[str, Any]:
@@ -140,6 +143,8 @@ class Rec:
         rec.kill_at = run.get("kill_at")
         rec.deadline = run.get("deadline")
         rec.planned = run.get("planned")
+        rec.resources = tuple(sorted((spec.get("resources") or {}).items()))
+        rec.resv = spec.get("reservation")
         return rec
 
 
@@ -163,6 +168,7 @@ class Daemon:
         self.forecast_dirty = True
         self.pending_launches: list[tuple[Rec, launch.Launch]] = []
         self.in_txn = False
+        self.book = reserve.Book()
 
     # -- setup ------------------------------------------------------------------
     def lock(self) -> None:
@@ -203,6 +209,7 @@ class Daemon:
         self._load_history()
         from .recover import recover
 
+        self.book.load(self)
         recover(self)
         self.commit()
 
@@ -296,6 +303,9 @@ class Daemon:
                 t = min(t, rec.kill_at)
         if self.wake_at is not None:
             t = min(t, self.wake_at)
+        resv_end = self.book.next_end()
+        if resv_end is not None:
+            t = min(t, resv_end)
         if self.forecast_dirty:
             t = min(t, self.last_forecast + FORECAST_EVERY)
         return max(0.0, t - now)
@@ -304,6 +314,7 @@ class Daemon:
     def ingest(self) -> None:
         self.last_scan = time.time()
         reqs = requests.scan(self.spool)
+        reqs.sort(key=lambda r: r.data["type"] != "resv_create")  # a job may name a reservation created with it
         if not reqs:
             return
         self.begin()
@@ -338,6 +349,8 @@ class Daemon:
         bad = infeasible(job["ncpus"], self.machine.ncores)
         if bad is None and job["walltime"] > self.cfg.max_walltime:
             bad = "walltime longer than the maximum"
+        if bad is None:
+            bad = reserve.check_submit(self, job, job["uid"], user)
         if bad:
             state, reason = JobState.FAILED, bad
         script = job.pop("script")
@@ -421,6 +434,12 @@ class Daemon:
                 self.save(rec)
                 self.dirty = True
 
+    def req_resv_create(self, req: requests.Request) -> None:
+        reserve.create(self, req)
+
+    def req_resv_delete(self, req: requests.Request) -> None:
+        reserve.delete(self, req)
+
     def req_reload(self, req: requests.Request) -> None:
         self.reload_requested = True
 
@@ -454,11 +473,13 @@ class Daemon:
             now=now,
             ncores=self.machine.ncores,
             running=tuple(r.running() for r in running),
-            pending=tuple(self.jobs[i].waiting() for i in self.queue if self.eligible(self.jobs[i])),
+            pending=self.book.merge(tuple(self.jobs[i].waiting() for i in self.queue if self.eligible(self.jobs[i]))),
             params=self.cfg.params,
-            free=self.all_cores - used,
+            free=self.all_cores - used - self.book.reserved_cores(),
             head=self.head,
             history={u: tuple(h) for u, h in self.history.items()},
+            floating=self.cfg.floating,
+            reservations=self.book.core(),
         )
 
     def eligible(self, rec: Rec) -> bool:
@@ -500,6 +521,9 @@ class Daemon:
         self.head = plan.head
         self.wake_at = plan.wake_at
         for d in plan.decisions:
+            if isinstance(d, Activate):
+                reserve.activate(self, d, now)
+                continue
             rec = self.jobs.get(d.job)
             if rec is None:
                 log.error("plan names unknown job %d", d.job)
@@ -631,6 +655,7 @@ class Daemon:
         rec.kill_at = now + grace
 
     def timers(self, now: float) -> None:
+        reserve.timers(self, now)
         for rec in list(self.jobs.values()):
             if rec.shepherd is None:
                 continue
@@ -734,6 +759,9 @@ class Daemon:
         if rec.stop == "cancel":
             self._close_segment(rec, end, "cancelled")
             self.end(rec, JobState.CANCELLED, end, code=code, signal_=sig, reason="cancelled")
+        elif rec.stop == "resvend":
+            self._close_segment(rec, end, "timeout")
+            self.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reservation ended")
         elif rec.stop == "timeout":
             self._close_segment(rec, end, "timeout")
             self.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reached its walltime")
@@ -776,6 +804,7 @@ class Daemon:
             return
         self.begin()
         self.db.set_predicted((pred.get(w.id), w.id) for w in snap.pending)
+        reserve.set_predicted(self, pred, snap.now)
 
 
 def serve(spool: Spool, cfg: configmod.Config, config_path: str | None = None) -> int:

@@ -13,6 +13,14 @@ three conditions, told apart by the files its shepherd writes:
 A shepherd that is gone without an exit file was killed from outside; the
 job's outcome is unknown and it ends FAILED with that reason.  Nothing is
 started twice.
+
+The daemon signals a job (walltime, cancel, preemption) a moment before the
+job table records why.  A job that ended of such a signal while the daemon
+was down, with no reason recorded, is given the reason the signal itself
+tells: a cancel request still waiting in the spool, a walltime passed, the
+checkpoint exit status (or signal) of a ``signal``-mode job, SIGTERM for a
+``requeue``-mode job.  So a crash in that moment neither fails a job that was
+being checkpointed nor turns a timeout or a cancel into a failure.
 """
 
 from __future__ import annotations
@@ -20,10 +28,13 @@ from __future__ import annotations
 import bisect
 import json
 import logging
-from typing import TYPE_CHECKING
+import os
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..jobs import JobState
-from . import launch, procs
+from ..jobs import EXIT_CHECKPOINTED, JobState
+from . import cgroup, launch, procs, requests
 
 if TYPE_CHECKING:
     from .main import Daemon
@@ -37,6 +48,7 @@ def recover(d: "Daemon") -> None:
     from .main import Rec
 
     adopted = collected = requeued = 0
+    cancels: dict[int, set[int]] | None = None
     for row in d.db.jobs(states=LIVE):
         rec = Rec.from_row(row)
         d.jobs[rec.id] = rec
@@ -50,13 +62,13 @@ def recover(d: "Daemon") -> None:
         jdir = d.spool.job_dir(rec.id)
         result = d.read_exit(rec)
         if result is not None:
+            if cancels is None:
+                cancels = requests.pending_cancels(d.spool)
+            _unrecorded_stop(d, rec, result, cancels)
             d.finish(rec, result)
             collected += 1
             continue
-        try:
-            info = json.loads(launch.pid_file(jdir, rec.segment).read_text())
-        except (OSError, ValueError):
-            info = None
+        info = _pid_info(launch.pid_file(jdir, rec.segment))
         if info is None:
             # committed as started, never forked: it did not run
             if rec.state is not JobState.SUSPENDED:
@@ -80,8 +92,54 @@ def recover(d: "Daemon") -> None:
             adopted += 1
             continue
         result = d.read_exit(rec)  # it may have ended just now
+        if result is not None:
+            if cancels is None:
+                cancels = requests.pending_cancels(d.spool)
+            _unrecorded_stop(d, rec, result, cancels)
+        elif info.get("cgroup"):
+            cgroup.remove(Path(info["cgroup"]), timeout=0.0)  # its shepherd was killed before removing it
         rec.shepherd = None
         d.finish(rec, result)
         collected += 1
     if adopted or collected or requeued:
         log.info("recovered: %d running jobs adopted, %d endings collected, %d starts undone", adopted, collected, requeued)
+
+
+def _pid_info(path: Path) -> dict[str, Any] | None:
+    """The shepherd's pid file, if the daemon's user wrote it (a file planted by a job's owner is ignored)."""
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_uid != os.geteuid():
+                log.warning("%s is not the daemon's: ignored", path)
+                return None
+            info = json.loads(f.read(1 << 16))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
+        return None
+    return info
+
+
+def _unrecorded_stop(d: "Daemon", rec: Any, result: dict[str, Any], cancels: dict[int, set[int]]) -> None:
+    """Give ``rec`` the reason it was stopped for, if the daemon signalled it and died before saying why."""
+    if rec.stop is not None or rec.state is not JobState.RUNNING or result.get("error"):
+        return
+    code, sig = result.get("exit_code"), result.get("signal")
+    checkpointed = rec.checkpoint == "signal" and sig is None and code == EXIT_CHECKPOINTED
+    if sig is None and not checkpointed:
+        return  # it ended by itself
+    end = float(result.get("end", 0.0))
+    ckpt_sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
+    if sig is not None and cancels.get(rec.id, set()) & {0, rec.uid}:
+        rec.stop = "cancel"
+    elif sig is not None and rec.deadline is not None and end >= rec.deadline:
+        rec.stop = "timeout"
+    elif checkpointed or (rec.checkpoint == "signal" and sig == ckpt_sig) or (
+        rec.checkpoint == "requeue" and sig == signal.SIGTERM
+    ):
+        rec.state = JobState.STOPPING
+        rec.stop = "preempt"
+        rec.preemptions += 1
+    else:
+        return
+    log.info("job %d ended while the daemon was down, stopped for %s before that was recorded", rec.id, rec.stop)

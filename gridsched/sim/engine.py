@@ -23,7 +23,7 @@ from operator import attrgetter
 from typing import Callable
 
 from ..core.policy import schedule
-from ..core.types import HeadReservation, Params, Policy, Running, Snapshot, Start, Waiting
+from ..core.types import Activate, HeadReservation, Params, Policy, Resv, Running, Snapshot, Start, Waiting
 from .swf import Trace
 
 INF = math.inf
@@ -62,6 +62,8 @@ class Result:
     passes: int = 0  # calls of schedule()
     skipped: int = 0  # event batches after which no call was needed
     series: list[tuple[float, int, int]] | None = field(default=None)  # (time, busy cores, queue length)
+    reservations: list["SimResv"] = field(default_factory=list)
+    activated: list[float] = field(default_factory=list)  # activation time of each reservation (-1: never)
 
     def runs(self, i: int) -> list[tuple[float, float]]:
         """The run segments of job ``i`` (start, end)."""
@@ -69,6 +71,17 @@ class Result:
 
 
 _by_id = attrgetter("id")
+
+
+@dataclass(frozen=True, slots=True)
+class SimResv:
+    """A reservation replayed beside a trace: created at ``create``; ``start`` None = flexible."""
+
+    create: float
+    ncpus: int
+    duration: float
+    resources: tuple[tuple[str, int], ...] = ()
+    start: float | None = None
 
 
 def simulate(
@@ -80,6 +93,8 @@ def simulate(
     fast: bool = True,
     series: bool = False,
     progress: Callable[[int], None] | None = None,
+    reservations: list[SimResv] | None = None,
+    floating: dict[str, int] | None = None,
 ) -> Result:
     """Replay ``trace`` under ``params``.
 
@@ -128,6 +143,19 @@ def simulate(
     ts: list[tuple[float, int, int]] | None = [] if series else None
     nxt = 0  # next arrival
     step = 4096
+    # Reservations (ids n + k): arrivals in create order, ends and expiries on their own heap.
+    rvs = list(reservations or ())
+    flo = dict(floating or {})
+    rv_order = sorted(range(len(rvs)), key=lambda k: (rvs[k].create, k))
+    rv_next = 0
+    rv_live: dict[int, Resv] = {}
+    rv_events: list[tuple[float, int]] = []  # (time, id): end of an active one, or expiry of a fixed one
+    activated = [-1.0] * len(rvs)
+    key: Callable[[Waiting], object] = _by_id
+    if rvs:
+        order_key = {i: (submit[i], 0, i) for i in range(n)}
+        order_key.update({n + k: (rvs[k].create, 1, k) for k in range(len(rvs))})
+        key = lambda w: order_key[w.id]  # noqa: E731 - queue order: submission or creation time
 
     heappush, heappop = heapq.heappush, heapq.heappop
 
@@ -141,6 +169,10 @@ def simulate(
         now = submit[nxt] if nxt < n else INF
         if ends and ends[0][0] < now:
             now = ends[0][0]
+        if rv_next < len(rvs) and rvs[rv_order[rv_next]].create < now:
+            now = rvs[rv_order[rv_next]].create
+        if rv_events and rv_events[0][0] < now:
+            now = rv_events[0][0]
         timer = wake
         if head is not None and head.time < timer:
             timer = head.time
@@ -171,6 +203,15 @@ def simulate(
             u = users[i]
             h = history.get(u)
             history[u] = (h[-1], work[i]) if h else (work[i],)
+        while rv_events and rv_events[0][0] <= now:
+            _t, rid = heapq.heappop(rv_events)
+            rv = rv_live.get(rid)
+            if rv is None or (not rv.active and _t < (rv.start or 0.0) + rv.duration):
+                continue
+            del rv_live[rid]
+            if rv.active:
+                free += rv.ncpus
+            need_pass = True
         arrived = nxt
         while nxt < n and submit[nxt] == now:
             i = nxt
@@ -181,6 +222,17 @@ def simulate(
                 need_pass = True
         if progress is not None and nxt // step != arrived // step:
             progress(nxt)
+        # reservations created now: after the jobs submitted at the same instant (queue order)
+        while rv_next < len(rvs) and rvs[rv_order[rv_next]].create <= now:
+            k = rv_order[rv_next]
+            rv_next += 1
+            r = rvs[k]
+            rv_live[n + k] = Resv(n + k, r.ncpus, r.duration, r.resources, r.start)
+            if r.start is None:
+                pending.append(Waiting(n + k, r.ncpus, r.duration, False, "", 0.0, r.resources, None, True))
+            else:
+                heappush(rv_events, (r.start + r.duration, n + k))
+            need_pass = True
 
         if need_pass or not fast:
             wake = INF
@@ -189,7 +241,12 @@ def simulate(
                     run_tuple = tuple(running.values())
                     run_dirty = False
                 passes += 1
-                plan = schedule(Snapshot(now, ncores, run_tuple, tuple(pending), params, None, head, history))
+                if rv_live or flo:
+                    snap = Snapshot(now, ncores, run_tuple, tuple(pending), params, None, head, history, flo,
+                                    tuple(rv_live.values()))
+                else:
+                    snap = Snapshot(now, ncores, run_tuple, tuple(pending), params, None, head, history)
+                plan = schedule(snap)
                 head = plan.head
                 w = plan.wake_at
                 wake = w if w is not None and w > now else INF
@@ -198,6 +255,17 @@ def simulate(
                 started: list[int] = []
                 preempted = False
                 for d in plan.decisions:
+                    if type(d) is Activate:
+                        rv = rv_live.get(d.resv)
+                        if rv is None or rv.active or rv.ncpus > free:
+                            raise SimulationError(f"policy activated reservation {d.resv - n + 1}, which cannot be")
+                        free -= rv.ncpus
+                        rv_live[d.resv] = Resv(rv.id, rv.ncpus, rv.duration, rv.resources, rv.start, True, (), d.end)
+                        activated[d.resv - n] = now
+                        heappush(rv_events, (d.end, d.resv))
+                        if rv.start is None:
+                            started.append(d.resv)
+                        continue
                     i = d.job
                     if type(d) is Start:
                         if not 0 <= i < n or state[i] != _PENDING:
@@ -241,11 +309,14 @@ def simulate(
                         del running[i]
                         free += n_i
                         insort(pending, Waiting(i, n_i, wall[i] - done[i] + debt[i], True, users[i], done[i]),
-                               key=_by_id)
+                               key=key)
                         preempted = True
                     run_dirty = True
                 for i in started:  # pending stays sorted by job id (= submit order)
-                    k = bisect_left(pending, i, key=_by_id)
+                    if i >= n:  # a flexible reservation's entry
+                        pending[:] = [w for w in pending if w.id != i]
+                        continue
+                    k = bisect_left(pending, i if key is _by_id else order_key[i], key=key)
                     if k < len(pending) and pending[k].id == i and state[i] == _RUNNING:
                         del pending[k]
                 if not preempted:
@@ -260,7 +331,7 @@ def simulate(
             f"policy {params.policy.value} left {len(pending)} jobs waiting on an idle machine "
             f"(first: job {_name(trace, pending[0].id)} of {pending[0].ncpus} cores)")
     return Result(trace, params, mode, overhead, first, end, ckpts, segs, overhead_cs, lost_cs,
-                  passes, skipped, ts)
+                  passes, skipped, ts, rvs, activated)
 
 
 def _name(trace: Trace, i: int) -> str:

@@ -39,10 +39,32 @@ def record(result: Result, metrics: Metrics, seconds: float | None = None) -> di
             rec[extra] = getattr(prm, extra)
     rec.update(metrics.as_dict())
     rec["cut_at_walltime"] = result.trace.cut
+    if result.reservations:
+        rec["reservations"] = reservation_metrics(result)
     rec["passes"] = result.passes
     if seconds is not None:
         rec["seconds"] = round(seconds, 3)
     return rec
+
+
+def reservation_metrics(result: Result) -> dict[str, Any]:
+    """How long the reservations waited to become active: from their creation (flexible) or start (fixed)."""
+    delays = []
+    never = 0
+    for r, t in zip(result.reservations, result.activated):
+        if t < 0:
+            never += 1
+        else:
+            delays.append(t - (r.create if r.start is None else r.start))
+    delays.sort()
+    return {
+        "count": len(result.reservations),
+        "activated": len(delays),
+        "never_activated": never,
+        "activation_delay_avg": sum(delays) / len(delays) if delays else 0.0,
+        "activation_delay_max": delays[-1] if delays else 0.0,
+        "activation_delays": [round(d, 3) for d in delays],
+    }
 
 
 def fmt(value: float, kind: str) -> str:
@@ -105,6 +127,11 @@ def print_run(rec: dict[str, Any]) -> None:
     t.add_row("checkpoints (jobs preempted)", f"{rec['checkpoints']} ({rec['preempted_jobs']})")
     t.add_row("core-hours of checkpoint overhead", f"{rec['overhead_core_hours']:.1f}")
     t.add_row("core-hours lost to reruns", f"{rec['rerun_core_hours']:.1f}")
+    if "reservations" in rec:
+        rv = rec["reservations"]
+        t.add_row("reservations activated", f"{rv['activated']} of {rv['count']}")
+        t.add_row("average activation delay", format_duration(rv["activation_delay_avg"]))
+        t.add_row("longest activation delay", format_duration(rv["activation_delay_max"]))
     if "seconds" in rec:
         t.add_row("simulation", f"{rec['seconds']:.2f} s, {rec['passes']} scheduling passes")
     _console().print(t)

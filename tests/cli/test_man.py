@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["gsub.1", "gstat.1", "gdel.1", "ghold.1", "grls.1", "gacct.1", "gctl.8", "gschedd.8", "gridsched.toml.5"]
+PAGES = ["gsub.1", "gstat.1", "gdel.1", "ghold.1", "grls.1", "gacct.1", "gresv.1", "gctl.8", "gschedd.8", "gridsched.toml.5"]
 
 
 def generate() -> dict[str, str]:

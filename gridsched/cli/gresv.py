@@ -1,0 +1,288 @@
+"""gresv: create, list, show and delete reservations.
+
+Like gsub, gresv validates a request, writes it into the spool and returns; the
+daemon decides when a flexible reservation becomes active.  See gresv(1) and
+:mod:`gridsched.reservations`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import click
+
+from ..core.units import format_duration
+from ..reservations import (
+    CREATE,
+    DELETE,
+    LIVE,
+    ResvError,
+    check_request,
+    end_of,
+    load,
+    parse_id,
+    parse_resources,
+    parse_start,
+    resource_text,
+)
+from ..spool import Spool
+from .common import COUNT, DURATION, ExitCode, Group, fail, setup, spawn_daemon, spool_options, warn
+
+PROG = "gresv"
+
+# The --json schema of one reservation: exactly these keys, in this order.
+JSON_KEYS = (
+    "id name user state flexible ncpus resources duration start create_time activate_time end_time "
+    "predicted cores users kill reason jobs"
+).split()
+STYLE = {"WAITING": "yellow", "ACTIVE": "green", "ENDED": "dim", "DELETED": "dim red"}
+
+
+def record(r: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The --json record of reservation ``r`` (keys of :data:`JSON_KEYS`); ``jobs``: every job known."""
+    out = {k: r.get(k) for k in JSON_KEYS}
+    out["flexible"] = r.get("start") is None
+    out["resources"] = dict(r.get("resources") or {})
+    out["users"] = list(r.get("users") or [])
+    out["kill"] = bool(r.get("kill", True))
+    out["cores"] = r.get("cores") or ""
+    out["reason"] = r.get("reason") or ""
+    if r["state"] == "WAITING" and r.get("start") is not None and out["predicted"] is None:
+        out["predicted"] = r["start"]
+    out["jobs"] = [j["id"] for j in jobs if (j.get("spec") or {}).get("reservation") == r["id"]]
+    return out
+
+
+def read(spool: Spool, ids: list[int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The reservations (and every job, for the bound ones) the spool knows of."""
+    from ..queue import QueueError, load_jobs
+
+    try:
+        return load(spool, ids), load_jobs(spool)
+    except (QueueError, OSError, ValueError) as e:
+        fail(PROG, f"cannot read {spool.db}: {e}")
+    except Exception as e:  # noqa: BLE001 - sqlite3 errors, without importing sqlite3 up front
+        fail(PROG, f"cannot read {spool.db}: {e}")
+
+
+def when(t: float | None) -> str:
+    return "" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def note(r: dict[str, Any], now: float) -> str:
+    if r["state"] == "WAITING":
+        p = r.get("predicted")
+        if p is not None:
+            return ("starts " if r.get("start") is not None else "predicted ") + when(p)
+        return r.get("reason") or ""
+    if r["state"] == "ACTIVE":
+        end = end_of(r)
+        return f"{format_duration(max(0.0, end - now))} left" if end is not None else ""
+    return r.get("reason") or ""
+
+
+def print_table(recs: list[dict[str, Any]], now: float) -> None:
+    """The reservations as a table (also used by gstat -r)."""
+    import sys
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    tty = sys.stdout.isatty()
+    console = Console(highlight=False, width=None if tty else 4096, soft_wrap=not tty)
+    table = Table(box=box.SIMPLE_HEAD if tty else None, pad_edge=False, show_edge=False,
+                  header_style="bold" if tty else "")
+    for col, just in (("RESV", "right"), ("NAME", "left"), ("USER", "left"), ("STATE", "left"), ("CPUS", "right"),
+                      ("RESOURCES", "left"), ("DURATION", "right"), ("CORES", "left"), ("JOBS", "left"),
+                      ("NOTE", "left")):
+        table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+    for r in recs:
+        table.add_row(str(r["id"]), Text(r["name"] or ""), Text(r["user"] or ""),
+                      Text(r["state"], style=STYLE.get(r["state"], "")), str(r["ncpus"]),
+                      resource_text(r["resources"]), format_duration(r["duration"]), r["cores"],
+                      ",".join(str(j) for j in r["jobs"]), Text(note(r, now)))
+    if tty:
+        console.print(table)
+        return
+    with console.capture() as cap:
+        console.print(table)
+    click.echo("\n".join(line.rstrip() for line in cap.get().splitlines()))
+
+
+class ListType(click.ParamType):
+    name = "U1,U2"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> list[str]:
+        if isinstance(value, list):
+            return value
+        parts = [x.strip() for x in str(value).split(",")]
+        if not all(parts):
+            self.fail(f"'{value}': empty name in the list", param, ctx)
+        return parts
+
+
+@click.group(PROG, cls=Group, context_settings={"help_option_names": ["-h", "--help"]},
+             short_help="create, list and delete reservations")
+def cli() -> None:
+    """Reserve cores and floating resources for a time, and run jobs in the reservation.
+
+    A reservation without --start is flexible: it waits in the queue, in the
+    order of submission like a job, and becomes ACTIVE when its turn comes and
+    its cores and units are free for its whole duration; it ends (ENDED) when
+    the duration has passed.  With --start it is fixed: the scheduler keeps its
+    cores and units free from the start on, and it is active from the start to
+    the start plus the duration.  Jobs submitted with gsub --reservation R run
+    on its cores.  When a reservation ends, its jobs still running are stopped
+    as at their walltime (state TIMEOUT, reason "reservation ended"), unless it
+    was created with --no-kill: then they go on running as ordinary jobs.
+    """
+
+
+@cli.command("create", short_help="create a reservation")
+@click.option("-n", "--ncpus", type=COUNT, required=True, help="Number of cores.")
+@click.option("-t", "--duration", type=DURATION, required=True,
+              help="How long the reservation lasts once active (as gsub -t; at most reservations.max_duration).")
+@click.option("-l", "--resource", "resource", metavar="NAME=COUNT", multiple=True,
+              help="Floating resources from [resources.floating], such as matlab=1; repeatable.")
+@click.option("--name", metavar="NAME", help="A name for the reservation (default: R and its id).")
+@click.option("--users", type=ListType(), help="Other users who may run jobs in it (the owner always may).")
+@click.option("--start", metavar="TIME",
+              help="A fixed start: 2026-11-22T14:00 (local time), 14:00 (today) or +30m (from now). "
+              "Without it the reservation is flexible.")
+@click.option("--no-kill", is_flag=True, help="Jobs still running at the end go on as ordinary jobs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the reservation as JSON.")
+@spool_options
+def create_cmd(ncpus: int, duration: int, resource: tuple[str, ...], name: str | None, users: list[str] | None,
+               start: str | None, no_kill: bool, as_json: bool, spool_dir: str | None,
+               config_file: str | None) -> int:
+    """Create a reservation of NCPUS cores (and floating resources) for DURATION and print its id."""
+    from ..submit import machine_cores, user_name
+
+    s = setup(PROG, spool_dir, config_file)
+    now = time.time()
+    if name is not None and (not name.strip() or any(ord(c) < 32 for c in name)):
+        fail(PROG, f"name {name!r}: must be non-empty, without control characters", ExitCode.USAGE)
+    try:
+        res = parse_resources(resource, s.cfg.floating)
+        check_request(ncpus, duration, res, machine_cores(s.spool, s.cfg), s.cfg.floating, s.cfg.resv_max_duration)
+        t0 = parse_start(start, now) if start is not None else None
+    except ResvError as e:
+        fail(PROG, str(e))
+    uid = os.getuid()
+    rid = s.spool.next_id()
+    resv = {
+        "id": rid, "name": name or f"R{rid}", "user": user_name(uid), "uid": uid, "ncpus": ncpus,
+        "resources": res, "duration": duration, "start": t0, "users": users or [], "kill": not no_kill,
+        "create_time": now,
+    }
+    s.spool.request(CREATE, resv=resv)
+    if as_json:
+        click.echo(json.dumps({**resv, "state": "WAITING", "flexible": t0 is None, "spool": str(s.spool.root)}))
+    else:
+        click.echo(rid)
+    if s.spool.daemon_info() is None:
+        if s.cfg.autostart:
+            spawn_daemon(s.spool, s.config_file)
+        else:
+            warn(PROG, f"note: no daemon runs on {s.spool.root}; the reservation waits until one starts")
+    return ExitCode.OK
+
+
+@cli.command("list", short_help="list reservations")
+@click.option("-a", "--all", "show_all", is_flag=True, help="Include ended and deleted reservations.")
+@click.option("--json", "as_json", is_flag=True, help="Print the reservations as JSON.")
+@spool_options
+def list_cmd(show_all: bool, as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
+    """List the reservations: waiting and active ones, all with --all.
+
+    NOTE gives the predicted activation time of a waiting flexible
+    reservation, the start of a fixed one, the time left of an active one.
+    """
+    s = setup(PROG, spool_dir, config_file)
+    now = time.time()
+    resvs, jobs = read(s.spool)
+    recs = [record(r, jobs) for r in resvs if show_all or r["state"] in LIVE]
+    if as_json:
+        click.echo(json.dumps({"reservations": recs}, indent=2))
+    else:
+        print_table(recs, now)
+    return ExitCode.OK
+
+
+def _one(spool: Spool, text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        rid = parse_id(text)
+    except ResvError as e:
+        fail(PROG, str(e), ExitCode.USAGE)
+    resvs, jobs = read(spool, [rid])
+    if not resvs:
+        fail(PROG, f"reservation {rid}: no such reservation")
+    return resvs[0], jobs
+
+
+@cli.command("show", short_help="show one reservation")
+@click.argument("resv", metavar="R")
+@click.option("--json", "as_json", is_flag=True, help="Print the reservation as JSON.")
+@spool_options
+def show_cmd(resv: str, as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
+    """Show every field of reservation R."""
+    s = setup(PROG, spool_dir, config_file)
+    row, jobs = _one(s.spool, resv)
+    rec = record(row, jobs)
+    if as_json:
+        click.echo(json.dumps(rec, indent=2))
+        return ExitCode.OK
+    shown = dict(rec)
+    shown["resources"] = resource_text(rec["resources"])
+    shown["duration"] = format_duration(rec["duration"])
+    for k in ("start", "create_time", "activate_time", "end_time", "predicted"):
+        shown[k] = when(rec[k])
+    shown["users"] = ",".join(rec["users"])
+    shown["jobs"] = ",".join(str(j) for j in rec["jobs"])
+    shown["kill"] = "yes" if rec["kill"] else "no (jobs go on after the end)"
+    shown["flexible"] = "yes" if rec["flexible"] else "no"
+    width = max(len(k) for k in shown)
+    for k, v in shown.items():
+        click.echo(f"{k:<{width}}  {'' if v is None else v}")
+    return ExitCode.OK
+
+
+@cli.command("delete", short_help="delete a reservation")
+@click.argument("resv", metavar="R")
+@click.option("--release", is_flag=True,
+              help="Jobs waiting for the reservation go to the normal queue instead of being cancelled.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was requested as JSON.")
+@spool_options
+def delete_cmd(resv: str, release: bool, as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
+    """Delete reservation R: its cores return at once.
+
+    Its jobs waiting to start are cancelled (with --release they join the
+    normal queue); its running jobs are treated as at the reservation's end.
+    Only its owner (or root) may delete it.
+    """
+    s = setup(PROG, spool_dir, config_file)
+    row, _ = _one(s.spool, resv)
+    uid = os.getuid()
+    if uid != 0 and row.get("uid") != uid:
+        fail(PROG, f"reservation {row['id']}: owned by {row.get('user') or row.get('uid')}")
+    if row["state"] not in LIVE:
+        fail(PROG, f"reservation {row['id']}: already {row['state']}")
+    s.spool.request(DELETE, id=row["id"], release=release)
+    if as_json:
+        click.echo(json.dumps({"id": row["id"], "delete": True, "release": release}))
+    else:
+        click.echo(f"reservation {row['id']}: deleting")
+    return ExitCode.OK
+
+
+def main() -> None:
+    cli.main(prog_name=PROG)
+
+
+if __name__ == "__main__":
+    main()

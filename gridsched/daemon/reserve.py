@@ -1,0 +1,309 @@
+"""The daemon's reservations: requests, activation, end, and their part of the snapshot.
+
+A reservation lives in the ``reservations`` table of the state db and, while
+it is ``WAITING`` or ``ACTIVE``, in the daemon's :class:`Book`.  A waiting
+flexible reservation has a place in the queue (its id, taken from the job id
+sequence); the core activates it (``Activate``) when that place comes and its
+resources are free for the whole duration, and a fixed one at its start.
+The daemon ends an active reservation at its end time: its bound jobs that
+are still running are stopped as at their walltime (SIGTERM, grace, SIGKILL;
+state ``TIMEOUT``, reason "reservation ended") unless it was created with
+``--no-kill``, in which case they go on as ordinary running jobs; bound jobs
+still pending are cancelled.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import logging
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core import cpuset
+from ..core.types import Activate, Resv, Waiting
+from ..jobs import JobState
+from ..reservations import LIVE, RState, ResvError, check_bind, check_fit, check_request
+
+if TYPE_CHECKING:
+    from . import requests
+    from .main import Daemon, Rec
+
+log = logging.getLogger("gschedd")
+
+
+@dataclass(slots=True)
+class RRec:
+    """A live reservation as the daemon keeps it."""
+
+    id: int
+    user: str
+    uid: int
+    name: str
+    ncpus: int
+    duration: int
+    create_time: float
+    state: RState = RState.WAITING
+    resources: dict[str, int] = field(default_factory=dict)
+    start: float | None = None
+    activate_time: float | None = None
+    end_time: float | None = None
+    predicted: float | None = None
+    cores: tuple[int, ...] = ()
+    users: list[str] = field(default_factory=list)
+    kill: bool = True
+    reason: str = ""
+
+    def core(self) -> Resv:
+        return Resv(self.id, self.ncpus, float(self.duration), tuple(sorted(self.resources.items())), self.start,
+                    self.state is RState.ACTIVE, self.cores, self.end_time, self.kill)
+
+    def waiting(self) -> Waiting:
+        """The flexible job that holds this reservation's place in the queue."""
+        return Waiting(self.id, self.ncpus, float(self.duration), False, self.user, 0.0,
+                       tuple(sorted(self.resources.items())), None, True)
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "state": self.state.value, "user": self.user, "uid": self.uid, "name": self.name,
+            "ncpus": self.ncpus, "resources": self.resources, "duration": self.duration, "start": self.start,
+            "create_time": self.create_time, "activate_time": self.activate_time, "end_time": self.end_time,
+            "predicted": self.predicted, "cores": cpuset.format(self.cores), "users": self.users,
+            "kill": self.kill, "reason": self.reason,
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "RRec":
+        return cls(
+            id=row["id"], user=row["user"], uid=row["uid"], name=row["name"], ncpus=row["ncpus"],
+            duration=row["duration"], create_time=row["create_time"], state=RState(row["state"]),
+            resources=dict(row["resources"]), start=row["start"], activate_time=row["activate_time"],
+            end_time=row["end_time"], predicted=row["predicted"], cores=tuple(sorted(cpuset.parse(row["cores"]))),
+            users=list(row["users"]), kill=row["kill"], reason=row["reason"],
+        )
+
+
+class Book:
+    """The live reservations and the queue places of the waiting flexible ones."""
+
+    def __init__(self) -> None:
+        self.resvs: dict[int, RRec] = {}
+        self.flex: list[int] = []  # ids of waiting flexible reservations, ascending
+
+    def load(self, d: "Daemon") -> None:
+        for row in d.db.reservations():
+            if row["state"] in LIVE:
+                r = RRec.from_row(row)
+                self.resvs[r.id] = r
+                if r.state is RState.WAITING and r.start is None:
+                    bisect.insort(self.flex, r.id)
+        if self.resvs:
+            log.info("recovered %d reservations", len(self.resvs))
+
+    # -- the snapshot -------------------------------------------------------
+    def core(self) -> tuple[Resv, ...]:
+        return tuple(r.core() for r in self.resvs.values())
+
+    def reserved_cores(self) -> set[int]:
+        out: set[int] = set()
+        for r in self.resvs.values():
+            if r.state is RState.ACTIVE:
+                out.update(r.cores)
+        return out
+
+    def merge(self, pending: tuple[Waiting, ...]) -> tuple[Waiting, ...]:
+        """The pending jobs with the flexible reservations' entries at their places (by id)."""
+        if not self.flex:
+            return pending
+        flex = [self.resvs[i].waiting() for i in self.flex]
+        return tuple(heapq.merge(pending, flex, key=lambda w: w.id))
+
+    def next_end(self) -> float | None:
+        ends = [r.end_time for r in self.resvs.values() if r.state is RState.ACTIVE and r.end_time is not None]
+        ends += [r.start + r.duration for r in self.resvs.values() if r.state is RState.WAITING and r.start is not None]
+        return min(ends) if ends else None
+
+
+def save(d: "Daemon", r: RRec) -> None:
+    d.begin()
+    d.db.put_resv(r.row())
+    d.forecast_dirty = True
+
+
+def row_of(d: "Daemon", rid: int) -> dict[str, Any] | None:
+    r = d.book.resvs.get(rid)
+    if r is not None:
+        return r.row()
+    rows = d.db.reservations([rid])
+    return rows[0] if rows else None
+
+
+# -- requests ------------------------------------------------------------------------
+
+
+def create(d: "Daemon", req: "requests.Request") -> None:
+    data = req.data.get("resv")
+    if not isinstance(data, dict):
+        from . import requests as reqmod
+
+        reqmod.quarantine(d.spool, req.name, "resv_create without a 'resv' object")
+        return
+    rid = data.get("id")
+    if not isinstance(rid, int) or isinstance(rid, bool) or rid <= 0:
+        from . import requests as reqmod
+
+        reqmod.quarantine(d.spool, req.name, "reservation id must be a positive integer")
+        return
+    if rid in d.book.resvs or d.db.reservations([rid]):
+        return  # taken in before a crash that came before the request file was removed
+    now = time.time()
+    uid = req.uid if req.uid != 0 else int(data.get("uid", 0))
+    from .launch import user_name
+
+    user = str(data.get("user") or user_name(uid)) if req.uid == 0 else user_name(uid)
+    users = [u for u in data.get("users") or [] if isinstance(u, str)]
+    resources = data.get("resources") or {}
+    ncpus, duration, start = data.get("ncpus"), data.get("duration"), data.get("start")
+    r = RRec(id=rid, user=user, uid=uid, name=str(data.get("name") or f"R{rid}"), ncpus=ncpus if isinstance(ncpus, int) else 0,
+             duration=duration if isinstance(duration, int) else 0, create_time=float(data.get("create_time") or now),
+             resources={}, start=float(start) if isinstance(start, (int, float)) else None, users=users,
+             kill=bool(data.get("kill", True)))
+    try:
+        if not isinstance(resources, dict) or not all(isinstance(v, int) for v in resources.values()):
+            raise ResvError("resources must map names to counts")
+        check_request(r.ncpus, r.duration, resources, d.machine.ncores, d.cfg.floating, d.cfg.resv_max_duration)
+        r.resources = dict(sorted(resources.items()))
+        if r.start is not None and r.start + r.duration <= now:
+            raise ResvError("its time had passed when the daemon took it in")
+    except ResvError as e:
+        r.state, r.reason, r.end_time = RState.ENDED, f"refused: {e}", now
+        save(d, r)
+        log.info("reservation %d refused: %s", rid, e)
+        return
+    d.book.resvs[rid] = r
+    if r.start is None:
+        bisect.insort(d.book.flex, rid)
+    save(d, r)
+    d.dirty = True
+    log.info("reservation %d created: %d cores%s for %ss, %s", rid, r.ncpus,
+             "".join(f", {k}={v}" for k, v in r.resources.items()), r.duration,
+             "flexible" if r.start is None else f"fixed at {time.strftime('%F %T', time.localtime(r.start))}")
+
+
+def delete(d: "Daemon", req: "requests.Request") -> None:
+    rid = req.data.get("id")
+    r = d.book.resvs.get(rid) if isinstance(rid, int) else None
+    if r is None:
+        log.info("resv_delete: reservation %s is not live", rid)
+        return
+    if req.uid not in (0, r.uid):
+        log.warning("resv_delete of reservation %d by uid %d refused: owned by uid %d", r.id, req.uid, r.uid)
+        return
+    finish(d, r, time.time(), RState.DELETED, "deleted", release=bool(req.data.get("release")))
+
+
+def check_submit(d: "Daemon", job: dict[str, Any], uid: int, user: str) -> str | None:
+    """Why a submitted job's floating resources or reservation binding are refused, or None."""
+    res = job.get("resources") or {}
+    if not isinstance(res, dict):
+        return "resources must map names to counts"
+    for name, count in res.items():
+        if name not in d.cfg.floating:
+            return f"unknown floating resource '{name}'"
+        if not isinstance(count, int) or not 1 <= count <= d.cfg.floating[name]:
+            return f"resource '{name}={count}': the machine has {d.cfg.floating[name]}"
+    rid = job.get("reservation")
+    if rid is None:
+        return None
+    if not isinstance(rid, int):
+        return "reservation must be an id"
+    row = row_of(d, rid)
+    try:
+        check_bind(row, rid, uid, user)
+    except ResvError as e:
+        return str(e)
+    assert row is not None
+    why = check_fit(row, job["ncpus"], job["walltime"], res, time.time())
+    return f"cannot run in reservation {rid}: it {why}" if why else None
+
+
+# -- lifecycle -------------------------------------------------------------------------
+
+
+def activate(d: "Daemon", a: Activate, now: float) -> None:
+    r = d.book.resvs.get(a.resv)
+    if r is None or r.state is not RState.WAITING:
+        log.error("plan activates reservation %d, which is not waiting", a.resv)
+        return
+    r.state = RState.ACTIVE
+    r.cores = tuple(a.cores)
+    r.activate_time = now
+    r.end_time = a.end
+    r.predicted = None
+    r.reason = ""
+    i = bisect.bisect_left(d.book.flex, r.id)
+    if i < len(d.book.flex) and d.book.flex[i] == r.id:
+        del d.book.flex[i]
+    save(d, r)
+    log.info("reservation %d active on cores %s until %s", r.id, cpuset.format(r.cores),
+             time.strftime("%F %T", time.localtime(a.end)))
+
+
+def timers(d: "Daemon", now: float) -> None:
+    """End the reservations whose time is up."""
+    for r in list(d.book.resvs.values()):
+        if r.state is RState.ACTIVE and r.end_time is not None and now >= r.end_time:
+            finish(d, r, now, RState.ENDED, "")
+        elif r.state is RState.WAITING and r.start is not None and now >= r.start + r.duration:
+            finish(d, r, now, RState.ENDED, "its resources never came free before its end")
+
+
+def bound(d: "Daemon", rid: int) -> list["Rec"]:
+    return [rec for rec in d.jobs.values() if rec.resv == rid]
+
+
+def finish(d: "Daemon", r: RRec, now: float, state: RState, why: str, release: bool = False) -> None:
+    """End reservation ``r``: its resources return; its bound jobs are dealt with (module docstring)."""
+    was_active = r.state is RState.ACTIVE
+    r.state = state
+    r.end_time = now if not was_active or state is RState.DELETED or r.end_time is None else r.end_time
+    r.reason = why
+    r.predicted = None
+    i = bisect.bisect_left(d.book.flex, r.id)
+    if i < len(d.book.flex) and d.book.flex[i] == r.id:
+        del d.book.flex[i]
+    d.book.resvs.pop(r.id, None)
+    save(d, r)
+    for rec in bound(d, r.id):
+        if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
+            if release:
+                rec.resv = None
+                rec._waiting = None
+                spec = d.db.job(rec.id)["spec"]  # type: ignore[index]
+                spec["reservation"] = None
+                d.save(rec, spec=spec)
+                log.info("job %d released from reservation %d to the queue", rec.id, r.id)
+            else:
+                d._dequeue(rec)
+                d.end(rec, JobState.CANCELLED, now, reason=f"reservation {r.id} {state.value.lower()}")
+        elif r.kill and rec.shepherd is not None and rec.stop is None and rec.state is JobState.RUNNING:
+            rec.stop = "resvend"
+            d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
+            d.save(rec)
+    d.dirty = True
+    log.info("reservation %d %s%s", r.id, state.value.lower(), f" ({why})" if why else "")
+
+
+def set_predicted(d: "Daemon", pred: dict[int, float], now: float) -> None:
+    """Store the predicted activation time of each waiting reservation."""
+    for r in d.book.resvs.values():
+        if r.state is not RState.WAITING:
+            continue
+        p = max(r.start, now) if r.start is not None and r.id not in pred else pred.get(r.id)
+        if p is not None and p == float("inf"):
+            p = None
+        if p != r.predicted:
+            r.predicted = p
+            d.db.update_resv(r.id, predicted=p)
