@@ -99,6 +99,9 @@ def _decode(row: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
 class StateDB:
     def __init__(self, path: str | Path, write: bool = False) -> None:
         self.path = Path(path)
+        self.failed: sqlite3.Error | None = None
+        self.journal: list[tuple[str, Any, bool]] = []  # writes of the open transaction
+        self.unsaved: list[tuple[str, Any, bool]] = []  # writes a failed commit left to do
         if write:
             self.conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
             self.conn.execute("PRAGMA journal_mode=WAL")
@@ -176,7 +179,7 @@ class StateDB:
     def put_resv(self, resv: dict[str, Any]) -> None:
         """Insert or replace a whole reservation row."""
         vals = [json.dumps(resv[c]) if c in RESV_JSON else resv[c] for c in RESV_COLUMNS]
-        self.conn.execute(
+        self._write(
             f"INSERT OR REPLACE INTO reservations ({', '.join(RESV_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(RESV_COLUMNS))})", vals)
 
@@ -187,7 +190,7 @@ class StateDB:
                 raise KeyError(k)
             cols.append(f"{k} = ?")
             vals.append(json.dumps(v) if k in RESV_JSON else v)
-        self.conn.execute(f"UPDATE reservations SET {', '.join(cols)} WHERE id = ?", [*vals, resv_id])
+        self._write(f"UPDATE reservations SET {', '.join(cols)} WHERE id = ?", [*vals, resv_id])
 
     def meta(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT key, value FROM meta"))
@@ -197,10 +200,52 @@ class StateDB:
 
     # -- writing (daemon only) ----------------------------------------------
     def begin(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
+        """Open a write transaction; statements a failed commit left unsaved are written first."""
+        self.failed = None
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            self.failed = e
+        self.journal = []
+        unsaved, self.unsaved = self.unsaved, []
+        for stmt in unsaved:
+            self._write(*stmt)
 
-    def commit(self) -> None:
-        self.conn.execute("COMMIT")
+    def commit(self) -> bool:
+        """Commit; on failure (a full or read-only disk) roll back and keep the statements.
+
+        Every write is idempotent (INSERT OR REPLACE, UPDATE ... SET), so the
+        next :meth:`begin` writes them again; the caller learns of the
+        failure from the result (and :attr:`failed`), never from an exception.
+        """
+        if self.failed is None:
+            try:
+                self.conn.execute("COMMIT")
+                self.journal = []
+                return True
+            except sqlite3.OperationalError as e:
+                self.failed = e
+        try:
+            self.conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        self.unsaved, self.journal = self.journal, []
+        return False
+
+    def _write(self, sql: str, args: Any = (), many: bool = False) -> None:
+        """Run one write statement of the open transaction, and remember it."""
+        if many:
+            args = list(args)
+        self.journal.append((sql, args, many))
+        if self.failed is not None:
+            return
+        try:
+            if many:
+                self.conn.executemany(sql, args)
+            else:
+                self.conn.execute(sql, args)
+        except sqlite3.OperationalError as e:
+            self.failed = e
 
     def put(self, job: dict[str, Any]) -> None:
         """Insert or replace a whole job row."""
@@ -208,7 +253,7 @@ class StateDB:
         for i, c in enumerate(COLUMNS):
             if c in JSON_COLUMNS:
                 vals[i] = json.dumps(vals[i], separators=(",", ":"))
-        self.conn.execute(
+        self._write(
             f"INSERT OR REPLACE INTO jobs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
             vals,
         )
@@ -221,10 +266,10 @@ class StateDB:
                 raise KeyError(k)
             cols.append(f"{k} = ?")
             vals.append(json.dumps(v, separators=(",", ":")) if k in JSON_COLUMNS else v)
-        self.conn.execute(f"UPDATE jobs SET {', '.join(cols)} WHERE id = ?", [*vals, job_id])
+        self._write(f"UPDATE jobs SET {', '.join(cols)} WHERE id = ?", [*vals, job_id])
 
     def set_predicted(self, items: Iterable[tuple[float | None, int]]) -> None:
-        self.conn.executemany("UPDATE jobs SET predicted_start = ? WHERE id = ?", items)
+        self._write("UPDATE jobs SET predicted_start = ? WHERE id = ?", items, many=True)
 
     def set_meta(self, key: str, value: str) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))

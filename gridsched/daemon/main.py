@@ -12,6 +12,7 @@ crash every job is found again (see :mod:`gridsched.daemon.recover`).
 from __future__ import annotations
 
 import bisect
+import errno
 import fcntl
 import json
 import logging
@@ -37,6 +38,7 @@ from . import launch, procs, requests, reserve
 
 log = logging.getLogger("gschedd")
 
+NO_ROOM = (errno.ENOSPC, errno.EROFS, errno.EDQUOT)
 RESCAN = 1.0  # seconds between looks at the spool when nobody woke the daemon
 FORECAST_EVERY = 2.0  # seconds between refreshes of the predicted start times
 
@@ -167,6 +169,7 @@ class Daemon:
         self.last_forecast = 0.0
         self.forecast_dirty = True
         self.pending_launches: list[tuple[Rec, launch.Launch]] = []
+        self.disk_trouble = False
         self.in_txn = False
         self.book = reserve.Book()
 
@@ -234,10 +237,22 @@ class Daemon:
             self.db.begin()
             self.in_txn = True
 
-    def commit(self) -> None:
-        if self.in_txn:
-            self.db.commit()
-            self.in_txn = False
+    def commit(self) -> bool:
+        """Commit the job table; False when the spool has no room (the writes are kept for later)."""
+        if self.db.unsaved and not self.in_txn:
+            self.begin()  # try again what a full disk refused
+        if not self.in_txn:
+            return True
+        self.in_txn = False
+        ok = self.db.commit()
+        if not ok and not self.disk_trouble:
+            self.disk_trouble = True
+            log.error("cannot write the job table (%s): jobs wait to start and submissions wait in incoming/ "
+                      "until the spool has room", self.db.failed)
+        elif ok and self.disk_trouble:
+            self.disk_trouble = False
+            log.info("the job table is written again")
+        return ok
 
     def save(self, rec: Rec, **extra: Any) -> None:
         self.begin()
@@ -263,8 +278,8 @@ class Daemon:
             self.timers(now)
             if self.dirty or (self.wake_at is not None and now >= self.wake_at):
                 self.schedule(now)
-            self.commit()
-            self.launch_pending()
+            if self.commit():
+                self.launch_pending()
             self.commit()
             if self.forecast_dirty and time.time() - self.last_forecast >= FORECAST_EVERY:
                 self.forecast()
@@ -318,17 +333,27 @@ class Daemon:
         if not reqs:
             return
         self.begin()
+        served = []
         for req in reqs:
             try:
                 getattr(self, "req_" + req.data["type"])(req)
+            except OSError as e:
+                if e.errno in NO_ROOM:
+                    if not self.disk_trouble:
+                        log.error("no room in the spool (%s): submissions wait in incoming/", e.strerror)
+                        self.disk_trouble = True
+                    break
+                log.exception("request %s failed", req.name)
+                requests.quarantine(self.spool, req.name, f"could not be served: {e}")
+                continue
             except Exception as e:  # noqa: BLE001 - a bad request never stops the daemon
                 log.exception("request %s failed", req.name)
-                self.commit()
                 requests.quarantine(self.spool, req.name, f"could not be served: {e}")
-                self.begin()
-        self.commit()
-        for req in reqs:
-            requests.done(self.spool, req)
+                continue
+            served.append(req)
+        if self.commit():
+            for req in served:
+                requests.done(self.spool, req)
 
     def req_submit(self, req: requests.Request) -> None:
         job = req.data.get("job")
@@ -595,7 +620,13 @@ class Daemon:
     def launch_pending(self) -> None:
         """Fork the shepherds of the jobs whose start was just committed."""
         launches, self.pending_launches = self.pending_launches, []
+        now = time.time()
         for rec, spec in launches:
+            if rec.start is not None and now - rec.start > 1.0:  # held back while the spool had no room
+                rec.start = now
+                rec.deadline = now + rec.remaining()
+                if rec.segments:
+                    rec.segments[-1]["start"] = now
             try:
                 pid = launch.spawn(spec)
             except OSError as e:
@@ -717,6 +748,7 @@ class Daemon:
         code = result.get("exit_code") if result else None
         sig = result.get("signal") if result else None
         error = result.get("error") if result else None
+        why = result.get("reason") if result else None  # e.g. out of memory, from the shepherd
         was_queued = rec.state is JobState.SUSPENDED
         if was_queued:
             self._dequeue(rec)
@@ -767,13 +799,13 @@ class Daemon:
             self.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reached its walltime")
         elif sig is not None:
             self._close_segment(rec, end, "failed")
-            self.end(rec, JobState.FAILED, end, signal_=sig, reason=f"killed by signal {sig}")
+            self.end(rec, JobState.FAILED, end, signal_=sig, reason=why or f"killed by signal {sig}")
         elif code == 0:
             self._close_segment(rec, end, "completed")
             self.end(rec, JobState.COMPLETED, end, code=0)
         else:
             self._close_segment(rec, end, "failed")
-            self.end(rec, JobState.FAILED, end, code=code, reason=f"exit code {code}")
+            self.end(rec, JobState.FAILED, end, code=code, reason=why or f"exit code {code}")
 
     def end(
         self, rec: Rec, state: JobState, end: float, code: int | None = None,

@@ -161,8 +161,6 @@ def test_a_job_that_ends_while_the_spool_is_full_is_recorded_when_room_returns(s
     assert j["exit_code"] == 3 and j["reason"] == "exit code 3"
 
 
-@pytest.mark.xfail(reason="the daemon's commit() raises 'database or disk is full' out of its loop "
-                   "(gridsched/daemon/main.py)", strict=True)
 def test_the_daemon_survives_a_full_spool_while_jobs_end(small_fs):
     gs = small_fs
     gs.start()

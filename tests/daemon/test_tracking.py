@@ -137,8 +137,6 @@ def test_mem_over_the_limit_is_killed_with_a_clear_reason(gs, memory_cgroup):
     wait_for(lambda: cgroup_dirs(memory_cgroup) == before, 10, "the jobs' cgroups to be removed")
 
 
-@pytest.mark.xfail(reason="the daemon's finish() ignores the exit file's 'reason' (gridsched/daemon/main.py)",
-                   strict=True)
 def test_out_of_memory_is_the_reason_gstat_shows(gs, memory_cgroup):
     hog = gs.work / "hog.sh"
     hog.write_text(HOG)
