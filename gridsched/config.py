@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import cpuset
-from .core.types import Params, Policy, Predictor
+from .core.types import Params, Policy, Predictor, YieldAffinity
 from .core.units import UnitError, parse_duration
 
 PACKAGED = Path(__file__).with_name("data") / "gridsched.toml"
@@ -48,6 +48,7 @@ class Config:
     resv_max_duration: int = 7 * 86400  # [reservations] max_duration
     topology: str = ""  # topology file (relative to the config file's directory); "" = the host's
     cancel_never_satisfied: bool = False
+    max_array_size: int = 100_000  # [jobs] max_array_size: array indices are below it
 
 
 def _defaults() -> dict[str, Any]:
@@ -137,6 +138,11 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     except ValueError:
         raise bad("scheduler", "predictor", "must be one of " + ", ".join(x.value for x in Predictor)) from None
 
+    try:
+        affinity = YieldAffinity(get("scheduler", "yield_affinity", str))
+    except ValueError:
+        raise bad("scheduler", "yield_affinity", "must be one of " + ", ".join(x.value for x in YieldAffinity)) from None
+
     default_wt = duration("jobs", "default_walltime")
     max_wt = duration("jobs", "max_walltime")
     if default_wt > max_wt:
@@ -167,10 +173,13 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         raise bad("daemon", "log_level", "must be debug, info, warning or error")
     floating = _floating(base["resources"].get("floating"), path)
     preempt_fixed = get("reservations", "preempt_for_fixed", bool)
+    max_array = get("jobs", "max_array_size", int)
+    if not 1 <= max_array <= 4_000_000:
+        raise bad("jobs", "max_array_size", "must be a whole number from 1 to 4000000")
     return Config(
         path=path,
         params=Params(policy=policy, p=p, threshold=float(threshold), predictor=predictor,
-                      preempt_for_fixed=preempt_fixed),
+                      preempt_for_fixed=preempt_fixed, yield_affinity=affinity),
         default_walltime=default_wt,
         max_walltime=max_wt,
         default_ncpus=ncpus,
@@ -187,6 +196,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         system=_system(get("daemon", "system", bool), get("daemon", "autostart", bool), path),
         topology=get("machine", "topology", str),
         cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
+        max_array_size=max_array,
         floating=floating,
         resv_max_duration=duration("reservations", "max_duration"),
     )

@@ -22,3 +22,16 @@ def compat_env(job_id: int, name: str, ncpus: int, submit_dir: str) -> dict[str,
         "PBS_O_WORKDIR": submit_dir,
         "NSLOTS": n,
     }
+
+
+def array_env(array_id: int, index: int, indices: tuple[int, ...], compat: bool) -> dict[str, str]:
+    """The variables that tell an array task who it is (and the Slurm and PBS names with ``compat``)."""
+    aid, idx = str(array_id), str(index)
+    env = {"GS_ARRAY_JOB_ID": aid, "GS_ARRAY_TASK_ID": idx, "GS_ARRAY_TASK_COUNT": str(len(indices))}
+    if compat:
+        env.update(
+            SLURM_ARRAY_JOB_ID=aid, SLURM_ARRAY_TASK_ID=idx, SLURM_ARRAY_TASK_COUNT=str(len(indices)),
+            SLURM_ARRAY_TASK_MIN=str(indices[0]), SLURM_ARRAY_TASK_MAX=str(indices[-1]),
+            PBS_ARRAY_ID=aid, PBS_ARRAY_INDEX=idx,
+        )
+    return env

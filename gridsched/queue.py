@@ -52,8 +52,14 @@ def from_submit(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_jobs(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
-    """Every job the spool knows of, by id: the state db's rows, then submits not yet taken in."""
+    """Every job the spool knows of, by id: the state db's rows, and submits not yet taken in.
+
+    The submits are listed first: the daemon removes a request only after
+    committing its row, so a job whose request vanished in between is in the
+    db when it is read next, and no job is ever missed.
+    """
     idl = None if ids is None else list(ids)
+    waiting = spool.pending_submits()
     rows: dict[int, dict[str, Any]] = {}
     if spool.db.exists():
         import sqlite3
@@ -69,7 +75,7 @@ def load_jobs(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, 
                 db.close()
         except sqlite3.Error as e:
             raise QueueError(f"cannot read {spool.db}: {e}") from None
-    for spec in spool.pending_submits():
+    for spec in waiting:
         jid = spec.get("id")
         if isinstance(jid, int) and jid not in rows and (idl is None or jid in idl):
             rows[jid] = from_submit(spec)
@@ -109,24 +115,75 @@ def check_release(job: dict[str, Any] | None, uid: int) -> str | None:
 
 
 CHECKS = {"cancel": check_cancel, "hold": check_hold, "release": check_release}
+NONE_LEFT = {"cancel": "every task has ended", "hold": "no task is pending", "release": "no task is held"}
+
+
+def array_rows(spool: Spool, array_id: int) -> list[dict[str, Any]]:
+    """The tasks of array ``array_id`` (the submission itself while the daemon has not taken it in); [] if none."""
+    rows: list[dict[str, Any]] = []
+    if spool.db.exists():
+        import sqlite3
+
+        from .state import StateDB
+
+        try:
+            db = StateDB(spool.db)
+            try:
+                rows = db.by_spec("array_id", array_id)
+            finally:
+                db.close()
+        except sqlite3.Error as e:
+            raise QueueError(f"cannot read {spool.db}: {e}") from None
+    if not rows:
+        rows = [from_submit(s) for s in spool.pending_submits() if s.get("id") == array_id and "array" in s]
+    return rows
+
+
+def resolve(spool: Spool, ref: str) -> int:
+    """The job id of ``ID`` or of array task ``ARRAYID_INDEX``; :class:`LookupError` or ``ValueError`` (a bad form)."""
+    from .arrays import parse_ref
+
+    jid, index = parse_ref(ref)
+    if index is None:
+        return jid
+    for row in array_rows(spool, jid):
+        spec = row.get("spec") or {}
+        if spec.get("array_index") == index:
+            return int(row["id"])
+    raise LookupError(f"job {jid}_{index}: no such array task")
 
 
 def control(spool: Spool, kind: str, ids: list[int], uid: int) -> tuple[list[int], list[tuple[int, str]]]:
     """Send a ``kind`` request (cancel, hold, release) for the ids ``uid`` may act on.
 
-    Returns the ids sent and ``(id, why)`` for the others; nothing is sent
-    when no id passes its check.
+    An id that is an array's acts on every task of the array the request
+    applies to (sent as ``arrays``).  Returns the ids sent and ``(id, why)``
+    for the others; nothing is sent when no id passes its check.
     """
     check = CHECKS[kind]
     known = {j["id"]: j for j in load_jobs(spool, ids)}
     good: list[int] = []
+    whole: list[int] = []
     bad: list[tuple[int, str]] = []
     for jid in ids:
+        tasks = array_rows(spool, jid)
+        if tasks:
+            why = _owner_check(tasks[0], uid)
+            if why is None and all(check(t, uid) for t in tasks):
+                why = NONE_LEFT[kind]
+            if why:
+                bad.append((jid, why))
+            else:
+                whole.append(jid)
+            continue
         why = check(known.get(jid), uid)
         if why:
             bad.append((jid, why))
         else:
             good.append(jid)
-    if good:
-        spool.request(kind, jobs=good)
-    return good, bad
+    if good or whole:
+        if whole:
+            spool.request(kind, jobs=good, arrays=whole)
+        else:
+            spool.request(kind, jobs=good)
+    return good + whole, bad

@@ -133,8 +133,8 @@ class Spool:
         return self.jobs / str(job_id)
 
     # -- job ids -----------------------------------------------------------
-    def next_id(self) -> int:
-        """Hand out the next job id (an exclusive lock on seq.lock guards the counter).
+    def next_id(self, count: int = 1) -> int:
+        """Hand out the next job id, or the first of ``count`` consecutive ones (an exclusive lock on seq.lock guards the counter).
 
         The id is above the counter in ``seq`` and every submit request
         waiting in ``incoming/``.  In a spool shared by many users (one whose
@@ -153,8 +153,8 @@ class Spool:
             if shared or last < 0:
                 last = max(last, self._highest_in_table())
             nid = max(last, self._highest_request()) + 1
-            data = f"{nid}\n".encode()
-            if shared:
+            data = f"{nid + count - 1}\n".encode()
+            if shared or self._seq_shared():
                 out = os.open(self.seq, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
                 try:
                     os.ftruncate(out, 0)
@@ -166,6 +166,13 @@ class Spool:
             return nid
         finally:
             os.close(fd)
+
+    def _seq_shared(self) -> bool:
+        """Whether ``seq`` is writable by every user (a system spool): then it is rewritten in place, keeping its mode."""
+        try:
+            return bool(os.stat(self.seq).st_mode & 0o002)
+        except OSError:
+            return False
 
     def check_space(self) -> None:
         """``OSError`` (ENOSPC) if the spool's file system has too little room left for a request."""

@@ -149,6 +149,13 @@ class StateDB:
         sql += " ORDER BY id"
         return [_decode(r) for r in self.conn.execute(sql, args)]
 
+    def by_spec(self, key: str, value: int) -> list[dict[str, Any]]:
+        """The rows whose spec has ``key`` = ``value`` (``array_id``: the tasks of an array; ``split_of``: the pieces of a split job)."""
+        if key not in ("array_id", "split_of"):
+            raise KeyError(key)
+        sql = f"SELECT {', '.join(COLUMNS)} FROM jobs WHERE json_extract(spec, '$.{key}') = ? ORDER BY id"
+        return [_decode(r) for r in self.conn.execute(sql, (value,))]
+
     def job(self, job_id: int) -> dict[str, Any] | None:
         rows = self.jobs(ids=[job_id])
         return rows[0] if rows else None

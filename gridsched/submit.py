@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .config import Config
 from .core import depend
@@ -25,6 +25,9 @@ from .core.request import infeasible
 from .core.units import format_duration
 from .jobs import TERMINAL, JobState
 from .spool import Spool
+
+if TYPE_CHECKING:
+    from .arrays import ArraySpec
 
 MAX_SCRIPT = 1 << 20  # bytes; a job script, not a data file
 WAIT_FIRST, WAIT_MAX = 0.05, 2.0  # seconds between state polls: growing, bounded
@@ -66,6 +69,12 @@ class Options:
     hold: bool = False
     checkpoint: str | None = None
     depend: str | None = None
+    array: str | None = None  # --array range text (gridsched.arrays)
+    split: int | None = None  # --split: number of sub-tasks
+    task_time: int | None = None  # --task-time: walltime of one sub-task
+    parent: int | None = None  # --parent: the job this one is a child of (default: the job gsub runs in)
+    no_parent: bool = False  # --no-parent: not a child even inside a job
+    recoverable: bool = False  # --recoverable: the subtree is kept (held) if this job fails
 
 
 def read_script(arg: str | None, wrap: str | None) -> Script:
@@ -112,7 +121,7 @@ _SUBST = re.compile(r"%[jxAa%]")
 
 
 def output_path(template: str | None, default: str, job_id: int, name: str, workdir: Path,
-                submit_dir: Path) -> Path:
+                submit_dir: Path, array: bool = False) -> Path:
     """The absolute path of an output file.
 
     ``%j`` is the job id, ``%x`` the job name, ``%%`` a percent sign; as in
@@ -120,11 +129,15 @@ def output_path(template: str | None, default: str, job_id: int, name: str, work
     array) and ``%a`` its index (0 for a job that is not an array).  A
     relative path is relative to the working directory; an existing directory
     receives the default file name.  No option: ``default`` in the submit
-    directory.
+    directory.  For an array (``array``), ``%j``, ``%a`` and ``%%`` are left in
+    the path (and a ``%`` of the name doubled): the daemon fills them in for
+    each task (:func:`gridsched.arrays.task_path`).
     """
     if template is None:
         return submit_dir / default
     subst = {"%j": str(job_id), "%x": name, "%%": "%", "%A": str(job_id), "%a": "0"}
+    if array:
+        subst.update({"%j": "%j", "%x": name.replace("%", "%%"), "%%": "%%", "%a": "%a"})
     text = _SUBST.sub(lambda m: subst[m.group()], template)
     p = Path(os.path.expanduser(text))
     if not p.is_absolute():
@@ -159,6 +172,13 @@ def machine_cores(spool: Spool, cfg: Config) -> int:
                     return n
         except Exception:  # noqa: BLE001 - an unreadable state db only costs the better answer
             pass
+    if cfg.topology:
+        from .topology import load_machine
+
+        try:
+            return load_machine(cfg).ncores
+        except ValueError as e:
+            raise SubmitError(str(e)) from None
     from .machine import from_config
 
     return from_config(cfg).ncores
@@ -208,12 +228,25 @@ def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: t
     name = opts.name if opts.name is not None else script.default_name
     if not name.strip() or "/" in name or any(ord(c) < 32 for c in name):
         raise SubmitError(f"name {name!r}: must be non-empty, without '/' or control characters", USAGE)
-    walltime = opts.walltime if opts.walltime is not None else cfg.default_walltime
+    array = check_array(opts.array, cfg) if opts.array is not None else None
+    ncpus = opts.ncpus if opts.ncpus is not None else cfg.default_ncpus
+    cores = machine_cores(spool, cfg)
+    split: dict[str, Any] | None = None
+    walltime = opts.walltime
+    if opts.split is not None:
+        if array is not None:
+            raise SubmitError("--array and --split exclude each other", USAGE)
+        if infeasible(ncpus, cores) is None:
+            split, walltime = check_split(opts.split, opts.task_time, ncpus, walltime, cores, cfg)
+            ncpus *= min(opts.split, max(1, cores // ncpus))  # one wave on the whole machine
+    elif opts.task_time is not None:
+        raise SubmitError("--task-time goes with --split", USAGE)
+    if walltime is None:
+        walltime = cfg.default_walltime
     if walltime > cfg.max_walltime:
         raise SubmitError(f"walltime {format_duration(walltime)} is longer than the maximum "
                           f"{format_duration(cfg.max_walltime)} (jobs.max_walltime)")
-    ncpus = opts.ncpus if opts.ncpus is not None else cfg.default_ncpus
-    why = infeasible(ncpus, machine_cores(spool, cfg))
+    why = infeasible(ncpus, cores)
     if why:
         raise SubmitError(f"job can never run: it {why}")
     checkpoint = opts.checkpoint or cfg.checkpoint
@@ -236,11 +269,14 @@ def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: t
     except OSError as e:  # a full or read-only spool: nothing was submitted
         raise SubmitError(f"cannot submit to {spool.root}: {e.strerror or e}") from None
     dep = check_depend(spool, opts.depend, job_id, uid) if opts.depend else ""
-    stdout = output_path(opts.output, f"{name}.o{job_id}", job_id, name, workdir, submit_dir)
-    stderr = output_path(opts.error, f"{name}.e{job_id}", job_id, name, workdir, submit_dir)
+    arr = opts.array is not None
+    suffix = f"{job_id}_%a" if arr else str(job_id)
+    esc = name.replace("%", "%%") if arr else name
+    stdout = output_path(opts.output, f"{esc}.o{suffix}", job_id, name, workdir, submit_dir, arr)
+    stderr = output_path(opts.error, f"{esc}.e{suffix}", job_id, name, workdir, submit_dir, arr)
     check_output_dir("output", stdout)
     check_output_dir("error", stderr)
-    return {
+    spec = {
         "id": job_id,
         "name": name,
         "user": user_name(uid),
@@ -261,6 +297,60 @@ def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: t
         "submit_time": time.time(),
         "submit_dir": str(submit_dir),
     }
+    spec.update(tree_keys(spool, opts, ncpus, uid, env))
+    if array is not None:
+        spec["array"] = array.text
+    if split is not None:
+        spec["split"] = split
+    return spec
+
+
+def tree_keys(spool: Spool, opts: Options, ncpus: int, uid: int, env: Mapping[str, str] | None) -> dict[str, Any]:
+    """The spec keys ``parent`` and ``recoverable`` (:mod:`gridsched.tree`); :class:`SubmitError` if refused."""
+    from .tree import TreeError, submit_keys
+
+    try:
+        return submit_keys(spool, ncpus, uid, opts.parent, opts.no_parent, opts.recoverable, env)
+    except TreeError as e:
+        raise SubmitError(str(e), USAGE if "exclude" in str(e) else 1) from None
+
+
+def check_array(text: str, cfg: Config) -> "ArraySpec":
+    """The parsed ``--array`` range; :class:`SubmitError` (usage) if it cannot be used."""
+    from .arrays import ArrayError, parse
+
+    try:
+        return parse(text, cfg.max_array_size)
+    except ArrayError as e:
+        raise SubmitError(f"array {e}", USAGE) from None
+
+
+def check_split(n: int, task_time: int | None, ncpus: int, walltime: int | None, cores: int,
+                cfg: Config) -> tuple[dict[str, Any], int]:
+    """The ``split`` spec key of a splittable job and its walltime; :class:`SubmitError` if refused.
+
+    The job's walltime (``-t``) covers all its sub-tasks run in waves of
+    ``cores // ncpus`` on the whole machine; without ``-t`` it is just that.
+    """
+    if n < 1:
+        raise SubmitError(f"split {n}: the number of sub-tasks must be positive", USAGE)
+    if n > cfg.max_array_size:
+        raise SubmitError(f"split {n}: more sub-tasks than jobs.max_array_size ({cfg.max_array_size})", USAGE)
+    if task_time is None:
+        raise SubmitError("--split needs --task-time, the walltime of one sub-task", USAGE)
+    per_wave = max(1, cores // ncpus)
+    waves = -(-n // per_wave)
+    need = waves * task_time
+    if walltime is None:
+        walltime = min(need, cfg.max_walltime)
+    if task_time > walltime:
+        raise SubmitError(f"task time {format_duration(task_time)} is longer than the walltime "
+                          f"{format_duration(walltime)}", USAGE)
+    if walltime < need:
+        raise SubmitError(f"walltime {format_duration(walltime)} is too short for {n} sub-tasks of "
+                          f"{format_duration(task_time)}: {waves} waves of {per_wave} on {cores} cores take "
+                          f"{format_duration(need)}")
+    return {"n": n, "ncpus": ncpus, "task_time": task_time}, walltime
 
 
 def job_exit_status(job: dict[str, Any]) -> int:
@@ -306,3 +396,25 @@ def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> dict[st
     finally:
         if db is not None:
             db.close()
+
+
+def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = None) -> list[dict[str, Any]]:
+    """Block until all ``tasks`` tasks of array ``array_id`` have ended; their rows (as :func:`wait_job`)."""
+    from .state import StateDB
+
+    first = wait_job(spool, array_id, timeout)  # the first task has the array's id
+    deadline = None if timeout is None else time.monotonic() + timeout
+    terminal = {s.value for s in TERMINAL}
+    delay = WAIT_FIRST
+    while True:
+        db = StateDB(spool.db)
+        try:
+            rows = db.by_spec("array_id", array_id)
+        finally:
+            db.close()
+        if len(rows) >= tasks and all(r["state"] in terminal for r in rows):
+            return rows or [first]
+        if deadline is not None and time.monotonic() >= deadline:
+            raise WaitTimeout(f"array {array_id} has not ended after {timeout}s")
+        time.sleep(delay)
+        delay = min(delay * 1.5, WAIT_MAX)

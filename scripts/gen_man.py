@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from gridsched import __version__  # noqa: E402
 from gridsched.cli import compat, gacct, gctl, gdel, ghold, gresv, grls, gschedd, gstat, gsub  # noqa: E402
+from gridsched.cli import gwait  # noqa: E402
 from gridsched.cli.common import EXIT_DOC, ExitCode  # noqa: E402
 from gridsched.cli.gstat import JSON_KEYS  # noqa: E402
 from gridsched.config import PACKAGED, parse  # noqa: E402
@@ -181,7 +182,8 @@ DIRECTIVES = para("""
 OUTPUT = para("""
     Without -o and -e, the job's standard output goes to NAME.oJOBID and its standard error to
     NAME.eJOBID in the directory gsub ran in (as PBS does).  In the paths given to -o and -e,
-    %j is replaced by the job id, %x by the job name and %% by a percent sign; a relative path
+    %j is replaced by the job id, %x by the job name, %A by the array's id and %a by the task's
+    index (for a job that is not an array, its id and 0) and %% by a percent sign; a relative path
     is relative to the job's working directory (-D); a path that is an existing directory
     receives the default file name.  The directory of each file must exist when the job is
     submitted.
@@ -236,6 +238,37 @@ DEPENDENCIES = para("""
     "dependency never satisfied", as Slurm's DependencyNeverSatisfied.
 """)
 
+ARRAYS = para("""
+    --array RANGE (#GS --array, #SBATCH --array, #PBS -J) submits one job per index of RANGE:
+    indices and ranges separated by commas, a range being START-END or START-END:STEP (1,3,5-7,
+    0-99:10), with %MAX at the end to run at most MAX tasks at once (0-99%4).  Indices go from 0
+    to jobs.max_array_size - 1 (100000 by default).  gsub prints the array's id, which is also
+    the job id of its first task; the daemon gives the other tasks job ids of their own and
+    each task is a job: task INDEX of array ID is named ID_INDEX (gdel 12_7, gstat -f 12_7),
+    sees GS_ARRAY_JOB_ID and GS_ARRAY_TASK_ID (and, with compat.env, SLURM_ARRAY_JOB_ID,
+    SLURM_ARRAY_TASK_ID and PBS_ARRAY_INDEX), and writes its output to NAME.oID_INDEX unless
+    -o says otherwise, where %A is the array's id and %a the index.  gdel ID cancels every task,
+    gstat shows an array as one row with the number of tasks in each state (-t: one row per
+    task).  A range that is empty, ends before it starts, has a step below 1 or an index too
+    large is refused with one line and exit status 2; gdel of a task that does not exist with
+    exit status 1.
+""")
+
+SPLIT = para("""
+    --split N --task-time T -n C submits a job made of N independent sub-tasks, each a run of the
+    script with GS_TASK_ID set (0 to N-1) on C cores for at most T (GS_NCPUS is C, GS_CORES its
+    cores).  At its turn it runs as a whole on as many cores as one wave needs (C times the
+    sub-tasks that fit on the machine), starting the next sub-task whenever C of its cores are
+    free; its walltime, -t, is that of the whole and defaults to the waves it needs.  While it
+    waits behind a job that cannot start yet (easy and checkpoint-backfill policies), the
+    backfill step may take sub-tasks out of it into the cores left free until that job's
+    reserved start: as many as end by then, chained one after another on the same cores.  They
+    run as a piece, a job of its own (gstat shows "piece of ID"; its output goes to the job's
+    files with .PIECEID appended), and the job keeps the others at its place in the queue.  A
+    job whose sub-tasks all went to pieces ends with the last of them.  gstat shows how many
+    sub-tasks are done, running and left; gdel of the job cancels its pieces too.
+""")
+
 GSUB_EXAMPLES = verbatim("""
     $ cat job.sh
     #!/bin/sh
@@ -270,6 +303,9 @@ GSTAT_JSON = para(f"""
     ("stdout, stderr, workdir", "Absolute paths of the job's output files and working directory."),
     ("resources, reservation", "The job's floating resources ({\"matlab\": 1}; {} for none) and the id of "
      "the reservation it is bound to (null for none)."),
+    ("array_id, array_index", "For an array task, its array's id and its index; null otherwise."),
+    ("split", "null, or for a splittable job {n, ncpus, task_time, done, running, failed, left} (its sub-tasks "
+     "and how many are done, running, failed and left), for a piece of one {of: the job, tasks: its sub-tasks}."),
     ("daemon", '{"running": true or false, "pid": the daemon\'s pid or null, "spool": the spool directory}.'),
 ]) + "\n" + para("""
     Jobs submitted while the daemon has not yet taken them in are listed as PENDING (HELD if
@@ -317,10 +353,88 @@ RESV_JSON = para(f"""
     predicted activation time of a waiting one.
 """)
 
+# -- job trees: gsub JOB TREES, gwait(1), gyield(1), gresume(1), gresume-tree(1) --------------
+
+TREES = para("""
+    A job submitted from inside a running job ($GS_JOBID set, same spool) is a child of that job,
+    unless --no-parent is given; --parent ID attaches it to another running job of the same user.
+    gsub refuses, with one line, a parent that is unknown, another user's, or not running, and a
+    child that asks for more cores than the root of its tree has: the cores of a tree are
+    allocated to its root.  gstat --tree shows the jobs as trees and gstat -f ID the parent and
+    children of a job.
+
+    A parent waits for its children with gwait(1).  gwait --yield (or gyield(1) and gresume(1))
+    lends its cores meanwhile: it stays in memory, idle, and the scheduler runs other tasks on its
+    cores -- its descendants, the deepest first, then as scheduler.yield_affinity allows (tree:
+    jobs of the same tree, none: any job).  A task that may run on either a lent or a free core is
+    put on the lent one; a task on a lent core needs no allocation of its own, holds it until it
+    ends and is never preempted for the parent.  When the children have ended (or on gresume) no
+    new task starts on the cores, and the parent gets them back when the tasks still running there
+    have ended.  So parents that fill the machine cannot deadlock their children.  When preempting,
+    leaves go first, the deepest, then the most recently started.
+
+    A parent that fails, is cancelled or times out takes its subtree with it: its pending
+    descendants are cancelled and its running ones signalled as by gdel (reason "parent ID ended
+    STATE").  With --recoverable the subtree is kept instead: running descendants go on, pending
+    ones are held (reason "parent ID ended STATE: subtree held"), and gresume-tree ID releases
+    them, for instance from the job that takes over once it has checked its state.  The held
+    jobs keep their parent: they are not attached to the new job.
+""")
+
+TREE_EXIT = [ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]
+TREE_SEE = "gsub(1), gstat(1), gwait(1), gyield(1), gresume(1), gresume-tree(1), gridsched.toml(5)"
+TREE_ENV = items([
+    ("GS_JOBID", "The job the command runs in (set by the daemon); without it the command refuses to run."),
+    ("GS_SPOOL", "The spool of that job (set by the daemon)."),
+])
+TREE_PAGES: dict[str, tuple[click.Command, int, dict]] = {
+    "gwait": (gwait.gwait_cli, 1, {
+        "TOPICS": {"JOB TREES": TREES},
+        "ENVIRONMENT": TREE_ENV,
+        "EXIT STATUS": exit_status(TREE_EXIT[1:], [("0", "Every job waited for COMPLETED (or there was none).")]),
+        "EXAMPLES": verbatim("""
+            #!/bin/sh
+            #GS -n 4
+            for part in 1 2 3 4; do gsub -n 1 work.sh $part; done
+            gwait --yield --children || exit 1     # the children run on this job's 4 cores
+            cat part.* > result
+        """),
+        "SEE ALSO": TREE_SEE,
+    }),
+    "gyield": (gwait.gyield_cli, 1, {
+        "ENVIRONMENT": TREE_ENV,
+        "EXIT STATUS": exit_status(TREE_EXIT),
+        "EXAMPLES": verbatim("""
+            gsub -n 2 stage.sh
+            gyield                 # lend the cores, return at once
+            wait_for_stage_output
+            gresume                # blocks until the cores are this job's again
+        """),
+        "SEE ALSO": TREE_SEE,
+    }),
+    "gresume": (gwait.gresume_cli, 1, {
+        "ENVIRONMENT": TREE_ENV,
+        "EXIT STATUS": exit_status(TREE_EXIT),
+        "SEE ALSO": TREE_SEE,
+    }),
+    "gresume-tree": (gwait.gresume_tree_cli, 1, {
+        "ENVIRONMENT": ENVIRONMENT,
+        "EXIT STATUS": exit_status(TREE_EXIT),
+        "EXAMPLES": verbatim("""
+            $ gsub --recoverable -n 4 driver.sh      # job 40; it fails, its children 41 and 42 are held
+            $ gresume-tree 40
+            job 41: releasing
+            job 42: releasing
+        """),
+        "SEE ALSO": TREE_SEE,
+    }),
+}
+
 PAGES: dict[str, tuple[click.Command, int, dict]] = {
     "gsub": (gsub.cli, 1, {
         "TOPICS": {"DIRECTIVES": DIRECTIVES, "SLURM AND PBS DIRECTIVES": FOREIGN, "DEPENDENCIES": DEPENDENCIES,
-                   "OUTPUT FILES": OUTPUT, "CHECKPOINTING": CHECKPOINT},
+                   "OUTPUT FILES": OUTPUT, "CHECKPOINTING": CHECKPOINT, "JOB ARRAYS": ARRAYS,
+                   "SPLITTABLE JOBS": SPLIT, "JOB TREES": TREES},
         "ENVIRONMENT": ENVIRONMENT + "\n" + para("""
             The job runs with the environment gsub was called with, plus GS_JOBID, GS_NCPUS, the
             cores it runs on, $GS_CHECKPOINT_DIR and $GS_RESTART_COUNT.  With compat.env = true in
@@ -562,6 +676,9 @@ def toml_page() -> str:
     parts.append(".SH TOPOLOGY FILE\n" + TOPOLOGY_FILE)
     parts.append(".SH SEE ALSO\ngsub(1), gstat(1), gschedd(8), gctl(8)")
     return "\n".join(parts) + "\n"
+
+
+PAGES.update(TREE_PAGES)
 
 
 def generate() -> dict[str, str]:

@@ -5,7 +5,9 @@ For each trace: fcfs, easy, conservative, and checkpoint-backfill with
 threshold 30 min at p = 0.2 and at the best p of a small grid (by average
 bounded slowdown), each with a checkpoint overhead of 120 s and of 0 s, plus
 the naive cascading reading at p = 0.2 / 120 s; every metric with its change
-against easy.  ``--save FILE`` keeps the raw records, ``--load FILE`` renders
+against easy.  Then easy and checkpoint-backfill (p = 0.2, 120 s) again with
+the jobs larger than a quarter of the machine splittable (``gsim
+--split-jobs-above``).  ``--save FILE`` keeps the raw records, ``--load FILE`` renders
 them again without simulating.
 """
 
@@ -36,11 +38,13 @@ from gridsched.sim.engine import simulate  # noqa: E402
 from gridsched.sim.metrics import compute  # noqa: E402
 
 
-def run(tr: swf.Trace, params: Params, overhead: float, name: str) -> dict[str, Any]:
+def run(tr: swf.Trace, params: Params, overhead: float, name: str, split_above: int | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
-    res = simulate(tr, params, overhead=overhead)
+    res = simulate(tr, params, overhead=overhead, split_above=split_above)
     rec = report.record(res, compute(res), time.perf_counter() - t0)
     rec["name"] = name
+    if split_above is not None:
+        rec["split_above"] = split_above
     print(f"  {name}: {rec['seconds']:.1f} s", file=sys.stderr, flush=True)
     return rec
 
@@ -64,6 +68,10 @@ def simulate_trace(path: Path) -> list[dict[str, Any]]:
     recs.append(run(tr, Params(policy=Policy.CHECKPOINT_BACKFILL, threshold=THRESHOLD,
                                predictor=Predictor.USER_HISTORY), 120.0,
                     "checkpoint-backfill user-history predictor, overhead 120 s"))
+    above = tr.ncores // 4
+    recs.append(run(tr, Params(policy=Policy.EASY), 120.0, f"easy, jobs above {above} processors split", above))
+    recs.append(run(tr, Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.2, threshold=THRESHOLD), 120.0,
+                    f"checkpoint-backfill p=0.2, overhead 120 s, jobs above {above} processors split", above))
     return recs
 
 
@@ -116,6 +124,8 @@ def render(data: dict[str, list[dict[str, Any]]], meta: dict[str, str]) -> str:
         f"- machine: {meta['cpu']}, {meta['cpus']} CPUs; Python {meta['python']} ({meta['platform']})",
         "",
     ]
+    split = {name: [r for r in recs if r.get("split_above") is not None] for name, recs in data.items()}
+    data = {name: [r for r in recs if r.get("split_above") is None] for name, recs in data.items()}
     for name, recs in data.items():
         r0 = recs[0]
         skipped = ", ".join(f"{n} {why}" for why, n in r0["skipped_by"].items()) or "none"
@@ -125,7 +135,51 @@ def render(data: dict[str, list[dict[str, Any]]], meta: dict[str, str]) -> str:
         out += table(recs)
         out.append("")
     out += comparison(data)
+    if any(split.values()):
+        out += splitting(data, split)
     return "\n".join(out) + "\n"
+
+
+def splitting(data: dict[str, list[dict[str, Any]]], split: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The section on splittable jobs: each split run next to the same policy unsplit."""
+    out = [
+        "## Splittable jobs",
+        "",
+        "The same traces with every job of more than a quarter of the machine's processors made",
+        "splittable (`gsim --split-jobs-above`, model in gsim(1): one 1-core sub-task per processor,",
+        "each taking the job's run time and estimated at its requested time).  While such a job waits",
+        "behind a blocked head, the backfill step takes sub-tasks out of it into the cores left free",
+        "until the head's reservation, chained on the same cores.  Percentages are changes against the",
+        "same policy with no job split.",
+        "",
+    ]
+    for name, recs in split.items():
+        out += [f"### {name}", "",
+                "| setting | " + " | ".join(t for _, t, _ in COLS) + " | split jobs | pieces | sub-tasks |",
+                "|" + "---|" * (len(COLS) + 4)]
+        for r in recs:
+            base = next(b for b in data[name] if b["policy"] == r["policy"] and b["checkpoint_overhead"] == 120.0
+                        and abs(b["p"] - r["p"]) < 1e-9 and not b.get("cascade")
+                        and b["predictor"] == r["predictor"])
+            cells = [f"{report.fmt(r[k], kind)} ({report.relative(r[k], base[k])})" for k, _, kind in COLS]
+            sp = r.get("split", {})
+            out.append(f"| {r['name']} | " + " | ".join(cells) +
+                       f" | {sp.get('jobs', 0)} | {sp.get('pieces', 0)} | {sp.get('sub_tasks', 0)} |")
+        out.append("")
+    return out + SPLIT_READING
+
+
+# Written after reading the numbers above; regenerate and re-read when the core changes.
+SPLIT_READING = [
+    "Reading: utilization does not move (the load and the last arrival are fixed by the trace); waits",
+    "do.  Under easy, splitting lowers average wait by 10 to 27 % and bounded slowdown by 10 to 23 %.",
+    "Under checkpoint-backfill the gain is smaller (KTH-SP2, SDSC-SP2) or slightly negative (SDSC-BLUE:",
+    "+3 % wait, +5 % bounded slowdown).  A likely cause, not measured apart: the holes before the",
+    "head's reservation are already filled by jobs started on shortened estimates, and pieces, which",
+    "are never preempted, take cores those jobs would have used.  The model is generous to splitting",
+    "(every large job is made of independent 1-core sub-tasks), so these are upper bounds for real",
+    "workloads.",
+]
 
 
 def comparison(data: dict[str, list[dict[str, Any]]]) -> list[str]:

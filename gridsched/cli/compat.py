@@ -50,7 +50,7 @@ SLURM: tuple[Rule, ...] = (
     Rule(("-o", "--output"), "output", "standard output file (%j, %x, %A, %a)", "-o"),
     Rule(("-e", "--error"), "error", "standard error file (%j, %x, %A, %a)", "-e"),
     Rule(("--mem",), "mem", "memory of the job (a bare number is MiB)", "--mem"),
-    Rule(("-a", "--array"), "array", "job array", "(not supported yet: warned, one job is submitted)"),
+    Rule(("-a", "--array"), "array", "job array (RANGE[%MAX])", "--array"),
     Rule(("-d", "--dependency"), "depend", "dependencies", "-d SPEC"),
     Rule(("-L", "--licenses"), "licenses", "licences", "(not supported yet: warned)"),
     Rule(("-D", "--chdir"), "chdir", "working directory", "-D DIR"),
@@ -81,7 +81,7 @@ PBS: tuple[Rule, ...] = (
     Rule(("-l",), "resources", "resources, comma-separated (below)", "see -l"),
     Rule(("-o",), "output", "standard output file (a host: prefix is dropped)", "-o"),
     Rule(("-e",), "error", "standard error file (a host: prefix is dropped)", "-e"),
-    Rule(("-J",), "array", "job array", "(not supported yet: warned, one job is submitted)"),
+    Rule(("-J",), "array", "job array (X-Y[:Z][%MAX])", "--array"),
     Rule(("-W",), "attr", "attribute: depend=SPEC (job ids may carry a .server suffix)", "-d SPEC"),
     Rule(("-d",), "chdir", "working directory", "-D DIR"),
     Rule(("-h",), "hold", "submit held", "--hold", value=False),
@@ -112,7 +112,7 @@ PBS_RESOURCES: tuple[Rule, ...] = (
 PREFIXES = {"#SBATCH": SLURM, "#PBS": PBS}
 # gsub options the translation produces, by key, and the option that carries them.
 GS_FLAG = {"name": "-N", "ncpus": "-n", "time": "-t", "output": "-o", "error": "-e", "mem": "--mem",
-           "depend": "-d", "chdir": "-D", "checkpoint": "--checkpoint"}
+           "depend": "-d", "chdir": "-D", "checkpoint": "--checkpoint", "array": "--array"}
 GS_SWITCH = {"hold": "--hold", "wait": "--wait"}
 
 
@@ -258,7 +258,7 @@ class _Reader:
         elif key == "array":
             if not _ARRAY.match(str(value).strip()):
                 raise CompatError(f"{where}: {shown}: not an array range (such as 1-10, 1,3,5, 0-15:4%2)")
-            self.warn(lineno, shown, "job arrays are not supported yet; the script is submitted as one job")
+            self.set(lineno, "array", str(value).strip())
         elif key == "ignore":
             self.warn(lineno, shown, rule.why)
         else:
@@ -408,7 +408,7 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
     if params.get("mem") is not None:
         out.append(f"#SBATCH --mem={_slurm_mem(params['mem'])}")
     for key, flag in (("output", "--output"), ("error", "--error"), ("chdir", "--chdir"),
-                      ("depend", "--dependency")):
+                      ("depend", "--dependency"), ("array", "--array")):
         if params.get(key):
             out.append(f"#SBATCH {flag}={q(params[key])}")
     if params.get("hold"):

@@ -106,6 +106,8 @@ def run(system: bool, spool_dir: str | None, config_file: str | None) -> int:
         fail(PROG, f"already running with pid {pid}")
     except OSError as e:  # a full or read-only spool, or one it may not write
         fail(PROG, f"cannot run on {s.spool.root}: {e.strerror or e}")
+    except ValueError as e:  # a topology file that cannot be used (TopologyError)
+        fail(PROG, str(e))
 
 
 @cli.command("start")

@@ -179,7 +179,8 @@ def _read(trace: str, procs: int | None, nodes: bool, strict: bool, limit: int |
 
 
 def _simulate(tr: Any, params: Params, overhead: float, mode: str, series: bool = False,
-              task: str = "", resv: Any = None) -> tuple[Any, Any, float]:
+              task: str = "", resv: Any = None, machine: Any = None, place: str | None = None,
+              split_above: int | None = None) -> tuple[Any, Any, float]:
     from ..sim.engine import Mode, SimulationError, simulate
     from ..sim.metrics import compute
 
@@ -188,7 +189,8 @@ def _simulate(tr: Any, params: Params, overhead: float, mode: str, series: bool 
         with _progress(len(tr), task or params.policy.value) as tick:
             res = simulate(tr, params, overhead=overhead, mode=Mode(mode), series=series, progress=tick,
                            reservations=resv.reservations if resv else None,
-                           floating=resv.floating if resv else None)
+                           floating=resv.floating if resv else None, machine=machine, place=place,
+                           split_above=split_above)
     except NotImplementedError:
         fail(PROG, f"policy {params.policy.value} is not available in this version of the scheduling core")
     except SimulationError as e:
@@ -259,10 +261,19 @@ def _check_plot_available(path: str | None) -> None:
               help="Replay the reservations of FILE (CSV or .toml; see RESERVATIONS in gsim(1)) beside the trace.")
 @click.option("--floating", "floating", metavar="NAME=COUNT", multiple=True,
               help="A floating resource of the machine (licences), for the reservations; repeatable.")
+@click.option("--topology", "topology", metavar="FILE",
+              help="Place jobs on the machine map of FILE (a topology.toml; see gridsched.toml(5)) instead of "
+              "counting cores only; its cores must number the machine's.")
+@click.option("--place", "place", type=ChoiceType(("pack", "spread", "board"), "HOW"),
+              help="With --topology: the mapping requirement of every job (default pack).")
+@click.option("--split-jobs-above", "split_jobs_above", type=click.IntRange(min=0), metavar="N",
+              help="Replay every job of more than N processors as splittable: one 1-core sub-task per processor, "
+              "each taking the job's run time (see SPLITTABLE JOBS).")
 def run_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, strict: bool, predictor: str | None,
             overhead: float, mode: str, config_file: str | None, cascade: bool, as_json: bool,
             policy: str | None, p: float | None, threshold: float | None, jobs_out: str | None,
-            plot: str | None, resv_file: str | None, floating: tuple[str, ...]) -> None:
+            plot: str | None, resv_file: str | None, floating: tuple[str, ...], topology: str | None,
+            place: str | None, split_jobs_above: int | None) -> None:
     """Replay TRACE under one policy and print its metrics.
 
     With --reservations, the reservations of FILE are replayed too: flexible
@@ -276,7 +287,17 @@ def run_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, stric
     _check_plot_available(plot)
     tr = _read(trace, procs, nodes, strict, limit)
     resv = _reservations(resv_file, floating, tr.ncores) if resv_file or floating else None
-    res, met, secs = _simulate(tr, params, overhead, mode, series=plot is not None, resv=resv)
+    machine = _topology(topology, tr.ncores) if topology else None
+    if place and machine is None:
+        fail(PROG, "--place needs --topology", ExitCode.USAGE)
+    if machine is not None and place:
+        from ..core.placement import Request, never_fits
+        from ..sim.swf import UNPLACEABLE, keep_only
+
+        keep_only(tr, [i for i, n in enumerate(tr.size) if never_fits(machine, Request(n, place)) is None],
+                  UNPLACEABLE)
+    res, met, secs = _simulate(tr, params, overhead, mode, series=plot is not None, resv=resv,
+                               machine=machine, place=place, split_above=split_jobs_above)
     rec = report.record(res, met, secs)
     if jobs_out is not None:
         try:
@@ -292,6 +313,21 @@ def run_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, stric
         _emit_json(rec)
     else:
         report.print_run(rec)
+
+
+def _topology(path: str, ncores: int) -> Any:
+    """The machine map of --topology FILE, with as many cores as the trace's machine."""
+    from pathlib import Path
+
+    from ..topology import read
+
+    try:
+        m = read(Path(path), None)  # a simulated machine: its cores are not checked against this host
+    except (OSError, ValueError) as e:
+        fail(PROG, f"--topology {e}")
+    if m.ncores != ncores:
+        fail(PROG, f"--topology {path}: declares {m.ncores} cores, the machine has {ncores} (use --procs)")
+    return m
 
 
 def _reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> Any:
@@ -330,9 +366,13 @@ def _reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> A
               default=",".join(POLICIES), show_default=True, help="Policies to compare.")
 @click.option("--p", "p", type=FRACTION, help="checkpoint-backfill: factor of long estimates (default 0.2).")
 @click.option("--threshold", type=SECONDS, help="checkpoint-backfill: threshold (default 30m).")
+@click.option("--split-jobs-above", "split_jobs_above", type=click.IntRange(min=0), metavar="N",
+              help="Replay every job of more than N processors as splittable: one 1-core sub-task per processor, "
+              "each taking the job's run time (see SPLITTABLE JOBS).")
 def compare_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, strict: bool,
                 predictor: str | None, overhead: float, mode: str, config_file: str | None, cascade: bool,
-                as_json: bool, policies: list[str], p: float | None, threshold: float | None) -> None:
+                as_json: bool, policies: list[str], p: float | None, threshold: float | None,
+                split_jobs_above: int | None) -> None:
     """Replay TRACE under several policies; one row each, with the change against easy."""
     from ..sim import report
 
@@ -342,7 +382,7 @@ def compare_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, s
     tr = _read(trace, procs, nodes, strict, limit)
     recs = []
     for prm in settings:
-        res, met, secs = _simulate(tr, prm, overhead, mode)
+        res, met, secs = _simulate(tr, prm, overhead, mode, split_above=split_jobs_above)
         recs.append(report.record(res, met, secs))
     base = next((r for r in recs if r["policy"] == "easy"), recs[0])
     if as_json:
@@ -395,6 +435,16 @@ def tune_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, stri
                     "best": {"p": best["p"], "threshold": best["threshold"], key: best[key]}})
     else:
         report.print_tune(recs, ps, thresholds, metric, key, best)
+
+
+def _add_tree_command() -> None:
+    """gsim tree: parent-child tree workloads (gsim_tree.py)."""
+    from .gsim_tree import tree_cmd
+
+    main.add_command(tree_cmd)
+
+
+_add_tree_command()
 
 
 if __name__ == "__main__":

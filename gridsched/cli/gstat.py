@@ -25,7 +25,7 @@ PROG = "gstat"
 JSON_KEYS = (
     "id name user state ncpus walltime submit_time start_time end_time elapsed predicted_start cores "
     "exit_code exit_signal reason restarts preemptions checkpoints backfilled stdout stderr workdir "
-    "resources reservation"
+    "resources reservation array_id array_index split"
 ).split()
 ACTIVE_STATES = {JobState.RUNNING.value, JobState.STOPPING.value}
 STYLE = {
@@ -73,6 +73,15 @@ def record(job: dict[str, Any], now: float) -> dict[str, Any]:
     out["reason"] = job.get("reason") or ""
     out["resources"] = dict(spec.get("resources") or {})
     out["reservation"] = spec.get("reservation")
+    out["array_id"] = spec.get("array_id")
+    out["array_index"] = spec.get("array_index")
+    out["split"] = None
+    if "split" in spec:
+        sp = spec["split"]
+        out["split"] = {"n": sp.get("n"), "ncpus": sp.get("ncpus"), "task_time": sp.get("task_time"),
+                        **job.get("split_counts", {})}
+    elif "split_of" in spec:
+        out["split"] = {"of": spec["split_of"], "tasks": [i for c in spec.get("split_chains") or [] for i in c]}
     for k in ("stdout", "stderr", "workdir"):
         out[k] = spec.get(k)
     return out
@@ -112,46 +121,95 @@ def note(job: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+COLUMNS = (("ID", "right"), ("NAME", "left"), ("USER", "left"), ("STATE", "left"), ("CPUS", "right"),
+           ("WALLTIME", "right"), ("TIME", "right"), ("CORES", "left"), ("NOTE", "left"))
+
+
+def table_rows(jobs: list[dict[str, Any]], now: float) -> list[tuple[str, ...]]:
+    """The cells of the queue table, one tuple of strings per job."""
+    return [
+        (
+            j.get("label") or str(j["id"]),
+            j["name"] or "",
+            j["user"] or "",
+            j["state"],
+            str(j["ncpus"]),
+            format_duration(j["walltime"]) if j["walltime"] else "",
+            time_column(j, now),
+            j.get("cores") or "",
+            ", ".join(x for x in (j.get("note"), note(j)) if x),
+        )
+        for j in jobs
+    ]
+
+
 def print_table(jobs: list[dict[str, Any]], now: float) -> None:
+    """The queue: a rich table on a terminal, plain aligned columns otherwise (fast for long queues)."""
     import sys
 
-    from rich.console import Console
+    rows = table_rows(jobs, now)
+    if sys.stdout.isatty():
+        from rich.console import Console
 
-    tty = sys.stdout.isatty()
-    console = Console(highlight=False, width=None if tty else 4096, soft_wrap=not tty)
-    table = make_table(jobs, now, tty)
-    if tty:
-        console.print(table)
+        Console(highlight=False).print(make_table(jobs, now, True, rows))
         return
-    with console.capture() as cap:
-        console.print(table)
-    click.echo("\n".join(line.rstrip() for line in cap.get().splitlines()))
+    cells = [tuple(c for c, _ in COLUMNS), *rows]
+    widths = [max(len(r[k]) for r in cells) for k in range(len(COLUMNS))]
+    out = []
+    for r in cells:
+        parts = [r[k].rjust(widths[k]) if COLUMNS[k][1] == "right" else r[k].ljust(widths[k])
+                 for k in range(len(COLUMNS))]
+        out.append("  ".join(parts).rstrip())
+    click.echo("\n".join(out))
 
 
-def make_table(jobs: list[dict[str, Any]], now: float, tty: bool) -> Any:
+def make_table(jobs: list[dict[str, Any]], now: float, tty: bool, rows: list[tuple[str, ...]] | None = None) -> Any:
     """The queue as a rich Table (boxed and coloured for a terminal)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(box=box.SIMPLE_HEAD if tty else None, pad_edge=False, show_edge=False, header_style="bold" if tty else "")
-    for col, just in (("ID", "right"), ("NAME", "left"), ("USER", "left"), ("STATE", "left"),
-                      ("CPUS", "right"), ("WALLTIME", "right"), ("TIME", "right"), ("CORES", "left"),
-                      ("NOTE", "left")):
+    table = Table(box=box.SIMPLE_HEAD if tty else None, pad_edge=False, show_edge=False,
+                  header_style="bold" if tty else "")
+    for col, just in COLUMNS:
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
-    for j in jobs:
-        table.add_row(
-            str(j["id"]),
-            Text(j["name"] or ""),
-            Text(j["user"] or ""),
-            Text(j["state"], style=STYLE.get(j["state"], "")),
-            str(j["ncpus"]),
-            format_duration(j["walltime"]) if j["walltime"] else "",
-            time_column(j, now),
-            j.get("cores") or "",
-            note(j),
-        )
+    for r in rows if rows is not None else table_rows(jobs, now):
+        table.add_row(r[0], Text(r[1]), Text(r[2]), Text(r[3], style=STYLE.get(r[3], "")), *r[4:])
     return table
+
+
+def segment_text(seg: dict[str, Any], now: float) -> str:
+    """One run segment for people: when, how long, on which cores and boards, how it ended."""
+    start = seg.get("start")
+    end = seg.get("end")
+    text = when(start)
+    if start is not None:
+        text += f" to {when(end) if end is not None else 'now'} ({format_duration((end or now) - start)})"
+    if seg.get("cores"):
+        text += f" on cores {seg['cores']}"
+        if seg.get("boards"):
+            text += f" (boards {seg['boards']})"
+    if seg.get("resumed"):
+        text += ", resumed"
+    return text + (f": {seg['outcome']}" if seg.get("outcome") else "")
+
+
+def split_text(job: dict[str, Any]) -> str:
+    """A splittable job's sub-task counts, or a piece's chains (``3,4; 5,6``: one chain per ``;``)."""
+    spec = job.get("spec") or {}
+    if "split" in spec:
+        return str(job.get("note", ""))
+    if "split_of" in spec:
+        chains = "; ".join(",".join(map(str, c)) for c in spec.get("split_chains") or [])
+        return f"piece of {spec['split_of']}: sub-tasks {chains}"
+    return ""
+
+
+def tree_fields(job: dict[str, Any]) -> list[tuple[str, Any]]:
+    """gstat -f lines about the job's tree: parent, children, yielded, recoverable."""
+    from .gstat_tree import fields
+
+    return fields(job)
 
 
 def print_full(job: dict[str, Any], now: float) -> None:
@@ -181,6 +239,10 @@ def print_full(job: dict[str, Any], now: float) -> None:
         ("checkpoint", spec.get("checkpoint", "")),
         ("resources", ",".join(f"{k}={v}" for k, v in (spec.get("resources") or {}).items())),
         ("reservation", "" if spec.get("reservation") is None else spec["reservation"]),
+        *tree_fields(job),
+        ("array", "" if spec.get("array_id") is None else f"{spec['array_id']}_{spec.get('array_index')}"
+         + ("" if spec.get("array_max") is None else f" (at most {spec['array_max']} tasks at once)")),
+        ("split", split_text(job)),
         ("submit_time", when(job.get("submit_time"))),
         ("start_time", when(job.get("start_time"))),
         ("end_time", when(job.get("end_time"))),
@@ -205,14 +267,16 @@ def print_full(job: dict[str, Any], now: float) -> None:
     for k, v in fields:
         click.echo(f"{k:<{width}}  {v}")
     for i, seg in enumerate(segs, start=1):
-        click.echo(f"{'segment ' + str(i):<{width}}  {json.dumps(seg, sort_keys=True)}")
+        click.echo(f"{'segment ' + str(i):<{width}}  {segment_text(seg, now)}")
 
 
 @click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]},
                short_help="show the queue")
 @click.option("-a", "--all", "show_all", is_flag=True, help="Include finished jobs.")
 @click.option("-u", "--user", metavar="USER", help="Only the jobs of USER.")
-@click.option("-f", "--full", "full_id", metavar="ID", help="Show every field of job ID.")
+@click.option("-f", "--full", "full_id", metavar="ID", help="Show every field of job ID (ARRAYID_INDEX: an array "
+              "task).")
+@click.option("-t", "--tasks", "tasks", is_flag=True, help="One row per array task instead of one per array.")
 @click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON (schema in gstat(1)).")
 @click.option("-r", "--reservations", "resv_view", is_flag=True,
               help="Show the reservations instead of the jobs (as gresv list), with the predicted activation "
@@ -225,23 +289,37 @@ def print_full(job: dict[str, Any], now: float) -> None:
               "time axis (text chart) instead of the table.")
 @click.option("--hours", type=click.FloatRange(min=0.1, max=168), default=4.0, show_default=True,
               help="With --gantt: how many hours ahead the chart shows.")
+@click.option("--tree", "tree_view", is_flag=True,
+              help="Show the jobs as parent-child trees (children under their parent, yielding parents marked).")
 @spool_options
-def cli(show_all: bool, user: str | None, full_id: str | None, as_json: bool, resv_view: bool, watch: float | None,
-        count: int | None, gantt: bool, hours: float, spool_dir: str | None, config_file: str | None) -> int:
+def cli(show_all: bool, user: str | None, full_id: str | None, tasks: bool, as_json: bool, resv_view: bool,
+        watch: float | None,
+        count: int | None, gantt: bool, hours: float, spool_dir: str | None, config_file: str | None,
+        tree_view: bool = False) -> int:
     """Show the jobs in the queue: pending, held, running and suspended ones,
     with finished ones too with --all.
 
     For a running job TIME is the time it has run; for a pending job, the time
     until its predicted start when the daemon predicted one.
     """
+    from . import gstat_tasks
+
     ids: list[int] | None = None
     if full_id is not None:
+        from ..arrays import ArrayError, parse_ref
+
         try:
-            jid = int(full_id)
-        except ValueError:
-            fail(PROG, f"full '{full_id}': not a job id", ExitCode.USAGE)
-        ids = [jid]
+            parse_ref(full_id)
+        except ArrayError:
+            fail(PROG, f"full '{full_id}': not a job id (ID, or ARRAYID_INDEX for an array task)", ExitCode.USAGE)
     s = setup(PROG, spool_dir, config_file)
+    if full_id is not None:
+        try:
+            ids = [queue.resolve(s.spool, full_id)]
+        except LookupError as e:
+            fail(PROG, str(e))
+        except queue.QueueError as e:
+            fail(PROG, str(e))
     if resv_view:
         return show_reservations(s.spool, show_all, as_json)
     if watch is not None or gantt:
@@ -253,15 +331,27 @@ def cli(show_all: bool, user: str | None, full_id: str | None, as_json: bool, re
     if full_id is not None:
         if not jobs:
             fail(PROG, f"job {ids[0]}: no such job")  # type: ignore[index]
+        if "split" in (jobs[0].get("spec") or {}):
+            gstat_tasks.annotate(jobs, load_jobs(s.spool))
     else:
+        gstat_tasks.annotate(jobs, jobs)
+        if not as_json:
+            jobs = gstat_tasks.label_tasks(jobs) if tasks else gstat_tasks.fold(jobs)
         if not show_all:
             jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
         if user is not None:
             jobs = [j for j in jobs if j["user"] == user]
+    if tree_view and full_id is None:  # parent-child trees (gstat_tree.py)
+        from . import gstat_tree
+
+        return gstat_tree.show(s.spool, jobs, as_json)
     if as_json:
         doc = {"jobs": [record(j, now) for j in jobs], "daemon": daemon_record(s.spool)}
         click.echo(json.dumps(doc, indent=2))
     elif full_id is not None:
+        from . import gstat_tree
+
+        gstat_tree.annotate(s.spool, jobs[0])
         print_full(jobs[0], now)
     else:
         print_table(jobs, now)

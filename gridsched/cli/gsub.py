@@ -25,9 +25,11 @@ from ..submit import (  # noqa: F401 - output_path, job_exit_status, read_script
     ScriptError,
     SubmitError,
     build_spec,
+    check_array,
     job_exit_status,
     output_path,
     read_script,
+    wait_array,
     wait_job,
 )
 from . import compat
@@ -60,7 +62,8 @@ NOT_IN_DIRECTIVES = {
     "config_file": "--config",
 }
 # The parameters that describe the job (what --emit translates).
-JOB_PARAMS = ("name", "ncpus", "walltime", "mem", "output", "error", "chdir", "hold", "wait", "checkpoint", "depend")
+JOB_PARAMS = ("name", "ncpus", "walltime", "mem", "output", "error", "chdir", "hold", "wait", "checkpoint", "depend",
+              "array")
 
 
 class DependType(click.ParamType):
@@ -166,8 +169,22 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
 @click.option("-d", "--depend", type=DependType(),
               help="Start the job only when SPEC holds: afterok:ID[:ID...], afterany:ID..., afternotok:ID..., "
               "after:ID..., singleton, or a comma-separated list of these (all must hold). See DEPENDENCIES.")
+@click.option("-a", "--array", metavar="RANGE",
+              help="Submit a job array: one task per index of RANGE, such as 0-99, 1-9:2 (a step), 1,3,5-7, with "
+              "%MAX at the end to run at most MAX tasks at once (0-99%4). Task INDEX of array ID is ID_INDEX; it "
+              "sees GS_ARRAY_JOB_ID and GS_ARRAY_TASK_ID; in -o and -e, %A is the array id and %a the index. "
+              "Indices go up to jobs.max_array_size - 1. See JOB ARRAYS.")
+@click.option("--split", type=COUNT, metavar="N",
+              help="A splittable job of N independent sub-tasks (each a run of the script with GS_TASK_ID set, "
+              "0 to N-1), each on -n cores for at most --task-time. It runs in waves on as many cores as the "
+              "machine has; while it waits, sub-tasks may be taken out of it to fill backfill windows. "
+              "See SPLITTABLE JOBS.")
+@click.option("--task-time", type=DURATION, metavar="DURATION",
+              help="With --split: the walltime of one sub-task. -t, the walltime of the whole job, defaults to the "
+              "waves it needs on the whole machine.")
 @click.option("--wait", is_flag=True,
-              help="Wait until the job has finished and exit with its exit status.")
+              help="Wait until the job (every task of an array) has finished and exit with its exit status "
+              "(the highest of the tasks').")
 @click.option("--checkpoint", type=ChoiceType(CHECKPOINT_CHOICES, "MODE"),
               help="How the job may be preempted: none (never), signal (the job saves its state when "
               "signalled), suspend (stopped and continued), requeue (rerun from the start), criu "
@@ -181,6 +198,19 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
 @click.option("--wait-resv", is_flag=True,
               help="With --reservation: wait for the reservation's cores and units instead of refusing "
               "the job when too few are free now.")
+@click.option("--place", type=ChoiceType(("pack", "spread", "board"), "HOW"),
+              help="How the job's cores lie on the machine's boards (sockets or NUMA nodes): pack (fewest boards, "
+              "the default), spread (round-robin over boards), board (all on one board).")
+@click.option("--threads-per-core", type=click.IntRange(1, 2), metavar="T",
+              help="Use at most T hardware threads of each physical core (1: SMT siblings stay idle).")
+@click.option("--exclusive-board", is_flag=True, help="Take whole boards: no other job runs on the job's boards.")
+@click.option("--parent", type=COUNT, metavar="ID",
+              help="Make the job a child of ID, another running job of yours (default inside a job: the job "
+              "gsub runs in, $GS_JOBID). See JOB TREES.")
+@click.option("--no-parent", is_flag=True, help="Inside a job: submit an independent job, not a child.")
+@click.option("--recoverable", "--suspend-subtree-on-failure", "recoverable", is_flag=True,
+              help="If this job fails, is cancelled or times out, keep its subtree: running children finish, "
+              "pending ones are held until gresume-tree ID releases them (default: the subtree is cancelled).")
 @click.option("--wrap", metavar="COMMAND", help="Run COMMAND with /bin/sh instead of a script file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the submitted job as JSON.")
 @click.option("--emit", type=ChoiceType(EMIT_CHOICES, "FORMAT"),
@@ -220,7 +250,8 @@ def cli(
     resources, resv = _resv_options(s.spool, s.cfg, p)
     opts = Options(name=p["name"], ncpus=p["ncpus"], walltime=p["walltime"], mem=p["mem"], output=p["output"],
                    error=p["error"], chdir=p["chdir"], hold=bool(p["hold"]), checkpoint=p["checkpoint"],
-                   depend=p["depend"])
+                   depend=p["depend"], array=p["array"], split=p["split"], task_time=p["task_time"],
+                   parent=p["parent"], no_parent=bool(p["no_parent"]), recoverable=bool(p["recoverable"]))
     try:
         spec = build_spec(spool, s.cfg, sc, opts, args)
     except SubmitError as e:
@@ -230,10 +261,16 @@ def cli(
         spec["resources"] = resources
     if resv is not None:
         spec.update(reservation=resv, wait_resv=bool(p["wait_resv"]))
-    spool.submit(spec)
+    if p["place"] or p["threads_per_core"] or p["exclusive_board"]:
+        spec.update(_place_options(s.cfg, spec["ncpus"], p))
+    try:
+        spool.submit(spec)
+    except OSError as e:  # the spool filled up or went read-only since the id was taken
+        fail(PROG, f"cannot submit to {spool.root}: {e.strerror or e}")
     if p["as_json"]:
         shown = {k: spec[k] for k in ("id", "name", "user", "ncpus", "walltime", "mem", "checkpoint", "hold",
                                       "depend", "workdir", "stdout", "stderr", "submit_time")}
+        shown.update(array=spec.get("array"), split=spec.get("split"))
         click.echo(json.dumps({**shown, "spool": str(spool.root)}))
     else:
         click.echo(job_id)
@@ -243,7 +280,7 @@ def cli(
         else:
             warn(PROG, f"note: no daemon runs on {spool.root}; the job waits until one starts (gschedd start)")
     if p["wait"]:
-        return wait_for(spool, job_id)
+        return wait_for(spool, job_id, len(check_array(spec["array"], s.cfg).indices) if "array" in spec else 0)
     return ExitCode.OK
 
 
@@ -265,9 +302,26 @@ def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, 
         fail(PROG, str(e))
 
 
-def wait_for(spool: Spool, job_id: int) -> int:
-    """Block until job ``job_id`` has ended; its exit status."""
+def _place_options(cfg: Any, ncpus: int, p: dict[str, Any]) -> dict[str, Any]:
+    """The mapping requirement of a submission, refused here if the machine can never meet it."""
+    from ..core.placement import Request, never_fits
+    from ..topology import load_machine
+
+    req = Request(ncpus, p["place"] or "pack", p["threads_per_core"] or 0, bool(p["exclusive_board"]))
     try:
+        why = never_fits(load_machine(cfg), req)
+    except ValueError as e:  # the machine's topology file cannot be read
+        fail(PROG, str(e))
+    if why:
+        fail(PROG, f"job can never run: {why}")
+    return {"place": req.place, "threads_per_core": req.threads_per_core, "exclusive_board": req.exclusive_board}
+
+
+def wait_for(spool: Spool, job_id: int, tasks: int = 0) -> int:
+    """Block until job ``job_id`` (the ``tasks`` tasks of array ``job_id``) has ended; its exit status."""
+    try:
+        if tasks:
+            return max(job_exit_status(j) for j in wait_array(spool, job_id, tasks))
         return job_exit_status(wait_job(spool, job_id))
     except SubmitError as e:
         fail(PROG, str(e), e.code)

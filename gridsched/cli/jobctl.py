@@ -10,37 +10,56 @@ from .. import queue
 from .common import ExitCode, fail, setup, warn
 
 
-def parse_ids(prog: str, job_ids: tuple[str, ...]) -> list[int]:
-    """The ids as numbers, each once, in order; a bad one is a usage error."""
-    ids: list[int] = []
+def parse_ids(prog: str, job_ids: tuple[str, ...]) -> list[str]:
+    """The ids (``ID`` or ``ARRAYID_INDEX``), each once, in order; a bad one is a usage error."""
+    from ..arrays import ArrayError, parse_ref
+
+    ids: list[str] = []
     for raw in job_ids:
         try:
-            jid = int(raw)
-        except ValueError:
-            jid = -1
-        if jid <= 0:
-            fail(prog, f"'{raw}': not a job id (a positive whole number)", ExitCode.USAGE)
-        if jid not in ids:
-            ids.append(jid)
+            jid, index = parse_ref(raw)
+        except ArrayError:
+            fail(prog, f"'{raw}': not a job id (a positive whole number, or ARRAYID_INDEX for an array task)",
+                 ExitCode.USAGE)
+        text = str(jid) if index is None else f"{jid}_{index}"
+        if text not in ids:
+            ids.append(text)
     return ids
 
 
 def act(prog: str, kind: str, verb: str, job_ids: tuple[str, ...], spool_dir: str | None,
         config_file: str | None) -> int:
-    """Check every id, print one error line per refused job, send ``kind`` for the others."""
-    ids = parse_ids(prog, job_ids)
+    """Check every id, print one error line per refused job, send ``kind`` for the others.
+
+    ``ID`` of an array acts on all its tasks, ``ARRAYID_INDEX`` on one.
+    """
+    refs = parse_ids(prog, job_ids)
     s = setup(prog, spool_dir, config_file)
+    ids: list[int] = []
+    shown: dict[int, str] = {}  # job id -> as the user named it
+    missing: list[str] = []
     try:
-        good, bad = queue.control(s.spool, kind, ids, os.getuid())
+        for ref in refs:
+            try:
+                jid = queue.resolve(s.spool, ref)
+            except LookupError as e:
+                missing.append(str(e))
+                continue
+            if jid not in ids:
+                ids.append(jid)
+                shown[jid] = ref
+        good, bad = queue.control(s.spool, kind, ids, os.getuid()) if ids else ([], [])
     except queue.QueueError as e:
         fail(prog, str(e))
+    for why in missing:
+        click.echo(f"{prog}: error: {why}", err=True)
     for jid, why in bad:
-        click.echo(f"{prog}: error: job {jid}: {why}", err=True)
+        click.echo(f"{prog}: error: job {shown.get(jid, jid)}: {why}", err=True)
     for jid in good:
-        click.echo(f"job {jid}: {verb}")
+        click.echo(f"job {shown.get(jid, jid)}: {verb}")
     if good and s.spool.daemon_info() is None:
         warn(prog, f"note: no daemon runs on {s.spool.root}; the request is served when one starts")
-    return ExitCode.ERROR if bad else ExitCode.OK
+    return ExitCode.ERROR if bad or missing else ExitCode.OK
 
 
 def complete_job_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:

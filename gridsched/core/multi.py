@@ -63,6 +63,8 @@ from typing import Iterable
 
 from .predict import make_predictor
 from .profile import Profile, earliest_common_start
+from .placement import assign
+from .tree import preempt_order
 from .types import (
     Activate,
     Decision,
@@ -204,19 +206,28 @@ class _Pass:
                 if self.loose is not None and not fixed:
                     self.loose[d].reserve(start, duration, v[d])
 
-    def take(self, v: Vec) -> tuple[int, ...]:
-        """Take ``v`` from what is free now; the cores picked."""
+    def take(self, v: Vec, w: Waiting | None = None) -> tuple[int, ...]:
+        """Take ``v`` from what is free now; the cores picked.
+
+        A job's mapping requirement is met where the free cores allow it; this
+        pass decides on counts first, so where they do not, the job gets the
+        lowest-numbered free cores (a reservation always does).
+        """
         for d in range(self.dims):
             self.free_now[d] -= v[d]
-        cores = _pick(self.free_set, v[0])
-        if self.free_set is not None:
-            self.free_set = self.free_set.difference(cores)
+        if self.free_set is None:
+            return ()
+        got = None
+        if w is not None and self.snap.machine is not None:
+            got = assign(self.snap.machine, self.free_set, v[0], w.place)
+        cores, held = got if got is not None else (_pick(self.free_set, v[0]), None)
+        self.free_set = self.free_set.difference(held if held is not None else cores)
         return cores
 
     def start(self, w: Waiting, v: Vec, duration: float, backfilled: bool, planned: float | None) -> None:
         now = self.now
         self.hold(now, duration, v)
-        cores = self.take(v)
+        cores = self.take(v, None if w.flex else w)
         if w.flex:
             self.decisions.append(Activate(w.id, cores, now + w.estimate))
             self.activated[w.id] = (cores, now + w.estimate)
@@ -236,7 +247,7 @@ class _Pass:
             self._acc(total, v)
         if any(short[d] > total[d] for d in range(self.dims)):
             return False
-        cands = sorted(cands, key=lambda r: (-r.ncpus, -r.start, -r.id))
+        cands = preempt_order(self.snap, cands)  # most cores first; leaves first in job trees
         for r in cands:
             if all(s <= 0 for s in short):
                 break

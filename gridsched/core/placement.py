@@ -274,3 +274,26 @@ def never_fits(machine: MachineMap, req: Request) -> str | None:
     if req.place == "board" and max(caps) < n:
         return f"--place board: no board has {n} cores{per} (largest: {max(caps)})"
     return None
+
+
+def assign(
+    machine: MachineMap | None, free: frozenset[int], ncpus: int, req: Request | None = None
+) -> tuple[tuple[int, ...], frozenset[int]] | None:
+    """Cores for a job now: ``(cores it runs on, cores it holds)``, or None if ``free`` cannot hold it.
+
+    Without a machine map: the lowest-numbered free cores.  With one:
+    :func:`place` for ``req`` (default: pack, any thread), and the job holds
+    :func:`claimed` (more than it runs on with ``threads_per_core`` or
+    ``exclusive_board``).
+    """
+    if machine is None:
+        if len(free) < ncpus:
+            return None
+        c = tuple(sorted(free)[:ncpus])
+        return c, frozenset(c)
+    if req is None:
+        req = Request(ncpus)
+    c = place(machine, free, req)
+    if c is None:
+        return None
+    return c, (claimed(machine, c, req) if req.threads_per_core or req.exclusive_board else frozenset(c))

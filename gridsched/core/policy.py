@@ -107,6 +107,22 @@ same rules for requests of several resources (cores and floating resources
 such as licences) and adds reservations (``Activate`` decisions); without
 them the pass below runs, unchanged.
 
+Splittable jobs (easy, checkpoint-backfill)
+-------------------------------------------
+A pending job with ``Waiting.split`` is ``len(split.left)`` independent
+sub-tasks of ``split.ncpus`` cores and ``split.task_time`` seconds; as a
+whole it asks for one wave (``ncpus``) for its walltime and is scheduled like
+any job.  After the backfill step, the cores still free now form a window
+that lasts until the shadow time; each splittable job after the head, in
+queue order, that did not start whole fills it with sub-tasks chained on the
+same cores (:func:`gridsched.core.split.fill_window`), placed like one job of
+that many cores: a ``StartTasks`` decision.  Every chain ends by the shadow
+time even if each of its sub-tasks runs for its whole time, so the head is
+never delayed; the job keeps the rest of its sub-tasks at its place in the
+queue.  fcfs never backfills and conservative never splits (a splittable job
+is one job of one wave there), nor does the pass with floating resources or
+reservations (:mod:`gridsched.core.multi`) yet.
+
 Predictors: ``Params.predictor`` ``user-history`` replaces the scaled rule by
 the mean of the user's last two run times (see :mod:`gridsched.core.predict`);
 preemption and rules 2-4 are unchanged.  The predictor is used only by
@@ -116,12 +132,15 @@ checkpoint-backfill.
 from __future__ import annotations
 
 from bisect import insort
+from dataclasses import replace
 from math import inf
 
-from . import multi
+from . import multi, tree
+from .placement import assign
 from .predict import make_predictor
 from .profile import Profile
-from .types import Decision, HeadReservation, Plan, Policy, Preempt, Running, Snapshot, Start, Waiting
+from .split import fill_window
+from .types import Decision, HeadReservation, Plan, Policy, Preempt, Running, Snapshot, Start, StartTasks, Waiting
 
 # How a running job's end is counted.
 _USER = 0  # start + estimate
@@ -146,8 +165,26 @@ def pick(free: frozenset[int] | None, n: int) -> tuple[int, ...]:
     return tuple(sorted(free)[:n])
 
 
+_NOWHERE: tuple[tuple[int, ...], frozenset[int]] = ((), frozenset())
+
+
+def take(snap: Snapshot, free: frozenset[int] | None, w: Waiting) -> tuple[tuple[int, ...], frozenset[int]] | None:
+    """Where ``w`` would run now: ``(cores it runs on, cores it holds)``, or None.
+
+    None means ``free`` cannot hold the job now (too few cores, or its mapping
+    requirement cannot be met on them); see
+    :func:`gridsched.core.placement.assign`.  In count-only mode (``free``
+    None) it is ``((), frozenset())``.
+    """
+    if free is None:
+        return _NOWHERE
+    return assign(snap.machine, free, w.ncpus, w.place)
+
+
 def schedule(snap: Snapshot) -> Plan:
     """Decide what to start (and, under checkpoint-backfill, preempt) now."""
+    if snap.lent:  # yielding parents: tasks on their cores first (gridsched.core.tree)
+        return tree.schedule(snap, schedule)
     if snap.floating or snap.reservations:
         return multi.schedule(snap)
     policy = snap.params.policy
@@ -313,15 +350,18 @@ def _fcfs(snap: Snapshot) -> Plan:
         n = w.ncpus
         if n > cap:
             continue
-        if n > nfree:
+        got = take(snap, free, w) if n <= nfree else None
+        if got is None:
             ends = _ends(snap.running, now, _USER) + started
             ends.sort()
             head = HeadReservation(w.id, _shadow(nfree, ends, n)[0])
             break
-        cores = pick(free, n)
+        cores, held = got
         if free is not None:
-            free = free.difference(cores)
-        nfree -= n
+            free = free.difference(held)
+            nfree = len(free)
+        else:
+            nfree -= n
         started.append((now + w.estimate, n, False))
         out.append(Start(w.id, cores))
     return Plan(tuple(out), head)
@@ -349,11 +389,14 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> Plan:
         if i >= 0 and pend[i].ncpus <= cap:
             w = pend[i]
             n = w.ncpus
-            if n <= nfree:
-                cores = pick(free, n)
+            got = take(snap, free, w) if n <= nfree else None
+            if got is not None:
+                cores, held = got
                 if free is not None:
-                    free = free.difference(cores)
-                nfree -= n
+                    free = free.difference(held)
+                    nfree = len(free)
+                else:
+                    nfree -= n
                 insort(ends, (now + w.estimate, n, False))
                 starts.append(Start(w.id, cores))
                 skip = i
@@ -370,13 +413,16 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> Plan:
             n = w.ncpus
             if n > cap:
                 continue
-            if n > nfree:
+            got = take(snap, free, w) if n <= nfree else None
+            if got is None:
                 h = i
                 break
-            cores = pick(free, n)
+            cores, held = got
             if free is not None:
-                free = free.difference(cores)
-            nfree -= n
+                free = free.difference(held)
+                nfree = len(free)
+            else:
+                nfree -= n
             insort(ends, (now + w.estimate, n, False))
             starts.append(Start(w.id, cores))
         if h < 0:
@@ -398,7 +444,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> Plan:
         if short > 0:
             cands = [r for r in running if r.backfilled and r.preemptable and not r.stopping]
             if sum(r.ncpus for r in cands) >= short:
-                cands.sort(key=lambda r: (-r.ncpus, -r.start, -r.id))
+                cands = tree.preempt_order(snap, cands)
                 for r in cands:
                     preempts.append(Preempt(r.id))
                     gone.add(r.id)
@@ -428,22 +474,29 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> Plan:
         if est <= room:
             pass
         elif predict is not None and w.preemptable and (planned := predict(w)) is not None and planned <= room:
-            if now < now + planned < wake_t:
-                wake_t = now + planned
+            pass
         elif n <= extra:
-            extra -= n
-            planned = None
+            planned = -1.0  # on the extra cores: settled below, once it is placed
         else:
             continue
-        nfree -= n
+        if free is None:
+            cores = ()
+            nfree -= n
+        else:
+            got = take(snap, free, w)
+            if got is None:
+                continue
+            cores, held = got
+            free = free.difference(held)
+            nfree = len(free)
+        if planned == -1.0:
+            extra -= n
+            planned = None
+        elif planned is not None and now < now + planned < wake_t:
+            wake_t = now + planned
         if w.preemptable:
             reclaimable = True
-        if free is None:
-            starts.append(Start(w.id, (), True, planned))
-        else:
-            cores = pick(free, n)
-            free = free.difference(cores)
-            starts.append(Start(w.id, cores, True, planned))
+        starts.append(Start(w.id, cores, True, planned))
 
     wake: float | None = None
     if ckpt:
@@ -456,7 +509,42 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> Plan:
             wake_t = shadow
         if wake_t < inf:
             wake = wake_t
-    return Plan(tuple(preempts) + tuple(starts), HeadReservation(head.id, shadow), wake)
+    split = _split_fill(snap, rest, starts, free, nfree, shadow)
+    return Plan(tuple(preempts) + tuple(starts) + split, HeadReservation(head.id, shadow), wake)
+
+
+def _split_fill(snap: Snapshot, rest: list[Waiting], started: list[Start], free: frozenset[int] | None,
+                nfree: int, shadow: float) -> tuple[StartTasks, ...]:
+    """Sub-tasks of splittable jobs in the window left after backfilling (see "Splittable jobs" above)."""
+    now = snap.now
+    length = shadow - now
+    if nfree <= 0 or not 0 < length < inf:
+        return ()
+    done = {s.job for s in started}
+    out: list[StartTasks] = []
+    for w in rest:
+        sp = w.split
+        if sp is None or w.id in done or w.flex or w.bind is not None or sp.ncpus > nfree:
+            continue
+        chains = fill_window(sp.left, sp.ncpus, sp.task_time, nfree, length)
+        if not chains:
+            continue
+        n = len(chains) * sp.ncpus
+        if free is None:
+            cores: tuple[int, ...] = ()
+            nfree -= n
+        else:
+            got = take(snap, free, replace(w, ncpus=n, split=None))
+            if got is None:
+                continue
+            cores, held = got
+            free = free.difference(held)
+            nfree = len(free)
+        tasks = tuple(i for c in chains for i in c)
+        out.append(StartTasks(w.id, tasks, cores, tuple(chains), now + max(map(len, chains)) * sp.task_time))
+        if nfree <= 0:
+            break
+    return tuple(out)
 
 
 def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
@@ -478,11 +566,14 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
             continue
         est = w.estimate
         t = prof.earliest_start(n, est, now)
-        if t == now and n <= nfree:
-            cores = pick(free, n)
+        got = take(snap, free, w) if t == now and n <= nfree else None
+        if got is not None:
+            cores, held = got
             if free is not None:
-                free = free.difference(cores)
-            nfree -= n
+                free = free.difference(held)
+                nfree = len(free)
+            else:
+                nfree -= n
             starts.append(Start(w.id, cores, head is not None))
         elif head is None:
             head = HeadReservation(w.id, t)

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Mapping, Union
+from typing import TYPE_CHECKING, Mapping, Union
+
+if TYPE_CHECKING:
+    from .placement import Request
+    from .topology import MachineMap
 
 
 class Policy(str, Enum):
@@ -16,6 +20,14 @@ class Policy(str, Enum):
     EASY = "easy"
     CONSERVATIVE = "conservative"
     CHECKPOINT_BACKFILL = "checkpoint-backfill"
+
+
+class YieldAffinity(str, Enum):
+    """Which pending job may run on cores a yielding parent lends (see :mod:`gridsched.core.tree`)."""
+
+    DESCENDANT = "descendant"  # only a job below the lender
+    TREE = "tree"  # below the lender first, then any job of the lender's root tree
+    NONE = "none"  # below the lender first, then its tree, then any job
 
 
 class Predictor(str, Enum):
@@ -40,6 +52,17 @@ class Params:
     # A checkpointable job may start although it would still run at the start of
     # a fixed reservation; it is preempted then (``[reservations]`` of the config).
     preempt_for_fixed: bool = False
+    # Which pending job may run on cores a yielding parent lends ([scheduler] yield_affinity).
+    yield_affinity: YieldAffinity = YieldAffinity.DESCENDANT
+
+
+@dataclass(frozen=True, slots=True)
+class SplitInfo:
+    """The sub-tasks a splittable job has left: ``left`` (their indices), each on ``ncpus`` cores for at most ``task_time``."""
+
+    ncpus: int
+    task_time: float
+    left: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +88,12 @@ class Waiting:
     # This entry is the flexible job of the waiting flexible reservation with
     # the same id: when it would start, the reservation is activated instead.
     flex: bool = False
+    # The job's mapping requirement (--place, --threads-per-core,
+    # --exclusive-board); None: pack, any thread.  Used when Snapshot.machine is set.
+    place: Request | None = None
+    # A splittable job (its ``ncpus`` is one wave: as many sub-tasks as fit on
+    # the machine, times their cores); None for any other job.
+    split: SplitInfo | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +182,28 @@ class Snapshot:
     # cores of an active reservation.
     floating: Mapping[str, int] = field(default_factory=dict)
     reservations: tuple[Resv, ...] = ()
+    # The machine map: with it (and ``free``), started jobs are placed by
+    # :func:`gridsched.core.placement.place`; without it, on the lowest-numbered
+    # free cores.
+    machine: MachineMap | None = None
+    # Parent-child trees (:mod:`gridsched.core.tree`): the parent of each live
+    # job that has one, and the cores running parents lend while they yield.
+    parents: Mapping[int, int] = field(default_factory=dict)
+    lent: tuple[Lent, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Lent:
+    """Running job ``parent`` yields: it lends ``cores`` (its own) to the tasks allowed on them.
+
+    ``resuming``: it has asked for them back; no new task starts on them (except
+    to unstall its tree, see :mod:`gridsched.core.tree`), and it is resumed
+    when no job runs on them above it.
+    """
+
+    parent: int
+    cores: frozenset[int]
+    resuming: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +232,24 @@ class Activate:
     end: float = 0.0
 
 
-Decision = Union[Start, Preempt, Activate]
+@dataclass(frozen=True, slots=True)
+class StartTasks:
+    """Take sub-tasks out of splittable job ``job`` and start them now, as one piece, on ``cores``.
+
+    ``chains[i]`` is the indices of the sub-tasks run one after another on
+    ``cores[i * ncpus:(i + 1) * ncpus]`` (``ncpus`` of the job's
+    :class:`SplitInfo`); ``tasks`` is all of them.  ``end`` is when the
+    longest chain ends at the latest (now plus its sub-tasks' times).
+    """
+
+    job: int
+    tasks: tuple[int, ...]
+    cores: tuple[int, ...]
+    chains: tuple[tuple[int, ...], ...]
+    end: float = 0.0
+
+
+Decision = Union[Start, Preempt, Activate, StartTasks]
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,15 +26,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import config as configmod
-from .. import machine as machinemod
+from ..core.placement import Request as PlaceRequest
+from ..core.placement import claimed
+from ..topology import load_machine
 from ..core import cpuset, depend
 from ..core import policy as corepolicy
-from ..core.types import Activate, HeadReservation, Preempt, Running, Snapshot, Start, Waiting
+from ..core.types import Activate, HeadReservation, Preempt, Running, Snapshot, Start, StartTasks, Waiting
 from ..jobenv import compat_env
 from ..jobs import EXIT_CHECKPOINTED, JobState, TERMINAL
 from ..spool import Spool, atomic_write
 from ..state import StateDB
 from . import launch, procs, requests, reserve
+from . import arrays, split
+from .split import split_info
+from .tree import Trees
 
 log = logging.getLogger("gschedd")
 
@@ -82,9 +87,15 @@ class Rec:
     segments: list[dict[str, Any]] = field(default_factory=list)
     name: str = ""
     deps: tuple[depend.Dep, ...] = ()
+    place: PlaceRequest | None = None  # mapping requirement (--place, ...); None: pack
+    held: tuple[int, ...] = ()  # cores held beyond ``cores`` (unused SMT threads, rest of exclusive boards)
     reason: str = ""
     resources: tuple[tuple[str, int], ...] = ()  # floating resources (gsub -l)
     resv: int | None = None  # the reservation the job is bound to (gsub --reservation)
+    array_id: int | None = None  # an array task: its array (gridsched.arrays)
+    array_max: int | None = None  # most tasks of that array running at once
+    split: dict[str, Any] | None = None  # a splittable job: n, ncpus, task_time, left (daemon/split.py)
+    split_of: int | None = None  # a piece of a splittable job: that job's id
     _waiting: Waiting | None = None
 
     @property
@@ -102,7 +113,7 @@ class Rec:
         if w is None:
             w = self._waiting = Waiting(
                 self.id, self.ncpus, self.remaining(), self.preemptable, self.user, self.elapsed,
-                self.resources, self.resv,
+                self.resources, self.resv, place=self.place, split=split_info(self.split),
             )
         return w
 
@@ -117,7 +128,7 @@ class Rec:
         return {
             "segment": self.segment, "start": self.start, "shepherd": self.shepherd, "ticks": self.ticks,
             "pgid": self.pgid, "stop": self.stop, "kill_at": self.kill_at, "deadline": self.deadline,
-            "planned": self.planned, "checkpoint": self.checkpoint,
+            "planned": self.planned, "checkpoint": self.checkpoint, "held": list(self.held),
         }
 
     @classmethod
@@ -147,6 +158,16 @@ class Rec:
         rec.planned = run.get("planned")
         rec.resources = tuple(sorted((spec.get("resources") or {}).items()))
         rec.resv = spec.get("reservation")
+        rec.array_id = spec.get("array_id")
+        rec.array_max = spec.get("array_max")
+        rec.split = spec.get("split")
+        rec.split_of = spec.get("split_of")
+        rec.held = tuple(run.get("held") or ())
+        if spec.get("place") or spec.get("threads_per_core") or spec.get("exclusive_board"):
+            rec.place = PlaceRequest(
+                rec.ncpus, spec.get("place") or "pack", int(spec.get("threads_per_core") or 0),
+                bool(spec.get("exclusive_board")),
+            )
         return rec
 
 
@@ -155,8 +176,10 @@ class Daemon:
         self.spool = spool
         self.cfg = cfg
         self.config_path = config_path
-        self.machine = machinemod.from_config(cfg)
+        self.machine = load_machine(cfg)
         self.all_cores = frozenset(range(self.machine.ncores))
+        self.drained: frozenset[int] = frozenset()
+        self.drain_reason = ""
         self.jobs: dict[int, Rec] = {}
         self.queue: list[int] = []  # pending (and suspended) job ids in priority order
         self.head: HeadReservation | None = None
@@ -172,6 +195,8 @@ class Daemon:
         self.disk_trouble = False
         self.in_txn = False
         self.book = reserve.Book()
+        self.trees = Trees(self)  # parent-child job trees (daemon/tree.py)
+        self.budget: dict[int, int] = {}  # array throttles in the snapshot being built (see arrays.may_run)
 
     # -- setup ------------------------------------------------------------------
     def lock(self) -> None:
@@ -213,8 +238,18 @@ class Daemon:
         from .recover import recover
 
         self.book.load(self)
+        self._load_drained()
         recover(self)
+        self.trees.load()
         self.commit()
+
+    def _load_drained(self) -> None:
+        try:
+            d = json.loads(self.db.meta().get("drained") or "{}")
+            self.drained = frozenset(cpuset.parse(d.get("cores", ""))) & self.all_cores
+            self.drain_reason = str(d.get("reason", ""))
+        except (ValueError, AttributeError, cpuset.CpuListError):
+            self.drained = frozenset()
 
     def _on_stop(self, signum: int, frame: Any) -> None:
         self.stop_requested = True
@@ -376,15 +411,46 @@ class Daemon:
             bad = "walltime longer than the maximum"
         if bad is None:
             bad = reserve.check_submit(self, job, job["uid"], user)
+        if bad is None:
+            bad = self.trees.check_submit(job)
         if bad:
             state, reason = JobState.FAILED, bad
-        script = job.pop("script")
+        if "array" in job or "split" in job:
+            why = split.check(job, self.cfg.max_array_size)
+            if why:
+                requests.quarantine(self.spool, req.name, why)
+            elif "array" in job:
+                arrays.take_in(self, job, user, state, reason)
+            else:
+                split.take_in(self, job, user, state, reason)
+            return
+        self.take_in(job, user, state, reason)
+
+    def take_in(self, job: dict[str, Any], user: str, state: JobState, reason: str,
+                files: dict[str, Any] | None = None) -> Rec | None:
+        """Write a checked job's files and row and queue it; its record (None if it is refused).
+
+        ``files`` maps names in the job's directory to their text, or to a path
+        to hard-link (the tasks of an array share their script); without it the
+        spec's ``script`` is the file ``script``.
+        """
+        jid = job["id"]
+        if files is None:
+            files = {"script": job.pop("script")}
         jdir = self.spool.job_dir(jid)
         jdir.mkdir(parents=True, exist_ok=True)
         (jdir / "checkpoint").mkdir(exist_ok=True)
-        atomic_write(jdir / "script", script.encode(), mode=0o700, fsync=False)
+        for fname, content in files.items():
+            if isinstance(content, str):
+                atomic_write(jdir / fname, content.encode(), mode=0o700, fsync=False)
+            else:
+                try:
+                    os.unlink(jdir / fname)
+                except FileNotFoundError:
+                    pass
+                os.link(content, jdir / fname)
         if os.getuid() == 0 and job["uid"] != 0:
-            for p in (jdir, jdir / "checkpoint", jdir / "script"):
+            for p in (jdir, jdir / "checkpoint", *(jdir / f for f in files)):
                 os.chown(p, job["uid"], job.get("gid", -1))
         row = {
             "id": jid, "state": state.value, "user": user, "uid": job["uid"], "name": job["name"],
@@ -397,7 +463,7 @@ class Daemon:
         self.db.put(row)
         if state is JobState.FAILED:
             log.info("job %d refused: %s", jid, reason)
-            return
+            return None
         rec = Rec.from_row(row)
         self.jobs[jid] = rec
         if state is JobState.PENDING:
@@ -405,6 +471,7 @@ class Daemon:
             self.dirty = True
         self.forecast_dirty = True
         log.debug("job %d queued", jid)
+        return rec
 
     def _owned(self, req: requests.Request, jid: int) -> Rec | None:
         rec = self.jobs.get(jid)
@@ -420,7 +487,13 @@ class Daemon:
         ids = req.data.get("jobs")
         if not isinstance(ids, list):
             return []
-        return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+        out = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+        whole = req.data.get("arrays")  # every live task of these arrays
+        if isinstance(whole, list):
+            out += arrays.members(self, [i for i in whole if isinstance(i, int) and not isinstance(i, bool)])
+        if req.data["type"] == "cancel":  # a splittable job goes with its running pieces
+            out += split.pieces_of(self, out)
+        return list(dict.fromkeys(out))
 
     def req_cancel(self, req: requests.Request) -> None:
         now = time.time()
@@ -465,6 +538,42 @@ class Daemon:
     def req_resv_delete(self, req: requests.Request) -> None:
         reserve.delete(self, req)
 
+    def req_drain(self, req: requests.Request) -> None:
+        self._drain_cores(req, drain=True)
+
+    def req_resume(self, req: requests.Request) -> None:
+        if "job" in req.data:  # a yielding job asks for its cores back (gresume)
+            self.trees.req_resume(req)
+            return
+        self._drain_cores(req, drain=False)
+
+    def req_yield(self, req: requests.Request) -> None:
+        self.trees.req_yield(req)
+
+    def _drain_cores(self, req: requests.Request, drain: bool) -> None:
+        """Drained cores take no new job; jobs running on them finish. Only root or the daemon's owner may."""
+        if req.uid not in (0, os.getuid()):
+            log.warning("%s by uid %d refused: only root or the daemon's owner may", req.data["type"], req.uid)
+            return
+        try:
+            cores = cpuset.parse(str(req.data.get("cores", "")))
+        except cpuset.CpuListError as e:
+            log.warning("%s refused: %s", req.data["type"], e)
+            return
+        cores &= self.all_cores
+        if drain:
+            self.drained |= cores
+            self.drain_reason = str(req.data.get("reason") or self.drain_reason or "drained")
+        else:
+            self.drained -= cores
+        if not self.drained:
+            self.drain_reason = ""
+        self.begin()
+        self.db.set_meta("drained", json.dumps({"cores": cpuset.format(self.drained), "reason": self.drain_reason}))
+        self.dirty = True
+        log.info("cores %s %s; drained now: %s", cpuset.format(cores), "drained" if drain else "resumed",
+                 cpuset.format(self.drained) or "none")
+
     def req_reload(self, req: requests.Request) -> None:
         self.reload_requested = True
 
@@ -491,10 +600,11 @@ class Daemon:
 
     def snapshot(self, now: float) -> Snapshot:
         running = [r for r in self.jobs.values() if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)]
-        used: set[int] = set()
+        used: set[int] = set(self.drained)
         for r in running:
             used.update(r.cores)
-        return Snapshot(
+            used.update(r.held)
+        return self.trees.annotate(Snapshot(
             now=now,
             ncores=self.machine.ncores,
             running=tuple(r.running() for r in running),
@@ -505,9 +615,19 @@ class Daemon:
             history={u: tuple(h) for u, h in self.history.items()},
             floating=self.cfg.floating,
             reservations=self.book.core(),
-        )
+            machine=self.machine,
+        ))
 
     def eligible(self, rec: Rec) -> bool:
+        """Whether a pending job may be offered to the core now: its dependencies hold, its array's throttle
+        leaves room (``self.budget``, set afresh for each snapshot), a splittable job has sub-tasks left."""
+        if rec.split is not None and not rec.split.get("left"):
+            return False  # every sub-task went to pieces: it ends with the last of them (split.piece_ended)
+        if not self.deps_ready(rec):
+            return False
+        return rec.array_max is None or arrays.may_run(self, rec, self.budget)
+
+    def deps_ready(self, rec: Rec) -> bool:
         """Whether a pending job's dependencies let it start now (evaluated by the core's rules)."""
         if not rec.deps:
             return True
@@ -537,7 +657,9 @@ class Daemon:
 
     def schedule(self, now: float) -> None:
         self.dirty = False
+        self.trees.settle()
         self.cancel_later: list[tuple[Rec, str]] = []
+        self.budget = {}
         plan = corepolicy.schedule(self.snapshot(now))
         for rec, why in self.cancel_later:
             if rec.id in self.jobs and rec.state is JobState.PENDING:
@@ -557,6 +679,8 @@ class Daemon:
                 self.start(rec, d, now)
             elif isinstance(d, Preempt):
                 self.preempt(rec, now)
+            elif isinstance(d, StartTasks):
+                split.start_tasks(self, rec, d, now)
 
     def start(self, rec: Rec, d: Start, now: float) -> None:
         self._dequeue(rec)
@@ -572,18 +696,22 @@ class Daemon:
         rec.kill_at = None
         rec.deadline = now + rec.remaining()
         rec._waiting = None
+        rec.held = ()
+        if rec.place is not None and (rec.place.threads_per_core or rec.place.exclusive_board) and rec.cores:
+            rec.held = tuple(sorted(claimed(self.machine, rec.cores, rec.place) - set(rec.cores)))
+        boards = ",".join(str(b) for b in sorted({self.machine.board_of(c).id for c in rec.cores}))
         cpus = frozenset(self.machine.host_set(rec.cores))
         if rec.state is JobState.SUSPENDED and rec.shepherd is not None:
             rec.state = JobState.RUNNING
             procs.set_affinity(rec.shepherd, set(cpus))
             procs.signal_job(rec.shepherd, rec.pgid, signal.SIGCONT)
-            rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "resumed": True})
+            rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "boards": boards, "resumed": True})
             self.save(rec)
             log.info("job %d resumed on cores %s", rec.id, cpuset.format(rec.cores))
             return
         rec.state = JobState.RUNNING
         rec.segment += 1
-        rec.segments.append({"start": now, "cores": cpuset.format(rec.cores)})
+        rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "boards": boards})
         self.save(rec)
         self.pending_launches.append((rec, self._launch_spec(rec)))
 
@@ -763,6 +891,10 @@ class Daemon:
             self._close_segment(rec, end, "failed")
             self.end(rec, JobState.FAILED, end, code=code, reason=f"could not start: {error.strip()}")
             return
+        if rec.stop is None and rec.checkpoint == "signal" and code == EXIT_CHECKPOINTED and rec.state is JobState.RUNNING:
+            # saved its state and asked to be restarted: a preemption whose record a crash of the daemon lost
+            rec.stop, rec.state = "preempt", JobState.STOPPING
+            rec.preemptions += 1
         if rec.stop == "preempt" and rec.state is JobState.STOPPING:
             checkpointed = rec.checkpoint == "signal" and code == EXIT_CHECKPOINTED
             if checkpointed or rec.checkpoint == "requeue" or sig is not None:
@@ -820,6 +952,9 @@ class Daemon:
         if state is JobState.COMPLETED:
             self.history.setdefault(rec.user, deque(maxlen=2)).append(rec.elapsed)
         log.info("job %d %s%s", rec.id, state.value, f" ({reason})" if reason else "")
+        self.trees.ended(rec, state, end)
+        if rec.split_of is not None:
+            split.piece_ended(self, rec, end)
 
     # -- forecast -------------------------------------------------------------------------------------
     def forecast(self) -> None:
@@ -828,6 +963,7 @@ class Daemon:
         fc = getattr(corepolicy, "forecast", None)
         if fc is None:
             return
+        self.budget = {}
         snap = self.snapshot(self.last_forecast)
         try:
             pred = fc(snap)

@@ -25,7 +25,7 @@ log = logging.getLogger("gschedd")
 MAX_REQUEST = 8 << 20  # bytes
 MAX_BATCH = 1000  # request files read in one turn of the daemon's loop
 MAX_INT = (1 << 62) - 1  # a number the job table (SQLite) holds
-KINDS = ("submit", "cancel", "hold", "release", "reload", "resv_create", "resv_delete")
+KINDS = ("submit", "cancel", "hold", "release", "reload", "resv_create", "resv_delete", "drain", "resume", "yield")
 
 
 @dataclass(slots=True)

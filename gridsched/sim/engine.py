@@ -23,7 +23,11 @@ from operator import attrgetter
 from typing import Callable
 
 from ..core.policy import schedule
-from ..core.types import Activate, HeadReservation, Params, Policy, Resv, Running, Snapshot, Start, Waiting
+from ..core.placement import Request as PlaceRequest
+from ..core.placement import claimed
+from ..core.topology import MachineMap
+from ..core.types import (Activate, HeadReservation, Params, Policy, Resv, Running, Snapshot, SplitInfo, Start,
+                          StartTasks, Waiting)
 from .swf import Trace
 
 INF = math.inf
@@ -64,6 +68,9 @@ class Result:
     series: list[tuple[float, int, int]] | None = field(default=None)  # (time, busy cores, queue length)
     reservations: list["SimResv"] = field(default_factory=list)
     activated: list[float] = field(default_factory=list)  # activation time of each reservation (-1: never)
+    split_jobs: int = 0  # jobs replayed as splittable (split_above)
+    pieces: int = 0  # pieces taken out of them into backfill windows
+    split_tasks: int = 0  # sub-tasks in those pieces
 
     def runs(self, i: int) -> list[tuple[float, float]]:
         """The run segments of job ``i`` (start, end)."""
@@ -95,6 +102,9 @@ def simulate(
     progress: Callable[[int], None] | None = None,
     reservations: list[SimResv] | None = None,
     floating: dict[str, int] | None = None,
+    machine: MachineMap | None = None,
+    place: str | None = None,
+    split_above: int | None = None,
 ) -> Result:
     """Replay ``trace`` under ``params``.
 
@@ -110,10 +120,34 @@ def simulate(
     queue already held a job.  Nothing else has changed since the previous
     pass, whose plan still holds: its ``wake_at`` and head reservation stay in
     force.
+
+    With a ``machine`` map (``gsim --topology``) the replay tracks which cores
+    each job holds and the core places every job on the map (with the mapping
+    requirement ``place``, e.g. ``"board"``, given to every job); without one
+    it counts cores only, which is faster.
+
+    With ``split_above`` every job of more than that many processors is
+    splittable: one sub-task per processor (1 core each), each taking the
+    job's run time and estimated at its walltime.  At its turn the job runs
+    whole, as before; while it waits, the backfill step may take sub-tasks out
+    of it into pieces (:class:`~gridsched.core.types.StartTasks`), which run
+    their chains of sub-tasks back to back and hold their cores until the
+    longest chain ends; the job keeps the rest, on fewer cores.  A job starts
+    when its first sub-task does and ends when its last one does.  Only jobs
+    that never ran are split (a preempted one runs whole).
     """
     n = len(trace)
     ncores = trace.ncores
     submit, size, wall, work, users = trace.submit, trace.size, trace.walltime, trace.run, trace.user
+    splittable = [split_above is not None and size[i] > split_above for i in range(n)]
+    if any(splittable):
+        size = list(size)  # a split job's cores shrink as sub-tasks are taken out of it
+    tasks_left = list(size)  # sub-tasks not yet taken out, per job
+    outstanding = [0] * n  # pieces of each job still running
+    piece_of: dict[int, int] = {}  # running piece id -> its job
+    piece_ends: list[tuple[float, int]] = []  # heap of (end, piece id)
+    next_piece = n + len(reservations or ())
+    n_pieces = n_tasks = 0
     preemptable = mode is not Mode.NONE
     requeue = mode is Mode.REQUEUE
     fcfs = params.policy is Policy.FCFS
@@ -158,6 +192,13 @@ def simulate(
         key = lambda w: order_key[w.id]  # noqa: E731 - queue order: submission or creation time
 
     heappush, heappop = heapq.heappush, heapq.heappop
+    if machine is not None and machine.ncores != ncores:
+        raise SimulationError(f"the topology has {machine.ncores} cores, the machine {ncores}")
+    free_set: frozenset[int] | None = frozenset(range(ncores)) if machine is not None else None
+    held: dict[int, frozenset[int]] = {}  # cores held by each job (placement mode)
+    req_of: Callable[[int], PlaceRequest | None] = (
+        (lambda i: PlaceRequest(size[i], place)) if machine is not None and place else (lambda i: None)
+    )
 
     while True:
         # Drop end events of segments that were preempted.
@@ -173,6 +214,8 @@ def simulate(
             now = rvs[rv_order[rv_next]].create
         if rv_events and rv_events[0][0] < now:
             now = rv_events[0][0]
+        if piece_ends and piece_ends[0][0] < now:
+            now = piece_ends[0][0]
         timer = wake
         if head is not None and head.time < timer:
             timer = head.time
@@ -190,11 +233,13 @@ def simulate(
                 continue
             need_pass = True
             state[i] = _DONE
-            end[i] = now
+            end[i] = max(end[i], now)
             del running[i]
             run_dirty = True
             n_i = size[i]
             free += n_i
+            if free_set is not None:
+                free_set = free_set | held.pop(i)
             if debt[i]:
                 overhead_cs += debt[i] * n_i
                 debt[i] = 0.0
@@ -211,14 +256,27 @@ def simulate(
             del rv_live[rid]
             if rv.active:
                 free += rv.ncpus
+                if free_set is not None:
+                    free_set = free_set | held.pop(rid, frozenset())
+            need_pass = True
+        while piece_ends and piece_ends[0][0] <= now:
+            _t, pid = heappop(piece_ends)
+            i = piece_of.pop(pid)
+            free += running.pop(pid).ncpus
+            run_dirty = True
+            if free_set is not None:
+                free_set = free_set | held.pop(pid)
+            outstanding[i] -= 1
+            end[i] = max(end[i], now)  # a job ends with the last of its sub-tasks
             need_pass = True
         arrived = nxt
         while nxt < n and submit[nxt] == now:
             i = nxt
             nxt += 1
             state[i] = _PENDING
-            pending.append(Waiting(i, size[i], wall[i], preemptable, users[i], 0.0))
-            if not need_pass and (not was_queued or (size[i] <= free and not fcfs)):
+            pending.append(Waiting(i, size[i], wall[i], preemptable, users[i], 0.0, place=req_of(i),
+                                   split=SplitInfo(1, wall[i], tuple(range(size[i]))) if splittable[i] else None))
+            if not need_pass and (not was_queued or ((size[i] <= free or (splittable[i] and free)) and not fcfs)):
                 need_pass = True
         if progress is not None and nxt // step != arrived // step:
             progress(nxt)
@@ -241,9 +299,9 @@ def simulate(
                     run_tuple = tuple(running.values())
                     run_dirty = False
                 passes += 1
-                if rv_live or flo:
-                    snap = Snapshot(now, ncores, run_tuple, tuple(pending), params, None, head, history, flo,
-                                    tuple(rv_live.values()))
+                if rv_live or flo or machine is not None:
+                    snap = Snapshot(now, ncores, run_tuple, tuple(pending), params, free_set, head, history, flo,
+                                    tuple(rv_live.values()), machine)
                 else:
                     snap = Snapshot(now, ncores, run_tuple, tuple(pending), params, None, head, history)
                 plan = schedule(snap)
@@ -260,13 +318,53 @@ def simulate(
                         if rv is None or rv.active or rv.ncpus > free:
                             raise SimulationError(f"policy activated reservation {d.resv - n + 1}, which cannot be")
                         free -= rv.ncpus
-                        rv_live[d.resv] = Resv(rv.id, rv.ncpus, rv.duration, rv.resources, rv.start, True, (), d.end)
+                        if free_set is not None:
+                            held[d.resv] = frozenset(d.cores)
+                            free_set = free_set - held[d.resv]
+                        rv_live[d.resv] = Resv(rv.id, rv.ncpus, rv.duration, rv.resources, rv.start, True,
+                                               tuple(d.cores), d.end)
                         activated[d.resv - n] = now
                         heappush(rv_events, (d.end, d.resv))
                         if rv.start is None:
                             started.append(d.resv)
                         continue
                     i = d.job
+                    if type(d) is StartTasks:
+                        k, width = len(d.tasks), len(d.chains)
+                        if not 0 <= i < n or state[i] != _PENDING or not splittable[i] or k > tasks_left[i] \
+                                or width > free or (free_set is not None and len(d.cores) != width):
+                            raise SimulationError(f"policy split job {_name(trace, i)}, which cannot be")
+                        pid = next_piece
+                        next_piece += 1
+                        free -= width
+                        if free_set is not None:
+                            got = frozenset(d.cores)
+                            if not got <= free_set:
+                                raise SimulationError(f"policy placed sub-tasks of {_name(trace, i)} on cores not free")
+                            held[pid] = got
+                            free_set = free_set - got
+                        longest = max(map(len, d.chains))
+                        running[pid] = Running(pid, width, now, longest * wall[i], tuple(d.cores), True, False, None,
+                                               False, users[i])
+                        piece_of[pid] = i
+                        heappush(piece_ends, (now + longest * work[i], pid))
+                        outstanding[i] += 1
+                        if first[i] < 0:
+                            first[i] = now
+                        tasks_left[i] -= k
+                        size[i] = tasks_left[i]
+                        n_pieces += 1
+                        n_tasks += k
+                        pos = bisect_left(pending, i if key is _by_id else order_key[i], key=key)
+                        if tasks_left[i] == 0:
+                            state[i] = _DONE  # its end is the end of its last piece
+                            del pending[pos]
+                        else:
+                            total = trace.size[i]
+                            pending[pos] = Waiting(i, tasks_left[i], wall[i], preemptable, users[i], 0.0, place=req_of(i),
+                                                   split=SplitInfo(1, wall[i], tuple(range(total - tasks_left[i], total))))
+                        run_dirty = True
+                        continue
                     if type(d) is Start:
                         if not 0 <= i < n or state[i] != _PENDING:
                             raise SimulationError(f"policy started job {_name(trace, i)}, which is not waiting")
@@ -275,12 +373,20 @@ def simulate(
                             raise SimulationError(
                                 f"policy started job {_name(trace, i)} on {n_i} cores with {free} free")
                         free -= n_i
+                        if free_set is not None:
+                            got = set(d.cores)
+                            if len(got) != n_i or not got <= free_set:
+                                raise SimulationError(f"policy placed job {_name(trace, i)} on cores not free")
+                            r_i = req_of(i)
+                            hold = claimed(machine, d.cores, r_i) if r_i is not None else frozenset(got)  # type: ignore[arg-type]
+                            held[i] = hold
+                            free_set = free_set - hold
                         state[i] = _RUNNING
                         if first[i] < 0:
                             first[i] = now
                         left = wall[i] - done[i] + debt[i]
-                        running[i] = Running(i, n_i, now, left, (), d.backfilled, preemptable, d.planned,
-                                             False, users[i])
+                        running[i] = Running(i, n_i, now, left, tuple(d.cores), d.backfilled, preemptable,
+                                             d.planned, False, users[i])
                         seg_begin[i] = now
                         heappush(ends, (now + debt[i] + work[i] - done[i], i, seg[i]))
                         started.append(i)
@@ -308,8 +414,10 @@ def simulate(
                         state[i] = _PENDING
                         del running[i]
                         free += n_i
-                        insort(pending, Waiting(i, n_i, wall[i] - done[i] + debt[i], True, users[i], done[i]),
-                               key=key)
+                        if free_set is not None:
+                            free_set = free_set | held.pop(i)
+                        insort(pending, Waiting(i, n_i, wall[i] - done[i] + debt[i], True, users[i], done[i],
+                                                place=req_of(i)), key=key)  # runs whole from now on
                         preempted = True
                     run_dirty = True
                 for i in started:  # pending stays sorted by job id (= submit order)
@@ -331,7 +439,7 @@ def simulate(
             f"policy {params.policy.value} left {len(pending)} jobs waiting on an idle machine "
             f"(first: job {_name(trace, pending[0].id)} of {pending[0].ncpus} cores)")
     return Result(trace, params, mode, overhead, first, end, ckpts, segs, overhead_cs, lost_cs,
-                  passes, skipped, ts, rvs, activated)
+                  passes, skipped, ts, rvs, activated, sum(splittable), n_pieces, n_tasks)
 
 
 def _name(trace: Trace, i: int) -> str:

@@ -41,6 +41,8 @@ def record(result: Result, metrics: Metrics, seconds: float | None = None) -> di
     rec["cut_at_walltime"] = result.trace.cut
     if result.reservations:
         rec["reservations"] = reservation_metrics(result)
+    if result.split_jobs:
+        rec["split"] = {"jobs": result.split_jobs, "pieces": result.pieces, "sub_tasks": result.split_tasks}
     rec["passes"] = result.passes
     if seconds is not None:
         rec["seconds"] = round(seconds, 3)

@@ -21,7 +21,8 @@ NO_RUNTIME = "no run time"
 NO_PROCS = "no processors"
 TOO_LARGE = "larger than the machine"
 BAD_LINE = "bad line"
-REASONS = (NO_RUNTIME, NO_PROCS, TOO_LARGE, BAD_LINE)
+UNPLACEABLE = "cannot be placed on the topology"
+REASONS = (NO_RUNTIME, NO_PROCS, TOO_LARGE, BAD_LINE, UNPLACEABLE)
 MAX_PROBLEMS = 5  # problem messages kept for the report; the rest are counted
 
 
@@ -233,3 +234,11 @@ def _is_number(text: str) -> bool:
 
 def _skip_text(skipped: dict[str, int]) -> str:
     return ", ".join(f"{n} {why}" for why, n in skipped.items() if n) or "none skipped"
+
+
+def keep_only(trace: Trace, keep: list[int], reason: str) -> None:
+    """Leave out every job whose index is not in ``keep`` (sorted), counting them under ``reason``."""
+    trace.skipped[reason] = trace.skipped.get(reason, 0) + len(trace.ids) - len(keep)
+    for name in ("ids", "submit", "size", "walltime", "run", "user"):
+        col = getattr(trace, name)
+        setattr(trace, name, [col[i] for i in keep])

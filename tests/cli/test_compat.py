@@ -92,8 +92,6 @@ def test_core_counts(env, run, submits, line, ncpus):
 
 
 @pytest.mark.parametrize("line, warning", [
-    ("#SBATCH --array=1-10%2", "job.sh:2: #SBATCH --array=1-10%2 ignored: job arrays are not supported yet"),
-    ("#PBS -J 1-4", "job.sh:2: #PBS -J 1-4 ignored: job arrays are not supported yet"),
     ("#SBATCH -L matlab:2", "job.sh:2: #SBATCH -L matlab:2 ignored: licences are not supported yet"),
     ("#PBS -l matlab=1", "job.sh:2: #PBS -l matlab=1 ignored: resource 'matlab': licences"),
     ("#SBATCH --nodes=2", "job.sh:2: #SBATCH --nodes=2 ignored: one machine"),
@@ -107,6 +105,20 @@ def test_what_has_no_meaning_here_is_warned_and_the_job_still_submits(env, run, 
     [w] = warnings(r.stderr)
     assert w.startswith("gsub: warning: " + warning)
     assert len(submits()) == 1
+
+
+@pytest.mark.parametrize("line, text", [
+    ("#SBATCH --array=1-10%2", "1-10%2"),
+    ("#SBATCH -a 0-15:4", "0-12:4"),
+    ("#PBS -J 1-4", "1-4"),
+    ("#PBS -J 2-10:4%1", "2-10:4%1"),
+])
+def test_arrays_become_gsub_arrays(env, run, submits, line, text):
+    write(env / "job.sh", f"#!/bin/sh\n{line}\ntrue\n")
+    r = run(gsub.cli, ["job.sh"])
+    assert r.exit_code == 0, r.stderr
+    assert warnings(r.stderr) == []
+    assert submits()[0]["array"] == text
 
 
 @pytest.mark.parametrize("line, error", [

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["gsub.1", "gstat.1", "gdel.1", "ghold.1", "grls.1", "gacct.1", "gresv.1", "gctl.8", "gschedd.8", "gridsched.toml.5"]
+PAGES = ["gsub.1", "gstat.1", "gdel.1", "ghold.1", "grls.1", "gacct.1", "gresv.1", "gctl.8", "gschedd.8", "gridsched.toml.5",
+         "gwait.1", "gyield.1", "gresume.1", "gresume-tree.1"]
 
 
 def generate() -> dict[str, str]:
@@ -41,6 +42,8 @@ def test_pages_document_what_they_must():
     assert "only pending jobs can be held" in pages["ghold.1"]
     assert ".SH STANDARD WORKLOAD FORMAT" in pages["gacct.1"] and "MaxProcs" in pages["gacct.1"]
     assert "compat.env" in pages["gsub.1"] and "[compat]" in pages["gridsched.toml.5"]
+    assert ".SH JOB TREES" in pages["gsub.1"] and "\\-\\-no-parent" in pages["gsub.1"]
+    assert "\\-\\-yield" in pages["gwait.1"] and "yield_affinity" in pages["gridsched.toml.5"]
 
 
 @pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed, pages cannot be rendered")

@@ -46,7 +46,7 @@ def test_gsub_run_loads_nothing_heavy(tmp_path, args):
 @pytest.mark.parametrize(
     "module, args, line",
     [
-        ("gsub", ["--nmae", "x"], "gsub: error: unknown option --nmae (did you mean --name or --mem?)"),
+        ("gsub", ["--nmae", "x"], "gsub: error: unknown option --nmae (did you mean --name or --mem or --place?)"),
         ("gstat", ["--xyzzy"], "gstat: error: unknown option --xyzzy"),
         ("gsub", ["-t"], "gsub: error: option '-t' requires an argument"),
     ],

@@ -1,0 +1,270 @@
+"""Parent-child job trees: cores lent by yielding parents, who may use them, and preemption order (pure).
+
+A job submitted from inside a running job is its child.  ``Snapshot.parents``
+maps each live job that has a parent to that parent.  A running parent that
+waits for its children may *yield* its cores: the driver lists them in
+``Snapshot.lent`` (one :class:`~gridsched.core.types.Lent` per yielding
+parent) until the parent resumes.  Lent cores stay the parent's: they are
+never in ``Snapshot.free``.  The resources of a tree are allocated to its
+root: a task started on lent cores takes nothing from the machine's pool.
+
+Who runs on a core
+    The running jobs on one core form a stack: the job that got the core
+    from the pool at the bottom, above it each job started on it as a lent
+    core.  The top is the job started last (ties: the deeper, then the
+    higher id); only the top may compute there.  A core lent by P is free
+    when P is on top of it; a job started on it goes on top.  So a child
+    running on P's cores that yields them lends them again, to its own
+    descendants, and P is *clear* (:func:`clear`) -- it may be resumed --
+    only when it is on top of all its cores again: a parent is never
+    resumed onto cores a task still uses.  A lender that is ``resuming``
+    lends no more.
+
+Who may use the cores lent by P (``Params.yield_affinity``)
+    1. P's pending descendants (every affinity): the deepest first, then
+       the one with the smallest pending subtree (itself and its pending
+       descendants), then queue order;
+    2. ``tree`` and ``none``: the other pending jobs of P's root tree, in
+       queue order;
+    3. ``none``: every other pending job, in queue order.
+
+    Jobs bound to a reservation, flexible reservations, splittable jobs and
+    jobs with floating resources never run on lent cores.
+
+The pass (:func:`schedule`)
+    Lenders are served deepest first (ties: lowest id).  For each, every
+    candidate in the order above that fits is started now
+    (``Start(backfilled=True)``): on the lender's own free lent cores if they
+    can hold it, else on the free lent cores of every lender it may use.  A
+    job is never split between lent cores and the pool.  Only then does the
+    policy's pass run, on a snapshot without the jobs just started, without
+    the tasks running on lent cores (they hold no pool cores, and a task on a
+    yielded core owns it until it ends: it is never preempted for the
+    lender, which resumes only after) and with the lenders not preemptable.
+    So a job that may run on either a lent or a free core is put on the lent
+    one, and lending never delays the head job of the pool.
+
+Deadlock freedom
+    With descendant affinity a tree can stall: every running job of the tree
+    yields and waits, and each pending job of the tree needs more cores than
+    the lenders above it can offer, the tree's cores being split among
+    sibling branches.  Such a tree -- one with pending jobs, whose running
+    jobs all lend, none computing, and none of whose jobs the pass above
+    started -- pools the free lent cores of all its lenders (resuming ones
+    too): its pending jobs, deepest first, then in queue order, may use any
+    of them.  As a child never asks for more cores than the root of its tree,
+    and (while the root lives) the root's cores are among those lent, some
+    pending job of the tree always fits, so a tree whose parents yield
+    always progresses, whatever the other jobs hold: no scheduling deadlock
+    when parents fill the machine.
+
+Preemption order (:func:`preempt_order`)
+    With trees in the snapshot (``parents`` not empty): leaves first (jobs
+    with no live child), the deepest first, then the most recently started,
+    then the highest id.  Without: the policy's own order, most cores first
+    (ties: most recently started, then highest id).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Iterable, Mapping
+
+from .placement import Reason, StatusMap, assign, usable
+from .types import Plan, Running, Snapshot, Start, Waiting, YieldAffinity
+
+
+def ancestors(parents: Mapping[int, int], job: int) -> tuple[int, ...]:
+    """The ancestors of ``job``, its parent first (a cycle in ``parents`` ends the chain)."""
+    out: list[int] = []
+    seen = {job}
+    p = parents.get(job)
+    while p is not None and p not in seen:
+        out.append(p)
+        seen.add(p)
+        p = parents.get(p)
+    return tuple(out)
+
+
+def root(parents: Mapping[int, int], job: int) -> int:
+    """The root of ``job``'s tree (``job`` itself when it has no parent)."""
+    anc = ancestors(parents, job)
+    return anc[-1] if anc else job
+
+
+def _key(r: Running, parents: Mapping[int, int]) -> tuple[float, int, int]:
+    return (r.start, len(ancestors(parents, r.id)), r.id)
+
+
+def tops(running: Iterable[Running], parents: Mapping[int, int]) -> dict[int, int]:
+    """Core -> the job on top of it (see the module docstring)."""
+    best: dict[int, tuple[tuple[float, int, int], int]] = {}
+    for r in running:
+        k = _key(r, parents)
+        for c in r.cores:
+            if c not in best or k > best[c][0]:
+                best[c] = (k, r.id)
+    return {c: j for c, (_, j) in best.items()}
+
+
+def clear(running: Iterable[Running], parents: Mapping[int, int], job: int) -> bool:
+    """Whether ``job`` is on top of every core it holds (a yielding job may then be resumed)."""
+    rs = list(running)
+    top = tops(rs, parents)
+    return all(top.get(c) == job for r in rs if r.id == job for c in r.cores)
+
+
+def lent_free(snap: Snapshot, resuming: bool = False) -> dict[int, frozenset[int]]:
+    """For each lender (``resuming`` ones too when asked), the lent cores it is on top of."""
+    top = tops(snap.running, snap.parents)
+    return {lent.parent: frozenset(c for c in lent.cores if top.get(c) == lent.parent)
+            for lent in snap.lent if resuming or not lent.resuming}
+
+
+def lent_tasks(snap: Snapshot) -> frozenset[int]:
+    """The running jobs that run on lent cores: those with another running job below them on a core."""
+    if not snap.lent:
+        return frozenset()
+    parents = snap.parents
+    low: dict[int, tuple[float, int, int]] = {}
+    for r in snap.running:
+        k = _key(r, parents)
+        for c in r.cores:
+            if c not in low or k < low[c]:
+                low[c] = k
+    return frozenset(r.id for r in snap.running if any(low[c] < _key(r, parents) for c in r.cores))
+
+
+def _may_lend(w: Waiting) -> bool:
+    return w.bind is None and not w.flex and w.split is None and not w.resources
+
+
+def candidates(snap: Snapshot, lender: int) -> list[Waiting]:
+    """The pending jobs that may run on the cores ``lender`` lends, in the order they get them."""
+    parents = snap.parents
+    pend = [w for w in snap.pending if _may_lend(w)]
+    anc = {w.id: ancestors(parents, w.id) for w in pend}
+    size: dict[int, int] = {}
+    for w in pend:
+        for j in (w.id, *anc[w.id]):
+            size[j] = size.get(j, 0) + 1
+    pos = {w.id: i for i, w in enumerate(snap.pending)}
+    below = [w for w in pend if lender in anc[w.id]]
+    below.sort(key=lambda w: (-len(anc[w.id]), size[w.id], pos[w.id]))
+    affinity = snap.params.yield_affinity
+    if affinity is YieldAffinity.DESCENDANT:
+        return below
+    taken = {w.id for w in below}
+    top = root(parents, lender)
+    same = [w for w in pend if w.id not in taken and w.id != lender and root(parents, w.id) == top]
+    if affinity is YieldAffinity.TREE:
+        return below + same
+    taken.update(w.id for w in same)
+    return below + same + [w for w in pend if w.id not in taken and w.id != lender]
+
+
+def may_use(snap: Snapshot, w: Waiting, free: Mapping[int, frozenset[int]]) -> frozenset[int]:
+    """The lenders whose cores ``w`` may use (``free``: lender -> its free lent cores)."""
+    if not _may_lend(w):
+        return frozenset()
+    maps = [StatusMap(Reason.LENT, p, cores) for p, cores in free.items()]
+    anc = ancestors(snap.parents, w.id)
+    out = {owner for _, owner in usable(maps, ancestors=anc)}
+    affinity = snap.params.yield_affinity
+    if affinity is YieldAffinity.NONE:
+        out.update(p for p in free if p != w.id)
+    elif affinity is YieldAffinity.TREE:
+        top = root(snap.parents, w.id)
+        out.update(p for p in free if p != w.id and root(snap.parents, p) == top)
+    return frozenset(int(o) for o in out)
+
+
+def lend(snap: Snapshot) -> tuple[Start, ...]:
+    """The jobs started now on free lent cores (see the module docstring)."""
+    free = lent_free(snap)
+    depth = {p: len(ancestors(snap.parents, p)) for p in free}
+    starts: list[Start] = []
+    started: set[int] = set()
+    for lender in sorted(free, key=lambda p: (-depth[p], p)):
+        for w in candidates(snap, lender):
+            own = free[lender]
+            if not own:
+                break
+            if w.id in started:
+                continue
+            got = assign(snap.machine, own, w.ncpus, w.place) if w.ncpus <= len(own) else None
+            if got is None:
+                pool = frozenset().union(*(free[p] for p in may_use(snap, w, free)))
+                got = assign(snap.machine, pool, w.ncpus, w.place) if w.ncpus <= len(pool) else None
+            if got is None:
+                continue
+            cores, held = got
+            for p in free:
+                free[p] = free[p] - held
+            starts.append(Start(w.id, cores, True))
+            started.add(w.id)
+    return tuple(starts) + _unstall(snap, free, started)
+
+
+def _unstall(snap: Snapshot, free: dict[int, frozenset[int]], started: set[int]) -> tuple[Start, ...]:
+    """Starts that pool the free lent cores of a stalled tree (see "Deadlock freedom" above)."""
+    parents = snap.parents
+    lenders = {lent.parent for lent in snap.lent}
+    stalled = {root(parents, p) for p in lenders}
+    for r in snap.running:  # a tree with a member that computes (not lending) is not stalled
+        if r.id not in lenders:
+            stalled.discard(root(parents, r.id))
+    stalled -= {root(parents, j) for j in started}
+    if not stalled:
+        return ()
+    free = {**lent_free(snap, resuming=True), **free}  # resuming lenders' cores too
+    out: list[Start] = []
+    pos = {w.id: i for i, w in enumerate(snap.pending)}
+    for t in sorted(stalled):
+        pend = [w for w in snap.pending if _may_lend(w) and w.id not in started and root(parents, w.id) == t]
+        pend.sort(key=lambda w: (-len(ancestors(parents, w.id)), pos[w.id]))
+        mine = [p for p in free if root(parents, p) == t]
+        for w in pend:
+            pool = frozenset().union(*(free[p] for p in mine))
+            got = assign(snap.machine, pool, w.ncpus, w.place) if w.ncpus <= len(pool) else None
+            if got is None:
+                continue
+            cores, held = got
+            for p in free:
+                free[p] = free[p] - held
+            out.append(Start(w.id, cores, True))
+            started.add(w.id)
+    return tuple(out)
+
+
+def pool_view(snap: Snapshot, started: Iterable[int] = ()) -> Snapshot:
+    """The snapshot the policy's pass sees: without ``started``, the tasks on lent cores and the lending."""
+    gone = set(started)
+    tasks = lent_tasks(snap)
+    lenders = {lent.parent for lent in snap.lent}
+    running: list[Running] = []
+    for r in snap.running:
+        if r.id in tasks:
+            continue
+        if r.id in lenders and (r.backfilled or r.preemptable):
+            r = replace(r, backfilled=False, preemptable=False)
+        running.append(r)
+    return replace(
+        snap, pending=tuple(w for w in snap.pending if w.id not in gone), running=tuple(running), lent=(),
+    )
+
+
+def schedule(snap: Snapshot, pool_pass: Callable[[Snapshot], Plan]) -> Plan:
+    """Start jobs on free lent cores, then run ``pool_pass`` (the policy) on the rest."""
+    starts = lend(snap)
+    plan = pool_pass(pool_view(snap, (s.job for s in starts)))
+    return Plan(starts + plan.decisions, plan.head, plan.wake_at)
+
+
+def preempt_order(snap: Snapshot, cands: Iterable[Running]) -> list[Running]:
+    """Running jobs in the order they are preempted (see the module docstring)."""
+    parents = snap.parents
+    if not parents:
+        return sorted(cands, key=lambda r: (-r.ncpus, -r.start, -r.id))
+    inner = set(parents.values())
+    return sorted(cands, key=lambda r: (r.id in inner, -len(ancestors(parents, r.id)), -r.start, -r.id))

@@ -1,0 +1,81 @@
+"""Job arrays in the daemon: one job per index, and the ``%MAX`` throttle.
+
+A submitted array (spec key ``array``) is taken in as one job per index, all
+in the transaction that takes the request in: the first task keeps the
+request's job id (which is the array's id), the others get consecutive ids
+from the spool's sequence (:meth:`gridsched.spool.Spool.next_id`), so they
+are consecutive unless another submission took an id between.  Each task's
+spec gets ``array_id``, ``array_index``, ``array_max`` (with ``%MAX``), its
+own output paths (``%j``, ``%a`` filled in) and, in its environment,
+``GS_ARRAY_JOB_ID`` and ``GS_ARRAY_TASK_ID`` (and the Slurm and PBS names
+with ``[compat] env``).  The tasks share one script file (hard links).  After
+that a task is a job like any other: it is cancelled, held, started and
+accounted on its own.
+
+The throttle: at most ``array_max`` tasks of an array run at once.  The
+daemon leaves the others out of the snapshot's pending list, as it does for
+jobs whose dependencies do not hold yet: in one snapshot, only the first
+``array_max`` minus running tasks in queue order are offered to the core.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..arrays import parse, task_path
+from ..jobenv import array_env
+from ..jobs import JobState
+
+if TYPE_CHECKING:
+    from .main import Daemon, Rec
+
+log = logging.getLogger("gschedd")
+
+RUNNING = (JobState.RUNNING, JobState.STOPPING)
+
+
+def take_in(d: "Daemon", job: dict[str, Any], user: str, state: JobState, reason: str) -> None:
+    """Take in a checked array submission as one job per index."""
+    spec = parse(job.pop("array"), d.cfg.max_array_size)
+    script = job.pop("script")
+    idx = spec.indices
+    first = job["id"]
+    rest = d.spool.next_id(len(idx) - 1) if len(idx) > 1 else 0
+    ids = [first, *range(rest, rest + len(idx) - 1)]
+    shared: Any = script
+    for tid, i in zip(ids, idx):
+        task = dict(job)
+        task.update(
+            id=tid, array_id=first, array_index=i,
+            stdout=task_path(job["stdout"], tid, i), stderr=task_path(job["stderr"], tid, i),
+            env={**job["env"], **array_env(first, i, idx, d.cfg.compat_env)},
+        )
+        if spec.max_running is not None:
+            task["array_max"] = spec.max_running
+        d.take_in(task, user, state, reason, {"script": shared})
+        if shared is script:
+            shared = d.spool.job_dir(tid) / "script"
+    log.info("array %d: %d tasks (%s), job ids %d to %d", first, len(idx), spec.text, ids[0], ids[-1])
+
+
+def may_run(d: "Daemon", rec: "Rec", budget: dict[int, int]) -> bool:
+    """Whether a pending task of a throttled array may be offered to the core in this snapshot.
+
+    ``budget`` is the snapshot's memo: array id -> tasks that may still be
+    offered (its ``array_max`` minus its running tasks, less those offered).
+    """
+    aid = rec.array_id
+    assert aid is not None and rec.array_max is not None
+    left = budget.get(aid)
+    if left is None:
+        running = sum(1 for r in d.jobs.values() if r.array_id == aid and r.state in RUNNING)
+        left = rec.array_max - running
+    budget[aid] = left - 1 if left > 0 else left
+    return left > 0
+
+
+def members(d: "Daemon", arrays: list[int]) -> list[int]:
+    """The ids of the live tasks of ``arrays``."""
+    want = set(arrays)
+    return sorted(r.id for r in d.jobs.values() if r.array_id in want)

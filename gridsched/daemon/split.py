@@ -1,0 +1,151 @@
+"""Splittable jobs in the daemon: the job, its pieces, and how both run.
+
+A splittable job (``gsub --split N --task-time T -n C``) is one job in the
+queue whose spec has ``split`` = ``{"n", "ncpus", "task_time", "left"}``:
+``left`` holds the indices of the sub-tasks not yet run or taken out.  Its
+``ncpus`` is one wave: ``C`` times as many sub-tasks as fit on the machine
+(at most ``left``), its walltime the user's ``-t``.
+
+When the core takes sub-tasks out of it (a ``StartTasks`` decision), they
+become a *piece*: a new job (an id from the spool's sequence) with the
+parent's spec, ``split_of`` (the parent), ``split_chains`` (the chains the
+core chose), ``ncpus`` = chains x ``C``, a walltime that ends when the
+longest chain would, checkpoint mode ``none``, and output files named after
+the parent's with ``.PIECEID`` appended.  It is started at once on the
+decision's cores, marked backfilled.  The parent keeps the rest; once
+nothing is left it leaves the queue and ends with its last piece:
+COMPLETED if every piece completed, FAILED otherwise.  Cancelling the parent
+cancels its running pieces.
+
+Both run through :mod:`gridsched.subtasks`: the job's ``script`` is a small
+stub that starts it, and the user's script is the file ``task-script``; a
+piece runs its chains, the parent (started whole) runs its ``left``
+sub-tasks on ``ncpus / C`` slots of ``C`` cores, a new one as soon as a slot
+is free (waves).  Each sub-task is a run of the user's script with
+``GS_TASK_ID`` set.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shlex
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ..arrays import ArrayError, parse
+from ..core.types import SplitInfo, Start, StartTasks
+from ..jobs import JobState
+
+if TYPE_CHECKING:
+    from .main import Daemon, Rec
+
+log = logging.getLogger("gschedd")
+
+STUB = f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gridsched.subtasks \"$@\"\n"
+
+
+def split_info(sp: dict[str, Any] | None) -> SplitInfo | None:
+    """The core's view of a splittable job's ``split`` spec (None: not splittable, or nothing left)."""
+    if not sp or not sp.get("left"):
+        return None
+    return SplitInfo(int(sp["ncpus"]), float(sp["task_time"]), tuple(sp["left"]))
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
+def check(job: dict[str, Any], max_size: int) -> str | None:
+    """Why the ``array`` or ``split`` keys of a submitted spec cannot be taken, or None."""
+    if "array" in job and "split" in job:
+        return "an array cannot be splittable too"
+    if "array" in job:
+        if not isinstance(job["array"], str):
+            return "field 'array' has the wrong type"
+        try:
+            parse(job["array"], max_size)
+        except ArrayError as e:
+            return f"array {e}"
+        return None
+    sp = job["split"]
+    if not isinstance(sp, dict) or not all(_count(sp.get(k)) for k in ("n", "ncpus", "task_time")):
+        return "field 'split' must hold positive whole numbers n, ncpus and task_time"
+    if sp["n"] > max_size:
+        return f"split into {sp['n']} sub-tasks, more than jobs.max_array_size ({max_size})"
+    if sp["ncpus"] > job["ncpus"] or sp["task_time"] > job["walltime"]:
+        return "a sub-task larger than the job"
+    return None
+
+
+def take_in(d: "Daemon", job: dict[str, Any], user: str, state: JobState, reason: str) -> None:
+    """Take in a checked splittable job: its stub, the user's script, every sub-task left."""
+    sp = job["split"]
+    job["split"] = {"n": sp["n"], "ncpus": sp["ncpus"], "task_time": sp["task_time"], "left": list(range(sp["n"]))}
+    d.take_in(job, user, state, reason, {"script": STUB, "task-script": job.pop("script")})
+
+
+def start_tasks(d: "Daemon", rec: "Rec", st: StartTasks, now: float) -> None:
+    """Carry out a ``StartTasks`` decision: a new piece job for the sub-tasks, started now; the parent keeps the rest."""
+    sp = rec.split
+    if sp is None or rec.state is not JobState.PENDING:
+        log.error("plan splits job %d, which is not a pending splittable job", rec.id)
+        return
+    taken = set(st.tasks)
+    if not taken <= set(sp["left"]) or len(taken) != len(st.tasks):
+        log.error("plan takes sub-tasks %s of job %d, not all of them left", list(st.tasks), rec.id)
+        return
+    row = d.db.job(rec.id)
+    assert row is not None
+    spec = row["spec"]
+    c = int(sp["ncpus"])
+    pid = d.spool.next_id()
+    piece = {k: v for k, v in spec.items() if k != "split"}
+    piece.update(
+        id=pid, ncpus=len(st.chains) * c, walltime=max(1, math.ceil(st.end - now)), checkpoint="none",
+        hold=False, depend="", split_of=rec.id, split_chains=[list(ch) for ch in st.chains],
+        split_task={"n": sp["n"], "ncpus": c, "task_time": sp["task_time"]},
+        stdout=f"{spec['stdout']}.{pid}", stderr=f"{spec['stderr']}.{pid}",
+    )
+    pdir = d.spool.job_dir(rec.id)
+    prec = d.take_in(piece, rec.user, JobState.PENDING, "", {"script": pdir / "script", "task-script": pdir / "task-script"})
+    if prec is None:
+        return
+    d.start(prec, Start(pid, st.cores, True, None), now)
+    sp["left"] = [i for i in sp["left"] if i not in taken]
+    spec["split"] = sp
+    rec.ncpus = min(rec.ncpus, len(sp["left"]) * c) or rec.ncpus
+    rec._waiting = None
+    d.begin()
+    d.db.update(rec.id, spec=spec, ncpus=rec.ncpus)
+    if not sp["left"]:
+        d._dequeue(rec)
+        rec.reason = "every sub-task runs in pieces"
+        d.save(rec, reason=rec.reason)
+    d.dirty = True
+    d.forecast_dirty = True
+    log.info("job %d: sub-tasks %s taken out as job %d on cores %s; %d left", rec.id,
+             ",".join(map(str, st.tasks)), pid, ",".join(map(str, st.cores)), len(sp["left"]))
+
+
+def pieces_of(d: "Daemon", ids: list[int]) -> list[int]:
+    """The live pieces of the jobs ``ids``."""
+    want = set(ids)
+    return sorted(r.id for r in d.jobs.values() if r.split_of in want)
+
+
+def piece_ended(d: "Daemon", piece: "Rec", end: float) -> None:
+    """A piece has ended: its parent ends too if it has nothing left and this was its last live piece."""
+    parent = d.jobs.get(piece.split_of) if piece.split_of is not None else None
+    if parent is None or parent.split is None or parent.split.get("left"):
+        return
+    if any(r.split_of == parent.id for r in d.jobs.values()):
+        return
+    states = [r["state"] for r in d.db.by_spec("split_of", parent.id)]
+    bad = [s for s in states if s != JobState.COMPLETED.value]
+    d._dequeue(parent)
+    if parent.state is JobState.PENDING or parent.state is JobState.HELD:
+        if bad:
+            d.end(parent, JobState.FAILED, end, reason=f"{len(bad)} of its {len(states)} pieces did not complete")
+        else:
+            d.end(parent, JobState.COMPLETED, end, code=0)

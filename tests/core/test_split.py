@@ -1,0 +1,133 @@
+"""Splittable jobs in the core: fill_window, and the backfill step's StartTasks decisions."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gridsched.core.policy import schedule
+from gridsched.core.split import fill_window
+from gridsched.core.types import Params, Policy, Running, Snapshot, SplitInfo, StartTasks, Waiting
+
+H = 3600.0
+
+
+def test_window_of_4_cores_by_2_hours():
+    chains = fill_window(list(range(16)), 1, H, 4, 2 * H)
+    assert chains == [(0, 1), (2, 3), (4, 5), (6, 7)]  # 8 sub-tasks, 2 per core, chained
+
+
+def test_fewer_tasks_than_room_use_fewer_chains_not_longer_ones():
+    assert fill_window([0, 1, 2], 1, H, 4, 2 * H) == [(0,), (1,), (2,)]
+    assert fill_window([0, 1, 2, 3, 4], 1, H, 4, 2 * H) == [(0, 1), (2, 3), (4,)]
+
+
+def test_multi_core_sub_tasks_and_windows_too_small():
+    assert fill_window(list(range(10)), 2, H, 5, 3.5 * H) == [(0, 1, 2), (3, 4, 5)]  # 2 chains of 2 cores
+    assert fill_window([0, 1], 2, H, 1, 10 * H) == []  # narrower than one sub-task
+    assert fill_window([0, 1], 1, H, 4, H - 1) == []  # shorter than one sub-task
+    assert fill_window([], 1, H, 4, H) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    left=st.lists(st.integers(0, 500), unique=True, max_size=60),
+    c=st.integers(1, 4),
+    t=st.floats(1.0, 1000.0),
+    width=st.integers(0, 32),
+    length=st.floats(0.0, 10000.0),
+)
+def test_fill_window_properties(left, c, t, width, length):
+    chains = fill_window(left, c, t, width, length)
+    taken = [i for ch in chains for i in ch]
+    assert len(taken) == len(set(taken))  # no sub-task twice
+    assert set(taken) <= set(left)  # none invented; the rest stays with the job
+    assert taken == left[: len(taken)]  # the lowest-placed ones first
+    assert len(chains) * c <= width  # the chains' cores fit the window
+    assert all(ch for ch in chains)
+    assert all(len(ch) * t <= length for ch in chains)  # each chain ends inside the window
+    # nothing fitting is left out: more would need a longer or a wider window
+    if len(taken) < len(left):
+        assert len(taken) == (width // c) * int(length // t) if length >= t and width >= c else taken == []
+
+
+def snap(running, pending, policy=Policy.EASY, ncores=8, free=None):
+    return Snapshot(now=0.0, ncores=ncores, running=tuple(running), pending=tuple(pending),
+                    params=Params(policy=policy), free=free)
+
+
+def blocked_scene(policy=Policy.EASY, free=None):
+    """8 cores; job 1 holds 4 until 2 h; head 2 needs 8; job 3 splits into 16 one-hour 1-core sub-tasks."""
+    running = [Running(1, 4, 0.0, 2 * H, cores=(0, 1, 2, 3) if free is not None else ())]
+    head = Waiting(2, 8, H)
+    sp = Waiting(3, 8, 2 * H, split=SplitInfo(1, H, tuple(range(16))))
+    return snap(running, [head, sp], policy, free=free)
+
+
+def test_backfill_takes_sub_tasks_into_the_window():
+    for policy in (Policy.EASY, Policy.CHECKPOINT_BACKFILL):
+        plan = schedule(blocked_scene(policy, free=frozenset(range(4, 8))))
+        [st_] = [d for d in plan.decisions if isinstance(d, StartTasks)]
+        assert st_.job == 3
+        assert st_.chains == ((0, 1), (2, 3), (4, 5), (6, 7))
+        assert st_.tasks == tuple(range(8))
+        assert st_.cores == (4, 5, 6, 7)
+        assert st_.end == 2 * H == plan.head.time  # ends by the head's shadow time
+        assert plan.starts == ()
+
+
+def test_count_only_mode_and_fcfs_and_conservative():
+    plan = schedule(blocked_scene())
+    [st_] = [d for d in plan.decisions if isinstance(d, StartTasks)]
+    assert st_.cores == () and len(st_.tasks) == 8
+    for policy in (Policy.FCFS, Policy.CONSERVATIVE):
+        assert not [d for d in schedule(blocked_scene(policy)).decisions if isinstance(d, StartTasks)]
+
+
+def test_a_job_that_fits_whole_is_started_whole_not_split():
+    running = [Running(1, 4, 0.0, 2 * H)]
+    pend = [Waiting(2, 8, H), Waiting(3, 4, H, split=SplitInfo(1, H, (0, 1, 2, 3)))]
+    plan = schedule(snap(running, pend))
+    assert [s.job for s in plan.starts] == [3]
+    assert not [d for d in plan.decisions if isinstance(d, StartTasks)]
+
+
+def test_the_head_itself_is_not_split_and_ordinary_backfill_comes_first():
+    running = [Running(1, 4, 0.0, 2 * H)]
+    pend = [Waiting(3, 8, 2 * H, split=SplitInfo(1, H, tuple(range(16)))), Waiting(4, 2, H)]
+    plan = schedule(snap(running, pend))
+    assert [s.job for s in plan.starts] == [4]  # ends before the head's shadow time
+    assert not [d for d in plan.decisions if isinstance(d, StartTasks)]  # 3 is the head
+    pend = [Waiting(2, 8, H), Waiting(4, 2, H), Waiting(3, 8, 2 * H, split=SplitInfo(1, H, tuple(range(16))))]
+    plan = schedule(snap(running, pend))
+    [st_] = [d for d in plan.decisions if isinstance(d, StartTasks)]
+    assert [s.job for s in plan.starts] == [4] and st_.chains == ((0, 1), (2, 3))  # 2 cores were left
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    run_ends=st.lists(st.tuples(st.integers(1, 4), st.floats(10.0, 5000.0)), min_size=1, max_size=4),
+    head_n=st.integers(1, 16),
+    n=st.integers(1, 40),
+    c=st.integers(1, 3),
+    t=st.floats(5.0, 2000.0),
+    policy=st.sampled_from([Policy.EASY, Policy.CHECKPOINT_BACKFILL]),
+)
+def test_sub_tasks_never_delay_the_head(run_ends, head_n, n, c, t, policy):
+    ncores = 16
+    running, core = [], 0
+    for k, (w, e) in enumerate(run_ends):
+        running.append(Running(100 + k, w, 0.0, e, cores=tuple(range(core, core + w))))
+        core += w
+    free = frozenset(range(core, ncores))
+    head = Waiting(1, head_n, 100.0)
+    sp = Waiting(2, min(n, ncores // c) * c, n * t, split=SplitInfo(c, t, tuple(range(n))))
+    plan = schedule(Snapshot(0.0, ncores, tuple(running), (head, sp), Params(policy=policy), free=free))
+    splits = [d for d in plan.decisions if isinstance(d, StartTasks)]
+    for d in splits:
+        assert plan.head is not None and d.end <= plan.head.time
+        assert len(d.cores) == len(d.chains) * c and set(d.cores) <= free
+        assert sorted(d.tasks) == sorted(i for ch in d.chains for i in ch)
+        assert len(set(d.tasks)) == len(d.tasks)
+    used = [c_ for s in plan.starts for c_ in s.cores] + [c_ for d in splits for c_ in d.cores]
+    assert len(used) == len(set(used))  # no core given twice

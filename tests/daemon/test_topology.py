@@ -1,0 +1,85 @@
+"""Topology-aware placement in the real daemon: a declared 2-board x 4-core machine mapped onto the host."""
+
+from __future__ import annotations
+
+import os
+
+from gridsched.core import cpuset
+from tests.conftest import wait_for
+
+HOST = sorted(os.sched_getaffinity(0))
+BOARD_CPU = {0: HOST[0], 1: HOST[-1]}
+
+
+def topo_config(gs_root) -> str:
+    topo = gs_root / "topology.toml"
+    topo.write_text(
+        f'[[board]]\ncores = "0-3"\nsiblings = ["0-1", "2-3"]\nhost_cpus = "{BOARD_CPU[0]}"\n'
+        f'[[board]]\ncores = "4-7"\nsiblings = ["4-5", "6-7"]\nhost_cpus = "{BOARD_CPU[1]}"\n'
+    )
+    return f"""
+[scheduler]
+policy = "easy"
+[jobs]
+kill_grace = "1s"
+[machine]
+topology = "{topo}"
+[daemon]
+autostart = false
+"""
+
+
+def board(core: int) -> int:
+    return 0 if core < 4 else 1
+
+
+WAIT_GO = "i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"
+
+
+def test_place_board_keeps_a_job_on_one_board(make_gs, tmp_path):
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(topo_config(gs.root))
+    gs.start()
+    report = "grep Cpus_allowed_list /proc/self/status | cut -f2 > aff.$GS_JOBID; echo $GS_CORES > cores.$GS_JOBID; "
+    a = gs.gsub("-n", "3", "--place", "board", "--wrap", report + WAIT_GO)
+    gs.wait_state(a, "RUNNING")
+    b = gs.gsub("-n", "4", "--place", "board", "--wrap", report + WAIT_GO)
+    gs.wait_state(b, "RUNNING")
+    (gs.work / "go").touch()
+    for jid in (a, b):
+        gs.wait_state(jid, "COMPLETED")
+    c = gs.gsub("-n", "2", "--place", "spread", "--wrap", report)  # on an idle machine
+    gs.wait_state(c, "COMPLETED")
+    ca = cpuset.parse((gs.work / f"cores.{a}").read_text())
+    cb = cpuset.parse((gs.work / f"cores.{b}").read_text())
+    assert len({board(x) for x in ca}) == 1 and len(ca) == 3
+    assert {board(x) for x in cb} == {1 - board(min(ca))} and len(cb) == 4  # the other board, whole
+    assert cpuset.parse((gs.work / f"aff.{a}").read_text()) == {BOARD_CPU[board(min(ca))]}
+    cc = cpuset.parse((gs.work / f"cores.{c}").read_text())
+    assert {board(x) for x in cc} == {0, 1}  # spread: one core on each board
+    segs = gs.run("gstat", "-f", str(b), check=True).stdout
+    assert f"boards {1 - board(min(ca))}" in segs, segs
+
+
+def test_drained_cores_take_no_new_job(make_gs):
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(topo_config(gs.root))
+    gs.start()
+    gs.run("gctl", "drain", "0-3", "--reason", "maintenance", check=True)
+    wait_for(lambda: "drained now: 0-3" in gs.log(), 10, "the drain to be applied")
+    ids = [gs.gsub("-n", "1", "--wrap", "echo $GS_CORES > c.$GS_JOBID; " + WAIT_GO) for _ in range(5)]
+    for jid in ids[:4]:
+        gs.wait_state(jid, "RUNNING")
+    assert gs.job(ids[4])["state"] == "PENDING"  # only the four undrained cores
+    used = set()
+    for jid in ids[:4]:
+        used |= cpuset.parse(gs.job(jid)["cores"])
+    assert used == {4, 5, 6, 7}
+    topo = gs.run("gctl", "topology", check=True).stdout
+    assert "drained" in topo
+    gs.run("gctl", "resume", "0-3", check=True)
+    j = gs.wait_state(ids[4], "RUNNING", "COMPLETED")
+    assert board(int(j["cores"])) == 0
+    (gs.work / "go").touch()
+    for jid in ids:
+        gs.wait_state(jid, "COMPLETED")
