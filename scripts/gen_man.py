@@ -306,6 +306,7 @@ GSTAT_JSON = para(f"""
     ("array_id, array_index", "For an array task, its array's id and its index; null otherwise."),
     ("split", "null, or for a splittable job {n, ncpus, task_time, done, running, failed, left} (its sub-tasks "
      "and how many are done, running, failed and left), for a piece of one {of: the job, tasks: its sub-tasks}."),
+    ("parent", "The id of the job's parent (a job submitted from inside another job), or null."),
     ("daemon", '{"running": true or false, "pid": the daemon\'s pid or null, "spool": the spool directory}.'),
 ]) + "\n" + para("""
     Jobs submitted while the daemon has not yet taken them in are listed as PENDING (HELD if

@@ -25,7 +25,7 @@ PROG = "gstat"
 JSON_KEYS = (
     "id name user state ncpus walltime submit_time start_time end_time elapsed predicted_start cores "
     "exit_code exit_signal reason restarts preemptions checkpoints backfilled stdout stderr workdir "
-    "resources reservation array_id array_index split"
+    "resources reservation array_id array_index split parent"
 ).split()
 ACTIVE_STATES = {JobState.RUNNING.value, JobState.STOPPING.value}
 STYLE = {
@@ -75,6 +75,7 @@ def record(job: dict[str, Any], now: float) -> dict[str, Any]:
     out["reservation"] = spec.get("reservation")
     out["array_id"] = spec.get("array_id")
     out["array_index"] = spec.get("array_index")
+    out["parent"] = spec.get("parent")
     out["split"] = None
     if "split" in spec:
         sp = spec["split"]

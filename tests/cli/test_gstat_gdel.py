@@ -15,7 +15,7 @@ from gridsched.cli import gdel, gstat, gsub
 JSON_KEYS = {
     "id", "name", "user", "state", "ncpus", "walltime", "submit_time", "start_time", "end_time", "elapsed",
     "predicted_start", "cores", "exit_code", "exit_signal", "reason", "restarts", "preemptions", "checkpoints",
-    "backfilled", "stdout", "stderr", "workdir", "resources", "reservation", "array_id", "array_index", "split",
+    "backfilled", "stdout", "stderr", "workdir", "resources", "reservation", "array_id", "array_index", "split", "parent",
 }
 
 
