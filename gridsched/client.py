@@ -19,7 +19,7 @@ from typing import Any
 
 from .config import Config, ConfigError, load
 from .core.units import UnitError, parse_duration, parse_size
-from .queue import TERMINAL_STATES, QueueError, control, load_jobs
+from .queue import TERMINAL_STATES, QueueError, control, load_jobs, private
 from .spool import Spool, default_root
 from .submit import Options, Script, SubmitError, WaitTimeout, build_spec, decode, wait_job
 
@@ -140,7 +140,7 @@ class Client:
     # -- reading ----------------------------------------------------------------------
     def _rows(self, ids: list[int] | None = None) -> list[dict[str, Any]]:
         try:
-            return load_jobs(self.spool, ids)
+            return [private(self.spool, j) for j in load_jobs(self.spool, ids)]
         except QueueError as e:
             raise GridschedError(str(e)) from None
 
@@ -159,7 +159,7 @@ class Client:
         """Block until job ``job_id`` has ended; :class:`WaitTimeout` after ``timeout`` seconds."""
         self.status(job_id)
         try:
-            return Job.from_row(wait_job(self.spool, job_id, timeout))
+            return Job.from_row(private(self.spool, wait_job(self.spool, job_id, timeout)))
         except SubmitError as e:
             raise GridschedError(str(e)) from None
 

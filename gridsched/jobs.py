@@ -81,3 +81,10 @@ SPEC_OPTIONAL_KEYS = {
     "split_chains": "list[list[int]]: a piece's sub-task indices, one list per chain of ncpus cores, run in order",
     "split_task": "dict: a piece's sub-tasks: n, ncpus and task_time of the job it was taken from",
 }
+
+
+# The parts of a job's spec only its owner (and root) may read: kept out of the
+# world-readable job table, in ``jobs/ID/private.json`` (mode 0600, owned by
+# the job's owner); see :func:`gridsched.queue.private`.
+PRIVATE_KEYS = ("env", "args", "workdir", "stdout", "stderr", "submit_dir")
+PRIVATE_FILE = "private.json"

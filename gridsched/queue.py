@@ -10,6 +10,7 @@ Standard library only (sqlite3 is imported when a db exists).
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable
 
 from .jobs import TERMINAL, JobState
@@ -49,6 +50,24 @@ def from_submit(spec: dict[str, Any]) -> dict[str, Any]:
         "segments": [],
         "spec": spec,
     }
+
+
+def private(spool: Spool, job: dict[str, Any]) -> dict[str, Any]:
+    """``job`` with the private part of its spec (environment, arguments, paths) when the caller may read it.
+
+    The daemon keeps that part in ``jobs/ID/private.json``, readable by the
+    job's owner and root only; for anyone else the job comes back unchanged.
+    """
+    from .jobs import PRIVATE_FILE
+
+    try:
+        with open(spool.job_dir(job["id"]) / PRIVATE_FILE, "rb") as f:
+            extra = json.loads(f.read(1 << 22))
+    except (OSError, ValueError):
+        return job
+    if isinstance(extra, dict):
+        job = {**job, "spec": {**(job.get("spec") or {}), **extra}}
+    return job
 
 
 def load_jobs(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:

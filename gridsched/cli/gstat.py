@@ -347,13 +347,14 @@ def cli(show_all: bool, user: str | None, full_id: str | None, tasks: bool, as_j
 
         return gstat_tree.show(s.spool, jobs, as_json)
     if as_json:
-        doc = {"jobs": [record(j, now) for j in jobs], "daemon": daemon_record(s.spool)}
+        doc = {"jobs": [record(queue.private(s.spool, j), now) for j in jobs], "daemon": daemon_record(s.spool)}
         click.echo(json.dumps(doc, indent=2))
     elif full_id is not None:
         from . import gstat_tree
 
-        gstat_tree.annotate(s.spool, jobs[0])
-        print_full(jobs[0], now)
+        job = queue.private(s.spool, jobs[0])
+        gstat_tree.annotate(s.spool, job)
+        print_full(job, now)
     else:
         print_table(jobs, now)
     return ExitCode.OK

@@ -33,7 +33,7 @@ from ..core import cpuset, depend
 from ..core import policy as corepolicy
 from ..core.types import Activate, HeadReservation, Preempt, Running, Snapshot, Start, StartTasks, Waiting
 from ..jobenv import compat_env
-from ..jobs import EXIT_CHECKPOINTED, JobState, TERMINAL
+from ..jobs import EXIT_CHECKPOINTED, PRIVATE_FILE, PRIVATE_KEYS, JobState, TERMINAL
 from ..spool import Spool, atomic_write
 from ..state import StateDB
 from . import launch, procs, requests, reserve
@@ -449,8 +449,10 @@ class Daemon:
                 except FileNotFoundError:
                     pass
                 os.link(content, jdir / fname)
+        private = {k: job.pop(k) for k in PRIVATE_KEYS if k in job}
+        atomic_write(jdir / PRIVATE_FILE, json.dumps(private).encode(), mode=0o600, fsync=False)
         if os.getuid() == 0 and job["uid"] != 0:
-            for p in (jdir, jdir / "checkpoint", *(jdir / f for f in files)):
+            for p in (jdir, jdir / "checkpoint", jdir / PRIVATE_FILE, *(jdir / f for f in files)):
                 os.chown(p, job["uid"], job.get("gid", -1))
         row = {
             "id": jid, "state": state.value, "user": user, "uid": job["uid"], "name": job["name"],
@@ -715,8 +717,18 @@ class Daemon:
         self.save(rec)
         self.pending_launches.append((rec, self._launch_spec(rec)))
 
+    def full_spec(self, jid: int) -> dict[str, Any]:
+        """A job's whole spec: the public part from the table, the private part from its file."""
+        spec = dict(self.db.job(jid)["spec"])  # type: ignore[index]
+        try:
+            with open(self.spool.job_dir(jid) / PRIVATE_FILE, "rb") as f:
+                spec.update(json.loads(f.read()))
+        except FileNotFoundError:
+            pass  # a job taken in before private files existed keeps everything in the table
+        return spec
+
     def _launch_spec(self, rec: Rec) -> launch.Launch:
-        spec = self.db.job(rec.id)["spec"]  # type: ignore[index]
+        spec = self.full_spec(rec.id)
         jdir = self.spool.job_dir(rec.id)
         script = str(jdir / "script")
         args = tuple(spec["args"])

@@ -95,9 +95,7 @@ def start_tasks(d: "Daemon", rec: "Rec", st: StartTasks, now: float) -> None:
     if not taken <= set(sp["left"]) or len(taken) != len(st.tasks):
         log.error("plan takes sub-tasks %s of job %d, not all of them left", list(st.tasks), rec.id)
         return
-    row = d.db.job(rec.id)
-    assert row is not None
-    spec = row["spec"]
+    spec = d.full_spec(rec.id)
     c = int(sp["ncpus"])
     pid = d.spool.next_id()
     piece = {k: v for k, v in spec.items() if k != "split"}

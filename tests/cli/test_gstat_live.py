@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -58,6 +59,7 @@ def test_ctrl_c_ends_watch_quietly_on_a_terminal(env):
     pid, fd = pty.fork()
     if pid == 0:
         try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # a shell's background job starts with it ignored
             os.execve(sys.executable, [sys.executable, "-m", "gridsched.cli.gstat", "--watch", "0.2"], dict(os.environ))
         finally:
             os._exit(127)
@@ -65,13 +67,16 @@ def test_ctrl_c_ends_watch_quietly_on_a_terminal(env):
     try:
         def seen_table() -> bool:
             nonlocal out
-            out += os.read(fd, 65536)
+            if select.select([fd], [], [], 0.2)[0]:
+                out += os.read(fd, 65536)
             return b"STATE" in out
 
         wait_for(seen_table, 30, "the live table")
         os.kill(pid, signal.SIGINT)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
+            if not select.select([fd], [], [], 0.2)[0]:
+                continue
             try:
                 chunk = os.read(fd, 65536)
             except OSError:
@@ -79,7 +84,17 @@ def test_ctrl_c_ends_watch_quietly_on_a_terminal(env):
             if not chunk:
                 break
             out += chunk
-        _, status = os.waitpid(pid, 0)
+        status = None
+        for _ in range(100):  # bounded: never hang on a child that did not stop
+            wpid, st = os.waitpid(pid, os.WNOHANG)
+            if wpid:
+                status = st
+                break
+            time.sleep(0.1)
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError("gstat --watch did not stop on SIGINT")
     finally:
         os.close(fd)
     assert os.waitstatus_to_exitcode(status) == 0

@@ -61,3 +61,12 @@ def test_garbage_in_the_spool_is_quarantined(gs):
     assert not any(inc.iterdir())
     assert gs.alive()
     assert "quarantined" in gs.log()
+
+
+def test_exit_75_of_a_signal_mode_job_is_a_checkpoint_even_unrecorded(gs):
+    # as after a crash that lost the record of the checkpoint request: the job says "saved, restart me"
+    jid = gs.gsub("--checkpoint", "signal", "--wrap",
+                  'echo run-$GS_RESTART_COUNT >> runs; [ "$GS_RESTART_COUNT" = 0 ] && exit 75; exit 0')
+    j = gs.wait_state(jid, "COMPLETED")
+    assert j["restarts"] == 1 and j["checkpoints"] == 1
+    assert (gs.work / "runs").read_text().split() == ["run-0", "run-1"]

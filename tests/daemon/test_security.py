@@ -258,8 +258,19 @@ def test_user_b_cannot_touch_user_a(system, users):
     assert "PermissionError" in as_user(b, lambda: (system.spool_dir / "jobs" / str(jp) / "script").read_text())["error"]
     assert "PermissionError" in as_user(b, lambda: os.listdir(system.spool_dir / "jobs"))["error"]
 
+    # 6. A's environment, arguments and output paths: not in the job table all may read, only in A's own file
+    je = as_user(a, submit, system, str(home_a), "#!/bin/sh\ntrue\n", hold=True,
+                 env={"PATH": "/usr/bin:/bin", "A_TOKEN": "secret-token"})["ok"]
+    system.wait_state(je, "HELD")
+    row = queue.load_jobs(system.spool, [je])[0]
+    assert "env" not in row["spec"] and "stdout" not in row["spec"]
+    as_b = as_user(b, lambda: queue.private(system.spool, queue.load_jobs(system.spool, [je])[0])["spec"])["ok"]
+    assert "env" not in as_b and "stdout" not in as_b
+    as_a = as_user(a, lambda: queue.private(system.spool, queue.load_jobs(system.spool, [je])[0])["spec"])["ok"]
+    assert as_a["env"]["A_TOKEN"] == "secret-token" and as_a["stdout"].startswith(str(home_a))
+
     # A can still cancel A's own job
-    assert as_user(a, lambda: queue.control(system.spool, "cancel", [ja, jp], os.getuid()))["ok"][0] == [ja, jp]
+    assert as_user(a, lambda: queue.control(system.spool, "cancel", [ja, jp, je], os.getuid()))["ok"][0] == [ja, jp, je]
     system.wait_state(ja, "CANCELLED")
     system.wait_state(jp, "CANCELLED")
 
