@@ -261,6 +261,13 @@ def _check_plot_available(path: str | None) -> None:
               help="Replay the reservations of FILE (CSV or .toml; see RESERVATIONS in gsim(1)) beside the trace.")
 @click.option("--floating", "floating", metavar="NAME=COUNT", multiple=True,
               help="A floating resource of the machine (licences), for the reservations; repeatable.")
+@click.option("--gantt", "gantt", metavar="FILE.png",
+              help="Draw the schedule as a Gantt chart (each job's wait and run segments), as gstat --gantt does "
+              "for a live queue.")
+@click.option("--gantt-from", "gantt_from", type=SECONDS, default=None,
+              help="--gantt: start of the window, as time since the first submission (default 0).")
+@click.option("--gantt-hours", "gantt_hours", type=click.FloatRange(min=0.01), default=24.0, show_default=True,
+              help="--gantt: length of the window in hours (at most 400 jobs are drawn).")
 @click.option("--topology", "topology", metavar="FILE",
               help="Place jobs on the machine map of FILE (a topology.toml; see gridsched.toml(5)) instead of "
               "counting cores only; its cores must number the machine's.")
@@ -272,7 +279,8 @@ def _check_plot_available(path: str | None) -> None:
 def run_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, strict: bool, predictor: str | None,
             overhead: float, mode: str, config_file: str | None, cascade: bool, as_json: bool,
             policy: str | None, p: float | None, threshold: float | None, jobs_out: str | None,
-            plot: str | None, resv_file: str | None, floating: tuple[str, ...], topology: str | None,
+            plot: str | None, resv_file: str | None, floating: tuple[str, ...], gantt: str | None,
+            gantt_from: float | None, gantt_hours: float, topology: str | None,
             place: str | None, split_jobs_above: int | None) -> None:
     """Replay TRACE under one policy and print its metrics.
 
@@ -284,7 +292,7 @@ def run_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, stric
     from ..sim import report
 
     params = _params(config_file, policy, p, threshold, predictor, cascade)
-    _check_plot_available(plot)
+    _check_plot_available(plot or gantt)
     tr = _read(trace, procs, nodes, strict, limit)
     resv = _reservations(resv_file, floating, tr.ncores) if resv_file or floating else None
     machine = _topology(topology, tr.ncores) if topology else None
@@ -309,6 +317,10 @@ def run_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, stric
         from ..sim.plot import run_plot
 
         _plot(run_plot, plot, rec, res.series, min(tr.submit))
+    if gantt is not None:
+        from ..sim.plot import gantt_plot
+
+        _plot(gantt_plot, gantt, res, min(tr.submit, default=0.0) + (gantt_from or 0.0), gantt_hours)
     if as_json:
         _emit_json(rec)
     else:

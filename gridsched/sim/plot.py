@@ -89,3 +89,34 @@ def tune_plot(path: str, recs: Sequence[dict[str, Any]], ps: Sequence[float], th
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def gantt_plot(path: str, res: Any, t_from: float, hours: float, max_jobs: int = 400) -> int:
+    """The schedule of ``res`` as a Gantt chart: each job a row, its wait and its run segments.
+
+    Shows the jobs submitted in ``[t_from, t_from + hours)`` (at most
+    ``max_jobs``, the first ones), the same chart ``gstat --gantt`` draws for
+    a live queue.  Returns the number of jobs drawn.
+    """
+    plt = _pyplot()
+    tr = res.trace
+    t_to = t_from + hours * 3600
+    jobs = [i for i in range(len(tr)) if t_from <= tr.submit[i] < t_to and res.start[i] >= 0][:max_jobs]
+    fig, ax = plt.subplots(figsize=(11, 2 + 0.025 * max(len(jobs), 40)))
+    for row, i in enumerate(jobs):
+        h = lambda t: (t - t_from) / 3600  # noqa: E731 - hours since t_from
+        ax.plot([h(tr.submit[i]), h(res.start[i])], [row, row], color="0.8", linewidth=0.8)
+        runs = res.runs(i)
+        for k, (a, b) in enumerate(runs):
+            color = "tab:orange" if k < len(runs) - 1 else "tab:blue"
+            ax.barh(row, max(h(b) - h(a), 1e-3), left=h(a), height=0.8, color=color, linewidth=0)
+    ax.set_ylim(len(jobs), -1)
+    ax.set_xlim(0, hours)
+    ax.set_xlabel(f"hours since {format_duration(t_from - min(tr.submit, default=0.0))} into the trace")
+    ax.set_ylabel("jobs in submission order")
+    ax.set_title(f"{tr.path.rsplit('/', 1)[-1]}: {res.params.policy.value} "
+                 "(grey: waiting; blue: running; orange: a run cut by a checkpoint)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return len(jobs)

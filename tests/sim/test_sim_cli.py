@@ -166,6 +166,25 @@ def test_plot_writes_png(write_trace, tmp_path):
     assert res.exit_code == 0 and heat.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_gantt_writes_png_of_the_window(write_trace, tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib (the optional plot extra) is not installed")
+    from gridsched.core.types import Params, Policy
+    from gridsched.sim import swf
+    from gridsched.sim.engine import simulate
+    from gridsched.sim.plot import gantt_plot
+
+    path = write_trace(HAND, max_procs=4)
+    out = tmp_path / "g.png"
+    res = gsim(path, "--gantt", str(out), "--json")
+    assert res.exit_code == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    tr = swf.read(path)
+    result = simulate(tr, Params(policy=Policy.EASY))
+    t0 = min(tr.submit)
+    assert gantt_plot(str(tmp_path / "all.png"), result, t0, 24.0) == len(tr)
+    # a window that starts after the last submission holds no job
+    assert gantt_plot(str(tmp_path / "none.png"), result, max(tr.submit) + 1, 1.0) == 0
+
+
 def test_limit(write_trace):
     rec = one_json(gsim(write_trace(HAND, max_procs=4), "--limit", "2", "--policy", "fcfs", "--json"))
     assert rec["jobs"] == 2
