@@ -361,8 +361,6 @@ def membind_unavailable(machine: MachineMap) -> str | None:
     nodes = {b.node for b in machine.boards}
     if None in nodes:
         return "the boards are not host NUMA nodes"
-    if len(nodes) < 2:
-        return "the host has one NUMA node"
     return None
 
 

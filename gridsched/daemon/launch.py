@@ -58,6 +58,7 @@ class Launch:
     gid: int
     user: str
     mem: int | None = None
+    mem_nodes: tuple[int, ...] = ()  # host NUMA nodes to bind the job's memory to (its boards')
 
 
 def pid_file(job_dir: str | Path, segment: int) -> Path:
@@ -254,6 +255,27 @@ def _reap_rest() -> None:
             pass
 
 
+MPOL_BIND = 2
+SYS_SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237, "ppc64le": 261}
+
+
+def bind_memory(nodes: tuple[int, ...]) -> str | None:
+    """Bind the calling process's memory to the NUMA ``nodes`` (set_mempolicy MPOL_BIND); why not, or None."""
+    import platform
+
+    nr = SYS_SET_MEMPOLICY.get(platform.machine())
+    if nr is None or _libc is None:
+        return f"set_mempolicy is not known on {platform.machine()}"
+    maxnode = max(nodes) + 1
+    words = (maxnode + 63) // 64
+    mask = (ctypes.c_ulong * words)()
+    for n in nodes:
+        mask[n // 64] |= 1 << (n % 64)
+    if _libc.syscall(nr, MPOL_BIND, ctypes.byref(mask), ctypes.c_ulong(words * 64)) != 0:
+        return os.strerror(ctypes.get_errno())
+    return None
+
+
 def _fail(wr: int, msg: str) -> None:
     try:
         os.write(wr, msg.encode(errors="replace")[:4000])
@@ -273,6 +295,7 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
                 pass
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         os.sched_setaffinity(0, spec.cpus)
+        bind_warning = bind_memory(spec.mem_nodes) if spec.mem_nodes else None
         if cg is not None:
             try:
                 cgroup.join(cg)
@@ -305,6 +328,9 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
     os.dup2(nul, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
+    if bind_warning:
+        os.write(2, f"gridsched: job {spec.job_id}: memory not bound to NUMA nodes "
+                    f"{','.join(map(str, spec.mem_nodes))}: {bind_warning}\n".encode())
     argv = [spec.script, *spec.args]
     try:
         os.execve(spec.script, argv, spec.env)

@@ -717,6 +717,13 @@ class Daemon:
         self.save(rec)
         self.pending_launches.append((rec, self._launch_spec(rec)))
 
+    def mem_nodes(self, cores: tuple[int, ...]) -> tuple[int, ...]:
+        """The host NUMA nodes of the boards a job runs on, when every one of them is a host node."""
+        nodes = {self.machine.board_of(c).node for c in cores}
+        if not nodes or None in nodes:
+            return ()
+        return tuple(sorted(n for n in nodes if n is not None))
+
     def full_spec(self, jid: int) -> dict[str, Any]:
         """A job's whole spec: the public part from the table, the private part from its file."""
         spec = dict(self.db.job(jid)["spec"])  # type: ignore[index]
@@ -754,7 +761,7 @@ class Daemon:
             job_id=rec.id, segment=rec.segment, job_dir=str(jdir), script=script, args=args,
             workdir=spec["workdir"], stdout=spec["stdout"], stderr=spec["stderr"], append=rec.segment > 1,
             env=env, cpus=frozenset(self.machine.host_set(rec.cores)), uid=rec.uid, gid=spec.get("gid", -1),
-            user=rec.user, mem=spec.get("mem"),
+            user=rec.user, mem=spec.get("mem"), mem_nodes=self.mem_nodes(rec.cores),
         )
 
     def launch_pending(self) -> None:
