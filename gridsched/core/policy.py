@@ -107,8 +107,8 @@ same rules for requests of several resources (cores and floating resources
 such as licences) and adds reservations (``Activate`` decisions); without
 them the pass below runs, unchanged.
 
-Splittable jobs (easy, checkpoint-backfill)
--------------------------------------------
+Splittable jobs (easy, checkpoint-backfill, conservative)
+---------------------------------------------------------
 A pending job with ``Waiting.split`` is ``len(split.left)`` independent
 sub-tasks of ``split.ncpus`` cores and ``split.task_time`` seconds; as a
 whole it asks for one wave (``ncpus``) for its walltime and is scheduled like
@@ -119,9 +119,11 @@ same cores (:func:`gridsched.core.split.fill_window`), placed like one job of
 that many cores: a ``StartTasks`` decision.  Every chain ends by the shadow
 time even if each of its sub-tasks runs for its whole time, so the head is
 never delayed; the job keeps the rest of its sub-tasks at its place in the
-queue.  fcfs never backfills and conservative never splits (a splittable job
-is one job of one wave there), nor does the pass with floating resources or
-reservations (:mod:`gridsched.core.multi`) yet.
+queue.  Under conservative the window is the cores free now that no
+reservation needs, until the first time one does; every job keeps its
+reservation.  fcfs never backfills, and the pass with floating resources or
+reservations (:mod:`gridsched.core.multi`) does not split yet: there a
+splittable job is one job of one wave.
 
 Predictors: ``Params.predictor`` ``user-history`` replaces the scaled rule by
 the mean of the user's last two run times (see :mod:`gridsched.core.predict`);
@@ -582,4 +584,13 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
         prof.reserve(t, est, n)
         if record is None and head is not None and (nfree <= 0 or prof.free_at(now) <= 0):
             break
-    return Plan(tuple(starts), head)
+    split: tuple[StartTasks, ...] = ()
+    if record is None and head is not None and nfree > 0:
+        # every pending job holds its reservation in the profile: the window is the cores
+        # no reservation needs, from now until the first time one does
+        width = min(nfree, prof.free_at(now))
+        end = next((t for t, v in prof.steps() if t > now and v < width), inf)
+        if width > 0 and end < inf:
+            split = _split_fill(snap, list(snap.pending), [d for d in starts if isinstance(d, Start)],
+                                free, width, end)
+    return Plan(tuple(starts) + split, head)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridsched.core.policy import schedule
+from gridsched.core.policy import forecast, schedule
 from gridsched.core.split import fill_window
 from gridsched.core.types import Params, Policy, Running, Snapshot, SplitInfo, StartTasks, Waiting
 
@@ -80,8 +80,12 @@ def test_count_only_mode_and_fcfs_and_conservative():
     plan = schedule(blocked_scene())
     [st_] = [d for d in plan.decisions if isinstance(d, StartTasks)]
     assert st_.cores == () and len(st_.tasks) == 8
-    for policy in (Policy.FCFS, Policy.CONSERVATIVE):
-        assert not [d for d in schedule(blocked_scene(policy)).decisions if isinstance(d, StartTasks)]
+    assert not [d for d in schedule(blocked_scene(Policy.FCFS)).decisions if isinstance(d, StartTasks)]
+    # conservative: the 4 free cores are unreserved until the head's reservation at 2 h
+    plan = schedule(blocked_scene(Policy.CONSERVATIVE, free=frozenset(range(4, 8))))
+    [st_] = [d for d in plan.decisions if isinstance(d, StartTasks)]
+    assert st_.chains == ((0, 1), (2, 3), (4, 5), (6, 7)) and st_.cores == (4, 5, 6, 7)
+    assert st_.end == 2 * H == plan.head.time
 
 
 def test_a_job_that_fits_whole_is_started_whole_not_split():
@@ -111,7 +115,7 @@ def test_the_head_itself_is_not_split_and_ordinary_backfill_comes_first():
     n=st.integers(1, 40),
     c=st.integers(1, 3),
     t=st.floats(5.0, 2000.0),
-    policy=st.sampled_from([Policy.EASY, Policy.CHECKPOINT_BACKFILL]),
+    policy=st.sampled_from([Policy.EASY, Policy.CHECKPOINT_BACKFILL, Policy.CONSERVATIVE]),
 )
 def test_sub_tasks_never_delay_the_head(run_ends, head_n, n, c, t, policy):
     ncores = 16
@@ -131,3 +135,10 @@ def test_sub_tasks_never_delay_the_head(run_ends, head_n, n, c, t, policy):
         assert len(set(d.tasks)) == len(d.tasks)
     used = [c_ for s in plan.starts for c_ in s.cores] + [c_ for d in splits for c_ in d.cores]
     assert len(used) == len(set(used))  # no core given twice
+    if splits:  # with the pieces running to their ends, the head's reservation is not later
+        pieces = tuple(Running(500 + k, len(d.cores), 0.0, d.end, cores=d.cores) for k, d in enumerate(splits))
+        started = tuple(Running(600 + k, len(s.cores), 0.0, 100.0, cores=s.cores) for k, s in enumerate(plan.starts))
+        left = frozenset(free) - set(used)
+        after = forecast(Snapshot(0.0, ncores, tuple(running) + pieces + started, (head,), Params(policy=policy),
+                                  free=left))
+        assert after[head.id] <= plan.head.time
