@@ -570,7 +570,32 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if now < shadow < wake and reclaimable:
             wake = shadow
     ps.bound_starts(snap.pending)
+    _split(ps, snap, rest)
     return _plan(ps, HeadReservation(head.id, shadow), wake), ps
+
+
+def _split(ps: _Pass, snap: Snapshot, rest: list[Waiting]) -> None:
+    """Sub-tasks of splittable jobs in the window left after backfilling.
+
+    The window is the cores free now that nothing holds (the head's
+    reservation, fixed reservations) until the first time something does; a
+    job that also asks for floating resources is not split.
+    """
+    from .policy import _split_fill  # the same rule as the count-only pass
+
+    width = min(ps.free_now[0], ps.profs[0].free_at(ps.now))
+    end = next((t for t, v in ps.profs[0].steps() if t > ps.now and v < width), inf)
+    if width <= 0 or end == inf:
+        return
+    cands = {w.id: w for w in rest if w.split is not None and not w.resources}
+    started = [d for d in ps.decisions if type(d) is Start]
+    for d in _split_fill(snap, list(cands.values()), started, ps.free_set, width, end):  # type: ignore[arg-type]
+        ps.decisions.append(d)
+        n = len(d.chains) * cands[d.job].split.ncpus  # type: ignore[union-attr]
+        ps.free_now[0] -= n
+        ps.hold(ps.now, d.end - ps.now, (n,) + (0,) * (ps.dims - 1))
+        if ps.free_set is not None:
+            ps.free_set = ps.free_set.difference(d.cores)
 
 
 def _meetable(ps: _Pass, v: Vec, duration: float, t: float) -> bool:

@@ -121,9 +121,11 @@ time even if each of its sub-tasks runs for its whole time, so the head is
 never delayed; the job keeps the rest of its sub-tasks at its place in the
 queue.  Under conservative the window is the cores free now that no
 reservation needs, until the first time one does; every job keeps its
-reservation.  fcfs never backfills, and the pass with floating resources or
-reservations (:mod:`gridsched.core.multi`) does not split yet: there a
-splittable job is one job of one wave.
+reservation.  fcfs never backfills.  The pass with floating resources or
+reservations (:mod:`gridsched.core.multi`) splits under easy and
+checkpoint-backfill with the same rule, its window ending where the head's or
+a fixed reservation's hold begins (a job that also asks for floating
+resources is not split); under conservative it does not split yet.
 
 Predictors: ``Params.predictor`` ``user-history`` replaces the scaled rule by
 the mean of the user's last two run times (see :mod:`gridsched.core.predict`);

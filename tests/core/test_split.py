@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.split import fill_window
-from gridsched.core.types import Params, Policy, Running, Snapshot, SplitInfo, StartTasks, Waiting
+from dataclasses import replace
+
+from gridsched.core.types import Params, Policy, Resv, Running, Snapshot, SplitInfo, StartTasks, Waiting
 
 H = 3600.0
 
@@ -142,3 +144,28 @@ def test_sub_tasks_never_delay_the_head(run_ends, head_n, n, c, t, policy):
         after = forecast(Snapshot(0.0, ncores, tuple(running) + pieces + started, (head,), Params(policy=policy),
                                   free=left))
         assert after[head.id] <= plan.head.time
+
+
+def test_the_pass_with_floating_resources_splits_the_same_way():
+    base = blocked_scene(Policy.EASY, free=frozenset(range(4, 8)))
+    multi = replace(base, floating={"lic": 2})
+    [a] = [d for d in schedule(base).decisions if isinstance(d, StartTasks)]
+    [b] = [d for d in schedule(multi).decisions if isinstance(d, StartTasks)]
+    assert (a.chains, a.cores, a.end) == (b.chains, b.cores, b.end)
+
+
+def test_a_window_before_a_fixed_reservation_is_a_window_like_any_other():
+    # 8 free cores; a fixed reservation takes all 8 from 1 h to 2 h; job 2 (8 cores for 2 h) cannot
+    # run before it and is the head; the splittable job's sub-tasks fill the hour before the reservation
+    head = Waiting(2, 8, 2 * H)
+    sp = Waiting(3, 8, 2 * H, split=SplitInfo(1, H, tuple(range(16))))
+    resv = Resv(9, 8, H, start=H)
+    for policy in (Policy.EASY, Policy.CHECKPOINT_BACKFILL, Policy.CONSERVATIVE):
+        s = Snapshot(0.0, 8, (), (head, sp), Params(policy=policy), free=frozenset(range(8)),
+                     reservations=(resv,))
+        splits = [d for d in schedule(s).decisions if isinstance(d, StartTasks)]
+        if policy is Policy.CONSERVATIVE:  # the multi pass under conservative does not split
+            assert splits == []
+            continue
+        [d] = splits
+        assert d.end == H and len(d.chains) == 8 and all(len(c) == 1 for c in d.chains)
