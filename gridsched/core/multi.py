@@ -206,12 +206,18 @@ class _Pass:
                 if self.loose is not None and not fixed:
                     self.loose[d].reserve(start, duration, v[d])
 
+    def placeable(self, w: Waiting, v: Vec) -> bool:
+        """Whether the free cores can hold ``w``'s mapping requirement now (always, without a map)."""
+        if self.free_set is None or self.snap.machine is None or w.flex:
+            return True
+        return assign(self.snap.machine, self.free_set, v[0], w.place) is not None
+
     def take(self, v: Vec, w: Waiting | None = None) -> tuple[int, ...]:
         """Take ``v`` from what is free now; the cores picked.
 
-        A job's mapping requirement is met where the free cores allow it; this
-        pass decides on counts first, so where they do not, the job gets the
-        lowest-numbered free cores (a reservation always does).
+        A job's mapping requirement is met: the pass starts a job only where
+        :meth:`placeable` says the free cores can hold it (a reservation gets
+        the lowest-numbered free cores).
         """
         for d in range(self.dims):
             self.free_now[d] -= v[d]
@@ -424,7 +430,7 @@ def _fcfs(snap: Snapshot, record: dict[int, float] | None) -> tuple[Plan, _Pass]
         v = ps.vec(w)
         if not ps.possible(v):
             continue
-        if ps.fits_now(v, w.estimate) or _loose_fit(ps, w, v):
+        if (ps.fits_now(v, w.estimate) or _loose_fit(ps, w, v)) and ps.placeable(w, v):
             ps.start(w, v, w.estimate, False, None)
             continue
         t = ps.earliest(v, w.estimate)
@@ -461,7 +467,8 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
                 record[w.id] = inf
             continue
         t = ps.earliest(v, w.estimate)
-        if (t == now and all(v[d] <= ps.free_now[d] for d in range(ps.dims))) or _loose_fit(ps, w, v):
+        if ((t == now and all(v[d] <= ps.free_now[d] for d in range(ps.dims))) or _loose_fit(ps, w, v)) \
+                and ps.placeable(w, v):
             ps.start(w, v, w.estimate, head is not None, None)
             t = now
         else:
@@ -493,7 +500,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             v = ps.vec(w)
             if not ps.possible(v):
                 break
-            if ps.fits_now(v, w.estimate):
+            if ps.fits_now(v, w.estimate) and ps.placeable(w, v):
                 ps.start(w, v, w.estimate, False, None)
                 skip = i
             else:
@@ -508,7 +515,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             v = ps.vec(w)
             if not ps.possible(v):
                 continue
-            if ps.fits_now(v, w.estimate) or _loose_fit(ps, w, v):
+            if (ps.fits_now(v, w.estimate) or _loose_fit(ps, w, v)) and ps.placeable(w, v):
                 ps.start(w, v, w.estimate, False, None)
                 continue
             h = i
@@ -543,6 +550,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if not ps.possible(v) or v[0] > ps.free_now[0]:
             continue
         if extra is not None and any(v[d] > extra[d] for d in range(ps.dims)):
+            continue
+        if not ps.placeable(w, v):
             continue
         est = w.estimate
         shorten = predict is not None and w.preemptable and not w.flex

@@ -264,3 +264,25 @@ def test_random_starts_and_ends_never_share_a_core(m, steps):
 def test_never_fits_agrees_with_placing_on_an_idle_machine(m, req):
     placed = place(m, frozenset(m.cores()), req)
     assert (never_fits(m, req) is None) == (placed is not None)
+
+
+def test_the_pass_with_floating_resources_honours_board_placement():
+    # two boards of 4 cores; one core busy on each board: 6 free cores, but no board has 4 free
+    from gridsched.core.placement import Request
+    from gridsched.core.policy import schedule
+    from gridsched.core.types import Params, Policy, Running, Snapshot, Waiting
+
+    m = make([board(0, range(4)), board(1, range(4, 8))], tuple(range(8)))
+    running = (Running(1, 1, 0.0, 100.0, cores=(0,)), Running(2, 1, 0.0, 100.0, cores=(4,)))
+    job = Waiting(3, 4, 50.0, place=Request(4, "board"))
+    free = frozenset({1, 2, 3, 5, 6, 7})
+    for floating in ({}, {"lic": 1}):  # the count-only pass and the pass with floating resources
+        for policy in Policy:
+            plan = schedule(Snapshot(0.0, 8, running, (job,), Params(policy=policy), free=free,
+                                     floating=floating, machine=m))
+            assert plan.starts == (), (policy, floating)
+    spread = Waiting(3, 4, 50.0, place=Request(4, "spread"))
+    plan = schedule(Snapshot(0.0, 8, running, (spread,), Params(policy=Policy.EASY), free=free,
+                             floating={"lic": 1}, machine=m))
+    [s] = plan.starts
+    assert {c // 4 for c in s.cores} == {0, 1}

@@ -131,7 +131,9 @@ def test_sub_tasks_never_delay_the_head(run_ends, head_n, n, c, t, policy):
     plan = schedule(Snapshot(0.0, ncores, tuple(running), (head, sp), Params(policy=policy), free=free))
     splits = [d for d in plan.decisions if isinstance(d, StartTasks)]
     for d in splits:
-        assert plan.head is not None and d.end <= plan.head.time
+        assert plan.head is not None
+        if policy is not Policy.CONSERVATIVE:  # EASY's window ends at the shadow time; conservative's
+            assert d.end <= plan.head.time  # where a reservation needs the cores (checked below)
         assert len(d.cores) == len(d.chains) * c and set(d.cores) <= free
         assert sorted(d.tasks) == sorted(i for ch in d.chains for i in ch)
         assert len(set(d.tasks)) == len(d.tasks)
