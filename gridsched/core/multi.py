@@ -481,6 +481,8 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
         elif head is not None and ps.free_now[0] <= 0:
             break
     ps.bound_starts(snap.pending)
+    if record is None and head is not None:
+        _split(ps, snap, _queue(snap))
     return _plan(ps, head)
 
 

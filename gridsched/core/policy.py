@@ -125,7 +125,7 @@ reservation.  fcfs never backfills.  The pass with floating resources or
 reservations (:mod:`gridsched.core.multi`) splits under easy and
 checkpoint-backfill with the same rule, its window ending where the head's or
 a fixed reservation's hold begins (a job that also asks for floating
-resources is not split); under conservative it does not split yet.
+resources is not split), and so it does under conservative.
 
 Predictors: ``Params.predictor`` ``user-history`` replaces the scaled rule by
 the mean of the user's last two run times (see :mod:`gridsched.core.predict`);

@@ -165,9 +165,5 @@ def test_a_window_before_a_fixed_reservation_is_a_window_like_any_other():
     for policy in (Policy.EASY, Policy.CHECKPOINT_BACKFILL, Policy.CONSERVATIVE):
         s = Snapshot(0.0, 8, (), (head, sp), Params(policy=policy), free=frozenset(range(8)),
                      reservations=(resv,))
-        splits = [d for d in schedule(s).decisions if isinstance(d, StartTasks)]
-        if policy is Policy.CONSERVATIVE:  # the multi pass under conservative does not split
-            assert splits == []
-            continue
-        [d] = splits
+        [d] = [d for d in schedule(s).decisions if isinstance(d, StartTasks)]
         assert d.end == H and len(d.chains) == 8 and all(len(c) == 1 for c in d.chains)
