@@ -172,6 +172,14 @@ def pick(free: frozenset[int] | None, n: int) -> tuple[int, ...]:
 _NOWHERE: tuple[tuple[int, ...], frozenset[int]] = ((), frozenset())
 
 
+def _use(free: frozenset[int] | None, nfree: int, n: int, held: frozenset[int]) -> tuple[frozenset[int] | None, int]:
+    """The free cores and their number once a job of ``n`` cores holds ``held``."""
+    if free is None:
+        return None, nfree - n
+    free = free.difference(held)
+    return free, len(free)
+
+
 def take(snap: Snapshot, free: frozenset[int] | None, w: Waiting) -> tuple[tuple[int, ...], frozenset[int]] | None:
     """Where ``w`` would run now: ``(cores it runs on, cores it holds)``, or None.
 
@@ -361,11 +369,7 @@ def _fcfs(snap: Snapshot) -> Plan:
             head = HeadReservation(w.id, _shadow(nfree, ends, n)[0])
             break
         cores, held = got
-        if free is not None:
-            free = free.difference(held)
-            nfree = len(free)
-        else:
-            nfree -= n
+        free, nfree = _use(free, nfree, n, held)
         started.append((now + w.estimate, n, False))
         out.append(Start(w.id, cores))
     return Plan(tuple(out), head)
@@ -396,11 +400,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> Plan:
             got = take(snap, free, w) if n <= nfree else None
             if got is not None:
                 cores, held = got
-                if free is not None:
-                    free = free.difference(held)
-                    nfree = len(free)
-                else:
-                    nfree -= n
+                free, nfree = _use(free, nfree, n, held)
                 insort(ends, (now + w.estimate, n, False))
                 starts.append(Start(w.id, cores))
                 skip = i
@@ -422,11 +422,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> Plan:
                 h = i
                 break
             cores, held = got
-            if free is not None:
-                free = free.difference(held)
-                nfree = len(free)
-            else:
-                nfree -= n
+            free, nfree = _use(free, nfree, n, held)
             insort(ends, (now + w.estimate, n, False))
             starts.append(Start(w.id, cores))
         if h < 0:
@@ -573,11 +569,7 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
         got = take(snap, free, w) if t == now and n <= nfree else None
         if got is not None:
             cores, held = got
-            if free is not None:
-                free = free.difference(held)
-                nfree = len(free)
-            else:
-                nfree -= n
+            free, nfree = _use(free, nfree, n, held)
             starts.append(Start(w.id, cores, head is not None))
         elif head is None:
             head = HeadReservation(w.id, t)
