@@ -204,8 +204,8 @@ CHECKPOINT = para(f"""
     When the job is started again, in the same checkpoint directory, $GS_RESTART_COUNT is
     greater than 0, and the job should resume from what it saved.
 
-    criu (transparent checkpointing) is refused unless a criu binary is installed and
-    criu check passes.
+    criu (transparent checkpointing) is refused, with the reason: gridsched does not drive
+    CRIU yet, and gctl info says whether the host could (a criu binary whose criu check passes).
 """)
 
 FOREIGN = para("""

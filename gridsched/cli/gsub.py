@@ -188,7 +188,7 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
 @click.option("--checkpoint", type=ChoiceType(CHECKPOINT_CHOICES, "MODE"),
               help="How the job may be preempted: none (never), signal (the job saves its state when "
               "signalled), suspend (stopped and continued), requeue (rerun from the start), criu "
-              "(transparent; only where criu works). Default: jobs.checkpoint.")
+              "(transparent; refused with the reason: not driven yet). Default: jobs.checkpoint.")
 @click.option("-l", "--resource", "resource", metavar="NAME=COUNT", multiple=True,
               help="Floating resources (licences) from [resources.floating] of the configuration, such as "
               "matlab=1; repeatable. The job starts only when its cores and every unit are free.")
