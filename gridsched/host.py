@@ -41,6 +41,22 @@ def pidfd() -> bool:
     return True
 
 
+def describe() -> str:
+    """One line naming this machine for benchmark reports: CPU model, CPUs, Python, kernel."""
+    import platform
+
+    cpu = "unknown cpu"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, Linux {platform.release()}"
+
+
 def facts() -> dict[str, object]:
     from .daemon.cgroup import mechanism
 

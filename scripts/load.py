@@ -21,7 +21,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import platform
 import shutil
 import signal
 import sqlite3
@@ -76,15 +75,9 @@ def counts(db: Path) -> dict[str, int]:
 
 
 def machine() -> str:
-    cpu = "unknown cpu"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, Linux {platform.release()}"
+    from gridsched.host import describe
+
+    return describe()
 
 
 def main(argv: list[str] | None = None) -> int:

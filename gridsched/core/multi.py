@@ -79,7 +79,10 @@ from .types import (
     Waiting,
 )
 
-_USER, _PLANNED, _NAIVE = 0, 1, 2
+from .ends import NAIVE as _NAIVE
+from .ends import PLANNED as _PLANNED
+from .ends import USER as _USER
+from .ends import counted_end
 Vec = tuple[int, ...]
 
 
@@ -170,19 +173,7 @@ class _Pass:
             if x:
                 self.profs[d].release(when, x)
 
-    @staticmethod
-    def _counted(r: Running, now: float, mode: int) -> float:
-        if r.stopping:
-            return now
-        e = r.start + r.estimate
-        pl = r.planned
-        if mode and pl is not None:
-            pe = r.start + pl
-            if pe > now:
-                e = pe
-            elif mode == _NAIVE:
-                e = now
-        return e if e > now else now
+    _counted = staticmethod(counted_end)
 
     # -- questions --------------------------------------------------------
     def earliest(self, v: Vec, duration: float, profs: list[Profile] | None = None) -> float:

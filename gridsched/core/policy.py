@@ -141,15 +141,14 @@ from math import inf
 
 from . import multi, tree
 from .placement import assign
+from .ends import NAIVE as _NAIVE
+from .ends import PLANNED as _PLANNED
+from .ends import USER as _USER
+from .ends import counted_end
 from .predict import make_predictor
 from .profile import Profile
 from .split import fill_window
 from .types import Decision, HeadReservation, Plan, Policy, Preempt, Running, Snapshot, Start, StartTasks, Waiting
-
-# How a running job's end is counted.
-_USER = 0  # start + estimate
-_PLANNED = 1  # start + planned while in the future, then start + estimate
-_NAIVE = 2  # start + planned while in the future, then now
 
 # (end, ncpus, reclaimable) of one running job; reclaimable = may be preempted.
 _End = tuple[float, int, bool]
@@ -280,23 +279,7 @@ def _capacity(snap: Snapshot, nfree: int) -> int:
 
 def _counted(running: tuple[Running, ...], now: float, mode: int) -> list[tuple[Running, float]]:
     """Each running job with the time its end is counted at."""
-    out = []
-    for r in running:
-        if r.stopping:
-            e = now
-        else:
-            e = r.start + r.estimate
-            pl = r.planned
-            if mode and pl is not None:
-                pe = r.start + pl
-                if pe > now:
-                    e = pe
-                elif mode == _NAIVE:
-                    e = now
-            if e < now:
-                e = now
-        out.append((r, e))
-    return out
+    return [(r, counted_end(r, now, mode)) for r in running]
 
 
 def _ends(running: tuple[Running, ...], now: float, mode: int) -> list[_End]:
