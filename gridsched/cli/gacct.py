@@ -18,6 +18,7 @@ from ..core.units import format_duration
 from ..jobs import TERMINAL
 from ..spool import Spool
 from .common import Command, ExitCode, fail, setup, spool_options
+from .text import dumps, shown
 
 PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
@@ -164,6 +165,7 @@ def when(t: float | None) -> str:
 
 
 def print_table(jobs: list[dict[str, Any]]) -> None:
+    """The jobs as aligned columns; what a user wrote (name, user) is escaped (:func:`.text.shown`)."""
     rows = [COLUMNS]
     for j in jobs:
         w = wait_seconds(j)
@@ -171,10 +173,11 @@ def print_table(jobs: list[dict[str, Any]]) -> None:
         if j.get("exit_signal"):
             code = f"sig{j['exit_signal']}"
         rows.append((
-            str(j["id"]), j["name"], j["user"], j["state"], when(j["submit_time"]), when(j.get("start_time")),
+            shown(j["id"]), shown(j["name"]), shown(j["user"]), shown(j["state"]), when(j["submit_time"]),
+            when(j.get("start_time")),
             when(j.get("end_time")), "" if w is None else format_duration(w), format_duration(run_seconds(j)),
-            code, str(j["ncpus"]), str(j.get("restarts", 0)), str(j.get("preemptions", 0)),
-            str(j.get("checkpoints", 0)), format_duration(j.get("lost") or 0),
+            shown(code), shown(j["ncpus"]), shown(j.get("restarts", 0)), shown(j.get("preemptions", 0)),
+            shown(j.get("checkpoints", 0)), format_duration(j.get("lost") or 0),
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     left = {1, 2, 3}
@@ -190,7 +193,7 @@ def parse_ids(raw: str | None) -> list[int] | None:
     for part in raw.split(","):
         p = part.strip()
         if not p.isdigit() or int(p) <= 0:
-            fail(PROG, f"jobs '{raw}': {p!r} is not a job id", ExitCode.USAGE)
+            fail(PROG, f"jobs '{shown(raw)}': {p!r} is not a job id", ExitCode.USAGE)
         ids.append(int(p))
     return ids
 
@@ -202,7 +205,7 @@ def parse_states(raw: str | None) -> set[str] | None:
     for part in raw.split(","):
         s = part.strip().upper()
         if s not in TERMINAL_STATES:
-            fail(PROG, f"state '{part.strip()}': must be one of {', '.join(TERMINAL_STATES)}", ExitCode.USAGE)
+            fail(PROG, f"state '{shown(part.strip())}': must be one of {', '.join(TERMINAL_STATES)}", ExitCode.USAGE)
         out.add(s)
     return out
 
@@ -223,7 +226,7 @@ def load(spool: Spool, ids: list[int] | None) -> tuple[list[dict[str, Any]], int
         finally:
             db.close()
     except sqlite3.Error as e:
-        fail(PROG, f"cannot read {spool.db}: {e}")
+        fail(PROG, shown(f"cannot read {spool.db}: {e}"))
     procs = None
     if raw:
         try:
@@ -266,7 +269,7 @@ def cli(user: str | None, states: str | None, starttime: float | None, endtime: 
 
         click.echo(swf_trace(jobs, procs, socket.gethostname()), nl=False)
     elif as_json:
-        click.echo(json.dumps({"jobs": [record(j) for j in jobs]}, indent=2))
+        click.echo(dumps({"jobs": [record(j) for j in jobs]}, indent=2))
     else:
         print_table(jobs)
     return ExitCode.OK

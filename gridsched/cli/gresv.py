@@ -85,13 +85,19 @@ def note(r: dict[str, Any], now: float) -> str:
 
 
 def print_table(recs: list[dict[str, Any]], now: float) -> None:
-    """The reservations as a table (also used by gstat -r)."""
+    """The reservations as a table (also used by gstat -r).
+
+    Every cell is a rich ``Text`` of an escaped string (:func:`.text.shown`): no control character
+    reaches the terminal and no markup in a name or reason is interpreted.
+    """
     import sys
 
     from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
+
+    from .text import shown
 
     tty = sys.stdout.isatty()
     console = Console(highlight=False, width=None if tty else 4096, soft_wrap=not tty)
@@ -102,10 +108,12 @@ def print_table(recs: list[dict[str, Any]], now: float) -> None:
                       ("NOTE", "left")):
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for r in recs:
-        table.add_row(str(r["id"]), Text(r["name"] or ""), Text(r["user"] or ""),
-                      Text(r["state"], style=STYLE.get(r["state"], "")), str(r["ncpus"]),
-                      resource_text(r["resources"]), format_duration(r["duration"]), r["cores"],
-                      ",".join(str(j) for j in r["jobs"]), Text(note(r, now)))
+        state = shown(r["state"])
+        table.add_row(Text(shown(r["id"])), Text(shown(r["name"])), Text(shown(r["user"])),
+                      Text(state, style=STYLE.get(state, "")), Text(shown(r["ncpus"])),
+                      Text(shown(resource_text(r["resources"]))), Text(format_duration(r["duration"])),
+                      Text(shown(r["cores"])), Text(shown(",".join(str(j) for j in r["jobs"]))),
+                      Text(shown(note(r, now))))
     if tty:
         console.print(table)
         return

@@ -6,18 +6,18 @@ not taken in yet; works with no daemon and with no state db at all.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 import click
 
-from ..core.units import format_duration, format_size
 from .. import queue
+from ..core.units import format_duration, format_size
 from ..jobs import JobState
 from ..queue import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
 from ..spool import Spool
 from .common import Command, ExitCode, fail, setup, spool_options
+from .text import dumps, shown
 
 PROG = "gstat"
 
@@ -60,7 +60,7 @@ def load_jobs(spool: Spool, ids: list[int] | None = None) -> list[dict[str, Any]
     try:
         return queue.load_jobs(spool, ids)
     except queue.QueueError as e:
-        fail(PROG, str(e))
+        fail(PROG, shown(e))
 
 
 def record(job: dict[str, Any], now: float) -> dict[str, Any]:
@@ -127,18 +127,18 @@ COLUMNS = (("ID", "right"), ("NAME", "left"), ("USER", "left"), ("STATE", "left"
 
 
 def table_rows(jobs: list[dict[str, Any]], now: float) -> list[tuple[str, ...]]:
-    """The cells of the queue table, one tuple of strings per job."""
+    """The cells of the queue table, one tuple of strings per job, each safe to print (:func:`.text.shown`)."""
     return [
         (
-            j.get("label") or str(j["id"]),
-            j["name"] or "",
-            j["user"] or "",
-            j["state"],
-            str(j["ncpus"]),
+            shown(j.get("label") or j["id"]),
+            shown(j["name"]),
+            shown(j["user"]),
+            shown(j["state"]),
+            shown(j["ncpus"]),
             format_duration(j["walltime"]) if j["walltime"] else "",
             time_column(j, now),
-            j.get("cores") or "",
-            ", ".join(x for x in (j.get("note"), note(j)) if x),
+            shown(j.get("cores")),
+            shown(", ".join(x for x in (j.get("note"), note(j)) if x)),
         )
         for j in jobs
     ]
@@ -165,7 +165,10 @@ def print_table(jobs: list[dict[str, Any]], now: float) -> None:
 
 
 def make_table(jobs: list[dict[str, Any]], now: float, tty: bool, rows: list[tuple[str, ...]] | None = None) -> Any:
-    """The queue as a rich Table (boxed and coloured for a terminal)."""
+    """The queue as a rich Table (boxed and coloured for a terminal).
+
+    Every cell is a rich ``Text`` of an escaped string: no markup in a job's name or user is interpreted.
+    """
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -175,7 +178,8 @@ def make_table(jobs: list[dict[str, Any]], now: float, tty: bool, rows: list[tup
     for col, just in COLUMNS:
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for r in rows if rows is not None else table_rows(jobs, now):
-        table.add_row(r[0], Text(r[1]), Text(r[2]), Text(r[3], style=STYLE.get(r[3], "")), *r[4:])
+        table.add_row(Text(r[0]), Text(r[1]), Text(r[2]), Text(r[3], style=STYLE.get(r[3], "")),
+                      *(Text(c) for c in r[4:]))
     return table
 
 
@@ -266,9 +270,9 @@ def print_full(job: dict[str, Any], now: float) -> None:
     ]
     width = max(len(k) for k, _ in fields)
     for k, v in fields:
-        click.echo(f"{k:<{width}}  {v}")
+        click.echo(f"{k:<{width}}  {shown(v)}")
     for i, seg in enumerate(segs, start=1):
-        click.echo(f"{'segment ' + str(i):<{width}}  {segment_text(seg, now)}")
+        click.echo(f"{'segment ' + str(i):<{width}}  {shown(segment_text(seg, now))}")
 
 
 @click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]},
@@ -312,15 +316,14 @@ def cli(show_all: bool, user: str | None, full_id: str | None, tasks: bool, as_j
         try:
             parse_ref(full_id)
         except ArrayError:
-            fail(PROG, f"full '{full_id}': not a job id (ID, or ARRAYID_INDEX for an array task)", ExitCode.USAGE)
+            fail(PROG, f"full '{shown(full_id)}': not a job id (ID, or ARRAYID_INDEX for an array task)",
+                 ExitCode.USAGE)
     s = setup(PROG, spool_dir, config_file)
     if full_id is not None:
         try:
             ids = [queue.resolve(s.spool, full_id)]
-        except LookupError as e:
-            fail(PROG, str(e))
-        except queue.QueueError as e:
-            fail(PROG, str(e))
+        except (LookupError, queue.QueueError) as e:
+            fail(PROG, shown(e))
     if resv_view:
         return show_reservations(s.spool, show_all, as_json)
     if watch is not None or gantt:
@@ -348,7 +351,7 @@ def cli(show_all: bool, user: str | None, full_id: str | None, tasks: bool, as_j
         return gstat_tree.show(s.spool, jobs, as_json)
     if as_json:
         doc = {"jobs": [record(queue.private(s.spool, j), now) for j in jobs], "daemon": daemon_record(s.spool)}
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(dumps(doc, indent=2))
     elif full_id is not None:
         from . import gstat_tree
 
@@ -364,12 +367,13 @@ def show_reservations(spool: Spool, show_all: bool, as_json: bool) -> int:
     """gstat -r: the reservations, as gresv list shows them."""
     from ..reservations import LIVE
     from .gresv import print_table as resv_table
-    from .gresv import read, record as resv_record
+    from .gresv import read
+    from .gresv import record as resv_record
 
     resvs, jobs = read(spool)
     recs = [resv_record(r, jobs) for r in resvs if show_all or r["state"] in LIVE]
     if as_json:
-        click.echo(json.dumps({"reservations": recs}, indent=2))
+        click.echo(dumps({"reservations": recs}, indent=2))
     else:
         resv_table(recs, time.time())
     return ExitCode.OK

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 
 from ..core.units import format_duration
+from .text import shown
 
 GANTT_WIDTH = 60  # characters of the time axis
 RUN_MARK, PLAN_MARK = "#", "."
@@ -16,7 +18,9 @@ RUN_MARK, PLAN_MARK = "#", "."
 
 def gantt(jobs: list[dict[str, Any]], now: float, hours: float, width: int = GANTT_WIDTH) -> str:
     """Running jobs (``#``, from now to their walltime end) and pending jobs with a predicted start
-    (``.``, from that start for their walltime) on a time axis from now to ``hours`` ahead."""
+    (``.``, from that start for their walltime) on a time axis from now to ``hours`` ahead.
+
+    Job names are escaped (:func:`.text.shown`): the chart is safe to print as it is."""
     span = hours * 3600.0
     rows: list[tuple[dict[str, Any], float, float, str]] = []
     for j in jobs:
@@ -26,7 +30,8 @@ def gantt(jobs: list[dict[str, Any]], now: float, hours: float, width: int = GAN
         elif j["state"] == "PENDING" and j.get("predicted_start") is not None:
             start = max(now, float(j["predicted_start"]))
             rows.append((j, start, start + wt, PLAN_MARK))
-    label_w = max([len(f"{j['id']} {j['name']}") for j, *_ in rows] + [8])
+    labels = {id(j): shown(f"{j['id']} {j['name'] or ''}") for j, *_ in rows}
+    label_w = max([len(v) for v in labels.values()] + [8])
     label_w = min(label_w, 24)
     step = span / width
     ticks = [" "] * width
@@ -43,8 +48,8 @@ def gantt(jobs: list[dict[str, Any]], now: float, hours: float, width: int = GAN
         for c in range(max(0, first), min(width, max(last, first + 1))):
             cells[c] = mark
         tail = ">" if b > now + span else ""
-        label = f"{j['id']} {j['name']}"[:label_w]
-        info = f"{j['state'].lower()} {j['ncpus']}c, ends +{format_duration(b - now)}"
+        label = labels[id(j)][:label_w]
+        info = f"{shown(j['state']).lower()} {shown(j['ncpus'])}c, ends +{format_duration(b - now)}"
         lines.append(f"{label:<{label_w}}  {''.join(cells)}{tail} {info}".rstrip())
     if not rows:
         lines.append("(no running jobs and no predicted starts)")

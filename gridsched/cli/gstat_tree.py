@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from .. import tree
 from ..spool import Spool
+from .text import dumps, shown
 
 COLUMNS = ("ID", "STATE", "CPUS", "CORES", "NAME")
 
@@ -25,7 +25,8 @@ def annotate(spool: Spool, job: dict[str, Any]) -> None:
 def yield_text(y: dict[str, Any] | None) -> str:
     if not y:
         return "no"
-    return f"cores {y.get('cores', '')}" + (", resuming (waits for the tasks on them)" if y.get("resuming") else "")
+    resuming = ", resuming (waits for the tasks on them)" if y.get("resuming") else ""
+    return f"cores {shown(y.get('cores', ''))}{resuming}"
 
 
 def fields(job: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -65,10 +66,10 @@ def lines(jobs: list[dict[str, Any]], lent: dict[int, dict[str, Any]]) -> list[s
             return
         seen.add(jid)
         j = by_id[jid]
-        name = branch + (j.get("name") or "")
+        name = branch + shown(j.get("name"))
         if jid in lent:
             name += "  [yielded" + (", resuming]" if lent[jid].get("resuming") else "]")
-        rows.append((str(jid), j["state"], str(j.get("ncpus") or ""), j.get("cores") or "", name))
+        rows.append((str(jid), shown(j["state"]), shown(j.get("ncpus") or ""), shown(j.get("cores")), name))
         cs = kids.get(jid, [])
         for i, c in enumerate(cs):
             last = i == len(cs) - 1
@@ -79,8 +80,9 @@ def lines(jobs: list[dict[str, Any]], lent: dict[int, dict[str, Any]]) -> list[s
         walk(r, "", "", seen)
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     out = []
-    for r in rows:
-        cells = [r[0].rjust(widths[0]), r[1].ljust(widths[1]), r[2].rjust(widths[2]), r[3].ljust(widths[3]), r[4]]
+    for row in rows:
+        cells = [row[0].rjust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2]), row[3].ljust(widths[3]),
+                 row[4]]
         out.append("  ".join(cells).rstrip())
     return out
 
@@ -106,7 +108,7 @@ def show(spool: Spool, jobs: list[dict[str, Any]], as_json: bool) -> int:
     except tree.TreeError:
         lent = {}
     if as_json:
-        click.echo(json.dumps({"trees": nested(jobs, lent)}, indent=2))
+        click.echo(dumps({"trees": nested(jobs, lent)}, indent=2))
     else:
         click.echo("\n".join(lines(jobs, lent)))
     return 0

@@ -19,6 +19,7 @@ from ..core import cpuset
 from ..core.topology import MachineMap
 from ..core.units import format_size
 from ..spool import Spool
+from .text import shown
 
 HOLDING = ("RUNNING", "STOPPING")
 
@@ -118,14 +119,14 @@ def _size(n: int) -> str:
 
 
 def _label(s: dict[str, Any]) -> tuple[str, str]:
-    """The text of a core's state and its colour."""
+    """The text of a core's state (escaped: a reservation's name is a user's) and its colour."""
     parts = []
     if s["job"] is not None:
         parts.append(f"job {s['job']}")
     if s["drained"]:
         parts.append("drained" if s["job"] is None else "draining")
     if s["reserved"] is not None:
-        parts.append(f"reserved {s['reserved']}")
+        parts.append(f"reserved {shown(s['reserved'])}")
     colour = {"free": "green", "job": "cyan", "drained": "red", "reserved": "yellow"}[s["state"]]
     return (", ".join(parts) or "free"), colour
 
@@ -138,7 +139,7 @@ def tree_lines(data: dict[str, Any]) -> list[str]:
 
     tty = sys.stdout.isatty()
     c = data["counts"]
-    head = Text(f"machine: {data['summary']}", style="bold")
+    head = Text(f"machine: {shown(data['summary'])}", style="bold")
     head.append(f"  free {c['free']}, busy {c['job']}, drained {c['drained']}, reserved {c['reserved']}",
                 style="")
     root = Tree(head)
@@ -150,12 +151,12 @@ def tree_lines(data: dict[str, Any]) -> list[str]:
             info.append(f"NUMA node {b['node']}")
         if len(data["boards"]) > 1:
             info.append("distance " + ",".join(map(str, b["distance"])))
-        branch = root.add(Text(f"board {b['id']}: " + ", ".join(info), style="bold"))
+        branch = root.add(Text(shown(f"board {b['id']}: " + ", ".join(info)), style="bold"))
         for pc in b["physical_cores"]:
             threads = pc["threads"]
             parent = branch
             if len(threads) > 1:
-                parent = branch.add(f"physical core {cpuset.format(t['core'] for t in threads)}")
+                parent = branch.add(Text(f"physical core {cpuset.format(t['core'] for t in threads)}"))
             for t in threads:
                 label, colour = _label(t)
                 line = Text(f"core {t['core']} (host CPU {t['host_cpu']}): ")
@@ -168,11 +169,11 @@ def tree_lines(data: dict[str, Any]) -> list[str]:
     lines_out = [ln.rstrip() for ln in cap.get().splitlines()]
     d = data["drained"]
     if d["cores"]:
-        lines_out.append(f"drained: {d['cores']}" + (f" ({d['reason']})" if d["reason"] else ""))
+        lines_out.append(f"drained: {d['cores']}" + (f" ({shown(d['reason'])})" if d["reason"] else ""))
     if data["requests_waiting"]:
         n = data["requests_waiting"]
         lines_out.append(f"{n} drain/resume request{'s' if n != 1 else ''} not yet taken in by the daemon")
     mb = data["memory_binding"]
     lines_out.append("memory binding: " + ("available (numactl --membind)" if mb["available"]
-                                           else f"unavailable ({mb['why_not']})"))
+                                           else f"unavailable ({shown(mb['why_not'])})"))
     return lines_out
