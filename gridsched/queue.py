@@ -11,7 +11,8 @@ Standard library only (sqlite3 is imported when a db exists).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .jobs import TERMINAL, JobState
 from .spool import Spool
@@ -20,7 +21,7 @@ TERMINAL_STATES = frozenset(s.value for s in TERMINAL)
 
 
 class QueueError(Exception):
-    """The state db cannot be read; the message says why."""
+    """The state db cannot be read, or a request cannot be written into the spool; the message says why."""
 
 
 def from_submit(spec: dict[str, Any]) -> dict[str, Any]:
@@ -177,7 +178,9 @@ def control(spool: Spool, kind: str, ids: list[int], uid: int) -> tuple[list[int
 
     An id that is an array's acts on every task of the array the request
     applies to (sent as ``arrays``).  Returns the ids sent and ``(id, why)``
-    for the others; nothing is sent when no id passes its check.
+    for the others; nothing is sent when no id passes its check.  A request
+    that cannot be written (a full or read-only spool) is a :class:`QueueError`
+    and leaves nothing behind.
     """
     check = CHECKS[kind]
     known = {j["id"]: j for j in load_jobs(spool, ids)}
@@ -201,8 +204,11 @@ def control(spool: Spool, kind: str, ids: list[int], uid: int) -> tuple[list[int
         else:
             good.append(jid)
     if good or whole:
-        if whole:
-            spool.request(kind, jobs=good, arrays=whole)
-        else:
-            spool.request(kind, jobs=good)
+        try:
+            if whole:
+                spool.request(kind, jobs=good, arrays=whole)
+            else:
+                spool.request(kind, jobs=good)
+        except OSError as e:  # a full or read-only spool, or an incoming/ the caller may not write
+            raise QueueError(f"cannot write the {kind} request to {spool.root}: {e.strerror or e}") from None
     return good + whole, bad

@@ -4,13 +4,16 @@ machine map, drain and resume cores)."""
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from typing import Any
 
 import click
 
 from ..config import PACKAGED
+from ..spool import Spool
 from .common import ExitCode, Group, fail, setup, spool_options
+from .text import dumps, shown
 
 PROG = "gctl"
 
@@ -34,6 +37,32 @@ def toml_value(v: Any) -> str:
     return str(v)
 
 
+# What each admin request does, for the line that refuses it to anyone else.
+ADMIN_WHAT = {"reload": "reload the configuration", "drain": "drain cores", "resume": "resume cores"}
+
+
+def require_admin(spool: Spool, kind: str) -> None:
+    """Refuse ``kind`` (reload, drain, resume) in one line unless the caller administers the spool.
+
+    Admins are root and the owner of the spool's directory (:mod:`gridsched.admin`); the
+    check comes before anything is written into the spool.
+    """
+    from ..admin import admin_uids, is_admin
+
+    if is_admin(os.getuid(), spool.root):
+        return
+    owner = max(admin_uids(spool.root))
+    fail(PROG, f"{kind}: only root or the spool's owner (uid {owner}) may {ADMIN_WHAT[kind]}")
+
+
+def send(spool: Spool, kind: str, **fields: Any) -> None:
+    """Write request ``kind`` into the spool; a full or read-only spool is one error line."""
+    try:
+        spool.request(kind, **fields)
+    except OSError as e:
+        fail(PROG, shown(f"cannot write the {kind} request to {spool.root}: {e.strerror or e}"))
+
+
 @click.group(PROG, cls=Group, context_settings={"help_option_names": ["-h", "--help"]},
              short_help="administer the daemon")
 def cli() -> None:
@@ -45,11 +74,12 @@ def cli() -> None:
 def reload(spool_dir: str | None, config_file: str | None) -> int:
     """Check the configuration file and ask the daemon to reload it."""
     s = setup(PROG, spool_dir, config_file)  # refuses a bad file before the daemon sees it
+    require_admin(s.spool, "reload")
     info = s.spool.daemon_info()
     if info is None:
-        fail(PROG, f"no daemon runs on {s.spool.root}")
-    s.spool.request("reload")
-    click.echo(f"{PROG}: reload requested from pid {info.get('pid')} ({s.cfg.path})")
+        fail(PROG, shown(f"no daemon runs on {s.spool.root}"))
+    send(s.spool, "reload")
+    click.echo(f"{PROG}: reload requested from pid {shown(info.get('pid'))} ({shown(s.cfg.path)})")
     return ExitCode.OK
 
 
@@ -61,10 +91,10 @@ def config(as_json: bool, spool_dir: str | None, config_file: str | None) -> int
     s = setup(PROG, spool_dir, config_file)
     values = effective_values(s.cfg.path)
     if as_json:
-        click.echo(json.dumps({"path": s.cfg.path, "spool": str(s.spool.root), "config": values}, indent=2))
+        click.echo(dumps({"path": s.cfg.path, "spool": str(s.spool.root), "config": values}, indent=2))
         return ExitCode.OK
-    click.echo(f"# config file: {s.cfg.path}")
-    click.echo(f"# spool: {s.spool.root}")
+    click.echo(f"# config file: {shown(s.cfg.path)}")
+    click.echo(f"# spool: {shown(s.spool.root)}")
     for table, kv in values.items():
         click.echo(f"\n[{table}]")
         for k, v in kv.items():
@@ -86,7 +116,7 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     m = from_config(s.cfg)
     f["declared_cores"] = m.ncores
     if as_json:
-        click.echo(json.dumps(f, indent=2))
+        click.echo(dumps(f, indent=2))
         return ExitCode.OK
     click.echo(f"host CPUs:      {cpuset.format(f['host_cpus'])}")  # type: ignore[arg-type]
     click.echo(f"cores handed out: {m.ncores} (on host CPUs {cpuset.format(m.host_cpus)})")
@@ -138,6 +168,7 @@ def _core_request(kind: str, cores: frozenset[int], reason: str, spool_dir: str 
     from ..core import cpuset
 
     s = setup(PROG, spool_dir, config_file)
+    require_admin(s.spool, kind)
     m = _machine(s.cfg)
     unknown = sorted(c for c in cores if c >= m.ncores)
     if unknown:
@@ -145,7 +176,7 @@ def _core_request(kind: str, cores: frozenset[int], reason: str, spool_dir: str 
                 else f"cores {cpuset.format(unknown)} are not cores")
         fail(PROG, f"{what} of this machine (cores {cpuset.format(m.cores())})")
     text = cpuset.format(cores)
-    s.spool.request(kind, cores=text, reason=reason)
+    send(s.spool, kind, cores=text, reason=reason)
     note = "" if s.spool.daemon_info() else " (no daemon runs: it takes the request when it starts)"
     click.echo(f"{PROG}: {kind} of core{'s' if len(cores) > 1 else ''} {text} requested{note}")
     return ExitCode.OK
@@ -189,7 +220,7 @@ def topology(as_json: bool, spool_dir: str | None, config_file: str | None) -> i
     states = core_states(m, marks)
     data = view(m, states, marks, membind_unavailable(m))
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        click.echo(dumps(data, indent=2))
         return ExitCode.OK
     for line in tree_lines(data):
         click.echo(line)

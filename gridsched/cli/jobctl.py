@@ -8,6 +8,7 @@ import click
 
 from .. import queue
 from .common import ExitCode, fail, setup, warn
+from .text import shown
 
 
 def parse_ids(prog: str, job_ids: tuple[str, ...]) -> list[str]:
@@ -19,7 +20,7 @@ def parse_ids(prog: str, job_ids: tuple[str, ...]) -> list[str]:
         try:
             jid, index = parse_ref(raw)
         except ArrayError:
-            fail(prog, f"'{raw}': not a job id (a positive whole number, or ARRAYID_INDEX for an array task)",
+            fail(prog, f"'{shown(raw)}': not a job id (a positive whole number, or ARRAYID_INDEX for an array task)",
                  ExitCode.USAGE)
         text = str(jid) if index is None else f"{jid}_{index}"
         if text not in ids:
@@ -31,12 +32,14 @@ def act(prog: str, kind: str, verb: str, job_ids: tuple[str, ...], spool_dir: st
         config_file: str | None) -> int:
     """Check every id, print one error line per refused job, send ``kind`` for the others.
 
-    ``ID`` of an array acts on all its tasks, ``ARRAYID_INDEX`` on one.
+    ``ID`` of an array acts on all its tasks, ``ARRAYID_INDEX`` on one.  A state db that
+    cannot be read, or a request that cannot be written (a full or read-only spool), is one
+    error line and exit status 1.
     """
     refs = parse_ids(prog, job_ids)
     s = setup(prog, spool_dir, config_file)
     ids: list[int] = []
-    shown: dict[int, str] = {}  # job id -> as the user named it
+    named: dict[int, str] = {}  # job id -> as the user named it
     missing: list[str] = []
     try:
         for ref in refs:
@@ -47,18 +50,18 @@ def act(prog: str, kind: str, verb: str, job_ids: tuple[str, ...], spool_dir: st
                 continue
             if jid not in ids:
                 ids.append(jid)
-                shown[jid] = ref
+                named[jid] = ref
         good, bad = queue.control(s.spool, kind, ids, os.getuid()) if ids else ([], [])
     except queue.QueueError as e:
-        fail(prog, str(e))
+        fail(prog, shown(e))
     for why in missing:
-        click.echo(f"{prog}: error: {why}", err=True)
+        click.echo(f"{prog}: error: {shown(why)}", err=True)
     for jid, why in bad:
-        click.echo(f"{prog}: error: job {shown.get(jid, jid)}: {why}", err=True)
+        click.echo(f"{prog}: error: job {named.get(jid, jid)}: {shown(why)}", err=True)
     for jid in good:
-        click.echo(f"job {shown.get(jid, jid)}: {verb}")
+        click.echo(f"job {named.get(jid, jid)}: {verb}")
     if good and s.spool.daemon_info() is None:
-        warn(prog, f"note: no daemon runs on {s.spool.root}; the request is served when one starts")
+        warn(prog, f"note: no daemon runs on {shown(s.spool.root)}; the request is served when one starts")
     return ExitCode.ERROR if bad or missing else ExitCode.OK
 
 
