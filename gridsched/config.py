@@ -141,7 +141,8 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     try:
         affinity = YieldAffinity(get("scheduler", "yield_affinity", str))
     except ValueError:
-        raise bad("scheduler", "yield_affinity", "must be one of " + ", ".join(x.value for x in YieldAffinity)) from None
+        choices = ", ".join(x.value for x in YieldAffinity)
+        raise bad("scheduler", "yield_affinity", "must be one of " + choices) from None
 
     default_wt = duration("jobs", "default_walltime")
     max_wt = duration("jobs", "max_walltime")

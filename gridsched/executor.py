@@ -19,9 +19,10 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .client import Client, GridschedError, Job
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .core.units import UnitError, format_duration, parse_duration
 from .spool import Spool
@@ -216,7 +217,8 @@ def check_fit(resv: Mapping[str, Any], ncpus: int, walltime: int, resources: Map
                     f"({format_duration(max(0, int(left)))})")
     else:
         if walltime > resv["duration"]:
-            return f"walltime {format_duration(walltime)} is longer than the reservation ({format_duration(resv['duration'])})"
+            return (f"walltime {format_duration(walltime)} is longer than the reservation "
+                    f"({format_duration(resv['duration'])})")
     return None
 
 
@@ -244,7 +246,8 @@ def end_of(resv: Mapping[str, Any]) -> float | None:
 
 
 def check_job(spool: Spool, floating: Mapping[str, int], ncpus: int, walltime: int, items: Iterable[str],
-              resv_text: str | None, wait_resv: bool, uid: int, user: str, now: float) -> tuple[dict[str, int], int | None]:
+              resv_text: str | None, wait_resv: bool, uid: int, user: str,
+              now: float) -> tuple[dict[str, int], int | None]:
     """The floating resources and reservation of a job being submitted (gsub -l, --reservation).
 
     A job bound to an active reservation must fit in what the reservation has

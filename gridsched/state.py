@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 SCHEMA_VERSION = 1
 
@@ -132,7 +133,8 @@ class StateDB:
         ids: Iterable[int] | None = None,
     ) -> list[dict[str, Any]]:
         sql = f"SELECT {', '.join(COLUMNS)} FROM jobs"
-        where, args = [], []
+        where: list[str] = []
+        args: list[str | int] = []
         if states is not None:
             st = list(states)
             where.append(f"state IN ({','.join('?' * len(st))})")
@@ -150,7 +152,8 @@ class StateDB:
         return [_decode(r) for r in self.conn.execute(sql, args)]
 
     def by_spec(self, key: str, value: int) -> list[dict[str, Any]]:
-        """The rows whose spec has ``key`` = ``value`` (``array_id``: the tasks of an array; ``split_of``: the pieces of a split job)."""
+        """The rows whose spec has ``key`` = ``value`` (``array_id``: the tasks of an array;
+        ``split_of``: the pieces of a split job)."""
         if key not in ("array_id", "split_of"):
             raise KeyError(key)
         sql = f"SELECT {', '.join(COLUMNS)} FROM jobs WHERE json_extract(spec, '$.{key}') = ? ORDER BY id"

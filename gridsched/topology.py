@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .config import Config
 from .core import cpuset
-from .core.topology import Board, MachineMap, TopologyError, board, default_distance, flat, make
+from .core.topology import Board, MachineMap, TopologyError, board, flat, make
 from .core.units import UnitError, parse_size
 
 __all__ = ["TopologyError", "detect", "load_machine", "membind_unavailable", "parse", "read"]

@@ -61,7 +61,9 @@ def main() -> None:
     args = ap.parse_args()
     params = Params(policy=Policy.EASY, yield_affinity=YieldAffinity(args.affinity))
     for family, roots, depth in (("full", 24, 3), ("light", 4, 2)):
-        stats: dict[bool, dict[str, list[float]]] = {y: {"deadlock": [], "makespan": [], "util": []} for y in (True, False)}
+        stats: dict[bool, dict[str, list[float]]] = {
+            y: {"deadlock": [], "makespan": [], "util": []} for y in (True, False)
+        }
         ratios = []
         for seed in range(args.seeds):
             jobs = workload(random.Random(seed), roots, depth)
@@ -73,7 +75,8 @@ def main() -> None:
                     stats[y]["util"].append(float(m[y]["utilization"]))
             if not m[True]["deadlock"] and not m[False]["deadlock"]:
                 ratios.append(float(m[True]["makespan"]) / float(m[False]["makespan"]))
-        print(f"{family} ({roots} roots, depth {depth}, {args.cores} cores, {args.seeds} workloads, affinity {args.affinity}):")
+        print(f"{family} ({roots} roots, depth {depth}, {args.cores} cores, {args.seeds} workloads, "
+              f"affinity {args.affinity}):")
         for y in (True, False):
             s = stats[y]
             dl = int(sum(s["deadlock"]))

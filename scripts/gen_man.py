@@ -23,8 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gridsched import __version__  # noqa: E402
-from gridsched.cli import compat, gacct, gctl, gdel, ghold, gresv, grls, gschedd, gstat, gsub  # noqa: E402
-from gridsched.cli import gwait  # noqa: E402
+from gridsched.cli import compat, gacct, gctl, gdel, ghold, gresv, grls, gschedd, gstat, gsub, gwait  # noqa: E402
 from gridsched.cli.common import EXIT_DOC, ExitCode  # noqa: E402
 from gridsched.cli.gstat import JSON_KEYS  # noqa: E402
 from gridsched.config import PACKAGED, parse  # noqa: E402
@@ -198,7 +197,8 @@ CHECKPOINT = para(f"""
 
     signal: the job is sent the checkpoint signal (SIG{DEFAULTS.checkpoint_signal} unless the
     configuration's jobs.checkpoint_signal says otherwise) and has jobs.checkpoint_grace
-    ({format_duration(DEFAULTS.checkpoint_grace)} by default) to save its state in the directory $GS_CHECKPOINT_DIR and exit with status
+    ({format_duration(DEFAULTS.checkpoint_grace)} by default) to save its state in the directory
+    $GS_CHECKPOINT_DIR and exit with status
     {EXIT_CHECKPOINTED} (EX_TEMPFAIL), which means "state saved, restart me".  Any other exit
     status means the job has finished.  A job still running after the grace time is killed.
     When the job is started again, in the same checkpoint directory, $GS_RESTART_COUNT is

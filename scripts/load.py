@@ -44,7 +44,7 @@ autostart = false
 """
 
 
-def submitter(spool_dir: str, cfg_path: str, work: str, n: int, out: "mp.Queue[list[int]]") -> None:
+def submitter(spool_dir: str, cfg_path: str, work: str, n: int, out: mp.Queue[list[int]]) -> None:
     from gridsched import config as configmod
     from gridsched.spool import Spool
     from gridsched.submit import Options, Script, build_spec
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     sampler = threading.Thread(target=sample, daemon=True)
     t0 = time.monotonic()
     sampler.start()
-    q: "mp.Queue[list[int]]" = mp.Queue()
+    q: mp.Queue[list[int]] = mp.Queue()
     per = [a.jobs // a.submitters + (1 if i < a.jobs % a.submitters else 0) for i in range(a.submitters)]
     procs = [mp.Process(target=submitter, args=(str(spool_dir), str(cfg_path), str(root), n, q)) for n in per]
     for p in procs:

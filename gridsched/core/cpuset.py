@@ -6,7 +6,7 @@ canonically: sorted, every run of two or more consecutive cores as ``a-b``.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 class CpuListError(ValueError):

@@ -16,8 +16,9 @@ Slurm's DependencyNeverSatisfied), with the reason.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Collection, Literal, Mapping, NamedTuple
+from typing import Literal, NamedTuple
 
 KINDS = ("after", "afterany", "afterok", "afternotok", "singleton")
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})

@@ -58,12 +58,16 @@ earliest common start; it starts if that is now.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from math import inf
-from typing import Iterable
 
+from .ends import NAIVE as _NAIVE
+from .ends import PLANNED as _PLANNED
+from .ends import USER as _USER
+from .ends import counted_end
+from .placement import assign
 from .predict import make_predictor
 from .profile import Profile, earliest_common_start
-from .placement import assign
 from .tree import preempt_order
 from .types import (
     Activate,
@@ -79,10 +83,6 @@ from .types import (
     Waiting,
 )
 
-from .ends import NAIVE as _NAIVE
-from .ends import PLANNED as _PLANNED
-from .ends import USER as _USER
-from .ends import counted_end
 Vec = tuple[int, ...]
 
 
@@ -276,9 +276,9 @@ class _Pass:
         now = self.now
         waiting = sorted((r for r in self.snap.reservations if not r.active and r.start is not None),
                          key=lambda r: (r.start, r.id))
-        future = [r for r in waiting if r.start > now]  # type: ignore[operator]
+        future = [r.start for r in waiting if r.start is not None and r.start > now]
         if future:
-            self.wake = min(self.wake, future[0].start)  # type: ignore[type-var]
+            self.wake = min(self.wake, future[0])
             if self.snap.params.preempt_for_fixed:
                 self.loose = [p.copy() for p in self.profs]
         for r in waiting:
@@ -314,20 +314,20 @@ class _Pass:
         inside: dict[int, tuple[list[int], frozenset[int] | None, float]] = {}
         resvs = {r.id: r for r in self.snap.reservations}
         for rid, rv in self.active.items():
-            v = list(self.vec(rv))
+            room = list(self.vec(rv))
             cores = frozenset(rv.cores) if self.snap.free is not None else None
             for b in self.bound:
                 if b.bind == rid:
                     bv = self.vec(b)
                     for d in range(self.dims):
-                        v[d] -= bv[d]
+                        room[d] -= bv[d]
                     if cores is not None:
                         cores = cores.difference(b.cores)
-            inside[rid] = (v, cores, rv.end if rv.end is not None else inf)
+            inside[rid] = (room, cores, rv.end if rv.end is not None else inf)
         for rid, (cores_t, end) in self.activated.items():
-            rv = resvs.get(rid)
-            if rv is not None:
-                inside[rid] = (list(self.vec(rv)), frozenset(cores_t) if self.snap.free is not None else None, end)
+            new = resvs.get(rid)
+            if new is not None:
+                inside[rid] = (list(self.vec(new)), frozenset(cores_t) if self.snap.free is not None else None, end)
         kill = {rid: r.kill for rid, r in resvs.items()}
         for w in pending:
             if w.bind is None or w.bind not in inside:
@@ -550,8 +550,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         shorten = predict is not None and w.preemptable and not w.flex
         if ps.fits_now(v, est) and (not shorten or now + est <= shadow):
             ps.start(w, v, est, True, None)
-        elif shorten and (planned := predict(w)) is not None and now + planned <= shadow \
-                and ps.fits_now(v, planned):  # type: ignore[misc]
+        elif shorten and predict is not None and (planned := predict(w)) is not None and now + planned <= shadow \
+                and ps.fits_now(v, planned):
             ps.start(w, v, planned, True, planned)
         elif ps.fits_now(v, est) or _loose_fit(ps, w, v):
             ps.start(w, v, est, True, None)
@@ -591,7 +591,7 @@ def _split(ps: _Pass, snap: Snapshot, rest: list[Waiting]) -> None:
         return
     cands = {w.id: w for w in rest if w.split is not None and not w.resources}
     started = [d for d in ps.decisions if type(d) is Start]
-    for d in _split_fill(snap, list(cands.values()), started, ps.free_set, width, end):  # type: ignore[arg-type]
+    for d in _split_fill(snap, list(cands.values()), started, ps.free_set, width, end):
         ps.decisions.append(d)
         n = len(d.chains) * cands[d.job].split.ncpus  # type: ignore[union-attr]
         ps.free_now[0] -= n

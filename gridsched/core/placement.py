@@ -71,9 +71,9 @@ cores plus a sort of the boards.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterable, Sequence
 
 from .topology import MachineMap
 
@@ -289,8 +289,8 @@ def assign(
     if machine is None:
         if len(free) < ncpus:
             return None
-        c = tuple(sorted(free)[:ncpus])
-        return c, frozenset(c)
+        first = tuple(sorted(free)[:ncpus])
+        return first, frozenset(first)
     if req is None:
         req = Request(ncpus)
     c = place(machine, free, req)

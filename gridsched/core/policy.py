@@ -140,11 +140,11 @@ from dataclasses import replace
 from math import inf
 
 from . import multi, tree
-from .placement import assign
 from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
 from .ends import USER as _USER
 from .ends import counted_end
+from .placement import assign
 from .predict import make_predictor
 from .profile import Profile
 from .split import fill_window

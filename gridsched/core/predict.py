@@ -26,7 +26,7 @@ are ever shortened, with either predictor.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from .types import Params, Predictor, Waiting
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 INF = math.inf
 
@@ -124,7 +124,7 @@ class Profile:
             self._fit[key] = s
         return s
 
-    def copy(self) -> "Profile":
+    def copy(self) -> Profile:
         """An independent profile with the same steps."""
         other = Profile(self._t[0], self._v[0])
         other._t[:] = self._t

@@ -17,8 +17,8 @@ lowest indices first), so the job keeps the rest at its place in the queue.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import floor
-from typing import Sequence
 
 
 def fill_window(

@@ -20,8 +20,8 @@ answers (``ncores``, ``host_cpu``, ``host_set``), so a driver can use either.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from . import cpuset
 from .units import UnitError, format_size, parse_size
@@ -94,8 +94,8 @@ class MachineMap:
                     seen.add(c)
                     group[c] = g
             if seen != set(b.cores):
-                missing = cpuset.format(set(b.cores) - seen)
-                raise TopologyError(f"board {b.id}: cores {missing} are in no sibling group")
+                alone = cpuset.format(set(b.cores) - seen)
+                raise TopologyError(f"board {b.id}: cores {alone} are in no sibling group")
             if [g[0] for g in b.siblings] != sorted(g[0] for g in b.siblings):
                 raise TopologyError(f"board {b.id}: sibling groups must be ordered by their first core")
         missing = [c for c in range(n) if pos[c] < 0]

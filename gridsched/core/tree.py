@@ -67,8 +67,8 @@ Preemption order (:func:`preempt_order`)
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Callable, Iterable, Mapping
 
 from .placement import Reason, StatusMap, assign, usable
 from .types import Plan, Running, Snapshot, Start, Waiting, YieldAffinity

@@ -6,9 +6,10 @@ asks what time it is, it is told (``Snapshot.now``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Mapping, Union
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .placement import Request
@@ -58,7 +59,8 @@ class Params:
 
 @dataclass(frozen=True, slots=True)
 class SplitInfo:
-    """The sub-tasks a splittable job has left: ``left`` (their indices), each on ``ncpus`` cores for at most ``task_time``."""
+    """The sub-tasks a splittable job has left: ``left`` (their indices), each on ``ncpus`` cores
+    for at most ``task_time``."""
 
     ncpus: int
     task_time: float
@@ -249,7 +251,7 @@ class StartTasks:
     end: float = 0.0
 
 
-Decision = Union[Start, Preempt, Activate, StartTasks]
+Decision = Start | Preempt | Activate | StartTasks
 
 
 @dataclass(frozen=True, slots=True)

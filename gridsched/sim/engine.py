@@ -17,17 +17,28 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, insort
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from operator import attrgetter
-from typing import Callable
 
-from ..core.policy import schedule
 from ..core.placement import Request as PlaceRequest
 from ..core.placement import claimed
+from ..core.policy import schedule
 from ..core.topology import MachineMap
-from ..core.types import (Activate, HeadReservation, Params, Policy, Resv, Running, Snapshot, SplitInfo, Start,
-                          StartTasks, Waiting)
+from ..core.types import (
+    Activate,
+    HeadReservation,
+    Params,
+    Policy,
+    Resv,
+    Running,
+    Snapshot,
+    SplitInfo,
+    Start,
+    StartTasks,
+    Waiting,
+)
 from .swf import Trace
 
 INF = math.inf
@@ -66,7 +77,7 @@ class Result:
     passes: int = 0  # calls of schedule()
     skipped: int = 0  # event batches after which no call was needed
     series: list[tuple[float, int, int]] | None = field(default=None)  # (time, busy cores, queue length)
-    reservations: list["SimResv"] = field(default_factory=list)
+    reservations: list[SimResv] = field(default_factory=list)
     activated: list[float] = field(default_factory=list)  # activation time of each reservation (-1: never)
     split_jobs: int = 0  # jobs replayed as splittable (split_above)
     pieces: int = 0  # pieces taken out of them into backfill windows
@@ -185,7 +196,7 @@ def simulate(
     rv_live: dict[int, Resv] = {}
     rv_events: list[tuple[float, int]] = []  # (time, id): end of an active one, or expiry of a fixed one
     activated = [-1.0] * len(rvs)
-    key: Callable[[Waiting], object] = _by_id
+    key: Callable[[Waiting], int | tuple[float, int, int]] = _by_id  # the order of `pending`
     if rvs:
         order_key = {i: (submit[i], 0, i) for i in range(n)}
         order_key.update({n + k: (rvs[k].create, 1, k) for k in range(len(rvs))})
@@ -313,7 +324,7 @@ def simulate(
                 started: list[int] = []
                 preempted = False
                 for d in plan.decisions:
-                    if type(d) is Activate:
+                    if isinstance(d, Activate):  # isinstance: the type checker narrows d below
                         rv = rv_live.get(d.resv)
                         if rv is None or rv.active or rv.ncpus > free:
                             raise SimulationError(f"policy activated reservation {d.resv - n + 1}, which cannot be")
@@ -361,8 +372,9 @@ def simulate(
                             del pending[pos]
                         else:
                             total = trace.size[i]
-                            pending[pos] = Waiting(i, tasks_left[i], wall[i], preemptable, users[i], 0.0, place=req_of(i),
-                                                   split=SplitInfo(1, wall[i], tuple(range(total - tasks_left[i], total))))
+                            undone = SplitInfo(1, wall[i], tuple(range(total - tasks_left[i], total)))
+                            pending[pos] = Waiting(i, tasks_left[i], wall[i], preemptable, users[i], 0.0,
+                                                   place=req_of(i), split=undone)
                         run_dirty = True
                         continue
                     if type(d) is Start:
@@ -374,11 +386,11 @@ def simulate(
                                 f"policy started job {_name(trace, i)} on {n_i} cores with {free} free")
                         free -= n_i
                         if free_set is not None:
-                            got = set(d.cores)
-                            if len(got) != n_i or not got <= free_set:
+                            on = set(d.cores)
+                            if len(on) != n_i or not on <= free_set:
                                 raise SimulationError(f"policy placed job {_name(trace, i)} on cores not free")
                             r_i = req_of(i)
-                            hold = claimed(machine, d.cores, r_i) if r_i is not None else frozenset(got)  # type: ignore[arg-type]
+                            hold = claimed(machine, d.cores, r_i) if r_i is not None else frozenset(on)  # type: ignore[arg-type]
                             held[i] = hold
                             free_set = free_set - hold
                         state[i] = _RUNNING

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import csv
-from typing import IO, Any, Sequence
+from collections.abc import Sequence
+from typing import IO, Any
 
 from ..core.units import format_duration
 from .engine import Result

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import math
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 NFIELDS = 18
 
@@ -65,7 +66,7 @@ def _open(path: str):  # type: ignore[no-untyped-def]
         raise TraceError(f"{path}: {e.strerror}") from None
     if magic == b"\x1f\x8b":
         return gzip.open(path, "rt", encoding="ascii", errors="replace")
-    return open(path, "rt", encoding="ascii", errors="replace")
+    return open(path, encoding="ascii", errors="replace")
 
 
 def _number(text: str) -> float:
@@ -211,9 +212,8 @@ def read(
         skipped[TOO_LARGE] += len(size) - len(keep)
         if len(problems) < MAX_PROBLEMS:
             problems.append(msg)
-        ids, submit, size, walltime, run, user = (
-            [col[i] for i in keep] for col in (ids, submit, size, walltime, run, user)
-        )
+        ids, submit, size = _keep(ids, keep), _keep(submit, keep), _keep(size, keep)
+        walltime, run, user = _keep(walltime, keep), _keep(run, keep), _keep(user, keep)
     trace.ids, trace.submit, trace.size = ids, submit, size
     trace.walltime, trace.run, trace.user = walltime, run, user
     if not ids:
@@ -234,6 +234,13 @@ def _is_number(text: str) -> bool:
 
 def _skip_text(skipped: dict[str, int]) -> str:
     return ", ".join(f"{n} {why}" for why, n in skipped.items() if n) or "none skipped"
+
+
+_T = TypeVar("_T")
+
+
+def _keep(col: list[_T], keep: list[int]) -> list[_T]:
+    return [col[i] for i in keep]
 
 
 def keep_only(trace: Trace, keep: list[int], reason: str) -> None:
