@@ -21,7 +21,7 @@ from .config import Config, ConfigError, load
 from .core.units import UnitError, parse_duration, parse_size
 from .queue import TERMINAL_STATES, QueueError, control, load_jobs, private
 from .spool import Spool, default_root
-from .submit import Options, Script, SubmitError, WaitTimeout, build_spec, decode, wait_job
+from .submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
 
 __all__ = ["Client", "GridschedError", "Job", "WaitTimeout"]
 
@@ -124,10 +124,9 @@ class Client:
                 raise GridschedError(f"ncpus {ncpus}: must be at least 1")
             opts = Options(name=name, ncpus=ncpus, walltime=wt, mem=mb, output=output, error=error, chdir=chdir,
                            hold=hold, checkpoint=checkpoint, depend=depend)
-            spec = build_spec(self.spool, self.config, sc, opts, tuple(args), env=env)
+            spec = submit(self.spool, self.config, sc, opts, tuple(args), env=env)
         except (SubmitError, UnitError) as e:
             raise GridschedError(str(e)) from None
-        self.spool.submit(spec)
         self._ensure_daemon()
         return self.status(spec["id"])
 

@@ -60,6 +60,7 @@ SPEC_KEYS = {
     "env": "dict[str, str]: the submitting environment (as Slurm's --export=ALL)",
     "submit_time": "float: seconds since the epoch",
     "submit_dir": "str: absolute directory gsub ran in",
+    "umask": "int: the submitter's umask, which the job runs with (its output and checkpoint files get it)",
 }
 
 # Keys of the job specification present only when the submission sets them.

@@ -14,8 +14,6 @@ the same requests with the same words.  Standard library only.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -157,15 +155,10 @@ def load(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, Any]]
                 rows[r["id"]] = r
         finally:
             db.close()
-    try:
-        names = sorted(n for n in os.listdir(spool.incoming) if n.startswith(CREATE + "-"))
-    except FileNotFoundError:
-        names = []
-    for n in names:
+    for raw in spool.pending(CREATE, "resv"):
         try:
-            with open(spool.incoming / n, "rb") as f:
-                r = from_request(json.loads(f.read(1 << 20)))
-        except (OSError, ValueError, TypeError, AttributeError):
+            r = from_request({"resv": raw})
+        except (ValueError, TypeError, AttributeError, KeyError):
             continue
         rid = r["id"]
         if isinstance(rid, int) and rid not in rows and (idl is None or rid in idl):

@@ -6,7 +6,6 @@ Layout (all under the spool root)::
     quarantine/   request files that could not be read, with a .why beside each
     jobs/ID/      per job: script, checkpoint/, shepherd pid and exit files
     state.db      the job table (SQLite, written by the daemon only)
-    seq           the last job id handed out (guarded by seq.lock)
     gschedd.lock  held by the running daemon (one per spool)
     gschedd.pid   the running daemon's pid and start time
     gschedd.sock  datagram socket: a command sends a byte to wake the daemon
@@ -24,6 +23,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,19 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, fsync: bool = True)
         raise
 
 
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+class IdTaken(Exception):
+    """The new id a request was to bring is someone else's: choose another (:meth:`Spool.next_id`)."""
+
+
 def _alive(pid: Any) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
@@ -96,7 +109,6 @@ class Spool:
         self.pidfile = self.root / "gschedd.pid"
         self.sock = self.root / "gschedd.sock"
         self.log = self.root / "gschedd.log"
-        self.seq = self.root / "seq"
 
     def ensure(self) -> None:
         for d in (self.root, self.incoming, self.quarantine, self.jobs):
@@ -106,103 +118,65 @@ class Spool:
         """Make the spool of a daemon that serves every user of the machine (run as root).
 
         ``incoming/`` is writable by all with the sticky bit (a user can
-        remove only their own requests); ``state.db`` is readable by all;
-        ``seq`` and ``seq.lock`` are writable by all, as every submitter
-        takes a job id (:meth:`next_id` does not trust ``seq`` there); ``jobs/`` and ``quarantine/`` can be passed through but not
-        listed.  Everything else is root's.
+        remove or replace only their own requests); ``state.db`` is readable
+        by all; ``jobs/`` and ``quarantine/`` can be passed through but not
+        listed.  Everything else is root's, and nothing in it is writable by
+        users.  Job ids need no shared counter: a new id is taken by creating
+        its request's name (:meth:`publish_new`).
         """
         self.ensure()
         modes = {self.root: 0o755, self.incoming: 0o1777, self.quarantine: 0o711, self.jobs: 0o711}
         for d, m in modes.items():
-            st = os.lstat(d)
-            if not os.path.isdir(d) or os.path.islink(d):
-                raise OSError(f"{d}: not a directory")
-            if st.st_uid != os.geteuid():
-                os.chown(d, os.geteuid(), os.getegid())
-            os.chmod(d, m)
-        for f, m in ((self.seq, 0o666), (self.root / "seq.lock", 0o666), (self.db, 0o644)):
-            # created before the daemon opens them, so they (and state.db's -wal and -shm,
-            # which SQLite creates with the database's mode) have these modes
-            fd = os.open(f, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, m)
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
             try:
+                st = os.fstat(fd)
+                if st.st_uid != os.geteuid() or st.st_gid != os.getegid():
+                    os.fchown(fd, os.geteuid(), os.getegid())
                 os.fchmod(fd, m)
             finally:
                 os.close(fd)
+        for old in (self.root / "seq", self.root / "seq.lock"):  # the shared counter of earlier versions
+            try:
+                os.unlink(old)
+            except FileNotFoundError:
+                pass
+        # created before the daemon opens it, so it (and its -wal and -shm, which SQLite creates with
+        # the database's mode) is readable by every user's gstat
+        fd = os.open(self.db, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            os.fchmod(fd, 0o644)
+        finally:
+            os.close(fd)
 
     def job_dir(self, job_id: int) -> Path:
         return self.jobs / str(job_id)
 
     # -- job ids -----------------------------------------------------------
-    def next_id(self, count: int = 1) -> int:
-        """Hand out the next job id, or the first of ``count`` consecutive ones (an exclusive lock on seq.lock guards the counter).
+    def next_id(self) -> int:
+        """The id a new submission should try: above every id in the job and reservation tables and every
+        new id waiting in ``incoming/`` (ids far beyond those are ignored: the daemon refuses them).
 
-        The id is above the counter in ``seq`` and every submit request
-        waiting in ``incoming/``.  In a spool shared by many users (one whose
-        directory the caller cannot write: a system spool), or when ``seq``
-        is missing or unreadable, it is above every id in the job table too,
-        so a counter rolled back or spoiled by someone never gives an id
-        twice; there ``seq`` is rewritten in place.
+        The id is only a candidate: it is taken by :meth:`publish_new`, which
+        fails with :class:`IdTaken` if someone took it meanwhile.
         """
+        from .requests import ID_WINDOW, id_of_name
+
         self.ensure()
         self.check_space()
-        fd = os.open(self.root / "seq.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            shared = not os.access(self.root, os.W_OK)
-            last = self._seq_value()
-            if shared or last < 0:
-                last = max(last, self._highest_in_table())
-            nid = max(last, self._highest_request()) + 1
-            data = f"{nid + count - 1}\n".encode()
-            if shared or self._seq_shared():
-                out = os.open(self.seq, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-                try:
-                    os.ftruncate(out, 0)
-                    os.pwrite(out, data, 0)
-                finally:
-                    os.close(out)
-            else:
-                atomic_write(self.seq, data)
-            return nid
-        finally:
-            os.close(fd)
-
-    def _seq_shared(self) -> bool:
-        """Whether ``seq`` is writable by every user (a system spool): then it is rewritten in place, keeping its mode."""
-        try:
-            return bool(os.stat(self.seq).st_mode & 0o002)
-        except OSError:
-            return False
-
-    def check_space(self) -> None:
-        """``OSError`` (ENOSPC) if the spool's file system has too little room left for a request."""
-        st = os.statvfs(self.root)
-        if st.f_bavail * st.f_frsize < MIN_FREE:
-            raise OSError(errno.ENOSPC, f"No space left on device (less than {MIN_FREE >> 10} KiB free)")
-
-    def _seq_value(self) -> int:
-        """The counter in ``seq``; -1 if it is missing or not a number."""
-        try:
-            text = self.seq.read_text().strip()
-        except OSError:
-            return -1
-        return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else -1
-
-    def _highest_request(self) -> int:
-        # listed before the table is read: the daemon commits a job before removing its request
-        try:
+        try:  # listed before the tables are read: the daemon commits a job before removing its request
             names = os.listdir(self.incoming)
         except FileNotFoundError:
-            return 0
-        best = 0
+            names = []
+        base = self.highest_id()
+        best = base
         for n in names:
-            if n.startswith(SUBMIT_PREFIX) and n.endswith(".json"):
-                digits = n[len(SUBMIT_PREFIX) : -5]
-                if digits.isascii() and digits.isdigit() and len(digits) < 19:
-                    best = max(best, int(digits))
-        return best
+            i = id_of_name(n)
+            if i is not None and best < i <= base + ID_WINDOW:
+                best = i
+        return best + 1
 
-    def _highest_in_table(self) -> int:
+    def highest_id(self) -> int:
+        """The highest job, reservation or request id the daemon has recorded (0 for none)."""
         if not self.db.exists():
             return 0
         import sqlite3
@@ -210,30 +184,143 @@ class Spool:
         try:
             con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5)
             try:
-                row = con.execute("SELECT MAX(id) FROM jobs").fetchone()
+                best = 0
+                for table in ("jobs", "reservations", "ids"):
+                    try:
+                        row = con.execute(f"SELECT MAX(id) FROM {table}").fetchone()
+                    except sqlite3.OperationalError:
+                        continue  # an older table set
+                    best = max(best, int(row[0] or 0))
+                return best
             finally:
                 con.close()
         except sqlite3.Error:
-            return 0  # not created yet, or unreadable: seq and the requests still count
-        return int(row[0] or 0)
+            return 0  # not created yet, or unreadable: the waiting requests still count
+
+    def check_space(self) -> None:
+        """``OSError`` (ENOSPC) if the spool's file system has too little room left for a request."""
+        st = os.statvfs(self.root)
+        if st.f_flag & os.ST_RDONLY:
+            raise OSError(errno.EROFS, "Read-only file system")
+        if st.f_bavail * st.f_frsize < MIN_FREE:
+            raise OSError(errno.ENOSPC, f"No space left on device (less than {MIN_FREE >> 10} KiB free)")
+
+    def claim_ids(self, count: int) -> list[int]:
+        """Take ``count`` new ids for the daemon itself (the tasks of an array, the pieces of a split job).
+
+        Each is taken as a submission's is: by creating its request name,
+        here as an empty file, which the daemon removes once the ids are
+        committed (:meth:`release_claims`).  Consecutive where nobody else
+        took one meanwhile.
+        """
+        from .requests import id_name
+
+        out: list[int] = []
+        nid = self.next_id()
+        while len(out) < count:
+            try:
+                fd = os.open(self.incoming / id_name(nid), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o600)
+                os.close(fd)
+                out.append(nid)
+            except FileExistsError:
+                pass
+            nid += 1
+        return out
+
+    def release_claims(self, ids: list[int]) -> None:
+        from .requests import id_name
+
+        for i in ids:
+            try:
+                os.unlink(self.incoming / id_name(i))
+            except FileNotFoundError:
+                pass
 
     # -- requests ----------------------------------------------------------
-    def put_request(self, name: str, payload: dict[str, Any]) -> Path:
-        """Publish one request file atomically and wake the daemon."""
+    def publish(self, name: str, data: bytes) -> Path:
+        """Publish one request file atomically (private to its writer: it may hold a script and an
+        environment) and wake the daemon."""
         self.ensure()
         path = self.incoming / name
-        # private to the user: a submission holds the script and the environment
-        atomic_write(path, json.dumps(payload, separators=(",", ":")).encode(), mode=0o600)
+        atomic_write(path, data, mode=0o600)
         self.wake()
         return path
 
+    def publish_new(self, name: str, data: bytes) -> Path:
+        """Publish a request that brings a new id: its name is taken only if nobody has it
+        (:class:`IdTaken` otherwise), so the id is the writer's."""
+        self.ensure()
+        path = self.incoming / name
+        tmp = self.incoming / f".{name}.{os.getpid()}.tmp"
+        atomic_write(tmp, data, mode=0o600)
+        try:
+            os.link(tmp, path)  # fails if the name exists: never replaces someone's request
+        except FileExistsError:
+            raise IdTaken(name) from None
+        finally:
+            os.unlink(tmp)
+        if self._taken_meanwhile(path):
+            raise IdTaken(name)
+        self.wake()
+        return path
+
+    def _taken_meanwhile(self, path: Path) -> bool:
+        """Whether the id of ``path`` was taken in from someone else's request between choosing and
+        publishing it; then the request is withdrawn (the daemon would refuse it as a taken id)."""
+        from .requests import id_of_name
+
+        nid = id_of_name(path.name)
+        if nid is None or not self.id_recorded(nid):
+            return False
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass  # already read and refused
+        return True
+
+    def id_recorded(self, nid: int) -> bool:
+        """Whether the daemon has recorded ``nid`` as a job, a reservation or a request."""
+        if not self.db.exists():
+            return False
+        import sqlite3
+
+        try:
+            con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5)
+            try:
+                for table in ("jobs", "reservations", "ids"):
+                    try:
+                        if con.execute(f"SELECT 1 FROM {table} WHERE id = ?", (nid,)).fetchone():
+                            return True
+                    except sqlite3.OperationalError:
+                        continue
+                return False
+            finally:
+                con.close()
+        except sqlite3.Error:
+            return False
+
     def submit(self, spec: dict[str, Any]) -> Path:
-        return self.put_request(f"{SUBMIT_PREFIX}{spec['id']:010d}.json", {"type": "submit", "job": spec})
+        """Publish the submission of the job spec ``spec`` under its id (:class:`IdTaken` if that is taken).
+
+        The commands go through :func:`gridsched.submit.submit`, which also
+        checks the request as the daemon will; this is for programs that
+        build specs themselves (benchmarks, tests).
+        """
+        from .requests import encode, id_name
+
+        return self.publish_new(id_name(spec["id"]), encode({"type": "submit", "job": spec}))
+
+    def put_request(self, name: str, payload: dict[str, Any]) -> Path:
+        """Publish a request object under ``name`` as it is (no checks: for tests and benchmarks)."""
+        return self.publish(name, json.dumps(payload, separators=(",", ":")).encode())
 
     def request(self, kind: str, **fields: Any) -> Path:
         """A control request (cancel, hold, release, reload, ...)."""
+        from .requests import encode
+
         name = f"{kind}-{time.time_ns()}-{os.getpid()}.json"
-        return self.put_request(name, {"type": kind, **fields})
+        return self.publish(name, encode({"type": kind, **fields}))
 
     def wake(self) -> None:
         try:
@@ -244,7 +331,12 @@ class Spool:
             pass  # no daemon, or it is busy: it rescans the spool anyway
 
     def pending_submits(self) -> list[dict[str, Any]]:
-        """Jobs submitted but not yet taken in by the daemon (readable ones only)."""
+        """Jobs submitted but not yet taken in by the daemon (those the caller may read)."""
+        return self.pending("submit", "job")
+
+    def pending(self, kind: str, key: str) -> list[dict[str, Any]]:
+        """The objects ``key`` of the requests of ``kind`` that bring new ids and wait in ``incoming/`` (those
+        the caller may read: a user reads their own), by id."""
         out = []
         try:
             names = sorted(n for n in os.listdir(self.incoming) if n.startswith(SUBMIT_PREFIX))
@@ -252,11 +344,23 @@ class Spool:
             return out
         for n in names:
             try:
-                with open(self.incoming / n, "rb") as f:
-                    req = json.loads(f.read(4 << 20))
-                out.append(req["job"])
-            except (OSError, ValueError, KeyError, TypeError, RecursionError):
+                fd = os.open(self.incoming / n, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
                 continue
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_size > 8 << 20 or st.st_size == 0:
+                    continue  # a FIFO or device is never read: a reader would block
+                with os.fdopen(os.dup(fd), "rb") as f:
+                    req = json.loads(f.read(8 << 20))
+                obj = req.get(key) if req.get("type") == kind else None
+                if isinstance(obj, dict):
+                    obj["uid"], obj["user"] = st.st_uid, _user_name(st.st_uid)  # the writer, not its claim
+                    out.append(obj)
+            except (OSError, ValueError, TypeError, AttributeError, RecursionError):
+                continue
+            finally:
+                os.close(fd)
         return out
 
     # -- the daemon ----------------------------------------------------------

@@ -81,6 +81,13 @@ CREATE TABLE IF NOT EXISTS reservations (
     kill INTEGER NOT NULL DEFAULT 1,
     reason TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE IF NOT EXISTS ids (
+    id INTEGER PRIMARY KEY,
+    uid INTEGER,
+    digest TEXT NOT NULL DEFAULT '',
+    time REAL NOT NULL,
+    refused TEXT
+);
 """
 RESV_COLUMNS = (
     "id state user uid name ncpus resources duration start create_time activate_time end_time predicted "
@@ -206,7 +213,29 @@ class StateDB:
         return dict(self.conn.execute("SELECT key, value FROM meta"))
 
     def max_id(self) -> int:
-        return self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM jobs").fetchone()[0]
+        """The highest id recorded: of a job, a reservation or a request (ids are never used twice)."""
+        return max(
+            self.conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {t}").fetchone()[0]
+            for t in ("jobs", "reservations", "ids")
+        )
+
+    def id_used(self, nid: int) -> bool:
+        return any(
+            self.conn.execute(f"SELECT 1 FROM {t} WHERE id = ?", (nid,)).fetchone()
+            for t in ("jobs", "reservations", "ids")
+        )
+
+    def id_record(self, nid: int) -> dict[str, Any] | None:
+        """How the request that brought id ``nid`` was taken: ``{"uid", "digest", "time", "refused"}``
+        (``refused``: the reason it was refused, or None)."""
+        try:
+            row = self.conn.execute("SELECT uid, digest, time, refused FROM ids WHERE id = ?", (nid,)).fetchone()
+        except sqlite3.OperationalError:
+            return None  # a table set older than the ids table
+        return None if row is None else {"uid": row[0], "digest": row[1], "time": row[2], "refused": row[3]}
+
+    def put_id(self, nid: int, uid: int | None, digest: str, when: float, refused: str | None = None) -> None:
+        self._write("INSERT OR REPLACE INTO ids VALUES (?, ?, ?, ?, ?)", (nid, uid, digest, when, refused))
 
     # -- writing (daemon only) ----------------------------------------------
     def begin(self) -> None:

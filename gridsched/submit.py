@@ -15,16 +15,18 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
+from . import requests as rq
 from .config import Config
 from .core import depend
 from .core.request import infeasible
 from .core.units import format_duration
 from .jobs import TERMINAL, JobState
-from .spool import Spool
+from .spool import IdTaken, Spool
 
 if TYPE_CHECKING:
     from .arrays import ArraySpec
@@ -142,14 +144,25 @@ def output_path(template: str | None, default: str, job_id: int, name: str, work
     p = Path(os.path.expanduser(text))
     if not p.is_absolute():
         p = workdir / p
-    if p.is_dir():
-        p = p / default
+    try:
+        rq.path(str(p), f"path '{rq.safe(template, 80)}'")
+        if p.is_dir():
+            p = p / default
+        rq.path(str(p), f"path '{rq.safe(template, 80)}'")
+    except rq.Refused as e:
+        raise SubmitError(str(e)) from None
+    except OSError as e:
+        raise SubmitError(f"path '{rq.safe(template, 80)}': {e.strerror}") from None
     return p
 
 
 def check_output_dir(what: str, p: Path) -> None:
     d = p.parent
-    if not d.is_dir():
+    try:
+        is_dir = d.is_dir()
+    except OSError as e:
+        raise SubmitError(f"{what} '{rq.safe(str(p))}': {e.strerror}") from None
+    if not is_dir:
         raise SubmitError(f"{what} '{p}': directory {d} does not exist")
     if not os.access(d, os.W_OK | os.X_OK):
         raise SubmitError(f"{what} '{p}': directory {d} is not writable")
@@ -223,8 +236,10 @@ def check_depend(spool: Spool, spec_text: str, job_id: int, uid: int) -> str:
 
 
 def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: tuple[str, ...] | list[str] = (),
-               env: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict[str, Any]:
-    """The job spec of a submission, with a new job id; :class:`SubmitError` if it is refused."""
+               env: Mapping[str, str] | None = None, cwd: Path | None = None,
+               job_id: int | None = None) -> dict[str, Any]:
+    """The job spec of a submission, with the id ``job_id`` (default: the next one, a candidate that
+    :func:`submit` takes); :class:`SubmitError` if it is refused."""
     name = opts.name if opts.name is not None else script.default_name
     if not name.strip() or "/" in name or any(ord(c) < 32 for c in name):
         raise SubmitError(f"name {name!r}: must be non-empty, without '/' or control characters", USAGE)
@@ -264,10 +279,11 @@ def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: t
         if not workdir.is_dir():
             raise SubmitError(f"chdir '{opts.chdir}': no such directory")
     uid = os.getuid()
-    try:
-        job_id = spool.next_id()
-    except OSError as e:  # a full or read-only spool: nothing was submitted
-        raise SubmitError(f"cannot submit to {spool.root}: {e.strerror or e}") from None
+    if job_id is None:
+        try:
+            job_id = spool.next_id()
+        except OSError as e:  # a full or read-only spool: nothing was submitted
+            raise SubmitError(f"cannot submit to {spool.root}: {e.strerror or e}") from None
     dep = check_depend(spool, opts.depend, job_id, uid) if opts.depend else ""
     arr = opts.array is not None
     suffix = f"{job_id}_%a" if arr else str(job_id)
@@ -296,6 +312,7 @@ def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: t
         "env": dict(os.environ if env is None else env),
         "submit_time": time.time(),
         "submit_dir": str(submit_dir),
+        "umask": current_umask(),
     }
     spec.update(tree_keys(spool, opts, ncpus, uid, env))
     if array is not None:
@@ -303,6 +320,70 @@ def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: t
     if split is not None:
         spec["split"] = split
     return spec
+
+
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def sender(spool: Spool) -> rq.Sender:
+    """The submitting user as the daemon will see them (the owner of the request file)."""
+    from .admin import is_admin
+
+    uid = os.getuid()
+    return rq.Sender(uid, user_name(uid), frozenset({os.getgid(), *os.getgroups()}), is_admin(uid, spool.root))
+
+
+MAX_TRIES = 20  # new ids tried before a submission gives up (each is lost only to a concurrent submitter)
+
+
+def publish_new(spool: Spool, kind: str, build: Callable[[int], dict[str, Any]]) -> dict[str, Any]:
+    """Publish a request that brings a new id: ``build(id)`` makes its object (a job spec or a reservation),
+    which is checked exactly as the daemon will check it; the object as published.
+
+    The id is taken by publishing (:meth:`Spool.publish_new`); when a
+    concurrent submitter took it first, the next one is tried.
+    """
+    who = sender(spool)
+    for _ in range(MAX_TRIES):
+        try:
+            nid = spool.next_id()
+        except OSError as e:  # a full or read-only spool: nothing was submitted
+            raise SubmitError(f"cannot submit to {spool.root}: {e.strerror or e}") from None
+        obj = build(nid)
+        payload = {"type": kind, ("job" if kind == "submit" else "resv"): obj}
+        try:
+            raw = rq.encode(payload)
+            rq.check_outgoing(raw, rq.id_name(nid), who)
+        except rq.Refused as e:
+            raise SubmitError(str(e)) from None
+        except ValueError as e:  # a value JSON cannot hold (NaN, infinity)
+            raise SubmitError(f"cannot be written as a request: {e}") from None
+        try:
+            spool.publish_new(rq.id_name(nid), raw)
+        except IdTaken:
+            continue
+        except OSError as e:  # the spool filled up or went read-only
+            raise SubmitError(f"cannot submit to {spool.root}: {e.strerror or e}") from None
+        return obj
+    raise SubmitError(f"no new id could be taken after {MAX_TRIES} tries (many concurrent submissions?)")
+
+
+def submit(spool: Spool, cfg: Config, script: Script, opts: Options, args: tuple[str, ...] | list[str] = (),
+           env: Mapping[str, str] | None = None, cwd: Path | None = None,
+           extra: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Build, check and publish a job submission (with the spec keys ``extra(spec)`` gives); the spec as
+    published."""
+
+    def build(nid: int) -> dict[str, Any]:
+        spec = build_spec(spool, cfg, script, opts, args, env, cwd, job_id=nid)
+        if extra is not None:
+            spec.update(extra(spec))
+        return spec
+
+    return publish_new(spool, "submit", build)
 
 
 def tree_keys(spool: Spool, opts: Options, ncpus: int, uid: int, env: Mapping[str, str] | None) -> dict[str, Any]:
@@ -315,7 +396,7 @@ def tree_keys(spool: Spool, opts: Options, ncpus: int, uid: int, env: Mapping[st
         raise SubmitError(str(e), USAGE if "exclude" in str(e) else 1) from None
 
 
-def check_array(text: str, cfg: Config) -> "ArraySpec":
+def check_array(text: str, cfg: Config) -> ArraySpec:
     """The parsed ``--array`` range; :class:`SubmitError` (usage) if it cannot be used."""
     from .arrays import ArrayError, parse
 
@@ -369,26 +450,31 @@ class WaitTimeout(Exception):
 def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> dict[str, Any]:
     """Block until job ``job_id`` has ended (polling the state db); its row.
 
-    A submit request the daemon quarantined is a :class:`SubmitError`; no
-    end within ``timeout`` seconds is :class:`WaitTimeout`.
+    A submission the daemon refused is a :class:`SubmitError` with its
+    reason; no end within ``timeout`` seconds is :class:`WaitTimeout`.
     """
+    import sqlite3
+
     from .state import StateDB
 
     db: StateDB | None = None
     delay = WAIT_FIRST
     deadline = None if timeout is None else time.monotonic() + timeout
-    quarantined = spool.quarantine / f"submit-{job_id:010d}.json"
     terminal = {s.value for s in TERMINAL}
     try:
         while True:
             if db is None and spool.db.exists():
                 db = StateDB(spool.db)
             if db is not None:
-                job = db.job(job_id)
+                try:
+                    job = db.job(job_id)
+                    why = db.id_record(job_id) if job is None else None
+                except sqlite3.OperationalError:  # a new daemon has not made its tables yet
+                    job = why = None
                 if job is not None and job["state"] in terminal:
                     return job
-            if quarantined.exists():
-                raise SubmitError(f"job {job_id}: the daemon refused the request (see {quarantined}.why)")
+                if why is not None and why["refused"]:
+                    raise SubmitError(f"job {job_id}: refused by the daemon: {why['refused']}")
             if deadline is not None and time.monotonic() >= deadline:
                 raise WaitTimeout(f"job {job_id} has not ended after {timeout}s")
             time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))

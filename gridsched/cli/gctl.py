@@ -176,7 +176,10 @@ def _core_request(kind: str, cores: frozenset[int], reason: str, spool_dir: str 
                 else f"cores {cpuset.format(unknown)} are not cores")
         fail(PROG, f"{what} of this machine (cores {cpuset.format(m.cores())})")
     text = cpuset.format(cores)
-    send(s.spool, kind, cores=text, reason=reason)
+    if kind == "drain":
+        send(s.spool, "drain", cores=text, reason=reason)
+    else:  # the request that returns cores to service is "undrain": "resume" is a yielding job's
+        send(s.spool, "undrain", cores=text)
     note = "" if s.spool.daemon_info() else " (no daemon runs: it takes the request when it starts)"
     click.echo(f"{PROG}: {kind} of core{'s' if len(cores) > 1 else ''} {text} requested{note}")
     return ExitCode.OK

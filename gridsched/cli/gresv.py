@@ -169,7 +169,7 @@ def create_cmd(ncpus: int, duration: int, resource: tuple[str, ...], name: str |
                start: str | None, no_kill: bool, as_json: bool, spool_dir: str | None,
                config_file: str | None) -> int:
     """Create a reservation of NCPUS cores (and floating resources) for DURATION and print its id."""
-    from ..submit import machine_cores, user_name
+    from ..submit import SubmitError, machine_cores, publish_new, user_name
 
     s = setup(PROG, spool_dir, config_file)
     now = time.time()
@@ -182,13 +182,19 @@ def create_cmd(ncpus: int, duration: int, resource: tuple[str, ...], name: str |
     except ResvError as e:
         fail(PROG, str(e))
     uid = os.getuid()
-    rid = s.spool.next_id()
-    resv = {
-        "id": rid, "name": name or f"R{rid}", "user": user_name(uid), "uid": uid, "ncpus": ncpus,
-        "resources": res, "duration": duration, "start": t0, "users": users or [], "kill": not no_kill,
-        "create_time": now,
-    }
-    s.spool.request(CREATE, resv=resv)
+
+    def build(rid: int) -> dict[str, Any]:
+        return {
+            "id": rid, "name": name or f"R{rid}", "user": user_name(uid), "uid": uid, "ncpus": ncpus,
+            "resources": res, "duration": duration, "start": t0, "users": users or [], "kill": not no_kill,
+            "create_time": now,
+        }
+
+    try:
+        resv = publish_new(s.spool, CREATE, build)
+    except SubmitError as e:
+        fail(PROG, str(e))
+    rid = resv["id"]
     if as_json:
         click.echo(json.dumps({**resv, "state": "WAITING", "flexible": t0 is None, "spool": str(s.spool.root)}))
     else:

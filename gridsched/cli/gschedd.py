@@ -73,9 +73,15 @@ def system_option(f):  # type: ignore[no-untyped-def]
 def system_setup(system: bool, spool_dir: str | None, config_file: str | None):  # type: ignore[no-untyped-def]
     """The spool and config of ``run`` and ``start``; with system mode, checked and made shareable."""
     if system:
-        spool_dir = spool_dir or os.environ.get("GRIDSCHED_SPOOL") or SYSTEM_SPOOL
         if not config_file and not os.environ.get("GRIDSCHED_CONFIG") and Path(SYSTEM_CONFIG).is_file():
             config_file = SYSTEM_CONFIG
+        if not spool_dir and not os.environ.get("GRIDSCHED_SPOOL"):
+            from ..config import ConfigError, load
+
+            try:  # the config's daemon.spool, else the system spool
+                spool_dir = os.path.expanduser(load(config_file, None).spool or "") or SYSTEM_SPOOL
+            except ConfigError as e:
+                fail(PROG, f"config {e}")
     s = setup(PROG, spool_dir, config_file)
     system = system or s.cfg.system
     if system:
@@ -100,7 +106,7 @@ def run(system: bool, spool_dir: str | None, config_file: str | None) -> int:
 
     s.spool.ensure()
     try:
-        return int(serve(s.spool, s.cfg) or 0)
+        return int(serve(s.spool, s.cfg, s.config_file) or 0)
     except AlreadyRunning as e:
         pid = getattr(e, "pid", None) or (e.args[0] if e.args else "?")
         fail(PROG, f"already running with pid {pid}")
@@ -174,7 +180,7 @@ def status(spool_dir: str | None, config_file: str | None) -> int:
     return ExitCode.OK
 
 
-def spawn_system(spool: Spool, config_path: str) -> "subprocess.Popen[bytes]":
+def spawn_system(spool: Spool, config_path: str) -> subprocess.Popen[bytes]:
     """Start ``gschedd run --system`` in the background, detached, its output in the spool's log."""
     cmd = [sys.executable, "-m", "gridsched.cli.gschedd", "run", "--system", "--spool", str(spool.root),
            "--config", str(Path(config_path).absolute())]

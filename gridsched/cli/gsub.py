@@ -24,11 +24,11 @@ from ..submit import (  # noqa: F401 - output_path, job_exit_status, read_script
     Script,
     ScriptError,
     SubmitError,
-    build_spec,
     check_array,
     job_exit_status,
     output_path,
     read_script,
+    submit,
     wait_array,
     wait_job,
 )
@@ -252,21 +252,22 @@ def cli(
                    error=p["error"], chdir=p["chdir"], hold=bool(p["hold"]), checkpoint=p["checkpoint"],
                    depend=p["depend"], array=p["array"], split=p["split"], task_time=p["task_time"],
                    parent=p["parent"], no_parent=bool(p["no_parent"]), recoverable=bool(p["recoverable"]))
+
+    def extra(spec: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if resources:
+            out["resources"] = resources
+        if resv is not None:
+            out.update(reservation=resv, wait_resv=bool(p["wait_resv"]))
+        if p["place"] or p["threads_per_core"] or p["exclusive_board"]:
+            out.update(_place_options(s.cfg, spec["ncpus"], p))
+        return out
+
     try:
-        spec = build_spec(spool, s.cfg, sc, opts, args)
+        spec = submit(spool, s.cfg, sc, opts, args, extra=extra)
     except SubmitError as e:
         fail(PROG, str(e), e.code)
     job_id = spec["id"]
-    if resources:
-        spec["resources"] = resources
-    if resv is not None:
-        spec.update(reservation=resv, wait_resv=bool(p["wait_resv"]))
-    if p["place"] or p["threads_per_core"] or p["exclusive_board"]:
-        spec.update(_place_options(s.cfg, spec["ncpus"], p))
-    try:
-        spool.submit(spec)
-    except OSError as e:  # the spool filled up or went read-only since the id was taken
-        fail(PROG, f"cannot submit to {spool.root}: {e.strerror or e}")
     if p["as_json"]:
         shown = {k: spec[k] for k in ("id", "name", "user", "ncpus", "walltime", "mem", "checkpoint", "hold",
                                       "depend", "workdir", "stdout", "stderr", "submit_time")}

@@ -68,7 +68,7 @@ def read_marks(spool: Spool) -> Marks:
             pass
     try:
         marks.waiting_requests = sum(
-            1 for n in os.listdir(spool.incoming) if n.startswith(("drain-", "resume-")) and n.endswith(".json")
+            1 for n in os.listdir(spool.incoming) if n.startswith(("drain-", "undrain-")) and n.endswith(".json")
         )
     except OSError:
         pass

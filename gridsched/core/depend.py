@@ -23,6 +23,7 @@ from typing import Literal, NamedTuple
 KINDS = ("after", "afterany", "afterok", "afternotok", "singleton")
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
 NOT_STARTED = frozenset({"PENDING", "HELD"})
+MAX_JOB_ID = (1 << 53) - 1  # the largest job id (gridsched.requests.MAX_ID)
 
 Verdict = Literal["ready", "wait", "never"]
 
@@ -72,7 +73,7 @@ def parse(spec: str) -> tuple[Dep, ...]:
         ids: list[int] = []
         for s in ids_s:
             s = s.strip()
-            if not s.isdigit() or int(s) <= 0:
+            if not s.isascii() or not s.isdigit() or len(s) > 16 or not 0 < int(s) <= MAX_JOB_ID:
                 raise DependError(f"'{raw}': {s!r} is not a job id")
             if int(s) not in ids:
                 ids.append(int(s))

@@ -2,9 +2,9 @@
 
 A submitted array (spec key ``array``) is taken in as one job per index, all
 in the transaction that takes the request in: the first task keeps the
-request's job id (which is the array's id), the others get consecutive ids
-from the spool's sequence (:meth:`gridsched.spool.Spool.next_id`), so they
-are consecutive unless another submission took an id between.  Each task's
+request's job id (which is the array's id), the others get new ids the
+daemon claims (:meth:`gridsched.spool.Spool.claim_ids`), consecutive unless
+another submission took an id between.  Each task's
 spec gets ``array_id``, ``array_index``, ``array_max`` (with ``%MAX``), its
 own output paths (``%j``, ``%a`` filled in) and, in its environment,
 ``GS_ARRAY_JOB_ID`` and ``GS_ARRAY_TASK_ID`` (and the Slurm and PBS names
@@ -35,14 +35,13 @@ log = logging.getLogger("gschedd")
 RUNNING = (JobState.RUNNING, JobState.STOPPING)
 
 
-def take_in(d: "Daemon", job: dict[str, Any], user: str, state: JobState, reason: str) -> None:
+def take_in(d: Daemon, job: dict[str, Any], user: str, state: JobState, reason: str) -> None:
     """Take in a checked array submission as one job per index."""
     spec = parse(job.pop("array"), d.cfg.max_array_size)
     script = job.pop("script")
     idx = spec.indices
     first = job["id"]
-    rest = d.spool.next_id(len(idx) - 1) if len(idx) > 1 else 0
-    ids = [first, *range(rest, rest + len(idx) - 1)]
+    ids = [first, *d.new_ids(len(idx) - 1)]
     shared: Any = script
     for tid, i in zip(ids, idx):
         task = dict(job)
@@ -59,7 +58,7 @@ def take_in(d: "Daemon", job: dict[str, Any], user: str, state: JobState, reason
     log.info("array %d: %d tasks (%s), job ids %d to %d", first, len(idx), spec.text, ids[0], ids[-1])
 
 
-def may_run(d: "Daemon", rec: "Rec", budget: dict[int, int]) -> bool:
+def may_run(d: Daemon, rec: Rec, budget: dict[int, int]) -> bool:
     """Whether a pending task of a throttled array may be offered to the core in this snapshot.
 
     ``budget`` is the snapshot's memo: array id -> tasks that may still be
@@ -75,7 +74,7 @@ def may_run(d: "Daemon", rec: "Rec", budget: dict[int, int]) -> bool:
     return left > 0
 
 
-def members(d: "Daemon", arrays: list[int]) -> list[int]:
+def members(d: Daemon, arrays: list[int]) -> list[int]:
     """The ids of the live tasks of ``arrays``."""
     want = set(arrays)
     return sorted(r.id for r in d.jobs.values() if r.array_id in want)

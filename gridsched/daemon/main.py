@@ -26,18 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import config as configmod
-from ..core.placement import Request as PlaceRequest
-from ..core.placement import claimed
-from ..topology import load_machine
+from .. import requests as rq
+from ..admin import admin_uids
 from ..core import cpuset, depend
 from ..core import policy as corepolicy
+from ..core.placement import Request as PlaceRequest
+from ..core.placement import claimed
 from ..core.types import Activate, HeadReservation, Preempt, Running, Snapshot, Start, StartTasks, Waiting
 from ..jobenv import compat_env
-from ..jobs import EXIT_CHECKPOINTED, PRIVATE_FILE, PRIVATE_KEYS, JobState, TERMINAL
+from ..jobs import EXIT_CHECKPOINTED, PRIVATE_KEYS, TERMINAL, JobState
 from ..spool import Spool, atomic_write
 from ..state import StateDB
-from . import launch, procs, requests, reserve
-from . import arrays, split
+from ..topology import load_machine
+from . import arrays, handlers, intake, jobfiles, launch, procs, reserve, split
 from .split import split_info
 from .tree import Trees
 
@@ -132,7 +133,7 @@ class Rec:
         }
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "Rec":
+    def from_row(cls, row: dict[str, Any]) -> Rec:
         run = row["run"]
         spec = row["spec"]
         rec = cls(
@@ -163,6 +164,8 @@ class Rec:
         rec.split = spec.get("split")
         rec.split_of = spec.get("split_of")
         rec.held = tuple(run.get("held") or ())
+        if spec.get("place") not in (None, "pack", "spread", "board"):
+            raise ValueError(f"unknown placement {spec.get('place')!r}")
         if spec.get("place") or spec.get("threads_per_core") or spec.get("exclusive_board"):
             rec.place = PlaceRequest(
                 rec.ncpus, spec.get("place") or "pack", int(spec.get("threads_per_core") or 0),
@@ -197,6 +200,10 @@ class Daemon:
         self.book = reserve.Book()
         self.trees = Trees(self)  # parent-child job trees (daemon/tree.py)
         self.budget: dict[int, int] = {}  # array throttles in the snapshot being built (see arrays.may_run)
+        self.senders = intake.Senders(admin_uids(spool.root))
+        self.id_high = 0  # the highest id in use (requests.ID_WINDOW)
+        self.claims: list[int] = []  # ids the daemon took for itself, released once committed
+        self.full_logged = False
 
     # -- setup ------------------------------------------------------------------
     def lock(self) -> None:
@@ -235,6 +242,8 @@ class Daemon:
         self.db.set_meta("machine", json.dumps({"ncores": self.machine.ncores, "host_cpus": list(self.machine.host_cpus)}))
         self.db.set_meta("daemon", json.dumps({"pid": os.getpid(), "started": self.started, "config": self.cfg.path}))
         self._load_history()
+        self.id_high = self.db.max_id()
+        self._drop_stale_claims()
         from .recover import recover
 
         self.book.load(self)
@@ -242,6 +251,30 @@ class Daemon:
         recover(self)
         self.trees.load()
         self.commit()
+
+    def _drop_stale_claims(self) -> None:
+        """Remove the ids a daemon killed in the middle of taking an array in had claimed (empty files of its own)."""
+        me = os.geteuid()
+        try:
+            names = os.listdir(self.spool.incoming)
+        except OSError:
+            return
+        for n in names:
+            if rq.id_of_name(n) is None:
+                continue
+            try:
+                st = os.lstat(self.spool.incoming / n)
+                if st.st_uid == me and st.st_size == 0 and not os.path.islink(self.spool.incoming / n):
+                    os.unlink(self.spool.incoming / n)
+            except OSError:
+                pass
+
+    def new_ids(self, count: int) -> list[int]:
+        """``count`` new ids for the daemon's own use (array tasks, pieces of split jobs)."""
+        ids = self.spool.claim_ids(count)
+        self.claims.extend(ids)
+        self.id_high = max(self.id_high, *ids)
+        return ids
 
     def _load_drained(self) -> None:
         try:
@@ -287,6 +320,9 @@ class Daemon:
         elif ok and self.disk_trouble:
             self.disk_trouble = False
             log.info("the job table is written again")
+        if ok and self.claims:
+            self.spool.release_claims(self.claims)
+            self.claims = []
         return ok
 
     def save(self, rec: Rec, **extra: Any) -> None:
@@ -362,69 +398,69 @@ class Daemon:
 
     # -- requests ------------------------------------------------------------------------
     def ingest(self) -> None:
+        """Take in the requests waiting in the spool: each is parsed at the boundary (intake) and served by the
+        handler of its kind; a refused one is quarantined and, if it brought a new id, recorded as refused."""
         self.last_scan = time.time()
-        reqs = requests.scan(self.spool)
-        reqs.sort(key=lambda r: r.data["type"] != "resv_create")  # a job may name a reservation created with it
-        if not reqs:
+        got, refused = intake.scan(self.spool, self.senders, room=self._room())
+        if not got and not refused:
             return
+        got.sort(key=lambda r: not isinstance(r.request, rq.ResvCreate))  # a job may name a reservation made with it
         self.begin()
         served = []
-        for req in reqs:
+        for r in refused:
+            self.refuse(r.name, r.uid, r.new_id, r.reason)
+        for rcv in got:
             try:
-                getattr(self, "req_" + req.data["type"])(req)
+                handlers.handle(self, rcv)
+            except rq.Refused as e:
+                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), str(e))
+                continue
             except OSError as e:
                 if e.errno in NO_ROOM:
                     if not self.disk_trouble:
                         log.error("no room in the spool (%s): submissions wait in incoming/", e.strerror)
                         self.disk_trouble = True
                     break
-                log.exception("request %s failed", req.name)
-                requests.quarantine(self.spool, req.name, f"could not be served: {e}")
+                log.exception("request %s failed", rq.safe(rcv.name, 120))
+                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), f"could not be served: {e}")
                 continue
             except Exception as e:  # noqa: BLE001 - a bad request never stops the daemon
-                log.exception("request %s failed", req.name)
-                requests.quarantine(self.spool, req.name, f"could not be served: {e}")
+                log.exception("request %s failed", rq.safe(rcv.name, 120))
+                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), f"could not be served: {e}")
                 continue
-            served.append(req)
+            served.append(rcv.name)
         if self.commit():
-            for req in served:
-                requests.done(self.spool, req)
+            for name in served:
+                intake.done(self.spool, name)
 
-    def req_submit(self, req: requests.Request) -> None:
-        job = req.data.get("job")
-        why = requests.check_spec(job)
-        if why is None and req.uid != 0 and job.get("uid") != req.uid:
-            why = f"claims uid {job.get('uid')} but was written by uid {req.uid}"
-        if why:
-            requests.quarantine(self.spool, req.name, why)
+    def refuse(self, name: str, uid: int | None, new_id: int | None, why: str) -> None:
+        """Quarantine a refused request; if it brought a new id that nobody has, record the refusal under it
+        (``gsub --wait`` and ``gstat`` tell the submitter)."""
+        why = rq.safe(why, 1000)
+        intake.quarantine(self.spool, name, why)
+        if new_id is None or new_id > self.id_high + rq.ID_WINDOW:
             return
-        jid = job["id"]
-        if jid in self.jobs or self.db.conn.execute("SELECT 1 FROM jobs WHERE id = ?", (jid,)).fetchone():
-            return  # taken in before a crash that came before the request file was removed
-        job["uid"] = req.uid if req.uid != 0 else job["uid"]
-        user = job.get("user") or launch.user_name(job["uid"])
-        state, reason = JobState.HELD if job["hold"] else JobState.PENDING, ""
-        from ..core.request import infeasible
+        rec = self.db.id_record(new_id)
+        if new_id in self.jobs or (self.db.id_used(new_id) and (rec is None or rec["uid"] != uid)):
+            return  # the id is someone else's: the refusal is in the quarantine and the log only
+        self.begin()
+        self.db.put_id(new_id, uid, "", time.time(), why)
+        self.id_high = max(self.id_high, new_id)
 
-        bad = infeasible(job["ncpus"], self.machine.ncores)
-        if bad is None and job["walltime"] > self.cfg.max_walltime:
-            bad = "walltime longer than the maximum"
-        if bad is None:
-            bad = reserve.check_submit(self, job, job["uid"], user)
-        if bad is None:
-            bad = self.trees.check_submit(job)
-        if bad:
-            state, reason = JobState.FAILED, bad
-        if "array" in job or "split" in job:
-            why = split.check(job, self.cfg.max_array_size)
-            if why:
-                requests.quarantine(self.spool, req.name, why)
-            elif "array" in job:
-                arrays.take_in(self, job, user, state, reason)
-            else:
-                split.take_in(self, job, user, state, reason)
-            return
-        self.take_in(job, user, state, reason)
+    def _room(self) -> bool:
+        """Whether the spool's file system has room to take submissions in (logged once when it has not)."""
+        try:
+            self.spool.check_space()
+        except OSError as e:
+            if not self.full_logged:
+                log.warning("spool %s: %s; submissions wait in incoming/ until there is room", self.spool.root,
+                            e.strerror)
+                self.full_logged = True
+            return False
+        if self.full_logged:
+            log.info("spool %s has room again: taking submissions in", self.spool.root)
+            self.full_logged = False
+        return True
 
     def take_in(self, job: dict[str, Any], user: str, state: JobState, reason: str,
                 files: dict[str, Any] | None = None) -> Rec | None:
@@ -437,23 +473,9 @@ class Daemon:
         jid = job["id"]
         if files is None:
             files = {"script": job.pop("script")}
-        jdir = self.spool.job_dir(jid)
-        jdir.mkdir(parents=True, exist_ok=True)
-        (jdir / "checkpoint").mkdir(exist_ok=True)
-        for fname, content in files.items():
-            if isinstance(content, str):
-                atomic_write(jdir / fname, content.encode(), mode=0o700, fsync=False)
-            else:
-                try:
-                    os.unlink(jdir / fname)
-                except FileNotFoundError:
-                    pass
-                os.link(content, jdir / fname)
         private = {k: job.pop(k) for k in PRIVATE_KEYS if k in job}
-        atomic_write(jdir / PRIVATE_FILE, json.dumps(private).encode(), mode=0o600, fsync=False)
-        if os.getuid() == 0 and job["uid"] != 0:
-            for p in (jdir, jdir / "checkpoint", jdir / PRIVATE_FILE, *(jdir / f for f in files)):
-                os.chown(p, job["uid"], job.get("gid", -1))
+        jobfiles.create(self.spool.job_dir(jid), job["uid"], job.get("gid", -1), job.get("umask", 0o022),
+                        files, json.dumps(private).encode())
         row = {
             "id": jid, "state": state.value, "user": user, "uid": job["uid"], "name": job["name"],
             "ncpus": job["ncpus"], "walltime": job["walltime"], "submit_time": float(job["submit_time"]),
@@ -463,6 +485,7 @@ class Daemon:
             "segments": [], "run": {}, "spec": job,
         }
         self.db.put(row)
+        self.id_high = max(self.id_high, jid)
         if state is JobState.FAILED:
             log.info("job %d refused: %s", jid, reason)
             return None
@@ -475,109 +498,14 @@ class Daemon:
         log.debug("job %d queued", jid)
         return rec
 
-    def _owned(self, req: requests.Request, jid: int) -> Rec | None:
-        rec = self.jobs.get(jid)
-        if rec is None:
-            log.info("%s: job %s is not live", req.data["type"], jid)
-            return None
-        if req.uid not in (0, rec.uid):
-            log.warning("%s of job %d by uid %d refused: owned by uid %d", req.data["type"], jid, req.uid, rec.uid)
-            return None
-        return rec
-
-    def _ids(self, req: requests.Request) -> list[int]:
-        ids = req.data.get("jobs")
-        if not isinstance(ids, list):
-            return []
-        out = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
-        whole = req.data.get("arrays")  # every live task of these arrays
-        if isinstance(whole, list):
-            out += arrays.members(self, [i for i in whole if isinstance(i, int) and not isinstance(i, bool)])
-        if req.data["type"] == "cancel":  # a splittable job goes with its running pieces
-            out += split.pieces_of(self, out)
-        return list(dict.fromkeys(out))
-
-    def req_cancel(self, req: requests.Request) -> None:
-        now = time.time()
-        for jid in self._ids(req):
-            rec = self._owned(req, jid)
-            if rec is None:
-                continue
-            if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
-                self._dequeue(rec)
-                self.end(rec, JobState.CANCELLED, now, reason="cancelled before it started")
-            elif rec.shepherd is not None:
-                rec.stop = "cancel"
-                if rec.state is JobState.SUSPENDED:
-                    procs.signal_job(rec.shepherd, rec.pgid, signal.SIGKILL)
-                    procs.signal_job(rec.shepherd, rec.pgid, signal.SIGCONT)
-                else:
-                    self.terminate(rec, now, signal.SIGTERM, self.cfg.kill_grace)
-                self.save(rec)
-            self.dirty = True
-
-    def req_hold(self, req: requests.Request) -> None:
-        for jid in self._ids(req):
-            rec = self._owned(req, jid)
-            if rec is not None and rec.state is JobState.PENDING and rec.shepherd is None:
-                self._dequeue(rec)
-                rec.state = JobState.HELD
-                self.save(rec)
-                self.dirty = True
-
-    def req_release(self, req: requests.Request) -> None:
-        for jid in self._ids(req):
-            rec = self._owned(req, jid)
-            if rec is not None and rec.state is JobState.HELD:
-                rec.state = JobState.PENDING
-                bisect.insort(self.queue, rec.id)
-                self.save(rec)
-                self.dirty = True
-
-    def req_resv_create(self, req: requests.Request) -> None:
-        reserve.create(self, req)
-
-    def req_resv_delete(self, req: requests.Request) -> None:
-        reserve.delete(self, req)
-
-    def req_drain(self, req: requests.Request) -> None:
-        self._drain_cores(req, drain=True)
-
-    def req_resume(self, req: requests.Request) -> None:
-        if "job" in req.data:  # a yielding job asks for its cores back (gresume)
-            self.trees.req_resume(req)
-            return
-        self._drain_cores(req, drain=False)
-
-    def req_yield(self, req: requests.Request) -> None:
-        self.trees.req_yield(req)
-
-    def _drain_cores(self, req: requests.Request, drain: bool) -> None:
-        """Drained cores take no new job; jobs running on them finish. Only root or the daemon's owner may."""
-        if req.uid not in (0, os.getuid()):
-            log.warning("%s by uid %d refused: only root or the daemon's owner may", req.data["type"], req.uid)
-            return
-        try:
-            cores = cpuset.parse(str(req.data.get("cores", "")))
-        except cpuset.CpuListError as e:
-            log.warning("%s refused: %s", req.data["type"], e)
-            return
-        cores &= self.all_cores
-        if drain:
-            self.drained |= cores
-            self.drain_reason = str(req.data.get("reason") or self.drain_reason or "drained")
-        else:
-            self.drained -= cores
-        if not self.drained:
-            self.drain_reason = ""
+    def set_drained(self, cores: frozenset[int], reason: str, what: str) -> None:
+        """Drained cores take no new job; jobs running on them finish."""
+        self.drained = cores & self.all_cores
+        self.drain_reason = reason if self.drained else ""
         self.begin()
         self.db.set_meta("drained", json.dumps({"cores": cpuset.format(self.drained), "reason": self.drain_reason}))
         self.dirty = True
-        log.info("cores %s %s; drained now: %s", cpuset.format(cores), "drained" if drain else "resumed",
-                 cpuset.format(self.drained) or "none")
-
-    def req_reload(self, req: requests.Request) -> None:
-        self.reload_requested = True
+        log.info("%s; drained now: %s", what, cpuset.format(self.drained) or "none")
 
     def reload(self) -> None:
         self.reload_requested = False
@@ -711,11 +639,18 @@ class Daemon:
             self.save(rec)
             log.info("job %d resumed on cores %s", rec.id, cpuset.format(rec.cores))
             return
-        rec.state = JobState.RUNNING
         rec.segment += 1
+        try:
+            spec = self._launch_spec(rec)
+        except (jobfiles.JobFilesError, KeyError, TypeError, ValueError) as e:
+            rec.cores = ()
+            rec.start = None
+            self.end(rec, JobState.FAILED, now, reason=f"cannot start: {rq.safe(str(e))}")
+            return
+        rec.state = JobState.RUNNING
         rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "boards": boards})
         self.save(rec)
-        self.pending_launches.append((rec, self._launch_spec(rec)))
+        self.pending_launches.append((rec, spec))
 
     def mem_nodes(self, cores: tuple[int, ...]) -> tuple[int, ...]:
         """The host NUMA nodes of the boards a job runs on, when every one of them is a host node."""
@@ -725,13 +660,9 @@ class Daemon:
         return tuple(sorted(n for n in nodes if n is not None))
 
     def full_spec(self, jid: int) -> dict[str, Any]:
-        """A job's whole spec: the public part from the table, the private part from its file."""
+        """A job's whole spec: the public part from the table, the private part from the daemon's own file."""
         spec = dict(self.db.job(jid)["spec"])  # type: ignore[index]
-        try:
-            with open(self.spool.job_dir(jid) / PRIVATE_FILE, "rb") as f:
-                spec.update(json.loads(f.read()))
-        except FileNotFoundError:
-            pass  # a job taken in before private files existed keeps everything in the table
+        spec.update(jobfiles.read_private(self.spool.job_dir(jid)))
         return spec
 
     def _launch_spec(self, rec: Rec) -> launch.Launch:

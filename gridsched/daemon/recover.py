@@ -30,11 +30,12 @@ import json
 import logging
 import os
 import signal
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..jobs import EXIT_CHECKPOINTED, JobState
-from . import cgroup, launch, procs, requests
+from . import cgroup, intake, launch, procs
 
 if TYPE_CHECKING:
     from .main import Daemon
@@ -44,13 +45,21 @@ log = logging.getLogger("gschedd")
 LIVE = [s.value for s in (JobState.PENDING, JobState.HELD, JobState.RUNNING, JobState.STOPPING, JobState.SUSPENDED)]
 
 
-def recover(d: "Daemon") -> None:
+def recover(d: Daemon) -> None:
     from .main import Rec
 
     adopted = collected = requeued = 0
     cancels: dict[int, set[int]] | None = None
     for row in d.db.jobs(states=LIVE):
-        rec = Rec.from_row(row)
+        try:
+            rec = Rec.from_row(row)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            # a row no request can make any more (written by an older version): the job ends, the daemon runs
+            d.begin()
+            d.db.update(row["id"], state=JobState.FAILED.value, end_time=time.time(),
+                        reason=f"its record cannot be read ({type(e).__name__}: {str(e)[:200]})")
+            log.error("job %s: its record cannot be read; marked FAILED", row.get("id"))
+            continue
         d.jobs[rec.id] = rec
         if rec.state is JobState.PENDING:
             bisect.insort(d.queue, rec.id)
@@ -63,7 +72,7 @@ def recover(d: "Daemon") -> None:
         result = d.read_exit(rec)
         if result is not None:
             if cancels is None:
-                cancels = requests.pending_cancels(d.spool)
+                cancels = intake.pending_cancels(d.spool, d.senders)
             _unrecorded_stop(d, rec, result, cancels)
             d.finish(rec, result)
             collected += 1
@@ -94,7 +103,7 @@ def recover(d: "Daemon") -> None:
         result = d.read_exit(rec)  # it may have ended just now
         if result is not None:
             if cancels is None:
-                cancels = requests.pending_cancels(d.spool)
+                cancels = intake.pending_cancels(d.spool, d.senders)
             _unrecorded_stop(d, rec, result, cancels)
         elif info.get("cgroup"):
             cgroup.remove(Path(info["cgroup"]), timeout=0.0)  # its shepherd was killed before removing it
@@ -120,7 +129,7 @@ def _pid_info(path: Path) -> dict[str, Any] | None:
     return info
 
 
-def _unrecorded_stop(d: "Daemon", rec: Any, result: dict[str, Any], cancels: dict[int, set[int]]) -> None:
+def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[int, set[int]]) -> None:
     """Give ``rec`` the reason it was stopped for, if the daemon signalled it and died before saying why."""
     if rec.stop is not None or rec.state is not JobState.RUNNING or result.get("error"):
         return

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 from ..core import cpuset
 from ..core.types import Activate, Resv, Waiting
 from ..jobs import JobState
-from ..reservations import LIVE, RState, ResvError, check_bind, check_fit, check_request
+from ..reservations import LIVE, ResvError, RState, check_bind, check_fit, check_request
 
 if TYPE_CHECKING:
-    from . import requests
+    from .. import requests as rq
     from .main import Daemon, Rec
 
 log = logging.getLogger("gschedd")
@@ -75,7 +75,7 @@ class RRec:
         }
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "RRec":
+    def from_row(cls, row: dict[str, Any]) -> RRec:
         return cls(
             id=row["id"], user=row["user"], uid=row["uid"], name=row["name"], ncpus=row["ncpus"],
             duration=row["duration"], create_time=row["create_time"], state=RState(row["state"]),
@@ -92,7 +92,7 @@ class Book:
         self.resvs: dict[int, RRec] = {}
         self.flex: list[int] = []  # ids of waiting flexible reservations, ascending
 
-    def load(self, d: "Daemon") -> None:
+    def load(self, d: Daemon) -> None:
         for row in d.db.reservations():
             if row["state"] in LIVE:
                 r = RRec.from_row(row)
@@ -126,13 +126,13 @@ class Book:
         return min(ends) if ends else None
 
 
-def save(d: "Daemon", r: RRec) -> None:
+def save(d: Daemon, r: RRec) -> None:
     d.begin()
     d.db.put_resv(r.row())
     d.forecast_dirty = True
 
 
-def row_of(d: "Daemon", rid: int) -> dict[str, Any] | None:
+def row_of(d: Daemon, rid: int) -> dict[str, Any] | None:
     r = d.book.resvs.get(rid)
     if r is not None:
         return r.row()
@@ -143,36 +143,15 @@ def row_of(d: "Daemon", rid: int) -> dict[str, Any] | None:
 # -- requests ------------------------------------------------------------------------
 
 
-def create(d: "Daemon", req: "requests.Request") -> None:
-    data = req.data.get("resv")
-    if not isinstance(data, dict):
-        from . import requests as reqmod
-
-        reqmod.quarantine(d.spool, req.name, "resv_create without a 'resv' object")
-        return
-    rid = data.get("id")
-    if not isinstance(rid, int) or isinstance(rid, bool) or rid <= 0:
-        from . import requests as reqmod
-
-        reqmod.quarantine(d.spool, req.name, "reservation id must be a positive integer")
-        return
-    if rid in d.book.resvs or d.db.reservations([rid]):
-        return  # taken in before a crash that came before the request file was removed
+def create(d: Daemon, spec: rq.ResvSpec, digest: str) -> None:
+    """Take in a checked reservation request: waiting (flexible or fixed), or ended at once as refused."""
     now = time.time()
-    uid = req.uid if req.uid != 0 else int(data.get("uid", 0))
-    from .launch import user_name
-
-    user = str(data.get("user") or user_name(uid)) if req.uid == 0 else user_name(uid)
-    users = [u for u in data.get("users") or [] if isinstance(u, str)]
-    resources = data.get("resources") or {}
-    ncpus, duration, start = data.get("ncpus"), data.get("duration"), data.get("start")
-    r = RRec(id=rid, user=user, uid=uid, name=str(data.get("name") or f"R{rid}"), ncpus=ncpus if isinstance(ncpus, int) else 0,
-             duration=duration if isinstance(duration, int) else 0, create_time=float(data.get("create_time") or now),
-             resources={}, start=float(start) if isinstance(start, (int, float)) else None, users=users,
-             kill=bool(data.get("kill", True)))
+    rid = spec.id
+    r = RRec(id=rid, user=spec.user, uid=spec.uid, name=spec.name, ncpus=spec.ncpus, duration=spec.duration,
+             create_time=spec.create_time or now, resources={}, start=spec.start, users=list(spec.users),
+             kill=spec.kill)
     try:
-        if not isinstance(resources, dict) or not all(isinstance(v, int) for v in resources.values()):
-            raise ResvError("resources must map names to counts")
+        resources = dict(spec.resources)
         check_request(r.ncpus, r.duration, resources, d.machine.ncores, d.cfg.floating, d.cfg.resv_max_duration)
         r.resources = dict(sorted(resources.items()))
         if r.start is not None and r.start + r.duration <= now:
@@ -192,19 +171,18 @@ def create(d: "Daemon", req: "requests.Request") -> None:
              "flexible" if r.start is None else f"fixed at {time.strftime('%F %T', time.localtime(r.start))}")
 
 
-def delete(d: "Daemon", req: "requests.Request") -> None:
-    rid = req.data.get("id")
-    r = d.book.resvs.get(rid) if isinstance(rid, int) else None
+def delete(d: Daemon, rid: int, uid: int, release: bool) -> None:
+    r = d.book.resvs.get(rid)
     if r is None:
         log.info("resv_delete: reservation %s is not live", rid)
         return
-    if req.uid not in (0, r.uid):
-        log.warning("resv_delete of reservation %d by uid %d refused: owned by uid %d", r.id, req.uid, r.uid)
+    if uid not in (0, r.uid):
+        log.warning("resv_delete of reservation %d by uid %d refused: owned by uid %d", r.id, uid, r.uid)
         return
-    finish(d, r, time.time(), RState.DELETED, "deleted", release=bool(req.data.get("release")))
+    finish(d, r, time.time(), RState.DELETED, "deleted", release=release)
 
 
-def check_submit(d: "Daemon", job: dict[str, Any], uid: int, user: str) -> str | None:
+def check_submit(d: Daemon, job: dict[str, Any], uid: int, user: str) -> str | None:
     """Why a submitted job's floating resources or reservation binding are refused, or None."""
     res = job.get("resources") or {}
     if not isinstance(res, dict):
@@ -232,7 +210,7 @@ def check_submit(d: "Daemon", job: dict[str, Any], uid: int, user: str) -> str |
 # -- lifecycle -------------------------------------------------------------------------
 
 
-def activate(d: "Daemon", a: Activate, now: float) -> None:
+def activate(d: Daemon, a: Activate, now: float) -> None:
     r = d.book.resvs.get(a.resv)
     if r is None or r.state is not RState.WAITING:
         log.error("plan activates reservation %d, which is not waiting", a.resv)
@@ -251,7 +229,7 @@ def activate(d: "Daemon", a: Activate, now: float) -> None:
              time.strftime("%F %T", time.localtime(a.end)))
 
 
-def timers(d: "Daemon", now: float) -> None:
+def timers(d: Daemon, now: float) -> None:
     """End the reservations whose time is up."""
     for r in list(d.book.resvs.values()):
         if r.state is RState.ACTIVE and r.end_time is not None and now >= r.end_time:
@@ -260,11 +238,11 @@ def timers(d: "Daemon", now: float) -> None:
             finish(d, r, now, RState.ENDED, "its resources never came free before its end")
 
 
-def bound(d: "Daemon", rid: int) -> list["Rec"]:
+def bound(d: Daemon, rid: int) -> list[Rec]:
     return [rec for rec in d.jobs.values() if rec.resv == rid]
 
 
-def finish(d: "Daemon", r: RRec, now: float, state: RState, why: str, release: bool = False) -> None:
+def finish(d: Daemon, r: RRec, now: float, state: RState, why: str, release: bool = False) -> None:
     """End reservation ``r``: its resources return; its bound jobs are dealt with (module docstring)."""
     was_active = r.state is RState.ACTIVE
     r.state = state
@@ -296,7 +274,7 @@ def finish(d: "Daemon", r: RRec, now: float, state: RState, why: str, release: b
     log.info("reservation %d %s%s", r.id, state.value.lower(), f" ({why})" if why else "")
 
 
-def set_predicted(d: "Daemon", pred: dict[int, float], now: float) -> None:
+def set_predicted(d: Daemon, pred: dict[int, float], now: float) -> None:
     """Store the predicted activation time of each waiting reservation."""
     for r in d.book.resvs.values():
         if r.state is not RState.WAITING:

@@ -7,7 +7,7 @@ queue whose spec has ``split`` = ``{"n", "ncpus", "task_time", "left"}``:
 (at most ``left``), its walltime the user's ``-t``.
 
 When the core takes sub-tasks out of it (a ``StartTasks`` decision), they
-become a *piece*: a new job (an id from the spool's sequence) with the
+become a *piece*: a new job (a new id the daemon claims) with the
 parent's spec, ``split_of`` (the parent), ``split_chains`` (the chains the
 core chose), ``ncpus`` = chains x ``C``, a walltime that ends when the
 longest chain would, checkpoint mode ``none``, and output files named after
@@ -78,14 +78,14 @@ def check(job: dict[str, Any], max_size: int) -> str | None:
     return None
 
 
-def take_in(d: "Daemon", job: dict[str, Any], user: str, state: JobState, reason: str) -> None:
+def take_in(d: Daemon, job: dict[str, Any], user: str, state: JobState, reason: str) -> None:
     """Take in a checked splittable job: its stub, the user's script, every sub-task left."""
     sp = job["split"]
     job["split"] = {"n": sp["n"], "ncpus": sp["ncpus"], "task_time": sp["task_time"], "left": list(range(sp["n"]))}
     d.take_in(job, user, state, reason, {"script": STUB, "task-script": job.pop("script")})
 
 
-def start_tasks(d: "Daemon", rec: "Rec", st: StartTasks, now: float) -> None:
+def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
     """Carry out a ``StartTasks`` decision: a new piece job for the sub-tasks, started now; the parent keeps the rest."""
     sp = rec.split
     if sp is None or rec.state is not JobState.PENDING:
@@ -97,7 +97,7 @@ def start_tasks(d: "Daemon", rec: "Rec", st: StartTasks, now: float) -> None:
         return
     spec = d.full_spec(rec.id)
     c = int(sp["ncpus"])
-    pid = d.spool.next_id()
+    pid = d.new_ids(1)[0]
     piece = {k: v for k, v in spec.items() if k != "split"}
     piece.update(
         id=pid, ncpus=len(st.chains) * c, walltime=max(1, math.ceil(st.end - now)), checkpoint="none",
@@ -126,13 +126,13 @@ def start_tasks(d: "Daemon", rec: "Rec", st: StartTasks, now: float) -> None:
              ",".join(map(str, st.tasks)), pid, ",".join(map(str, st.cores)), len(sp["left"]))
 
 
-def pieces_of(d: "Daemon", ids: list[int]) -> list[int]:
+def pieces_of(d: Daemon, ids: list[int]) -> list[int]:
     """The live pieces of the jobs ``ids``."""
     want = set(ids)
     return sorted(r.id for r in d.jobs.values() if r.split_of in want)
 
 
-def piece_ended(d: "Daemon", piece: "Rec", end: float) -> None:
+def piece_ended(d: Daemon, piece: Rec, end: float) -> None:
     """A piece has ended: its parent ends too if it has nothing left and this was its last live piece."""
     parent = d.jobs.get(piece.split_of) if piece.split_of is not None else None
     if parent is None or parent.split is None or parent.split.get("left"):

@@ -44,9 +44,11 @@ from ..core import cpuset
 from ..core.tree import ancestors, clear
 from ..core.types import Lent, Snapshot
 from ..jobs import JobState
-from . import procs, requests
+from ..requests import MAX_ID
+from . import procs
 
 if TYPE_CHECKING:
+    from .. import requests as rq
     from .main import Daemon, Rec
 
 log = logging.getLogger("gschedd")
@@ -68,13 +70,13 @@ class Yield:
 
 
 def _job_id(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= requests.MAX_INT else None
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_ID else None
 
 
 class Trees:
     """The daemon's job trees (one per daemon, ``Daemon.trees``)."""
 
-    def __init__(self, d: "Daemon") -> None:
+    def __init__(self, d: Daemon) -> None:
         self.d = d
         self.parent: dict[int, int | None] = {}  # job -> parent from its spec (cache)
         self.yielded: dict[int, Yield] = {}
@@ -146,35 +148,29 @@ class Trees:
         return replace(snap, parents=parents, lent=lent, pending=pending)
 
     # -- requests ----------------------------------------------------------------
-    def _target(self, req: requests.Request) -> "Rec | None":
-        jid = _job_id(req.data.get("job"))
-        if jid is None:
-            log.warning("%s request %s: no job id", req.data["type"], req.name)
-            return None
-        rec = self.d._owned(req, jid)
+    def _target(self, rcv: rq.Received, jid: int) -> Rec | None:
+        from .handlers.owned import kind, owned
+
+        rec = owned(self.d, rcv, jid)
         if rec is None:
             return None
         if rec.state not in (JobState.RUNNING, JobState.STOPPING) or rec.start is None:
-            log.info("%s of job %d refused: it is %s", req.data["type"], jid, rec.state.value)
+            log.info("%s of job %d refused: it is %s", kind(rcv.request), jid, rec.state.value)
             return None
         return rec
 
-    def req_yield(self, req: requests.Request) -> None:
-        rec = self._target(req)
+    def yield_cores(self, rcv: rq.Received, jid: int, until: tuple[int, ...] | None) -> None:
+        rec = self._target(rcv, jid)
         if rec is None:
             return
-        raw = req.data.get("until")
-        until = None
-        if isinstance(raw, list):
-            until = tuple(i for i in (_job_id(x) for x in raw) if i is not None)
         self.yielded[rec.id] = Yield(tuple(rec.cores), False, until, time.time())
         self._save()
         self.d.dirty = True
         log.info("job %d yields cores %s%s", rec.id, cpuset.format(rec.cores),
                  f" until jobs {','.join(map(str, until))} end" if until else "")
 
-    def req_resume(self, req: requests.Request) -> None:
-        rec = self._target(req)
+    def resume(self, rcv: rq.Received, jid: int) -> None:
+        rec = self._target(rcv, jid)
         if rec is None:
             return
         y = self.yielded.get(rec.id)
@@ -244,7 +240,7 @@ class Trees:
         self.parent[job["id"]] = pid
         return None
 
-    def ended(self, rec: "Rec", state: JobState, now: float) -> None:
+    def ended(self, rec: Rec, state: JobState, now: float) -> None:
         """``rec`` has ended in ``state``: forget its yield; cancel (or hold) its live subtree if it did not complete."""
         changed = self.yielded.pop(rec.id, None) is not None
         if changed:
@@ -280,7 +276,7 @@ class Trees:
         """The parent links of the live children of ``jid`` (which has just left the live jobs)."""
         return {j: jid for j in self.d.jobs if self.parent.get(j) == jid}
 
-    def _cancel(self, rec: "Rec", now: float, why: str) -> None:
+    def _cancel(self, rec: Rec, now: float, why: str) -> None:
         d = self.d
         if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
             d._dequeue(rec)

@@ -195,5 +195,5 @@ def test_the_spool_owner_and_root_may(stranger, base, monkeypatch, run):
     assert os.getuid() == 0
     r = run(gctl.cli, ["resume", "0-1"])
     assert r.exit_code == 0, r.stderr
-    assert sorted(n.split("-")[0] for n in requests(spool)) == ["drain", "resume"]
+    assert sorted(n.split("-")[0] for n in requests(spool)) == ["drain", "undrain"]
 

@@ -67,7 +67,7 @@ def test_job_commands_refuse_in_one_line_when_the_request_cannot_be_written(env,
 
 def test_gctl_requests_refuse_in_one_line_when_the_request_cannot_be_written(env, spool, run, failing_write):
     spool.ensure()
-    for args, kind in ((["drain", "0-1"], "drain"), (["resume", "0-1"], "resume")):
+    for args, kind in ((["drain", "0-1"], "drain"), (["resume", "0-1"], "undrain")):
         r = run(gctl.cli, args)
         assert r.exit_code == 1
         assert r.stderr == f"gctl: error: cannot write the {kind} request to {spool.root}: No space left on device\n"

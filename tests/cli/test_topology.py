@@ -93,7 +93,7 @@ def test_drain_and_resume_write_requests(env, spool, run):
     assert requests(spool, "drain") == [{"type": "drain", "cores": "2-3", "reason": "fan broken"}]
     r = run(gctl.cli, ["resume", "2"])
     assert r.exit_code == 0
-    assert requests(spool, "resume") == [{"type": "resume", "cores": "2", "reason": ""}]
+    assert requests(spool, "undrain") == [{"type": "undrain", "cores": "2"}]
     # the view counts requests not yet taken in
     data = json.loads(run(gctl.cli, ["topology", "--json"]).stdout)
     assert data["requests_waiting"] == 2

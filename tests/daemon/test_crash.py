@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-
-import pytest
 
 from tests.conftest import wait_for
 
@@ -16,13 +13,16 @@ def test_kill9_during_a_run_loses_nothing_and_runs_nothing_twice(gs):
     # a: runs across the crash and ends after the restart
     a = gs.gsub("-n", "4", "--wrap", f"echo start-$GS_JOBID >> {ledger}; sleep 3; echo end-$GS_JOBID >> {ledger}")
     # b: ends while the daemon is down
-    b = gs.gsub("-n", "4", "--wrap", f"echo start-$GS_JOBID >> {ledger}; sleep 0.5; echo end-$GS_JOBID >> {ledger}; exit 7")
+    go = gs.work / "go"  # b ends once the daemon is down: it waits for this file, bounded
+    b = gs.gsub("-n", "4", "--wrap", f"echo start-$GS_JOBID >> {ledger}; i=0; while [ ! -e {go} ] && "
+                f"[ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo end-$GS_JOBID >> {ledger}; exit 7")
     # c: pending behind a and b, must run exactly once after the restart
     c = gs.gsub("-n", "8", "--wrap", f"echo start-$GS_JOBID >> {ledger}; echo end-$GS_JOBID >> {ledger}")
     gs.wait_state(a, "RUNNING")
     gs.wait_state(b, "RUNNING")
     assert gs.job(c)["state"] == "PENDING"
     gs.kill9()
+    go.touch()
     wait_for(lambda: f"end-{b}" in ledger.read_text(), 15, "job b to end while the daemon is down")
     assert gs.job(a)["state"] == "RUNNING"  # gstat works while the daemon is down
     gs.start()

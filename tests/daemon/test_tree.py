@@ -331,7 +331,7 @@ def test_another_users_parent_is_refused(make_gs):
             "mem": None, "checkpoint": "none", "hold": False, "depend": "", "script": "#!/bin/sh\ntrue\n",
             "args": [], "workdir": str(gs.work), "stdout": "/dev/null", "stderr": "/dev/null", "env": {},
             "submit_time": time.time(), "submit_dir": str(gs.work), "parent": jid + 1000}
-    spool.submit(spec)
+    spool.submit(spec)  # written by hand: gsub would refuse it
     assert gs.wait_state(jid, "FAILED")["reason"] == f"parent {jid + 1000}: no such job"
     (gs.work / "stop").write_text("")
 

@@ -1,0 +1,21 @@
+"""Draining cores (an admin's request): they take no new job; jobs running on them finish."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ... import requests as rq
+
+if TYPE_CHECKING:
+    from ..main import Daemon
+
+
+def handle(d: Daemon, rcv: rq.Received, req: rq.Drain) -> None:
+    d.set_drained(d.drained | (req.cores & d.all_cores), req.reason or d.drain_reason or "drained",
+                  f"cores {_fmt(req.cores)} drained")
+
+
+def _fmt(cores: frozenset[int]) -> str:
+    from ...core import cpuset
+
+    return cpuset.format(cores)

@@ -1,0 +1,21 @@
+"""Holding pending jobs: they stay in the table but are not offered to the scheduler."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ... import requests as rq
+from ...jobs import JobState
+from .owned import owned_targets
+
+if TYPE_CHECKING:
+    from ..main import Daemon
+
+
+def handle(d: Daemon, rcv: rq.Received, req: rq.Hold) -> None:
+    for rec in owned_targets(d, rcv, req.jobs, req.arrays):
+        if rec.state is JobState.PENDING and rec.shepherd is None:
+            d._dequeue(rec)
+            rec.state = JobState.HELD
+            d.save(rec)
+            d.dirty = True

@@ -1,0 +1,18 @@
+"""Creating a reservation: checked against the machine, then waiting (flexible or fixed) or refused."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ... import requests as rq
+from .. import reserve
+from .ids import taken_again
+
+if TYPE_CHECKING:
+    from ..main import Daemon
+
+
+def handle(d: Daemon, rcv: rq.Received, req: rq.ResvCreate) -> None:
+    if taken_again(d, rcv, req.resv.id, "reservation"):
+        return
+    reserve.create(d, req.resv, rcv.digest)

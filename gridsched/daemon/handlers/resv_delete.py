@@ -1,0 +1,15 @@
+"""Deleting a reservation (its owner or root)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ... import requests as rq
+from .. import reserve
+
+if TYPE_CHECKING:
+    from ..main import Daemon
+
+
+def handle(d: Daemon, rcv: rq.Received, req: rq.ResvDelete) -> None:
+    reserve.delete(d, req.id, rcv.sender.uid, req.release)

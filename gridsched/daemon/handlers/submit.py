@@ -1,0 +1,41 @@
+"""A job submission: checked against the machine and the queue, then taken in (or recorded as refused)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ... import requests as rq
+from ...core.request import infeasible
+from ...jobs import JobState
+from .. import arrays, reserve, split
+from .ids import taken_again
+
+if TYPE_CHECKING:
+    from ..main import Daemon
+
+
+def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
+    job = req.job
+    if taken_again(d, rcv, job.id, "job"):
+        return
+    spec = job.to_spec()
+    if job.array is not None or job.split is not None:
+        why = split.check(spec, d.cfg.max_array_size)
+        if why:
+            raise rq.Refused(why)
+    state, reason = (JobState.HELD if job.hold else JobState.PENDING), ""
+    bad = infeasible(job.ncpus, d.machine.ncores)
+    if bad is None and job.walltime > d.cfg.max_walltime:
+        bad = "walltime longer than the maximum"
+    if bad is None:
+        bad = reserve.check_submit(d, spec, job.uid, job.user)
+    if bad is None:
+        bad = d.trees.check_submit(spec)
+    if bad:
+        state, reason = JobState.FAILED, bad
+    if job.array is not None:
+        arrays.take_in(d, spec, job.user, state, reason)
+    elif job.split is not None:
+        split.take_in(d, spec, job.user, state, reason)
+    else:
+        d.take_in(spec, job.user, state, reason)

@@ -1,0 +1,15 @@
+"""Returning drained cores to service (an admin's request)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ... import requests as rq
+from ...core import cpuset
+
+if TYPE_CHECKING:
+    from ..main import Daemon
+
+
+def handle(d: Daemon, rcv: rq.Received, req: rq.Undrain) -> None:
+    d.set_drained(d.drained - req.cores, d.drain_reason, f"cores {cpuset.format(req.cores)} resumed")

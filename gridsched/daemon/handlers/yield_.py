@@ -1,0 +1,14 @@
+"""A running job lends its cores to its children (gyield, gwait --yield)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ... import requests as rq
+
+if TYPE_CHECKING:
+    from ..main import Daemon
+
+
+def handle(d: Daemon, rcv: rq.Received, req: rq.Yield) -> None:
+    d.trees.yield_cores(rcv, req.job, req.until)

@@ -1,0 +1,190 @@
+"""Taking request files in from ``spool/incoming``: the daemon's side of the trust boundary.
+
+Each file is opened without following links and without blocking
+(``O_NOFOLLOW | O_NONBLOCK``) and ``fstat``-ed: only a regular file with one
+link and at most :data:`gridsched.requests.MAX_REQUEST` bytes is read.  Its
+writer is its owner, as the kernel says; :func:`gridsched.requests.parse`
+turns its JSON into a typed request.  A file that cannot be taken is a
+:class:`Refusal`: the daemon moves it to ``quarantine/`` (root's, where no user
+writes) with the reason beside it and, when it named a new id, records the
+refusal for the submitter (``gsub --wait`` and ``gstat`` read it).  Nothing
+here follows a path a user can change: moving a link moves the link, and the
+reason is written to a new file (``O_EXCL | O_NOFOLLOW``) then renamed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pwd
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .. import requests as rq
+from ..spool import Spool, atomic_write
+
+log = logging.getLogger("gschedd")
+
+MAX_BATCH = 1000  # request files read in one turn of the daemon's loop
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    name: str
+    uid: int | None  # the writer, when the file could be looked at
+    new_id: int | None  # the new id its name brings, if any
+    reason: str
+
+
+class Senders:
+    """Who a uid is (name, groups, admin), looked up once per uid from the password and group databases."""
+
+    def __init__(self, admins: Iterable[int]) -> None:
+        self.admins = frozenset(admins)
+        self.cache: dict[tuple[int, int], rq.Sender] = {}
+
+    def get(self, uid: int, file_gid: int) -> rq.Sender:
+        key = (uid, file_gid)
+        s = self.cache.get(key)
+        if s is None:
+            s = self.cache[key] = sender(uid, file_gid, uid in self.admins)
+        return s
+
+
+def sender(uid: int, file_gid: int, admin: bool) -> rq.Sender:
+    groups = {file_gid}
+    try:
+        pw = pwd.getpwuid(uid)
+    except KeyError:
+        return rq.Sender(uid, str(uid), frozenset(groups), admin)
+    groups.add(pw.pw_gid)
+    try:
+        groups.update(os.getgrouplist(pw.pw_name, pw.pw_gid))
+    except OSError:
+        pass
+    return rq.Sender(uid, pw.pw_name, frozenset(groups), admin)
+
+
+def _order(name: str) -> tuple[bool, str]:
+    """Requests that bring new ids first, by id; then the rest by their time of writing."""
+    if name.startswith(rq.SUBMIT_PREFIX):
+        return (False, name)
+    return (True, name.split("-", 1)[-1])
+
+
+def scan(spool: Spool, senders: Senders, room: bool = True) -> tuple[list[rq.Received], list[Refusal]]:
+    """The requests waiting in the spool, read and parsed (at most :data:`MAX_BATCH` files), and the refusals.
+
+    Without ``room`` (the spool's disk is full) submissions are left waiting.
+    """
+    try:
+        names = [n for n in os.listdir(spool.incoming) if not n.startswith(".")]
+    except FileNotFoundError:
+        return [], []
+    names.sort(key=_order)
+    if not room:
+        names = [n for n in names if not n.startswith(rq.SUBMIT_PREFIX)]
+    got: list[rq.Received] = []
+    refused: list[Refusal] = []
+    me = os.geteuid()
+    for n in names[:MAX_BATCH]:  # the rest next turn: a flood never stalls the daemon's loop
+        out = read(spool, n, senders, me)
+        if isinstance(out, rq.Received):
+            got.append(out)
+        elif out is not None:
+            refused.append(out)
+    return got, refused
+
+
+def read(spool: Spool, name: str, senders: Senders, me: int | None = None) -> rq.Received | Refusal | None:
+    """One request file: parsed, refused, or None (gone, or one of the daemon's own id claims)."""
+    new_id = rq.id_of_name(name)
+    try:
+        fd = os.open(spool.incoming / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return Refusal(name, _owner(spool, name), new_id, f"cannot open: {e.strerror}")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return Refusal(name, st.st_uid, new_id, "not a regular file")
+        if st.st_nlink != 1:
+            return Refusal(name, st.st_uid, new_id, "has more than one link")
+        if st.st_size == 0 and new_id is not None and st.st_uid == (os.geteuid() if me is None else me):
+            return None  # an id the daemon claims for itself while it takes an array in (Spool.claim_ids)
+        if st.st_size > rq.MAX_REQUEST:
+            return Refusal(name, st.st_uid, new_id, f"too large ({st.st_size} bytes)")
+        chunks = []
+        size = 0
+        try:
+            while size <= rq.MAX_REQUEST:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError as e:
+            return Refusal(name, st.st_uid, new_id, f"cannot read: {e.strerror}")
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
+    if len(raw) > rq.MAX_REQUEST:
+        return Refusal(name, st.st_uid, new_id, f"too large (grew past {rq.MAX_REQUEST} bytes while read)")
+    who = senders.get(st.st_uid, st.st_gid)
+    try:
+        req = rq.parse(rq.loads(raw), name, who)
+    except rq.Refused as e:
+        return Refusal(name, st.st_uid, new_id, str(e))
+    digest = hashlib.sha256(raw).hexdigest() if new_id is not None else ""
+    return rq.Received(name, who, req, digest)
+
+
+def _owner(spool: Spool, name: str) -> int | None:
+    try:
+        return os.lstat(spool.incoming / name).st_uid
+    except OSError:
+        return None
+
+
+def quarantine(spool: Spool, name: str, why: str) -> None:
+    """Move the request file ``name`` out of ``incoming/`` into ``quarantine/``, with the reason beside it."""
+    why = rq.safe(why, 1000)
+    log.warning("quarantined request %s: %s", rq.safe(name, 120), why)
+    spool.quarantine.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(spool.incoming / name, spool.quarantine / name)  # a link is moved, never followed
+    except OSError:
+        try:
+            os.unlink(spool.incoming / name)
+        except OSError:
+            pass
+    why_name = name + ".why" if len(name.encode()) <= 250 else name[:120] + "....why"
+    try:
+        atomic_write(spool.quarantine / why_name, (why + "\n").encode(), mode=0o644, fsync=False)
+    except OSError:
+        pass
+
+
+def done(spool: Spool, name: str) -> None:
+    try:
+        os.unlink(spool.incoming / name)
+    except FileNotFoundError:
+        pass
+
+
+def pending_cancels(spool: Spool, senders: Senders) -> dict[int, set[int]]:
+    """``{job id: uids}`` of the cancel requests waiting in the spool, read without taking them in."""
+    out: dict[int, set[int]] = {}
+    try:
+        names = [n for n in os.listdir(spool.incoming) if n.startswith("cancel-")]
+    except OSError:
+        return out
+    for n in names:
+        got = read(spool, n, senders)
+        if isinstance(got, rq.Received) and isinstance(got.request, rq.Cancel):
+            for i in got.request.jobs:
+                out.setdefault(i, set()).add(got.sender.uid)
+    return out

@@ -1,0 +1,668 @@
+"""The requests the commands hand the daemon, as typed values: the one trust boundary.
+
+A request is one JSON object in a file of the spool's ``incoming/``.  The
+daemon reads it (:mod:`gridsched.daemon.intake`), learns who wrote it from the
+kernel (the file's owner), and calls :func:`parse` here; the commands call the
+same :func:`parse` on the bytes they are about to write, so what a command
+accepts the daemon accepts, refused with the same one line
+(:class:`Refused`).  Past :func:`parse` nothing trusts a number, string, id
+or path the user wrote: every field of every kind is checked for type, range
+and length, unknown fields are refused, the user and uid come from the
+sender, and the request is one of the frozen dataclasses below (one per kind;
+handlers match on them).
+
+Job and reservation ids are not taken from what a request claims: a request
+that brings a new id (a job submission or a reservation) is published as
+``submit-NNNNNNNNNN.json`` (:func:`id_name`) with an exclusive link, so the
+id belongs to whoever created that name first, and its id is the one in its
+name; the daemon also refuses an id that is taken or far beyond the ids it
+has seen (:data:`ID_WINDOW`), so ids cannot be used up.
+
+Standard library only (plus the pure core's parsers): gsub imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from .core import cpuset, depend
+
+MAX_REQUEST = 8 << 20  # bytes of one request file
+MAX_ID = (1 << 53) - 1  # a job or reservation id (exact in JSON numbers and in SQLite)
+ID_WINDOW = 1_000_000  # a new id may lie at most this far beyond the highest id in use
+MAX_COUNT = 1 << 20  # cores, sub-tasks, ids in one list
+MAX_SECONDS = 100 * 366 * 86400  # a walltime, duration or task time
+MAX_TIME = 1 << 34  # seconds since the epoch (the year 2514)
+MAX_BYTES = 1 << 62  # memory
+MAX_SCRIPT = 1 << 20  # bytes of a job script
+MAX_ARGS = 4096
+MAX_ARG = 128 << 10  # bytes of one argument or environment value (the kernel's MAX_ARG_STRLEN)
+MAX_ENV = 16384  # variables
+MAX_PATH = 4095  # bytes of a path (PATH_MAX less the NUL)
+MAX_COMPONENT = 255  # bytes of one path component (NAME_MAX)
+MAX_NAME = 255  # bytes of a job or reservation name
+MAX_TEXT = 4096  # bytes of other free text (dependency spec, array range, reason, ...)
+MAX_UID = (1 << 32) - 2
+CHECKPOINT_MODES = ("none", "signal", "suspend", "requeue")
+PLACES = ("pack", "spread", "board")
+SUBMIT_PREFIX = "submit-"
+_ID_NAME = re.compile(r"submit-([0-9]{10,16})\.json\Z")
+_RESOURCE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
+_USER = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.@-]{0,63}\$?\Z")
+
+
+class Refused(ValueError):
+    """A request that cannot be taken; the message is one line, safe to print and log."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """Who wrote a request, as the kernel says (never as the request says)."""
+
+    uid: int
+    user: str
+    groups: frozenset[int]  # the groups the user may run a job with
+    admin: bool  # root or the spool's owner (gridsched.admin)
+
+
+# -- the requests --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    n: int
+    ncpus: int
+    task_time: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A checked job submission (the keys of :data:`gridsched.jobs.SPEC_KEYS` and the optional ones)."""
+
+    id: int
+    name: str
+    user: str
+    uid: int
+    gid: int
+    ncpus: int
+    walltime: int
+    mem: int | None
+    checkpoint: str
+    hold: bool
+    depend: str
+    script: str
+    args: tuple[str, ...]
+    workdir: str
+    stdout: str
+    stderr: str
+    env: tuple[tuple[str, str], ...]
+    submit_time: float
+    submit_dir: str
+    umask: int = 0o022
+    parent: int | None = None
+    recoverable: bool = False
+    resources: tuple[tuple[str, int], ...] = ()
+    reservation: int | None = None
+    wait_resv: bool = False
+    array: str | None = None
+    split: Split | None = None
+    place: str | None = None
+    threads_per_core: int = 0
+    exclusive_board: bool = False
+
+    def to_spec(self) -> dict[str, Any]:
+        """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
+        spec: dict[str, Any] = {
+            "id": self.id, "name": self.name, "user": self.user, "uid": self.uid, "gid": self.gid,
+            "ncpus": self.ncpus, "walltime": self.walltime, "mem": self.mem, "checkpoint": self.checkpoint,
+            "hold": self.hold, "depend": self.depend, "script": self.script, "args": list(self.args),
+            "workdir": self.workdir, "stdout": self.stdout, "stderr": self.stderr, "env": dict(self.env),
+            "submit_time": self.submit_time, "submit_dir": self.submit_dir, "umask": self.umask,
+        }
+        if self.parent is not None:
+            spec["parent"] = self.parent
+        if self.recoverable:
+            spec["recoverable"] = True
+        if self.resources:
+            spec["resources"] = dict(self.resources)
+        if self.reservation is not None:
+            spec.update(reservation=self.reservation, wait_resv=self.wait_resv)
+        if self.array is not None:
+            spec["array"] = self.array
+        if self.split is not None:
+            spec["split"] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
+        if self.place is not None or self.threads_per_core or self.exclusive_board:
+            spec.update(place=self.place or "pack", threads_per_core=self.threads_per_core,
+                        exclusive_board=self.exclusive_board)
+        return spec
+
+
+@dataclass(frozen=True, slots=True)
+class Submit:
+    job: JobSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    jobs: tuple[int, ...]
+    arrays: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    jobs: tuple[int, ...]
+    arrays: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    jobs: tuple[int, ...]
+    arrays: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reload:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    cores: frozenset[int]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Undrain:
+    cores: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Yield:
+    """A running job lends its cores to its children (gyield, gwait --yield)."""
+
+    job: int
+    until: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """A yielding job asks for its cores back (gresume)."""
+
+    job: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResvSpec:
+    id: int
+    name: str
+    user: str
+    uid: int
+    ncpus: int
+    duration: int
+    start: float | None
+    resources: tuple[tuple[str, int], ...]
+    users: tuple[str, ...]
+    kill: bool
+    create_time: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "name": self.name, "user": self.user, "uid": self.uid, "ncpus": self.ncpus,
+            "duration": self.duration, "start": self.start, "resources": dict(self.resources),
+            "users": list(self.users), "kill": self.kill, "create_time": self.create_time,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ResvCreate:
+    resv: ResvSpec
+
+
+@dataclass(frozen=True, slots=True)
+class ResvDelete:
+    id: int
+    release: bool = False
+
+
+Request = Union[Submit, Cancel, Hold, Release, Reload, Drain, Undrain, Yield, Resume, ResvCreate, ResvDelete]
+ADMIN_KINDS = ("reload", "drain", "undrain")
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """A parsed request with where it came from."""
+
+    name: str  # the file's name in incoming/
+    sender: Sender
+    request: Request
+    digest: str = field(default="")  # of the file's bytes: tells a request read again from a new one
+
+
+# -- names ----------------------------------------------------------------------------
+
+
+def id_name(new_id: int) -> str:
+    """The file name of a request that brings the new id ``new_id`` (a job or a reservation)."""
+    return f"{SUBMIT_PREFIX}{new_id:010d}.json"
+
+
+def id_of_name(name: str) -> int | None:
+    """The id a request file's name brings, if it is the canonical name of a new id; else None."""
+    m = _ID_NAME.match(name)
+    if m is None:
+        return None
+    n = int(m.group(1))
+    return n if 0 < n <= MAX_ID and id_name(n) == name else None
+
+
+# -- parsing ----------------------------------------------------------------------------
+
+
+def loads(raw: bytes) -> dict[str, Any]:
+    """The JSON object of a request file; :class:`Refused` if it is not one."""
+    if len(raw) > MAX_REQUEST:
+        raise Refused(f"too large ({len(raw)} bytes; at most {MAX_REQUEST})")
+    try:
+        data = json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise Refused("not valid JSON (nested too deeply)") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise Refused(f"not valid JSON ({safe(str(e), 200)})") from None
+    if not isinstance(data, dict):
+        raise Refused("not a request (not a JSON object)")
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+def parse(data: Mapping[str, Any], name: str, sender: Sender) -> Request:
+    """The typed request of the JSON object ``data`` read from the file ``name`` written by ``sender``.
+
+    :class:`Refused` with the reason if any field is missing, unknown, of the
+    wrong type or out of range, or if the sender may not make it.
+    """
+    kind = data.get("type")
+    if not isinstance(kind, str) or kind not in _PARSERS:
+        raise Refused(f"unknown request type {safe(repr(kind), 60)}")
+    new_id = id_of_name(name)
+    if kind in ("submit", "resv_create"):
+        if new_id is None:
+            raise Refused(f"a {kind} request must be named {SUBMIT_PREFIX}ID.json with its new id (ten digits or more)")
+    elif name.startswith(SUBMIT_PREFIX):
+        raise Refused(f"a {kind} request cannot bring a new id")
+    if kind in ADMIN_KINDS and not sender.admin:
+        raise Refused(f"{kind}: only root or the spool's owner may ask for it")
+    return _PARSERS[kind](_Fields(data, kind), new_id or 0, sender)
+
+
+class _Fields:
+    """The fields of one request object, each taken once and checked; :meth:`done` refuses what is left."""
+
+    def __init__(self, data: Mapping[str, Any], where: str) -> None:
+        self.data = data
+        self.where = where
+        self.seen = {"type"} if where in _PARSERS else set()
+
+    def _take(self, key: str, required: bool) -> Any:
+        self.seen.add(key)
+        if key not in self.data:
+            if required:
+                raise Refused(f"{self.where}: missing field {key!r}")
+            return None
+        if self.data[key] is None and required:
+            raise self.bad(key, "must not be null")
+        return self.data[key]
+
+    def bad(self, key: str, why: str) -> Refused:
+        return Refused(f"{self.where}: field {key!r} {why}")
+
+    def integer(self, key: str, lo: int, hi: int, required: bool = True, default: int | None = None) -> Any:
+        v = self._take(key, required)
+        if v is None:
+            return default
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise self.bad(key, "must be a whole number")
+        if not lo <= v <= hi:
+            raise self.bad(key, f"must lie between {lo} and {hi}")
+        return v
+
+    def number(self, key: str, lo: float, hi: float, required: bool = True) -> float | None:
+        v = self._take(key, required)
+        if v is None:
+            return None
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise self.bad(key, "must be a number")
+        if isinstance(v, int) and not -MAX_TIME <= v <= MAX_TIME:
+            raise self.bad(key, f"must lie between {lo:g} and {hi:g}")
+        f = float(v)
+        if not math.isfinite(f) or not lo <= f <= hi:
+            raise self.bad(key, f"must lie between {lo:g} and {hi:g}")
+        return f
+
+    def flag(self, key: str, required: bool = True) -> bool:
+        v = self._take(key, required)
+        if v is None:
+            return False
+        if not isinstance(v, bool):
+            raise self.bad(key, "must be true or false")
+        return v
+
+    def text(self, key: str, limit: int, required: bool = True, control: bool = False,
+             default: str | None = None) -> Any:
+        v = self._take(key, required)
+        if v is None:
+            return default
+        return text(v, f"{self.where}: field {key!r}", limit, control)
+
+    def path(self, key: str, required: bool = True) -> Any:
+        v = self._take(key, required)
+        if v is None:
+            return None
+        return path(v, f"{self.where}: field {key!r}")
+
+    def ids(self, key: str, required: bool = False) -> tuple[int, ...]:
+        v = self._take(key, required)
+        if v is None:
+            return ()
+        if not isinstance(v, list) or len(v) > MAX_COUNT:
+            raise self.bad(key, f"must be a list of at most {MAX_COUNT} job ids")
+        for i in v:
+            if not isinstance(i, int) or isinstance(i, bool) or not 0 < i <= MAX_ID:
+                raise self.bad(key, "must hold job ids (whole numbers from 1)")
+        return tuple(dict.fromkeys(v))
+
+    def raw(self, key: str, required: bool = False) -> Any:
+        return self._take(key, required)
+
+    def done(self) -> None:
+        extra = sorted(k for k in self.data if k not in self.seen)
+        if extra:
+            shown = ", ".join(safe(repr(k), 40) for k in extra[:5])
+            raise Refused(f"{self.where}: unknown field{'s' if len(extra) > 1 else ''} {shown}")
+
+
+def _encodable(s: str, what: str) -> bytes:
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Refused(f"{what}: not valid UTF-8 text") from None
+
+
+def text(v: Any, what: str, limit: int, control: bool = False) -> str:
+    """A string of at most ``limit`` UTF-8 bytes, without NUL (nor other control characters unless ``control``)."""
+    if not isinstance(v, str):
+        raise Refused(f"{what} must be a string")
+    b = _encodable(v, what)
+    if len(b) > limit:
+        raise Refused(f"{what} is longer than {limit} bytes")
+    if "\0" in v:
+        raise Refused(f"{what} holds a NUL character")
+    if not control and any(ord(c) < 32 or ord(c) == 127 for c in v):
+        raise Refused(f"{what} holds control characters")
+    return v
+
+
+def path(v: Any, what: str) -> str:
+    """An absolute path without NUL, of at most PATH_MAX bytes and NAME_MAX bytes per component."""
+    p = text(v, what, MAX_PATH, control=True)
+    if not p.startswith("/"):
+        raise Refused(f"{what} must be an absolute path")
+    for part in p.split("/"):
+        if len(part.encode("utf-8")) > MAX_COMPONENT:
+            raise Refused(f"{what} has a component longer than {MAX_COMPONENT} bytes")
+    return p
+
+
+def safe(s: str, limit: int = 200) -> str:
+    """``s`` with control characters (and what is not valid UTF-8) escaped, cut to ``limit`` characters: fit
+    for one line of a log or a message."""
+    out = s.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace") if not s.isascii() else s
+    if any(ord(c) < 32 or ord(c) == 127 for c in out):
+        out = "".join(c if 32 <= ord(c) != 127 else repr(c)[1:-1] for c in out)
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+def _identity(f: _Fields, sender: Sender) -> tuple[int, str]:
+    """The uid and user name a request acts for: the sender's own; root may act for anyone."""
+    uid = f.integer("uid", 0, MAX_UID)
+    f.raw("user")  # never trusted: the name comes from the password database
+    if sender.uid != 0 and uid != sender.uid:
+        raise Refused(f"{f.where}: claims uid {uid} but was written by uid {sender.uid}")
+    if uid == sender.uid:
+        return uid, sender.user
+    import pwd
+
+    try:
+        return uid, pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return uid, str(uid)
+
+
+def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
+    jid = f.integer("id", 1, MAX_ID)
+    if jid != new_id:
+        raise Refused(f"job: field 'id' is {jid} but the request is named for id {new_id}")
+    uid, user = _identity(f, sender)
+    gid = f.integer("gid", -1, MAX_UID)
+    if sender.uid != 0 and gid != -1 and gid not in sender.groups:
+        raise Refused(f"job: claims gid {gid}, which {safe(user, 64)} (uid {uid}) is not a member of")
+    name = f.text("name", MAX_NAME)
+    if not name.strip() or "/" in name:
+        raise f.bad("name", "must be non-empty, without '/'")
+    ncpus = f.integer("ncpus", 1, MAX_COUNT)
+    walltime = f.integer("walltime", 1, MAX_SECONDS)
+    mem = f.integer("mem", 1, MAX_BYTES, required=False)
+    checkpoint = f.text("checkpoint", 16)
+    if checkpoint not in CHECKPOINT_MODES:
+        raise f.bad("checkpoint", f"must be one of {', '.join(CHECKPOINT_MODES)}")
+    hold = f.flag("hold")
+    dep_text = f.text("depend", MAX_TEXT, required=False, default="")
+    try:
+        deps = depend.parse(dep_text)
+    except depend.DependError as e:
+        raise f.bad("depend", safe(str(e))) from None
+    if any(i > MAX_ID for i in depend.job_ids(deps)):
+        raise f.bad("depend", f"names a job id above {MAX_ID}")
+    script = f.text("script", MAX_SCRIPT, control=True)
+    args_raw = f.raw("args", required=True)
+    if not isinstance(args_raw, list) or len(args_raw) > MAX_ARGS:
+        raise f.bad("args", f"must be a list of at most {MAX_ARGS} strings")
+    args = tuple(text(a, "job: an argument", MAX_ARG, control=True) for a in args_raw)
+    env_raw = f.raw("env", required=True)
+    if not isinstance(env_raw, dict) or len(env_raw) > MAX_ENV:
+        raise f.bad("env", f"must map at most {MAX_ENV} names to strings")
+    env = []
+    for k, v in env_raw.items():
+        k = text(k, "job: an environment variable's name", MAX_ARG, control=True)
+        if not k or "=" in k:
+            raise Refused(f"job: environment variable name {safe(repr(k), 60)} is empty or holds '='")
+        env.append((k, text(v, f"job: environment variable {safe(k, 60)}", MAX_ARG, control=True)))
+    array = f.text("array", MAX_TEXT, required=False)
+    split = None
+    sp = f.raw("split")
+    if sp is not None:
+        if not isinstance(sp, dict):
+            raise f.bad("split", "must be an object")
+        g = _Fields(sp, "job: split")
+        split = Split(g.integer("n", 1, MAX_COUNT), g.integer("ncpus", 1, MAX_COUNT), g.integer("task_time", 1, MAX_SECONDS))
+        g.done()
+        if split.ncpus > ncpus or split.task_time > walltime:
+            raise f.bad("split", "has a sub-task larger than the job")
+        if array is not None:
+            raise Refused("job: an array cannot be splittable too")
+    place = f.text("place", 16, required=False)
+    if place is not None and place not in PLACES:
+        raise f.bad("place", f"must be one of {', '.join(PLACES)}")
+    tpc = f.integer("threads_per_core", 0, 2, required=False, default=0)
+    res = _resources(f)
+    resv = f.integer("reservation", 1, MAX_ID, required=False)
+    spec = JobSpec(
+        id=jid, name=name, user=user, uid=uid, gid=gid, ncpus=ncpus, walltime=walltime, mem=mem,
+        checkpoint=checkpoint, hold=hold, depend=depend.normalize(deps), script=script, args=args,
+        workdir=f.path("workdir"), stdout=f.path("stdout"), stderr=f.path("stderr"), env=tuple(env),
+        submit_time=f.number("submit_time", 0, MAX_TIME) or 0.0,
+        submit_dir=f.path("submit_dir", required=False) or "",
+        umask=f.integer("umask", 0, 0o777, required=False, default=0o022),
+        parent=f.integer("parent", 1, MAX_ID, required=False), recoverable=f.flag("recoverable", required=False),
+        resources=res, reservation=resv, wait_resv=f.flag("wait_resv", required=False), array=array,
+        split=split, place=place, threads_per_core=tpc, exclusive_board=f.flag("exclusive_board", required=False),
+    )
+    if "\0" in spec.script:
+        raise f.bad("script", "holds a NUL character")
+    if not spec.submit_dir:
+        spec = _replace(spec, submit_dir=spec.workdir)
+    f.done()
+    return spec
+
+
+def _replace(spec: JobSpec, **kw: Any) -> JobSpec:
+    from dataclasses import replace
+
+    return replace(spec, **kw)
+
+
+def _resources(f: _Fields) -> tuple[tuple[str, int], ...]:
+    raw = f.raw("resources")
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or len(raw) > 64:
+        raise f.bad("resources", "must map at most 64 resource names to counts")
+    out = []
+    for k, v in raw.items():
+        if not _RESOURCE.match(k):
+            raise Refused(f"{f.where}: resource name {safe(repr(k), 70)} is not a name")
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_COUNT:
+            raise Refused(f"{f.where}: resource '{k}' needs a count from 1 to {MAX_COUNT}")
+        out.append((k, v))
+    return tuple(sorted(out))
+
+
+def _submit(f: _Fields, new_id: int, sender: Sender) -> Submit:
+    job = f.raw("job", required=True)
+    if not isinstance(job, dict):
+        raise Refused("submit: field 'job' must be an object")
+    f.done()
+    return Submit(_job(_Fields(job, "job"), new_id, sender))
+
+
+def _jobs_request(cls: Any) -> Any:
+    def parse_it(f: _Fields, new_id: int, sender: Sender) -> Any:
+        out = cls(f.ids("jobs"), f.ids("arrays"))
+        f.done()
+        return out
+
+    return parse_it
+
+
+def _reload(f: _Fields, new_id: int, sender: Sender) -> Reload:
+    f.done()
+    return Reload()
+
+
+def _cores(f: _Fields) -> frozenset[int]:
+    raw = f.text("cores", MAX_TEXT)
+    try:
+        cores = cpuset.parse(raw)
+    except cpuset.CpuListError as e:
+        raise f.bad("cores", safe(str(e))) from None
+    if any(c >= MAX_COUNT for c in cores):
+        raise f.bad("cores", f"names a core above {MAX_COUNT - 1}")
+    return frozenset(cores)
+
+
+def _drain(f: _Fields, new_id: int, sender: Sender) -> Drain:
+    out = Drain(_cores(f), f.text("reason", 1024, required=False, default=""))
+    f.done()
+    return out
+
+
+def _undrain(f: _Fields, new_id: int, sender: Sender) -> Undrain:
+    out = Undrain(_cores(f))
+    f.done()
+    return out
+
+
+def _yield(f: _Fields, new_id: int, sender: Sender) -> Yield:
+    job = f.integer("job", 1, MAX_ID)
+    until = f.ids("until") if f.data.get("until") is not None else None
+    f.seen.add("until")
+    f.done()
+    return Yield(job, until)
+
+
+def _resume(f: _Fields, new_id: int, sender: Sender) -> Resume:
+    out = Resume(f.integer("job", 1, MAX_ID))
+    f.done()
+    return out
+
+
+def _resv_create(f: _Fields, new_id: int, sender: Sender) -> ResvCreate:
+    raw = f.raw("resv", required=True)
+    if not isinstance(raw, dict):
+        raise Refused("resv_create: field 'resv' must be an object")
+    f.done()
+    g = _Fields(raw, "reservation")
+    rid = g.integer("id", 1, MAX_ID)
+    if rid != new_id:
+        raise Refused(f"reservation: field 'id' is {rid} but the request is named for id {new_id}")
+    uid, user = _identity(g, sender)
+    name = g.text("name", MAX_NAME, required=False, default=f"R{rid}")
+    if not name.strip():
+        raise g.bad("name", "must not be empty")
+    users_raw = g.raw("users")
+    if users_raw is None:
+        users_raw = []
+    if not isinstance(users_raw, list) or len(users_raw) > 1024:
+        raise g.bad("users", "must be a list of at most 1024 user names")
+    users = []
+    for u in users_raw:
+        if not isinstance(u, str) or not _USER.match(u):
+            raise g.bad("users", f"holds {safe(repr(u), 60)}, which is not a user name")
+        users.append(u)
+    resv = ResvSpec(
+        id=rid, name=name, user=user, uid=uid, ncpus=g.integer("ncpus", 1, MAX_COUNT),
+        duration=g.integer("duration", 1, MAX_SECONDS), start=g.number("start", 0, MAX_TIME, required=False),
+        resources=_resources(g), users=tuple(users), kill=g.flag("kill", required=False) if "kill" in raw else True,
+        create_time=g.number("create_time", 0, MAX_TIME, required=False) or 0.0,
+    )
+    g.done()
+    return ResvCreate(resv)
+
+
+def _resv_delete(f: _Fields, new_id: int, sender: Sender) -> ResvDelete:
+    out = ResvDelete(f.integer("id", 1, MAX_ID), f.flag("release", required=False))
+    f.done()
+    return out
+
+
+_PARSERS: dict[str, Any] = {
+    "submit": _submit,
+    "cancel": _jobs_request(Cancel),
+    "hold": _jobs_request(Hold),
+    "release": _jobs_request(Release),
+    "reload": _reload,
+    "drain": _drain,
+    "undrain": _undrain,
+    "yield": _yield,
+    "resume": _resume,
+    "resv_create": _resv_create,
+    "resv_delete": _resv_delete,
+}
+KINDS = tuple(_PARSERS)
+
+
+def encode(payload: Mapping[str, Any]) -> bytes:
+    """The bytes of a request file (what the commands write, and check with :func:`check_outgoing`)."""
+    return json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("utf-8", "surrogatepass")
+
+
+def check_outgoing(raw: bytes, name: str, sender: Sender) -> Request:
+    """What the daemon will make of the request file ``raw`` named ``name``: the command's own check."""
+    return parse(loads(raw), name, sender)

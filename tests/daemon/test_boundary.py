@@ -1,0 +1,126 @@
+"""The daemon's trust boundary, in process: a daemon object takes requests in without forking anything.
+
+Any JSON value in any field of a request is either taken in or refused; a
+refused request changes nothing in the daemon's state (its job table, queue,
+reservations, drained cores) but the record of the refusal, and the daemon
+serves the next request as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gridsched import config as configmod
+from gridsched import requests as rq
+from gridsched.daemon.main import Daemon
+from gridsched.spool import Spool
+from tests.fuzz.test_requests import json_values, valid_job
+
+CONFIG = '[scheduler]\npolicy = "fcfs"\n[machine]\ncores = 4\n[daemon]\nautostart = false\n'
+
+
+@pytest.fixture
+def daemon(tmp_path: Path):
+    cfgfile = tmp_path / "gridsched.toml"
+    cfgfile.write_text(CONFIG)
+    spool = Spool(tmp_path / "spool")
+    spool.ensure()
+    d = Daemon(spool, configmod.load(str(cfgfile)), str(cfgfile))
+    d.lock()
+    d.open()
+    yield d
+    d.sock.close()
+    d.db.close()
+    os.close(d.lock_fd)
+    signal.set_wakeup_fd(-1)
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+
+
+def state(d: Daemon) -> tuple:
+    con = sqlite3.connect(d.spool.db)
+    try:
+        jobs = con.execute("SELECT * FROM jobs ORDER BY id").fetchall()
+        resvs = con.execute("SELECT * FROM reservations ORDER BY id").fetchall()
+        meta = con.execute("SELECT * FROM meta WHERE key = 'drained'").fetchall()
+    finally:
+        con.close()
+    return jobs, resvs, meta, sorted(d.jobs), list(d.queue), d.drained
+
+
+def put(d: Daemon, name: str, data: object) -> None:
+    (d.spool.incoming / name).write_text(json.dumps(data))
+
+
+def submit(d: Daemon, **fields: object) -> int:
+    nid = d.id_high + 1
+    put(d, rq.id_name(nid), {"type": "submit", "job": {**valid_job(nid), **fields}})
+    d.ingest()
+    return nid
+
+
+FIELDS = list(valid_job(1))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(FIELDS), value=json_values)
+def test_a_refused_submission_changes_nothing(daemon, key, value):
+    before = state(daemon)
+    nid = submit(daemon, **{key: value})
+    after = state(daemon)
+    if nid in daemon.jobs or daemon.db.job(nid) is not None:
+        return  # taken in: a value the boundary accepts
+    assert after == before
+    rec = daemon.db.id_record(nid)
+    assert rec is not None and rec["refused"], "a refused submission is recorded for its submitter"
+    assert (daemon.spool.quarantine / rq.id_name(nid)).exists()
+    assert not (daemon.spool.incoming / rq.id_name(nid)).exists()
+    good = submit(daemon)
+    assert good in daemon.jobs, "the daemon goes on serving"
+
+
+def test_an_id_is_taken_once_and_never_far_beyond_those_in_use(daemon):
+    first = submit(daemon)
+    assert first in daemon.jobs
+    put(daemon, rq.id_name(first), {"type": "submit", "job": {**valid_job(first), "name": "again"}})
+    daemon.ingest()
+    assert daemon.db.job(first)["name"] == "j", "a second request for a taken id does not replace the job"
+    assert "is taken" in (daemon.spool.quarantine / (rq.id_name(first) + ".why")).read_text()
+    far = daemon.id_high + rq.ID_WINDOW + 1
+    put(daemon, rq.id_name(far), {"type": "submit", "job": valid_job(far)})
+    daemon.ingest()
+    assert far not in daemon.jobs and daemon.id_high < far
+    assert "beyond the ids in use" in (daemon.spool.quarantine / (rq.id_name(far) + ".why")).read_text()
+    assert submit(daemon) == first + 1
+
+
+def test_a_request_read_again_after_a_crash_is_not_taken_twice(daemon):
+    nid = daemon.id_high + 1
+    name = rq.id_name(nid)
+    put(daemon, name, {"type": "submit", "job": valid_job(nid)})
+    raw = (daemon.spool.incoming / name).read_bytes()
+    daemon.ingest()
+    assert nid in daemon.jobs
+    (daemon.spool.incoming / name).write_bytes(raw)  # as if the daemon died before removing it
+    daemon.ingest()
+    assert not (daemon.spool.incoming / name).exists()
+    assert not (daemon.spool.quarantine / name).exists()
+    assert daemon.db.id_record(nid)["refused"] is None
+
+
+def test_the_daemons_own_ids_skip_those_taken_by_waiting_requests(daemon):
+    nid = daemon.id_high + 1
+    (daemon.spool.incoming / rq.id_name(nid + 1)).write_text("{}")  # someone's request, not yet read
+    ids = daemon.new_ids(3)
+    assert nid + 1 not in ids and len(set(ids)) == 3
+    daemon.begin()
+    assert daemon.commit()
+    assert not any((daemon.spool.incoming / rq.id_name(i)).exists() for i in ids), "claims released"
