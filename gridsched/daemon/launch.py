@@ -7,7 +7,9 @@ the job has ended, both atomically, so a daemon restarted after ``kill -9``
 can adopt a running job or collect the exit status of one that ended while it
 was down.  The job itself runs in its own process group (so signals for the
 job never reach the shepherd), pinned to its cores before its first
-instruction, as its owner, in its working directory.  A job with ``--mem``
+instruction, as its owner, in its working directory.  The job ends when its
+script does: the shepherd records the script's status and kills whatever the
+script left running.  A job with ``--mem``
 runs in a memory cgroup of its own where the host allows it (see
 :mod:`.cgroup`); its exit file then says when the kernel killed it for want
 of memory (``"reason": "out of memory (limit 100M)"``).
@@ -29,7 +31,7 @@ from pathlib import Path
 from ..core.units import format_size
 from ..spool import atomic_write
 from . import cgroup
-from .procs import start_ticks
+from .procs import kill_tree, start_ticks
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -144,13 +146,8 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     _write_json(pid_file(spec.job_dir, spec.segment), info)
     os.write(go_w, b"g")
     os.close(go_w)
-    err = b""
-    while True:
-        chunk = os.read(rd, 4096)
-        if not chunk:
-            break
-        err += chunk
-    os.close(rd)
+    # the job ends when its script does, whatever it left running: take the
+    # script's status first, then what it wrote to the pipe, then kill the rest
     status = None
     while status is None:
         try:
@@ -162,6 +159,8 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         if wpid == child:
             status = st
     end = time.time()
+    err = _read_ready(rd)
+    os.close(rd)
     result: dict = {"end": end}
     if status is not None:
         if os.WIFEXITED(status):
@@ -229,30 +228,38 @@ def _memory_cgroup(spec: Launch) -> Path | None:
         return None
 
 
+def _read_ready(fd: int) -> bytes:
+    """What is in the pipe now, without waiting for its end (a process may still hold its other end)."""
+    os.set_blocking(fd, False)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except BlockingIOError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
 def _reap_rest() -> None:
-    """Kill what the job left behind (as a batch system does when a job's script ends)."""
-    for _ in range(50):
+    """Kill what the job left behind (as a batch system does when a job's script ends).
+
+    Every process of the job is below this shepherd (a child subreaper), so
+    SIGKILL to each of them, again for those re-parented here as their
+    parents die, until the shepherd has no child left.  It never waits for a
+    process to end by itself.
+    """
+    delay = 0.005
+    while True:
+        kill_tree(os.getpid())
         try:
-            children = [int(p) for p in Path(f"/proc/self/task/{os.getpid()}/children").read_text().split()]
-        except OSError:
-            children = []
-        if not children:
-            try:
-                while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                    pass
-            except ChildProcessError:
-                pass
-            return
-        for p in children:
-            try:
-                os.kill(p, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
-            while os.waitpid(-1, 0):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
                 pass
         except ChildProcessError:
-            pass
+            return  # none left
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
 
 
 MPOL_BIND = 2

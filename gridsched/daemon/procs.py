@@ -65,6 +65,15 @@ def signal_job(shepherd: int, pgid: int | None, sig: int) -> None:
             pass
 
 
+def kill_tree(pid: int) -> None:
+    """SIGKILL every process below ``pid``."""
+    for p in tree(pid):
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+
 def set_affinity(shepherd: int, cpus: set[int]) -> None:
     """Re-pin every process of a job (used when a suspended job resumes on other cores)."""
     for p in tree(shepherd):
