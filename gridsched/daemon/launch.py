@@ -7,9 +7,9 @@ the job has ended, both atomically, so a daemon restarted after ``kill -9``
 can adopt a running job or collect the exit status of one that ended while it
 was down.  The job itself runs in its own process group (so signals for the
 job never reach the shepherd), pinned to its cores before its first
-instruction, as its owner, in its working directory.  The job ends when its
-script does: the shepherd records the script's status and kills whatever the
-script left running.  A job with ``--mem``
+instruction, as its owner, in its working directory, with its submitter's
+umask.  The job ends when its script does: the shepherd records the script's
+status and kills whatever the script left running.  A job with ``--mem``
 runs in a memory cgroup of its own where the host allows it (see
 :mod:`.cgroup`); its exit file then says when the kernel killed it for want
 of memory (``"reason": "out of memory (limit 100M)"``).
@@ -61,6 +61,7 @@ class Launch:
     user: str
     mem: int | None = None
     mem_nodes: tuple[int, ...] = ()  # host NUMA nodes to bind the job's memory to (its boards')
+    umask: int = 0o022  # the submitter's: for the output files and everything the job creates
 
 
 def pid_file(job_dir: str | Path, segment: int) -> Path:
@@ -319,6 +320,7 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
             os.setgroups(os.getgrouplist(pw.pw_name, gid))
             os.setgid(gid)
             os.setuid(spec.uid)
+        os.umask(spec.umask)
     except Exception as e:  # noqa: BLE001
         _fail(wr, f"cannot prepare the job: {e}")
     try:
