@@ -22,12 +22,22 @@ ledger:
   accounting that disagree with the segments, an exit status that disagrees
   with the ledger, a final state other than the one the job was built to reach.
 
+With ``--system`` (as root) the daemon runs in system mode and the jobs
+belong to two throwaway users, created with ``useradd`` for the run and
+removed at its end (also on failure or Ctrl-C): each job is submitted with
+``gsub`` as one of them, in turn, and cancelled with ``gdel`` as its owner.
+Every job is then also checked for
+
+* wrong_owner: a job row whose uid or user is not its submitter's, or an
+  output file not owned by its submitter (or missing though the job ran).
+
 It prints the counts (target zero each) and exits 1 if any is not zero, or if
 the run did not finish within ``--timeout``.  Run with the Python of the
 environment gridsched is installed in::
 
-    python scripts/soak.py                          # 1000 jobs, 50 kills
-    python scripts/soak.py --jobs 100 --kills 10    # the short form
+    python scripts/soak.py                                   # 1000 jobs, 50 kills
+    python scripts/soak.py --jobs 100 --kills 10             # the short form
+    sudo python scripts/soak.py --jobs 100 --kills 10 --system   # two users, a system daemon
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pwd
 import random
 import shutil
 import signal
@@ -71,7 +82,7 @@ cores = {cores}
 [daemon]
 autostart = false
 log_level = "info"
-"""
+{system}"""
 
 START = 's=$((GS_RESTART_COUNT + 1))\necho "$GS_JOBID $s start" >> "$SOAK_LEDGER"\n'
 
@@ -92,6 +103,8 @@ class Job:
     submit_at: float = 0.0  # seconds after the soak's start
     id: int = 0
     submitted: float = 0.0
+    owner: pwd.struct_passwd | None = None  # the user who submits it (None: the soak's own user)
+    out: Path | None = None  # its output file (standard output and error)
 
 
 def build_jobs(n: int, cores: int, rng: random.Random, scale: float) -> list[Job]:
@@ -135,17 +148,19 @@ def build_jobs(n: int, cores: int, rng: random.Random, scale: float) -> list[Job
 class Daemon:
     """The daemon under test, started and killed as a separate process."""
 
-    def __init__(self, root: Path, env: dict[str, str]) -> None:
+    def __init__(self, root: Path, env: dict[str, str], system: bool = False) -> None:
         self.root = root
         self.env = env
+        self.system = system
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.unexpected_exits = 0
 
     def start(self) -> None:
         with open(self.root / "daemon.out", "ab") as out:
-            self.proc = subprocess.Popen([str(BIN / "gschedd"), "run"], env=self.env, stdout=out, stderr=out,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            cmd = [str(BIN / "gschedd"), "run", *(["--system"] if self.system else [])]
+            self.proc = subprocess.Popen(cmd, env=self.env, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
         deadline = time.monotonic() + 30
         pidfile = self.root / "spool" / "gschedd.pid"
         while True:
@@ -185,6 +200,171 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait(5)
         self.proc = None
+
+
+class Users:
+    """Throwaway unprivileged users for system mode: made with ``useradd``, removed by :meth:`remove`."""
+
+    def __init__(self) -> None:
+        self.made: list[pwd.struct_passwd] = []
+
+    def create(self, n: int) -> list[pwd.struct_passwd]:
+        tags = "abcdefgh"
+        for i in range(n):
+            name = next(f"gsk{tags[i]}{os.getpid() % 100000 + k}" for k in range(100)
+                        if not _user_exists(f"gsk{tags[i]}{os.getpid() % 100000 + k}"))
+            r = subprocess.run(["useradd", "-M", "-U", "-s", "/bin/sh", name], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise SystemExit(f"soak: useradd {name} failed: {r.stderr.strip() or r.returncode}")
+            self.made.append(pwd.getpwnam(name))
+        return list(self.made)
+
+    def remove(self) -> list[str]:
+        """Kill every process of the users, then ``userdel`` them; the problems met (empty if none)."""
+        import psutil
+
+        problems = []
+        uids = {pw.pw_uid for pw in self.made}
+        deadline = time.monotonic() + 10
+        while uids:
+            alive = []
+            for p in psutil.process_iter():
+                try:
+                    if uids & set(p.uids()):
+                        p.kill()
+                        alive.append(p.pid)
+                except psutil.Error:
+                    pass
+            if not alive:
+                break
+            if time.monotonic() > deadline:
+                problems.append(f"processes of the soak's users still alive: {alive[:10]}")
+                break
+            time.sleep(0.1)
+        for pw in self.made:
+            r = subprocess.run(["userdel", pw.pw_name], capture_output=True, text=True)
+            if r.returncode != 0:
+                problems.append(f"userdel {pw.pw_name} failed: {r.stderr.strip() or r.returncode}")
+        self.made = []
+        return problems
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def _demote(pw: pwd.struct_passwd) -> None:
+    os.setgroups(os.getgrouplist(pw.pw_name, pw.pw_gid))
+    os.setgid(pw.pw_gid)
+    os.setuid(pw.pw_uid)
+
+
+def _preload() -> None:
+    """Import what gsub and gdel load, before any fork: a child that has become another user may be unable to
+    read the interpreter's directory (under /root, 0700) to import it then."""
+    import difflib  # noqa: F401
+    import heapq  # noqa: F401
+    import socket  # noqa: F401
+    import sqlite3  # noqa: F401
+
+    import click  # noqa: F401
+
+    import gridsched.admin  # noqa: F401
+    import gridsched.arrays  # noqa: F401
+    import gridsched.cli.gdel  # noqa: F401
+    import gridsched.cli.gsub  # noqa: F401
+    import gridsched.machine  # noqa: F401
+    import gridsched.queue  # noqa: F401
+    import gridsched.requests  # noqa: F401
+    import gridsched.reservations  # noqa: F401
+    import gridsched.tree  # noqa: F401
+
+
+class AsUser:
+    """Runs ``gsub`` and ``gdel`` as a given user: the commands themselves when the users can run them, else
+    the commands' entry points in a forked child that has taken the user's uid, gid and groups first."""
+
+    def __init__(self, probe: pwd.struct_passwd, cwd: Path) -> None:
+        self.fork = False
+        self.why = ""
+        try:
+            r = subprocess.run([str(BIN / "gsub"), "--help"], env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+                               cwd=cwd, capture_output=True, text=True, timeout=60,
+                               preexec_fn=lambda: _demote(probe))
+            if r.returncode != 0:
+                self.fork, self.why = True, (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        except OSError as e:
+            self.fork, self.why = True, f"{BIN / 'gsub'}: {e.strerror or e}"
+        if self.fork:
+            _preload()
+
+    def describe(self) -> str:
+        if self.fork:
+            return f"gsub and gdel entry points in a child forked as each user ({self.why})"
+        return f"{BIN / 'gsub'} and {BIN / 'gdel'} run as each user"
+
+    def run(self, pw: pwd.struct_passwd, prog: str, args: list[str], env: dict[str, str],
+            cwd: Path) -> tuple[int, str, str]:
+        """``prog ARGS`` as user ``pw``: its exit status, standard output and standard error."""
+        if not self.fork:
+            r = subprocess.run([str(BIN / prog), *args], env=env, cwd=cwd, capture_output=True, text=True,
+                               timeout=60, stdin=subprocess.DEVNULL, preexec_fn=lambda: _demote(pw))
+            return r.returncode, r.stdout, r.stderr
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        stops = {signal.SIGINT, signal.SIGTERM}
+        try:
+            signal.pthread_sigmask(signal.SIG_BLOCK, stops)  # the child must not run the soak's clean-up
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child
+                code = 125
+                try:
+                    for sig in stops:
+                        signal.signal(sig, signal.SIG_DFL)
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+                    null = os.open(os.devnull, os.O_RDONLY)
+                    os.dup2(null, 0)
+                    os.dup2(out.fileno(), 1)
+                    os.dup2(err.fileno(), 2)
+                    sys.stdout = open(1, "w", closefd=False)
+                    sys.stderr = open(2, "w", closefd=False)
+                    _demote(pw)
+                    os.chdir(cwd)
+                    os.environ.clear()
+                    os.environ.update(env)
+                    from gridsched.cli import gdel, gsub
+
+                    try:
+                        (gsub if prog == "gsub" else gdel).cli.main(args=args, prog_name=prog)
+                        code = 0
+                    except SystemExit as e:
+                        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                except BaseException as e:  # noqa: BLE001 - reported through the exit status and stderr
+                    os.write(2, f"soak: {prog} as {pw.pw_name}: {type(e).__name__}: {e}\n".encode())
+                finally:
+                    try:
+                        sys.stdout.flush()
+                        sys.stderr.flush()
+                    finally:
+                        os._exit(code)
+            try:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+                _, status = os.waitpid(pid, 0)
+            except BaseException:  # interrupted: the child goes too, reaped (no process of the user is left)
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise
+            out.seek(0)
+            err.seek(0)
+            return os.waitstatus_to_exitcode(status), out.read().decode(errors="replace"), \
+                err.read().decode(errors="replace")
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+            out.close()
+            err.close()
 
 
 def read_rows(spool: Path) -> dict[int, dict[str, Any]]:
@@ -236,6 +416,7 @@ class Verdict:
     lost: list[str] = field(default_factory=list)
     duplicated: list[str] = field(default_factory=list)
     mismatched: list[str] = field(default_factory=list)
+    wrong_owner: list[str] = field(default_factory=list)
     unobserved: list[str] = field(default_factory=list)  # segments killed before their first line
 
 
@@ -318,6 +499,26 @@ def check_job(job: Job, row: dict[str, Any] | None, led: dict[int, dict[str, lis
             v.mismatched.append(f"job {jid}: completed with units {sorted(done)}, expected 1..{job.units}")
 
 
+def check_owner(job: Job, row: dict[str, Any] | None, led: dict[int, dict[str, list[int]]], v: Verdict) -> None:
+    """The job's row names its submitter, and its output file is the submitter's."""
+    pw = job.owner or pwd.getpwuid(os.getuid())
+    jid = job.id
+    if row is not None and (row["uid"] != pw.pw_uid or row["user"] != pw.pw_name):
+        v.wrong_owner.append(f"job {jid}: row says {row['user']} (uid {row['uid']}), submitted by {pw.pw_name} "
+                             f"(uid {pw.pw_uid})")
+    if job.out is None:
+        return
+    try:
+        st = os.stat(job.out, follow_symlinks=False)
+    except FileNotFoundError:
+        if any(rec["start"] for rec in led.values()):
+            v.wrong_owner.append(f"job {jid}: ran, but its output file {job.out} does not exist")
+        return
+    if (st.st_uid, st.st_gid) != (pw.pw_uid, pw.pw_gid):
+        v.wrong_owner.append(f"job {jid}: output file {job.out} owned by uid {st.st_uid} gid {st.st_gid}, "
+                             f"submitted by {pw.pw_name} (uid {pw.pw_uid} gid {pw.pw_gid})")
+
+
 def leftover_processes(spool: Path) -> list[int]:
     import psutil
 
@@ -347,10 +548,50 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply job lengths by this (default 1)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="give up after this many seconds (default 1800)")
+    ap.add_argument("--system", action="store_true",
+                    help="run the daemon in system mode (as root) and the jobs as two throwaway users made for "
+                    "the run (useradd) and removed at its end")
     ap.add_argument("--keep", action="store_true", help="keep the temporary spool and ledger")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     a = ap.parse_args(argv)
+    if a.system:
+        if os.geteuid() != 0:
+            print("soak: --system needs root (it creates two users and runs a system daemon)", file=sys.stderr)
+            return 2
+        missing = [c for c in ("useradd", "userdel") if shutil.which(c) is None]
+        if missing:
+            print(f"soak: --system needs {' and '.join(missing)}, not found on this host", file=sys.stderr)
+            return 2
 
+    got: list[int] = [int(signal.SIGINT)]
+
+    def stop(signum: int, frame: Any) -> None:
+        got[0] = signum
+        raise KeyboardInterrupt  # SIGTERM too unwinds through the clean-up below
+
+    old_term = signal.signal(signal.SIGTERM, stop)
+    users = Users()
+    try:
+        return soak(a, users)
+    except KeyboardInterrupt:
+        print(f"soak: interrupted ({signal.Signals(got[0]).name})", file=sys.stderr)
+        return 128 + got[0]
+    finally:
+        for problem in users.remove():
+            print(f"soak: {problem}", file=sys.stderr)
+        signal.signal(signal.SIGTERM, old_term)
+
+
+def soak(a: argparse.Namespace, users: Users) -> int:
+    root = Path(tempfile.mkdtemp(prefix="gs-soak-"))
+    try:
+        return run_soak(a, users, root)
+    except BaseException:
+        print(f"soak: kept {root}", file=sys.stderr)
+        raise
+
+
+def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
     rng = random.Random(a.seed)
     jobs = build_jobs(a.jobs, a.cores, rng, a.scale)
     # the length of the soak if the cores were always full, to spread submissions and kills over it
@@ -361,35 +602,121 @@ def main(argv: list[str] | None = None) -> int:
     jobs.sort(key=lambda j: (j.submit_at, j.index))
     kill_mean = max(0.5, est / (a.kills + 1)) if a.kills else 0.0
 
-    root = Path(tempfile.mkdtemp(prefix="gs-soak-"))
     spool_dir = root / "spool"
     work = root / "work"
     units_dir = root / "units"
-    for d in (work, units_dir, work / "out"):
-        d.mkdir(parents=True)
     ledger = root / "ledger"
-    ledger.touch()
-    (root / "gridsched.toml").write_text(CONFIG.format(cores=a.cores))
-    env = {**os.environ, "GRIDSCHED_SPOOL": str(spool_dir), "GRIDSCHED_CONFIG": str(root / "gridsched.toml")}
-    job_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "SOAK_LEDGER": str(ledger),
-               "SOAK_UNITS": str(units_dir), "LC_ALL": "C"}
+    config_path = root / "gridsched.toml"
+    config_path.write_text(CONFIG.format(cores=a.cores, system="system = true\n" if a.system else ""))
+    env = {**os.environ, "GRIDSCHED_SPOOL": str(spool_dir), "GRIDSCHED_CONFIG": str(config_path)}
+    # where each user submits from: (work dir, job environment)
+    homes: dict[int, tuple[Path, dict[str, str]]] = {}
+    counter = COUNTER
+    as_user: AsUser | None = None
+
+    def job_env(home: Path) -> dict[str, str]:
+        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "SOAK_LEDGER": str(ledger),
+                "SOAK_UNITS": str(units_dir), "LC_ALL": "C"}
+
+    if a.system:
+        # everything the users need is reachable by them: the tree is 0755, the shared ledger and units
+        # directory writable by both, each user's work directory their own
+        os.chmod(root, 0o755)
+        os.chmod(config_path, 0o644)
+        units_dir.mkdir()
+        os.chmod(units_dir, 0o1777)
+        ledger.touch()
+        os.chmod(ledger, 0o666)
+        scripts = root / "scripts"
+        scripts.mkdir(mode=0o755)
+        counter = scripts / COUNTER.name  # the repository may lie where the users cannot read
+        shutil.copyfile(COUNTER, counter)
+        os.chmod(counter, 0o644)
+        owners = users.create(2)
+        for pw in owners:
+            home = root / f"work-{pw.pw_name}"
+            (home / "out").mkdir(parents=True)
+            for d in (home, home / "out"):
+                os.chown(d, pw.pw_uid, pw.pw_gid)
+                os.chmod(d, 0o755)
+            homes[pw.pw_uid] = (home, job_env(home))
+        for k, j in enumerate(jobs):  # in turn, in the order they are submitted
+            j.owner = owners[k % 2]
+            j.script = j.script.replace(str(COUNTER), str(counter))
+            path = scripts / f"soak-{j.index}.sh"
+            path.write_text(j.script)
+            os.chmod(path, 0o644)
+        as_user = AsUser(owners[0], root)
+    else:
+        for d in (work, units_dir, work / "out"):
+            d.mkdir(parents=True)
+        ledger.touch()
+        homes[os.getuid()] = (work, job_env(work))
 
     from gridsched import config as configmod
     from gridsched.spool import Spool
     from gridsched.submit import Options, Script, build_spec
 
-    cfg = configmod.load(str(root / "gridsched.toml"))
+    cfg = configmod.load(str(config_path))
     spool = Spool(spool_dir)
-    spool.ensure()
-    daemon = Daemon(root, env)
+    if a.system:
+        spool.ensure_system()
+    else:
+        spool.ensure()
+    daemon = Daemon(root, env, system=a.system)
+
+    def submit(j: Job) -> int:
+        home, jenv = homes[j.owner.pw_uid if j.owner else os.getuid()]
+        out = home / "out" / "%x.o%j"
+        if j.owner is None or as_user is None:
+            spec = build_spec(spool, cfg, Script(j.script, f"soak-{j.index}", f"soak{j.kind}"),
+                              Options(ncpus=j.ncpus, walltime=j.walltime, checkpoint=j.mode,
+                                      output=str(out), error=str(out)),
+                              env=jenv, cwd=home)
+            spool.submit(spec)
+            jid = int(spec["id"])
+        else:
+            args = ["--spool", str(spool_dir), "--config", str(config_path), "-N", f"soak{j.kind}",
+                    "-n", str(j.ncpus), "-t", str(j.walltime), "--checkpoint", j.mode, "-o", str(out), "-e", str(out),
+                    str(root / "scripts" / f"soak-{j.index}.sh")]
+            code, stdout, stderr = as_user.run(j.owner, "gsub", args, jenv, home)
+            if code != 0 or not stdout.strip().isdigit():
+                raise SystemExit(f"soak: gsub as {j.owner.pw_name} failed (exit {code}): "
+                                 f"{(stderr.strip() or stdout.strip())[-2000:]}")
+            jid = int(stdout.strip())
+        j.out = home / "out" / f"soak{j.kind}.o{jid}"
+        return jid
+
+    def cancel(due: list[Job]) -> None:
+        if as_user is None:
+            subprocess.run([str(BIN / "gdel"), *(str(j.id) for j in due)], env=env, cwd=work,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+            return
+        for pw in {j.owner.pw_uid: j.owner for j in due if j.owner}.values():  # each job by its owner
+            home, jenv = homes[pw.pw_uid]
+            ids = [str(j.id) for j in due if j.owner and j.owner.pw_uid == pw.pw_uid]
+            code, stdout, stderr = as_user.run(pw, "gdel", ["--spool", str(spool_dir), "--config",
+                                                            str(config_path), *ids], jenv, home)
+            if code not in (0, 1):  # 1: some had ended already
+                raise SystemExit(f"soak: gdel {' '.join(ids)} as {pw.pw_name} failed (exit {code}): "
+                                 f"{(stderr.strip() or stdout.strip())[-2000:]}")
+            # a refusal other than "already ENDED" (the job ended first): gdel did not take the job as its owner's
+            for line in stderr.splitlines():
+                if "error" in line and ": already " not in line:
+                    refused.append(f"gdel as {pw.pw_name}: {line.strip()}")
+
+    refused: list[str] = []  # gdel refusals other than of a job that had ended
     t0 = time.monotonic()
     kills = 0
     cancels_sent = 0
     timed_out = False
+    wall = 0.0
+    rows: dict[int, dict[str, Any]] = {}
+    left: list[int] = []
     try:
         daemon.start()
         pending = list(jobs)
-        cancels: list[tuple[float, int]] = []
+        cancels: list[tuple[float, Job]] = []
         next_kill = t0 + rng.uniform(0.3, 2 * kill_mean) if a.kills else float("inf")
         restart_at: float | None = None
         last_check = 0.0
@@ -402,21 +729,16 @@ def main(argv: list[str] | None = None) -> int:
             el = now - t0
             while pending and pending[0].submit_at <= el:
                 j = pending.pop(0)
-                spec = build_spec(spool, cfg, Script(j.script, f"soak-{j.index}", f"soak{j.kind}"),
-                                  Options(ncpus=j.ncpus, walltime=j.walltime, checkpoint=j.mode,
-                                          output=str(work / "out" / "%x.o%j"), error=str(work / "out" / "%x.o%j")),
-                                  env=job_env, cwd=work)
-                spool.submit(spec)
-                j.id = spec["id"]
+                j.id = submit(j)
                 j.submitted = now
                 submitted.append(j.id)
                 if j.cancel_after is not None:
-                    cancels.append((now + j.cancel_after, j.id))
-            due = [jid for t, jid in cancels if t <= now]
+                    cancels.append((now + j.cancel_after, j))
+            now = time.monotonic()
+            due = [j for t, j in cancels if t <= now]
             if due:
-                cancels = [(t, jid) for t, jid in cancels if t > now]
-                subprocess.run([str(BIN / "gdel"), *map(str, due)], env=env, cwd=work,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+                cancels = [(t, j) for t, j in cancels if t > now]
+                cancel(due)
                 cancels_sent += len(due)
             if restart_at is not None and now >= restart_at:
                 daemon.start()
@@ -451,6 +773,7 @@ def main(argv: list[str] | None = None) -> int:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+    cleanup = users.remove()
 
     led = read_ledger(ledger)
     v = Verdict()
@@ -459,6 +782,8 @@ def main(argv: list[str] | None = None) -> int:
             v.lost.append(f"job #{j.index}: never submitted (the soak ran out of time)")
             continue
         check_job(j, rows.get(j.id), led.get(j.id, {}), units_dir, v)
+        check_owner(j, rows.get(j.id), led.get(j.id, {}), v)
+    v.wrong_owner += refused
     known = {j.id for j in jobs}
     for jid in rows:
         if jid not in known:
@@ -480,8 +805,13 @@ def main(argv: list[str] | None = None) -> int:
             adopted += int(f[0])
             collected += int(f[4])
             undone += int(f[7])
+    by_user = Counter(j.owner.pw_name if j.owner else pwd.getpwuid(os.getuid()).pw_name for j in jobs)
+    failed = bool(v.lost or v.duplicated or v.mismatched or v.wrong_owner or timed_out)
     result = {
         "machine": machine(),
+        "mode": "system" if a.system else "personal",
+        "users": dict(by_user),
+        "submitted_with": as_user.describe() if as_user else "the spool API gsub uses, in the soak's process",
         "jobs": len(jobs),
         "kinds": dict(Counter(j.kind for j in jobs)),
         "cores": a.cores,
@@ -502,14 +832,18 @@ def main(argv: list[str] | None = None) -> int:
         "lost": len(v.lost),
         "duplicated": len(v.duplicated),
         "mismatched": len(v.mismatched),
+        "wrong_owner": len(v.wrong_owner),
         "unobserved_segments": len(v.unobserved),
-        "problems": (v.lost + v.duplicated + v.mismatched)[:40],
+        "problems": (v.lost + v.duplicated + v.mismatched + v.wrong_owner)[:40],
         "notes": v.unobserved[:10],
+        "cleanup": cleanup,
     }
     if a.json:
         print(json.dumps(result, indent=2))
     else:
         print(f"machine: {result['machine']}")
+        print(f"mode: {result['mode']}, jobs submitted by {', '.join(f'{u} {n}' for u, n in sorted(by_user.items()))}"
+              f" ({result['submitted_with']})")
         print(f"jobs: {len(jobs)} ({', '.join(f'{k} {n}' for k, n in sorted(result['kinds'].items()))}) "
               f"on {a.cores} declared cores, seed {a.seed}")
         print(f"daemon killed: {kills} times (SIGKILL), started {daemon.starts} times, "
@@ -523,14 +857,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unobserved segments (killed before their first line): {len(v.unobserved)}")
         for p in result["problems"]:
             print(f"  problem: {p}")
+        for p in cleanup:
+            print(f"  clean-up: {p}")
         print(f"lost: {len(v.lost)}")
         print(f"duplicated: {len(v.duplicated)}")
         print(f"mismatched: {len(v.mismatched)}")
-    if a.keep or v.lost or v.duplicated or v.mismatched or timed_out:
+        print(f"wrong_owner: {len(v.wrong_owner)}")
+    if a.keep or failed:
         print(f"soak: kept {root}", file=sys.stderr)
     else:
         shutil.rmtree(root, ignore_errors=True)
-    return 1 if (v.lost or v.duplicated or v.mismatched or timed_out) else 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
