@@ -173,7 +173,7 @@ def loaded_at_import(start: str, g: Mapping[str, list[Edge]]) -> dict[str, str |
 def forbidden_reach(module: str, g: Mapping[str, list[Edge]], forbidden: Iterable[str]) -> dict[str, str]:
     """The modules of the ``forbidden`` kinds (keys of FORBIDDEN_TO_COMMANDS) that ``module``'s imports
     (any: module level, lazy, typing-only) load, each with how, such as
-    ``"line 12 (lazy): gridsched.daemon.main <- gridsched.submit"``."""
+    ``"line 12 (lazy): gridsched.daemon.loop <- gridsched.submit"``."""
     tests = [FORBIDDEN_TO_COMMANDS[k] for k in forbidden]
 
     def bad(m: str) -> bool:
@@ -292,7 +292,7 @@ def test_checker_follows_commands_through_module_level_imports():
     g = {
         "gridsched.cli.x": [Edge("gridsched.cli.x", "gridsched.helper", 3, True, False)],
         "gridsched.helper": [Edge("gridsched.helper", "gridsched.core.policy", 1, False, False),
-                             Edge("gridsched.helper", "gridsched.daemon.main", 7, True, False)],
+                             Edge("gridsched.helper", "gridsched.daemon.loop", 7, True, False)],
     }
     assert forbidden_reach("gridsched.cli.x", g, ["daemon", "passes"]) == {
         "gridsched.core.policy": "line 3 (lazy): gridsched.core.policy <- gridsched.helper"}
@@ -304,9 +304,9 @@ def test_checker_follows_commands_through_module_level_imports():
 
 def test_graph_is_read():
     g = graph()
-    assert {"gridsched.core.policy", "gridsched.daemon.main", "gridsched.cli.gsub", "gridsched.sim.engine"} <= set(g)
+    assert {"gridsched.core.policy", "gridsched.daemon.loop", "gridsched.cli.gsub", "gridsched.sim.engine"} <= set(g)
     assert any(e.dst == "gridsched.core.policy" for e in g["gridsched.sim.engine"])
-    assert any(e.dst == "gridsched.daemon.main" and e.lazy for e in g["gridsched.cli.gschedd"])
+    assert any(e.dst == "gridsched.daemon.loop" and e.lazy for e in g["gridsched.cli.gschedd"])
 
 
 def test_core_imports_only_the_core():

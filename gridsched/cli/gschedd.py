@@ -102,7 +102,7 @@ def run(system: bool, spool_dir: str | None, config_file: str | None) -> int:
     """Run the daemon in the foreground until SIGTERM or SIGINT (SIGHUP
     reloads the configuration)."""
     s, system = system_setup(system, spool_dir, config_file)
-    from ..daemon.main import AlreadyRunning, serve
+    from ..daemon.loop import AlreadyRunning, serve
 
     s.spool.ensure()
     try:

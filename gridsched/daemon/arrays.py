@@ -28,7 +28,8 @@ from ..jobenv import array_env
 from ..jobs import JobState
 
 if TYPE_CHECKING:
-    from .main import Daemon, Rec
+    from .loop import Daemon
+    from .table import Rec
 
 log = logging.getLogger("gschedd")
 
@@ -68,7 +69,7 @@ def may_run(d: Daemon, rec: Rec, budget: dict[int, int]) -> bool:
     assert aid is not None and rec.array_max is not None
     left = budget.get(aid)
     if left is None:
-        running = sum(1 for r in d.jobs.values() if r.array_id == aid and r.state in RUNNING)
+        running = sum(1 for r in d.table.jobs.values() if r.array_id == aid and r.state in RUNNING)
         left = rec.array_max - running
     budget[aid] = left - 1 if left > 0 else left
     return left > 0
@@ -77,4 +78,4 @@ def may_run(d: Daemon, rec: Rec, budget: dict[int, int]) -> bool:
 def members(d: Daemon, arrays: list[int]) -> list[int]:
     """The ids of the live tasks of ``arrays``."""
     want = set(arrays)
-    return sorted(r.id for r in d.jobs.values() if r.array_id in want)
+    return sorted(r.id for r in d.table.jobs.values() if r.array_id in want)

@@ -112,8 +112,6 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if os.getppid() != daemon:
         return  # the daemon died before the shepherd was armed: nothing ran
-    if os.geteuid() == 0:
-        _secure_job_dir(spec.job_dir)
     me = os.getpid()
     cg = _memory_cgroup(spec)
     rd, wr = os.pipe2(os.O_CLOEXEC)
@@ -191,29 +189,6 @@ def _write_until_room(path: Path, data: dict, limit: float = 86400.0) -> None:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 5.0)
-
-
-def _secure_job_dir(job_dir: str) -> None:
-    """Make the job's directory root's before root writes its pid and exit files there.
-
-    The owner keeps its ``script`` and ``checkpoint/``; anything else the
-    owner put there (a link named like a pid or exit file) is removed.
-    """
-    st = os.lstat(job_dir)
-    if st.st_uid != 0 or st.st_gid != 0:
-        os.chown(job_dir, 0, 0, follow_symlinks=False)
-    os.chmod(job_dir, 0o755)
-    for name in os.listdir(job_dir):
-        if name in ("script", "checkpoint"):
-            continue
-        path = os.path.join(job_dir, name)
-        try:
-            if os.lstat(path).st_uid != 0:
-                os.unlink(path)
-        except (IsADirectoryError, PermissionError):
-            pass  # a directory of the owner's: never read by the daemon
-        except OSError:
-            pass
 
 
 def _memory_cgroup(spec: Launch) -> Path | None:

@@ -25,20 +25,16 @@ being checkpointed nor turns a timeout or a cancel into a failure.
 
 from __future__ import annotations
 
-import bisect
-import json
 import logging
-import os
 import signal
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..jobs import EXIT_CHECKPOINTED, JobState
-from . import cgroup, intake, launch, procs
+from . import intake, outcome, procs
 
 if TYPE_CHECKING:
-    from .main import Daemon
+    from .loop import Daemon
 
 log = logging.getLogger("gschedd")
 
@@ -46,7 +42,7 @@ LIVE = [s.value for s in (JobState.PENDING, JobState.HELD, JobState.RUNNING, Job
 
 
 def recover(d: Daemon) -> None:
-    from .main import Rec
+    from .table import Rec
 
     adopted = collected = requeued = 0
     cancels: dict[int, set[int]] | None = None
@@ -55,29 +51,29 @@ def recover(d: Daemon) -> None:
             rec = Rec.from_row(row)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             # a row no request can make any more (written by an older version): the job ends, the daemon runs
-            d.begin()
+            d.table.begin()
             d.db.update(row["id"], state=JobState.FAILED.value, end_time=time.time(),
                         reason=f"its record cannot be read ({type(e).__name__}: {str(e)[:200]})")
             log.error("job %s: its record cannot be read; marked FAILED", row.get("id"))
             continue
-        d.jobs[rec.id] = rec
+        d.table.jobs[rec.id] = rec
         if rec.state is JobState.PENDING:
-            bisect.insort(d.queue, rec.id)
+            d.table.enqueue(rec)
             continue
         if rec.state is JobState.HELD:
             continue
         if rec.state is JobState.SUSPENDED:
-            bisect.insort(d.queue, rec.id)
+            d.table.enqueue(rec)
         jdir = d.spool.job_dir(rec.id)
         result = d.read_exit(rec)
         if result is not None:
             if cancels is None:
                 cancels = intake.pending_cancels(d.spool, d.senders)
             _unrecorded_stop(d, rec, result, cancels)
-            d.finish(rec, result)
+            outcome.finish(d, rec, result)
             collected += 1
             continue
-        info = _pid_info(launch.pid_file(jdir, rec.segment))
+        info = d.ex.pid_info(jdir, rec.segment)
         if info is None:
             # committed as started, never forked: it did not run
             if rec.state is not JobState.SUSPENDED:
@@ -92,12 +88,12 @@ def recover(d: Daemon) -> None:
                 rec.start = None
                 rec.cores = ()
                 rec.stop = None
-                bisect.insort(d.queue, rec.id)
-                d.save(rec)
+                d.table.enqueue(rec)
+                d.table.save(rec)
                 requeued += 1
             continue
         rec.pgid = info.get("pgid")
-        if procs.alive(info["pid"], info.get("ticks")) and d.watch(rec, info["pid"], info.get("ticks")):
+        if d.ex.alive(info["pid"], info.get("ticks")) and d.watch(rec, info["pid"], info.get("ticks")):
             adopted += 1
             continue
         result = d.read_exit(rec)  # it may have ended just now
@@ -106,27 +102,12 @@ def recover(d: Daemon) -> None:
                 cancels = intake.pending_cancels(d.spool, d.senders)
             _unrecorded_stop(d, rec, result, cancels)
         elif info.get("cgroup"):
-            cgroup.remove(Path(info["cgroup"]), timeout=0.0)  # its shepherd was killed before removing it
+            d.ex.remove_cgroup(str(info["cgroup"]))  # its shepherd was killed before removing it
         rec.shepherd = None
-        d.finish(rec, result)
+        outcome.finish(d, rec, result)
         collected += 1
     if adopted or collected or requeued:
         log.info("recovered: %d running jobs adopted, %d endings collected, %d starts undone", adopted, collected, requeued)
-
-
-def _pid_info(path: Path) -> dict[str, Any] | None:
-    """The shepherd's pid file, if the daemon's user wrote it (a file planted by a job's owner is ignored)."""
-    try:
-        with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_uid != os.geteuid():
-                log.warning("%s is not the daemon's: ignored", path)
-                return None
-            info = json.loads(f.read(1 << 16))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
-        return None
-    return info
 
 
 def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[int, set[int]]) -> None:

@@ -29,7 +29,8 @@ from ..reservations import LIVE, ResvError, RState, check_bind, check_fit, check
 
 if TYPE_CHECKING:
     from .. import requests as rq
-    from .main import Daemon, Rec
+    from .loop import Daemon
+    from .table import Rec
 
 log = logging.getLogger("gschedd")
 
@@ -127,9 +128,9 @@ class Book:
 
 
 def save(d: Daemon, r: RRec) -> None:
-    d.begin()
+    d.table.begin()
     d.db.put_resv(r.row())
-    d.forecast_dirty = True
+    d.table.forecast_dirty = True
 
 
 def row_of(d: Daemon, rid: int) -> dict[str, Any] | None:
@@ -239,7 +240,7 @@ def timers(d: Daemon, now: float) -> None:
 
 
 def bound(d: Daemon, rid: int) -> list[Rec]:
-    return [rec for rec in d.jobs.values() if rec.resv == rid]
+    return [rec for rec in d.table.jobs.values() if rec.resv == rid]
 
 
 def finish(d: Daemon, r: RRec, now: float, state: RState, why: str, release: bool = False) -> None:
@@ -261,15 +262,15 @@ def finish(d: Daemon, r: RRec, now: float, state: RState, why: str, release: boo
                 rec._waiting = None
                 spec = d.db.job(rec.id)["spec"]  # type: ignore[index]
                 spec["reservation"] = None
-                d.save(rec, spec=spec)
+                d.table.save(rec, spec=spec)
                 log.info("job %d released from reservation %d to the queue", rec.id, r.id)
             else:
-                d._dequeue(rec)
+                d.table.dequeue(rec)
                 d.end(rec, JobState.CANCELLED, now, reason=f"reservation {r.id} {state.value.lower()}")
         elif r.kill and rec.shepherd is not None and rec.stop is None and rec.state is JobState.RUNNING:
             rec.stop = "resvend"
             d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
-            d.save(rec)
+            d.table.save(rec)
     d.dirty = True
     log.info("reservation %d %s%s", r.id, state.value.lower(), f" ({why})" if why else "")
 

@@ -38,7 +38,8 @@ from ..core.types import SplitInfo, Start, StartTasks
 from ..jobs import JobState
 
 if TYPE_CHECKING:
-    from .main import Daemon, Rec
+    from .loop import Daemon
+    from .table import Rec
 
 log = logging.getLogger("gschedd")
 
@@ -95,7 +96,7 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
     if not taken <= set(sp["left"]) or len(taken) != len(st.tasks):
         log.error("plan takes sub-tasks %s of job %d, not all of them left", list(st.tasks), rec.id)
         return
-    spec = d.full_spec(rec.id)
+    spec = d.table.spec(rec.id)
     c = int(sp["ncpus"])
     pid = d.new_ids(1)[0]
     piece = {k: v for k, v in spec.items() if k != "split"}
@@ -109,19 +110,21 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
     prec = d.take_in(piece, rec.user, JobState.PENDING, "", {"script": pdir / "script", "task-script": pdir / "task-script"})
     if prec is None:
         return
-    d.start(prec, Start(pid, st.cores, True, None), now)
+    from .apply import start
+
+    start(d, prec, Start(pid, st.cores, True, None), now)
     sp["left"] = [i for i in sp["left"] if i not in taken]
     spec["split"] = sp
     rec.ncpus = min(rec.ncpus, len(sp["left"]) * c) or rec.ncpus
     rec._waiting = None
-    d.begin()
+    d.table.begin()
     d.db.update(rec.id, spec=spec, ncpus=rec.ncpus)
     if not sp["left"]:
-        d._dequeue(rec)
+        d.table.dequeue(rec)
         rec.reason = "every sub-task runs in pieces"
-        d.save(rec, reason=rec.reason)
+        d.table.save(rec, reason=rec.reason)
     d.dirty = True
-    d.forecast_dirty = True
+    d.table.forecast_dirty = True
     log.info("job %d: sub-tasks %s taken out as job %d on cores %s; %d left", rec.id,
              ",".join(map(str, st.tasks)), pid, ",".join(map(str, st.cores)), len(sp["left"]))
 
@@ -129,19 +132,19 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
 def pieces_of(d: Daemon, ids: list[int]) -> list[int]:
     """The live pieces of the jobs ``ids``."""
     want = set(ids)
-    return sorted(r.id for r in d.jobs.values() if r.split_of in want)
+    return sorted(r.id for r in d.table.jobs.values() if r.split_of in want)
 
 
 def piece_ended(d: Daemon, piece: Rec, end: float) -> None:
     """A piece has ended: its parent ends too if it has nothing left and this was its last live piece."""
-    parent = d.jobs.get(piece.split_of) if piece.split_of is not None else None
+    parent = d.table.jobs.get(piece.split_of) if piece.split_of is not None else None
     if parent is None or parent.split is None or parent.split.get("left"):
         return
-    if any(r.split_of == parent.id for r in d.jobs.values()):
+    if any(r.split_of == parent.id for r in d.table.jobs.values()):
         return
     states = [r["state"] for r in d.db.by_spec("split_of", parent.id)]
     bad = [s for s in states if s != JobState.COMPLETED.value]
-    d._dequeue(parent)
+    d.table.dequeue(parent)
     if parent.state is JobState.PENDING or parent.state is JobState.HELD:
         if bad:
             d.end(parent, JobState.FAILED, end, reason=f"{len(bad)} of its {len(states)} pieces did not complete")

@@ -45,11 +45,11 @@ from ..core.tree import ancestors, clear
 from ..core.types import Lent, Snapshot
 from ..jobs import JobState
 from ..requests import MAX_ID
-from . import procs
 
 if TYPE_CHECKING:
     from .. import requests as rq
-    from .main import Daemon, Rec
+    from .loop import Daemon
+    from .table import Rec
 
 log = logging.getLogger("gschedd")
 
@@ -95,15 +95,15 @@ class Trees:
             log.warning("meta %s unreadable: no job is yielding", META_KEY)
             self.yielded = {}
         for jid in list(self.yielded):
-            rec = self.d.jobs.get(jid)
+            rec = self.d.table.jobs.get(jid)
             if rec is None or rec.state not in (JobState.RUNNING, JobState.STOPPING):
                 del self.yielded[jid]
         self._save()
 
     def _save(self) -> None:
-        self.d.begin()
+        self.d.table.begin()
         self.d.db.set_meta(META_KEY, json.dumps({str(k): v.as_json() for k, v in sorted(self.yielded.items())}))
-        self.d.forecast_dirty = True
+        self.d.table.forecast_dirty = True
 
     def parent_of(self, jid: int) -> int | None:
         if jid not in self.parent:
@@ -116,7 +116,7 @@ class Trees:
 
     def parents(self) -> dict[int, int]:
         """Live child -> live parent."""
-        jobs = self.d.jobs
+        jobs = self.d.table.jobs
         missing = [j for j in jobs if j not in self.parent]
         for i in range(0, len(missing), 500):
             chunk = missing[i:i + 500]
@@ -140,7 +140,7 @@ class Trees:
         if not parents and not self.yielded:
             return snap
         lent = tuple(Lent(p, frozenset(y.cores), y.resuming) for p, y in sorted(self.yielded.items()))
-        jobs = self.d.jobs
+        jobs = self.d.table.jobs
         ending = {j for j, r in jobs.items() if r.stop in ("cancel", "timeout")}
         pending = snap.pending
         if ending:  # a job whose ancestor is being stopped does not start: it is about to be cancelled
@@ -185,7 +185,7 @@ class Trees:
         """Implicit resumes (the awaited jobs ended) and completed resumes (the parent's cores are clear)."""
         if not self.yielded:
             return
-        jobs = self.d.jobs
+        jobs = self.d.table.jobs
         changed = False
         for jid, y in list(self.yielded.items()):
             rec = jobs.get(jid)
@@ -210,7 +210,7 @@ class Trees:
 
     # -- submissions and endings -------------------------------------------------------------
     def _row(self, jid: int) -> dict[str, Any] | None:
-        rec = self.d.jobs.get(jid)
+        rec = self.d.table.jobs.get(jid)
         if rec is not None:
             return {"uid": rec.uid, "state": rec.state.value, "ncpus": rec.ncpus}
         row = self.d.db.conn.execute("SELECT uid, state, ncpus FROM jobs WHERE id = ?", (jid,)).fetchone()
@@ -249,7 +249,7 @@ class Trees:
             self.parent.pop(rec.id, None)
             return
         graph = {**self.parents(), **self._edges(rec.id)}
-        below = sorted(j for j in self.d.jobs if rec.id in ancestors(graph, j))
+        below = sorted(j for j in self.d.table.jobs if rec.id in ancestors(graph, j))
         self.parent.pop(rec.id, None)
         if not below:
             return
@@ -257,35 +257,35 @@ class Trees:
         why = f"parent {rec.id} ended {state.value}"
         if spec.get("recoverable"):
             for jid in below:
-                child = self.d.jobs.get(jid)
+                child = self.d.table.jobs.get(jid)
                 if child is not None and child.state is JobState.PENDING and child.shepherd is None:
-                    self.d._dequeue(child)
+                    self.d.table.dequeue(child)
                     child.state = JobState.HELD
                     child.reason = why + ": subtree held (gresume-tree)"
-                    self.d.save(child, reason=child.reason)
+                    self.d.table.save(child, reason=child.reason)
             log.info("job %d %s: its subtree (%d jobs) is kept, pending ones held", rec.id, state.value, len(below))
         else:
             log.info("job %d %s: cancelling its subtree (%d jobs)", rec.id, state.value, len(below))
             for jid in below:
-                child = self.d.jobs.get(jid)
+                child = self.d.table.jobs.get(jid)
                 if child is not None:
                     self._cancel(child, now, why)
         self.d.dirty = True
 
     def _edges(self, jid: int) -> dict[int, int]:
         """The parent links of the live children of ``jid`` (which has just left the live jobs)."""
-        return {j: jid for j in self.d.jobs if self.parent.get(j) == jid}
+        return {j: jid for j in self.d.table.jobs if self.parent.get(j) == jid}
 
     def _cancel(self, rec: Rec, now: float, why: str) -> None:
         d = self.d
         if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
-            d._dequeue(rec)
+            d.table.dequeue(rec)
             d.end(rec, JobState.CANCELLED, now, reason=why)
         elif rec.shepherd is not None and rec.stop != "cancel":
             rec.stop = "cancel"
             if rec.state is JobState.SUSPENDED:
-                procs.signal_job(rec.shepherd, rec.pgid, signal.SIGKILL)
-                procs.signal_job(rec.shepherd, rec.pgid, signal.SIGCONT)
+                self.d.ex.signal(rec.shepherd, rec.pgid, signal.SIGKILL)
+                self.d.ex.signal(rec.shepherd, rec.pgid, signal.SIGCONT)
             else:
                 d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
-            d.save(rec)
+            d.table.save(rec)

@@ -1,4 +1,4 @@
-"""The daemon's trust boundary, in process: a daemon object takes requests in without forking anything.
+"""The daemon's trust boundary, in process: a daemon with the stub executor takes requests in, runs nothing.
 
 Any JSON value in any field of a request is either taken in or refused; a
 refused request changes nothing in the daemon's state (its job table, queue,
@@ -9,8 +9,6 @@ serves the next request as before.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 from pathlib import Path
 
@@ -20,7 +18,8 @@ from hypothesis import strategies as st
 
 from gridsched import config as configmod
 from gridsched import requests as rq
-from gridsched.daemon.main import Daemon
+from gridsched.daemon.executor import Stub
+from gridsched.daemon.loop import Daemon
 from gridsched.spool import Spool
 from tests.fuzz.test_requests import json_values, valid_job
 
@@ -33,16 +32,11 @@ def daemon(tmp_path: Path):
     cfgfile.write_text(CONFIG)
     spool = Spool(tmp_path / "spool")
     spool.ensure()
-    d = Daemon(spool, configmod.load(str(cfgfile)), str(cfgfile))
+    d = Daemon(spool, configmod.load(str(cfgfile)), str(cfgfile), executor=Stub())
     d.lock()
     d.open()
     yield d
-    d.sock.close()
-    d.db.close()
-    os.close(d.lock_fd)
-    signal.set_wakeup_fd(-1)
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, signal.SIG_DFL)
+    d.close()
 
 
 def state(d: Daemon) -> tuple:
@@ -53,7 +47,7 @@ def state(d: Daemon) -> tuple:
         meta = con.execute("SELECT * FROM meta WHERE key = 'drained'").fetchall()
     finally:
         con.close()
-    return jobs, resvs, meta, sorted(d.jobs), list(d.queue), d.drained
+    return jobs, resvs, meta, sorted(d.table.jobs), list(d.table.queue), d.drained
 
 
 def put(d: Daemon, name: str, data: object) -> None:
@@ -76,7 +70,7 @@ def test_a_refused_submission_changes_nothing(daemon, key, value):
     before = state(daemon)
     nid = submit(daemon, **{key: value})
     after = state(daemon)
-    if nid in daemon.jobs or daemon.db.job(nid) is not None:
+    if nid in daemon.table.jobs or daemon.db.job(nid) is not None:
         return  # taken in: a value the boundary accepts
     assert after == before
     rec = daemon.db.id_record(nid)
@@ -84,12 +78,12 @@ def test_a_refused_submission_changes_nothing(daemon, key, value):
     assert (daemon.spool.quarantine / rq.id_name(nid)).exists()
     assert not (daemon.spool.incoming / rq.id_name(nid)).exists()
     good = submit(daemon)
-    assert good in daemon.jobs, "the daemon goes on serving"
+    assert good in daemon.table.jobs, "the daemon goes on serving"
 
 
 def test_an_id_is_taken_once_and_never_far_beyond_those_in_use(daemon):
     first = submit(daemon)
-    assert first in daemon.jobs
+    assert first in daemon.table.jobs
     put(daemon, rq.id_name(first), {"type": "submit", "job": {**valid_job(first), "name": "again"}})
     daemon.ingest()
     assert daemon.db.job(first)["name"] == "j", "a second request for a taken id does not replace the job"
@@ -97,7 +91,7 @@ def test_an_id_is_taken_once_and_never_far_beyond_those_in_use(daemon):
     far = daemon.id_high + rq.ID_WINDOW + 1
     put(daemon, rq.id_name(far), {"type": "submit", "job": valid_job(far)})
     daemon.ingest()
-    assert far not in daemon.jobs and daemon.id_high < far
+    assert far not in daemon.table.jobs and daemon.id_high < far
     assert "beyond the ids in use" in (daemon.spool.quarantine / (rq.id_name(far) + ".why")).read_text()
     assert submit(daemon) == first + 1
 
@@ -108,7 +102,7 @@ def test_a_request_read_again_after_a_crash_is_not_taken_twice(daemon):
     put(daemon, name, {"type": "submit", "job": valid_job(nid)})
     raw = (daemon.spool.incoming / name).read_bytes()
     daemon.ingest()
-    assert nid in daemon.jobs
+    assert nid in daemon.table.jobs
     (daemon.spool.incoming / name).write_bytes(raw)  # as if the daemon died before removing it
     daemon.ingest()
     assert not (daemon.spool.incoming / name).exists()
@@ -121,6 +115,6 @@ def test_the_daemons_own_ids_skip_those_taken_by_waiting_requests(daemon):
     (daemon.spool.incoming / rq.id_name(nid + 1)).write_text("{}")  # someone's request, not yet read
     ids = daemon.new_ids(3)
     assert nid + 1 not in ids and len(set(ids)) == 3
-    daemon.begin()
-    assert daemon.commit()
+    daemon.table.begin()
+    assert daemon.table.commit()
     assert not any((daemon.spool.incoming / rq.id_name(i)).exists() for i in ids), "claims released"

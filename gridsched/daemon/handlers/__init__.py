@@ -15,7 +15,7 @@ from . import cancel, drain, hold, release, reload, resume, resv_create, resv_de
 from . import yield_ as yield_handler
 
 if TYPE_CHECKING:
-    from ..main import Daemon
+    from ..loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received) -> None:

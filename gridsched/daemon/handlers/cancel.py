@@ -8,25 +8,24 @@ from typing import TYPE_CHECKING
 
 from ... import requests as rq
 from ...jobs import JobState
-from .. import procs
 from .owned import owned_targets
 
 if TYPE_CHECKING:
-    from ..main import Daemon
+    from ..loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Cancel) -> None:
     now = time.time()
     for rec in owned_targets(d, rcv, req.jobs, req.arrays, pieces=True):
         if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
-            d._dequeue(rec)
+            d.table.dequeue(rec)
             d.end(rec, JobState.CANCELLED, now, reason="cancelled before it started")
         elif rec.shepherd is not None:
             rec.stop = "cancel"
             if rec.state is JobState.SUSPENDED:
-                procs.signal_job(rec.shepherd, rec.pgid, signal.SIGKILL)
-                procs.signal_job(rec.shepherd, rec.pgid, signal.SIGCONT)
+                d.ex.signal(rec.shepherd, rec.pgid, signal.SIGKILL)
+                d.ex.signal(rec.shepherd, rec.pgid, signal.SIGCONT)
             else:
                 d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
-            d.save(rec)
+            d.table.save(rec)
         d.dirty = True

@@ -9,13 +9,13 @@ from ...jobs import JobState
 from .owned import owned_targets
 
 if TYPE_CHECKING:
-    from ..main import Daemon
+    from ..loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Hold) -> None:
     for rec in owned_targets(d, rcv, req.jobs, req.arrays):
         if rec.state is JobState.PENDING and rec.shepherd is None:
-            d._dequeue(rec)
+            d.table.dequeue(rec)
             rec.state = JobState.HELD
-            d.save(rec)
+            d.table.save(rec)
             d.dirty = True

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ... import requests as rq
 
 if TYPE_CHECKING:
-    from ..main import Daemon
+    from ..loop import Daemon
 
 
 def taken_again(d: Daemon, rcv: rq.Received, nid: int, what: str) -> bool:
@@ -18,7 +18,7 @@ def taken_again(d: Daemon, rcv: rq.Received, nid: int, what: str) -> bool:
     came before its file was removed: nothing to do); :class:`Refused` if the
     id is someone else's or lies far beyond the ids in use.
     """
-    if nid in d.jobs or d.db.id_used(nid):
+    if nid in d.table.jobs or d.db.id_used(nid):
         rec = d.db.id_record(nid)
         if rec is not None and rec["digest"] == rcv.digest and rec["refused"] is None:
             return True
@@ -26,6 +26,6 @@ def taken_again(d: Daemon, rcv: rq.Received, nid: int, what: str) -> bool:
     if nid > d.id_high + rq.ID_WINDOW:
         raise rq.Refused(f"{what} id {nid} lies beyond the ids in use (the highest is {d.id_high})")
     d.id_high = max(d.id_high, nid)
-    d.begin()
+    d.table.begin()
     d.db.put_id(nid, rcv.sender.uid, rcv.digest, time.time())
     return False

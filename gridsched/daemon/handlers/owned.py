@@ -9,7 +9,8 @@ from ... import requests as rq
 from .. import arrays, split
 
 if TYPE_CHECKING:
-    from ..main import Daemon, Rec
+    from ..loop import Daemon
+    from ..table import Rec
 
 log = logging.getLogger("gschedd")
 
@@ -19,7 +20,7 @@ def kind(req: object) -> str:
 
 
 def owned(d: Daemon, rcv: rq.Received, jid: int) -> Rec | None:
-    rec = d.jobs.get(jid)
+    rec = d.table.jobs.get(jid)
     what = kind(rcv.request)
     if rec is None:
         log.info("%s: job %d is not live", what, jid)

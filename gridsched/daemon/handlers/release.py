@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 from typing import TYPE_CHECKING
 
 from ... import requests as rq
@@ -10,13 +9,13 @@ from ...jobs import JobState
 from .owned import owned_targets
 
 if TYPE_CHECKING:
-    from ..main import Daemon
+    from ..loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Release) -> None:
     for rec in owned_targets(d, rcv, req.jobs, req.arrays):
         if rec.state is JobState.HELD:
             rec.state = JobState.PENDING
-            bisect.insort(d.queue, rec.id)
-            d.save(rec)
+            d.table.enqueue(rec)
+            d.table.save(rec)
             d.dirty = True

@@ -9,7 +9,7 @@ from .. import reserve
 from .ids import taken_again
 
 if TYPE_CHECKING:
-    from ..main import Daemon
+    from ..loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.ResvCreate) -> None:

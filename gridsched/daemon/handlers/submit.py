@@ -11,7 +11,7 @@ from .. import arrays, reserve, split
 from .ids import taken_again
 
 if TYPE_CHECKING:
-    from ..main import Daemon
+    from ..loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:

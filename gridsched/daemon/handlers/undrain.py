@@ -8,7 +8,7 @@ from ... import requests as rq
 from ...core import cpuset
 
 if TYPE_CHECKING:
-    from ..main import Daemon
+    from ..loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Undrain) -> None:

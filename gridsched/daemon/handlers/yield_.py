@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ... import requests as rq
 
 if TYPE_CHECKING:
-    from ..main import Daemon
+    from ..loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Yield) -> None:

@@ -1,0 +1,231 @@
+"""Carrying out a plan: the daemon's snapshot for the core, and what each decision does.
+
+:func:`snapshot` builds the core's view from the job table, the
+reservations, the trees and the drained cores; :func:`schedule` asks the core
+for a plan and carries out its decisions (a start, with the job's launch
+prepared from the daemon's own files; a preemption in the job's checkpoint
+mode; sub-tasks taken out of a splittable job; a reservation activated).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from typing import TYPE_CHECKING
+
+from .. import requests as rq
+from ..core import cpuset, depend
+from ..core import policy as corepolicy
+from ..core.placement import claimed
+from ..core.types import Activate, Preempt, Snapshot, Start, StartTasks
+from ..jobenv import compat_env
+from ..jobs import JobState
+from . import arrays, jobfiles, launch, outcome, procs, reserve, split
+from .table import Rec
+
+if TYPE_CHECKING:
+    from .loop import Daemon
+
+log = logging.getLogger("gschedd")
+
+
+def snapshot(d: "Daemon", now: float) -> Snapshot:
+    running = [r for r in d.table.jobs.values() if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)]
+    used: set[int] = set(d.drained)
+    for r in running:
+        used.update(r.cores)
+        used.update(r.held)
+    return d.trees.annotate(Snapshot(
+        now=now,
+        ncores=d.machine.ncores,
+        running=tuple(r.running() for r in running),
+        pending=d.book.merge(tuple(d.table.jobs[i].waiting() for i in d.table.queue if eligible(d, d.table.jobs[i]))),
+        params=d.cfg.params,
+        free=d.all_cores - used - d.book.reserved_cores(),
+        head=d.head,
+        history={u: tuple(h) for u, h in d.table.history.items()},
+        floating=d.cfg.floating,
+        reservations=d.book.core(),
+        machine=d.machine,
+    ))
+
+
+def eligible(d: "Daemon", rec: Rec) -> bool:
+    """Whether a pending job may be offered to the core now: its dependencies hold, its array's throttle
+    leaves room (``d.budget``, set afresh for each snapshot), a splittable job has sub-tasks left."""
+    if rec.split is not None and not rec.split.get("left"):
+        return False  # every sub-task went to pieces: it ends with the last of them (split.piece_ended)
+    if not deps_ready(d, rec):
+        return False
+    return rec.array_max is None or arrays.may_run(d, rec, d.budget)
+
+
+def deps_ready(d: "Daemon", rec: Rec) -> bool:
+    """Whether a pending job's dependencies let it start now (evaluated by the core's rules)."""
+    if not rec.deps:
+        return True
+    states: dict[int, str] = {}
+    for jid in depend.job_ids(rec.deps):
+        live = d.table.jobs.get(jid)
+        if live is not None:
+            states[jid] = live.state.value
+        else:
+            row = d.db.conn.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
+            if row is not None:
+                states[jid] = row[0]
+    names = [r.name for r in d.table.jobs.values() if r.id < rec.id and r.uid == rec.uid and r.state is not JobState.HELD]
+    st = depend.status(rec.deps, states, names, rec.name)
+    if st.verdict == "ready":
+        if rec.reason:
+            rec.reason = ""
+            d.table.save(rec, reason="")
+        return True
+    if st.verdict == "never" and d.cfg.cancel_never_satisfied and rec.shepherd is None:
+        d.cancel_later.append((rec, st.reason))
+        return False
+    if rec.reason != st.reason:
+        rec.reason = st.reason
+        d.table.save(rec, reason=st.reason)
+    return False
+
+
+def schedule(d: "Daemon", now: float) -> None:
+    d.dirty = False
+    d.trees.settle()
+    d.cancel_later: list[tuple[Rec, str]] = []
+    d.budget = {}
+    plan = corepolicy.schedule(snapshot(d, now))
+    for rec, why in d.cancel_later:
+        if rec.id in d.table.jobs and rec.state is JobState.PENDING:
+            d.table.dequeue(rec)
+            d.end(rec, JobState.CANCELLED, now, reason=why)
+    d.head = plan.head
+    d.wake_at = plan.wake_at
+    for dec in plan.decisions:
+        if isinstance(dec, Activate):
+            reserve.activate(d, dec, now)
+            continue
+        rec = d.table.jobs.get(dec.job)
+        if rec is None:
+            log.error("plan names unknown job %d", dec.job)
+            continue
+        if isinstance(dec, Start):
+            start(d, rec, dec, now)
+        elif isinstance(dec, Preempt):
+            preempt(d, rec, now)
+        elif isinstance(dec, StartTasks):
+            split.start_tasks(d, rec, dec, now)
+
+
+def start(d: "Daemon", rec: Rec, dec: Start, now: float) -> None:
+    """Carry out a start: the job runs on the decision's cores (a suspended one is continued there)."""
+    d.table.dequeue(rec)
+    rec.cores = tuple(dec.cores)
+    rec.backfilled = dec.backfilled
+    rec.planned = dec.planned
+    if rec.first_start is None:
+        rec.first_start = now
+    if rec.segment > 0:
+        rec.restarts += 1
+    rec.start = now
+    rec.stop = None
+    rec.kill_at = None
+    rec.deadline = now + rec.remaining()
+    rec._waiting = None
+    rec.held = ()
+    if rec.place is not None and (rec.place.threads_per_core or rec.place.exclusive_board) and rec.cores:
+        rec.held = tuple(sorted(claimed(d.machine, rec.cores, rec.place) - set(rec.cores)))
+    boards = ",".join(str(b) for b in sorted({d.machine.board_of(c).id for c in rec.cores}))
+    cpus = frozenset(d.machine.host_set(rec.cores))
+    if rec.state is JobState.SUSPENDED and rec.shepherd is not None:
+        rec.state = JobState.RUNNING
+        d.ex.set_affinity(rec.shepherd, set(cpus))
+        d.ex.signal(rec.shepherd, rec.pgid, signal.SIGCONT)
+        rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "boards": boards, "resumed": True})
+        d.table.save(rec)
+        log.info("job %d resumed on cores %s", rec.id, cpuset.format(rec.cores))
+        return
+    rec.segment += 1
+    try:
+        spec = launch_spec(d, rec)
+    except (jobfiles.JobFilesError, KeyError, TypeError, ValueError) as e:
+        rec.cores = ()
+        rec.start = None
+        d.end(rec, JobState.FAILED, now, reason=f"cannot start: {rq.safe(str(e))}")
+        return
+    rec.state = JobState.RUNNING
+    rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "boards": boards})
+    d.table.save(rec)
+    d.pending_launches.append((rec, spec))
+
+
+def mem_nodes(d: "Daemon", cores: tuple[int, ...]) -> tuple[int, ...]:
+    """The host NUMA nodes of the boards a job runs on, when every one of them is a host node."""
+    nodes = {d.machine.board_of(c).node for c in cores}
+    if not nodes or None in nodes:
+        return ()
+    return tuple(sorted(n for n in nodes if n is not None))
+
+
+def launch_spec(d: "Daemon", rec: Rec) -> launch.Launch:
+    spec = d.table.spec(rec.id)
+    jdir = d.spool.job_dir(rec.id)
+    script = str(jdir / "script")
+    args = tuple(spec["args"])
+    try:
+        with open(script, "rb") as f:
+            shebang = f.read(2) == b"#!"
+    except OSError:
+        shebang = True  # let the exec fail and say why
+    if not shebang:
+        script, args = "/bin/sh", (script, *args)
+    cores = cpuset.format(rec.cores)
+    env = dict(spec["env"])
+    env.update(
+        GS_JOBID=str(rec.id), GS_JOBNAME=spec["name"], GS_NCPUS=str(rec.ncpus), GS_CORES=cores,
+        GS_HOST_CPUS=cpuset.format(d.machine.host_set(rec.cores)),
+        GS_SUBMIT_DIR=spec.get("submit_dir", spec["workdir"]), OMP_NUM_THREADS=str(rec.ncpus),
+        GS_CHECKPOINT_DIR=str(jdir / "checkpoint"), GS_RESTART_COUNT=str(rec.restarts),
+        GS_CHECKPOINT_MODE=rec.checkpoint, GS_WALLTIME=str(rec.walltime), GS_SPOOL=str(d.spool.root),
+    )
+    if d.cfg.compat_env:
+        env.update(compat_env(rec.id, spec["name"], rec.ncpus, spec.get("submit_dir", spec["workdir"])))
+    return launch.Launch(
+        job_id=rec.id, segment=rec.segment, job_dir=str(jdir), script=script, args=args,
+        workdir=spec["workdir"], stdout=spec["stdout"], stderr=spec["stderr"], append=rec.segment > 1,
+        env=env, cpus=frozenset(d.machine.host_set(rec.cores)), uid=rec.uid, gid=spec.get("gid", -1),
+        user=rec.user, mem=spec.get("mem"), mem_nodes=mem_nodes(d, rec.cores), umask=int(spec.get("umask", 0o022)),
+    )
+
+
+def preempt(d: "Daemon", rec: Rec, now: float) -> None:
+    if rec.shepherd is None or rec.state is not JobState.RUNNING:
+        return
+    mode = rec.checkpoint
+    rec.preemptions += 1
+    if mode == "suspend":
+        d.ex.signal(rec.shepherd, rec.pgid, signal.SIGSTOP)
+        outcome.close_segment(d, rec, now, "suspended")
+        rec.elapsed += now - (rec.start or now)
+        rec.state = JobState.SUSPENDED
+        rec.start = None
+        rec.cores = ()
+        rec._waiting = None
+        d.table.enqueue(rec)
+        d.dirty = True
+        log.info("job %d suspended for the head job", rec.id)
+    elif mode == "signal":
+        rec.state = JobState.STOPPING
+        rec.stop = "preempt"
+        sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
+        d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
+        log.info("job %d asked to checkpoint (SIG%s)", rec.id, d.cfg.checkpoint_signal)
+    elif mode == "requeue":
+        rec.state = JobState.STOPPING
+        rec.stop = "preempt"
+        d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
+        log.info("job %d stopped to be requeued", rec.id)
+    else:
+        log.error("job %d has checkpoint mode none and cannot be preempted", rec.id)
+        return
+    d.table.save(rec)

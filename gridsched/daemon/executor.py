@@ -1,0 +1,141 @@
+"""Carrying jobs out on the machine: starting shepherds, signalling them, learning how they ended.
+
+The daemon's loop decides; an executor acts.  :class:`Processes` is the real
+one: it forks a shepherd per job (:mod:`.launch`), watches it with a pidfd
+in the loop's selector, signals the job's process group through it
+(:mod:`.procs`) and reads the pid and exit files the shepherd writes.
+:class:`Stub` has the same methods and runs nothing: the fast tier of the
+tests drives the whole loop with it (a turn takes requests in, schedules,
+and "starts" jobs), and ends the jobs it chooses with the result it chooses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import cgroup, launch, procs
+
+
+def _read_json(path: Path, owner: int | None = None) -> dict[str, Any] | None:
+    """A JSON object file the daemon's user wrote (``owner``), without following links; None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (owner is not None and st.st_uid != owner) or st.st_size > 1 << 16:
+            return None
+        data = json.loads(os.read(fd, 1 << 16))
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
+    return data if isinstance(data, dict) else None
+
+
+class Processes:
+    """The real executor: shepherd processes watched through pidfds registered in ``sel``."""
+
+    def __init__(self, sel: selectors.BaseSelector) -> None:
+        self.sel = sel
+        self.fds: dict[int, int] = {}  # shepherd pid -> pidfd
+
+    def spawn(self, spec: launch.Launch) -> tuple[int, int | None]:
+        """Fork the job's shepherd; its pid and start time (clock ticks: tells it from a reused pid)."""
+        pid = launch.spawn(spec)
+        return pid, procs.start_ticks(pid)
+
+    def watch(self, job_id: int, pid: int) -> bool:
+        """Wake the loop with ``("job", job_id)`` when the shepherd ``pid`` exits; False if it is gone."""
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return False
+        self.fds[pid] = fd
+        self.sel.register(fd, selectors.EVENT_READ, ("job", job_id))
+        return True
+
+    def unwatch(self, pid: int) -> None:
+        fd = self.fds.pop(pid, None)
+        if fd is not None:
+            try:
+                self.sel.unregister(fd)
+            except (KeyError, ValueError):
+                pass
+            os.close(fd)
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass  # adopted after a restart: not our child
+
+    def signal(self, shepherd: int, pgid: int | None, sig: int) -> None:
+        procs.signal_job(shepherd, pgid, sig)
+
+    def set_affinity(self, shepherd: int, cpus: set[int]) -> None:
+        procs.set_affinity(shepherd, cpus)
+
+    def alive(self, pid: int, ticks: int | None) -> bool:
+        return procs.alive(pid, ticks)
+
+    def exit_info(self, job_dir: Path, segment: int) -> dict[str, Any] | None:
+        """How a segment ended, as its shepherd wrote it (None: it has not ended, or its shepherd was killed)."""
+        return _read_json(launch.exit_file(job_dir, segment), os.geteuid())
+
+    def pid_info(self, job_dir: Path, segment: int) -> dict[str, Any] | None:
+        """The shepherd's pid file of a segment, if the daemon's user wrote it."""
+        info = _read_json(launch.pid_file(job_dir, segment), os.geteuid())
+        return info if info is not None and isinstance(info.get("pid"), int) else None
+
+    def remove_cgroup(self, path: str) -> None:
+        cgroup.remove(Path(path), timeout=0.0)
+
+
+@dataclass
+class Stub:
+    """An executor that runs nothing: ``started`` lists the launches; :meth:`end` makes a job's shepherd exit."""
+
+    started: list[launch.Launch] = field(default_factory=list)
+    signals: list[tuple[int, int]] = field(default_factory=list)  # (job id, signal)
+    exits: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    pids: dict[int, int] = field(default_factory=dict)  # shepherd pid -> job id
+    next_pid: int = 1 << 22
+
+    def spawn(self, spec: launch.Launch) -> tuple[int, int | None]:
+        self.started.append(spec)
+        self.next_pid += 1
+        self.pids[self.next_pid] = spec.job_id
+        return self.next_pid, 0
+
+    def watch(self, job_id: int, pid: int) -> bool:
+        return pid in self.pids
+
+    def unwatch(self, pid: int) -> None:
+        self.pids.pop(pid, None)
+
+    def signal(self, shepherd: int, pgid: int | None, sig: int) -> None:
+        self.signals.append((self.pids.get(shepherd, -1), sig))
+
+    def set_affinity(self, shepherd: int, cpus: set[int]) -> None:
+        pass
+
+    def alive(self, pid: int, ticks: int | None) -> bool:
+        return pid in self.pids and not any(k[0] == self.pids[pid] for k in self.exits)
+
+    def exit_info(self, job_dir: Path, segment: int) -> dict[str, Any] | None:
+        return self.exits.get((int(Path(job_dir).name), segment))
+
+    def pid_info(self, job_dir: Path, segment: int) -> dict[str, Any] | None:
+        return None
+
+    def remove_cgroup(self, path: str) -> None:
+        pass
+
+    def end(self, job_id: int, segment: int, **result: Any) -> None:
+        """Let segment ``segment`` of job ``job_id`` end with ``result`` (``exit_code``, ``signal``, ``end``)."""
+        self.exits[(job_id, segment)] = result

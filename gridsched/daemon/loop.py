@@ -1,0 +1,483 @@
+"""The daemon's loop.
+
+One thread.  It sleeps in ``select`` on: the wake socket (a command dropped a
+request), a self-pipe for signals (SIGTERM/SIGINT stop the daemon, SIGHUP
+reloads the config), and one pidfd per job shepherd (a job ended).  Each turn
+it takes in new requests, enforces walltimes and kill graces, asks the core
+for a plan when anything changed, carries the plan out, and commits the job
+table.  A job's start is committed before its shepherd is forked, so after a
+crash every job is found again (see :mod:`gridsched.daemon.recover`).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import selectors
+import signal
+import socket
+import time
+from typing import Any
+
+from .. import config as configmod
+from .. import requests as rq
+from ..admin import admin_uids
+from ..core import cpuset
+from ..core import policy as corepolicy
+from ..core.types import HeadReservation
+from ..jobs import PRIVATE_KEYS, JobState
+from ..spool import Spool, atomic_write
+from ..state import StateDB
+from ..topology import load_machine
+from . import apply, handlers, outcome, intake, jobfiles, launch, reserve, split
+from .executor import Processes, Stub
+from .table import JobTable, Rec
+from .tree import Trees
+
+log = logging.getLogger("gschedd")
+
+NO_ROOM = (errno.ENOSPC, errno.EROFS, errno.EDQUOT)
+RESCAN = 1.0  # seconds between looks at the spool when nobody woke the daemon
+FORECAST_EVERY = 2.0  # seconds between refreshes of the predicted start times
+
+
+class AlreadyRunning(Exception):
+    def __init__(self, pid: int | None) -> None:
+        super().__init__(f"already running with pid {pid}")
+        self.pid = pid
+
+
+class Daemon:
+    def __init__(self, spool: Spool, cfg: configmod.Config, config_path: str | None = None,
+                 executor: Any = None) -> None:
+        self.spool = spool
+        self.sel = selectors.DefaultSelector()
+        self.ex: Processes | Stub = executor if executor is not None else Processes(self.sel)
+        self.cfg = cfg
+        self.config_path = config_path
+        self.machine = load_machine(cfg)
+        self.all_cores = frozenset(range(self.machine.ncores))
+        self.drained: frozenset[int] = frozenset()
+        self.drain_reason = ""
+        self.head: HeadReservation | None = None
+        self.dirty = True
+        self.wake_at: float | None = None
+        self.stop_requested = False
+        self.reload_requested = False
+        self.last_scan = 0.0
+        self.last_forecast = 0.0
+        self.pending_launches: list[tuple[Rec, launch.Launch]] = []
+        self.book = reserve.Book()
+        self.trees = Trees(self)  # parent-child job trees (daemon/tree.py)
+        self.budget: dict[int, int] = {}  # array throttles in the snapshot being built (see arrays.may_run)
+        self.cancel_later: list[tuple[Rec, str]] = []  # never-satisfied dependencies found while building one
+        self.senders = intake.Senders(admin_uids(spool.root))
+        self.id_high = 0  # the highest id in use (requests.ID_WINDOW)
+        self.full_logged = False
+
+    # -- setup ------------------------------------------------------------------
+    def lock(self) -> None:
+        self.spool.ensure()
+        self.lock_fd = os.open(self.spool.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            info = self.spool.daemon_info() or {}
+            os.close(self.lock_fd)
+            raise AlreadyRunning(info.get("pid")) from None
+        self.started = time.time()
+        atomic_write(self.spool.pidfile, json.dumps({"pid": os.getpid(), "started": self.started}).encode())
+
+    def listen(self) -> None:
+        """Take the wake socket and the signals (SIGTERM and SIGINT stop, SIGHUP reloads)."""
+        try:
+            os.unlink(self.spool.sock)
+        except FileNotFoundError:
+            pass
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(self.spool.sock))
+        os.chmod(self.spool.sock, 0o666)
+        self.sock.setblocking(False)
+        self.sel.register(self.sock, selectors.EVENT_READ, ("wake", None))
+        self.sig_r, self.sig_w = socket.socketpair()
+        self.sig_r.setblocking(False)
+        self.sig_w.setblocking(False)
+        signal.set_wakeup_fd(self.sig_w.fileno(), warn_on_full_buffer=False)
+        self.sel.register(self.sig_r, selectors.EVENT_READ, ("signal", None))
+        signal.signal(signal.SIGTERM, self._on_stop)
+        signal.signal(signal.SIGINT, self._on_stop)
+        signal.signal(signal.SIGHUP, self._on_hup)
+
+    def open(self) -> None:
+        """Open the job table and recover: the jobs, reservations and drained cores of the last run."""
+        self.db = StateDB(self.spool.db, write=True)
+        self.table = JobTable(self.db, self.spool)
+        self.table.begin()
+        self.db.set_meta("machine", json.dumps({"ncores": self.machine.ncores, "host_cpus": list(self.machine.host_cpus)}))
+        self.db.set_meta("daemon", json.dumps({"pid": os.getpid(), "started": self.started, "config": self.cfg.path}))
+        self.id_high = self.db.max_id()
+        self._drop_stale_claims()
+        from .recover import recover
+
+        self.book.load(self)
+        self._load_drained()
+        recover(self)
+        self.trees.load()
+        self.table.commit()
+
+    def close(self) -> None:
+        """Let go of the job table and the spool (the fast tests' daemons; a served daemon just exits)."""
+        self.table.commit()
+        self.db.close()
+        os.close(self.lock_fd)
+        self.sel.close()
+
+    def _drop_stale_claims(self) -> None:
+        """Remove the ids a daemon killed in the middle of taking an array in had claimed (empty files of its own)."""
+        me = os.geteuid()
+        try:
+            names = os.listdir(self.spool.incoming)
+        except OSError:
+            return
+        for n in names:
+            if rq.id_of_name(n) is None:
+                continue
+            try:
+                st = os.lstat(self.spool.incoming / n)
+                if st.st_uid == me and st.st_size == 0 and not os.path.islink(self.spool.incoming / n):
+                    os.unlink(self.spool.incoming / n)
+            except OSError:
+                pass
+
+    def new_ids(self, count: int) -> list[int]:
+        """``count`` new ids for the daemon's own use (array tasks, pieces of split jobs)."""
+        ids = self.spool.claim_ids(count)
+        self.table.claims.extend(ids)
+        self.id_high = max(self.id_high, *ids)
+        return ids
+
+    def _load_drained(self) -> None:
+        try:
+            d = json.loads(self.db.meta().get("drained") or "{}")
+            self.drained = frozenset(cpuset.parse(d.get("cores", ""))) & self.all_cores
+            self.drain_reason = str(d.get("reason", ""))
+        except (ValueError, AttributeError, cpuset.CpuListError):
+            self.drained = frozenset()
+
+    def _on_stop(self, signum: int, frame: Any) -> None:
+        self.stop_requested = True
+
+    def _on_hup(self, signum: int, frame: Any) -> None:
+        self.reload_requested = True
+
+    # -- the loop ---------------------------------------------------------------------
+    def serve(self) -> None:
+        log.info(
+            "gschedd %d on %s: %d cores on host CPUs %s, policy %s",
+            os.getpid(), self.spool.root, self.machine.ncores, cpuset.format(self.machine.host_cpus),
+            self.cfg.params.policy.value,
+        )
+        while not self.stop_requested:
+            self.turn(time.time())
+            if self.table.forecast_dirty and time.time() - self.last_forecast >= FORECAST_EVERY:
+                self.forecast()
+                self.table.commit()
+            timeout = self.next_timeout()
+            for key, _ in self.sel.select(timeout):
+                kind, arg = key.data
+                if kind == "wake":
+                    self._drain(self.sock)
+                    self.ingest()
+                elif kind == "signal":
+                    self._drain(self.sig_r)
+                elif kind == "job":
+                    self.job_ended(arg)
+            if self.reload_requested:
+                self.reload()
+        self.table.commit()
+        log.info("gschedd %d stopping; %d jobs still running keep running", os.getpid(), sum(
+            1 for r in self.table.jobs.values() if r.state in (JobState.RUNNING, JobState.STOPPING)))
+
+    def turn(self, now: float, scan: bool = False) -> None:
+        """One turn of the loop: take requests in (every :data:`RESCAN` seconds, or with ``scan``), enforce
+        walltimes, ask the core for a plan when anything changed and carry it out, commit, start the jobs."""
+        if scan or now - self.last_scan >= RESCAN:
+            self.ingest()
+        self.timers(now)
+        if self.dirty or (self.wake_at is not None and now >= self.wake_at):
+            apply.schedule(self, now)
+        if self.table.commit():
+            self.launch_pending()
+        self.table.commit()
+
+    @staticmethod
+    def _drain(sock: socket.socket) -> None:
+        try:
+            while sock.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def next_timeout(self) -> float:
+        now = time.time()
+        t = self.last_scan + RESCAN
+        for rec in self.table.jobs.values():
+            if rec.state is JobState.RUNNING and rec.stop is None and rec.deadline is not None:
+                t = min(t, rec.deadline)
+            if rec.kill_at is not None:
+                t = min(t, rec.kill_at)
+        if self.wake_at is not None:
+            t = min(t, self.wake_at)
+        resv_end = self.book.next_end()
+        if resv_end is not None:
+            t = min(t, resv_end)
+        if self.table.forecast_dirty:
+            t = min(t, self.last_forecast + FORECAST_EVERY)
+        return max(0.0, t - now)
+
+    # -- requests ------------------------------------------------------------------------
+    def ingest(self) -> None:
+        """Take in the requests waiting in the spool: each is parsed at the boundary (intake) and served by the
+        handler of its kind; a refused one is quarantined and, if it brought a new id, recorded as refused."""
+        self.last_scan = time.time()
+        got, refused = intake.scan(self.spool, self.senders, room=self._room())
+        if not got and not refused:
+            return
+        got.sort(key=lambda r: not isinstance(r.request, rq.ResvCreate))  # a job may name a reservation made with it
+        self.table.begin()
+        served = []
+        for r in refused:
+            self.refuse(r.name, r.uid, r.new_id, r.reason)
+        for rcv in got:
+            try:
+                handlers.handle(self, rcv)
+            except rq.Refused as e:
+                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), str(e))
+                continue
+            except OSError as e:
+                if e.errno in NO_ROOM:
+                    if not self.table.disk_trouble:
+                        log.error("no room in the spool (%s): submissions wait in incoming/", e.strerror)
+                        self.table.disk_trouble = True
+                    break
+                log.exception("request %s failed", rq.safe(rcv.name, 120))
+                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), f"could not be served: {e}")
+                continue
+            except Exception as e:  # noqa: BLE001 - a bad request never stops the daemon
+                log.exception("request %s failed", rq.safe(rcv.name, 120))
+                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), f"could not be served: {e}")
+                continue
+            served.append(rcv.name)
+        if self.table.commit():
+            for name in served:
+                intake.done(self.spool, name)
+
+    def refuse(self, name: str, uid: int | None, new_id: int | None, why: str) -> None:
+        """Quarantine a refused request; if it brought a new id that nobody has, record the refusal under it
+        (``gsub --wait`` and ``gstat`` tell the submitter)."""
+        why = rq.safe(why, 1000)
+        intake.quarantine(self.spool, name, why)
+        if new_id is None or new_id > self.id_high + rq.ID_WINDOW:
+            return
+        rec = self.db.id_record(new_id)
+        if new_id in self.table.jobs or (self.db.id_used(new_id) and (rec is None or rec["uid"] != uid)):
+            return  # the id is someone else's: the refusal is in the quarantine and the log only
+        self.table.begin()
+        self.db.put_id(new_id, uid, "", time.time(), why)
+        self.id_high = max(self.id_high, new_id)
+
+    def _room(self) -> bool:
+        """Whether the spool's file system has room to take submissions in (logged once when it has not)."""
+        try:
+            self.spool.check_space()
+        except OSError as e:
+            if not self.full_logged:
+                log.warning("spool %s: %s; submissions wait in incoming/ until there is room", self.spool.root,
+                            e.strerror)
+                self.full_logged = True
+            return False
+        if self.full_logged:
+            log.info("spool %s has room again: taking submissions in", self.spool.root)
+            self.full_logged = False
+        return True
+
+    def take_in(self, job: dict[str, Any], user: str, state: JobState, reason: str,
+                files: dict[str, Any] | None = None) -> Rec | None:
+        """Write a checked job's files and row and queue it; its record (None if it is refused).
+
+        ``files`` maps names in the job's directory to their text, or to a path
+        to hard-link (the tasks of an array share their script); without it the
+        spec's ``script`` is the file ``script``.
+        """
+        jid = job["id"]
+        if files is None:
+            files = {"script": job.pop("script")}
+        private = {k: job.pop(k) for k in PRIVATE_KEYS if k in job}
+        jobfiles.create(self.spool.job_dir(jid), job["uid"], job.get("gid", -1), job.get("umask", 0o022),
+                        files, json.dumps(private).encode())
+        row = {
+            "id": jid, "state": state.value, "user": user, "uid": job["uid"], "name": job["name"],
+            "ncpus": job["ncpus"], "walltime": job["walltime"], "submit_time": float(job["submit_time"]),
+            "start_time": None, "end_time": time.time() if state is JobState.FAILED else None, "cores": "",
+            "exit_code": None, "exit_signal": None, "reason": reason, "backfilled": 0, "restarts": 0,
+            "preemptions": 0, "checkpoints": 0, "elapsed": 0.0, "lost": 0.0, "predicted_start": None,
+            "segments": [], "run": {}, "spec": job,
+        }
+        self.id_high = max(self.id_high, jid)
+        rec = self.table.put(row)
+        if rec is None:
+            log.info("job %d refused: %s", jid, reason)
+            return None
+        self.dirty = self.dirty or rec.state is JobState.PENDING
+        log.debug("job %d queued", jid)
+        return rec
+
+    def set_drained(self, cores: frozenset[int], reason: str, what: str) -> None:
+        """Drained cores take no new job; jobs running on them finish."""
+        self.drained = cores & self.all_cores
+        self.drain_reason = reason if self.drained else ""
+        self.table.begin()
+        self.db.set_meta("drained", json.dumps({"cores": cpuset.format(self.drained), "reason": self.drain_reason}))
+        self.dirty = True
+        log.info("%s; drained now: %s", what, cpuset.format(self.drained) or "none")
+
+    def reload(self) -> None:
+        self.reload_requested = False
+        try:
+            cfg = configmod.load(self.config_path, self.spool.root)
+        except configmod.ConfigError as e:
+            log.error("reload refused, the old settings stay: %s", e)
+            return
+        if cfg.cores != self.cfg.cores or cfg.cpus != self.cfg.cpus:
+            log.warning("reload: machine.cores and machine.cpus take effect at the next start")
+        self.cfg = cfg
+        self.dirty = True
+        p = cfg.params
+        log.info("reloaded %s: policy %s, p %s, threshold %ss", cfg.path, p.policy.value, p.p, p.threshold)
+
+    # -- scheduling -------------------------------------------------------------------------
+
+    def launch_pending(self) -> None:
+        """Fork the shepherds of the jobs whose start was just committed."""
+        launches, self.pending_launches = self.pending_launches, []
+        now = time.time()
+        for rec, spec in launches:
+            if rec.start is not None and now - rec.start > 1.0:  # held back while the spool had no room
+                rec.start = now
+                rec.deadline = now + rec.remaining()
+                if rec.segments:
+                    rec.segments[-1]["start"] = now
+            try:
+                pid, ticks = self.ex.spawn(spec)
+            except OSError as e:
+                log.error("job %d: cannot fork: %s", rec.id, e)
+                self.end(rec, JobState.FAILED, time.time(), reason=f"cannot start: {e}")
+                continue
+            self.watch(rec, pid, ticks)
+            self.table.save(rec)
+            log.info("job %d started on cores %s (shepherd %d)", rec.id, cpuset.format(rec.cores), pid)
+
+    def watch(self, rec: Rec, pid: int, ticks: int | None) -> bool:
+        rec.shepherd = pid
+        rec.ticks = ticks
+        return self.ex.watch(rec.id, pid)
+
+    def terminate(self, rec: Rec, now: float, sig: int, grace: float) -> None:
+        if rec.shepherd is not None:
+            self.ex.signal(rec.shepherd, rec.pgid, sig)
+        rec.kill_at = now + grace
+
+    def timers(self, now: float) -> None:
+        reserve.timers(self, now)
+        for rec in list(self.table.jobs.values()):
+            if rec.shepherd is None:
+                continue
+            if rec.state is JobState.RUNNING and rec.stop is None and rec.deadline is not None and now >= rec.deadline:
+                rec.stop = "timeout"
+                log.info("job %d reached its walltime", rec.id)
+                self.terminate(rec, now, signal.SIGTERM, self.cfg.kill_grace)
+                self.table.save(rec)
+                self.dirty = True
+            elif rec.kill_at is not None and now >= rec.kill_at:
+                self.ex.signal(rec.shepherd, rec.pgid, signal.SIGKILL)
+                rec.kill_at = now + 5.0  # again, should anything have escaped
+                self.table.save(rec)
+
+    # -- endings ---------------------------------------------------------------------------------
+    def job_ended(self, jid: int) -> None:
+        rec = self.table.jobs.get(jid)
+        if rec is None:
+            return
+        result = self.read_exit(rec)
+        if result is None and rec.shepherd is not None and self.ex.alive(rec.shepherd, rec.ticks):
+            return  # spurious wake-up
+        outcome.finish(self, rec, result)
+
+    def read_exit(self, rec: Rec) -> dict[str, Any] | None:
+        return self.ex.exit_info(self.spool.job_dir(rec.id), rec.segment)
+
+    def _unwatch(self, rec: Rec) -> None:
+        if rec.shepherd is not None:
+            self.ex.unwatch(rec.shepherd)
+        rec.shepherd = None
+        rec.pgid = None
+        rec.ticks = None
+
+    def end(
+        self, rec: Rec, state: JobState, end: float, code: int | None = None,
+        signal_: int | None = None, reason: str = "",
+    ) -> None:
+        """End a job (table) and carry out what follows: its tree, the splittable job it is a piece of."""
+        self.table.end(rec, state, end, code, signal_, reason)
+        log.info("job %d %s%s", rec.id, state.value, f" ({reason})" if reason else "")
+        self.trees.ended(rec, state, end)
+        if rec.split_of is not None:
+            split.piece_ended(self, rec, end)
+
+    # -- forecast -------------------------------------------------------------------------------------
+    def forecast(self) -> None:
+        self.table.forecast_dirty = False
+        self.last_forecast = time.time()
+        fc = getattr(corepolicy, "forecast", None)
+        if fc is None:
+            return
+        self.budget = {}
+        snap = apply.snapshot(self, self.last_forecast)
+        try:
+            pred = fc(snap)
+        except Exception:  # noqa: BLE001 - a forecast is advice; it never stops the daemon
+            log.exception("forecast failed")
+            return
+        self.table.begin()
+        self.db.set_predicted((pred.get(w.id), w.id) for w in snap.pending)
+        reserve.set_predicted(self, pred, snap.now)
+
+
+def serve(spool: Spool, cfg: configmod.Config, config_path: str | None = None) -> int:
+    """Run the daemon in the foreground until SIGTERM or SIGINT; returns the exit status."""
+    spool.ensure()
+    d = Daemon(spool, cfg, config_path)
+    d.lock()
+    _setup_logging(spool, cfg.log_level)
+    try:
+        d.listen()
+        d.open()
+        d.serve()
+    finally:
+        try:
+            os.unlink(spool.pidfile)
+        except OSError:
+            pass
+    return 0
+
+
+def _setup_logging(spool: Spool, level: str) -> None:
+    root = logging.getLogger("gschedd")
+    root.setLevel(level.upper())
+    if not root.handlers:
+        h = logging.FileHandler(spool.log)
+        h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        root.addHandler(h)

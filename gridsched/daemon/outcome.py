@@ -1,0 +1,100 @@
+"""How a job's segment ended, and what follows: back to the queue (a preemption), or its end state.
+
+:func:`finish` is called when a job's shepherd has gone, with the result it
+wrote (None if it was killed before it could): a preempted job whose
+checkpoint was taken (or that is rerun from the start) goes back to the
+queue; otherwise the job ends CANCELLED, TIMEOUT, FAILED or COMPLETED, by
+why it was stopped and how its script exited.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..jobs import EXIT_CHECKPOINTED, JobState
+from .table import Rec
+
+if TYPE_CHECKING:
+    from .loop import Daemon
+
+log = logging.getLogger("gschedd")
+
+
+def close_segment(d: "Daemon", rec: Rec, end: float, outcome: str) -> None:
+    if rec.segments and "end" not in rec.segments[-1]:
+        rec.segments[-1]["end"] = end
+        rec.segments[-1]["outcome"] = outcome
+
+def finish(d: "Daemon", rec: Rec, result: dict[str, Any] | None) -> None:
+    """The shepherd of ``rec`` has gone: decide the job's new state from how it ended."""
+    d._unwatch(rec)
+    now = time.time()
+    end = float(result.get("end", now)) if result else now
+    ran = max(0.0, end - rec.start) if rec.start is not None else 0.0
+    code = result.get("exit_code") if result else None
+    sig = result.get("signal") if result else None
+    error = result.get("error") if result else None
+    why = result.get("reason") if result else None  # e.g. out of memory, from the shepherd
+    was_queued = rec.state is JobState.SUSPENDED
+    if was_queued:
+        d.table.dequeue(rec)
+    rec.kill_at = None
+    d.dirty = True
+    if result is None:
+        close_segment(d, rec, end, "lost")
+        rec.elapsed += ran
+        d.end(rec, JobState.FAILED, end, reason="the job's shepherd was killed; its outcome is unknown")
+        return
+    if error:
+        close_segment(d, rec, end, "failed")
+        d.end(rec, JobState.FAILED, end, code=code, reason=f"could not start: {error.strip()}")
+        return
+    if rec.stop is None and rec.checkpoint == "signal" and code == EXIT_CHECKPOINTED and rec.state is JobState.RUNNING:
+        # saved its state and asked to be restarted: a preemption whose record a crash of the daemon lost
+        rec.stop, rec.state = "preempt", JobState.STOPPING
+        rec.preemptions += 1
+    if rec.stop == "preempt" and rec.state is JobState.STOPPING:
+        checkpointed = rec.checkpoint == "signal" and code == EXIT_CHECKPOINTED
+        if checkpointed or rec.checkpoint == "requeue" or sig is not None:
+            if checkpointed:
+                rec.elapsed += ran
+                rec.checkpoints += 1
+                outcome = "checkpointed"
+            elif rec.checkpoint == "requeue":
+                rec.lost += rec.elapsed + ran
+                rec.elapsed = 0.0
+                outcome = "requeued"
+            else:  # did not save its state in time: restarts from its last checkpoint
+                rec.lost += ran
+                outcome = "killed before checkpoint"
+            close_segment(d, rec, end, outcome)
+            rec.state = JobState.PENDING
+            rec.start = None
+            rec.stop = None
+            rec.cores = ()
+            rec._waiting = None
+            d.table.enqueue(rec)
+            d.table.save(rec)
+            log.info("job %d back in the queue (%s)", rec.id, outcome)
+            return
+    rec.elapsed += ran
+    if rec.stop == "cancel":
+        close_segment(d, rec, end, "cancelled")
+        d.end(rec, JobState.CANCELLED, end, code=code, signal_=sig, reason="cancelled")
+    elif rec.stop == "resvend":
+        close_segment(d, rec, end, "timeout")
+        d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reservation ended")
+    elif rec.stop == "timeout":
+        close_segment(d, rec, end, "timeout")
+        d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reached its walltime")
+    elif sig is not None:
+        close_segment(d, rec, end, "failed")
+        d.end(rec, JobState.FAILED, end, signal_=sig, reason=why or f"killed by signal {sig}")
+    elif code == 0:
+        close_segment(d, rec, end, "completed")
+        d.end(rec, JobState.COMPLETED, end, code=0)
+    else:
+        close_segment(d, rec, end, "failed")
+        d.end(rec, JobState.FAILED, end, code=code, reason=why or f"exit code {code}")

@@ -1,0 +1,249 @@
+"""The job table: the daemon's live jobs, its queue, and their rows in the state db.
+
+Every change of a job's state is written here, inside the transaction the
+daemon's loop commits once a turn (:meth:`JobTable.commit`): a job is put in
+(:meth:`JobTable.put`), queued and taken out of the queue
+(:meth:`JobTable.enqueue`, :meth:`JobTable.dequeue`), saved after each
+change (:meth:`JobTable.save`), and ended (:meth:`JobTable.end`), after which
+it lives only in the db.  A failed commit (a full disk) keeps its writes for
+the next one.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core import cpuset, depend
+from ..core.placement import Request as PlaceRequest
+from ..core.types import Running, Waiting
+from ..jobs import TERMINAL, JobState
+from ..spool import Spool
+from ..state import StateDB
+from .split import split_info
+
+log = logging.getLogger("gschedd")
+
+
+@dataclass(slots=True)
+class Rec:
+    """The daemon's view of a job that has not ended (ended jobs live only in the table)."""
+
+    id: int
+    user: str
+    uid: int
+    ncpus: int
+    walltime: int
+    submit_time: float
+    checkpoint: str
+    state: JobState
+    elapsed: float = 0.0
+    lost: float = 0.0
+    segment: int = 0
+    restarts: int = 0
+    preemptions: int = 0
+    checkpoints: int = 0
+    first_start: float | None = None
+    start: float | None = None
+    cores: tuple[int, ...] = ()
+    backfilled: bool = False
+    planned: float | None = None
+    shepherd: int | None = None
+    ticks: int | None = None
+    pgid: int | None = None
+    stop: str | None = None  # cancel | timeout | preempt
+    kill_at: float | None = None
+    deadline: float | None = None
+    segments: list[dict[str, Any]] = field(default_factory=list)
+    name: str = ""
+    deps: tuple[depend.Dep, ...] = ()
+    place: PlaceRequest | None = None  # mapping requirement (--place, ...); None: pack
+    held: tuple[int, ...] = ()  # cores held beyond ``cores`` (unused SMT threads, rest of exclusive boards)
+    reason: str = ""
+    resources: tuple[tuple[str, int], ...] = ()  # floating resources (gsub -l)
+    resv: int | None = None  # the reservation the job is bound to (gsub --reservation)
+    array_id: int | None = None  # an array task: its array (gridsched.arrays)
+    array_max: int | None = None  # most tasks of that array running at once
+    split: dict[str, Any] | None = None  # a splittable job: n, ncpus, task_time, left (daemon/split.py)
+    split_of: int | None = None  # a piece of a splittable job: that job's id
+    _waiting: Waiting | None = None
+
+    @property
+    def preemptable(self) -> bool:
+        return self.checkpoint != "none"
+
+    def remaining(self) -> float:
+        """What is left of the user's walltime for the next segment."""
+        if self.checkpoint == "requeue":
+            return float(self.walltime)
+        return max(1.0, self.walltime - self.elapsed)
+
+    def waiting(self) -> Waiting:
+        w = self._waiting
+        if w is None:
+            w = self._waiting = Waiting(
+                self.id, self.ncpus, self.remaining(), self.preemptable, self.user, self.elapsed,
+                self.resources, self.resv, place=self.place, split=split_info(self.split),
+            )
+        return w
+
+    def running(self) -> Running:
+        return Running(
+            self.id, self.ncpus, self.start or 0.0, self.remaining() if self.start else 0.0,
+            self.cores, self.backfilled, self.preemptable, self.planned,
+            self.state is JobState.STOPPING or self.stop is not None, self.user, self.resources, self.resv,
+        )
+
+    def run_info(self) -> dict[str, Any]:
+        return {
+            "segment": self.segment, "start": self.start, "shepherd": self.shepherd, "ticks": self.ticks,
+            "pgid": self.pgid, "stop": self.stop, "kill_at": self.kill_at, "deadline": self.deadline,
+            "planned": self.planned, "checkpoint": self.checkpoint, "held": list(self.held),
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Rec:
+        run = row["run"]
+        spec = row["spec"]
+        rec = cls(
+            id=row["id"], user=row["user"], uid=row["uid"], ncpus=row["ncpus"], walltime=row["walltime"],
+            submit_time=row["submit_time"], checkpoint=spec.get("checkpoint", "none"),
+            state=JobState(row["state"]), elapsed=row["elapsed"], lost=row["lost"],
+            restarts=row["restarts"], preemptions=row["preemptions"], checkpoints=row["checkpoints"],
+            first_start=row["start_time"], cores=tuple(sorted(cpuset.parse(row["cores"]))),
+            backfilled=row["backfilled"], segments=row["segments"], name=row["name"], reason=row["reason"],
+        )
+        try:
+            rec.deps = depend.parse(spec.get("depend") or "")
+        except depend.DependError:
+            rec.deps = ()
+        rec.segment = run.get("segment", 0)
+        rec.start = run.get("start")
+        rec.shepherd = run.get("shepherd")
+        rec.ticks = run.get("ticks")
+        rec.pgid = run.get("pgid")
+        rec.stop = run.get("stop")
+        rec.kill_at = run.get("kill_at")
+        rec.deadline = run.get("deadline")
+        rec.planned = run.get("planned")
+        rec.resources = tuple(sorted((spec.get("resources") or {}).items()))
+        rec.resv = spec.get("reservation")
+        rec.array_id = spec.get("array_id")
+        rec.array_max = spec.get("array_max")
+        rec.split = spec.get("split")
+        rec.split_of = spec.get("split_of")
+        rec.held = tuple(run.get("held") or ())
+        if spec.get("place") not in (None, "pack", "spread", "board"):
+            raise ValueError(f"unknown placement {spec.get('place')!r}")
+        if spec.get("place") or spec.get("threads_per_core") or spec.get("exclusive_board"):
+            rec.place = PlaceRequest(
+                rec.ncpus, spec.get("place") or "pack", int(spec.get("threads_per_core") or 0),
+                bool(spec.get("exclusive_board")),
+            )
+        return rec
+
+
+class JobTable:
+    """The live jobs (``jobs``), the queue (pending and suspended job ids in priority order) and the db."""
+
+    def __init__(self, db: StateDB, spool: Spool) -> None:
+        self.db = db
+        self.spool = spool
+        self.jobs: dict[int, Rec] = {}
+        self.queue: list[int] = []
+        self.history: dict[str, deque[float]] = {}  # the last run times of each user's completed jobs
+        self.in_txn = False
+        self.disk_trouble = False
+        self.forecast_dirty = True  # a change the predicted start times do not reflect yet
+        self.claims: list[int] = []  # ids the daemon took for itself (Spool.claim_ids), released once committed
+        rows = db.conn.execute(
+            "SELECT user, elapsed FROM jobs WHERE state = 'COMPLETED' ORDER BY end_time DESC LIMIT 5000"
+        )
+        for user, elapsed in rows:
+            h = self.history.setdefault(user, deque(maxlen=2))
+            if len(h) < 2:
+                h.appendleft(elapsed)
+
+    # -- transactions -------------------------------------------------------------
+    def begin(self) -> None:
+        if not self.in_txn:
+            self.db.begin()
+            self.in_txn = True
+
+    def commit(self) -> bool:
+        """Commit the job table; False when the spool has no room (the writes are kept for later)."""
+        if self.db.unsaved and not self.in_txn:
+            self.begin()  # try again what a full disk refused
+        if not self.in_txn:
+            return True
+        self.in_txn = False
+        ok = self.db.commit()
+        if not ok and not self.disk_trouble:
+            self.disk_trouble = True
+            log.error("cannot write the job table (%s): jobs wait to start and submissions wait in incoming/ "
+                      "until the spool has room", self.db.failed)
+        elif ok and self.disk_trouble:
+            self.disk_trouble = False
+            log.info("the job table is written again")
+        if ok and self.claims:
+            self.spool.release_claims(self.claims)
+            self.claims = []
+        return ok
+
+    def spec(self, jid: int) -> dict[str, Any]:
+        """A job's whole spec: the public part from its row, the private part from the daemon's own file."""
+        from . import jobfiles
+
+        spec = dict(self.db.job(jid)["spec"])  # type: ignore[index]
+        spec.update(jobfiles.read_private(self.spool.job_dir(jid)))
+        return spec
+
+    # -- changes --------------------------------------------------------------------
+    def put(self, row: dict[str, Any]) -> Rec | None:
+        """A new job's whole row; its record, queued if it is pending (None for a job refused at once)."""
+        self.begin()
+        self.db.put(row)
+        self.forecast_dirty = True
+        if row["state"] == JobState.FAILED.value:
+            return None
+        rec = Rec.from_row(row)
+        self.jobs[rec.id] = rec
+        if rec.state is JobState.PENDING:
+            self.enqueue(rec)
+        return rec
+
+    def save(self, rec: Rec, **extra: Any) -> None:
+        self.begin()
+        self.db.update(
+            rec.id, state=rec.state.value, elapsed=rec.elapsed, lost=rec.lost, restarts=rec.restarts,
+            preemptions=rec.preemptions, checkpoints=rec.checkpoints, start_time=rec.first_start,
+            cores=cpuset.format(rec.cores), backfilled=int(rec.backfilled), segments=rec.segments,
+            run=rec.run_info(), **extra,
+        )
+        self.forecast_dirty = True
+
+    def enqueue(self, rec: Rec) -> None:
+        i = bisect.bisect_left(self.queue, rec.id)
+        if i == len(self.queue) or self.queue[i] != rec.id:
+            self.queue.insert(i, rec.id)
+
+    def dequeue(self, rec: Rec) -> None:
+        i = bisect.bisect_left(self.queue, rec.id)
+        if i < len(self.queue) and self.queue[i] == rec.id:
+            del self.queue[i]
+
+    def end(self, rec: Rec, state: JobState, end: float, code: int | None = None, signal_: int | None = None,
+            reason: str = "") -> None:
+        """Record the job's terminal state; it leaves the live jobs and the queue."""
+        assert state in TERMINAL
+        self.dequeue(rec)
+        rec.state = state
+        rec.stop = None
+        rec.deadline = None
+        self.save(rec, end_time=end, exit_code=code, exit_signal=signal_, reason=reason, predicted_start=None)
+        self.jobs.pop(rec.id, None)
+        if state is JobState.COMPLETED:
+            self.history.setdefault(rec.user, deque(maxlen=2)).append(rec.elapsed)
