@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from .core import cpuset, depend
+from .text import shown
 
 MAX_REQUEST = 8 << 20  # bytes of one request file
 MAX_ID = (1 << 53) - 1  # a job or reservation id (exact in JSON numbers and in SQLite)
@@ -421,11 +422,9 @@ def path(v: Any, what: str) -> str:
 
 
 def safe(s: str, limit: int = 200) -> str:
-    """``s`` with control characters (and what is not valid UTF-8) escaped, cut to ``limit`` characters: fit
-    for one line of a log or a message."""
-    out = s.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace") if not s.isascii() else s
-    if any(ord(c) < 32 or ord(c) == 127 for c in out):
-        out = "".join(c if 32 <= ord(c) != 127 else repr(c)[1:-1] for c in out)
+    """``s`` fit for one line of a log or a message: escaped as the commands show it
+    (:func:`gridsched.text.shown`), cut to ``limit`` characters."""
+    out = shown(s)
     return out if len(out) <= limit else out[: limit - 3] + "..."
 
 

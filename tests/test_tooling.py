@@ -68,7 +68,7 @@ RUFF_COVERED = (
     "gridsched/cli/gsub.py",
     "gridsched/cli/gwait.py",
     "gridsched/cli/jobctl.py",
-    "gridsched/cli/text.py",
+    "gridsched/text.py",
     "gridsched/cli/topoview.py",
     # not yet: gridsched/cli/common.py, gschedd.py, gsim.py
     "gridsched/daemon/__init__.py",
@@ -141,7 +141,7 @@ MYPY_COVERED = (
     "gridsched/cli/gsub.py",
     "gridsched/cli/gwait.py",
     "gridsched/cli/jobctl.py",
-    "gridsched/cli/text.py",
+    "gridsched/text.py",
     "gridsched/cli/topoview.py",
     # not yet: gridsched/cli/common.py, gsim.py, gstat_tasks.py
     "gridsched/daemon/__init__.py",

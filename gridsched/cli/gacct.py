@@ -18,7 +18,7 @@ from ..core.units import format_duration
 from ..jobs import TERMINAL
 from ..spool import Spool
 from .common import Command, ExitCode, fail, setup, spool_options
-from .text import dumps, shown
+from ..text import dumps, shown
 
 PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
@@ -165,7 +165,7 @@ def when(t: float | None) -> str:
 
 
 def print_table(jobs: list[dict[str, Any]]) -> None:
-    """The jobs as aligned columns; what a user wrote (name, user) is escaped (:func:`.text.shown`)."""
+    """The jobs as aligned columns; what a user wrote (name, user) is escaped (:func:`gridsched.text.shown`)."""
     rows = [COLUMNS]
     for j in jobs:
         w = wait_seconds(j)

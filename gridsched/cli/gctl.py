@@ -13,7 +13,7 @@ import click
 from ..config import PACKAGED
 from ..spool import Spool
 from .common import ExitCode, Group, fail, setup, spool_options
-from .text import dumps, shown
+from ..text import dumps, shown
 
 PROG = "gctl"
 

@@ -87,7 +87,7 @@ def note(r: dict[str, Any], now: float) -> str:
 def print_table(recs: list[dict[str, Any]], now: float) -> None:
     """The reservations as a table (also used by gstat -r).
 
-    Every cell is a rich ``Text`` of an escaped string (:func:`.text.shown`): no control character
+    Every cell is a rich ``Text`` of an escaped string (:func:`gridsched.text.shown`): no control character
     reaches the terminal and no markup in a name or reason is interpreted.
     """
     import sys
@@ -97,7 +97,7 @@ def print_table(recs: list[dict[str, Any]], now: float) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .text import shown
+    from ..text import shown
 
     tty = sys.stdout.isatty()
     console = Console(highlight=False, width=None if tty else 4096, soft_wrap=not tty)

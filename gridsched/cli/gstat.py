@@ -17,7 +17,7 @@ from ..jobs import JobState
 from ..queue import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
 from ..spool import Spool
 from .common import Command, ExitCode, fail, setup, spool_options
-from .text import dumps, shown
+from ..text import dumps, shown
 
 PROG = "gstat"
 
@@ -127,7 +127,7 @@ COLUMNS = (("ID", "right"), ("NAME", "left"), ("USER", "left"), ("STATE", "left"
 
 
 def table_rows(jobs: list[dict[str, Any]], now: float) -> list[tuple[str, ...]]:
-    """The cells of the queue table, one tuple of strings per job, each safe to print (:func:`.text.shown`)."""
+    """The cells of the queue table, one tuple of strings per job, each safe to print (:func:`gridsched.text.shown`)."""
     return [
         (
             shown(j.get("label") or j["id"]),

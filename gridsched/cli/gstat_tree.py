@@ -8,7 +8,7 @@ import click
 
 from .. import tree
 from ..spool import Spool
-from .text import dumps, shown
+from ..text import dumps, shown
 
 COLUMNS = ("ID", "STATE", "CPUS", "CORES", "NAME")
 

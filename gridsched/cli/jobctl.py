@@ -8,7 +8,7 @@ import click
 
 from .. import queue
 from .common import ExitCode, fail, setup, warn
-from .text import shown
+from ..text import shown
 
 
 def parse_ids(prog: str, job_ids: tuple[str, ...]) -> list[str]:

@@ -19,7 +19,7 @@ from ..core import cpuset
 from ..core.topology import MachineMap
 from ..core.units import format_size
 from ..spool import Spool
-from .text import shown
+from ..text import shown
 
 HOLDING = ("RUNNING", "STOPPING")
 

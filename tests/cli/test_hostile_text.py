@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from gridsched.cli.text import dumps, shown
+from gridsched.text import dumps, shown
 from gridsched.spool import Spool
 from gridsched.state import StateDB
 from tests.cli.conftest import job_row, write_rows
