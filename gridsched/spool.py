@@ -337,7 +337,7 @@ class Spool:
     def pending(self, kind: str, key: str) -> list[dict[str, Any]]:
         """The objects ``key`` of the requests of ``kind`` that bring new ids and wait in ``incoming/`` (those
         the caller may read: a user reads their own), by id."""
-        out = []
+        out: list[dict[str, Any]] = []
         try:
             names = sorted(n for n in os.listdir(self.incoming) if n.startswith(SUBMIT_PREFIX))
         except FileNotFoundError:

@@ -116,11 +116,11 @@ class _OneLineErrors:
         raise SystemExit(int(rv) if isinstance(rv, int) else ExitCode.OK)
 
 
-class Command(_OneLineErrors, click.Command):
+class Command(_OneLineErrors, click.Command):  # type: ignore[misc]  # main() never returns: it exits
     pass
 
 
-class Group(_OneLineErrors, click.Group):
+class Group(_OneLineErrors, click.Group):  # type: ignore[misc]  # main() never returns: it exits
     pass
 
 

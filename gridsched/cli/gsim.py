@@ -202,7 +202,8 @@ class _progress:
     """A rich progress bar on standard error when it is a terminal; otherwise nothing."""
 
     def __init__(self, total: int, what: str) -> None:
-        self.total, self.what, self.bar = total, what, None
+        self.total, self.what = total, what
+        self.bar: Any = None
 
     def __enter__(self) -> Callable[[int], None] | None:
         if not sys.stderr.isatty():
@@ -210,10 +211,10 @@ class _progress:
         from rich.console import Console
         from rich.progress import Progress
 
-        self.bar = Progress(console=Console(stderr=True), transient=True)
-        self.bar.start()
-        task = self.bar.add_task(self.what, total=self.total)
-        return lambda done: self.bar.update(task, completed=done)  # type: ignore[union-attr]
+        bar = self.bar = Progress(console=Console(stderr=True), transient=True)
+        bar.start()
+        task = bar.add_task(self.what, total=self.total)
+        return lambda done: bar.update(task, completed=done)
 
     def __exit__(self, *exc: Any) -> None:
         if self.bar is not None:
@@ -224,7 +225,7 @@ def _emit_json(obj: Any) -> None:
     click.echo(json.dumps(obj, sort_keys=False))
 
 
-def _plot(fn: Callable[..., None], *args: Any) -> None:
+def _plot(fn: Callable[..., object], *args: Any) -> None:
     from ..sim.plot import PlotError
 
     try:
@@ -362,13 +363,13 @@ def _reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> A
     for k, r in enumerate(lst.reservations, start=1):
         if r.ncpus > ncores:
             fail(PROG, f"reservations {path}: reservation {k} asks for {r.ncpus} cores, the machine has {ncores}")
-        for name, count in r.resources:
-            if name not in totals:
-                fail(PROG, f"reservations {path}: reservation {k}: unknown floating resource '{name}' "
+        for rname, units in r.resources:
+            if rname not in totals:
+                fail(PROG, f"reservations {path}: reservation {k}: unknown floating resource '{rname}' "
                      "(give it with --floating NAME=COUNT)")
-            if count > totals[name]:
-                fail(PROG, f"reservations {path}: reservation {k} asks for {name}={count}, the machine has "
-                     f"{totals[name]}")
+            if units > totals[rname]:
+                fail(PROG, f"reservations {path}: reservation {k} asks for {rname}={units}, the machine has "
+                     f"{totals[rname]}")
     return ResvList(lst.reservations, totals)
 
 

@@ -88,7 +88,7 @@ def label_tasks(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def split_counts(job: dict[str, Any], pieces: list[dict[str, Any]]) -> dict[str, int]:
     """Sub-tasks of splittable job ``job`` done, running, failed and left, from its row and its pieces' rows."""
     sp = (job.get("spec") or {}).get("split") or {}
-    n_left = len(sp.get("left") if "left" in sp else range(int(sp.get("n", 0))))
+    n_left = len(sp["left"]) if isinstance(sp.get("left"), list) else int(sp.get("n", 0))
     out = {"done": 0, "running": 0, "failed": 0, "left": 0}
     st = job["state"]
     if st in ("RUNNING", "STOPPING", "SUSPENDED"):

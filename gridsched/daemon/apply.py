@@ -92,7 +92,7 @@ def deps_ready(d: "Daemon", rec: Rec) -> bool:
 def schedule(d: "Daemon", now: float) -> None:
     d.dirty = False
     d.trees.settle()
-    d.cancel_later: list[tuple[Rec, str]] = []
+    d.cancel_later = []
     d.budget = {}
     plan = corepolicy.schedule(snapshot(d, now))
     for rec, why in d.cancel_later:
@@ -105,16 +105,16 @@ def schedule(d: "Daemon", now: float) -> None:
         if isinstance(dec, Activate):
             reserve.activate(d, dec, now)
             continue
-        rec = d.table.jobs.get(dec.job)
-        if rec is None:
+        job = d.table.jobs.get(dec.job)
+        if job is None:
             log.error("plan names unknown job %d", dec.job)
             continue
         if isinstance(dec, Start):
-            start(d, rec, dec, now)
+            start(d, job, dec, now)
         elif isinstance(dec, Preempt):
-            preempt(d, rec, now)
+            preempt(d, job, now)
         elif isinstance(dec, StartTasks):
-            split.start_tasks(d, rec, dec, now)
+            split.start_tasks(d, job, dec, now)
 
 
 def start(d: "Daemon", rec: Rec, dec: Start, now: float) -> None:

@@ -35,6 +35,7 @@ from .procs import kill_tree, start_ticks
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+_libc: ctypes.CDLL | None
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
 except OSError:  # pragma: no cover - every Linux has a libc
@@ -130,7 +131,7 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         os.setpgid(child, child)
     except OSError:
         pass  # the child did it first
-    info = {"pid": me, "ticks": start_ticks(me), "pgid": child, "job": child}
+    info: dict[str, int | str | None] = {"pid": me, "ticks": start_ticks(me), "pgid": child, "job": child}
     if cg is not None:
         info["cgroup"] = str(cg)
     if _libc is not None:
