@@ -6,7 +6,7 @@
     print(c.wait(job.id).state)
 
 It does what gsub, gstat and gdel do, through the same functions
-(:mod:`gridsched.submit`, :mod:`gridsched.queue`), so it refuses the same
+(:mod:`gridsched.submit`, :mod:`gridsched.view`), so it refuses the same
 requests with the same messages (:class:`GridschedError`).
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from .config import Config, ConfigError, load
 from .core.units import UnitError, parse_duration, parse_size
-from .queue import TERMINAL_STATES, QueueError, control, load_jobs, private
+from .view import TERMINAL_STATES, QueueError, control, load_jobs, private
 from .spool import Spool, default_root
 from .submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
 

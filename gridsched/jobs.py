@@ -86,6 +86,6 @@ SPEC_OPTIONAL_KEYS = {
 
 # The parts of a job's spec only its owner (and root) may read: kept out of the
 # world-readable job table, in ``jobs/ID/private.json`` (mode 0600, owned by
-# the job's owner); see :func:`gridsched.queue.private`.
+# the job's owner); see :func:`gridsched.view.private`.
 PRIVATE_KEYS = ("env", "args", "workdir", "stdout", "stderr", "submit_dir")
 PRIVATE_FILE = "private.json"

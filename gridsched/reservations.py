@@ -261,7 +261,7 @@ def check_job(spool: Spool, floating: Mapping[str, int], ncpus: int, walltime: i
     if why:
         raise ResvError(f"job cannot run in reservation {rid}: it {why}")
     if row["state"] == RState.ACTIVE.value and not wait_resv:
-        from .queue import load_jobs
+        from .view import load_jobs
 
         n, used = in_use(row, load_jobs(spool))
         left = row["ncpus"] - n

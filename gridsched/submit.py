@@ -192,9 +192,9 @@ def machine_cores(spool: Spool, cfg: Config) -> int:
             return load_machine(cfg).ncores
         except ValueError as e:
             raise SubmitError(str(e)) from None
-    from .machine import from_config
+    from .topology import declared
 
-    return from_config(cfg).ncores
+    return declared(cfg)[0]
 
 
 def user_name(uid: int) -> str:
@@ -212,7 +212,7 @@ def check_depend(spool: Spool, spec_text: str, job_id: int, uid: int) -> str:
     Each job must exist, belong to ``uid`` (root may name anyone's) and have
     an id lower than ``job_id``, so that dependencies can never form a cycle.
     """
-    from .queue import QueueError, load_jobs
+    from .view import QueueError, load_jobs
 
     try:
         deps = depend.parse(spec_text)

@@ -365,17 +365,29 @@ def membind_unavailable(machine: MachineMap) -> str | None:
     return None
 
 
+def declared(cfg: Config) -> tuple[int, tuple[int, ...]]:
+    """The number of cores handed out and the host CPUs they run on, as the config declares them here.
+
+    ``machine.cpus`` (or every CPU this process may use) are the host CPUs;
+    ``machine.cores`` (0: one per host CPU) is the number of cores; core *i*
+    runs on host CPU *i* mod the number of host CPUs.
+    """
+    allowed = sorted(os.sched_getaffinity(0))
+    if cfg.cpus:
+        wanted = cpuset.parse(cfg.cpus)
+        host = tuple(c for c in allowed if c in wanted) or tuple(sorted(wanted))
+    else:
+        host = tuple(allowed)
+    return cfg.cores or len(host), host
+
+
 def load_machine(cfg: Config) -> MachineMap:
     """The machine map the daemon hands out, as ``cfg`` describes it (see the module doc).
 
-    The host CPUs are those of :func:`gridsched.machine.from_config`
-    (``machine.cpus``, else every CPU this process may use).  With a topology
-    file, ``machine.cores`` must be 0 or the number of cores the file declares.
+    The host CPUs are those of :func:`declared`.  With a topology file,
+    ``machine.cores`` must be 0 or the number of cores the file declares.
     """
-    from .machine import from_config
-
-    flat_machine = from_config(cfg)
-    host = flat_machine.host_cpus
+    ncores, host = declared(cfg)
     if cfg.topology:
         path = Path(os.path.expanduser(cfg.topology))
         if not path.is_absolute():
@@ -384,6 +396,6 @@ def load_machine(cfg: Config) -> MachineMap:
         if cfg.cores and cfg.cores != m.ncores:
             raise TopologyError(f"{path}: declares {m.ncores} cores, but machine.cores = {cfg.cores}")
         return m
-    if flat_machine.ncores > len(host):
-        return flat(flat_machine.ncores, host)
-    return detect(host[: flat_machine.ncores])
+    if ncores > len(host):
+        return flat(ncores, host)
+    return detect(host[:ncores])

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .queue import TERMINAL_STATES, QueueError, load_jobs
+from .view import TERMINAL_STATES, QueueError, load_jobs
 from .spool import Spool
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between looks at the state db: growing, bounded

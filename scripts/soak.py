@@ -277,8 +277,8 @@ def _preload() -> None:
     import gridsched.arrays  # noqa: F401
     import gridsched.cli.gdel  # noqa: F401
     import gridsched.cli.gsub  # noqa: F401
-    import gridsched.machine  # noqa: F401
-    import gridsched.queue  # noqa: F401
+    import gridsched.topology  # noqa: F401
+    import gridsched.view  # noqa: F401
     import gridsched.requests  # noqa: F401
     import gridsched.reservations  # noqa: F401
     import gridsched.tree  # noqa: F401

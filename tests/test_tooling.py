@@ -37,7 +37,6 @@ _GRIDSCHED_CLEAN = (
     "gridsched/host.py",
     "gridsched/jobenv.py",
     "gridsched/jobs.py",
-    "gridsched/machine.py",
     "gridsched/reservations.py",
     "gridsched/state.py",
     "gridsched/subtasks.py",
@@ -50,7 +49,7 @@ RUFF_COVERED = (
     "gridsched/sim/",
     "scripts/",
     *_GRIDSCHED_CLEAN,
-    "gridsched/queue.py",
+    "gridsched/view.py",
     # not yet: gridsched/spool.py, submit.py
     "gridsched/cli/__init__.py",
     "gridsched/cli/compat.py",
@@ -122,7 +121,7 @@ MYPY_COVERED = (
     "gridsched/core/",  # strict (see [tool.mypy] in pyproject.toml)
     "gridsched/sim/",
     *_GRIDSCHED_CLEAN,
-    "gridsched/queue.py",
+    "gridsched/view.py",
     "gridsched/submit.py",
     # not yet: gridsched/spool.py
     "gridsched/cli/__init__.py",
@@ -149,7 +148,7 @@ MYPY_COVERED = (
     "gridsched/daemon/cgroup.py",
     "gridsched/daemon/procs.py",
     "gridsched/daemon/recover.py",
-    "gridsched/daemon/reserve.py",
+    "gridsched/daemon/reservations.py",
     "gridsched/daemon/split.py",
     "gridsched/daemon/tree.py",
     # not yet: gridsched/daemon/launch.py, main.py, requests.py

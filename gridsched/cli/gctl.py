@@ -109,17 +109,17 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     """Show what this host offers: CPUs, pidfds, cgroup v2, how --mem is enforced, NUMA nodes, CRIU."""
     from ..core import cpuset
     from ..host import facts
-    from ..machine import from_config
+    from ..topology import declared
 
     s = setup(PROG, spool_dir, config_file)
     f = facts()
-    m = from_config(s.cfg)
-    f["declared_cores"] = m.ncores
+    ncores, host_cpus = declared(s.cfg)
+    f["declared_cores"] = ncores
     if as_json:
         click.echo(dumps(f, indent=2))
         return ExitCode.OK
     click.echo(f"host CPUs:      {cpuset.format(f['host_cpus'])}")  # type: ignore[arg-type]
-    click.echo(f"cores handed out: {m.ncores} (on host CPUs {cpuset.format(m.host_cpus)})")
+    click.echo(f"cores handed out: {ncores} (on host CPUs {cpuset.format(host_cpus)})")
     click.echo(f"NUMA nodes:     {', '.join(f['numa_nodes']) or 'none reported'}")  # type: ignore[arg-type]
     click.echo(f"pidfd:          {'yes' if f['pidfd'] else 'no'}")
     click.echo(f"cgroup v2:      {f['cgroup_v2'] or 'not available (jobs are tracked by their shepherd)'}")

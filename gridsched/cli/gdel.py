@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from ..queue import check_cancel
+from ..view import check_cancel
 from .common import Command, spool_options
 from .jobctl import act, complete_job_ids
 

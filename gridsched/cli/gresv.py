@@ -58,7 +58,7 @@ def record(r: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def read(spool: Spool, ids: list[int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The reservations (and every job, for the bound ones) the spool knows of."""
-    from ..queue import QueueError, load_jobs
+    from ..view import QueueError, load_jobs
 
     try:
         return load(spool, ids), load_jobs(spool)

@@ -345,7 +345,7 @@ def _topology(path: str, ncores: int) -> Any:
 
 def _reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> Any:
     """The reservation list of --reservations, checked against the machine and --floating."""
-    from ..sim.resv import ResvFileError, ResvList, read
+    from ..sim.reservations import ResvFileError, ResvList, read
 
     totals: dict[str, int] = {}
     for item in floating:

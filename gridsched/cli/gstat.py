@@ -11,10 +11,10 @@ from typing import Any
 
 import click
 
-from .. import queue
+from .. import view
 from ..core.units import format_duration, format_size
 from ..jobs import JobState
-from ..queue import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
+from ..view import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
 from ..spool import Spool
 from .common import Command, ExitCode, fail, setup, spool_options
 from ..text import dumps, shown
@@ -56,10 +56,10 @@ def run_time(job: dict[str, Any], now: float) -> float:
 
 
 def load_jobs(spool: Spool, ids: list[int] | None = None) -> list[dict[str, Any]]:
-    """Every job the spool knows of (see :func:`gridsched.queue.load_jobs`); an unreadable db is an error."""
+    """Every job the spool knows of (see :func:`gridsched.view.load_jobs`); an unreadable db is an error."""
     try:
-        return queue.load_jobs(spool, ids)
-    except queue.QueueError as e:
+        return view.load_jobs(spool, ids)
+    except view.QueueError as e:
         fail(PROG, shown(e))
 
 
@@ -321,8 +321,8 @@ def cli(show_all: bool, user: str | None, full_id: str | None, tasks: bool, as_j
     s = setup(PROG, spool_dir, config_file)
     if full_id is not None:
         try:
-            ids = [queue.resolve(s.spool, full_id)]
-        except (LookupError, queue.QueueError) as e:
+            ids = [view.resolve(s.spool, full_id)]
+        except (LookupError, view.QueueError) as e:
             fail(PROG, shown(e))
     if resv_view:
         return show_reservations(s.spool, show_all, as_json)
@@ -350,12 +350,12 @@ def cli(show_all: bool, user: str | None, full_id: str | None, tasks: bool, as_j
 
         return gstat_tree.show(s.spool, jobs, as_json)
     if as_json:
-        doc = {"jobs": [record(queue.private(s.spool, j), now) for j in jobs], "daemon": daemon_record(s.spool)}
+        doc = {"jobs": [record(view.private(s.spool, j), now) for j in jobs], "daemon": daemon_record(s.spool)}
         click.echo(dumps(doc, indent=2))
     elif full_id is not None:
         from . import gstat_tree
 
-        job = queue.private(s.spool, jobs[0])
+        job = view.private(s.spool, jobs[0])
         gstat_tree.annotate(s.spool, job)
         print_full(job, now)
     else:

@@ -12,7 +12,7 @@ import os
 import click
 
 from .. import tree
-from ..queue import QueueError, load_jobs
+from ..view import QueueError, load_jobs
 from ..spool import Spool
 from .common import Command, ExitCode, fail, setup, spool_options
 

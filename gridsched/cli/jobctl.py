@@ -6,7 +6,7 @@ import os
 
 import click
 
-from .. import queue
+from .. import view
 from .common import ExitCode, fail, setup, warn
 from ..text import shown
 
@@ -44,15 +44,15 @@ def act(prog: str, kind: str, verb: str, job_ids: tuple[str, ...], spool_dir: st
     try:
         for ref in refs:
             try:
-                jid = queue.resolve(s.spool, ref)
+                jid = view.resolve(s.spool, ref)
             except LookupError as e:
                 missing.append(str(e))
                 continue
             if jid not in ids:
                 ids.append(jid)
                 named[jid] = ref
-        good, bad = queue.control(s.spool, kind, ids, os.getuid()) if ids else ([], [])
-    except queue.QueueError as e:
+        good, bad = view.control(s.spool, kind, ids, os.getuid()) if ids else ([], [])
+    except view.QueueError as e:
         fail(prog, shown(e))
     for why in missing:
         click.echo(f"{prog}: error: {shown(why)}", err=True)
@@ -69,8 +69,8 @@ def complete_job_ids(ctx: click.Context, param: click.Parameter, incomplete: str
     """Shell completion of job ids: the jobs not yet finished on the spool in force."""
     try:
         s = setup("gridsched", ctx.params.get("spool_dir"), ctx.params.get("config_file"))
-        jobs = queue.load_jobs(s.spool)
-    except (SystemExit, queue.QueueError, OSError):
+        jobs = view.load_jobs(s.spool)
+    except (SystemExit, view.QueueError, OSError):
         return []
     return [str(j["id"]) for j in jobs
-            if j["state"] not in queue.TERMINAL_STATES and str(j["id"]).startswith(incomplete)]
+            if j["state"] not in view.TERMINAL_STATES and str(j["id"]).startswith(incomplete)]

@@ -14,8 +14,8 @@ describe a bigger machine than the host for tests and demos.
 ``etc/topology.toml``) that :func:`gridsched.topology.parse` reads back to an
 equal map.
 
-A :class:`MachineMap` also answers what the flat ``gridsched.machine.Machine``
-answers (``ncores``, ``host_cpu``, ``host_set``), so a driver can use either.
+A :class:`MachineMap` answers what a driver asks of the machine (``ncores``,
+``host_cpu``, ``host_set``); a machine without a map is :func:`flat`.
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def board(board_id: int, cores: Iterable[int], siblings: Iterable[Iterable[int]]
 def flat(ncores: int, host_cpus: Iterable[int]) -> MachineMap:
     """One board of ``ncores`` cores without SMT; core i runs on host CPU ``host_cpus[i % n]``.
 
-    This is the map of the flat ``gridsched.machine.Machine``.
+    This is the map of a machine declared by its number of cores (``gridsched.topology.declared``).
     """
     host = tuple(host_cpus)
     if ncores <= 0 or not host:

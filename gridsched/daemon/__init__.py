@@ -10,5 +10,5 @@
 ``launch``      the shepherd: runs a job pinned, as its owner, and records how it ended
 ``jobfiles``    a job's directory, made by descriptor, never through a path a user can change
 ``recover``     finds jobs again after a restart
-``arrays``, ``split``, ``reserve``, ``tree``  arrays, splittable jobs, reservations, job trees
+``arrays``, ``split``, ``reservations``, ``tree``  arrays, splittable jobs, reservations, job trees
 """

@@ -20,7 +20,7 @@ from ..core.placement import claimed
 from ..core.types import Activate, Preempt, Snapshot, Start, StartTasks
 from ..jobenv import compat_env
 from ..jobs import JobState
-from . import arrays, jobfiles, launch, outcome, procs, reserve, split
+from . import arrays, jobfiles, launch, outcome, procs, reservations, split
 from .table import Rec
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def schedule(d: "Daemon", now: float) -> None:
     d.wake_at = plan.wake_at
     for dec in plan.decisions:
         if isinstance(dec, Activate):
-            reserve.activate(d, dec, now)
+            reservations.activate(d, dec, now)
             continue
         job = d.table.jobs.get(dec.job)
         if job is None:

@@ -32,7 +32,7 @@ from ..jobs import PRIVATE_KEYS, JobState
 from ..spool import Spool, atomic_write
 from ..state import StateDB
 from ..topology import load_machine
-from . import apply, handlers, outcome, intake, jobfiles, launch, reserve, split
+from . import apply, handlers, outcome, intake, jobfiles, launch, reservations, split
 from .executor import Processes, Stub
 from .table import JobTable, Rec
 from .tree import Trees
@@ -70,7 +70,7 @@ class Daemon:
         self.last_scan = 0.0
         self.last_forecast = 0.0
         self.pending_launches: list[tuple[Rec, launch.Launch]] = []
-        self.book = reserve.Book()
+        self.book = reservations.Book()
         self.trees = Trees(self)  # parent-child job trees (daemon/tree.py)
         self.budget: dict[int, int] = {}  # array throttles in the snapshot being built (see arrays.may_run)
         self.cancel_later: list[tuple[Rec, str]] = []  # never-satisfied dependencies found while building one
@@ -391,7 +391,7 @@ class Daemon:
         rec.kill_at = now + grace
 
     def timers(self, now: float) -> None:
-        reserve.timers(self, now)
+        reservations.timers(self, now)
         for rec in list(self.table.jobs.values()):
             if rec.shepherd is None:
                 continue
@@ -453,7 +453,7 @@ class Daemon:
             return
         self.table.begin()
         self.db.set_predicted((pred.get(w.id), w.id) for w in snap.pending)
-        reserve.set_predicted(self, pred, snap.now)
+        reservations.set_predicted(self, pred, snap.now)
 
 
 def serve(spool: Spool, cfg: configmod.Config, config_path: str | None = None) -> int:

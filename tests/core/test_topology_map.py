@@ -13,7 +13,7 @@ from gridsched import topology
 from gridsched.config import parse as parse_config
 from gridsched.core import cpuset
 from gridsched.core.topology import Board, MachineMap, TopologyError, board, flat, make
-from gridsched.machine import from_config
+from gridsched.topology import declared
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = sorted(os.sched_getaffinity(0))
@@ -47,9 +47,9 @@ def test_inconsistent_maps_are_refused(boards, host, why):
 
 def test_flat_map_matches_the_flat_machine():
     cfg = parse_config({"machine": {"cores": 5}})
-    fm = from_config(cfg)
-    m = flat(5, fm.host_cpus)
-    assert [m.host_cpu(c) for c in range(5)] == [fm.host_cpu(c) for c in range(5)]
+    ncores, host = declared(cfg)
+    m = flat(ncores, host)
+    assert [m.host_cpu(c) for c in range(5)] == [host[c % len(host)] for c in range(5)]
     assert len(m.boards) == 1 and m.smt() == 1
 
 

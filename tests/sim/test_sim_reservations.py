@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from gridsched.cli.gsim import main as gsim
 from gridsched.core.types import Params, Policy
 from gridsched.sim.engine import SimResv, simulate
-from gridsched.sim.resv import ResvFileError, read
+from gridsched.sim.reservations import ResvFileError, read
 from gridsched.sim.swf import read as read_trace
 from simtraces import swf_line
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import requests as rq
-from .. import reserve
+from .. import reservations
 from .ids import taken_again
 
 if TYPE_CHECKING:
@@ -15,4 +15,4 @@ if TYPE_CHECKING:
 def handle(d: Daemon, rcv: rq.Received, req: rq.ResvCreate) -> None:
     if taken_again(d, rcv, req.resv.id, "reservation"):
         return
-    reserve.create(d, req.resv, rcv.digest)
+    reservations.create(d, req.resv, rcv.digest)

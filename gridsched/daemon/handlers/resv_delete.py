@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import requests as rq
-from .. import reserve
+from .. import reservations
 
 if TYPE_CHECKING:
     from ..loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.ResvDelete) -> None:
-    reserve.delete(d, req.id, rcv.sender.uid, req.release)
+    reservations.delete(d, req.id, rcv.sender.uid, req.release)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ... import requests as rq
 from ...core.request import infeasible
 from ...jobs import JobState
-from .. import arrays, reserve, split
+from .. import arrays, reservations, split
 from .ids import taken_again
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
     if bad is None and job.walltime > d.cfg.max_walltime:
         bad = "walltime longer than the maximum"
     if bad is None:
-        bad = reserve.check_submit(d, spec, job.uid, job.user)
+        bad = reservations.check_submit(d, spec, job.uid, job.user)
     if bad is None:
         bad = d.trees.check_submit(spec)
     if bad:
