@@ -176,13 +176,19 @@ class Spool:
         return best + 1
 
     def highest_id(self) -> int:
-        """The highest job, reservation or request id the daemon has recorded (0 for none)."""
+        """The highest job, reservation or request id the daemon has recorded (0 for none).
+
+        ``OSError`` if the job table exists but cannot be read: an id chosen
+        without it could be someone's.
+        """
         if not self.db.exists():
             return 0
         import sqlite3
 
+        from .state import connect_ro
+
         try:
-            con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5)
+            con = connect_ro(self.db)
             try:
                 best = 0
                 for table in ("jobs", "reservations", "ids"):
@@ -194,8 +200,8 @@ class Spool:
                 return best
             finally:
                 con.close()
-        except sqlite3.Error:
-            return 0  # not created yet, or unreadable: the waiting requests still count
+        except sqlite3.Error as e:
+            raise OSError(errno.EIO, f"cannot read the job table {self.db}: {e}") from None
 
     def check_space(self) -> None:
         """``OSError`` (ENOSPC) if the spool's file system has too little room left for a request."""
@@ -260,7 +266,12 @@ class Spool:
             raise IdTaken(name) from None
         finally:
             os.unlink(tmp)
-        if self._taken_meanwhile(path):
+        try:
+            taken = self._taken_meanwhile(path)
+        except OSError:
+            path.unlink(missing_ok=True)  # cannot tell whether the id is ours: withdrawn
+            raise
+        if taken:
             raise IdTaken(name)
         self.wake()
         return path
@@ -285,8 +296,10 @@ class Spool:
             return False
         import sqlite3
 
+        from .state import connect_ro
+
         try:
-            con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5)
+            con = connect_ro(self.db)
             try:
                 for table in ("jobs", "reservations", "ids"):
                     try:
@@ -297,8 +310,8 @@ class Spool:
                 return False
             finally:
                 con.close()
-        except sqlite3.Error:
-            return False
+        except sqlite3.Error as e:
+            raise OSError(errno.EIO, f"cannot read the job table {self.db}: {e}") from None
 
     def submit(self, spec: dict[str, Any]) -> Path:
         """Publish the submission of the job spec ``spec`` under its id (:class:`IdTaken` if that is taken).

@@ -104,6 +104,31 @@ def _decode(row: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
     return d
 
 
+def connect_ro(path: str | Path) -> sqlite3.Connection:
+    """A read-only connection to the state db (``FileNotFoundError`` if there is none).
+
+    While the daemon runs, readers share its WAL index.  When it is down the
+    index is gone, and a user who may not write the spool cannot make one:
+    then the file is read as immutable, which is what it is until a daemon
+    starts (a read racing that start fails and is tried again by the caller).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(str(path))
+    tries = ("&immutable=1",) if os.statvfs(path).f_flag & os.ST_RDONLY else ("", "&immutable=1")
+    for i, extra in enumerate(tries):
+        conn = sqlite3.connect(f"file:{path}?mode=ro{extra}", uri=True, isolation_level=None)
+        try:
+            conn.execute("PRAGMA query_only=1")
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            conn.close()
+            if i == len(tries) - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 class StateDB:
     def __init__(self, path: str | Path, write: bool = False) -> None:
         self.path = Path(path)
@@ -120,13 +145,7 @@ class StateDB:
                 "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
         else:
-            if not self.path.exists():
-                raise FileNotFoundError(str(self.path))
-            uri = f"file:{self.path}?mode=ro"
-            if os.statvfs(self.path).f_flag & os.ST_RDONLY:
-                uri += "&immutable=1"  # a read-only file system: nobody writes, no WAL index can be made
-            self.conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-            self.conn.execute("PRAGMA query_only=1")
+            self.conn = connect_ro(self.path)
         self.conn.execute("PRAGMA busy_timeout=5000")
 
     def close(self) -> None:
