@@ -8,7 +8,7 @@ accepts the daemon accepts, refused with the same one line
 (:class:`Refused`).  Past :func:`parse` nothing trusts a number, string, id
 or path the user wrote: every field of every kind is checked for type, range
 and length, unknown fields are refused, the user and uid come from the
-sender, and the request is one of the frozen dataclasses below (one per kind;
+sender, and the request is one of the immutable named tuples below (one per kind;
 handlers match on them).
 
 Job and reservation ids are not taken from what a request claims: a request
@@ -27,8 +27,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 from .core import cpuset, depend
 from .text import shown
@@ -61,8 +60,7 @@ class Refused(ValueError):
     """A request that cannot be taken; the message is one line, safe to print and log."""
 
 
-@dataclass(frozen=True, slots=True)
-class Sender:
+class Sender(NamedTuple):
     """Who wrote a request, as the kernel says (never as the request says)."""
 
     uid: int
@@ -74,15 +72,13 @@ class Sender:
 # -- the requests --------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Split:
+class Split(NamedTuple):
     n: int
     ncpus: int
     task_time: int
 
 
-@dataclass(frozen=True, slots=True)
-class JobSpec:
+class JobSpec(NamedTuple):
     """A checked job submission (the keys of :data:`gridsched.jobs.SPEC_KEYS` and the optional ones)."""
 
     id: int
@@ -143,62 +139,52 @@ class JobSpec:
         return spec
 
 
-@dataclass(frozen=True, slots=True)
-class Submit:
+class Submit(NamedTuple):
     job: JobSpec
 
 
-@dataclass(frozen=True, slots=True)
-class Cancel:
+class Cancel(NamedTuple):
     jobs: tuple[int, ...]
     arrays: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Hold:
+class Hold(NamedTuple):
     jobs: tuple[int, ...]
     arrays: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Release:
+class Release(NamedTuple):
     jobs: tuple[int, ...]
     arrays: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Reload:
-    pass
+class Reload(NamedTuple):
+    """Read the configuration again (an admin's request)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Drain:
+class Drain(NamedTuple):
     cores: frozenset[int]
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class Undrain:
+class Undrain(NamedTuple):
     cores: frozenset[int]
 
 
-@dataclass(frozen=True, slots=True)
-class Yield:
+class Yield(NamedTuple):
     """A running job lends its cores to its children (gyield, gwait --yield)."""
 
     job: int
     until: tuple[int, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Resume:
+class Resume(NamedTuple):
     """A yielding job asks for its cores back (gresume)."""
 
     job: int
 
 
-@dataclass(frozen=True, slots=True)
-class ResvSpec:
+class ResvSpec(NamedTuple):
     id: int
     name: str
     user: str
@@ -219,13 +205,11 @@ class ResvSpec:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ResvCreate:
+class ResvCreate(NamedTuple):
     resv: ResvSpec
 
 
-@dataclass(frozen=True, slots=True)
-class ResvDelete:
+class ResvDelete(NamedTuple):
     id: int
     release: bool = False
 
@@ -234,14 +218,13 @@ Request = Union[Submit, Cancel, Hold, Release, Reload, Drain, Undrain, Yield, Re
 ADMIN_KINDS = ("reload", "drain", "undrain")
 
 
-@dataclass(frozen=True, slots=True)
-class Received:
+class Received(NamedTuple):
     """A parsed request with where it came from."""
 
     name: str  # the file's name in incoming/
     sender: Sender
     request: Request
-    digest: str = field(default="")  # of the file's bytes: tells a request read again from a new one
+    digest: str = ""  # of the file's bytes: tells a request read again from a new one
 
 
 # -- names ----------------------------------------------------------------------------
@@ -522,9 +505,7 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
 
 
 def _replace(spec: JobSpec, **kw: Any) -> JobSpec:
-    from dataclasses import replace
-
-    return replace(spec, **kw)
+    return spec._replace(**kw)
 
 
 def _resources(f: _Fields) -> tuple[tuple[str, int], ...]:
