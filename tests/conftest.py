@@ -178,3 +178,32 @@ def make_gs(tmp_path: Path):
 @pytest.fixture
 def gs(make_gs) -> Gridsched:
     return make_gs()
+
+
+@pytest.fixture
+def stub_daemon(tmp_path: Path):
+    """A factory: ``stub_daemon(config)`` gives a daemon object on a temporary spool with the stub executor
+    (nothing is forked; tests take its turns themselves); it is closed at teardown."""
+    from gridsched import config as configmod
+    from gridsched.daemon.executor import Stub
+    from gridsched.daemon.loop import Daemon
+    from gridsched.spool import Spool
+
+    made: list[Daemon] = []
+
+    def make(config: str) -> Daemon:
+        root = tmp_path / f"stub{len(made)}"
+        root.mkdir()
+        cfgfile = root / "gridsched.toml"
+        cfgfile.write_text(config)
+        spool = Spool(root / "spool")
+        spool.ensure()
+        d = Daemon(spool, configmod.load(str(cfgfile)), str(cfgfile), executor=Stub())
+        d.lock()
+        d.open()
+        made.append(d)
+        return d
+
+    yield make
+    for d in made:
+        d.close()

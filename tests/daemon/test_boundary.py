@@ -10,33 +10,21 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gridsched import config as configmod
 from gridsched import requests as rq
-from gridsched.daemon.executor import Stub
 from gridsched.daemon.loop import Daemon
-from gridsched.spool import Spool
 from tests.fuzz.test_requests import json_values, valid_job
 
 CONFIG = '[scheduler]\npolicy = "fcfs"\n[machine]\ncores = 4\n[daemon]\nautostart = false\n'
 
 
 @pytest.fixture
-def daemon(tmp_path: Path):
-    cfgfile = tmp_path / "gridsched.toml"
-    cfgfile.write_text(CONFIG)
-    spool = Spool(tmp_path / "spool")
-    spool.ensure()
-    d = Daemon(spool, configmod.load(str(cfgfile)), str(cfgfile), executor=Stub())
-    d.lock()
-    d.open()
-    yield d
-    d.close()
+def daemon(stub_daemon) -> Daemon:
+    return stub_daemon(CONFIG)
 
 
 def state(d: Daemon) -> tuple:

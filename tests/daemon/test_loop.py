@@ -12,16 +12,12 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
-from gridsched import config as configmod
 from gridsched import requests as rq
-from gridsched.daemon.executor import Stub
 from gridsched.daemon.loop import Daemon
 from gridsched.jobs import JobState
-from gridsched.spool import Spool
 from tests.fuzz.test_requests import valid_job
 
 CONFIG = """
@@ -40,16 +36,8 @@ autostart = false
 
 
 @pytest.fixture
-def d(tmp_path: Path):
-    cfgfile = tmp_path / "gridsched.toml"
-    cfgfile.write_text(CONFIG)
-    spool = Spool(tmp_path / "spool")
-    spool.ensure()
-    daemon = Daemon(spool, configmod.load(str(cfgfile)), str(cfgfile), executor=Stub())
-    daemon.lock()
-    daemon.open()
-    yield daemon
-    daemon.close()
+def d(stub_daemon) -> Daemon:
+    return stub_daemon(CONFIG)
 
 
 def submit(d: Daemon, now: float, **fields: object) -> int:
