@@ -896,7 +896,8 @@ def shared_system(env: Env) -> Iterable[System]:
 def system(shared_system: dict[str, System], env: Env) -> System:
     s = shared_system["system"]
     if not s.alive():
-        print(f"the module's daemon died in an earlier test ({s.why_dead()}); a new one on a fresh spool")
+        print(f"the module's daemon was stopped or died in an earlier test ({s.why_dead()}); "
+              "a new one on a fresh spool")
         s.cleanup()
         s = System(env, tag="mod")
         s.start()
