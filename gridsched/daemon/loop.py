@@ -432,7 +432,7 @@ class Daemon:
     ) -> None:
         """End a job (table) and carry out what follows: its tree, the splittable job it is a piece of."""
         self.table.end(rec, state, end, code, signal_, reason)
-        log.info("job %d %s%s", rec.id, state.value, f" ({reason})" if reason else "")
+        log.info("job %d %s%s", rec.id, state.value, f" ({rq.safe(reason, 300)})" if reason else "")
         self.trees.ended(rec, state, end)
         if rec.split_of is not None:
             split.piece_ended(self, rec, end)
@@ -474,10 +474,18 @@ def serve(spool: Spool, cfg: configmod.Config, config_path: str | None = None) -
     return 0
 
 
+class OneLine(logging.Formatter):
+    """Each record's message on one line, whatever a user wrote into it (its traceback, if any, follows)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        record.message = rq.safe(record.message, 4000)
+        return super().formatMessage(record)
+
+
 def _setup_logging(spool: Spool, level: str) -> None:
     root = logging.getLogger("gschedd")
     root.setLevel(level.upper())
     if not root.handlers:
         h = logging.FileHandler(spool.log)
-        h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        h.setFormatter(OneLine("%(asctime)s %(levelname)s %(message)s"))
         root.addHandler(h)
