@@ -440,7 +440,11 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             The job runs with the environment gsub was called with, plus GS_JOBID, GS_NCPUS, the
             cores it runs on, $GS_CHECKPOINT_DIR and $GS_RESTART_COUNT.  With compat.env = true in
             gridsched.toml (the default) it also sees SLURM_JOB_ID, SLURM_JOBID, SLURM_CPUS_ON_NODE,
-            SLURM_JOB_NAME, SLURM_SUBMIT_DIR, PBS_JOBID, PBS_JOBNAME, PBS_O_WORKDIR and NSLOTS."""),
+            SLURM_JOB_NAME, SLURM_SUBMIT_DIR, PBS_JOBID, PBS_JOBNAME, PBS_O_WORKDIR and NSLOTS.  It
+            runs with the umask gsub was called with, so its output and checkpoint files get the
+            modes the submitter's files would.  The job ends when its script ends: whatever the
+            script left running is killed, and the job's state and exit code are the script's (as
+            under Slurm)."""),
         "FILES": FILES,
         "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE], [
             ("with --wait", "The job's exit status; 128 + N if it was killed by signal N; 1 if it was cancelled "

@@ -72,7 +72,7 @@ def cli() -> None:
 @cli.command("reload")
 @spool_options
 def reload(spool_dir: str | None, config_file: str | None) -> int:
-    """Check the configuration file and ask the daemon to reload it."""
+    """Check the configuration file and ask the daemon to reload it (root or the spool's owner only)."""
     s = setup(PROG, spool_dir, config_file)  # refuses a bad file before the daemon sees it
     require_admin(s.spool, "reload")
     info = s.spool.daemon_info()
@@ -194,7 +194,8 @@ def drain(cores: frozenset[int], reason: str, spool_dir: str | None, config_file
 
     Drained cores take no new job; jobs running on them finish normally.  The
     request is written into the spool; the daemon carries it out (at once, or
-    when it starts) and gctl topology shows the cores as drained.
+    when it starts) and gctl topology shows the cores as drained.  Only root
+    and the spool's owner may drain and resume cores.
     """
     return _core_request("drain", cores, " ".join(reason.split()), spool_dir, config_file)
 
@@ -203,7 +204,7 @@ def drain(cores: frozenset[int], reason: str, spool_dir: str | None, config_file
 @click.argument("cores", type=CORES)
 @spool_options
 def resume(cores: frozenset[int], spool_dir: str | None, config_file: str | None) -> int:
-    """Put drained CORES (a cpu list such as 0-3,8) back in service."""
+    """Put drained CORES (a cpu list such as 0-3,8) back in service (root or the spool's owner only)."""
     return _core_request("resume", cores, "", spool_dir, config_file)
 
 
