@@ -18,7 +18,13 @@ Who runs on a core
     descendants, and P is *clear* (:func:`clear`) -- it may be resumed --
     only when it is on top of all its cores again: a parent is never
     resumed onto cores a task still uses.  A lender that is ``resuming``
-    lends no more.
+    lends no more.  A job is started on a lent core only if that order puts
+    it on top (:func:`on_top`): a lender started at this very instant (a
+    driver may run several passes at one instant, as ``gsim`` does) lends to
+    its descendants at once, but to a job that the tie-break puts below it
+    only once the clock has moved (the plan's ``wake_at`` says when) -- else
+    the stack would put the lender back on top of the job it lent to, and
+    neither could ever be clear.
 
 Who may use the cores lent by P (``Params.yield_affinity``)
     1. P's pending descendants (every affinity): the deepest first, then
@@ -26,7 +32,13 @@ Who may use the cores lent by P (``Params.yield_affinity``)
        descendants), then queue order;
     2. ``tree`` and ``none``: the other pending jobs of P's root tree, in
        queue order;
-    3. ``none``: every other pending job, in queue order.
+    3. ``none``: every other pending job that is the root of its tree (has
+       no parent), in queue order.  A child of another tree never runs on
+       P's cores: the cores of a tree are its root's, and a child taking
+       them from P's tree would make two trees each wait for cores the
+       other holds (each sitting on the other's cores, each waiting for
+       children that need them).  A root of another tree brings its own
+       tree, which nests on P's cores and ends on them.
 
     Jobs bound to a reservation, flexible reservations, splittable jobs and
     jobs with floating resources never run on lent cores.
@@ -55,8 +67,13 @@ Deadlock freedom
     of them.  As a child never asks for more cores than the root of its tree,
     and (while the root lives) the root's cores are among those lent, some
     pending job of the tree always fits, so a tree whose parents yield
-    always progresses, whatever the other jobs hold: no scheduling deadlock
-    when parents fill the machine.
+    always progresses: no scheduling deadlock when parents fill the machine.
+    This holds because trees never interleave on cores: only jobs of the
+    same tree, and (``none``) roots of other trees, run on a tree's lent
+    cores, and a job started on a core is above every job on it in the
+    stack order, so the trees on a core are stacked in the order they came
+    and the topmost tree, which waits for no other, always finishes and
+    gives the cores back to the one below.
 
 Preemption order (:func:`preempt_order`)
     With trees in the snapshot (``parents`` not empty): leaves first (jobs
@@ -69,6 +86,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from math import inf, nextafter
 
 from .placement import Reason, StatusMap, assign, usable
 from .types import Plan, Running, Snapshot, Start, Waiting, YieldAffinity
@@ -92,13 +110,20 @@ def root(parents: Mapping[int, int], job: int) -> int:
     return anc[-1] if anc else job
 
 
-def _key(r: Running, parents: Mapping[int, int]) -> tuple[float, int, int]:
+Key = tuple[float, int, int]
+
+
+def _key(r: Running, parents: Mapping[int, int]) -> Key:
     return (r.start, len(ancestors(parents, r.id)), r.id)
+
+
+def _keys(snap: Snapshot) -> dict[int, Key]:
+    return {r.id: _key(r, snap.parents) for r in snap.running}
 
 
 def tops(running: Iterable[Running], parents: Mapping[int, int]) -> dict[int, int]:
     """Core -> the job on top of it (see the module docstring)."""
-    best: dict[int, tuple[tuple[float, int, int], int]] = {}
+    best: dict[int, tuple[Key, int]] = {}
     for r in running:
         k = _key(r, parents)
         for c in r.cores:
@@ -126,7 +151,7 @@ def lent_tasks(snap: Snapshot) -> frozenset[int]:
     if not snap.lent:
         return frozenset()
     parents = snap.parents
-    low: dict[int, tuple[float, int, int]] = {}
+    low: dict[int, Key] = {}
     for r in snap.running:
         k = _key(r, parents)
         for c in r.cores:
@@ -160,28 +185,43 @@ def candidates(snap: Snapshot, lender: int) -> list[Waiting]:
     if affinity is YieldAffinity.TREE:
         return below + same
     taken.update(w.id for w in same)
-    return below + same + [w for w in pend if w.id not in taken and w.id != lender]
+    return below + same + [w for w in pend if w.id not in taken and w.id not in parents]
 
 
-def may_use(snap: Snapshot, w: Waiting, free: Mapping[int, frozenset[int]]) -> frozenset[int]:
-    """The lenders whose cores ``w`` may use (``free``: lender -> its free lent cores)."""
+def on_top(snap: Snapshot, w: Waiting, lender: int, keys: Mapping[int, Key] | None = None) -> bool:
+    """Whether ``w``, started now on a core ``lender`` is on top of, would be on top of it in the stack order.
+
+    It would unless ``lender`` started at this very instant (or, the clock
+    having gone back, later) and comes after ``w`` in the tie-break: then
+    ``w`` may use the lender's cores only once the clock has moved on (see
+    "Who runs on a core").  ``keys``: the stack order keys of the running
+    jobs, when the caller has them.
+    """
+    k = (_keys(snap) if keys is None else keys).get(lender)
+    return k is None or k < (snap.now, len(ancestors(snap.parents, w.id)), w.id)
+
+
+def may_use(snap: Snapshot, w: Waiting, free: Mapping[int, frozenset[int]],
+            keys: Mapping[int, Key] | None = None) -> frozenset[int]:
+    """The lenders whose free lent cores ``w`` may use now (``free``: lender -> its free lent cores)."""
     if not _may_lend(w):
         return frozenset()
     maps = [StatusMap(Reason.LENT, p, cores) for p, cores in free.items()]
     anc = ancestors(snap.parents, w.id)
-    out = {owner for _, owner in usable(maps, ancestors=anc)}
+    out = {int(owner) for _, owner in usable(maps, ancestors=anc)}
     affinity = snap.params.yield_affinity
-    if affinity is YieldAffinity.NONE:
-        out.update(p for p in free if p != w.id)
-    elif affinity is YieldAffinity.TREE:
+    if affinity is not YieldAffinity.DESCENDANT:
         top = root(snap.parents, w.id)
-        out.update(p for p in free if p != w.id and root(snap.parents, p) == top)
-    return frozenset(int(o) for o in out)
+        own_tree = affinity is YieldAffinity.TREE or w.id in snap.parents  # only a root is a guest
+        out.update(p for p in free if p != w.id and (not own_tree or root(snap.parents, p) == top))
+    keys = _keys(snap) if keys is None else keys
+    return frozenset(p for p in out if on_top(snap, w, p, keys))
 
 
 def lend(snap: Snapshot) -> tuple[Start, ...]:
     """The jobs started now on free lent cores (see the module docstring)."""
     free = lent_free(snap)
+    keys = _keys(snap)
     depth = {p: len(ancestors(snap.parents, p)) for p in free}
     starts: list[Start] = []
     started: set[int] = set()
@@ -192,9 +232,11 @@ def lend(snap: Snapshot) -> tuple[Start, ...]:
                 break
             if w.id in started:
                 continue
-            got = assign(snap.machine, own, w.ncpus, w.place) if w.ncpus <= len(own) else None
+            got = None
+            if w.ncpus <= len(own) and on_top(snap, w, lender, keys):
+                got = assign(snap.machine, own, w.ncpus, w.place)
             if got is None:
-                pool = frozenset().union(*(free[p] for p in may_use(snap, w, free)))
+                pool = frozenset().union(*(free[p] for p in may_use(snap, w, free, keys)))
                 got = assign(snap.machine, pool, w.ncpus, w.place) if w.ncpus <= len(pool) else None
             if got is None:
                 continue
@@ -219,13 +261,14 @@ def _unstall(snap: Snapshot, free: dict[int, frozenset[int]], started: set[int])
         return ()
     free = {**lent_free(snap, resuming=True), **free}  # resuming lenders' cores too
     out: list[Start] = []
+    keys = _keys(snap)
     pos = {w.id: i for i, w in enumerate(snap.pending)}
     for t in sorted(stalled):
         pend = [w for w in snap.pending if _may_lend(w) and w.id not in started and root(parents, w.id) == t]
         pend.sort(key=lambda w: (-len(ancestors(parents, w.id)), pos[w.id]))
         mine = [p for p in free if root(parents, p) == t]
         for w in pend:
-            pool = frozenset().union(*(free[p] for p in mine))
+            pool = frozenset().union(*(free[p] for p in mine if on_top(snap, w, p, keys)))
             got = assign(snap.machine, pool, w.ncpus, w.place) if w.ncpus <= len(pool) else None
             if got is None:
                 continue
@@ -254,11 +297,26 @@ def pool_view(snap: Snapshot, started: Iterable[int] = ()) -> Snapshot:
     )
 
 
+def retry_at(snap: Snapshot) -> float | None:
+    """When lenders that started at this instant (or later) may lend to jobs :func:`on_top` keeps off them now.
+
+    None when there is no such lender with free lent cores: the plan cannot
+    change by the clock moving past a lender's start.
+    """
+    if not snap.pending:
+        return None
+    keys = _keys(snap)
+    late = [k[0] for p, cores in lent_free(snap, resuming=True).items()
+            if cores and (k := keys.get(p)) is not None and k[0] >= snap.now]
+    return nextafter(min(late), inf) if late else None
+
+
 def schedule(snap: Snapshot, pool_pass: Callable[[Snapshot], Plan]) -> Plan:
     """Start jobs on free lent cores, then run ``pool_pass`` (the policy) on the rest."""
     starts = lend(snap)
     plan = pool_pass(pool_view(snap, (s.job for s in starts)))
-    return Plan(starts + plan.decisions, plan.head, plan.wake_at)
+    wake = [t for t in (plan.wake_at, retry_at(snap)) if t is not None]
+    return Plan(starts + plan.decisions, plan.head, min(wake) if wake else None)
 
 
 def preempt_order(snap: Snapshot, cands: Iterable[Running]) -> list[Running]:

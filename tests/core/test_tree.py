@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -10,9 +11,7 @@ from hypothesis import strategies as st
 
 from gridsched.core import tree
 from gridsched.core.policy import schedule
-from gridsched.core.types import (
-    HeadReservation, Lent, Params, Plan, Policy, Running, Snapshot, Waiting, YieldAffinity,
-)
+from gridsched.core.types import HeadReservation, Lent, Params, Plan, Policy, Running, Snapshot, Waiting, YieldAffinity
 
 FCFS = Params(policy=Policy.FCFS)
 
@@ -91,6 +90,39 @@ def test_affinity_for_a_job_of_another_tree(affinity, expect):
     assert starts(schedule(s)) == expect
 
 
+def test_under_none_only_a_root_of_another_tree_runs_on_lent_cores():
+    # root 1 lends core 0; root 5 computes on core 1 with a pending child 6 (1 core, it would fit); 9 is a root
+    params = replace(FCFS, yield_affinity=YieldAffinity.NONE)
+    s = snap([run(1, [0]), run(5, [1])], [wait(6), wait(9)], [Lent(1, frozenset({0}))], {6: 5}, params=params)
+    assert [w.id for w in tree.candidates(s, 1)] == [9]
+    assert tree.may_use(s, wait(6), tree.lent_free(s)) == frozenset()
+    assert tree.may_use(s, wait(9), tree.lent_free(s)) == {1}
+    assert starts(schedule(s)) == {9: (0,)}
+    # 6 is not a guest even when 9 is gone: its cores are its own root's
+    assert starts(schedule(replace(s, pending=(wait(6),)))) == {}
+
+
+def test_a_job_goes_on_lent_cores_only_if_the_stack_order_puts_it_on_top():
+    # root 1 and its child 2 started at this very instant (now=100) and lend: 1 cores 0-1, 2 core 0
+    params = replace(FCFS, yield_affinity=YieldAffinity.NONE)
+    parents = {2: 1}
+    running = [run(1, [0, 1], start=100.0), run(2, [0], start=100.0)]
+    lent = [Lent(1, frozenset({0, 1})), Lent(2, frozenset({0}))]
+    s = snap(running, [wait(7, 2)], lent, parents, params=params)
+    # a root 7 started on core 0 now would be under 2 (same start, 2 is deeper): it must not go there
+    assert tree.tops([*running, run(7, [0, 1], start=100.0)], parents) == {0: 2, 1: 7}
+    assert not tree.on_top(s, wait(7, 2), 2) and tree.on_top(s, wait(7, 2), 1)
+    plan = schedule(s)
+    assert starts(plan) == {} and plan.wake_at == math.nextafter(100.0, math.inf)  # a daemon tries again then
+    # 2's own child is deeper: it goes on top at once
+    assert starts(schedule(replace(s, pending=(wait(8),), parents={**parents, 8: 2}))) == {8: (0,)}
+    # once the clock has moved, 7 is on top of both cores
+    later = replace(s, now=101.0)
+    plan = schedule(later)
+    assert starts(plan) == {7: (0, 1)} and plan.wake_at is None
+    assert tree.tops([*running, run(7, [0, 1], start=101.0)], parents) == {0: 7, 1: 7}
+
+
 def test_descendants_come_before_other_jobs_even_under_none():
     params = replace(FCFS, yield_affinity=YieldAffinity.NONE)
     s = snap([run(1, [0]), run(2, [1])], [wait(9), wait(10)], [Lent(1, frozenset({0}))], {10: 1}, params=params)
@@ -142,7 +174,8 @@ def test_tasks_on_lent_cores_and_lenders_are_never_preempted_for_the_head():
 
 def test_preemption_order_leaves_first_deepest_then_latest():
     parents = {2: 1, 3: 2, 4: 1}
-    cands = [run(1, [0], start=5), run(2, [1], start=9), run(3, [2], start=1), run(4, [3], start=3), run(5, [4, 5], start=2)]
+    cands = [run(1, [0], start=5), run(2, [1], start=9), run(3, [2], start=1), run(4, [3], start=3),
+             run(5, [4, 5], start=2)]
     s = snap([], [], parents=parents)
     assert [r.id for r in tree.preempt_order(s, cands)] == [3, 4, 5, 2, 1]
     # without trees: most cores first, then most recently started
@@ -219,7 +252,16 @@ def test_lent_cores_go_to_allowed_jobs_and_no_core_is_given_twice(s):
         if on_lent:
             assert set(d.cores) <= lent_now  # never split between lent cores and the pool
             allowed = tree.may_use(s, by_id[d.job], free_lent)
-            assert set(d.cores) <= frozenset().union(*(free_lent[p] for p in allowed))
+            if not set(d.cores) <= frozenset().union(*(free_lent[p] for p in allowed)):
+                # Not by the affinity: then by the rule that unstalls a tree (module docstring of
+                # gridsched.core.tree, "Deadlock freedom"), which this check long left out: a tree whose
+                # running jobs all lend pools the free lent cores of all its lenders (e.g. a child on the
+                # core its sibling lends, both children of a root whose core the sibling sits on).
+                top = tree.root(s.parents, d.job)
+                lenders = {lent.parent for lent in s.lent}
+                assert all(r.id in lenders for r in s.running if tree.root(s.parents, r.id) == top)
+                mine = [c for p, c in tree.lent_free(s, resuming=True).items() if tree.root(s.parents, p) == top]
+                assert set(d.cores) <= frozenset().union(*mine)
             if s.params.yield_affinity is YieldAffinity.DESCENDANT:
                 assert allowed <= set(tree.ancestors(s.parents, d.job))
         else:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gridsched.core.types import Params, Policy, YieldAffinity
@@ -74,9 +74,26 @@ def workloads(draw):
     return jobs
 
 
+# Root 7 of another tree, started (none affinity) on cores lent by root 1 and by its child 2, all at one
+# instant: the stack order used to put 2 back above 7 on 2's core, so 7 could never resume and 6 never fit.
+TIE = [TreeJob(1, None, 0.0, 3, 1000.0, 0.0), TreeJob(2, 1, 0.0, 1, 1000.0, 0.0),
+       TreeJob(3, 1, 0.0, 1, 1000.0, 0.0), TreeJob(4, 1, 0.0, 1, 1000.0, 1.0),
+       TreeJob(5, 1, 0.0, 1, 1000.0, 0.0), TreeJob(6, 2, 0.0, 3, 1000.0, 0.0),
+       TreeJob(7, None, 0.0, 2, 1000.0, 0.0), TreeJob(8, 7, 0.0, 1, 1000.0, 0.0)]
+# Root 5 runs on cores lent by root 1; 3, a grandchild of 1, used to be started on 5's lent core 2 and 7, a
+# child of 5, on 3's: tree 1 then waited for core 1 under 5, tree 5 for core 2 under 3.
+INTERLEAVED = [TreeJob(1, None, 0.0, 3, 1000.0, 0.0), TreeJob(2, 1, 0.0, 1, 1000.0, 100.0),
+               TreeJob(3, 2, 5.0, 1, 1000.0, 0.0), TreeJob(4, 3, 0.0, 3, 1000.0, 0.0),
+               TreeJob(5, None, 0.0, 2, 1000.0, 1.0), TreeJob(6, 5, 1.0, 1, 1000.0, 50.0),
+               TreeJob(7, 5, 1.0, 2, 1000.0, 0.0)]
+
+
 @settings(max_examples=150, deadline=None)
 @given(workloads(), st.integers(2, 6), st.sampled_from(list(YieldAffinity)),
        st.sampled_from([Policy.FCFS, Policy.EASY, Policy.CONSERVATIVE, Policy.CHECKPOINT_BACKFILL]))
+@example(jobs=TIE, ncores=3, affinity=YieldAffinity.NONE, policy=Policy.FCFS)
+@example(jobs=INTERLEAVED, ncores=3, affinity=YieldAffinity.NONE, policy=Policy.FCFS)
+@example(jobs=INTERLEAVED, ncores=3, affinity=YieldAffinity.NONE, policy=Policy.EASY)
 def test_yielding_trees_never_deadlock(jobs, ncores, affinity, policy):
     if max(j.ncpus for j in jobs) > ncores:
         return
@@ -98,4 +115,5 @@ def test_gsim_tree_command(tmp_path):
     assert doc["no-yield"]["deadlock"] is True and doc["no-yield"]["makespan"] is None
     w.write_text("1,,0,1\n")
     r = subprocess.run([str(BIN / "gsim"), "tree", str(w), "--cores", "2"], capture_output=True, text=True)
-    assert r.returncode == 1 and r.stderr == f"gsim: error: {w}:1: 4 fields, expected 6 (id,parent,submit,ncpus,walltime,run)\n"
+    assert r.returncode == 1
+    assert r.stderr == f"gsim: error: {w}:1: 4 fields, expected 6 (id,parent,submit,ncpus,walltime,run)\n"
