@@ -367,7 +367,7 @@ TREES = para("""
     A parent waits for its children with gwait(1).  gwait --yield (or gyield(1) and gresume(1))
     lends its cores meanwhile: it stays in memory, idle, and the scheduler runs other tasks on its
     cores -- its descendants, the deepest first, then as scheduler.yield_affinity allows (tree:
-    jobs of the same tree, none: any job).  A task that may run on either a lent or a free core is
+    jobs of the same tree, none: any job that is the root of its tree).  A task that may run on either a lent or a free core is
     put on the lent one; a task on a lent core needs no allocation of its own, holds it until it
     ends and is never preempted for the parent.  When the children have ended (or on gresume) no
     new task starts on the cores, and the parent gets them back when the tasks still running there
