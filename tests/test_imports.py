@@ -349,3 +349,12 @@ def test_no_import_cycles_at_module_level():
     assert not new, "module-level import cycles:\n" + "\n".join(cycle_path(c, g) for c in new)
     gone = [c for c in KNOWN_CYCLES if c not in found]
     assert not gone, f"cycles gone, take them out of KNOWN_CYCLES: {gone}"
+
+
+def test_nothing_imports_the_daemons_loop():
+    """The loop drives the daemon's parts; they never reach back into it when they run (a type hint may
+    name the Daemon).  Only the command that starts the daemon imports it."""
+    g = graph()
+    users = sorted({e.src for edges in g.values() for e in edges
+                    if e.dst == "gridsched.daemon.loop" and not e.typing_only})
+    assert users == ["gridsched.cli.gschedd"], users

@@ -426,6 +426,21 @@ class Daemon:
         rec.pgid = None
         rec.ticks = None
 
+    def cancel(self, rec: Rec, now: float, why: str) -> None:
+        """Cancel a job: a waiting one ends now with ``why``; a running one is signalled (SIGTERM, grace,
+        SIGKILL; a suspended one is killed) and ends CANCELLED when its shepherd reports it gone."""
+        if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
+            self.end(rec, JobState.CANCELLED, now, reason=why)
+        elif rec.shepherd is not None and rec.stop != "cancel":
+            rec.stop = "cancel"
+            if rec.state is JobState.SUSPENDED:
+                self.ex.signal(rec.shepherd, rec.pgid, signal.SIGKILL)
+                self.ex.signal(rec.shepherd, rec.pgid, signal.SIGCONT)
+            else:
+                self.terminate(rec, now, signal.SIGTERM, self.cfg.kill_grace)
+            self.table.save(rec)
+        self.dirty = True
+
     def end(
         self, rec: Rec, state: JobState, end: float, code: int | None = None,
         signal_: int | None = None, reason: str = "",

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -269,23 +268,10 @@ class Trees:
             for jid in below:
                 child = self.d.table.jobs.get(jid)
                 if child is not None:
-                    self._cancel(child, now, why)
+                    self.d.cancel(child, now, why)
         self.d.dirty = True
 
     def _edges(self, jid: int) -> dict[int, int]:
         """The parent links of the live children of ``jid`` (which has just left the live jobs)."""
         return {j: jid for j in self.d.table.jobs if self.parent.get(j) == jid}
 
-    def _cancel(self, rec: Rec, now: float, why: str) -> None:
-        d = self.d
-        if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
-            d.table.dequeue(rec)
-            d.end(rec, JobState.CANCELLED, now, reason=why)
-        elif rec.shepherd is not None and rec.stop != "cancel":
-            rec.stop = "cancel"
-            if rec.state is JobState.SUSPENDED:
-                self.d.ex.signal(rec.shepherd, rec.pgid, signal.SIGKILL)
-                self.d.ex.signal(rec.shepherd, rec.pgid, signal.SIGCONT)
-            else:
-                d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
-            d.table.save(rec)
