@@ -180,7 +180,8 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     return Config(
         path=path,
         params=Params(policy=policy, p=p, threshold=float(threshold), predictor=predictor,
-                      preempt_for_fixed=preempt_fixed, yield_affinity=affinity),
+                      preempt_for_fixed=preempt_fixed, yield_affinity=affinity,
+                      cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool)),
         default_walltime=default_wt,
         max_walltime=max_wt,
         default_ncpus=ncpus,

@@ -140,6 +140,8 @@ from dataclasses import replace
 from math import inf
 
 from . import multi, tree
+from .eligible import eligibility
+from .preempt import victims
 from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
 from .ends import USER as _USER
@@ -193,9 +195,22 @@ def take(snap: Snapshot, free: frozenset[int] | None, w: Waiting) -> tuple[tuple
 
 
 def schedule(snap: Snapshot) -> Plan:
-    """Decide what to start (and, under checkpoint-backfill, preempt) now."""
+    """Decide what to start (and, under checkpoint-backfill, preempt) now.
+
+    Only the pending jobs that may be scheduled now are looked at
+    (:func:`gridsched.core.eligible.eligibility`); the plan says why the others
+    wait and cancels those whose dependencies can never be met, if so set.
+    """
+    pending, reasons, cancels = eligibility(snap)
+    if pending is snap.pending:
+        return _schedule(snap)
+    plan = _schedule(replace(snap, pending=pending))
+    return replace(plan, decisions=(*cancels, *plan.decisions), reasons=reasons)
+
+
+def _schedule(snap: Snapshot) -> Plan:
     if snap.lent:  # yielding parents: tasks on their cores first (gridsched.core.tree)
-        return tree.schedule(snap, schedule)
+        return tree.schedule(snap, _schedule)
     if snap.floating or snap.reservations:
         return multi.schedule(snap)
     policy = snap.params.policy
@@ -221,6 +236,9 @@ def forecast(snap: Snapshot) -> dict[int, float]:
     one ahead of it.  Only the head's time is a promise; the others are
     estimates, like ``squeue --start``.
     """
+    pending, _, _ = eligibility(snap)
+    if pending is not snap.pending:
+        snap = replace(snap, pending=pending)
     if snap.floating or snap.reservations:
         return multi.forecast(snap)
     params = snap.params
@@ -229,7 +247,7 @@ def forecast(snap: Snapshot) -> dict[int, float]:
     if params.policy is Policy.CONSERVATIVE:
         _conservative(snap, out)
         return out
-    plan = schedule(snap)
+    plan = _schedule(snap)
     starts = {s.job: s for s in plan.starts}
     preempted = {p.job for p in plan.preempts}
     ckpt = params.policy is Policy.CHECKPOINT_BACKFILL
@@ -424,16 +442,12 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> Plan:
     gone: set[int] = set()
     if ckpt and now >= shadow:
         short = need - nfree - sum(r.ncpus for r in running if r.stopping)
-        if short > 0:
+        coming = free.union(*(r.cores for r in running if r.stopping)) if free is not None else frozenset()
+        if short > 0 or (free is not None and take(snap, coming, head) is None):
             cands = [r for r in running if r.backfilled and r.preemptable and not r.stopping]
-            if sum(r.ncpus for r in cands) >= short:
-                cands = tree.preempt_order(snap, cands)
-                for r in cands:
-                    preempts.append(Preempt(r.id))
-                    gone.add(r.id)
-                    short -= r.ncpus
-                    if short <= 0:
-                        break
+            for r in victims(snap, cands, head, coming, short) or ():
+                preempts.append(Preempt(r.id))
+                gone.add(r.id)
     # Cores free at the shadow time beyond the head's need.  Once the reservation time
     # has come, only cores truly free or coming free (stopping, preempted) count.
     if shadow > now:

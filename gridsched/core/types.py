@@ -12,6 +12,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .depend import Dep
     from .placement import Request
     from .topology import MachineMap
 
@@ -55,6 +56,9 @@ class Params:
     preempt_for_fixed: bool = False
     # Which pending job may run on cores a yielding parent lends ([scheduler] yield_affinity).
     yield_affinity: YieldAffinity = YieldAffinity.DESCENDANT
+    # A job whose dependencies can never be met is cancelled (True) or waits with the reason
+    # ([dependencies] cancel_never_satisfied; see gridsched.core.eligible).
+    cancel_never_satisfied: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,12 @@ class Waiting:
     # A splittable job (its ``ncpus`` is one wave: as many sub-tasks as fit on
     # the machine, times their cores); None for any other job.
     split: SplitInfo | None = None
+    # Eligibility (gridsched.core.eligible): the job's name (for singleton), its
+    # dependencies, and the array it is a task of with that array's %MAX.
+    name: str = ""
+    deps: tuple[Dep, ...] = ()
+    array: int | None = None
+    array_max: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +135,8 @@ class Running:
     # Running inside this reservation (its resources are the reservation's, not
     # the machine's free ones) while the reservation is active.
     bind: int | None = None
+    name: str = ""  # for singleton dependencies of later jobs
+    array: int | None = None  # the array it is a task of (array throttles)
 
     @property
     def end(self) -> float:
@@ -192,6 +204,9 @@ class Snapshot:
     # job that has one, and the cores running parents lend while they yield.
     parents: Mapping[int, int] = field(default_factory=dict)
     lent: tuple[Lent, ...] = ()
+    # The state (PENDING, RUNNING, COMPLETED, ...) of every job a pending job's
+    # dependencies name; a job missing here is unknown.
+    states: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +266,15 @@ class StartTasks:
     end: float = 0.0
 
 
-Decision = Start | Preempt | Activate | StartTasks
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Cancel pending job ``job`` for ``reason`` (its dependencies can never be met)."""
+
+    job: int
+    reason: str
+
+
+Decision = Start | Preempt | Activate | StartTasks | Cancel
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +282,8 @@ class Plan:
     decisions: tuple[Decision, ...] = ()
     head: HeadReservation | None = None
     wake_at: float | None = None  # call schedule() again at this time at the latest
+    # Why pending jobs that may not be scheduled yet wait (dependencies, array throttles).
+    reasons: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def starts(self) -> tuple[Start, ...]:

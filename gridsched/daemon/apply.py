@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .. import requests as rq
 from ..core import cpuset, depend
 from ..core import policy as corepolicy
 from ..core.placement import claimed
-from ..core.types import Activate, Preempt, Snapshot, Start, StartTasks
+from ..core.types import Activate, Cancel, Preempt, Snapshot, Start, StartTasks
 from ..jobenv import compat_env
 from ..jobs import JobState
-from . import arrays, jobfiles, launch, outcome, procs, reservations, split
+from . import jobfiles, launch, outcome, procs, reservations, split
 from .table import Rec
 
 if TYPE_CHECKING:
@@ -35,11 +36,12 @@ def snapshot(d: "Daemon", now: float) -> Snapshot:
     for r in running:
         used.update(r.cores)
         used.update(r.held)
+    queued = [rec for rec in (d.table.jobs[i] for i in d.table.queue) if offered(rec)]
     return d.trees.annotate(Snapshot(
         now=now,
         ncores=d.machine.ncores,
         running=tuple(r.running() for r in running),
-        pending=d.book.merge(tuple(d.table.jobs[i].waiting() for i in d.table.queue if eligible(d, d.table.jobs[i]))),
+        pending=d.book.merge(tuple(r.waiting() for r in queued)),
         params=d.cfg.params,
         free=d.all_cores - used - d.book.reserved_cores(),
         head=d.head,
@@ -47,58 +49,50 @@ def snapshot(d: "Daemon", now: float) -> Snapshot:
         floating=d.cfg.floating,
         reservations=d.book.core(),
         machine=d.machine,
+        states=dep_states(d, [r for r in queued if r.deps]),
     ))
 
 
-def eligible(d: "Daemon", rec: Rec) -> bool:
-    """Whether a pending job may be offered to the core now: its dependencies hold, its array's throttle
-    leaves room (``d.budget``, set afresh for each snapshot), a splittable job has sub-tasks left."""
-    if rec.split is not None and not rec.split.get("left"):
-        return False  # every sub-task went to pieces: it ends with the last of them (split.piece_ended)
-    if not deps_ready(d, rec):
-        return False
-    return rec.array_max is None or arrays.may_run(d, rec, d.budget)
+def offered(rec: Rec) -> bool:
+    """Whether a queued job is offered to the core: all but a splittable job whose every sub-task went to
+    pieces (it ends with the last of them, split.piece_ended)."""
+    return rec.split is None or bool(rec.split.get("left"))
 
 
-def deps_ready(d: "Daemon", rec: Rec) -> bool:
-    """Whether a pending job's dependencies let it start now (evaluated by the core's rules)."""
-    if not rec.deps:
-        return True
-    states: dict[int, str] = {}
-    for jid in depend.job_ids(rec.deps):
-        live = d.table.jobs.get(jid)
-        if live is not None:
-            states[jid] = live.state.value
-        else:
-            row = d.db.conn.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
-            if row is not None:
-                states[jid] = row[0]
-    names = [r.name for r in d.table.jobs.values() if r.id < rec.id and r.uid == rec.uid and r.state is not JobState.HELD]
-    st = depend.status(rec.deps, states, names, rec.name)
-    if st.verdict == "ready":
-        if rec.reason:
-            rec.reason = ""
-            d.table.save(rec, reason="")
-        return True
-    if st.verdict == "never" and d.cfg.cancel_never_satisfied and rec.shepherd is None:
-        d.cancel_later.append((rec, st.reason))
-        return False
-    if rec.reason != st.reason:
-        rec.reason = st.reason
-        d.table.save(rec, reason=st.reason)
-    return False
+def dep_states(d: "Daemon", pending: list[Rec]) -> dict[int, str]:
+    """The state of every job the dependencies of ``pending`` name (live, else from the table)."""
+    out: dict[int, str] = {}
+    for rec in pending:
+        for jid in depend.job_ids(rec.deps):
+            if jid in out:
+                continue
+            live = d.table.jobs.get(jid)
+            if live is not None:
+                out[jid] = live.state.value
+            else:
+                row = d.db.conn.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
+                if row is not None:
+                    out[jid] = row[0]
+    return out
+
+
+def note_reasons(d: "Daemon", reasons: Mapping[int, str]) -> None:
+    """Record why jobs with dependencies or an array throttle wait (and clear it once they may start)."""
+    for jid in d.table.queue:
+        rec = d.table.jobs[jid]
+        if not rec.deps and rec.array_max is None:
+            continue
+        why = reasons.get(jid, "")
+        if rec.reason != why:
+            rec.reason = why
+            d.table.save(rec, reason=why)
 
 
 def schedule(d: "Daemon", now: float) -> None:
     d.dirty = False
     d.trees.settle()
-    d.cancel_later = []
-    d.budget = {}
     plan = corepolicy.schedule(snapshot(d, now))
-    for rec, why in d.cancel_later:
-        if rec.id in d.table.jobs and rec.state is JobState.PENDING:
-            d.table.dequeue(rec)
-            d.end(rec, JobState.CANCELLED, now, reason=why)
+    note_reasons(d, plan.reasons)
     d.head = plan.head
     d.wake_at = plan.wake_at
     for dec in plan.decisions:
@@ -109,7 +103,10 @@ def schedule(d: "Daemon", now: float) -> None:
         if job is None:
             log.error("plan names unknown job %d", dec.job)
             continue
-        if isinstance(dec, Start):
+        if isinstance(dec, Cancel):
+            if job.state is JobState.PENDING and job.shepherd is None:
+                d.end(job, JobState.CANCELLED, now, reason=dec.reason)
+        elif isinstance(dec, Start):
             start(d, job, dec, now)
         elif isinstance(dec, Preempt):
             preempt(d, job, now)
@@ -155,7 +152,11 @@ def start(d: "Daemon", rec: Rec, dec: Start, now: float) -> None:
         return
     rec.state = JobState.RUNNING
     rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "boards": boards})
-    d.table.save(rec)
+    if rec.reason:  # why it waited
+        rec.reason = ""
+        d.table.save(rec, reason="")
+    else:
+        d.table.save(rec)
     d.pending_launches.append((rec, spec))
 
 

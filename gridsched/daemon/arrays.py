@@ -12,10 +12,10 @@ with ``[compat] env``).  The tasks share one script file (hard links).  After
 that a task is a job like any other: it is cancelled, held, started and
 accounted on its own.
 
-The throttle: at most ``array_max`` tasks of an array run at once.  The
-daemon leaves the others out of the snapshot's pending list, as it does for
-jobs whose dependencies do not hold yet: in one snapshot, only the first
-``array_max`` minus running tasks in queue order are offered to the core.
+The throttle: at most ``array_max`` tasks of an array run at once.  Each
+task's ``Waiting`` carries its array and ``array_max``; the core
+(:mod:`gridsched.core.eligible`) offers only the first ``array_max`` minus
+running tasks in queue order to the policy.
 """
 
 from __future__ import annotations
@@ -29,11 +29,8 @@ from ..jobs import JobState
 
 if TYPE_CHECKING:
     from .loop import Daemon
-    from .table import Rec
 
 log = logging.getLogger("gschedd")
-
-RUNNING = (JobState.RUNNING, JobState.STOPPING)
 
 
 def take_in(d: Daemon, job: dict[str, Any], user: str, state: JobState, reason: str) -> None:
@@ -57,22 +54,6 @@ def take_in(d: Daemon, job: dict[str, Any], user: str, state: JobState, reason: 
         if shared is script:
             shared = d.spool.job_dir(tid) / "script"
     log.info("array %d: %d tasks (%s), job ids %d to %d", first, len(idx), spec.text, ids[0], ids[-1])
-
-
-def may_run(d: Daemon, rec: Rec, budget: dict[int, int]) -> bool:
-    """Whether a pending task of a throttled array may be offered to the core in this snapshot.
-
-    ``budget`` is the snapshot's memo: array id -> tasks that may still be
-    offered (its ``array_max`` minus its running tasks, less those offered).
-    """
-    aid = rec.array_id
-    assert aid is not None and rec.array_max is not None
-    left = budget.get(aid)
-    if left is None:
-        running = sum(1 for r in d.table.jobs.values() if r.array_id == aid and r.state in RUNNING)
-        left = rec.array_max - running
-    budget[aid] = left - 1 if left > 0 else left
-    return left > 0
 
 
 def members(d: Daemon, arrays: list[int]) -> list[int]:

@@ -15,6 +15,7 @@ import errno
 import fcntl
 import json
 import logging
+import math
 import os
 import selectors
 import signal
@@ -72,8 +73,6 @@ class Daemon:
         self.pending_launches: list[tuple[Rec, launch.Launch]] = []
         self.book = reservations.Book()
         self.trees = Trees(self)  # parent-child job trees (daemon/tree.py)
-        self.budget: dict[int, int] = {}  # array throttles in the snapshot being built (see arrays.may_run)
-        self.cancel_later: list[tuple[Rec, str]] = []  # never-satisfied dependencies found while building one
         self.senders = intake.Senders(admin_uids(spool.root))
         self.id_high = 0  # the highest id in use (requests.ID_WINDOW)
         self.full_logged = False
@@ -456,19 +455,31 @@ class Daemon:
     def forecast(self) -> None:
         self.table.forecast_dirty = False
         self.last_forecast = time.time()
-        fc = getattr(corepolicy, "forecast", None)
-        if fc is None:
-            return
-        self.budget = {}
         snap = apply.snapshot(self, self.last_forecast)
         try:
-            pred = fc(snap)
+            pred = corepolicy.forecast(snap)
         except Exception:  # noqa: BLE001 - a forecast is advice; it never stops the daemon
             log.exception("forecast failed")
             return
         self.table.begin()
-        self.db.set_predicted((pred.get(w.id), w.id) for w in snap.pending)
+        self.db.set_predicted((_finite(pred.get(w.id)), w.id) for w in snap.pending)
+        for w in snap.pending:
+            rec = self.table.jobs.get(w.id)
+            if rec is None or (rec.reason and not rec.reason.startswith(NEVER)):
+                continue  # a reservation's entry, or a job that waits for another reason
+            why = NEVER if pred.get(w.id) == math.inf else ""
+            if rec.reason != why:
+                rec.reason = why
+                self.table.save(rec, reason=why)
         reservations.set_predicted(self, pred, snap.now)
+
+
+NEVER = "can never start with the cores now in service (see gctl topology)"
+
+
+def _finite(t: float | None) -> float | None:
+    """A predicted time as the job table keeps it: never (infinity) is no time."""
+    return t if t is None or math.isfinite(t) else None
 
 
 def serve(spool: Spool, cfg: configmod.Config, config_path: str | None = None) -> int:

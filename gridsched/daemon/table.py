@@ -87,6 +87,7 @@ class Rec:
             w = self._waiting = Waiting(
                 self.id, self.ncpus, self.remaining(), self.preemptable, self.user, self.elapsed,
                 self.resources, self.resv, place=self.place, split=split_info(self.split),
+                name=self.name, deps=self.deps, array=self.array_id, array_max=self.array_max,
             )
         return w
 
@@ -95,6 +96,7 @@ class Rec:
             self.id, self.ncpus, self.start or 0.0, self.remaining() if self.start else 0.0,
             self.cores, self.backfilled, self.preemptable, self.planned,
             self.state is JobState.STOPPING or self.stop is not None, self.user, self.resources, self.resv,
+            name=self.name, array=self.array_id,
         )
 
     def run_info(self) -> dict[str, Any]:

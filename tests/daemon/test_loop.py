@@ -180,3 +180,32 @@ def test_a_job_ends_with_its_state_and_nothing_is_left(d):
     d.turn(t + 2)
     assert all(state(d, j) == JobState.COMPLETED.value for j in jobs)
     assert d.table.jobs == {} and d.table.queue == []
+
+
+def test_a_job_that_can_never_start_is_said_so_and_has_no_predicted_start(d):
+    t = time.time()
+    request(d, "drain", cores="4-7", reason="fan")
+    a = submit(d, t, ncpus=5)
+    d.turn(t, scan=True)
+    d.forecast()
+    d.table.commit()
+    row = d.db.job(a)
+    assert row["predicted_start"] is None and "can never start" in row["reason"]
+    request(d, "undrain", cores="4-7")
+    d.turn(t + 1, scan=True)
+    d.forecast()
+    d.table.commit()
+    assert state(d, a) == "RUNNING" and d.db.job(a)["reason"] == ""
+
+
+def test_dependencies_are_judged_by_the_core_and_their_reason_recorded(d):
+    t = time.time()
+    a = submit(d, t, ncpus=8, walltime=60)
+    b = submit(d, t, depend=f"afterok:{a}")
+    c = submit(d, t, depend=f"afternotok:{a}")
+    d.turn(t, scan=True)
+    assert "waiting for dependency" in d.db.job(b)["reason"]
+    end(d, a, t + 1, exit_code=0)
+    d.turn(t + 1)
+    assert state(d, b) == "RUNNING" and d.db.job(b)["reason"] == ""
+    assert state(d, c) == "PENDING" and "never satisfied" in d.db.job(c)["reason"]

@@ -1,0 +1,76 @@
+"""Which pending jobs may be scheduled now: dependencies and array throttles (pure).
+
+Both drivers hand the core every pending job; before any policy looks at the
+queue, :func:`eligibility` keeps those that may start now and says why each
+other one waits:
+
+* a job's dependencies (:mod:`gridsched.core.depend`) are evaluated against
+  ``Snapshot.states`` (the state of every job they name) and, for
+  ``singleton``, the jobs of the same user and name queued or running ahead
+  of it;
+* a task of a throttled array (``Waiting.array_max``) is offered only while
+  fewer than ``array_max`` tasks of its array run, counting the tasks offered
+  before it in queue order;
+* a job whose dependencies can never be met is cancelled with the reason
+  (a :class:`~gridsched.core.types.Cancel` decision) when
+  ``Params.cancel_never_satisfied`` is set, as Slurm's
+  ``kill_invalid_depend``; otherwise it waits with that reason, as Slurm's
+  DependencyNeverSatisfied.
+
+The reasons end up in ``Plan.reasons`` (job id -> why it waits); a job that
+may start has none from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from . import depend
+from .types import Cancel, Snapshot, Waiting
+
+
+def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tuple[Cancel, ...]]:
+    """The pending jobs that may be scheduled now (in queue order), why each other one waits, and the
+    jobs to cancel because their dependencies can never be met."""
+    pending = snap.pending
+    if not any(w.deps or w.array_max is not None for w in pending):
+        return pending, {}, ()
+    running_arrays: dict[int, int] = {}
+    for r in snap.running:
+        if r.array is not None:
+            running_arrays[r.array] = running_arrays.get(r.array, 0) + 1
+    names = _queued_names(snap)
+    keep: list[Waiting] = []
+    reasons: dict[int, str] = {}
+    cancels: list[Cancel] = []
+    for w in pending:
+        if w.deps:
+            earlier = any(i < w.id for i in names.get(w.user, {}).get(w.name, ()))
+            st = depend.status(w.deps, snap.states, (w.name,) if earlier else (), w.name)
+            if st.verdict == "never" and snap.params.cancel_never_satisfied:
+                cancels.append(Cancel(w.id, st.reason))
+                continue
+            if st.verdict != "ready":
+                reasons[w.id] = st.reason
+                continue
+        if w.array is not None and w.array_max is not None:
+            n = running_arrays.get(w.array, 0)
+            if n >= w.array_max:
+                reasons[w.id] = f"array {w.array}: {w.array_max} tasks already running (%{w.array_max})"
+                continue
+            running_arrays[w.array] = n + 1
+        keep.append(w)
+    return tuple(keep), reasons, tuple(cancels)
+
+
+def _queued_names(snap: Snapshot) -> Mapping[str, Mapping[str, list[int]]]:
+    """user -> job name -> ids of the user's queued or running jobs of that name (for singleton)."""
+    out: dict[str, dict[str, list[int]]] = {}
+    if not any(any(d.kind == "singleton" for d in w.deps) for w in snap.pending):
+        return out
+    for r in snap.running:
+        out.setdefault(r.user, {}).setdefault(r.name, []).append(r.id)
+    for w in snap.pending:
+        out.setdefault(w.user, {}).setdefault(w.name, []).append(w.id)
+    return out
+
