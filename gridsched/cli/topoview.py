@@ -27,6 +27,7 @@ HOLDING = ("RUNNING", "STOPPING")
 @dataclass(slots=True)
 class Marks:
     jobs: dict[int, int] = field(default_factory=dict)  # core -> job id
+    held: dict[int, int] = field(default_factory=dict)  # core -> job that holds it unused (SMT sibling, board)
     drained: frozenset[int] = frozenset()
     drain_reason: str = ""
     reserved: dict[int, str] = field(default_factory=dict)  # core -> reservation
@@ -51,6 +52,10 @@ def read_marks(spool: Spool) -> Marks:
             for job in db.jobs(states=HOLDING):
                 for c in _cores(job["cores"]):
                     marks.jobs[c] = job["id"]
+                held = (job.get("run") or {}).get("held") or ()
+                for c in held if isinstance(held, list) else ():
+                    if isinstance(c, int):
+                        marks.held[c] = job["id"]
             meta = db.meta()
         finally:
             db.close()
@@ -76,15 +81,19 @@ def read_marks(spool: Spool) -> Marks:
 
 
 def core_states(machine: MachineMap, marks: Marks) -> list[dict[str, Any]]:
-    """Per core: ``core``, ``host_cpu``, ``state`` (free | job | drained | reserved: the first
-    that applies, in that order of job, drained, reserved), ``job``, ``drained``, ``reserved``."""
+    """Per core: ``core``, ``host_cpu``, ``state`` (free | job | held | drained | reserved: the first
+    that applies, in that order), ``job``, ``held_by`` (the job that keeps the core idle: an SMT sibling
+    of a ``--threads-per-core 1`` job, the rest of an ``--exclusive-board`` job's board), ``drained``,
+    ``reserved``: the machine's status maps as the scheduler sees them."""
     out = []
     for c in machine.cores():
         job = marks.jobs.get(c)
+        held = marks.held.get(c) if job is None else None
         drained = c in marks.drained
         resv = marks.reserved.get(c)
-        state = "job" if job is not None else "drained" if drained else "reserved" if resv is not None else "free"
-        out.append({"core": c, "host_cpu": machine.host_cpu(c), "state": state, "job": job,
+        state = ("job" if job is not None else "held" if held is not None else "drained" if drained
+                 else "reserved" if resv is not None else "free")
+        out.append({"core": c, "host_cpu": machine.host_cpu(c), "state": state, "job": job, "held_by": held,
                     "drained": drained, "reserved": resv})
     return out
 
@@ -101,7 +110,7 @@ def view(machine: MachineMap, states: list[dict[str, Any]], marks: Marks, membin
             "distance": list(machine.distance[i]),
             "physical_cores": [{"threads": [states[c] for c in g]} for g in b.siblings],
         })
-    counts = {k: sum(1 for s in states if s["state"] == k) for k in ("free", "job", "drained", "reserved")}
+    counts = {k: sum(1 for s in states if s["state"] == k) for k in ("free", "job", "held", "drained", "reserved")}
     return {
         "summary": machine.summary(),
         "ncores": machine.ncores,
@@ -123,11 +132,13 @@ def _label(s: dict[str, Any]) -> tuple[str, str]:
     parts = []
     if s["job"] is not None:
         parts.append(f"job {s['job']}")
+    if s.get("held_by") is not None:
+        parts.append(f"held by job {s['held_by']}")
     if s["drained"]:
         parts.append("drained" if s["job"] is None else "draining")
     if s["reserved"] is not None:
         parts.append(f"reserved {shown(s['reserved'])}")
-    colour = {"free": "green", "job": "cyan", "drained": "red", "reserved": "yellow"}[s["state"]]
+    colour = {"free": "green", "job": "cyan", "held": "blue", "drained": "red", "reserved": "yellow"}[s["state"]]
     return (", ".join(parts) or "free"), colour
 
 
@@ -140,8 +151,8 @@ def tree_lines(data: dict[str, Any]) -> list[str]:
     tty = sys.stdout.isatty()
     c = data["counts"]
     head = Text(f"machine: {shown(data['summary'])}", style="bold")
-    head.append(f"  free {c['free']}, busy {c['job']}, drained {c['drained']}, reserved {c['reserved']}",
-                style="")
+    head.append(f"  free {c['free']}, busy {c['job']}, held {c['held']}, drained {c['drained']}, "
+                f"reserved {c['reserved']}", style="")
     root = Tree(head)
     for b in data["boards"]:
         info = [f"cores {b['cores']}"]

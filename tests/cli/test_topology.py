@@ -42,7 +42,7 @@ def test_topology_of_a_flat_machine_with_jobs_drained_and_reserved_cores(env, ru
     expect = ["free", "drained", "drained", "reserved", "reserved", "free"]
     assert [s[c]["state"] for c in (5, 6, 7, 8, 9, 10)] == expect
     assert s[8]["reserved"] == "R1"
-    assert data["counts"] == {"free": MACHINE_CORES - 9, "job": 5, "drained": 2, "reserved": 2}
+    assert data["counts"] == {"free": MACHINE_CORES - 9, "job": 5, "held": 0, "drained": 2, "reserved": 2}
     assert data["drained"] == {"cores": "3,6-7", "reason": "fan"}
 
     r = run(gctl.cli, ["topology"])
@@ -112,3 +112,16 @@ def test_drain_refuses_unknown_cores_and_bad_lists(env, spool, run):
     r = run(gctl.cli, ["drain", ""])
     assert r.exit_code == 2 and "no cores" in r.stderr
     assert not spool.incoming.exists() or not list(spool.incoming.iterdir())
+
+
+def test_topology_shows_the_cores_a_job_holds_idle(env, run, put_rows, make_row):
+    """A --threads-per-core 1 job keeps its cores' SMT siblings idle: they are held, not free."""
+    row = make_row(3, state="RUNNING", cores="0-1", ncpus=2)
+    row["run"] = {"held": [2, 3]}
+    put_rows(row)
+    data = json.loads(run(gctl.cli, ["topology", "--json"]).stdout)
+    s = states(data)
+    assert [s[c]["state"] for c in range(5)] == ["job", "job", "held", "held", "free"]
+    assert s[2]["held_by"] == 3 and data["counts"]["held"] == 2
+    out = run(gctl.cli, ["topology"]).stdout
+    assert "held by job 3" in out and "held 2" in out
