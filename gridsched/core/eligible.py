@@ -33,7 +33,7 @@ def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tu
     """The pending jobs that may be scheduled now (in queue order), why each other one waits, and the
     jobs to cancel because their dependencies can never be met."""
     pending = snap.pending
-    if not any(w.deps or w.array_max is not None for w in pending):
+    if not snap.gated or not any(w.deps or w.array_max is not None for w in pending):
         return pending, {}, ()
     running_arrays: dict[int, int] = {}
     for r in snap.running:

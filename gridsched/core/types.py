@@ -207,6 +207,9 @@ class Snapshot:
     # The state (PENDING, RUNNING, COMPLETED, ...) of every job a pending job's
     # dependencies name; a job missing here is unknown.
     states: Mapping[int, str] = field(default_factory=dict)
+    # False: the driver knows no pending job has dependencies or an array
+    # throttle, so eligibility need not look (gsim on a plain trace).
+    gated: bool = True
 
 
 @dataclass(frozen=True, slots=True)

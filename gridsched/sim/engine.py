@@ -312,9 +312,9 @@ def simulate(
                 passes += 1
                 if rv_live or flo or machine is not None:
                     snap = Snapshot(now, ncores, run_tuple, tuple(pending), params, free_set, head, history, flo,
-                                    tuple(rv_live.values()), machine)
+                                    tuple(rv_live.values()), machine, gated=False)
                 else:
-                    snap = Snapshot(now, ncores, run_tuple, tuple(pending), params, None, head, history)
+                    snap = Snapshot(now, ncores, run_tuple, tuple(pending), params, None, head, history, gated=False)
                 plan = schedule(snap)
                 head = plan.head
                 w = plan.wake_at

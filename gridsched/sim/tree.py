@@ -217,6 +217,7 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
                 pending=tuple(Waiting(j, by_id[j].ncpus, by_id[j].walltime, user="") for j in queue),
                 parents=parents,
                 lent=tuple(Lent(p, frozenset(running[p]), r) for p, r in sorted(lent.items())),
+                gated=False,  # trees without dependencies or arrays
             )
             plan = schedule(snap)
             head = plan.head
