@@ -52,8 +52,9 @@ def parse(text: str, max_size: int = DEFAULT_MAX_SIZE) -> ArraySpec:
     max_running = None
     if pct:
         if not limit.strip().isdigit() or int(limit) <= 0:
-            raise ArrayError(f"'{raw}': %{limit.strip()}: the number of tasks running at once must be a positive "
-                             "whole number")
+            raise ArrayError(
+                f"'{raw}': %{limit.strip()}: the number of tasks running at once must be a positive whole number"
+            )
         max_running = int(limit)
     if not body.strip():
         raise ArrayError(f"'{raw}': no indices before %")
@@ -72,8 +73,7 @@ def parse(text: str, max_size: int = DEFAULT_MAX_SIZE) -> ArraySpec:
         if hi < lo:
             raise ArrayError(f"{at}: the range ends before it starts")
         if hi >= max_size:
-            raise ArrayError(f"'{raw}': index {hi} is too large (indices go up to {max_size - 1}, "
-                             "jobs.max_array_size)")
+            raise ArrayError(f"'{raw}': index {hi} is too large (indices go up to {max_size - 1}, jobs.max_array_size)")
         seen.update(range(lo, hi + 1, step))
     return ArraySpec(tuple(sorted(seen)), max_running)
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from .config import Config, ConfigError, load
 from .core.units import UnitError, parse_duration, parse_size
-from .view import TERMINAL_STATES, QueueError, control, load_jobs, private
 from .spool import Spool, default_root
 from .submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
+from .view import TERMINAL_STATES, QueueError, control, load_jobs, private
 
 __all__ = ["Client", "GridschedError", "Job", "WaitTimeout"]
 
@@ -60,11 +60,22 @@ class Job:
     def from_row(cls, row: dict[str, Any]) -> Job:
         spec = row.get("spec") or {}
         return cls(
-            id=row["id"], name=row["name"], user=row["user"], state=row["state"], ncpus=row["ncpus"],
-            walltime=row["walltime"], cores=row.get("cores") or "", exit_code=row.get("exit_code"),
-            exit_signal=row.get("exit_signal"), reason=row.get("reason") or "", submit_time=row["submit_time"],
-            start_time=row.get("start_time"), end_time=row.get("end_time"), restarts=row.get("restarts", 0),
-            stdout=spec.get("stdout", ""), stderr=spec.get("stderr", ""),
+            id=row["id"],
+            name=row["name"],
+            user=row["user"],
+            state=row["state"],
+            ncpus=row["ncpus"],
+            walltime=row["walltime"],
+            cores=row.get("cores") or "",
+            exit_code=row.get("exit_code"),
+            exit_signal=row.get("exit_signal"),
+            reason=row.get("reason") or "",
+            submit_time=row["submit_time"],
+            start_time=row.get("start_time"),
+            end_time=row.get("end_time"),
+            restarts=row.get("restarts", 0),
+            stdout=spec.get("stdout", ""),
+            stderr=spec.get("stderr", ""),
         )
 
 
@@ -122,8 +133,18 @@ class Client:
             mb = mem if isinstance(mem, int) or mem is None else parse_size(mem)
             if ncpus < 1:
                 raise GridschedError(f"ncpus {ncpus}: must be at least 1")
-            opts = Options(name=name, ncpus=ncpus, walltime=wt, mem=mb, output=output, error=error, chdir=chdir,
-                           hold=hold, checkpoint=checkpoint, depend=depend)
+            opts = Options(
+                name=name,
+                ncpus=ncpus,
+                walltime=wt,
+                mem=mb,
+                output=output,
+                error=error,
+                chdir=chdir,
+                hold=hold,
+                checkpoint=checkpoint,
+                depend=depend,
+            )
             spec = submit(self.spool, self.config, sc, opts, tuple(args), env=env)
         except (SubmitError, UnitError) as e:
             raise GridschedError(str(e)) from None
@@ -182,4 +203,3 @@ class Client:
     def release(self, job_id: int) -> None:
         """Release the held job ``job_id`` (as grls)."""
         self._control("release", job_id)
-

@@ -114,7 +114,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
                 raise bad(table, key, "must be positive")
             return v
         if not isinstance(v, str):
-            raise bad(table, key, "must be a duration such as \"30m\"")
+            raise bad(table, key, 'must be a duration such as "30m"')
         try:
             return parse_duration(v)
         except UnitError as e:
@@ -179,9 +179,15 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         raise bad("jobs", "max_array_size", "must be a whole number from 1 to 4000000")
     return Config(
         path=path,
-        params=Params(policy=policy, p=p, threshold=float(threshold), predictor=predictor,
-                      preempt_for_fixed=preempt_fixed, yield_affinity=affinity,
-                      cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool)),
+        params=Params(
+            policy=policy,
+            p=p,
+            threshold=float(threshold),
+            predictor=predictor,
+            preempt_for_fixed=preempt_fixed,
+            yield_affinity=affinity,
+            cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
+        ),
         default_walltime=default_wt,
         max_walltime=max_wt,
         default_ncpus=ncpus,
@@ -214,8 +220,10 @@ def _floating(table: Any, path: str) -> dict[str, int]:
     out = {}
     for name, n in table.items():
         if not FLOATING_NAME.match(name):
-            raise ConfigError(f"{path}: resources.floating.{name}: not a resource name "
-                              "(a letter, then letters, digits, '_', '.', '-')")
+            raise ConfigError(
+                f"{path}: resources.floating.{name}: not a resource name "
+                "(a letter, then letters, digits, '_', '.', '-')"
+            )
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ConfigError(f"{path}: resources.floating.{name} = {n!r}: must be a whole number of at least 1")
         out[name] = n
@@ -224,6 +232,8 @@ def _floating(table: Any, path: str) -> dict[str, int]:
 
 def _system(system: bool, autostart: bool, path: str) -> bool:
     if system and autostart:
-        raise ConfigError(f"{path}: daemon.system = true needs daemon.autostart = false "
-                          "(users must not start daemons of their own on the system spool)")
+        raise ConfigError(
+            f"{path}: daemon.system = true needs daemon.autostart = false "
+            "(users must not start daemons of their own on the system spool)"
+        )
     return system

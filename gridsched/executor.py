@@ -42,8 +42,16 @@ class GridschedExecutor(Executor):
     :meth:`Client.submit`.
     """
 
-    def __init__(self, ncpus: int = 1, walltime: str | int = "10m", *, spool: str | None = None,
-                 config: str | None = None, directory: str | None = None, **submit_options: Any) -> None:
+    def __init__(
+        self,
+        ncpus: int = 1,
+        walltime: str | int = "10m",
+        *,
+        spool: str | None = None,
+        config: str | None = None,
+        directory: str | None = None,
+        **submit_options: Any,
+    ) -> None:
         self.client = Client(spool, config)
         self.ncpus = ncpus
         self.walltime = walltime
@@ -67,13 +75,18 @@ class GridschedExecutor(Executor):
             n = self._seq
         src, dst = self.dir / f"call-{n}.in", self.dir / f"call-{n}.out"
         src.write_bytes(pickle.dumps((fn, args, kwargs)))
-        cmd = " ".join(shlex.quote(x) for x in (sys.executable, "-m", "gridsched.executor_worker", str(src),
-                                                 str(dst)))
+        cmd = " ".join(shlex.quote(x) for x in (sys.executable, "-m", "gridsched.executor_worker", str(src), str(dst)))
         name = getattr(fn, "__name__", "call")
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "call"
-        job = self.client.submit(command=cmd, ncpus=self.ncpus, walltime=self.walltime, name=name,
-                                 output=str(self.dir / f"call-{n}.log"), error=str(self.dir / f"call-{n}.log"),
-                                 **self.options)
+        job = self.client.submit(
+            command=cmd,
+            ncpus=self.ncpus,
+            walltime=self.walltime,
+            name=name,
+            output=str(self.dir / f"call-{n}.log"),
+            error=str(self.dir / f"call-{n}.log"),
+            **self.options,
+        )
         fut = _JobFuture(self, job.id, dst)
         with self._lock:
             self._live[job.id] = fut

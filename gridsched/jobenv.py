@@ -30,8 +30,12 @@ def array_env(array_id: int, index: int, indices: tuple[int, ...], compat: bool)
     env = {"GS_ARRAY_JOB_ID": aid, "GS_ARRAY_TASK_ID": idx, "GS_ARRAY_TASK_COUNT": str(len(indices))}
     if compat:
         env.update(
-            SLURM_ARRAY_JOB_ID=aid, SLURM_ARRAY_TASK_ID=idx, SLURM_ARRAY_TASK_COUNT=str(len(indices)),
-            SLURM_ARRAY_TASK_MIN=str(indices[0]), SLURM_ARRAY_TASK_MAX=str(indices[-1]),
-            PBS_ARRAY_ID=aid, PBS_ARRAY_INDEX=idx,
+            SLURM_ARRAY_JOB_ID=aid,
+            SLURM_ARRAY_TASK_ID=idx,
+            SLURM_ARRAY_TASK_COUNT=str(len(indices)),
+            SLURM_ARRAY_TASK_MIN=str(indices[0]),
+            SLURM_ARRAY_TASK_MAX=str(indices[-1]),
+            PBS_ARRAY_ID=aid,
+            PBS_ARRAY_INDEX=idx,
         )
     return env

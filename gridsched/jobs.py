@@ -67,17 +67,17 @@ SPEC_KEYS = {
 SPEC_OPTIONAL_KEYS = {
     "parent": "int: the job this one is a child of (gsub inside a job, --parent; see docs/trees.md)",
     "recoverable": "bool: if the job fails, is cancelled or times out, its subtree is held, not cancelled "
-                   "(gsub --recoverable)",
+    "(gsub --recoverable)",
     "resources": "dict[str, int]: floating resources (gsub -l NAME=COUNT), name -> units",
     "reservation": "int: the reservation the job is bound to (gsub --reservation)",
     "wait_resv": "bool: with reservation, wait for its cores instead of being refused (gsub --wait-resv)",
     "array": "str: a submitted array's range (gsub --array, canonical form of gridsched.arrays); the daemon "
-             "takes it in as one job per index, whose specs have the three keys below instead",
+    "takes it in as one job per index, whose specs have the three keys below instead",
     "array_id": "int: the array a task belongs to (the job id of its first task)",
     "array_index": "int: the task's index in its array",
     "array_max": "int: most tasks of the array running at once (the %MAX of the range)",
     "split": "dict: a splittable job (gsub --split): n sub-tasks of ncpus cores and task_time seconds each; "
-             "the daemon adds left, the indices not yet run or taken out",
+    "the daemon adds left, the indices not yet run or taken out",
     "split_of": "int: a piece of a splittable job: the job its sub-tasks were taken from",
     "split_chains": "list[list[int]]: a piece's sub-task indices, one list per chain of ncpus cores, run in order",
     "split_task": "dict: a piece's sub-tasks: n, ncpus and task_time of the job it was taken from",

@@ -27,7 +27,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 from .core import cpuset, depend
 from .text import shown
@@ -115,11 +115,26 @@ class JobSpec(NamedTuple):
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
         spec: dict[str, Any] = {
-            "id": self.id, "name": self.name, "user": self.user, "uid": self.uid, "gid": self.gid,
-            "ncpus": self.ncpus, "walltime": self.walltime, "mem": self.mem, "checkpoint": self.checkpoint,
-            "hold": self.hold, "depend": self.depend, "script": self.script, "args": list(self.args),
-            "workdir": self.workdir, "stdout": self.stdout, "stderr": self.stderr, "env": dict(self.env),
-            "submit_time": self.submit_time, "submit_dir": self.submit_dir, "umask": self.umask,
+            "id": self.id,
+            "name": self.name,
+            "user": self.user,
+            "uid": self.uid,
+            "gid": self.gid,
+            "ncpus": self.ncpus,
+            "walltime": self.walltime,
+            "mem": self.mem,
+            "checkpoint": self.checkpoint,
+            "hold": self.hold,
+            "depend": self.depend,
+            "script": self.script,
+            "args": list(self.args),
+            "workdir": self.workdir,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "env": dict(self.env),
+            "submit_time": self.submit_time,
+            "submit_dir": self.submit_dir,
+            "umask": self.umask,
         }
         if self.parent is not None:
             spec["parent"] = self.parent
@@ -134,8 +149,9 @@ class JobSpec(NamedTuple):
         if self.split is not None:
             spec["split"] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
         if self.place is not None or self.threads_per_core or self.exclusive_board:
-            spec.update(place=self.place or "pack", threads_per_core=self.threads_per_core,
-                        exclusive_board=self.exclusive_board)
+            spec.update(
+                place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
+            )
         return spec
 
 
@@ -199,9 +215,17 @@ class ResvSpec(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id, "name": self.name, "user": self.user, "uid": self.uid, "ncpus": self.ncpus,
-            "duration": self.duration, "start": self.start, "resources": dict(self.resources),
-            "users": list(self.users), "kill": self.kill, "create_time": self.create_time,
+            "id": self.id,
+            "name": self.name,
+            "user": self.user,
+            "uid": self.uid,
+            "ncpus": self.ncpus,
+            "duration": self.duration,
+            "start": self.start,
+            "resources": dict(self.resources),
+            "users": list(self.users),
+            "kill": self.kill,
+            "create_time": self.create_time,
         }
 
 
@@ -214,7 +238,7 @@ class ResvDelete(NamedTuple):
     release: bool = False
 
 
-Request = Union[Submit, Cancel, Hold, Release, Reload, Drain, Undrain, Yield, Resume, ResvCreate, ResvDelete]
+Request = Submit | Cancel | Hold | Release | Reload | Drain | Undrain | Yield | Resume | ResvCreate | ResvDelete
 ADMIN_KINDS = ("reload", "drain", "undrain")
 
 
@@ -338,8 +362,9 @@ class _Fields:
             raise self.bad(key, "must be true or false")
         return v
 
-    def text(self, key: str, limit: int, required: bool = True, control: bool = False,
-             default: str | None = None) -> Any:
+    def text(
+        self, key: str, limit: int, required: bool = True, control: bool = False, default: str | None = None
+    ) -> Any:
         v = self._take(key, required)
         if v is None:
             return default
@@ -473,7 +498,9 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         if not isinstance(sp, dict):
             raise f.bad("split", "must be an object")
         g = _Fields(sp, "job: split")
-        split = Split(g.integer("n", 1, MAX_COUNT), g.integer("ncpus", 1, MAX_COUNT), g.integer("task_time", 1, MAX_SECONDS))
+        split = Split(
+            g.integer("n", 1, MAX_COUNT), g.integer("ncpus", 1, MAX_COUNT), g.integer("task_time", 1, MAX_SECONDS)
+        )
         g.done()
         if split.ncpus > ncpus or split.task_time > walltime:
             raise f.bad("split", "has a sub-task larger than the job")
@@ -486,15 +513,36 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
     res = _resources(f)
     resv = f.integer("reservation", 1, MAX_ID, required=False)
     spec = JobSpec(
-        id=jid, name=name, user=user, uid=uid, gid=gid, ncpus=ncpus, walltime=walltime, mem=mem,
-        checkpoint=checkpoint, hold=hold, depend=depend.normalize(deps), script=script, args=args,
-        workdir=f.path("workdir"), stdout=f.path("stdout"), stderr=f.path("stderr"), env=tuple(env),
+        id=jid,
+        name=name,
+        user=user,
+        uid=uid,
+        gid=gid,
+        ncpus=ncpus,
+        walltime=walltime,
+        mem=mem,
+        checkpoint=checkpoint,
+        hold=hold,
+        depend=depend.normalize(deps),
+        script=script,
+        args=args,
+        workdir=f.path("workdir"),
+        stdout=f.path("stdout"),
+        stderr=f.path("stderr"),
+        env=tuple(env),
         submit_time=f.number("submit_time", 0, MAX_TIME) or 0.0,
         submit_dir=f.path("submit_dir", required=False) or "",
         umask=f.integer("umask", 0, 0o777, required=False, default=0o022),
-        parent=f.integer("parent", 1, MAX_ID, required=False), recoverable=f.flag("recoverable", required=False),
-        resources=res, reservation=resv, wait_resv=f.flag("wait_resv", required=False), array=array,
-        split=split, place=place, threads_per_core=tpc, exclusive_board=f.flag("exclusive_board", required=False),
+        parent=f.integer("parent", 1, MAX_ID, required=False),
+        recoverable=f.flag("recoverable", required=False),
+        resources=res,
+        reservation=resv,
+        wait_resv=f.flag("wait_resv", required=False),
+        array=array,
+        split=split,
+        place=place,
+        threads_per_core=tpc,
+        exclusive_board=f.flag("exclusive_board", required=False),
     )
     if "\0" in spec.script:
         raise f.bad("script", "holds a NUL character")
@@ -607,9 +655,16 @@ def _resv_create(f: _Fields, new_id: int, sender: Sender) -> ResvCreate:
             raise g.bad("users", f"holds {safe(repr(u), 60)}, which is not a user name")
         users.append(u)
     resv = ResvSpec(
-        id=rid, name=name, user=user, uid=uid, ncpus=g.integer("ncpus", 1, MAX_COUNT),
-        duration=g.integer("duration", 1, MAX_SECONDS), start=g.number("start", 0, MAX_TIME, required=False),
-        resources=_resources(g), users=tuple(users), kill=g.flag("kill", required=False) if "kill" in raw else True,
+        id=rid,
+        name=name,
+        user=user,
+        uid=uid,
+        ncpus=g.integer("ncpus", 1, MAX_COUNT),
+        duration=g.integer("duration", 1, MAX_SECONDS),
+        start=g.number("start", 0, MAX_TIME, required=False),
+        resources=_resources(g),
+        users=tuple(users),
+        kill=g.flag("kill", required=False) if "kill" in raw else True,
         create_time=g.number("create_time", 0, MAX_TIME, required=False) or 0.0,
     )
     g.done()

@@ -107,8 +107,9 @@ def parse_start(text: str, now: float) -> float:
     return when
 
 
-def check_request(ncpus: int, duration: int, resources: Mapping[str, int], ncores: int,
-                  floating: Mapping[str, int], max_duration: int) -> None:
+def check_request(
+    ncpus: int, duration: int, resources: Mapping[str, int], ncores: int, floating: Mapping[str, int], max_duration: int
+) -> None:
     """Refuse a reservation that can never be had, with the reason."""
     if ncpus < 1:
         raise ResvError(f"ncpus {ncpus}: at least 1 core is needed")
@@ -117,8 +118,10 @@ def check_request(ncpus: int, duration: int, resources: Mapping[str, int], ncore
     if duration <= 0:
         raise ResvError(f"duration {duration}: must be positive")
     if duration > max_duration:
-        raise ResvError(f"duration {format_duration(duration)} is longer than the maximum "
-                        f"{format_duration(max_duration)} (reservations.max_duration)")
+        raise ResvError(
+            f"duration {format_duration(duration)} is longer than the maximum "
+            f"{format_duration(max_duration)} (reservations.max_duration)"
+        )
     for name, count in resources.items():
         if name not in floating:
             raise ResvError(f"resource '{name}': unknown floating resource")
@@ -133,11 +136,22 @@ def from_request(req: dict[str, Any]) -> dict[str, Any]:
     """A reservation row for a create request the daemon has not taken in yet."""
     r = req.get("resv") or {}
     return {
-        "id": r.get("id"), "state": RState.WAITING.value, "user": r.get("user", ""), "uid": r.get("uid"),
-        "name": r.get("name", ""), "ncpus": r.get("ncpus"), "resources": r.get("resources") or {},
-        "duration": r.get("duration"), "start": r.get("start"), "create_time": r.get("create_time"),
-        "activate_time": None, "end_time": None, "predicted": None, "cores": "",
-        "users": r.get("users") or [], "kill": bool(r.get("kill", True)),
+        "id": r.get("id"),
+        "state": RState.WAITING.value,
+        "user": r.get("user", ""),
+        "uid": r.get("uid"),
+        "name": r.get("name", ""),
+        "ncpus": r.get("ncpus"),
+        "resources": r.get("resources") or {},
+        "duration": r.get("duration"),
+        "start": r.get("start"),
+        "create_time": r.get("create_time"),
+        "activate_time": None,
+        "end_time": None,
+        "predicted": None,
+        "cores": "",
+        "users": r.get("users") or [],
+        "kill": bool(r.get("kill", True)),
         "reason": "created, not yet taken in by the daemon",
     }
 
@@ -188,12 +202,14 @@ def check_bind(resv: Mapping[str, Any] | None, rid: int, uid: int, user: str) ->
     if resv["state"] not in LIVE:
         raise ResvError(f"reservation {rid}: {resv['state'].lower()}")
     if not may_bind(resv, uid, user):
-        raise ResvError(f"reservation {rid}: owned by {resv.get('user') or resv.get('uid')}, "
-                        f"and {user} is not among its users")
+        raise ResvError(
+            f"reservation {rid}: owned by {resv.get('user') or resv.get('uid')}, and {user} is not among its users"
+        )
 
 
-def check_fit(resv: Mapping[str, Any], ncpus: int, walltime: int, resources: Mapping[str, int],
-              now: float) -> str | None:
+def check_fit(
+    resv: Mapping[str, Any], ncpus: int, walltime: int, resources: Mapping[str, int], now: float
+) -> str | None:
     """Why a job can never run inside ``resv`` (its cores, units and time), or None."""
     if ncpus > resv["ncpus"]:
         return f"asks for {ncpus} cores, the reservation has {resv['ncpus']}"
@@ -206,12 +222,16 @@ def check_fit(resv: Mapping[str, Any], ncpus: int, walltime: int, resources: Map
     if resv["state"] == RState.ACTIVE.value and resv.get("end_time") is not None:
         left = resv["end_time"] - now
         if walltime > left:
-            return (f"walltime {format_duration(walltime)} is longer than the reservation's time left "
-                    f"({format_duration(max(0, int(left)))})")
+            return (
+                f"walltime {format_duration(walltime)} is longer than the reservation's time left "
+                f"({format_duration(max(0, int(left)))})"
+            )
     else:
         if walltime > resv["duration"]:
-            return (f"walltime {format_duration(walltime)} is longer than the reservation "
-                    f"({format_duration(resv['duration'])})")
+            return (
+                f"walltime {format_duration(walltime)} is longer than the reservation "
+                f"({format_duration(resv['duration'])})"
+            )
     return None
 
 
@@ -237,10 +257,18 @@ def end_of(resv: Mapping[str, Any]) -> float | None:
     return None
 
 
-
-def check_job(spool: Spool, floating: Mapping[str, int], ncpus: int, walltime: int, items: Iterable[str],
-              resv_text: str | None, wait_resv: bool, uid: int, user: str,
-              now: float) -> tuple[dict[str, int], int | None]:
+def check_job(
+    spool: Spool,
+    floating: Mapping[str, int],
+    ncpus: int,
+    walltime: int,
+    items: Iterable[str],
+    resv_text: str | None,
+    wait_resv: bool,
+    uid: int,
+    user: str,
+    now: float,
+) -> tuple[dict[str, int], int | None]:
     """The floating resources and reservation of a job being submitted (gsub -l, --reservation).
 
     A job bound to an active reservation must fit in what the reservation has
@@ -266,11 +294,14 @@ def check_job(spool: Spool, floating: Mapping[str, int], ncpus: int, walltime: i
         n, used = in_use(row, load_jobs(spool))
         left = row["ncpus"] - n
         if ncpus > left:
-            raise ResvError(f"reservation {rid}: only {left} of its {row['ncpus']} cores are free now "
-                            "(--wait-resv waits for them)")
+            raise ResvError(
+                f"reservation {rid}: only {left} of its {row['ncpus']} cores are free now (--wait-resv waits for them)"
+            )
         have = row.get("resources") or {}
         for name, count in resources.items():
             if count > have.get(name, 0) - used.get(name, 0):
-                raise ResvError(f"reservation {rid}: only {have.get(name, 0) - used.get(name, 0)} {name} "
-                                "free now (--wait-resv waits for them)")
+                raise ResvError(
+                    f"reservation {rid}: only {have.get(name, 0) - used.get(name, 0)} {name} "
+                    "free now (--wait-resv waits for them)"
+                )
     return resources, rid

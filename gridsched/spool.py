@@ -225,8 +225,11 @@ class Spool:
         nid = self.next_id()
         while len(out) < count:
             try:
-                fd = os.open(self.incoming / id_name(nid), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                             | os.O_CLOEXEC, 0o600)
+                fd = os.open(
+                    self.incoming / id_name(nid),
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o600,
+                )
                 os.close(fd)
                 out.append(nid)
             except FileExistsError:

@@ -141,9 +141,7 @@ class StateDB:
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(SCHEMA)
             self.conn.executescript(RESV_SCHEMA)
-            self.conn.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
+            self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         else:
             self.conn = connect_ro(self.path)
         self.conn.execute("PRAGMA busy_timeout=5000")
@@ -217,7 +215,9 @@ class StateDB:
         vals = [json.dumps(resv[c]) if c in RESV_JSON else resv[c] for c in RESV_COLUMNS]
         self._write(
             f"INSERT OR REPLACE INTO reservations ({', '.join(RESV_COLUMNS)}) "
-            f"VALUES ({', '.join('?' * len(RESV_COLUMNS))})", vals)
+            f"VALUES ({', '.join('?' * len(RESV_COLUMNS))})",
+            vals,
+        )
 
     def update_resv(self, resv_id: int, **fields: Any) -> None:
         cols, vals = [], []

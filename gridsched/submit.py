@@ -122,8 +122,9 @@ def decode(data: bytes, label: str) -> str:
 _SUBST = re.compile(r"%[jxAa%]")
 
 
-def output_path(template: str | None, default: str, job_id: int, name: str, workdir: Path,
-                submit_dir: Path, array: bool = False) -> Path:
+def output_path(
+    template: str | None, default: str, job_id: int, name: str, workdir: Path, submit_dir: Path, array: bool = False
+) -> Path:
     """The absolute path of an output file.
 
     ``%j`` is the job id, ``%x`` the job name, ``%%`` a percent sign; as in
@@ -235,9 +236,16 @@ def check_depend(spool: Spool, spec_text: str, job_id: int, uid: int) -> str:
     return depend.normalize(deps)
 
 
-def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: tuple[str, ...] | list[str] = (),
-               env: Mapping[str, str] | None = None, cwd: Path | None = None,
-               job_id: int | None = None) -> dict[str, Any]:
+def build_spec(
+    spool: Spool,
+    cfg: Config,
+    script: Script,
+    opts: Options,
+    args: tuple[str, ...] | list[str] = (),
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    job_id: int | None = None,
+) -> dict[str, Any]:
     """The job spec of a submission, with the id ``job_id`` (default: the next one, a candidate that
     :func:`submit` takes); :class:`SubmitError` if it is refused."""
     name = opts.name if opts.name is not None else script.default_name
@@ -259,8 +267,10 @@ def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: t
     if walltime is None:
         walltime = cfg.default_walltime
     if walltime > cfg.max_walltime:
-        raise SubmitError(f"walltime {format_duration(walltime)} is longer than the maximum "
-                          f"{format_duration(cfg.max_walltime)} (jobs.max_walltime)")
+        raise SubmitError(
+            f"walltime {format_duration(walltime)} is longer than the maximum "
+            f"{format_duration(cfg.max_walltime)} (jobs.max_walltime)"
+        )
     why = infeasible(ncpus, cores)
     if why:
         raise SubmitError(f"job can never run: it {why}")
@@ -270,8 +280,10 @@ def build_spec(spool: Spool, cfg: Config, script: Script, opts: Options, args: t
 
         reason = criu_unavailable()
         if reason:
-            raise SubmitError(f"checkpoint mode 'criu': transparent checkpointing is not available on this host "
-                              f"({reason}); use signal, suspend or requeue")
+            raise SubmitError(
+                f"checkpoint mode 'criu': transparent checkpointing is not available on this host "
+                f"({reason}); use signal, suspend or requeue"
+            )
     submit_dir = cwd or Path.cwd()
     workdir = submit_dir
     if opts.chdir is not None:
@@ -371,9 +383,16 @@ def publish_new(spool: Spool, kind: str, build: Callable[[int], dict[str, Any]])
     raise SubmitError(f"no new id could be taken after {MAX_TRIES} tries (many concurrent submissions?)")
 
 
-def submit(spool: Spool, cfg: Config, script: Script, opts: Options, args: tuple[str, ...] | list[str] = (),
-           env: Mapping[str, str] | None = None, cwd: Path | None = None,
-           extra: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
+def submit(
+    spool: Spool,
+    cfg: Config,
+    script: Script,
+    opts: Options,
+    args: tuple[str, ...] | list[str] = (),
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    extra: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Build, check and publish a job submission (with the spec keys ``extra(spec)`` gives); the spec as
     published."""
 
@@ -406,8 +425,9 @@ def check_array(text: str, cfg: Config) -> ArraySpec:
         raise SubmitError(f"array {e}", USAGE) from None
 
 
-def check_split(n: int, task_time: int | None, ncpus: int, walltime: int | None, cores: int,
-                cfg: Config) -> tuple[dict[str, Any], int]:
+def check_split(
+    n: int, task_time: int | None, ncpus: int, walltime: int | None, cores: int, cfg: Config
+) -> tuple[dict[str, Any], int]:
     """The ``split`` spec key of a splittable job and its walltime; :class:`SubmitError` if refused.
 
     The job's walltime (``-t``) covers all its sub-tasks run in waves of
@@ -425,12 +445,15 @@ def check_split(n: int, task_time: int | None, ncpus: int, walltime: int | None,
     if walltime is None:
         walltime = min(need, cfg.max_walltime)
     if task_time > walltime:
-        raise SubmitError(f"task time {format_duration(task_time)} is longer than the walltime "
-                          f"{format_duration(walltime)}", USAGE)
+        raise SubmitError(
+            f"task time {format_duration(task_time)} is longer than the walltime {format_duration(walltime)}", USAGE
+        )
     if walltime < need:
-        raise SubmitError(f"walltime {format_duration(walltime)} is too short for {n} sub-tasks of "
-                          f"{format_duration(task_time)}: {waves} waves of {per_wave} on {cores} cores take "
-                          f"{format_duration(need)}")
+        raise SubmitError(
+            f"walltime {format_duration(walltime)} is too short for {n} sub-tasks of "
+            f"{format_duration(task_time)}: {waves} waves of {per_wave} on {cores} cores take "
+            f"{format_duration(need)}"
+        )
     return {"n": n, "ncpus": ncpus, "task_time": task_time}, walltime
 
 

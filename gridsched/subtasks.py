@@ -34,8 +34,8 @@ def _slots(cores: list[int], host: list[int], c: int, k: int) -> list[tuple[list
     """``k`` slots of ``c`` cores each, with the host CPUs to pin them to."""
     out = []
     for i in range(k):
-        mine = cores[i * c:(i + 1) * c]
-        cpus = set(host[i * c:(i + 1) * c]) if len(host) == len(cores) else set(host)
+        mine = cores[i * c : (i + 1) * c]
+        cpus = set(host[i * c : (i + 1) * c]) if len(host) == len(cores) else set(host)
         out.append((mine, cpus or set(host)))
     return out
 
@@ -78,8 +78,14 @@ def main(argv: list[str]) -> int:
             return
         task = q.popleft()
         mine, cpus = slots[slot]
-        env = dict(os.environ, GS_TASK_ID=str(task), GS_TASK_COUNT=str(info["n"]), GS_NCPUS=str(c),
-                   OMP_NUM_THREADS=str(c), GS_CORES=cpuset.format(mine))
+        env = dict(
+            os.environ,
+            GS_TASK_ID=str(task),
+            GS_TASK_COUNT=str(info["n"]),
+            GS_NCPUS=str(c),
+            OMP_NUM_THREADS=str(c),
+            GS_CORES=cpuset.format(mine),
+        )
         p = subprocess.Popen(cmd, env=env, preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         running[p.pid] = (slot, task, p)  # kept: a Popen dropped unwaited is reaped behind our back
 

@@ -124,20 +124,19 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
         if not isinstance(bid, int) or isinstance(bid, bool) or bid < 0:
             raise bad(f"id = {bid!r}: must be a whole number, 0 or more", "id")
         if bid in ids:
-            raise bad(f"id {bid} is already the id of board #{ids[bid] + 1} (line {lines.board(ids[bid], 'id')})",
-                      "id")
+            raise bad(f"id {bid} is already the id of board #{ids[bid] + 1} (line {lines.board(ids[bid], 'id')})", "id")
         ids[bid] = i
         cores_v = b.get("cores")
         if cores_v is None:
-            raise bad("has no cores (cores = \"0-7\")")
+            raise bad('has no cores (cores = "0-7")')
         if not isinstance(cores_v, str):
-            raise bad(f"cores = {cores_v!r}: must be a cpu list such as \"0-7\"", "cores")
+            raise bad(f'cores = {cores_v!r}: must be a cpu list such as "0-7"', "cores")
         try:
             listed = _strict_cpulist(cores_v)
         except cpuset.CpuListError as e:
             raise bad(f"cores = {cores_v!r}: not a cpu list ({e})", "cores") from None
         if not listed:
-            raise bad("is empty: cores = \"\"", "cores")
+            raise bad('is empty: cores = ""', "cores")
         seen: set[int] = set()
         for c in listed:
             if c in seen:
@@ -152,7 +151,7 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
         groups: list[list[int]] = []
         sib = b.get("siblings", [])
         if not isinstance(sib, list) or not all(isinstance(g, str) for g in sib):
-            raise bad("siblings must be a list of cpu lists such as [\"0,4\", \"1,5\"]", "siblings")
+            raise bad('siblings must be a list of cpu lists such as ["0,4", "1,5"]', "siblings")
         grouped: dict[int, str] = {}
         for g in sib:
             try:
@@ -172,7 +171,7 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
         memory = b.get("memory")
         if memory is not None:
             if isinstance(memory, bool) or not isinstance(memory, (int, str)):
-                raise bad(f"memory = {memory!r}: must be a size such as \"64G\" or a number of bytes", "memory")
+                raise bad(f'memory = {memory!r}: must be a size such as "64G" or a number of bytes', "memory")
             if isinstance(memory, int):
                 if memory <= 0:
                     raise bad(f"memory = {memory}: must be positive", "memory")
@@ -189,8 +188,11 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
         if hc is None:
             for c in cores:
                 if host is not None and c not in host:
-                    raise bad(f"core {c} would run on host CPU {c}, which this host does not offer "
-                              f"(it offers {cpuset.format(host)}); map the board's cores with host_cpus", "cores")
+                    raise bad(
+                        f"core {c} would run on host CPU {c}, which this host does not offer "
+                        f"(it offers {cpuset.format(host)}); map the board's cores with host_cpus",
+                        "cores",
+                    )
                 mapped[c] = c
         else:
             if isinstance(hc, str):
@@ -203,12 +205,14 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
                 per_core = [cycle[k % len(cycle)] for k in range(len(cores))]
             elif isinstance(hc, list) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in hc):
                 if len(hc) != len(cores):
-                    raise bad(f"host_cpus lists {len(hc)} CPUs for {len(cores)} cores (one per core, "
-                              "in core order, or a cpu list to cycle over)", "host_cpus")
+                    raise bad(
+                        f"host_cpus lists {len(hc)} CPUs for {len(cores)} cores (one per core, "
+                        "in core order, or a cpu list to cycle over)",
+                        "host_cpus",
+                    )
                 per_core = list(hc)
             else:
-                raise bad(f"host_cpus = {hc!r}: must be a cpu list such as \"0-1\" or a list of CPU numbers",
-                          "host_cpus")
+                raise bad(f'host_cpus = {hc!r}: must be a cpu list such as "0-1" or a list of CPU numbers', "host_cpus")
             for c, cpu in zip(cores, per_core):
                 if host is not None and cpu not in host:
                     raise bad(f"host CPU {cpu} is not one this host offers ({cpuset.format(host)})", "host_cpus")
@@ -230,8 +234,10 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
     if gaps:
         first = gaps[0]
         above = min(c for c in owner if c > first)
-        raise err(f"cores must be numbered 0 to {n - 1} without gaps: core {first} is on no board",
-                  lines.board(owner[above], "cores"))
+        raise err(
+            f"cores must be numbered 0 to {n - 1} without gaps: core {first} is on no board",
+            lines.board(owner[above], "cores"),
+        )
     if any(r is not None for r in rows):
         if any(r is None for r in rows):
             k = rows.index(None)

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .view import TERMINAL_STATES, QueueError, load_jobs
 from .spool import Spool
+from .view import TERMINAL_STATES, QueueError, load_jobs
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between looks at the state db: growing, bounded
 RUNNING_STATES = ("RUNNING", "STOPPING")
@@ -78,8 +78,15 @@ def root_of(jobs: Mapping[int, dict[str, Any]], jid: int) -> int:
         jid = p
 
 
-def submit_keys(spool: Spool, ncpus: int, uid: int, parent: int | None = None, no_parent: bool = False,
-                recoverable: bool = False, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def submit_keys(
+    spool: Spool,
+    ncpus: int,
+    uid: int,
+    parent: int | None = None,
+    no_parent: bool = False,
+    recoverable: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The spec keys ``parent`` and ``recoverable`` of a submission; :class:`TreeError` if refused."""
     env = os.environ if env is None else env
     if parent is not None and no_parent:

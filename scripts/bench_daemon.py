@@ -45,8 +45,13 @@ class Spool:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen([BIN / "gschedd", "run"], env=self.env, start_new_session=True,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [BIN / "gschedd", "run"],
+            env=self.env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while not (self.dir / "spool" / "gschedd.sock").exists():
             if time.monotonic() > deadline:
@@ -54,8 +59,9 @@ class Spool:
             time.sleep(0.01)
 
     def gsub(self, *args: str) -> int:
-        out = subprocess.run([BIN / "gsub", *args], env=self.env, cwd=self.dir, capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [BIN / "gsub", *args], env=self.env, cwd=self.dir, capture_output=True, text=True, check=True
+        )
         return int(out.stdout.split()[-1])
 
     def states(self) -> dict[str, int]:
@@ -141,11 +147,32 @@ def memory(n: int) -> float:
         env = dict(os.environ)
         for _ in range(n):
             jid = gsp.next_id()
-            gsp.put_request(f"submit-{jid:010d}.json", {"type": "submit", "job": {
-                "id": jid, "name": "q", "user": "bench", "uid": os.getuid(), "gid": os.getgid(), "ncpus": 1,
-                "walltime": 600, "mem": None, "checkpoint": "none", "hold": False, "script": "#!/bin/sh\ntrue\n",
-                "args": [], "workdir": str(sp.dir), "stdout": str(sp.dir / "o"), "stderr": str(sp.dir / "e"),
-                "env": env, "submit_time": time.time(), "submit_dir": str(sp.dir)}})
+            gsp.put_request(
+                f"submit-{jid:010d}.json",
+                {
+                    "type": "submit",
+                    "job": {
+                        "id": jid,
+                        "name": "q",
+                        "user": "bench",
+                        "uid": os.getuid(),
+                        "gid": os.getgid(),
+                        "ncpus": 1,
+                        "walltime": 600,
+                        "mem": None,
+                        "checkpoint": "none",
+                        "hold": False,
+                        "script": "#!/bin/sh\ntrue\n",
+                        "args": [],
+                        "workdir": str(sp.dir),
+                        "stdout": str(sp.dir / "o"),
+                        "stderr": str(sp.dir / "e"),
+                        "env": env,
+                        "submit_time": time.time(),
+                        "submit_dir": str(sp.dir),
+                    },
+                },
+            )
         deadline = time.monotonic() + 600
         while sp.states().get("PENDING", 0) < n:
             if time.monotonic() > deadline:
@@ -164,13 +191,17 @@ def main() -> None:
     args = ap.parse_args()
     print(f"machine: {machine()}")
     lat = dispatch_latency(10 if args.quick else 30)
-    print(f"dispatch latency median: {statistics.median(lat) * 1000:.0f} ms (n={len(lat)}, "
-          f"min {min(lat) * 1000:.0f}, max {max(lat) * 1000:.0f})")
+    print(
+        f"dispatch latency median: {statistics.median(lat) * 1000:.0f} ms (n={len(lat)}, "
+        f"min {min(lat) * 1000:.0f}, max {max(lat) * 1000:.0f})"
+    )
     n = 200 if args.quick else 1000
     for cores in (2, 16):
         rates = [drain(n, cores) for _ in range(1 if args.quick else args.runs)]
-        print(f"drain {n} one-core true jobs on {cores} cores: median {statistics.median(rates):.0f} jobs/s "
-              f"(runs: {', '.join(f'{r:.0f}' for r in rates)})")
+        print(
+            f"drain {n} one-core true jobs on {cores} cores: median {statistics.median(rates):.0f} jobs/s "
+            f"(runs: {', '.join(f'{r:.0f}' for r in rates)})"
+        )
     q = 1000 if args.quick else 10000
     rss = memory(q)
     print(f"daemon RSS with {q} jobs queued: {rss:.0f} MB")

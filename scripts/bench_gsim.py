@@ -78,18 +78,23 @@ def main() -> int:
         hit = secs <= target_s and (target_mb is None or mb < target_mb)
         ok &= hit
         target = f"<= {target_s:g} s" + (f", < {target_mb:g} MB" if target_mb else "")
-        print(f"{trace:32} {policy:20} {rec['jobs']:7d} {secs:9.2f} {rec['jobs'] / secs:8.0f} {mb:8.0f}  "
-              f"{target} {'ok' if hit else 'MISSED'}")
+        print(
+            f"{trace:32} {policy:20} {rec['jobs']:7d} {secs:9.2f} {rec['jobs'] / secs:8.0f} {mb:8.0f}  "
+            f"{target} {'ok' if hit else 'MISSED'}"
+        )
     if not opts.no_growth:
         print(f"\ngrowth with the trace length: {SP2}, checkpoint-backfill")
         first: tuple[float, int] | None = None
         for frac in (0.1, 0.5, 1.0):
             n = int(SP2_LINES * frac)
-            secs, _, rec = measure([str(TRACES / SP2), "--policy", "checkpoint-backfill", "--limit", str(n),
-                                    "--json"], opts.repeat)
+            secs, _, rec = measure(
+                [str(TRACES / SP2), "--policy", "checkpoint-backfill", "--limit", str(n), "--json"], opts.repeat
+            )
             first = first or (secs, rec["jobs"])
-            print(f"  {int(frac * 100):3d} % ({rec['jobs']:6d} jobs): {secs:6.2f} s, {rec['jobs'] / secs:7.0f} jobs/s; "
-                  f"x{rec['jobs'] / first[1]:4.1f} jobs take x{secs / first[0]:4.1f} time")
+            print(
+                f"  {int(frac * 100):3d} % ({rec['jobs']:6d} jobs): {secs:6.2f} s, {rec['jobs'] / secs:7.0f} jobs/s; "
+                f"x{rec['jobs'] / first[1]:4.1f} jobs take x{secs / first[0]:4.1f} time"
+            )
     return 0 if ok else 1
 
 

@@ -62,7 +62,7 @@ def main() -> None:
             maps, i, job = [], 0, 1
             while i < len(held):
                 k = rng.randint(1, 8)
-                maps.append(StatusMap(Reason.ALLOCATED, job, frozenset(held[i:i + k])))
+                maps.append(StatusMap(Reason.ALLOCATED, job, frozenset(held[i : i + k])))
                 i, job = i + k, job + 1
             cases.append(maps)
         t0 = time.perf_counter()
@@ -80,8 +80,10 @@ def main() -> None:
                         ok += place(m, free, r) is not None
                 times.append((time.perf_counter() - t0) / (len(frees) * len(reqs)) * 1e6)
                 placed = ok
-            print(f"{int(occ * 100):>8}%  {name:<20} {statistics.median(times):>14.1f}  "
-                  f"{placed / (len(frees) * len(reqs)):>6.0%}")
+            print(
+                f"{int(occ * 100):>8}%  {name:<20} {statistics.median(times):>14.1f}  "
+                f"{placed / (len(frees) * len(reqs)):>6.0%}"
+            )
 
 
 if __name__ == "__main__":

@@ -80,8 +80,7 @@ def main() -> None:
     rng = random.Random(20240601)
     params = Params(policy=Policy(args.policy))
     running = running_jobs(rng, NCORES - 16)  # 16 cores free
-    print(f"policy {params.policy.value}, {NCORES} cores (count-only), {NRUNNING} running, "
-          f"median of {args.runs} runs")
+    print(f"policy {params.policy.value}, {NCORES} cores (count-only), {NRUNNING} running, median of {args.runs} runs")
     print(f"{'queue':<7}{'pending':>9}{'schedule ms':>14}{'starts':>8}{'forecast ms':>14}")
     for npending in (1_000, 10_000, 100_000):
         runs = args.runs if npending <= 10_000 else max(3, args.runs // 2)

@@ -61,8 +61,10 @@ def main() -> int:
             for name, argv in cases.items():
                 results[name].append(timed(argv, env, tmp))
         jobs = len(list((Path(tmp) / "spool" / "incoming").glob("submit-*.json")))
-        print(f"{args.runs} runs each, {os.cpu_count()} CPUs, python {sys.version.split()[0]}; "
-              f"gstat lists up to {jobs} pending jobs")
+        print(
+            f"{args.runs} runs each, {os.cpu_count()} CPUs, python {sys.version.split()[0]}; "
+            f"gstat lists up to {jobs} pending jobs"
+        )
         base = statistics.median(results["python -c pass"])
         for name, ts in results.items():
             med = statistics.median(ts)

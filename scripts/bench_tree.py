@@ -75,17 +75,27 @@ def main() -> None:
                     stats[y]["util"].append(float(m[y]["utilization"]))
             if not m[True]["deadlock"] and not m[False]["deadlock"]:
                 ratios.append(float(m[True]["makespan"]) / float(m[False]["makespan"]))
-        print(f"{family} ({roots} roots, depth {depth}, {args.cores} cores, {args.seeds} workloads, "
-              f"affinity {args.affinity}):")
+        print(
+            f"{family} ({roots} roots, depth {depth}, {args.cores} cores, {args.seeds} workloads, "
+            f"affinity {args.affinity}):"
+        )
         for y in (True, False):
             s = stats[y]
             dl = int(sum(s["deadlock"]))
-            med = (f"median makespan {statistics.median(s['makespan']):.0f} s, median utilization "
-                   f"{100 * statistics.median(s['util']):.1f} %") if s["makespan"] else "no replay finished"
+            med = (
+                (
+                    f"median makespan {statistics.median(s['makespan']):.0f} s, median utilization "
+                    f"{100 * statistics.median(s['util']):.1f} %"
+                )
+                if s["makespan"]
+                else "no replay finished"
+            )
             print(f"  {'yield   ' if y else 'no yield'}: {dl}/{args.seeds} deadlocked; {med}")
         if ratios:
-            print(f"  makespan with / without yielding, where both finish ({len(ratios)}): "
-                  f"median {statistics.median(ratios):.3f}")
+            print(
+                f"  makespan with / without yielding, where both finish ({len(ratios)}): "
+                f"median {statistics.median(ratios):.3f}"
+            )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,22 @@ class Slurm:
         return int(sh(["sinfo", "-h", "-o", "%c"], self.env).split()[0])
 
     def submit(self, wrap: str, ncpus: int = 1, walltime_min: int = 1, array: str | None = None) -> str:
-        cmd = ["sbatch", "-Q", "--parsable", "-o", "/dev/null", "-D", str(self.work), "-N1", "-n1",
-               "-c", str(ncpus), "-t", str(walltime_min), f"--wrap={wrap}"]
+        cmd = [
+            "sbatch",
+            "-Q",
+            "--parsable",
+            "-o",
+            "/dev/null",
+            "-D",
+            str(self.work),
+            "-N1",
+            "-n1",
+            "-c",
+            str(ncpus),
+            "-t",
+            str(walltime_min),
+            f"--wrap={wrap}",
+        ]
         if array:
             cmd.insert(1, f"--array={array}")
         return sh(cmd, self.env).strip()
@@ -73,11 +87,18 @@ class Gridsched:
     def __init__(self, work: Path, cores: int) -> None:
         self.work = work
         cfg = work / "gridsched.toml"
-        cfg.write_text(f'[scheduler]\npolicy = "checkpoint-backfill"\np = 0.2\nthreshold = "1m"\n'
-                       f'[machine]\ncores = {cores}\n[daemon]\nautostart = false\n')
+        cfg.write_text(
+            f'[scheduler]\npolicy = "checkpoint-backfill"\np = 0.2\nthreshold = "1m"\n'
+            f"[machine]\ncores = {cores}\n[daemon]\nautostart = false\n"
+        )
         self.env = {**os.environ, "GRIDSCHED_SPOOL": str(work / "spool"), "GRIDSCHED_CONFIG": str(cfg)}
-        self.proc = subprocess.Popen([str(BIN / "gschedd"), "run"], env=self.env, start_new_session=True,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [str(BIN / "gschedd"), "run"],
+            env=self.env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while not (work / "spool" / "gschedd.sock").exists():
             if time.monotonic() > deadline:
@@ -85,8 +106,23 @@ class Gridsched:
             time.sleep(0.02)
 
     def submit(self, wrap: str, ncpus: int = 1, walltime_min: int = 1, array: str | None = None) -> str:
-        cmd = [str(BIN / "gsub"), "-o", "/dev/null", "-e", "/dev/null", "-D", str(self.work), "-n", str(ncpus),
-               "-t", f"{walltime_min}m", "--checkpoint", "requeue", "--wrap", wrap]
+        cmd = [
+            str(BIN / "gsub"),
+            "-o",
+            "/dev/null",
+            "-e",
+            "/dev/null",
+            "-D",
+            str(self.work),
+            "-n",
+            str(ncpus),
+            "-t",
+            f"{walltime_min}m",
+            "--checkpoint",
+            "requeue",
+            "--wrap",
+            wrap,
+        ]
         if array:
             cmd[1:1] = ["--array", array]
         return sh(cmd, self.env).strip()
@@ -171,10 +207,13 @@ def main() -> int:
     ap.add_argument("--lat", type=int, default=15)
     ap.add_argument("--drain", type=int, default=1000)
     args = ap.parse_args()
-    if shutil.which("sinfo") is None or subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True,
-                                                       text=True).stdout.find("idle") < 0:
-        print("bench_vs_slurm: no idle local Slurm node answers sinfo; start a single-node Slurm first",
-              file=sys.stderr)
+    if (
+        shutil.which("sinfo") is None
+        or subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout.find("idle") < 0
+    ):
+        print(
+            "bench_vs_slurm: no idle local Slurm node answers sinfo; start a single-node Slurm first", file=sys.stderr
+        )
         return 2
     work = Path(tempfile.mkdtemp(prefix="gs-vs-slurm-"))
     slurm = Slurm(work)

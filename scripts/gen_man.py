@@ -138,21 +138,28 @@ def exit_status(codes: list[ExitCode], more: list[tuple[str, str]] | None = None
     return items(pairs + (more or []))
 
 
-ENVIRONMENT = items([
-    ("GRIDSCHED_SPOOL", "The spool directory, when --spool is not given."),
-    ("GRIDSCHED_CONFIG", "The configuration file, when --config is not given."),
-    ("XDG_STATE_HOME", "The default spool is $XDG_STATE_HOME/gridsched (else ~/.local/state/gridsched)."),
-])
+ENVIRONMENT = items(
+    [
+        ("GRIDSCHED_SPOOL", "The spool directory, when --spool is not given."),
+        ("GRIDSCHED_CONFIG", "The configuration file, when --config is not given."),
+        ("XDG_STATE_HOME", "The default spool is $XDG_STATE_HOME/gridsched (else ~/.local/state/gridsched)."),
+    ]
+)
 
-FILES = items([
-    ("~/.local/state/gridsched/", "The default spool directory of a user's own daemon."),
-    ("SPOOL/incoming/", "Requests (submit, cancel, hold, release, reload) waiting for the daemon, one JSON file each."),
-    ("SPOOL/state.db", "The job table (SQLite), written by the daemon, read by gstat and gdel."),
-    ("SPOOL/gschedd.pid", "The running daemon's pid and start time (JSON)."),
-    ("SPOOL/gschedd.log", "The daemon's log."),
-    ("SPOOL/gridsched.toml", "A configuration file for this spool only."),
-    ("/etc/gridsched/gridsched.toml", "The system configuration file."),
-])
+FILES = items(
+    [
+        ("~/.local/state/gridsched/", "The default spool directory of a user's own daemon."),
+        (
+            "SPOOL/incoming/",
+            "Requests (submit, cancel, hold, release, reload) waiting for the daemon, one JSON file each.",
+        ),
+        ("SPOOL/state.db", "The job table (SQLite), written by the daemon, read by gstat and gdel."),
+        ("SPOOL/gschedd.pid", "The running daemon's pid and start time (JSON)."),
+        ("SPOOL/gschedd.log", "The daemon's log."),
+        ("SPOOL/gridsched.toml", "A configuration file for this spool only."),
+        ("/etc/gridsched/gridsched.toml", "The system configuration file."),
+    ]
+)
 
 SEE_ALSO = {
     "gsub": "gstat(1), gdel(1), ghold(1), grls(1), gacct(1), gschedd(8), gridsched.toml(5), sbatch(1), qsub(1)",
@@ -208,7 +215,8 @@ CHECKPOINT = para(f"""
     CRIU yet, and gctl info says whether the host could (a criu binary whose criu check passes).
 """)
 
-FOREIGN = para("""
+FOREIGN = (
+    para("""
     A script without #GS lines may carry #SBATCH (Slurm) or #PBS (PBS, Torque) directives; they
     are found by the same rule as #GS lines (at the top of the script, among comments) and
     translated into the gsub options below.  Options on the command line win over them.  What
@@ -218,12 +226,17 @@ FOREIGN = para("""
     an error naming the line.  In Slurm a bare time is minutes (--time=90 is 1:30:00); the
     cores of a job are ntasks times cpus-per-task; PBS -l nodes=N:ppn=M and select=N:ncpus=M
     give N*M cores.
-""") + "\n" + items([(d, f"{m}: {g}") for d, m, g in compat.manual_rows()]) + "\n" + para("""
+""")
+    + "\n"
+    + items([(d, f"{m}: {g}") for d, m, g in compat.manual_rows()])
+    + "\n"
+    + para("""
     gsub --emit slurm goes the other way: it prints the script with #SBATCH lines equivalent to
     its #GS lines and the options given, and submits nothing.  Modes Slurm lacks
     (--checkpoint signal, suspend, criu) become a comment: # gridsched: dropped --checkpoint
     signal (no Slurm equivalent).
 """)
+)
 
 DEPENDENCIES = para("""
     -d SPEC (--depend, #SBATCH --dependency, #PBS -W depend=) makes a job wait for others.
@@ -283,35 +296,58 @@ GSUB_EXAMPLES = verbatim("""
     $ gsub --wait job.sh && echo done
 """)
 
-GSTAT_JSON = para(f"""
+GSTAT_JSON = (
+    para(f"""
     gstat --json prints one JSON object: {{"jobs": [...], "daemon": {{...}}}}.  Each element of
     "jobs" has exactly these keys: {", ".join(JSON_KEYS)}.  The schema is stable: keys are
     only ever added.
-""") + "\n" + items([
-    ("id, ncpus, walltime", "Integers: the job id, its cores, its walltime in seconds."),
-    ("name, user, state", "Strings; state is one of PENDING, HELD, RUNNING, STOPPING, SUSPENDED, "
-     "COMPLETED, FAILED, CANCELLED, TIMEOUT."),
-    ("submit_time, start_time, end_time, predicted_start",
-     "Seconds since the epoch (numbers) or null; start_time is null until the job first starts, "
-     "predicted_start is null unless the daemon predicted when a pending job starts."),
-    ("elapsed", "Seconds the job has run so far (over all its run segments)."),
-    ("cores", "The cores the job runs on, as a cpu list such as 0-3,8 (empty when not running)."),
-    ("exit_code, exit_signal", "The exit status of a finished job, or the signal that killed it; null otherwise."),
-    ("reason", "Why the job is in its state (for example why it waits), or empty."),
-    ("restarts, preemptions, checkpoints", "How often the job was restarted, preempted and checkpointed."),
-    ("backfilled", "true if the job was started by backfilling."),
-    ("stdout, stderr, workdir", "Absolute paths of the job's output files and working directory."),
-    ("resources, reservation", "The job's floating resources ({\"matlab\": 1}; {} for none) and the id of "
-     "the reservation it is bound to (null for none)."),
-    ("array_id, array_index", "For an array task, its array's id and its index; null otherwise."),
-    ("split", "null, or for a splittable job {n, ncpus, task_time, done, running, failed, left} (its sub-tasks "
-     "and how many are done, running, failed and left), for a piece of one {of: the job, tasks: its sub-tasks}."),
-    ("parent", "The id of the job's parent (a job submitted from inside another job), or null."),
-    ("daemon", '{"running": true or false, "pid": the daemon\'s pid or null, "spool": the spool directory}.'),
-]) + "\n" + para("""
+""")
+    + "\n"
+    + items(
+        [
+            ("id, ncpus, walltime", "Integers: the job id, its cores, its walltime in seconds."),
+            (
+                "name, user, state",
+                "Strings; state is one of PENDING, HELD, RUNNING, STOPPING, SUSPENDED, "
+                "COMPLETED, FAILED, CANCELLED, TIMEOUT.",
+            ),
+            (
+                "submit_time, start_time, end_time, predicted_start",
+                "Seconds since the epoch (numbers) or null; start_time is null until the job first starts, "
+                "predicted_start is null unless the daemon predicted when a pending job starts.",
+            ),
+            ("elapsed", "Seconds the job has run so far (over all its run segments)."),
+            ("cores", "The cores the job runs on, as a cpu list such as 0-3,8 (empty when not running)."),
+            (
+                "exit_code, exit_signal",
+                "The exit status of a finished job, or the signal that killed it; null otherwise.",
+            ),
+            ("reason", "Why the job is in its state (for example why it waits), or empty."),
+            ("restarts, preemptions, checkpoints", "How often the job was restarted, preempted and checkpointed."),
+            ("backfilled", "true if the job was started by backfilling."),
+            ("stdout, stderr, workdir", "Absolute paths of the job's output files and working directory."),
+            (
+                "resources, reservation",
+                'The job\'s floating resources ({"matlab": 1}; {} for none) and the id of '
+                "the reservation it is bound to (null for none).",
+            ),
+            ("array_id, array_index", "For an array task, its array's id and its index; null otherwise."),
+            (
+                "split",
+                "null, or for a splittable job {n, ncpus, task_time, done, running, failed, left} (its sub-tasks "
+                "and how many are done, running, failed and left), for a piece of one "
+                "{of: the job, tasks: its sub-tasks}.",
+            ),
+            ("parent", "The id of the job's parent (a job submitted from inside another job), or null."),
+            ("daemon", '{"running": true or false, "pid": the daemon\'s pid or null, "spool": the spool directory}.'),
+        ]
+    )
+    + "\n"
+    + para("""
     Jobs submitted while the daemon has not yet taken them in are listed as PENDING (HELD if
     submitted with --hold) with the reason "submitted, not yet taken in by the daemon".
 """)
+)
 
 RESV_TOPIC = para("""
     Flexible reservation (no --start): the daemon gives it a place in the queue, by its id,
@@ -367,7 +403,8 @@ TREES = para("""
     A parent waits for its children with gwait(1).  gwait --yield (or gyield(1) and gresume(1))
     lends its cores meanwhile: it stays in memory, idle, and the scheduler runs other tasks on its
     cores -- its descendants, the deepest first, then as scheduler.yield_affinity allows (tree:
-    jobs of the same tree, none: any job that is the root of its tree).  A task that may run on either a lent or a free core is
+    jobs of the same tree, none: any job that is the root of its tree).  A task that may run on either a lent or a
+    free core is
     put on the lent one; a task on a lent core needs no allocation of its own, holds it until it
     ends and is never preempted for the parent.  When the children have ended (or on gresume) no
     new task starts on the cores, and the parent gets them back when the tasks still running there
@@ -384,59 +421,89 @@ TREES = para("""
 
 TREE_EXIT = [ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]
 TREE_SEE = "gsub(1), gstat(1), gwait(1), gyield(1), gresume(1), gresume-tree(1), gridsched.toml(5)"
-TREE_ENV = items([
-    ("GS_JOBID", "The job the command runs in (set by the daemon); without it the command refuses to run."),
-    ("GS_SPOOL", "The spool of that job (set by the daemon)."),
-])
+TREE_ENV = items(
+    [
+        ("GS_JOBID", "The job the command runs in (set by the daemon); without it the command refuses to run."),
+        ("GS_SPOOL", "The spool of that job (set by the daemon)."),
+    ]
+)
 TREE_PAGES: dict[str, tuple[click.Command, int, dict]] = {
-    "gwait": (gwait.gwait_cli, 1, {
-        "TOPICS": {"JOB TREES": TREES},
-        "ENVIRONMENT": TREE_ENV,
-        "EXIT STATUS": exit_status(TREE_EXIT[1:], [("0", "Every job waited for COMPLETED (or there was none).")]),
-        "EXAMPLES": verbatim("""
+    "gwait": (
+        gwait.gwait_cli,
+        1,
+        {
+            "TOPICS": {"JOB TREES": TREES},
+            "ENVIRONMENT": TREE_ENV,
+            "EXIT STATUS": exit_status(TREE_EXIT[1:], [("0", "Every job waited for COMPLETED (or there was none).")]),
+            "EXAMPLES": verbatim("""
             #!/bin/sh
             #GS -n 4
             for part in 1 2 3 4; do gsub -n 1 work.sh $part; done
             gwait --yield --children || exit 1     # the children run on this job's 4 cores
             cat part.* > result
         """),
-        "SEE ALSO": TREE_SEE,
-    }),
-    "gyield": (gwait.gyield_cli, 1, {
-        "ENVIRONMENT": TREE_ENV,
-        "EXIT STATUS": exit_status(TREE_EXIT),
-        "EXAMPLES": verbatim("""
+            "SEE ALSO": TREE_SEE,
+        },
+    ),
+    "gyield": (
+        gwait.gyield_cli,
+        1,
+        {
+            "ENVIRONMENT": TREE_ENV,
+            "EXIT STATUS": exit_status(TREE_EXIT),
+            "EXAMPLES": verbatim("""
             gsub -n 2 stage.sh
             gyield                 # lend the cores, return at once
             wait_for_stage_output
             gresume                # blocks until the cores are this job's again
         """),
-        "SEE ALSO": TREE_SEE,
-    }),
-    "gresume": (gwait.gresume_cli, 1, {
-        "ENVIRONMENT": TREE_ENV,
-        "EXIT STATUS": exit_status(TREE_EXIT),
-        "SEE ALSO": TREE_SEE,
-    }),
-    "gresume-tree": (gwait.gresume_tree_cli, 1, {
-        "ENVIRONMENT": ENVIRONMENT,
-        "EXIT STATUS": exit_status(TREE_EXIT),
-        "EXAMPLES": verbatim("""
+            "SEE ALSO": TREE_SEE,
+        },
+    ),
+    "gresume": (
+        gwait.gresume_cli,
+        1,
+        {
+            "ENVIRONMENT": TREE_ENV,
+            "EXIT STATUS": exit_status(TREE_EXIT),
+            "SEE ALSO": TREE_SEE,
+        },
+    ),
+    "gresume-tree": (
+        gwait.gresume_tree_cli,
+        1,
+        {
+            "ENVIRONMENT": ENVIRONMENT,
+            "EXIT STATUS": exit_status(TREE_EXIT),
+            "EXAMPLES": verbatim("""
             $ gsub --recoverable -n 4 driver.sh      # job 40; it fails, its children 41 and 42 are held
             $ gresume-tree 40
             job 41: releasing
             job 42: releasing
         """),
-        "SEE ALSO": TREE_SEE,
-    }),
+            "SEE ALSO": TREE_SEE,
+        },
+    ),
 }
 
 PAGES: dict[str, tuple[click.Command, int, dict]] = {
-    "gsub": (gsub.cli, 1, {
-        "TOPICS": {"DIRECTIVES": DIRECTIVES, "SLURM AND PBS DIRECTIVES": FOREIGN, "DEPENDENCIES": DEPENDENCIES,
-                   "OUTPUT FILES": OUTPUT, "CHECKPOINTING": CHECKPOINT, "JOB ARRAYS": ARRAYS,
-                   "SPLITTABLE JOBS": SPLIT, "JOB TREES": TREES},
-        "ENVIRONMENT": ENVIRONMENT + "\n" + para("""
+    "gsub": (
+        gsub.cli,
+        1,
+        {
+            "TOPICS": {
+                "DIRECTIVES": DIRECTIVES,
+                "SLURM AND PBS DIRECTIVES": FOREIGN,
+                "DEPENDENCIES": DEPENDENCIES,
+                "OUTPUT FILES": OUTPUT,
+                "CHECKPOINTING": CHECKPOINT,
+                "JOB ARRAYS": ARRAYS,
+                "SPLITTABLE JOBS": SPLIT,
+                "JOB TREES": TREES,
+            },
+            "ENVIRONMENT": ENVIRONMENT
+            + "\n"
+            + para("""
             The job runs with the environment gsub was called with, plus GS_JOBID, GS_NCPUS, the
             cores it runs on, $GS_CHECKPOINT_DIR and $GS_RESTART_COUNT.  With compat.env = true in
             gridsched.toml (the default) it also sees SLURM_JOB_ID, SLURM_JOBID, SLURM_CPUS_ON_NODE,
@@ -445,20 +512,30 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             modes the submitter's files would.  The job ends when its script ends: whatever the
             script left running is killed, and the job's state and exit code are the script's (as
             under Slurm)."""),
-        "FILES": FILES,
-        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE], [
-            ("with --wait", "The job's exit status; 128 + N if it was killed by signal N; 1 if it was cancelled "
-             "or failed without an exit status."),
-        ]),
-        "EXAMPLES": GSUB_EXAMPLES,
-        "SEE ALSO": SEE_ALSO["gsub"],
-    }),
-    "gresv": (gresv.cli, 1, {
-        "TOPICS": {"RESERVATIONS": RESV_TOPIC, "JSON OUTPUT": RESV_JSON},
-        "ENVIRONMENT": ENVIRONMENT,
-        "FILES": FILES,
-        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-        "EXAMPLES": verbatim("""
+            "FILES": FILES,
+            "EXIT STATUS": exit_status(
+                [ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE],
+                [
+                    (
+                        "with --wait",
+                        "The job's exit status; 128 + N if it was killed by signal N; 1 if it was cancelled "
+                        "or failed without an exit status.",
+                    ),
+                ],
+            ),
+            "EXAMPLES": GSUB_EXAMPLES,
+            "SEE ALSO": SEE_ALSO["gsub"],
+        },
+    ),
+    "gresv": (
+        gresv.cli,
+        1,
+        {
+            "TOPICS": {"RESERVATIONS": RESV_TOPIC, "JSON OUTPUT": RESV_JSON},
+            "ENVIRONMENT": ENVIRONMENT,
+            "FILES": FILES,
+            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+            "EXAMPLES": verbatim("""
             $ gresv create -n 8 -t 2h -l matlab=1 --users bob,carol
             41
             $ gsub --reservation 41 -n 4 -t 30m job.sh
@@ -468,14 +545,18 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             $ gresv show 41 --json
             $ gresv delete 41 --release
         """),
-        "SEE ALSO": SEE_ALSO["gresv"],
-    }),
-    "gstat": (gstat.cli, 1, {
-        "TOPICS": {"JSON OUTPUT": GSTAT_JSON},
-        "ENVIRONMENT": ENVIRONMENT,
-        "FILES": FILES,
-        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-        "EXAMPLES": verbatim("""
+            "SEE ALSO": SEE_ALSO["gresv"],
+        },
+    ),
+    "gstat": (
+        gstat.cli,
+        1,
+        {
+            "TOPICS": {"JSON OUTPUT": GSTAT_JSON},
+            "ENVIRONMENT": ENVIRONMENT,
+            "FILES": FILES,
+            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+            "EXAMPLES": verbatim("""
             $ gstat
             $ gstat -a -u alice
             $ gstat -f 17
@@ -483,71 +564,91 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             $ gstat --watch 5             # refreshed every 5 s until Ctrl-C
             $ gstat --gantt --hours 8     # running jobs and predicted starts, 8 hours ahead
         """),
-        "SEE ALSO": SEE_ALSO["gstat"],
-    }),
-    "gdel": (gdel.cli, 1, {
-        "DESCRIPTION+": para("""
+            "SEE ALSO": SEE_ALSO["gstat"],
+        },
+    ),
+    "gdel": (
+        gdel.cli,
+        1,
+        {
+            "DESCRIPTION+": para("""
             Every id is checked first: an unknown job, a job that has already finished and another
             user's job (unless gdel runs as root) are errors, one line each.  The others are
             cancelled in one request, and gdel prints "job ID: cancelling" for each.  The daemon
             carries the request out; gstat shows the result."""),
-        "ENVIRONMENT": ENVIRONMENT,
-        "FILES": FILES,
-        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-        "EXAMPLES": verbatim("""
+            "ENVIRONMENT": ENVIRONMENT,
+            "FILES": FILES,
+            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+            "EXAMPLES": verbatim("""
             $ gdel 17 18
             job 17: cancelling
             job 18: cancelling
         """),
-        "SEE ALSO": SEE_ALSO["gdel"],
-    }),
-    "ghold": (ghold.cli, 1, {
-        "DESCRIPTION+": para("""
+            "SEE ALSO": SEE_ALSO["gdel"],
+        },
+    ),
+    "ghold": (
+        ghold.cli,
+        1,
+        {
+            "DESCRIPTION+": para("""
             Every id is checked first: an unknown job, another user's job (unless ghold runs as
             root) and a job that is not pending are errors, one line each (ghold: error: job 7: is
             RUNNING, only pending jobs can be held).  The others are held in one request, and ghold
             prints "job ID: holding" for each.  gsub --hold submits a job held."""),
-        "ENVIRONMENT": ENVIRONMENT,
-        "FILES": FILES,
-        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-        "EXAMPLES": verbatim("""
+            "ENVIRONMENT": ENVIRONMENT,
+            "FILES": FILES,
+            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+            "EXAMPLES": verbatim("""
             $ ghold 17
             job 17: holding
         """),
-        "SEE ALSO": SEE_ALSO["ghold"],
-    }),
-    "grls": (grls.cli, 1, {
-        "DESCRIPTION+": para("""
+            "SEE ALSO": SEE_ALSO["ghold"],
+        },
+    ),
+    "grls": (
+        grls.cli,
+        1,
+        {
+            "DESCRIPTION+": para("""
             Every id is checked first: an unknown job, another user's job (unless grls runs as
             root) and a job that is not held are errors, one line each.  The others are released
             in one request, and grls prints "job ID: releasing" for each."""),
-        "ENVIRONMENT": ENVIRONMENT,
-        "FILES": FILES,
-        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-        "EXAMPLES": verbatim("""
+            "ENVIRONMENT": ENVIRONMENT,
+            "FILES": FILES,
+            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+            "EXAMPLES": verbatim("""
             $ grls 17
             job 17: releasing
         """),
-        "SEE ALSO": SEE_ALSO["grls"],
-    }),
-    "gacct": (gacct.cli, 1, {
-        "TOPICS": {
-            "TIMES": para("""
+            "SEE ALSO": SEE_ALSO["grls"],
+        },
+    ),
+    "gacct": (
+        gacct.cli,
+        1,
+        {
+            "TOPICS": {
+                "TIMES": para("""
                 -S and -E take a date (2026-11-22, midnight local time), a date and time
                 (2026-11-22T10:00 or 2026-11-22T10:00:30, local time), now, today, or a time relative
                 to now: -1d, -12h, -30m, -2w (s, m, h, d, w; + for the future).  A job is shown when it
                 ended at or after -S and started (or, never started, was submitted) at or before -E."""),
-            "COLUMNS": items([
-                ("WAIT", "From submission to the first start."),
-                ("RUN", "The sum of the job's run segments (a preempted and restarted job has several)."),
-                ("EXIT", "The exit status, or sigN for a job killed by signal N."),
-                ("RESTARTS, PREEMPT, CKPTS", "How often the job was restarted, preempted and checkpointed."),
-                ("LOST", "Run time lost to preemptions without a checkpoint."),
-            ]) + "\n" + para(f"""
+                "COLUMNS": items(
+                    [
+                        ("WAIT", "From submission to the first start."),
+                        ("RUN", "The sum of the job's run segments (a preempted and restarted job has several)."),
+                        ("EXIT", "The exit status, or sigN for a job killed by signal N."),
+                        ("RESTARTS, PREEMPT, CKPTS", "How often the job was restarted, preempted and checkpointed."),
+                        ("LOST", "Run time lost to preemptions without a checkpoint."),
+                    ]
+                )
+                + "\n"
+                + para(f"""
                 gacct --json prints {{"jobs": [...]}}; each job has exactly the keys
                 {", ".join(gacct.JSON_KEYS)}; times are seconds since the epoch, wait and run
                 seconds."""),
-            "STANDARD WORKLOAD FORMAT": para("""
+                "STANDARD WORKLOAD FORMAT": para("""
                 gacct --swf prints the jobs as a Standard Workload Format 2.2 trace, sorted by
                 submission, for gsim(1) to replay.  The header gives MaxProcs (the cores the daemon
                 recorded) and UnixStartTime (the first job's submission).  The 18 fields of a job:
@@ -558,41 +659,49 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                 executable (-1); queue (-1); partition (-1); the first job it depends on, or -1;
                 think time (-1).  A job that never started has -1 as wait, run time and allocated
                 cores."""),
-        },
-        "ENVIRONMENT": ENVIRONMENT,
-        "FILES": FILES,
-        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-        "EXAMPLES": verbatim("""
+            },
+            "ENVIRONMENT": ENVIRONMENT,
+            "FILES": FILES,
+            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+            "EXAMPLES": verbatim("""
             $ gacct -S -1d
             $ gacct -u alice -s failed,timeout -S 2026-11-01 -E 2026-11-30
             $ gacct --swf > history.swf && gsim history.swf
         """),
-        "SEE ALSO": SEE_ALSO["gacct"],
-    }),
-    "gctl": (gctl.cli, 8, {
-        "ENVIRONMENT": ENVIRONMENT,
-        "FILES": FILES,
-        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-        "EXAMPLES": verbatim("""
+            "SEE ALSO": SEE_ALSO["gacct"],
+        },
+    ),
+    "gctl": (
+        gctl.cli,
+        8,
+        {
+            "ENVIRONMENT": ENVIRONMENT,
+            "FILES": FILES,
+            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+            "EXAMPLES": verbatim("""
             $ gctl config
             $ gctl reload
             $ gctl topology
             $ gctl drain 4-7 --reason "fan failure"
             $ gctl resume 4-7
         """),
-        "SEE ALSO": SEE_ALSO["gctl"],
-    }),
-    "gschedd": (gschedd.cli, 8, {
-        "DESCRIPTION+": para("""
+            "SEE ALSO": SEE_ALSO["gctl"],
+        },
+    ),
+    "gschedd": (
+        gschedd.cli,
+        8,
+        {
+            "DESCRIPTION+": para("""
             One daemon serves one spool; a lock (SPOOL/gschedd.lock) keeps a second one out.
             Commands work while the daemon is down: their requests wait in the spool and are
             served when it starts.  gsub starts a daemon itself when none runs, unless the
             configuration says daemon.autostart = false.  SIGTERM and SIGINT stop the daemon,
             SIGHUP makes it reload its configuration (as gctl reload)."""),
-        "ENVIRONMENT": ENVIRONMENT,
-        "FILES": FILES,
-        "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.NOT_RUNNING]),
-        "EXAMPLES": verbatim("""
+            "ENVIRONMENT": ENVIRONMENT,
+            "FILES": FILES,
+            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.NOT_RUNNING]),
+            "EXAMPLES": verbatim("""
             $ gschedd start
             gschedd: started, pid 4242, spool /home/alice/.local/state/gridsched
             $ gschedd status; echo $?
@@ -600,37 +709,58 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             0
             $ gschedd stop
         """),
-        "SEE ALSO": SEE_ALSO["gschedd"],
-    }),
+            "SEE ALSO": SEE_ALSO["gschedd"],
+        },
+    ),
 }
 
 
 # -- gridsched.toml(5) ----------------------------------------------------------
 
-TOPOLOGY_FILE = para("""
+TOPOLOGY_FILE = (
+    para("""
     The file named by machine.topology describes the machine's boards (sockets or NUMA nodes) in
     TOML, one [[board]] table per board; etc/topology.toml in the sources is a commented example
     (two sockets of four cores, in SMT pairs, mapped onto a host with two CPUs).  A board has
     these keys:
-""") + "\n" + items([
-    ("id", "The board's number (default: its position in the file, from 0)."),
-    ("cores", 'Its cores, as a cpu list such as "0-7".  The cores of all the boards together are '
-     "numbered 0 to N-1, each on exactly one board."),
-    ("siblings", 'Optional: the SMT sibling groups, one cpu list per physical core of two or more '
-     'threads, e.g. ["0,4", "1,5"].  Cores in no group are physical cores of their own.'),
-    ("memory", 'Optional: the board\'s memory, a size ("64G") or a number of bytes.'),
-    ("node", "Optional: the host NUMA node the board stands for."),
-    ("host_cpus", 'Optional: the host CPUs the board\'s cores run on, a cpu list cycled over its cores '
-     '("0" puts them all on CPU 0) or a list with one CPU per core.  Without it core N runs on host '
-     "CPU N, which the host must have.  Mapping lets a file describe a bigger machine than the host."),
-    ("distance", "Optional: the board's row of the distance table, one entry per board in file order "
-     "(10 = local); on every board or on none (then 10 local, 20 remote)."),
-]) + "\n" + para("""
+""")
+    + "\n"
+    + items(
+        [
+            ("id", "The board's number (default: its position in the file, from 0)."),
+            (
+                "cores",
+                'Its cores, as a cpu list such as "0-7".  The cores of all the boards together are '
+                "numbered 0 to N-1, each on exactly one board.",
+            ),
+            (
+                "siblings",
+                "Optional: the SMT sibling groups, one cpu list per physical core of two or more "
+                'threads, e.g. ["0,4", "1,5"].  Cores in no group are physical cores of their own.',
+            ),
+            ("memory", 'Optional: the board\'s memory, a size ("64G") or a number of bytes.'),
+            ("node", "Optional: the host NUMA node the board stands for."),
+            (
+                "host_cpus",
+                "Optional: the host CPUs the board's cores run on, a cpu list cycled over its cores "
+                '("0" puts them all on CPU 0) or a list with one CPU per core.  Without it core N runs on host '
+                "CPU N, which the host must have.  Mapping lets a file describe a bigger machine than the host.",
+            ),
+            (
+                "distance",
+                "Optional: the board's row of the distance table, one entry per board in file order "
+                "(10 = local); on every board or on none (then 10 local, 20 remote).",
+            ),
+        ]
+    )
+    + "\n"
+    + para("""
     A file that cannot be used is refused with the file and the line: a TOML syntax error, an
     unknown key, a core listed twice, a core on two boards, an empty board, a sibling group
     outside its board, a host CPU the host does not offer.  gctl topology shows the map in force
     and the state of every core.
 """)
+)
 
 
 def comment_block(raw: list[str]) -> str:
@@ -655,11 +785,13 @@ def toml_page() -> str:
     parts = [header("gridsched.toml", 5, "configuration of the gridsched scheduler")]
     parts.append(".SH SYNOPSIS\n.B /etc/gridsched/gridsched.toml\n.br\n.B SPOOL/gridsched.toml")
     parts.append(".SH DESCRIPTION\n" + para(intro_text))
-    parts.append(para("""
+    parts.append(
+        para("""
         The file is TOML.  Every key is optional: a key left out takes the default shown below.
         An unknown table or key, or a value of the wrong kind, is an error that names the key.
         gctl config prints the values in force; gctl reload makes a running daemon read the file
-        again."""))
+        again.""")
+    )
     comment: list[str] = []
     raw: list[str] = []  # the comment lines as written (a table with no key: its text is kept)
     for ln in lines[i:]:

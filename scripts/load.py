@@ -97,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg_path.write_text(CONFIG.format(cores=a.cores))
     env = {**os.environ, "GRIDSCHED_SPOOL": str(spool_dir), "GRIDSCHED_CONFIG": str(cfg_path)}
     log = open(root / "daemon.out", "wb")
-    daemon = subprocess.Popen([str(BIN / "gschedd"), "run"], env=env, stdout=log, stderr=log,
-                              stdin=subprocess.DEVNULL, start_new_session=True)
+    daemon = subprocess.Popen(
+        [str(BIN / "gschedd"), "run"], env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + 30
     while not (spool_dir / "gschedd.sock").exists():
         if time.monotonic() > deadline or daemon.poll() is not None:
@@ -117,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
             t = time.monotonic()
             for args, into in (([], latencies), (["--json"], json_latencies)):
                 t1 = time.monotonic()
-                r = subprocess.run([str(BIN / "gstat"), *args], env=env, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE)
+                r = subprocess.run(
+                    [str(BIN / "gstat"), *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+                )
                 into.append(time.monotonic() - t1)
                 if r.returncode != 0:
                     failures += 1
@@ -190,8 +192,11 @@ def main(argv: list[str] | None = None) -> int:
         "gstat_json_median_seconds": round(statistics.median(json_latencies), 3) if json_latencies else None,
         "gstat_json_max_seconds": round(max(json_latencies), 3) if json_latencies else None,
         "gstat_failures": failures,
-        "daemon_rss_mib": {"start": round(rss[0] / 2**20, 1), "max": round(max(rss) / 2**20, 1),
-                           "end": round(rss[-1] / 2**20, 1)},
+        "daemon_rss_mib": {
+            "start": round(rss[0] / 2**20, 1),
+            "max": round(max(rss) / 2**20, 1),
+            "end": round(rss[-1] / 2**20, 1),
+        },
         "ids_contiguous": sorted(ids) == list(range(1, len(ids) + 1)),
         "lost": len(lost),
         "duplicated": duplicated,

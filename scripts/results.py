@@ -54,8 +54,15 @@ def simulate_trace(path: Path) -> list[dict[str, Any]]:
     tr = swf.read(str(path))
     recs = [run(tr, Params(policy=pol), 120.0, pol.value) for pol in (Policy.FCFS, Policy.EASY, Policy.CONSERVATIVE)]
     for ov in OVERHEADS:
-        grid = {p: run(tr, Params(policy=Policy.CHECKPOINT_BACKFILL, p=p, threshold=THRESHOLD), ov,
-                       f"checkpoint-backfill p={p:g}, overhead {ov:g} s") for p in GRID}
+        grid = {
+            p: run(
+                tr,
+                Params(policy=Policy.CHECKPOINT_BACKFILL, p=p, threshold=THRESHOLD),
+                ov,
+                f"checkpoint-backfill p={p:g}, overhead {ov:g} s",
+            )
+            for p in GRID
+        }
         recs.append(grid[0.2])
         best = min(grid.values(), key=lambda r: r["bsld_avg"])
         if best is not grid[0.2]:
@@ -63,20 +70,44 @@ def simulate_trace(path: Path) -> list[dict[str, Any]]:
             recs.append(best)
         else:
             recs[-1]["name"] += " (also the best p)"
-    recs.append(run(tr, Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.2, threshold=THRESHOLD, cascade=True), 120.0,
-                    "checkpoint-backfill p=0.2, overhead 120 s, naive cascade"))
-    recs.append(run(tr, Params(policy=Policy.CHECKPOINT_BACKFILL, threshold=THRESHOLD,
-                               predictor=Predictor.USER_HISTORY), 120.0,
-                    "checkpoint-backfill user-history predictor, overhead 120 s"))
+    recs.append(
+        run(
+            tr,
+            Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.2, threshold=THRESHOLD, cascade=True),
+            120.0,
+            "checkpoint-backfill p=0.2, overhead 120 s, naive cascade",
+        )
+    )
+    recs.append(
+        run(
+            tr,
+            Params(policy=Policy.CHECKPOINT_BACKFILL, threshold=THRESHOLD, predictor=Predictor.USER_HISTORY),
+            120.0,
+            "checkpoint-backfill user-history predictor, overhead 120 s",
+        )
+    )
     above = tr.ncores // 4
     recs.append(run(tr, Params(policy=Policy.EASY), 120.0, f"easy, jobs above {above} processors split", above))
-    recs.append(run(tr, Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.2, threshold=THRESHOLD), 120.0,
-                    f"checkpoint-backfill p=0.2, overhead 120 s, jobs above {above} processors split", above))
+    recs.append(
+        run(
+            tr,
+            Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.2, threshold=THRESHOLD),
+            120.0,
+            f"checkpoint-backfill p=0.2, overhead 120 s, jobs above {above} processors split",
+            above,
+        )
+    )
     return recs
 
 
-COLS = (("wait_avg", "avg wait", "dur"), ("wait_p95", "p95 wait", "dur"), ("bsld_avg", "avg bsld", "num"),
-        ("response_avg", "avg response", "dur"), ("utilization", "util", "pct"), ("makespan", "makespan", "dur"))
+COLS = (
+    ("wait_avg", "avg wait", "dur"),
+    ("wait_p95", "p95 wait", "dur"),
+    ("bsld_avg", "avg bsld", "num"),
+    ("response_avg", "avg response", "dur"),
+    ("utilization", "util", "pct"),
+    ("makespan", "makespan", "dur"),
+)
 
 
 def table(recs: list[dict[str, Any]]) -> list[str]:
@@ -90,8 +121,11 @@ def table(recs: list[dict[str, Any]]) -> list[str]:
             if r is not easy:
                 cell += f" ({report.relative(r[key], easy[key])})"
             cells.append(cell)
-        lines.append(f"| {r['name']} | " + " | ".join(cells) +
-                     f" | {r['checkpoints']} | {r['overhead_core_hours']:.0f} / {r['rerun_core_hours']:.0f} |")
+        lines.append(
+            f"| {r['name']} | "
+            + " | ".join(cells)
+            + f" | {r['checkpoints']} | {r['overhead_core_hours']:.0f} / {r['rerun_core_hours']:.0f} |"
+        )
     return lines
 
 
@@ -129,9 +163,13 @@ def render(data: dict[str, list[dict[str, Any]]], meta: dict[str, str]) -> str:
     for name, recs in data.items():
         r0 = recs[0]
         skipped = ", ".join(f"{n} {why}" for why, n in r0["skipped_by"].items()) or "none"
-        out += [f"## {name}", "",
-                f"{r0['ncores']} processors, {r0['jobs']} jobs simulated (skipped: {skipped}; "
-                f"{r0['cut_at_walltime']} run times cut at the requested time).", ""]
+        out += [
+            f"## {name}",
+            "",
+            f"{r0['ncores']} processors, {r0['jobs']} jobs simulated (skipped: {skipped}; "
+            f"{r0['cut_at_walltime']} run times cut at the requested time).",
+            "",
+        ]
         out += table(recs)
         out.append("")
     out += comparison(data)
@@ -154,17 +192,29 @@ def splitting(data: dict[str, list[dict[str, Any]]], split: dict[str, list[dict[
         "",
     ]
     for name, recs in split.items():
-        out += [f"### {name}", "",
-                "| setting | " + " | ".join(t for _, t, _ in COLS) + " | split jobs | pieces | sub-tasks |",
-                "|" + "---|" * (len(COLS) + 4)]
+        out += [
+            f"### {name}",
+            "",
+            "| setting | " + " | ".join(t for _, t, _ in COLS) + " | split jobs | pieces | sub-tasks |",
+            "|" + "---|" * (len(COLS) + 4),
+        ]
         for r in recs:
-            base = next(b for b in data[name] if b["policy"] == r["policy"] and b["checkpoint_overhead"] == 120.0
-                        and abs(b["p"] - r["p"]) < 1e-9 and not b.get("cascade")
-                        and b["predictor"] == r["predictor"])
+            base = next(
+                b
+                for b in data[name]
+                if b["policy"] == r["policy"]
+                and b["checkpoint_overhead"] == 120.0
+                and abs(b["p"] - r["p"]) < 1e-9
+                and not b.get("cascade")
+                and b["predictor"] == r["predictor"]
+            )
             cells = [f"{report.fmt(r[k], kind)} ({report.relative(r[k], base[k])})" for k, _, kind in COLS]
             sp = r.get("split", {})
-            out.append(f"| {r['name']} | " + " | ".join(cells) +
-                       f" | {sp.get('jobs', 0)} | {sp.get('pieces', 0)} | {sp.get('sub_tasks', 0)} |")
+            out.append(
+                f"| {r['name']} | "
+                + " | ".join(cells)
+                + f" | {sp.get('jobs', 0)} | {sp.get('pieces', 0)} | {sp.get('sub_tasks', 0)} |"
+            )
         out.append("")
     return out + SPLIT_READING
 
@@ -186,8 +236,8 @@ def comparison(data: dict[str, list[dict[str, Any]]]) -> list[str]:
     out = [
         "## Against the published evaluation",
         "",
-        "Niu, Zhai, Ma, Tang and Chen (\"Employing checkpoint to improve job scheduling in large-scale",
-        "systems\", JSSPP 2012) report, against EASY, up to 40 % less average wait and about 20 % less",
+        'Niu, Zhai, Ma, Tang and Chen ("Employing checkpoint to improve job scheduling in large-scale',
+        'systems", JSSPP 2012) report, against EASY, up to 40 % less average wait and about 20 % less',
         "average bounded slowdown with a realistic checkpoint overhead, and over 50 % less slowdown on",
         "two traces without overhead.  Our changes against easy, at p = 0.2 and at the best p:",
         "",
@@ -198,8 +248,10 @@ def comparison(data: dict[str, list[dict[str, Any]]]) -> list[str]:
         easy = next(r for r in recs if r["policy"] == "easy")
         for r in recs:
             if r["policy"] == "checkpoint-backfill":
-                out.append(f"| {name} | {r['name']} | {change(r, easy, 'wait_avg'):+.1f} % | "
-                           f"{change(r, easy, 'bsld_avg'):+.1f} % |")
+                out.append(
+                    f"| {name} | {r['name']} | {change(r, easy, 'wait_avg'):+.1f} % | "
+                    f"{change(r, easy, 'bsld_avg'):+.1f} % |"
+                )
     out += [""] + summary(data) + [""] + DISCUSSION
     return out
 
@@ -221,8 +273,9 @@ def summary(data: dict[str, list[dict[str, Any]]]) -> list[str]:
         if ranges[ov]:
             w = [a for a, _ in ranges[ov]]
             b = [c for _, c in ranges[ov]]
-            out.append(f"- {label}: average wait {span(w)}, average bounded slowdown {span(b)} "
-                       f"over the {len(data)} traces.")
+            out.append(
+                f"- {label}: average wait {span(w)}, average bounded slowdown {span(b)} over the {len(data)} traces."
+            )
     return out
 
 
@@ -233,10 +286,10 @@ DISCUSSION = [
     "- Direction: on every trace checkpoint-backfill beats easy on average wait, 95th percentile wait,",
     "  bounded slowdown and response, at unchanged utilization (the load is fixed by the trace), and",
     "  conservative is worse than easy, as in the literature.",
-    "- Average wait: we see about half of the paper's best case (\"up to 40 %\").",
-    "- Bounded slowdown with overhead: close to the paper's \"about 20 %\" on KTH-SP2 and SDSC-BLUE,",
+    '- Average wait: we see about half of the paper\'s best case ("up to 40 %").',
+    '- Bounded slowdown with overhead: close to the paper\'s "about 20 %" on KTH-SP2 and SDSC-BLUE,',
     "  about half of it on SDSC-SP2.",
-    "- Without overhead we do not reproduce the \"over 50 %\" slowdown reduction: removing the",
+    '- Without overhead we do not reproduce the "over 50 %" slowdown reduction: removing the',
     "  overhead changes our results by a point or two.  In our model a preemption costs 2 x 120 s on",
     "  jobs that are longer than the 30 min threshold by construction and usually run for hours, so",
     "  the overhead is a small part of what a preemption costs the preempted job; the larger cost is",
@@ -253,7 +306,7 @@ DISCUSSION = [
     "  (gsim(1)); other models (checkpoints that delay the head job, periodic checkpoints, overhead",
     "  growing with job size) change the numbers.",
     "- Policy reading: the head job keeps its reservation from pass to pass and preemption happens only",
-    "  at that time, largest backfilled jobs first.  The naive reading (row \"naive cascade\"), in which",
+    '  at that time, largest backfilled jobs first.  The naive reading (row "naive cascade"), in which',
     "  an overrunning backfilled job is counted as ending at once, preempts about twice as often and",
     "  gains clearly less; published numbers depend on which reading a simulator implements.",
     "- Metric details: bounded slowdown is averaged over all jobs with a 10 s bound; the many short",
@@ -261,13 +314,13 @@ DISCUSSION = [
     "",
     "The reading gridsched ships: the head keeps its reservation (it may move earlier, never later),",
     "an overrunning backfilled job counts at its own walltime, and preemption happens only at the",
-    "reservation time (`scheduler.policy = \"checkpoint-backfill\"`); the naive reading exists only in",
+    'reservation time (`scheduler.policy = "checkpoint-backfill"`); the naive reading exists only in',
     "gsim (`--cascade`), to show its effect.",
     "",
     "The `user-history` predictor (`scheduler.predictor`, after Tsafrir, Etsion and Feitelson's EASY++:",
     "the mean run time of the user's last two jobs, capped by the walltime) in place of `estimate * p`:",
     "on KTH-SP2 and SDSC-BLUE it lowers bounded slowdown further than the scaled rule (row",
-    "\"user-history predictor\") with about half the checkpoints; on SDSC-SP2 it lowers slowdown a",
+    '"user-history predictor") with about half the checkpoints; on SDSC-SP2 it lowers slowdown a',
     "little more than p = 0.2 and wait a little less.  Where users' run times repeat, it shortens the right",
     "jobs; the scaled rule shortens every long job alike.",
 ]

@@ -63,8 +63,14 @@ REPO = Path(__file__).resolve().parents[1]
 COUNTER = REPO / "scripts" / "examples" / "checkpoint_counter.sh"
 UNIT_SECONDS = 0.2
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
-EXPECTED = {"short": "COMPLETED", "wide": "COMPLETED", "ckpt": "COMPLETED", "requeue": "COMPLETED",
-            "timeout": "TIMEOUT", "fail": "FAILED"}
+EXPECTED = {
+    "short": "COMPLETED",
+    "wide": "COMPLETED",
+    "ckpt": "COMPLETED",
+    "requeue": "COMPLETED",
+    "timeout": "TIMEOUT",
+    "fail": "FAILED",
+}
 # Segment outcomes after which a job goes on in a later segment.
 REQUEUED = {"checkpointed", "requeued", "killed before checkpoint"}
 
@@ -116,28 +122,29 @@ def build_jobs(n: int, cores: int, rng: random.Random, scale: float) -> list[Job
         if kind in ("short", "wide"):
             t = round(rng.uniform(0.3, 3.0) * scale, 2)
             ncpus = rng.randint(1, 4) if kind == "short" else rng.randint(cores // 2, cores)
-            script = f"#!/bin/sh\n{START}sleep {t}\necho \"$GS_JOBID $s end 0\" >> \"$SOAK_LEDGER\"\n"
+            script = f'#!/bin/sh\n{START}sleep {t}\necho "$GS_JOBID $s end 0" >> "$SOAK_LEDGER"\n'
             job = Job(i, kind, ncpus, int(t) + 3, "none", script, t)
         elif kind == "requeue":
             t = round(rng.uniform(2.0, 6.0) * scale, 2)
-            script = f"#!/bin/sh\n{START}sleep {t}\necho \"$GS_JOBID $s end 0\" >> \"$SOAK_LEDGER\"\n"
+            script = f'#!/bin/sh\n{START}sleep {t}\necho "$GS_JOBID $s end 0" >> "$SOAK_LEDGER"\n'
             job = Job(i, kind, rng.randint(2, 6), 20, "requeue", script, t)
         elif kind == "ckpt":
             units = max(2, int(rng.randint(5, 40) * scale))
             # the wrapper survives the checkpoint signal (a caught signal is reset at exec,
             # so the counter below still gets it) and logs the counter's exit status
             script = (
-                "#!/bin/sh\ntrap ':' USR1\n" + START
+                "#!/bin/sh\ntrap ':' USR1\n"
+                + START
                 + f'LEDGER="$SOAK_UNITS/$GS_JOBID" UNIT_SECONDS={UNIT_SECONDS} sh {COUNTER} {units}\n'
                 + 'rc=$?\necho "$GS_JOBID $s end $rc" >> "$SOAK_LEDGER"\nexit $rc\n'
             )
             job = Job(i, kind, rng.randint(1, 4), 20, "signal", script, units * UNIT_SECONDS, units=units)
         elif kind == "timeout":
             trap = "trap '' TERM\n" if rng.random() < 0.5 else ""
-            script = f"#!/bin/sh\n{trap}{START}sleep 60\necho \"$GS_JOBID $s end 0\" >> \"$SOAK_LEDGER\"\n"
+            script = f'#!/bin/sh\n{trap}{START}sleep 60\necho "$GS_JOBID $s end 0" >> "$SOAK_LEDGER"\n'
             job = Job(i, kind, rng.randint(1, 2), 2, "none", script, 3.0)
         else:
-            script = f"#!/bin/sh\n{START}sleep 0.2\necho \"$GS_JOBID $s end 3\" >> \"$SOAK_LEDGER\"\nexit 3\n"
+            script = f'#!/bin/sh\n{START}sleep 0.2\necho "$GS_JOBID $s end 3" >> "$SOAK_LEDGER"\nexit 3\n'
             job = Job(i, kind, 1, 10, "none", script, 0.2)
         if rng.random() < 0.05:
             job.cancel_after = rng.uniform(0.0, 20.0)
@@ -159,14 +166,17 @@ class Daemon:
     def start(self) -> None:
         with open(self.root / "daemon.out", "ab") as out:
             cmd = [str(BIN / "gschedd"), "run", *(["--system"] if self.system else [])]
-            self.proc = subprocess.Popen(cmd, env=self.env, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd, env=self.env, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         deadline = time.monotonic() + 30
         pidfile = self.root / "spool" / "gschedd.pid"
         while True:
             if self.proc.poll() is not None:
-                raise SystemExit(f"soak: the daemon exited with {self.proc.returncode} at start; "
-                                 f"see {self.root / 'spool' / 'gschedd.log'}")
+                raise SystemExit(
+                    f"soak: the daemon exited with {self.proc.returncode} at start; "
+                    f"see {self.root / 'spool' / 'gschedd.log'}"
+                )
             try:
                 if json.loads(pidfile.read_text()).get("pid") == self.proc.pid:
                     break
@@ -211,8 +221,11 @@ class Users:
     def create(self, n: int) -> list[pwd.struct_passwd]:
         tags = "abcdefgh"
         for i in range(n):
-            name = next(f"gsk{tags[i]}{os.getpid() % 100000 + k}" for k in range(100)
-                        if not _user_exists(f"gsk{tags[i]}{os.getpid() % 100000 + k}"))
+            name = next(
+                f"gsk{tags[i]}{os.getpid() % 100000 + k}"
+                for k in range(100)
+                if not _user_exists(f"gsk{tags[i]}{os.getpid() % 100000 + k}")
+            )
             r = subprocess.run(["useradd", "-M", "-U", "-s", "/bin/sh", name], capture_output=True, text=True)
             if r.returncode != 0:
                 raise SystemExit(f"soak: useradd {name} failed: {r.stderr.strip() or r.returncode}")
@@ -277,11 +290,11 @@ def _preload() -> None:
     import gridsched.arrays  # noqa: F401
     import gridsched.cli.gdel  # noqa: F401
     import gridsched.cli.gsub  # noqa: F401
-    import gridsched.topology  # noqa: F401
-    import gridsched.view  # noqa: F401
     import gridsched.requests  # noqa: F401
     import gridsched.reservations  # noqa: F401
+    import gridsched.topology  # noqa: F401
     import gridsched.tree  # noqa: F401
+    import gridsched.view  # noqa: F401
 
 
 class AsUser:
@@ -292,9 +305,15 @@ class AsUser:
         self.fork = False
         self.why = ""
         try:
-            r = subprocess.run([str(BIN / "gsub"), "--help"], env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
-                               cwd=cwd, capture_output=True, text=True, timeout=60,
-                               preexec_fn=lambda: _demote(probe))
+            r = subprocess.run(
+                [str(BIN / "gsub"), "--help"],
+                env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                preexec_fn=lambda: _demote(probe),
+            )
             if r.returncode != 0:
                 self.fork, self.why = True, (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
         except OSError as e:
@@ -307,12 +326,21 @@ class AsUser:
             return f"gsub and gdel entry points in a child forked as each user ({self.why})"
         return f"{BIN / 'gsub'} and {BIN / 'gdel'} run as each user"
 
-    def run(self, pw: pwd.struct_passwd, prog: str, args: list[str], env: dict[str, str],
-            cwd: Path) -> tuple[int, str, str]:
+    def run(
+        self, pw: pwd.struct_passwd, prog: str, args: list[str], env: dict[str, str], cwd: Path
+    ) -> tuple[int, str, str]:
         """``prog ARGS`` as user ``pw``: its exit status, standard output and standard error."""
         if not self.fork:
-            r = subprocess.run([str(BIN / prog), *args], env=env, cwd=cwd, capture_output=True, text=True,
-                               timeout=60, stdin=subprocess.DEVNULL, preexec_fn=lambda: _demote(pw))
+            r = subprocess.run(
+                [str(BIN / prog), *args],
+                env=env,
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=lambda: _demote(pw),
+            )
             return r.returncode, r.stdout, r.stderr
         out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
         stops = {signal.SIGINT, signal.SIGTERM}
@@ -359,8 +387,11 @@ class AsUser:
                 raise
             out.seek(0)
             err.seek(0)
-            return os.waitstatus_to_exitcode(status), out.read().decode(errors="replace"), \
-                err.read().decode(errors="replace")
+            return (
+                os.waitstatus_to_exitcode(status),
+                out.read().decode(errors="replace"),
+                err.read().decode(errors="replace"),
+            )
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
             out.close()
@@ -420,8 +451,9 @@ class Verdict:
     unobserved: list[str] = field(default_factory=list)  # segments killed before their first line
 
 
-def check_job(job: Job, row: dict[str, Any] | None, led: dict[int, dict[str, list[int]]], units_dir: Path,
-              v: Verdict) -> None:
+def check_job(
+    job: Job, row: dict[str, Any] | None, led: dict[int, dict[str, list[int]]], units_dir: Path, v: Verdict
+) -> None:
     jid = job.id
     if row is None:
         v.lost.append(f"job {jid}: no row in the state db")
@@ -462,8 +494,9 @@ def check_job(job: Job, row: dict[str, Any] | None, led: dict[int, dict[str, lis
         v.mismatched.append(f"job {jid}: fewer preemptions ({row['preemptions']}) than requeued segments")
     ran = sum(s["end"] - s["start"] for s in segs if "end" in s)
     if abs(row["elapsed"] + row["lost"] - ran) > 0.05:
-        v.mismatched.append(f"job {jid}: elapsed {row['elapsed']:.2f} + lost {row['lost']:.2f} != {ran:.2f} "
-                            "seconds in its segments")
+        v.mismatched.append(
+            f"job {jid}: elapsed {row['elapsed']:.2f} + lost {row['lost']:.2f} != {ran:.2f} seconds in its segments"
+        )
     for k, seg in enumerate(segs, 1):
         ends = led.get(k, {}).get("end", [])
         if seg.get("outcome") == "lost":
@@ -504,8 +537,9 @@ def check_owner(job: Job, row: dict[str, Any] | None, led: dict[int, dict[str, l
     pw = job.owner or pwd.getpwuid(os.getuid())
     jid = job.id
     if row is not None and (row["uid"] != pw.pw_uid or row["user"] != pw.pw_name):
-        v.wrong_owner.append(f"job {jid}: row says {row['user']} (uid {row['uid']}), submitted by {pw.pw_name} "
-                             f"(uid {pw.pw_uid})")
+        v.wrong_owner.append(
+            f"job {jid}: row says {row['user']} (uid {row['uid']}), submitted by {pw.pw_name} (uid {pw.pw_uid})"
+        )
     if job.out is None:
         return
     try:
@@ -515,8 +549,10 @@ def check_owner(job: Job, row: dict[str, Any] | None, led: dict[int, dict[str, l
             v.wrong_owner.append(f"job {jid}: ran, but its output file {job.out} does not exist")
         return
     if (st.st_uid, st.st_gid) != (pw.pw_uid, pw.pw_gid):
-        v.wrong_owner.append(f"job {jid}: output file {job.out} owned by uid {st.st_uid} gid {st.st_gid}, "
-                             f"submitted by {pw.pw_name} (uid {pw.pw_uid} gid {pw.pw_gid})")
+        v.wrong_owner.append(
+            f"job {jid}: output file {job.out} owned by uid {st.st_uid} gid {st.st_gid}, "
+            f"submitted by {pw.pw_name} (uid {pw.pw_uid} gid {pw.pw_gid})"
+        )
 
 
 def leftover_processes(spool: Path) -> list[int]:
@@ -548,9 +584,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply job lengths by this (default 1)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="give up after this many seconds (default 1800)")
-    ap.add_argument("--system", action="store_true",
-                    help="run the daemon in system mode (as root) and the jobs as two throwaway users made for "
-                    "the run (useradd) and removed at its end")
+    ap.add_argument(
+        "--system",
+        action="store_true",
+        help="run the daemon in system mode (as root) and the jobs as two throwaway users made for "
+        "the run (useradd) and removed at its end",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the temporary spool and ledger")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     a = ap.parse_args(argv)
@@ -615,8 +654,13 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
     as_user: AsUser | None = None
 
     def job_env(home: Path) -> dict[str, str]:
-        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "SOAK_LEDGER": str(ledger),
-                "SOAK_UNITS": str(units_dir), "LC_ALL": "C"}
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "SOAK_LEDGER": str(ledger),
+            "SOAK_UNITS": str(units_dir),
+            "LC_ALL": "C",
+        }
 
     if a.system:
         # everything the users need is reachable by them: the tree is 0755, the shared ledger and units
@@ -669,37 +713,68 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
         home, jenv = homes[j.owner.pw_uid if j.owner else os.getuid()]
         out = home / "out" / "%x.o%j"
         if j.owner is None or as_user is None:
-            spec = build_spec(spool, cfg, Script(j.script, f"soak-{j.index}", f"soak{j.kind}"),
-                              Options(ncpus=j.ncpus, walltime=j.walltime, checkpoint=j.mode,
-                                      output=str(out), error=str(out)),
-                              env=jenv, cwd=home)
+            spec = build_spec(
+                spool,
+                cfg,
+                Script(j.script, f"soak-{j.index}", f"soak{j.kind}"),
+                Options(ncpus=j.ncpus, walltime=j.walltime, checkpoint=j.mode, output=str(out), error=str(out)),
+                env=jenv,
+                cwd=home,
+            )
             spool.submit(spec)
             jid = int(spec["id"])
         else:
-            args = ["--spool", str(spool_dir), "--config", str(config_path), "-N", f"soak{j.kind}",
-                    "-n", str(j.ncpus), "-t", str(j.walltime), "--checkpoint", j.mode, "-o", str(out), "-e", str(out),
-                    str(root / "scripts" / f"soak-{j.index}.sh")]
+            args = [
+                "--spool",
+                str(spool_dir),
+                "--config",
+                str(config_path),
+                "-N",
+                f"soak{j.kind}",
+                "-n",
+                str(j.ncpus),
+                "-t",
+                str(j.walltime),
+                "--checkpoint",
+                j.mode,
+                "-o",
+                str(out),
+                "-e",
+                str(out),
+                str(root / "scripts" / f"soak-{j.index}.sh"),
+            ]
             code, stdout, stderr = as_user.run(j.owner, "gsub", args, jenv, home)
             if code != 0 or not stdout.strip().isdigit():
-                raise SystemExit(f"soak: gsub as {j.owner.pw_name} failed (exit {code}): "
-                                 f"{(stderr.strip() or stdout.strip())[-2000:]}")
+                raise SystemExit(
+                    f"soak: gsub as {j.owner.pw_name} failed (exit {code}): "
+                    f"{(stderr.strip() or stdout.strip())[-2000:]}"
+                )
             jid = int(stdout.strip())
         j.out = home / "out" / f"soak{j.kind}.o{jid}"
         return jid
 
     def cancel(due: list[Job]) -> None:
         if as_user is None:
-            subprocess.run([str(BIN / "gdel"), *(str(j.id) for j in due)], env=env, cwd=work,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+            subprocess.run(
+                [str(BIN / "gdel"), *(str(j.id) for j in due)],
+                env=env,
+                cwd=work,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=60,
+            )
             return
         for pw in {j.owner.pw_uid: j.owner for j in due if j.owner}.values():  # each job by its owner
             home, jenv = homes[pw.pw_uid]
             ids = [str(j.id) for j in due if j.owner and j.owner.pw_uid == pw.pw_uid]
-            code, stdout, stderr = as_user.run(pw, "gdel", ["--spool", str(spool_dir), "--config",
-                                                            str(config_path), *ids], jenv, home)
+            code, stdout, stderr = as_user.run(
+                pw, "gdel", ["--spool", str(spool_dir), "--config", str(config_path), *ids], jenv, home
+            )
             if code not in (0, 1):  # 1: some had ended already
-                raise SystemExit(f"soak: gdel {' '.join(ids)} as {pw.pw_name} failed (exit {code}): "
-                                 f"{(stderr.strip() or stdout.strip())[-2000:]}")
+                raise SystemExit(
+                    f"soak: gdel {' '.join(ids)} as {pw.pw_name} failed (exit {code}): "
+                    f"{(stderr.strip() or stdout.strip())[-2000:]}"
+                )
             # a refusal other than "already ENDED" (the job ended first): gdel did not take the job as its owner's
             for line in stderr.splitlines():
                 if "error" in line and ": already " not in line:
@@ -842,17 +917,22 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
         print(json.dumps(result, indent=2))
     else:
         print(f"machine: {result['machine']}")
-        print(f"mode: {result['mode']}, jobs submitted by {', '.join(f'{u} {n}' for u, n in sorted(by_user.items()))}"
-              f" ({result['submitted_with']})")
-        print(f"jobs: {len(jobs)} ({', '.join(f'{k} {n}' for k, n in sorted(result['kinds'].items()))}) "
-              f"on {a.cores} declared cores, seed {a.seed}")
-        print(f"daemon killed: {kills} times (SIGKILL), started {daemon.starts} times, "
-              f"exited on its own {daemon.unexpected_exits} times")
+        print(
+            f"mode: {result['mode']}, jobs submitted by {', '.join(f'{u} {n}' for u, n in sorted(by_user.items()))}"
+            f" ({result['submitted_with']})"
+        )
+        print(
+            f"jobs: {len(jobs)} ({', '.join(f'{k} {n}' for k, n in sorted(result['kinds'].items()))}) "
+            f"on {a.cores} declared cores, seed {a.seed}"
+        )
+        print(
+            f"daemon killed: {kills} times (SIGKILL), started {daemon.starts} times, "
+            f"exited on its own {daemon.unexpected_exits} times"
+        )
         print(f"wall time: {wall:.1f} s{' (TIMED OUT)' if timed_out else ''}")
         print(f"states: {', '.join(f'{k} {n}' for k, n in sorted(states.items()))}")
         print(f"segments: {len(segs)} ({', '.join(f'{k} {n}' for k, n in sorted(outcomes.items()))})")
-        print(f"preemptions: {result['preemptions']}, checkpoints: {result['checkpoints']}, "
-              f"gdel'd: {cancels_sent}")
+        print(f"preemptions: {result['preemptions']}, checkpoints: {result['checkpoints']}, gdel'd: {cancels_sent}")
         print(f"recovery: {adopted} running jobs adopted, {collected} endings collected, {undone} starts undone")
         print(f"unobserved segments (killed before their first line): {len(v.unobserved)}")
         for p in result["problems"]:

@@ -8,8 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 import pytest
@@ -95,9 +96,13 @@ class Gridsched:
         return out
 
     # -- commands ----------------------------------------------------------
-    def run(self, *args: str, input: str | None = None, check: bool = False, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, input: str | None = None, check: bool = False, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         cmd = [str(BIN / args[0]), *args[1:]]
-        r = subprocess.run(cmd, env=self.env, input=input, capture_output=True, text=True, cwd=self.work, timeout=timeout)
+        r = subprocess.run(
+            cmd, env=self.env, input=input, capture_output=True, text=True, cwd=self.work, timeout=timeout
+        )
         if check and r.returncode != 0:
             raise AssertionError(f"{' '.join(args)} exited {r.returncode}: {r.stderr}")
         return r

@@ -268,10 +268,19 @@ def _fake_graph() -> dict[str, list[Edge]]:
 def test_checker_resolves_imports():
     g = _fake_graph()
     assert [(e.dst, e.lazy, e.typing_only) for e in g["pkg.a"]] == [
-        ("os", False, False), ("pkg.b", False, False), ("pkg.sub.c", False, False), ("pkg.sub.c", False, False)]
+        ("os", False, False),
+        ("pkg.b", False, False),
+        ("pkg.sub.c", False, False),
+        ("pkg.sub.c", False, False),
+    ]
     assert [(e.dst, e.lazy, e.typing_only) for e in g["pkg.b"]] == [
-        ("__future__", False, False), ("typing", False, False), ("pkg.a", False, True), ("pkg", False, False),
-        ("pkg.sub.c", True, False), ("pkg.a", True, False)]
+        ("__future__", False, False),
+        ("typing", False, False),
+        ("pkg.a", False, True),
+        ("pkg", False, False),
+        ("pkg.sub.c", True, False),
+        ("pkg.a", True, False),
+    ]
     assert [e.dst for e in g["pkg.sub"]] == ["pkg.a"]
     assert [e.dst for e in g["pkg.sub.c"]] == ["pkg.b", "pkg.sub.c"]  # class bodies run at import
 
@@ -284,18 +293,22 @@ def test_checker_finds_cycles_and_reach():
     g["pkg.b"].append(Edge("pkg.b", "pkg.sub", 9, False, False))
     assert cycles(g) == [("pkg.a", "pkg.b", "pkg.sub", "pkg.sub.c")]
     assert cycle_path(("pkg.a", "pkg.b", "pkg.sub", "pkg.sub.c"), g) == (
-        "pkg.a -> pkg.b (line 2); pkg.b -> pkg.sub (line 9); pkg.sub -> pkg.a (line 1)")
+        "pkg.a -> pkg.b (line 2); pkg.b -> pkg.sub (line 9); pkg.sub -> pkg.a (line 1)"
+    )
     assert set(loaded_at_import("pkg.b", _fake_graph())) == {"pkg.b", "__future__", "typing", "pkg"}
 
 
 def test_checker_follows_commands_through_module_level_imports():
     g = {
         "gridsched.cli.x": [Edge("gridsched.cli.x", "gridsched.helper", 3, True, False)],
-        "gridsched.helper": [Edge("gridsched.helper", "gridsched.core.policy", 1, False, False),
-                             Edge("gridsched.helper", "gridsched.daemon.loop", 7, True, False)],
+        "gridsched.helper": [
+            Edge("gridsched.helper", "gridsched.core.policy", 1, False, False),
+            Edge("gridsched.helper", "gridsched.daemon.loop", 7, True, False),
+        ],
     }
     assert forbidden_reach("gridsched.cli.x", g, ["daemon", "passes"]) == {
-        "gridsched.core.policy": "line 3 (lazy): gridsched.core.policy <- gridsched.helper"}
+        "gridsched.core.policy": "line 3 (lazy): gridsched.core.policy <- gridsched.helper"
+    }
     assert forbidden_reach("gridsched.cli.x", g, ["daemon"]) == {}
 
 
@@ -310,9 +323,13 @@ def test_graph_is_read():
 
 
 def test_core_imports_only_the_core():
-    bad = [f"{e.src} imports {e.dst} (line {e.line})"
-           for m, es in graph().items() if _inside(m, "gridsched.core")
-           for e in es if e.dst.split(".")[0] == "gridsched" and not _inside(e.dst, "gridsched.core")]
+    bad = [
+        f"{e.src} imports {e.dst} (line {e.line})"
+        for m, es in graph().items()
+        if _inside(m, "gridsched.core")
+        for e in es
+        if e.dst.split(".")[0] == "gridsched" and not _inside(e.dst, "gridsched.core")
+    ]
     assert not bad, "gridsched/core imports gridsched outside the core:\n" + "\n".join(bad)
 
 
@@ -337,7 +354,8 @@ def test_commands_load_neither_the_daemon_nor_the_passes():
             broken[m] = reach
     new = {m: r for m, r in broken.items() if m not in KNOWN_CLI_EXCEPTIONS}
     assert not new, "command modules that load the daemon or the passes:\n" + "\n".join(
-        f"{m}: {how}" for m, r in new.items() for how in r.values())
+        f"{m}: {how}" for m, r in new.items() for how in r.values()
+    )
     fixed = sorted(set(KNOWN_CLI_EXCEPTIONS) - set(broken))
     assert not fixed, f"no longer break the rule, take them out of KNOWN_CLI_EXCEPTIONS: {fixed}"
 
@@ -355,6 +373,7 @@ def test_nothing_imports_the_daemons_loop():
     """The loop drives the daemon's parts; they never reach back into it when they run (a type hint may
     name the Daemon).  Only the command that starts the daemon imports it."""
     g = graph()
-    users = sorted({e.src for edges in g.values() for e in edges
-                    if e.dst == "gridsched.daemon.loop" and not e.typing_only})
+    users = sorted(
+        {e.src for edges in g.values() for e in edges if e.dst == "gridsched.daemon.loop" and not e.typing_only}
+    )
     assert users == ["gridsched.cli.gschedd"], users

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -209,8 +210,7 @@ def spool_options(f: F) -> F:
         "--spool",
         "spool_dir",
         metavar="DIR",
-        help="Spool directory (default: $GRIDSCHED_SPOOL, the config's daemon.spool, "
-        "~/.local/state/gridsched).",
+        help="Spool directory (default: $GRIDSCHED_SPOOL, the config's daemon.spool, ~/.local/state/gridsched).",
     )(f)
     return f
 
@@ -245,7 +245,7 @@ def setup(prog: str, spool_dir: str | None, config_file: str | None) -> Setup:
     return Setup(Spool(root), cfg, config_file)
 
 
-def spawn_daemon(spool: Spool, config_file: str | None) -> "subprocess.Popen[bytes]":
+def spawn_daemon(spool: Spool, config_file: str | None) -> subprocess.Popen[bytes]:
     """Start ``gschedd run`` on ``spool`` in the background, detached; return the process.
 
     The daemon's output goes to ``spool/gschedd.log``.  This does not wait for

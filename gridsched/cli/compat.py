@@ -64,16 +64,27 @@ SLURM: tuple[Rule, ...] = (
     Rule(("-q", "--qos"), "ignore", "quality of service", "(warned)", why="no QOS"),
     Rule(("--mail-type",), "ignore", "mail events", "(warned)", why="gridsched sends no mail"),
     Rule(("--mail-user",), "ignore", "mail address", "(warned)", why="gridsched sends no mail"),
-    Rule(("--exclusive",), "ignore", "whole node", "(warned)", value=False,
-         why="a job gets exactly its own cores; ask for them with -c"),
+    Rule(
+        ("--exclusive",),
+        "ignore",
+        "whole node",
+        "(warned)",
+        value=False,
+        why="a job gets exactly its own cores; ask for them with -c",
+    ),
     Rule(("--mem-per-cpu",), "ignore", "memory per core", "(warned)", why="use --mem for the whole job"),
     Rule(("-C", "--constraint"), "ignore", "node features", "(warned)", why="no node features on one machine"),
     Rule(("--gres",), "ignore", "generic resources", "(warned)", why="no generic resources"),
     Rule(("-G", "--gpus"), "ignore", "GPUs", "(warned)", why="no generic resources"),
     Rule(("-w", "--nodelist"), "ignore", "nodes to use", "(warned)", why="one machine"),
     Rule(("-b", "--begin"), "ignore", "deferred start", "(warned)", why="deferred starts are not supported"),
-    Rule(("--signal",), "ignore", "signal before the time limit", "(warned)",
-         why="use --checkpoint signal and jobs.checkpoint_signal"),
+    Rule(
+        ("--signal",),
+        "ignore",
+        "signal before the time limit",
+        "(warned)",
+        why="use --checkpoint signal and jobs.checkpoint_signal",
+    ),
 )
 
 PBS: tuple[Rule, ...] = (
@@ -111,8 +122,18 @@ PBS_RESOURCES: tuple[Rule, ...] = (
 
 PREFIXES = {"#SBATCH": SLURM, "#PBS": PBS}
 # gsub options the translation produces, by key, and the option that carries them.
-GS_FLAG = {"name": "-N", "ncpus": "-n", "time": "-t", "output": "-o", "error": "-e", "mem": "--mem",
-           "depend": "-d", "chdir": "-D", "checkpoint": "--checkpoint", "array": "--array"}
+GS_FLAG = {
+    "name": "-N",
+    "ncpus": "-n",
+    "time": "-t",
+    "output": "-o",
+    "error": "-e",
+    "mem": "--mem",
+    "depend": "-d",
+    "chdir": "-D",
+    "checkpoint": "--checkpoint",
+    "array": "--array",
+}
 GS_SWITCH = {"hold": "--hold", "wait": "--wait"}
 
 
@@ -130,7 +151,7 @@ def scan(text: str, prefix: str) -> list[tuple[int, str]]:
         if s and not s.startswith("#"):
             break
         if s == prefix or s.startswith((prefix + " ", prefix + "\t")):
-            out.append((n, s[len(prefix):].strip()))
+            out.append((n, s[len(prefix) :].strip()))
     return out
 
 
@@ -156,8 +177,18 @@ def _lookup(rules: tuple[Rule, ...]) -> dict[str, Rule]:
 _SLURM, _PBS, _PBS_RES = _lookup(SLURM), _lookup(PBS), _lookup(PBS_RESOURCES)
 _ARRAY = re.compile(r"^\d+(-\d+(:\d+)?)?(,\d+(-\d+(:\d+)?)?)*(%\d+)?$")
 _PBS_SIZE = re.compile(r"^(\d+)(b|kb|mb|gb|tb|pb|w|kw|mw|gw)?$")
-_PBS_MULT = {"b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40, "pb": 1 << 50, "w": 8,
-             "kw": 8 << 10, "mw": 8 << 20, "gw": 8 << 30}
+_PBS_MULT = {
+    "b": 1,
+    "kb": 1 << 10,
+    "mb": 1 << 20,
+    "gb": 1 << 30,
+    "tb": 1 << 40,
+    "pb": 1 << 50,
+    "w": 8,
+    "kw": 8 << 10,
+    "mw": 8 << 20,
+    "gw": 8 << 30,
+}
 
 
 def _split(prefix: str, text: str, where: str, rules: dict[str, Rule]) -> list[tuple[str, Rule | None, str | None]]:
@@ -328,8 +359,7 @@ class _Reader:
         shown = f"#PBS -l {item}"
         rule = _PBS_RES.get(name.strip())
         if rule is None or not eq:
-            self.warn(lineno, shown, f"resource {name.strip()!r}: licences and custom resources are not "
-                      "supported yet")
+            self.warn(lineno, shown, f"resource {name.strip()!r}: licences and custom resources are not supported yet")
             return
         if rule.key == "ignore":
             self.warn(lineno, shown, rule.why)
@@ -352,8 +382,9 @@ class _Reader:
                 else:
                     self.warn(lineno, shown, f"{k!r} in {name}: not supported")
             if rule.key == "nodes" and chunks > 1:
-                self.out.warnings.append(f"{self.label}:{lineno}: {shown}: {chunks} nodes become "
-                                         f"{chunks * per} cores of this one machine")
+                self.out.warnings.append(
+                    f"{self.label}:{lineno}: {shown}: {chunks} nodes become {chunks * per} cores of this one machine"
+                )
             self.set(lineno, "ncpus", str(chunks * per))
 
     def finish(self) -> Translation:
@@ -407,8 +438,13 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
         out.append(f"#SBATCH --time={format_duration(params['walltime'])}")
     if params.get("mem") is not None:
         out.append(f"#SBATCH --mem={_slurm_mem(params['mem'])}")
-    for key, flag in (("output", "--output"), ("error", "--error"), ("chdir", "--chdir"),
-                      ("depend", "--dependency"), ("array", "--array")):
+    for key, flag in (
+        ("output", "--output"),
+        ("error", "--error"),
+        ("chdir", "--chdir"),
+        ("depend", "--dependency"),
+        ("array", "--array"),
+    ):
         if params.get(key):
             out.append(f"#SBATCH {flag}={q(params[key])}")
     if params.get("hold"):

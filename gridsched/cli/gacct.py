@@ -17,16 +17,33 @@ import click
 from ..core.units import format_duration
 from ..jobs import TERMINAL
 from ..spool import Spool
-from .common import Command, ExitCode, fail, setup, spool_options
 from ..text import dumps, shown
+from .common import Command, ExitCode, fail, setup, spool_options
 
 PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
 # The --json schema: one record per job with exactly these keys, in this order.
-JSON_KEYS = ("id name user state submit_time start_time end_time wait run exit_code exit_signal ncpus "
-             "restarts preemptions checkpoints lost").split()
-COLUMNS = ("ID", "NAME", "USER", "STATE", "SUBMIT", "START", "END", "WAIT", "RUN", "EXIT", "CORES",
-           "RESTARTS", "PREEMPT", "CKPTS", "LOST")
+JSON_KEYS = (
+    "id name user state submit_time start_time end_time wait run exit_code exit_signal ncpus "
+    "restarts preemptions checkpoints lost"
+).split()
+COLUMNS = (
+    "ID",
+    "NAME",
+    "USER",
+    "STATE",
+    "SUBMIT",
+    "START",
+    "END",
+    "WAIT",
+    "RUN",
+    "EXIT",
+    "CORES",
+    "RESTARTS",
+    "PREEMPT",
+    "CKPTS",
+    "LOST",
+)
 SWF_STATUS = {"COMPLETED": 1, "FAILED": 0, "TIMEOUT": 0, "CANCELLED": 5}
 _RELATIVE = re.compile(r"^([+-])(\d+(?:\.\d+)?)([smhdw])$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -59,8 +76,9 @@ class TimeType(click.ParamType):
                 return datetime.strptime(text, fmt).timestamp()
             except ValueError:
                 continue
-        self.fail(f"'{value}': not a time (use 2026-11-22, 2026-11-22T10:00, now, today, or -1d, -2h, -30m)",
-                  param, ctx)
+        self.fail(
+            f"'{value}': not a time (use 2026-11-22, 2026-11-22T10:00, now, today, or -1d, -2h, -30m)", param, ctx
+        )
 
 
 def run_seconds(job: dict[str, Any]) -> float:
@@ -92,8 +110,9 @@ def record(job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def select(jobs: list[dict[str, Any]], user: str | None, states: set[str] | None, start: float | None,
-           end: float | None) -> list[dict[str, Any]]:
+def select(
+    jobs: list[dict[str, Any]], user: str | None, states: set[str] | None, start: float | None, end: float | None
+) -> list[dict[str, Any]]:
     """Finished jobs of ``user`` in ``states`` that ended at or after ``start`` and began by ``end``."""
     out = []
     for j in jobs:
@@ -172,13 +191,25 @@ def print_table(jobs: list[dict[str, Any]]) -> None:
         code = "" if j.get("exit_code") is None else str(j["exit_code"])
         if j.get("exit_signal"):
             code = f"sig{j['exit_signal']}"
-        rows.append((
-            shown(j["id"]), shown(j["name"]), shown(j["user"]), shown(j["state"]), when(j["submit_time"]),
-            when(j.get("start_time")),
-            when(j.get("end_time")), "" if w is None else format_duration(w), format_duration(run_seconds(j)),
-            shown(code), shown(j["ncpus"]), shown(j.get("restarts", 0)), shown(j.get("preemptions", 0)),
-            shown(j.get("checkpoints", 0)), format_duration(j.get("lost") or 0),
-        ))
+        rows.append(
+            (
+                shown(j["id"]),
+                shown(j["name"]),
+                shown(j["user"]),
+                shown(j["state"]),
+                when(j["submit_time"]),
+                when(j.get("start_time")),
+                when(j.get("end_time")),
+                "" if w is None else format_duration(w),
+                format_duration(run_seconds(j)),
+                shown(code),
+                shown(j["ncpus"]),
+                shown(j.get("restarts", 0)),
+                shown(j.get("preemptions", 0)),
+                shown(j.get("checkpoints", 0)),
+                format_duration(j.get("lost") or 0),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     left = {1, 2, 3}
     for r in rows:
@@ -236,22 +267,48 @@ def load(spool: Spool, ids: list[int] | None) -> tuple[list[dict[str, Any]], int
     return jobs, procs
 
 
-@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]},
-               short_help="accounting of finished jobs")
+@click.command(
+    PROG,
+    cls=Command,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    short_help="accounting of finished jobs",
+)
 @click.option("-u", "--user", metavar="USER", help="Only the jobs of USER.")
-@click.option("-s", "--state", "states", metavar="STATE[,STATE...]",
-              help="Only jobs that ended in these states: COMPLETED, FAILED, CANCELLED, TIMEOUT.")
-@click.option("-S", "--starttime", type=TimeType(),
-              help="Only jobs that ended at or after TIME: 2026-11-22, 2026-11-22T10:00[:SS], today, now, or "
-              "relative to now: -1d, -12h, -30m, -2w.")
-@click.option("-E", "--endtime", type=TimeType(), help="Only jobs that started (or were submitted) by TIME "
-              "(the forms of --starttime).")
+@click.option(
+    "-s",
+    "--state",
+    "states",
+    metavar="STATE[,STATE...]",
+    help="Only jobs that ended in these states: COMPLETED, FAILED, CANCELLED, TIMEOUT.",
+)
+@click.option(
+    "-S",
+    "--starttime",
+    type=TimeType(),
+    help="Only jobs that ended at or after TIME: 2026-11-22, 2026-11-22T10:00[:SS], today, now, or "
+    "relative to now: -1d, -12h, -30m, -2w.",
+)
+@click.option(
+    "-E",
+    "--endtime",
+    type=TimeType(),
+    help="Only jobs that started (or were submitted) by TIME (the forms of --starttime).",
+)
 @click.option("-j", "--jobs", "job_ids", metavar="ID[,ID...]", help="Only these jobs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON (schema in gacct(1)).")
 @click.option("--swf", is_flag=True, help="Print the jobs as a Standard Workload Format 2.2 trace for gsim.")
 @spool_options
-def cli(user: str | None, states: str | None, starttime: float | None, endtime: float | None,
-        job_ids: str | None, as_json: bool, swf: bool, spool_dir: str | None, config_file: str | None) -> int:
+def cli(
+    user: str | None,
+    states: str | None,
+    starttime: float | None,
+    endtime: float | None,
+    job_ids: str | None,
+    as_json: bool,
+    swf: bool,
+    spool_dir: str | None,
+    config_file: str | None,
+) -> int:
     """Show finished jobs (completed, failed, cancelled, timed out) from the
     daemon's state db: when each was submitted, started and ended, how long
     it waited and ran, its exit status and cores, and how often it was
@@ -273,7 +330,6 @@ def cli(user: str | None, states: str | None, starttime: float | None, endtime: 
     else:
         print_table(jobs)
     return ExitCode.OK
-
 
 
 def main() -> None:

@@ -12,8 +12,8 @@ import click
 
 from ..config import PACKAGED
 from ..spool import Spool
-from .common import ExitCode, Group, fail, setup, spool_options
 from ..text import dumps, shown
+from .common import ExitCode, Group, fail, setup, spool_options
 
 PROG = "gctl"
 
@@ -63,8 +63,9 @@ def send(spool: Spool, kind: str, **fields: Any) -> None:
         fail(PROG, shown(f"cannot write the {kind} request to {spool.root}: {e.strerror or e}"))
 
 
-@click.group(PROG, cls=Group, context_settings={"help_option_names": ["-h", "--help"]},
-             short_help="administer the daemon")
+@click.group(
+    PROG, cls=Group, context_settings={"help_option_names": ["-h", "--help"]}, short_help="administer the daemon"
+)
 def cli() -> None:
     """Administer the gridsched daemon of a spool."""
 
@@ -163,8 +164,7 @@ def _machine(cfg: Any) -> Any:
         fail(PROG, f"topology {e}")
 
 
-def _core_request(kind: str, cores: frozenset[int], reason: str, spool_dir: str | None,
-                  config_file: str | None) -> int:
+def _core_request(kind: str, cores: frozenset[int], reason: str, spool_dir: str | None, config_file: str | None) -> int:
     from ..core import cpuset
 
     s = setup(PROG, spool_dir, config_file)
@@ -172,8 +172,9 @@ def _core_request(kind: str, cores: frozenset[int], reason: str, spool_dir: str 
     m = _machine(s.cfg)
     unknown = sorted(c for c in cores if c >= m.ncores)
     if unknown:
-        what = (f"core {unknown[0]} is not a core" if len(unknown) == 1
-                else f"cores {cpuset.format(unknown)} are not cores")
+        what = (
+            f"core {unknown[0]} is not a core" if len(unknown) == 1 else f"cores {cpuset.format(unknown)} are not cores"
+        )
         fail(PROG, f"{what} of this machine (cores {cpuset.format(m.cores())})")
     text = cpuset.format(cores)
     if kind == "drain":

@@ -18,8 +18,7 @@ PROG = "gdel"
 check = check_cancel
 
 
-@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]},
-               short_help="cancel jobs")
+@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]}, short_help="cancel jobs")
 @click.argument("job_ids", nargs=-1, required=True, metavar="ID...", shell_complete=complete_job_ids)
 @spool_options
 def cli(job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None) -> int:

@@ -14,8 +14,7 @@ from .jobctl import act, complete_job_ids
 PROG = "ghold"
 
 
-@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]},
-               short_help="hold jobs")
+@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]}, short_help="hold jobs")
 @click.argument("job_ids", nargs=-1, required=True, metavar="ID...", shell_complete=complete_job_ids)
 @spool_options
 def cli(job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None) -> int:

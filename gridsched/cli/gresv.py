@@ -101,19 +101,36 @@ def print_table(recs: list[dict[str, Any]], now: float) -> None:
 
     tty = sys.stdout.isatty()
     console = Console(highlight=False, width=None if tty else 4096, soft_wrap=not tty)
-    table = Table(box=box.SIMPLE_HEAD if tty else None, pad_edge=False, show_edge=False,
-                  header_style="bold" if tty else "")
-    for col, just in (("RESV", "right"), ("NAME", "left"), ("USER", "left"), ("STATE", "left"), ("CPUS", "right"),
-                      ("RESOURCES", "left"), ("DURATION", "right"), ("CORES", "left"), ("JOBS", "left"),
-                      ("NOTE", "left")):
+    table = Table(
+        box=box.SIMPLE_HEAD if tty else None, pad_edge=False, show_edge=False, header_style="bold" if tty else ""
+    )
+    for col, just in (
+        ("RESV", "right"),
+        ("NAME", "left"),
+        ("USER", "left"),
+        ("STATE", "left"),
+        ("CPUS", "right"),
+        ("RESOURCES", "left"),
+        ("DURATION", "right"),
+        ("CORES", "left"),
+        ("JOBS", "left"),
+        ("NOTE", "left"),
+    ):
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for r in recs:
         state = shown(r["state"])
-        table.add_row(Text(shown(r["id"])), Text(shown(r["name"])), Text(shown(r["user"])),
-                      Text(state, style=STYLE.get(state, "")), Text(shown(r["ncpus"])),
-                      Text(shown(resource_text(r["resources"]))), Text(format_duration(r["duration"])),
-                      Text(shown(r["cores"])), Text(shown(",".join(str(j) for j in r["jobs"]))),
-                      Text(shown(note(r, now))))
+        table.add_row(
+            Text(shown(r["id"])),
+            Text(shown(r["name"])),
+            Text(shown(r["user"])),
+            Text(state, style=STYLE.get(state, "")),
+            Text(shown(r["ncpus"])),
+            Text(shown(resource_text(r["resources"]))),
+            Text(format_duration(r["duration"])),
+            Text(shown(r["cores"])),
+            Text(shown(",".join(str(j) for j in r["jobs"]))),
+            Text(shown(note(r, now))),
+        )
     if tty:
         console.print(table)
         return
@@ -134,8 +151,12 @@ class ListType(click.ParamType):
         return parts
 
 
-@click.group(PROG, cls=Group, context_settings={"help_option_names": ["-h", "--help"]},
-             short_help="create, list and delete reservations")
+@click.group(
+    PROG,
+    cls=Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    short_help="create, list and delete reservations",
+)
 def cli() -> None:
     """Reserve cores and floating resources for a time, and run jobs in the reservation.
 
@@ -153,21 +174,44 @@ def cli() -> None:
 
 @cli.command("create", short_help="create a reservation")
 @click.option("-n", "--ncpus", type=COUNT, required=True, help="Number of cores.")
-@click.option("-t", "--duration", type=DURATION, required=True,
-              help="How long the reservation lasts once active (as gsub -t; at most reservations.max_duration).")
-@click.option("-l", "--resource", "resource", metavar="NAME=COUNT", multiple=True,
-              help="Floating resources from [resources.floating], such as matlab=1; repeatable.")
+@click.option(
+    "-t",
+    "--duration",
+    type=DURATION,
+    required=True,
+    help="How long the reservation lasts once active (as gsub -t; at most reservations.max_duration).",
+)
+@click.option(
+    "-l",
+    "--resource",
+    "resource",
+    metavar="NAME=COUNT",
+    multiple=True,
+    help="Floating resources from [resources.floating], such as matlab=1; repeatable.",
+)
 @click.option("--name", metavar="NAME", help="A name for the reservation (default: R and its id).")
 @click.option("--users", type=ListType(), help="Other users who may run jobs in it (the owner always may).")
-@click.option("--start", metavar="TIME",
-              help="A fixed start: 2026-11-22T14:00 (local time), 14:00 (today) or +30m (from now). "
-              "Without it the reservation is flexible.")
+@click.option(
+    "--start",
+    metavar="TIME",
+    help="A fixed start: 2026-11-22T14:00 (local time), 14:00 (today) or +30m (from now). "
+    "Without it the reservation is flexible.",
+)
 @click.option("--no-kill", is_flag=True, help="Jobs still running at the end go on as ordinary jobs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the reservation as JSON.")
 @spool_options
-def create_cmd(ncpus: int, duration: int, resource: tuple[str, ...], name: str | None, users: list[str] | None,
-               start: str | None, no_kill: bool, as_json: bool, spool_dir: str | None,
-               config_file: str | None) -> int:
+def create_cmd(
+    ncpus: int,
+    duration: int,
+    resource: tuple[str, ...],
+    name: str | None,
+    users: list[str] | None,
+    start: str | None,
+    no_kill: bool,
+    as_json: bool,
+    spool_dir: str | None,
+    config_file: str | None,
+) -> int:
     """Create a reservation of NCPUS cores (and floating resources) for DURATION and print its id."""
     from ..submit import SubmitError, machine_cores, publish_new, user_name
 
@@ -185,8 +229,16 @@ def create_cmd(ncpus: int, duration: int, resource: tuple[str, ...], name: str |
 
     def build(rid: int) -> dict[str, Any]:
         return {
-            "id": rid, "name": name or f"R{rid}", "user": user_name(uid), "uid": uid, "ncpus": ncpus,
-            "resources": res, "duration": duration, "start": t0, "users": users or [], "kill": not no_kill,
+            "id": rid,
+            "name": name or f"R{rid}",
+            "user": user_name(uid),
+            "uid": uid,
+            "ncpus": ncpus,
+            "resources": res,
+            "duration": duration,
+            "start": t0,
+            "users": users or [],
+            "kill": not no_kill,
             "create_time": now,
         }
 
@@ -268,8 +320,11 @@ def show_cmd(resv: str, as_json: bool, spool_dir: str | None, config_file: str |
 
 @cli.command("delete", short_help="delete a reservation")
 @click.argument("resv", metavar="R")
-@click.option("--release", is_flag=True,
-              help="Jobs waiting for the reservation go to the normal queue instead of being cancelled.")
+@click.option(
+    "--release",
+    is_flag=True,
+    help="Jobs waiting for the reservation go to the normal queue instead of being cancelled.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print what was requested as JSON.")
 @spool_options
 def delete_cmd(resv: str, release: bool, as_json: bool, spool_dir: str | None, config_file: str | None) -> int:

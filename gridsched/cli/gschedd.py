@@ -54,8 +54,9 @@ def last_log_line(spool: Spool) -> str:
         return ""
 
 
-@click.group(PROG, cls=Group, context_settings={"help_option_names": ["-h", "--help"]},
-             short_help="the scheduler daemon")
+@click.group(
+    PROG, cls=Group, context_settings={"help_option_names": ["-h", "--help"]}, short_help="the scheduler daemon"
+)
 def cli() -> None:
     """The gridsched daemon: one per spool directory.  It takes in the
     requests of gsub, gdel and gctl, schedules the queue, and runs the jobs
@@ -64,7 +65,8 @@ def cli() -> None:
 
 def system_option(f):  # type: ignore[no-untyped-def]
     return click.option(
-        "--system", is_flag=True,
+        "--system",
+        is_flag=True,
         help=f"Serve every user of the machine (as root): spool {SYSTEM_SPOOL} and config {SYSTEM_CONFIG} "
         "unless --spool or --config say otherwise; the same as daemon.system = true.",
     )(f)
@@ -86,8 +88,11 @@ def system_setup(system: bool, spool_dir: str | None, config_file: str | None): 
     system = system or s.cfg.system
     if system:
         if os.geteuid() != 0:
-            fail(PROG, "system mode needs root: jobs run as their owners (or leave out --system "
-                 "and daemon.system for a personal daemon)")
+            fail(
+                PROG,
+                "system mode needs root: jobs run as their owners (or leave out --system "
+                "and daemon.system for a personal daemon)",
+            )
         try:
             s.spool.ensure_system()
         except OSError as e:
@@ -182,11 +187,21 @@ def status(spool_dir: str | None, config_file: str | None) -> int:
 
 def spawn_system(spool: Spool, config_path: str) -> subprocess.Popen[bytes]:
     """Start ``gschedd run --system`` in the background, detached, its output in the spool's log."""
-    cmd = [sys.executable, "-m", "gridsched.cli.gschedd", "run", "--system", "--spool", str(spool.root),
-           "--config", str(Path(config_path).absolute())]
+    cmd = [
+        sys.executable,
+        "-m",
+        "gridsched.cli.gschedd",
+        "run",
+        "--system",
+        "--spool",
+        str(spool.root),
+        "--config",
+        str(Path(config_path).absolute()),
+    ]
     with open(os.devnull, "rb") as devnull, open(spool.log, "ab") as log:
-        return subprocess.Popen(cmd, stdin=devnull, stdout=log, stderr=log, start_new_session=True,
-                                close_fds=True, cwd="/")
+        return subprocess.Popen(
+            cmd, stdin=devnull, stdout=log, stderr=log, start_new_session=True, close_fds=True, cwd="/"
+        )
 
 
 def main() -> None:

@@ -11,7 +11,8 @@ import dataclasses
 import json
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -107,18 +108,39 @@ def _trace_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--nodes", is_flag=True, help="Count the machine and the jobs in nodes (MaxNodes)."),
         click.option("--limit", type=COUNT, metavar="N", help="Replay only the first N jobs of the trace."),
         click.option("--strict", is_flag=True, help="Stop at the first bad line of the trace."),
-        click.option("--predictor", type=ChoiceType(PREDICTORS, "PREDICTOR"),
-                     help="How backfilling predicts run times (default: scaled)."),
-        click.option("--checkpoint-overhead", "overhead", type=SECONDS, default=120.0, show_default=True,
-                     metavar="S", help="Seconds added to a job's run time per checkpoint and per restart."),
-        click.option("--checkpoint", "--mode", "mode", type=ChoiceType(MODES, "MODE"), default="checkpoint",
-                     show_default=True,
-                     help="What a preempted job keeps: checkpoint (its work), requeue (nothing), "
-                     "none (jobs are never preempted)."),
-        click.option("--config", "config_file", metavar="FILE",
-                     help="Take policy, p, threshold and predictor from this gridsched.toml."),
-        click.option("--cascade", is_flag=True,
-                     help="checkpoint-backfill: the naive (cascading) reading, if the core offers it."),
+        click.option(
+            "--predictor",
+            type=ChoiceType(PREDICTORS, "PREDICTOR"),
+            help="How backfilling predicts run times (default: scaled).",
+        ),
+        click.option(
+            "--checkpoint-overhead",
+            "overhead",
+            type=SECONDS,
+            default=120.0,
+            show_default=True,
+            metavar="S",
+            help="Seconds added to a job's run time per checkpoint and per restart.",
+        ),
+        click.option(
+            "--checkpoint",
+            "--mode",
+            "mode",
+            type=ChoiceType(MODES, "MODE"),
+            default="checkpoint",
+            show_default=True,
+            help="What a preempted job keeps: checkpoint (its work), requeue (nothing), "
+            "none (jobs are never preempted).",
+        ),
+        click.option(
+            "--config",
+            "config_file",
+            metavar="FILE",
+            help="Take policy, p, threshold and predictor from this gridsched.toml.",
+        ),
+        click.option(
+            "--cascade", is_flag=True, help="checkpoint-backfill: the naive (cascading) reading, if the core offers it."
+        ),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
     ]
     for o in reversed(opts):
@@ -138,8 +160,14 @@ def main() -> None:
 # -- shared steps ----------------------------------------------------------------
 
 
-def _params(config_file: str | None, policy: str | None, p: float | None, threshold: float | None,
-            predictor: str | None, cascade: bool) -> Params:
+def _params(
+    config_file: str | None,
+    policy: str | None,
+    p: float | None,
+    threshold: float | None,
+    predictor: str | None,
+    cascade: bool,
+) -> Params:
     base = Params()
     if config_file is not None:
         try:
@@ -178,19 +206,37 @@ def _read(trace: str, procs: int | None, nodes: bool, strict: bool, limit: int |
     return tr
 
 
-def _simulate(tr: Any, params: Params, overhead: float, mode: str, series: bool = False,
-              task: str = "", resv: Any = None, machine: Any = None, place: str | None = None,
-              split_above: int | None = None) -> tuple[Any, Any, float]:
+def _simulate(
+    tr: Any,
+    params: Params,
+    overhead: float,
+    mode: str,
+    series: bool = False,
+    task: str = "",
+    resv: Any = None,
+    machine: Any = None,
+    place: str | None = None,
+    split_above: int | None = None,
+) -> tuple[Any, Any, float]:
     from ..sim.engine import Mode, SimulationError, simulate
     from ..sim.metrics import compute
 
     t0 = time.perf_counter()
     try:
         with _progress(len(tr), task or params.policy.value) as tick:
-            res = simulate(tr, params, overhead=overhead, mode=Mode(mode), series=series, progress=tick,
-                           reservations=resv.reservations if resv else None,
-                           floating=resv.floating if resv else None, machine=machine, place=place,
-                           split_above=split_above)
+            res = simulate(
+                tr,
+                params,
+                overhead=overhead,
+                mode=Mode(mode),
+                series=series,
+                progress=tick,
+                reservations=resv.reservations if resv else None,
+                floating=resv.floating if resv else None,
+                machine=machine,
+                place=place,
+                split_above=split_above,
+            )
     except NotImplementedError:
         fail(PROG, f"policy {params.policy.value} is not available in this version of the scheduling core")
     except SimulationError as e:
@@ -255,34 +301,93 @@ def _check_plot_available(path: str | None) -> None:
 @_trace_options
 @click.option("--policy", type=ChoiceType(POLICIES, "POLICY"), help="Scheduling policy (default: checkpoint-backfill).")
 @click.option("--p", "p", type=FRACTION, help="checkpoint-backfill: factor of long estimates, 0 < P < 1 (default 0.2).")
-@click.option("--threshold", type=SECONDS, help="checkpoint-backfill: only walltimes above this are shortened (default 30m).")
+@click.option(
+    "--threshold", type=SECONDS, help="checkpoint-backfill: only walltimes above this are shortened (default 30m)."
+)
 @click.option("--jobs-out", metavar="FILE.csv", help="Write one CSV row per job.")
 @click.option("--plot", metavar="FILE.png", help="Plot utilization and queue length over time.")
-@click.option("--reservations", "resv_file", metavar="FILE",
-              help="Replay the reservations of FILE (CSV or .toml; see RESERVATIONS in gsim(1)) beside the trace.")
-@click.option("--floating", "floating", metavar="NAME=COUNT", multiple=True,
-              help="A floating resource of the machine (licences), for the reservations; repeatable.")
-@click.option("--gantt", "gantt", metavar="FILE.png",
-              help="Draw the schedule as a Gantt chart (each job's wait and run segments), as gstat --gantt does "
-              "for a live queue.")
-@click.option("--gantt-from", "gantt_from", type=SECONDS, default=None,
-              help="--gantt: start of the window, as time since the first submission (default 0).")
-@click.option("--gantt-hours", "gantt_hours", type=click.FloatRange(min=0.01), default=24.0, show_default=True,
-              help="--gantt: length of the window in hours (at most 400 jobs are drawn).")
-@click.option("--topology", "topology", metavar="FILE",
-              help="Place jobs on the machine map of FILE (a topology.toml; see gridsched.toml(5)) instead of "
-              "counting cores only; its cores must number the machine's.")
-@click.option("--place", "place", type=ChoiceType(("pack", "spread", "board"), "HOW"),
-              help="With --topology: the mapping requirement of every job (default pack).")
-@click.option("--split-jobs-above", "split_jobs_above", type=click.IntRange(min=0), metavar="N",
-              help="Replay every job of more than N processors as splittable: one 1-core sub-task per processor, "
-              "each taking the job's run time (see SPLITTABLE JOBS).")
-def run_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, strict: bool, predictor: str | None,
-            overhead: float, mode: str, config_file: str | None, cascade: bool, as_json: bool,
-            policy: str | None, p: float | None, threshold: float | None, jobs_out: str | None,
-            plot: str | None, resv_file: str | None, floating: tuple[str, ...], gantt: str | None,
-            gantt_from: float | None, gantt_hours: float, topology: str | None,
-            place: str | None, split_jobs_above: int | None) -> None:
+@click.option(
+    "--reservations",
+    "resv_file",
+    metavar="FILE",
+    help="Replay the reservations of FILE (CSV or .toml; see RESERVATIONS in gsim(1)) beside the trace.",
+)
+@click.option(
+    "--floating",
+    "floating",
+    metavar="NAME=COUNT",
+    multiple=True,
+    help="A floating resource of the machine (licences), for the reservations; repeatable.",
+)
+@click.option(
+    "--gantt",
+    "gantt",
+    metavar="FILE.png",
+    help="Draw the schedule as a Gantt chart (each job's wait and run segments), as gstat --gantt does "
+    "for a live queue.",
+)
+@click.option(
+    "--gantt-from",
+    "gantt_from",
+    type=SECONDS,
+    default=None,
+    help="--gantt: start of the window, as time since the first submission (default 0).",
+)
+@click.option(
+    "--gantt-hours",
+    "gantt_hours",
+    type=click.FloatRange(min=0.01),
+    default=24.0,
+    show_default=True,
+    help="--gantt: length of the window in hours (at most 400 jobs are drawn).",
+)
+@click.option(
+    "--topology",
+    "topology",
+    metavar="FILE",
+    help="Place jobs on the machine map of FILE (a topology.toml; see gridsched.toml(5)) instead of "
+    "counting cores only; its cores must number the machine's.",
+)
+@click.option(
+    "--place",
+    "place",
+    type=ChoiceType(("pack", "spread", "board"), "HOW"),
+    help="With --topology: the mapping requirement of every job (default pack).",
+)
+@click.option(
+    "--split-jobs-above",
+    "split_jobs_above",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Replay every job of more than N processors as splittable: one 1-core sub-task per processor, "
+    "each taking the job's run time (see SPLITTABLE JOBS).",
+)
+def run_cmd(
+    trace: str,
+    procs: int | None,
+    nodes: bool,
+    limit: int | None,
+    strict: bool,
+    predictor: str | None,
+    overhead: float,
+    mode: str,
+    config_file: str | None,
+    cascade: bool,
+    as_json: bool,
+    policy: str | None,
+    p: float | None,
+    threshold: float | None,
+    jobs_out: str | None,
+    plot: str | None,
+    resv_file: str | None,
+    floating: tuple[str, ...],
+    gantt: str | None,
+    gantt_from: float | None,
+    gantt_hours: float,
+    topology: str | None,
+    place: str | None,
+    split_jobs_above: int | None,
+) -> None:
     """Replay TRACE under one policy and print its metrics.
 
     With --reservations, the reservations of FILE are replayed too: flexible
@@ -303,10 +408,18 @@ def run_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, stric
         from ..core.placement import Request, never_fits
         from ..sim.swf import UNPLACEABLE, keep_only
 
-        keep_only(tr, [i for i, n in enumerate(tr.size) if never_fits(machine, Request(n, place)) is None],
-                  UNPLACEABLE)
-    res, met, secs = _simulate(tr, params, overhead, mode, series=plot is not None, resv=resv,
-                               machine=machine, place=place, split_above=split_jobs_above)
+        keep_only(tr, [i for i, n in enumerate(tr.size) if never_fits(machine, Request(n, place)) is None], UNPLACEABLE)
+    res, met, secs = _simulate(
+        tr,
+        params,
+        overhead,
+        mode,
+        series=plot is not None,
+        resv=resv,
+        machine=machine,
+        place=place,
+        split_above=split_jobs_above,
+    )
     rec = report.record(res, met, secs)
     if jobs_out is not None:
         try:
@@ -365,33 +478,62 @@ def _reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> A
             fail(PROG, f"reservations {path}: reservation {k} asks for {r.ncpus} cores, the machine has {ncores}")
         for rname, units in r.resources:
             if rname not in totals:
-                fail(PROG, f"reservations {path}: reservation {k}: unknown floating resource '{rname}' "
-                     "(give it with --floating NAME=COUNT)")
+                fail(
+                    PROG,
+                    f"reservations {path}: reservation {k}: unknown floating resource '{rname}' "
+                    "(give it with --floating NAME=COUNT)",
+                )
             if units > totals[rname]:
-                fail(PROG, f"reservations {path}: reservation {k} asks for {rname}={units}, the machine has "
-                     f"{totals[rname]}")
+                fail(
+                    PROG,
+                    f"reservations {path}: reservation {k} asks for {rname}={units}, the machine has {totals[rname]}",
+                )
     return ResvList(lst.reservations, totals)
 
 
 @main.command("compare")
 @_trace_options
-@click.option("--policies", type=ListType(ChoiceType(POLICIES, "POLICY"), "POLICY,..."),
-              default=",".join(POLICIES), show_default=True, help="Policies to compare.")
+@click.option(
+    "--policies",
+    type=ListType(ChoiceType(POLICIES, "POLICY"), "POLICY,..."),
+    default=",".join(POLICIES),
+    show_default=True,
+    help="Policies to compare.",
+)
 @click.option("--p", "p", type=FRACTION, help="checkpoint-backfill: factor of long estimates (default 0.2).")
 @click.option("--threshold", type=SECONDS, help="checkpoint-backfill: threshold (default 30m).")
-@click.option("--split-jobs-above", "split_jobs_above", type=click.IntRange(min=0), metavar="N",
-              help="Replay every job of more than N processors as splittable: one 1-core sub-task per processor, "
-              "each taking the job's run time (see SPLITTABLE JOBS).")
-def compare_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, strict: bool,
-                predictor: str | None, overhead: float, mode: str, config_file: str | None, cascade: bool,
-                as_json: bool, policies: list[str], p: float | None, threshold: float | None,
-                split_jobs_above: int | None) -> None:
+@click.option(
+    "--split-jobs-above",
+    "split_jobs_above",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Replay every job of more than N processors as splittable: one 1-core sub-task per processor, "
+    "each taking the job's run time (see SPLITTABLE JOBS).",
+)
+def compare_cmd(
+    trace: str,
+    procs: int | None,
+    nodes: bool,
+    limit: int | None,
+    strict: bool,
+    predictor: str | None,
+    overhead: float,
+    mode: str,
+    config_file: str | None,
+    cascade: bool,
+    as_json: bool,
+    policies: list[str],
+    p: float | None,
+    threshold: float | None,
+    split_jobs_above: int | None,
+) -> None:
     """Replay TRACE under several policies; one row each, with the change against easy."""
     from ..sim import report
 
     names = list(dict.fromkeys(policies))
-    settings = [_params(config_file, name, p, threshold, predictor, cascade and name == "checkpoint-backfill")
-                for name in names]
+    settings = [
+        _params(config_file, name, p, threshold, predictor, cascade and name == "checkpoint-backfill") for name in names
+    ]
     tr = _read(trace, procs, nodes, strict, limit)
     recs = []
     for prm in settings:
@@ -400,8 +542,9 @@ def compare_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, s
     base = next((r for r in recs if r["policy"] == "easy"), recs[0])
     if as_json:
         for r in recs:
-            r["change"] = {key: (None if base[key] == 0 else (r[key] - base[key]) / base[key])
-                           for key, _, _, _ in report.COLUMNS}
+            r["change"] = {
+                key: (None if base[key] == 0 else (r[key] - base[key]) / base[key]) for key, _, _, _ in report.COLUMNS
+            }
         _emit_json({"trace": tr.path, "baseline": base["policy"], "results": recs})
     else:
         report.print_compare(recs, base)
@@ -409,19 +552,55 @@ def compare_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, s
 
 @main.command("tune")
 @_trace_options
-@click.option("--policy", type=ChoiceType(POLICIES, "POLICY"), default="checkpoint-backfill", show_default=True,
-              help="Policy to tune.")
-@click.option("--p", "ps", type=ListType(FRACTION, "P,..."), default="0.1,0.2,0.3,0.5", show_default=True,
-              help="Values of p to try.")
-@click.option("--threshold", "thresholds", type=ListType(SECONDS, "T,..."), default="10m,30m,1h",
-              show_default=True, help="Values of the threshold to try.")
-@click.option("--metric", type=ChoiceType(("bsld", "wait", "wait95", "response", "makespan", "utilization"),
-                                          "METRIC"), default="bsld", show_default=True,
-              help="What the best setting optimizes.")
+@click.option(
+    "--policy",
+    type=ChoiceType(POLICIES, "POLICY"),
+    default="checkpoint-backfill",
+    show_default=True,
+    help="Policy to tune.",
+)
+@click.option(
+    "--p",
+    "ps",
+    type=ListType(FRACTION, "P,..."),
+    default="0.1,0.2,0.3,0.5",
+    show_default=True,
+    help="Values of p to try.",
+)
+@click.option(
+    "--threshold",
+    "thresholds",
+    type=ListType(SECONDS, "T,..."),
+    default="10m,30m,1h",
+    show_default=True,
+    help="Values of the threshold to try.",
+)
+@click.option(
+    "--metric",
+    type=ChoiceType(("bsld", "wait", "wait95", "response", "makespan", "utilization"), "METRIC"),
+    default="bsld",
+    show_default=True,
+    help="What the best setting optimizes.",
+)
 @click.option("--plot", metavar="FILE.png", help="Heat map of the metric over the grid.")
-def tune_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, strict: bool, predictor: str | None,
-             overhead: float, mode: str, config_file: str | None, cascade: bool, as_json: bool, policy: str,
-             ps: list[float], thresholds: list[float], metric: str, plot: str | None) -> None:
+def tune_cmd(
+    trace: str,
+    procs: int | None,
+    nodes: bool,
+    limit: int | None,
+    strict: bool,
+    predictor: str | None,
+    overhead: float,
+    mode: str,
+    config_file: str | None,
+    cascade: bool,
+    as_json: bool,
+    policy: str,
+    ps: list[float],
+    thresholds: list[float],
+    metric: str,
+    plot: str | None,
+) -> None:
     """Replay TRACE for each p and threshold of a grid and pick the best setting."""
     from ..sim import report
     from ..sim.metrics import OBJECTIVES
@@ -444,8 +623,15 @@ def tune_cmd(trace: str, procs: int | None, nodes: bool, limit: int | None, stri
 
         _plot(tune_plot, plot, recs, ps, thresholds, key, metric)
     if as_json:
-        _emit_json({"trace": tr.path, "metric": metric, "key": key, "results": recs,
-                    "best": {"p": best["p"], "threshold": best["threshold"], key: best[key]}})
+        _emit_json(
+            {
+                "trace": tr.path,
+                "metric": metric,
+                "key": key,
+                "results": recs,
+                "best": {"p": best["p"], "threshold": best["threshold"], key: best[key]},
+            }
+        )
     else:
         report.print_tune(recs, ps, thresholds, metric, key, best)
 

@@ -24,13 +24,23 @@ def _fmt(v: Any) -> str:
 @click.command("tree", cls=Command, short_help="replay a parent-child tree workload")
 @click.argument("workload", metavar="FILE")
 @click.option("--cores", type=COUNT, required=True, help="Cores of the simulated machine.")
-@click.option("--policy", type=ChoiceType(POLICIES, "POLICY"), default="easy", show_default=True,
-              help="Scheduling policy.")
-@click.option("--affinity", type=ChoiceType(AFFINITIES, "AFFINITY"), default="descendant", show_default=True,
-              help="Which waiting job may use a yielded core (scheduler.yield_affinity).")
-@click.option("--yield/--no-yield", "yielding", default=None,
-              help="Parents lend their cores while they wait for their children (--yield) or keep them "
-              "(--no-yield). Default: both, side by side.")
+@click.option(
+    "--policy", type=ChoiceType(POLICIES, "POLICY"), default="easy", show_default=True, help="Scheduling policy."
+)
+@click.option(
+    "--affinity",
+    type=ChoiceType(AFFINITIES, "AFFINITY"),
+    default="descendant",
+    show_default=True,
+    help="Which waiting job may use a yielded core (scheduler.yield_affinity).",
+)
+@click.option(
+    "--yield/--no-yield",
+    "yielding",
+    default=None,
+    help="Parents lend their cores while they wait for their children (--yield) or keep them "
+    "(--no-yield). Default: both, side by side.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def tree_cmd(workload: str, cores: int, policy: str, affinity: str, yielding: bool | None, as_json: bool) -> int:
     """Replay the tree workload FILE (CSV: id,parent,submit,ncpus,walltime,run; format in
@@ -53,8 +63,12 @@ def tree_cmd(workload: str, cores: int, policy: str, affinity: str, yielding: bo
     results = {("yield" if y else "no-yield"): simulate(jobs, cores, params, y).metrics() for y in modes}
     if as_json:  # an infinite makespan (deadlock) is null
         clean = {m: {k: (None if v == float("inf") else v) for k, v in r.items()} for m, r in results.items()}
-        click.echo(json.dumps({"workload": workload, "cores": cores, "policy": policy, "affinity": affinity,
-                               "results": clean}, indent=2))
+        click.echo(
+            json.dumps(
+                {"workload": workload, "cores": cores, "policy": policy, "affinity": affinity, "results": clean},
+                indent=2,
+            )
+        )
         return ExitCode.OK
     keys = ["jobs", "ended", "deadlock", "stuck", "makespan", "utilization", "mean_wait", "on_lent"]
     width = max(len(k) for k in keys)

@@ -14,10 +14,10 @@ import click
 from .. import view
 from ..core.units import format_duration, format_size
 from ..jobs import JobState
-from ..view import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
 from ..spool import Spool
-from .common import Command, ExitCode, fail, setup, spool_options
 from ..text import dumps, shown
+from ..view import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
+from .common import Command, ExitCode, fail, setup, spool_options
 
 PROG = "gstat"
 
@@ -79,8 +79,12 @@ def record(job: dict[str, Any], now: float) -> dict[str, Any]:
     out["split"] = None
     if "split" in spec:
         sp = spec["split"]
-        out["split"] = {"n": sp.get("n"), "ncpus": sp.get("ncpus"), "task_time": sp.get("task_time"),
-                        **job.get("split_counts", {})}
+        out["split"] = {
+            "n": sp.get("n"),
+            "ncpus": sp.get("ncpus"),
+            "task_time": sp.get("task_time"),
+            **job.get("split_counts", {}),
+        }
     elif "split_of" in spec:
         out["split"] = {"of": spec["split_of"], "tasks": [i for c in spec.get("split_chains") or [] for i in c]}
     for k in ("stdout", "stderr", "workdir"):
@@ -122,8 +126,17 @@ def note(job: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-COLUMNS = (("ID", "right"), ("NAME", "left"), ("USER", "left"), ("STATE", "left"), ("CPUS", "right"),
-           ("WALLTIME", "right"), ("TIME", "right"), ("CORES", "left"), ("NOTE", "left"))
+COLUMNS = (
+    ("ID", "right"),
+    ("NAME", "left"),
+    ("USER", "left"),
+    ("STATE", "left"),
+    ("CPUS", "right"),
+    ("WALLTIME", "right"),
+    ("TIME", "right"),
+    ("CORES", "left"),
+    ("NOTE", "left"),
+)
 
 
 def table_rows(jobs: list[dict[str, Any]], now: float) -> list[tuple[str, ...]]:
@@ -158,8 +171,9 @@ def print_table(jobs: list[dict[str, Any]], now: float) -> None:
     widths = [max(len(r[k]) for r in cells) for k in range(len(COLUMNS))]
     out = []
     for r in cells:
-        parts = [r[k].rjust(widths[k]) if COLUMNS[k][1] == "right" else r[k].ljust(widths[k])
-                 for k in range(len(COLUMNS))]
+        parts = [
+            r[k].rjust(widths[k]) if COLUMNS[k][1] == "right" else r[k].ljust(widths[k]) for k in range(len(COLUMNS))
+        ]
         out.append("  ".join(parts).rstrip())
     click.echo("\n".join(out))
 
@@ -173,13 +187,15 @@ def make_table(jobs: list[dict[str, Any]], now: float, tty: bool, rows: list[tup
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(box=box.SIMPLE_HEAD if tty else None, pad_edge=False, show_edge=False,
-                  header_style="bold" if tty else "")
+    table = Table(
+        box=box.SIMPLE_HEAD if tty else None, pad_edge=False, show_edge=False, header_style="bold" if tty else ""
+    )
     for col, just in COLUMNS:
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for r in rows if rows is not None else table_rows(jobs, now):
-        table.add_row(Text(r[0]), Text(r[1]), Text(r[2]), Text(r[3], style=STYLE.get(r[3], "")),
-                      *(Text(c) for c in r[4:]))
+        table.add_row(
+            Text(r[0]), Text(r[1]), Text(r[2]), Text(r[3], style=STYLE.get(r[3], "")), *(Text(c) for c in r[4:])
+        )
     return table
 
 
@@ -245,8 +261,13 @@ def print_full(job: dict[str, Any], now: float) -> None:
         ("resources", ",".join(f"{k}={v}" for k, v in (spec.get("resources") or {}).items())),
         ("reservation", "" if spec.get("reservation") is None else spec["reservation"]),
         *tree_fields(job),
-        ("array", "" if spec.get("array_id") is None else f"{spec['array_id']}_{spec.get('array_index')}"
-         + ("" if spec.get("array_max") is None else f" (at most {spec['array_max']} tasks at once)")),
+        (
+            "array",
+            ""
+            if spec.get("array_id") is None
+            else f"{spec['array_id']}_{spec.get('array_index')}"
+            + ("" if spec.get("array_max") is None else f" (at most {spec['array_max']} tasks at once)"),
+        ),
         ("split", split_text(job)),
         ("submit_time", when(job.get("submit_time"))),
         ("start_time", when(job.get("start_time"))),
@@ -275,32 +296,67 @@ def print_full(job: dict[str, Any], now: float) -> None:
         click.echo(f"{'segment ' + str(i):<{width}}  {shown(segment_text(seg, now))}")
 
 
-@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]},
-               short_help="show the queue")
+@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]}, short_help="show the queue")
 @click.option("-a", "--all", "show_all", is_flag=True, help="Include finished jobs.")
 @click.option("-u", "--user", metavar="USER", help="Only the jobs of USER.")
-@click.option("-f", "--full", "full_id", metavar="ID", help="Show every field of job ID (ARRAYID_INDEX: an array "
-              "task).")
+@click.option(
+    "-f", "--full", "full_id", metavar="ID", help="Show every field of job ID (ARRAYID_INDEX: an array task)."
+)
 @click.option("-t", "--tasks", "tasks", is_flag=True, help="One row per array task instead of one per array.")
 @click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON (schema in gstat(1)).")
-@click.option("-r", "--reservations", "resv_view", is_flag=True,
-              help="Show the reservations instead of the jobs (as gresv list), with the predicted activation "
-              "time of waiting ones; all of them with --all.")
-@click.option("--watch", type=click.FloatRange(min=0.1), is_flag=False, flag_value=2.0, default=None,
-              metavar="[SECONDS]", help="Refresh the view every SECONDS (default 2) until Ctrl-C; on a terminal "
-              "in place, elsewhere as one snapshot after another.")
+@click.option(
+    "-r",
+    "--reservations",
+    "resv_view",
+    is_flag=True,
+    help="Show the reservations instead of the jobs (as gresv list), with the predicted activation "
+    "time of waiting ones; all of them with --all.",
+)
+@click.option(
+    "--watch",
+    type=click.FloatRange(min=0.1),
+    is_flag=False,
+    flag_value=2.0,
+    default=None,
+    metavar="[SECONDS]",
+    help="Refresh the view every SECONDS (default 2) until Ctrl-C; on a terminal "
+    "in place, elsewhere as one snapshot after another.",
+)
 @click.option("--count", type=click.IntRange(min=1), metavar="N", help="With --watch: stop after N views.")
-@click.option("--gantt", is_flag=True, help="Draw running jobs and the predicted starts of pending ones on a "
-              "time axis (text chart) instead of the table.")
-@click.option("--hours", type=click.FloatRange(min=0.1, max=168), default=4.0, show_default=True,
-              help="With --gantt: how many hours ahead the chart shows.")
-@click.option("--tree", "tree_view", is_flag=True,
-              help="Show the jobs as parent-child trees (children under their parent, yielding parents marked).")
+@click.option(
+    "--gantt",
+    is_flag=True,
+    help="Draw running jobs and the predicted starts of pending ones on a time axis (text chart) instead of the table.",
+)
+@click.option(
+    "--hours",
+    type=click.FloatRange(min=0.1, max=168),
+    default=4.0,
+    show_default=True,
+    help="With --gantt: how many hours ahead the chart shows.",
+)
+@click.option(
+    "--tree",
+    "tree_view",
+    is_flag=True,
+    help="Show the jobs as parent-child trees (children under their parent, yielding parents marked).",
+)
 @spool_options
-def cli(show_all: bool, user: str | None, full_id: str | None, tasks: bool, as_json: bool, resv_view: bool,
-        watch: float | None,
-        count: int | None, gantt: bool, hours: float, spool_dir: str | None, config_file: str | None,
-        tree_view: bool = False) -> int:
+def cli(
+    show_all: bool,
+    user: str | None,
+    full_id: str | None,
+    tasks: bool,
+    as_json: bool,
+    resv_view: bool,
+    watch: float | None,
+    count: int | None,
+    gantt: bool,
+    hours: float,
+    spool_dir: str | None,
+    config_file: str | None,
+    tree_view: bool = False,
+) -> int:
     """Show the jobs in the queue: pending, held, running and suspended ones,
     with finished ones too with --all.
 
@@ -316,8 +372,9 @@ def cli(show_all: bool, user: str | None, full_id: str | None, tasks: bool, as_j
         try:
             parse_ref(full_id)
         except ArrayError:
-            fail(PROG, f"full '{shown(full_id)}': not a job id (ID, or ARRAYID_INDEX for an array task)",
-                 ExitCode.USAGE)
+            fail(
+                PROG, f"full '{shown(full_id)}': not a job id (ID, or ARRAYID_INDEX for an array task)", ExitCode.USAGE
+            )
     s = setup(PROG, spool_dir, config_file)
     if full_id is not None:
         try:
@@ -379,8 +436,9 @@ def show_reservations(spool: Spool, show_all: bool, as_json: bool) -> int:
     return ExitCode.OK
 
 
-def live(spool: Spool, show_all: bool, user: str | None, interval: float | None, count: int | None,
-         chart: bool, hours: float) -> int:
+def live(
+    spool: Spool, show_all: bool, user: str | None, interval: float | None, count: int | None, chart: bool, hours: float
+) -> int:
     """gstat --watch and --gantt (once, without --watch)."""
     from . import gstat_live
 

@@ -57,8 +57,7 @@ def gantt(jobs: list[dict[str, Any]], now: float, hours: float, width: int = GAN
     return "\n".join(lines)
 
 
-def watch(snapshot: Callable[[float], Any], show: Callable[[float], None], interval: float,
-          count: int | None) -> int:
+def watch(snapshot: Callable[[float], Any], show: Callable[[float], None], interval: float, count: int | None) -> int:
     """Show ``snapshot(now)`` every ``interval`` seconds, ``count`` times (None: until Ctrl-C).
 
     On a terminal the view is refreshed in place (rich Live); elsewhere

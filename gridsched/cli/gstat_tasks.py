@@ -66,9 +66,17 @@ def fold(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         mx = spec.get("array_max")
         row = dict(tasks[0])
         row.update(
-            id=aid, state=array_state(states), label=f"{aid}_[{rng}{'' if mx is None else f'%{mx}'}]",
-            cores=_cores(tasks), note=_counts(states),
-            predicted_start=None, start_time=None, elapsed=0.0, backfilled=False, preemptions=0, restarts=0,
+            id=aid,
+            state=array_state(states),
+            label=f"{aid}_[{rng}{'' if mx is None else f'%{mx}'}]",
+            cores=_cores(tasks),
+            note=_counts(states),
+            predicted_start=None,
+            start_time=None,
+            elapsed=0.0,
+            backfilled=False,
+            preemptions=0,
+            restarts=0,
         )
         out.append(row)
     return out
@@ -102,8 +110,13 @@ def split_counts(job: dict[str, Any], pieces: list[dict[str, Any]]) -> dict[str,
     for p in pieces:
         k = sum(len(c) for c in (p.get("spec") or {}).get("split_chains") or [])
         ps = p["state"]
-        key = ("running" if ps in ("RUNNING", "STOPPING", "PENDING", "SUSPENDED")
-               else "done" if ps == "COMPLETED" else "failed")
+        key = (
+            "running"
+            if ps in ("RUNNING", "STOPPING", "PENDING", "SUSPENDED")
+            else "done"
+            if ps == "COMPLETED"
+            else "failed"
+        )
         out[key] += k
     return out
 
@@ -120,7 +133,10 @@ def annotate(jobs: list[dict[str, Any]], every: list[dict[str, Any]]) -> None:
         if "split" in spec:
             c = split_counts(j, pieces.get(j["id"], []))
             j["split_counts"] = c
-            j["note"] = (f"sub-tasks {c['done']} done, {c['running']} running, "
-                         + (f"{c['failed']} failed, " if c["failed"] else "") + f"{c['left']} left")
+            j["note"] = (
+                f"sub-tasks {c['done']} done, {c['running']} running, "
+                + (f"{c['failed']} failed, " if c["failed"] else "")
+                + f"{c['left']} left"
+            )
         elif "split_of" in spec:
             j["note"] = f"piece of {spec['split_of']}"

@@ -81,8 +81,13 @@ def lines(jobs: list[dict[str, Any]], lent: dict[int, dict[str, Any]]) -> list[s
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     out = []
     for row in rows:
-        cells = [row[0].rjust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2]), row[3].ljust(widths[3]),
-                 row[4]]
+        cells = [
+            row[0].rjust(widths[0]),
+            row[1].ljust(widths[1]),
+            row[2].rjust(widths[2]),
+            row[3].ljust(widths[3]),
+            row[4],
+        ]
         out.append("  ".join(cells).rstrip())
     return out
 
@@ -95,9 +100,16 @@ def nested(jobs: list[dict[str, Any]], lent: dict[int, dict[str, Any]]) -> list[
     def node(jid: int, seen: set[int]) -> dict[str, Any]:
         seen.add(jid)
         j = by_id[jid]
-        return {"id": jid, "name": j.get("name"), "state": j["state"], "ncpus": j.get("ncpus"),
-                "cores": j.get("cores") or "", "parent": (j.get("spec") or {}).get("parent"),
-                "yielded": lent.get(jid), "children": [node(c, seen) for c in kids.get(jid, []) if c not in seen]}
+        return {
+            "id": jid,
+            "name": j.get("name"),
+            "state": j["state"],
+            "ncpus": j.get("ncpus"),
+            "cores": j.get("cores") or "",
+            "parent": (j.get("spec") or {}).get("parent"),
+            "yielded": lent.get(jid),
+            "children": [node(c, seen) for c in kids.get(jid, []) if c not in seen],
+        }
 
     return [node(r, set()) for r in roots]
 

@@ -62,8 +62,20 @@ NOT_IN_DIRECTIVES = {
     "config_file": "--config",
 }
 # The parameters that describe the job (what --emit translates).
-JOB_PARAMS = ("name", "ncpus", "walltime", "mem", "output", "error", "chdir", "hold", "wait", "checkpoint", "depend",
-              "array")
+JOB_PARAMS = (
+    "name",
+    "ncpus",
+    "walltime",
+    "mem",
+    "output",
+    "error",
+    "chdir",
+    "hold",
+    "wait",
+    "checkpoint",
+    "depend",
+    "array",
+)
 
 
 class DependType(click.ParamType):
@@ -151,71 +163,139 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
 )
 @click.argument("script", required=False, metavar="[SCRIPT | -]")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]...")
-@click.option("-N", "--name", metavar="NAME", help="Job name (default: the script's file name, 'wrap' for --wrap, "
-              "'stdin' for a script read from standard input).")
+@click.option(
+    "-N",
+    "--name",
+    metavar="NAME",
+    help="Job name (default: the script's file name, 'wrap' for --wrap, "
+    "'stdin' for a script read from standard input).",
+)
 @click.option("-n", "--ncpus", type=COUNT, help="Number of cores (default: jobs.default_ncpus).")
-@click.option("-t", "--walltime", type=DURATION,
-              help="Walltime: the job is stopped when it has run this long (SS, MM:SS, HH:MM:SS, D-HH:MM:SS, "
-              "or 90s, 30m, 2h, 1d; default: jobs.default_walltime, at most jobs.max_walltime).")
+@click.option(
+    "-t",
+    "--walltime",
+    type=DURATION,
+    help="Walltime: the job is stopped when it has run this long (SS, MM:SS, HH:MM:SS, D-HH:MM:SS, "
+    "or 90s, 30m, 2h, 1d; default: jobs.default_walltime, at most jobs.max_walltime).",
+)
 @click.option("--mem", type=SIZE, help="Memory (512M, 4G; a bare number is MiB).")
-@click.option("-o", "--output", metavar="PATH",
-              help="Standard output file; %j is the job id, %x the job name (default: NAME.oJOBID in the "
-              "submit directory).")
-@click.option("-e", "--error", metavar="PATH",
-              help="Standard error file; %j is the job id, %x the job name (default: NAME.eJOBID in the "
-              "submit directory).")
+@click.option(
+    "-o",
+    "--output",
+    metavar="PATH",
+    help="Standard output file; %j is the job id, %x the job name (default: NAME.oJOBID in the submit directory).",
+)
+@click.option(
+    "-e",
+    "--error",
+    metavar="PATH",
+    help="Standard error file; %j is the job id, %x the job name (default: NAME.eJOBID in the submit directory).",
+)
 @click.option("-D", "--chdir", metavar="DIR", help="Working directory of the job (default: the submit directory).")
 @click.option("--hold", is_flag=True, help="Submit the job held: it does not start until released (grls).")
-@click.option("-d", "--depend", type=DependType(),
-              help="Start the job only when SPEC holds: afterok:ID[:ID...], afterany:ID..., afternotok:ID..., "
-              "after:ID..., singleton, or a comma-separated list of these (all must hold). See DEPENDENCIES.")
-@click.option("-a", "--array", metavar="RANGE",
-              help="Submit a job array: one task per index of RANGE, such as 0-99, 1-9:2 (a step), 1,3,5-7, with "
-              "%MAX at the end to run at most MAX tasks at once (0-99%4). Task INDEX of array ID is ID_INDEX; it "
-              "sees GS_ARRAY_JOB_ID and GS_ARRAY_TASK_ID; in -o and -e, %A is the array id and %a the index. "
-              "Indices go up to jobs.max_array_size - 1. See JOB ARRAYS.")
-@click.option("--split", type=COUNT, metavar="N",
-              help="A splittable job of N independent sub-tasks (each a run of the script with GS_TASK_ID set, "
-              "0 to N-1), each on -n cores for at most --task-time. It runs in waves on as many cores as the "
-              "machine has; while it waits, sub-tasks may be taken out of it to fill backfill windows. "
-              "See SPLITTABLE JOBS.")
-@click.option("--task-time", type=DURATION, metavar="DURATION",
-              help="With --split: the walltime of one sub-task. -t, the walltime of the whole job, defaults to the "
-              "waves it needs on the whole machine.")
-@click.option("--wait", is_flag=True,
-              help="Wait until the job (every task of an array) has finished and exit with its exit status "
-              "(the highest of the tasks').")
-@click.option("--checkpoint", type=ChoiceType(CHECKPOINT_CHOICES, "MODE"),
-              help="How the job may be preempted: none (never), signal (the job saves its state when "
-              "signalled), suspend (stopped and continued), requeue (rerun from the start), criu "
-              "(transparent; refused with the reason: not driven yet). Default: jobs.checkpoint.")
-@click.option("-l", "--resource", "resource", metavar="NAME=COUNT", multiple=True,
-              help="Floating resources (licences) from [resources.floating] of the configuration, such as "
-              "matlab=1; repeatable. The job starts only when its cores and every unit are free.")
-@click.option("--reservation", metavar="R",
-              help="Run in reservation R (gresv): at once if it is active and has the cores, units and time "
-              "left, when it becomes active if it waits. Only its owner and its listed users may.")
-@click.option("--wait-resv", is_flag=True,
-              help="With --reservation: wait for the reservation's cores and units instead of refusing "
-              "the job when too few are free now.")
-@click.option("--place", type=ChoiceType(("pack", "spread", "board"), "HOW"),
-              help="How the job's cores lie on the machine's boards (sockets or NUMA nodes): pack (fewest boards, "
-              "the default), spread (round-robin over boards), board (all on one board).")
-@click.option("--threads-per-core", type=click.IntRange(1, 2), metavar="T",
-              help="Use at most T hardware threads of each physical core (1: SMT siblings stay idle).")
+@click.option(
+    "-d",
+    "--depend",
+    type=DependType(),
+    help="Start the job only when SPEC holds: afterok:ID[:ID...], afterany:ID..., afternotok:ID..., "
+    "after:ID..., singleton, or a comma-separated list of these (all must hold). See DEPENDENCIES.",
+)
+@click.option(
+    "-a",
+    "--array",
+    metavar="RANGE",
+    help="Submit a job array: one task per index of RANGE, such as 0-99, 1-9:2 (a step), 1,3,5-7, with "
+    "%MAX at the end to run at most MAX tasks at once (0-99%4). Task INDEX of array ID is ID_INDEX; it "
+    "sees GS_ARRAY_JOB_ID and GS_ARRAY_TASK_ID; in -o and -e, %A is the array id and %a the index. "
+    "Indices go up to jobs.max_array_size - 1. See JOB ARRAYS.",
+)
+@click.option(
+    "--split",
+    type=COUNT,
+    metavar="N",
+    help="A splittable job of N independent sub-tasks (each a run of the script with GS_TASK_ID set, "
+    "0 to N-1), each on -n cores for at most --task-time. It runs in waves on as many cores as the "
+    "machine has; while it waits, sub-tasks may be taken out of it to fill backfill windows. "
+    "See SPLITTABLE JOBS.",
+)
+@click.option(
+    "--task-time",
+    type=DURATION,
+    metavar="DURATION",
+    help="With --split: the walltime of one sub-task. -t, the walltime of the whole job, defaults to the "
+    "waves it needs on the whole machine.",
+)
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="Wait until the job (every task of an array) has finished and exit with its exit status "
+    "(the highest of the tasks').",
+)
+@click.option(
+    "--checkpoint",
+    type=ChoiceType(CHECKPOINT_CHOICES, "MODE"),
+    help="How the job may be preempted: none (never), signal (the job saves its state when "
+    "signalled), suspend (stopped and continued), requeue (rerun from the start), criu "
+    "(transparent; refused with the reason: not driven yet). Default: jobs.checkpoint.",
+)
+@click.option(
+    "-l",
+    "--resource",
+    "resource",
+    metavar="NAME=COUNT",
+    multiple=True,
+    help="Floating resources (licences) from [resources.floating] of the configuration, such as "
+    "matlab=1; repeatable. The job starts only when its cores and every unit are free.",
+)
+@click.option(
+    "--reservation",
+    metavar="R",
+    help="Run in reservation R (gresv): at once if it is active and has the cores, units and time "
+    "left, when it becomes active if it waits. Only its owner and its listed users may.",
+)
+@click.option(
+    "--wait-resv",
+    is_flag=True,
+    help="With --reservation: wait for the reservation's cores and units instead of refusing "
+    "the job when too few are free now.",
+)
+@click.option(
+    "--place",
+    type=ChoiceType(("pack", "spread", "board"), "HOW"),
+    help="How the job's cores lie on the machine's boards (sockets or NUMA nodes): pack (fewest boards, "
+    "the default), spread (round-robin over boards), board (all on one board).",
+)
+@click.option(
+    "--threads-per-core",
+    type=click.IntRange(1, 2),
+    metavar="T",
+    help="Use at most T hardware threads of each physical core (1: SMT siblings stay idle).",
+)
 @click.option("--exclusive-board", is_flag=True, help="Take whole boards: no other job runs on the job's boards.")
-@click.option("--parent", type=COUNT, metavar="ID",
-              help="Make the job a child of ID, another running job of yours (default inside a job: the job "
-              "gsub runs in, $GS_JOBID). See JOB TREES.")
+@click.option(
+    "--parent",
+    type=COUNT,
+    metavar="ID",
+    help="Make the job a child of ID, another running job of yours (default inside a job: the job "
+    "gsub runs in, $GS_JOBID). See JOB TREES.",
+)
 @click.option("--no-parent", is_flag=True, help="Inside a job: submit an independent job, not a child.")
-@click.option("--recoverable", "--suspend-subtree-on-failure", "recoverable", is_flag=True,
-              help="If this job fails, is cancelled or times out, keep its subtree: running children finish, "
-              "pending ones are held until gresume-tree ID releases them (default: the subtree is cancelled).")
+@click.option(
+    "--recoverable",
+    "--suspend-subtree-on-failure",
+    "recoverable",
+    is_flag=True,
+    help="If this job fails, is cancelled or times out, keep its subtree: running children finish, "
+    "pending ones are held until gresume-tree ID releases them (default: the subtree is cancelled).",
+)
 @click.option("--wrap", metavar="COMMAND", help="Run COMMAND with /bin/sh instead of a script file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the submitted job as JSON.")
-@click.option("--emit", type=ChoiceType(EMIT_CHOICES, "FORMAT"),
-              help="Print the script with #SBATCH directives equivalent to its #GS ones and the options given, "
-              "and submit nothing.")
+@click.option(
+    "--emit",
+    type=ChoiceType(EMIT_CHOICES, "FORMAT"),
+    help="Print the script with #SBATCH directives equivalent to its #GS ones and the options given, "
+    "and submit nothing.",
+)
 @spool_options
 def cli(
     script: str | None,
@@ -248,10 +328,24 @@ def cli(
     s = setup(PROG, spool_dir, config_file)
     spool = s.spool
     resources, resv = _resv_options(s.spool, s.cfg, p)
-    opts = Options(name=p["name"], ncpus=p["ncpus"], walltime=p["walltime"], mem=p["mem"], output=p["output"],
-                   error=p["error"], chdir=p["chdir"], hold=bool(p["hold"]), checkpoint=p["checkpoint"],
-                   depend=p["depend"], array=p["array"], split=p["split"], task_time=p["task_time"],
-                   parent=p["parent"], no_parent=bool(p["no_parent"]), recoverable=bool(p["recoverable"]))
+    opts = Options(
+        name=p["name"],
+        ncpus=p["ncpus"],
+        walltime=p["walltime"],
+        mem=p["mem"],
+        output=p["output"],
+        error=p["error"],
+        chdir=p["chdir"],
+        hold=bool(p["hold"]),
+        checkpoint=p["checkpoint"],
+        depend=p["depend"],
+        array=p["array"],
+        split=p["split"],
+        task_time=p["task_time"],
+        parent=p["parent"],
+        no_parent=bool(p["no_parent"]),
+        recoverable=bool(p["recoverable"]),
+    )
 
     def extra(spec: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -269,8 +363,24 @@ def cli(
         fail(PROG, str(e), e.code)
     job_id = spec["id"]
     if p["as_json"]:
-        shown = {k: spec[k] for k in ("id", "name", "user", "ncpus", "walltime", "mem", "checkpoint", "hold",
-                                      "depend", "workdir", "stdout", "stderr", "submit_time")}
+        shown = {
+            k: spec[k]
+            for k in (
+                "id",
+                "name",
+                "user",
+                "ncpus",
+                "walltime",
+                "mem",
+                "checkpoint",
+                "hold",
+                "depend",
+                "workdir",
+                "stdout",
+                "stderr",
+                "submit_time",
+            )
+        }
         shown.update(array=spec.get("array"), split=spec.get("split"))
         click.echo(json.dumps({**shown, "spool": str(spool.root)}))
     else:
@@ -297,8 +407,18 @@ def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, 
     walltime = p["walltime"] or cfg.default_walltime
     uid = os.getuid()
     try:
-        return check_job(spool, cfg.floating, ncpus, walltime, p["resource"] or (), p["reservation"],
-                         bool(p["wait_resv"]), uid, user_name(uid), time.time())
+        return check_job(
+            spool,
+            cfg.floating,
+            ncpus,
+            walltime,
+            p["resource"] or (),
+            p["reservation"],
+            bool(p["wait_resv"]),
+            uid,
+            user_name(uid),
+            time.time(),
+        )
     except ResvError as e:
         fail(PROG, str(e))
 

@@ -12,8 +12,8 @@ import os
 import click
 
 from .. import tree
-from ..view import QueueError, load_jobs
 from ..spool import Spool
+from ..view import QueueError, load_jobs
 from .common import Command, ExitCode, fail, setup, spool_options
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
@@ -37,10 +37,14 @@ def _resume(prog: str, spool: Spool, me: int) -> None:
 @click.command("gwait", cls=Command, context_settings=SETTINGS, short_help="wait for child jobs to end")
 @click.argument("ids", nargs=-1, type=click.IntRange(min=1), metavar="[ID]...")
 @click.option("--children", is_flag=True, help="Wait for every child of this job (the default without IDs).")
-@click.option("--yield", "yield_", is_flag=True,
-              help="Lend this job's cores while waiting: other tasks (its descendants first, see yield_affinity "
-              "in gridsched.toml(5)) may run on them; when the jobs have ended, gwait returns once the cores "
-              "are this job's again.")
+@click.option(
+    "--yield",
+    "yield_",
+    is_flag=True,
+    help="Lend this job's cores while waiting: other tasks (its descendants first, see yield_affinity "
+    "in gridsched.toml(5)) may run on them; when the jobs have ended, gwait returns once the cores "
+    "are this job's again.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Do not name the jobs that did not complete.")
 def gwait_cli(ids: tuple[int, ...], children: bool, yield_: bool, quiet: bool) -> int:
     """Inside a job: block until the jobs IDS (or, with --children or no IDS, every child of this job

@@ -7,8 +7,8 @@ import os
 import click
 
 from .. import view
-from .common import ExitCode, fail, setup, warn
 from ..text import shown
+from .common import ExitCode, fail, setup, warn
 
 
 def parse_ids(prog: str, job_ids: tuple[str, ...]) -> list[str]:
@@ -20,16 +20,20 @@ def parse_ids(prog: str, job_ids: tuple[str, ...]) -> list[str]:
         try:
             jid, index = parse_ref(raw)
         except ArrayError:
-            fail(prog, f"'{shown(raw)}': not a job id (a positive whole number, or ARRAYID_INDEX for an array task)",
-                 ExitCode.USAGE)
+            fail(
+                prog,
+                f"'{shown(raw)}': not a job id (a positive whole number, or ARRAYID_INDEX for an array task)",
+                ExitCode.USAGE,
+            )
         text = str(jid) if index is None else f"{jid}_{index}"
         if text not in ids:
             ids.append(text)
     return ids
 
 
-def act(prog: str, kind: str, verb: str, job_ids: tuple[str, ...], spool_dir: str | None,
-        config_file: str | None) -> int:
+def act(
+    prog: str, kind: str, verb: str, job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None
+) -> int:
     """Check every id, print one error line per refused job, send ``kind`` for the others.
 
     ``ID`` of an array acts on all its tasks, ``ARRAYID_INDEX`` on one.  A state db that
@@ -72,5 +76,6 @@ def complete_job_ids(ctx: click.Context, param: click.Parameter, incomplete: str
         jobs = view.load_jobs(s.spool)
     except (SystemExit, view.QueueError, OSError):
         return []
-    return [str(j["id"]) for j in jobs
-            if j["state"] not in view.TERMINAL_STATES and str(j["id"]).startswith(incomplete)]
+    return [
+        str(j["id"]) for j in jobs if j["state"] not in view.TERMINAL_STATES and str(j["id"]).startswith(incomplete)
+    ]

@@ -91,10 +91,28 @@ def core_states(machine: MachineMap, marks: Marks) -> list[dict[str, Any]]:
         held = marks.held.get(c) if job is None else None
         drained = c in marks.drained
         resv = marks.reserved.get(c)
-        state = ("job" if job is not None else "held" if held is not None else "drained" if drained
-                 else "reserved" if resv is not None else "free")
-        out.append({"core": c, "host_cpu": machine.host_cpu(c), "state": state, "job": job, "held_by": held,
-                    "drained": drained, "reserved": resv})
+        state = (
+            "job"
+            if job is not None
+            else "held"
+            if held is not None
+            else "drained"
+            if drained
+            else "reserved"
+            if resv is not None
+            else "free"
+        )
+        out.append(
+            {
+                "core": c,
+                "host_cpu": machine.host_cpu(c),
+                "state": state,
+                "job": job,
+                "held_by": held,
+                "drained": drained,
+                "reserved": resv,
+            }
+        )
     return out
 
 
@@ -102,14 +120,16 @@ def view(machine: MachineMap, states: list[dict[str, Any]], marks: Marks, membin
     """The ``gctl topology --json`` object."""
     boards = []
     for i, b in enumerate(machine.boards):
-        boards.append({
-            "id": b.id,
-            "cores": cpuset.format(b.cores),
-            "memory": b.memory,
-            "node": b.node,
-            "distance": list(machine.distance[i]),
-            "physical_cores": [{"threads": [states[c] for c in g]} for g in b.siblings],
-        })
+        boards.append(
+            {
+                "id": b.id,
+                "cores": cpuset.format(b.cores),
+                "memory": b.memory,
+                "node": b.node,
+                "distance": list(machine.distance[i]),
+                "physical_cores": [{"threads": [states[c] for c in g]} for g in b.siblings],
+            }
+        )
     counts = {k: sum(1 for s in states if s["state"] == k) for k in ("free", "job", "held", "drained", "reserved")}
     return {
         "summary": machine.summary(),
@@ -151,8 +171,10 @@ def tree_lines(data: dict[str, Any]) -> list[str]:
     tty = sys.stdout.isatty()
     c = data["counts"]
     head = Text(f"machine: {shown(data['summary'])}", style="bold")
-    head.append(f"  free {c['free']}, busy {c['job']}, held {c['held']}, drained {c['drained']}, "
-                f"reserved {c['reserved']}", style="")
+    head.append(
+        f"  free {c['free']}, busy {c['job']}, held {c['held']}, drained {c['drained']}, reserved {c['reserved']}",
+        style="",
+    )
     root = Tree(head)
     for b in data["boards"]:
         info = [f"cores {b['cores']}"]
@@ -185,6 +207,8 @@ def tree_lines(data: dict[str, Any]) -> list[str]:
         n = data["requests_waiting"]
         lines_out.append(f"{n} drain/resume request{'s' if n != 1 else ''} not yet taken in by the daemon")
     mb = data["memory_binding"]
-    lines_out.append("memory binding: " + ("available (numactl --membind)" if mb["available"]
-                                           else f"unavailable ({shown(mb['why_not'])})"))
+    lines_out.append(
+        "memory binding: "
+        + ("available (numactl --membind)" if mb["available"] else f"unavailable ({shown(mb['why_not'])})")
+    )
     return lines_out

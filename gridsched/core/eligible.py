@@ -73,4 +73,3 @@ def _queued_names(snap: Snapshot) -> Mapping[str, Mapping[str, list[int]]]:
     for w in snap.pending:
         out.setdefault(w.user, {}).setdefault(w.name, []).append(w.id)
     return out
-

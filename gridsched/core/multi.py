@@ -274,8 +274,9 @@ class _Pass:
     def fixed(self) -> None:
         """Due fixed reservations are activated (or held, or make room); future ones are held."""
         now = self.now
-        waiting = sorted((r for r in self.snap.reservations if not r.active and r.start is not None),
-                         key=lambda r: (r.start, r.id))
+        waiting = sorted(
+            (r for r in self.snap.reservations if not r.active and r.start is not None), key=lambda r: (r.start, r.id)
+        )
         future = [r.start for r in waiting if r.start is not None and r.start > now]
         if future:
             self.wake = min(self.wake, future[0])
@@ -383,8 +384,9 @@ def forecast(snap: Snapshot) -> dict[int, float]:
                 if not ps.possible(v):
                     out[w.id] = inf
                     continue
-                t = earliest_common_start([(ps.profs[d], v[d]) for d in range(ps.dims) if v[d] > 0],
-                                          w.estimate, last if fcfs else now)
+                t = earliest_common_start(
+                    [(ps.profs[d], v[d]) for d in range(ps.dims) if v[d] > 0], w.estimate, last if fcfs else now
+                )
                 if t < inf:
                     ps.hold(t, w.estimate, v)
                 out[w.id] = t
@@ -458,8 +460,9 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
                 record[w.id] = inf
             continue
         t = ps.earliest(v, w.estimate)
-        if ((t == now and all(v[d] <= ps.free_now[d] for d in range(ps.dims))) or _loose_fit(ps, w, v)) \
-                and ps.placeable(w, v):
+        if (
+            (t == now and all(v[d] <= ps.free_now[d] for d in range(ps.dims))) or _loose_fit(ps, w, v)
+        ) and ps.placeable(w, v):
             ps.start(w, v, w.estimate, head is not None, None)
             t = now
         else:
@@ -526,8 +529,9 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         have = ps.coming()
         short = [hv[d] - have[d] for d in range(ps.dims)]
         if any(s > 0 for s in short):
-            cands = [r for r in ps.general if r.backfilled and r.preemptable and not r.stopping
-                     and r.id not in ps.preempted]
+            cands = [
+                r for r in ps.general if r.backfilled and r.preemptable and not r.stopping and r.id not in ps.preempted
+            ]
             ps.preempt(cands, short)
     if shadow < inf:
         ps.hold(max(shadow, now), head.estimate, hv)
@@ -550,8 +554,13 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         shorten = predict is not None and w.preemptable and not w.flex
         if ps.fits_now(v, est) and (not shorten or now + est <= shadow):
             ps.start(w, v, est, True, None)
-        elif shorten and predict is not None and (planned := predict(w)) is not None and now + planned <= shadow \
-                and ps.fits_now(v, planned):
+        elif (
+            shorten
+            and predict is not None
+            and (planned := predict(w)) is not None
+            and now + planned <= shadow
+            and ps.fits_now(v, planned)
+        ):
             ps.start(w, v, planned, True, planned)
         elif ps.fits_now(v, est) or _loose_fit(ps, w, v):
             ps.start(w, v, est, True, None)

@@ -134,9 +134,11 @@ def usable(
     anc = set(ancestors)
     out: set[tuple[Reason, int | str]] = set()
     for s in status_maps:
-        if (s.reason is Reason.RESERVED and reservation is not None and s.owner == reservation) or (
-            s.reason is Reason.LENT and s.owner in anc
-        ) or (s.reason is Reason.BACKFILL and head):
+        if (
+            (s.reason is Reason.RESERVED and reservation is not None and s.owner == reservation)
+            or (s.reason is Reason.LENT and s.owner in anc)
+            or (s.reason is Reason.BACKFILL and head)
+        ):
             out.add((s.reason, s.owner))
     return frozenset(out)
 

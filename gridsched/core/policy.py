@@ -141,13 +141,13 @@ from math import inf
 
 from . import multi, tree
 from .eligible import eligibility
-from .preempt import victims
 from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
 from .ends import USER as _USER
 from .ends import counted_end
 from .placement import assign
 from .predict import make_predictor
+from .preempt import victims
 from .profile import Profile
 from .split import fill_window
 from .types import Decision, HeadReservation, Plan, Policy, Preempt, Running, Snapshot, Start, StartTasks, Waiting
@@ -302,10 +302,7 @@ def _counted(running: tuple[Running, ...], now: float, mode: int) -> list[tuple[
 
 def _ends(running: tuple[Running, ...], now: float, mode: int) -> list[_End]:
     """``(end, ncpus, reclaimable)`` of each running job, sorted by end."""
-    ends = [
-        (e, r.ncpus, r.backfilled and r.preemptable and not r.stopping)
-        for r, e in _counted(running, now, mode)
-    ]
+    ends = [(e, r.ncpus, r.backfilled and r.preemptable and not r.stopping) for r, e in _counted(running, now, mode)]
     ends.sort()
     return ends
 
@@ -510,8 +507,9 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> Plan:
     return Plan(tuple(preempts) + tuple(starts) + split, HeadReservation(head.id, shadow), wake)
 
 
-def _split_fill(snap: Snapshot, rest: list[Waiting], started: list[Start], free: frozenset[int] | None,
-                nfree: int, shadow: float) -> tuple[StartTasks, ...]:
+def _split_fill(
+    snap: Snapshot, rest: list[Waiting], started: list[Start], free: frozenset[int] | None, nfree: int, shadow: float
+) -> tuple[StartTasks, ...]:
     """Sub-tasks of splittable jobs in the window left after backfilling (see "Splittable jobs" above)."""
     now = snap.now
     length = shadow - now
@@ -582,6 +580,5 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
         width = min(nfree, prof.free_at(now))
         end = next((t for t, v in prof.steps() if t > now and v < width), inf)
         if width > 0 and end < inf:
-            split = _split_fill(snap, list(snap.pending), [d for d in starts if isinstance(d, Start)],
-                                free, width, end)
+            split = _split_fill(snap, list(snap.pending), [d for d in starts if isinstance(d, Start)], free, width, end)
     return Plan(tuple(starts) + split, head)

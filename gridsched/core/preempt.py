@@ -39,8 +39,9 @@ def by_count(snap: Snapshot, cands: Sequence[Running], short: int) -> list[Runni
     return out
 
 
-def victims(snap: Snapshot, cands: Sequence[Running], head: Waiting, coming: frozenset[int],
-            short: int) -> list[Running] | None:
+def victims(
+    snap: Snapshot, cands: Sequence[Running], head: Waiting, coming: frozenset[int], short: int
+) -> list[Running] | None:
     """The jobs to preempt so that ``head`` can be placed on ``coming`` (free or coming free) plus their cores.
 
     ``short`` is the cores missing by count.  Without a machine map this is

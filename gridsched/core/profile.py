@@ -184,9 +184,7 @@ def from_ends(origin: float, free_now: int, ends: Iterable[tuple[float, int]]) -
     return prof
 
 
-def earliest_common_start(
-    requests: Sequence[tuple[Profile, int]], duration: float, not_before: float
-) -> float:
+def earliest_common_start(requests: Sequence[tuple[Profile, int]], duration: float, not_before: float) -> float:
     """The earliest time every ``(profile, amount)`` of ``requests`` is free for ``duration``.
 
     Each profile's ``earliest_start`` is monotone in ``not_before`` and returns

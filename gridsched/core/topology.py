@@ -161,8 +161,9 @@ class MachineMap:
         per = f"{sizes[0]}" if len(sizes) == 1 else "/".join(map(str, (len(b.cores) for b in self.boards)))
         phys = sum(len(b.siblings) for b in self.boards)
         nb = len(self.boards)
-        return (f"{nb} board{'s' if nb != 1 else ''} x {per} cores "
-                f"({self.ncores} cores, {phys} physical, SMT {self.smt()})")
+        return (
+            f"{nb} board{'s' if nb != 1 else ''} x {per} cores ({self.ncores} cores, {phys} physical, SMT {self.smt()})"
+        )
 
     def text(self) -> str:
         """The canonical text form: a topology file that reads back to an equal map.
@@ -203,9 +204,7 @@ def _exact(size: str, n: int) -> bool:
 
 def default_distance(nboards: int) -> tuple[tuple[int, ...], ...]:
     """10 on the diagonal, 20 elsewhere: the distances Linux assumes without a table."""
-    return tuple(
-        tuple(LOCAL_DISTANCE if i == j else REMOTE_DISTANCE for j in range(nboards)) for i in range(nboards)
-    )
+    return tuple(tuple(LOCAL_DISTANCE if i == j else REMOTE_DISTANCE for j in range(nboards)) for i in range(nboards))
 
 
 def make(
@@ -219,8 +218,13 @@ def make(
     return MachineMap(boards=bs, host_cpus=tuple(host_cpus), distance=dist)
 
 
-def board(board_id: int, cores: Iterable[int], siblings: Iterable[Iterable[int]] = (),
-          memory: int | None = None, node: int | None = None) -> Board:
+def board(
+    board_id: int,
+    cores: Iterable[int],
+    siblings: Iterable[Iterable[int]] = (),
+    memory: int | None = None,
+    node: int | None = None,
+) -> Board:
     """A :class:`Board`; cores in no group of ``siblings`` are physical cores of their own."""
     cs = tuple(sorted(set(cores)))
     groups = [tuple(sorted(set(g))) for g in siblings]

@@ -142,8 +142,11 @@ def clear(running: Iterable[Running], parents: Mapping[int, int], job: int) -> b
 def lent_free(snap: Snapshot, resuming: bool = False) -> dict[int, frozenset[int]]:
     """For each lender (``resuming`` ones too when asked), the lent cores it is on top of."""
     top = tops(snap.running, snap.parents)
-    return {lent.parent: frozenset(c for c in lent.cores if top.get(c) == lent.parent)
-            for lent in snap.lent if resuming or not lent.resuming}
+    return {
+        lent.parent: frozenset(c for c in lent.cores if top.get(c) == lent.parent)
+        for lent in snap.lent
+        if resuming or not lent.resuming
+    }
 
 
 def lent_tasks(snap: Snapshot) -> frozenset[int]:
@@ -201,8 +204,9 @@ def on_top(snap: Snapshot, w: Waiting, lender: int, keys: Mapping[int, Key] | No
     return k is None or k < (snap.now, len(ancestors(snap.parents, w.id)), w.id)
 
 
-def may_use(snap: Snapshot, w: Waiting, free: Mapping[int, frozenset[int]],
-            keys: Mapping[int, Key] | None = None) -> frozenset[int]:
+def may_use(
+    snap: Snapshot, w: Waiting, free: Mapping[int, frozenset[int]], keys: Mapping[int, Key] | None = None
+) -> frozenset[int]:
     """The lenders whose free lent cores ``w`` may use now (``free``: lender -> its free lent cores)."""
     if not _may_lend(w):
         return frozenset()
@@ -293,7 +297,10 @@ def pool_view(snap: Snapshot, started: Iterable[int] = ()) -> Snapshot:
             r = replace(r, backfilled=False, preemptable=False)
         running.append(r)
     return replace(
-        snap, pending=tuple(w for w in snap.pending if w.id not in gone), running=tuple(running), lent=(),
+        snap,
+        pending=tuple(w for w in snap.pending if w.id not in gone),
+        running=tuple(running),
+        lent=(),
     )
 
 
@@ -306,8 +313,11 @@ def retry_at(snap: Snapshot) -> float | None:
     if not snap.pending:
         return None
     keys = _keys(snap)
-    late = [k[0] for p, cores in lent_free(snap, resuming=True).items()
-            if cores and (k := keys.get(p)) is not None and k[0] >= snap.now]
+    late = [
+        k[0]
+        for p, cores in lent_free(snap, resuming=True).items()
+        if cores and (k := keys.get(p)) is not None and k[0] >= snap.now
+    ]
     return nextafter(min(late), inf) if late else None
 
 

@@ -30,27 +30,31 @@ if TYPE_CHECKING:
 log = logging.getLogger("gschedd")
 
 
-def snapshot(d: "Daemon", now: float) -> Snapshot:
-    running = [r for r in d.table.jobs.values() if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)]
+def snapshot(d: Daemon, now: float) -> Snapshot:
+    running = [
+        r for r in d.table.jobs.values() if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)
+    ]
     used: set[int] = set(d.drained)
     for r in running:
         used.update(r.cores)
         used.update(r.held)
     queued = [rec for rec in (d.table.jobs[i] for i in d.table.queue) if offered(rec)]
-    return d.trees.annotate(Snapshot(
-        now=now,
-        ncores=d.machine.ncores,
-        running=tuple(r.running() for r in running),
-        pending=d.book.merge(tuple(r.waiting() for r in queued)),
-        params=d.cfg.params,
-        free=d.all_cores - used - d.book.reserved_cores(),
-        head=d.head,
-        history={u: tuple(h) for u, h in d.table.history.items()},
-        floating=d.cfg.floating,
-        reservations=d.book.core(),
-        machine=d.machine,
-        states=dep_states(d, [r for r in queued if r.deps]),
-    ))
+    return d.trees.annotate(
+        Snapshot(
+            now=now,
+            ncores=d.machine.ncores,
+            running=tuple(r.running() for r in running),
+            pending=d.book.merge(tuple(r.waiting() for r in queued)),
+            params=d.cfg.params,
+            free=d.all_cores - used - d.book.reserved_cores(),
+            head=d.head,
+            history={u: tuple(h) for u, h in d.table.history.items()},
+            floating=d.cfg.floating,
+            reservations=d.book.core(),
+            machine=d.machine,
+            states=dep_states(d, [r for r in queued if r.deps]),
+        )
+    )
 
 
 def offered(rec: Rec) -> bool:
@@ -59,7 +63,7 @@ def offered(rec: Rec) -> bool:
     return rec.split is None or bool(rec.split.get("left"))
 
 
-def dep_states(d: "Daemon", pending: list[Rec]) -> dict[int, str]:
+def dep_states(d: Daemon, pending: list[Rec]) -> dict[int, str]:
     """The state of every job the dependencies of ``pending`` name (live, else from the table)."""
     out: dict[int, str] = {}
     for rec in pending:
@@ -76,7 +80,7 @@ def dep_states(d: "Daemon", pending: list[Rec]) -> dict[int, str]:
     return out
 
 
-def note_reasons(d: "Daemon", reasons: Mapping[int, str]) -> None:
+def note_reasons(d: Daemon, reasons: Mapping[int, str]) -> None:
     """Record why jobs with dependencies or an array throttle wait (and clear it once they may start)."""
     for jid in d.table.queue:
         rec = d.table.jobs[jid]
@@ -88,7 +92,7 @@ def note_reasons(d: "Daemon", reasons: Mapping[int, str]) -> None:
             d.table.save(rec, reason=why)
 
 
-def schedule(d: "Daemon", now: float) -> None:
+def schedule(d: Daemon, now: float) -> None:
     d.dirty = False
     d.trees.settle()
     plan = corepolicy.schedule(snapshot(d, now))
@@ -114,7 +118,7 @@ def schedule(d: "Daemon", now: float) -> None:
             split.start_tasks(d, job, dec, now)
 
 
-def start(d: "Daemon", rec: Rec, dec: Start, now: float) -> None:
+def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     """Carry out a start: the job runs on the decision's cores (a suspended one is continued there)."""
     d.table.dequeue(rec)
     rec.cores = tuple(dec.cores)
@@ -160,7 +164,7 @@ def start(d: "Daemon", rec: Rec, dec: Start, now: float) -> None:
     d.pending_launches.append((rec, spec))
 
 
-def mem_nodes(d: "Daemon", cores: tuple[int, ...]) -> tuple[int, ...]:
+def mem_nodes(d: Daemon, cores: tuple[int, ...]) -> tuple[int, ...]:
     """The host NUMA nodes of the boards a job runs on, when every one of them is a host node."""
     nodes = {d.machine.board_of(c).node for c in cores}
     if not nodes or None in nodes:
@@ -168,7 +172,7 @@ def mem_nodes(d: "Daemon", cores: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(sorted(n for n in nodes if n is not None))
 
 
-def launch_spec(d: "Daemon", rec: Rec) -> launch.Launch:
+def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
     spec = d.table.spec(rec.id)
     jdir = d.spool.job_dir(rec.id)
     script = str(jdir / "script")
@@ -183,23 +187,43 @@ def launch_spec(d: "Daemon", rec: Rec) -> launch.Launch:
     cores = cpuset.format(rec.cores)
     env = dict(spec["env"])
     env.update(
-        GS_JOBID=str(rec.id), GS_JOBNAME=spec["name"], GS_NCPUS=str(rec.ncpus), GS_CORES=cores,
+        GS_JOBID=str(rec.id),
+        GS_JOBNAME=spec["name"],
+        GS_NCPUS=str(rec.ncpus),
+        GS_CORES=cores,
         GS_HOST_CPUS=cpuset.format(d.machine.host_set(rec.cores)),
-        GS_SUBMIT_DIR=spec.get("submit_dir", spec["workdir"]), OMP_NUM_THREADS=str(rec.ncpus),
-        GS_CHECKPOINT_DIR=str(jdir / "checkpoint"), GS_RESTART_COUNT=str(rec.restarts),
-        GS_CHECKPOINT_MODE=rec.checkpoint, GS_WALLTIME=str(rec.walltime), GS_SPOOL=str(d.spool.root),
+        GS_SUBMIT_DIR=spec.get("submit_dir", spec["workdir"]),
+        OMP_NUM_THREADS=str(rec.ncpus),
+        GS_CHECKPOINT_DIR=str(jdir / "checkpoint"),
+        GS_RESTART_COUNT=str(rec.restarts),
+        GS_CHECKPOINT_MODE=rec.checkpoint,
+        GS_WALLTIME=str(rec.walltime),
+        GS_SPOOL=str(d.spool.root),
     )
     if d.cfg.compat_env:
         env.update(compat_env(rec.id, spec["name"], rec.ncpus, spec.get("submit_dir", spec["workdir"])))
     return launch.Launch(
-        job_id=rec.id, segment=rec.segment, job_dir=str(jdir), script=script, args=args,
-        workdir=spec["workdir"], stdout=spec["stdout"], stderr=spec["stderr"], append=rec.segment > 1,
-        env=env, cpus=frozenset(d.machine.host_set(rec.cores)), uid=rec.uid, gid=spec.get("gid", -1),
-        user=rec.user, mem=spec.get("mem"), mem_nodes=mem_nodes(d, rec.cores), umask=int(spec.get("umask", 0o022)),
+        job_id=rec.id,
+        segment=rec.segment,
+        job_dir=str(jdir),
+        script=script,
+        args=args,
+        workdir=spec["workdir"],
+        stdout=spec["stdout"],
+        stderr=spec["stderr"],
+        append=rec.segment > 1,
+        env=env,
+        cpus=frozenset(d.machine.host_set(rec.cores)),
+        uid=rec.uid,
+        gid=spec.get("gid", -1),
+        user=rec.user,
+        mem=spec.get("mem"),
+        mem_nodes=mem_nodes(d, rec.cores),
+        umask=int(spec.get("umask", 0o022)),
     )
 
 
-def preempt(d: "Daemon", rec: Rec, now: float) -> None:
+def preempt(d: Daemon, rec: Rec, now: float) -> None:
     if rec.shepherd is None or rec.state is not JobState.RUNNING:
         return
     mode = rec.checkpoint

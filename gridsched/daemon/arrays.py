@@ -44,8 +44,11 @@ def take_in(d: Daemon, job: dict[str, Any], user: str, state: JobState, reason: 
     for tid, i in zip(ids, idx):
         task = dict(job)
         task.update(
-            id=tid, array_id=first, array_index=i,
-            stdout=task_path(job["stdout"], tid, i), stderr=task_path(job["stderr"], tid, i),
+            id=tid,
+            array_id=first,
+            array_index=i,
+            stdout=task_path(job["stdout"], tid, i),
+            stderr=task_path(job["stderr"], tid, i),
             env={**job["env"], **array_env(first, i, idx, d.cfg.compat_env)},
         )
         if spec.max_running is not None:

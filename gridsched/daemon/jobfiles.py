@@ -78,7 +78,7 @@ def _new_file(dfd: int, name: str, data: bytes, mode: int, uid: int, gid: int) -
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         if uid != -1:
             os.fchown(fd, uid, gid)
         os.fchmod(fd, mode)

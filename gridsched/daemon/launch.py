@@ -314,8 +314,11 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
     os.dup2(out, 1)
     os.dup2(err, 2)
     if bind_warning:
-        os.write(2, f"gridsched: job {spec.job_id}: memory not bound to NUMA nodes "
-                    f"{','.join(map(str, spec.mem_nodes))}: {bind_warning}\n".encode())
+        os.write(
+            2,
+            f"gridsched: job {spec.job_id}: memory not bound to NUMA nodes "
+            f"{','.join(map(str, spec.mem_nodes))}: {bind_warning}\n".encode(),
+        )
     argv = [spec.script, *spec.args]
     try:
         os.execve(spec.script, argv, spec.env)

@@ -33,7 +33,7 @@ from ..jobs import PRIVATE_KEYS, JobState
 from ..spool import Spool, atomic_write
 from ..state import StateDB
 from ..topology import load_machine
-from . import apply, handlers, outcome, intake, jobfiles, launch, reservations, split
+from . import apply, handlers, intake, jobfiles, launch, outcome, reservations, split
 from .executor import Processes, Stub
 from .table import JobTable, Rec
 from .tree import Trees
@@ -52,8 +52,9 @@ class AlreadyRunning(Exception):
 
 
 class Daemon:
-    def __init__(self, spool: Spool, cfg: configmod.Config, config_path: str | None = None,
-                 executor: Any = None) -> None:
+    def __init__(
+        self, spool: Spool, cfg: configmod.Config, config_path: str | None = None, executor: Any = None
+    ) -> None:
         self.spool = spool
         self.sel = selectors.DefaultSelector()
         self.ex: Processes | Stub = executor if executor is not None else Processes(self.sel)
@@ -115,7 +116,9 @@ class Daemon:
         self.db = StateDB(self.spool.db, write=True)
         self.table = JobTable(self.db, self.spool)
         self.table.begin()
-        self.db.set_meta("machine", json.dumps({"ncores": self.machine.ncores, "host_cpus": list(self.machine.host_cpus)}))
+        self.db.set_meta(
+            "machine", json.dumps({"ncores": self.machine.ncores, "host_cpus": list(self.machine.host_cpus)})
+        )
         self.db.set_meta("daemon", json.dumps({"pid": os.getpid(), "started": self.started, "config": self.cfg.path}))
         self.id_high = self.db.max_id()
         self._drop_stale_claims()
@@ -176,7 +179,10 @@ class Daemon:
     def serve(self) -> None:
         log.info(
             "gschedd %d on %s: %d cores on host CPUs %s, policy %s",
-            os.getpid(), self.spool.root, self.machine.ncores, cpuset.format(self.machine.host_cpus),
+            os.getpid(),
+            self.spool.root,
+            self.machine.ncores,
+            cpuset.format(self.machine.host_cpus),
             self.cfg.params.policy.value,
         )
         while not self.stop_requested:
@@ -197,8 +203,11 @@ class Daemon:
             if self.reload_requested:
                 self.reload()
         self.table.commit()
-        log.info("gschedd %d stopping; %d jobs still running keep running", os.getpid(), sum(
-            1 for r in self.table.jobs.values() if r.state in (JobState.RUNNING, JobState.STOPPING)))
+        log.info(
+            "gschedd %d stopping; %d jobs still running keep running",
+            os.getpid(),
+            sum(1 for r in self.table.jobs.values() if r.state in (JobState.RUNNING, JobState.STOPPING)),
+        )
 
     def turn(self, now: float, scan: bool = False) -> None:
         """One turn of the loop: take requests in (every :data:`RESCAN` seconds, or with ``scan``), enforce
@@ -294,8 +303,9 @@ class Daemon:
             self.spool.check_space()
         except OSError as e:
             if not self.full_logged:
-                log.warning("spool %s: %s; submissions wait in incoming/ until there is room", self.spool.root,
-                            e.strerror)
+                log.warning(
+                    "spool %s: %s; submissions wait in incoming/ until there is room", self.spool.root, e.strerror
+                )
                 self.full_logged = True
             return False
         if self.full_logged:
@@ -303,8 +313,9 @@ class Daemon:
             self.full_logged = False
         return True
 
-    def take_in(self, job: dict[str, Any], user: str, state: JobState, reason: str,
-                files: dict[str, Any] | None = None) -> Rec | None:
+    def take_in(
+        self, job: dict[str, Any], user: str, state: JobState, reason: str, files: dict[str, Any] | None = None
+    ) -> Rec | None:
         """Write a checked job's files and row and queue it; its record (None if it is refused).
 
         ``files`` maps names in the job's directory to their text, or to a path
@@ -315,15 +326,39 @@ class Daemon:
         if files is None:
             files = {"script": job.pop("script")}
         private = {k: job.pop(k) for k in PRIVATE_KEYS if k in job}
-        jobfiles.create(self.spool.job_dir(jid), job["uid"], job.get("gid", -1), job.get("umask", 0o022),
-                        files, json.dumps(private).encode())
+        jobfiles.create(
+            self.spool.job_dir(jid),
+            job["uid"],
+            job.get("gid", -1),
+            job.get("umask", 0o022),
+            files,
+            json.dumps(private).encode(),
+        )
         row = {
-            "id": jid, "state": state.value, "user": user, "uid": job["uid"], "name": job["name"],
-            "ncpus": job["ncpus"], "walltime": job["walltime"], "submit_time": float(job["submit_time"]),
-            "start_time": None, "end_time": time.time() if state is JobState.FAILED else None, "cores": "",
-            "exit_code": None, "exit_signal": None, "reason": reason, "backfilled": 0, "restarts": 0,
-            "preemptions": 0, "checkpoints": 0, "elapsed": 0.0, "lost": 0.0, "predicted_start": None,
-            "segments": [], "run": {}, "spec": job,
+            "id": jid,
+            "state": state.value,
+            "user": user,
+            "uid": job["uid"],
+            "name": job["name"],
+            "ncpus": job["ncpus"],
+            "walltime": job["walltime"],
+            "submit_time": float(job["submit_time"]),
+            "start_time": None,
+            "end_time": time.time() if state is JobState.FAILED else None,
+            "cores": "",
+            "exit_code": None,
+            "exit_signal": None,
+            "reason": reason,
+            "backfilled": 0,
+            "restarts": 0,
+            "preemptions": 0,
+            "checkpoints": 0,
+            "elapsed": 0.0,
+            "lost": 0.0,
+            "predicted_start": None,
+            "segments": [],
+            "run": {},
+            "spec": job,
         }
         self.id_high = max(self.id_high, jid)
         rec = self.table.put(row)
@@ -441,8 +476,13 @@ class Daemon:
         self.dirty = True
 
     def end(
-        self, rec: Rec, state: JobState, end: float, code: int | None = None,
-        signal_: int | None = None, reason: str = "",
+        self,
+        rec: Rec,
+        state: JobState,
+        end: float,
+        code: int | None = None,
+        signal_: int | None = None,
+        reason: str = "",
     ) -> None:
         """End a job (table) and carry out what follows: its tree, the splittable job it is a piece of."""
         self.table.end(rec, state, end, code, signal_, reason)

@@ -22,12 +22,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("gschedd")
 
 
-def close_segment(d: "Daemon", rec: Rec, end: float, outcome: str) -> None:
+def close_segment(d: Daemon, rec: Rec, end: float, outcome: str) -> None:
     if rec.segments and "end" not in rec.segments[-1]:
         rec.segments[-1]["end"] = end
         rec.segments[-1]["outcome"] = outcome
 
-def finish(d: "Daemon", rec: Rec, result: dict[str, Any] | None) -> None:
+
+def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
     """The shepherd of ``rec`` has gone: decide the job's new state from how it ended."""
     d._unwatch(rec)
     now = time.time()

@@ -52,8 +52,12 @@ def recover(d: Daemon) -> None:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             # a row no request can make any more (written by an older version): the job ends, the daemon runs
             d.table.begin()
-            d.db.update(row["id"], state=JobState.FAILED.value, end_time=time.time(),
-                        reason=f"its record cannot be read ({type(e).__name__}: {str(e)[:200]})")
+            d.db.update(
+                row["id"],
+                state=JobState.FAILED.value,
+                end_time=time.time(),
+                reason=f"its record cannot be read ({type(e).__name__}: {str(e)[:200]})",
+            )
             log.error("job %s: its record cannot be read; marked FAILED", row.get("id"))
             continue
         d.table.jobs[rec.id] = rec
@@ -107,7 +111,9 @@ def recover(d: Daemon) -> None:
         outcome.finish(d, rec, result)
         collected += 1
     if adopted or collected or requeued:
-        log.info("recovered: %d running jobs adopted, %d endings collected, %d starts undone", adopted, collected, requeued)
+        log.info(
+            "recovered: %d running jobs adopted, %d endings collected, %d starts undone", adopted, collected, requeued
+        )
 
 
 def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[int, set[int]]) -> None:
@@ -124,8 +130,10 @@ def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[
         rec.stop = "cancel"
     elif sig is not None and rec.deadline is not None and end >= rec.deadline:
         rec.stop = "timeout"
-    elif checkpointed or (rec.checkpoint == "signal" and sig == ckpt_sig) or (
-        rec.checkpoint == "requeue" and sig == signal.SIGTERM
+    elif (
+        checkpointed
+        or (rec.checkpoint == "signal" and sig == ckpt_sig)
+        or (rec.checkpoint == "requeue" and sig == signal.SIGTERM)
     ):
         rec.state = JobState.STOPPING
         rec.stop = "preempt"

@@ -58,31 +58,73 @@ class RRec:
     reason: str = ""
 
     def core(self) -> Resv:
-        return Resv(self.id, self.ncpus, float(self.duration), tuple(sorted(self.resources.items())), self.start,
-                    self.state is RState.ACTIVE, self.cores, self.end_time, self.kill)
+        return Resv(
+            self.id,
+            self.ncpus,
+            float(self.duration),
+            tuple(sorted(self.resources.items())),
+            self.start,
+            self.state is RState.ACTIVE,
+            self.cores,
+            self.end_time,
+            self.kill,
+        )
 
     def waiting(self) -> Waiting:
         """The flexible job that holds this reservation's place in the queue."""
-        return Waiting(self.id, self.ncpus, float(self.duration), False, self.user, 0.0,
-                       tuple(sorted(self.resources.items())), None, True)
+        return Waiting(
+            self.id,
+            self.ncpus,
+            float(self.duration),
+            False,
+            self.user,
+            0.0,
+            tuple(sorted(self.resources.items())),
+            None,
+            True,
+        )
 
     def row(self) -> dict[str, Any]:
         return {
-            "id": self.id, "state": self.state.value, "user": self.user, "uid": self.uid, "name": self.name,
-            "ncpus": self.ncpus, "resources": self.resources, "duration": self.duration, "start": self.start,
-            "create_time": self.create_time, "activate_time": self.activate_time, "end_time": self.end_time,
-            "predicted": self.predicted, "cores": cpuset.format(self.cores), "users": self.users,
-            "kill": self.kill, "reason": self.reason,
+            "id": self.id,
+            "state": self.state.value,
+            "user": self.user,
+            "uid": self.uid,
+            "name": self.name,
+            "ncpus": self.ncpus,
+            "resources": self.resources,
+            "duration": self.duration,
+            "start": self.start,
+            "create_time": self.create_time,
+            "activate_time": self.activate_time,
+            "end_time": self.end_time,
+            "predicted": self.predicted,
+            "cores": cpuset.format(self.cores),
+            "users": self.users,
+            "kill": self.kill,
+            "reason": self.reason,
         }
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> RRec:
         return cls(
-            id=row["id"], user=row["user"], uid=row["uid"], name=row["name"], ncpus=row["ncpus"],
-            duration=row["duration"], create_time=row["create_time"], state=RState(row["state"]),
-            resources=dict(row["resources"]), start=row["start"], activate_time=row["activate_time"],
-            end_time=row["end_time"], predicted=row["predicted"], cores=tuple(sorted(cpuset.parse(row["cores"]))),
-            users=list(row["users"]), kill=row["kill"], reason=row["reason"],
+            id=row["id"],
+            user=row["user"],
+            uid=row["uid"],
+            name=row["name"],
+            ncpus=row["ncpus"],
+            duration=row["duration"],
+            create_time=row["create_time"],
+            state=RState(row["state"]),
+            resources=dict(row["resources"]),
+            start=row["start"],
+            activate_time=row["activate_time"],
+            end_time=row["end_time"],
+            predicted=row["predicted"],
+            cores=tuple(sorted(cpuset.parse(row["cores"]))),
+            users=list(row["users"]),
+            kill=row["kill"],
+            reason=row["reason"],
         )
 
 
@@ -148,9 +190,19 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str) -> None:
     """Take in a checked reservation request: waiting (flexible or fixed), or ended at once as refused."""
     now = time.time()
     rid = spec.id
-    r = RRec(id=rid, user=spec.user, uid=spec.uid, name=spec.name, ncpus=spec.ncpus, duration=spec.duration,
-             create_time=spec.create_time or now, resources={}, start=spec.start, users=list(spec.users),
-             kill=spec.kill)
+    r = RRec(
+        id=rid,
+        user=spec.user,
+        uid=spec.uid,
+        name=spec.name,
+        ncpus=spec.ncpus,
+        duration=spec.duration,
+        create_time=spec.create_time or now,
+        resources={},
+        start=spec.start,
+        users=list(spec.users),
+        kill=spec.kill,
+    )
     try:
         resources = dict(spec.resources)
         check_request(r.ncpus, r.duration, resources, d.machine.ncores, d.cfg.floating, d.cfg.resv_max_duration)
@@ -167,9 +219,14 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str) -> None:
         bisect.insort(d.book.flex, rid)
     save(d, r)
     d.dirty = True
-    log.info("reservation %d created: %d cores%s for %ss, %s", rid, r.ncpus,
-             "".join(f", {k}={v}" for k, v in r.resources.items()), r.duration,
-             "flexible" if r.start is None else f"fixed at {time.strftime('%F %T', time.localtime(r.start))}")
+    log.info(
+        "reservation %d created: %d cores%s for %ss, %s",
+        rid,
+        r.ncpus,
+        "".join(f", {k}={v}" for k, v in r.resources.items()),
+        r.duration,
+        "flexible" if r.start is None else f"fixed at {time.strftime('%F %T', time.localtime(r.start))}",
+    )
 
 
 def delete(d: Daemon, rid: int, uid: int, release: bool) -> None:
@@ -226,8 +283,12 @@ def activate(d: Daemon, a: Activate, now: float) -> None:
     if i < len(d.book.flex) and d.book.flex[i] == r.id:
         del d.book.flex[i]
     save(d, r)
-    log.info("reservation %d active on cores %s until %s", r.id, cpuset.format(r.cores),
-             time.strftime("%F %T", time.localtime(a.end)))
+    log.info(
+        "reservation %d active on cores %s until %s",
+        r.id,
+        cpuset.format(r.cores),
+        time.strftime("%F %T", time.localtime(a.end)),
+    )
 
 
 def timers(d: Daemon, now: float) -> None:

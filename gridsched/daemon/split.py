@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gschedd")
 
-STUB = f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gridsched.subtasks \"$@\"\n"
+STUB = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gridsched.subtasks "$@"\n'
 
 
 def split_info(sp: dict[str, Any] | None) -> SplitInfo | None:
@@ -87,7 +87,8 @@ def take_in(d: Daemon, job: dict[str, Any], user: str, state: JobState, reason: 
 
 
 def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
-    """Carry out a ``StartTasks`` decision: a new piece job for the sub-tasks, started now; the parent keeps the rest."""
+    """Carry out a ``StartTasks`` decision: a new piece job for the sub-tasks, started now; the parent keeps
+    the rest."""
     sp = rec.split
     if sp is None or rec.state is not JobState.PENDING:
         log.error("plan splits job %d, which is not a pending splittable job", rec.id)
@@ -101,13 +102,22 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
     pid = d.new_ids(1)[0]
     piece = {k: v for k, v in spec.items() if k != "split"}
     piece.update(
-        id=pid, ncpus=len(st.chains) * c, walltime=max(1, math.ceil(st.end - now)), checkpoint="none",
-        hold=False, depend="", split_of=rec.id, split_chains=[list(ch) for ch in st.chains],
+        id=pid,
+        ncpus=len(st.chains) * c,
+        walltime=max(1, math.ceil(st.end - now)),
+        checkpoint="none",
+        hold=False,
+        depend="",
+        split_of=rec.id,
+        split_chains=[list(ch) for ch in st.chains],
         split_task={"n": sp["n"], "ncpus": c, "task_time": sp["task_time"]},
-        stdout=f"{spec['stdout']}.{pid}", stderr=f"{spec['stderr']}.{pid}",
+        stdout=f"{spec['stdout']}.{pid}",
+        stderr=f"{spec['stderr']}.{pid}",
     )
     pdir = d.spool.job_dir(rec.id)
-    prec = d.take_in(piece, rec.user, JobState.PENDING, "", {"script": pdir / "script", "task-script": pdir / "task-script"})
+    prec = d.take_in(
+        piece, rec.user, JobState.PENDING, "", {"script": pdir / "script", "task-script": pdir / "task-script"}
+    )
     if prec is None:
         return
     from .apply import start
@@ -125,8 +135,14 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
         d.table.save(rec, reason=rec.reason)
     d.dirty = True
     d.table.forecast_dirty = True
-    log.info("job %d: sub-tasks %s taken out as job %d on cores %s; %d left", rec.id,
-             ",".join(map(str, st.tasks)), pid, ",".join(map(str, st.cores)), len(sp["left"]))
+    log.info(
+        "job %d: sub-tasks %s taken out as job %d on cores %s; %d left",
+        rec.id,
+        ",".join(map(str, st.tasks)),
+        pid,
+        ",".join(map(str, st.cores)),
+        len(sp["left"]),
+    )
 
 
 def pieces_of(d: Daemon, ids: list[int]) -> list[int]:

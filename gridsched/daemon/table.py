@@ -85,25 +85,54 @@ class Rec:
         w = self._waiting
         if w is None:
             w = self._waiting = Waiting(
-                self.id, self.ncpus, self.remaining(), self.preemptable, self.user, self.elapsed,
-                self.resources, self.resv, place=self.place, split=split_info(self.split),
-                name=self.name, deps=self.deps, array=self.array_id, array_max=self.array_max,
+                self.id,
+                self.ncpus,
+                self.remaining(),
+                self.preemptable,
+                self.user,
+                self.elapsed,
+                self.resources,
+                self.resv,
+                place=self.place,
+                split=split_info(self.split),
+                name=self.name,
+                deps=self.deps,
+                array=self.array_id,
+                array_max=self.array_max,
             )
         return w
 
     def running(self) -> Running:
         return Running(
-            self.id, self.ncpus, self.start or 0.0, self.remaining() if self.start else 0.0,
-            self.cores, self.backfilled, self.preemptable, self.planned,
-            self.state is JobState.STOPPING or self.stop is not None, self.user, self.resources, self.resv,
-            name=self.name, array=self.array_id,
+            self.id,
+            self.ncpus,
+            self.start or 0.0,
+            self.remaining() if self.start else 0.0,
+            self.cores,
+            self.backfilled,
+            self.preemptable,
+            self.planned,
+            self.state is JobState.STOPPING or self.stop is not None,
+            self.user,
+            self.resources,
+            self.resv,
+            name=self.name,
+            array=self.array_id,
         )
 
     def run_info(self) -> dict[str, Any]:
         return {
-            "segment": self.segment, "start": self.start, "shepherd": self.shepherd, "ticks": self.ticks,
-            "pgid": self.pgid, "stop": self.stop, "kill_at": self.kill_at, "deadline": self.deadline,
-            "planned": self.planned, "checkpoint": self.checkpoint, "held": list(self.held),
+            "segment": self.segment,
+            "start": self.start,
+            "shepherd": self.shepherd,
+            "ticks": self.ticks,
+            "pgid": self.pgid,
+            "stop": self.stop,
+            "kill_at": self.kill_at,
+            "deadline": self.deadline,
+            "planned": self.planned,
+            "checkpoint": self.checkpoint,
+            "held": list(self.held),
         }
 
     @classmethod
@@ -111,12 +140,25 @@ class Rec:
         run = row["run"]
         spec = row["spec"]
         rec = cls(
-            id=row["id"], user=row["user"], uid=row["uid"], ncpus=row["ncpus"], walltime=row["walltime"],
-            submit_time=row["submit_time"], checkpoint=spec.get("checkpoint", "none"),
-            state=JobState(row["state"]), elapsed=row["elapsed"], lost=row["lost"],
-            restarts=row["restarts"], preemptions=row["preemptions"], checkpoints=row["checkpoints"],
-            first_start=row["start_time"], cores=tuple(sorted(cpuset.parse(row["cores"]))),
-            backfilled=row["backfilled"], segments=row["segments"], name=row["name"], reason=row["reason"],
+            id=row["id"],
+            user=row["user"],
+            uid=row["uid"],
+            ncpus=row["ncpus"],
+            walltime=row["walltime"],
+            submit_time=row["submit_time"],
+            checkpoint=spec.get("checkpoint", "none"),
+            state=JobState(row["state"]),
+            elapsed=row["elapsed"],
+            lost=row["lost"],
+            restarts=row["restarts"],
+            preemptions=row["preemptions"],
+            checkpoints=row["checkpoints"],
+            first_start=row["start_time"],
+            cores=tuple(sorted(cpuset.parse(row["cores"]))),
+            backfilled=row["backfilled"],
+            segments=row["segments"],
+            name=row["name"],
+            reason=row["reason"],
         )
         try:
             rec.deps = depend.parse(spec.get("depend") or "")
@@ -142,7 +184,9 @@ class Rec:
             raise ValueError(f"unknown placement {spec.get('place')!r}")
         if spec.get("place") or spec.get("threads_per_core") or spec.get("exclusive_board"):
             rec.place = PlaceRequest(
-                rec.ncpus, spec.get("place") or "pack", int(spec.get("threads_per_core") or 0),
+                rec.ncpus,
+                spec.get("place") or "pack",
+                int(spec.get("threads_per_core") or 0),
                 bool(spec.get("exclusive_board")),
             )
         return rec
@@ -185,8 +229,11 @@ class JobTable:
         ok = self.db.commit()
         if not ok and not self.disk_trouble:
             self.disk_trouble = True
-            log.error("cannot write the job table (%s): jobs wait to start and submissions wait in incoming/ "
-                      "until the spool has room", self.db.failed)
+            log.error(
+                "cannot write the job table (%s): jobs wait to start and submissions wait in incoming/ "
+                "until the spool has room",
+                self.db.failed,
+            )
         elif ok and self.disk_trouble:
             self.disk_trouble = False
             log.info("the job table is written again")
@@ -220,10 +267,19 @@ class JobTable:
     def save(self, rec: Rec, **extra: Any) -> None:
         self.begin()
         self.db.update(
-            rec.id, state=rec.state.value, elapsed=rec.elapsed, lost=rec.lost, restarts=rec.restarts,
-            preemptions=rec.preemptions, checkpoints=rec.checkpoints, start_time=rec.first_start,
-            cores=cpuset.format(rec.cores), backfilled=int(rec.backfilled), segments=rec.segments,
-            run=rec.run_info(), **extra,
+            rec.id,
+            state=rec.state.value,
+            elapsed=rec.elapsed,
+            lost=rec.lost,
+            restarts=rec.restarts,
+            preemptions=rec.preemptions,
+            checkpoints=rec.checkpoints,
+            start_time=rec.first_start,
+            cores=cpuset.format(rec.cores),
+            backfilled=int(rec.backfilled),
+            segments=rec.segments,
+            run=rec.run_info(),
+            **extra,
         )
         self.forecast_dirty = True
 
@@ -237,8 +293,15 @@ class JobTable:
         if i < len(self.queue) and self.queue[i] == rec.id:
             del self.queue[i]
 
-    def end(self, rec: Rec, state: JobState, end: float, code: int | None = None, signal_: int | None = None,
-            reason: str = "") -> None:
+    def end(
+        self,
+        rec: Rec,
+        state: JobState,
+        end: float,
+        code: int | None = None,
+        signal_: int | None = None,
+        reason: str = "",
+    ) -> None:
         """Record the job's terminal state; it leaves the live jobs and the queue."""
         assert state in TERMINAL
         self.dequeue(rec)

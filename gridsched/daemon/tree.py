@@ -64,8 +64,12 @@ class Yield:
     since: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
-        return {"cores": cpuset.format(self.cores), "resuming": self.resuming,
-                "until": None if self.until is None else list(self.until), "since": self.since}
+        return {
+            "cores": cpuset.format(self.cores),
+            "resuming": self.resuming,
+            "until": None if self.until is None else list(self.until),
+            "since": self.since,
+        }
 
 
 def _job_id(v: Any) -> int | None:
@@ -88,8 +92,11 @@ class Trees:
             for k, v in raw.items():
                 until = v.get("until")
                 self.yielded[int(k)] = Yield(
-                    tuple(sorted(cpuset.parse(v.get("cores", "")))), bool(v.get("resuming")),
-                    None if until is None else tuple(int(i) for i in until), float(v.get("since", 0.0)))
+                    tuple(sorted(cpuset.parse(v.get("cores", "")))),
+                    bool(v.get("resuming")),
+                    None if until is None else tuple(int(i) for i in until),
+                    float(v.get("since", 0.0)),
+                )
         except (ValueError, TypeError, AttributeError, cpuset.CpuListError):
             log.warning("meta %s unreadable: no job is yielding", META_KEY)
             self.yielded = {}
@@ -106,8 +113,9 @@ class Trees:
 
     def parent_of(self, jid: int) -> int | None:
         if jid not in self.parent:
-            row = self.d.db.conn.execute("SELECT json_extract(spec, '$.parent') FROM jobs WHERE id = ?",
-                                         (jid,)).fetchone()
+            row = self.d.db.conn.execute(
+                "SELECT json_extract(spec, '$.parent') FROM jobs WHERE id = ?", (jid,)
+            ).fetchone()
             if row is None:
                 return None
             self.parent[jid] = _job_id(row[0])
@@ -118,10 +126,10 @@ class Trees:
         jobs = self.d.table.jobs
         missing = [j for j in jobs if j not in self.parent]
         for i in range(0, len(missing), 500):
-            chunk = missing[i:i + 500]
+            chunk = missing[i : i + 500]
             rows = self.d.db.conn.execute(
-                f"SELECT id, json_extract(spec, '$.parent') FROM jobs WHERE id IN ({','.join('?' * len(chunk))})",
-                chunk)
+                f"SELECT id, json_extract(spec, '$.parent') FROM jobs WHERE id IN ({','.join('?' * len(chunk))})", chunk
+            )
             for jid, p in rows:
                 self.parent[jid] = _job_id(p)
         out = {}
@@ -165,8 +173,12 @@ class Trees:
         self.yielded[rec.id] = Yield(tuple(rec.cores), False, until, time.time())
         self._save()
         self.d.dirty = True
-        log.info("job %d yields cores %s%s", rec.id, cpuset.format(rec.cores),
-                 f" until jobs {','.join(map(str, until))} end" if until else "")
+        log.info(
+            "job %d yields cores %s%s",
+            rec.id,
+            cpuset.format(rec.cores),
+            f" until jobs {','.join(map(str, until))} end" if until else "",
+        )
 
     def resume(self, rcv: rq.Received, jid: int) -> None:
         rec = self._target(rcv, jid)
@@ -197,8 +209,11 @@ class Trees:
                 changed = True
                 log.info("job %d: the jobs it waits for have ended; it asks for its cores back", jid)
             if y.resuming:
-                running = [r.running() for r in jobs.values()
-                           if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)]
+                running = [
+                    r.running()
+                    for r in jobs.values()
+                    if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)
+                ]
                 if clear(running, self.parents(), jid):
                     del self.yielded[jid]
                     changed = True
@@ -240,7 +255,8 @@ class Trees:
         return None
 
     def ended(self, rec: Rec, state: JobState, now: float) -> None:
-        """``rec`` has ended in ``state``: forget its yield; cancel (or hold) its live subtree if it did not complete."""
+        """``rec`` has ended in ``state``: forget its yield; cancel (or hold) its live subtree if it did not
+        complete."""
         changed = self.yielded.pop(rec.id, None) is not None
         if changed:
             self._save()
@@ -274,4 +290,3 @@ class Trees:
     def _edges(self, jid: int) -> dict[int, int]:
         """The parent links of the live children of ``jid`` (which has just left the live jobs)."""
         return {j: jid for j in self.d.table.jobs if self.parent.get(j) == jid}
-

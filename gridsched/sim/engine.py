@@ -285,8 +285,18 @@ def simulate(
             i = nxt
             nxt += 1
             state[i] = _PENDING
-            pending.append(Waiting(i, size[i], wall[i], preemptable, users[i], 0.0, place=req_of(i),
-                                   split=SplitInfo(1, wall[i], tuple(range(size[i]))) if splittable[i] else None))
+            pending.append(
+                Waiting(
+                    i,
+                    size[i],
+                    wall[i],
+                    preemptable,
+                    users[i],
+                    0.0,
+                    place=req_of(i),
+                    split=SplitInfo(1, wall[i], tuple(range(size[i]))) if splittable[i] else None,
+                )
+            )
             if not need_pass and (not was_queued or ((size[i] <= free or (splittable[i] and free)) and not fcfs)):
                 need_pass = True
         if progress is not None and nxt // step != arrived // step:
@@ -311,8 +321,20 @@ def simulate(
                     run_dirty = False
                 passes += 1
                 if rv_live or flo or machine is not None:
-                    snap = Snapshot(now, ncores, run_tuple, tuple(pending), params, free_set, head, history, flo,
-                                    tuple(rv_live.values()), machine, gated=False)
+                    snap = Snapshot(
+                        now,
+                        ncores,
+                        run_tuple,
+                        tuple(pending),
+                        params,
+                        free_set,
+                        head,
+                        history,
+                        flo,
+                        tuple(rv_live.values()),
+                        machine,
+                        gated=False,
+                    )
                 else:
                     snap = Snapshot(now, ncores, run_tuple, tuple(pending), params, None, head, history, gated=False)
                 plan = schedule(snap)
@@ -332,8 +354,9 @@ def simulate(
                         if free_set is not None:
                             held[d.resv] = frozenset(d.cores)
                             free_set = free_set - held[d.resv]
-                        rv_live[d.resv] = Resv(rv.id, rv.ncpus, rv.duration, rv.resources, rv.start, True,
-                                               tuple(d.cores), d.end)
+                        rv_live[d.resv] = Resv(
+                            rv.id, rv.ncpus, rv.duration, rv.resources, rv.start, True, tuple(d.cores), d.end
+                        )
                         activated[d.resv - n] = now
                         heappush(rv_events, (d.end, d.resv))
                         if rv.start is None:
@@ -342,8 +365,14 @@ def simulate(
                     i = d.job
                     if type(d) is StartTasks:
                         k, width = len(d.tasks), len(d.chains)
-                        if not 0 <= i < n or state[i] != _PENDING or not splittable[i] or k > tasks_left[i] \
-                                or width > free or (free_set is not None and len(d.cores) != width):
+                        if (
+                            not 0 <= i < n
+                            or state[i] != _PENDING
+                            or not splittable[i]
+                            or k > tasks_left[i]
+                            or width > free
+                            or (free_set is not None and len(d.cores) != width)
+                        ):
                             raise SimulationError(f"policy split job {_name(trace, i)}, which cannot be")
                         pid = next_piece
                         next_piece += 1
@@ -355,8 +384,9 @@ def simulate(
                             held[pid] = got
                             free_set = free_set - got
                         longest = max(map(len, d.chains))
-                        running[pid] = Running(pid, width, now, longest * wall[i], tuple(d.cores), True, False, None,
-                                               False, users[i])
+                        running[pid] = Running(
+                            pid, width, now, longest * wall[i], tuple(d.cores), True, False, None, False, users[i]
+                        )
                         piece_of[pid] = i
                         heappush(piece_ends, (now + longest * work[i], pid))
                         outstanding[i] += 1
@@ -373,8 +403,9 @@ def simulate(
                         else:
                             total = trace.size[i]
                             undone = SplitInfo(1, wall[i], tuple(range(total - tasks_left[i], total)))
-                            pending[pos] = Waiting(i, tasks_left[i], wall[i], preemptable, users[i], 0.0,
-                                                   place=req_of(i), split=undone)
+                            pending[pos] = Waiting(
+                                i, tasks_left[i], wall[i], preemptable, users[i], 0.0, place=req_of(i), split=undone
+                            )
                         run_dirty = True
                         continue
                     if type(d) is Start:
@@ -383,7 +414,8 @@ def simulate(
                         n_i = size[i]
                         if n_i > free:
                             raise SimulationError(
-                                f"policy started job {_name(trace, i)} on {n_i} cores with {free} free")
+                                f"policy started job {_name(trace, i)} on {n_i} cores with {free} free"
+                            )
                         free -= n_i
                         if free_set is not None:
                             on = set(d.cores)
@@ -397,8 +429,9 @@ def simulate(
                         if first[i] < 0:
                             first[i] = now
                         left = wall[i] - done[i] + debt[i]
-                        running[i] = Running(i, n_i, now, left, tuple(d.cores), d.backfilled, preemptable,
-                                             d.planned, False, users[i])
+                        running[i] = Running(
+                            i, n_i, now, left, tuple(d.cores), d.backfilled, preemptable, d.planned, False, users[i]
+                        )
                         seg_begin[i] = now
                         heappush(ends, (now + debt[i] + work[i] - done[i], i, seg[i]))
                         started.append(i)
@@ -428,8 +461,11 @@ def simulate(
                         free += n_i
                         if free_set is not None:
                             free_set = free_set | held.pop(i)
-                        insort(pending, Waiting(i, n_i, wall[i] - done[i] + debt[i], True, users[i], done[i],
-                                                place=req_of(i)), key=key)  # runs whole from now on
+                        insort(
+                            pending,
+                            Waiting(i, n_i, wall[i] - done[i] + debt[i], True, users[i], done[i], place=req_of(i)),
+                            key=key,
+                        )  # runs whole from now on
                         preempted = True
                     run_dirty = True
                 for i in started:  # pending stays sorted by job id (= submit order)
@@ -449,9 +485,28 @@ def simulate(
     if pending:
         raise SimulationError(
             f"policy {params.policy.value} left {len(pending)} jobs waiting on an idle machine "
-            f"(first: job {_name(trace, pending[0].id)} of {pending[0].ncpus} cores)")
-    return Result(trace, params, mode, overhead, first, end, ckpts, segs, overhead_cs, lost_cs,
-                  passes, skipped, ts, rvs, activated, sum(splittable), n_pieces, n_tasks)
+            f"(first: job {_name(trace, pending[0].id)} of {pending[0].ncpus} cores)"
+        )
+    return Result(
+        trace,
+        params,
+        mode,
+        overhead,
+        first,
+        end,
+        ckpts,
+        segs,
+        overhead_cs,
+        lost_cs,
+        passes,
+        skipped,
+        ts,
+        rvs,
+        activated,
+        sum(splittable),
+        n_pieces,
+        n_tasks,
+    )
 
 
 def _name(trace: Trace, i: int) -> str:

@@ -26,8 +26,9 @@ def _pyplot():  # type: ignore[no-untyped-def]
     return plt
 
 
-def averages(series: Sequence[tuple[float, int, int]], t0: float, t1: float,
-             buckets: int = BUCKETS) -> tuple[list[float], list[float], list[float]]:
+def averages(
+    series: Sequence[tuple[float, int, int]], t0: float, t1: float, buckets: int = BUCKETS
+) -> tuple[list[float], list[float], list[float]]:
     """Time-weighted means of busy cores and queue length over ``buckets`` equal spans of [t0, t1].
 
     ``series`` holds (time, busy, queued) samples, each value holding until the next sample.
@@ -71,8 +72,9 @@ def run_plot(path: str, rec: dict[str, Any], series: Sequence[tuple[float, int, 
     plt.close(fig)
 
 
-def tune_plot(path: str, recs: Sequence[dict[str, Any]], ps: Sequence[float], thresholds: Sequence[float],
-              key: str, metric: str) -> None:
+def tune_plot(
+    path: str, recs: Sequence[dict[str, Any]], ps: Sequence[float], thresholds: Sequence[float], key: str, metric: str
+) -> None:
     """Heat map of ``key`` over the p x threshold grid."""
     plt = _pyplot()
     by = {(r["p"], r["threshold"]): r[key] for r in recs}
@@ -115,8 +117,11 @@ def gantt_plot(path: str, res: Any, t_from: float, hours: float, max_jobs: int =
     ax.set_xlim(0, hours)
     ax.set_xlabel(f"hours since {format_duration(t_from - min(tr.submit, default=0.0))} into the trace")
     ax.set_ylabel("jobs in submission order")
-    ax.set_title(f"{tr.path.rsplit('/', 1)[-1]}: {res.params.policy.value} "
-                 "(grey: waiting; blue: running; orange: a run cut by a checkpoint)", fontsize=9)
+    ax.set_title(
+        f"{tr.path.rsplit('/', 1)[-1]}: {res.params.policy.value} "
+        "(grey: waiting; blue: running; orange: a run cut by a checkpoint)",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

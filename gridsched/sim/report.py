@@ -143,8 +143,11 @@ def print_run(rec: dict[str, Any]) -> None:
 def print_compare(recs: Sequence[dict[str, Any]], base: dict[str, Any]) -> None:
     from rich.table import Table
 
-    t = Table(title=f"gsim compare: {recs[0]['trace']} ({recs[0]['ncores']} cores, {recs[0]['jobs']} jobs); "
-              f"change against {label(base)}", title_justify="left")
+    t = Table(
+        title=f"gsim compare: {recs[0]['trace']} ({recs[0]['ncores']} cores, {recs[0]['jobs']} jobs); "
+        f"change against {label(base)}",
+        title_justify="left",
+    )
     t.add_column("policy", style="bold")
     for _, title, _, _ in COLUMNS:
         t.add_column(title, justify="right")
@@ -159,8 +162,14 @@ def print_compare(recs: Sequence[dict[str, Any]], base: dict[str, Any]) -> None:
     _console().print(t)
 
 
-def print_tune(recs: Sequence[dict[str, Any]], ps: Sequence[float], thresholds: Sequence[float],
-               metric: str, key: str, best: dict[str, Any]) -> None:
+def print_tune(
+    recs: Sequence[dict[str, Any]],
+    ps: Sequence[float],
+    thresholds: Sequence[float],
+    metric: str,
+    key: str,
+    best: dict[str, Any],
+) -> None:
     from rich.table import Table
 
     t = Table(title=f"gsim tune: {recs[0]['trace']}, {metric} ({key}) by p and threshold", title_justify="left")
@@ -178,8 +187,7 @@ def print_tune(recs: Sequence[dict[str, Any]], ps: Sequence[float], thresholds: 
         t.add_row(f"{p:g}", *cells)
     con = _console()
     con.print(t)
-    con.print(f"best: p={best['p']:g} threshold={format_duration(best['threshold'])} "
-              f"{metric}={fmt(best[key], kind)}")
+    con.print(f"best: p={best['p']:g} threshold={format_duration(best['threshold'])} {metric}={fmt(best[key], kind)}")
 
 
 def write_jobs(out: IO[str], result: Result) -> None:
@@ -189,9 +197,20 @@ def write_jobs(out: IO[str], result: Result) -> None:
     w.writerow(["id", "submit", "start", "end", "procs", "walltime", "run", "wait", "segments", "checkpoints"])
     for i in range(len(tr)):
         segs = ";".join(f"{_num(a)}-{_num(b)}" for a, b in result.runs(i))
-        w.writerow([tr.ids[i], _num(tr.submit[i]), _num(result.start[i]), _num(result.end[i]), tr.size[i],
-                    _num(tr.walltime[i]), _num(tr.run[i]), _num(result.start[i] - tr.submit[i]), segs,
-                    result.checkpoints[i]])
+        w.writerow(
+            [
+                tr.ids[i],
+                _num(tr.submit[i]),
+                _num(result.start[i]),
+                _num(result.end[i]),
+                tr.size[i],
+                _num(tr.walltime[i]),
+                _num(tr.run[i]),
+                _num(result.start[i] - tr.submit[i]),
+                segs,
+                result.checkpoints[i],
+            ]
+        )
 
 
 def _num(x: float) -> str:

@@ -151,6 +151,14 @@ def _read_csv(raw: bytes, path: str) -> ResvList:
     for k, row in enumerate(rows, start=2):
         r = {(key or "").strip(): (v or "").strip() for key, v in row.items()}
         where = f"{path}:{k}"
-        out.append(_item(r["create"], r["ncpus"], r["duration"], _floating_text(r.get("floating", ""), where),
-                         r.get("start", ""), where))
+        out.append(
+            _item(
+                r["create"],
+                r["ncpus"],
+                r["duration"],
+                _floating_text(r.get("floating", ""), where),
+                r.get("start", ""),
+                where,
+            )
+        )
     return ResvList(out, {})

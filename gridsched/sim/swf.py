@@ -162,8 +162,11 @@ def read(
                     bad(lineno, f"negative requested time {fs[8]}")
                     continue
                 if t_sub < last_submit:
-                    bad(lineno, f"submit time {fs[1]} is earlier than the previous job's ({last_submit:g}): "
-                        "the trace is not sorted by submit time")
+                    bad(
+                        lineno,
+                        f"submit time {fs[1]} is earlier than the previous job's ({last_submit:g}): "
+                        "the trace is not sorted by submit time",
+                    )
                     continue
                 last_submit = t_sub
                 if t_run == -1:
@@ -205,8 +208,9 @@ def read(
         unit = "nodes" if nodes else "processors"
         keep = [i for i, n in enumerate(size) if n <= ncores]
         first = next(i for i, n in enumerate(size) if n > ncores)
-        msg = (f"{path}:{lineno_of[first]}: job {ids[first]} needs {size[first]} {unit}, "
-               f"more than the machine's {ncores}")
+        msg = (
+            f"{path}:{lineno_of[first]}: job {ids[first]} needs {size[first]} {unit}, more than the machine's {ncores}"
+        )
         if strict:
             raise TraceError(msg)
         skipped[TOO_LARGE] += len(size) - len(keep)
@@ -219,8 +223,7 @@ def read(
     if not ids:
         if njob_lines == 0:
             raise TraceError(f"{path}: no jobs in the trace")
-        raise TraceError(f"{path}: none of the {njob_lines} jobs can be simulated "
-                         f"({_skip_text(skipped)})")
+        raise TraceError(f"{path}: none of the {njob_lines} jobs can be simulated ({_skip_text(skipped)})")
     return trace
 
 

@@ -87,8 +87,9 @@ def parse(text: str, name: str = "<tree>") -> list[TreeJob]:
             if p is None:
                 raise TreeFormatError(f"{where}: parent {parent} is not an earlier job")
             if submit > p.run:
-                raise TreeFormatError(f"{where}: submitted {submit:g}s after its parent starts, "
-                                      f"after the parent's run ({p.run:g}s)")
+                raise TreeFormatError(
+                    f"{where}: submitted {submit:g}s after its parent starts, after the parent's run ({p.run:g}s)"
+                )
             top = p
             while top.parent is not None:
                 top = jobs[top.parent]
@@ -124,9 +125,13 @@ class TreeResult:
         waits = [self.start[j] - self.submitted[j] for j in self.start]
         return {
             "jobs": self.total,
-            "ended": len(self.end), "deadlock": self.deadlock, "stuck": len(self.stuck),
-            "makespan": span, "utilization": 0.0 if not span or span == inf else self.busy / (self.ncores * span),
-            "mean_wait": sum(waits) / len(waits) if waits else 0.0, "on_lent": len(self.on_lent),
+            "ended": len(self.end),
+            "deadlock": self.deadlock,
+            "stuck": len(self.stuck),
+            "makespan": span,
+            "utilization": 0.0 if not span or span == inf else self.busy / (self.ncores * span),
+            "mean_wait": sum(waits) / len(waits) if waits else 0.0,
+            "on_lent": len(self.on_lent),
         }
 
 
@@ -212,7 +217,11 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
             parents = parents_now()
             used = {c for cs in running.values() for c in cs}
             snap = Snapshot(
-                now=now, ncores=ncores, params=params, free=frozenset(range(ncores)) - used, head=head,
+                now=now,
+                ncores=ncores,
+                params=params,
+                free=frozenset(range(ncores)) - used,
+                head=head,
                 running=runs(),
                 pending=tuple(Waiting(j, by_id[j].ncpus, by_id[j].walltime, user="") for j in queue),
                 parents=parents,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 import pytest
@@ -66,11 +67,29 @@ def job_row(job_id: int, **fields: Any) -> dict[str, Any]:
     """A complete job-table row, as the daemon writes it."""
     now = time.time()
     row: dict[str, Any] = {
-        "id": job_id, "state": "PENDING", "user": "root", "uid": os.getuid(), "name": f"job{job_id}",
-        "ncpus": 1, "walltime": 3600, "submit_time": now - 100, "start_time": None, "end_time": None,
-        "cores": "", "exit_code": None, "exit_signal": None, "reason": "", "backfilled": 0, "restarts": 0,
-        "preemptions": 0, "checkpoints": 0, "elapsed": 0.0, "lost": 0.0, "predicted_start": None,
-        "segments": [], "run": {},
+        "id": job_id,
+        "state": "PENDING",
+        "user": "root",
+        "uid": os.getuid(),
+        "name": f"job{job_id}",
+        "ncpus": 1,
+        "walltime": 3600,
+        "submit_time": now - 100,
+        "start_time": None,
+        "end_time": None,
+        "cores": "",
+        "exit_code": None,
+        "exit_signal": None,
+        "reason": "",
+        "backfilled": 0,
+        "restarts": 0,
+        "preemptions": 0,
+        "checkpoints": 0,
+        "elapsed": 0.0,
+        "lost": 0.0,
+        "predicted_start": None,
+        "segments": [],
+        "run": {},
         "spec": {"stdout": f"/w/job{job_id}.o{job_id}", "stderr": f"/w/job{job_id}.e{job_id}", "workdir": "/w"},
     }
     row.update(fields)

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
@@ -82,7 +79,7 @@ def test_gctl_reload_without_daemon(env, spool, run):
 
 
 def test_gctl_reload_refuses_a_bad_config(env, spool, run, holder):
-    (env / "cfg.toml").write_text('[scheduler]\np = 2.0\n')
+    (env / "cfg.toml").write_text("[scheduler]\np = 2.0\n")
     r = run(gctl.cli, ["reload"])
     assert r.exit_code == 1
     assert r.stderr.startswith("gctl: error: config ") and "scheduler.p = 2.0" in r.stderr
@@ -107,7 +104,7 @@ def test_gctl_config(env, run):
 
 def test_gctl_config_explicit_file(env, run, tmp_path):
     other = tmp_path / "other.toml"
-    other.write_text('[jobs]\ndefault_ncpus = 3\n')
+    other.write_text("[jobs]\ndefault_ncpus = 3\n")
     doc = json.loads(run(gctl.cli, ["config", "--json", "--config", str(other)]).stdout)
     assert doc["path"] == str(other) and doc["config"]["jobs"]["default_ncpus"] == 3
 
@@ -120,7 +117,8 @@ def test_groups_without_or_with_unknown_command(env, run):
 
 
 def test_python_m_gschedd(env):
-    r = subprocess.run([sys.executable, "-m", "gridsched.cli.gschedd", "status"], capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "gridsched.cli.gschedd", "status"], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 3, r.stderr
     assert r.stdout.startswith("gschedd: not running")

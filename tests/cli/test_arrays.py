@@ -10,47 +10,60 @@ import pytest
 from gridsched import arrays
 from gridsched.cli import gdel, gstat, gsub
 
-
 # -- the range syntax ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, indices, mx", [
-    ("0-4", (0, 1, 2, 3, 4), None),
-    ("1,3,5-7", (1, 3, 5, 6, 7), None),
-    ("0-10:5", (0, 5, 10), None),
-    ("0-9:4%2", (0, 4, 8), 2),
-    ("7", (7,), None),
-    ("3,1,3", (1, 3), None),
-])
+@pytest.mark.parametrize(
+    "text, indices, mx",
+    [
+        ("0-4", (0, 1, 2, 3, 4), None),
+        ("1,3,5-7", (1, 3, 5, 6, 7), None),
+        ("0-10:5", (0, 5, 10), None),
+        ("0-9:4%2", (0, 4, 8), 2),
+        ("7", (7,), None),
+        ("3,1,3", (1, 3), None),
+    ],
+)
 def test_parse(text, indices, mx):
     spec = arrays.parse(text)
     assert spec.indices == indices and spec.max_running == mx
 
 
-@pytest.mark.parametrize("text, canonical", [
-    ("0-4", "0-4"), ("1,3,5-7", "1,3,5-7"), ("0-10:5", "0-10:5"), ("0-9:4%2", "0-8:4%2"), ("4,5", "4-5"),
-    ("1,2,4", "1-2,4"), ("2,9", "2,9"),
-])
+@pytest.mark.parametrize(
+    "text, canonical",
+    [
+        ("0-4", "0-4"),
+        ("1,3,5-7", "1,3,5-7"),
+        ("0-10:5", "0-10:5"),
+        ("0-9:4%2", "0-8:4%2"),
+        ("4,5", "4-5"),
+        ("1,2,4", "1-2,4"),
+        ("2,9", "2,9"),
+    ],
+)
 def test_canonical_text_round_trips(text, canonical):
     spec = arrays.parse(text)
     assert spec.text == canonical
     assert arrays.parse(spec.text) == spec
 
 
-@pytest.mark.parametrize("text, why", [
-    ("", "empty"),
-    ("  ", "empty"),
-    ("5-1", "the range ends before it starts"),
-    ("0-10:0", "the step must be positive"),
-    ("0-10:-2", "the step must be positive"),
-    ("0-100", "index 100 is too large"),
-    ("1-3%0", "must be a positive whole number"),
-    ("1-3%x", "must be a positive whole number"),
-    ("%4", "no indices before %"),
-    ("1,,2", "not an index or a range"),
-    ("a-b", "not an index or a range"),
-    ("-1", "not an index or a range"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("", "empty"),
+        ("  ", "empty"),
+        ("5-1", "the range ends before it starts"),
+        ("0-10:0", "the step must be positive"),
+        ("0-10:-2", "the step must be positive"),
+        ("0-100", "index 100 is too large"),
+        ("1-3%0", "must be a positive whole number"),
+        ("1-3%x", "must be a positive whole number"),
+        ("%4", "no indices before %"),
+        ("1,,2", "not an index or a range"),
+        ("a-b", "not an index or a range"),
+        ("-1", "not an index or a range"),
+    ],
+)
 def test_bad_ranges(text, why):
     with pytest.raises(arrays.ArrayError) as e:
         arrays.parse(text, max_size=100)
@@ -84,13 +97,16 @@ def test_gsub_array_spec(env, run, submits):
     assert spec["stderr"] == str(env / "job.sh.e1_%a")
 
 
-@pytest.mark.parametrize("arg, msg", [
-    ("", "array '': empty"),
-    ("9-3", "array '9-3': the range ends before it starts"),
-    ("0-9:0", "array '0-9:0': the step must be positive"),
-    ("0-100000", "array '0-100000': index 100000 is too large"),
-    ("0-3%0", "the number of tasks running at once must be a positive whole number"),
-])
+@pytest.mark.parametrize(
+    "arg, msg",
+    [
+        ("", "array '': empty"),
+        ("9-3", "array '9-3': the range ends before it starts"),
+        ("0-9:0", "array '0-9:0': the step must be positive"),
+        ("0-100000", "array '0-100000': index 100000 is too large"),
+        ("0-3%0", "the number of tasks running at once must be a positive whole number"),
+    ],
+)
 def test_gsub_bad_array(env, run, submits, arg, msg):
     r = run(gsub.cli, ["--array", arg, "--wrap", "true"])
     assert r.exit_code == 2
@@ -107,15 +123,18 @@ def test_max_array_size_from_the_config(env, run, submits):
     assert len(submits()) == 1
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["--split", "0", "--task-time", "10"], "'0'"),
-    (["--split", "4"], "--split needs --task-time"),
-    (["--task-time", "10"], "--task-time goes with --split"),
-    (["--split", "4", "--task-time", "2h", "-t", "1h"], "task time 02:00:00 is longer than the walltime 01:00:00"),
-    (["--split", "40", "--task-time", "1h", "-t", "2h", "-n", "4"], "too short for 40 sub-tasks"),
-    (["--split", "4", "--task-time", "10", "--array", "1-3"], "--array and --split exclude each other"),
-    (["--split", "4", "--task-time", "10", "-n", "17"], "the machine has 16"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--split", "0", "--task-time", "10"], "'0'"),
+        (["--split", "4"], "--split needs --task-time"),
+        (["--task-time", "10"], "--task-time goes with --split"),
+        (["--split", "4", "--task-time", "2h", "-t", "1h"], "task time 02:00:00 is longer than the walltime 01:00:00"),
+        (["--split", "40", "--task-time", "1h", "-t", "2h", "-n", "4"], "too short for 40 sub-tasks"),
+        (["--split", "4", "--task-time", "10", "--array", "1-3"], "--array and --split exclude each other"),
+        (["--split", "4", "--task-time", "10", "-n", "17"], "the machine has 16"),
+    ],
+)
 def test_gsub_bad_split(env, run, submits, args, msg):
     r = run(gsub.cli, [*args, "--wrap", "true"])
     assert r.exit_code != 0
@@ -180,8 +199,10 @@ def test_gdel_array_all_ended(env, spool, run, make_row, put_rows):
 
 
 def test_gstat_folds_an_array(env, run, make_row, put_rows):
-    put_rows(make_row(9), *tasks(make_row, 10, 10, [0, 1, 2, 3, 4], ["RUNNING", "RUNNING", "PENDING", "PENDING",
-                                                                      "COMPLETED"], mx=2))
+    put_rows(
+        make_row(9),
+        *tasks(make_row, 10, 10, [0, 1, 2, 3, 4], ["RUNNING", "RUNNING", "PENDING", "PENDING", "COMPLETED"], mx=2),
+    )
     r = run(gstat.cli, [])
     assert r.exit_code == 0
     lines = r.stdout.splitlines()
@@ -194,7 +215,12 @@ def test_gstat_folds_an_array(env, run, make_row, put_rows):
     assert ids == ["9", "10_0", "10_1", "10_2", "10_3"]  # the completed task only with -a
     doc = json.loads(run(gstat.cli, ["--json"]).stdout)
     assert [(j["id"], j["array_id"], j["array_index"]) for j in doc["jobs"]] == [
-        (9, None, None), (10, 10, 0), (11, 10, 1), (12, 10, 2), (13, 10, 3)]
+        (9, None, None),
+        (10, 10, 0),
+        (11, 10, 1),
+        (12, 10, 2),
+        (13, 10, 3),
+    ]
 
 
 def test_gstat_full_of_a_task(env, run, make_row, put_rows):
@@ -218,6 +244,13 @@ def test_gstat_counts_sub_tasks(env, run, make_row, put_rows):
     assert "sub-tasks 3 done, 3 running, 4 left" in r.stdout
     assert "piece of 1" in r.stdout
     doc = json.loads(run(gstat.cli, ["--json"]).stdout)
-    assert doc["jobs"][0]["split"] == {"n": 10, "ncpus": 1, "task_time": 60, "done": 3, "running": 3, "failed": 0,
-                                       "left": 4}
+    assert doc["jobs"][0]["split"] == {
+        "n": 10,
+        "ncpus": 1,
+        "task_time": 60,
+        "done": 3,
+        "running": 3,
+        "failed": 0,
+        "left": 4,
+    }
     assert doc["jobs"][1]["split"] == {"of": 1, "tasks": [3, 4, 5]}

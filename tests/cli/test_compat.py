@@ -63,7 +63,8 @@ def test_slurm_directives_become_options(env, run, submits):
     assert spec["stdout"] == str(env / "sub" / "out" / "sim-1.out")  # relative to the working directory
     assert spec["stderr"] == str(env / "sub" / "out" / "sim-1_0.err")  # %A: the job id, %a: 0 (not an array)
     assert warnings(r.stderr) == [
-        "gsub: warning: job.sh:5: #SBATCH --partition=gpu ignored: no partitions on one machine"]
+        "gsub: warning: job.sh:5: #SBATCH --partition=gpu ignored: no partitions on one machine"
+    ]
 
 
 def test_pbs_directives_become_options(env, run, submits):
@@ -78,26 +79,32 @@ def test_pbs_directives_become_options(env, run, submits):
     assert warnings(r.stderr) == []
 
 
-@pytest.mark.parametrize("line, ncpus", [
-    ("#PBS -l ncpus=3", 3),
-    ("#PBS -l select=2:ncpus=4", 8),
-    ("#PBS -l select=1:ncpus=5:mem=1gb", 5),
-    ("#SBATCH --cpus-per-task=7", 7),
-    ("#SBATCH --ntasks=3", 3),
-])
+@pytest.mark.parametrize(
+    "line, ncpus",
+    [
+        ("#PBS -l ncpus=3", 3),
+        ("#PBS -l select=2:ncpus=4", 8),
+        ("#PBS -l select=1:ncpus=5:mem=1gb", 5),
+        ("#SBATCH --cpus-per-task=7", 7),
+        ("#SBATCH --ntasks=3", 3),
+    ],
+)
 def test_core_counts(env, run, submits, line, ncpus):
     write(env / "j.sh", f"#!/bin/sh\n{line}\ntrue\n")
     assert run(gsub.cli, ["j.sh"]).exit_code == 0
     assert submits()[0]["ncpus"] == ncpus
 
 
-@pytest.mark.parametrize("line, warning", [
-    ("#SBATCH -L matlab:2", "job.sh:2: #SBATCH -L matlab:2 ignored: licences are not supported yet"),
-    ("#PBS -l matlab=1", "job.sh:2: #PBS -l matlab=1 ignored: resource 'matlab': licences"),
-    ("#SBATCH --nodes=2", "job.sh:2: #SBATCH --nodes=2 ignored: one machine"),
-    ("#SBATCH --frobnicate=3", "job.sh:2: #SBATCH --frobnicate=3 ignored: not a directive gsub knows"),
-    ("#PBS -q long", "job.sh:2: #PBS -q long ignored: one queue on one machine"),
-])
+@pytest.mark.parametrize(
+    "line, warning",
+    [
+        ("#SBATCH -L matlab:2", "job.sh:2: #SBATCH -L matlab:2 ignored: licences are not supported yet"),
+        ("#PBS -l matlab=1", "job.sh:2: #PBS -l matlab=1 ignored: resource 'matlab': licences"),
+        ("#SBATCH --nodes=2", "job.sh:2: #SBATCH --nodes=2 ignored: one machine"),
+        ("#SBATCH --frobnicate=3", "job.sh:2: #SBATCH --frobnicate=3 ignored: not a directive gsub knows"),
+        ("#PBS -q long", "job.sh:2: #PBS -q long ignored: one queue on one machine"),
+    ],
+)
 def test_what_has_no_meaning_here_is_warned_and_the_job_still_submits(env, run, submits, line, warning):
     write(env / "job.sh", f"#!/bin/sh\n{line}\ntrue\n")
     r = run(gsub.cli, ["job.sh"])
@@ -107,12 +114,15 @@ def test_what_has_no_meaning_here_is_warned_and_the_job_still_submits(env, run, 
     assert len(submits()) == 1
 
 
-@pytest.mark.parametrize("line, text", [
-    ("#SBATCH --array=1-10%2", "1-10%2"),
-    ("#SBATCH -a 0-15:4", "0-12:4"),
-    ("#PBS -J 1-4", "1-4"),
-    ("#PBS -J 2-10:4%1", "2-10:4%1"),
-])
+@pytest.mark.parametrize(
+    "line, text",
+    [
+        ("#SBATCH --array=1-10%2", "1-10%2"),
+        ("#SBATCH -a 0-15:4", "0-12:4"),
+        ("#PBS -J 1-4", "1-4"),
+        ("#PBS -J 2-10:4%1", "2-10:4%1"),
+    ],
+)
 def test_arrays_become_gsub_arrays(env, run, submits, line, text):
     write(env / "job.sh", f"#!/bin/sh\n{line}\ntrue\n")
     r = run(gsub.cli, ["job.sh"])
@@ -121,14 +131,17 @@ def test_arrays_become_gsub_arrays(env, run, submits, line, text):
     assert submits()[0]["array"] == text
 
 
-@pytest.mark.parametrize("line, error", [
-    ("#SBATCH --array=1-x", "job.sh:2: #SBATCH --array=1-x: not an array range"),
-    ("#SBATCH -c zero", "job.sh:2: -c 'zero': not a whole number"),
-    ("#SBATCH --time=abc", "job.sh:2: walltime 'abc': not a duration"),
-    ("#PBS -l mem=lots", "job.sh:2: mem 'lots': not a PBS size"),
-    ("#SBATCH --job-name", "job.sh:2: #SBATCH --job-name needs a value"),
-    ("#PBS -W depend=before:3", "job.sh:2: depend 'before:3': unknown condition 'before'"),
-])
+@pytest.mark.parametrize(
+    "line, error",
+    [
+        ("#SBATCH --array=1-x", "job.sh:2: #SBATCH --array=1-x: not an array range"),
+        ("#SBATCH -c zero", "job.sh:2: -c 'zero': not a whole number"),
+        ("#SBATCH --time=abc", "job.sh:2: walltime 'abc': not a duration"),
+        ("#PBS -l mem=lots", "job.sh:2: mem 'lots': not a PBS size"),
+        ("#SBATCH --job-name", "job.sh:2: #SBATCH --job-name needs a value"),
+        ("#PBS -W depend=before:3", "job.sh:2: depend 'before:3': unknown condition 'before'"),
+    ],
+)
 def test_bad_values_are_one_line_errors(env, run, submits, line, error):
     write(env / "job.sh", f"#!/bin/sh\n{line}\ntrue\n")
     r = run(gsub.cli, ["job.sh"])
@@ -175,8 +188,27 @@ def params_from(text: str, label: str = "x.sh") -> dict:
 
 
 ROUND_TRIP = [
-    ["-N", "render", "-n", "4", "-t", "2:00:00", "--mem", "1536M", "-o", "logs/%x-%j.out", "-e", "e.%j",
-     "-D", "/tmp", "--hold", "-d", "afterok:3:4,singleton", "--checkpoint", "requeue"],
+    [
+        "-N",
+        "render",
+        "-n",
+        "4",
+        "-t",
+        "2:00:00",
+        "--mem",
+        "1536M",
+        "-o",
+        "logs/%x-%j.out",
+        "-e",
+        "e.%j",
+        "-D",
+        "/tmp",
+        "--hold",
+        "-d",
+        "afterok:3:4,singleton",
+        "--checkpoint",
+        "requeue",
+    ],
     ["-t", "1d", "--checkpoint", "none", "--wait", "-N", "with space"],
     ["--mem", "100K", "-n", "1"],
 ]
@@ -254,11 +286,18 @@ def test_depend_in_a_gs_directive(env, run, submits):
     assert submits()[1]["depend"] == "afternotok:1"
 
 
-@pytest.mark.parametrize("spec, code, error", [
-    ("afterok:7", 1, "depend: job 7: no such job"),
-    ("after", 2, "depend 'after': after needs at least one job id (after:ID)"),
-    ("later:1", 2, "depend 'later:1': unknown condition 'later' (use after, afterany, afterok, afternotok, singleton)"),
-])
+@pytest.mark.parametrize(
+    "spec, code, error",
+    [
+        ("afterok:7", 1, "depend: job 7: no such job"),
+        ("after", 2, "depend 'after': after needs at least one job id (after:ID)"),
+        (
+            "later:1",
+            2,
+            "depend 'later:1': unknown condition 'later' (use after, afterany, afterok, afternotok, singleton)",
+        ),
+    ],
+)
 def test_depend_refusals(env, run, submits, put_rows, make_row, spec, code, error):
     put_rows(make_row(1), make_row(50))
     r = run(gsub.cli, ["-d", spec, "--wrap", "true"])
@@ -283,8 +322,14 @@ def test_depend_on_another_users_job(env, put_rows, make_row):
 def test_compat_env():
     e = compat_env(17, "render", 4, "/home/a/w")
     assert e == {
-        "SLURM_JOB_ID": "17", "SLURM_JOBID": "17", "SLURM_CPUS_ON_NODE": "4", "SLURM_JOB_NAME": "render",
-        "SLURM_SUBMIT_DIR": "/home/a/w", "PBS_JOBID": "17", "PBS_JOBNAME": "render", "PBS_O_WORKDIR": "/home/a/w",
+        "SLURM_JOB_ID": "17",
+        "SLURM_JOBID": "17",
+        "SLURM_CPUS_ON_NODE": "4",
+        "SLURM_JOB_NAME": "render",
+        "SLURM_SUBMIT_DIR": "/home/a/w",
+        "PBS_JOBID": "17",
+        "PBS_JOBNAME": "render",
+        "PBS_O_WORKDIR": "/home/a/w",
         "NSLOTS": "4",
     }
 

@@ -20,8 +20,13 @@ def complete_var(cmd: str) -> str:
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 @pytest.mark.parametrize("cmd", COMMANDS)
 def test_completion_source_is_produced(cmd, shell):
-    r = subprocess.run([str(BIN / cmd)], env={**os.environ, complete_var(cmd): f"{shell}_source"},
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [str(BIN / cmd)],
+        env={**os.environ, complete_var(cmd): f"{shell}_source"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert f"_{cmd}_completion" in r.stdout or f"__fish_{cmd}_complete" in r.stdout
     assert complete_var(cmd) in r.stdout
@@ -29,9 +34,13 @@ def test_completion_source_is_produced(cmd, shell):
 
 def complete(cmd: str, words: str, env: dict[str, str]) -> list[str]:
     cword = len(words.split()) if words.endswith(" ") else len(words.split()) - 1
-    r = subprocess.run([str(BIN / cmd)], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, **env, complete_var(cmd): "bash_complete", "COMP_WORDS": words,
-                            "COMP_CWORD": str(cword)})
+    r = subprocess.run(
+        [str(BIN / cmd)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env, complete_var(cmd): "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(cword)},
+    )
     assert r.returncode == 0, r.stderr
     return [ln.split(",", 1)[1] for ln in r.stdout.splitlines()]
 
@@ -40,7 +49,11 @@ def test_options_and_job_ids_complete(env):
     assert "--walltime" in complete("gsub", "gsub --wall", {})
     e = {"GRIDSCHED_CONFIG": os.environ["GRIDSCHED_CONFIG"], "GRIDSCHED_SPOOL": os.environ["GRIDSCHED_SPOOL"]}
     for _ in range(2):
-        assert subprocess.run([str(BIN / "gsub"), "--wrap", "true"], env={**os.environ, **e},
-                              capture_output=True, timeout=60).returncode == 0
+        assert (
+            subprocess.run(
+                [str(BIN / "gsub"), "--wrap", "true"], env={**os.environ, **e}, capture_output=True, timeout=60
+            ).returncode
+            == 0
+        )
     assert complete("gdel", "gdel ", e) == ["1", "2"]
     assert complete("ghold", "ghold 2", e) == ["2"]

@@ -16,19 +16,50 @@ T0 = datetime(2026, 11, 22, 10, 0, 0).timestamp()
 def rows(make_row):
     """Four finished jobs and one running one, with hand-checked times."""
     return [
-        make_row(1, state="COMPLETED", user="alice", uid=1001, name="a", ncpus=4, walltime=600,
-                 submit_time=T0, start_time=T0 + 10, end_time=T0 + 130, exit_code=0,
-                 segments=[{"start": T0 + 10, "end": T0 + 50}, {"start": T0 + 70, "end": T0 + 130}],
-                 restarts=1, preemptions=1, checkpoints=1, lost=5.0,
-                 spec={"gid": 100, "mem": 8 << 20, "depend": ""}),
-        make_row(2, state="FAILED", user="bob", uid=1002, submit_time=T0 + 5, start_time=T0 + 20,
-                 end_time=T0 + 25, exit_code=3, segments=[{"start": T0 + 20, "end": T0 + 25}],
-                 spec={"gid": 200, "depend": "afterok:1"}),
-        make_row(3, state="CANCELLED", user="alice", uid=1001, submit_time=T0 + 30, end_time=T0 + 40,
-                 spec={}),
-        make_row(4, state="TIMEOUT", user="alice", uid=1001, submit_time=T0 + 86400, start_time=T0 + 86400,
-                 end_time=T0 + 86400 + 60, exit_signal=9,
-                 segments=[{"start": T0 + 86400, "end": T0 + 86460}], spec={}),
+        make_row(
+            1,
+            state="COMPLETED",
+            user="alice",
+            uid=1001,
+            name="a",
+            ncpus=4,
+            walltime=600,
+            submit_time=T0,
+            start_time=T0 + 10,
+            end_time=T0 + 130,
+            exit_code=0,
+            segments=[{"start": T0 + 10, "end": T0 + 50}, {"start": T0 + 70, "end": T0 + 130}],
+            restarts=1,
+            preemptions=1,
+            checkpoints=1,
+            lost=5.0,
+            spec={"gid": 100, "mem": 8 << 20, "depend": ""},
+        ),
+        make_row(
+            2,
+            state="FAILED",
+            user="bob",
+            uid=1002,
+            submit_time=T0 + 5,
+            start_time=T0 + 20,
+            end_time=T0 + 25,
+            exit_code=3,
+            segments=[{"start": T0 + 20, "end": T0 + 25}],
+            spec={"gid": 200, "depend": "afterok:1"},
+        ),
+        make_row(3, state="CANCELLED", user="alice", uid=1001, submit_time=T0 + 30, end_time=T0 + 40, spec={}),
+        make_row(
+            4,
+            state="TIMEOUT",
+            user="alice",
+            uid=1001,
+            submit_time=T0 + 86400,
+            start_time=T0 + 86400,
+            end_time=T0 + 86400 + 60,
+            exit_signal=9,
+            segments=[{"start": T0 + 86400, "end": T0 + 86460}],
+            spec={},
+        ),
         make_row(5, state="RUNNING", start_time=T0, spec={}),
     ]
 
@@ -47,14 +78,17 @@ def test_json_has_the_sums(env, run, put_rows, make_row):
     assert recs[2]["exit_code"] == 3 and recs[4]["exit_signal"] == 9
 
 
-@pytest.mark.parametrize("args, ids", [
-    (["-u", "alice"], [1, 3, 4]),
-    (["-s", "completed,timeout"], [1, 4]),
-    (["-j", "2,4"], [2, 4]),
-    (["-S", "2026-11-23"], [4]),
-    (["-E", "2026-11-22T12:00"], [1, 2, 3]),
-    (["-S", "2026-11-22T10:00:30", "-E", "2026-11-22T11:00"], [1, 3]),
-])
+@pytest.mark.parametrize(
+    "args, ids",
+    [
+        (["-u", "alice"], [1, 3, 4]),
+        (["-s", "completed,timeout"], [1, 4]),
+        (["-j", "2,4"], [2, 4]),
+        (["-S", "2026-11-23"], [4]),
+        (["-E", "2026-11-22T12:00"], [1, 2, 3]),
+        (["-S", "2026-11-22T10:00:30", "-E", "2026-11-22T11:00"], [1, 3]),
+    ],
+)
 def test_filters(env, run, put_rows, make_row, args, ids):
     put_rows(*rows(make_row))
     r = run(gacct.cli, [*args, "--json"])
@@ -92,12 +126,15 @@ def test_swf(env, run, put_rows, make_row):
     assert by_id[4][1:5] == [86400, 0, 60, 1] and by_id[4][10] == 0  # a timeout counts as failed
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["-S", "yesterday-ish"], "starttime 'yesterday-ish': not a time"),
-    (["-s", "RUNNING"], "state 'RUNNING': must be one of CANCELLED, COMPLETED, FAILED, TIMEOUT"),
-    (["-j", "1,x"], "jobs '1,x': 'x' is not a job id"),
-    (["--json", "--swf"], "--json and --swf exclude each other"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["-S", "yesterday-ish"], "starttime 'yesterday-ish': not a time"),
+        (["-s", "RUNNING"], "state 'RUNNING': must be one of CANCELLED, COMPLETED, FAILED, TIMEOUT"),
+        (["-j", "1,x"], "jobs '1,x': 'x' is not a job id"),
+        (["--json", "--swf"], "--json and --swf exclude each other"),
+    ],
+)
 def test_bad_input(env, run, args, msg):
     r = run(gacct.cli, args)
     assert r.exit_code == 2

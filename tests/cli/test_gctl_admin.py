@@ -137,11 +137,23 @@ def _forked_gctl(pw: pwd.struct_passwd, args: list[str], env: dict[str, str]) ->
 
 def gctl_as(pw: pwd.struct_passwd, spool: Spool, *args: str) -> tuple[int, str, str]:
     """Run ``gctl ARGS`` as user ``pw`` on ``spool``: its exit status, standard output and standard error."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/", "LANG": "C.UTF-8",
-           "GRIDSCHED_SPOOL": str(spool.root), "GRIDSCHED_CONFIG": str(spool.root.parent / "gridsched.toml")}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": "/",
+        "LANG": "C.UTF-8",
+        "GRIDSCHED_SPOOL": str(spool.root),
+        "GRIDSCHED_CONFIG": str(spool.root.parent / "gridsched.toml"),
+    }
     try:
-        r = subprocess.run([str(BIN / "gctl"), *args], env=env, cwd="/", capture_output=True, text=True,
-                           timeout=60, preexec_fn=lambda: _demote(pw))
+        r = subprocess.run(
+            [str(BIN / "gctl"), *args],
+            env=env,
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=lambda: _demote(pw),
+        )
         return r.returncode, r.stdout, r.stderr
     except PermissionError:  # the user cannot reach the interpreter: the same entry point, in a fork
         print(f"gctl {' '.join(args)}: run in a forked child as {pw.pw_name} ({sys.executable} is not theirs to run)")
@@ -152,11 +164,15 @@ def requests(spool: Spool) -> list[str]:
     return sorted(os.listdir(spool.incoming))
 
 
-@pytest.mark.parametrize("args, what", [
-    (["reload"], "reload the configuration"),
-    (["drain", "0-1", "--reason", "maintenance"], "drain cores"),
-    (["resume", "0"], "resume cores"),
-], ids=lambda v: v[0] if isinstance(v, list) else "")
+@pytest.mark.parametrize(
+    "args, what",
+    [
+        (["reload"], "reload the configuration"),
+        (["drain", "0-1", "--reason", "maintenance"], "drain cores"),
+        (["resume", "0"], "resume cores"),
+    ],
+    ids=lambda v: v[0] if isinstance(v, list) else "",
+)
 def test_a_user_who_is_not_admin_is_refused_and_writes_nothing(stranger, system_spool, args, what):
     assert requests(system_spool) == []
     code, out, err = gctl_as(stranger, system_spool, *args)
@@ -196,4 +212,3 @@ def test_the_spool_owner_and_root_may(stranger, base, monkeypatch, run):
     r = run(gctl.cli, ["resume", "0-1"])
     assert r.exit_code == 0, r.stderr
     assert sorted(n.split("-")[0] for n in requests(spool)) == ["drain", "undrain"]
-

@@ -19,7 +19,8 @@ def fenv(env: Path) -> Path:
     """The command-test environment with two floating resources and a one-day reservation limit."""
     (env / "cfg.toml").write_text(
         f"[daemon]\nautostart = false\n[machine]\ncores = {MACHINE_CORES}\n"
-        "[resources.floating]\nmatlab = 2\ncomsol = 1\n[reservations]\nmax_duration = \"1d\"\n")
+        '[resources.floating]\nmatlab = 2\ncomsol = 1\n[reservations]\nmax_duration = "1d"\n'
+    )
     return env
 
 
@@ -32,10 +33,25 @@ def requests(spool: Spool, kind: str) -> list[dict]:
 
 def resv_row(rid: int, **fields) -> dict:
     now = time.time()
-    row = {"id": rid, "state": "ACTIVE", "user": "alice", "uid": 1000, "name": f"R{rid}", "ncpus": 4,
-           "resources": {"matlab": 1}, "duration": 7200, "start": None, "create_time": now - 60,
-           "activate_time": now - 60, "end_time": now + 7140, "predicted": None, "cores": "0-3", "users": [],
-           "kill": True, "reason": ""}
+    row = {
+        "id": rid,
+        "state": "ACTIVE",
+        "user": "alice",
+        "uid": 1000,
+        "name": f"R{rid}",
+        "ncpus": 4,
+        "resources": {"matlab": 1},
+        "duration": 7200,
+        "start": None,
+        "create_time": now - 60,
+        "activate_time": now - 60,
+        "end_time": now + 7140,
+        "predicted": None,
+        "cores": "0-3",
+        "users": [],
+        "kill": True,
+        "reason": "",
+    }
     row.update(fields)
     return row
 
@@ -60,7 +76,14 @@ def test_create_flexible_writes_one_request(fenv, spool, run):
     assert req["type"] == "resv_create"
     res = req["resv"]
     assert (res["id"], res["ncpus"], res["duration"], res["resources"], res["start"], res["users"], res["kill"]) == (
-        rid, 4, 7200, {"matlab": 1}, None, ["bob", "carol"], True)
+        rid,
+        4,
+        7200,
+        {"matlab": 1},
+        None,
+        ["bob", "carol"],
+        True,
+    )
     listed = json.loads(run(gresv.cli, ["list", "--json"]).stdout)["reservations"]
     assert [(x["id"], x["state"], x["flexible"]) for x in listed] == [(rid, "WAITING", True)]
 
@@ -75,15 +98,18 @@ def test_create_fixed_with_relative_start(fenv, spool, run):
     assert requests(spool, "resv_create")[0]["resv"]["start"] == out["start"]
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["-n", "4", "-t", "0"], "duration '0': must be positive"),
-    (["-n", "4", "-t", "2d"], "longer than the maximum"),
-    (["-n", str(MACHINE_CORES + 1), "-t", "1h"], f"the machine has {MACHINE_CORES} cores"),
-    (["-n", "1", "-t", "1h", "-l", "fluent=1"], "unknown floating resource"),
-    (["-n", "1", "-t", "1h", "-l", "matlab=3"], "the machine has 2"),
-    (["-n", "1", "-t", "1h", "--start", "2001-01-01T10:00"], "in the past"),
-    (["-n", "1", "-t", "1h", "--start", "teatime"], "not a time"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["-n", "4", "-t", "0"], "duration '0': must be positive"),
+        (["-n", "4", "-t", "2d"], "longer than the maximum"),
+        (["-n", str(MACHINE_CORES + 1), "-t", "1h"], f"the machine has {MACHINE_CORES} cores"),
+        (["-n", "1", "-t", "1h", "-l", "fluent=1"], "unknown floating resource"),
+        (["-n", "1", "-t", "1h", "-l", "matlab=3"], "the machine has 2"),
+        (["-n", "1", "-t", "1h", "--start", "2001-01-01T10:00"], "in the past"),
+        (["-n", "1", "-t", "1h", "--start", "teatime"], "not a time"),
+    ],
+)
 def test_bad_create_is_one_line_and_changes_nothing(fenv, spool, run, args, msg):
     r = run(gresv.cli, ["create", *args])
     assert r.exit_code != 0
@@ -137,14 +163,17 @@ def test_gsub_floating_resources_and_directive(fenv, spool, run, submits):
     assert specs[1]["resources"] == {"comsol": 1}
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["-l", "fluent=1"], "unknown floating resource"),
-    (["-l", "matlab=3"], "the machine has 2"),
-    (["-l", "matlab"], "expected NAME=COUNT"),
-    (["--reservation", "42"], "reservation 42: no such reservation"),
-    (["--reservation", "abc"], "not a reservation id"),
-    (["--wait-resv"], "--wait-resv needs --reservation"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["-l", "fluent=1"], "unknown floating resource"),
+        (["-l", "matlab=3"], "the machine has 2"),
+        (["-l", "matlab"], "expected NAME=COUNT"),
+        (["--reservation", "42"], "reservation 42: no such reservation"),
+        (["--reservation", "abc"], "not a reservation id"),
+        (["--wait-resv"], "--wait-resv needs --reservation"),
+    ],
+)
 def test_gsub_bad_resource_or_reservation(fenv, spool, run, args, msg):
     r = run(gsub.cli, [*args, "--wrap", "true"])
     assert r.exit_code != 0 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1
@@ -153,12 +182,23 @@ def test_gsub_bad_resource_or_reservation(fenv, spool, run, args, msg):
 
 
 def test_gsub_binding_rules(fenv, spool, run, monkeypatch, put_rows, make_row, submits):
-    put_resvs(spool, resv_row(5, uid=1000, user="alice", users=["bob"]), resv_row(6, state="ENDED"),
-              resv_row(7, state="WAITING", activate_time=None, end_time=None, cores=""))
+    put_resvs(
+        spool,
+        resv_row(5, uid=1000, user="alice", users=["bob"]),
+        resv_row(6, state="ENDED"),
+        resv_row(7, state="WAITING", activate_time=None, end_time=None, cores=""),
+    )
     # a job of the reservation already runs on 3 of its 4 cores, with its one matlab licence
-    put_rows(make_row(3, state="RUNNING", ncpus=3, uid=1000, user="alice",
-                      spec={"reservation": 5, "resources": {"matlab": 1}, "stdout": "/o", "stderr": "/e",
-                            "workdir": "/"}))
+    put_rows(
+        make_row(
+            3,
+            state="RUNNING",
+            ncpus=3,
+            uid=1000,
+            user="alice",
+            spec={"reservation": 5, "resources": {"matlab": 1}, "stdout": "/o", "stderr": "/e", "workdir": "/"},
+        )
+    )
     monkeypatch.setattr("os.getuid", lambda: 1002)
     monkeypatch.setattr("gridsched.submit.user_name", lambda uid: {1000: "alice", 1001: "bob"}.get(uid, "eve"))
     r = run(gsub.cli, ["--reservation", "5", "--wrap", "true"])

@@ -13,9 +13,34 @@ import pytest
 from gridsched.cli import gdel, gstat, gsub
 
 JSON_KEYS = {
-    "id", "name", "user", "state", "ncpus", "walltime", "submit_time", "start_time", "end_time", "elapsed",
-    "predicted_start", "cores", "exit_code", "exit_signal", "reason", "restarts", "preemptions", "checkpoints",
-    "backfilled", "stdout", "stderr", "workdir", "resources", "reservation", "array_id", "array_index", "split", "parent",
+    "id",
+    "name",
+    "user",
+    "state",
+    "ncpus",
+    "walltime",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "elapsed",
+    "predicted_start",
+    "cores",
+    "exit_code",
+    "exit_signal",
+    "reason",
+    "restarts",
+    "preemptions",
+    "checkpoints",
+    "backfilled",
+    "stdout",
+    "stderr",
+    "workdir",
+    "resources",
+    "reservation",
+    "array_id",
+    "array_index",
+    "split",
+    "parent",
 }
 
 
@@ -36,7 +61,8 @@ def test_empty_spool_that_does_not_exist(env, run):
     r = run(gstat.cli, ["--json"])
     assert r.exit_code == 0
     assert json.loads(r.stdout) == {
-        "jobs": [], "daemon": {"running": False, "pid": None, "spool": os.environ["GRIDSCHED_SPOOL"]}
+        "jobs": [],
+        "daemon": {"running": False, "pid": None, "spool": os.environ["GRIDSCHED_SPOOL"]},
     }
 
 
@@ -99,8 +125,20 @@ def test_piped_output_has_no_escape_codes(env, run, make_row, put_rows):
 
 
 def test_full(env, run, make_row, put_rows):
-    put_rows(make_row(7, state="TIMEOUT", exit_signal=9, reason="walltime reached", restarts=2, backfilled=1,
-                      start_time=1000.0, end_time=1060.0, elapsed=60.0, segments=[{"start": 1000.0, "end": 1060.0}]))
+    put_rows(
+        make_row(
+            7,
+            state="TIMEOUT",
+            exit_signal=9,
+            reason="walltime reached",
+            restarts=2,
+            backfilled=1,
+            start_time=1000.0,
+            end_time=1060.0,
+            elapsed=60.0,
+            segments=[{"start": 1000.0, "end": 1060.0}],
+        )
+    )
     r = run(gstat.cli, ["-f", "7"])
     assert r.exit_code == 0
     fields = dict(re.split(r"\s{2,}", ln, maxsplit=1) if "  " in ln else (ln, "") for ln in r.stdout.splitlines())
@@ -122,7 +160,10 @@ def test_full_of_unknown_or_bad_id(env, run, make_row, put_rows):
     r = run(gstat.cli, ["-f", "99"])
     assert r.exit_code == 1 and r.stderr == "gstat: error: job 99: no such job\n"
     r = run(gstat.cli, ["-f", "x1"])
-    assert r.exit_code == 2 and r.stderr == "gstat: error: full 'x1': not a job id (ID, or ARRAYID_INDEX for an array task)\n"
+    assert (
+        r.exit_code == 2
+        and r.stderr == "gstat: error: full 'x1': not a job id (ID, or ARRAYID_INDEX for an array task)\n"
+    )
 
 
 # -- gdel --------------------------------------------------------------------------
@@ -161,7 +202,10 @@ def test_gdel_nothing_valid_sends_nothing(env, spool, run):
 def test_gdel_bad_id(env, spool, run, arg):
     r = run(gdel.cli, ["--", arg])
     assert r.exit_code == 2
-    assert r.stderr == f"gdel: error: '{arg}': not a job id (a positive whole number, or ARRAYID_INDEX for an array task)\n"
+    assert (
+        r.stderr
+        == f"gdel: error: '{arg}': not a job id (a positive whole number, or ARRAYID_INDEX for an array task)\n"
+    )
     assert cancel_requests(spool) == []
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import select
 import signal
-import subprocess
 import sys
 import time
 
@@ -22,8 +21,8 @@ def test_gantt_places_bars_by_time(make_row):
     text = gantt([running, pending, unknown], now, hours=4, width=60)  # 240 s a column
     lines = text.splitlines()
     bars = {ln.split()[0]: ln for ln in lines[2:4]}
-    run_cells = bars["1"][len("1 run".ljust(8)) + 2:][:60]
-    next_cells = bars["2"][len("2 next".ljust(8)) + 2:][:60]
+    run_cells = bars["1"][len("1 run".ljust(8)) + 2 :][:60]
+    next_cells = bars["2"][len("2 next".ljust(8)) + 2 :][:60]
     assert run_cells == "#" * 7 + " " * 53  # until now + 1800 s = column 7.5
     assert next_cells == " " * 15 + "." * 30 + " " * 15  # from now + 3600 s (col 15) to + 10800 s (col 45)
     assert "running 2c, ends +00:30:00" in bars["1"] and "pending 1c, ends +03:00:00" in bars["2"]
@@ -65,6 +64,7 @@ def test_ctrl_c_ends_watch_quietly_on_a_terminal(env):
             os._exit(127)
     out = b""
     try:
+
         def seen_table() -> bool:
             nonlocal out
             if select.select([fd], [], [], 0.2)[0]:

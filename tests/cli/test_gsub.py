@@ -63,7 +63,7 @@ def test_submit_writes_the_whole_spec(env, run, submits):
 
 def test_defaults_come_from_the_config(env, run, submits):
     (env / "cfg.toml").write_text(
-        '[daemon]\nautostart = false\n[machine]\ncores = 16\n'
+        "[daemon]\nautostart = false\n[machine]\ncores = 16\n"
         '[jobs]\ndefault_walltime = "5m"\ndefault_ncpus = 2\ncheckpoint = "requeue"\n'
     )
     write(env / "plain.sh", "#!/bin/sh\ntrue\n")

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from gridsched.text import dumps, shown
 from gridsched.spool import Spool
 from gridsched.state import StateDB
+from gridsched.text import dumps, shown
 from tests.cli.conftest import job_row, write_rows
 
 BIN = Path(sys.executable).parent
@@ -63,9 +63,23 @@ def test_dumps_is_standard_json():
 def resv_row(rid: int, **fields: Any) -> dict[str, Any]:
     now = time.time()
     row: dict[str, Any] = {
-        "id": rid, "state": "WAITING", "user": "root", "uid": 0, "name": f"R{rid}", "ncpus": 2, "resources": {},
-        "duration": 3600, "start": None, "create_time": now - 10, "activate_time": None, "end_time": None,
-        "predicted": None, "cores": "", "users": [], "kill": True, "reason": "",
+        "id": rid,
+        "state": "WAITING",
+        "user": "root",
+        "uid": 0,
+        "name": f"R{rid}",
+        "ncpus": 2,
+        "resources": {},
+        "duration": 3600,
+        "start": None,
+        "create_time": now - 10,
+        "activate_time": None,
+        "end_time": None,
+        "predicted": None,
+        "cores": "",
+        "users": [],
+        "kill": True,
+        "reason": "",
     }
     row.update(fields)
     return row
@@ -89,33 +103,80 @@ def hostile(tmp_path: Path) -> dict[str, str]:
     cfg.write_text("[daemon]\nautostart = false\n[machine]\ncores = 16\n")
     spool = Spool(tmp_path / "spool")
     now = time.time()
-    spec = {"stdout": f"/w/{EVIL}.o", "stderr": "/w/e", "workdir": f"/w/{EVIL}", "args": [EVIL, "x"],
-            "submit_dir": EVIL, "checkpoint": EVIL, "resources": {EVIL: 1}}
+    spec = {
+        "stdout": f"/w/{EVIL}.o",
+        "stderr": "/w/e",
+        "workdir": f"/w/{EVIL}",
+        "args": [EVIL, "x"],
+        "submit_dir": EVIL,
+        "checkpoint": EVIL,
+        "resources": {EVIL: 1},
+    }
     write_rows(
         spool,
-        job_row(1, name=EVIL, user=EVIL, reason=EVIL, state="RUNNING", start_time=now - 10, cores="0-1", ncpus=2,
-                spec=spec, segments=[{"start": now - 10, "end": None, "cores": "0-1", "outcome": EVIL}]),
+        job_row(
+            1,
+            name=EVIL,
+            user=EVIL,
+            reason=EVIL,
+            state="RUNNING",
+            start_time=now - 10,
+            cores="0-1",
+            ncpus=2,
+            spec=spec,
+            segments=[{"start": now - 10, "end": None, "cores": "0-1", "outcome": EVIL}],
+        ),
         job_row(2, name=EVIL, reason=EVIL, predicted_start=now + 600),
-        job_row(3, name=EVIL, user=EVIL, state="COMPLETED", start_time=now - 50, end_time=now - 20, elapsed=30.0,
-                exit_code=0, reason=EVIL),
+        job_row(
+            3,
+            name=EVIL,
+            user=EVIL,
+            state="COMPLETED",
+            start_time=now - 50,
+            end_time=now - 20,
+            elapsed=30.0,
+            exit_code=0,
+            reason=EVIL,
+        ),
         job_row(4, name=EVIL, spec={"array_id": 4, "array_index": 0, "stdout": "/o", "stderr": "/e", "workdir": "/w"}),
         job_row(5, name=EVIL, spec={"parent": 1, "stdout": "/o", "stderr": "/e", "workdir": "/w"}),
         meta={"drained": json.dumps({"cores": "5", "reason": EVIL}), "reserved": json.dumps({EVIL: "6"})},
     )
-    put_resvs(spool, resv_row(7, name=EVIL, user=EVIL, reason=EVIL),
-              resv_row(8, name=f"[red]{EVIL}", state="ACTIVE", cores="6", activate_time=now - 5),
-              resv_row(9, name=EVIL, state="DELETED", reason=EVIL))
+    put_resvs(
+        spool,
+        resv_row(7, name=EVIL, user=EVIL, reason=EVIL),
+        resv_row(8, name=f"[red]{EVIL}", state="ACTIVE", cores="6", activate_time=now - 5),
+        resv_row(9, name=EVIL, state="DELETED", reason=EVIL),
+    )
     # a hand-written submission not yet taken in: an array whose range is text
-    job = {"id": 10, "name": EVIL, "user": EVIL, "uid": os.getuid(), "ncpus": 1, "walltime": 60, "submit_time": now,
-           "array": f"0-3{EVIL}"}
+    job = {
+        "id": 10,
+        "name": EVIL,
+        "user": EVIL,
+        "uid": os.getuid(),
+        "ncpus": 1,
+        "walltime": 60,
+        "submit_time": now,
+        "array": f"0-3{EVIL}",
+    }
     (spool.incoming / "submit-0000000010.json").write_text(json.dumps({"type": "submit", "job": job}))
     return {**os.environ, "GRIDSCHED_SPOOL": str(spool.root), "GRIDSCHED_CONFIG": str(cfg)}
 
 
 VIEWS = [
-    ["gstat"], ["gstat", "-a"], ["gstat", "-f", "1"], ["gstat", "-f", "3"], ["gstat", "-t"],
-    ["gstat", "--gantt"], ["gstat", "--tree"], ["gstat", "-r"], ["gstat", "-r", "-a"],
-    ["gstat", "--watch", "0.1", "--count", "2"], ["gresv", "list", "-a"], ["gacct"], ["gctl", "topology"],
+    ["gstat"],
+    ["gstat", "-a"],
+    ["gstat", "-f", "1"],
+    ["gstat", "-f", "3"],
+    ["gstat", "-t"],
+    ["gstat", "--gantt"],
+    ["gstat", "--tree"],
+    ["gstat", "-r"],
+    ["gstat", "-r", "-a"],
+    ["gstat", "--watch", "0.1", "--count", "2"],
+    ["gresv", "list", "-a"],
+    ["gacct"],
+    ["gctl", "topology"],
 ]
 
 
@@ -171,9 +232,18 @@ def strict(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-@pytest.mark.parametrize("args", [["gstat", "-a", "--json"], ["gstat", "-f", "1", "--json"],
-                                  ["gstat", "--tree", "--json"], ["gstat", "-r", "-a", "--json"], ["gacct", "--json"],
-                                  ["gctl", "topology", "--json"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["gstat", "-a", "--json"],
+        ["gstat", "-f", "1", "--json"],
+        ["gstat", "--tree", "--json"],
+        ["gstat", "-r", "-a", "--json"],
+        ["gacct", "--json"],
+        ["gctl", "topology", "--json"],
+    ],
+    ids=" ".join,
+)
 def test_json_stays_exact(hostile, args):
     r = subprocess.run([str(BIN / args[0]), *args[1:]], env=hostile, capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr.decode()
@@ -196,8 +266,18 @@ def test_json_has_no_infinity_or_nan(tmp_path):
     now = time.time()
     write_rows(
         spool,
-        job_row(1, predicted_start=inf, spec={"stdout": "/o", "stderr": "/e", "workdir": "/w", "reservation": nan,
-                                              "parent": -inf, "array_index": inf}),
+        job_row(
+            1,
+            predicted_start=inf,
+            spec={
+                "stdout": "/o",
+                "stderr": "/e",
+                "workdir": "/w",
+                "reservation": nan,
+                "parent": -inf,
+                "array_index": inf,
+            },
+        ),
         job_row(2, state="COMPLETED", start_time=now - 50, end_time=now - 20, elapsed=30.0, exit_code=0, lost=inf),
     )
     put_resvs(spool, resv_row(3, predicted=inf))
@@ -231,8 +311,9 @@ def on_pty(args: list[str], env: dict[str, str], cols: int = 1000) -> tuple[int,
     env = {k: v for k, v in env.items() if k not in ("NO_COLOR", "COLUMNS", "LINES", "TERM", "FORCE_COLOR")}
     env["TERM"] = "xterm-256color"
     try:
-        proc = subprocess.Popen([str(BIN / args[0]), *args[1:]], env=env, stdin=subprocess.DEVNULL, stdout=slave,
-                                stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [str(BIN / args[0]), *args[1:]], env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE
+        )
     finally:
         os.close(slave)
     out = b""
@@ -263,9 +344,20 @@ def on_pty(args: list[str], env: dict[str, str], cols: int = 1000) -> tuple[int,
     return proc.returncode, out
 
 
-@pytest.mark.parametrize("args", [["gstat"], ["gstat", "-a", "-t"], ["gstat", "-r", "-a"], ["gresv", "list"],
-                                  ["gstat", "--watch", "0.1", "--count", "2"], ["gstat", "--gantt"],
-                                  ["gctl", "topology"], ["gstat", "-f", "1"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["gstat"],
+        ["gstat", "-a", "-t"],
+        ["gstat", "-r", "-a"],
+        ["gresv", "list"],
+        ["gstat", "--watch", "0.1", "--count", "2"],
+        ["gstat", "--gantt"],
+        ["gctl", "topology"],
+        ["gstat", "-f", "1"],
+    ],
+    ids=" ".join,
+)
 def test_rich_layout_on_a_terminal_escapes_user_text(hostile, args):
     code, out = on_pty(args, hostile)
     assert code == 0

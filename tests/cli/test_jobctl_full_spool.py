@@ -52,8 +52,9 @@ def failing_write(monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.mark.parametrize("err", [errno.ENOSPC, errno.EROFS, errno.EACCES], ids=errno.errorcode.get)
-def test_job_commands_refuse_in_one_line_when_the_request_cannot_be_written(env, spool, run, put_rows,
-                                                                            failing_write, err):
+def test_job_commands_refuse_in_one_line_when_the_request_cannot_be_written(
+    env, spool, run, put_rows, failing_write, err
+):
     put_rows(job_row(1), job_row(2, state="HELD"))
     failing_write["errno"] = err
     for prog, kind, jid in COMMANDS:
@@ -143,8 +144,9 @@ def test_full_then_read_only_spool(small_spool):
         for prog, kind, jid in COMMANDS:
             r = command(env, prog, jid)
             assert r.returncode == 1, (r.stdout, r.stderr)
-            assert r.stderr == (f"{prog}: error: cannot write the {kind} request to {spool.root}: "
-                                "Read-only file system\n")
+            assert r.stderr == (
+                f"{prog}: error: cannot write the {kind} request to {spool.root}: Read-only file system\n"
+            )
         r = command(env, "gctl", "drain", "0")
         assert r.returncode == 1
         assert r.stderr == f"gctl: error: cannot write the drain request to {spool.root}: Read-only file system\n"

@@ -10,8 +10,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["gsub.1", "gstat.1", "gdel.1", "ghold.1", "grls.1", "gacct.1", "gresv.1", "gctl.8", "gschedd.8", "gridsched.toml.5",
-         "gwait.1", "gyield.1", "gresume.1", "gresume-tree.1"]
+PAGES = [
+    "gsub.1",
+    "gstat.1",
+    "gdel.1",
+    "ghold.1",
+    "grls.1",
+    "gacct.1",
+    "gresv.1",
+    "gctl.8",
+    "gschedd.8",
+    "gridsched.toml.5",
+    "gwait.1",
+    "gyield.1",
+    "gresume.1",
+    "gresume-tree.1",
+]
 
 
 def generate() -> dict[str, str]:
@@ -25,8 +39,11 @@ def generate() -> dict[str, str]:
 def test_man_pages_are_up_to_date():
     pages = generate()
     assert sorted(pages) == sorted(PAGES)
-    stale = [name for name, text in pages.items()
-             if not (ROOT / "man" / name).is_file() or (ROOT / "man" / name).read_text() != text]
+    stale = [
+        name
+        for name, text in pages.items()
+        if not (ROOT / "man" / name).is_file() or (ROOT / "man" / name).read_text() != text
+    ]
     assert not stale, f"stale man pages {stale}: run python scripts/gen_man.py"
 
 
@@ -37,7 +54,9 @@ def test_pages_document_what_they_must():
     assert "predicted_start" in pages["gstat.1"] and ".SH JSON OUTPUT" in pages["gstat.1"]
     assert ".SS gschedd status" in pages["gschedd.8"] and ".B 3\n" in pages["gschedd.8"]
     assert "max_walltime" in pages["gridsched.toml.5"]
-    assert ".SH SLURM AND PBS DIRECTIVES" in pages["gsub.1"] and ".B #SBATCH \\-c, \\-\\-cpus-per-task" in pages["gsub.1"]
+    assert (
+        ".SH SLURM AND PBS DIRECTIVES" in pages["gsub.1"] and ".B #SBATCH \\-c, \\-\\-cpus-per-task" in pages["gsub.1"]
+    )
     assert ".SH DEPENDENCIES" in pages["gsub.1"] and "afternotok" in pages["gsub.1"]
     assert "only pending jobs can be held" in pages["ghold.1"]
     assert ".SH STANDARD WORKLOAD FORMAT" in pages["gacct.1"] and "MaxProcs" in pages["gacct.1"]
@@ -49,6 +68,7 @@ def test_pages_document_what_they_must():
 @pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed, pages cannot be rendered")
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_without_warnings(page):
-    r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", str(ROOT / "man" / page)],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        ["groff", "-man", "-Tutf8", "-ww", "-z", str(ROOT / "man" / page)], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0 and r.stderr == "", r.stderr

@@ -12,8 +12,9 @@ HEAVY = {"rich", "psutil", "gridsched.daemon"}
 
 
 def python(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})}
+    )
 
 
 def test_importing_gsub_loads_nothing_heavy():

@@ -59,8 +59,12 @@ def test_topology_of_a_flat_machine_with_jobs_drained_and_reserved_cores(env, ru
 
 def test_topology_from_a_topology_file(env, run):
     topo = env / "topo.toml"
-    topo.write_text((ROOT / "etc" / "topology.toml").read_text().replace('host_cpus = "1"', f'host_cpus = "{HOST[-1]}"')
-                    .replace('host_cpus = "0"', f'host_cpus = "{HOST[0]}"'))
+    topo.write_text(
+        (ROOT / "etc" / "topology.toml")
+        .read_text()
+        .replace('host_cpus = "1"', f'host_cpus = "{HOST[-1]}"')
+        .replace('host_cpus = "0"', f'host_cpus = "{HOST[0]}"')
+    )
     cfg = env / "cfg.toml"
     cfg.write_text('[daemon]\nautostart = false\n[machine]\ntopology = "topo.toml"\n')
     r = run(gctl.cli, ["topology", "--json"])
@@ -68,7 +72,9 @@ def test_topology_from_a_topology_file(env, run):
     data = json.loads(r.stdout)
     assert [b["cores"] for b in data["boards"]] == ["0-3", "4-7"]
     assert [[[t["core"] for t in pc["threads"]] for pc in b["physical_cores"]] for b in data["boards"]] == [
-        [[0, 1], [2, 3]], [[4, 5], [6, 7]]]
+        [[0, 1], [2, 3]],
+        [[4, 5], [6, 7]],
+    ]
     assert data["boards"][0]["distance"] == [10, 21]
     assert data["memory_binding"]["available"] is False
     r = run(gctl.cli, ["topology"])
@@ -102,8 +108,10 @@ def test_drain_and_resume_write_requests(env, spool, run):
 def test_drain_refuses_unknown_cores_and_bad_lists(env, spool, run):
     r = run(gctl.cli, ["drain", f"{MACHINE_CORES - 1}-{MACHINE_CORES + 1}"])
     assert r.exit_code == 1
-    assert r.stderr == (f"gctl: error: cores {MACHINE_CORES}-{MACHINE_CORES + 1} are not cores of this machine "
-                        f"(cores 0-{MACHINE_CORES - 1})\n")
+    assert r.stderr == (
+        f"gctl: error: cores {MACHINE_CORES}-{MACHINE_CORES + 1} are not cores of this machine "
+        f"(cores 0-{MACHINE_CORES - 1})\n"
+    )
     r = run(gctl.cli, ["resume", str(MACHINE_CORES)])
     assert r.exit_code == 1 and r.stderr.startswith(f"gctl: error: core {MACHINE_CORES} is not a core")
     r = run(gctl.cli, ["drain", "2-x"])

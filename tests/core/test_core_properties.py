@@ -76,7 +76,9 @@ def drive(jobs: list[Job], ncores: int, params: Params, placement: bool) -> Resu
             used = {c for seg, _ in running.values() for c in seg.cores}
             free = frozenset(range(ncores)) - used if placement else None
             nfree = ncores - sum(seg.ncpus for seg, _ in running.values())
-            snap = Snapshot(now, ncores, tuple(s for s, _ in running.values()), tuple(pending), params, free, head, dict(history))
+            snap = Snapshot(
+                now, ncores, tuple(s for s, _ in running.values()), tuple(pending), params, free, head, dict(history)
+            )
             plan = schedule(snap)
             if params.policy is Policy.CONSERVATIVE:
                 for jid, t in forecast(snap).items():
@@ -96,7 +98,9 @@ def drive(jobs: list[Job], ncores: int, params: Params, placement: bool) -> Resu
                 done_work[p.job] += ran
                 res.preemptions += 1
                 j = spec[p.job]
-                pending.append(Waiting(j.id, j.ncpus, seg.estimate - ran, True, j.user, j.estimate - seg.estimate + ran))
+                pending.append(
+                    Waiting(j.id, j.ncpus, seg.estimate - ran, True, j.user, j.estimate - seg.estimate + ran)
+                )
                 pending.sort(key=lambda w: rank[w.id])
             given_cores: set[int] = set()
             total = 0
@@ -114,7 +118,18 @@ def drive(jobs: list[Job], ncores: int, params: Params, placement: bool) -> Resu
                 if s.planned is not None:
                     assert s.backfilled and w.preemptable and s.planned < w.estimate
                 left = spec[s.job].actual - done_work[s.job]
-                seg = Running(w.id, w.ncpus, now, w.estimate, tuple(s.cores), s.backfilled, w.preemptable, s.planned, False, w.user)
+                seg = Running(
+                    w.id,
+                    w.ncpus,
+                    now,
+                    w.estimate,
+                    tuple(s.cores),
+                    s.backfilled,
+                    w.preemptable,
+                    s.planned,
+                    False,
+                    w.user,
+                )
                 running[w.id] = (seg, now + left)
                 res.starts.setdefault(w.id, []).append(now)
             assert total <= nfree, "more cores than free"
@@ -212,7 +227,9 @@ def test_checkpoint_backfill_head_starts_at_its_reservation(w, p, predictor):
     # Backfilled jobs overrun their shortened estimates all the time here (actual run
     # times are up to the full estimate): the head still starts by its reservation.
     ncores, jobs, placement = w
-    res = drive(jobs, ncores, Params(policy=Policy.CHECKPOINT_BACKFILL, p=p, threshold=10.0, predictor=predictor), placement)
+    res = drive(
+        jobs, ncores, Params(policy=Policy.CHECKPOINT_BACKFILL, p=p, threshold=10.0, predictor=predictor), placement
+    )
     check_terminal(jobs, res)
     for jid, t in res.first_head.items():
         first = res.starts[jid][0]

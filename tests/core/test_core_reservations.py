@@ -31,10 +31,18 @@ CKPT = Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.1, threshold=100.0)
 ALL = [FCFS, EASY, CONS, CKPT]
 
 
-def snap(running=(), pending=(), *, now=0.0, ncores=8, params=EASY, free=None, head=None, floating=None,
-         resvs=()):
-    return Snapshot(now=now, ncores=ncores, running=tuple(running), pending=tuple(pending), params=params,
-                    free=free, head=head, floating=floating or {}, reservations=tuple(resvs))
+def snap(running=(), pending=(), *, now=0.0, ncores=8, params=EASY, free=None, head=None, floating=None, resvs=()):
+    return Snapshot(
+        now=now,
+        ncores=ncores,
+        running=tuple(running),
+        pending=tuple(pending),
+        params=params,
+        free=free,
+        head=head,
+        floating=floating or {},
+        reservations=tuple(resvs),
+    )
 
 
 def flex(rid, ncpus, duration, res=()):
@@ -135,12 +143,14 @@ def test_fixed_reservation_activates_at_its_start_until_its_end():
     plan = schedule(snap((), [], now=100.0, free=frozenset(range(8)), resvs=[fixed]))
     assert plan.activations == (Activate(9, (0, 1, 2, 3, 4, 5), 200.0),)
     # late (cores busy until 130): activated when free, still ending at 200
-    late = snap([R(1, 4, 0.0, 130.0, (0, 1, 2, 3))], [W(2, 4, 50.0)], now=100.0,
-                free=frozenset(range(4, 8)), resvs=[fixed])
+    late = snap(
+        [R(1, 4, 0.0, 130.0, (0, 1, 2, 3))], [W(2, 4, 50.0)], now=100.0, free=frozenset(range(4, 8)), resvs=[fixed]
+    )
     plan = schedule(late)
     assert plan.activations == () and plan.starts == ()  # job 2 would take what F waits for
     assert schedule(snap((), [], now=130.0, free=frozenset(range(8)), resvs=[fixed])).activations == (
-        Activate(9, (0, 1, 2, 3, 4, 5), 200.0),)
+        Activate(9, (0, 1, 2, 3, 4, 5), 200.0),
+    )
 
 
 def test_preempt_for_fixed_lets_checkpointable_jobs_run_until_the_start():
@@ -179,8 +189,12 @@ def test_floating_resources_block_and_backfill_under_easy():
     # 100: waits.  G (2 cores, no licence, 200 s) uses spare cores only: backfills.
     one, three = (("matlab", 1),), (("matlab", 3),)
     running = [R(1, 1, 0.0, 50.0, resources=one), R(2, 1, 0.0, 100.0, resources=one)]
-    pending = [W(10, 1, 10.0, resources=three), W(11, 1, 200.0, resources=one), W(12, 1, 40.0, resources=one),
-               W(13, 2, 200.0)]
+    pending = [
+        W(10, 1, 10.0, resources=three),
+        W(11, 1, 200.0, resources=one),
+        W(12, 1, 40.0, resources=one),
+        W(13, 2, 200.0),
+    ]
     plan = schedule(snap(running, pending, floating={"matlab": 3}))
     assert plan.head == HeadReservation(10, 100.0)
     assert [s.job for s in plan.starts] == [12, 13]

@@ -51,10 +51,28 @@ def plain_snapshots(draw):
         est = draw(st.sampled_from([20.0, 60.0, 100.0, 300.0, 1000.0]))
         bf, pre = draw(st.booleans()), draw(st.booleans())
         planned = est * 0.2 if bf and pre and draw(st.booleans()) else None
-        running.append(Running(1000 + i, n, now - draw(st.floats(0, 50)), est, cores if placement else (),
-                               bf, pre, planned, draw(st.integers(0, 9)) == 0))
-    pending = [Waiting(i, draw(st.integers(1, ncores + 1)), draw(st.sampled_from([10.0, 50.0, 100.0, 500.0, 3000.0])),
-                       draw(st.booleans())) for i in range(draw(st.integers(0, 8)))]
+        running.append(
+            Running(
+                1000 + i,
+                n,
+                now - draw(st.floats(0, 50)),
+                est,
+                cores if placement else (),
+                bf,
+                pre,
+                planned,
+                draw(st.integers(0, 9)) == 0,
+            )
+        )
+    pending = [
+        Waiting(
+            i,
+            draw(st.integers(1, ncores + 1)),
+            draw(st.sampled_from([10.0, 50.0, 100.0, 500.0, 3000.0])),
+            draw(st.booleans()),
+        )
+        for i in range(draw(st.integers(0, 8)))
+    ]
     head = None
     if pending and draw(st.booleans()):
         head = HeadReservation(draw(st.sampled_from(pending)).id, now + draw(st.floats(-10, 200)))
@@ -113,8 +131,9 @@ def workloads(draw):
         if kind in ("flex", "fixed"):
             resv_ids.append(i)
         items.append(it)
-    params = Params(policy=draw(st.sampled_from(POLICIES)), p=0.3, threshold=10.0,
-                    preempt_for_fixed=draw(st.booleans()))
+    params = Params(
+        policy=draw(st.sampled_from(POLICIES)), p=0.3, threshold=10.0, preempt_for_fixed=draw(st.booleans())
+    )
     return ncores, nlic, items, params, draw(st.booleans())
 
 
@@ -134,14 +153,14 @@ def run(ncores: int, nlic: int, items: list[Item], params: Params, placement: bo
     now = 0.0
     for _ in range(3000):
         # ends
-        for jid, (r, end) in list(running.items()):
+        for jid, (_r, end) in list(running.items()):
             if end <= now + 1e-9:
                 del running[jid]
                 finished.add(jid)
         for rid, rv in list(resvs.items()):
             if rv.active and rv.end is not None and rv.end <= now + 1e-9:
                 del resvs[rid]
-                for jid, (r, end) in list(running.items()):
+                for jid, (r, _end) in list(running.items()):
                     if r.bind == rid:  # killed with the reservation
                         del running[jid]
                         finished.add(jid)
@@ -175,10 +194,30 @@ def run(ncores: int, nlic: int, items: list[Item], params: Params, placement: bo
                 if it.kind == "flex":
                     entries.append(Waiting(it.id, it.ncpus, it.estimate, False, "", 0.0, res(it.lic), None, True))
                 else:
-                    entries.append(Waiting(it.id, it.ncpus, it.estimate - done.get(it.id, 0.0), it.preemptable,
-                                           "", done.get(it.id, 0.0), res(it.lic), it.bind))
-            snap = Snapshot(now, ncores, tuple(r for r, _ in running.values()), tuple(entries), params, free, head,
-                            {}, {LIC: nlic}, tuple(resvs.values()))
+                    entries.append(
+                        Waiting(
+                            it.id,
+                            it.ncpus,
+                            it.estimate - done.get(it.id, 0.0),
+                            it.preemptable,
+                            "",
+                            done.get(it.id, 0.0),
+                            res(it.lic),
+                            it.bind,
+                        )
+                    )
+            snap = Snapshot(
+                now,
+                ncores,
+                tuple(r for r, _ in running.values()),
+                tuple(entries),
+                params,
+                free,
+                head,
+                {},
+                {LIC: nlic},
+                tuple(resvs.values()),
+            )
             plan = schedule(snap)
             forecast(snap)  # must not fail
             head = plan.head
@@ -201,8 +240,20 @@ def run(ncores: int, nlic: int, items: list[Item], params: Params, placement: bo
                     assert d.job in pending
                     pending.remove(d.job)
                     left = it.estimate - done.get(it.id, 0.0)
-                    r = Running(it.id, it.ncpus, now, left, d.cores, d.backfilled, it.preemptable, d.planned,
-                                False, "", res(it.lic), it.bind)
+                    r = Running(
+                        it.id,
+                        it.ncpus,
+                        now,
+                        left,
+                        d.cores,
+                        d.backfilled,
+                        it.preemptable,
+                        d.planned,
+                        False,
+                        "",
+                        res(it.lic),
+                        it.bind,
+                    )
                     running[it.id] = (r, now + it.actual - done.get(it.id, 0.0))
             check(ncores, nlic, running, resvs, placement, now)
             if not plan.decisions:

@@ -16,22 +16,28 @@ def test_parse_forms():
     assert parse("") == ()
     assert parse("afterok:3") == (Dep("afterok", (3,)),)
     assert parse(" afterok:3:4 , afterany:5,singleton") == (
-        Dep("afterok", (3, 4)), Dep("afterany", (5,)), Dep("singleton"))
+        Dep("afterok", (3, 4)),
+        Dep("afterany", (5,)),
+        Dep("singleton"),
+    )
     assert parse("AFTER:1:1") == (Dep("after", (1,)),)  # case and duplicates do not matter
     assert normalize(parse("afternotok:7, singleton")) == "afternotok:7,singleton"
     assert job_ids(parse("afterok:3:4,afterany:4:5")) == [3, 4, 5]
 
 
-@pytest.mark.parametrize("spec, why", [
-    ("afterok", "needs at least one job id"),
-    ("afterok:", "'' is not a job id"),
-    ("afterok:x", "'x' is not a job id"),
-    ("afterok:0", "'0' is not a job id"),
-    ("afterok:-3", "'-3' is not a job id"),
-    ("before:3", "unknown condition 'before'"),
-    ("singleton:3", "singleton takes no job ids"),
-    ("afterok:3,,afterany:4", "empty condition"),
-])
+@pytest.mark.parametrize(
+    "spec, why",
+    [
+        ("afterok", "needs at least one job id"),
+        ("afterok:", "'' is not a job id"),
+        ("afterok:x", "'x' is not a job id"),
+        ("afterok:0", "'0' is not a job id"),
+        ("afterok:-3", "'-3' is not a job id"),
+        ("before:3", "unknown condition 'before'"),
+        ("singleton:3", "singleton takes no job ids"),
+        ("afterok:3,,afterany:4", "empty condition"),
+    ],
+)
 def test_parse_errors(spec, why):
     with pytest.raises(DependError) as e:
         parse(spec)
@@ -39,16 +45,31 @@ def test_parse_errors(spec, why):
     assert str(e.value).startswith(f"'{spec}'")
 
 
-@pytest.mark.parametrize("kind, state, verdict", [
-    ("after", "PENDING", "wait"), ("after", "HELD", "wait"), ("after", "RUNNING", "ready"),
-    ("after", "SUSPENDED", "ready"), ("after", "FAILED", "ready"), ("after", "CANCELLED", "ready"),
-    ("afterany", "RUNNING", "wait"), ("afterany", "COMPLETED", "ready"), ("afterany", "FAILED", "ready"),
-    ("afterany", "TIMEOUT", "ready"),
-    ("afterok", "RUNNING", "wait"), ("afterok", "COMPLETED", "ready"), ("afterok", "FAILED", "never"),
-    ("afterok", "CANCELLED", "never"), ("afterok", "TIMEOUT", "never"),
-    ("afternotok", "PENDING", "wait"), ("afternotok", "COMPLETED", "never"), ("afternotok", "FAILED", "ready"),
-    ("afternotok", "TIMEOUT", "ready"), ("afternotok", "CANCELLED", "ready"),
-])
+@pytest.mark.parametrize(
+    "kind, state, verdict",
+    [
+        ("after", "PENDING", "wait"),
+        ("after", "HELD", "wait"),
+        ("after", "RUNNING", "ready"),
+        ("after", "SUSPENDED", "ready"),
+        ("after", "FAILED", "ready"),
+        ("after", "CANCELLED", "ready"),
+        ("afterany", "RUNNING", "wait"),
+        ("afterany", "COMPLETED", "ready"),
+        ("afterany", "FAILED", "ready"),
+        ("afterany", "TIMEOUT", "ready"),
+        ("afterok", "RUNNING", "wait"),
+        ("afterok", "COMPLETED", "ready"),
+        ("afterok", "FAILED", "never"),
+        ("afterok", "CANCELLED", "never"),
+        ("afterok", "TIMEOUT", "never"),
+        ("afternotok", "PENDING", "wait"),
+        ("afternotok", "COMPLETED", "never"),
+        ("afternotok", "FAILED", "ready"),
+        ("afternotok", "TIMEOUT", "ready"),
+        ("afternotok", "CANCELLED", "ready"),
+    ],
+)
 def test_each_condition(kind, state, verdict):
     s = status(parse(f"{kind}:5"), {5: state})
     assert s.verdict == verdict
@@ -72,8 +93,11 @@ def test_singleton():
 
 deps_st = st.lists(
     st.one_of(
-        st.builds(Dep, st.sampled_from(["after", "afterany", "afterok", "afternotok"]),
-                  st.lists(st.integers(1, 50), min_size=1, max_size=4, unique=True).map(tuple)),
+        st.builds(
+            Dep,
+            st.sampled_from(["after", "afterany", "afterok", "afternotok"]),
+            st.lists(st.integers(1, 50), min_size=1, max_size=4, unique=True).map(tuple),
+        ),
         st.just(Dep("singleton")),
     ),
     max_size=5,

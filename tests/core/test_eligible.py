@@ -12,8 +12,14 @@ from gridsched.core.types import Cancel, Params, Policy, Running, Snapshot, Wait
 
 
 def snap(pending, running=(), states=None, cancel=False, ncores=8) -> Snapshot:
-    return Snapshot(now=0.0, ncores=ncores, running=tuple(running), pending=tuple(pending),
-                    params=Params(policy=Policy.EASY, cancel_never_satisfied=cancel), states=states or {})
+    return Snapshot(
+        now=0.0,
+        ncores=ncores,
+        running=tuple(running),
+        pending=tuple(pending),
+        params=Params(policy=Policy.EASY, cancel_never_satisfied=cancel),
+        states=states or {},
+    )
 
 
 def w(i, n=1, deps="", user="u", name="j", array=None, amax=None) -> Waiting:
@@ -27,8 +33,10 @@ def test_no_dependencies_and_no_throttle_is_the_queue_itself():
 
 
 def test_dependencies_wait_start_or_never():
-    s = snap([w(5, deps="afterok:1"), w(6, deps="afterok:2"), w(7, deps="afterany:3")],
-             states={1: "RUNNING", 2: "COMPLETED", 3: "FAILED"})
+    s = snap(
+        [w(5, deps="afterok:1"), w(6, deps="afterok:2"), w(7, deps="afterany:3")],
+        states={1: "RUNNING", 2: "COMPLETED", 3: "FAILED"},
+    )
     plan = schedule(s)
     assert [d.job for d in plan.starts] == [6, 7]
     assert plan.reasons == {5: "waiting for dependency afterok:1: job 1 is RUNNING"}
@@ -52,8 +60,9 @@ def test_an_unknown_job_never_satisfies():
 
 def test_singleton_waits_for_the_same_users_earlier_job_of_that_name():
     running = [Running(3, 1, 0.0, 60.0, user="u", name="j")]
-    s = snap([w(5, deps="singleton"), w(6, deps="singleton", user="v"), w(7, deps="singleton", name="k")],
-             running=running)
+    s = snap(
+        [w(5, deps="singleton"), w(6, deps="singleton", user="v"), w(7, deps="singleton", name="k")], running=running
+    )
     plan = schedule(s)
     assert [d.job for d in plan.starts] == [6, 7]
     assert "singleton" in plan.reasons[5]
@@ -68,13 +77,16 @@ def test_an_array_throttle_counts_running_tasks_then_queue_order():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 3), st.sampled_from([None, 1, 2, 3])), min_size=1, max_size=12),
-       st.integers(0, 4))
+@given(
+    st.lists(st.tuples(st.integers(1, 3), st.sampled_from([None, 1, 2, 3])), min_size=1, max_size=12), st.integers(0, 4)
+)
 def test_never_more_tasks_of_an_array_run_than_its_throttle(tasks, already):
     amax = 2
     running = [Running(100 + k, 1, 0.0, 60.0, array=7) for k in range(min(already, amax))]
-    pending = [w(i, n, array=7 if a is not None else None, amax=amax if a is not None else None)
-               for i, (n, a) in enumerate(tasks, start=1)]
+    pending = [
+        w(i, n, array=7 if a is not None else None, amax=amax if a is not None else None)
+        for i, (n, a) in enumerate(tasks, start=1)
+    ]
     plan = schedule(snap(pending, running, ncores=64))
     started = {d.job for d in plan.starts}
     in_array = [x for x in pending if x.array == 7 and x.id in started]

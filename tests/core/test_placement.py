@@ -50,8 +50,9 @@ def test_pack_uses_the_fewest_boards_and_a_best_fit_for_the_rest():
 
 
 def test_pack_breaks_a_tie_for_the_rest_by_distance():
-    m = make([board(0, range(4)), board(1, (4, 5)), board(2, (6, 7))], range(8),
-             [[10, 30, 15], [30, 10, 30], [15, 30, 10]])
+    m = make(
+        [board(0, range(4)), board(1, (4, 5)), board(2, (6, 7))], range(8), [[10, 30, 15], [30, 10, 30], [15, 30, 10]]
+    )
     assert place(m, frozenset(range(8)), Request(6)) == (0, 1, 2, 3, 6, 7)
 
 
@@ -173,9 +174,11 @@ def test_never_fits_gives_the_reason():
     assert never_fits(M, Request(9)) == "asks for 9 cores, the machine has 8"
     assert never_fits(M, Request(0)) == "asks for 0 cores, at least 1 is needed"
     assert never_fits(M, Request(5, threads_per_core=1)) == (
-        "--threads-per-core 1: asks for 5 cores, the machine offers 4 at 1 per physical core")
+        "--threads-per-core 1: asks for 5 cores, the machine offers 4 at 1 per physical core"
+    )
     assert never_fits(M, Request(3, "board", threads_per_core=1)) == (
-        "--place board: no board has 3 cores at 1 per physical core (largest: 2)")
+        "--place board: no board has 3 cores at 1 per physical core (largest: 2)"
+    )
     assert never_fits(M, Request(2, "zigzag")) == "--place zigzag: must be one of pack, spread, board"
     assert never_fits(M, Request(8)) is None and never_fits(M, Request(4, "board", exclusive_board=True)) is None
     with pytest.raises(ValueError):
@@ -196,7 +199,7 @@ def machines(draw) -> MachineMap:
         groups, i = [], 0
         while i < size:
             k = draw(st.integers(1, 3))
-            groups.append(cores[i:i + k])
+            groups.append(cores[i : i + k])
             i += k
         boards.append(board(bid * 2, cores, groups))  # ids 0, 2, 4, ...
         nxt += size
@@ -278,11 +281,13 @@ def test_the_pass_with_floating_resources_honours_board_placement():
     free = frozenset({1, 2, 3, 5, 6, 7})
     for floating in ({}, {"lic": 1}):  # the count-only pass and the pass with floating resources
         for policy in Policy:
-            plan = schedule(Snapshot(0.0, 8, running, (job,), Params(policy=policy), free=free,
-                                     floating=floating, machine=m))
+            plan = schedule(
+                Snapshot(0.0, 8, running, (job,), Params(policy=policy), free=free, floating=floating, machine=m)
+            )
             assert plan.starts == (), (policy, floating)
     spread = Waiting(3, 4, 50.0, place=Request(4, "spread"))
-    plan = schedule(Snapshot(0.0, 8, running, (spread,), Params(policy=Policy.EASY), free=free,
-                             floating={"lic": 1}, machine=m))
+    plan = schedule(
+        Snapshot(0.0, 8, running, (spread,), Params(policy=Policy.EASY), free=free, floating={"lic": 1}, machine=m)
+    )
     [s] = plan.starts
     assert {c // 4 for c in s.cores} == {0, 1}

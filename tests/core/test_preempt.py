@@ -25,8 +25,16 @@ def scenario(now: float) -> Snapshot:
     running = tuple(r for r in running if r is not None)
     used = {c for r in running for c in r.cores}
     head = Waiting(3, 4, 60.0, place=Request(4, "board"))
-    return Snapshot(now=now, ncores=8, running=running, pending=(head,), params=CKPT,
-                    free=frozenset(range(8)) - used, machine=M, head=HeadReservation(3, 30.0))
+    return Snapshot(
+        now=now,
+        ncores=8,
+        running=running,
+        pending=(head,),
+        params=CKPT,
+        free=frozenset(range(8)) - used,
+        machine=M,
+        head=HeadReservation(3, 30.0),
+    )
 
 
 def test_at_the_reservation_only_the_job_whose_cores_complete_a_board_is_preempted():
@@ -37,8 +45,16 @@ def test_at_the_reservation_only_the_job_whose_cores_complete_a_board_is_preempt
 
 def test_the_head_starts_on_the_freed_board():
     s = scenario(30.0)
-    s2 = Snapshot(now=31.0, ncores=8, running=tuple(r for r in s.running if r.id != 5), pending=s.pending,
-                  params=CKPT, free=s.free | {7}, machine=M, head=HeadReservation(3, 30.0))
+    s2 = Snapshot(
+        now=31.0,
+        ncores=8,
+        running=tuple(r for r in s.running if r.id != 5),
+        pending=s.pending,
+        params=CKPT,
+        free=s.free | {7},
+        machine=M,
+        head=HeadReservation(3, 30.0),
+    )
     plan = schedule(s2)
     assert [(d.job, d.cores) for d in plan.starts] == [(3, (4, 5, 6, 7))]
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.split import fill_window
-from dataclasses import replace
-
 from gridsched.core.types import Params, Policy, Resv, Running, Snapshot, SplitInfo, StartTasks, Waiting
 
 H = 3600.0
@@ -54,8 +54,9 @@ def test_fill_window_properties(left, c, t, width, length):
 
 
 def snap(running, pending, policy=Policy.EASY, ncores=8, free=None):
-    return Snapshot(now=0.0, ncores=ncores, running=tuple(running), pending=tuple(pending),
-                    params=Params(policy=policy), free=free)
+    return Snapshot(
+        now=0.0, ncores=ncores, running=tuple(running), pending=tuple(pending), params=Params(policy=policy), free=free
+    )
 
 
 def blocked_scene(policy=Policy.EASY, free=None):
@@ -143,8 +144,9 @@ def test_sub_tasks_never_delay_the_head(run_ends, head_n, n, c, t, policy):
         pieces = tuple(Running(500 + k, len(d.cores), 0.0, d.end, cores=d.cores) for k, d in enumerate(splits))
         started = tuple(Running(600 + k, len(s.cores), 0.0, 100.0, cores=s.cores) for k, s in enumerate(plan.starts))
         left = frozenset(free) - set(used)
-        after = forecast(Snapshot(0.0, ncores, tuple(running) + pieces + started, (head,), Params(policy=policy),
-                                  free=left))
+        after = forecast(
+            Snapshot(0.0, ncores, tuple(running) + pieces + started, (head,), Params(policy=policy), free=left)
+        )
         assert after[head.id] <= plan.head.time
 
 
@@ -163,7 +165,6 @@ def test_a_window_before_a_fixed_reservation_is_a_window_like_any_other():
     sp = Waiting(3, 8, 2 * H, split=SplitInfo(1, H, tuple(range(16))))
     resv = Resv(9, 8, H, start=H)
     for policy in (Policy.EASY, Policy.CHECKPOINT_BACKFILL, Policy.CONSERVATIVE):
-        s = Snapshot(0.0, 8, (), (head, sp), Params(policy=policy), free=frozenset(range(8)),
-                     reservations=(resv,))
+        s = Snapshot(0.0, 8, (), (head, sp), Params(policy=policy), free=frozenset(range(8)), reservations=(resv,))
         [d] = [d for d in schedule(s).decisions if isinstance(d, StartTasks)]
         assert d.end == H and len(d.chains) == 8 and all(len(c) == 1 for c in d.chains)

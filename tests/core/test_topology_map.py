@@ -33,13 +33,16 @@ def test_lookups_on_a_two_board_smt_map():
     assert m.summary() == "2 boards x 4 cores (8 cores, 6 physical, SMT 2)"
 
 
-@pytest.mark.parametrize("boards, host, why", [
-    ([board(0, (0, 1)), board(1, (1, 2))], [0, 0, 0], "core 1 is on board 0 and on board 1"),
-    ([board(0, (0, 2))], [0, 0, 0], "cores 1 are on no board"),
-    ([board(0, ())], [], "board 0 has no cores"),
-    ([board(0, (0,)), board(0, (1,))], [0, 0], "board id 0 is used twice"),
-    ([Board(0, (0, 1), ((0,),))], [0, 0], "board 0: cores 1 are in no sibling group"),
-])
+@pytest.mark.parametrize(
+    "boards, host, why",
+    [
+        ([board(0, (0, 1)), board(1, (1, 2))], [0, 0, 0], "core 1 is on board 0 and on board 1"),
+        ([board(0, (0, 2))], [0, 0, 0], "cores 1 are on no board"),
+        ([board(0, ())], [], "board 0 has no cores"),
+        ([board(0, (0,)), board(0, (1,))], [0, 0], "board id 0 is used twice"),
+        ([Board(0, (0, 1), ((0,),))], [0, 0], "board 0: cores 1 are in no sibling group"),
+    ],
+)
 def test_inconsistent_maps_are_refused(boards, host, why):
     with pytest.raises(TopologyError, match=why):
         make(boards, host)
@@ -68,7 +71,7 @@ def maps(draw) -> MachineMap:
         groups, i = [], 0
         while i < size:
             k = draw(st.integers(1, 3))
-            groups.append(cores[i:i + k])
+            groups.append(cores[i : i + k])
             i += k
         memory = draw(st.none() | st.integers(1, 1 << 42))
         node = draw(st.none() | st.integers(0, 7))
@@ -126,22 +129,25 @@ def replace_line(text: str, line: int, new: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("line, new, why", [
-    # (line replaced, line named) when the error is on another line than the one changed
-    (3, 'cores = "0-3,2"', "board 0: core 2 is listed twice"),
-    (8, 'cores = "3-4"', "board 1: core 3 is already on board 0 (line 3)"),
-    (8, 'cores = ""', "board 1: is empty"),
-    (5, 'host_cpus = "7"', "board 0: host CPU 7 is not one this host offers (0-1)"),
-    ((5, 3), "", "board 0: core 2 would run on host CPU 2, which this host does not offer"),
-    (3, 'cores = "0-3', "TOML syntax error"),
-    (4, 'siblings = ["0,2", "2,3"]', "board 0: siblings: core 2 is in '0,2' and in '2,3'"),
-    (4, 'siblings = ["0,9"]', "board 0: siblings '0,9': core 9 is not a core of this board"),
-    (10, 'memory = "lots"', "board 1: memory = 'lots': not a memory size"),
-    (10, "colour = 1", "board 1: unknown key 'colour'"),
-    (9, "host_cpus = [1]", "board 1: host_cpus lists 1 CPUs for 2 cores"),
-    (10, "distance = [10, 20, 30]", "board 1: distance has 3 entries, the file has 2 boards"),
-    (8, 'cores = "5-6"', "cores must be numbered 0 to 5 without gaps: core 4 is on no board"),
-])
+@pytest.mark.parametrize(
+    "line, new, why",
+    [
+        # (line replaced, line named) when the error is on another line than the one changed
+        (3, 'cores = "0-3,2"', "board 0: core 2 is listed twice"),
+        (8, 'cores = "3-4"', "board 1: core 3 is already on board 0 (line 3)"),
+        (8, 'cores = ""', "board 1: is empty"),
+        (5, 'host_cpus = "7"', "board 0: host CPU 7 is not one this host offers (0-1)"),
+        ((5, 3), "", "board 0: core 2 would run on host CPU 2, which this host does not offer"),
+        (3, 'cores = "0-3', "TOML syntax error"),
+        (4, 'siblings = ["0,2", "2,3"]', "board 0: siblings: core 2 is in '0,2' and in '2,3'"),
+        (4, 'siblings = ["0,9"]', "board 0: siblings '0,9': core 9 is not a core of this board"),
+        (10, 'memory = "lots"', "board 1: memory = 'lots': not a memory size"),
+        (10, "colour = 1", "board 1: unknown key 'colour'"),
+        (9, "host_cpus = [1]", "board 1: host_cpus lists 1 CPUs for 2 cores"),
+        (10, "distance = [10, 20, 30]", "board 1: distance has 3 entries, the file has 2 boards"),
+        (8, 'cores = "5-6"', "cores must be numbered 0 to 5 without gaps: core 4 is on no board"),
+    ],
+)
 def test_each_file_error_names_its_line(line, new, why):
     line, named = line if isinstance(line, tuple) else (line, line)
     text = replace_line(GOOD, line, new)

@@ -17,8 +17,17 @@ FCFS = Params(policy=Policy.FCFS)
 
 
 def snap(running, pending, lent=(), parents=None, free=(), ncores=2, params=FCFS, **kw) -> Snapshot:
-    return Snapshot(now=100.0, ncores=ncores, running=tuple(running), pending=tuple(pending), params=params,
-                    free=frozenset(free), parents=dict(parents or {}), lent=tuple(lent), **kw)
+    return Snapshot(
+        now=100.0,
+        ncores=ncores,
+        running=tuple(running),
+        pending=tuple(pending),
+        params=params,
+        free=frozenset(free),
+        parents=dict(parents or {}),
+        lent=tuple(lent),
+        **kw,
+    )
 
 
 def run(jid, cores, start=0.0, est=1000.0, **kw) -> Running:
@@ -65,11 +74,14 @@ def test_a_lent_core_is_busy_while_a_task_runs_on_it_and_nested_yield_lends_it_a
     assert starts(schedule(s2)) == {3: (0,)}  # the grandchild, not 4, which may use only 1's cores
 
 
-@pytest.mark.parametrize("affinity, expect", [
-    (YieldAffinity.DESCENDANT, {}),
-    (YieldAffinity.TREE, {11: (0,)}),
-    (YieldAffinity.NONE, {11: (0,)}),
-])
+@pytest.mark.parametrize(
+    "affinity, expect",
+    [
+        (YieldAffinity.DESCENDANT, {}),
+        (YieldAffinity.TREE, {11: (0,)}),
+        (YieldAffinity.NONE, {11: (0,)}),
+    ],
+)
 def test_affinity_for_a_job_of_the_same_tree(affinity, expect):
     parents = {2: 1, 11: 2}  # 11 is below 2, the sibling branch of 3 under root 1
     running = [run(1, [1]), run(3, [0])]
@@ -79,14 +91,22 @@ def test_affinity_for_a_job_of_the_same_tree(affinity, expect):
     assert starts(schedule(s)) == expect
 
 
-@pytest.mark.parametrize("affinity, expect", [
-    (YieldAffinity.DESCENDANT, {}),
-    (YieldAffinity.TREE, {}),
-    (YieldAffinity.NONE, {9: (0,)}),
-])
+@pytest.mark.parametrize(
+    "affinity, expect",
+    [
+        (YieldAffinity.DESCENDANT, {}),
+        (YieldAffinity.TREE, {}),
+        (YieldAffinity.NONE, {9: (0,)}),
+    ],
+)
 def test_affinity_for_a_job_of_another_tree(affinity, expect):
-    s = snap([run(1, [0]), run(2, [1])], [wait(9)], [Lent(1, frozenset({0}))], {},
-             params=replace(FCFS, yield_affinity=affinity))
+    s = snap(
+        [run(1, [0]), run(2, [1])],
+        [wait(9)],
+        [Lent(1, frozenset({0}))],
+        {},
+        params=replace(FCFS, yield_affinity=affinity),
+    )
     assert starts(schedule(s)) == expect
 
 
@@ -163,8 +183,15 @@ def test_tasks_on_lent_cores_and_lenders_are_never_preempted_for_the_head():
         run(2, [0], backfilled=True, preemptable=True),  # its child on a lent core
         run(3, [2], backfilled=True, preemptable=True),  # an ordinary backfilled job
     ]
-    s = snap(running, [wait(9, 3)], [Lent(1, frozenset({0, 1}))], {2: 1}, ncores=3, params=params,
-             head=HeadReservation(9, 50.0))
+    s = snap(
+        running,
+        [wait(9, 3)],
+        [Lent(1, frozenset({0, 1}))],
+        {2: 1},
+        ncores=3,
+        params=params,
+        head=HeadReservation(9, 50.0),
+    )
     plan = schedule(s)
     assert {p.job for p in plan.preempts} <= {3}
     assert 1 not in {p.job for p in plan.preempts} and 2 not in {p.job for p in plan.preempts}
@@ -174,8 +201,13 @@ def test_tasks_on_lent_cores_and_lenders_are_never_preempted_for_the_head():
 
 def test_preemption_order_leaves_first_deepest_then_latest():
     parents = {2: 1, 3: 2, 4: 1}
-    cands = [run(1, [0], start=5), run(2, [1], start=9), run(3, [2], start=1), run(4, [3], start=3),
-             run(5, [4, 5], start=2)]
+    cands = [
+        run(1, [0], start=5),
+        run(2, [1], start=9),
+        run(3, [2], start=1),
+        run(4, [3], start=3),
+        run(5, [4, 5], start=2),
+    ]
     s = snap([], [], parents=parents)
     assert [r.id for r in tree.preempt_order(s, cands)] == [3, 4, 5, 2, 1]
     # without trees: most cores first, then most recently started
@@ -184,8 +216,10 @@ def test_preemption_order_leaves_first_deepest_then_latest():
 
 def test_preemption_in_the_policy_takes_leaves_first():
     params = Params(policy=Policy.CHECKPOINT_BACKFILL)
-    running = [run(1, [0, 1], start=50, backfilled=True, preemptable=True),  # a parent of 2 cores
-               run(2, [2], start=10, backfilled=True, preemptable=True)]  # its child, a leaf
+    running = [
+        run(1, [0, 1], start=50, backfilled=True, preemptable=True),  # a parent of 2 cores
+        run(2, [2], start=10, backfilled=True, preemptable=True),
+    ]  # its child, a leaf
     s = snap(running, [wait(9, 2)], (), {2: 1}, free={3}, ncores=4, params=params, head=HeadReservation(9, 0.0))
     assert [p.job for p in schedule(s).preempts] == [2]
 
@@ -205,7 +239,7 @@ def forests(draw):
     i = 0
     while i < ncores and draw(st.booleans()):
         n = draw(st.integers(1, min(3, ncores - i)))
-        mine = cores[i:i + n]
+        mine = cores[i : i + n]
         i += n
         running.append(run(jid, mine, start=draw(st.integers(0, 99))))
         if draw(st.booleans()):
@@ -229,9 +263,16 @@ def forests(draw):
         jid += 1
     affinity = draw(st.sampled_from(list(YieldAffinity)))
     policy = draw(st.sampled_from([Policy.FCFS, Policy.EASY, Policy.CHECKPOINT_BACKFILL]))
-    return Snapshot(now=100.0, ncores=ncores, running=tuple(running), pending=tuple(pending),
-                    params=Params(policy=policy, yield_affinity=affinity), free=free, parents=parents,
-                    lent=tuple(lent))
+    return Snapshot(
+        now=100.0,
+        ncores=ncores,
+        running=tuple(running),
+        pending=tuple(pending),
+        params=Params(policy=policy, yield_affinity=affinity),
+        free=free,
+        parents=parents,
+        lent=tuple(lent),
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -279,4 +320,3 @@ def test_nothing_running_on_lent_cores_is_preempted(s):
     plan = schedule(s)
     protected = tree.lent_tasks(s) | {lent.parent for lent in s.lent}
     assert not protected & {p.job for p in plan.preempts}
-

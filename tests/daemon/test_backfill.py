@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import wait_for
-
 EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "scripts" / "examples"
 
 
@@ -64,7 +62,7 @@ def test_checkpoint_backfill_scenario(make_gs, e_script):
     assert jc["start_time"] <= reservation + 4  # ...and it started on time: E checkpointed at once
     je = gs.job(e)
     assert je["preemptions"] == 1 and je["checkpoints"] == 1
-    first = gs.run("gstat", "-f", str(e), "--json")
+    gs.run("gstat", "-f", str(e), "--json")
     je = gs.wait_state(e, "COMPLETED", timeout=60)
     assert je["restarts"] == 1
     units = (gs.work / "units.log").read_text().split("\n")

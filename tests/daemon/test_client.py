@@ -65,8 +65,9 @@ def test_refusals_have_the_commands_words(gs):
 def test_executor_results_exceptions_and_cores(make_gs):
     # as many declared cores as host CPUs: a job's cores are distinct host CPUs
     gs = make_gs(f"[machine]\ncores = {HOST}\n[daemon]\nautostart = false\n")
-    with GridschedExecutor(ncpus=min(2, HOST), walltime="2m", spool=str(gs.spool), config=str(gs.cfgfile),
-                           env=job_env()) as ex:
+    with GridschedExecutor(
+        ncpus=min(2, HOST), walltime="2m", spool=str(gs.spool), config=str(gs.cfgfile), env=job_env()
+    ) as ex:
         futs = [ex.submit(square, i) for i in range(3)]
         bad = ex.submit(fail, "no good")
         seen = ex.submit(cores_seen)

@@ -14,8 +14,13 @@ def test_kill9_during_a_run_loses_nothing_and_runs_nothing_twice(gs):
     a = gs.gsub("-n", "4", "--wrap", f"echo start-$GS_JOBID >> {ledger}; sleep 3; echo end-$GS_JOBID >> {ledger}")
     # b: ends while the daemon is down
     go = gs.work / "go"  # b ends once the daemon is down: it waits for this file, bounded
-    b = gs.gsub("-n", "4", "--wrap", f"echo start-$GS_JOBID >> {ledger}; i=0; while [ ! -e {go} ] && "
-                f"[ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo end-$GS_JOBID >> {ledger}; exit 7")
+    b = gs.gsub(
+        "-n",
+        "4",
+        "--wrap",
+        f"echo start-$GS_JOBID >> {ledger}; i=0; while [ ! -e {go} ] && "
+        f"[ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo end-$GS_JOBID >> {ledger}; exit 7",
+    )
     # c: pending behind a and b, must run exactly once after the restart
     c = gs.gsub("-n", "8", "--wrap", f"echo start-$GS_JOBID >> {ledger}; echo end-$GS_JOBID >> {ledger}")
     gs.wait_state(a, "RUNNING")
@@ -65,8 +70,12 @@ def test_garbage_in_the_spool_is_quarantined(gs):
 
 def test_exit_75_of_a_signal_mode_job_is_a_checkpoint_even_unrecorded(gs):
     # as after a crash that lost the record of the checkpoint request: the job says "saved, restart me"
-    jid = gs.gsub("--checkpoint", "signal", "--wrap",
-                  'echo run-$GS_RESTART_COUNT >> runs; [ "$GS_RESTART_COUNT" = 0 ] && exit 75; exit 0')
+    jid = gs.gsub(
+        "--checkpoint",
+        "signal",
+        "--wrap",
+        'echo run-$GS_RESTART_COUNT >> runs; [ "$GS_RESTART_COUNT" = 0 ] && exit 75; exit 0',
+    )
     j = gs.wait_state(jid, "COMPLETED")
     assert j["restarts"] == 1 and j["checkpoints"] == 1
     assert (gs.work / "runs").read_text().split() == ["run-0", "run-1"]

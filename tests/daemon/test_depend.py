@@ -38,15 +38,23 @@ def test_never_satisfied_is_cancelled_when_configured(make_gs):
 
 
 def test_singleton_runs_one_at_a_time(gs):
-    ids = [gs.gsub("-N", "one", "-d", "singleton", "--wrap",
-                   "echo start >> log; sleep 0.5; echo end >> log") for _ in range(3)]
+    ids = [
+        gs.gsub("-N", "one", "-d", "singleton", "--wrap", "echo start >> log; sleep 0.5; echo end >> log")
+        for _ in range(3)
+    ]
     for jid in ids:
         gs.wait_state(jid, "COMPLETED")
     assert (gs.work / "log").read_text().split() == ["start", "end"] * 3
 
 
 def test_jobs_see_slurm_and_pbs_variables(gs):
-    jid = gs.gsub("-n", "2", "-N", "compat", "--wrap",
-                  "echo $SLURM_JOB_ID $SLURM_CPUS_ON_NODE $PBS_JOBID $NSLOTS $PBS_O_WORKDIR > env.out")
+    jid = gs.gsub(
+        "-n",
+        "2",
+        "-N",
+        "compat",
+        "--wrap",
+        "echo $SLURM_JOB_ID $SLURM_CPUS_ON_NODE $PBS_JOBID $NSLOTS $PBS_O_WORKDIR > env.out",
+    )
     gs.wait_state(jid, "COMPLETED")
     assert (gs.work / "env.out").read_text().split() == [str(jid), "2", str(jid), "2", str(gs.work)]

@@ -23,8 +23,9 @@ def _mount(where: Path, size: str) -> str | None:
     """Mount a tmpfs at ``where``; None, or why it cannot be done."""
     if os.geteuid() != 0:
         return "needs root to mount a tmpfs"
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True
+    )
     return None if r.returncode == 0 else f"mount -t tmpfs failed: {r.stderr.strip()}"
 
 

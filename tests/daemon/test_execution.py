@@ -6,7 +6,6 @@ import os
 import time
 
 import psutil
-import pytest
 
 from gridsched.core import cpuset
 from tests.conftest import wait_for
@@ -26,9 +25,9 @@ autostart = false
     script = gs.work / "aff.sh"
     script.write_text(
         "#!/bin/sh\n"
-        "grep Cpus_allowed_list /proc/self/status | cut -f2 > \"$GS_JOBID.aff\"\n"
+        'grep Cpus_allowed_list /proc/self/status | cut -f2 > "$GS_JOBID.aff"\n'
         "sh -c 'grep Cpus_allowed_list /proc/self/status' | cut -f2 > \"$GS_JOBID.child\"\n"
-        "echo \"$GS_JOBID $GS_JOBNAME $GS_NCPUS $GS_CORES $OMP_NUM_THREADS $GS_SUBMIT_DIR\" > \"$GS_JOBID.env\"\n"
+        'echo "$GS_JOBID $GS_JOBNAME $GS_NCPUS $GS_CORES $OMP_NUM_THREADS $GS_SUBMIT_DIR" > "$GS_JOBID.env"\n'
     )
     ids = [gs.gsub("-n", "1", "-N", f"a{i}", str(script)) for i in range(len(HOST))]
     cores_seen = []
@@ -49,7 +48,8 @@ autostart = false
 def test_declared_cores_map_onto_host_cpus(gs):
     script = gs.work / "aff.sh"
     script.write_text(
-        "#!/bin/sh\ngrep Cpus_allowed_list /proc/self/status | cut -f2 > out.$GS_JOBID\necho $GS_CORES >> out.$GS_JOBID\n"
+        "#!/bin/sh\ngrep Cpus_allowed_list /proc/self/status | cut -f2 > out.$GS_JOBID\n"
+        "echo $GS_CORES >> out.$GS_JOBID\n"
         "i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n"
     )
     a = gs.gsub("-n", "3", str(script))
@@ -79,8 +79,7 @@ def test_walltime_kills_a_job_that_ignores_sigterm(gs):
 def test_gdel_kills_the_whole_tree_even_a_child_in_its_own_session(gs):
     jid = gs.gsub(
         "--wrap",
-        "setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' & "
-        "sleep 300 & echo $! > plain.pid; wait",
+        "setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' & sleep 300 & echo $! > plain.pid; wait",
     )
     gs.wait_state(jid, "RUNNING")
     escaped = wait_for(lambda: _read_pid(gs.work / "escaped.pid"), 10, "escaped.pid")

@@ -58,4 +58,8 @@ def test_submit_held_then_release(gs):
 
 def test_bad_ids_are_usage_errors(gs):
     r = gs.run("ghold", "x")
-    assert r.returncode == 2 and r.stderr == "ghold: error: 'x': not a job id (a positive whole number, or ARRAYID_INDEX for an array task)\n"
+    assert (
+        r.returncode == 2
+        and r.stderr
+        == "ghold: error: 'x': not a job id (a positive whole number, or ARRAYID_INDEX for an array task)\n"
+    )

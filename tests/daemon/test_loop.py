@@ -157,8 +157,9 @@ def test_an_array_takes_its_task_ids_without_colliding(d):
     t = time.time()
     a = submit(d, t, array="0-3%2")
     waiting = a + 1
-    (d.spool.incoming / rq.id_name(waiting)).write_text(json.dumps(
-        {"type": "submit", "job": {**valid_job(waiting), "submit_time": t}}))  # another submitter got a + 1
+    (d.spool.incoming / rq.id_name(waiting)).write_text(
+        json.dumps({"type": "submit", "job": {**valid_job(waiting), "submit_time": t}})
+    )  # another submitter got a + 1
     d.turn(t, scan=True)
     rows = d.db.by_spec("array_id", a)
     ids = sorted(r["id"] for r in rows)

@@ -18,8 +18,9 @@ HOST = sorted(os.sched_getaffinity(0))
 
 def config(root) -> str:
     topo = root / "topology.toml"
-    topo.write_text(f'[[board]]\ncores = "0-3"\nhost_cpus = "{HOST[0]}"\n'
-                    f'[[board]]\ncores = "4-7"\nhost_cpus = "{HOST[-1]}"\n')
+    topo.write_text(
+        f'[[board]]\ncores = "0-3"\nhost_cpus = "{HOST[0]}"\n[[board]]\ncores = "4-7"\nhost_cpus = "{HOST[-1]}"\n'
+    )
     return f"""
 [scheduler]
 policy = "checkpoint-backfill"

@@ -34,8 +34,11 @@ def resv(gs, rid: int) -> dict:
 
 def wait_resv(gs, rid: int, *states: str, timeout: float = 20) -> dict:
     try:
-        return wait_for(lambda: (r := resv(gs, rid))["state"] in states and r, timeout,
-                        f"reservation {rid} to be {'/'.join(states)}")
+        return wait_for(
+            lambda: (r := resv(gs, rid))["state"] in states and r,
+            timeout,
+            f"reservation {rid} to be {'/'.join(states)}",
+        )
     except AssertionError:
         raise AssertionError(f"reservation {rid} is {resv(gs, rid)['state']}; log:\n{gs.log()}") from None
 
@@ -114,10 +117,26 @@ def test_daemon_refuses_binding_by_another_user(make_gs):
     jid = spool.next_id()
     nobody = 65534
     spec = {
-        "id": jid, "name": "intruder", "user": "nobody", "uid": nobody, "gid": nobody, "ncpus": 1, "walltime": 10,
-        "mem": None, "checkpoint": "none", "hold": False, "depend": "", "script": "#!/bin/sh\ntrue\n", "args": [],
-        "workdir": "/tmp", "stdout": "/dev/null", "stderr": "/dev/null", "env": {}, "submit_time": 0.0,
-        "submit_dir": "/tmp", "reservation": rid,
+        "id": jid,
+        "name": "intruder",
+        "user": "nobody",
+        "uid": nobody,
+        "gid": nobody,
+        "ncpus": 1,
+        "walltime": 10,
+        "mem": None,
+        "checkpoint": "none",
+        "hold": False,
+        "depend": "",
+        "script": "#!/bin/sh\ntrue\n",
+        "args": [],
+        "workdir": "/tmp",
+        "stdout": "/dev/null",
+        "stderr": "/dev/null",
+        "env": {},
+        "submit_time": 0.0,
+        "submit_dir": "/tmp",
+        "reservation": rid,
     }
     tmp = spool.incoming / f".submit-{jid:010d}.json"
     atomic_write(tmp, json.dumps({"type": "submit", "job": spec}).encode())

@@ -26,9 +26,24 @@ def simulate(tmp_path, policy: str) -> tuple[list[str], dict[str, int]]:
     trace.write_text(SWF)
     out = tmp_path / f"{policy}.csv"
     subprocess.run(
-        [str(BIN / "gsim"), "run", str(trace), "--policy", policy, "--p", "0.2", "--threshold", "10s",
-         "--checkpoint-overhead", "0", "--jobs-out", str(out)],
-        check=True, capture_output=True, text=True,
+        [
+            str(BIN / "gsim"),
+            "run",
+            str(trace),
+            "--policy",
+            policy,
+            "--p",
+            "0.2",
+            "--threshold",
+            "10s",
+            "--checkpoint-overhead",
+            "0",
+            "--jobs-out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     rows = list(csv.DictReader(out.open()))
     order = [NAMES[int(r["id"])] for r in sorted(rows, key=lambda r: (float(r["start"]), int(r["id"])))]

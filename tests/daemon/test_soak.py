@@ -18,7 +18,9 @@ SOAK = Path(__file__).resolve().parents[2] / "scripts" / "soak.py"
 def test_short_soak_loses_nothing_and_runs_nothing_twice():
     r = subprocess.run(
         [sys.executable, str(SOAK), "--jobs", "100", "--kills", "10", "--seed", "3", "--timeout", "100", "--json"],
-        capture_output=True, text=True, timeout=160,
+        capture_output=True,
+        text=True,
+        timeout=160,
     )
     assert r.stdout, r.stderr
     res = json.loads(r.stdout)

@@ -89,19 +89,24 @@ def test_memory_is_bound_to_the_numa_node_of_the_job_board(make_gs):
     gs = make_gs(start=False)
     topo = gs.root / "topology.toml"
     # a host NUMA node per board (this host's node 0 for both: binding to it is harmless everywhere)
-    topo.write_text(f'[[board]]\ncores = "0-1"\nnode = 0\nhost_cpus = "{BOARD_CPU[0]}"\n'
-                    f'[[board]]\ncores = "2-3"\nnode = 0\nhost_cpus = "{BOARD_CPU[1]}"\n')
+    topo.write_text(
+        f'[[board]]\ncores = "0-1"\nnode = 0\nhost_cpus = "{BOARD_CPU[0]}"\n'
+        f'[[board]]\ncores = "2-3"\nnode = 0\nhost_cpus = "{BOARD_CPU[1]}"\n'
+    )
     gs.cfgfile.write_text(f'[machine]\ntopology = "{topo}"\n[daemon]\nautostart = false\n')
     gs.start()
-    jid = gs.gsub("-n", "2", "--place", "board", "--wrap",
-                  "grep -o 'bind:[0-9,-]*' /proc/self/numa_maps | sort -u > policy")
+    jid = gs.gsub(
+        "-n", "2", "--place", "board", "--wrap", "grep -o 'bind:[0-9,-]*' /proc/self/numa_maps | sort -u > policy"
+    )
     j = gs.wait_state(jid, "COMPLETED")
     assert (gs.work / "policy").read_text().split() == ["bind:0"]
     assert "not bound" not in open(j["stderr"]).read()
     # without host nodes on the boards nothing is bound
     gs.stop()
-    topo.write_text(f'[[board]]\ncores = "0-1"\nhost_cpus = "{BOARD_CPU[0]}"\n'
-                    f'[[board]]\ncores = "2-3"\nhost_cpus = "{BOARD_CPU[1]}"\n')
+    topo.write_text(
+        f'[[board]]\ncores = "0-1"\nhost_cpus = "{BOARD_CPU[0]}"\n'
+        f'[[board]]\ncores = "2-3"\nhost_cpus = "{BOARD_CPU[1]}"\n'
+    )
     gs.start()
     jid = gs.gsub("-n", "2", "--wrap", "grep -c 'bind:' /proc/self/numa_maps > policy2 || true")
     gs.wait_state(jid, "COMPLETED")

@@ -23,12 +23,13 @@ from tests.conftest import wait_for
 
 PY = sys.executable
 SLEEPER = "import time; time.sleep(300)"
+OWN_GROUP = "import os, signal, time; os.setpgid(0, 0); signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
 
 HIDING = f"""#!/bin/sh
 T=gs-track-$GS_SPOOL-$GS_JOBID
 nohup {PY} -c '{SLEEPER}' $T-nohup > /dev/null 2>&1 &
 setsid {PY} -c '{SLEEPER}' $T-setsid &
-{PY} -c 'import os, signal, time; os.setpgid(0, 0); signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)' $T-pgid &
+{PY} -c '{OWN_GROUP}' $T-pgid &
 sh -c 'env -i {PY} -c "{SLEEPER}" '$T'-orphan & exit 0'
 trap '' TERM
 echo ready > ready.$GS_JOBID
@@ -100,8 +101,10 @@ def test_processes_left_behind_die_when_the_script_ends(gs):
 
 # -- memory ----------------------------------------------------------------------
 
-HOG = (f"#!/bin/sh\nexec {PY} -c 'import sys; x = bytearray(int(sys.argv[1]) << 20); "
-       f"x[::4096] = bytes(len(x[::4096])); print(\"survived\")' \"$1\"\n")
+HOG = (
+    f"#!/bin/sh\nexec {PY} -c 'import sys; x = bytearray(int(sys.argv[1]) << 20); "
+    f'x[::4096] = bytes(len(x[::4096])); print("survived")\' "$1"\n'
+)
 
 
 def exit_record(gs, jid: int) -> dict:

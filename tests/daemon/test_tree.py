@@ -80,8 +80,13 @@ def test_two_parents_filling_the_machine_deadlock_without_yield(make_gs):
     gs.wait_state(a, "RUNNING")
     gs.wait_state(b, "RUNNING")
     (gs.work / "go").write_text("")  # both parents hold a core before any child is submitted
-    kids = wait_for(lambda: len(children_of(gs, a)) == 2 and len(children_of(gs, b)) == 2 and
-                    children_of(gs, a) + children_of(gs, b), 15, "four children taken in")
+    kids = wait_for(
+        lambda: (
+            len(children_of(gs, a)) == 2 and len(children_of(gs, b)) == 2 and children_of(gs, a) + children_of(gs, b)
+        ),
+        15,
+        "four children taken in",
+    )
     deadline = time.monotonic() + 5.0  # the bound: for 5 s nothing may progress
     while time.monotonic() < deadline:
         r = rows(gs)
@@ -154,26 +159,36 @@ def test_recursive_sum_three_levels_deep_on_two_cores(make_gs):
     assert text[1].split()[0] == str(root) and text[1].endswith("sum")
     for line in text[1:]:
         jid = int(line.split()[0])
-        name = line[text[0].index("NAME"):]
+        name = line[text[0].index("NAME") :]
         assert name.endswith("sum") and (len(name) - len("sum")) == 3 * depth[jid], line
     nested = json.loads(gs.run("gstat", "-a", "--tree", "--json", check=True).stdout)["trees"]
     assert [t["id"] for t in nested] == [root] and len(nested[0]["children"]) == 2
-    full = dict(line.split(None, 1) for line in gs.run("gstat", "-f", str(root), check=True).stdout.splitlines()
-                if len(line.split(None, 1)) == 2)
+    full = dict(
+        line.split(None, 1)
+        for line in gs.run("gstat", "-f", str(root), check=True).stdout.splitlines()
+        if len(line.split(None, 1)) == 2
+    )
     kids = sorted(j for j in r if r[j]["spec"].get("parent") == root)
     assert full["children"] == ",".join(map(str, kids)) and full["yielded"] == "no"
-    assert dict(line.split(None, 1) for line in gs.run("gstat", "-f", str(kids[0]), check=True).stdout.splitlines()
-                if len(line.split(None, 1)) == 2)["parent"] == str(root)
+    assert dict(
+        line.split(None, 1)
+        for line in gs.run("gstat", "-f", str(kids[0]), check=True).stdout.splitlines()
+        if len(line.split(None, 1)) == 2
+    )["parent"] == str(root)
 
 
 def test_failed_parent_cancels_its_running_and_pending_subtree(make_gs):
     gs = make_gs(config())
-    s = script(gs, "p.sh", """
+    s = script(
+        gs,
+        "p.sh",
+        """
 gsub -N long -t 1m --wrap 'sleep 60' > "$GS_SUBMIT_DIR/kid1" || exit 3
 gsub -N long -t 1m --wrap 'sleep 60' > "$GS_SUBMIT_DIR/kid2" || exit 3
 while [ ! -s "$GS_SUBMIT_DIR/go" ]; do sleep 0.1; done
 exit 7
-""")
+""",
+    )
     p = gs.gsub("-n", "1", "-t", "2m", str(s))
     k1 = wait_for(lambda: (gs.work / "kid1").exists() and (gs.work / "kid1").read_text().strip(), 15, "kid1")
     k1 = int(k1)
@@ -191,12 +206,16 @@ exit 7
 
 def test_recoverable_parent_keeps_its_subtree_held_until_gresume_tree(make_gs):
     gs = make_gs(config())
-    s = script(gs, "p.sh", """
+    s = script(
+        gs,
+        "p.sh",
+        """
 gsub -N kid -t 1m --wrap 'sleep 60' > "$GS_SUBMIT_DIR/kid1" || exit 3
 gsub -N kid -t 1m --wrap 'true' > "$GS_SUBMIT_DIR/kid2" || exit 3
 while [ ! -s "$GS_SUBMIT_DIR/go" ]; do sleep 0.1; done
 exit 7
-""")
+""",
+    )
     p = gs.gsub("--recoverable", "-t", "2m", str(s))
     k1 = int(wait_for(lambda: (gs.work / "kid1").exists() and (gs.work / "kid1").read_text().strip(), 15, "kid1"))
     gs.wait_state(k1, "RUNNING")
@@ -215,12 +234,16 @@ exit 7
 
 def other_tree_case(gs) -> tuple[int, int, dict]:
     """A parent on core 0 yields (gyield) and holds; a job of another tree waits for core 0 or 1."""
-    s = script(gs, "y.sh", """
+    s = script(
+        gs,
+        "y.sh",
+        """
 while [ ! -e "$GS_SUBMIT_DIR/yield" ]; do sleep 0.05; done
 gyield || exit 3
 while [ ! -e "$GS_SUBMIT_DIR/stop" ]; do sleep 0.1; done
 gresume || exit 4
-""")
+""",
+    )
     parent = gs.gsub("-t", "2m", str(s))
     gs.wait_state(parent, "RUNNING")
     blocker = gs.gsub("-t", "2m", "--wrap", "sleep 60")
@@ -256,7 +279,10 @@ def test_none_affinity_lets_another_tree_use_a_yielded_core(make_gs):
 
 def test_resume_waits_for_the_task_on_the_core_and_the_parent_keeps_its_cores(make_gs):
     gs = make_gs(config())
-    s = script(gs, "r.sh", """
+    s = script(
+        gs,
+        "r.sh",
+        """
 python3 -c 'import os; print(sorted(os.sched_getaffinity(0)))' > "$GS_SUBMIT_DIR/aff.before"
 while [ ! -e "$GS_SUBMIT_DIR/go" ]; do sleep 0.05; done
 gsub -N kid -t 1m --wrap 'while [ ! -e "$GS_SUBMIT_DIR/kid.stop" ]; do sleep 0.1; done' >/dev/null || exit 3
@@ -265,7 +291,8 @@ while [ ! -e "$GS_SUBMIT_DIR/resume" ]; do sleep 0.1; done
 gresume || exit 4
 date +%s.%N > "$GS_SUBMIT_DIR/resumed"
 python3 -c 'import os; print(sorted(os.sched_getaffinity(0)))' > "$GS_SUBMIT_DIR/aff.after"
-""")
+""",
+    )
     p = gs.gsub("-t", "2m", str(s))
     blocker = gs.gsub("-t", "2m", "--wrap", "sleep 60")  # the other core is taken
     gs.wait_state(blocker, "RUNNING")
@@ -297,7 +324,10 @@ def test_bad_input(make_gs):
     done = gs.gsub("-t", "1m", "--wrap", "true")
     gs.wait_state(done, "COMPLETED")
     r = gs.run("gsub", "--parent", str(done), "--wrap", "true")
-    assert r.returncode == 1 and r.stderr == f"gsub: error: parent {done}: already COMPLETED, only a running job can be a parent\n"
+    assert (
+        r.returncode == 1
+        and r.stderr == f"gsub: error: parent {done}: already COMPLETED, only a running job can be a parent\n"
+    )
     r = gs.run("gsub", "--parent", "999", "--wrap", "true")
     assert r.returncode == 1 and "parent 999: no such job" in r.stderr
     r = gs.run("gsub", "--parent", str(done), "--no-parent", "--wrap", "true")
@@ -308,7 +338,8 @@ def test_bad_input(make_gs):
     gs.wait_state(p, "COMPLETED")
     assert (gs.work / "rc").read_text().strip() == "1"
     assert (gs.work / "err").read_text() == (
-        f"gsub: error: job can never run: it asks for 2 cores, its tree (root job {p}) has 1\n")
+        f"gsub: error: job can never run: it asks for 2 cores, its tree (root job {p}) has 1\n"
+    )
 
 
 def test_another_users_parent_is_refused(make_gs):
@@ -327,10 +358,28 @@ def test_another_users_parent_is_refused(make_gs):
         submit_keys(spool, 1, os.getuid() + 1, parent=p)
     # the daemon checks again: a hand-written request naming a job that does not exist fails with the reason
     jid = spool.next_id()
-    spec = {"id": jid, "name": "x", "user": "", "uid": os.getuid(), "gid": os.getgid(), "ncpus": 1, "walltime": 60,
-            "mem": None, "checkpoint": "none", "hold": False, "depend": "", "script": "#!/bin/sh\ntrue\n",
-            "args": [], "workdir": str(gs.work), "stdout": "/dev/null", "stderr": "/dev/null", "env": {},
-            "submit_time": time.time(), "submit_dir": str(gs.work), "parent": jid + 1000}
+    spec = {
+        "id": jid,
+        "name": "x",
+        "user": "",
+        "uid": os.getuid(),
+        "gid": os.getgid(),
+        "ncpus": 1,
+        "walltime": 60,
+        "mem": None,
+        "checkpoint": "none",
+        "hold": False,
+        "depend": "",
+        "script": "#!/bin/sh\ntrue\n",
+        "args": [],
+        "workdir": str(gs.work),
+        "stdout": "/dev/null",
+        "stderr": "/dev/null",
+        "env": {},
+        "submit_time": time.time(),
+        "submit_dir": str(gs.work),
+        "parent": jid + 1000,
+    }
     spool.submit(spec)  # written by hand: gsub would refuse it
     assert gs.wait_state(jid, "FAILED")["reason"] == f"parent {jid + 1000}: no such job"
     (gs.work / "stop").write_text("")
@@ -338,13 +387,17 @@ def test_another_users_parent_is_refused(make_gs):
 
 def test_gyield_and_gresume_several_times_in_one_job(make_gs):
     gs = make_gs(config())
-    s = script(gs, "twice.sh", """
+    s = script(
+        gs,
+        "twice.sh",
+        """
 for round in 1 2 3; do
     gyield || exit 3
     gresume || exit 4
     echo $round >> "$GS_SUBMIT_DIR/rounds"
 done
-""")
+""",
+    )
     p = gs.gsub("-t", "1m", str(s))
     assert gs.wait_state(p, "COMPLETED", "FAILED")["state"] == "COMPLETED", gs.log()
     assert (gs.work / "rounds").read_text().split() == ["1", "2", "3"]

@@ -101,9 +101,39 @@ def test_cpuset_parse_accepts_or_says_why(text):
 
 # -- #GS directives ---------------------------------------------------------------
 
-OPTION_WORDS = ["-n", "-t", "--mem", "-N", "-o", "-e", "-D", "--hold", "--checkpoint", "-d", "--wait",
-                "--wrap", "--emit", "--spool", "--bogus", "-x", "--", "4", "0", "-5", "1:00", "99:99:99:99",
-                "signal", "criu", "afterok:1", "'unclosed", '"q"', "#", "\\", "%j", "x" * 300]
+OPTION_WORDS = [
+    "-n",
+    "-t",
+    "--mem",
+    "-N",
+    "-o",
+    "-e",
+    "-D",
+    "--hold",
+    "--checkpoint",
+    "-d",
+    "--wait",
+    "--wrap",
+    "--emit",
+    "--spool",
+    "--bogus",
+    "-x",
+    "--",
+    "4",
+    "0",
+    "-5",
+    "1:00",
+    "99:99:99:99",
+    "signal",
+    "criu",
+    "afterok:1",
+    "'unclosed",
+    '"q"',
+    "#",
+    "\\",
+    "%j",
+    "x" * 300,
+]
 directive_line = st.builds(
     lambda head, words: head + " ".join(words),
     st.sampled_from(["#GS ", "#GS", "#SBATCH ", "#PBS ", "#PBS -l ", "# GS ", "#gs "]),
@@ -124,8 +154,13 @@ script_text = st.builds(
 @example("#!/bin/sh\n#GS script.sh\necho\n")
 def test_gsub_directives_accept_or_refuse_in_one_line(text):
     # --emit parses every directive and prints the translation; it submits nothing
-    r = CliRunner().invoke(gsub.cli, ["--emit", "slurm", "-"], input=text.encode("utf-8", "surrogatepass"),
-                           prog_name="gsub", catch_exceptions=True)
+    r = CliRunner().invoke(
+        gsub.cli,
+        ["--emit", "slurm", "-"],
+        input=text.encode("utf-8", "surrogatepass"),
+        prog_name="gsub",
+        catch_exceptions=True,
+    )
     assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
     assert r.exit_code in (0, 1, 2)
     errs = r.stderr.splitlines()

@@ -22,9 +22,18 @@ from gridsched.spool import Spool
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 json_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.integers(-(2**70), 2**70), st.floats(),
-              st.text(max_size=20), st.sampled_from(["", "x\n* * * * * root sh", "\x1b[2J", "nowhere", "/etc/x"])),
-    lambda children: st.one_of(st.lists(children, max_size=5), st.dictionaries(st.text(max_size=8), children, max_size=5)),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.integers(-(2**70), 2**70),
+        st.floats(),
+        st.text(max_size=20),
+        st.sampled_from(["", "x\n* * * * * root sh", "\x1b[2J", "nowhere", "/etc/x"]),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=5), st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
     max_leaves=20,
 )
 SENDER = rq.Sender(os.getuid(), "me", frozenset({os.getgid()}), admin=False)
@@ -32,10 +41,26 @@ SENDER = rq.Sender(os.getuid(), "me", frozenset({os.getgid()}), admin=False)
 
 def valid_job(jid: int = 1) -> dict:
     return {
-        "id": jid, "name": "j", "user": "me", "uid": os.getuid(), "gid": os.getgid(), "ncpus": 1, "walltime": 60,
-        "mem": None, "checkpoint": "none", "hold": False, "depend": "", "script": "#!/bin/sh\ntrue\n", "args": [],
-        "workdir": "/tmp", "stdout": "/tmp/o", "stderr": "/tmp/e", "env": {"A": "b"}, "submit_time": 1.0,
-        "submit_dir": "/tmp", "umask": 0o022,
+        "id": jid,
+        "name": "j",
+        "user": "me",
+        "uid": os.getuid(),
+        "gid": os.getgid(),
+        "ncpus": 1,
+        "walltime": 60,
+        "mem": None,
+        "checkpoint": "none",
+        "hold": False,
+        "depend": "",
+        "script": "#!/bin/sh\ntrue\n",
+        "args": [],
+        "workdir": "/tmp",
+        "stdout": "/tmp/o",
+        "stderr": "/tmp/e",
+        "env": {"A": "b"},
+        "submit_time": 1.0,
+        "submit_dir": "/tmp",
+        "umask": 0o022,
     }
 
 
@@ -45,13 +70,23 @@ VALID = {
     "hold-1-1.json": {"type": "hold", "jobs": [1]},
     "yield-1-1.json": {"type": "yield", "job": 4, "until": [5]},
     "resume-1-1.json": {"type": "resume", "job": 4},
-    rq.id_name(2): {"type": "resv_create", "resv": {"id": 2, "uid": os.getuid(), "ncpus": 2, "duration": 60,
-                                                    "start": None, "kill": True}},
+    rq.id_name(2): {
+        "type": "resv_create",
+        "resv": {"id": 2, "uid": os.getuid(), "ncpus": 2, "duration": 60, "start": None, "kill": True},
+    },
     "resv_delete-1-1.json": {"type": "resv_delete", "id": 2, "release": True},
 }
-FIELDS = [(name, path) for name, req in VALID.items() for path in
-          ([("job", k) for k in req["job"]] if "job" in req and isinstance(req["job"], dict) else
-           [("resv", k) for k in req["resv"]] if "resv" in req else [(k,) for k in req if k != "type"])]
+FIELDS = [
+    (name, path)
+    for name, req in VALID.items()
+    for path in (
+        [("job", k) for k in req["job"]]
+        if "job" in req and isinstance(req["job"], dict)
+        else [("resv", k) for k in req["resv"]]
+        if "resv" in req
+        else [(k,) for k in req if k != "type"]
+    )
+]
 
 
 def fresh(tmp_path_factory) -> Spool:
@@ -139,11 +174,14 @@ def check_typed(req: rq.Request) -> None:
         assert 0 < (req.job if not isinstance(req, rq.ResvDelete) else req.id) <= rq.MAX_ID
 
 
-@pytest.mark.parametrize("name, why", [
-    ("submit-1.json", "must be named"),  # an id spelled otherwise than its canonical name
-    ("submit-00000000001.json", "must be named"),
-    ("x.json", "must be named"),
-])
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("submit-1.json", "must be named"),  # an id spelled otherwise than its canonical name
+        ("submit-00000000001.json", "must be named"),
+        ("x.json", "must be named"),
+    ],
+)
 def test_a_new_id_comes_only_from_its_canonical_name(name, why):
     with pytest.raises(rq.Refused, match=why):
         rq.parse({"type": "submit", "job": valid_job()}, name, SENDER)

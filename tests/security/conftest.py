@@ -128,9 +128,16 @@ def _python_for(users: list[User], tmp: Path) -> tuple[str, str, Callable[[], No
     def works(py: str, path: str) -> bool:
         u = users[0]
         try:
-            r = subprocess.run([py, "-c", "import gridsched.cli.gsub, click, rich, psutil"], user=u.uid, group=u.gid,
-                               extra_groups=u.groups, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": path}, cwd="/",
-                               capture_output=True, timeout=60)
+            r = subprocess.run(
+                [py, "-c", "import gridsched.cli.gsub, click, rich, psutil"],
+                user=u.uid,
+                group=u.gid,
+                extra_groups=u.groups,
+                env={"PATH": "/usr/bin:/bin", "PYTHONPATH": path},
+                cwd="/",
+                capture_output=True,
+                timeout=60,
+            )
         except (OSError, subprocess.SubprocessError):
             return False
         return r.returncode == 0
@@ -149,8 +156,10 @@ def _python_for(users: list[User], tmp: Path) -> tuple[str, str, Callable[[], No
         subprocess.run(["mount", "--make-rprivate", "/"], capture_output=True)
     r = subprocess.run(["mount", "--bind", str(prefix), str(mnt)], capture_output=True, text=True)
     if r.returncode != 0:
-        print(f"security tests skipped: the test users cannot run {sys.executable} and it cannot be "
-              f"bind-mounted where they can ({r.stderr.strip()})")
+        print(
+            f"security tests skipped: the test users cannot run {sys.executable} and it cannot be "
+            f"bind-mounted where they can ({r.stderr.strip()})"
+        )
         pytest.skip("no interpreter the test users may run")
 
     def undo() -> None:
@@ -158,8 +167,16 @@ def _python_for(users: list[User], tmp: Path) -> tuple[str, str, Callable[[], No
 
     py = str(mnt / exe.relative_to(prefix))
     # the users' interpreter may not find its site-packages by itself: name it, and the source tree
-    path = ":".join([str(REPO), *(str(mnt / Path(p).resolve().relative_to(prefix)) for p in site
-                                  if Path(p).resolve().is_relative_to(prefix))])
+    path = ":".join(
+        [
+            str(REPO),
+            *(
+                str(mnt / Path(p).resolve().relative_to(prefix))
+                for p in site
+                if Path(p).resolve().is_relative_to(prefix)
+            ),
+        ]
+    )
     if not works(py, path):
         undo()
         pytest.skip(f"the test users cannot run {py} either")
@@ -206,8 +223,10 @@ def env() -> Iterable[Env]:
         for cmd in (*COMMANDS, *mods):
             mod, fn = mods.get(cmd, (cmd, "main"))
             p = bindir / cmd
-            p.write_text(f"#!{python}\nimport sys\nsys.path[:0] = {pythonpath.split(':')!r}\n"
-                         f"from gridsched.cli.{mod} import {fn}\nsys.exit({fn}())\n")
+            p.write_text(
+                f"#!{python}\nimport sys\nsys.path[:0] = {pythonpath.split(':')!r}\n"
+                f"from gridsched.cli.{mod} import {fn}\nsys.exit({fn}())\n"
+            )
             os.chmod(p, 0o755)
         yield Env(users[0], users[1], python, pythonpath, bindir, base)
     finally:
@@ -260,7 +279,7 @@ class Child:
                 data = json.dumps({"error": f"result not JSON: {e}"}).encode()
             view = memoryview(data)
             while view:
-                view = view[os.write(w, view):]
+                view = view[os.write(w, view) :]
             os._exit(0)
         os.close(w)
         self.pid = pid
@@ -343,14 +362,30 @@ class Result:
         return None
 
 
-def run_cmd(argv: list[Any], u: User | None, env: dict[str, str], cwd: str | Path, timeout: float = 30,
-            umask: int = -1, input: bytes | None = None) -> Result:
+def run_cmd(
+    argv: list[Any],
+    u: User | None,
+    env: dict[str, str],
+    cwd: str | Path,
+    timeout: float = 30,
+    umask: int = -1,
+    input: bytes | None = None,
+) -> Result:
     kw: dict[str, Any] = {}
     if u is not None:
         kw.update(user=u.uid, group=u.gid, extra_groups=u.groups)
     try:
-        p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, umask=umask, **kw)
+        p = subprocess.Popen(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            umask=umask,
+            **kw,
+        )
     except OSError as e:  # the exec itself failed (E2BIG, ...): as a shell reports it
         return Result(argv, 126, b"", f"{argv[0]}: {e.strerror}\n".encode())
     try:
@@ -405,11 +440,28 @@ class Targets:
         self.a_secret = private / "secret"
         self.a = a
         self.write(self.shadow, "root:$6$gridsched-test$not-a-real-hash:19000:0:99999:7:::\n", 0, 0o600)
-        self.write(self.crontab, "# m h dom mon dow user command\n17 * * * * root cd / && run-parts /etc/cron.hourly\n",
-                   0, 0o644)
-        self.write(self.rootjson, json.dumps({"env": {"PATH": "/usr/bin:/bin", "ROOT_TOKEN": "root-token-5ac2"},
-                                              "args": [], "workdir": "/", "stdout": "/dev/null",
-                                              "stderr": "/dev/null", "submit_dir": "/"}) + "\n", 0, 0o600)
+        self.write(
+            self.crontab,
+            "# m h dom mon dow user command\n17 * * * * root cd / && run-parts /etc/cron.hourly\n",
+            0,
+            0o644,
+        )
+        self.write(
+            self.rootjson,
+            json.dumps(
+                {
+                    "env": {"PATH": "/usr/bin:/bin", "ROOT_TOKEN": "root-token-5ac2"},
+                    "args": [],
+                    "workdir": "/",
+                    "stdout": "/dev/null",
+                    "stderr": "/dev/null",
+                    "submit_dir": "/",
+                }
+            )
+            + "\n",
+            0,
+            0o600,
+        )
         self.write(self.a_secret, "A's secret a-token-91f3\n", a.uid, 0o600, a.gid)
         self.files = [self.shadow, self.crontab, self.rootjson, self.a_secret]
         self.before: dict[str, Any] = {}
@@ -496,8 +548,9 @@ class System:
     :func:`check_intact` holds the job table to both.
     """
 
-    def __init__(self, env: Env, config: dict[str, dict[str, Any]] | None = None, tag: str = "",
-                 parent: Path | None = None) -> None:
+    def __init__(
+        self, env: Env, config: dict[str, dict[str, Any]] | None = None, tag: str = "", parent: Path | None = None
+    ) -> None:
         self.env_ = env
         self.a, self.b = env.a, env.b
         self.base = Path(tempfile.mkdtemp(prefix=f"{tag or 'spool'}-", dir=parent or env.base))
@@ -535,22 +588,48 @@ class System:
         home = str(u.home) if u is not None else str(self.base)
         name = u.name if u is not None else "root"
         return {
-            "PATH": f"{self.env_.bindir}:/usr/bin:/bin", "HOME": home, "USER": name, "LOGNAME": name,
-            "GRIDSCHED_SPOOL": str(self.spool_dir), "GRIDSCHED_CONFIG": str(self.cfg), "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": self.env_.pythonpath,
+            "PATH": f"{self.env_.bindir}:/usr/bin:/bin",
+            "HOME": home,
+            "USER": name,
+            "LOGNAME": name,
+            "GRIDSCHED_SPOOL": str(self.spool_dir),
+            "GRIDSCHED_CONFIG": str(self.cfg),
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": self.env_.pythonpath,
         }
 
     # -- the daemon ------------------------------------------------------------------
     def daemon_argv(self) -> list[str]:
-        return [str(self.env_.bindir / "gschedd"), "run", "--system", "--spool", str(self.spool_dir),
-                "--config", str(self.cfg)]
+        return [
+            str(self.env_.bindir / "gschedd"),
+            "run",
+            "--system",
+            "--spool",
+            str(self.spool_dir),
+            "--config",
+            str(self.cfg),
+        ]
 
     def start(self, timeout: float = 30) -> None:
         out = open(self.base / "daemon.out", "ab")
-        env = {"PATH": f"{self.env_.bindir}:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8",
-               "GRIDSCHED_CONFIG": str(self.cfg), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": self.env_.pythonpath}
-        self.proc = subprocess.Popen(self.daemon_argv(), env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, cwd="/")
+        env = {
+            "PATH": f"{self.env_.bindir}:/usr/bin:/bin",
+            "HOME": "/root",
+            "LANG": "C.UTF-8",
+            "GRIDSCHED_CONFIG": str(self.cfg),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": self.env_.pythonpath,
+        }
+        self.proc = subprocess.Popen(
+            self.daemon_argv(),
+            env=env,
+            stdout=out,
+            stderr=out,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd="/",
+        )
         out.close()
         self.starts += 1
         wait_for(self._up, timeout, "the system daemon to start")
@@ -682,8 +761,9 @@ class System:
             if j and j["state"] in states:
                 return j
             if self.proc is not None and self.proc.poll() is not None:
-                raise DaemonDied(f"job {jid} is {j and j['state']}, not {'/'.join(states)}: the daemon died: "
-                                 f"{self.why_dead()}")
+                raise DaemonDied(
+                    f"job {jid} is {j and j['state']}, not {'/'.join(states)}: the daemon died: {self.why_dead()}"
+                )
             return None
 
         try:
@@ -691,8 +771,10 @@ class System:
         except DaemonDied:
             raise
         except AssertionError:
-            raise AssertionError(f"job {jid} is not {'/'.join(states)} after {timeout}s: {self.job(jid)}; "
-                                 f"daemon {self.why_dead()}\n{self.log_tail()}") from None
+            raise AssertionError(
+                f"job {jid} is not {'/'.join(states)} after {timeout}s: {self.job(jid)}; "
+                f"daemon {self.why_dead()}\n{self.log_tail()}"
+            ) from None
 
     def wait_taken(self, name: str, timeout: float = 15) -> None:
         """Until ``incoming/NAME`` is gone (taken in, refused or quarantined)."""
@@ -702,8 +784,9 @@ class System:
     def settle(self, timeout: float = 20) -> None:
         """Until incoming/ holds nothing but hidden files and the daemon has had a turn after that."""
         inc = self.spool_dir / "incoming"
-        wait_for(lambda: not [n for n in os.listdir(inc) if not n.startswith(".")], timeout,
-                 "the daemon to empty incoming/")
+        wait_for(
+            lambda: not [n for n in os.listdir(inc) if not n.startswith(".")], timeout, "the daemon to empty incoming/"
+        )
         self.turn()
 
     def turn(self, timeout: float = 15) -> None:
@@ -714,8 +797,16 @@ class System:
         self.wait_taken(name, timeout)
 
     # -- commands -------------------------------------------------------------------------
-    def cmd(self, u: User | None, *args: Any, timeout: float = 30, umask: int = -1, cwd: Path | None = None,
-            input: bytes | None = None, extra_env: dict[str, str] | None = None) -> Result:
+    def cmd(
+        self,
+        u: User | None,
+        *args: Any,
+        timeout: float = 30,
+        umask: int = -1,
+        cwd: Path | None = None,
+        input: bytes | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> Result:
         argv = [str(self.env_.bindir / args[0]), *args[1:]]
         env = self.user_env(u)
         env.update(extra_env or {})
@@ -755,17 +846,32 @@ class System:
         jid = self.next_id() if jid is None else jid
         home = str(u.home)
         spec: dict[str, Any] = {
-            "id": jid, "name": "hand", "user": u.name, "uid": u.uid, "gid": u.gid, "ncpus": 1, "walltime": 60,
-            "mem": None, "checkpoint": "none", "hold": False, "depend": "", "script": "#!/bin/sh\ntrue\n",
-            "args": [], "workdir": home, "stdout": f"{home}/hand.o{jid}", "stderr": f"{home}/hand.e{jid}",
-            "env": {"PATH": f"{self.env_.bindir}:/usr/bin:/bin", "HOME": home}, "submit_time": time.time(),
+            "id": jid,
+            "name": "hand",
+            "user": u.name,
+            "uid": u.uid,
+            "gid": u.gid,
+            "ncpus": 1,
+            "walltime": 60,
+            "mem": None,
+            "checkpoint": "none",
+            "hold": False,
+            "depend": "",
+            "script": "#!/bin/sh\ntrue\n",
+            "args": [],
+            "workdir": home,
+            "stdout": f"{home}/hand.o{jid}",
+            "stderr": f"{home}/hand.e{jid}",
+            "env": {"PATH": f"{self.env_.bindir}:/usr/bin:/bin", "HOME": home},
+            "submit_time": time.time(),
             "submit_dir": home,
         }
         spec.update(changes)
         return spec
 
-    def put(self, u: User | None, name: str, payload: Any, mode: int = 0o600,
-            raw: bytes | None = None) -> dict[str, Any]:
+    def put(
+        self, u: User | None, name: str, payload: Any, mode: int = 0o600, raw: bytes | None = None
+    ) -> dict[str, Any]:
         """Write ``incoming/NAME`` as ``u`` (hidden temporary name, then renamed) and wake the daemon."""
         data = raw if raw is not None else json.dumps(payload).encode()
         inc = str(self.spool_dir / "incoming")
@@ -777,7 +883,7 @@ class System:
             try:
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
                 os.fchmod(fd, mode)
             finally:
                 os.close(fd)
@@ -794,8 +900,9 @@ class System:
             return {"ok": write()}
         return as_user(u, write)
 
-    def submit_as(self, u: User, fname: str | None = None, mode: int = 0o600, record: bool = True,
-                  **changes: Any) -> int:
+    def submit_as(
+        self, u: User, fname: str | None = None, mode: int = 0o600, record: bool = True, **changes: Any
+    ) -> int:
         """A hand-written submit request of ``u``'s (file ``fname``, by default named after its id); its job id."""
         spec = self.spec(u, **changes)
         jid = spec["id"]
@@ -822,12 +929,14 @@ def table_problems(system: System, allow_root: Iterable[int] = ()) -> dict[tuple
                 continue  # still waiting to be taken in (the daemon may be down)
             problems[jid, "lost"] = f"A's job {jid} is not in the job table (lost)"
         elif r["uid"] != a.uid or r["user"] != a.name:
-            problems[jid, "owner"] = (f"A's job {jid} belongs to uid {r['uid']} user {r['user']!r} "
-                                      f"(A is {a.uid} {a.name!r})")
+            problems[jid, "owner"] = (
+                f"A's job {jid} belongs to uid {r['uid']} user {r['user']!r} (A is {a.uid} {a.name!r})"
+            )
     for jid, r in sorted(rows.items()):
         if r["uid"] == a.uid and jid not in system.ids[a.name] | system.wrote[a.name]:
-            problems[jid, "given to A"] = (f"job {jid} runs as A (uid {a.uid}) but A never submitted it: "
-                                           f"{r['name']!r} {r['state']}")
+            problems[jid, "given to A"] = (
+                f"job {jid} runs as A (uid {a.uid}) but A never submitted it: {r['name']!r} {r['state']}"
+            )
         if r["user"] == a.name and r["uid"] != a.uid:
             problems[jid, "named A's"] = f"job {jid} is named A's but runs as uid {r['uid']}"
         if r["uid"] == 0 and jid not in set(allow_root):
@@ -853,8 +962,10 @@ def still_serves_a(system: System, timeout: float = 30) -> None:
         raise
     except AssertionError as e:
         if system.job(jid) is None:
-            raise AssertionError(f"the daemon runs but does not serve: A's job {jid} was not taken in within "
-                                 f"{timeout}s (wedged)\n{system.log_tail(15)}") from None
+            raise AssertionError(
+                f"the daemon runs but does not serve: A's job {jid} was not taken in within "
+                f"{timeout}s (wedged)\n{system.log_tail(15)}"
+            ) from None
         raise e
     assert row["state"] == "COMPLETED", f"A's probe job {jid} ended {row['state']}: {row['reason']!r}"
     out = a.home / f"probe.o{jid}"
@@ -862,8 +973,13 @@ def still_serves_a(system: System, timeout: float = 30) -> None:
     assert os.stat(out).st_uid == a.uid
 
 
-def check_intact(system: System, targets: Targets | None = None, allow_root: Iterable[int] = (),
-                 serve: bool = True, probe_timeout: float = 30) -> None:
+def check_intact(
+    system: System,
+    targets: Targets | None = None,
+    allow_root: Iterable[int] = (),
+    serve: bool = True,
+    probe_timeout: float = 30,
+) -> None:
     """(b), (c) and (d) after an attack: targets unchanged, A's jobs A's, the daemon serves A."""
     problems = []
     if targets is not None:
@@ -896,8 +1012,9 @@ def shared_system(env: Env) -> Iterable[System]:
 def system(shared_system: dict[str, System], env: Env) -> System:
     s = shared_system["system"]
     if not s.alive():
-        print(f"the module's daemon was stopped or died in an earlier test ({s.why_dead()}); "
-              "a new one on a fresh spool")
+        print(
+            f"the module's daemon was stopped or died in an earlier test ({s.why_dead()}); a new one on a fresh spool"
+        )
         s.cleanup()
         s = System(env, tag="mod")
         s.start()

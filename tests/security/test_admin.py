@@ -44,11 +44,15 @@ def test_b_cannot_reload_drain_resume_or_undrain(fresh):
     wait_for(lambda: drained(system) == "3", 15, "root's drain of core 3")
     # root edits the configuration without reloading it yet: only a reload would make it count
     cfg = system.cfg.read_text()
-    text = cfg.replace('[jobs]\n', '[jobs]\nmax_walltime = "2m"\ndefault_walltime = "1m"\n')
+    text = cfg.replace("[jobs]\n", '[jobs]\nmax_walltime = "2m"\ndefault_walltime = "1m"\n')
     assert text != cfg
     system.cfg.write_text(text)
-    for payload in ({"type": "reload"}, {"type": "drain", "cores": "0-3", "reason": "B was here"},
-                    {"type": "resume", "cores": "0-3"}, {"type": "undrain", "cores": "0-3"}):
+    for payload in (
+        {"type": "reload"},
+        {"type": "drain", "cores": "0-3", "reason": "B was here"},
+        {"type": "resume", "cores": "0-3"},
+        {"type": "undrain", "cores": "0-3"},
+    ):
         system.put(b, f"{payload['type']}-{time.time_ns()}-{os.getpid()}.json", payload)
     system.settle()
     after_drain = drained(system)
@@ -83,9 +87,12 @@ def test_a_non_admin_gctl_drain_is_refused_in_one_line(system, targets):
 def start_with_config_only(env, system: System, spool_in_config: bool) -> str | None:
     """Start ``gschedd run --system --config X`` (and ``--spool S`` unless the config names it), with no
     GRIDSCHED_* variable in the daemon's environment; where it runs (a spool path, or "exited")."""
-    cfg = {"scheduler": {"policy": "fcfs"},
-           "jobs": {"kill_grace": "1s", "max_walltime": "10m", "default_walltime": "5m"}, "machine": {"cores": 4},
-           "daemon": {"autostart": False, "system": True}}
+    cfg = {
+        "scheduler": {"policy": "fcfs"},
+        "jobs": {"kill_grace": "1s", "max_walltime": "10m", "default_walltime": "5m"},
+        "machine": {"cores": 4},
+        "daemon": {"autostart": False, "system": True},
+    }
     if spool_in_config:
         cfg["daemon"]["spool"] = str(system.spool_dir)
     system.cfg.write_text(toml(cfg))
@@ -93,10 +100,16 @@ def start_with_config_only(env, system: System, spool_in_config: bool) -> str | 
     if not spool_in_config:
         argv[3:3] = ["--spool", str(system.spool_dir)]
     out = open(system.base / "daemon.out", "ab")
-    daemon_env = {"PATH": f"{env.bindir}:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8",
-                  "PYTHONPATH": env.pythonpath, "PYTHONDONTWRITEBYTECODE": "1"}
-    system.proc = subprocess.Popen(argv, env=daemon_env, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                                   start_new_session=True, cwd="/")
+    daemon_env = {
+        "PATH": f"{env.bindir}:/usr/bin:/bin",
+        "HOME": "/root",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": env.pythonpath,
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    system.proc = subprocess.Popen(
+        argv, env=daemon_env, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True, cwd="/"
+    )
     out.close()
 
     def where() -> str | None:
@@ -116,14 +129,16 @@ def start_with_config_only(env, system: System, spool_in_config: bool) -> str | 
 def test_a_system_daemon_runs_on_the_spool_its_config_names(env):
     """``gschedd run --system --config X`` where X says ``[daemon] spool = S``: the daemon runs on S."""
     if SYSTEM_SPOOL.exists():
-        print(f"skipped: {SYSTEM_SPOOL} exists (a real system spool): a daemon that ignores spool = S would "
-              "start there")
+        print(
+            f"skipped: {SYSTEM_SPOOL} exists (a real system spool): a daemon that ignores spool = S would start there"
+        )
         pytest.skip(f"{SYSTEM_SPOOL} exists; not disturbing it")
     system = System(env, tag="cfg")
     try:
         at = start_with_config_only(env, system, spool_in_config=True)
         assert at == str(system.spool_dir), (
-            f"the daemon runs on {at}, not on the spool its config names ({system.spool_dir}): {system.why_dead()}")
+            f"the daemon runs on {at}, not on the spool its config names ({system.spool_dir}): {system.why_dead()}"
+        )
         assert over_walltime(system, system.a, 3600).startswith("FAILED"), "X's max_walltime (10m) does not hold"
         check_intact(system)
     finally:
@@ -149,8 +164,11 @@ def test_a_reload_keeps_the_config_the_daemon_was_started_with(env):
                 r = system.cmd(None, "gctl", "reload", "--spool", str(system.spool_dir), "--config", str(system.cfg))
                 assert r.rc == 0, r
             try:
-                wait_for(lambda m=mark: any("reload" in line for line in system.log().splitlines()[m:]), 10,
-                         f"the daemon to log the reload ({how})")
+                wait_for(
+                    lambda m=mark: any("reload" in line for line in system.log().splitlines()[m:]),
+                    10,
+                    f"the daemon to log the reload ({how})",
+                )
             except AssertionError:
                 pass
             lines = [line for line in system.log().splitlines()[mark:] if "reload" in line]
@@ -159,9 +177,11 @@ def test_a_reload_keeps_the_config_the_daemon_was_started_with(env):
             state = over_walltime(system, a, 3600)
             assert state.startswith("FAILED"), (
                 f"after {how} the settings of {system.cfg} no longer hold: a 1-hour job is {state} (max_walltime "
-                f"is 10m there); the reload said: {lines}")
+                f"is 10m there); the reload said: {lines}"
+            )
             assert not [line for line in lines if "reloaded" in line and "fcfs" not in line], (
-                f"after {how} the daemon runs another policy than X's fcfs: {lines}")
+                f"after {how} the daemon runs another policy than X's fcfs: {lines}"
+            )
         check_intact(system)
     finally:
         system.cleanup()

@@ -18,7 +18,7 @@ from tests.security.conftest import TERMINAL, Result, System, as_user, check_int
 
 
 def refused_or_a_job(system: System, r: Result, prog: str = "gsub", timeout: float = 20) -> str:
-    """"refused" or "job ID"; fails the test when neither holds."""
+    """ "refused" or "job ID"; fails the test when neither holds."""
     a = system.a
     if r.rc != 0:
         why = r.one_line_error(prog)
@@ -34,8 +34,10 @@ def refused_or_a_job(system: System, r: Result, prog: str = "gsub", timeout: flo
         pass
     row = system.job(jid)
     quarantined = sorted(p.name for p in q.iterdir() if str(jid) in p.name) if q.exists() else []
-    assert row is not None, (f"{prog} accepted the submission and printed {jid}, but no such job exists "
-                             f"(quarantined: {quarantined}); daemon {system.why_dead()}\n{system.log_tail(5)}")
+    assert row is not None, (
+        f"{prog} accepted the submission and printed {jid}, but no such job exists "
+        f"(quarantined: {quarantined}); daemon {system.why_dead()}\n{system.log_tail(5)}"
+    )
     assert row["uid"] == a.uid, row
     return f"job {jid} {row['state']}"
 
@@ -66,8 +68,13 @@ def test_a_job_name_that_is_not_utf8(system, targets):
     argv = [str(system.env_.bindir / "gsub"), b"-N\xff\xfe", "-t", "1m", "--wrap", "true"]
     r = run_cmd(argv, a, system.user_env(a), a.home, 30)
     print(refused_or_a_job(system, r))
-    r = run_cmd([str(system.env_.bindir / "gsub"), "-t", "1m", "-o", b"out-\xff.%j", "--wrap", "true"], a,
-                system.user_env(a), a.home, 30)
+    r = run_cmd(
+        [str(system.env_.bindir / "gsub"), "-t", "1m", "-o", b"out-\xff.%j", "--wrap", "true"],
+        a,
+        system.user_env(a),
+        a.home,
+        30,
+    )
     print(refused_or_a_job(system, r))
     check_intact(system, targets)
 
@@ -91,8 +98,13 @@ def test_a_nul_through_the_python_api(system, targets):
         except GridschedError as e:
             return {"refused": str(e)}
 
-    for kw in ({"env": {"PATH": "/usr/bin:/bin", "X": "a\x00b"}}, {"args": ["a\x00b"]}, {"name": "a\x00b"},
-               {"env": {"PATH": "/usr/bin:/bin", "X\x00Y": "1"}}, {"output": "out\x00.txt"}):
+    for kw in (
+        {"env": {"PATH": "/usr/bin:/bin", "X": "a\x00b"}},
+        {"args": ["a\x00b"]},
+        {"name": "a\x00b"},
+        {"env": {"PATH": "/usr/bin:/bin", "X\x00Y": "1"}},
+        {"output": "out\x00.txt"},
+    ):
         res = as_user(a, submit, **kw)
         assert "ok" in res, f"the API raised something other than GridschedError for {kw}: {res}"
         out = res["ok"]
@@ -125,8 +137,9 @@ def test_a_dependency_on_an_id_of_23_digits(system, targets):
 
 
 def _mount(where: Path, size: str) -> str | None:
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where)], capture_output=True, text=True
+    )
     return None if r.returncode == 0 else f"mount -t tmpfs failed: {r.stderr.strip()}"
 
 
@@ -161,8 +174,12 @@ def test_commands_on_a_full_spool(env):
             except OSError:
                 pass
         said = {}
-        for name, args in (("gdel", (str(held),)), ("grls", (str(held2),)), ("ghold", (str(waiting),)),
-                           ("gsub", ("-t", "1m", "--wrap", "true"))):
+        for name, args in (
+            ("gdel", (str(held),)),
+            ("grls", (str(held2),)),
+            ("ghold", (str(waiting),)),
+            ("gsub", ("-t", "1m", "--wrap", "true")),
+        ):
             r = system.cmd(a, name, *args, timeout=30)
             said[name] = r
             if r.rc != 0:

@@ -45,8 +45,9 @@ def test_b_cannot_take_the_id_of_a_waiting_submission(fresh):
     assert (inc / mine).exists(), sorted(os.listdir(inc))
     spec = system.spec(b, jid=victim, name="stolen", script="#!/bin/sh\necho stolen\n")
     payload = json.dumps({"type": "submit", "job": spec}).encode()
-    claim_a = json.dumps({"type": "submit", "job": system.spec(b, jid=victim, uid=a.uid, user=a.name,
-                                                                   gid=a.gid)}).encode()
+    claim_a = json.dumps(
+        {"type": "submit", "job": system.spec(b, jid=victim, uid=a.uid, user=a.name, gid=a.gid)}
+    ).encode()
 
     def attack() -> dict[str, str]:
         out = {}
@@ -76,11 +77,18 @@ def test_b_cannot_take_the_id_of_a_waiting_submission(fresh):
         attempt("open it for writing", overwrite)
         attempt("rename a file over it", rename_over)
         attempt("remove it", lambda: os.unlink(inc / mine))
-        attempt("hard-link it under a name that sorts first",
-                lambda: os.link(inc / mine, inc / "submit-0000000000.json"))
-        for name in (f"submit-{victim}.json", f"submit-{victim:05d}.json", "submit-0000000001.json",
-                     "submit-0000000000.json", f"submit-{victim:011d}.json", f"submit-{victim:010d}.json.json",
-                     f"cancel-0-{victim}.json"):
+        attempt(
+            "hard-link it under a name that sorts first", lambda: os.link(inc / mine, inc / "submit-0000000000.json")
+        )
+        for name in (
+            f"submit-{victim}.json",
+            f"submit-{victim:05d}.json",
+            "submit-0000000001.json",
+            "submit-0000000000.json",
+            f"submit-{victim:011d}.json",
+            f"submit-{victim:010d}.json.json",
+            f"cancel-0-{victim}.json",
+        ):
             attempt(f"write {name}", lambda n=name: write_new(n))
         attempt("write a claim of A's uid", lambda: write_new("submit-0000000002.json", claim_a))
         return out

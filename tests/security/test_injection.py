@@ -35,14 +35,33 @@ def test_identity_fields_holding_newlines_and_other_types(system, targets):
     a, b = system.a, system.b
     line = f"\n{MARK} {CRON}\n{MARK} 2026-01-01 00:00:00,000 INFO job 1 COMPLETED\n"
     claims = [
-        {"uid": f"{b.uid}{line}"}, {"uid": f"{a.uid}{line}"}, {"uid": f"0{line}"}, {"uid": [a.uid]},
-        {"uid": {"x": a.uid}}, {"uid": float(a.uid)}, {"uid": True}, {"uid": 2**80}, {"uid": -1}, {"uid": None},
-        {"user": f"root{line}"}, {"user": f"{a.name}{line}"}, {"user": [a.name]},
-        {"gid": f"0{line}"}, {"gid": f"{b.gid}{line}"}, {"gid": [0]}, {"gid": 2**80},
-        {"name": f"job{line}"}, {"name": f"{CRON}\n"},
-        {"depend": f"afterok:1{line}"}, {"array": f"0-3{line}"}, {"resources": {f"lic{line}": 1}},
-        {"checkpoint": f"none{line}"}, {"workdir": f"/tmp{line}"}, {"stdout": f"{targets.crontab}{line}"},
-        {"env": {f"X{line}": "1", "Y": line}}, {"args": [line]},
+        {"uid": f"{b.uid}{line}"},
+        {"uid": f"{a.uid}{line}"},
+        {"uid": f"0{line}"},
+        {"uid": [a.uid]},
+        {"uid": {"x": a.uid}},
+        {"uid": float(a.uid)},
+        {"uid": True},
+        {"uid": 2**80},
+        {"uid": -1},
+        {"uid": None},
+        {"user": f"root{line}"},
+        {"user": f"{a.name}{line}"},
+        {"user": [a.name]},
+        {"gid": f"0{line}"},
+        {"gid": f"{b.gid}{line}"},
+        {"gid": [0]},
+        {"gid": 2**80},
+        {"name": f"job{line}"},
+        {"name": f"{CRON}\n"},
+        {"depend": f"afterok:1{line}"},
+        {"array": f"0-3{line}"},
+        {"resources": {f"lic{line}": 1}},
+        {"checkpoint": f"none{line}"},
+        {"workdir": f"/tmp{line}"},
+        {"stdout": f"{targets.crontab}{line}"},
+        {"env": {f"X{line}": "1", "Y": line}},
+        {"args": [line]},
     ]
     ids = []
     for c in claims:
@@ -95,8 +114,10 @@ def test_control_characters_in_names_do_not_reach_the_terminal(system, targets):
                 ctl = control_bytes(data)
                 c1 = ESC_C1.findall(data.decode("utf-8", "replace"))
                 if ctl or c1:
-                    bad.append(f"as {who.name}: `{' '.join(args)}` {stream} holds control characters "
-                               f"{ctl + [c.encode() for c in c1]}: {data[:300]!r}")
+                    bad.append(
+                        f"as {who.name}: `{' '.join(args)}` {stream} holds control characters "
+                        f"{ctl + [c.encode() for c in c1]}: {data[:300]!r}"
+                    )
     assert not bad, "\n".join(bad)
     for j in (named, named_nonul, c1_only):
         if system.job(j) is not None:

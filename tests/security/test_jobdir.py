@@ -67,8 +67,12 @@ def test_job_directory_race(fresh):
     jobs = system.spool_dir / "jobs"
     stop = system.base / "stop-swapping"
     first = system.next_id()
-    plan = {"script": str(targets.shadow), "private.json": str(targets.rootjson), "checkpoint": str(targets.dir),
-            "task-script": str(targets.crontab)}
+    plan = {
+        "script": str(targets.shadow),
+        "private.json": str(targets.rootjson),
+        "checkpoint": str(targets.dir),
+        "task-script": str(targets.crontab),
+    }
 
     def swapper() -> dict[str, int]:
         n = {name: 0 for name in NAMES} | {"tries": 0, "dirs seen": 0}
@@ -131,16 +135,28 @@ def test_held_job_directory(fresh, case):
     system = fresh()
     a, b = system.a, system.b
     targets = Targets(system.base, a).snapshot()
-    ja = system.gsub(a, "--hold", "-o", str(system.shared / "a-out.%j"), "-e", str(system.shared / "a-err.%j"),
-                     "--wrap", "env",
-                     extra_env={"A_TOKEN": "a-token-91f3"})
+    ja = system.gsub(
+        a,
+        "--hold",
+        "-o",
+        str(system.shared / "a-out.%j"),
+        "-e",
+        str(system.shared / "a-err.%j"),
+        "--wrap",
+        "env",
+        extra_env={"A_TOKEN": "a-token-91f3"},
+    )
     system.wait_state(ja, "HELD")
-    jb = system.gsub(b, "--hold", "-t", "30s", "--wrap",
-                     f"env > {b.home}/env.$GS_JOBID; touch \"$GS_CHECKPOINT_DIR/x\"")
+    jb = system.gsub(b, "--hold", "-t", "30s", "--wrap", f'env > {b.home}/env.$GS_JOBID; touch "$GS_CHECKPOINT_DIR/x"')
     system.wait_state(jb, "HELD")
     jdir = system.spool_dir / "jobs" / str(jb)
-    target = {"shadow": str(targets.shadow), "rootjson": str(targets.rootjson), "dir": str(targets.dir),
-              "a-private": str(system.spool_dir / "jobs" / str(ja) / "private.json"), "fifo": None}[what]
+    target = {
+        "shadow": str(targets.shadow),
+        "rootjson": str(targets.rootjson),
+        "dir": str(targets.dir),
+        "a-private": str(system.spool_dir / "jobs" / str(ja) / "private.json"),
+        "fifo": None,
+    }[what]
     done = spawn_as(b, swap, str(jdir / name), target).result()
     print(f"B's swap of {name} in its held job {jb}: {done}")  # refused: the rest must hold all the same
     r = system.cmd(b, "grls", str(jb))
@@ -152,8 +168,11 @@ def test_held_job_directory(fresh, case):
     targets.check()
     found = leaked(b.home, ("root-token-5ac2", "a-token-91f3")) + leaked(system.shared, ("root-token-5ac2",))
     found += [f for f in leaked(system.shared, ("a-token-91f3",)) if os.stat(f.split(":")[0]).st_uid != a.uid]
-    found += [f"{p} (A's output path, written by B's job)" for p in system.shared.iterdir()
-              if p.name.startswith("a-") and p.lstat().st_uid == b.uid]
+    found += [
+        f"{p} (A's output path, written by B's job)"
+        for p in system.shared.iterdir()
+        if p.name.startswith("a-") and p.lstat().st_uid == b.uid
+    ]
     assert not found, f"B got someone else's data: {found}"
     check_intact(system, targets, probe_timeout=15)
 
@@ -170,8 +189,10 @@ def test_split_job_pieces_do_not_link_through_b_s_links(fresh):
     sp = system.gsub(b, "--hold", "--split", "4", "--task-time", "5s", "-n", "1", "--wrap", "true")
     system.wait_state(sp, "HELD")
     jdir = system.spool_dir / "jobs" / str(sp)
-    res = {n: spawn_as(b, swap, str(jdir / n), str(t)).result() for n, t in
-           (("script", targets.crontab), ("task-script", targets.shadow))}
+    res = {
+        n: spawn_as(b, swap, str(jdir / n), str(t)).result()
+        for n, t in (("script", targets.crontab), ("task-script", targets.shadow))
+    }
     print("B's swaps in its held splittable job:", res)
     assert system.cmd(b, "grls", str(sp)).rc == 0
     # the scheduler backfills the free core with pieces of the split job: wait until one exists (10 s at most)

@@ -73,8 +73,9 @@ def test_files_of_a_job_submitted_with_umask_077(system, targets):
     """A submits with umask 077: the job's output and a file it creates in its checkpoint directory are
     private to A (mode 0600 or stricter), and B cannot read them."""
     a, b = system.a, system.b
-    jid = system.gsub(a, "-N", "private", "--wrap", 'echo secret-output; echo secret > "$GS_CHECKPOINT_DIR/state"',
-                      umask=0o077)
+    jid = system.gsub(
+        a, "-N", "private", "--wrap", 'echo secret-output; echo secret > "$GS_CHECKPOINT_DIR/state"', umask=0o077
+    )
     row = system.wait_state(jid, *TERMINAL)
     assert row["state"] == "COMPLETED", row
     out = a.home / f"private.o{jid}"

@@ -193,8 +193,13 @@ def test_fifos_sockets_and_directories_in_incoming(system, targets):
     try:
         time.sleep(0.5)  # let the first ones land
         for _ in range(2):
-            for who, args in ((a, ("gstat",)), (None, ("gstat",)), (a, ("gstat", "-r")), (a, ("gresv", "list")),
-                              (None, ("gstat", "-a", "--json"))):
+            for who, args in (
+                (a, ("gstat",)),
+                (None, ("gstat",)),
+                (a, ("gstat", "-r")),
+                (a, ("gresv", "list")),
+                (None, ("gstat", "-a", "--json")),
+            ):
                 r = system.cmd(who, *args, timeout=10)
                 if r.rc != 0 or "Traceback" in r.stderr:
                     hung.append(f"as {'root' if who is None else who.name}: {r}")

@@ -42,8 +42,11 @@ def test_odd_names_and_shapes_of_requests(system, targets):
     for name, payload in odd.items():
         system.put(b, name, payload)
     jid = system.next_id()
-    system.put(b, f"submit-{jid:010d}.json", {"type": "submit", "job": system.spec(b, jid=jid, hold=True),
-                                               "unknown": 1, "uid": 0})
+    system.put(
+        b,
+        f"submit-{jid:010d}.json",
+        {"type": "submit", "job": system.spec(b, jid=jid, hold=True), "unknown": 1, "uid": 0},
+    )
     system.settle()
     rows = system.rows()
     for j in jobs + [jid]:
@@ -87,13 +90,27 @@ def test_a_request_of_b_s_claiming_root(system, targets):
     a, b = system.a, system.b
     victim = system.gsub(a, "--hold", "-t", "1m", "--wrap", "true")
     system.wait_state(victim, "HELD")
-    ids = [system.submit_as(b, record=False, uid=0, gid=0, user="root", hold=True,
-                            script=f"#!/bin/sh\nid > {targets.dir}/pwned\n"),
-           system.submit_as(b, record=False, uid=0, user="root", hold=True),
-           system.submit_as(b, record=False, gid=0, hold=True)]
+    ids = [
+        system.submit_as(
+            b, record=False, uid=0, gid=0, user="root", hold=True, script=f"#!/bin/sh\nid > {targets.dir}/pwned\n"
+        ),
+        system.submit_as(b, record=False, uid=0, user="root", hold=True),
+        system.submit_as(b, record=False, gid=0, hold=True),
+    ]
     rid = system.next_id()
-    resv = {"id": rid, "name": "root's", "user": "root", "uid": 0, "ncpus": 1, "resources": {}, "duration": 600,
-            "start": None, "users": [], "kill": True, "create_time": time.time()}
+    resv = {
+        "id": rid,
+        "name": "root's",
+        "user": "root",
+        "uid": 0,
+        "ncpus": 1,
+        "resources": {},
+        "duration": 600,
+        "start": None,
+        "users": [],
+        "kill": True,
+        "create_time": time.time(),
+    }
     system.put(b, f"submit-{rid:010d}.json", {"type": "resv_create", "resv": resv})
     system.put(b, f"cancel-{time.time_ns()}-1.json", {"type": "cancel", "jobs": [victim], "uid": 0, "user": "root"})
     system.settle()

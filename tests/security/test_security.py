@@ -42,8 +42,11 @@ def test_user_b_cannot_touch_user_a(system, targets):
     ja = system.gsub(a, "-t", "2m", "--wrap", "id -u > uid.$GS_JOBID; id -G > groups.$GS_JOBID; sleep 60")
     ra = system.wait_state(ja, "RUNNING")
     assert ra["uid"] == a.uid and ra["user"] == a.name
-    wait_for(lambda: (home_a / f"groups.{ja}").exists() and (home_a / f"groups.{ja}").read_text(), 10,
-             "A's job to write its ids")
+    wait_for(
+        lambda: (home_a / f"groups.{ja}").exists() and (home_a / f"groups.{ja}").read_text(),
+        10,
+        "A's job to write its ids",
+    )
     assert (home_a / f"uid.{ja}").read_text().split() == [str(a.uid)]  # it runs as A...
     assert "0" not in (home_a / f"groups.{ja}").read_text().split()  # ...without root's group
 
@@ -79,8 +82,9 @@ def test_user_b_cannot_touch_user_a(system, targets):
     assert not (home_a / "pwned").exists() and not (home_b / "pwned").exists()
 
     # 3. output to a root-only file: the file is opened as B, so the job fails and the file is untouched
-    jo = system.submit_as(b, stdout=str(targets.shadow), stderr=str(targets.shadow),
-                          script="#!/bin/sh\necho overwritten\n")
+    jo = system.submit_as(
+        b, stdout=str(targets.shadow), stderr=str(targets.shadow), script="#!/bin/sh\necho overwritten\n"
+    )
     jr = system.wait_state(jo, *TERMINAL)
     assert jr["state"] == "FAILED", jr
     targets.check()
@@ -99,8 +103,9 @@ def test_user_b_cannot_touch_user_a(system, targets):
 
     def plant(d: Path) -> int:
         n = 0
-        for name in ["seg-1.pid", "seg-1.exit"] + [f".seg-1.{x}.{p}.tmp" for x in ("pid", "exit")
-                                                   for p in range(1, 2 << 10)]:
+        for name in ["seg-1.pid", "seg-1.exit"] + [
+            f".seg-1.{x}.{p}.tmp" for x in ("pid", "exit") for p in range(1, 2 << 10)
+        ]:
             try:
                 os.symlink(targets.shadow, d / name)
                 n += 1
@@ -173,8 +178,13 @@ def test_concurrent_users_never_share_a_job_id(system, targets):
 def test_a_job_runs_with_its_owner_s_groups_only(system, targets):
     """The groups of a job come from the group database for its owner, not from what the request says."""
     a, b = system.a, system.b
-    jid = system.submit_as(b, record=True, script=f"#!/bin/sh\nid -G > {b.home}/groups.$GS_JOBID\n",
-                           groups=[0, a.gid], supplementary_groups=[0])
+    jid = system.submit_as(
+        b,
+        record=True,
+        script=f"#!/bin/sh\nid -G > {b.home}/groups.$GS_JOBID\n",
+        groups=[0, a.gid],
+        supplementary_groups=[0],
+    )
     system.settle()
     row = system.job(jid)
     if row is not None:

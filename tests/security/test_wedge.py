@@ -25,8 +25,15 @@ SUBMITS = {
     "dependency id of 5000 digits": [{"depend": "afterok:" + "9" * 5000}, {"depend": "afterany:1:" + "7" * 5000}],
     "ncpus 10**30": [{"ncpus": 10**30}],
     "walltime -1, 1e308, 'x'": [{"walltime": -1}, {"walltime": 1e308}, {"walltime": "x"}],
-    "NaN and Infinity": [{"walltime": NAN}, {"ncpus": INF}, {"submit_time": NAN}, {"submit_time": 1e308},
-                         {"mem": INF}, {"reservation": NAN}, {"parent": NAN}],
+    "NaN and Infinity": [
+        {"walltime": NAN},
+        {"ncpus": INF},
+        {"submit_time": NAN},
+        {"submit_time": 1e308},
+        {"mem": INF},
+        {"reservation": NAN},
+        {"parent": NAN},
+    ],
 }
 RESVS = {
     "reservation start NaN": [{"start": NAN}],
@@ -38,8 +45,19 @@ RESVS = {
 
 
 def resv(system, u, rid: int, **changes) -> dict:
-    r = {"id": rid, "name": f"R{rid}", "user": u.name, "uid": u.uid, "ncpus": 1, "resources": {},
-         "duration": 600, "start": None, "users": [], "kill": True, "create_time": time.time()}
+    r = {
+        "id": rid,
+        "name": f"R{rid}",
+        "user": u.name,
+        "uid": u.uid,
+        "ncpus": 1,
+        "resources": {},
+        "duration": 600,
+        "start": None,
+        "users": [],
+        "kill": True,
+        "create_time": time.time(),
+    }
     r.update(changes)
     return r
 
@@ -66,11 +84,15 @@ def test_one_request_does_not_kill_or_wedge_the_daemon(system, targets, case):
         problems = []
         inc = system.spool_dir / "incoming"
         try:
-            wait_for(lambda: not system.alive() or not any((inc / n).exists() for n in names), 15,
-                     "the daemon to take the requests out of incoming/")
+            wait_for(
+                lambda: not system.alive() or not any((inc / n).exists() for n in names),
+                15,
+                "the daemon to take the requests out of incoming/",
+            )
         except AssertionError:
-            problems.append(f"the daemon left {[n for n in names if (inc / n).exists()]} in incoming/ for 15 s "
-                            "(wedged?)")
+            problems.append(
+                f"the daemon left {[n for n in names if (inc / n).exists()]} in incoming/ for 15 s (wedged?)"
+            )
         if system.alive():
             try:
                 system.turn(10)

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
-def swf_line(job: int, submit: float, run: float, procs: int, req: float, *, alloc: int | None = None,
-             status: int = 1, user: int = 1) -> str:
+
+def swf_line(
+    job: int,
+    submit: float,
+    run: float,
+    procs: int,
+    req: float,
+    *,
+    alloc: int | None = None,
+    status: int = 1,
+    user: int = 1,
+) -> str:
     """One SWF job line: the fields gsim reads, -1 elsewhere."""
     f = [-1] * 18
     f[0], f[1], f[3] = job, submit, run

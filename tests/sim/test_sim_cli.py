@@ -161,8 +161,9 @@ def test_plot_writes_png(write_trace, tmp_path):
     assert res.exit_code == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     heat = tmp_path / "h.png"
-    res = gsim("tune", write_trace(HAND, max_procs=4), "--p", "0.1,0.2", "--threshold", "10m,1h",
-               "--plot", str(heat), "--json")
+    res = gsim(
+        "tune", write_trace(HAND, max_procs=4), "--p", "0.1,0.2", "--threshold", "10m,1h", "--plot", str(heat), "--json"
+    )
     assert res.exit_code == 0 and heat.read_bytes()[:4] == b"\x89PNG"
 
 

@@ -44,13 +44,13 @@ SETTINGS = [
     (Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.5, threshold=0), Mode.CHECKPOINT, 0.0),
     (Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.2, threshold=600), Mode.REQUEUE, 0.0),
     (Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.2, threshold=600, cascade=True), Mode.CHECKPOINT, 120.0),
-    (Params(policy=Policy.CHECKPOINT_BACKFILL, threshold=60, predictor=Predictor.USER_HISTORY),
-     Mode.CHECKPOINT, 120.0),
+    (Params(policy=Policy.CHECKPOINT_BACKFILL, threshold=60, predictor=Predictor.USER_HISTORY), Mode.CHECKPOINT, 120.0),
 ]
 
 
-@pytest.mark.parametrize("params, mode, overhead", SETTINGS,
-                         ids=lambda v: v.policy.value if isinstance(v, Params) else str(v))
+@pytest.mark.parametrize(
+    "params, mode, overhead", SETTINGS, ids=lambda v: v.policy.value if isinstance(v, Params) else str(v)
+)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tr=traces())
 def test_fast_equals_every_event(tr: Trace, params: Params, mode: Mode, overhead: float) -> None:
@@ -59,8 +59,18 @@ def test_fast_equals_every_event(tr: Trace, params: Params, mode: Mode, overhead
 
 def test_fast_path_skips_passes() -> None:
     # 2 cores: job 1 holds both for 100 s; jobs 2-4 arrive while it runs and each needs 2.
-    tr = Trace("<t>", 2, 2, None, ids=[1, 2, 3, 4], submit=[0.0, 1.0, 2.0, 3.0], size=[2, 2, 2, 2],
-               walltime=[100.0] * 4, run=[100.0] * 4, user=["a"] * 4)
+    tr = Trace(
+        "<t>",
+        2,
+        2,
+        None,
+        ids=[1, 2, 3, 4],
+        submit=[0.0, 1.0, 2.0, 3.0],
+        size=[2, 2, 2, 2],
+        walltime=[100.0] * 4,
+        run=[100.0] * 4,
+        user=["a"] * 4,
+    )
     for policy in Policy:
         fast = simulate(tr, Params(policy=policy), fast=True)
         slow = simulate(tr, Params(policy=policy), fast=False)

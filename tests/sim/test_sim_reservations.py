@@ -6,13 +6,13 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from simtraces import swf_line
 
 from gridsched.cli.gsim import main as gsim
 from gridsched.core.types import Params, Policy
 from gridsched.sim.engine import SimResv, simulate
 from gridsched.sim.reservations import ResvFileError, read
 from gridsched.sim.swf import read as read_trace
-from simtraces import swf_line
 
 # 4 cores.  Worked by hand (every policy gives the same schedule here):
 #   job 1: submit 0, 4 cores, runs 100 (request 200): starts at 0, ends at 100.
@@ -47,20 +47,25 @@ def test_csv_and_toml_files(tmp_path):
     lst = read(str(csv))
     assert lst.reservations == [SimResv(10.0, 2, 50.0), SimResv(0.0, 4, 60.0, (("lic", 1),), 300.0)]
     toml = tmp_path / "r.toml"
-    toml.write_text('[floating]\nlic = 2\n[[reservation]]\ncreate = 10\nncpus = 2\nduration = "50s"\n'
-                    '[[reservation]]\ncreate = 0\nncpus = 4\nduration = 60\nstart = 300\nfloating = { lic = 1 }\n')
+    toml.write_text(
+        '[floating]\nlic = 2\n[[reservation]]\ncreate = 10\nncpus = 2\nduration = "50s"\n'
+        "[[reservation]]\ncreate = 0\nncpus = 4\nduration = 60\nstart = 300\nfloating = { lic = 1 }\n"
+    )
     lst = read(str(toml))
     assert lst.floating == {"lic": 2}
     assert lst.reservations == [SimResv(10.0, 2, 50.0), SimResv(0.0, 4, 60.0, (("lic", 1),), 300.0)]
 
 
-@pytest.mark.parametrize("text, msg", [
-    ("create,ncpus\n1,2\n", "the header lacks duration"),
-    ("create,ncpus,duration\n1,0,10\n", "ncpus 0: at least 1"),
-    ("create,ncpus,duration\n1,2,-5\n", "duration"),
-    ("create,ncpus,duration,start\n100,2,10,50\n", "before its creation"),
-    ("create,ncpus,duration,floating\n1,2,10,lic\n", "expected NAME=COUNT"),
-])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("create,ncpus\n1,2\n", "the header lacks duration"),
+        ("create,ncpus,duration\n1,0,10\n", "ncpus 0: at least 1"),
+        ("create,ncpus,duration\n1,2,-5\n", "duration"),
+        ("create,ncpus,duration,start\n100,2,10,50\n", "before its creation"),
+        ("create,ncpus,duration,floating\n1,2,10,lic\n", "expected NAME=COUNT"),
+    ],
+)
 def test_bad_files(tmp_path, text, msg):
     p = tmp_path / "r.csv"
     p.write_text(text)
@@ -80,11 +85,14 @@ def test_gsim_run_reports_activation_delays(write_trace, tmp_path):
     assert rec["activation_delay_avg"] == 45.0 and rec["activation_delay_max"] == 90.0
 
 
-@pytest.mark.parametrize("content, extra, msg", [
-    ("create,ncpus,duration\n0,8,60\n", [], "asks for 8 cores, the machine has 4"),
-    ("create,ncpus,duration,floating\n0,1,60,lic=1\n", [], "unknown floating resource 'lic'"),
-    ("create,ncpus,duration,floating\n0,1,60,lic=3\n", ["--floating", "lic=2"], "asks for lic=3"),
-])
+@pytest.mark.parametrize(
+    "content, extra, msg",
+    [
+        ("create,ncpus,duration\n0,8,60\n", [], "asks for 8 cores, the machine has 4"),
+        ("create,ncpus,duration,floating\n0,1,60,lic=1\n", [], "unknown floating resource 'lic'"),
+        ("create,ncpus,duration,floating\n0,1,60,lic=3\n", ["--floating", "lic=2"], "asks for lic=3"),
+    ],
+)
 def test_gsim_refuses_impossible_reservations(write_trace, tmp_path, content, extra, msg):
     rf = tmp_path / "r.csv"
     rf.write_text(content)

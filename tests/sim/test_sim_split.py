@@ -48,8 +48,9 @@ def test_skipping_passes_changes_nothing_and_every_job_ends(write_trace, policy)
     for j in range(1, 301):
         t += rng.randint(0, 40)
         run = rng.randint(1, 600)
-        lines.append(swf_line(j, t, run, rng.choice([1, 1, 2, 4, 8, 12, 16]), run + rng.randint(0, 900),
-                              user=rng.randint(1, 5)))
+        lines.append(
+            swf_line(j, t, run, rng.choice([1, 1, 2, 4, 8, 12, 16]), run + rng.randint(0, 900), user=rng.randint(1, 5))
+        )
     tr = swf.read(write_trace(lines, max_procs=16))
     fast = simulate(tr, Params(policy=policy), split_above=4)
     slow = simulate(tr, Params(policy=policy), split_above=4, fast=False)

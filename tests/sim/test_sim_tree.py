@@ -41,15 +41,18 @@ def test_two_parents_deadlock_without_yield_and_finish_with_it():
     assert m["makespan"] == 20.0 and m["utilization"] == 1.0 and m["on_lent"] == 4
 
 
-@pytest.mark.parametrize("text, msg", [
-    ("1,,0,1,10\n", "5 fields, expected 6"),
-    ("1,,0,x,10,1\n", "not a number"),
-    ("1,,0,1,10,1\n1,,0,1,10,1\n", "not positive or not unique"),
-    ("2,1,0,1,10,1\n", "parent 1 is not an earlier job"),
-    ("1,,0,1,10,5\n2,1,6,1,10,1\n", "after the parent's run"),
-    ("1,,0,1,10,5\n2,1,1,2,10,1\n", "asks for 2 cores, its tree (root job 1) has 1"),
-    ("# nothing\n", "no jobs"),
-])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("1,,0,1,10\n", "5 fields, expected 6"),
+        ("1,,0,x,10,1\n", "not a number"),
+        ("1,,0,1,10,1\n1,,0,1,10,1\n", "not positive or not unique"),
+        ("2,1,0,1,10,1\n", "parent 1 is not an earlier job"),
+        ("1,,0,1,10,5\n2,1,6,1,10,1\n", "after the parent's run"),
+        ("1,,0,1,10,5\n2,1,1,2,10,1\n", "asks for 2 cores, its tree (root job 1) has 1"),
+        ("# nothing\n", "no jobs"),
+    ],
+)
 def test_bad_workloads_name_the_line(text, msg):
     with pytest.raises(TreeFormatError, match=re.escape(msg)):
         parse(text, "w.csv")
@@ -61,14 +64,19 @@ def workloads(draw):
     for _ in range(draw(st.integers(1, 6))):
         rid = len(jobs) + 1
         rcpus = draw(st.integers(1, 3))
-        jobs.append(TreeJob(rid, None, float(draw(st.integers(0, 20))), rcpus, 1000.0,
-                            float(draw(st.integers(0, 10)))))
+        jobs.append(TreeJob(rid, None, float(draw(st.integers(0, 20))), rcpus, 1000.0, float(draw(st.integers(0, 10)))))
         frontier = [jobs[-1]]
         for _ in range(draw(st.integers(0, 6))):
             parent = draw(st.sampled_from(frontier))
             jid = len(jobs) + 1
-            job = TreeJob(jid, parent.id, float(draw(st.integers(0, int(parent.run)))), draw(st.integers(1, rcpus)),
-                          1000.0, float(draw(st.integers(0, 10))))
+            job = TreeJob(
+                jid,
+                parent.id,
+                float(draw(st.integers(0, int(parent.run)))),
+                draw(st.integers(1, rcpus)),
+                1000.0,
+                float(draw(st.integers(0, 10))),
+            )
             jobs.append(job)
             frontier.append(job)
     return jobs
@@ -76,21 +84,36 @@ def workloads(draw):
 
 # Root 7 of another tree, started (none affinity) on cores lent by root 1 and by its child 2, all at one
 # instant: the stack order used to put 2 back above 7 on 2's core, so 7 could never resume and 6 never fit.
-TIE = [TreeJob(1, None, 0.0, 3, 1000.0, 0.0), TreeJob(2, 1, 0.0, 1, 1000.0, 0.0),
-       TreeJob(3, 1, 0.0, 1, 1000.0, 0.0), TreeJob(4, 1, 0.0, 1, 1000.0, 1.0),
-       TreeJob(5, 1, 0.0, 1, 1000.0, 0.0), TreeJob(6, 2, 0.0, 3, 1000.0, 0.0),
-       TreeJob(7, None, 0.0, 2, 1000.0, 0.0), TreeJob(8, 7, 0.0, 1, 1000.0, 0.0)]
+TIE = [
+    TreeJob(1, None, 0.0, 3, 1000.0, 0.0),
+    TreeJob(2, 1, 0.0, 1, 1000.0, 0.0),
+    TreeJob(3, 1, 0.0, 1, 1000.0, 0.0),
+    TreeJob(4, 1, 0.0, 1, 1000.0, 1.0),
+    TreeJob(5, 1, 0.0, 1, 1000.0, 0.0),
+    TreeJob(6, 2, 0.0, 3, 1000.0, 0.0),
+    TreeJob(7, None, 0.0, 2, 1000.0, 0.0),
+    TreeJob(8, 7, 0.0, 1, 1000.0, 0.0),
+]
 # Root 5 runs on cores lent by root 1; 3, a grandchild of 1, used to be started on 5's lent core 2 and 7, a
 # child of 5, on 3's: tree 1 then waited for core 1 under 5, tree 5 for core 2 under 3.
-INTERLEAVED = [TreeJob(1, None, 0.0, 3, 1000.0, 0.0), TreeJob(2, 1, 0.0, 1, 1000.0, 100.0),
-               TreeJob(3, 2, 5.0, 1, 1000.0, 0.0), TreeJob(4, 3, 0.0, 3, 1000.0, 0.0),
-               TreeJob(5, None, 0.0, 2, 1000.0, 1.0), TreeJob(6, 5, 1.0, 1, 1000.0, 50.0),
-               TreeJob(7, 5, 1.0, 2, 1000.0, 0.0)]
+INTERLEAVED = [
+    TreeJob(1, None, 0.0, 3, 1000.0, 0.0),
+    TreeJob(2, 1, 0.0, 1, 1000.0, 100.0),
+    TreeJob(3, 2, 5.0, 1, 1000.0, 0.0),
+    TreeJob(4, 3, 0.0, 3, 1000.0, 0.0),
+    TreeJob(5, None, 0.0, 2, 1000.0, 1.0),
+    TreeJob(6, 5, 1.0, 1, 1000.0, 50.0),
+    TreeJob(7, 5, 1.0, 2, 1000.0, 0.0),
+]
 
 
 @settings(max_examples=150, deadline=None)
-@given(workloads(), st.integers(2, 6), st.sampled_from(list(YieldAffinity)),
-       st.sampled_from([Policy.FCFS, Policy.EASY, Policy.CONSERVATIVE, Policy.CHECKPOINT_BACKFILL]))
+@given(
+    workloads(),
+    st.integers(2, 6),
+    st.sampled_from(list(YieldAffinity)),
+    st.sampled_from([Policy.FCFS, Policy.EASY, Policy.CONSERVATIVE, Policy.CHECKPOINT_BACKFILL]),
+)
 @example(jobs=TIE, ncores=3, affinity=YieldAffinity.NONE, policy=Policy.FCFS)
 @example(jobs=INTERLEAVED, ncores=3, affinity=YieldAffinity.NONE, policy=Policy.FCFS)
 @example(jobs=INTERLEAVED, ncores=3, affinity=YieldAffinity.NONE, policy=Policy.EASY)

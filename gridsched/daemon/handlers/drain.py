@@ -11,8 +11,11 @@ if TYPE_CHECKING:
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Drain) -> None:
-    d.set_drained(d.drained | (req.cores & d.all_cores), req.reason or d.drain_reason or "drained",
-                  f"cores {_fmt(req.cores)} drained")
+    d.set_drained(
+        d.drained | (req.cores & d.all_cores),
+        req.reason or d.drain_reason or "drained",
+        f"cores {_fmt(req.cores)} drained",
+    )
 
 
 def _fmt(cores: frozenset[int]) -> str:

@@ -31,8 +31,9 @@ def owned(d: Daemon, rcv: rq.Received, jid: int) -> Rec | None:
     return rec
 
 
-def owned_targets(d: Daemon, rcv: rq.Received, jobs: tuple[int, ...], whole: tuple[int, ...],
-                  pieces: bool = False) -> list[Rec]:
+def owned_targets(
+    d: Daemon, rcv: rq.Received, jobs: tuple[int, ...], whole: tuple[int, ...], pieces: bool = False
+) -> list[Rec]:
     """The live jobs ``jobs`` and the live tasks of the arrays ``whole`` (with ``pieces``: and the running
     pieces of splittable jobs among them) that the sender owns."""
     ids = list(jobs) + arrays.members(d, list(whole))
