@@ -145,38 +145,47 @@ def _python_for(users: list[User], tmp: Path) -> tuple[str, str, Callable[[], No
     site = [p for p in sys.path if p.endswith("site-packages")]
     if works(sys.executable, ":".join([str(REPO), *site])):
         return sys.executable, ":".join([str(REPO), *site]), lambda: None
-    prefix = Path(sys.prefix).resolve()
+    # the interpreter proper (a virtual environment's python is a link to it) and every site-packages
+    # directory outside its prefix (a virtual environment's) are bind-mounted where the users can go
     exe = Path(sys.executable).resolve()
-    if not exe.is_relative_to(prefix):
-        pytest.skip(f"{sys.executable} is not under {prefix}: cannot give the test users an interpreter")
-    mnt = tmp / "py"
-    mnt.mkdir()
+    prefix = next(
+        (p for p in (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()) if exe.is_relative_to(p)), None
+    )
+    if prefix is None:
+        pytest.skip(f"{sys.executable} is under neither {sys.prefix} nor {sys.base_prefix}")
     own_ns = _libc.unshare(CLONE_NEWNS) == 0
     if own_ns:
         subprocess.run(["mount", "--make-rprivate", "/"], capture_output=True)
-    r = subprocess.run(["mount", "--bind", str(prefix), str(mnt)], capture_output=True, text=True)
-    if r.returncode != 0:
-        print(
-            f"security tests skipped: the test users cannot run {sys.executable} and it cannot be "
-            f"bind-mounted where they can ({r.stderr.strip()})"
-        )
-        pytest.skip("no interpreter the test users may run")
+    mounts: list[Path] = []
+
+    def bind(src: Path, name: str) -> Path:
+        dst = tmp / name
+        dst.mkdir()
+        r = subprocess.run(["mount", "--bind", str(src), str(dst)], capture_output=True, text=True)
+        if r.returncode != 0:
+            undo()
+            print(
+                f"security tests skipped: the test users cannot run {sys.executable} and {src} cannot be "
+                f"bind-mounted where they can ({r.stderr.strip()})"
+            )
+            pytest.skip("no interpreter the test users may run")
+        mounts.append(dst)
+        return dst
 
     def undo() -> None:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        for m in reversed(mounts):
+            subprocess.run(["umount", "-l", str(m)], capture_output=True)
 
+    mnt = bind(prefix, "py")
     py = str(mnt / exe.relative_to(prefix))
-    # the users' interpreter may not find its site-packages by itself: name it, and the source tree
-    path = ":".join(
-        [
-            str(REPO),
-            *(
-                str(mnt / Path(p).resolve().relative_to(prefix))
-                for p in site
-                if Path(p).resolve().is_relative_to(prefix)
-            ),
-        ]
-    )
+    # the users' interpreter may not find its site-packages by itself: name them, and the source tree
+    dirs = [str(REPO)]
+    for k, p in enumerate(site):
+        rp = Path(p).resolve()
+        if not rp.is_dir():
+            continue
+        dirs.append(str(mnt / rp.relative_to(prefix)) if rp.is_relative_to(prefix) else str(bind(rp, f"site{k}")))
+    path = ":".join(dirs)
     if not works(py, path):
         undo()
         pytest.skip(f"the test users cannot run {py} either")
