@@ -117,14 +117,16 @@ def connect_ro(path: str | Path) -> sqlite3.Connection:
         raise FileNotFoundError(str(path))
     tries = ("&immutable=1",) if os.statvfs(path).f_flag & os.ST_RDONLY else ("", "&immutable=1")
     for i, extra in enumerate(tries):
-        conn = sqlite3.connect(f"file:{path}?mode=ro{extra}", uri=True, isolation_level=None)
+        conn = sqlite3.connect(f"file:{path}?mode=ro{extra}", uri=True, isolation_level=None, timeout=5.0)
         try:
             conn.execute("PRAGMA query_only=1")
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             return conn
-        except sqlite3.OperationalError:
+        except sqlite3.OperationalError as e:
             conn.close()
-            if i == len(tries) - 1:
+            # only a missing WAL index the caller cannot create means no daemon has the file open; a busy
+            # database is being written, and reading it as immutable would miss what the WAL holds
+            if i == len(tries) - 1 or "unable to open" not in str(e):
                 raise
     raise AssertionError("unreachable")
 

@@ -59,9 +59,9 @@ class Spool:
             time.sleep(0.01)
 
     def gsub(self, *args: str) -> int:
-        out = subprocess.run(
-            [BIN / "gsub", *args], env=self.env, cwd=self.dir, capture_output=True, text=True, check=True
-        )
+        out = subprocess.run([BIN / "gsub", *args], env=self.env, cwd=self.dir, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"gsub {' '.join(args)} exited {out.returncode}: {out.stderr.strip()}")
         return int(out.stdout.split()[-1])
 
     def states(self) -> dict[str, int]:

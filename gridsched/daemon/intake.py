@@ -19,6 +19,7 @@ import logging
 import os
 import pwd
 import stat
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -39,18 +40,22 @@ class Refusal:
 
 
 class Senders:
-    """Who a uid is (name, groups, admin), looked up once per uid from the password and group databases."""
+    """Who a uid is (name, groups, admin), from the password and group databases, looked up again after
+    :data:`FRESH` seconds (a user taken out of a group loses it for new requests within that time)."""
+
+    FRESH = 30.0
 
     def __init__(self, admins: Iterable[int]) -> None:
         self.admins = frozenset(admins)
-        self.cache: dict[tuple[int, int], rq.Sender] = {}
+        self.cache: dict[tuple[int, int], tuple[float, rq.Sender]] = {}
 
     def get(self, uid: int, file_gid: int) -> rq.Sender:
         key = (uid, file_gid)
-        s = self.cache.get(key)
-        if s is None:
-            s = self.cache[key] = sender(uid, file_gid, uid in self.admins)
-        return s
+        now = time.monotonic()
+        hit = self.cache.get(key)
+        if hit is None or now - hit[0] > self.FRESH:
+            hit = self.cache[key] = (now, sender(uid, file_gid, uid in self.admins))
+        return hit[1]
 
 
 def sender(uid: int, file_gid: int, admin: bool) -> rq.Sender:

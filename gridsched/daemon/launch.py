@@ -293,6 +293,8 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
             # the groups come from the password and group databases, not from the request
             pw = pwd.getpwuid(spec.uid)
             gid = spec.gid if spec.gid >= 0 else pw.pw_gid
+            if gid not in os.getgrouplist(pw.pw_name, pw.pw_gid):
+                _fail(wr, f"{pw.pw_name} is no longer a member of group {gid}, which the job was submitted with")
             os.setgroups(os.getgrouplist(pw.pw_name, gid))
             os.setgid(gid)
             os.setuid(spec.uid)

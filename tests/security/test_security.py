@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import wait_for
-from tests.security.conftest import TERMINAL, as_user, check_intact, spawn_as
+from tests.security.conftest import TERMINAL, Targets, as_user, check_intact, spawn_as
 
 
 def test_the_spool_is_shared_safely(system):
@@ -194,4 +194,30 @@ def test_a_job_runs_with_its_owner_s_groups_only(system, targets):
             got = set(f.read_text().split())
             assert not got & {"0", str(a.gid)}, f"B's job ran with groups {got}"
     assert spawn_as(b, os.getgroups).result()["ok"] == [b.gid]
+    check_intact(system, targets)
+
+
+def test_a_group_taken_away_is_not_given_to_a_job_that_waited(fresh):
+    """B submits a held job with the gid of a group B belongs to; the admin takes B out of that group; when
+    the job is released it fails with the reason instead of running with the group."""
+    import grp
+    import subprocess
+
+    system = fresh()
+    b = system.b
+    targets = Targets(system.base, system.a).snapshot()
+    name = f"gsg{os.getpid() % 100000}"
+    subprocess.run(["groupadd", name], check=True, capture_output=True)
+    try:
+        gid = grp.getgrnam(name).gr_gid
+        subprocess.run(["gpasswd", "-a", b.name, name], check=True, capture_output=True)
+        jid = system.submit_as(b, gid=gid, hold=True, script=f"#!/bin/sh\nid -G > {b.home}/groups.$GS_JOBID\n")
+        assert system.wait_state(jid, "HELD")["uid"] == b.uid
+        subprocess.run(["gpasswd", "-d", b.name, name], check=True, capture_output=True)
+        assert system.cmd(b, "grls", str(jid)).rc == 0
+        row = system.wait_state(jid, *TERMINAL)
+        assert row["state"] == "FAILED" and "no longer a member of group" in row["reason"], row
+        assert not (b.home / f"groups.{jid}").exists()
+    finally:
+        subprocess.run(["groupdel", name], capture_output=True)
     check_intact(system, targets)
