@@ -13,7 +13,9 @@ link.  In it:
     ``gstat -f`` and ``--json`` show the owner (other users cannot read it);
 ``launch.json``
     the same, the daemon's own copy, ``0600``: the only one the daemon reads
-    when it starts the job (the owner can change their own copy, not this one);
+    when it starts the job of another user (the owner can change their own
+    copy, not this one); a job of the daemon's own user has only
+    ``private.json``, which is then the daemon's;
 ``seg-N.pid``, ``seg-N.exit``
     written by the shepherd (:mod:`.launch`).
 
@@ -59,16 +61,14 @@ def create(job_dir: Path, uid: int, gid: int, umask: int, files: dict[str, Any],
                 _new_file(dfd, name, content.encode(), 0o700, uid if give else -1, gid if give else -1)
             else:
                 os.link(content, name, dst_dir_fd=dfd, follow_symlinks=False)
+        # nobody but the daemon can write the directory, so the names made in it stay what they were made
         os.mkdir("checkpoint", 0o700, dir_fd=dfd)
-        cfd = os.open("checkpoint", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
-        try:
-            if give:
-                os.fchown(cfd, uid, gid)
-            os.fchmod(cfd, (0o777 & ~umask) | 0o700)
-        finally:
-            os.close(cfd)
+        if give:
+            os.chown("checkpoint", uid, gid, dir_fd=dfd, follow_symlinks=False)
+        os.chmod("checkpoint", (0o777 & ~umask) | 0o700, dir_fd=dfd)
         _new_file(dfd, PRIVATE_FILE, private, 0o600, uid if give else -1, gid if give else -1)
-        _new_file(dfd, LAUNCH_FILE, private, 0o600, -1, -1)
+        if give:  # the owner's copy is not the daemon's: keep one of its own to start the job from
+            _new_file(dfd, LAUNCH_FILE, private, 0o600, -1, -1)
     finally:
         os.close(dfd)
 
