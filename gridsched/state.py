@@ -124,9 +124,9 @@ def connect_ro(path: str | Path) -> sqlite3.Connection:
             return conn
         except sqlite3.OperationalError as e:
             conn.close()
-            # only a missing WAL index the caller cannot create means no daemon has the file open; a busy
-            # database is being written, and reading it as immutable would miss what the WAL holds
-            if i == len(tries) - 1 or "unable to open" not in str(e):
+            # a WAL index the caller cannot open or create (no daemon has the file open) is read around; a
+            # busy or locked database is being written, and reading it as immutable would miss the WAL
+            if i == len(tries) - 1 or "locked" in str(e) or "busy" in str(e):
                 raise
     raise AssertionError("unreachable")
 
