@@ -326,7 +326,6 @@ def finish(d: Daemon, r: RRec, now: float, state: RState, why: str, release: boo
                 d.table.save(rec, spec=spec)
                 log.info("job %d released from reservation %d to the queue", rec.id, r.id)
             else:
-                d.table.dequeue(rec)
                 d.end(rec, JobState.CANCELLED, now, reason=f"reservation {r.id} {state.value.lower()}")
         elif r.kill and rec.shepherd is not None and rec.stop is None and rec.state is JobState.RUNNING:
             rec.stop = "resvend"

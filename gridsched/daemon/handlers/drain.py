@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import requests as rq
+from ...core import cpuset
 
 if TYPE_CHECKING:
     from ..loop import Daemon
@@ -14,11 +15,5 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Drain) -> None:
     d.set_drained(
         d.drained | (req.cores & d.all_cores),
         req.reason or d.drain_reason or "drained",
-        f"cores {_fmt(req.cores)} drained",
+        f"cores {cpuset.format(req.cores)} drained",
     )
-
-
-def _fmt(cores: frozenset[int]) -> str:
-    from ...core import cpuset
-
-    return cpuset.format(cores)
