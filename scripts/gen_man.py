@@ -209,7 +209,10 @@ CHECKPOINT = para(f"""
     {EXIT_CHECKPOINTED} (EX_TEMPFAIL), which means "state saved, restart me".  Any other exit
     status means the job has finished.  A job still running after the grace time is killed.
     When the job is started again, in the same checkpoint directory, $GS_RESTART_COUNT is
-    greater than 0, and the job should resume from what it saved.
+    greater than 0, and the job should resume from what it saved.  The signal goes to every
+    process of the job and may come more than once (a daemon restarted during a preemption
+    asks again): ignore it while saving, and exit {EXIT_CHECKPOINTED} only once the state is saved,
+    as scripts/examples/checkpoint_counter.sh does.
 
     criu (transparent checkpointing) is refused, with the reason: gridsched does not drive
     CRIU yet, and gctl info says whether the host could (a criu binary whose criu check passes).
