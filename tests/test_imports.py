@@ -5,10 +5,10 @@
    list of standard-library modules; this file extends that list (threading, signal) and adds the
    rule about the rest of gridsched.
 2. The commands (``gridsched/cli``) decide nothing: they load neither the daemon
-   (``gridsched.daemon``) nor the scheduling passes (``gridsched.core.policy``,
-   ``gridsched.core.multi``), whether they import them at module level or inside a function, or
-   through a module that imports them at module level.  ``gschedd`` starts the daemon;
-   ``gsim`` and ``gsim_tree`` drive the simulator, so they reach the passes (not the daemon).
+   (``gridsched.daemon``) nor the scheduling pass (``gridsched.core.policy``), whether they
+   import them at module level or inside a function, or through a module that imports them at
+   module level.  ``gschedd`` starts the daemon; ``gsim`` and ``gsim_tree`` drive the
+   simulator, so they reach the pass (not the daemon).
 3. No import cycles among gridsched modules at module level.  Imports inside functions (lazy
    ones) and under ``if TYPE_CHECKING:`` run later or never, so they are not edges of that graph.
 """
@@ -47,7 +47,7 @@ CORE_FORBIDDEN = frozenset(_purity.FORBIDDEN) | CORE_EXTRA_FORBIDDEN
 # What a command module may not load: the daemon, the scheduling passes.
 FORBIDDEN_TO_COMMANDS = {
     "daemon": lambda m: m == "gridsched.daemon" or m.startswith("gridsched.daemon."),
-    "passes": lambda m: m in ("gridsched.core.policy", "gridsched.core.multi"),
+    "passes": lambda m: m == "gridsched.core.policy",
 }
 # The command modules that may load some of them.
 CLI_ALLOWED: dict[str, set[str]] = {

@@ -1,4 +1,4 @@
-"""``schedule(snapshot) -> Plan``: the one entry point both drivers call.
+"""``schedule(snapshot) -> Plan``: the one pass both drivers call, for every policy.
 
 Every pass is a pure function of the :class:`~gridsched.core.types.Snapshot`:
 the time ``now``, the running jobs, the pending queue in priority order, the
@@ -8,16 +8,18 @@ predicted start time from the same data (``gstat``, like ``squeue --start``).
 
 Common rules
 ------------
-* A pending job asking for more cores than the machine can ever offer (free
-  cores plus the cores of running jobs) is never started and never blocks the
-  queue; its forecast is ``inf``.  Jobs ask for at least one core.
+* A pending job asking for more than the machine can ever offer (free cores
+  plus the cores of running jobs; on a map, cores where its requirement can
+  be met) is never started and never blocks the queue; its forecast is
+  ``inf``.  Jobs ask for at least one core.
 * A running job is counted as ending at ``start + estimate`` (its user
   walltime); a job already past that counts as ending ``now``.  A job with
   ``stopping`` set counts as ending ``now``: its cores are "coming free"; no
   job is started on them and no more cores are taken for them.
 * Placement: in placement mode (``Snapshot.free`` is a set) a started job gets
-  the lowest-numbered free cores (:func:`pick`); in count-only mode
-  (``free is None``) ``Start.cores`` is ``()``.
+  the cores :func:`gridsched.core.placement.assign` chooses (the
+  lowest-numbered free ones without a map); in count-only mode (``free is
+  None``) ``Start.cores`` is ``()``.
 * ``Start.backfilled`` is set on a job started by a backfill step: after the
   head job (easy, checkpoint-backfill) or while a job ahead of it keeps
   waiting (conservative).
@@ -25,8 +27,7 @@ Common rules
 fcfs
 ----
 Start jobs in queue order while they fit in the free cores; stop at the first
-that does not.  ``Plan.head`` is that job, at the earliest time enough cores
-come free.
+that does not.  ``Plan.head`` is that job, at the earliest time it can start.
 
 easy (EASY backfilling)
 -----------------------
@@ -101,11 +102,62 @@ the plan could change with no event -- the head's reservation time when some
 checkpointable backfilled job is running, or the next future ``start +
 planned`` of a running job; ``None`` otherwise.
 
-Floating resources and reservations: a snapshot with ``floating`` or
-``reservations`` is scheduled by :mod:`gridsched.core.multi`, which states the
-same rules for requests of several resources (cores and floating resources
-such as licences) and adds reservations (``Activate`` decisions); without
-them the pass below runs, unchanged.
+One pass, one model
+-------------------
+Every policy is the same loop over the same state (:class:`_Pass`): one
+availability profile per resource (cores, then each floating resource), the
+cores free now, and -- with a machine map -- where they are.  The policies
+differ only in parameters: fcfs stops at the first job that does not fit;
+easy and checkpoint-backfill hold one reservation (the head's) and backfill
+around it; conservative holds one for every job; checkpoint-backfill adds the
+predictor, the head memo and preemption.  A machine declared by its number of
+cores is the one-board case of the same code: counting is what is left when
+there is no map.
+
+Placement: with a machine map (``Snapshot.machine`` and ``Snapshot.free``) a
+job starts only where its mapping requirement can be met on the free cores
+(:func:`gridsched.core.placement.assign`), and its earliest start -- the
+shadow time of the head, a conservative reservation -- is the first time, at
+the counted ends of running jobs, at which the cores free by then hold its
+requirement (:meth:`_Pass.placed_earliest`).  A job that no such time exists
+for never starts and never blocks the queue.  Preemption for the head
+chooses, among the checkpointable backfilled jobs, the smallest set whose
+cores give it a placement (:func:`gridsched.core.preempt.victims`; most cores
+first among sets of one size); if none does, nothing is preempted.
+
+Resources
+---------
+A request is a vector: cores, then one count per floating resource (licences
+and the like, machine-wide counters without placement).  A job *fits now*
+when every component fits in what is free now *and* the availability profile
+of every component (:mod:`gridsched.core.profile`) holds it for its whole
+estimate from now: a job never starts on resources promised to someone
+later.  A job asking for an unknown floating resource, or for more than the
+machine has, never starts and never blocks the queue.
+
+Reservations
+------------
+* *Active* reservations hold their cores (never in ``Snapshot.free``) and
+  resources until their end.  Jobs bound to one (``bind``) are not in the
+  general queue: after the general pass, each active reservation (including
+  one activated in this pass) starts its bound pending jobs in queue order,
+  every one that fits in what it has left (cores, floating resources) and,
+  unless the reservation lets its jobs outlive it (``kill`` False), whose
+  estimate ends by the reservation's end.  Jobs bound to a waiting
+  reservation wait.
+* *Fixed* reservations (``start`` set) come first, before every job.  Future
+  ones are held in the profiles over ``[start, start + duration)``: a job may
+  run before one only if it ends by its start -- or, with
+  ``Params.preempt_for_fixed``, if it is checkpointable, in which case it is
+  preempted at the start.  A due one is activated as soon as its resources
+  are free, until ``start + duration``; with ``preempt_for_fixed`` running
+  checkpointable jobs are preempted for it (most cores first), otherwise it
+  waits for them.  ``Plan.wake_at`` includes the next future start.
+* *Flexible* reservations wait in the queue, at their place, as
+  ``Waiting(flex=True)`` entries, and are scheduled exactly like a
+  non-checkpointable job of their size and duration; when such an entry
+  would start, the reservation is activated instead
+  (``Activate(resv, cores, now + duration)``).
 
 Splittable jobs (easy, checkpoint-backfill, conservative)
 ---------------------------------------------------------
@@ -121,11 +173,9 @@ time even if each of its sub-tasks runs for its whole time, so the head is
 never delayed; the job keeps the rest of its sub-tasks at its place in the
 queue.  Under conservative the window is the cores free now that no
 reservation needs, until the first time one does; every job keeps its
-reservation.  fcfs never backfills.  The pass with floating resources or
-reservations (:mod:`gridsched.core.multi`) splits under easy and
-checkpoint-backfill with the same rule, its window ending where the head's or
-a fixed reservation's hold begins (a job that also asks for floating
-resources is not split), and so it does under conservative.
+reservation.  fcfs never backfills.  With reservations the window ends
+where the head's or a fixed reservation's hold begins; a job that also asks
+for floating resources is not split.
 
 Predictors: ``Params.predictor`` ``user-history`` replaces the scaled rule by
 the mean of the user's last two run times (see :mod:`gridsched.core.predict`);
@@ -135,11 +185,11 @@ checkpoint-backfill.
 
 from __future__ import annotations
 
-from bisect import insort
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from math import inf
 
-from . import multi, tree
+from . import tree
 from .eligible import eligibility
 from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
@@ -148,12 +198,23 @@ from .ends import counted_end
 from .placement import assign
 from .predict import make_predictor
 from .preempt import victims
-from .profile import Profile
+from .profile import Profile, earliest_common_start, from_ends
 from .split import fill_window
-from .types import Decision, HeadReservation, Plan, Policy, Preempt, Running, Snapshot, Start, StartTasks, Waiting
-
-# (end, ncpus, reclaimable) of one running job; reclaimable = may be preempted.
-_End = tuple[float, int, bool]
+from .tree import preempt_order
+from .types import (
+    Activate,
+    Decision,
+    HeadReservation,
+    Plan,
+    Policy,
+    Preempt,
+    Resv,
+    Running,
+    Snapshot,
+    Start,
+    StartTasks,
+    Waiting,
+)
 
 
 def free_count(snap: Snapshot) -> int:
@@ -164,34 +225,10 @@ def free_count(snap: Snapshot) -> int:
 
 
 def pick(free: frozenset[int] | None, n: int) -> tuple[int, ...]:
-    """The cores for a job of ``n`` cores: the lowest-numbered free ones."""
+    """The cores for a job of ``n`` cores without a map: the lowest-numbered free ones."""
     if free is None:
         return ()
     return tuple(sorted(free)[:n])
-
-
-_NOWHERE: tuple[tuple[int, ...], frozenset[int]] = ((), frozenset())
-
-
-def _use(free: frozenset[int] | None, nfree: int, n: int, held: frozenset[int]) -> tuple[frozenset[int] | None, int]:
-    """The free cores and their number once a job of ``n`` cores holds ``held``."""
-    if free is None:
-        return None, nfree - n
-    free = free.difference(held)
-    return free, len(free)
-
-
-def take(snap: Snapshot, free: frozenset[int] | None, w: Waiting) -> tuple[tuple[int, ...], frozenset[int]] | None:
-    """Where ``w`` would run now: ``(cores it runs on, cores it holds)``, or None.
-
-    None means ``free`` cannot hold the job now (too few cores, or its mapping
-    requirement cannot be met on them); see
-    :func:`gridsched.core.placement.assign`.  In count-only mode (``free``
-    None) it is ``((), frozenset())``.
-    """
-    if free is None:
-        return _NOWHERE
-    return assign(snap.machine, free, w.ncpus, w.place)
 
 
 def schedule(snap: Snapshot) -> Plan:
@@ -210,19 +247,8 @@ def schedule(snap: Snapshot) -> Plan:
 
 def _schedule(snap: Snapshot) -> Plan:
     if snap.lent:  # yielding parents: tasks on their cores first (gridsched.core.tree)
-        return tree.schedule(snap, _schedule)
-    if snap.floating or snap.reservations:
-        return multi.schedule(snap)
-    policy = snap.params.policy
-    if policy is Policy.FCFS:
-        return _fcfs(snap)
-    if policy is Policy.EASY:
-        return _backfill(snap, ckpt=False, naive=False)
-    if policy is Policy.CHECKPOINT_BACKFILL:
-        return _backfill(snap, ckpt=True, naive=snap.params.cascade)
-    if policy is Policy.CONSERVATIVE:
-        return _conservative(snap, None)
-    raise ValueError(f"unknown policy {policy!r}")
+        return tree.schedule(snap, _one_pass)
+    return _one_pass(snap)
 
 
 def forecast(snap: Snapshot) -> dict[int, float]:
@@ -239,278 +265,692 @@ def forecast(snap: Snapshot) -> dict[int, float]:
     pending, _, _ = eligibility(snap)
     if pending is not snap.pending:
         snap = replace(snap, pending=pending)
-    if snap.floating or snap.reservations:
-        return multi.forecast(snap)
-    params = snap.params
-    now = snap.now
+    return _forecast(snap)
+
+
+Vec = tuple[int, ...]
+
+
+class _Pass:
+    """One pass over a snapshot: the profiles, what is free now, the decisions taken."""
+
+    def __init__(self, snap: Snapshot, mode: int) -> None:
+        self.snap = snap
+        now = self.now = snap.now
+        self.names = names = sorted(snap.floating)
+        self.index = {n: k + 1 for k, n in enumerate(names)}
+        self.dims = dims = len(names) + 1
+        self.total = (snap.ncores, *(snap.floating[n] for n in names))
+        active = self.active = {r.id: r for r in snap.reservations if r.active}
+        general = [r for r in snap.running if r.bind is None or r.bind not in active]
+        self.general = general
+        self.bound = [r for r in snap.running if r.bind is not None and r.bind in active]
+        free = [0] * dims
+        held = [0] * dims
+        for r in general:
+            self._acc(held, self.vec(r))
+        for rv in active.values():
+            self._acc(held, self.vec(rv))
+        for d in range(1, dims):
+            free[d] = self.total[d] - held[d]
+        if snap.free is not None:
+            free[0] = len(snap.free)
+        else:
+            free[0] = snap.ncores - held[0]
+        self.free_now = free
+        self.cap = [free[d] + held[d] for d in range(dims)]
+        self.free_set = snap.free
+        # with a machine map, jobs are placed, and the earliest start of a job is
+        # the earliest time its requirement can be met on the cores free by then
+        self.machine = snap.machine if snap.free is not None else None
+        # (time, cores) freed then: running jobs at their counted ends, jobs started in this pass
+        self.releases: list[tuple[float, tuple[int, ...]]] = []
+        self.loose: list[Profile] | None = None
+        self.counted: dict[int, float] = {}
+        ends: list[list[tuple[float, int]]] = [[] for _ in range(dims)]
+
+        def release(when: float, v: Iterable[int]) -> None:
+            for d, x in enumerate(v):
+                if x:
+                    ends[d].append((when, x))
+
+        for r in general:
+            e = self._counted(r, now, mode)
+            self.counted[r.id] = e
+            release(e, self.vec(r))
+            if self.machine is not None:
+                self.releases.append((e, r.cores))
+        for rv in active.values():
+            v = list(self.vec(rv))
+            end = rv.end if rv.end is not None else inf
+            if not rv.kill:
+                for b in self.bound:
+                    if b.bind == rv.id and b.end > end:
+                        bv = self.vec(b)
+                        for d in range(dims):
+                            v[d] -= bv[d]
+                        release(max(b.end, now), bv)
+            release(max(end, now), v)
+        self.profs = [from_ends(now, free[d], ends[d]) for d in range(dims)]
+        self.decisions: list[Decision] = []
+        self.preempted: set[int] = set()
+        self.wake = inf
+        self.activated: dict[int, tuple[tuple[int, ...], float]] = {}
+
+    # -- vectors ------------------------------------------------------------
+    def vec(self, x: Waiting | Running | Resv) -> Vec:
+        if not x.resources:
+            return (x.ncpus,) + (0,) * (self.dims - 1)
+        v = [0] * self.dims
+        v[0] = x.ncpus
+        for name, k in x.resources:
+            d = self.index.get(name)
+            if d is None:
+                if k > 0:
+                    v[0] = -1  # unknown resource: never fits (see possible)
+                continue
+            v[d] += k
+        return tuple(v)
+
+    def possible(self, v: Vec) -> bool:
+        """Whether ``v`` can ever be had."""
+        return v[0] >= 0 and all(v[d] <= self.cap[d] for d in range(self.dims))
+
+    @staticmethod
+    def _acc(acc: list[int], v: Vec) -> None:
+        for d, x in enumerate(v):
+            acc[d] += x
+
+    _counted = staticmethod(counted_end)
+
+    # -- questions --------------------------------------------------------
+    def earliest(
+        self, v: Vec, duration: float, profs: list[Profile] | None = None, not_before: float | None = None
+    ) -> float:
+        ps = profs or self.profs
+        req = [(ps[d], v[d]) for d in range(self.dims) if v[d] > 0]
+        return earliest_common_start(req, duration, self.now if not_before is None else not_before)
+
+    def placed_earliest(self, w: Waiting, v: Vec, duration: float, not_before: float | None = None) -> float:
+        """The earliest start of ``w``: when it fits by count and, on a map, can be placed.
+
+        On a machine map the cores free at a time ``t`` are those free now and
+        those of every job counted as ending by ``t``; the first ``t`` (from the
+        count's answer on, at the ends of jobs) at which they hold ``w``'s
+        mapping requirement, and the count still fits, is the answer.
+        """
+        t = self.earliest(v, duration, None, not_before)
+        machine = self.machine
+        if machine is None or w.flex or t == inf:
+            return t
+        rel = sorted(self.releases)
+        cores = set(self.free_set or ())
+        k, n = 0, len(rel)
+        while True:
+            while k < n and rel[k][0] <= t:
+                cores.update(rel[k][1])
+                k += 1
+            if len(cores) >= v[0] and assign(machine, frozenset(cores), v[0], w.place) is not None:
+                return t
+            if k == n:
+                return inf
+            t = self.earliest(v, duration, None, rel[k][0])
+            if t == inf:
+                return inf
+
+    def fits_now(self, v: Vec, duration: float, profs: list[Profile] | None = None) -> bool:
+        """Whether ``v`` is free now and stays free for ``duration`` (nothing is promised to others)."""
+        free = self.free_now
+        ps = profs or self.profs
+        for d, x in enumerate(v):
+            if x > free[d] or (x > 0 and not ps[d].fits_now(x, duration)):
+                return False
+        return True
+
+    # -- changes ----------------------------------------------------------
+    def hold(self, start: float, duration: float, v: Vec, fixed: bool = False) -> None:
+        """Hold ``v`` over ``[start, start + duration)`` (``fixed``: not in the loose profiles)."""
+        for d in range(self.dims):
+            if v[d]:
+                self.profs[d].reserve(start, duration, v[d])
+                if self.loose is not None and not fixed:
+                    self.loose[d].reserve(start, duration, v[d])
+
+    def placeable(self, w: Waiting, v: Vec) -> bool:
+        """Whether the free cores can hold ``w``'s mapping requirement now (always, without a map)."""
+        if self.free_set is None or self.snap.machine is None or w.flex:
+            return True
+        return assign(self.snap.machine, self.free_set, v[0], w.place) is not None
+
+    def take(self, v: Vec, w: Waiting | None = None) -> tuple[int, ...]:
+        """Take ``v`` from what is free now; the cores picked.
+
+        A job's mapping requirement is met: the pass starts a job only where
+        :meth:`placeable` says the free cores can hold it (a reservation gets
+        the lowest-numbered free cores).
+        """
+        for d in range(self.dims):
+            self.free_now[d] -= v[d]
+        if self.free_set is None:
+            return ()
+        got = None
+        if w is not None and self.snap.machine is not None:
+            got = assign(self.snap.machine, self.free_set, v[0], w.place)
+        cores, held = got if got is not None else (pick(self.free_set, v[0]), None)
+        self.free_set = self.free_set.difference(held if held is not None else cores)
+        return cores
+
+    def start(self, w: Waiting, v: Vec, duration: float, backfilled: bool, planned: float | None) -> None:
+        now = self.now
+        self.hold(now, duration, v)
+        cores = self.take(v, None if w.flex else w)
+        if self.machine is not None:
+            self.releases.append((now + duration, cores))
+        if w.flex:
+            self.decisions.append(Activate(w.id, cores, now + w.estimate))
+            self.activated[w.id] = (cores, now + w.estimate)
+        else:
+            self.decisions.append(Start(w.id, cores, backfilled, planned))
+            if planned is not None and now < now + planned < self.wake:
+                self.wake = now + planned
+
+    def preempt(self, cands: list[Running], short: list[int], head: Waiting | None = None) -> bool:
+        """Preempt ``cands`` (most cores first) until no component of ``short`` is positive.
+
+        On a machine map, for ``head``, the chosen jobs must also leave cores
+        where ``head`` can be placed (:func:`gridsched.core.preempt.victims`: the
+        smallest set that does, most cores first among sets of one size).
+        Nothing is preempted unless the chosen jobs together would do.
+        """
+        vecs = {r.id: self.vec(r) for r in cands}
+        total = [0] * self.dims
+        for v in vecs.values():
+            self._acc(total, v)
+        if any(short[d] > total[d] for d in range(self.dims)):
+            return False
+        order = preempt_order(self.snap, cands)  # most cores first; leaves first in job trees
+        chosen: list[Running] = []
+        if head is not None and self.machine is not None:
+            got = victims(self.snap, order, head, self.coming_set(), short[0])
+            if got is None:
+                return False
+            chosen = list(got)
+            for r in chosen:
+                v = vecs[r.id]
+                for d in range(self.dims):
+                    short[d] -= v[d]
+        picked = {r.id for r in chosen}
+        for r in order:
+            if all(s <= 0 for s in short):
+                break
+            v = vecs[r.id]
+            if r.id in picked or not any(v[d] > 0 and short[d] > 0 for d in range(self.dims)):
+                continue
+            chosen.append(r)
+            for d in range(self.dims):
+                short[d] -= v[d]
+        for r in chosen:
+            self.decisions.append(Preempt(r.id))
+            self.preempted.add(r.id)
+            e = self.counted.get(r.id, self.now)
+            v = vecs[r.id]
+            for d in range(self.dims):
+                if v[d] and e > self.now:
+                    self.profs[d].add(self.now, e, v[d])
+                    if self.loose is not None:
+                        self.loose[d].add(self.now, e, v[d])
+            if self.machine is not None:
+                self.releases.append((self.now, r.cores))
+        return True
+
+    def coming(self) -> list[int]:
+        """Free now plus held by stopping or just preempted jobs."""
+        acc = list(self.free_now)
+        for r in self.general:
+            if r.stopping or r.id in self.preempted:
+                self._acc(acc, self.vec(r))
+        return acc
+
+    def coming_set(self) -> frozenset[int]:
+        """The cores free now or coming free (stopping or just preempted jobs'); empty without a map."""
+        if self.free_set is None:
+            return frozenset()
+        return self.free_set.union(*(r.cores for r in self.general if r.stopping or r.id in self.preempted))
+
+    def placeable_at(self, w: Waiting, t: float, without: frozenset[int] = frozenset()) -> bool:
+        """Whether ``w`` can be placed at ``t`` on the cores free by then (less ``without``)."""
+        if self.machine is None or w.flex:
+            return True
+        cores = set(self.free_set or ()).difference(without)
+        for when, cs in self.releases:
+            if when <= t:
+                cores.update(cs)
+        return assign(self.machine, frozenset(cores), w.ncpus, w.place) is not None
+
+    def leaves_room(self, w: Waiting, head: Waiting, t: float) -> bool:
+        """Whether ``head`` can still be placed at ``t`` once ``w`` runs on the cores it would get now."""
+        got = assign(self.machine, self.free_set or frozenset(), w.ncpus, w.place) if self.machine else None
+        return got is None or self.placeable_at(head, t, got[1])
+
+    def placeable_on(self, w: Waiting, cores: frozenset[int]) -> bool:
+        """Whether ``cores`` hold ``w``'s mapping requirement (always, without a map)."""
+        if self.machine is None or w.flex:
+            return True
+        return assign(self.machine, cores, w.ncpus, w.place) is not None
+
+    # -- reservations -----------------------------------------------------
+    def fixed(self) -> None:
+        """Due fixed reservations are activated (or held, or make room); future ones are held."""
+        now = self.now
+        waiting = sorted(
+            (r for r in self.snap.reservations if not r.active and r.start is not None), key=lambda r: (r.start, r.id)
+        )
+        future = [r.start for r in waiting if r.start is not None and r.start > now]
+        if future:
+            self.wake = min(self.wake, future[0])
+            if self.snap.params.preempt_for_fixed:
+                self.loose = [p.copy() for p in self.profs]
+        for r in waiting:
+            assert r.start is not None
+            end = r.start + r.duration
+            if end <= now:
+                continue  # over before it could begin: the driver ends it
+            v = self.vec(r)
+            if not self.possible(v):
+                continue
+            if r.start > now:
+                self.hold(r.start, r.duration, v, fixed=True)
+                continue
+            left = end - now
+            if self.fits_now(v, left):
+                self.hold(now, left, v)
+                cores = self.take(v)
+                self.decisions.append(Activate(r.id, cores, end))
+                self.activated[r.id] = (cores, end)
+                continue
+            if self.snap.params.preempt_for_fixed:
+                have = self.coming()
+                short = [v[d] - have[d] for d in range(self.dims)]
+                cands = [x for x in self.general if x.preemptable and not x.stopping and x.id not in self.preempted]
+                self.preempt(cands, short)
+            t = self.earliest(v, 0.0)
+            if t < end:
+                self.hold(t, end - t, v)
+
+    def bound_starts(self, pending: tuple[Waiting, ...]) -> None:
+        """Start bound jobs inside their active reservations (see the module docstring)."""
+        if not self.active and not self.activated:
+            return
+        now = self.now
+        inside: dict[int, tuple[list[int], frozenset[int] | None, float]] = {}
+        resvs = {r.id: r for r in self.snap.reservations}
+        for rid, rv in self.active.items():
+            room = list(self.vec(rv))
+            cores = frozenset(rv.cores) if self.snap.free is not None else None
+            for b in self.bound:
+                if b.bind == rid:
+                    bv = self.vec(b)
+                    for d in range(self.dims):
+                        room[d] -= bv[d]
+                    if cores is not None:
+                        cores = cores.difference(b.cores)
+            inside[rid] = (room, cores, rv.end if rv.end is not None else inf)
+        for rid, (cores_t, end) in self.activated.items():
+            new = resvs.get(rid)
+            if new is not None:
+                inside[rid] = (list(self.vec(new)), frozenset(cores_t) if self.snap.free is not None else None, end)
+        kill = {rid: r.kill for rid, r in resvs.items()}
+        for w in pending:
+            if w.bind is None or w.bind not in inside:
+                continue
+            left, cores, end = inside[w.bind]
+            v = self.vec(w)
+            if v[0] < 0 or (kill[w.bind] and now + w.estimate > end) or any(v[d] > left[d] for d in range(self.dims)):
+                continue
+            picked: tuple[int, ...] = ()
+            if cores is not None:  # placed inside the reservation's cores, with the job's own requirement
+                got = assign(self.machine, cores, v[0], w.place)
+                if got is None:
+                    continue
+                picked, held = got
+                inside[w.bind] = (left, cores.difference(held), end)
+            for d in range(self.dims):
+                left[d] -= v[d]
+            self.decisions.append(Start(w.id, picked))
+
+
+def _one_pass(snap: Snapshot) -> Plan:
+    """The pass (see the module docstring)."""
+    policy = snap.params.policy
+    if policy is Policy.CONSERVATIVE:
+        return _conservative(snap, None)
+    if policy is Policy.FCFS:
+        return _fcfs(snap, None)[0]
+    if policy is Policy.EASY or policy is Policy.CHECKPOINT_BACKFILL:
+        ckpt = policy is Policy.CHECKPOINT_BACKFILL
+        return _backfill(snap, ckpt, ckpt and snap.params.cascade)[0]
+    raise ValueError(f"unknown policy {policy!r}")
+
+
+def _forecast(snap: Snapshot) -> dict[int, float]:
+    """Predicted start (activation, for flexible entries) of every pending entry; ``inf``: never."""
     out: dict[int, float] = {}
+    params = snap.params
     if params.policy is Policy.CONSERVATIVE:
         _conservative(snap, out)
-        return out
-    plan = _schedule(snap)
-    starts = {s.job: s for s in plan.starts}
-    preempted = {p.job for p in plan.preempts}
-    ckpt = params.policy is Policy.CHECKPOINT_BACKFILL
-    mode = (_NAIVE if params.cascade else _PLANNED) if ckpt else _USER
-    nfree = free_count(snap)
-    cap = _capacity(snap, nfree)
-    ends = [(now, r.ncpus) if r.id in preempted else (e, r.ncpus) for r, e in _counted(snap.running, now, mode)]
-    for w in snap.pending:
-        s = starts.get(w.id)
-        if s is not None:
-            nfree -= w.ncpus
-            ends.append((now + (w.estimate if s.planned is None else s.planned), w.ncpus))
-    prof = Profile(now, nfree)
-    for e, c in sorted(ends):
-        prof.release(e, c)
-    head = plan.head
-    last = now
-    if head is not None:
+    else:
+        if params.policy is Policy.FCFS:
+            plan, ps = _fcfs(snap, out)
+        else:
+            ckpt = params.policy is Policy.CHECKPOINT_BACKFILL
+            plan, ps = _backfill(snap, ckpt, ckpt and params.cascade)
+        now = snap.now
+        started = {d.job for d in plan.starts} | {a.resv for a in plan.activations}
+        last = now
+        if plan.head is not None:  # already held in the profiles by the pass
+            last = out[plan.head.job] = max(plan.head.time, now)
+        fcfs = params.policy is Policy.FCFS
         for w in snap.pending:
-            if w.id == head.job:
-                t = max(head.time, now)
-                prof.reserve(t, w.estimate, w.ncpus)
-                out[w.id] = last = t
-                break
-    fcfs = params.policy is Policy.FCFS
-    for w in snap.pending:
-        if w.id in starts:
-            out[w.id] = now
-        elif w.ncpus > cap:
-            out[w.id] = inf
-        elif w.id not in out:
-            t = prof.earliest_start(w.ncpus, w.estimate, last if fcfs else now)
-            prof.reserve(t, w.estimate, w.ncpus)
-            out[w.id] = t
-            if fcfs:
-                last = t
+            if w.bind is not None:
+                continue
+            if w.id in started:
+                out[w.id] = now
+            elif w.id not in out:
+                v = ps.vec(w)
+                if not ps.possible(v):
+                    out[w.id] = inf
+                    continue
+                t = earliest_common_start(
+                    [(ps.profs[d], v[d]) for d in range(ps.dims) if v[d] > 0], w.estimate, last if fcfs else now
+                )
+                if t < inf:
+                    ps.hold(t, w.estimate, v)
+                out[w.id] = t
+                if fcfs:
+                    last = t
+    _bound_forecast(snap, out)
     return out
 
 
-# -- helpers -------------------------------------------------------------------
-
-
-def _capacity(snap: Snapshot, nfree: int) -> int:
-    """The most cores a job can ever get: free now plus held by running jobs."""
-    return nfree + sum(r.ncpus for r in snap.running)
-
-
-def _counted(running: tuple[Running, ...], now: float, mode: int) -> list[tuple[Running, float]]:
-    """Each running job with the time its end is counted at."""
-    return [(r, counted_end(r, now, mode)) for r in running]
-
-
-def _ends(running: tuple[Running, ...], now: float, mode: int) -> list[_End]:
-    """``(end, ncpus, reclaimable)`` of each running job, sorted by end."""
-    ends = [(e, r.ncpus, r.backfilled and r.preemptable and not r.stopping) for r, e in _counted(running, now, mode)]
-    ends.sort()
-    return ends
-
-
-def _shadow(nfree: int, ends: list[_End], need: int) -> tuple[float, int]:
-    """The earliest end at which ``need`` cores are free, and the cores free then."""
-    acc = nfree
-    k, n = 0, len(ends)
-    while k < n:
-        e = ends[k][0]
-        while k < n and ends[k][0] == e:
-            acc += ends[k][1]
-            k += 1
-        if acc >= need:
-            return e, acc
-    return inf, acc
-
-
-def _avail(nfree: int, ends: list[_End], t: float) -> int:
-    """Cores free at ``t``: free now plus those of jobs counted as ended by ``t``."""
-    acc = nfree
-    for e, c, _ in ends:
-        if e > t:
-            break
-        acc += c
-    return acc
-
-
-def _meetable(nfree: int, ends: list[_End], need: int, t: float) -> bool:
-    """Whether ``need`` cores can be had at ``t``, preempting every reclaimable job."""
-    acc = nfree
-    for e, c, reclaim in ends:
-        if e <= t or reclaim:
-            acc += c
-    return acc >= need
-
-
-def _index(pending: tuple[Waiting, ...], job: int) -> int:
-    for i, w in enumerate(pending):
-        if w.id == job:
-            return i
-    return -1
-
-
-def _fcfs(snap: Snapshot) -> Plan:
-    now = snap.now
-    nfree = free_count(snap)
-    cap = _capacity(snap, nfree)
-    free = snap.free
-    out: list[Decision] = []
-    ends: list[_End] | None = None
-    head: HeadReservation | None = None
-    started: list[_End] = []
-    for w in snap.pending:
-        n = w.ncpus
-        if n > cap:
+def _bound_forecast(snap: Snapshot, out: dict[int, float]) -> None:
+    """A job bound to a waiting reservation is predicted to start when the reservation activates."""
+    when: dict[int, float] = {}
+    for r in snap.reservations:
+        if r.active:
             continue
-        got = take(snap, free, w) if n <= nfree else None
-        if got is None:
-            ends = _ends(snap.running, now, _USER) + started
-            ends.sort()
-            head = HeadReservation(w.id, _shadow(nfree, ends, n)[0])
-            break
-        cores, held = got
-        free, nfree = _use(free, nfree, n, held)
-        started.append((now + w.estimate, n, False))
-        out.append(Start(w.id, cores))
-    return Plan(tuple(out), head)
+        if r.start is not None:
+            when[r.id] = max(r.start, snap.now)
+        elif r.id in out:
+            when[r.id] = out[r.id]
+    for w in snap.pending:
+        if w.bind is not None and w.bind in when:
+            out[w.id] = when[w.bind]
 
 
-def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> Plan:
-    """EASY, and checkpoint-backfill when ``ckpt`` (see the module docstring)."""
+def _queue(snap: Snapshot) -> tuple[Waiting, ...]:
+    """The general queue: the pending entries not bound to a reservation (all of them, without any)."""
+    if not snap.reservations:
+        return snap.pending
+    return tuple(w for w in snap.pending if w.bind is None)
+
+
+def _fcfs(snap: Snapshot, record: dict[int, float] | None) -> tuple[Plan, _Pass]:
+    ps = _Pass(snap, _USER)
+    ps.fixed()
+    head: HeadReservation | None = None
+    for w in _queue(snap):
+        v = ps.vec(w)
+        if not ps.possible(v):
+            continue
+        if (ps.fits_now(v, w.estimate) or _loose_fit(ps, w, v)) and ps.placeable(w, v):
+            ps.start(w, v, w.estimate, False, None)
+            continue
+        t = ps.placed_earliest(w, v, w.estimate)
+        if t == inf:
+            continue  # can never be placed: never blocks the queue
+        head = HeadReservation(w.id, t)
+        if t < inf:
+            ps.hold(t, w.estimate, v)
+        if record is not None:
+            record[w.id] = t
+        break
+    ps.bound_starts(snap.pending)
+    return _plan(ps, head), ps
+
+
+def _loose_fit(ps: _Pass, w: Waiting, v: Vec) -> bool:
+    """A checkpointable job that fits if it is preempted at the next fixed reservation."""
+    return ps.loose is not None and w.preemptable and not w.flex and ps.fits_now(v, w.estimate, ps.loose)
+
+
+def _plan(ps: _Pass, head: HeadReservation | None, wake: float = inf) -> Plan:
+    w = min(ps.wake, wake)
+    decisions = [d for d in ps.decisions if type(d) is Preempt] + [d for d in ps.decisions if type(d) is not Preempt]
+    return Plan(tuple(decisions), head, w if w < inf else None)
+
+
+def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
+    ps = _Pass(snap, _USER)
+    ps.fixed()
     now = snap.now
-    pend = snap.pending
-    running = snap.running
-    nfree = free_count(snap)
-    cap = _capacity(snap, nfree)
-    free = snap.free
-    mode = (_NAIVE if naive else _PLANNED) if ckpt else _USER
-    counted = _counted(running, now, mode)
-    ends = sorted((e, r.ncpus, r.backfilled and r.preemptable and not r.stopping) for r, e in counted)
-    starts: list[Start] = []
-    h = -1  # index of the head in pend
-    shadow = inf
-    skip = -1  # index of a memo head started first
+    head: HeadReservation | None = None
+    for w in _queue(snap):
+        v = ps.vec(w)
+        if not ps.possible(v):
+            if record is not None:
+                record[w.id] = inf
+            continue
+        t = ps.earliest(v, w.estimate)
+        if (
+            (t == now and all(v[d] <= ps.free_now[d] for d in range(ps.dims))) or _loose_fit(ps, w, v)
+        ) and ps.placeable(w, v):
+            ps.start(w, v, w.estimate, head is not None, None)
+            t = now
+        else:
+            if ps.machine is not None:
+                t = ps.placed_earliest(w, v, w.estimate, t if t > now else None)
+            if t == inf:
+                if record is not None:
+                    record[w.id] = inf
+                continue
+            if head is None:
+                head = HeadReservation(w.id, t)
+            ps.hold(t, w.estimate, v)
+        if record is not None:
+            record[w.id] = t
+        elif head is not None and ps.free_now[0] <= 0:
+            break
+    ps.bound_starts(snap.pending)
+    if record is None and head is not None:
+        _split(ps, snap, _queue(snap))
+    return _plan(ps, head)
 
+
+def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
+    now = snap.now
+    ps = _Pass(snap, (_NAIVE if naive else _PLANNED) if ckpt else _USER)
+    ps.fixed()
+    queue = snap.pending  # entries bound to a reservation are skipped as they come (see bound_starts)
+    h = -1
+    shadow = inf
+    skip = -1
     memo = snap.head if ckpt and not naive else None
     if memo is not None:
-        i = _index(pend, memo.job)
-        if i >= 0 and pend[i].ncpus <= cap:
-            w = pend[i]
-            n = w.ncpus
-            got = take(snap, free, w) if n <= nfree else None
-            if got is not None:
-                cores, held = got
-                free, nfree = _use(free, nfree, n, held)
-                insort(ends, (now + w.estimate, n, False))
-                starts.append(Start(w.id, cores))
+        for i, w in enumerate(queue):
+            if w.id != memo.job:
+                continue
+            v = ps.vec(w)
+            if not ps.possible(v):
+                break
+            if ps.fits_now(v, w.estimate) and ps.placeable(w, v):
+                ps.start(w, v, w.estimate, False, None)
                 skip = i
             else:
-                fresh = _shadow(nfree, ends, n)[0]
-                t = min(memo.time, fresh)
-                if _meetable(nfree, ends, n, max(t, now)):
+                t = min(memo.time, ps.placed_earliest(w, v, w.estimate))
+                if _meetable(ps, v, w.estimate, max(t, now)):
                     h, shadow = i, t
-
-    if h < 0:  # no memo head: queue order until the first job that does not fit
-        for i, w in enumerate(pend):
-            if i == skip:
+            break
+    if h < 0:
+        for i, w in enumerate(queue):
+            if i == skip or w.bind is not None:
                 continue
-            n = w.ncpus
-            if n > cap:
+            v = ps.vec(w)
+            if not ps.possible(v):
                 continue
-            got = take(snap, free, w) if n <= nfree else None
-            if got is None:
-                h = i
-                break
-            cores, held = got
-            free, nfree = _use(free, nfree, n, held)
-            insort(ends, (now + w.estimate, n, False))
-            starts.append(Start(w.id, cores))
+            if (ps.fits_now(v, w.estimate) or _loose_fit(ps, w, v)) and ps.placeable(w, v):
+                ps.start(w, v, w.estimate, False, None)
+                continue
+            shadow = ps.placed_earliest(w, v, w.estimate)
+            if shadow == inf:
+                continue  # can never be placed: never blocks the queue
+            h = i
+            break
         if h < 0:
-            return Plan(tuple(starts))
-        shadow = _shadow(nfree, ends, pend[h].ncpus)[0]
-        rest = list(pend[h + 1 :])
+            ps.bound_starts(snap.pending)
+            return _plan(ps, None), ps
+        rest = list(queue[h + 1 :])
         if skip > h:
             del rest[skip - h - 1]
     else:
-        rest = list(pend[:h]) + list(pend[h + 1 :])
-
-    head = pend[h]
-    need = head.ncpus
-
-    preempts: list[Decision] = []
-    gone: set[int] = set()
+        rest = [w for k, w in enumerate(queue) if k != h and k != skip]
+    head = queue[h]
+    hv = ps.vec(head)
     if ckpt and now >= shadow:
-        short = need - nfree - sum(r.ncpus for r in running if r.stopping)
-        coming = free.union(*(r.cores for r in running if r.stopping)) if free is not None else frozenset()
-        if short > 0 or (free is not None and take(snap, coming, head) is None):
-            cands = [r for r in running if r.backfilled and r.preemptable and not r.stopping]
-            for r in victims(snap, cands, head, coming, short) or ():
-                preempts.append(Preempt(r.id))
-                gone.add(r.id)
-    # Cores free at the shadow time beyond the head's need.  Once the reservation time
-    # has come, only cores truly free or coming free (stopping, preempted) count.
-    if shadow > now:
-        extra = _avail(nfree, ends, shadow) - need
-    else:
-        extra = nfree - need + sum(r.ncpus for r in running if r.stopping or r.id in gone)
-
-    # Backfill: every other job, in queue order.
+        have = ps.coming()
+        short = [hv[d] - have[d] for d in range(ps.dims)]
+        if any(s > 0 for s in short) or not ps.placeable_on(head, ps.coming_set()):
+            cands = [
+                r for r in ps.general if r.backfilled and r.preemptable and not r.stopping and r.id not in ps.preempted
+            ]
+            ps.preempt(cands, short, head)
+    if shadow < inf:
+        ps.hold(max(shadow, now), head.estimate, hv)
     predict = make_predictor(snap.params, snap.history) if ckpt else None
-    room = shadow - now  # a job ending within this ends by the shadow time
-    wake_t = inf  # earliest future planned end
-    reclaimable = any(e[2] for e in ends)
+    reclaimable = any(r.backfilled and r.preemptable and not r.stopping for r in ps.general)
+    # Once the reservation time has come, only what is free now or coming free
+    # (stopping, preempted) is left beyond the head, never jobs merely counted as ended.
+    extra = [c - x for c, x in zip(ps.coming(), hv)] if shadow <= now else None
+    free_now = ps.free_now
+    dims = ps.dims
+    cap0 = ps.cap[0]
+    # on a map, a job running past the shadow time must leave the head a placement then
+    guard = ps.machine is not None and now < shadow < inf and ps.placeable_at(head, shadow)
+    cores = ps.profs[0]
+    limits = cores.limits()
+    pad = (0,) * (dims - 1)
     for w in rest:
-        if nfree <= 0:
+        if free_now[0] <= 0:
             break
         n = w.ncpus
-        if n > nfree:
+        if n > free_now[0] or n > cap0 or w.bind is not None:  # cheap tests first: most of a long queue stops here
             continue
         est = w.estimate
-        planned = None
-        if est <= room:
+        if w.resources:
+            v = ps.vec(w)
+            if not ps.possible(v) or any(v[d] > free_now[d] for d in range(dims)):
+                continue
+            if extra is not None and any(v[d] > extra[d] for d in range(dims)):
+                continue
+            fits = ps.fits_now(v, est)
+        else:  # cores only: the same tests on the cores alone, without a call
+            v = (n, *pad) if pad else (n,)
+            if extra is not None and n > extra[0]:
+                continue
+            until = limits.get(n)
+            if until is None:
+                until = cores.until(n)
+            fits = now + est <= until if est > 0 else until > now
+        shorten = predict is not None and w.preemptable and not w.flex
+        planned: float | None = None
+        if fits and (not shorten or now + est <= shadow):
             pass
-        elif predict is not None and w.preemptable and (planned := predict(w)) is not None and planned <= room:
+        elif (
+            shorten
+            and predict is not None
+            and (planned := predict(w)) is not None
+            and now + planned <= shadow
+            and ps.fits_now(v, planned)
+        ):
             pass
-        elif n <= extra:
-            planned = -1.0  # on the extra cores: settled below, once it is placed
+        elif fits or (ps.loose is not None and _loose_fit(ps, w, v)):
+            planned = None
         else:
             continue
-        if free is None:
-            cores = ()
-            nfree -= n
-        else:
-            got = take(snap, free, w)
-            if got is None:
-                continue
-            cores, held = got
-            free = free.difference(held)
-            nfree = len(free)
-        if planned == -1.0:
-            extra -= n
-            planned = None
-        elif planned is not None and now < now + planned < wake_t:
-            wake_t = now + planned
-        if w.preemptable:
+        if not ps.placeable(w, v):  # the costliest test last
+            continue
+        if guard and now + (est if planned is None else planned) > shadow and not ps.leaves_room(w, head, shadow):
+            continue  # it would sit on cores the head is placed on at its reservation
+        ps.start(w, v, est if planned is None else planned, True, planned)
+        limits = cores.limits()
+        if extra is not None:
+            for d in range(ps.dims):
+                extra[d] -= v[d]
+        if w.preemptable and not w.flex:
             reclaimable = True
-        starts.append(Start(w.id, cores, True, planned))
-
-    wake: float | None = None
+    wake = inf
     if ckpt:
-        for r in running:
+        for r in ps.general:
             if r.planned is not None and not r.stopping:
                 pe = r.start + r.planned
-                if now < pe < wake_t:
-                    wake_t = pe
-        if now < shadow < wake_t and reclaimable:
-            wake_t = shadow
-        if wake_t < inf:
-            wake = wake_t
-    split = _split_fill(snap, rest, starts, free, nfree, shadow)
-    return Plan(tuple(preempts) + tuple(starts) + split, HeadReservation(head.id, shadow), wake)
+                if now < pe < wake:
+                    wake = pe
+        if now < shadow < wake and reclaimable:
+            wake = shadow
+    ps.bound_starts(snap.pending)
+    _split(ps, snap, rest)
+    return _plan(ps, HeadReservation(head.id, shadow), wake), ps
+
+
+def _split(ps: _Pass, snap: Snapshot, rest: Sequence[Waiting]) -> None:
+    """Sub-tasks of splittable jobs in the window left after backfilling.
+
+    The window is the cores free now that nothing holds (the head's
+    reservation, fixed reservations) until the first time something does; a
+    job that also asks for floating resources is not split.
+    """
+    width = min(ps.free_now[0], ps.profs[0].free_at(ps.now))
+    end = next((t for t, v in ps.profs[0].steps() if t > ps.now and v < width), inf)
+    if width <= 0 or end == inf:
+        return
+    cands = {w.id: w for w in rest if w.split is not None and not w.resources}
+    if not cands:
+        return
+    started = [d for d in ps.decisions if type(d) is Start]
+    for d in _split_fill(snap, list(cands.values()), started, ps.free_set, width, end):
+        ps.decisions.append(d)
+        n = len(d.chains) * cands[d.job].split.ncpus  # type: ignore[union-attr]
+        ps.free_now[0] -= n
+        ps.hold(ps.now, d.end - ps.now, (n,) + (0,) * (ps.dims - 1))
+        if ps.free_set is not None:
+            ps.free_set = ps.free_set.difference(d.cores)
+
+
+def _meetable(ps: _Pass, v: Vec, duration: float, t: float) -> bool:
+    """Whether ``v`` can be had from ``t`` on, preempting every checkpointable backfilled job."""
+    extra = [0] * ps.dims
+    for r in ps.general:
+        if r.backfilled and r.preemptable and not r.stopping and ps.counted.get(r.id, t) > t:
+            ps._acc(extra, ps.vec(r))
+    for d in range(ps.dims):
+        if v[d] and ps.profs[d].min_free(t, t + duration) + extra[d] < v[d]:
+            return False
+    return True
 
 
 def _split_fill(
-    snap: Snapshot, rest: list[Waiting], started: list[Start], free: frozenset[int] | None, nfree: int, shadow: float
+    snap: Snapshot,
+    rest: Sequence[Waiting],
+    started: list[Start],
+    free: frozenset[int] | None,
+    nfree: int,
+    shadow: float,
 ) -> tuple[StartTasks, ...]:
-    """Sub-tasks of splittable jobs in the window left after backfilling (see "Splittable jobs" above)."""
+    """Sub-tasks of splittable jobs in a window of ``nfree`` cores from now until ``shadow``.
+
+    Each splittable job, in queue order, that did not start whole fills it with
+    sub-tasks chained on the same cores (:func:`gridsched.core.split.fill_window`),
+    placed like one job of that many cores: a ``StartTasks`` decision.
+    """
     now = snap.now
     length = shadow - now
     if nfree <= 0 or not 0 < length < inf:
@@ -529,7 +969,7 @@ def _split_fill(
             cores: tuple[int, ...] = ()
             nfree -= n
         else:
-            got = take(snap, free, replace(w, ncpus=n, split=None))
+            got = assign(snap.machine, free, n, replace(w.place, ncpus=n) if w.place is not None else None)
             if got is None:
                 continue
             cores, held = got
@@ -540,45 +980,3 @@ def _split_fill(
         if nfree <= 0:
             break
     return tuple(out)
-
-
-def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
-    """Conservative backfilling; with ``record``, every job's reservation is stored in it."""
-    now = snap.now
-    nfree = free_count(snap)
-    cap = _capacity(snap, nfree)
-    free = snap.free
-    prof = Profile(now, nfree)
-    for e, c, _ in _ends(snap.running, now, _USER):
-        prof.release(e, c)
-    starts: list[Decision] = []
-    head: HeadReservation | None = None
-    for w in snap.pending:
-        n = w.ncpus
-        if n > cap:
-            if record is not None:
-                record[w.id] = inf
-            continue
-        est = w.estimate
-        t = prof.earliest_start(n, est, now)
-        got = take(snap, free, w) if t == now and n <= nfree else None
-        if got is not None:
-            cores, held = got
-            free, nfree = _use(free, nfree, n, held)
-            starts.append(Start(w.id, cores, head is not None))
-        elif head is None:
-            head = HeadReservation(w.id, t)
-        if record is not None:
-            record[w.id] = t
-        prof.reserve(t, est, n)
-        if record is None and head is not None and (nfree <= 0 or prof.free_at(now) <= 0):
-            break
-    split: tuple[StartTasks, ...] = ()
-    if record is None and head is not None and nfree > 0:
-        # every pending job holds its reservation in the profile: the window is the cores
-        # no reservation needs, from now until the first time one does
-        width = min(nfree, prof.free_at(now))
-        end = next((t for t, v in prof.steps() if t > now and v < width), inf)
-        if width > 0 and end < inf:
-            split = _split_fill(snap, list(snap.pending), [d for d in starts if isinstance(d, Start)], free, width, end)
-    return Plan(tuple(starts) + split, head)

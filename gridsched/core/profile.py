@@ -45,7 +45,7 @@ INF = math.inf
 class Profile:
     """Free amount of one resource over time, from ``origin`` on."""
 
-    __slots__ = ("_t", "_v", "_first", "_fit")
+    __slots__ = ("_t", "_v", "_first", "_fit", "_until")
 
     def __init__(self, origin: float, amount: int) -> None:
         self._t: list[float] = [origin]
@@ -57,6 +57,8 @@ class Profile:
         # (amount, duration) -> the earliest start last found from the origin, a lower
         # bound for the same request under the same condition.
         self._fit: dict[tuple[int, float], float] = {}
+        # amount -> when the free amount first drops below it (for fits_now); None after a change
+        self._until: dict[int, float] | None = None
 
     # -- reading ---------------------------------------------------------
     @property
@@ -86,6 +88,43 @@ class Profile:
                 low = v[i]
             i += 1
         return low
+
+    def fits_now(self, amount: int, duration: float) -> bool:
+        """Whether ``amount`` is free over the whole of ``[origin, origin + duration)``.
+
+        ``earliest_start(amount, duration) == origin``, in constant time (see
+        :meth:`until`).
+        """
+        end = self.until(amount)
+        t0 = self._t[0]
+        return end > t0 if duration <= 0 else t0 + duration <= end
+
+    def until(self, amount: int) -> float:
+        """When the free amount first drops below ``amount`` (``origin``: it is below now; ``inf``: never).
+
+        Found once per amount and change of the profile, and kept in
+        :meth:`limits`: a pass asks this of many pending jobs and changes the
+        profile only when it starts one.
+        """
+        lim = self._until
+        if lim is None:
+            lim = self._until = {}
+        end = lim.get(amount)
+        if end is None:
+            end = INF
+            for t, x in zip(self._t, self._v):
+                if x < amount:
+                    end = t
+                    break
+            lim[amount] = end
+        return end
+
+    def limits(self) -> dict[int, float]:
+        """The answers of :meth:`until` found since the last change (a new dict after each change)."""
+        lim = self._until
+        if lim is None:
+            lim = self._until = {}
+        return lim
 
     def earliest_start(self, amount: int, duration: float, not_before: float | None = None) -> float:
         """The earliest time ``amount`` is free for ``duration``, not before ``not_before``."""
@@ -150,6 +189,7 @@ class Profile:
             start = self._t[0]
         if not end > start or amount == 0:
             return
+        self._until = None
         if amount > 0:
             self._first.clear()
             self._fit.clear()
@@ -177,10 +217,24 @@ class Profile:
 
 
 def from_ends(origin: float, free_now: int, ends: Iterable[tuple[float, int]]) -> Profile:
-    """A profile with ``free_now`` free at ``origin`` and each ``(time, amount)`` freed at ``time``."""
+    """A profile with ``free_now`` free at ``origin`` and each ``(time, amount)`` freed at ``time``.
+
+    Built in one sweep over the sorted ends (``release`` one by one would be
+    quadratic in the number of running jobs); an end before the origin counts
+    at the origin, one at ``inf`` never.
+    """
     prof = Profile(origin, free_now)
+    t, v = prof._t, prof._v
+    acc = free_now
     for when, amount in sorted(ends):
-        prof.release(when, amount)
+        if not amount or when == INF:
+            continue
+        acc += amount
+        if when <= t[-1]:
+            v[-1] = acc
+        else:
+            t.append(when)
+            v.append(acc)
     return prof
 
 

@@ -190,9 +190,8 @@ class Snapshot:
     free: frozenset[int] | None = None  # free cores; None = count-only mode
     head: HeadReservation | None = None
     history: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
-    # Floating resources of the machine (name -> units) and the reservations.
-    # Both empty: the count-only pass of :mod:`gridsched.core.policy`; otherwise
-    # the pass of :mod:`gridsched.core.multi`.  ``free`` never includes the
+    # Floating resources of the machine (name -> units) and the reservations
+    # (one availability profile each in the pass).  ``free`` never includes the
     # cores of an active reservation.
     floating: Mapping[str, int] = field(default_factory=dict)
     reservations: tuple[Resv, ...] = ()

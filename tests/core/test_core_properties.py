@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gridsched.core import topology
+from gridsched.core.placement import Request
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.types import Params, Policy, Predictor, Running, Snapshot, Waiting
 
@@ -30,6 +32,7 @@ class Job:
     actual: float  # total run time needed, <= estimate
     preemptable: bool
     user: str
+    place: str = ""  # on a machine map: pack, spread or board ("": pack by default)
 
 
 @dataclass
@@ -42,7 +45,17 @@ class Result:
     work: dict[int, float] = field(default_factory=dict)  # time actually run
 
 
-def drive(jobs: list[Job], ncores: int, params: Params, placement: bool) -> Result:
+def drive(jobs: list[Job], ncores: int, params: Params, placement: bool, boards: int = 0) -> Result:
+    """Run ``jobs``; ``boards`` > 0: on a machine map of that many boards (with placement), each job
+    placed as its ``place`` asks, and every start checked against it."""
+    machine = None
+    if boards:
+        per = ncores // boards
+        machine = topology.make(
+            [topology.board(b, range(b * per, (b + 1) * per)) for b in range(boards)], range(boards * per)
+        )
+        ncores = boards * per
+        placement = True
     res = Result()
     rank = {j.id: k for k, j in enumerate(jobs)}  # queue order = submission order
     spec = {j.id: j for j in jobs}
@@ -67,7 +80,8 @@ def drive(jobs: list[Job], ncores: int, params: Params, placement: bool) -> Resu
         # 2. arrivals
         while nxt < len(arrivals) and arrivals[nxt].submit <= now:
             j = arrivals[nxt]
-            pending.append(Waiting(j.id, j.ncpus, j.estimate, j.preemptable, j.user))
+            req = Request(j.ncpus, j.place) if machine is not None and j.place else None
+            pending.append(Waiting(j.id, j.ncpus, j.estimate, j.preemptable, j.user, place=req))
             pending.sort(key=lambda w: rank[w.id])
             nxt += 1
         # 3. schedule until quiet
@@ -77,7 +91,15 @@ def drive(jobs: list[Job], ncores: int, params: Params, placement: bool) -> Resu
             free = frozenset(range(ncores)) - used if placement else None
             nfree = ncores - sum(seg.ncpus for seg, _ in running.values())
             snap = Snapshot(
-                now, ncores, tuple(s for s, _ in running.values()), tuple(pending), params, free, head, dict(history)
+                now,
+                ncores,
+                tuple(s for s, _ in running.values()),
+                tuple(pending),
+                params,
+                free,
+                head,
+                dict(history),
+                machine=machine,
             )
             plan = schedule(snap)
             if params.policy is Policy.CONSERVATIVE:
@@ -99,7 +121,15 @@ def drive(jobs: list[Job], ncores: int, params: Params, placement: bool) -> Resu
                 res.preemptions += 1
                 j = spec[p.job]
                 pending.append(
-                    Waiting(j.id, j.ncpus, seg.estimate - ran, True, j.user, j.estimate - seg.estimate + ran)
+                    Waiting(
+                        j.id,
+                        j.ncpus,
+                        seg.estimate - ran,
+                        True,
+                        j.user,
+                        j.estimate - seg.estimate + ran,
+                        place=Request(j.ncpus, j.place) if machine is not None and j.place else None,
+                    )
                 )
                 pending.sort(key=lambda w: rank[w.id])
             given_cores: set[int] = set()
@@ -113,6 +143,8 @@ def drive(jobs: list[Job], ncores: int, params: Params, placement: bool) -> Resu
                     assert set(s.cores) <= free, "core not free"
                     assert not (set(s.cores) & given_cores), "core given twice"
                     given_cores |= set(s.cores)
+                    if machine is not None and spec[s.job].place == "board":
+                        assert len({machine.board_index(c) for c in s.cores}) == 1, "a board job on two boards"
                 else:
                     assert s.cores == ()
                 if s.planned is not None:
@@ -289,3 +321,46 @@ def test_naive_reading_loses_the_head_reservation():
     assert naive.starts[3] == [0.0, 110.0]
     assert naive.starts[4] == [200.0]
     assert naive.preemptions == 1
+
+
+@st.composite
+def mapped_workloads(draw, exact: bool):
+    """Jobs on a map of 1-3 boards of 2-4 cores, a third of them asking for one board."""
+    boards = draw(st.integers(1, 3))
+    per = draw(st.integers(2, 4))
+    ncores, jobs, _ = draw(workloads(exact))
+    out = []
+    for j in jobs:
+        place = draw(st.sampled_from(["", "spread", "board", "board"]))
+        n = min(j.ncpus, per if place == "board" else boards * per)
+        out.append(Job(j.id, j.submit, n, j.estimate, j.actual, j.preemptable, j.user, place))
+    return boards * per, out, boards
+
+
+@settings(max_examples=80, deadline=None)
+@given(w=mapped_workloads(exact=False), policy=st.sampled_from(POLICIES))
+def test_on_a_map_every_job_is_placed_as_it_asks_and_ends(w, policy):
+    ncores, jobs, boards = w
+    res = drive(jobs, ncores, Params(policy=policy, p=0.2, threshold=20.0), True, boards)
+    check_terminal(jobs, res)
+
+
+@settings(max_examples=80, deadline=None)
+@given(w=mapped_workloads(exact=False))
+def test_on_a_map_the_easy_head_starts_by_its_reservation(w):
+    ncores, jobs, boards = w
+    res = drive(jobs, ncores, Params(policy=Policy.EASY), True, boards)
+    check_terminal(jobs, res)
+    for jid, t in res.first_head.items():
+        assert res.starts[jid][0] <= t + EPS, f"job {jid} reserved at {t}, started {res.starts[jid][0]}"
+
+
+@settings(max_examples=80, deadline=None)
+@given(w=mapped_workloads(exact=False), p=st.sampled_from([0.05, 0.2, 0.5]))
+def test_on_a_map_the_checkpoint_backfill_head_starts_at_its_reservation(w, p):
+    ncores, jobs, boards = w
+    res = drive(jobs, ncores, Params(policy=Policy.CHECKPOINT_BACKFILL, p=p, threshold=10.0), True, boards)
+    check_terminal(jobs, res)
+    for jid, t in res.first_head.items():
+        first = res.starts[jid][0]
+        assert first <= t + EPS, f"job {jid} reserved at {t}, started {first}"

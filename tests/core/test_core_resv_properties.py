@@ -17,7 +17,6 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridsched.core import multi
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.types import (
     Activate,
@@ -28,7 +27,6 @@ from gridsched.core.types import (
     Resv,
     Running,
     Snapshot,
-    Start,
     Waiting,
 )
 
@@ -314,9 +312,3 @@ def check(ncores, nlic, running, resvs, placement, now) -> None:
 def test_no_core_or_licence_is_used_twice(w):
     ncores, nlic, items, params, placement = w
     run(ncores, nlic, items, params, placement)
-
-
-def test_multi_is_used_only_with_floating_or_reservations():
-    s = Snapshot(0.0, 4, (), (Waiting(1, 1, 10.0),))
-    assert schedule(s).starts == (Start(1),)
-    assert multi.schedule(s) == schedule(s)  # the general pass agrees on the plain case
