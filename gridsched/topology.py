@@ -25,7 +25,18 @@ from .core import cpuset
 from .core.topology import Board, MachineMap, TopologyError, board, flat, make
 from .core.units import UnitError, parse_size
 
-__all__ = ["TopologyError", "detect", "load_machine", "membind_unavailable", "parse", "read"]
+__all__ = [
+    "TopologyError",
+    "changed_map",
+    "detect",
+    "in_force",
+    "load_machine",
+    "membind_unavailable",
+    "parse",
+    "read",
+    "running_map",
+    "running_map_text",
+]
 
 SYSFS = Path("/sys/devices/system")
 BOARD_KEYS = ("id", "cores", "siblings", "memory", "node", "host_cpus", "distance")
@@ -385,6 +396,57 @@ def declared(cfg: Config) -> tuple[int, tuple[int, ...]]:
     else:
         host = tuple(allowed)
     return cfg.cores or len(host), host
+
+
+def running_map(spool: Any) -> MachineMap | None:
+    """The machine map of the daemon running on ``spool``, as it recorded it at its start.
+
+    None when no daemon runs there or it recorded none.  Commands check
+    requests against this map while a daemon runs (a topology file changed
+    since takes effect only at the daemon's next start), so what a command
+    accepts, the daemon accepts.
+    """
+    text = running_map_text(spool)
+    if text is None:
+        return None
+    try:
+        return parse(text, "the running map")
+    except TopologyError:
+        return None
+
+
+def running_map_text(spool: Any) -> str | None:
+    """The canonical text of the running daemon's map (see :func:`running_map`)."""
+    import json
+
+    from .state import StateDB
+
+    if spool.daemon_info() is None or not spool.db.exists():
+        return None
+    try:
+        db = StateDB(spool.db)
+        try:
+            raw = db.meta().get("machine")
+        finally:
+            db.close()
+        text = json.loads(raw or "{}").get("map")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return text if isinstance(text, str) else None
+
+
+def in_force(spool: Any, cfg: Config) -> MachineMap:
+    """The map requests are checked against: the running daemon's, else the configuration's."""
+    return running_map(spool) or load_machine(cfg)
+
+
+def changed_map(new: MachineMap, running: MachineMap) -> str:
+    """Why a reload with the map ``new`` is refused while the daemon runs on ``running``."""
+    what = new.summary() if new.summary() != running.summary() else "other cores or host CPUs"
+    return (
+        f"the machine map changed ({what}, running: {running.summary()}); "
+        "it takes effect at the next start of the daemon (gschedd stop, then gschedd start)"
+    )
 
 
 def load_machine(cfg: Config) -> MachineMap:

@@ -793,7 +793,8 @@ def toml_page() -> str:
         The file is TOML.  Every key is optional: a key left out takes the default shown below.
         An unknown table or key, or a value of the wrong kind, is an error that names the key.
         gctl config prints the values in force; gctl reload makes a running daemon read the file
-        again.""")
+        again, except a changed machine map (machine.cores, machine.cpus, the topology file):
+        that reload is refused with the reason, and the map takes effect at the next start.""")
     )
     comment: list[str] = []
     raw: list[str] = []  # the comment lines as written (a table with no key: its text is kept)

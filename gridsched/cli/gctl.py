@@ -73,12 +73,27 @@ def cli() -> None:
 @cli.command("reload")
 @spool_options
 def reload(spool_dir: str | None, config_file: str | None) -> int:
-    """Check the configuration file and ask the daemon to reload it (root or the spool's owner only)."""
+    """Check the configuration file and ask the daemon to reload it (root or the spool's owner only).
+
+    A changed machine map (machine.cores, machine.cpus or the topology file) is
+    refused, in one line, and the running map stays: running jobs hold cores of
+    it.  It takes effect at the next start of the daemon.  Until then gsub and
+    gctl check requests against the running map."""
     s = setup(PROG, spool_dir, config_file)  # refuses a bad file before the daemon sees it
     require_admin(s.spool, "reload")
     info = s.spool.daemon_info()
     if info is None:
         fail(PROG, shown(f"no daemon runs on {s.spool.root}"))
+    new = _machine(s.cfg)  # a bad topology file is refused here, in the daemon's words
+    from ..topology import TopologyError, changed_map, parse, running_map_text
+
+    running = running_map_text(s.spool)
+    if running is not None and running != new.text():  # the canonical text of each
+        try:
+            was = parse(running, "the running map")
+        except TopologyError:
+            was = new
+        fail(PROG, shown(changed_map(new, was)))
     send(s.spool, "reload")
     click.echo(f"{PROG}: reload requested from pid {shown(info.get('pid'))} ({shown(s.cfg.path)})")
     return ExitCode.OK
@@ -154,12 +169,12 @@ class CpuListType(click.ParamType):
 CORES = CpuListType()
 
 
-def _machine(cfg: Any) -> Any:
-    """The machine map in force (``gridsched.topology.load_machine``), or a one-line error."""
-    from ..topology import TopologyError, load_machine
+def _machine(cfg: Any, spool: Any = None) -> Any:
+    """The machine map of ``cfg`` (with ``spool``: the running daemon's, if one runs), or a one-line error."""
+    from ..topology import TopologyError, in_force, load_machine
 
     try:
-        return load_machine(cfg)
+        return load_machine(cfg) if spool is None else in_force(spool, cfg)
     except TopologyError as e:
         fail(PROG, f"topology {e}")
 
@@ -169,7 +184,7 @@ def _core_request(kind: str, cores: frozenset[int], reason: str, spool_dir: str 
 
     s = setup(PROG, spool_dir, config_file)
     require_admin(s.spool, kind)
-    m = _machine(s.cfg)
+    m = _machine(s.cfg, s.spool)
     unknown = sorted(c for c in cores if c >= m.ncores)
     if unknown:
         what = (
@@ -220,7 +235,7 @@ def topology(as_json: bool, spool_dir: str | None, config_file: str | None) -> i
     from .topoview import core_states, read_marks, tree_lines, view
 
     s = setup(PROG, spool_dir, config_file)
-    m = _machine(s.cfg)
+    m = _machine(s.cfg, s.spool)
     marks = read_marks(s.spool)
     states = core_states(m, marks)
     data = view(m, states, marks, membind_unavailable(m))

@@ -354,7 +354,7 @@ def cli(
         if resv is not None:
             out.update(reservation=resv, wait_resv=bool(p["wait_resv"]))
         if p["place"] or p["threads_per_core"] or p["exclusive_board"]:
-            out.update(_place_options(s.cfg, spec["ncpus"], p))
+            out.update(_place_options(s.cfg, s.spool, spec["ncpus"], p))
         return out
 
     try:
@@ -423,14 +423,14 @@ def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, 
         fail(PROG, str(e))
 
 
-def _place_options(cfg: Any, ncpus: int, p: dict[str, Any]) -> dict[str, Any]:
+def _place_options(cfg: Any, spool: Spool, ncpus: int, p: dict[str, Any]) -> dict[str, Any]:
     """The mapping requirement of a submission, refused here if the machine can never meet it."""
     from ..core.placement import Request, never_fits
-    from ..topology import load_machine
+    from ..topology import in_force
 
     req = Request(ncpus, p["place"] or "pack", p["threads_per_core"] or 0, bool(p["exclusive_board"]))
     try:
-        why = never_fits(load_machine(cfg), req)
+        why = never_fits(in_force(spool, cfg), req)
     except ValueError as e:  # the machine's topology file cannot be read
         fail(PROG, str(e))
     if why:

@@ -32,7 +32,7 @@ from ..core.types import HeadReservation
 from ..jobs import PRIVATE_KEYS, JobState
 from ..spool import Spool, atomic_write
 from ..state import StateDB
-from ..topology import load_machine
+from ..topology import TopologyError, changed_map, load_machine
 from . import apply, handlers, intake, jobfiles, launch, outcome, reservations, split
 from .executor import Processes, Stub
 from .table import JobTable, Rec
@@ -117,7 +117,14 @@ class Daemon:
         self.table = JobTable(self.db, self.spool)
         self.table.begin()
         self.db.set_meta(
-            "machine", json.dumps({"ncores": self.machine.ncores, "host_cpus": list(self.machine.host_cpus)})
+            "machine",
+            json.dumps(
+                {
+                    "ncores": self.machine.ncores,
+                    "host_cpus": list(self.machine.host_cpus),
+                    "map": self.machine.text(),  # what gctl reload compares a changed topology with
+                }
+            ),
         )
         self.db.set_meta("daemon", json.dumps({"pid": os.getpid(), "started": self.started, "config": self.cfg.path}))
         self.id_high = self.db.max_id()
@@ -385,8 +392,18 @@ class Daemon:
         except configmod.ConfigError as e:
             log.error("reload refused, the old settings stay: %s", e)
             return
-        if cfg.cores != self.cfg.cores or cfg.cpus != self.cfg.cpus:
-            log.warning("reload: machine.cores and machine.cpus take effect at the next start")
+        try:
+            machine = load_machine(cfg)
+        except TopologyError as e:
+            log.error("reload refused, the old settings stay: %s", e)
+            return
+        if machine != self.machine:
+            # the running jobs hold cores of the running map: it stays until the next start
+            log.error(
+                "reload refused, the old settings stay: %s",
+                changed_map(machine, self.machine),
+            )
+            return
         self.cfg = cfg
         self.dirty = True
         p = cfg.params

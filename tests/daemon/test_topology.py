@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 from gridsched.core import cpuset
 from tests.conftest import wait_for
@@ -111,3 +112,29 @@ def test_memory_is_bound_to_the_numa_node_of_the_job_board(make_gs):
     jid = gs.gsub("-n", "2", "--wrap", "grep -c 'bind:' /proc/self/numa_maps > policy2 || true")
     gs.wait_state(jid, "COMPLETED")
     assert (gs.work / "policy2").read_text().split() == ["0"]
+
+
+def test_a_changed_topology_file_is_refused_at_reload_and_the_running_map_stays(make_gs):
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(topo_config(gs.root))
+    gs.start()
+    topo = gs.root / "topology.toml"
+    good = topo.read_text()
+    topo.write_text(f'[[board]]\ncores = "0-2"\nhost_cpus = "{BOARD_CPU[0]}"\n')  # 3 cores on one board now
+    r = gs.run("gctl", "reload")
+    assert r.returncode == 1
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "machine map changed (1 board x 3 cores" in r.stderr and "running: 2 boards x 4 cores" in r.stderr
+    os.kill(gs.proc.pid, signal.SIGHUP)  # bypassing gctl: the daemon itself refuses
+    wait_for(lambda: "reload refused" in gs.log() and "machine map changed" in gs.log(), 10, "the refusal")
+    assert gs.alive()
+    # the running map stays: a job of 4 cores on one board still runs on the board of 4
+    jid = gs.gsub("-n", "4", "--place", "board", "--wrap", "echo $GS_CORES > cores.$GS_JOBID")
+    gs.wait_state(jid, "COMPLETED")
+    assert len(cpuset.parse((gs.work / f"cores.{jid}").read_text())) == 4
+    topo.write_text("[[board]]\ncores = nonsense\n")  # not a topology at all: refused in one line too
+    r = gs.run("gctl", "reload")
+    assert r.returncode == 1 and r.stderr.startswith("gctl: error: topology ") and len(r.stderr.splitlines()) == 1
+    topo.write_text(good)
+    r = gs.run("gctl", "reload")
+    assert r.returncode == 0, r.stderr
