@@ -11,11 +11,19 @@ A 256-core machine in count-only mode with 200 running jobs and N pending jobs
   minutes to a day, half of the jobs checkpointable); the pass stops once the
   free cores are used up.
 
-Prints the median of several runs of ``schedule`` (checkpoint-backfill unless
-``--policy`` says otherwise) and of ``forecast``.  Target: one pass with 10,000
-pending jobs in at most 100 ms.
+With ``--map`` the machine is a map of 8 boards of 32 cores and jobs are
+placed: the running jobs hold their own cores, a quarter of the pending jobs
+ask for ``--place board`` and a quarter for ``--place spread``.  With
+``--extras`` the machine also has 2 floating licences (20 and 8 units, asked
+for by one pending job in ten and one running job in five) and 3 reservations
+(one active, holding 16 cores with no job in it yet, and two fixed ones, 1
+and 6 hours from now).
 
-    python scripts/bench_schedule.py [--runs 7] [--policy checkpoint-backfill]
+Prints the median of several runs of ``schedule`` (checkpoint-backfill unless
+``--policy`` says otherwise) and of ``forecast``.  Targets: one pass with
+10,000 pending jobs in at most 5 ms with the map, with and without extras.
+
+    python scripts/bench_schedule.py [--runs 7] [--policy checkpoint-backfill] [--map] [--extras]
 """
 
 from __future__ import annotations
@@ -24,9 +32,12 @@ import argparse
 import random
 import statistics
 import time
+from dataclasses import replace
 
+from gridsched.core import topology
+from gridsched.core.placement import Request
 from gridsched.core.policy import forecast, schedule
-from gridsched.core.types import Params, Policy, Running, Snapshot, Waiting
+from gridsched.core.types import Params, Policy, Resv, Running, Snapshot, Waiting
 
 NCORES = 256
 NRUNNING = 200
@@ -62,6 +73,43 @@ def mixed_queue(rng: random.Random, npending: int) -> tuple[Waiting, ...]:
     return tuple(out)
 
 
+BOARDS = 8
+LICENCES = {"lic_a": 20, "lic_b": 8}
+
+
+def on_map(running: tuple[Running, ...], queue: tuple[Waiting, ...], rng: random.Random, extras: bool):
+    """The same jobs on a map of ``BOARDS`` boards: running jobs get cores, pending ones requirements.
+
+    With ``extras``: licences on some jobs, and 16 free cores held by an active reservation.
+    Returns (machine, running, queue, free cores, reservations).
+    """
+    per = NCORES // BOARDS
+    machine = topology.make([topology.board(b, range(b * per, (b + 1) * per)) for b in range(BOARDS)], range(NCORES))
+    nxt = 0
+    placed = []
+    for k, r in enumerate(running):
+        res = (("lic_a", 2),) if extras and k % 5 == 0 else ()
+        placed.append(replace(r, cores=tuple(range(nxt, nxt + r.ncpus)), resources=res))
+        nxt += r.ncpus
+    free = frozenset(range(nxt, NCORES))
+    resvs: tuple[Resv, ...] = ()
+    if extras:
+        held = tuple(sorted(free)[:16])
+        free = free - set(held)
+        resvs = (
+            Resv(900_000_001, 16, 7200.0, (), None, True, held, 7200.0),
+            Resv(900_000_002, 64, 3600.0, (("lic_b", 4),), 3600.0),
+            Resv(900_000_003, 128, 3600.0, (), 6 * 3600.0),
+        )
+    out = []
+    for k, w in enumerate(queue):
+        how = ("pack", "board", "spread", "pack")[k % 4]
+        n = min(w.ncpus, per) if how == "board" else w.ncpus
+        res = (("lic_a", 1),) if extras and k % 10 == 3 else ()
+        out.append(replace(w, ncpus=n, place=Request(n, how), resources=res))
+    return machine, tuple(placed), tuple(out), free, resvs
+
+
 def median_ms(fn, snap: Snapshot, runs: int) -> float:
     times = []
     for _ in range(runs):
@@ -76,16 +124,32 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7, help="runs per measurement (median reported)")
     ap.add_argument("--policy", default="checkpoint-backfill", choices=[p.value for p in Policy])
     ap.add_argument("--no-forecast", action="store_true", help="skip timing forecast()")
+    ap.add_argument("--map", action="store_true", help=f"{BOARDS} boards, jobs placed")
+    ap.add_argument("--extras", action="store_true", help="with --map: 2 licences and 3 reservations")
     args = ap.parse_args()
     rng = random.Random(20240601)
     params = Params(policy=Policy(args.policy))
-    running = running_jobs(rng, NCORES - 16)  # 16 cores free
-    print(f"policy {params.policy.value}, {NCORES} cores (count-only), {NRUNNING} running, median of {args.runs} runs")
+    running = running_jobs(rng, NCORES - (32 if args.extras else 16))  # 16 cores free
+    what = f"{BOARDS}-board map, placed" if args.map else "count-only"
+    if args.extras:
+        what += ", 2 licences, 3 reservations"
+    print(f"policy {params.policy.value}, {NCORES} cores ({what}), {NRUNNING} running, median of {args.runs} runs")
     print(f"{'queue':<7}{'pending':>9}{'schedule ms':>14}{'starts':>8}{'forecast ms':>14}")
     for npending in (1_000, 10_000, 100_000):
         runs = args.runs if npending <= 10_000 else max(3, args.runs // 2)
         for name, queue in (("worst", worst_queue(npending)), ("mixed", mixed_queue(rng, npending))):
             snap = Snapshot(now=0.0, ncores=NCORES, running=running, pending=queue, params=params)
+            if args.map:
+                machine, run, q, free, resvs = on_map(running, queue, rng, args.extras)
+                snap = replace(
+                    snap,
+                    running=run,
+                    pending=q,
+                    free=free,
+                    machine=machine,
+                    floating=LICENCES if args.extras else {},
+                    reservations=resvs,
+                )
             ms = median_ms(schedule, snap, runs)
             nstart = len(schedule(snap).starts)
             if args.no_forecast:

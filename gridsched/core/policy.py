@@ -282,13 +282,19 @@ class _Pass:
         self.dims = dims = len(names) + 1
         self.total = (snap.ncores, *(snap.floating[n] for n in names))
         active = self.active = {r.id: r for r in snap.reservations if r.active}
-        general = [r for r in snap.running if r.bind is None or r.bind not in active]
+        if active:
+            general = [r for r in snap.running if r.bind is None or r.bind not in active]
+            self.bound = [r for r in snap.running if r.bind is not None and r.bind in active]
+        else:
+            general, self.bound = list(snap.running), []
         self.general = general
-        self.bound = [r for r in snap.running if r.bind is not None and r.bind in active]
         free = [0] * dims
         held = [0] * dims
-        for r in general:
-            self._acc(held, self.vec(r))
+        if dims == 1:  # cores only: the common case, without vectors
+            held[0] = sum(r.ncpus for r in general)
+        else:
+            for r in general:
+                self._acc(held, self.vec(r))
         for rv in active.values():
             self._acc(held, self.vec(rv))
         for d in range(1, dims):
@@ -314,12 +320,18 @@ class _Pass:
                 if x:
                     ends[d].append((when, x))
 
-        for r in general:
-            e = self._counted(r, now, mode)
-            self.counted[r.id] = e
-            release(e, self.vec(r))
-            if self.machine is not None:
-                self.releases.append((e, r.cores))
+        counted = self.counted
+        if dims == 1 and self.machine is None:  # the same, without vectors
+            ends0 = ends[0]
+            for r in general:
+                e = counted[r.id] = counted_end(r, now, mode)
+                ends0.append((e, r.ncpus))
+        else:
+            for r in general:
+                e = counted[r.id] = counted_end(r, now, mode)
+                release(e, self.vec(r))
+                if self.machine is not None:
+                    self.releases.append((e, r.cores))
         for rv in active.values():
             v = list(self.vec(rv))
             end = rv.end if rv.end is not None else inf
@@ -361,7 +373,6 @@ class _Pass:
         for d, x in enumerate(v):
             acc[d] += x
 
-    _counted = staticmethod(counted_end)
 
     # -- questions --------------------------------------------------------
     def earliest(
@@ -379,24 +390,33 @@ class _Pass:
         count's answer on, at the ends of jobs) at which they hold ``w``'s
         mapping requirement, and the count still fits, is the answer.
         """
-        t = self.earliest(v, duration, None, not_before)
         machine = self.machine
-        if machine is None or w.flex or t == inf:
-            return t
+        if machine is None or w.flex:
+            return self.earliest(v, duration, None, not_before)
+        # the cores free by a time only grow with it: the first release after which the
+        # requirement can be met is found by bisection, then the count is asked from there
         rel = sorted(self.releases)
-        cores = set(self.free_set or ())
-        k, n = 0, len(rel)
-        while True:
-            while k < n and rel[k][0] <= t:
-                cores.update(rel[k][1])
-                k += 1
-            if len(cores) >= v[0] and assign(machine, frozenset(cores), v[0], w.place) is not None:
-                return t
-            if k == n:
-                return inf
-            t = self.earliest(v, duration, None, rel[k][0])
-            if t == inf:
-                return inf
+        base = self.free_set or frozenset()
+        n = v[0]
+
+        def placeable(k: int) -> bool:
+            cores = base.union(*(c for _, c in rel[:k])) if k else base
+            return len(cores) >= n and assign(machine, cores, n, w.place) is not None
+
+        if placeable(0):
+            since = self.now
+        elif not rel or not placeable(len(rel)):
+            return inf
+        else:
+            lo, hi = 1, len(rel)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if placeable(mid):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            since = rel[lo - 1][0]
+        return self.earliest(v, duration, None, since if not_before is None else max(since, not_before))
 
     def fits_now(self, v: Vec, duration: float, profs: list[Profile] | None = None) -> bool:
         """Whether ``v`` is free now and stays free for ``duration`` (nothing is promised to others)."""

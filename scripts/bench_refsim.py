@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""gsim against a lean reference simulator, whole process, side by side.
+
+For every trace in ``../shared/traces`` (next to the repository), runs
+
+* ``refsim.py TRACE --policy easy --requested-procs --json`` (the lean
+  single-file EASY simulator of ``../shared/tools/refsim``, which reads job
+  sizes as gsim does), and
+* ``gsim run TRACE --policy easy --json``,
+
+alternately, ``--runs`` times each (default 3), and prints the median wall
+time of each, their ratio (target: gsim at most 2x), and the two average
+waits, which must agree within 0.1 % (refsim leaves out the few jobs whose
+run time is 0, which gsim replays, so they may differ by a few seconds).
+Exit status 1 if they do not; the ratio is reported, not enforced.
+Skips with a message where refsim or the traces are absent.
+
+    python scripts/bench_refsim.py [--runs 3] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+REFSIM = SHARED / "tools" / "refsim" / "refsim.py"
+TRACES = SHARED / "traces"
+GSIM = Path(sys.executable).parent / "gsim"
+
+
+def timed(cmd: list[str]) -> tuple[float, dict]:
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return time.perf_counter() - t0, json.loads(r.stdout)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3, help="runs of each simulator per trace (median reported)")
+    ap.add_argument("--limit", type=int, default=0, help="replay only the first N jobs of each trace")
+    args = ap.parse_args()
+    if not REFSIM.exists():
+        print(f"bench_refsim: skipped: no reference simulator at {REFSIM}")
+        return 0
+    traces = sorted(p for p in TRACES.glob("*.swf*") if p.suffix in (".swf", ".gz"))
+    if not traces:
+        print(f"bench_refsim: skipped: no traces in {TRACES}")
+        return 0
+    limit = ["--limit", str(args.limit)] if args.limit else []
+    print(f"EASY, whole process, median of {args.runs} alternating runs each")
+    print(f"{'trace':<34}{'jobs':>8}{'refsim s':>10}{'gsim s':>9}{'ratio':>7}{'wait refsim':>13}{'wait gsim':>11}")
+    status = 0
+    for trace in traces:
+        ref_t, gs_t = [], []
+        ref = gs = {}
+        for _ in range(args.runs):
+            t, ref = timed(
+                [sys.executable, str(REFSIM), str(trace), "--policy", "easy", "--requested-procs", "--json", *limit]
+            )
+            ref_t.append(t)
+            t, gs = timed([str(GSIM), "run", str(trace), "--policy", "easy", "--json", *limit])
+            gs_t.append(t)
+        r, g = statistics.median(ref_t), statistics.median(gs_t)
+        wr, wg = ref["avg_wait_s"], gs["wait_avg"]
+        print(
+            f"{trace.name:<34}{ref['jobs_simulated']:>8,}{r:>10.2f}{g:>9.2f}{g / r:>7.2f}{wr:>13.1f}{wg:>11.1f}"
+            + ("" if abs(wr - wg) <= 0.001 * wr else "  (averages differ)")
+        )
+        if abs(wr - wg) > 0.001 * wr:
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
