@@ -312,6 +312,9 @@ class _Pass:
         # (time, cores) freed then: running jobs at their counted ends, jobs started in this pass
         self.releases: list[tuple[float, tuple[int, ...]]] = []
         self.loose: list[Profile] | None = None
+        # True while nothing is held from a later time on (only running jobs ending and
+        # jobs started now): the profiles never fall, so what is free now stays free
+        self.rising = True
         self.counted: dict[int, float] = {}
         ends: list[list[tuple[float, int]]] = [[] for _ in range(dims)]
 
@@ -421,6 +424,8 @@ class _Pass:
     def fits_now(self, v: Vec, duration: float, profs: list[Profile] | None = None) -> bool:
         """Whether ``v`` is free now and stays free for ``duration`` (nothing is promised to others)."""
         free = self.free_now
+        if self.rising and profs is None:  # nothing is free now that is not free later
+            return all(x <= free[d] for d, x in enumerate(v))
         ps = profs or self.profs
         for d, x in enumerate(v):
             if x > free[d] or (x > 0 and not ps[d].fits_now(x, duration)):
@@ -430,6 +435,8 @@ class _Pass:
     # -- changes ----------------------------------------------------------
     def hold(self, start: float, duration: float, v: Vec, fixed: bool = False) -> None:
         """Hold ``v`` over ``[start, start + duration)`` (``fixed``: not in the loose profiles)."""
+        if start > self.now:
+            self.rising = False
         for d in range(self.dims):
             if v[d]:
                 self.profs[d].reserve(start, duration, v[d])
@@ -517,6 +524,7 @@ class _Pass:
             for d in range(self.dims):
                 if v[d] and e > self.now:
                     self.profs[d].add(self.now, e, v[d])
+                    self.rising = False
                     if self.loose is not None:
                         self.loose[d].add(self.now, e, v[d])
             if self.machine is not None:
@@ -811,13 +819,22 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
                     h, shadow = i, t
             break
     if h < 0:
+        pad = (0,) * (ps.dims - 1)
         for i, w in enumerate(queue):
             if i == skip or w.bind is not None:
                 continue
-            v = ps.vec(w)
-            if not ps.possible(v):
-                continue
-            if (ps.fits_now(v, w.estimate) or _loose_fit(ps, w, v)) and ps.placeable(w, v):
+            if w.resources:
+                v = ps.vec(w)
+                if not ps.possible(v):
+                    continue
+                fits = ps.fits_now(v, w.estimate)
+            else:  # cores only: the same tests, shorter
+                n = w.ncpus
+                if n > ps.cap[0]:
+                    continue
+                v = (n, *pad) if pad else (n,)
+                fits = n <= ps.free_now[0] and (ps.rising or ps.fits_now(v, w.estimate))
+            if (fits or _loose_fit(ps, w, v)) and (ps.machine is None or ps.placeable(w, v)):
                 ps.start(w, v, w.estimate, False, None)
                 continue
             shadow = ps.placed_earliest(w, v, w.estimate)
@@ -901,6 +918,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if guard and now + (est if planned is None else planned) > shadow and not ps.leaves_room(w, head, shadow):
             continue  # it would sit on cores the head is placed on at its reservation
         ps.start(w, v, est if planned is None else planned, True, planned)
+        cores = ps.profs[0]
         limits = cores.limits()
         if extra is not None:
             for d in range(ps.dims):
