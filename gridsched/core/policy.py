@@ -274,9 +274,60 @@ Vec = tuple[int, ...]
 class _Pass:
     """One pass over a snapshot: the profiles, what is free now, the decisions taken."""
 
+    names: list[str]  # the floating resources, in vector order after the cores
+    index: dict[str, int]
+    dims: int
+    total: tuple[int, ...]
+    active: dict[int, Resv]
+    bound: list[Running]
+    general: list[Running]
+    free_now: list[int]
+    cap: list[int]
+    profs: list[Profile]
+
     def __init__(self, snap: Snapshot, mode: int) -> None:
         self.snap = snap
         now = self.now = snap.now
+        self.free_set = snap.free
+        # with a machine map, jobs are placed, and the earliest start of a job is
+        # the earliest time its requirement can be met on the cores free by then
+        self.machine = snap.machine if snap.free is not None else None
+        # (time, cores) freed then: running jobs at their counted ends, jobs started in this pass
+        self.releases: list[tuple[float, tuple[int, ...]]] = []
+        self.loose: list[Profile] | None = None
+        # True while nothing is held from a later time on (only running jobs ending and
+        # jobs started now): the profiles never fall, so what is free now stays free
+        self.rising = True
+        counted: dict[int, float] = {}
+        self.counted = counted
+        if not snap.floating and not snap.reservations:
+            # cores only, no reservation: the common case, in one sweep over the running jobs
+            self.names, self.index, self.dims, self.total = [], {}, 1, (snap.ncores,)
+            self.active, self.bound = {}, []
+            general = self.general = list(snap.running)
+            ends0: list[tuple[float, int]] = []
+            held0 = 0
+            rel = self.releases if self.machine is not None else None
+            for r in general:
+                e = counted[r.id] = counted_end(r, now, mode)
+                ends0.append((e, r.ncpus))
+                held0 += r.ncpus
+                if rel is not None:
+                    rel.append((e, r.cores))
+            free0 = len(snap.free) if snap.free is not None else snap.ncores - held0
+            self.free_now = [free0]
+            self.cap = [free0 + held0]
+            self.profs = [from_ends(now, free0, ends0)]
+        else:
+            self._general_init(snap, mode)
+        self.decisions: list[Decision] = []
+        self.preempted: set[int] = set()
+        self.wake = inf
+        self.activated: dict[int, tuple[tuple[int, ...], float]] = {}
+
+    def _general_init(self, snap: Snapshot, mode: int) -> None:
+        """The state with floating resources or reservations (one profile per resource)."""
+        now = self.now
         self.names = names = sorted(snap.floating)
         self.index = {n: k + 1 for k, n in enumerate(names)}
         self.dims = dims = len(names) + 1
@@ -290,11 +341,8 @@ class _Pass:
         self.general = general
         free = [0] * dims
         held = [0] * dims
-        if dims == 1:  # cores only: the common case, without vectors
-            held[0] = sum(r.ncpus for r in general)
-        else:
-            for r in general:
-                self._acc(held, self.vec(r))
+        for r in general:
+            self._acc(held, self.vec(r))
         for rv in active.values():
             self._acc(held, self.vec(rv))
         for d in range(1, dims):
@@ -305,17 +353,6 @@ class _Pass:
             free[0] = snap.ncores - held[0]
         self.free_now = free
         self.cap = [free[d] + held[d] for d in range(dims)]
-        self.free_set = snap.free
-        # with a machine map, jobs are placed, and the earliest start of a job is
-        # the earliest time its requirement can be met on the cores free by then
-        self.machine = snap.machine if snap.free is not None else None
-        # (time, cores) freed then: running jobs at their counted ends, jobs started in this pass
-        self.releases: list[tuple[float, tuple[int, ...]]] = []
-        self.loose: list[Profile] | None = None
-        # True while nothing is held from a later time on (only running jobs ending and
-        # jobs started now): the profiles never fall, so what is free now stays free
-        self.rising = True
-        self.counted: dict[int, float] = {}
         ends: list[list[tuple[float, int]]] = [[] for _ in range(dims)]
 
         def release(when: float, v: Iterable[int]) -> None:
@@ -324,17 +361,11 @@ class _Pass:
                     ends[d].append((when, x))
 
         counted = self.counted
-        if dims == 1 and self.machine is None:  # the same, without vectors
-            ends0 = ends[0]
-            for r in general:
-                e = counted[r.id] = counted_end(r, now, mode)
-                ends0.append((e, r.ncpus))
-        else:
-            for r in general:
-                e = counted[r.id] = counted_end(r, now, mode)
-                release(e, self.vec(r))
-                if self.machine is not None:
-                    self.releases.append((e, r.cores))
+        for r in general:
+            e = counted[r.id] = counted_end(r, now, mode)
+            release(e, self.vec(r))
+            if self.machine is not None:
+                self.releases.append((e, r.cores))
         for rv in active.values():
             v = list(self.vec(rv))
             end = rv.end if rv.end is not None else inf
@@ -347,10 +378,6 @@ class _Pass:
                         release(max(b.end, now), bv)
             release(max(end, now), v)
         self.profs = [from_ends(now, free[d], ends[d]) for d in range(dims)]
-        self.decisions: list[Decision] = []
-        self.preempted: set[int] = set()
-        self.wake = inf
-        self.activated: dict[int, tuple[tuple[int, ...], float]] = {}
 
     # -- vectors ------------------------------------------------------------
     def vec(self, x: Waiting | Running | Resv) -> Vec:
@@ -375,7 +402,6 @@ class _Pass:
     def _acc(acc: list[int], v: Vec) -> None:
         for d, x in enumerate(v):
             acc[d] += x
-
 
     # -- questions --------------------------------------------------------
     def earliest(
@@ -569,6 +595,8 @@ class _Pass:
     # -- reservations -----------------------------------------------------
     def fixed(self) -> None:
         """Due fixed reservations are activated (or held, or make room); future ones are held."""
+        if not self.snap.reservations:
+            return
         now = self.now
         waiting = sorted(
             (r for r in self.snap.reservations if not r.active and r.start is not None), key=lambda r: (r.start, r.id)
@@ -753,7 +781,9 @@ def _loose_fit(ps: _Pass, w: Waiting, v: Vec) -> bool:
 
 def _plan(ps: _Pass, head: HeadReservation | None, wake: float = inf) -> Plan:
     w = min(ps.wake, wake)
-    decisions = [d for d in ps.decisions if type(d) is Preempt] + [d for d in ps.decisions if type(d) is not Preempt]
+    decisions = ps.decisions
+    if ps.preempted:  # preemptions first
+        decisions = [d for d in decisions if type(d) is Preempt] + [d for d in decisions if type(d) is not Preempt]
     return Plan(tuple(decisions), head, w if w < inf else None)
 
 
@@ -946,6 +976,8 @@ def _split(ps: _Pass, snap: Snapshot, rest: Sequence[Waiting]) -> None:
     reservation, fixed reservations) until the first time something does; a
     job that also asks for floating resources is not split.
     """
+    if not snap.splitting:
+        return
     width = min(ps.free_now[0], ps.profs[0].free_at(ps.now))
     end = next((t for t, v in ps.profs[0].steps() if t > ps.now and v < width), inf)
     if width <= 0 or end == inf:

@@ -209,6 +209,9 @@ class Snapshot:
     # False: the driver knows no pending job has dependencies or an array
     # throttle, so eligibility need not look (gsim on a plain trace).
     gated: bool = True
+    # False: the driver knows no pending job is splittable, so the pass need
+    # not look for sub-tasks to fill its windows with (gsim on a plain trace).
+    splitting: bool = True
 
 
 @dataclass(frozen=True, slots=True)

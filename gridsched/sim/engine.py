@@ -151,6 +151,7 @@ def simulate(
     ncores = trace.ncores
     submit, size, wall, work, users = trace.submit, trace.size, trace.walltime, trace.run, trace.user
     splittable = [split_above is not None and size[i] > split_above for i in range(n)]
+    splits = any(splittable)
     if any(splittable):
         size = list(size)  # a split job's cores shrink as sub-tasks are taken out of it
     tasks_left = list(size)  # sub-tasks not yet taken out, per job
@@ -334,9 +335,21 @@ def simulate(
                         tuple(rv_live.values()),
                         machine,
                         gated=False,
+                        splitting=splits,
                     )
                 else:
-                    snap = Snapshot(now, ncores, run_tuple, tuple(pending), params, None, head, history, gated=False)
+                    snap = Snapshot(
+                        now,
+                        ncores,
+                        run_tuple,
+                        tuple(pending),
+                        params,
+                        None,
+                        head,
+                        history,
+                        gated=False,
+                        splitting=splits,
+                    )
                 plan = schedule(snap)
                 head = plan.head
                 w = plan.wake_at
