@@ -9,6 +9,7 @@ serves the next request as before.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
 import pytest
@@ -106,3 +107,17 @@ def test_the_daemons_own_ids_skip_those_taken_by_waiting_requests(daemon):
     daemon.table.begin()
     assert daemon.table.commit()
     assert not any((daemon.spool.incoming / rq.id_name(i)).exists() for i in ids), "claims released"
+
+
+def test_a_placement_no_board_can_hold_is_refused_naming_the_largest_board(stub_daemon, tmp_path):
+    """What gsub refuses (``--place board`` larger than every board), the daemon refuses too."""
+    topo = tmp_path / "topo.toml"
+    cpu = min(os.sched_getaffinity(0))
+    topo.write_text(f'[[board]]\ncores = "0-3"\nhost_cpus = "{cpu}"\n[[board]]\ncores = "4-7"\nhost_cpus = "{cpu}"\n')
+    d = stub_daemon(CONFIG.replace("cores = 4", f'topology = "{topo}"'))
+    nid = submit(d, ncpus=5, place="board")
+    job = d.db.job(nid)
+    assert job["state"] == "FAILED"
+    assert job["reason"] == "can never run: --place board: no board has 5 cores (largest: 4)"
+    ok = submit(d, ncpus=4, place="board")
+    assert d.db.job(ok)["state"] == "PENDING"

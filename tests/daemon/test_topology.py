@@ -138,3 +138,12 @@ def test_a_changed_topology_file_is_refused_at_reload_and_the_running_map_stays(
     topo.write_text(good)
     r = gs.run("gctl", "reload")
     assert r.returncode == 0, r.stderr
+
+
+def test_gsub_refuses_a_board_job_larger_than_every_board(make_gs):
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(topo_config(gs.root))
+    gs.start()
+    r = gs.run("gsub", "-n", "5", "--place", "board", "--wrap", "true")
+    assert r.returncode != 0
+    assert r.stderr == "gsub: error: job can never run: --place board: no board has 5 cores (largest: 4)\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import requests as rq
+from ...core.placement import Request, never_fits
 from ...core.request import infeasible
 from ...jobs import JobState
 from .. import arrays, reservations, split
@@ -25,6 +26,9 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
             raise rq.Refused(why)
     state, reason = (JobState.HELD if job.hold else JobState.PENDING), ""
     bad = infeasible(job.ncpus, d.machine.ncores)
+    if bad is None and (job.place is not None or job.threads_per_core or job.exclusive_board):
+        why = never_fits(d.machine, Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board))
+        bad = f"can never run: {why}" if why else None
     if bad is None and job.walltime > d.cfg.max_walltime:
         bad = "walltime longer than the maximum"
     if bad is None:
