@@ -28,7 +28,8 @@ from .. import requests as rq
 from ..admin import admin_uids
 from ..core import cpuset
 from ..core import policy as corepolicy
-from ..core.types import HeadReservation
+from ..core.placement import assign
+from ..core.types import HeadReservation, Waiting
 from ..jobs import PRIVATE_KEYS, JobState
 from ..spool import Spool, atomic_write
 from ..state import StateDB
@@ -520,18 +521,37 @@ class Daemon:
             return
         self.table.begin()
         self.db.set_predicted((_finite(pred.get(w.id)), w.id) for w in snap.pending)
+        never = (
+            f"{NEVER} while cores {cpuset.format(self.drained)} are drained (see gctl topology)"
+            if self.drained
+            else f"{NEVER} with the cores of this machine (see gctl topology)"
+        )
+        behind = f"{BEHIND} cores {cpuset.format(self.drained)} are drained (see gctl topology)"
         for w in snap.pending:
             rec = self.table.jobs.get(w.id)
-            if rec is None or (rec.reason and not rec.reason.startswith(NEVER)):
+            if rec is None or (rec.reason and not rec.reason.startswith((NEVER, BEHIND))):
                 continue  # a reservation's entry, or a job that waits for another reason
-            why = NEVER if pred.get(w.id) == math.inf else ""
+            t = pred.get(w.id)
+            why = ""
+            if t == math.inf:
+                why = never
+            elif self.drained and t is not None and t > snap.now and self._drain_blocks(w, snap.free):
+                why = behind
             if rec.reason != why:
                 rec.reason = why
                 self.table.save(rec, reason=why)
         reservations.set_predicted(self, pred, snap.now)
 
+    def _drain_blocks(self, w: Waiting, free: frozenset[int] | None) -> bool:
+        """Whether ``w`` would be placed now if the drained cores were in service (and is not)."""
+        if free is None:
+            return False
+        ok = assign(self.machine, free, w.ncpus, w.place)
+        return ok is None and assign(self.machine, free | self.drained, w.ncpus, w.place) is not None
 
-NEVER = "can never start with the cores now in service (see gctl topology)"
+
+NEVER = "can never start"
+BEHIND = "waiting for cores, while"
 
 
 def _finite(t: float | None) -> float | None:
