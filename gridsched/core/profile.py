@@ -196,8 +196,7 @@ class Profile:
         i = self._split(start)
         j = len(self._t) if end == INF else self._split(end)
         v = self._v
-        for k in range(i, j):
-            v[k] += amount
+        v[i:j] = [x + amount for x in v[i:j]]
 
     def remove(self, start: float, end: float, amount: int) -> None:
         """Subtract ``amount`` over ``[start, end)``."""
