@@ -131,6 +131,22 @@ def connect_ro(path: str | Path) -> sqlite3.Connection:
     raise AssertionError("unreachable")
 
 
+def recorded_machine(path: str | Path) -> dict[str, Any]:
+    """The machine the daemon recorded at its start in the job table at ``path`` ({} if none or unreadable)."""
+    if not Path(path).exists():
+        return {}
+    try:
+        db = StateDB(path)
+        try:
+            raw = db.meta().get("machine")
+        finally:
+            db.close()
+        out = json.loads(raw or "{}")
+    except Exception:  # noqa: BLE001 - an unreadable table only costs the better answer
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
 class StateDB:
     def __init__(self, path: str | Path, write: bool = False) -> None:
         self.path = Path(path)

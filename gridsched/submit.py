@@ -10,7 +10,6 @@ Imports stay small (no click, rich, psutil or daemon code): gsub runs often.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -171,21 +170,11 @@ def check_output_dir(what: str, p: Path) -> None:
 
 def machine_cores(spool: Spool, cfg: Config) -> int:
     """Cores of the machine: as the running daemon recorded it, else as the config declares it."""
-    if spool.db.exists():
-        try:
-            from .state import StateDB
+    from .state import recorded_machine
 
-            db = StateDB(spool.db)
-            try:
-                raw = db.meta().get("machine")
-            finally:
-                db.close()
-            if raw:
-                n = json.loads(raw)["ncores"]
-                if isinstance(n, int) and n > 0:
-                    return n
-        except Exception:  # noqa: BLE001 - an unreadable state db only costs the better answer
-            pass
+    n = recorded_machine(spool.db).get("ncores")
+    if isinstance(n, int) and n > 0:
+        return n
     if cfg.topology:
         from .topology import load_machine
 

@@ -417,21 +417,11 @@ def running_map(spool: Any) -> MachineMap | None:
 
 def running_map_text(spool: Any) -> str | None:
     """The canonical text of the running daemon's map (see :func:`running_map`)."""
-    import json
+    from .state import recorded_machine
 
-    from .state import StateDB
-
-    if spool.daemon_info() is None or not spool.db.exists():
+    if spool.daemon_info() is None:
         return None
-    try:
-        db = StateDB(spool.db)
-        try:
-            raw = db.meta().get("machine")
-        finally:
-            db.close()
-        text = json.loads(raw or "{}").get("map")
-    except (OSError, ValueError, AttributeError):
-        return None
+    text = recorded_machine(spool.db).get("map")
     return text if isinstance(text, str) else None
 
 

@@ -321,35 +321,21 @@ def simulate(
                     run_tuple = tuple(running.values())
                     run_dirty = False
                 passes += 1
-                if rv_live or flo or machine is not None:
-                    snap = Snapshot(
-                        now,
-                        ncores,
-                        run_tuple,
-                        tuple(pending),
-                        params,
-                        free_set,
-                        head,
-                        history,
-                        flo,
-                        tuple(rv_live.values()),
-                        machine,
-                        gated=False,
-                        splitting=splits,
-                    )
-                else:
-                    snap = Snapshot(
-                        now,
-                        ncores,
-                        run_tuple,
-                        tuple(pending),
-                        params,
-                        None,
-                        head,
-                        history,
-                        gated=False,
-                        splitting=splits,
-                    )
+                snap = Snapshot(
+                    now,
+                    ncores,
+                    run_tuple,
+                    tuple(pending),
+                    params,
+                    free_set,
+                    head,
+                    history,
+                    flo,
+                    tuple(rv_live.values()) if rv_live else (),
+                    machine,
+                    gated=False,
+                    splitting=splits,
+                )
                 plan = schedule(snap)
                 head = plan.head
                 w = plan.wake_at
