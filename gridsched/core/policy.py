@@ -479,16 +479,18 @@ class _Pass:
         """Take ``v`` from what is free now; the cores picked.
 
         A job's mapping requirement is met: the pass starts a job only where
-        :meth:`placeable` says the free cores can hold it (a reservation gets
-        the lowest-numbered free cores).
+        :meth:`placeable` says the free cores can hold it.  A reservation
+        (``w`` None) is placed as a job with no requirement is (pack: the
+        fewest boards, the best-fitting one first), or, if the free cores are
+        too scattered for that, on the lowest-numbered ones.
         """
         for d in range(self.dims):
             self.free_now[d] -= v[d]
         if self.free_set is None:
             return ()
         got = None
-        if w is not None and self.snap.machine is not None:
-            got = assign(self.snap.machine, self.free_set, v[0], w.place)
+        if self.snap.machine is not None:
+            got = assign(self.snap.machine, self.free_set, v[0], w.place if w is not None else None)
         cores, held = got if got is not None else (pick(self.free_set, v[0]), None)
         self.free_set = self.free_set.difference(held if held is not None else cores)
         return cores

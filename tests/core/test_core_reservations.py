@@ -6,6 +6,7 @@ Expected values are worked out in the comments.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -214,3 +215,21 @@ def test_reservation_holds_floating_units():
     s = snap((), [W(2, 1, 10.0, resources=(("matlab", 1),))], floating={"matlab": 2}, resvs=[active])
     assert schedule(s).starts == ()
     assert forecast(s)[2] == 100.0
+
+
+@pytest.mark.parametrize("params", ALL, ids=lambda p: p.policy.value)
+def test_a_reservation_is_placed_on_the_fewest_boards(params):
+    # Two boards of four cores; a job runs on core 0.  A 4-core reservation, flexible or fixed
+    # and due, takes the free board 1 whole, not cores 1-4 across both boards.
+    from gridsched.core import topology
+
+    machine = topology.make([topology.board(0, range(4)), topology.board(1, range(4, 8))], range(8))
+    running = [R(100, 1, -10.0, 500.0, (0,))]
+    r1, e1 = flex(1, 4, 100.0)
+    s = snap(running, [e1], params=params, free=frozenset(range(1, 8)), resvs=[r1])
+    plan = schedule(replace(s, machine=machine))
+    assert plan.activations == (Activate(1, (4, 5, 6, 7), 100.0),)
+    fixed = Resv(2, 4, 100.0, start=0.0)
+    s = snap(running, [], params=params, free=frozenset(range(1, 8)), resvs=[fixed])
+    plan = schedule(replace(s, machine=machine))
+    assert plan.activations == (Activate(2, (4, 5, 6, 7), 100.0),)
