@@ -283,7 +283,7 @@ class _Pass:
     general: list[Running]
     free_now: list[int]
     cap: list[int]
-    profs: list[Profile]
+    _profs: list[Profile] | None
 
     def __init__(self, snap: Snapshot, mode: int) -> None:
         self.snap = snap
@@ -317,7 +317,10 @@ class _Pass:
             free0 = len(snap.free) if snap.free is not None else snap.ncores - held0
             self.free_now = [free0]
             self.cap = [free0 + held0]
-            self.profs = [from_ends(now, free0, ends0)]
+            # the profile is built when first read (see profs): a pass that only starts
+            # jobs in queue order never reads it, and jobs started before are two numbers each
+            self._profs = None
+            self._ends = ends0
         else:
             self._general_init(snap, mode)
         self.decisions: list[Decision] = []
@@ -377,7 +380,7 @@ class _Pass:
                             v[d] -= bv[d]
                         release(max(b.end, now), bv)
             release(max(end, now), v)
-        self.profs = [from_ends(now, free[d], ends[d]) for d in range(dims)]
+        self._profs = [from_ends(now, free[d], ends[d]) for d in range(dims)]
 
     # -- vectors ------------------------------------------------------------
     def vec(self, x: Waiting | Running | Resv) -> Vec:
@@ -459,8 +462,19 @@ class _Pass:
         return True
 
     # -- changes ----------------------------------------------------------
+    @property
+    def profs(self) -> list[Profile]:
+        """The availability profile of each resource (cores first)."""
+        profs = self._profs
+        if profs is None:  # cores only: free now, and the ends of running and just started jobs
+            profs = self._profs = [from_ends(self.now, self.free_now[0], self._ends)]
+        return profs
+
     def hold(self, start: float, duration: float, v: Vec, fixed: bool = False) -> None:
         """Hold ``v`` over ``[start, start + duration)`` (``fixed``: not in the loose profiles)."""
+        if self._profs is None and start == self.now:  # not built yet: one more end
+            self._ends.append((start + duration, v[0]))
+            return
         if start > self.now:
             self.rising = False
         for d in range(self.dims):
