@@ -745,18 +745,51 @@ def _forecast(snap: Snapshot) -> dict[int, float]:
 
 
 def _bound_forecast(snap: Snapshot, out: dict[int, float]) -> None:
-    """A job bound to a waiting reservation is predicted to start when the reservation activates."""
-    when: dict[int, float] = {}
-    for r in snap.reservations:
-        if r.active:
-            continue
-        if r.start is not None:
-            when[r.id] = max(r.start, snap.now)
-        elif r.id in out:
-            when[r.id] = out[r.id]
+    """Jobs bound to a reservation, in queue order, each at the earliest time it fits in it.
+
+    From the reservation's activation (now, if it is active, with its running
+    jobs held until their walltimes), in what it has left; ``inf`` if that is
+    after the reservation ends its jobs (``kill``) less the job's walltime.
+    So two bound jobs that cannot both run at once get different times.
+    """
+    now = snap.now
+    bound: dict[int, list[Waiting]] = {}
     for w in snap.pending:
-        if w.bind is not None and w.bind in when:
-            out[w.id] = when[w.bind]
+        if w.bind is not None:
+            bound.setdefault(w.bind, []).append(w)
+    if not bound:
+        return
+    inside: dict[int, list[Running]] = {}
+    for x in snap.running:
+        if x.bind is not None:
+            inside.setdefault(x.bind, []).append(x)
+    for r in snap.reservations:
+        jobs = bound.get(r.id)
+        if not jobs:
+            continue
+        if r.active:
+            t0, end = now, (r.end if r.end is not None else inf)
+        elif r.start is not None:
+            t0, end = max(r.start, now), r.start + r.duration
+        elif r.id in out:
+            t0 = out[r.id]
+            end = t0 + r.duration
+        else:
+            continue
+        if t0 == inf:
+            for w in jobs:
+                out[w.id] = inf
+            continue
+        prof = Profile(t0, r.ncpus)
+        for x in inside.get(r.id, ()) if r.active else ():
+            prof.reserve(t0, max(x.start + x.estimate - t0, 0.0), x.ncpus)
+        for w in jobs:
+            t = prof.earliest_start(w.ncpus, w.estimate, t0)
+            if t == inf or (r.kill and t + w.estimate > end):
+                out[w.id] = inf
+                continue
+            prof.reserve(t, w.estimate, w.ncpus)
+            out[w.id] = t
 
 
 def _queue(snap: Snapshot) -> tuple[Waiting, ...]:

@@ -534,7 +534,7 @@ class Daemon:
             t = pred.get(w.id)
             why = ""
             if t == math.inf:
-                why = never
+                why = never if rec.resv is None else f"{NEVER} in reservation {rec.resv}: {BOUND_NEVER}"
             elif self.drained and t is not None and t > snap.now and self._drain_blocks(w, snap.free):
                 why = behind
             if rec.reason != why:
@@ -552,6 +552,7 @@ class Daemon:
 
 NEVER = "can never start"
 BEHIND = "waiting for cores, while"
+BOUND_NEVER = "it would not end before the reservation ends its jobs"
 
 
 def _finite(t: float | None) -> float | None:

@@ -233,3 +233,19 @@ def test_a_reservation_is_placed_on_the_fewest_boards(params):
     s = snap(running, [], params=params, free=frozenset(range(1, 8)), resvs=[fixed])
     plan = schedule(replace(s, machine=machine))
     assert plan.activations == (Activate(2, (4, 5, 6, 7), 100.0),)
+
+
+def test_bound_jobs_that_cannot_run_together_get_different_predicted_starts():
+    # R (4 cores, 100 s) waits for job 100 (8 cores, ends at 50).  Its bound jobs, all 4 cores:
+    # a (30 s) at R's activation, b (30 s) when a ends, c (50 s) would end after R ends: never.
+    r, e = flex(1, 4, 100.0)
+    running = [R(100, 8, -10.0, 60.0)]
+    pending = [e, W(2, 4, 30.0, bind=1), W(3, 4, 30.0, bind=1), W(4, 4, 50.0, bind=1)]
+    fc = forecast(snap(running, pending, resvs=[r]))
+    assert fc[1] == 50.0
+    assert (fc[2], fc[3], fc[4]) == (50.0, 80.0, math.inf)
+    # once active (cores 0-3 until 150) with job 2 running inside until 110: job 3 waits for it
+    active = Resv(1, 4, 100.0, (), None, True, (0, 1, 2, 3), 150.0)
+    inside = [R(2, 4, 80.0, 30.0, (0, 1, 2, 3), bind=1)]
+    fc = forecast(snap(inside, [W(3, 4, 30.0, bind=1)], now=90.0, free=frozenset(range(4, 8)), resvs=[active]))
+    assert fc[3] == 110.0

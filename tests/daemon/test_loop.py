@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import signal
 import time
 
@@ -240,3 +241,23 @@ def test_a_board_job_waiting_behind_a_drained_board_is_told_so(stub_daemon, tmp_
     d.table.commit()
     assert state(d, big) == "RUNNING" and d.db.job(big)["reason"] == ""
     assert {c // 4 for c in d.table.jobs[big].cores} == {1}
+
+
+def test_a_bound_job_that_cannot_end_within_its_reservation_is_told_so(d):
+    t = time.time()
+    me = pwd.getpwuid(os.getuid())
+    rid = d.spool.next_id()
+    resv = {"id": rid, "uid": me.pw_uid, "user": me.pw_name, "ncpus": 4, "duration": 100, "create_time": t}
+    (d.spool.incoming / rq.id_name(rid)).write_text(json.dumps({"type": "resv_create", "resv": resv}))
+    d.turn(t, scan=True)
+    a = submit(d, t, ncpus=4, walltime=60, reservation=rid)
+    b = submit(d, t, ncpus=4, walltime=60, reservation=rid)
+    d.turn(t, scan=True)
+    d.forecast()
+    d.table.commit()
+    assert state(d, a) == "RUNNING"
+    row = d.db.job(b)
+    assert row["state"] == "PENDING" and row["predicted_start"] is None
+    assert (
+        row["reason"] == f"can never start in reservation {rid}: it would not end before the reservation ends its jobs"
+    )
