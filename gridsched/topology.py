@@ -35,7 +35,6 @@ __all__ = [
     "parse",
     "read",
     "running_map",
-    "running_map_text",
 ]
 
 SYSFS = Path("/sys/devices/system")
@@ -406,23 +405,17 @@ def running_map(spool: Any) -> MachineMap | None:
     since takes effect only at the daemon's next start), so what a command
     accepts, the daemon accepts.
     """
-    text = running_map_text(spool)
-    if text is None:
-        return None
-    try:
-        return parse(text, "the running map")
-    except TopologyError:
-        return None
-
-
-def running_map_text(spool: Any) -> str | None:
-    """The canonical text of the running daemon's map (see :func:`running_map`)."""
     from .state import recorded_machine
 
     if spool.daemon_info() is None:
         return None
     text = recorded_machine(spool.db).get("map")
-    return text if isinstance(text, str) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        return parse(text, "the running map")
+    except TopologyError:
+        return None
 
 
 def in_force(spool: Any, cfg: Config) -> MachineMap:

@@ -85,15 +85,11 @@ def reload(spool_dir: str | None, config_file: str | None) -> int:
     if info is None:
         fail(PROG, shown(f"no daemon runs on {s.spool.root}"))
     new = _machine(s.cfg)  # a bad topology file is refused here, in the daemon's words
-    from ..topology import TopologyError, changed_map, parse, running_map_text
+    from ..topology import changed_map, running_map
 
-    running = running_map_text(s.spool)
-    if running is not None and running != new.text():  # the canonical text of each
-        try:
-            was = parse(running, "the running map")
-        except TopologyError:
-            was = new
-        fail(PROG, shown(changed_map(new, was)))
+    running = running_map(s.spool)
+    if running is not None and running.text() != new.text():  # canonical texts
+        fail(PROG, shown(changed_map(new, running)))
     send(s.spool, "reload")
     click.echo(f"{PROG}: reload requested from pid {shown(info.get('pid'))} ({shown(s.cfg.path)})")
     return ExitCode.OK

@@ -485,9 +485,7 @@ class _Pass:
 
     def placeable(self, w: Waiting, v: Vec) -> bool:
         """Whether the free cores can hold ``w``'s mapping requirement now (always, without a map)."""
-        if self.free_set is None or self.snap.machine is None or w.flex:
-            return True
-        return assign(self.snap.machine, self.free_set, v[0], w.place) is not None
+        return self.free_set is None or self.placeable_on(w, self.free_set)
 
     def take(self, v: Vec, w: Waiting | None = None) -> tuple[int, ...]:
         """Take ``v`` from what is free now; the cores picked.
@@ -595,7 +593,7 @@ class _Pass:
         for when, cs in self.releases:
             if when <= t:
                 cores.update(cs)
-        return assign(self.machine, frozenset(cores), w.ncpus, w.place) is not None
+        return self.placeable_on(w, frozenset(cores))
 
     def leaves_room(self, w: Waiting, head: Waiting, t: float) -> bool:
         """Whether ``head`` can still be placed at ``t`` once ``w`` runs on the cores it would get now."""
