@@ -309,7 +309,13 @@ class _Pass:
             held0 = 0
             rel = self.releases if self.machine is not None else None
             for r in general:
-                e = counted[r.id] = counted_end(r, now, mode)
+                if mode or r.stopping:
+                    e = counted_end(r, now, mode)
+                else:  # counted_end, inlined for the user's walltime
+                    e = r.start + r.estimate
+                    if e < now:
+                        e = now
+                counted[r.id] = e
                 ends0.append((e, r.ncpus))
                 held0 += r.ncpus
                 if rel is not None:
@@ -323,6 +329,10 @@ class _Pass:
             self._ends = ends0
         else:
             self._general_init(snap, mode)
+        # while the profile is not built: the one hold from a later time on (the head's
+        # reservation: start, duration, cores) and the cores left free when it begins
+        self._hold1: tuple[float, float, int] | None = None
+        self._extra = 0
         self.decisions: list[Decision] = []
         self.preempted: set[int] = set()
         self.wake = inf
@@ -410,9 +420,38 @@ class _Pass:
     def earliest(
         self, v: Vec, duration: float, profs: list[Profile] | None = None, not_before: float | None = None
     ) -> float:
+        if profs is None and self._profs is None and self._hold1 is None:
+            return self._first_free(v[0], self.now if not_before is None else not_before)
         ps = profs or self.profs
         req = [(ps[d], v[d]) for d in range(self.dims) if v[d] > 0]
         return earliest_common_start(req, duration, self.now if not_before is None else not_before)
+
+    def _free_at(self, t: float) -> int:
+        """The cores free at ``t`` (from now on), the profile not built and nothing held later."""
+        return self.free_now[0] + sum(x for e, x in self._ends if e <= t)
+
+    def _first_free(self, n: int, since: float) -> float:
+        """The first time from ``since`` on that ``n`` cores are free, the profile not built.
+
+        Only running and just started jobs are held, so what is free then stays free.
+        """
+        if since < self.now:
+            since = self.now
+        acc = self.free_now[0]
+        later = []
+        for e, x in self._ends:
+            if e <= since:
+                acc += x
+            elif e < inf:
+                later.append((e, x))
+        if acc >= n:
+            return since
+        later.sort()
+        for e, x in later:
+            acc += x
+            if acc >= n:
+                return e
+        return inf
 
     def placed_earliest(self, w: Waiting, v: Vec, duration: float, not_before: float | None = None) -> float:
         """The earliest start of ``w``: when it fits by count and, on a map, can be placed.
@@ -455,6 +494,8 @@ class _Pass:
         free = self.free_now
         if self.rising and profs is None:  # nothing is free now that is not free later
             return all(x <= free[d] for d, x in enumerate(v))
+        if profs is None and self._profs is None:  # cores only, held from later on by one hold
+            return v[0] <= free[0] and self._clear(v[0], duration)
         ps = profs or self.profs
         for d, x in enumerate(v):
             if x > free[d] or (x > 0 and not ps[d].fits_now(x, duration)):
@@ -468,13 +509,38 @@ class _Pass:
         profs = self._profs
         if profs is None:  # cores only: free now, and the ends of running and just started jobs
             profs = self._profs = [from_ends(self.now, self.free_now[0], self._ends)]
+            if self._hold1 is not None:
+                profs[0].reserve(*self._hold1)
         return profs
 
-    def hold(self, start: float, duration: float, v: Vec, fixed: bool = False) -> None:
-        """Hold ``v`` over ``[start, start + duration)`` (``fixed``: not in the loose profiles)."""
-        if self._profs is None and start == self.now:  # not built yet: one more end
-            self._ends.append((start + duration, v[0]))
-            return
+    def _clear(self, n: int, duration: float) -> bool:
+        """Whether ``n`` cores free now stay free for ``duration``, the profile not built.
+
+        What is free only grows until the one later hold begins, and is least
+        when it does (``_extra`` left then): so ``n`` stays free for ever if
+        ``n`` is at most that, else until the hold begins.
+        """
+        h = self._hold1
+        if h is None or n <= self._extra:
+            return True
+        return self.now + duration <= h[0] if duration > 0 else h[0] > self.now
+
+    def hold(self, start: float, duration: float, v: Vec, fixed: bool = False, taken: bool = False) -> None:
+        """Hold ``v`` over ``[start, start + duration)`` (``fixed``: not in the loose profiles;
+        ``taken``: held from now on, and already taken from what is free now)."""
+        if self._profs is None:  # cores only, the profile not built yet
+            h = self._hold1
+            if taken:  # one more end
+                end = start + duration
+                self._ends.append((end, v[0]))
+                if h is not None and end > h[0]:
+                    self._extra -= v[0]
+                return
+            if h is None and start > self.now:  # the head's reservation: kept as the cores it leaves when it begins
+                self._hold1 = (start, duration, v[0])
+                self._extra = self._free_at(start) - v[0]
+                self.rising = False
+                return
         if start > self.now:
             self.rising = False
         for d in range(self.dims):
@@ -509,8 +575,8 @@ class _Pass:
 
     def start(self, w: Waiting, v: Vec, duration: float, backfilled: bool, planned: float | None) -> None:
         now = self.now
-        self.hold(now, duration, v)
         cores = self.take(v, None if w.flex else w)
+        self.hold(now, duration, v, taken=True)
         if self.machine is not None:
             self.releases.append((now + duration, cores))
         if w.flex:
@@ -946,17 +1012,22 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     extra = [c - x for c, x in zip(ps.coming(), hv)] if shadow <= now else None
     free_now = ps.free_now
     dims = ps.dims
-    cap0 = ps.cap[0]
     # on a map, a job running past the shadow time must leave the head a placement then
     guard = ps.machine is not None and now < shadow < inf and ps.placeable_at(head, shadow)
-    cores = ps.profs[0]
-    limits = cores.limits()
+    lazy = ps._profs is None  # cores only: the profile is not built, its one later hold is the head's
+    if lazy:
+        cores, limits = Profile(now, 0), {}
+    else:
+        cores = ps.profs[0]
+        limits = cores.limits()
     pad = (0,) * (dims - 1)
+    free0 = free_now[0]
+    binding = bool(snap.reservations)
     for w in rest:
-        if free_now[0] <= 0:
+        if free0 <= 0:
             break
         n = w.ncpus
-        if n > free_now[0] or n > cap0 or w.bind is not None:  # cheap tests first: most of a long queue stops here
+        if n > free0 or (binding and w.bind is not None):  # cheap tests first: most of a long queue stops here
             continue
         est = w.estimate
         if w.resources:
@@ -970,10 +1041,16 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             v = (n, *pad) if pad else (n,)
             if extra is not None and n > extra[0]:
                 continue
-            until = limits.get(n)
-            if until is None:
-                until = cores.until(n)
-            fits = now + est <= until if est > 0 else until > now
+            if lazy and ps._profs is None:
+                fits = ps._clear(n, est)
+            else:
+                if lazy:  # built since (nothing in this loop does so today)
+                    lazy, cores = False, ps.profs[0]
+                    limits = cores.limits()
+                until = limits.get(n)
+                if until is None:
+                    until = cores.until(n)
+                fits = now + est <= until if est > 0 else until > now
         shorten = predict is not None and w.preemptable and not w.flex
         planned: float | None = None
         if fits and (not shorten or now + est <= shadow):
@@ -995,8 +1072,10 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if guard and now + (est if planned is None else planned) > shadow and not ps.leaves_room(w, head, shadow):
             continue  # it would sit on cores the head is placed on at its reservation
         ps.start(w, v, est if planned is None else planned, True, planned)
-        cores = ps.profs[0]
-        limits = cores.limits()
+        free0 = free_now[0]
+        if not lazy:
+            cores = ps.profs[0]
+            limits = cores.limits()
         if extra is not None:
             for d in range(ps.dims):
                 extra[d] -= v[d]
@@ -1037,7 +1116,7 @@ def _split(ps: _Pass, snap: Snapshot, rest: Sequence[Waiting]) -> None:
         ps.decisions.append(d)
         n = len(d.chains) * cands[d.job].split.ncpus  # type: ignore[union-attr]
         ps.free_now[0] -= n
-        ps.hold(ps.now, d.end - ps.now, (n,) + (0,) * (ps.dims - 1))
+        ps.hold(ps.now, d.end - ps.now, (n,) + (0,) * (ps.dims - 1), taken=True)
         if ps.free_set is not None:
             ps.free_set = ps.free_set.difference(d.cores)
 
@@ -1048,6 +1127,8 @@ def _meetable(ps: _Pass, v: Vec, duration: float, t: float) -> bool:
     for r in ps.general:
         if r.backfilled and r.preemptable and not r.stopping and ps.counted.get(r.id, t) > t:
             ps._acc(extra, ps.vec(r))
+    if ps._profs is None and ps._hold1 is None:  # cores only, rising: least free at t
+        return ps._free_at(t) + extra[0] >= v[0]
     for d in range(ps.dims):
         if v[d] and ps.profs[d].min_free(t, t + duration) + extra[d] < v[d]:
             return False

@@ -124,7 +124,9 @@ def simulate(
     and each restart ``overhead`` seconds (reading it) to the job's remaining
     run time and to its remaining walltime; in ``REQUEUE`` mode it starts over.
 
-    With ``fast`` a batch made only of arrivals is not followed by a pass when
+    With ``fast`` no pass is made when the queue is empty, nor under fcfs, easy
+    and conservative (no reservation, no splittable job) when fewer cores are
+    free than the smallest pending job needs; and a batch made only of arrivals is not followed by a pass when
     the queue already held a job (so none of the new jobs is the head) and
     every new job needs more cores than are free (so none can start without a
     preemption, which only the head may cause) -- or, under FCFS, whenever the
@@ -203,6 +205,9 @@ def simulate(
         order_key.update({n + k: (rvs[k].create, 1, k) for k in range(len(rvs))})
         key = lambda w: order_key[w.id]  # noqa: E731 - queue order: submission or creation time
 
+    # Under these policies a pass with fewer cores free than the smallest pending job
+    # needs starts nothing, preempts nothing and keeps no state for the next pass.
+    quiet_full = params.policy in (Policy.FCFS, Policy.EASY, Policy.CONSERVATIVE) and not splits
     heappush, heappop = heapq.heappush, heapq.heappop
     if machine is not None and machine.ncores != ncores:
         raise SimulationError(f"the topology has {machine.ncores} cores, the machine {ncores}")
@@ -314,6 +319,11 @@ def simulate(
                 heappush(rv_events, (r.start + r.duration, n + k))
             need_pass = True
 
+        if need_pass and fast and not rv_live:
+            if not pending:  # nothing to decide: the plan is empty
+                need_pass, head, wake = False, None, INF
+            elif quiet_full and free < min(w.ncpus for w in pending):
+                need_pass = False  # nothing fits now, and nothing but a start can change
         if need_pass or not fast:
             wake = INF
             for _ in range(MAX_REPASS):
