@@ -322,7 +322,7 @@ def test_no_window_is_overfilled(run, later, sizes, mixed, placed, policy):
             scene,
             running=tuple(running) + started,
             pending=rest,
-            free=left and left | set(c for d in pieces for c in d.cores),
+            free=None if left is None else left | {c for d in pieces for c in d.cores},
         )
     )
     after = forecast(replace(scene, running=tuple(running) + started + ran, pending=rest, free=left))
