@@ -77,15 +77,20 @@ SPEC_OPTIONAL_KEYS = {
     "array_index": "int: the task's index in its array",
     "array_max": "int: most tasks of the array running at once (the %MAX of the range)",
     "split": "dict: a splittable job (gsub --split): n sub-tasks of ncpus cores and task_time seconds each; "
-    "the daemon adds left, the indices not yet run or taken out",
+    "or (gsub --split-file) tasks, one [ncpus, seconds, args] each, ncpus and task_time then the largest; "
+    "retries (gsub --split-retries); the daemon adds left, the indices not yet run or taken out, and moves "
+    "each sub-task's args to split_args",
+    "split_args": "list[list[str]] (a piece: dict index -> list): each sub-task's own arguments (private)",
     "split_of": "int: a piece of a splittable job: the job its sub-tasks were taken from",
     "split_chains": "list[list[int]]: a piece's sub-task indices, one list per chain of ncpus cores, run in order",
-    "split_task": "dict: a piece's sub-tasks: n, ncpus and task_time of the job it was taken from",
+    "split_widths": "list[int]: the cores of each of a piece's chains",
+    "split_task": "dict: a piece's sub-tasks: n, ncpus, task_time and retries of the job it was taken from, and "
+    "tasks (index -> [ncpus, seconds]) for sub-tasks of their own sizes",
 }
 
 
 # The parts of a job's spec only its owner (and root) may read: kept out of the
 # world-readable job table, in ``jobs/ID/private.json`` (mode 0600, owned by
 # the job's owner); see :func:`gridsched.view.private`.
-PRIVATE_KEYS = ("env", "args", "workdir", "stdout", "stderr", "submit_dir")
+PRIVATE_KEYS = ("env", "args", "workdir", "stdout", "stderr", "submit_dir", "split_args")
 PRIVATE_FILE = "private.json"

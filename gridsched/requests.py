@@ -48,6 +48,8 @@ MAX_COMPONENT = 255  # bytes of one path component (NAME_MAX)
 MAX_NAME = 255  # bytes of a job or reservation name
 MAX_TEXT = 4096  # bytes of other free text (dependency spec, array range, reason, ...)
 MAX_UID = (1 << 32) - 2
+MAX_TASK_ARGS = 256  # arguments of one sub-task of a split file
+MAX_RETRIES = 100  # runs again of a failed sub-task
 CHECKPOINT_MODES = ("none", "signal", "suspend", "requeue")
 PLACES = ("pack", "spread", "board")
 SUBMIT_PREFIX = "submit-"
@@ -72,10 +74,24 @@ class Sender(NamedTuple):
 # -- the requests --------------------------------------------------------------------
 
 
+class SubTask(NamedTuple):
+    """One sub-task of a split file: its cores, its walltime (seconds) and its own arguments."""
+
+    ncpus: int
+    time: int
+    args: tuple[str, ...] = ()
+
+
 class Split(NamedTuple):
+    """A splittable job: ``n`` sub-tasks of ``ncpus`` cores and ``task_time`` seconds, or ``tasks``, one each
+    (``ncpus`` and ``task_time`` are then the largest); a failed or timed-out sub-task is run again up to
+    ``retries`` times."""
+
     n: int
     ncpus: int
     task_time: int
+    tasks: tuple[SubTask, ...] = ()
+    retries: int = 0
 
 
 class JobSpec(NamedTuple):
@@ -147,7 +163,12 @@ class JobSpec(NamedTuple):
         if self.array is not None:
             spec["array"] = self.array
         if self.split is not None:
-            spec["split"] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
+            sp: dict[str, Any] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
+            if self.split.tasks:
+                sp["tasks"] = [[t.ncpus, t.time, list(t.args)] for t in self.split.tasks]
+            if self.split.retries:
+                sp["retries"] = self.split.retries
+            spec["split"] = sp
         if self.place is not None or self.threads_per_core or self.exclusive_board:
             spec.update(
                 place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
@@ -499,9 +520,19 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
             raise f.bad("split", "must be an object")
         g = _Fields(sp, "job: split")
         split = Split(
-            g.integer("n", 1, MAX_COUNT), g.integer("ncpus", 1, MAX_COUNT), g.integer("task_time", 1, MAX_SECONDS)
+            g.integer("n", 1, MAX_COUNT),
+            g.integer("ncpus", 1, MAX_COUNT),
+            g.integer("task_time", 1, MAX_SECONDS),
+            _sub_tasks(g),
+            g.integer("retries", 0, MAX_RETRIES, required=False, default=0),
         )
         g.done()
+        if split.tasks and (
+            split.n != len(split.tasks)
+            or split.ncpus != max(t.ncpus for t in split.tasks)
+            or split.task_time != max(t.time for t in split.tasks)
+        ):
+            raise f.bad("split", "does not match its sub-tasks (n, the most cores, the longest time)")
         if split.ncpus > ncpus or split.task_time > walltime:
             raise f.bad("split", "has a sub-task larger than the job")
         if array is not None:
@@ -550,6 +581,32 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         spec = _replace(spec, submit_dir=spec.workdir)
     f.done()
     return spec
+
+
+def _sub_tasks(g: _Fields) -> tuple[SubTask, ...]:
+    """The ``tasks`` of a split spec: ``[ncpus, seconds, [args...]]`` each, checked."""
+    raw = g.raw("tasks")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not 0 < len(raw) <= MAX_COUNT:
+        raise g.bad("tasks", f"must be a list of 1 to {MAX_COUNT} sub-tasks")
+    out = []
+    for k, item in enumerate(raw):
+        where = f"{g.where}: sub-task {k}"
+        if not isinstance(item, list) or len(item) != 3:
+            raise Refused(f"{where} must be [cores, seconds, [arguments]]")
+        c, t, args = item
+        if not isinstance(c, int) or isinstance(c, bool) or not 1 <= c <= MAX_COUNT:
+            raise Refused(f"{where}: cores must be a whole number from 1 to {MAX_COUNT}")
+        if not isinstance(t, int) or isinstance(t, bool) or not 1 <= t <= MAX_SECONDS:
+            raise Refused(f"{where}: time must be a whole number of seconds from 1 to {MAX_SECONDS}")
+        if not isinstance(args, list) or len(args) > MAX_TASK_ARGS:
+            raise Refused(f"{where}: arguments must be a list of at most {MAX_TASK_ARGS} strings")
+        got = tuple(text(a, f"{where}: an argument", MAX_TEXT, control=True) for a in args)
+        if sum(len(a) for a in got) > MAX_TEXT:
+            raise Refused(f"{where}: arguments longer than {MAX_TEXT} bytes in all")
+        out.append(SubTask(c, t, got))
+    return tuple(out)
 
 
 def _replace(spec: JobSpec, **kw: Any) -> JobSpec:

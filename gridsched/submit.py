@@ -73,6 +73,8 @@ class Options:
     array: str | None = None  # --array range text (gridsched.arrays)
     split: int | None = None  # --split: number of sub-tasks
     task_time: int | None = None  # --task-time: walltime of one sub-task
+    split_file: str | None = None  # --split-file: one sub-task per line (read_split_file)
+    split_retries: int | None = None  # --split-retries: runs again of a failed or timed-out sub-task
     parent: int | None = None  # --parent: the job this one is a child of (default: the job gsub runs in)
     no_parent: bool = False  # --no-parent: not a child even inside a job
     recoverable: bool = False  # --recoverable: the subtree is kept (held) if this job fails
@@ -245,7 +247,16 @@ def build_spec(
     cores = machine_cores(spool, cfg)
     split: dict[str, Any] | None = None
     walltime = opts.walltime
-    if opts.split is not None:
+    if opts.split_file is not None:
+        if opts.split is not None or opts.task_time is not None:
+            raise SubmitError("--split-file excludes --split and --task-time (each line gives its own)", USAGE)
+        if array is not None:
+            raise SubmitError("--array and --split-file exclude each other", USAGE)
+        if opts.ncpus is not None:
+            raise SubmitError("--split-file excludes -n: each line gives its sub-task's cores", USAGE)
+        tasks = read_split_file(opts.split_file, cores, cfg)
+        split, walltime, ncpus = check_split_file(tasks, walltime, cores, cfg)
+    elif opts.split is not None:
         if array is not None:
             raise SubmitError("--array and --split exclude each other", USAGE)
         if infeasible(ncpus, cores) is None:
@@ -253,6 +264,13 @@ def build_spec(
             ncpus *= min(opts.split, max(1, cores // ncpus))  # one wave on the whole machine
     elif opts.task_time is not None:
         raise SubmitError("--task-time goes with --split", USAGE)
+    if opts.split_retries is not None:
+        if split is None:
+            raise SubmitError("--split-retries goes with --split or --split-file", USAGE)
+        if not 0 <= opts.split_retries <= rq.MAX_RETRIES:
+            raise SubmitError(f"split retries {opts.split_retries}: must lie between 0 and {rq.MAX_RETRIES}", USAGE)
+        if opts.split_retries:
+            split["retries"] = opts.split_retries
     if walltime is None:
         walltime = cfg.default_walltime
     if walltime > cfg.max_walltime:
@@ -444,6 +462,131 @@ def check_split(
             f"{format_duration(need)}"
         )
     return {"n": n, "ncpus": ncpus, "task_time": task_time}, walltime
+
+
+MAX_SPLIT_FILE = 16 << 20  # bytes of a split file
+MAX_SPLIT_LINE = 4096  # bytes of one of its lines
+
+
+def read_split_file(arg: str, cores: int, cfg: Config) -> list[tuple[int, int, tuple[str, ...]]]:
+    """The sub-tasks of a split file: ``(ncpus, seconds, args)`` for each line ``NCPUS WALLTIME [ARGS...]``.
+
+    Words are split as the shell does (quotes, backslashes); ``#`` starts a
+    comment; blank lines are skipped.  A bad line is refused with
+    :class:`SubmitError` naming ``FILE:LINE``.
+    """
+    import shlex
+
+    from .core.units import UnitError, parse_duration
+
+    try:
+        with open(arg, "rb") as f:
+            data = f.read(MAX_SPLIT_FILE + 1)
+    except FileNotFoundError:
+        raise SubmitError(f"split file {arg}: no such file", USAGE) from None
+    except IsADirectoryError:
+        raise SubmitError(f"split file {arg}: is a directory", USAGE) from None
+    except OSError as e:
+        raise SubmitError(f"split file {arg}: {e.strerror or e}", USAGE) from None
+    if len(data) > MAX_SPLIT_FILE:
+        raise SubmitError(f"split file {arg}: larger than {MAX_SPLIT_FILE >> 20} MiB", USAGE)
+    if b"\0" in data:
+        raise SubmitError(f"split file {arg}: binary file (NUL bytes), not a list of sub-tasks", USAGE)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SubmitError(f"split file {arg}: not UTF-8 text", USAGE) from None
+    out: list[tuple[int, int, tuple[str, ...]]] = []
+    for lineno, line in enumerate(text.split("\n"), 1):
+
+        def bad(why: str, where: str = f"{arg}:{lineno}") -> SubmitError:
+            return SubmitError(f"{where}: {why}", USAGE)
+
+        if len(line.encode("utf-8")) > MAX_SPLIT_LINE:
+            raise bad(f"line longer than {MAX_SPLIT_LINE} bytes")
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as e:
+            raise bad(str(e).lower()) from None
+        if not words:
+            continue
+        if len(words) < 2:
+            raise bad("expected NCPUS WALLTIME [ARGS...]")
+        c = words[0]
+        if not (c.isascii() and c.isdigit()) or int(c) < 1:
+            raise bad(f"cores {c!r}: not a whole number from 1")
+        ncpus = int(c)
+        if ncpus > cores:
+            raise bad(f"{ncpus} cores, more than the machine has ({cores})")
+        try:
+            secs = parse_duration(words[1])
+        except UnitError as e:
+            raise bad(f"walltime {e}") from None
+        if secs > cfg.max_walltime:
+            raise bad(
+                f"walltime {format_duration(secs)} is longer than the maximum {format_duration(cfg.max_walltime)}"
+            )
+        if len(words) - 2 > rq.MAX_TASK_ARGS:
+            raise bad(f"more than {rq.MAX_TASK_ARGS} arguments")
+        if any(ord(ch) < 32 and ch != "\t" for w in words for ch in w):
+            raise bad("control characters")
+        out.append((ncpus, secs, tuple(words[2:])))
+        if len(out) > cfg.max_array_size:
+            raise SubmitError(
+                f"split file {arg}: more than jobs.max_array_size ({cfg.max_array_size}) sub-tasks", USAGE
+            )
+    if not out:
+        raise SubmitError(f"split file {arg}: no sub-tasks (empty, or nothing but comments)", USAGE)
+    return out
+
+
+def waves_time(sizes: list[tuple[int, int]], ncpus: int) -> int:
+    """How long sub-tasks of ``(ncpus, seconds)`` take on ``ncpus`` cores, started in order as cores free up."""
+    import heapq
+
+    ends: list[tuple[int, int]] = []
+    free, now, last = ncpus, 0, 0
+    for c, t in sizes:
+        while free < c:
+            now, back = heapq.heappop(ends)
+            free += back
+        heapq.heappush(ends, (now + t, c))
+        free -= c
+        last = max(last, now + t)
+    return last
+
+
+def check_split_file(
+    tasks: list[tuple[int, int, tuple[str, ...]]], walltime: int | None, cores: int, cfg: Config
+) -> tuple[dict[str, Any], int, int]:
+    """The ``split`` spec key of a job of a split file's sub-tasks, its walltime and its cores.
+
+    The job as a whole runs on as many cores as its sub-tasks need at once,
+    at most the machine's, starting them in order as cores free up; its
+    walltime (``-t``) defaults to what that takes.
+    """
+    ncpus = min(cores, sum(c for c, _, _ in tasks))
+    need = waves_time([(c, t) for c, t, _ in tasks], ncpus)
+    if walltime is None:
+        walltime = min(need, cfg.max_walltime)
+    longest = max(t for _, t, _ in tasks)
+    if longest > walltime:
+        raise SubmitError(
+            f"a sub-task's time {format_duration(longest)} is longer than the walltime {format_duration(walltime)}",
+            USAGE,
+        )
+    if walltime < need:
+        raise SubmitError(
+            f"walltime {format_duration(walltime)} is too short for the {len(tasks)} sub-tasks: run in order "
+            f"on {ncpus} cores they take {format_duration(need)}"
+        )
+    split = {
+        "n": len(tasks),
+        "ncpus": max(c for c, _, _ in tasks),
+        "task_time": longest,
+        "tasks": [[c, t, list(a)] for c, t, a in tasks],
+    }
+    return split, walltime, ncpus
 
 
 def job_exit_status(job: dict[str, Any]) -> int:

@@ -270,7 +270,8 @@ ARRAYS = para("""
     exit status 1.
 """)
 
-SPLIT = para("""
+SPLIT = (
+    para("""
     --split N --task-time T -n C submits a job made of N independent sub-tasks, each a run of the
     script with GS_TASK_ID set (0 to N-1) on C cores for at most T (GS_NCPUS is C, GS_CORES its
     cores).  At its turn it runs as a whole on as many cores as one wave needs (C times the
@@ -281,9 +282,69 @@ SPLIT = para("""
     reserved start: as many as end by then, chained one after another on the same cores.  They
     run as a piece, a job of its own (gstat shows "piece of ID"; its output goes to the job's
     files with .PIECEID appended), and the job keeps the others at its place in the queue.  A
-    job whose sub-tasks all went to pieces ends with the last of them.  gstat shows how many
-    sub-tasks are done, running and left; gdel of the job cancels its pieces too.
+    job whose sub-tasks all went to pieces ends with the last of them.  gdel of the job cancels
+    its pieces too.
 """)
+    + "\n"
+    + para("""
+    The backfill windows are read from the plan: the cores free now that a reserved start (the
+    head's under easy and checkpoint-backfill, every job's under conservative, a fixed
+    reservation's) first needs at a later time are a window until then, so free cores needed at
+    different times are windows of different lengths, each filled with sub-tasks that end inside
+    it, the longest window first.  A window that opens later (a running job ends before the head
+    can start) is filled when it opens.  fcfs never backfills.
+""")
+    + "\n"
+    + para("""
+    --split-file TASKS (also #GS --split-file TASKS; a relative path is taken from the directory
+    gsub runs in) submits sub-tasks that differ.  TASKS has one sub-task per line: NCPUS, its
+    cores; WALLTIME, its own time (any form -t takes); ARGS, its own arguments, given to the
+    script after the job's ARGS.  Words are split as the shell splits them; # starts a comment;
+    blank lines are skipped.  For example:
+""")
+    + "\n"
+    + verbatim("""
+    # NCPUS  WALLTIME  ARGS...
+    4        2:00:00   input-a.dat
+    1        10m       input-b.dat --quick
+    2        90s       'a file with spaces'
+""")
+    + "\n"
+    + para("""
+    Sub-task K is the K-th sub-task line (from 0); it runs on exactly NCPUS cores (GS_NCPUS,
+    GS_CORES, OMP_NUM_THREADS).  The job as a whole asks for the cores its sub-tasks need at
+    once, at most the machine's, and starts them in order as its cores free up; -t defaults to
+    what that takes.  In a backfill window a chain holds sub-tasks of one core count, each
+    sub-task joining the fullest chain in which it still ends inside the window.  A bad line is
+    refused with one line naming it (gsub: error: TASKS:3: cores 'x': not a whole number from
+    1), as are zero or negative cores or times, more cores than the machine has, lines longer
+    than 4096 bytes, more than 256 arguments on a line, more sub-tasks than
+    jobs.max_array_size, and a file without sub-tasks; exit status 2.  -n, --split and
+    --task-time cannot be given with it.
+""")
+    + "\n"
+    + para("""
+    Every sub-task runs in a process group of its own and is killed at its own time (SIGTERM to
+    its group, SIGKILL 3 seconds later), whether the time came from --task-time or a split file;
+    the job's walltime still bounds the whole.  A sub-task that exits non-zero or is killed at
+    its time is run again at once, on the same cores, up to --split-retries N times (GS_TASK_TRY
+    says which run it is, from 0); in a piece, only if the piece's time still holds that run and
+    the rest of its chain, since a piece must be out of the way of the job it backfills around.
+    Slurm and PBS have no such option: a failed array task is not rerun there unless it is
+    resubmitted.  The job, or piece, ends COMPLETED if every sub-task ended with status 0, else
+    FAILED, and its standard error names each sub-task that failed or ran out of time.  A job
+    that is requeued and started again does not rerun the sub-tasks it already completed.
+""")
+    + "\n"
+    + para("""
+    gstat shows how many sub-tasks are done, running, failed, timed out (killed at their own
+    time) and left, and how many runs again there were; gstat --json gives them as split.done,
+    split.running, split.failed, split.timeout, split.left and split.retried.  They are read from
+    the file each run of sub-tasks appends to in the job's checkpoint directory
+    (gridsched-subtasks.jsonl, one JSON line per start and end); where it cannot be read
+    (another user's job), sub-tasks are counted by the state of their job or piece.
+""")
+)
 
 GSUB_EXAMPLES = verbatim("""
     $ cat job.sh

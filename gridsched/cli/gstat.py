@@ -393,9 +393,9 @@ def cli(
         if not jobs:
             fail(PROG, f"job {ids[0]}: no such job")  # type: ignore[index]
         if "split" in (jobs[0].get("spec") or {}):
-            gstat_tasks.annotate(jobs, load_jobs(s.spool))
+            gstat_tasks.annotate(jobs, load_jobs(s.spool), s.spool.job_dir)
     else:
-        gstat_tasks.annotate(jobs, jobs)
+        gstat_tasks.annotate(jobs, jobs, s.spool.job_dir)
         if not as_json:
             jobs = gstat_tasks.label_tasks(jobs) if tasks else gstat_tasks.fold(jobs)
         if not show_all:

@@ -5,12 +5,16 @@ is ``ARRAYID_[RANGE%MAX]``, its state the most active one among its tasks
 (RUNNING, STOPPING, SUSPENDED, PENDING, HELD; then COMPLETED when every task
 completed, else FAILED, TIMEOUT or CANCELLED), and its note the number of
 tasks in each state.  A splittable job's note counts its sub-tasks: done,
-running, failed (in pieces that did not complete) and left.
+running, failed, timed out (killed at their own time) and left, from the
+results file each run of sub-tasks writes (:mod:`gridsched.subtasks`).
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..arrays import format_indices
@@ -93,36 +97,76 @@ def label_tasks(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def split_counts(job: dict[str, Any], pieces: list[dict[str, Any]]) -> dict[str, int]:
-    """Sub-tasks of splittable job ``job`` done, running, failed and left, from its row and its pieces' rows."""
-    sp = (job.get("spec") or {}).get("split") or {}
-    n_left = len(sp["left"]) if isinstance(sp.get("left"), list) else int(sp.get("n", 0))
-    out = {"done": 0, "running": 0, "failed": 0, "left": 0}
-    st = job["state"]
-    if st in ("RUNNING", "STOPPING", "SUSPENDED"):
-        out["running"] += n_left
-    elif st == "COMPLETED":
-        out["done"] += n_left
-    elif st in ENDED:
-        out["failed"] += n_left
-    else:
-        out["left"] += n_left
-    for p in pieces:
-        k = sum(len(c) for c in (p.get("spec") or {}).get("split_chains") or [])
-        ps = p["state"]
-        key = (
-            "running"
-            if ps in ("RUNNING", "STOPPING", "PENDING", "SUSPENDED")
-            else "done"
-            if ps == "COMPLETED"
-            else "failed"
-        )
-        out[key] += k
+RESULTS = "gridsched-subtasks.jsonl"  # written by each run of sub-tasks (gridsched.subtasks)
+LIVE = ("RUNNING", "STOPPING", "SUSPENDED")
+
+
+def results(job_dir: Path | None) -> dict[int, tuple[str, int]] | None:
+    """Each sub-task's last event in a job's results file and how many times it was run again (None: no
+    file to read)."""
+    if job_dir is None:
+        return None
+    out: dict[int, tuple[str, int]] = {}
+    try:
+        with open(job_dir / "checkpoint" / RESULTS, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    ev = json.loads(line)
+                    i, what, k = int(ev["task"]), str(ev["event"]), int(ev.get("try", 0))
+                except (ValueError, TypeError, KeyError, AttributeError):
+                    continue
+                if what in ("start", "done", "failed", "timeout"):
+                    out[i] = (what, k)
+    except OSError:
+        return None
     return out
 
 
-def annotate(jobs: list[dict[str, Any]], every: list[dict[str, Any]]) -> None:
-    """Give each splittable job in ``jobs`` its sub-task counts (``note``, ``split_counts``) from ``every`` row."""
+def _tasks_of(row: dict[str, Any]) -> list[int]:
+    spec = row.get("spec") or {}
+    if "split_of" in spec:
+        return [i for c in spec.get("split_chains") or [] for i in c]
+    sp = spec.get("split") or {}
+    return list(sp["left"]) if isinstance(sp.get("left"), list) else list(range(int(sp.get("n", 0))))
+
+
+def split_counts(
+    job: dict[str, Any], pieces: list[dict[str, Any]], job_dir: Callable[[int], Path] | None = None
+) -> dict[str, int]:
+    """Sub-tasks of splittable job ``job`` done, failed, timed out (at their own time), running and left, and
+    the runs again (``retried``), from its row, its pieces' rows and their results files (``job_dir``).
+
+    A sub-task of a job or piece that is running counts as running once it has started, else as left;
+    one of a job or piece that ended without an outcome for it (cancelled, out of time) counts as failed.
+    Without a results file, every sub-task of the job or piece counts by its state, as before a run.
+    """
+    out = {"done": 0, "failed": 0, "timeout": 0, "running": 0, "left": 0, "retried": 0}
+    for row in (job, *pieces):
+        st = row["state"]
+        tasks = _tasks_of(row)
+        waiting = row is job and st in ("PENDING", "HELD")
+        got = results(job_dir(int(row["id"]))) if job_dir is not None else None
+        for i in tasks:
+            what, k = got.get(i, ("", 0)) if got is not None else ("", 0)
+            out["retried"] += k
+            if what in ("done", "failed", "timeout"):
+                out[what] += 1
+            elif waiting:
+                out["left"] += 1
+            elif st in LIVE or st == "PENDING":
+                out["running" if what == "start" or got is None else "left"] += 1
+            elif st == "COMPLETED":
+                out["done"] += 1
+            else:
+                out["failed"] += 1
+    return out
+
+
+def annotate(
+    jobs: list[dict[str, Any]], every: list[dict[str, Any]], job_dir: Callable[[int], Path] | None = None
+) -> None:
+    """Give each splittable job in ``jobs`` its sub-task counts (``note``, ``split_counts``) from ``every`` row
+    and, where they can be read, the results files in ``job_dir(id)``."""
     pieces: dict[int, list[dict[str, Any]]] = {}
     for j in every:
         of = (j.get("spec") or {}).get("split_of")
@@ -131,12 +175,14 @@ def annotate(jobs: list[dict[str, Any]], every: list[dict[str, Any]]) -> None:
     for j in jobs:
         spec = j.get("spec") or {}
         if "split" in spec:
-            c = split_counts(j, pieces.get(j["id"], []))
+            c = split_counts(j, pieces.get(j["id"], []), job_dir)
             j["split_counts"] = c
             j["note"] = (
                 f"sub-tasks {c['done']} done, {c['running']} running, "
                 + (f"{c['failed']} failed, " if c["failed"] else "")
+                + (f"{c['timeout']} timed out, " if c["timeout"] else "")
                 + f"{c['left']} left"
+                + (f" ({c['retried']} runs again)" if c["retried"] else "")
             )
         elif "split_of" in spec:
             j["note"] = f"piece of {spec['split_of']}"

@@ -226,6 +226,21 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     "waves it needs on the whole machine.",
 )
 @click.option(
+    "--split-file",
+    metavar="TASKS",
+    help="A splittable job of the sub-tasks listed in the file TASKS, one per line: NCPUS WALLTIME "
+    "[ARGS...] (words as in the shell, # starts a comment). Sub-task K (GS_TASK_ID=K, from 0 in line "
+    "order) is a run of the script with the job's ARGS then its own, on NCPUS cores, killed at its "
+    "WALLTIME. Excludes --split, --task-time and -n. See SPLITTABLE JOBS.",
+)
+@click.option(
+    "--split-retries",
+    type=click.IntRange(0, 100),
+    metavar="N",
+    help="With --split or --split-file: run a sub-task that failed or was killed at its time again, up "
+    "to N more times (default 0).",
+)
+@click.option(
     "--wait",
     is_flag=True,
     help="Wait until the job (every task of an array) has finished and exit with its exit status "
@@ -342,6 +357,8 @@ def cli(
         array=p["array"],
         split=p["split"],
         task_time=p["task_time"],
+        split_file=p["split_file"],
+        split_retries=p["split_retries"],
         parent=p["parent"],
         no_parent=bool(p["no_parent"]),
         recoverable=bool(p["recoverable"]),

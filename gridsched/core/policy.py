@@ -162,20 +162,26 @@ Reservations
 Splittable jobs (easy, checkpoint-backfill, conservative)
 ---------------------------------------------------------
 A pending job with ``Waiting.split`` is ``len(split.left)`` independent
-sub-tasks of ``split.ncpus`` cores and ``split.task_time`` seconds; as a
-whole it asks for one wave (``ncpus``) for its walltime and is scheduled like
-any job.  After the backfill step, the cores still free now form a window
-that lasts until the shadow time; each splittable job after the head, in
-queue order, that did not start whole fills it with sub-tasks chained on the
-same cores (:func:`gridsched.core.split.fill_window`), placed like one job of
-that many cores: a ``StartTasks`` decision.  Every chain ends by the shadow
-time even if each of its sub-tasks runs for its whole time, so the head is
-never delayed; the job keeps the rest of its sub-tasks at its place in the
-queue.  Under conservative the window is the cores free now that no
-reservation needs, until the first time one does; every job keeps its
-reservation.  fcfs never backfills.  With reservations the window ends
-where the head's or a fixed reservation's hold begins; a job that also asks
-for floating resources is not split.
+sub-tasks, each of ``split.ncpus`` cores and ``split.task_time`` seconds or,
+with ``split.sizes``, of its own cores and time; as a whole it asks for one
+wave (``ncpus``) for its walltime and is scheduled like any job.  After the
+backfill step, the cores still free now form the backfill windows: read from
+the cores profile, the cores that some hold (the head's reservation, a fixed
+reservation, under conservative every job's reservation) first needs at a
+time ``t`` are a window from now until ``t``, so a profile that falls in
+steps gives one window per step, each as wide as the drop (cores no hold
+ever needs join the latest window).  Each splittable job after the head, in
+queue order, that did not start whole fills the windows, the longest first,
+with sub-tasks chained on the same cores
+(:func:`gridsched.core.split.fill_window`, or
+:func:`gridsched.core.split.fill_mixed` for sub-tasks of their own sizes):
+one ``StartTasks`` decision per window used, placed like one job of that
+many cores.  Every chain ends by its window's end even if each of its
+sub-tasks runs for its whole time, so no hold is ever broken and the head
+is never delayed; the job keeps the rest of its sub-tasks at its place in
+the queue.  Windows that open later (a running job ends before the head's
+reservation) are filled by the pass run then.  fcfs never backfills.  A job
+that also asks for floating resources is not split.
 
 Predictors: ``Params.predictor`` ``user-history`` replaces the scaled rule by
 the mean of the user's last two run times (see :mod:`gridsched.core.predict`);
@@ -199,7 +205,7 @@ from .placement import assign
 from .predict import make_predictor
 from .preempt import victims
 from .profile import Profile, earliest_common_start, from_ends
-from .split import fill_window
+from .split import fill_mixed, fill_window
 from .tree import preempt_order
 from .types import (
     Activate,
@@ -1096,29 +1102,69 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
 
 
 def _split(ps: _Pass, snap: Snapshot, rest: Sequence[Waiting]) -> None:
-    """Sub-tasks of splittable jobs in the window left after backfilling.
+    """Sub-tasks of splittable jobs in the windows left after backfilling.
 
-    The window is the cores free now that nothing holds (the head's
-    reservation, fixed reservations) until the first time something does; a
-    job that also asks for floating resources is not split.
+    The windows are the cores free now that nothing holds (the head's
+    reservation, fixed reservations, conservative reservations), in bands by
+    when something first needs them (:func:`_windows`); a job that also asks
+    for floating resources is not split.
     """
     if not snap.splitting:
         return
-    width = min(ps.free_now[0], ps.profs[0].free_at(ps.now))
-    end = next((t for t, v in ps.profs[0].steps() if t > ps.now and v < width), inf)
-    if width <= 0 or end == inf:
+    now = ps.now
+    width = min(ps.free_now[0], ps.profs[0].free_at(now))
+    if width <= 0:
         return
-    cands = {w.id: w for w in rest if w.split is not None and not w.resources}
+    cands = [w for w in rest if w.split is not None and not w.resources]
     if not cands:
         return
+    windows = _windows(ps.profs[0], now, width)
+    if not windows:
+        return
     started = [d for d in ps.decisions if type(d) is Start]
-    for d in _split_fill(snap, list(cands.values()), started, ps.free_set, width, end):
+    pad = (0,) * (ps.dims - 1)
+    for d in _split_fill(snap, cands, started, ps.free_set, windows):
         ps.decisions.append(d)
-        n = len(d.chains) * cands[d.job].split.ncpus  # type: ignore[union-attr]
+        n = len(d.cores) if ps.free_set is not None else _piece_cores(d, snap)
         ps.free_now[0] -= n
-        ps.hold(ps.now, d.end - ps.now, (n,) + (0,) * (ps.dims - 1), taken=True)
+        ps.hold(now, d.end - now, (n, *pad), taken=True)
         if ps.free_set is not None:
             ps.free_set = ps.free_set.difference(d.cores)
+
+
+def _piece_cores(d: StartTasks, snap: Snapshot) -> int:
+    """The cores of the piece ``d`` starts (count-only mode)."""
+    if d.widths:
+        return sum(d.widths)
+    w = next(x for x in snap.pending if x.id == d.job)
+    return len(d.chains) * w.split.ncpus  # type: ignore[union-attr]
+
+
+def _windows(prof: Profile, now: float, width: int) -> list[tuple[int, float]]:
+    """The backfill windows in the ``width`` cores free now: ``(cores, end)`` bands.
+
+    Reading the profile from now on, each time it drops below the cores
+    still counted, the cores it loses close a band there: those cores are
+    free from now until that time.  Cores it never loses form a band that
+    is given the latest of those times (any end would do; a window that
+    never closes is none).  Bands never overlap: at any instant the cores of
+    the bands still open are at most what the profile has free.
+    """
+    out: list[tuple[int, float]] = []
+    level = width
+    last = inf
+    for t, v in prof.steps():
+        if t <= now or v >= level:
+            continue
+        low = v if v > 0 else 0
+        out.append((level - low, t))
+        last = t
+        level = low
+        if level == 0:
+            break
+    if level > 0 and last < inf:
+        out.append((level, last))
+    return out
 
 
 def _meetable(ps: _Pass, v: Vec, duration: float, t: float) -> bool:
@@ -1140,41 +1186,70 @@ def _split_fill(
     rest: Sequence[Waiting],
     started: list[Start],
     free: frozenset[int] | None,
-    nfree: int,
-    shadow: float,
+    windows: Sequence[tuple[int, float]],
 ) -> tuple[StartTasks, ...]:
-    """Sub-tasks of splittable jobs in a window of ``nfree`` cores from now until ``shadow``.
+    """Sub-tasks of splittable jobs in the backfill ``windows`` (``(cores, end)`` bands from now).
 
-    Each splittable job, in queue order, that did not start whole fills it with
-    sub-tasks chained on the same cores (:func:`gridsched.core.split.fill_window`),
-    placed like one job of that many cores: a ``StartTasks`` decision.
+    Each splittable job, in queue order, that did not start whole fills the
+    windows, the longest first, with sub-tasks chained on the same cores
+    (:func:`gridsched.core.split.fill_window`; sub-tasks of their own sizes:
+    :func:`gridsched.core.split.fill_mixed`), each window's share placed like
+    one job of that many cores: one ``StartTasks`` decision per window used.
+    Every chain ends by its window's end; a sub-task is taken at most once.
     """
     now = snap.now
-    length = shadow - now
-    if nfree <= 0 or not 0 < length < inf:
+    room = [[c, e] for c, e in sorted(windows, key=lambda x: -x[1]) if c > 0 and now < e < inf]
+    if not room:
         return ()
+    nfree = len(free) if free is not None else sum(int(c) for c, _ in room)
     done = {s.job for s in started}
     out: list[StartTasks] = []
     for w in rest:
         sp = w.split
-        if sp is None or w.id in done or w.flex or w.bind is not None or sp.ncpus > nfree:
+        if sp is None or w.id in done or w.flex or w.bind is not None:
             continue
-        chains = fill_window(sp.left, sp.ncpus, sp.task_time, nfree, length)
-        if not chains:
-            continue
-        n = len(chains) * sp.ncpus
-        if free is None:
-            cores: tuple[int, ...] = ()
-            nfree -= n
-        else:
-            got = assign(snap.machine, free, n, replace(w.place, ncpus=n) if w.place is not None else None)
-            if got is None:
+        left = sp.left
+        for win in room:
+            width = min(int(win[0]), nfree)
+            if width <= 0 or (not sp.sizes and sp.ncpus > width):
                 continue
-            cores, held = got
-            free = free.difference(held)
-            nfree = len(free)
-        tasks = tuple(i for c in chains for i in c)
-        out.append(StartTasks(w.id, tasks, cores, tuple(chains), now + max(map(len, chains)) * sp.task_time))
+            length = win[1] - now
+            widths: tuple[int, ...] = ()
+            if sp.sizes:
+                mixed = fill_mixed(left, sp.sizes, width, length)
+                if not mixed:
+                    continue
+                chains = [ch for _, ch in mixed]
+                widths = tuple(c for c, _ in mixed)
+                n = sum(widths)
+                sizes = sp.sizes
+                dur = max(sum(sizes[i][1] for i in ch) for ch in chains)
+            else:
+                chains = fill_window(left, sp.ncpus, sp.task_time, width, length)
+                if not chains:
+                    continue
+                n = len(chains) * sp.ncpus
+                dur = max(map(len, chains)) * sp.task_time
+            if free is None:
+                cores: tuple[int, ...] = ()
+                nfree -= n
+            else:
+                got = assign(snap.machine, free, n, replace(w.place, ncpus=n) if w.place is not None else None)
+                if got is None:
+                    continue
+                cores, held = got
+                free = free.difference(held)
+                nfree = len(free)
+            win[0] -= n
+            tasks = tuple(i for c in chains for i in c)
+            out.append(StartTasks(w.id, tasks, cores, tuple(chains), now + dur, widths))
+            if widths:
+                taken = set(tasks)
+                left = tuple(i for i in left if i not in taken)
+            else:  # fill_window takes the first ones
+                left = left[len(tasks) :]
+            if not left or nfree <= 0:
+                break
         if nfree <= 0:
             break
     return tuple(out)

@@ -13,6 +13,14 @@ Among the ways to place ``k`` sub-tasks, the one chosen ends soonest and,
 at that end, uses the fewest chains: all chains get ``ceil(k / chains)``
 sub-tasks except the last.  Sub-tasks are taken in the order given (the
 lowest indices first), so the job keeps the rest at its place in the queue.
+
+Sub-tasks of their own sizes (one ``(ncpus, time)`` each, from a split
+file) are placed by :func:`fill_mixed`: a chain holds sub-tasks of one core
+count, so each runs on exactly the cores it asked for; each sub-task, in
+order, joins the fullest chain of its core count in which it still ends
+within the window (best fit: the window's time is packed, emptier chains are
+kept for longer sub-tasks), else opens a new chain if the window has cores
+left for it; a sub-task that fits nowhere stays with the job.
 """
 
 from __future__ import annotations
@@ -37,3 +45,38 @@ def fill_window(
     k = min(len(tasks_left), per_chain * nchains)
     per = -(-k // nchains)  # the fewest rounds that place k sub-tasks on nchains chains
     return [tuple(tasks_left[i : i + per]) for i in range(0, k, per)]
+
+
+def fill_mixed(
+    tasks_left: Sequence[int], sizes: Sequence[tuple[int, float]], width: int, length: float
+) -> list[tuple[int, tuple[int, ...]]]:
+    """The chains of sub-tasks of their own sizes to run in a window of ``width`` cores and ``length`` seconds.
+
+    ``sizes[i]`` is sub-task ``i``'s ``(ncpus, time)``.  Returns ``(cores,
+    chain)`` pairs: every sub-task of a chain needs exactly ``cores``, the
+    chains' cores add up to at most ``width``, and each chain's times add up
+    to at most ``length``.  Every index appears at most once.
+    """
+    if width <= 0 or length <= 0:
+        return []
+    chains: list[list[int]] = []
+    wide: list[int] = []
+    used: list[float] = []
+    room = width
+    for i in tasks_left:
+        c, t = sizes[i]
+        if c <= 0 or t <= 0 or c > width or t > length:
+            continue
+        best = -1
+        for k, u in enumerate(used):
+            if wide[k] == c and u + t <= length and (best < 0 or u > used[best]):
+                best = k
+        if best >= 0:
+            chains[best].append(i)
+            used[best] += t
+        elif c <= room:
+            chains.append([i])
+            wide.append(c)
+            used.append(t)
+            room -= c
+    return [(wide[k], tuple(ch)) for k, ch in enumerate(chains)]

@@ -64,11 +64,17 @@ class Params:
 @dataclass(frozen=True, slots=True)
 class SplitInfo:
     """The sub-tasks a splittable job has left: ``left`` (their indices), each on ``ncpus`` cores
-    for at most ``task_time``."""
+    for at most ``task_time``.
+
+    ``sizes``, when given, holds every sub-task's own ``(ncpus, time)``, by
+    index (``left`` names indices into it); ``ncpus`` and ``task_time`` are
+    then the largest of them.  Empty: every sub-task is ``(ncpus, task_time)``.
+    """
 
     ncpus: int
     task_time: float
     left: tuple[int, ...]
+    sizes: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +268,9 @@ class StartTasks:
     ``cores[i * ncpus:(i + 1) * ncpus]`` (``ncpus`` of the job's
     :class:`SplitInfo`); ``tasks`` is all of them.  ``end`` is when the
     longest chain ends at the latest (now plus its sub-tasks' times).
+    ``widths``, for sub-tasks of their own sizes, is the cores of each chain
+    (every sub-task of chain ``i`` needs ``widths[i]``), laid out one after
+    another in ``cores``; empty: every chain has ``ncpus``.
     """
 
     job: int
@@ -269,6 +278,7 @@ class StartTasks:
     cores: tuple[int, ...]
     chains: tuple[tuple[int, ...], ...]
     end: float = 0.0
+    widths: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,9 @@ def split_info(sp: dict[str, Any] | None) -> SplitInfo | None:
     """The core's view of a splittable job's ``split`` spec (None: not splittable, or nothing left)."""
     if not sp or not sp.get("left"):
         return None
-    return SplitInfo(int(sp["ncpus"]), float(sp["task_time"]), tuple(sp["left"]))
+    tasks = sp.get("tasks")
+    sizes = tuple((int(t[0]), float(t[1])) for t in tasks) if tasks else ()
+    return SplitInfo(int(sp["ncpus"]), float(sp["task_time"]), tuple(sp["left"]), sizes)
 
 
 def _count(v: Any) -> bool:
@@ -83,6 +85,11 @@ def take_in(d: Daemon, job: dict[str, Any], user: str, state: JobState, reason: 
     """Take in a checked splittable job: its stub, the user's script, every sub-task left."""
     sp = job["split"]
     job["split"] = {"n": sp["n"], "ncpus": sp["ncpus"], "task_time": sp["task_time"], "left": list(range(sp["n"]))}
+    if sp.get("retries"):
+        job["split"]["retries"] = sp["retries"]
+    if sp.get("tasks"):  # sizes in the job table; the arguments are the owner's (private)
+        job["split"]["tasks"] = [[t[0], t[1]] for t in sp["tasks"]]
+        job["split_args"] = [list(t[2]) for t in sp["tasks"]]
     d.take_in(job, user, state, reason, {"script": STUB, "task-script": job.pop("script")})
 
 
@@ -99,18 +106,30 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
         return
     spec = d.table.spec(rec.id)
     c = int(sp["ncpus"])
+    widths = list(st.widths) or [c] * len(st.chains)
+    if len(widths) != len(st.chains):
+        log.error("plan splits job %d with %d chains but %d widths", rec.id, len(st.chains), len(widths))
+        return
     pid = d.new_ids(1)[0]
     piece = {k: v for k, v in spec.items() if k != "split"}
+    task = {"n": sp["n"], "ncpus": c, "task_time": sp["task_time"]}
+    if sp.get("retries"):
+        task["retries"] = sp["retries"]
+    if sp.get("tasks"):  # the sizes and arguments of its own sub-tasks only
+        task["tasks"] = {str(i): sp["tasks"][i] for i in st.tasks}
+        args = spec.get("split_args") or []
+        piece["split_args"] = {str(i): args[i] for i in st.tasks if i < len(args)}
     piece.update(
         id=pid,
-        ncpus=len(st.chains) * c,
+        ncpus=sum(widths),
         walltime=max(1, math.ceil(st.end - now)),
         checkpoint="none",
         hold=False,
         depend="",
         split_of=rec.id,
         split_chains=[list(ch) for ch in st.chains],
-        split_task={"n": sp["n"], "ncpus": c, "task_time": sp["task_time"]},
+        split_widths=widths,
+        split_task=task,
         stdout=f"{spec['stdout']}.{pid}",
         stderr=f"{spec['stderr']}.{pid}",
     )
@@ -125,7 +144,7 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
     start(d, prec, Start(pid, st.cores, True, None), now)
     sp["left"] = [i for i in sp["left"] if i not in taken]
     spec["split"] = sp
-    rec.ncpus = min(rec.ncpus, len(sp["left"]) * c) or rec.ncpus
+    rec.ncpus = min(rec.ncpus, _wave(sp)) or rec.ncpus
     rec._waiting = None
     d.table.begin()
     d.db.update(rec.id, spec=spec, ncpus=rec.ncpus)
@@ -143,6 +162,14 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
         ",".join(map(str, st.cores)),
         len(sp["left"]),
     )
+
+
+def _wave(sp: dict[str, Any]) -> int:
+    """The cores the sub-tasks left need all at once."""
+    tasks = sp.get("tasks")
+    if tasks:
+        return sum(int(tasks[i][0]) for i in sp["left"])
+    return len(sp["left"]) * int(sp["ncpus"])
 
 
 def pieces_of(d: Daemon, ids: list[int]) -> list[int]:

@@ -251,6 +251,8 @@ def test_gstat_counts_sub_tasks(env, run, make_row, put_rows):
         "done": 3,
         "running": 3,
         "failed": 0,
+        "timeout": 0,
         "left": 4,
+        "retried": 0,
     }
     assert doc["jobs"][1]["split"] == {"of": 1, "tasks": [3, 4, 5]}

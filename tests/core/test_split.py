@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gridsched.core.policy import forecast, schedule
-from gridsched.core.split import fill_window
+from gridsched.core.split import fill_mixed, fill_window
 from gridsched.core.types import Params, Policy, Resv, Running, Snapshot, SplitInfo, StartTasks, Waiting
 
 H = 3600.0
@@ -168,3 +168,166 @@ def test_a_window_before_a_fixed_reservation_is_a_window_like_any_other():
         s = Snapshot(0.0, 8, (), (head, sp), Params(policy=policy), free=frozenset(range(8)), reservations=(resv,))
         [d] = [d for d in schedule(s).decisions if isinstance(d, StartTasks)]
         assert d.end == H and len(d.chains) == 8 and all(len(c) == 1 for c in d.chains)
+
+
+# -- sub-tasks of their own sizes, and every window of the plan ------------------------------------
+
+
+def test_fill_mixed_chains_hold_one_core_count_and_end_in_the_window():
+    sizes = [(2, H), (1, 3 * H), (1, H / 2), (4, H), (1, H / 2), (2, H), (2, 2 * H), (1, 4 * H)]
+    got = fill_mixed(range(8), sizes, 6, 3 * H)
+    assert got == [(2, (0, 5)), (1, (1,)), (1, (2, 4)), (2, (6,))]
+    # 3 (4 cores) found no cores left once 0, 1 and 2 had opened their chains; 7 (4 h) is longer than the window
+    assert sum(c for c, _ in got) == 6
+
+
+def test_fill_mixed_packs_chains_before_opening_new_ones():
+    sizes = [(1, H)] * 6
+    assert fill_mixed(range(6), sizes, 2, 3 * H) == [(1, (0, 1, 2)), (1, (3, 4, 5))]
+    assert fill_mixed(range(6), sizes, 2, 2 * H) == [(1, (0, 1)), (1, (2, 3))]
+    # the fullest chain it still fits in: the 2-hour one stays free for the 2-hour sub-task
+    mixed = [(1, H), (1, 2 * H), (1, H), (1, 2 * H)]
+    assert fill_mixed(range(4), mixed, 2, 2 * H) == [(1, (0, 2)), (1, (1,))]
+    assert fill_mixed([], sizes, 2, 2 * H) == []
+    assert fill_mixed(range(6), sizes, 0, 2 * H) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sizes=st.lists(st.tuples(st.integers(1, 5), st.floats(1.0, 1000.0)), max_size=40),
+    width=st.integers(0, 24),
+    length=st.floats(0.0, 5000.0),
+    data=st.data(),
+)
+def test_fill_mixed_properties(sizes, width, length, data):
+    left = data.draw(st.lists(st.sampled_from(range(len(sizes))), unique=True) if sizes else st.just([]))
+    got = fill_mixed(left, sizes, width, length)
+    taken = [i for _, ch in got for i in ch]
+    assert len(taken) == len(set(taken)) and set(taken) <= set(left)
+    assert sum(c for c, _ in got) <= width
+    for c, ch in got:
+        assert ch and all(sizes[i][0] == c for i in ch)
+        assert sum(sizes[i][1] for i in ch) <= length
+    # a sub-task left out could not have opened a chain: no cores were left for it at the end
+    room = width - sum(c for c, _ in got)
+    for i in set(left) - set(taken):
+        c, t = sizes[i]
+        assert c > room or t > length
+
+
+def stair_scene(policy=Policy.CONSERVATIVE, split=None):
+    """8 cores; job 1 holds 4 until 2 h; job 2 needs 6 for 1 h (from 2 h); job 3 needs 8 for 1 h (from 3 h).
+
+    The 4 free cores are two windows: 2 cores until 2 h, 2 more until 3 h.
+    """
+    running = [Running(1, 4, 0.0, 2 * H, cores=(0, 1, 2, 3))]
+    sp = split or SplitInfo(1, H, tuple(range(20)))
+    pend = [Waiting(2, 6, H), Waiting(3, 8, H), Waiting(4, 8, 5 * H, split=sp)]
+    return snap(running, pend, policy, free=frozenset(range(4, 8)))
+
+
+def test_every_window_of_a_falling_profile_is_filled():
+    plan = schedule(stair_scene())
+    tasks = [d for d in plan.decisions if isinstance(d, StartTasks)]
+    assert [(d.chains, d.end) for d in tasks] == [
+        (((0, 1, 2), (3, 4, 5)), 3 * H),  # the longest window first: 2 cores until 3 h
+        (((6, 7), (8, 9)), 2 * H),  # then 2 cores until 2 h
+    ]
+    assert sorted(c for d in tasks for c in d.cores) == [4, 5, 6, 7]
+    # the reservations stand: with the pieces running, every job's forecast is what it was
+    before = forecast(stair_scene())
+    pieces = tuple(Running(50 + k, len(d.cores), 0.0, d.end, cores=d.cores) for k, d in enumerate(tasks))
+    after = forecast(replace(stair_scene(), running=stair_scene().running + pieces, free=frozenset()))
+    assert after[2] == before[2] == 2 * H and after[3] == before[3] == 3 * H
+
+
+def test_sub_tasks_of_their_own_sizes_fill_the_windows():
+    sizes = ((2, 3 * H), (1, H), (1, H), (1, 2 * H), (2, H), (1, 4 * H))
+    sp = SplitInfo(2, 4 * H, tuple(range(6)), sizes)
+    plan = schedule(stair_scene(split=sp))
+    tasks = [d for d in plan.decisions if isinstance(d, StartTasks)]
+    assert [(d.chains, d.widths, d.end) for d in tasks] == [
+        (((0,),), (2,), 3 * H),  # 2 cores until 3 h: the 3-hour 2-core sub-task
+        (((1, 2), (3,)), (1, 1), 2 * H),  # 2 cores until 2 h: 1-core sub-tasks
+    ]
+    assert [len(d.cores) for d in tasks] == [2, 2]
+    # 4 (2 cores, 1 h) found no cores left; 5 (4 h) is longer than every window
+    assert not {4, 5} & {i for d in tasks for i in d.tasks}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    run=st.lists(st.tuples(st.integers(1, 4), st.floats(10.0, 5000.0)), min_size=1, max_size=4),
+    later=st.lists(st.tuples(st.integers(1, 16), st.floats(10.0, 3000.0)), min_size=1, max_size=3),
+    sizes=st.lists(st.tuples(st.integers(1, 3), st.floats(5.0, 3000.0)), min_size=1, max_size=30),
+    mixed=st.booleans(),
+    placed=st.booleans(),
+    policy=st.sampled_from([Policy.EASY, Policy.CHECKPOINT_BACKFILL, Policy.CONSERVATIVE]),
+)
+def test_no_window_is_overfilled(run, later, sizes, mixed, placed, policy):
+    ncores = 16
+    running, core = [], 0
+    for k, (w, e) in enumerate(run):
+        running.append(Running(100 + k, w, 0.0, e, cores=tuple(range(core, core + w)) if placed else ()))
+        core += w
+    free = frozenset(range(core, ncores)) if placed else None
+    n = len(sizes)
+    if mixed:
+        sp = SplitInfo(max(c for c, _ in sizes), max(t for _, t in sizes), tuple(range(n)), tuple(sizes))
+    else:
+        sp = SplitInfo(sizes[0][0], sizes[0][1], tuple(range(n)))
+    jobs = [Waiting(1 + k, c, t) for k, (c, t) in enumerate(later)]
+    whole = Waiting(99, ncores, sum(t for _, t in sizes), split=sp)
+    scene = Snapshot(0.0, ncores, tuple(running), (*jobs, whole), Params(policy=policy), free=free)
+    plan = schedule(scene)
+    pieces = [d for d in plan.decisions if isinstance(d, StartTasks)]
+    seen: list[int] = []
+    for d in pieces:
+        widths = d.widths or (sp.ncpus,) * len(d.chains)
+        assert len(widths) == len(d.chains)
+        if placed:
+            assert len(d.cores) == sum(widths)
+        for c, ch in zip(widths, d.chains):
+            size = [sp.sizes[i] if sp.sizes else (sp.ncpus, sp.task_time) for i in ch]
+            assert all(x == c for x, _ in size)  # each sub-task on exactly its own cores
+            assert sum(t for _, t in size) <= d.end + 1e-6  # every chain ends within its piece's window
+        seen += list(d.tasks)
+    assert len(seen) == len(set(seen)) and set(seen) <= set(sp.left)  # each sub-task taken at most once
+    used = [c for s in plan.starts for c in s.cores] + [c for d in pieces for c in d.cores]
+    assert len(used) == len(set(used))
+    if not pieces:
+        return
+    # with the pieces running to their ends, no reservation moves later: the windows held them
+    ran = tuple(
+        Running(
+            500 + k, len(d.cores) if placed else sum(d.widths or (sp.ncpus,) * len(d.chains)), 0.0, d.end, cores=d.cores
+        )
+        for k, d in enumerate(pieces)
+    )
+    began = {s.job for s in plan.starts}
+    started = tuple(
+        Running(
+            s.job,
+            next(j.ncpus for j in jobs if j.id == s.job),
+            0.0,
+            next(j.estimate for j in jobs if j.id == s.job),
+            cores=s.cores,
+        )
+        for s in plan.starts
+    )
+    left = None if free is None else free - set(used)
+    rest = tuple(j for j in jobs if j.id not in began)
+    before = forecast(
+        replace(
+            scene,
+            running=tuple(running) + started,
+            pending=rest,
+            free=None if left is None else left | {c for d in pieces for c in d.cores},
+        )
+    )
+    after = forecast(replace(scene, running=tuple(running) + started + ran, pending=rest, free=left))
+    if policy is Policy.CONSERVATIVE:
+        for j in rest:
+            assert after[j.id] <= before[j.id] + 1e-6
+    elif rest and plan.head is not None and plan.head.job == rest[0].id:
+        assert after[rest[0].id] <= plan.head.time + 1e-6
