@@ -304,8 +304,7 @@ class _Pass:
         # True while nothing is held from a later time on (only running jobs ending and
         # jobs started now): the profiles never fall, so what is free now stays free
         self.rising = True
-        counted: dict[int, float] = {}
-        self.counted = counted
+        self.mode = mode
         if not snap.floating and not snap.reservations:
             # cores only, no reservation: the common case, in one sweep over the running jobs
             self.names, self.index, self.dims, self.total = [], {}, 1, (snap.ncores,)
@@ -321,7 +320,6 @@ class _Pass:
                     e = r.start + r.estimate
                     if e < now:
                         e = now
-                counted[r.id] = e
                 ends0.append((e, r.ncpus))
                 held0 += r.ncpus
                 if rel is not None:
@@ -379,9 +377,8 @@ class _Pass:
                 if x:
                     ends[d].append((when, x))
 
-        counted = self.counted
         for r in general:
-            e = counted[r.id] = counted_end(r, now, mode)
+            e = counted_end(r, now, mode)
             release(e, self.vec(r))
             if self.machine is not None:
                 self.releases.append((e, r.cores))
@@ -444,20 +441,15 @@ class _Pass:
         if since < self.now:
             since = self.now
         acc = self.free_now[0]
-        later = []
-        for e, x in self._ends:
-            if e <= since:
-                acc += x
-            elif e < inf:
-                later.append((e, x))
-        if acc >= n:
-            return since
-        later.sort()
-        for e, x in later:
+        for e, x in sorted(self._ends):
+            if e > since:
+                if acc >= n:
+                    return since
+                if e == inf:
+                    return inf
+                since = e
             acc += x
-            if acc >= n:
-                return e
-        return inf
+        return since if acc >= n else inf
 
     def placed_earliest(self, w: Waiting, v: Vec, duration: float, not_before: float | None = None) -> float:
         """The earliest start of ``w``: when it fits by count and, on a map, can be placed.
@@ -631,7 +623,7 @@ class _Pass:
         for r in chosen:
             self.decisions.append(Preempt(r.id))
             self.preempted.add(r.id)
-            e = self.counted.get(r.id, self.now)
+            e = counted_end(r, self.now, self.mode)
             v = vecs[r.id]
             for d in range(self.dims):
                 if v[d] and e > self.now:
@@ -1171,7 +1163,7 @@ def _meetable(ps: _Pass, v: Vec, duration: float, t: float) -> bool:
     """Whether ``v`` can be had from ``t`` on, preempting every checkpointable backfilled job."""
     extra = [0] * ps.dims
     for r in ps.general:
-        if r.backfilled and r.preemptable and not r.stopping and ps.counted.get(r.id, t) > t:
+        if r.backfilled and r.preemptable and not r.stopping and counted_end(r, ps.now, ps.mode) > t:
             ps._acc(extra, ps.vec(r))
     if ps._profs is None and ps._hold1 is None:  # cores only, rising: least free at t
         return ps._free_at(t) + extra[0] >= v[0]

@@ -89,6 +89,7 @@ class Result:
 
 
 _by_id = attrgetter("id")
+_ncpus = attrgetter("ncpus")
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,7 +323,7 @@ def simulate(
         if need_pass and fast and not rv_live:
             if not pending:  # nothing to decide: the plan is empty
                 need_pass, head, wake = False, None, INF
-            elif quiet_full and free < min(w.ncpus for w in pending):
+            elif quiet_full and free < min(map(_ncpus, pending)):
                 need_pass = False  # nothing fits now, and nothing but a start can change
         if need_pass or not fast:
             wake = INF
