@@ -194,6 +194,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from math import inf
+from operator import attrgetter
 
 from . import tree
 from .eligible import eligibility
@@ -221,6 +222,8 @@ from .types import (
     StartTasks,
     Waiting,
 )
+
+_NCPUS = attrgetter("ncpus")
 
 
 def free_count(snap: Snapshot) -> int:
@@ -310,20 +313,14 @@ class _Pass:
             self.names, self.index, self.dims, self.total = [], {}, 1, (snap.ncores,)
             self.active, self.bound = {}, []
             general = self.general = list(snap.running)
-            ends0: list[tuple[float, int]] = []
-            held0 = 0
-            rel = self.releases if self.machine is not None else None
-            for r in general:
-                if mode or r.stopping:
-                    e = counted_end(r, now, mode)
-                else:  # counted_end, inlined for the user's walltime
-                    e = r.start + r.estimate
-                    if e < now:
-                        e = now
-                ends0.append((e, r.ncpus))
-                held0 += r.ncpus
-                if rel is not None:
-                    rel.append((e, r.cores))
+            # (an end before now may stay so: every reader counts it as free now)
+            if mode:
+                ends0 = [(counted_end(r, now, mode), r.ncpus) for r in general]
+            else:  # counted_end for the user's walltime
+                ends0 = [(now if r.stopping else r.start + r.estimate, r.ncpus) for r in general]
+            held0 = sum(map(_NCPUS, general))
+            if self.machine is not None:
+                self.releases = [(e if e > now else now, r.cores) for (e, _), r in zip(ends0, general)]
             free0 = len(snap.free) if snap.free is not None else snap.ncores - held0
             self.free_now = [free0]
             self.cap = [free0 + held0]
