@@ -348,3 +348,19 @@ def assign(
     if c is None:
         return None
     return c, (claimed(machine, c, req) if req.threads_per_core or req.exclusive_board else frozenset(c))
+
+
+def place_inside(
+    machine: MachineMap | None, cores: frozenset[int], extra: frozenset[int], n: int, req: Request | None
+) -> tuple[tuple[int, ...], frozenset[int]] | None:
+    """Cores for a job bound to a reservation: within the reservation's free ``cores``, for ``req``.
+
+    A ``--threads-per-core`` job takes only physical cores whose threads are all free: the
+    SMT siblings the reservation itself holds idle (``extra``) count as free for that test,
+    but the job runs only on ``cores``.
+    """
+    if extra and req is not None and req.threads_per_core and machine is not None:
+        got = assign(machine, cores | extra, n, req)
+        if got is not None and cores.issuperset(got[0]):
+            return got
+    return assign(machine, cores, n, req)

@@ -195,12 +195,11 @@ from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
 from .ends import USER as _USER
 from .ends import counted_end
-from .placement import Request, assign, claimed
+from .placement import assign, claimed, place_inside
 from .predict import make_predictor
 from .preempt import victims
 from .profile import Profile, earliest_common_start, from_ends
 from .split import fill_window
-from .topology import MachineMap
 from .tree import preempt_order
 from .types import (
     Activate,
@@ -691,7 +690,7 @@ class _Pass:
                 continue
             picked: tuple[int, ...] = ()
             if cores is not None:  # placed inside the reservation's cores, with the job's own requirement
-                got = _inside(self.machine, cores, extra, v[0], w.place)
+                got = place_inside(self.machine, cores, extra, v[0], w.place)
                 if got is None:
                     continue
                 picked, held = got
@@ -711,22 +710,6 @@ def _as_job(r: Resv) -> Waiting:
     """Reservation ``r`` as the pending entry that is placed for it (its flexible entry's shape)."""
     place = replace(r.place, ncpus=r.ncpus) if r.place is not None else None
     return Waiting(r.id, r.ncpus, r.duration, resources=r.resources, flex=True, place=place)
-
-
-def _inside(
-    machine: MachineMap | None, cores: frozenset[int], extra: frozenset[int], n: int, req: Request | None
-) -> tuple[tuple[int, ...], frozenset[int]] | None:
-    """Cores for a job bound to a reservation: within the reservation's free ``cores``, for ``req``.
-
-    A ``--threads-per-core`` job takes only physical cores whose threads are all free: the
-    SMT siblings the reservation itself holds idle (``extra``) count as free for that test,
-    but the job runs only on ``cores``.
-    """
-    if extra and req is not None and req.threads_per_core and machine is not None:
-        got = assign(machine, cores | extra, n, req)
-        if got is not None and cores.issuperset(got[0]):
-            return got
-    return assign(machine, cores, n, req)
 
 
 def _one_pass(snap: Snapshot) -> Plan:
