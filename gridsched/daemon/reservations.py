@@ -161,13 +161,6 @@ class Book:
     def core(self) -> tuple[Resv, ...]:
         return tuple(r.core() for r in self.resvs.values())
 
-    def reserved_cores(self) -> set[int]:
-        out: set[int] = set()
-        for r in self.resvs.values():
-            if r.state is RState.ACTIVE:
-                out.update(r.cores)
-        return out
-
     def merge(self, pending: tuple[Waiting, ...]) -> tuple[Waiting, ...]:
         """The pending jobs with the flexible reservations' entries at their places (by id)."""
         if not self.flex:

@@ -62,32 +62,36 @@ def test_place_board_reservation_takes_a_whole_board_and_bound_jobs_keep_their_o
     assert [x["place"] for x in listed if x["id"] == rid] == ["board"]
     assert "--place board" in gs.run("gresv", "list", check=True).stdout
 
-    # bound jobs: a --threads-per-core 1 job takes one thread and holds its sibling idle;
-    # a plain 2-core job then runs on the other physical core, never on that sibling
-    tpc = gs.gsub(
-        "--reservation", str(rid), "-t", "60", "-n", "1", "--threads-per-core", "1", "--wrap", REPORT + WAIT_GO
-    )
-    gs.wait_state(tpc, "RUNNING")
-    one = cores_of(gs, tpc)
-    (c,) = one
-    plain = gs.gsub("--reservation", str(rid), "-t", "60", "-n", "2", "--wrap", REPORT + WAIT_GO)
+    # bound jobs, each with its own requirement, inside the reservation's board
+    def bound(*args: str) -> int:
+        return gs.gsub("--reservation", str(rid), "-t", "60", "-n", "1", *args, "--wrap", REPORT + WAIT_GO)
+
+    plain = bound()
     gs.wait_state(plain, "RUNNING")
-    two = cores_of(gs, plain)
-    assert one <= mine and two <= mine
-    assert SIBLING[c] not in two and not two & one
-    # the sibling is held by the tpc job, the rest of the board reserved, nothing free on it
-    data = topology(gs)
-    maps = data["maps"]
-    assert SIBLING[c] in maps["held"] and SIBLING[c] not in maps["free"]
-    assert mine <= set(maps["reserved"])
-    assert set(maps["allocated"]) >= one | two
+    (a,) = cores_of(gs, plain)
+    # a --threads-per-core 1 job never takes the sibling of a busy core: the other physical core,
+    # whose sibling it holds idle
+    tpc = bound("--threads-per-core", "1")
+    gs.wait_state(tpc, "RUNNING")
+    (b,) = cores_of(gs, tpc)
+    assert {a, b} <= mine and b not in (a, SIBLING[a])
+    # the next plain job gets the only core neither busy nor held: the sibling of the first
+    other = bound()
+    gs.wait_state(other, "RUNNING")
+    assert cores_of(gs, other) == {SIBLING[a]}
+    # the tpc job's sibling is held (not free), the board is reserved, nothing on it is free
+    maps = topology(gs)["maps"]
+    assert SIBLING[b] in maps["held"] and SIBLING[b] not in maps["free"]
+    assert mine <= set(maps["reserved"]) and {a, b, SIBLING[a]} <= set(maps["allocated"])
     assert not mine & set(maps["free"])
-    # a third bound job finds no core left inside (two busy, one held): it waits
-    third = gs.gsub("--reservation", str(rid), "-t", "60", "--wait-resv", "-n", "1", "--wrap", REPORT)
-    assert gs.job(third)["state"] == "PENDING"
+    # a fourth bound job finds no core left inside (three busy, one held): it waits
+    fourth = gs.gsub("--reservation", str(rid), "-t", "60", "--wait-resv", "-n", "1", "--wrap", REPORT)
+    taken = "submitted, not yet taken in by the daemon"
+    wait_for(lambda: gs.job(fourth)["reason"] != taken, 10, f"job {fourth} to be taken in")
+    assert gs.job(fourth)["state"] == "PENDING"
     (gs.work / "go").touch()
-    gs.wait_state(third, "COMPLETED")
-    assert cores_of(gs, third) <= mine
+    gs.wait_state(fourth, "COMPLETED")
+    assert cores_of(gs, fourth) <= mine
 
 
 def test_spread_reservation_refuses_a_bound_job_it_can_never_hold(make_gs):
