@@ -804,7 +804,18 @@ def _bound_forecast(snap: Snapshot, out: dict[int, float]) -> None:
         prof = Profile(t0, r.ncpus)
         for x in inside.get(r.id, ()) if r.active else ():
             prof.reserve(t0, max(x.start + x.estimate - t0, 0.0), x.ncpus)
+        # on a map, an active reservation's cores are known: a job they can never hold never starts
+        machine = snap.machine if r.active and r.cores and snap.free is not None else None
+        own = frozenset(r.cores)
+        extra = claimed(machine, own, r.place).difference(own) if machine is not None and r.place else frozenset()
         for w in jobs:
+            if (
+                machine is not None
+                and w.place is not None
+                and place_inside(machine, own, extra, w.ncpus, w.place) is None
+            ):
+                out[w.id] = inf
+                continue
             t = prof.earliest_start(w.ncpus, w.estimate, t0)
             if t == inf or (r.kill and t + w.estimate > end):
                 out[w.id] = inf

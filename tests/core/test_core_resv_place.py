@@ -6,6 +6,8 @@ board 1 = cores 4-7 (physical 4-5, 6-7).  Expected values are worked out in the 
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from gridsched.core import topology
@@ -159,3 +161,10 @@ def test_status_maps_are_the_free_map_the_core_is_given():
         (Reason.DRAINED, ""): {3},
     }
     assert free_map(MACHINE, maps) == frozenset()
+
+
+def test_a_bound_job_the_reservations_cores_can_never_hold_is_forecast_never():
+    active = Resv(1, 4, 100.0, active=True, cores=(0, 1, 4, 5), end=100.0, place=Request(4, "spread"))
+    pending = [W(2, 4, 10.0, bind=1, place=Request(4, "board")), W(3, 2, 10.0, bind=1, place=Request(2, "board"))]
+    fc = forecast(snap((), pending, resvs=[active]))
+    assert fc[2] == math.inf and fc[3] == 0.0

@@ -96,8 +96,19 @@ def test_place_board_reservation_takes_a_whole_board_and_bound_jobs_keep_their_o
 
 def test_spread_reservation_refuses_a_bound_job_it_can_never_hold(make_gs):
     gs = started(make_gs(start=False))
+    blocker = gs.gsub("-n", "8", "-t", "60", "--wrap", WAIT_GO)
+    gs.wait_state(blocker, "RUNNING")
     rid = int(gs.run("gresv", "create", "-n", "4", "-t", "120", "--place", "spread", check=True).stdout)
+    # bound while the reservation waits (its cores unknown): taken, and once it is active,
+    # forecast never, saying why
+    early = gs.gsub("--reservation", str(rid), "-t", "60", "-n", "4", "--place", "board", "--wrap", "true")
+    (gs.work / "go").touch()
     r = wait_resv(gs, rid, "ACTIVE")
+    why = wait_for(
+        lambda: (j := gs.job(early))["reason"].startswith("can never start") and j["reason"], 20, "the reason"
+    )
+    assert f"in reservation {rid}: it asks for 4 cores with --place board" in why and "can never hold" in why
+    assert gs.job(early)["state"] == "PENDING"
     mine = cpuset.parse(r["cores"])
     assert [len([c for c in mine if board(c) == b]) for b in (0, 1)] == [2, 2]
     line = refused(
