@@ -390,7 +390,8 @@ RESV_TOPIC = para("""
     can be placed).  Jobs bound to it are placed inside its cores with their own --place
     options; a job that its cores can never hold (a --place board -n 4 job in a reservation
     spread two and two over two boards) is refused by gsub and the daemon, naming why.  While
-    the reservation waits its cores are not known, and such a job waits.  Slurm's scontrol
+    the reservation waits its cores are not known and such a job is taken; once it is
+    active, gstat shows that the job can never start in it, and why.  Slurm's scontrol
     create reservation takes nodes or cores, and PBS's pbs_rsub a select statement with
     place=; here the reservation's layout is the same request a job makes.
 
