@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gridsched.core import topology
 from gridsched.core.placement import Reason, Request, free_map, status_maps
@@ -168,3 +170,85 @@ def test_a_bound_job_the_reservations_cores_can_never_hold_is_forecast_never():
     pending = [W(2, 4, 10.0, bind=1, place=Request(4, "board")), W(3, 2, 10.0, bind=1, place=Request(2, "board"))]
     fc = forecast(snap((), pending, resvs=[active]))
     assert fc[2] == math.inf and fc[3] == 0.0
+
+
+def _meets(cores: tuple[int, ...], req: Request, free: frozenset[int]) -> bool:
+    """Whether ``cores`` (all in ``free``) lay out as ``req`` asks, what they hold free too."""
+    from gridsched.core.placement import claimed
+
+    boards = {MACHINE.board_of(c).id for c in cores}
+    phys = [MACHINE.siblings(c) for c in cores]
+    return (
+        len(cores) == req.ncpus
+        and claimed(MACHINE, cores, req) <= free
+        and (req.place != "board" or len(boards) == 1)
+        and (req.threads_per_core != 1 or len(set(phys)) == len(phys))
+    )
+
+
+REQS = st.builds(
+    Request,
+    st.integers(1, 5),
+    st.sampled_from(["pack", "spread", "board"]),
+    st.sampled_from([0, 1]),
+    st.booleans(),
+)
+
+
+@st.composite
+def placed_snapshots(draw):
+    """Random running jobs (some holding SMT siblings) and a placed reservation waiting, flexible
+    or fixed and due, with jobs bound to an active placed reservation."""
+    taken: set[int] = set()
+    running = []
+    for i in range(draw(st.integers(0, 4))):
+        c = draw(st.sampled_from(sorted(EVERY - taken) or [None]))
+        if c is None:
+            break
+        held = frozenset({c ^ 1} - taken) if draw(st.booleans()) else frozenset()
+        taken |= {c} | held
+        running.append(R(100 + i, 1, 0.0, draw(st.sampled_from([10.0, 50.0])), (c,), held=held))
+    act_req = draw(REQS)
+    from gridsched.core.placement import assign
+
+    got = assign(MACHINE, EVERY - frozenset(taken), act_req.ncpus, act_req)
+    resvs = []
+    pending = []
+    if got is not None:
+        cores, held = got
+        taken |= held
+        resvs.append(Resv(1, act_req.ncpus, 100.0, active=True, cores=cores, end=100.0, place=act_req))
+        pending += [W(10 + k, r.ncpus, 10.0, bind=1, place=r) for k, r in enumerate(draw(st.lists(REQS, max_size=3)))]
+    req = draw(REQS)
+    if draw(st.booleans()):
+        rv, e = placed(2, req.ncpus, 50.0, req.place, req.threads_per_core, req.exclusive_board)
+        pending.insert(0, e)
+    else:
+        rv, _ = placed(2, req.ncpus, 50.0, req.place, req.threads_per_core, req.exclusive_board, start=0.0)
+    resvs.append(rv)
+    return snap(running, pending, resvs=resvs, free=EVERY - frozenset(taken), params=draw(st.sampled_from(ALL)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(placed_snapshots())
+def test_placed_reservations_and_bound_jobs_meet_their_requirements_and_share_no_core(s):
+    from gridsched.core.placement import claimed
+
+    plan = schedule(s)
+    free = s.free
+    resv = {r.id: r for r in s.reservations}
+    for a in plan.activations:
+        r = resv[a.resv]
+        assert _meets(a.cores, r.place, free), (a, r.place)
+        free = free - claimed(MACHINE, a.cores, r.place)
+    active = [r for r in s.reservations if r.active]
+    inside = frozenset().union(*(r.cores for r in active)) if active else frozenset()
+    extra = frozenset().union(*(claimed(MACHINE, r.cores, r.place) for r in active)) - inside if active else frozenset()
+    pend = {w.id: w for w in s.pending}
+    for st_ in plan.starts:
+        w = pend[st_.job]
+        assert w.bind == 1 and set(st_.cores) <= inside
+        assert _meets(st_.cores, w.place, inside | extra)
+        used = claimed(MACHINE, st_.cores, w.place)
+        assert not used & (s.free - free) and used <= inside | extra
+        inside, extra = inside - used, extra - used
