@@ -233,9 +233,19 @@ class ResvSpec(NamedTuple):
     users: tuple[str, ...]
     kill: bool
     create_time: float
+    # The mapping requirement, as a job's (gresv create --place, --threads-per-core,
+    # --exclusive-board); ``place`` None and the others unset: the fewest boards, any thread.
+    place: str | None = None
+    threads_per_core: int = 0
+    exclusive_board: bool = False
+
+    @property
+    def placed(self) -> bool:
+        """Whether the reservation has a mapping requirement."""
+        return self.place is not None or bool(self.threads_per_core) or self.exclusive_board
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "name": self.name,
             "user": self.user,
@@ -248,6 +258,11 @@ class ResvSpec(NamedTuple):
             "kill": self.kill,
             "create_time": self.create_time,
         }
+        if self.placed:
+            out.update(
+                place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
+            )
+        return out
 
 
 class ResvCreate(NamedTuple):
@@ -537,10 +552,7 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
             raise f.bad("split", "has a sub-task larger than the job")
         if array is not None:
             raise Refused("job: an array cannot be splittable too")
-    place = f.text("place", 16, required=False)
-    if place is not None and place not in PLACES:
-        raise f.bad("place", f"must be one of {', '.join(PLACES)}")
-    tpc = f.integer("threads_per_core", 0, 2, required=False, default=0)
+    place, tpc = _placement(f)
     res = _resources(f)
     resv = f.integer("reservation", 1, MAX_ID, required=False)
     spec = JobSpec(
@@ -607,6 +619,14 @@ def _sub_tasks(g: _Fields) -> tuple[SubTask, ...]:
             raise Refused(f"{where}: arguments longer than {MAX_TEXT} bytes in all")
         out.append(SubTask(c, t, got))
     return tuple(out)
+
+
+def _placement(f: _Fields) -> tuple[str | None, int]:
+    """``place`` and ``threads_per_core`` of a job or a reservation (``exclusive_board`` is a flag)."""
+    place = f.text("place", 16, required=False)
+    if place is not None and place not in PLACES:
+        raise f.bad("place", f"must be one of {', '.join(PLACES)}")
+    return place, f.integer("threads_per_core", 0, 2, required=False, default=0)
 
 
 def _replace(spec: JobSpec, **kw: Any) -> JobSpec:
@@ -711,6 +731,7 @@ def _resv_create(f: _Fields, new_id: int, sender: Sender) -> ResvCreate:
         if not isinstance(u, str) or not _USER.match(u):
             raise g.bad("users", f"holds {safe(repr(u), 60)}, which is not a user name")
         users.append(u)
+    place, tpc = _placement(g)
     resv = ResvSpec(
         id=rid,
         name=name,
@@ -723,6 +744,9 @@ def _resv_create(f: _Fields, new_id: int, sender: Sender) -> ResvCreate:
         users=tuple(users),
         kill=g.flag("kill", required=False) if "kill" in raw else True,
         create_time=g.number("create_time", 0, MAX_TIME, required=False) or 0.0,
+        place=place,
+        threads_per_core=tpc,
+        exclusive_board=g.flag("exclusive_board", required=False),
     )
     g.done()
     return ResvCreate(resv)

@@ -8,8 +8,14 @@ reservation).  States: ``WAITING`` -> ``ACTIVE`` -> ``ENDED``, or
 ``DELETED`` (gresv delete).  Reservation ids come from the job id sequence,
 so a flexible reservation's place in the queue is its id, as for a job.
 
+A reservation may have a mapping requirement, as a job (``--place``,
+``--threads-per-core``, ``--exclusive-board``): it is activated only on cores
+that meet it, and one that can never be met on the machine is refused.  A job
+bound to an active reservation that can never be placed inside its cores, with
+its own requirement, is refused too.
+
 The checks here are shared by gresv, gsub and the daemon, so that all refuse
-the same requests with the same words.  Standard library only.
+the same requests with the same words.  Standard library only (and the pure core).
 """
 
 from __future__ import annotations
@@ -18,10 +24,15 @@ import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .core import cpuset
 from .core.units import UnitError, format_duration, parse_duration
 from .spool import Spool
+
+if TYPE_CHECKING:
+    from .core.placement import Request
+    from .core.topology import MachineMap
 
 CREATE = "resv_create"
 DELETE = "resv_delete"
@@ -108,13 +119,31 @@ def parse_start(text: str, now: float) -> float:
 
 
 def check_request(
-    ncpus: int, duration: int, resources: Mapping[str, int], ncores: int, floating: Mapping[str, int], max_duration: int
+    ncpus: int,
+    duration: int,
+    resources: Mapping[str, int],
+    ncores: int,
+    floating: Mapping[str, int],
+    max_duration: int,
+    machine: MachineMap | None = None,
+    place: Request | None = None,
 ) -> None:
-    """Refuse a reservation that can never be had, with the reason."""
+    """Refuse a reservation that can never be had, with the reason.
+
+    With ``machine`` and a mapping requirement ``place``: refused when the
+    requirement can never be met there, in the words a job is refused in
+    (:func:`gridsched.core.placement.never_fits`).
+    """
     if ncpus < 1:
         raise ResvError(f"ncpus {ncpus}: at least 1 core is needed")
     if ncpus > ncores:
         raise ResvError(f"ncpus {ncpus}: the machine has {ncores} cores")
+    if machine is not None and place is not None:
+        from .core.placement import never_fits
+
+        why = never_fits(machine, place)
+        if why:
+            raise ResvError(f"can never be placed: {why}")
     if duration <= 0:
         raise ResvError(f"duration {duration}: must be positive")
     if duration > max_duration:
@@ -127,6 +156,68 @@ def check_request(
             raise ResvError(f"resource '{name}': unknown floating resource")
         if not 1 <= count <= floating[name]:
             raise ResvError(f"resource '{name}={count}': the machine has {floating[name]}")
+
+
+# -- placement ---------------------------------------------------------------------
+
+PLACE_KEYS = ("place", "threads_per_core", "exclusive_board")
+
+
+def place_request(ncpus: int, fields: Mapping[str, Any]) -> Request | None:
+    """The mapping requirement in a job spec or a reservation row (keys of :data:`PLACE_KEYS`),
+    for ``ncpus`` cores; None when it has none (the fewest boards, any thread)."""
+    place = fields.get("place")
+    tpc = int(fields.get("threads_per_core") or 0)
+    excl = bool(fields.get("exclusive_board"))
+    if place is None and not tpc and not excl:
+        return None
+    from .core.placement import Request
+
+    return Request(ncpus, str(place or "pack"), tpc, excl)
+
+
+def place_text(fields: Mapping[str, Any]) -> str:
+    """The requirement as gsub's and gresv's options say it (``--place board --exclusive-board``; "" for none)."""
+    out = []
+    if fields.get("place"):
+        out.append(f"--place {fields['place']}")
+    if fields.get("threads_per_core"):
+        out.append(f"--threads-per-core {fields['threads_per_core']}")
+    if fields.get("exclusive_board"):
+        out.append("--exclusive-board")
+    return " ".join(out)
+
+
+def never_inside(resv: Mapping[str, Any], machine: MachineMap, req: Request | None) -> str | None:
+    """Why a job with requirement ``req`` can never be placed inside active reservation ``resv``, or None.
+
+    The test is the core's own (:func:`gridsched.core.placement.place_inside`) on the
+    reservation's cores with nothing running in it.  A waiting reservation has no cores
+    yet: None.
+    """
+    if req is None or resv.get("state") != RState.ACTIVE.value:
+        return None
+    from .core.placement import claimed, place_inside
+
+    try:
+        cores = cpuset.parse(str(resv.get("cores") or ""))
+    except cpuset.CpuListError:
+        return None
+    if not cores or max(cores) >= machine.ncores:
+        return None
+    own = place_request(len(cores), resv)
+    extra = claimed(machine, cores, own) - cores if own is not None else frozenset()
+    if place_inside(machine, cores, extra, req.ncpus, req) is not None:
+        return None
+    opts = place_text(
+        {"place": req.place, "threads_per_core": req.threads_per_core, "exclusive_board": req.exclusive_board}
+    )
+    boards = "; ".join(
+        f"board {b.id}: {cpuset.format(cores.intersection(b.cores))}"
+        for b in machine.boards
+        if cores.intersection(b.cores)
+    )
+    return f"asks for {req.ncpus} cores with {opts or 'its placement'}, which its cores ({boards}) can never hold"
 
 
 # -- reading -----------------------------------------------------------------------
@@ -153,6 +244,9 @@ def from_request(req: dict[str, Any]) -> dict[str, Any]:
         "users": r.get("users") or [],
         "kill": bool(r.get("kill", True)),
         "reason": "created, not yet taken in by the daemon",
+        "place": r.get("place"),
+        "threads_per_core": r.get("threads_per_core") or 0,
+        "exclusive_board": bool(r.get("exclusive_board")),
     }
 
 
@@ -208,11 +302,22 @@ def check_bind(resv: Mapping[str, Any] | None, rid: int, uid: int, user: str) ->
 
 
 def check_fit(
-    resv: Mapping[str, Any], ncpus: int, walltime: int, resources: Mapping[str, int], now: float
+    resv: Mapping[str, Any],
+    ncpus: int,
+    walltime: int,
+    resources: Mapping[str, int],
+    now: float,
+    machine: MachineMap | None = None,
+    place: Request | None = None,
 ) -> str | None:
-    """Why a job can never run inside ``resv`` (its cores, units and time), or None."""
+    """Why a job can never run inside ``resv`` (its cores, units and time; with ``machine``,
+    its mapping requirement ``place`` within the cores of an active one), or None."""
     if ncpus > resv["ncpus"]:
         return f"asks for {ncpus} cores, the reservation has {resv['ncpus']}"
+    if machine is not None:
+        why = never_inside(resv, machine, place)
+        if why:
+            return why
     have = resv.get("resources") or {}
     for name, count in resources.items():
         if count > have.get(name, 0):
@@ -268,12 +373,16 @@ def check_job(
     uid: int,
     user: str,
     now: float,
+    machine: MachineMap | None = None,
+    place: Request | None = None,
 ) -> tuple[dict[str, int], int | None]:
     """The floating resources and reservation of a job being submitted (gsub -l, --reservation).
 
     A job bound to an active reservation must fit in what the reservation has
-    left now (cores, units, time) unless it may wait for it (``wait_resv``);
-    one bound to a waiting reservation must fit in the whole reservation.
+    left now (cores, units, time) unless it may wait for it (``wait_resv``),
+    and its mapping requirement ``place`` must be one its cores can hold (with
+    ``machine``); one bound to a waiting reservation must fit in the whole
+    reservation.
     """
     resources = parse_resources(items, floating)
     if resv_text is None:
@@ -285,7 +394,7 @@ def check_job(
     row = rows[0] if rows else None
     check_bind(row, rid, uid, user)
     assert row is not None
-    why = check_fit(row, ncpus, walltime, resources, now)
+    why = check_fit(row, ncpus, walltime, resources, now, machine, place)
     if why:
         raise ResvError(f"job cannot run in reservation {rid}: it {why}")
     if row["state"] == RState.ACTIVE.value and not wait_resv:

@@ -60,7 +60,9 @@ JSON_COLUMNS = ("segments", "run", "spec")
 
 
 # Reservations (gresv): one row each, written by the daemon.  ``resources`` and
-# ``users`` are JSON; ``start`` is set for a fixed reservation only.
+# ``users`` are JSON; ``start`` is set for a fixed reservation only; ``place``
+# (NULL: none), ``threads_per_core`` and ``exclusive_board`` are its mapping
+# requirement (added later: see RESV_ADDED).
 RESV_SCHEMA = """
 CREATE TABLE IF NOT EXISTS reservations (
     id INTEGER PRIMARY KEY,
@@ -79,7 +81,10 @@ CREATE TABLE IF NOT EXISTS reservations (
     cores TEXT NOT NULL DEFAULT '',
     users TEXT NOT NULL DEFAULT '[]',
     kill INTEGER NOT NULL DEFAULT 1,
-    reason TEXT NOT NULL DEFAULT ''
+    reason TEXT NOT NULL DEFAULT '',
+    place TEXT,
+    threads_per_core INTEGER NOT NULL DEFAULT 0,
+    exclusive_board INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS ids (
     id INTEGER PRIMARY KEY,
@@ -91,9 +96,17 @@ CREATE TABLE IF NOT EXISTS ids (
 """
 RESV_COLUMNS = (
     "id state user uid name ncpus resources duration start create_time activate_time end_time predicted "
-    "cores users kill reason"
+    "cores users kill reason place threads_per_core exclusive_board"
 ).split()
 RESV_JSON = ("resources", "users")
+# Columns added to the reservations table after its first form: the daemon adds them to the
+# table of an older spool when it opens it (ALTER TABLE); readers of a table without them see
+# these values.
+RESV_ADDED: dict[str, tuple[str, Any]] = {
+    "place": ("TEXT", None),
+    "threads_per_core": ("INTEGER NOT NULL DEFAULT 0", 0),
+    "exclusive_board": ("INTEGER NOT NULL DEFAULT 0", 0),
+}
 
 
 def _decode(row: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
@@ -159,6 +172,10 @@ class StateDB:
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(SCHEMA)
             self.conn.executescript(RESV_SCHEMA)
+            have = self._resv_columns()
+            for col, (decl, _) in RESV_ADDED.items():
+                if col not in have:
+                    self.conn.execute(f"ALTER TABLE reservations ADD COLUMN {col} {decl}")
             self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         else:
             self.conn = connect_ro(self.path)
@@ -205,9 +222,15 @@ class StateDB:
         rows = self.jobs(ids=[job_id])
         return rows[0] if rows else None
 
+    def _resv_columns(self) -> set[str]:
+        return {r[1] for r in self.conn.execute("PRAGMA table_info(reservations)")}
+
     def reservations(self, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
-        """Reservation rows by id (none in a db written before reservations existed)."""
-        sql = f"SELECT {', '.join(RESV_COLUMNS)} FROM reservations"
+        """Reservation rows by id (none in a db written before reservations existed; the
+        columns of :data:`RESV_ADDED` at their defaults in one written before those)."""
+        have = self._resv_columns()
+        cols = [c for c in RESV_COLUMNS if c in have or c not in RESV_ADDED]
+        sql = f"SELECT {', '.join(cols)} FROM reservations"
         args: list[Any] = []
         if ids is not None:
             il = list(ids)
@@ -221,16 +244,21 @@ class StateDB:
             raise
         out = []
         for r in rows:
-            d = dict(zip(RESV_COLUMNS, r))
+            d: dict[str, Any] = {c: default for c, (_, default) in RESV_ADDED.items()}
+            d.update(zip(cols, r))
             for c in RESV_JSON:
                 d[c] = json.loads(d[c])
             d["kill"] = bool(d["kill"])
+            d["exclusive_board"] = bool(d["exclusive_board"])
             out.append(d)
         return out
 
     def put_resv(self, resv: dict[str, Any]) -> None:
         """Insert or replace a whole reservation row."""
-        vals = [json.dumps(resv[c]) if c in RESV_JSON else resv[c] for c in RESV_COLUMNS]
+        vals = [
+            json.dumps(resv[c]) if c in RESV_JSON else resv.get(c, RESV_ADDED[c][1]) if c in RESV_ADDED else resv[c]
+            for c in RESV_COLUMNS
+        ]
         self._write(
             f"INSERT OR REPLACE INTO reservations ({', '.join(RESV_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(RESV_COLUMNS))})",

@@ -440,10 +440,29 @@ RESV_TOPIC = para("""
     time left).  Its jobs still waiting are cancelled, or with gresv delete --release join
     the normal queue.
 
+    Placement: without options a reservation is placed as a job without a requirement, on the
+    fewest boards.  --place, --threads-per-core and --exclusive-board mean what they mean for
+    gsub, and are checked the same way: it is activated only on cores laid out so (--place
+    board: all on one board; spread: round-robin over the boards; --threads-per-core 1: one
+    hardware thread of each physical core, the SMT siblings held idle, used by nobody else;
+    --exclusive-board: whole boards, nothing else on them).  A flexible one waits until such
+    cores are free; a fixed one is activated when they are (with
+    reservations.preempt_for_fixed, the checkpointable jobs preempted are chosen so that it
+    can be placed).  Jobs bound to it are placed inside its cores with their own --place
+    options; a job that its cores can never hold (a --place board -n 4 job in a reservation
+    spread two and two over two boards) is refused by gsub and the daemon, naming why.  While
+    the reservation waits its cores are not known and such a job is taken; once it is
+    active, gstat shows that the job can never start in it, and why.  Slurm's scontrol
+    create reservation takes nodes or cores, and PBS's pbs_rsub a select statement with
+    place=; here the reservation's layout is the same request a job makes.
+
     Refused at once, with one line and exit status 1 (2 for a malformed option): a duration
     of zero or beyond reservations.max_duration, more cores or units than the machine has, an
-    unknown floating resource, a --start in the past or that cannot be read, deleting another
-    user's reservation.
+    unknown floating resource, a --start in the past or that cannot be read, a placement the
+    machine can never meet ("can never be placed: --place board: no board has 5 cores
+    (largest: 4)", in the words gsub uses for a job), deleting another user's reservation.
+    The daemon refuses the same requests with the same words (the reservation is ENDED with
+    the reason "refused: ...").
 """)
 
 RESV_JSON = para(f"""
@@ -451,7 +470,8 @@ RESV_JSON = para(f"""
     prints one reservation.  Each has exactly these keys: {", ".join(gresv.JSON_KEYS)}.  Times
     are seconds since the epoch or null; duration is in seconds; resources maps a floating
     resource to its units; jobs lists the ids of the jobs bound to it; predicted is the
-    predicted activation time of a waiting one.
+    predicted activation time of a waiting one; place (pack, spread, board or null),
+    threads_per_core (0: any) and exclusive_board are its placement.
 """)
 
 # -- job trees: gsub JOB TREES, gwait(1), gyield(1), gresume(1), gresume-tree(1) --------------
@@ -605,6 +625,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             $ gsub --reservation 41 -n 4 -t 30m job.sh
             $ gresv create -n 16 -t 3h --start 2026-11-22T14:00 --name course
             $ gresv create -n 2 -t 30m --start +1h --no-kill
+            $ gresv create -n 4 -t 1h --place board --threads-per-core 1
             $ gresv list
             $ gresv show 41 --json
             $ gresv delete 41 --release
@@ -739,6 +760,23 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
         gctl.cli,
         8,
         {
+            "TOPICS": {
+                "STATUS MAPS": para("""
+            gctl topology shows each core as the scheduler sees it, computed by the scheduler's
+            own function from what the daemon records, so the display and the decisions cannot
+            disagree.  A core's state is the first that applies: job (a job runs on it), backfill
+            (a backfilled, checkpointable job runs on it: the head job may preempt it), held (a
+            job holds it without running on it: the SMT siblings of a --threads-per-core 1 job,
+            the rest of an --exclusive-board job's boards), lent (a yielding parent lends it to
+            its children), drained (gctl drain), reserved (an active reservation holds it, with
+            the siblings or boards its own placement holds), free.
+
+            gctl topology --json has, besides the boards and every core's state, "maps": one key
+            per status map -- allocated, backfill, held, lent, drained, reserved -- and free (the
+            cores a job without a reservation, a parent or preemption may be started on), each a
+            sorted list of core ids.  A core may be in several maps (a drained core whose job still
+            runs, a lent core a child runs on).""")
+            },
             "ENVIRONMENT": ENVIRONMENT,
             "FILES": FILES,
             "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
@@ -746,6 +784,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             $ gctl config
             $ gctl reload
             $ gctl topology
+            $ gctl topology --json | jq -c .maps
             $ gctl drain 4-7 --reason "fan failure"
             $ gctl resume 4-7
         """),

@@ -190,6 +190,38 @@ class ChoiceType(click.ParamType):
 DURATION = DurationType()
 SIZE = SizeType()
 COUNT = CountType()
+PLACES = ("pack", "spread", "board")
+
+
+def place_options(what: str) -> Callable[[F], F]:
+    """--place, --threads-per-core and --exclusive-board, for ``what`` ("job" for gsub, "reservation"
+    for gresv create): one definition, so both take and check them alike."""
+    opts = [
+        click.option(
+            "--place",
+            type=ChoiceType(PLACES, "HOW"),
+            help=f"How the {what}'s cores lie on the machine's boards (sockets or NUMA nodes): pack (fewest "
+            "boards, the default), spread (round-robin over boards), board (all on one board).",
+        ),
+        click.option(
+            "--threads-per-core",
+            type=click.IntRange(1, 2),
+            metavar="T",
+            help="Use at most T hardware threads of each physical core (1: SMT siblings stay idle).",
+        ),
+        click.option(
+            "--exclusive-board",
+            is_flag=True,
+            help=f"Take whole boards: nothing but the {what} runs on its boards.",
+        ),
+    ]
+
+    def deco(f: F) -> F:
+        for opt in reversed(opts):
+            f = opt(f)
+        return f
+
+    return deco
 
 
 # -- spool and config ----------------------------------------------------------

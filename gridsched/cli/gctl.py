@@ -225,8 +225,11 @@ def resume(cores: frozenset[int], spool_dir: str | None, config_file: str | None
 @spool_options
 def topology(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     """Show the machine map: boards, physical cores and their SMT threads, each core
-    with the host CPU it runs on and its state: free, the job running on it,
-    drained, reserved."""
+    with the host CPU it runs on and its state as the scheduler sees it: the
+    job running on it (marked if backfilled and preemptable), held idle by a
+    job (SMT siblings of --threads-per-core, the rest of an --exclusive-board
+    job's board), lent by a yielding parent, drained, reserved, or free.
+    --json adds "maps": one list of core ids per status map, and "free"."""
     from ..topology import membind_unavailable
     from .topoview import core_states, read_marks, tree_lines, view
 

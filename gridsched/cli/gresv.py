@@ -26,17 +26,29 @@ from ..reservations import (
     parse_id,
     parse_resources,
     parse_start,
+    place_text,
     resource_text,
 )
 from ..spool import Spool
-from .common import COUNT, DURATION, ExitCode, Group, fail, setup, spawn_daemon, spool_options, warn
+from .common import (
+    COUNT,
+    DURATION,
+    ExitCode,
+    Group,
+    fail,
+    place_options,
+    setup,
+    spawn_daemon,
+    spool_options,
+    warn,
+)
 
 PROG = "gresv"
 
 # The --json schema of one reservation: exactly these keys, in this order.
 JSON_KEYS = (
     "id name user state flexible ncpus resources duration start create_time activate_time end_time "
-    "predicted cores users kill reason jobs"
+    "predicted cores users kill reason jobs place threads_per_core exclusive_board"
 ).split()
 STYLE = {"WAITING": "yellow", "ACTIVE": "green", "ENDED": "dim", "DELETED": "dim red"}
 
@@ -50,6 +62,8 @@ def record(r: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
     out["kill"] = bool(r.get("kill", True))
     out["cores"] = r.get("cores") or ""
     out["reason"] = r.get("reason") or ""
+    out["threads_per_core"] = int(r.get("threads_per_core") or 0)
+    out["exclusive_board"] = bool(r.get("exclusive_board"))
     if r["state"] == "WAITING" and r.get("start") is not None and out["predicted"] is None:
         out["predicted"] = r["start"]
     out["jobs"] = [j["id"] for j in jobs if (j.get("spec") or {}).get("reservation") == r["id"]]
@@ -110,6 +124,7 @@ def print_table(recs: list[dict[str, Any]], now: float) -> None:
         ("USER", "left"),
         ("STATE", "left"),
         ("CPUS", "right"),
+        ("PLACE", "left"),
         ("RESOURCES", "left"),
         ("DURATION", "right"),
         ("CORES", "left"),
@@ -125,6 +140,7 @@ def print_table(recs: list[dict[str, Any]], now: float) -> None:
             Text(shown(r["user"])),
             Text(state, style=STYLE.get(state, "")),
             Text(shown(r["ncpus"])),
+            Text(shown(place_text(r))),
             Text(shown(resource_text(r["resources"]))),
             Text(format_duration(r["duration"])),
             Text(shown(r["cores"])),
@@ -165,8 +181,10 @@ def cli() -> None:
     its cores and units are free for its whole duration; it ends (ENDED) when
     the duration has passed.  With --start it is fixed: the scheduler keeps its
     cores and units free from the start on, and it is active from the start to
-    the start plus the duration.  Jobs submitted with gsub --reservation R run
-    on its cores.  When a reservation ends, its jobs still running are stopped
+    the start plus the duration.  With --place, --threads-per-core or
+    --exclusive-board (as gsub's) it is activated only on cores laid out so.
+    Jobs submitted with gsub --reservation R run on its cores, each placed
+    there with its own --place options.  When a reservation ends, its jobs still running are stopped
     as at their walltime (state TIMEOUT, reason "reservation ended"), unless it
     was created with --no-kill: then they go on running as ordinary jobs.
     """
@@ -198,6 +216,7 @@ def cli() -> None:
     "Without it the reservation is flexible.",
 )
 @click.option("--no-kill", is_flag=True, help="Jobs still running at the end go on as ordinary jobs.")
+@place_options("reservation")
 @click.option("--json", "as_json", is_flag=True, help="Print the reservation as JSON.")
 @spool_options
 def create_cmd(
@@ -208,6 +227,9 @@ def create_cmd(
     users: list[str] | None,
     start: str | None,
     no_kill: bool,
+    place: str | None,
+    threads_per_core: int | None,
+    exclusive_board: bool,
     as_json: bool,
     spool_dir: str | None,
     config_file: str | None,
@@ -219,11 +241,22 @@ def create_cmd(
     now = time.time()
     if name is not None and (not name.strip() or any(ord(c) < 32 for c in name)):
         fail(PROG, f"name {name!r}: must be non-empty, without control characters", ExitCode.USAGE)
+    req, machine = None, None
+    if place is not None or threads_per_core or exclusive_board:
+        from ..core.placement import Request
+        from ..topology import in_force
+
+        req = Request(ncpus, place or "pack", threads_per_core or 0, exclusive_board)
+        try:
+            machine = in_force(s.spool, s.cfg)
+        except ValueError as e:  # the machine's topology file cannot be read
+            fail(PROG, str(e))
     try:
         res = parse_resources(resource, s.cfg.floating)
-        check_request(ncpus, duration, res, machine_cores(s.spool, s.cfg), s.cfg.floating, s.cfg.resv_max_duration)
+        ncores = machine.ncores if machine is not None else machine_cores(s.spool, s.cfg)
+        check_request(ncpus, duration, res, ncores, s.cfg.floating, s.cfg.resv_max_duration, machine, req)
         t0 = parse_start(start, now) if start is not None else None
-    except ResvError as e:
+    except (ResvError, SubmitError) as e:
         fail(PROG, str(e))
     uid = os.getuid()
 
@@ -240,6 +273,11 @@ def create_cmd(
             "users": users or [],
             "kill": not no_kill,
             "create_time": now,
+            **(
+                {"place": req.place, "threads_per_core": req.threads_per_core, "exclusive_board": req.exclusive_board}
+                if req is not None
+                else {}
+            ),
         }
 
     try:
@@ -312,6 +350,8 @@ def show_cmd(resv: str, as_json: bool, spool_dir: str | None, config_file: str |
     shown["jobs"] = ",".join(str(j) for j in rec["jobs"])
     shown["kill"] = "yes" if rec["kill"] else "no (jobs go on after the end)"
     shown["flexible"] = "yes" if rec["flexible"] else "no"
+    shown["place"] = place_text(rec) or "pack (the fewest boards), any thread"
+    del shown["threads_per_core"], shown["exclusive_board"]
     width = max(len(k) for k in shown)
     for k, v in shown.items():
         click.echo(f"{k:<{width}}  {'' if v is None else v}")

@@ -41,6 +41,7 @@ from .common import (
     Command,
     ExitCode,
     fail,
+    place_options,
     setup,
     spawn_daemon,
     spool_options,
@@ -274,19 +275,7 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     help="With --reservation: wait for the reservation's cores and units instead of refusing "
     "the job when too few are free now.",
 )
-@click.option(
-    "--place",
-    type=ChoiceType(("pack", "spread", "board"), "HOW"),
-    help="How the job's cores lie on the machine's boards (sockets or NUMA nodes): pack (fewest boards, "
-    "the default), spread (round-robin over boards), board (all on one board).",
-)
-@click.option(
-    "--threads-per-core",
-    type=click.IntRange(1, 2),
-    metavar="T",
-    help="Use at most T hardware threads of each physical core (1: SMT siblings stay idle).",
-)
-@click.option("--exclusive-board", is_flag=True, help="Take whole boards: no other job runs on the job's boards.")
+@place_options("job")
 @click.option(
     "--parent",
     type=COUNT,
@@ -423,6 +412,17 @@ def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, 
     ncpus = p["ncpus"] or cfg.default_ncpus
     walltime = p["walltime"] or cfg.default_walltime
     uid = os.getuid()
+    machine, place = None, None
+    if p["reservation"] is not None and (p["place"] or p["threads_per_core"] or p["exclusive_board"]):
+        from ..core.placement import Request
+        from ..topology import in_force
+
+        # a bound job's own requirement must be one the reservation's cores can hold
+        place = Request(ncpus, p["place"] or "pack", p["threads_per_core"] or 0, bool(p["exclusive_board"]))
+        try:
+            machine = in_force(spool, cfg)
+        except ValueError as e:  # the machine's topology file cannot be read
+            fail(PROG, str(e))
     try:
         return check_job(
             spool,
@@ -435,6 +435,8 @@ def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, 
             uid,
             user_name(uid),
             time.time(),
+            machine,
+            place,
         )
     except ResvError as e:
         fail(PROG, str(e))

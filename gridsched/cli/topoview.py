@@ -1,10 +1,15 @@
 """What ``gctl topology`` shows: the machine map with the state of every core.
 
-The state comes from the job table in the spool (read-only): the cores of
-RUNNING and STOPPING jobs, and two meta keys the daemon keeps --
-``drained``: ``{"cores": "CPULIST", "reason": "TEXT"}`` and ``reserved``:
-``{"RESERVATION": "CPULIST", ...}`` (cores held by active reservations).
-Drain and resume requests not yet taken in by the daemon are counted.
+The status maps are the scheduler's own: :func:`gridsched.core.placement.status_maps`
+computed from what the daemon records in the spool (read-only) -- the RUNNING
+and STOPPING jobs with their cores, the cores they hold idle (``run.held``:
+SMT siblings of a ``--threads-per-core`` job, the rest of an
+``--exclusive-board`` job's boards) and whether they were backfilled and are
+checkpointable; the active reservations (with their mapping requirement); the
+meta keys ``drained`` (``{"cores": "CPULIST", "reason": "TEXT"}``) and
+``yielded`` (the cores yielding parents lend) -- and the free cores are the
+free map of those maps, as the daemon gives the scheduler.  Drain and resume
+requests not yet taken in by the daemon are counted.
 """
 
 from __future__ import annotations
@@ -16,22 +21,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import cpuset
+from ..core.placement import Reason, StatusMap, free_map, status_maps
 from ..core.topology import MachineMap
+from ..core.types import Lent, Resv, Running
 from ..core.units import format_size
 from ..spool import Spool
 from ..text import shown
 
 HOLDING = ("RUNNING", "STOPPING")
+# The per-core states, in the order they apply (a core in several maps shows the first).
+STATES = ("job", "backfill", "held", "lent", "drained", "reserved", "free")
+MAPS = ("allocated", "backfill", "held", "lent", "drained", "reserved")
 
 
 @dataclass(slots=True)
 class Marks:
-    jobs: dict[int, int] = field(default_factory=dict)  # core -> job id
-    held: dict[int, int] = field(default_factory=dict)  # core -> job that holds it unused (SMT sibling, board)
+    """What the spool records of the cores' state, as the core's types."""
+
+    running: list[Running] = field(default_factory=list)
+    reservations: list[Resv] = field(default_factory=list)
+    names: dict[int, str] = field(default_factory=dict)  # reservation id -> name
     drained: frozenset[int] = frozenset()
     drain_reason: str = ""
-    reserved: dict[int, str] = field(default_factory=dict)  # core -> reservation
+    lent: list[Lent] = field(default_factory=list)
     waiting_requests: int = 0  # drain/resume requests not yet taken in
+
+    def maps(self, machine: MachineMap) -> tuple[StatusMap, ...]:
+        """The status maps, by the scheduler's own function."""
+        return status_maps(machine, self.running, self.reservations, self.drained, self.lent)
 
 
 def _cores(text: Any) -> frozenset[int]:
@@ -39,6 +56,28 @@ def _cores(text: Any) -> frozenset[int]:
         return cpuset.parse(str(text or ""))
     except cpuset.CpuListError:
         return frozenset()
+
+
+def _running(job: dict[str, Any]) -> Running:
+    held = (job.get("run") or {}).get("held") or ()
+    spec = job.get("spec") or {}
+    return Running(
+        job["id"],
+        job["ncpus"],
+        0.0,
+        0.0,
+        tuple(sorted(_cores(job["cores"]))),
+        backfilled=bool(job.get("backfilled")),
+        preemptable=spec.get("checkpoint", "none") != "none",
+        held=frozenset(c for c in held if isinstance(c, int)) if isinstance(held, list) else frozenset(),
+    )
+
+
+def _resv(row: dict[str, Any]) -> Resv:
+    from ..reservations import place_request
+
+    cores = tuple(sorted(_cores(row["cores"])))
+    return Resv(row["id"], row["ncpus"], 0.0, active=True, cores=cores, place=place_request(len(cores), row))
 
 
 def read_marks(spool: Spool) -> Marks:
@@ -49,13 +88,11 @@ def read_marks(spool: Spool) -> Marks:
 
         db = StateDB(spool.db)
         try:
-            for job in db.jobs(states=HOLDING):
-                for c in _cores(job["cores"]):
-                    marks.jobs[c] = job["id"]
-                held = (job.get("run") or {}).get("held") or ()
-                for c in held if isinstance(held, list) else ():
-                    if isinstance(c, int):
-                        marks.held[c] = job["id"]
+            marks.running = [_running(job) for job in db.jobs(states=HOLDING)]
+            for row in db.reservations():
+                if row["state"] == "ACTIVE":
+                    marks.reservations.append(_resv(row))
+                    marks.names[row["id"]] = str(row["name"])
             meta = db.meta()
         finally:
             db.close()
@@ -66,10 +103,9 @@ def read_marks(spool: Spool) -> Marks:
         except (ValueError, AttributeError):
             pass
         try:
-            for name, text in json.loads(meta.get("reserved") or "{}").items():
-                for c in _cores(text):
-                    marks.reserved[c] = str(name)
-        except (ValueError, AttributeError):
+            for parent, y in json.loads(meta.get("yielded") or "{}").items():
+                marks.lent.append(Lent(int(parent), _cores(y.get("cores")), bool(y.get("resuming"))))
+        except (ValueError, AttributeError, TypeError):
             pass
     try:
         marks.waiting_requests = sum(
@@ -80,37 +116,69 @@ def read_marks(spool: Spool) -> Marks:
     return marks
 
 
+def map_cores(machine: MachineMap, maps: tuple[StatusMap, ...]) -> dict[str, list[int]]:
+    """One key per status map (:data:`MAPS`) and ``free`` (the free map): the sorted core ids of each."""
+    out: dict[str, set[int]] = {k: set() for k in MAPS}
+    for m in maps:
+        out[m.reason.value].update(m.cores)
+    res = {k: sorted(v) for k, v in out.items()}
+    res["free"] = sorted(free_map(machine, maps))
+    return res
+
+
 def core_states(machine: MachineMap, marks: Marks) -> list[dict[str, Any]]:
-    """Per core: ``core``, ``host_cpu``, ``state`` (free | job | held | drained | reserved: the first
-    that applies, in that order), ``job``, ``held_by`` (the job that keeps the core idle: an SMT sibling
-    of a ``--threads-per-core 1`` job, the rest of an ``--exclusive-board`` job's board), ``drained``,
-    ``reserved``: the machine's status maps as the scheduler sees them."""
+    """Per core: ``core``, ``host_cpu``, ``state`` (the first of :data:`STATES` that applies), ``job`` (the
+    job running on it), ``backfill`` (that job is backfilled and preemptable), ``held_by`` (the job that
+    keeps the core idle: an SMT sibling of a ``--threads-per-core 1`` job, the rest of an
+    ``--exclusive-board`` job's board), ``lent_by`` (the yielding parent lending it), ``drained``,
+    ``reserved`` (the reservation's name): the machine's status maps as the scheduler sees them."""
+    job: dict[int, int] = {}
+    backfill: set[int] = set()
+    held: dict[int, int] = {}
+    lent: dict[int, int] = {}
+    drained: set[int] = set()
+    reserved: dict[int, str] = {}
+    for m in marks.maps(machine):
+        for c in m.cores:
+            if m.reason is Reason.ALLOCATED or m.reason is Reason.BACKFILL:
+                job[c] = int(m.owner)
+                if m.reason is Reason.BACKFILL:
+                    backfill.add(c)
+            elif m.reason is Reason.HELD:
+                held[c] = int(m.owner)
+            elif m.reason is Reason.LENT:
+                lent[c] = int(m.owner)
+            elif m.reason is Reason.DRAINED:
+                drained.add(c)
+            elif m.reason is Reason.RESERVED:
+                reserved[c] = marks.names.get(int(m.owner), f"R{m.owner}")
     out = []
     for c in machine.cores():
-        job = marks.jobs.get(c)
-        held = marks.held.get(c) if job is None else None
-        drained = c in marks.drained
-        resv = marks.reserved.get(c)
-        state = (
-            "job"
-            if job is not None
-            else "held"
-            if held is not None
-            else "drained"
-            if drained
-            else "reserved"
-            if resv is not None
-            else "free"
+        runs = job.get(c)
+        state = next(
+            k
+            for k, on in (
+                ("job", c in job and c not in backfill),
+                ("backfill", c in backfill),
+                ("held", c in held),
+                ("lent", c in lent),
+                ("drained", c in drained),
+                ("reserved", c in reserved),
+                ("free", True),
+            )
+            if on
         )
         out.append(
             {
                 "core": c,
                 "host_cpu": machine.host_cpu(c),
                 "state": state,
-                "job": job,
-                "held_by": held,
-                "drained": drained,
-                "reserved": resv,
+                "job": runs,
+                "backfill": c in backfill,
+                "held_by": held.get(c) if runs is None else None,
+                "lent_by": lent.get(c),
+                "drained": c in drained,
+                "reserved": reserved.get(c),
             }
         )
     return out
@@ -130,11 +198,12 @@ def view(machine: MachineMap, states: list[dict[str, Any]], marks: Marks, membin
                 "physical_cores": [{"threads": [states[c] for c in g]} for g in b.siblings],
             }
         )
-    counts = {k: sum(1 for s in states if s["state"] == k) for k in ("free", "job", "held", "drained", "reserved")}
+    counts = {k: sum(1 for s in states if s["state"] == k) for k in STATES}
     return {
         "summary": machine.summary(),
         "ncores": machine.ncores,
         "counts": counts,
+        "maps": map_cores(machine, marks.maps(machine)),
         "drained": {"cores": cpuset.format(marks.drained), "reason": marks.drain_reason},
         "requests_waiting": marks.waiting_requests,
         "memory_binding": {"available": membind is None, "why_not": membind},
@@ -151,14 +220,24 @@ def _label(s: dict[str, Any]) -> tuple[str, str]:
     """The text of a core's state (escaped: a reservation's name is a user's) and its colour."""
     parts = []
     if s["job"] is not None:
-        parts.append(f"job {s['job']}")
+        parts.append(f"job {s['job']}" + (" (backfilled, preemptable)" if s.get("backfill") else ""))
+    if s.get("lent_by") is not None:
+        parts.append(f"lent by job {s['lent_by']}")
     if s.get("held_by") is not None:
         parts.append(f"held by job {s['held_by']}")
     if s["drained"]:
         parts.append("drained" if s["job"] is None else "draining")
     if s["reserved"] is not None:
         parts.append(f"reserved {shown(s['reserved'])}")
-    colour = {"free": "green", "job": "cyan", "held": "blue", "drained": "red", "reserved": "yellow"}[s["state"]]
+    colour = {
+        "free": "green",
+        "job": "cyan",
+        "backfill": "magenta",
+        "held": "blue",
+        "lent": "bright_cyan",
+        "drained": "red",
+        "reserved": "yellow",
+    }[s["state"]]
     return (", ".join(parts) or "free"), colour
 
 
@@ -172,7 +251,8 @@ def tree_lines(data: dict[str, Any]) -> list[str]:
     c = data["counts"]
     head = Text(f"machine: {shown(data['summary'])}", style="bold")
     head.append(
-        f"  free {c['free']}, busy {c['job']}, held {c['held']}, drained {c['drained']}, reserved {c['reserved']}",
+        f"  free {c['free']}, busy {c['job']}, backfilled {c['backfill']}, held {c['held']}, lent {c['lent']}, "
+        f"drained {c['drained']}, reserved {c['reserved']}",
         style="",
     )
     root = Tree(head)

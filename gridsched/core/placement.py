@@ -14,7 +14,13 @@ backfill   job id                   a preemptable backfilled job holds the cores
 reserved   reservation id           an active reservation holds the cores
 drained    "" (or who drained them) an admin took the cores out of service
 lent       parent job id            a yielding parent lends its cores
+held       job id                   a job holds the cores without running on them
+                                    (SMT siblings, the rest of an exclusive board)
 ========== ======================== ==============================================
+
+:func:`status_maps` computes them from what a driver knows (running jobs,
+active reservations, drained cores, lending parents); the daemon's free cores
+and ``gctl topology`` both come from it.
 
 A core held by a job is in exactly one of that job's ``allocated``,
 ``backfill`` or ``lent`` maps: a driver moves cores from ``allocated`` to
@@ -76,6 +82,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .topology import MachineMap
+from .types import Lent, Resv, Running
 
 
 class Reason(str, Enum):
@@ -84,6 +91,7 @@ class Reason(str, Enum):
     RESERVED = "reserved"
     DRAINED = "drained"
     LENT = "lent"
+    HELD = "held"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +114,47 @@ class Request:
     place: str = "pack"  # "pack" | "spread" | "board"
     threads_per_core: int = 0  # 0 = any; t >= 1: at most t threads of each physical core
     exclusive_board: bool = False
+
+
+def status_maps(
+    machine: MachineMap,
+    running: Iterable[Running],
+    reservations: Iterable[Resv] = (),
+    drained: Iterable[int] = (),
+    lent: Iterable[Lent] = (),
+) -> tuple[StatusMap, ...]:
+    """The status maps of the machine now (see the module doc), in a fixed order.
+
+    A running job's cores are its ``allocated`` map, or its ``backfill`` map
+    when it was backfilled and is checkpointable (preemptable), or -- for the
+    cores a yielding parent lends -- the parent's ``lent`` map; the cores it
+    holds without running on them (``Running.held``) are its ``held`` map.  An
+    active reservation's ``reserved`` map is its cores and the cores it holds
+    for its requirement (:func:`claimed`).  Cores outside the machine are left out.
+    """
+    every = frozenset(range(machine.ncores))
+    lending = {x.parent: x.cores for x in lent}
+    out: list[StatusMap] = []
+    for r in running:
+        own = frozenset(r.cores) & every
+        given = lending.get(r.id, frozenset()) & own
+        if given:
+            out.append(StatusMap(Reason.LENT, r.id, given))
+            own = own - given
+        if own:
+            reason = Reason.BACKFILL if r.backfilled and r.preemptable else Reason.ALLOCATED
+            out.append(StatusMap(reason, r.id, own))
+        held = (r.held & every) - frozenset(r.cores)
+        if held:
+            out.append(StatusMap(Reason.HELD, r.id, held))
+    for rv in reservations:
+        if rv.active and rv.cores:
+            cores = claimed(machine, rv.cores, rv.place) if rv.place is not None else frozenset(rv.cores)
+            out.append(StatusMap(Reason.RESERVED, rv.id, cores & every))
+    gone = frozenset(drained) & every
+    if gone:
+        out.append(StatusMap(Reason.DRAINED, "", gone))
+    return tuple(out)
 
 
 def free_map(
@@ -299,3 +348,19 @@ def assign(
     if c is None:
         return None
     return c, (claimed(machine, c, req) if req.threads_per_core or req.exclusive_board else frozenset(c))
+
+
+def place_inside(
+    machine: MachineMap | None, cores: frozenset[int], extra: frozenset[int], n: int, req: Request | None
+) -> tuple[tuple[int, ...], frozenset[int]] | None:
+    """Cores for a job bound to a reservation: within the reservation's free ``cores``, for ``req``.
+
+    A ``--threads-per-core`` job takes only physical cores whose threads are all free: the
+    SMT siblings the reservation itself holds idle (``extra``) count as free for that test,
+    but the job runs only on ``cores``.
+    """
+    if extra and req is not None and req.threads_per_core and machine is not None:
+        got = assign(machine, cores | extra, n, req)
+        if got is not None and cores.issuperset(got[0]):
+            return got
+    return assign(machine, cores, n, req)

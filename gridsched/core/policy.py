@@ -202,7 +202,7 @@ from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
 from .ends import USER as _USER
 from .ends import counted_end
-from .placement import assign
+from .placement import assign, claimed, place_inside
 from .predict import make_predictor
 from .preempt import victims
 from .profile import Profile, earliest_common_start, from_ends
@@ -457,7 +457,7 @@ class _Pass:
         mapping requirement, and the count still fits, is the answer.
         """
         machine = self.machine
-        if machine is None or w.flex:
+        if machine is None or (w.flex and w.place is None):
             return self.earliest(v, duration, None, not_before)
         # the cores free by a time only grow with it: the first release after which the
         # requirement can be met is found by bisection, then the count is asked from there
@@ -552,10 +552,12 @@ class _Pass:
         """Take ``v`` from what is free now; the cores picked.
 
         A job's mapping requirement is met: the pass starts a job only where
-        :meth:`placeable` says the free cores can hold it.  A reservation
-        (``w`` None) is placed as a job with no requirement is (pack: the
-        fewest boards, the best-fitting one first), or, if the free cores are
-        too scattered for that, on the lowest-numbered ones.
+        :meth:`placeable` says the free cores can hold it.  So is a
+        reservation's (``w`` its flexible entry, or :func:`_as_job` of a fixed
+        one): it holds what a job so placed would.  A reservation without one
+        is placed as a job with no requirement is (pack: the fewest boards,
+        the best-fitting one first), or, if the free cores are too scattered
+        for that, on the lowest-numbered ones.
         """
         for d in range(self.dims):
             self.free_now[d] -= v[d]
@@ -570,7 +572,7 @@ class _Pass:
 
     def start(self, w: Waiting, v: Vec, duration: float, backfilled: bool, planned: float | None) -> None:
         now = self.now
-        cores = self.take(v, None if w.flex else w)
+        cores = self.take(v, w)
         self.hold(now, duration, v, taken=True)
         if self.machine is not None:
             self.releases.append((now + duration, cores))
@@ -648,7 +650,7 @@ class _Pass:
 
     def placeable_at(self, w: Waiting, t: float, without: frozenset[int] = frozenset()) -> bool:
         """Whether ``w`` can be placed at ``t`` on the cores free by then (less ``without``)."""
-        if self.machine is None or w.flex:
+        if self.machine is None or (w.flex and w.place is None):
             return True
         cores = set(self.free_set or ()).difference(without)
         for when, cs in self.releases:
@@ -662,8 +664,9 @@ class _Pass:
         return got is None or self.placeable_at(head, t, got[1])
 
     def placeable_on(self, w: Waiting, cores: frozenset[int]) -> bool:
-        """Whether ``cores`` hold ``w``'s mapping requirement (always, without a map)."""
-        if self.machine is None or w.flex:
+        """Whether ``cores`` hold ``w``'s mapping requirement (always, without a map, and for a
+        reservation without one: it takes any free cores)."""
+        if self.machine is None or (w.flex and w.place is None):
             return True
         return assign(self.machine, cores, w.ncpus, w.place) is not None
 
@@ -693,9 +696,10 @@ class _Pass:
                 self.hold(r.start, r.duration, v, fixed=True)
                 continue
             left = end - now
-            if self.fits_now(v, left):
+            job = _as_job(r)
+            if self.fits_now(v, left) and self.placeable(job, v):
                 self.hold(now, left, v)
-                cores = self.take(v)
+                cores = self.take(v, job)
                 self.decisions.append(Activate(r.id, cores, end))
                 self.activated[r.id] = (cores, end)
                 continue
@@ -703,7 +707,8 @@ class _Pass:
                 have = self.coming()
                 short = [v[d] - have[d] for d in range(self.dims)]
                 cands = [x for x in self.general if x.preemptable and not x.stopping and x.id not in self.preempted]
-                self.preempt(cands, short)
+                placed = r.place is not None and self.machine is not None
+                self.preempt(cands, short, job if placed else None)
             t = self.earliest(v, 0.0)
             if t < end:
                 self.hold(t, end - t, v)
@@ -713,41 +718,59 @@ class _Pass:
         if not self.active and not self.activated:
             return
         now = self.now
-        inside: dict[int, tuple[list[int], frozenset[int] | None, float]] = {}
+        placed = self.snap.free is not None
+        # per reservation: what it has left, its free cores, the cores it holds beyond them
+        # (free too: SMT siblings of a --threads-per-core reservation), when it ends its jobs
+        inside: dict[int, tuple[list[int], frozenset[int] | None, frozenset[int], float]] = {}
         resvs = {r.id: r for r in self.snap.reservations}
         for rid, rv in self.active.items():
             room = list(self.vec(rv))
-            cores = frozenset(rv.cores) if self.snap.free is not None else None
+            cores = frozenset(rv.cores) if placed else None
+            extra = self._resv_extra(rv, rv.cores) if placed else frozenset()
             for b in self.bound:
                 if b.bind == rid:
                     bv = self.vec(b)
                     for d in range(self.dims):
                         room[d] -= bv[d]
                     if cores is not None:
-                        cores = cores.difference(b.cores)
-            inside[rid] = (room, cores, rv.end if rv.end is not None else inf)
+                        busy = b.held.union(b.cores)
+                        cores, extra = cores - busy, extra - busy
+            inside[rid] = (room, cores, extra, rv.end if rv.end is not None else inf)
         for rid, (cores_t, end) in self.activated.items():
             new = resvs.get(rid)
             if new is not None:
-                inside[rid] = (list(self.vec(new)), frozenset(cores_t) if self.snap.free is not None else None, end)
+                extra = self._resv_extra(new, cores_t) if placed else frozenset()
+                inside[rid] = (list(self.vec(new)), frozenset(cores_t) if placed else None, extra, end)
         kill = {rid: r.kill for rid, r in resvs.items()}
         for w in pending:
             if w.bind is None or w.bind not in inside:
                 continue
-            left, cores, end = inside[w.bind]
+            left, cores, extra, end = inside[w.bind]
             v = self.vec(w)
             if v[0] < 0 or (kill[w.bind] and now + w.estimate > end) or any(v[d] > left[d] for d in range(self.dims)):
                 continue
             picked: tuple[int, ...] = ()
             if cores is not None:  # placed inside the reservation's cores, with the job's own requirement
-                got = assign(self.machine, cores, v[0], w.place)
+                got = place_inside(self.machine, cores, extra, v[0], w.place)
                 if got is None:
                     continue
                 picked, held = got
-                inside[w.bind] = (left, cores.difference(held), end)
+                inside[w.bind] = (left, cores - held, extra - held, end)
             for d in range(self.dims):
                 left[d] -= v[d]
             self.decisions.append(Start(w.id, picked))
+
+    def _resv_extra(self, rv: Resv, cores: Iterable[int]) -> frozenset[int]:
+        """The cores reservation ``rv`` on ``cores`` holds without offering them to its jobs."""
+        if self.machine is None or rv.place is None:
+            return frozenset()
+        return claimed(self.machine, cores, rv.place).difference(cores)
+
+
+def _as_job(r: Resv) -> Waiting:
+    """Reservation ``r`` as the pending entry that is placed for it (its flexible entry's shape)."""
+    place = replace(r.place, ncpus=r.ncpus) if r.place is not None else None
+    return Waiting(r.id, r.ncpus, r.duration, resources=r.resources, flex=True, place=place)
 
 
 def _one_pass(snap: Snapshot) -> Plan:
@@ -842,7 +865,18 @@ def _bound_forecast(snap: Snapshot, out: dict[int, float]) -> None:
         prof = Profile(t0, r.ncpus)
         for x in inside.get(r.id, ()) if r.active else ():
             prof.reserve(t0, max(x.start + x.estimate - t0, 0.0), x.ncpus)
+        # on a map, an active reservation's cores are known: a job they can never hold never starts
+        machine = snap.machine if r.active and r.cores and snap.free is not None else None
+        own = frozenset(r.cores)
+        extra = claimed(machine, own, r.place).difference(own) if machine is not None and r.place else frozenset()
         for w in jobs:
+            if (
+                machine is not None
+                and w.place is not None
+                and place_inside(machine, own, extra, w.ncpus, w.place) is None
+            ):
+                out[w.id] = inf
+                continue
             t = prof.earliest_start(w.ncpus, w.estimate, t0)
             if t == inf or (r.kill and t + w.estimate > end):
                 out[w.id] = inf

@@ -158,6 +158,9 @@ class Running:
     bind: int | None = None
     name: str = ""  # for singleton dependencies of later jobs
     array: int | None = None  # the array it is a task of (array throttles)
+    # Cores the job holds without running on them (the SMT siblings a --threads-per-core
+    # job leaves idle, the rest of an --exclusive-board job's boards): see placement.claimed.
+    held: frozenset[int] = frozenset()
 
     @property
     def end(self) -> float:
@@ -187,7 +190,11 @@ class Resv:
     ``Waiting(id, ..., flex=True)`` and is activated when that entry would
     start.  Active: it holds ``cores`` (placement mode) and its resources
     until ``end``; jobs bound to it run inside.  ``kill``: its bound jobs end
-    with it; otherwise they go on as ordinary running jobs.
+    with it; otherwise they go on as ordinary running jobs.  ``place``: its
+    mapping requirement (--place, --threads-per-core, --exclusive-board, as a
+    job's; None: the fewest boards, any thread): it is activated only on cores
+    that meet it, and holds what a job so placed would hold
+    (:func:`gridsched.core.placement.claimed`).
     """
 
     id: int
@@ -199,6 +206,7 @@ class Resv:
     cores: tuple[int, ...] = ()
     end: float | None = None
     kill: bool = True
+    place: Request | None = None
 
 
 @record

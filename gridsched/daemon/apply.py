@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from .. import requests as rq
 from ..core import cpuset, depend
 from ..core import policy as corepolicy
-from ..core.placement import claimed
+from ..core.placement import claimed, free_map, status_maps
 from ..core.types import Activate, Cancel, Preempt, Snapshot, Start, StartTasks
 from ..jobenv import compat_env
 from ..jobs import JobState
@@ -31,26 +31,27 @@ log = logging.getLogger("gschedd")
 
 
 def snapshot(d: Daemon, now: float) -> Snapshot:
-    running = [
-        r for r in d.table.jobs.values() if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)
-    ]
-    used: set[int] = set(d.drained)
-    for r in running:
-        used.update(r.cores)
-        used.update(r.held)
+    running = tuple(
+        r.running()
+        for r in d.table.jobs.values()
+        if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)
+    )
+    resvs = d.book.core()
+    # the free map from the status maps, as gctl topology shows them (lenders' cores are their own)
+    free = free_map(d.machine, status_maps(d.machine, running, resvs, d.drained))
     queued = [rec for rec in (d.table.jobs[i] for i in d.table.queue) if offered(rec)]
     return d.trees.annotate(
         Snapshot(
             now=now,
             ncores=d.machine.ncores,
-            running=tuple(r.running() for r in running),
+            running=running,
             pending=d.book.merge(tuple(r.waiting() for r in queued)),
             params=d.cfg.params,
-            free=d.all_cores - used - d.book.reserved_cores(),
+            free=free,
             head=d.head,
             history={u: tuple(h) for u, h in d.table.history.items()},
             floating=d.cfg.floating,
-            reservations=d.book.core(),
+            reservations=resvs,
             machine=d.machine,
             states=dep_states(d, [r for r in queued if r.deps]),
         )

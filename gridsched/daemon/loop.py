@@ -31,6 +31,7 @@ from ..core import policy as corepolicy
 from ..core.placement import assign
 from ..core.types import HeadReservation, Waiting
 from ..jobs import PRIVATE_KEYS, JobState
+from ..reservations import never_inside
 from ..spool import Spool, atomic_write
 from ..state import StateDB
 from ..topology import TopologyError, changed_map, load_machine
@@ -534,13 +535,19 @@ class Daemon:
             t = pred.get(w.id)
             why = ""
             if t == math.inf:
-                why = never if rec.resv is None else f"{NEVER} in reservation {rec.resv}: {BOUND_NEVER}"
+                why = never if rec.resv is None else f"{NEVER} in reservation {rec.resv}: {self._bound_never(rec)}"
             elif self.drained and t is not None and t > snap.now and self._drain_blocks(w, snap.free):
                 why = behind
             if rec.reason != why:
                 rec.reason = why
                 self.table.save(rec, reason=why)
         reservations.set_predicted(self, pred, snap.now)
+
+    def _bound_never(self, rec: Rec) -> str:
+        """Why a job bound to a reservation is forecast never to start in it."""
+        r = self.book.resvs.get(rec.resv) if rec.resv is not None else None
+        inside = never_inside(r.row(), self.machine, rec.place) if r is not None else None
+        return f"it {inside}" if inside else BOUND_NEVER
 
     def _drain_blocks(self, w: Waiting, free: frozenset[int] | None) -> bool:
         """Whether ``w`` would be placed now if the drained cores were in service (and is not)."""

@@ -10,6 +10,10 @@ are still running are stopped as at their walltime (SIGTERM, grace, SIGKILL;
 state ``TIMEOUT``, reason "reservation ended") unless it was created with
 ``--no-kill``, in which case they go on as ordinary running jobs; bound jobs
 still pending are cancelled.
+
+A reservation with a mapping requirement (``place``, ``threads_per_core``,
+``exclusive_board``, as a job's) is refused at creation when the machine can
+never meet it; the core activates it only on cores that meet it.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core import cpuset
+from ..core.placement import Request
 from ..core.types import Activate, Resv, Waiting
 from ..jobs import JobState
-from ..reservations import LIVE, ResvError, RState, check_bind, check_fit, check_request
+from ..reservations import LIVE, ResvError, RState, check_bind, check_fit, check_request, place_request, place_text
 
 if TYPE_CHECKING:
     from .. import requests as rq
@@ -56,6 +61,7 @@ class RRec:
     users: list[str] = field(default_factory=list)
     kill: bool = True
     reason: str = ""
+    place: Request | None = None  # its mapping requirement; None: the fewest boards, any thread
 
     def core(self) -> Resv:
         return Resv(
@@ -68,6 +74,7 @@ class RRec:
             self.cores,
             self.end_time,
             self.kill,
+            self.place,
         )
 
     def waiting(self) -> Waiting:
@@ -82,6 +89,7 @@ class RRec:
             tuple(sorted(self.resources.items())),
             None,
             True,
+            self.place,
         )
 
     def row(self) -> dict[str, Any]:
@@ -103,6 +111,9 @@ class RRec:
             "users": self.users,
             "kill": self.kill,
             "reason": self.reason,
+            "place": self.place.place if self.place is not None else None,
+            "threads_per_core": self.place.threads_per_core if self.place is not None else 0,
+            "exclusive_board": self.place.exclusive_board if self.place is not None else False,
         }
 
     @classmethod
@@ -125,6 +136,7 @@ class RRec:
             users=list(row["users"]),
             kill=row["kill"],
             reason=row["reason"],
+            place=place_request(row["ncpus"], row),
         )
 
 
@@ -148,13 +160,6 @@ class Book:
     # -- the snapshot -------------------------------------------------------
     def core(self) -> tuple[Resv, ...]:
         return tuple(r.core() for r in self.resvs.values())
-
-    def reserved_cores(self) -> set[int]:
-        out: set[int] = set()
-        for r in self.resvs.values():
-            if r.state is RState.ACTIVE:
-                out.update(r.cores)
-        return out
 
     def merge(self, pending: tuple[Waiting, ...]) -> tuple[Waiting, ...]:
         """The pending jobs with the flexible reservations' entries at their places (by id)."""
@@ -202,10 +207,20 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str) -> None:
         start=spec.start,
         users=list(spec.users),
         kill=spec.kill,
+        place=place_request(spec.ncpus, spec._asdict()),
     )
     try:
         resources = dict(spec.resources)
-        check_request(r.ncpus, r.duration, resources, d.machine.ncores, d.cfg.floating, d.cfg.resv_max_duration)
+        check_request(
+            r.ncpus,
+            r.duration,
+            resources,
+            d.machine.ncores,
+            d.cfg.floating,
+            d.cfg.resv_max_duration,
+            d.machine,
+            r.place,
+        )
         r.resources = dict(sorted(resources.items()))
         if r.start is not None and r.start + r.duration <= now:
             raise ResvError("its time had passed when the daemon took it in")
@@ -220,9 +235,10 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str) -> None:
     save(d, r)
     d.dirty = True
     log.info(
-        "reservation %d created: %d cores%s for %ss, %s",
+        "reservation %d created: %d cores%s%s for %ss, %s",
         rid,
         r.ncpus,
+        f" ({place_text(r.row())})" if r.place is not None else "",
         "".join(f", {k}={v}" for k, v in r.resources.items()),
         r.duration,
         "flexible" if r.start is None else f"fixed at {time.strftime('%F %T', time.localtime(r.start))}",
@@ -261,7 +277,7 @@ def check_submit(d: Daemon, job: dict[str, Any], uid: int, user: str) -> str | N
     except ResvError as e:
         return str(e)
     assert row is not None
-    why = check_fit(row, job["ncpus"], job["walltime"], res, time.time())
+    why = check_fit(row, job["ncpus"], job["walltime"], res, time.time(), d.machine, place_request(job["ncpus"], job))
     return f"cannot run in reservation {rid}: it {why}" if why else None
 
 

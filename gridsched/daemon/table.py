@@ -118,6 +118,7 @@ class Rec:
             self.resv,
             name=self.name,
             array=self.array_id,
+            held=frozenset(self.held),
         )
 
     def run_info(self) -> dict[str, Any]:

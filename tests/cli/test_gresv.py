@@ -219,3 +219,73 @@ def test_gsub_binding_rules(fenv, spool, run, monkeypatch, put_rows, make_row, s
     assert got == [(5, True), (7, False)]
     listed = json.loads(run(gstat.cli, ["--json"]).stdout)["jobs"]
     assert {j["id"]: j["reservation"] for j in listed}[3] == 5
+
+
+def test_create_with_a_placement_writes_it_and_list_shows_it(fenv, spool, run):
+    args = ["create", "-n", "4", "-t", "1h", "--place", "spread", "--threads-per-core", "1", "--exclusive-board"]
+    r = run(gresv.cli, args)
+    assert r.exit_code == 0, r.stderr
+    (req,) = requests(spool, "resv_create")
+    res = req["resv"]
+    assert (res["place"], res["threads_per_core"], res["exclusive_board"]) == ("spread", 1, True)
+    listed = json.loads(run(gresv.cli, ["list", "--json"]).stdout)["reservations"]
+    assert [(x["place"], x["threads_per_core"], x["exclusive_board"]) for x in listed] == [("spread", 1, True)]
+    assert "--place spread --threads-per-core 1 --exclusive-board" in run(gresv.cli, ["list"]).stdout
+    # without one: none is written, and none is shown
+    run(gresv.cli, ["create", "-n", "2", "-t", "1h"])
+    plain = requests(spool, "resv_create")[1]["resv"]
+    assert "place" not in plain and "threads_per_core" not in plain
+    shown = run(gresv.cli, ["show", str(plain["id"])]).stdout
+    assert "pack (the fewest boards), any thread" in shown
+
+
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--place", "wide"], "place 'wide': must be one of pack, spread, board"),
+        (["--threads-per-core", "3"], "threads-per-core: 3 is not in the range 1<=x<=2"),
+        (["--threads-per-core", "0"], "threads-per-core: 0 is not in the range 1<=x<=2"),
+    ],
+)
+def test_bad_placement_is_refused_as_gsub_refuses_it(fenv, spool, run, args, msg):
+    r = run(gresv.cli, ["create", "-n", "2", "-t", "1h", *args])
+    assert r.exit_code == 2 and r.stderr.strip() == f"gresv: error: {msg}"
+    s = run(gsub.cli, ["-n", "2", *args, "--wrap", "true"])
+    assert s.exit_code == 2 and s.stderr.strip() == f"gsub: error: {msg}"
+    assert not list(spool.incoming.glob("*.json"))
+
+
+def test_a_reservation_table_of_an_older_spool_reads_without_a_placement_and_is_migrated(fenv, spool):
+    import sqlite3
+
+    from gridsched.state import RESV_ADDED, RESV_SCHEMA
+
+    spool.ensure()
+    old = RESV_SCHEMA
+    for col in RESV_ADDED:  # the table as it was before the placement columns
+        old = "\n".join(line for line in old.splitlines() if not line.strip().startswith(col))
+    old = old.replace("reason TEXT NOT NULL DEFAULT '',\n);", "reason TEXT NOT NULL DEFAULT ''\n);")
+    conn = sqlite3.connect(spool.db)
+    conn.executescript(old)
+    row = resv_row(5)
+    conn.execute(
+        "INSERT INTO reservations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [json.dumps(v) if k in ("resources", "users") else v for k, v in row.items()],
+    )
+    conn.commit()
+    conn.close()
+    db = StateDB(spool.db)
+    try:
+        (r,) = db.reservations()
+    finally:
+        db.close()
+    assert (r["id"], r["place"], r["threads_per_core"], r["exclusive_board"]) == (5, None, 0, False)
+    db = StateDB(spool.db, write=True)  # the daemon's open adds the columns
+    try:
+        db.begin()
+        db.update_resv(5, place="board", exclusive_board=True)
+        db.commit()
+        (r,) = db.reservations()
+    finally:
+        db.close()
+    assert (r["place"], r["threads_per_core"], r["exclusive_board"], r["ncpus"]) == ("board", 0, True, 4)

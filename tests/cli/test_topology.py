@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 from gridsched.cli import gctl
+from gridsched.core import cpuset
+from gridsched.state import RESV_COLUMNS, StateDB
 
 from .conftest import MACHINE_CORES
 
@@ -22,14 +24,30 @@ def states(data: dict) -> dict[int, dict]:
     return {t["core"]: t for b in data["boards"] for pc in b["physical_cores"] for t in pc["threads"]}
 
 
-def test_topology_of_a_flat_machine_with_jobs_drained_and_reserved_cores(env, run, put_rows, make_row):
+def put_resv(spool, rid: int, cores: str, **fields) -> None:
+    """An ACTIVE reservation row, as the daemon writes it."""
+    row = {c: None for c in RESV_COLUMNS}
+    row.update(id=rid, state="ACTIVE", user="root", uid=0, name=f"R{rid}", ncpus=len(cpuset.parse(cores)))
+    row.update(resources={}, duration=60, create_time=0.0, cores=cores, users=[], kill=True, reason="")
+    row.update({"threads_per_core": 0, "exclusive_board": False, **fields})
+    db = StateDB(spool.db, write=True)
+    try:
+        db.begin()
+        db.put_resv(row)
+        db.commit()
+    finally:
+        db.close()
+
+
+def test_topology_of_a_flat_machine_with_jobs_drained_and_reserved_cores(env, spool, run, put_rows, make_row):
     put_rows(
         make_row(3, state="RUNNING", cores="0-3", ncpus=4),
         make_row(4, state="STOPPING", cores="4"),
         make_row(5, state="COMPLETED", cores="5"),
         make_row(6, state="PENDING"),
-        meta={"drained": json.dumps({"cores": "3,6-7", "reason": "fan"}), "reserved": json.dumps({"R1": "8-9"})},
+        meta={"drained": json.dumps({"cores": "3,6-7", "reason": "fan"})},
     )
+    put_resv(spool, 1, "8-9")
     r = run(gctl.cli, ["topology", "--json"])
     assert r.exit_code == 0
     data = json.loads(r.stdout)
@@ -42,7 +60,11 @@ def test_topology_of_a_flat_machine_with_jobs_drained_and_reserved_cores(env, ru
     expect = ["free", "drained", "drained", "reserved", "reserved", "free"]
     assert [s[c]["state"] for c in (5, 6, 7, 8, 9, 10)] == expect
     assert s[8]["reserved"] == "R1"
-    assert data["counts"] == {"free": MACHINE_CORES - 9, "job": 5, "held": 0, "drained": 2, "reserved": 2}
+    counts = {"job": 5, "backfill": 0, "held": 0, "lent": 0, "drained": 2, "reserved": 2, "free": MACHINE_CORES - 9}
+    assert data["counts"] == counts
+    free = [c for c in range(MACHINE_CORES) if c not in (0, 1, 2, 3, 4, 6, 7, 8, 9)]
+    maps = {"allocated": [0, 1, 2, 3, 4], "backfill": [], "held": [], "lent": [], "drained": [3, 6, 7]}
+    assert data["maps"] == {**maps, "reserved": [8, 9], "free": free}
     assert data["drained"] == {"cores": "3,6-7", "reason": "fan"}
 
     r = run(gctl.cli, ["topology"])
@@ -133,3 +155,23 @@ def test_topology_shows_the_cores_a_job_holds_idle(env, run, put_rows, make_row)
     assert s[2]["held_by"] == 3 and data["counts"]["held"] == 2
     out = run(gctl.cli, ["topology"]).stdout
     assert "held by job 3" in out and "held 2" in out
+
+
+def test_topology_shows_backfilled_lent_and_placed_reservation_cores(env, spool, run, put_rows, make_row):
+    """The status maps the scheduler uses: a preemptable backfilled job, a yielding parent's lent
+    cores (one taken by its child), and the SMT siblings a --threads-per-core 1 reservation holds."""
+    bf = make_row(3, state="RUNNING", cores="0", backfilled=1)
+    bf["spec"]["checkpoint"] = "signal"
+    parent = make_row(4, state="RUNNING", cores="1-2", ncpus=2)
+    child = make_row(5, state="RUNNING", cores="2")
+    put_rows(bf, parent, child, meta={"yielded": json.dumps({"4": {"cores": "1-2", "resuming": False}})})
+    put_resv(spool, 9, "4", place="pack", threads_per_core=1)
+    data = json.loads(run(gctl.cli, ["topology", "--json"]).stdout)
+    s = states(data)
+    assert [s[c]["state"] for c in range(4)] == ["backfill", "lent", "job", "free"]
+    assert s[1]["lent_by"] == 4 and s[2]["job"] == 5 and s[2]["lent_by"] == 4
+    assert data["maps"]["backfill"] == [0] and data["maps"]["lent"] == [1, 2] and data["maps"]["allocated"] == [2]
+    # 16 declared cores on one flat board: no SMT, so the reservation holds only its own core
+    assert data["maps"]["reserved"] == [4] and 3 in data["maps"]["free"] and 4 not in data["maps"]["free"]
+    out = run(gctl.cli, ["topology"]).stdout
+    assert "job 3 (backfilled, preemptable)" in out and "lent by job 4" in out and "lent 1" in out
