@@ -1037,6 +1037,11 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if now < shadow < inf
         else shadow <= now and ps.placeable_on(head, ps.coming_set())
     )
+    # on a map, requests (cores, requirement) that cannot be placed now, and those that would
+    # leave the head no placement (asked again after each start)
+    on_map = ps.machine is not None
+    unplaceable: set[tuple[int, object, bool]] = set()
+    no_room: set[tuple[int, object, bool]] = set()
     lazy = ps._profs is None  # cores only: the profile is not built, its one later hold is the head's
     if lazy:
         cores, limits = Profile(now, 0), {}
@@ -1090,10 +1095,18 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             planned = None
         else:
             continue
-        if not ps.placeable(w, v):  # the costliest test last
-            continue
-        if guard and now + (est if planned is None else planned) > shadow and not ps.leaves_room(w, head, shadow):
-            continue  # it would sit on cores the head is placed on at its reservation
+        if on_map:  # the costliest tests last, each asked once per request while nothing starts
+            key = (n, w.place, w.flex)
+            late = guard and now + (est if planned is None else planned) > shadow
+            if key in unplaceable or (late and key in no_room):
+                continue
+            if not ps.placeable(w, v):
+                unplaceable.add(key)  # the free cores only shrink in this loop
+                continue
+            if late and not ps.leaves_room(w, head, shadow):
+                no_room.add(key)
+                continue  # it would sit on cores the head is placed on at its reservation
+            no_room.clear()
         ps.start(w, v, est if planned is None else planned, True, planned)
         free0 = free_now[0]
         if not lazy:

@@ -161,3 +161,23 @@ def test_backfills_at_the_reservation_leave_one_whole_board():
     nxt = schedule(after(snap, plan))
     assert nxt.preempts == ()
     assert nxt.starts[0].job == 7
+
+
+def test_before_the_reservation_a_short_job_backfills_where_a_long_one_like_it_may_not():
+    # H (3 cores, one board) is reserved at 10, when board 0 frees.  A (1 core, long) would
+    # sit on core 2 past 10 and is refused; B, the same request but ending by 10, starts.
+    running = (Running(1, 2, 0.0, 10.0, (0, 1)), Running(2, 2, 0.0, 1000.0, (3, 4)))
+    snap = Snapshot(
+        now=1.0,
+        ncores=6,
+        running=running,
+        pending=(Waiting(3, 3, 50.0, place=Request(3, "board")), Waiting(4, 1, 100.0), Waiting(5, 1, 5.0)),
+        params=Params(policy=Policy.EASY),
+        free=frozenset({2, 5}),
+        machine=M3,
+    )
+    plan = schedule(snap)
+    assert plan.head == HeadReservation(3, 10.0)
+    starts = {s.job: s.cores for s in plan.starts}
+    assert 4 not in starts or starts[4] == (5,)
+    assert 5 in starts
