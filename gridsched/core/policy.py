@@ -123,7 +123,10 @@ requirement (:meth:`_Pass.placed_earliest`).  A job that no such time exists
 for never starts and never blocks the queue.  Preemption for the head
 chooses, among the checkpointable backfilled jobs, the smallest set whose
 cores give it a placement (:func:`gridsched.core.preempt.victims`; most cores
-first among sets of one size); if none does, nothing is preempted.
+first among sets of one size); if none does, nothing is preempted.  A job
+backfilled past the shadow time must leave the head a placement then; once
+that time has come, on the cores free now or coming free (the victims'),
+whatever the count of extra cores allows (:meth:`_Pass.leaves_room`).
 
 Resources
 ---------
@@ -659,9 +662,18 @@ class _Pass:
         return self.placeable_on(w, frozenset(cores))
 
     def leaves_room(self, w: Waiting, head: Waiting, t: float) -> bool:
-        """Whether ``head`` can still be placed at ``t`` once ``w`` runs on the cores it would get now."""
+        """Whether ``head`` can still be placed at ``t`` once ``w`` runs on the cores it would get now.
+
+        At ``t <= now`` (the reservation time has come) the head has only the
+        cores free now or coming free (stopping, just preempted), never those
+        of jobs merely counted as ended.
+        """
         got = assign(self.machine, self.free_set or frozenset(), w.ncpus, w.place) if self.machine else None
-        return got is None or self.placeable_at(head, t, got[1])
+        if got is None:
+            return True
+        if t <= self.now:
+            return self.placeable_on(head, self.coming_set().difference(got[1]))
+        return self.placeable_at(head, t, got[1])
 
     def placeable_on(self, w: Waiting, cores: frozenset[int]) -> bool:
         """Whether ``cores`` hold ``w``'s mapping requirement (always, without a map, and for a
@@ -1042,7 +1054,17 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     free_now = ps.free_now
     dims = ps.dims
     # on a map, a job running past the shadow time must leave the head a placement then
-    guard = ps.machine is not None and now < shadow < inf and ps.placeable_at(head, shadow)
+    # (once it has come: on the cores free now or coming free, as for extra)
+    guard = ps.machine is not None and (
+        ps.placeable_at(head, shadow)
+        if now < shadow < inf
+        else shadow <= now and ps.placeable_on(head, ps.coming_set())
+    )
+    # on a map, requests (cores, requirement) that cannot be placed now, and those that would
+    # leave the head no placement (asked again after each start)
+    on_map = ps.machine is not None
+    unplaceable: set[tuple[int, object, bool]] = set()
+    no_room: set[tuple[int, object, bool]] = set()
     lazy = ps._profs is None  # cores only: the profile is not built, its one later hold is the head's
     if lazy:
         cores, limits = Profile(now, 0), {}
@@ -1096,10 +1118,18 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             planned = None
         else:
             continue
-        if not ps.placeable(w, v):  # the costliest test last
-            continue
-        if guard and now + (est if planned is None else planned) > shadow and not ps.leaves_room(w, head, shadow):
-            continue  # it would sit on cores the head is placed on at its reservation
+        if on_map:  # the costliest tests last, each asked once per request while nothing starts
+            key = (n, w.place, w.flex)
+            late = guard and now + (est if planned is None else planned) > shadow
+            if key in unplaceable or (late and key in no_room):
+                continue
+            if not ps.placeable(w, v):
+                unplaceable.add(key)  # the free cores only shrink in this loop
+                continue
+            if late and not ps.leaves_room(w, head, shadow):
+                no_room.add(key)
+                continue  # it would sit on cores the head is placed on at its reservation
+            no_room.clear()
         ps.start(w, v, est if planned is None else planned, True, planned)
         free0 = free_now[0]
         if not lazy:
