@@ -189,7 +189,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from math import inf
 
-from . import tree
+from . import endings, tree
 from .eligible import eligibility
 from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
@@ -238,11 +238,30 @@ def schedule(snap: Snapshot) -> Plan:
     (:func:`gridsched.core.eligible.eligibility`); the plan says why the others
     wait and cancels those whose dependencies can never be met, if so set.
     """
+    first: tuple[Decision, ...] = ()
+    if snap.reservations or snap.lent or snap.ended:  # endings, resumes (gridsched.core.endings)
+        first, snap, stop = endings.settle(snap)
+        if stop:
+            return Plan(first, snap.head, snap.now)
     pending, reasons, cancels = eligibility(snap)
-    if pending is snap.pending:
-        return _schedule(snap)
-    plan = _schedule(replace(snap, pending=pending))
-    return replace(plan, decisions=(*cancels, *plan.decisions), reasons=reasons)
+    if pending is snap.pending and not first:
+        plan = _schedule(snap)
+    else:
+        plan = _schedule(replace(snap, pending=pending))
+        plan = replace(plan, decisions=(*first, *cancels, *plan.decisions), reasons=reasons)
+    if snap.reservations or snap.pending:
+        wake = [t for t in (plan.wake_at, endings.wake(snap), _begin_wake(snap)) if t is not None]
+        if wake and min(wake) != plan.wake_at:
+            plan = replace(plan, wake_at=min(wake))
+    return plan
+
+
+def _begin_wake(snap: Snapshot) -> float | None:
+    """The earliest begin time of a pending job still in the future (it becomes eligible then)."""
+    if not snap.gated:
+        return None
+    times = [w.begin for w in snap.pending if w.begin is not None and w.begin > snap.now and not w.held]
+    return min(times) if times else None
 
 
 def _schedule(snap: Snapshot) -> Plan:
