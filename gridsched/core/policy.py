@@ -279,11 +279,17 @@ def forecast(snap: Snapshot) -> dict[int, float]:
     first takes the head job at its reservation time, then every other job in
     queue order at its earliest start; under fcfs no job is put before the
     one ahead of it.  Only the head's time is a promise; the others are
-    estimates, like ``squeue --start``.
+    estimates, like ``squeue --start``.  Jobs that would start now on cores
+    a yielding parent lends get ``now``.
     """
     pending, _, _ = eligibility(snap)
     if pending is not snap.pending:
         snap = replace(snap, pending=pending)
+    if snap.lent:  # jobs that start now on lent cores; the others on the pool (as the pass)
+        starts = tree.lend(snap)
+        out = _forecast(tree.pool_view(snap, (s.job for s in starts)))
+        out.update((s.job, snap.now) for s in starts)
+        return out
     return _forecast(snap)
 
 

@@ -208,3 +208,20 @@ def test_the_walltime_credit_is_the_time_all_cores_were_lent():
     assert walltime_credit(((10.0, 20.0), (30.0, None)), 50.0) == 30.0
     assert walltime_credit(((10.0, 20.0), (30.0, None)), 25.0) == 10.0  # nothing after now
     assert walltime_credit(((60.0, None),), 50.0) == 0.0
+
+
+def test_forecasts_count_lent_cores_and_a_lending_parents_moved_end():
+    # parent 1 holds both cores and lends them; its child 2 fits on them now; job 3 (not of the tree)
+    # waits for the parent's end, which the driver moved later by the 40 s it has lent its cores
+    credit = walltime_credit(((60.0, None),), 100.0)
+    s = snap(
+        ncores=2,
+        running=(Running(1, 2, 0.0, 150.0 + credit, (0, 1)),),
+        pending=(Waiting(2, 2, 10.0), Waiting(3, 2, 10.0)),
+        parents={2: 1},
+        lent=(Lent(1, frozenset({0, 1})),),
+        free=frozenset(),
+    )
+    pred = forecast(s)
+    assert pred[2] == 100.0
+    assert pred[3] == 190.0
