@@ -241,8 +241,8 @@ def schedule(snap: Snapshot) -> Plan:
     first: tuple[Decision, ...] = ()
     if snap.reservations or snap.lent or snap.ended:  # endings, resumes (gridsched.core.endings)
         first, snap, stop = endings.settle(snap)
-        if stop:
-            return Plan(first, snap.head, snap.now)
+        if stop:  # the driver carries the endings out and passes again at once
+            return Plan(first, snap.head, snap.now, eligibility(snap)[1])
     pending, reasons, cancels = eligibility(snap)
     if pending is snap.pending and not first:
         plan = _schedule(snap)
