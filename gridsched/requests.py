@@ -127,6 +127,7 @@ class JobSpec(NamedTuple):
     place: str | None = None
     threads_per_core: int = 0
     exclusive_board: bool = False
+    begin: float | None = None  # not before this time (seconds since the epoch)
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -162,6 +163,8 @@ class JobSpec(NamedTuple):
             spec.update(reservation=self.reservation, wait_resv=self.wait_resv)
         if self.array is not None:
             spec["array"] = self.array
+        if self.begin is not None:
+            spec["begin"] = self.begin
         if self.split is not None:
             sp: dict[str, Any] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
             if self.split.tasks:
@@ -586,6 +589,7 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         place=place,
         threads_per_core=tpc,
         exclusive_board=f.flag("exclusive_board", required=False),
+        begin=f.number("begin", 0, MAX_TIME, required=False),
     )
     if "\0" in spec.script:
         raise f.bad("script", "holds a NUL character")

@@ -495,12 +495,24 @@ TREES = para("""
     have ended.  So parents that fill the machine cannot deadlock their children.  When preempting,
     leaves go first, the deepest, then the most recently started.
 
+    A parent is not charged walltime while it lends all its cores: from gwait --yield (or gyield)
+    until it has its cores back, its walltime stands still, so its deadline moves later by that
+    time and a parent waiting on a long child does not time out and take its subtree with it.  A
+    parent that waits without yielding keeps its cores and its walltime runs as usual.  (Slurm and
+    PBS have no such rule: there a job's walltime runs while it waits.)
+
     A parent that fails, is cancelled or times out takes its subtree with it: its pending
     descendants are cancelled and its running ones signalled as by gdel (reason "parent ID ended
     STATE").  With --recoverable the subtree is kept instead: running descendants go on, pending
     ones are held (reason "parent ID ended STATE: subtree held"), and gresume-tree ID releases
     them, for instance from the job that takes over once it has checked its state.  The held
     jobs keep their parent: they are not attached to the new job.
+""")
+
+WALLTIME_RULE = para("""
+    The time between gyield (or gwait --yield) and the moment the job has its cores back again is
+    not charged to its walltime: its deadline moves later by that time.  gstat shows the job's
+    predicted end moving accordingly.
 """)
 
 TREE_EXIT = [ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]
@@ -533,6 +545,7 @@ TREE_PAGES: dict[str, tuple[click.Command, int, dict]] = {
         gwait.gyield_cli,
         1,
         {
+            "TOPICS": {"WALLTIME": WALLTIME_RULE},
             "ENVIRONMENT": TREE_ENV,
             "EXIT STATUS": exit_status(TREE_EXIT),
             "EXAMPLES": verbatim("""
@@ -548,6 +561,7 @@ TREE_PAGES: dict[str, tuple[click.Command, int, dict]] = {
         gwait.gresume_cli,
         1,
         {
+            "TOPICS": {"WALLTIME": WALLTIME_RULE},
             "ENVIRONMENT": TREE_ENV,
             "EXIT STATUS": exit_status(TREE_EXIT),
             "SEE ALSO": TREE_SEE,
@@ -680,7 +694,9 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             Every id is checked first: an unknown job, another user's job (unless ghold runs as
             root) and a job that is not pending are errors, one line each (ghold: error: job 7: is
             RUNNING, only pending jobs can be held).  The others are held in one request, and ghold
-            prints "job ID: holding" for each.  gsub --hold submits a job held."""),
+            prints "job ID: holding" for each.  gsub --hold submits a job held.  gstat shows a held
+            job's reason: "held by its owner (grls releases it)", or "held by an admin" when root
+            held another user's job."""),
             "ENVIRONMENT": ENVIRONMENT,
             "FILES": FILES,
             "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),

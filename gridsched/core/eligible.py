@@ -1,9 +1,16 @@
-"""Which pending jobs may be scheduled now: dependencies and array throttles (pure).
+"""Which pending jobs may be scheduled now: holds, begin times, dependencies, array throttles (pure).
 
 Both drivers hand the core every pending job; before any policy looks at the
 queue, :func:`eligibility` keeps those that may start now and says why each
 other one waits:
 
+* a held job (``Waiting.held``: held by its owner or an admin, or held with
+  its subtree when its recoverable parent ended badly) waits with the
+  hold's reason;
+* a job with a begin time still ahead (``Waiting.begin`` > ``now``) waits
+  with the reason :func:`not_before` gives (``not before SECONDS``: the
+  core formats no clock time, the daemon shows it as a date);
+  ``Plan.wake_at`` includes the earliest such time;
 * a job's dependencies (:mod:`gridsched.core.depend`) are evaluated against
   ``Snapshot.states`` (the state of every job they name) and, for
   ``singleton``, the jobs of the same user and name queued or running ahead
@@ -33,8 +40,9 @@ def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tu
     """The pending jobs that may be scheduled now (in queue order), why each other one waits, and the
     jobs to cancel because their dependencies can never be met."""
     pending = snap.pending
-    if not snap.gated or not any(w.deps or w.array_max is not None for w in pending):
+    if not snap.gated or not any(w.deps or w.array_max is not None or w.held or w.begin is not None for w in pending):
         return pending, {}, ()
+    now = snap.now
     running_arrays: dict[int, int] = {}
     for r in snap.running:
         if r.array is not None:
@@ -44,6 +52,12 @@ def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tu
     reasons: dict[int, str] = {}
     cancels: list[Cancel] = []
     for w in pending:
+        if w.held:
+            reasons[w.id] = w.held
+            continue
+        if w.begin is not None and w.begin > now:
+            reasons[w.id] = not_before(w.begin)
+            continue
         if w.deps:
             earlier = any(i < w.id for i in names.get(w.user, {}).get(w.name, ()))
             st = depend.status(w.deps, snap.states, (w.name,) if earlier else (), w.name)
@@ -63,6 +77,14 @@ def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tu
     return tuple(keep), reasons, tuple(cancels)
 
 
+def not_before(t: float) -> str:
+    """The reason of a job that waits for its begin time ``t`` (seconds on the driver's clock)."""
+    return f"{NOT_BEFORE}{t:.0f}"
+
+
+NOT_BEFORE = "not before "
+
+
 def _queued_names(snap: Snapshot) -> Mapping[str, Mapping[str, list[int]]]:
     """user -> job name -> ids of the user's queued or running jobs of that name (for singleton)."""
     out: dict[str, dict[str, list[int]]] = {}
@@ -71,5 +93,6 @@ def _queued_names(snap: Snapshot) -> Mapping[str, Mapping[str, list[int]]]:
     for r in snap.running:
         out.setdefault(r.user, {}).setdefault(r.name, []).append(r.id)
     for w in snap.pending:
-        out.setdefault(w.user, {}).setdefault(w.name, []).append(w.id)
+        if not w.held:  # a held job holds no place for its name
+            out.setdefault(w.user, {}).setdefault(w.name, []).append(w.id)
     return out

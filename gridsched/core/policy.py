@@ -199,7 +199,7 @@ from dataclasses import replace
 from math import inf
 from operator import attrgetter
 
-from . import tree
+from . import endings, tree
 from .eligible import eligibility
 from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
@@ -250,11 +250,30 @@ def schedule(snap: Snapshot) -> Plan:
     (:func:`gridsched.core.eligible.eligibility`); the plan says why the others
     wait and cancels those whose dependencies can never be met, if so set.
     """
+    first: tuple[Decision, ...] = ()
+    if snap.reservations or snap.lent or snap.ended:  # endings, resumes (gridsched.core.endings)
+        first, snap, stop = endings.settle(snap)
+        if stop:  # the driver carries the endings out and passes again at once
+            return Plan(first, snap.head, snap.now, eligibility(snap)[1])
     pending, reasons, cancels = eligibility(snap)
-    if pending is snap.pending:
-        return _schedule(snap)
-    plan = _schedule(replace(snap, pending=pending))
-    return replace(plan, decisions=(*cancels, *plan.decisions), reasons=reasons)
+    if pending is snap.pending and not first:
+        plan = _schedule(snap)
+    else:
+        plan = _schedule(replace(snap, pending=pending))
+        plan = replace(plan, decisions=(*first, *cancels, *plan.decisions), reasons=reasons)
+    if snap.reservations or snap.pending:
+        wake = [t for t in (plan.wake_at, endings.wake(snap), _begin_wake(snap)) if t is not None]
+        if wake and min(wake) != plan.wake_at:
+            plan = replace(plan, wake_at=min(wake))
+    return plan
+
+
+def _begin_wake(snap: Snapshot) -> float | None:
+    """The earliest begin time of a pending job still in the future (it becomes eligible then)."""
+    if not snap.gated:
+        return None
+    times = [w.begin for w in snap.pending if w.begin is not None and w.begin > snap.now and not w.held]
+    return min(times) if times else None
 
 
 def _schedule(snap: Snapshot) -> Plan:
@@ -272,11 +291,17 @@ def forecast(snap: Snapshot) -> dict[int, float]:
     first takes the head job at its reservation time, then every other job in
     queue order at its earliest start; under fcfs no job is put before the
     one ahead of it.  Only the head's time is a promise; the others are
-    estimates, like ``squeue --start``.
+    estimates, like ``squeue --start``.  Jobs that would start now on cores
+    a yielding parent lends get ``now``.
     """
     pending, _, _ = eligibility(snap)
     if pending is not snap.pending:
         snap = replace(snap, pending=pending)
+    if snap.lent:  # jobs that start now on lent cores; the others on the pool (as the pass)
+        starts = tree.lend(snap)
+        out = _forecast(tree.pool_view(snap, (s.job for s in starts)))
+        out.update((s.job, snap.now) for s in starts)
+        return out
     return _forecast(snap)
 
 

@@ -75,6 +75,14 @@ Deadlock freedom
     and the topmost tree, which waits for no other, always finishes and
     gives the cores back to the one below.
 
+Walltime of a yielding parent (:func:`walltime_credit`)
+    A parent is not charged walltime while it has lent all its cores: from
+    its yield until it is resumed (:class:`~gridsched.core.types.Resume`),
+    or until it ends.  Its walltime deadline moves later by that time, and
+    so does its end as the core sees it (the driver adds the credit to
+    ``Running.estimate``).  A parent that waits for its children without
+    yielding keeps its cores and is charged as any job.
+
 Preemption order (:func:`preempt_order`)
     With trees in the snapshot (``parents`` not empty): leaves first (jobs
     with no live child), the deepest first, then the most recently started,
@@ -137,6 +145,20 @@ def clear(running: Iterable[Running], parents: Mapping[int, int], job: int) -> b
     rs = list(running)
     top = tops(rs, parents)
     return all(top.get(c) == job for r in rs if r.id == job for c in r.cores)
+
+
+def walltime_credit(spans: Iterable[tuple[float, float | None]], now: float) -> float:
+    """The seconds by which a job's walltime deadline moves later: the time it lent all its cores.
+
+    ``spans`` are the driver's records of when the job yielded and when it was
+    resumed (None: it still yields, counted up to ``now``).
+    """
+    total = 0.0
+    for since, until in spans:
+        end = now if until is None else min(until, now)
+        if end > since:
+            total += end - since
+    return total
 
 
 def lent_free(snap: Snapshot, resuming: bool = False) -> dict[int, frozenset[int]]:

@@ -127,6 +127,11 @@ class Waiting:
     deps: tuple[Dep, ...] = ()
     array: int | None = None
     array_max: int | None = None
+    # Holds and begin times (gridsched.core.eligible): why the job is held ("" = not held: by its
+    # owner or an admin with ghold, or its subtree's parent ended, :class:`HoldSubtree`), and the
+    # time it may not start before (``sbatch --begin``); None: any time.
+    held: str = ""
+    begin: float | None = None
 
 
 @record
@@ -209,6 +214,20 @@ class Resv:
     place: Request | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """Job ``job`` ended in ``state`` since the last pass, leaving the live ``children`` (its direct children).
+
+    ``recoverable``: it was submitted with ``--recoverable`` (its subtree is
+    held rather than cancelled when it did not complete).
+    """
+
+    job: int
+    state: str
+    children: tuple[int, ...] = ()
+    recoverable: bool = False
+
+
 @record
 class Snapshot:
     now: float
@@ -241,6 +260,9 @@ class Snapshot:
     # False: the driver knows no pending job is splittable, so the pass need
     # not look for sub-tasks to fill its windows with (gsim on a plain trace).
     splitting: bool = True
+    # The jobs with children that ended since the last pass (gridsched.core.endings):
+    # what becomes of their subtrees is decided by the next pass.
+    ended: tuple[Ended, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,12 +271,16 @@ class Lent:
 
     ``resuming``: it has asked for them back; no new task starts on them (except
     to unstall its tree, see :mod:`gridsched.core.tree`), and it is resumed
-    when no job runs on them above it.
+    (:class:`Resume`) when no job runs on them above it.  ``awaiting``: the
+    jobs it yields until (``gwait --yield`` on given jobs) that have not ended;
+    once none is left it asks for its cores back (:class:`Reclaim`).  None: it
+    waits for an explicit resume.
     """
 
     parent: int
     cores: frozenset[int]
     resuming: bool = False
+    awaiting: tuple[int, ...] | None = None
 
 
 @record
@@ -312,7 +338,65 @@ class Cancel:
     reason: str
 
 
-Decision = Start | Preempt | Activate | StartTasks | Cancel
+@dataclass(frozen=True, slots=True)
+class EndReservation:
+    """Active reservation ``resv`` reached its end, or fixed reservation ``resv`` never came before its end.
+
+    Its resources return to the machine.  ``kill``: its bound running jobs
+    stopped as at their walltime (the reservation was made to end its jobs);
+    its other bound running jobs go on as ordinary jobs.  ``cancel``: its
+    bound jobs still waiting, cancelled.  ``reason``: empty for an active
+    reservation's end, else why it ended.
+    """
+
+    resv: int
+    kill: tuple[int, ...] = ()
+    cancel: tuple[int, ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Reclaim:
+    """Yielding parent ``parent``: the jobs it yields until have ended; it asks for its cores back."""
+
+    parent: int
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Yielding parent ``parent`` is resumed: its cores are clear of the tasks it lent them to, and its own again.
+
+    ``implicit``: the jobs it yielded until ended in this same pass
+    (:class:`Reclaim` and this at once).
+    """
+
+    parent: int
+    implicit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CancelSubtree:
+    """Parent ``parent`` ended badly: cancel its live descendants ``jobs`` (waiting ones at once, running ones
+    signalled as by gdel) for ``reason``."""
+
+    parent: int
+    jobs: tuple[int, ...]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class HoldSubtree:
+    """Recoverable parent ``parent`` ended badly: hold its waiting descendants ``jobs`` for ``reason``; its
+    running descendants go on (``gresume-tree`` releases the held ones)."""
+
+    parent: int
+    jobs: tuple[int, ...]
+    reason: str
+
+
+Decision = (
+    Start | Preempt | Activate | StartTasks | Cancel | EndReservation | Reclaim | Resume | CancelSubtree | HoldSubtree
+)
 
 
 @record

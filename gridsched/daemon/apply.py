@@ -11,14 +11,29 @@ from __future__ import annotations
 
 import logging
 import signal
+import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .. import requests as rq
-from ..core import cpuset, depend
+from ..core import cpuset, depend, eligible
 from ..core import policy as corepolicy
 from ..core.placement import claimed, free_map, status_maps
-from ..core.types import Activate, Cancel, Preempt, Snapshot, Start, StartTasks
+from ..core.types import (
+    Activate,
+    Cancel,
+    CancelSubtree,
+    EndReservation,
+    HoldSubtree,
+    Preempt,
+    Reclaim,
+    Resume,
+    Snapshot,
+    Start,
+    StartTasks,
+    Waiting,
+)
 from ..jobenv import compat_env
 from ..jobs import JobState
 from . import jobfiles, launch, outcome, procs, reservations, split
@@ -32,7 +47,7 @@ log = logging.getLogger("gschedd")
 
 def snapshot(d: Daemon, now: float) -> Snapshot:
     running = tuple(
-        r.running()
+        r.running(now)
         for r in d.table.jobs.values()
         if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)
     )
@@ -40,12 +55,17 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
     # the free map from the status maps, as gctl topology shows them (lenders' cores are their own)
     free = free_map(d.machine, status_maps(d.machine, running, resvs, d.drained))
     queued = [rec for rec in (d.table.jobs[i] for i in d.table.queue) if offered(rec)]
+    waiting = tuple(r.waiting() for r in queued)
+    held = [r for r in d.table.jobs.values() if r.state is JobState.HELD and offered(r)]
+    if held:  # held jobs wait in the core's eligibility (gridsched.core.eligible), in queue order
+        queued = sorted(queued + held, key=lambda r: r.id)
+        waiting = tuple(held_view(r) for r in queued)
     return d.trees.annotate(
         Snapshot(
             now=now,
             ncores=d.machine.ncores,
             running=running,
-            pending=d.book.merge(tuple(r.waiting() for r in queued)),
+            pending=d.book.merge(waiting),
             params=d.cfg.params,
             free=free,
             head=d.head,
@@ -56,6 +76,17 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             states=dep_states(d, [r for r in queued if r.deps]),
         )
     )
+
+
+def held_view(rec: Rec) -> Waiting:
+    """The core's view of a queued or held job: a held one carries its hold's reason."""
+    w = rec.waiting()
+    if rec.state is not JobState.HELD:
+        return w
+    return replace(w, held=rec.reason or HELD)
+
+
+HELD = "held (grls releases it)"
 
 
 def offered(rec: Rec) -> bool:
@@ -82,12 +113,15 @@ def dep_states(d: Daemon, pending: list[Rec]) -> dict[int, str]:
 
 
 def note_reasons(d: Daemon, reasons: Mapping[int, str]) -> None:
-    """Record why jobs with dependencies or an array throttle wait (and clear it once they may start)."""
+    """Record why jobs with dependencies, an array throttle or a begin time wait (and clear it once they may
+    start); a begin time is shown as the local date and time."""
     for jid in d.table.queue:
         rec = d.table.jobs[jid]
-        if not rec.deps and rec.array_max is None:
+        if not rec.deps and rec.array_max is None and rec.begin is None:
             continue
         why = reasons.get(jid, "")
+        if rec.begin is not None and why == eligible.not_before(rec.begin):
+            why = "begin time " + time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(rec.begin))
         if rec.reason != why:
             rec.reason = why
             d.table.save(rec, reason=why)
@@ -95,7 +129,6 @@ def note_reasons(d: Daemon, reasons: Mapping[int, str]) -> None:
 
 def schedule(d: Daemon, now: float) -> None:
     d.dirty = False
-    d.trees.settle()
     plan = corepolicy.schedule(snapshot(d, now))
     note_reasons(d, plan.reasons)
     d.head = plan.head
@@ -103,6 +136,21 @@ def schedule(d: Daemon, now: float) -> None:
     for dec in plan.decisions:
         if isinstance(dec, Activate):
             reservations.activate(d, dec, now)
+            continue
+        if isinstance(dec, EndReservation):
+            reservations.end(d, dec, now)
+            continue
+        if isinstance(dec, Reclaim):
+            d.trees.reclaim(dec.parent)
+            continue
+        if isinstance(dec, Resume):
+            d.trees.resumed(dec.parent, dec.implicit, now)
+            continue
+        if isinstance(dec, CancelSubtree):
+            d.trees.cancel_subtree(dec, now)
+            continue
+        if isinstance(dec, HoldSubtree):
+            d.trees.hold_subtree(dec)
             continue
         job = d.table.jobs.get(dec.job)
         if job is None:
@@ -117,6 +165,7 @@ def schedule(d: Daemon, now: float) -> None:
             preempt(d, job, now)
         elif isinstance(dec, StartTasks):
             split.start_tasks(d, job, dec, now)
+    d.trees.decided()
 
 
 def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
@@ -133,6 +182,7 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     rec.stop = None
     rec.kill_at = None
     rec.deadline = now + rec.remaining()
+    rec.lent = []
     rec._waiting = None
     rec.held = ()
     if rec.place is not None and (rec.place.threads_per_core or rec.place.exclusive_board) and rec.cores:

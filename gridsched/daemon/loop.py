@@ -135,6 +135,7 @@ class Daemon:
 
         self.book.load(self)
         self._load_drained()
+        self.trees.load_ended()
         recover(self)
         self.trees.load()
         self.table.commit()
@@ -243,7 +244,7 @@ class Daemon:
         t = self.last_scan + RESCAN
         for rec in self.table.jobs.values():
             if rec.state is JobState.RUNNING and rec.stop is None and rec.deadline is not None:
-                t = min(t, rec.deadline)
+                t = min(t, rec.due(now) or rec.deadline)
             if rec.kill_at is not None:
                 t = min(t, rec.kill_at)
         if self.wake_at is not None:
@@ -448,7 +449,8 @@ class Daemon:
         for rec in list(self.table.jobs.values()):
             if rec.shepherd is None:
                 continue
-            if rec.state is JobState.RUNNING and rec.stop is None and rec.deadline is not None and now >= rec.deadline:
+            due = rec.due(now)  # the deadline, later by the time the job lent all its cores
+            if rec.state is JobState.RUNNING and rec.stop is None and due is not None and now >= due:
                 rec.stop = "timeout"
                 log.info("job %d reached its walltime", rec.id)
                 self.terminate(rec, now, signal.SIGTERM, self.cfg.kill_grace)

@@ -5,11 +5,14 @@ it is ``WAITING`` or ``ACTIVE``, in the daemon's :class:`Book`.  A waiting
 flexible reservation has a place in the queue (its id, taken from the job id
 sequence); the core activates it (``Activate``) when that place comes and its
 resources are free for the whole duration, and a fixed one at its start.
-The daemon ends an active reservation at its end time: its bound jobs that
-are still running are stopped as at their walltime (SIGTERM, grace, SIGKILL;
-state ``TIMEOUT``, reason "reservation ended") unless it was created with
+The core ends an active reservation at its end time (``EndReservation``,
+:mod:`gridsched.core.endings`), and the daemon carries it out: the bound
+jobs the decision names to kill, still running, are stopped as at their
+walltime (SIGTERM, grace, SIGKILL; state ``TIMEOUT``, reason "reservation
+ended") -- all of them unless the reservation was created with
 ``--no-kill``, in which case they go on as ordinary running jobs; bound jobs
-still pending are cancelled.
+still pending are cancelled.  A fixed reservation whose time passed before it
+could be activated ends the same way, with the reason.
 
 A reservation with a mapping requirement (``place``, ``threads_per_core``,
 ``exclusive_board``, as a job's) is refused at creation when the machine can
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import cpuset
 from ..core.placement import Request
-from ..core.types import Activate, Resv, Waiting
+from ..core.types import Activate, EndReservation, Resv, Waiting
 from ..jobs import JobState
 from ..reservations import LIVE, ResvError, RState, check_bind, check_fit, check_request, place_request, place_text
 
@@ -308,20 +311,41 @@ def activate(d: Daemon, a: Activate, now: float) -> None:
 
 
 def timers(d: Daemon, now: float) -> None:
-    """End the reservations whose time is up."""
-    for r in list(d.book.resvs.values()):
-        if r.state is RState.ACTIVE and r.end_time is not None and now >= r.end_time:
-            finish(d, r, now, RState.ENDED, "")
-        elif r.state is RState.WAITING and r.start is not None and now >= r.start + r.duration:
-            finish(d, r, now, RState.ENDED, "its resources never came free before its end")
+    """Ask for a pass when a reservation's time is up: the core ends it (:func:`end` carries that out)."""
+    due = d.book.next_end()
+    if due is not None and now >= due:
+        d.dirty = True
+
+
+def end(d: Daemon, dec: EndReservation, now: float) -> None:
+    """Carry out the core's end of a reservation (module docstring)."""
+    r = d.book.resvs.get(dec.resv)
+    if r is None:
+        log.error("plan ends reservation %d, which is not live", dec.resv)
+        return
+    finish(d, r, now, RState.ENDED, dec.reason, kill=dec.kill, cancel=dec.cancel)
 
 
 def bound(d: Daemon, rid: int) -> list[Rec]:
     return [rec for rec in d.table.jobs.values() if rec.resv == rid]
 
 
-def finish(d: Daemon, r: RRec, now: float, state: RState, why: str, release: bool = False) -> None:
-    """End reservation ``r``: its resources return; its bound jobs are dealt with (module docstring)."""
+def finish(
+    d: Daemon,
+    r: RRec,
+    now: float,
+    state: RState,
+    why: str,
+    release: bool = False,
+    kill: tuple[int, ...] | None = None,
+    cancel: tuple[int, ...] | None = None,
+) -> None:
+    """End reservation ``r``: its resources return; its bound jobs are dealt with (module docstring).
+
+    ``kill`` and ``cancel``: the bound jobs to stop and to cancel, as the core decided
+    (:class:`~gridsched.core.types.EndReservation`); None (a deletion): all running ones if the reservation
+    ends its jobs, and all waiting ones (or, with ``release``, those go back to the queue).
+    """
     was_active = r.state is RState.ACTIVE
     r.state = state
     r.end_time = now if not was_active or state is RState.DELETED or r.end_time is None else r.end_time
@@ -333,6 +357,8 @@ def finish(d: Daemon, r: RRec, now: float, state: RState, why: str, release: boo
     d.book.resvs.pop(r.id, None)
     save(d, r)
     for rec in bound(d, r.id):
+        if kill is not None and cancel is not None and rec.id not in kill and rec.id not in cancel:
+            continue
         if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
             if release:
                 rec.resv = None
@@ -343,7 +369,12 @@ def finish(d: Daemon, r: RRec, now: float, state: RState, why: str, release: boo
                 log.info("job %d released from reservation %d to the queue", rec.id, r.id)
             else:
                 d.end(rec, JobState.CANCELLED, now, reason=f"reservation {r.id} {state.value.lower()}")
-        elif r.kill and rec.shepherd is not None and rec.stop is None and rec.state is JobState.RUNNING:
+        elif (
+            (r.kill if kill is None else rec.id in kill)
+            and rec.shepherd is not None
+            and rec.stop is None
+            and rec.state is JobState.RUNNING
+        ):
             rec.stop = "resvend"
             d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
             d.table.save(rec)

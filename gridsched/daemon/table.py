@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core import cpuset, depend
 from ..core.placement import Request as PlaceRequest
+from ..core.tree import walltime_credit
 from ..core.types import Running, Waiting
 from ..jobs import TERMINAL, JobState
 from ..spool import Spool
@@ -69,6 +70,10 @@ class Rec:
     array_max: int | None = None  # most tasks of that array running at once
     split: dict[str, Any] | None = None  # a splittable job: n, ncpus, task_time, left (daemon/split.py)
     split_of: int | None = None  # a piece of a splittable job: that job's id
+    begin: float | None = None  # not before this time (spec ``begin``)
+    # This segment's yields: [since, until] (until None: it still lends its cores), see
+    # gridsched.core.tree.walltime_credit
+    lent: list[list[float | None]] = field(default_factory=list)
     _waiting: Waiting | None = None
 
     @property
@@ -99,15 +104,29 @@ class Rec:
                 deps=self.deps,
                 array=self.array_id,
                 array_max=self.array_max,
+                begin=self.begin,
             )
         return w
 
-    def running(self) -> Running:
+    def credit(self, now: float) -> float:
+        """The seconds this segment's walltime deadline has moved: the time it lent all its cores."""
+        if not self.lent:
+            return 0.0
+        return walltime_credit(((s or 0.0, u) for s, u in self.lent), now)
+
+    def due(self, now: float) -> float | None:
+        """When this segment reaches its walltime (its deadline, later by the time it lent all its cores)."""
+        if self.deadline is None or not self.lent:
+            return self.deadline
+        return self.deadline + self.credit(now)
+
+    def running(self, now: float = 0.0) -> Running:
+        """The core's view of the running job (``now``: to count the time it lent its cores up to now)."""
         return Running(
             self.id,
             self.ncpus,
             self.start or 0.0,
-            self.remaining() if self.start else 0.0,
+            (self.remaining() + self.credit(now)) if self.start else 0.0,
             self.cores,
             self.backfilled,
             self.preemptable,
@@ -134,6 +153,7 @@ class Rec:
             "planned": self.planned,
             "checkpoint": self.checkpoint,
             "held": list(self.held),
+            "lent": self.lent,
         }
 
     @classmethod
@@ -181,6 +201,9 @@ class Rec:
         rec.split = spec.get("split")
         rec.split_of = spec.get("split_of")
         rec.held = tuple(run.get("held") or ())
+        rec.lent = [list(x) for x in run.get("lent") or ()]
+        begin = spec.get("begin")
+        rec.begin = float(begin) if isinstance(begin, (int, float)) and not isinstance(begin, bool) else None
         if spec.get("place") not in (None, "pack", "spread", "board"):
             raise ValueError(f"unknown placement {spec.get('place')!r}")
         if spec.get("place") or spec.get("threads_per_core") or spec.get("exclusive_board"):

@@ -13,18 +13,29 @@ gwait, gresume and gstat read::
   resume that has not completed.
 * ``resume`` request ``{"type": "resume", "job": ID}``: the job stops lending
   at once (no new task starts on its cores); it *is* resumed, and its entry
-  leaves ``yielded``, when no job runs above it on its cores any more
-  (:func:`gridsched.core.tree.clear`).  So a parent is never resumed onto
-  cores a task still uses.
-* The snapshot gets ``parents`` (live child -> live parent) and ``lent``
-  (the yielding parents, resuming or not); :mod:`gridsched.core.tree`
-  decides.  A pending job whose ancestor is being stopped (cancelled, out of
-  time) is not offered to the core: it is about to be cancelled.
+  leaves ``yielded``, when the core says so (a ``Resume`` decision: no job
+  runs above it on its cores any more, :func:`gridsched.core.tree.clear`).
+  So a parent is never resumed onto cores a task still uses.  Likewise the
+  core decides when a parent that yields until given jobs asks for its cores
+  back (``Reclaim``).
+* Walltime: the job's record keeps when it yielded and when it was resumed
+  (``Rec.lent``); its deadline moves later by that time
+  (:func:`gridsched.core.tree.walltime_credit`), and so does its end in the
+  snapshot.
+* The snapshot gets ``parents`` (live child -> live parent), ``lent``
+  (the yielding parents, resuming or not, and the jobs they still await) and
+  ``ended`` (the jobs with live children that ended since the last pass);
+  :mod:`gridsched.core.tree` and :mod:`gridsched.core.endings` decide.  A
+  pending job whose ancestor is being stopped (cancelled, out of time) is not
+  offered to the core: it is about to be cancelled.
 * A job that ends FAILED, CANCELLED or TIMEOUT has its live subtree
-  cancelled (pending jobs at once, running ones signalled as by gdel), unless
-  it was submitted with ``recoverable``: then its pending descendants are held
-  (reason ``parent ID ended STATE: subtree held``) and its running ones go
-  on; ``gresume-tree ID`` releases the held ones.
+  cancelled by the next pass (``CancelSubtree``: pending jobs at once,
+  running ones signalled as by gdel), unless it was submitted with
+  ``recoverable``: then its pending descendants are held (``HoldSubtree``,
+  reason ``parent ID ended STATE: subtree held``) and its running ones go
+  on; ``gresume-tree ID`` releases the held ones.  The ended jobs wait for
+  that pass in the meta key ``ended`` of the state db, so a restart in
+  between loses none.
 * A submission naming a parent is refused (FAILED, with the reason) when the
   parent is unknown, another user's, or ended other than COMPLETED, or when
   it asks for more cores than the root of its tree has.  A child of a parent
@@ -40,8 +51,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core import cpuset
-from ..core.tree import ancestors, clear
-from ..core.types import Lent, Snapshot
+from ..core.tree import ancestors
+from ..core.types import CancelSubtree, Ended, HoldSubtree, Lent, Snapshot
 from ..jobs import JobState
 from ..requests import MAX_ID
 
@@ -53,6 +64,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gschedd")
 
 META_KEY = "yielded"
+ENDED_KEY = "ended"
 ENDED_BADLY = (JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT)
 
 
@@ -83,6 +95,7 @@ class Trees:
         self.d = d
         self.parent: dict[int, int | None] = {}  # job -> parent from its spec (cache)
         self.yielded: dict[int, Yield] = {}
+        self.fallen: dict[int, tuple[str, bool]] = {}  # job that ended badly -> (state, recoverable)
 
     # -- state -----------------------------------------------------------------
     def load(self) -> None:
@@ -105,6 +118,23 @@ class Trees:
             if rec is None or rec.state not in (JobState.RUNNING, JobState.STOPPING):
                 del self.yielded[jid]
         self._save()
+
+    def load_ended(self) -> None:
+        """Take back the jobs that ended before a restart whose subtrees no pass has dealt with (before the
+        recovery, which may end more)."""
+        try:
+            raw = json.loads(self.d.db.meta().get(ENDED_KEY) or "{}")
+            self.fallen = {int(k): (str(v["state"]), bool(v.get("recoverable"))) for k, v in raw.items()}
+        except (ValueError, TypeError, AttributeError, KeyError):
+            log.warning("meta %s unreadable: the subtrees of jobs that ended are left alone", ENDED_KEY)
+            self.fallen = {}
+
+    def _save_ended(self) -> None:
+        self.d.table.begin()
+        self.d.db.set_meta(
+            ENDED_KEY,
+            json.dumps({str(k): {"state": st, "recoverable": r} for k, (st, r) in sorted(self.fallen.items())}),
+        )
 
     def _save(self) -> None:
         self.d.table.begin()
@@ -144,15 +174,19 @@ class Trees:
         from dataclasses import replace
 
         parents = self.parents()
-        if not parents and not self.yielded:
+        if not parents and not self.yielded and not self.fallen:
             return snap
-        lent = tuple(Lent(p, frozenset(y.cores), y.resuming) for p, y in sorted(self.yielded.items()))
         jobs = self.d.table.jobs
+        lent = tuple(
+            Lent(p, frozenset(y.cores), y.resuming, None if y.until is None else tuple(i for i in y.until if i in jobs))
+            for p, y in sorted(self.yielded.items())
+        )
+        ended = tuple(Ended(j, st, tuple(sorted(self._edges(j))), r) for j, (st, r) in sorted(self.fallen.items()))
         ending = {j for j, r in jobs.items() if r.stop in ("cancel", "timeout")}
         pending = snap.pending
         if ending:  # a job whose ancestor is being stopped does not start: it is about to be cancelled
             pending = tuple(w for w in pending if not ending.intersection(ancestors(parents, w.id)))
-        return replace(snap, parents=parents, lent=lent, pending=pending)
+        return replace(snap, parents=parents, lent=lent, pending=pending, ended=ended)
 
     # -- requests ----------------------------------------------------------------
     def _target(self, rcv: rq.Received, jid: int) -> Rec | None:
@@ -170,7 +204,11 @@ class Trees:
         rec = self._target(rcv, jid)
         if rec is None:
             return
-        self.yielded[rec.id] = Yield(tuple(rec.cores), False, until, time.time())
+        now = time.time()
+        self.yielded[rec.id] = Yield(tuple(rec.cores), False, until, now)
+        if not rec.lent or rec.lent[-1][1] is not None:  # its walltime stops counting (core.tree.walltime_credit)
+            rec.lent.append([now, None])
+            self.d.table.save(rec)
         self._save()
         self.d.dirty = True
         log.info(
@@ -191,36 +229,70 @@ class Trees:
             self.d.dirty = True
             log.info("job %d asks for its cores back", rec.id)
 
-    # -- each pass -----------------------------------------------------------------
-    def settle(self) -> None:
-        """Implicit resumes (the awaited jobs ended) and completed resumes (the parent's cores are clear)."""
-        if not self.yielded:
+    # -- the core's decisions -----------------------------------------------------------
+    def reclaim(self, jid: int) -> None:
+        """The jobs ``jid`` yields until have ended: it asks for its cores back (a ``Reclaim``)."""
+        y = self.yielded.get(jid)
+        if y is None or y.resuming:
+            log.error("plan reclaims the cores of job %d, which is not yielding", jid)
             return
-        jobs = self.d.table.jobs
-        changed = False
-        for jid, y in list(self.yielded.items()):
-            rec = jobs.get(jid)
-            if rec is None or rec.state not in (JobState.RUNNING, JobState.STOPPING):
-                del self.yielded[jid]
-                changed = True
-                continue
-            if not y.resuming and y.until is not None and not any(i in jobs for i in y.until):
-                y.resuming = True
-                changed = True
-                log.info("job %d: the jobs it waits for have ended; it asks for its cores back", jid)
-            if y.resuming:
-                running = [
-                    r.running()
-                    for r in jobs.values()
-                    if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)
-                ]
-                if clear(running, self.parents(), jid):
-                    del self.yielded[jid]
-                    changed = True
-                    log.info("job %d resumed on its cores %s", jid, cpuset.format(y.cores))
-        if changed:
-            self._save()
-            self.d.dirty = True
+        y.resuming = True
+        self._save()
+        self.d.dirty = True
+        log.info("job %d: the jobs it waits for have ended; it asks for its cores back", jid)
+
+    def resumed(self, jid: int, implicit: bool, now: float) -> None:
+        """``jid`` is resumed on its cores (a ``Resume``): it stops lending, and its walltime counts again."""
+        y = self.yielded.pop(jid, None)
+        if y is None:
+            log.error("plan resumes job %d, which is not yielding", jid)
+            return
+        if implicit:
+            log.info("job %d: the jobs it waits for have ended; it asks for its cores back", jid)
+        self._close(jid, now)
+        self._save()
+        self.d.dirty = True
+        log.info("job %d resumed on its cores %s", jid, cpuset.format(y.cores))
+
+    def _close(self, jid: int, now: float) -> None:
+        rec = self.d.table.jobs.get(jid)
+        if rec is not None and rec.lent and rec.lent[-1][1] is None:
+            rec.lent[-1][1] = now
+            self.d.table.save(rec)
+
+    def cancel_subtree(self, dec: CancelSubtree, now: float) -> None:
+        log.info("job %d %s: cancelling its subtree (%d jobs)", dec.parent, self._state(dec.parent), len(dec.jobs))
+        for jid in dec.jobs:
+            child = self.d.table.jobs.get(jid)
+            if child is not None:
+                self.d.cancel(child, now, dec.reason)
+        self.d.dirty = True
+
+    def hold_subtree(self, dec: HoldSubtree) -> None:
+        for jid in dec.jobs:
+            child = self.d.table.jobs.get(jid)
+            if child is not None and child.state is JobState.PENDING and child.shepherd is None:
+                self.d.table.dequeue(child)
+                child.state = JobState.HELD
+                child.reason = dec.reason
+                self.d.table.save(child, reason=child.reason)
+        log.info(
+            "job %d %s: its subtree (%d jobs) is kept, pending ones held",
+            dec.parent,
+            self._state(dec.parent),
+            len(dec.jobs),
+        )
+        self.d.dirty = True
+
+    def _state(self, jid: int) -> str:
+        st = self.fallen.get(jid)
+        return st[0] if st is not None else "ended"
+
+    def decided(self) -> None:
+        """The pass has decided what becomes of the subtrees of the jobs that ended (``fallen``)."""
+        if self.fallen:
+            self.fallen = {}
+            self._save_ended()
 
     # -- submissions and endings -------------------------------------------------------------
     def _row(self, jid: int) -> dict[str, Any] | None:
@@ -260,31 +332,13 @@ class Trees:
         changed = self.yielded.pop(rec.id, None) is not None
         if changed:
             self._save()
-        if state not in ENDED_BADLY:
+        self.parents()  # the parent links of the live jobs are known before this one leaves them
+        if state not in ENDED_BADLY or not self._edges(rec.id):
             self.parent.pop(rec.id, None)
             return
-        graph = {**self.parents(), **self._edges(rec.id)}
-        below = sorted(j for j in self.d.table.jobs if rec.id in ancestors(graph, j))
-        self.parent.pop(rec.id, None)
-        if not below:
-            return
         spec = (self.d.db.job(rec.id) or {}).get("spec") or {}
-        why = f"parent {rec.id} ended {state.value}"
-        if spec.get("recoverable"):
-            for jid in below:
-                child = self.d.table.jobs.get(jid)
-                if child is not None and child.state is JobState.PENDING and child.shepherd is None:
-                    self.d.table.dequeue(child)
-                    child.state = JobState.HELD
-                    child.reason = why + ": subtree held (gresume-tree)"
-                    self.d.table.save(child, reason=child.reason)
-            log.info("job %d %s: its subtree (%d jobs) is kept, pending ones held", rec.id, state.value, len(below))
-        else:
-            log.info("job %d %s: cancelling its subtree (%d jobs)", rec.id, state.value, len(below))
-            for jid in below:
-                child = self.d.table.jobs.get(jid)
-                if child is not None:
-                    self.d.cancel(child, now, why)
+        self.fallen[rec.id] = (state.value, bool(spec.get("recoverable")))
+        self._save_ended()
         self.d.dirty = True
 
     def _edges(self, jid: int) -> dict[int, int]:

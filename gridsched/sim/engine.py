@@ -28,9 +28,15 @@ from ..core.policy import schedule
 from ..core.topology import MachineMap
 from ..core.types import (
     Activate,
+    Cancel,
+    CancelSubtree,
+    EndReservation,
     HeadReservation,
+    HoldSubtree,
     Params,
     Policy,
+    Reclaim,
+    Resume,
     Resv,
     Running,
     Snapshot,
@@ -266,17 +272,10 @@ def simulate(
             u = users[i]
             h = history.get(u)
             history[u] = (h[-1], work[i]) if h else (work[i],)
-        while rv_events and rv_events[0][0] <= now:
+        while rv_events and rv_events[0][0] <= now:  # a reservation's end or expiry: the core ends it
             _t, rid = heapq.heappop(rv_events)
-            rv = rv_live.get(rid)
-            if rv is None or (not rv.active and _t < (rv.start or 0.0) + rv.duration):
-                continue
-            del rv_live[rid]
-            if rv.active:
-                free += rv.ncpus
-                if free_set is not None:
-                    free_set = free_set | held.pop(rid, frozenset())
-            need_pass = True
+            if rid in rv_live:
+                need_pass = True
         while piece_ends and piece_ends[0][0] <= now:
             _t, pid = heappop(piece_ends)
             i = piece_of.pop(pid)
@@ -356,6 +355,16 @@ def simulate(
                 started: list[int] = []
                 preempted = False
                 for d in plan.decisions:
+                    if isinstance(d, EndReservation):  # its resources return; the core passes again
+                        rv = rv_live.pop(d.resv, None)
+                        if rv is None:
+                            raise SimulationError(f"policy ended reservation {d.resv - n + 1}, which is not live")
+                        if rv.active:
+                            free += rv.ncpus
+                            if free_set is not None:
+                                free_set = free_set | held.pop(d.resv, frozenset())
+                        preempted = True
+                        continue
                     if isinstance(d, Activate):  # isinstance: the type checker narrows d below
                         rv = rv_live.get(d.resv)
                         if rv is None or rv.active or rv.ncpus > free:
@@ -372,6 +381,8 @@ def simulate(
                         if rv.start is None:
                             started.append(d.resv)
                         continue
+                    if isinstance(d, (Cancel, Reclaim, Resume, CancelSubtree, HoldSubtree)):
+                        raise SimulationError(f"policy decided {d}, which a trace has no part for")
                     i = d.job
                     if type(d) is StartTasks:
                         k, width = len(d.tasks), len(d.chains)

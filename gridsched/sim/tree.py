@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from math import inf
 
 from ..core.policy import schedule
-from ..core.tree import clear, tops
-from ..core.types import Lent, Params, Policy, Running, Snapshot, Start, Waiting
+from ..core.tree import tops, walltime_credit
+from ..core.types import Lent, Params, Policy, Reclaim, Resume, Running, Snapshot, Start, Waiting
 
 FIELDS = ("id", "parent", "submit", "ncpus", "walltime", "run")
 
@@ -167,6 +167,8 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
     head = None
     now = 0.0
 
+    spans: dict[int, list[tuple[float, float | None]]] = {}  # when each parent yielded and was resumed
+
     def finish(jid: int, t: float) -> None:
         running.pop(jid, None)
         waiting.discard(jid)
@@ -176,27 +178,21 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
         p = by_id[jid].parent
         if p is not None:
             left[p] -= 1
-            if left[p] == 0 and p in waiting:
-                if p in lent:
-                    lent[p] = True  # resume when its cores are clear
-                else:
-                    finish(p, t)
+            if left[p] == 0 and p in waiting and p not in lent:
+                finish(p, t)  # a yielding parent asks for its cores back, and is resumed, as the core decides
 
     def parents_now() -> dict[int, int]:
         live = set(running) | set(queue)
         return {j: by_id[j].parent for j in live if by_id[j].parent in live}  # type: ignore[misc]
 
-    def runs() -> tuple[Running, ...]:
-        return tuple(Running(j, len(c), res.start[j], by_id[j].walltime, c) for j, c in running.items())
+    def runs(t: float) -> tuple[Running, ...]:
+        return tuple(
+            Running(j, len(c), res.start[j], by_id[j].walltime + walltime_credit(spans.get(j, ()), t), c)
+            for j, c in running.items()
+        )
 
-    def settle(t: float) -> None:
-        changed = True
-        while changed:
-            changed = False
-            for p, resuming in list(lent.items()):
-                if resuming and clear(runs(), parents_now(), p):
-                    finish(p, t)  # resumed, with nothing left to compute
-                    changed = True
+    def awaiting(p: int) -> tuple[int, ...]:
+        return tuple(c for c in kids.get(p, ()) if c not in done)
 
     while events:
         now = events[0][0]
@@ -212,8 +208,8 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
                     waiting.add(jid)
                     if yielding:
                         lent[jid] = False
+                        spans[jid] = [(now, None)]
         for _ in range(64):
-            settle(now)
             parents = parents_now()
             used = {c for cs in running.values() for c in cs}
             snap = Snapshot(
@@ -222,16 +218,26 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
                 params=params,
                 free=frozenset(range(ncores)) - used,
                 head=head,
-                running=runs(),
+                running=runs(now),
                 pending=tuple(Waiting(j, by_id[j].ncpus, by_id[j].walltime, user="") for j in queue),
                 parents=parents,
-                lent=tuple(Lent(p, frozenset(running[p]), r) for p, r in sorted(lent.items())),
+                lent=tuple(Lent(p, frozenset(running[p]), r, awaiting(p)) for p, r in sorted(lent.items())),
                 gated=False,  # trees without dependencies or arrays
             )
             plan = schedule(snap)
             head = plan.head
             started = [d for d in plan.decisions if isinstance(d, Start)]
-            if not started:
+            moved = False
+            for d in plan.decisions:
+                if isinstance(d, Reclaim):
+                    lent[d.parent] = True  # resumed when its cores are clear
+                    moved = True
+                elif isinstance(d, Resume):
+                    spans[d.parent] = [(s0, now if s1 is None else s1) for s0, s1 in spans.get(d.parent, ())]
+                    lent.pop(d.parent, None)
+                    finish(d.parent, now)  # resumed, with nothing left to compute
+                    moved = True
+            if not started and not moved:
                 break
             top = tops(snap.running, parents)
             for d in started:

@@ -403,3 +403,34 @@ done
     assert (gs.work / "rounds").read_text().split() == ["1", "2", "3"]
     assert meta_yielded(gs) == {}
     assert gs.log().count(f"job {p} yields cores") == 3 and gs.log().count(f"job {p} resumed") == 3
+
+
+WALLTIME_PARENT = """
+gsub -N kid -n 2 -t 1m --wrap 'sleep 8' > "$GS_SUBMIT_DIR/kid" || exit 3
+gwait {flags} || exit 4
+"""
+
+
+def test_a_parent_lending_all_its_cores_is_not_charged_walltime_for_that_time(make_gs):
+    gs = make_gs(config())
+    s = script(gs, "p.sh", WALLTIME_PARENT.format(flags="--yield"))
+    p = gs.gsub("-n", "2", "-t", "6", str(s))  # 6 s of walltime; its child runs 8 s on its cores
+    kid = int(wait_for(lambda: (gs.work / "kid").exists() and (gs.work / "kid").read_text().strip(), 15, "the kid"))
+    assert gs.wait_state(kid, "COMPLETED", "CANCELLED", "FAILED", timeout=30)["state"] == "COMPLETED", gs.log()
+    j = gs.wait_state(p, "COMPLETED", "TIMEOUT", "FAILED", timeout=30)
+    assert j["state"] == "COMPLETED", gs.log()
+    assert j["elapsed"] > 8.0  # it ran past its 6 s: the time it lent its cores was not counted
+    assert f"job {p} resumed on its cores" in gs.log()
+
+
+def test_a_parent_that_keeps_its_cores_is_killed_at_its_walltime(make_gs):
+    gs = make_gs(config())
+    s = script(gs, "p.sh", WALLTIME_PARENT.format(flags="").replace("-n 2", "-n 1"))
+    p = gs.gsub("-n", "1", "-t", "6", str(s))  # waits without yielding: its core stays its own
+    kid = int(wait_for(lambda: (gs.work / "kid").exists() and (gs.work / "kid").read_text().strip(), 15, "the kid"))
+    gs.wait_state(kid, "RUNNING")  # on the other core
+    j = gs.wait_state(p, "COMPLETED", "TIMEOUT", "FAILED", timeout=30)
+    assert j["state"] == "TIMEOUT", gs.log()
+    assert j["elapsed"] < 8.0
+    gs.wait_state(kid, "CANCELLED", timeout=15)  # its subtree goes with it
+    assert f"job {p} TIMEOUT: cancelling its subtree (1 jobs)" in gs.log()

@@ -16,6 +16,7 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Release) -> None:
     for rec in owned_targets(d, rcv, req.jobs, req.arrays):
         if rec.state is JobState.HELD:
             rec.state = JobState.PENDING
+            rec.reason = ""
             d.table.enqueue(rec)
-            d.table.save(rec)
+            d.table.save(rec, reason="")
             d.dirty = True

@@ -9,6 +9,7 @@ from ...core.placement import Request, never_fits
 from ...core.request import infeasible
 from ...jobs import JobState
 from .. import arrays, reservations, split
+from .hold import BY_OWNER
 from .ids import taken_again
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
         why = split.check(spec, d.cfg.max_array_size)
         if why:
             raise rq.Refused(why)
-    state, reason = (JobState.HELD if job.hold else JobState.PENDING), ""
+    state, reason = (JobState.HELD, BY_OWNER) if job.hold else (JobState.PENDING, "")
     bad = infeasible(job.ncpus, d.machine.ncores)
     if bad is None and (job.place is not None or job.threads_per_core or job.exclusive_board):
         why = never_fits(d.machine, Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board))
