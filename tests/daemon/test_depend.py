@@ -6,12 +6,14 @@ from tests.conftest import DEFAULT_CONFIG, wait_for
 
 
 def test_afterok_and_afterany_wait_for_their_job(gs):
-    a = gs.gsub("--wrap", "sleep 1; echo a >> order")
+    # a runs until the test lets it end, so b is seen waiting for it however loaded the machine
+    a = gs.gsub("--wrap", "while [ ! -e go ]; do sleep 0.1; done; echo a >> order")
     b = gs.gsub("-d", f"afterok:{a}", "--wrap", "echo b >> order")
     c = gs.gsub("-d", f"afterany:{b}", "--wrap", "echo c >> order")
-    gs.wait_state(a, "RUNNING", "COMPLETED")
-    jb = gs.job(b)
-    assert jb["state"] == "PENDING" and str(a) in jb["reason"]
+    gs.wait_state(a, "RUNNING")
+    wait_for(lambda: str(a) in gs.job(b)["reason"], 10, "b's reason to name a")
+    assert gs.job(b)["state"] == "PENDING" and gs.job(c)["state"] == "PENDING"
+    (gs.work / "go").touch()
     gs.wait_state(c, "COMPLETED")
     assert (gs.work / "order").read_text().split() == ["a", "b", "c"]
     assert gs.job(b)["start_time"] >= gs.job(a)["end_time"]
