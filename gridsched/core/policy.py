@@ -362,6 +362,7 @@ class _Pass:
         # reservation: start, duration, cores) and the cores left free when it begins
         self._hold1: tuple[float, float, int] | None = None
         self._extra = 0
+        self._at: tuple[float, int] | None = None
         self.decisions: list[Decision] = []
         self.preempted: set[int] = set()
         self.wake = inf
@@ -469,12 +470,15 @@ class _Pass:
         for e, x in sorted(self._ends):
             if e > since:
                 if acc >= n:
-                    return since
+                    break
                 if e == inf:
                     return inf
                 since = e
             acc += x
-        return since if acc >= n else inf
+        if acc < n:
+            return inf
+        self._at = (since, acc)  # what is free then, for a hold there (see hold)
+        return since
 
     def placed_earliest(self, w: Waiting, v: Vec, duration: float, not_before: float | None = None) -> float:
         """The earliest start of ``w``: when it fits by count and, on a map, can be placed.
@@ -554,6 +558,7 @@ class _Pass:
         if self._profs is None:  # cores only, the profile not built yet
             h = self._hold1
             if taken:  # one more end
+                self._at = None
                 end = start + duration
                 self._ends.append((end, v[0]))
                 if h is not None and end > h[0]:
@@ -561,7 +566,8 @@ class _Pass:
                 return
             if h is None and start > self.now:  # the head's reservation: kept as the cores it leaves when it begins
                 self._hold1 = (start, duration, v[0])
-                self._extra = self._free_at(start) - v[0]
+                at = self._at
+                self._extra = (at[1] if at is not None and at[0] == start else self._free_at(start)) - v[0]
                 self.rising = False
                 return
         if start > self.now:
