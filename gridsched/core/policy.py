@@ -261,7 +261,7 @@ def schedule(snap: Snapshot) -> Plan:
     else:
         plan = _schedule(replace(snap, pending=pending))
         plan = replace(plan, decisions=(*first, *cancels, *plan.decisions), reasons=reasons)
-    if snap.reservations or snap.pending:
+    if snap.reservations or (snap.gated and snap.pending):  # reservation ends, begin times
         wake = [t for t in (plan.wake_at, endings.wake(snap), _begin_wake(snap)) if t is not None]
         if wake and min(wake) != plan.wake_at:
             plan = replace(plan, wake_at=min(wake))
@@ -1078,7 +1078,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     if shadow < inf:
         ps.hold(max(shadow, now), head.estimate, hv)
     predict = make_predictor(snap.params, snap.history) if ckpt else None
-    reclaimable = any(r.backfilled and r.preemptable and not r.stopping for r in ps.general)
+    reclaimable = ckpt and any(r.backfilled and r.preemptable and not r.stopping for r in ps.general)
     # Once the reservation time has come, only what is free now or coming free
     # (stopping, preempted) is left beyond the head, never jobs merely counted as ended.
     extra = [c - x for c, x in zip(ps.coming(), hv)] if shadow <= now else None
@@ -1097,10 +1097,10 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     unplaceable: set[tuple[int, object, bool]] = set()
     no_room: set[tuple[int, object, bool]] = set()
     lazy = ps._profs is None  # cores only: the profile is not built, its one later hold is the head's
-    if lazy:
-        cores, limits = Profile(now, 0), {}
-    else:
-        cores = ps.profs[0]
+    h1 = ps._hold1
+    limits: dict[int, float] = {}
+    cores = None if lazy else ps.profs[0]
+    if cores is not None:
         limits = cores.limits()
     pad = (0,) * (dims - 1)
     free0 = free_now[0]
@@ -1123,10 +1123,10 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             v = (n, *pad) if pad else (n,)
             if extra is not None and n > extra[0]:
                 continue
-            if lazy and ps._profs is None:
-                fits = ps._clear(n, est)
+            if lazy and ps._profs is None:  # ps._clear(n, est), inlined
+                fits = h1 is None or n <= ps._extra or (now + est <= h1[0] if est > 0 else h1[0] > now)
             else:
-                if lazy:  # built since (nothing in this loop does so today)
+                if cores is None:  # built since (nothing in this loop does so today)
                     lazy, cores = False, ps.profs[0]
                     limits = cores.limits()
                 until = limits.get(n)
