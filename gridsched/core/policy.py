@@ -196,6 +196,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from itertools import compress
 from math import inf
 from operator import attrgetter
 
@@ -1105,7 +1106,9 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     pad = (0,) * (dims - 1)
     free0 = free_now[0]
     binding = bool(snap.reservations)
-    for w in rest:
+    # only the jobs that fit in what is free now are looked at (free only shrinks in this loop):
+    # the others are passed over in C, which on a long queue is most of the pass
+    for w in compress(rest, map(free0.__ge__, map(_NCPUS, rest))):
         if free0 <= 0:
             break
         n = w.ncpus
