@@ -196,6 +196,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from itertools import compress
 from math import inf
 from operator import attrgetter
 
@@ -261,7 +262,7 @@ def schedule(snap: Snapshot) -> Plan:
     else:
         plan = _schedule(replace(snap, pending=pending))
         plan = replace(plan, decisions=(*first, *cancels, *plan.decisions), reasons=reasons)
-    if snap.reservations or snap.pending:
+    if snap.reservations or (snap.gated and snap.pending):  # reservation ends, begin times
         wake = [t for t in (plan.wake_at, endings.wake(snap), _begin_wake(snap)) if t is not None]
         if wake and min(wake) != plan.wake_at:
             plan = replace(plan, wake_at=min(wake))
@@ -362,6 +363,7 @@ class _Pass:
         # reservation: start, duration, cores) and the cores left free when it begins
         self._hold1: tuple[float, float, int] | None = None
         self._extra = 0
+        self._at: tuple[float, int] | None = None
         self.decisions: list[Decision] = []
         self.preempted: set[int] = set()
         self.wake = inf
@@ -469,12 +471,15 @@ class _Pass:
         for e, x in sorted(self._ends):
             if e > since:
                 if acc >= n:
-                    return since
+                    break
                 if e == inf:
                     return inf
                 since = e
             acc += x
-        return since if acc >= n else inf
+        if acc < n:
+            return inf
+        self._at = (since, acc)  # what is free then, for a hold there (see hold)
+        return since
 
     def placed_earliest(self, w: Waiting, v: Vec, duration: float, not_before: float | None = None) -> float:
         """The earliest start of ``w``: when it fits by count and, on a map, can be placed.
@@ -554,6 +559,7 @@ class _Pass:
         if self._profs is None:  # cores only, the profile not built yet
             h = self._hold1
             if taken:  # one more end
+                self._at = None
                 end = start + duration
                 self._ends.append((end, v[0]))
                 if h is not None and end > h[0]:
@@ -561,7 +567,8 @@ class _Pass:
                 return
             if h is None and start > self.now:  # the head's reservation: kept as the cores it leaves when it begins
                 self._hold1 = (start, duration, v[0])
-                self._extra = self._free_at(start) - v[0]
+                at = self._at
+                self._extra = (at[1] if at is not None and at[0] == start else self._free_at(start)) - v[0]
                 self.rising = False
                 return
         if start > self.now:
@@ -1072,7 +1079,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     if shadow < inf:
         ps.hold(max(shadow, now), head.estimate, hv)
     predict = make_predictor(snap.params, snap.history) if ckpt else None
-    reclaimable = any(r.backfilled and r.preemptable and not r.stopping for r in ps.general)
+    reclaimable = ckpt and any(r.backfilled and r.preemptable and not r.stopping for r in ps.general)
     # Once the reservation time has come, only what is free now or coming free
     # (stopping, preempted) is left beyond the head, never jobs merely counted as ended.
     extra = [c - x for c, x in zip(ps.coming(), hv)] if shadow <= now else None
@@ -1091,15 +1098,17 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     unplaceable: set[tuple[int, object, bool]] = set()
     no_room: set[tuple[int, object, bool]] = set()
     lazy = ps._profs is None  # cores only: the profile is not built, its one later hold is the head's
-    if lazy:
-        cores, limits = Profile(now, 0), {}
-    else:
-        cores = ps.profs[0]
+    h1 = ps._hold1
+    limits: dict[int, float] = {}
+    cores = None if lazy else ps.profs[0]
+    if cores is not None:
         limits = cores.limits()
     pad = (0,) * (dims - 1)
     free0 = free_now[0]
     binding = bool(snap.reservations)
-    for w in rest:
+    # only the jobs that fit in what is free now are looked at (free only shrinks in this loop):
+    # the others are passed over in C, which on a long queue is most of the pass
+    for w in compress(rest, map(free0.__ge__, map(_NCPUS, rest))):
         if free0 <= 0:
             break
         n = w.ncpus
@@ -1117,10 +1126,10 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             v = (n, *pad) if pad else (n,)
             if extra is not None and n > extra[0]:
                 continue
-            if lazy and ps._profs is None:
-                fits = ps._clear(n, est)
+            if lazy and ps._profs is None:  # ps._clear(n, est), inlined
+                fits = h1 is None or n <= ps._extra or (now + est <= h1[0] if est > 0 else h1[0] > now)
             else:
-                if lazy:  # built since (nothing in this loop does so today)
+                if cores is None:  # built since (nothing in this loop does so today)
                     lazy, cores = False, ps.profs[0]
                     limits = cores.limits()
                 until = limits.get(n)
