@@ -148,6 +148,26 @@ def _trace_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def _gate_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option(
+            "--dependencies",
+            is_flag=True,
+            help="Replay SWF fields 17 and 18: a job that names a preceding job may start once that job has "
+            "ended plus the think time (see DEPENDENCIES).",
+        ),
+        click.option(
+            "--workload",
+            "workload_file",
+            metavar="FILE.toml",
+            help="Dependencies, arrays with a throttle and holds of the trace's jobs (see WORKLOAD FILE).",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
 @click.group(name=PROG, cls=GsimGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gridsched", prog_name=PROG)
 def main() -> None:
@@ -217,6 +237,7 @@ def _simulate(
     machine: Any = None,
     place: str | None = None,
     split_above: int | None = None,
+    gates: Any = None,
 ) -> tuple[Any, Any, float]:
     from ..sim.engine import Mode, SimulationError, simulate
     from ..sim.metrics import compute
@@ -236,12 +257,37 @@ def _simulate(
                 machine=machine,
                 place=place,
                 split_above=split_above,
+                gates=gates,
             )
     except NotImplementedError:
         fail(PROG, f"policy {params.policy.value} is not available in this version of the scheduling core")
     except SimulationError as e:
         fail(PROG, str(e))
     return res, compute(res), time.perf_counter() - t0
+
+
+def _gates(tr: Any, dependencies: bool, workload_file: str | None, quiet: bool = False) -> Any:
+    """The dependencies, arrays and holds of --dependencies and --workload (None: none asked for)."""
+    from ..sim.workload import WorkloadError, gates, read
+
+    if not dependencies and workload_file is None:
+        if tr.preceding and not quiet:
+            warn(
+                PROG, f"note: {len(tr.preceding)} jobs name a preceding job (SWF field 17); --dependencies replays them"
+            )
+        return None
+    try:
+        wl = read(workload_file) if workload_file is not None else None
+        g, ignored = gates(tr, dependencies, wl)
+    except WorkloadError as e:
+        fail(PROG, f"workload {e}")
+    if ignored and not quiet:
+        warn(
+            PROG,
+            f"warning: {ignored} jobs name a preceding job that is not replayed; "
+            "they are replayed at their submit time",
+        )
+    return g
 
 
 class _progress:
@@ -362,6 +408,7 @@ def _check_plot_available(path: str | None) -> None:
     help="Replay every job of more than N processors as splittable: one 1-core sub-task per processor, "
     "each taking the job's run time (see SPLITTABLE JOBS).",
 )
+@_gate_options
 def run_cmd(
     trace: str,
     procs: int | None,
@@ -387,6 +434,8 @@ def run_cmd(
     topology: str | None,
     place: str | None,
     split_jobs_above: int | None,
+    dependencies: bool,
+    workload_file: str | None,
 ) -> None:
     """Replay TRACE under one policy and print its metrics.
 
@@ -409,6 +458,9 @@ def run_cmd(
         from ..sim.swf import UNPLACEABLE, keep_only
 
         keep_only(tr, [i for i, n in enumerate(tr.size) if never_fits(machine, Request(n, place)) is None], UNPLACEABLE)
+    if resv is not None:
+        _check_placed(resv, machine, resv_file)
+    gates = _gates(tr, dependencies, workload_file)
     res, met, secs = _simulate(
         tr,
         params,
@@ -419,6 +471,7 @@ def run_cmd(
         machine=machine,
         place=place,
         split_above=split_jobs_above,
+        gates=gates,
     )
     rec = report.record(res, met, secs)
     if jobs_out is not None:
@@ -454,6 +507,23 @@ def _topology(path: str, ncores: int) -> Any:
     if m.ncores != ncores:
         fail(PROG, f"--topology {path}: declares {m.ncores} cores, the machine has {ncores} (use --procs)")
     return m
+
+
+def _check_placed(resv: Any, machine: Any, path: str | None) -> None:
+    """A reservation with a mapping requirement needs --topology, and must fit the map."""
+    from ..core.placement import never_fits
+
+    for k, r in enumerate(resv.reservations, start=1):
+        if r.place is None:
+            continue
+        if machine is None:
+            fail(
+                PROG,
+                f"reservations {path}: reservation {k}: place, threads_per_core and exclusive_board need --topology",
+            )
+        why = never_fits(machine, r.place)
+        if why is not None:
+            fail(PROG, f"reservations {path}: reservation {k}: {why}")
 
 
 def _reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> Any:
@@ -510,6 +580,7 @@ def _reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> A
     help="Replay every job of more than N processors as splittable: one 1-core sub-task per processor, "
     "each taking the job's run time (see SPLITTABLE JOBS).",
 )
+@_gate_options
 def compare_cmd(
     trace: str,
     procs: int | None,
@@ -526,6 +597,8 @@ def compare_cmd(
     p: float | None,
     threshold: float | None,
     split_jobs_above: int | None,
+    dependencies: bool,
+    workload_file: str | None,
 ) -> None:
     """Replay TRACE under several policies; one row each, with the change against easy."""
     from ..sim import report
@@ -535,9 +608,10 @@ def compare_cmd(
         _params(config_file, name, p, threshold, predictor, cascade and name == "checkpoint-backfill") for name in names
     ]
     tr = _read(trace, procs, nodes, strict, limit)
+    gates = _gates(tr, dependencies, workload_file)
     recs = []
     for prm in settings:
-        res, met, secs = _simulate(tr, prm, overhead, mode, split_above=split_jobs_above)
+        res, met, secs = _simulate(tr, prm, overhead, mode, split_above=split_jobs_above, gates=gates)
         recs.append(report.record(res, met, secs))
     base = next((r for r in recs if r["policy"] == "easy"), recs[0])
     if as_json:

@@ -70,7 +70,7 @@ def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tu
         if w.array is not None and w.array_max is not None:
             n = running_arrays.get(w.array, 0)
             if n >= w.array_max:
-                reasons[w.id] = f"array {w.array}: {w.array_max} tasks already running (%{w.array_max})"
+                reasons[w.id] = f"{THROTTLED}{w.array}: {w.array_max} tasks already running (%{w.array_max})"
                 continue
             running_arrays[w.array] = n + 1
         keep.append(w)
@@ -83,6 +83,12 @@ def not_before(t: float) -> str:
 
 
 NOT_BEFORE = "not before "
+THROTTLED = "array "
+
+
+def throttled(reason: str) -> bool:
+    """Whether ``reason`` is that of a job that is eligible but waits for its array's throttle."""
+    return reason.startswith(THROTTLED)
 
 
 def _queued_names(snap: Snapshot) -> Mapping[str, Mapping[str, list[int]]]:

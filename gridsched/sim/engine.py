@@ -19,9 +19,12 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from dataclasses import replace as _replace
 from enum import Enum
 from operator import attrgetter
 
+from ..core.depend import Dep
+from ..core.eligible import throttled
 from ..core.placement import Request as PlaceRequest
 from ..core.placement import claimed
 from ..core.policy import schedule
@@ -88,6 +91,10 @@ class Result:
     split_jobs: int = 0  # jobs replayed as splittable (split_above)
     pieces: int = 0  # pieces taken out of them into backfill windows
     split_tasks: int = 0  # sub-tasks in those pieces
+    # With gates: when each job became eligible (its dependencies met, its hold released, its begin time
+    # reached), the effective submit from which its wait counts; None: every job at its submit.
+    eligible: list[float] | None = None
+    cancelled: list[int] = field(default_factory=list)  # jobs cancelled: their dependencies can never be met
 
     def runs(self, i: int) -> list[tuple[float, float]]:
         """The run segments of job ``i`` (start, end)."""
@@ -107,6 +114,35 @@ class SimResv:
     duration: float
     resources: tuple[tuple[str, int], ...] = ()
     start: float | None = None
+    place: PlaceRequest | None = None  # its mapping requirement (with a machine map)
+
+
+HELD = "held by its owner"
+
+
+@dataclass(frozen=True, slots=True)
+class Gates:
+    """What else than the machine decides when trace jobs may start; jobs are indices into the trace.
+
+    The core decides (:mod:`gridsched.core.eligible`): a job with ``deps``
+    waits for them (``Snapshot.states`` holds every job's state: PENDING until
+    it starts, RUNNING, then ``ended[i]`` or COMPLETED); ``think`` maps a job to
+    ``(preceding job, think time)``: its ``deps`` name that job (afterany) and
+    its begin time is set, when that job ends, to the end plus the think time
+    (SWF fields 17 and 18); a job of ``arrays`` (array number, %MAX) runs only
+    while fewer than MAX of its array run; a job of ``holds`` is held from its
+    submission to that time; ``names`` are job names (for singleton).
+    """
+
+    deps: dict[int, tuple[Dep, ...]] = field(default_factory=dict)
+    think: dict[int, tuple[int, float]] = field(default_factory=dict)
+    arrays: dict[int, tuple[int, int]] = field(default_factory=dict)
+    holds: dict[int, float] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)
+    ended: dict[int, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.deps or self.arrays or self.holds)
 
 
 def simulate(
@@ -123,6 +159,7 @@ def simulate(
     machine: MachineMap | None = None,
     place: str | None = None,
     split_above: int | None = None,
+    gates: Gates | None = None,
 ) -> Result:
     """Replay ``trace`` under ``params``.
 
@@ -155,6 +192,13 @@ def simulate(
     longest chain ends; the job keeps the rest, on fewer cores.  A job starts
     when its first sub-task does and ends when its last one does.  Only jobs
     that never ran are split (a preempted one runs whole).
+
+    With ``gates`` (dependencies, array throttles, holds: see :class:`Gates`)
+    every pass goes through the core's eligibility, as the daemon's do; a
+    job's wait counts from the pass that first found it eligible
+    (``Result.eligible``), and a job whose dependencies can never be met is
+    cancelled (``Params.cancel_never_satisfied``: a replay must end).
+    Without them, or with empty ones, the core is told that no job is gated.
     """
     n = len(trace)
     ncores = trace.ncores
@@ -216,6 +260,53 @@ def simulate(
     # needs starts nothing, preempts nothing and keeps no state for the next pass.
     quiet_full = params.policy in (Policy.FCFS, Policy.EASY, Policy.CONSERVATIVE) and not splits
     heappush, heappop = heapq.heappush, heapq.heappop
+    gated = bool(gates)
+    g = gates if gates is not None else Gates()
+    states: dict[int, str] = {}  # the state of every job, for the dependencies (gated only)
+    eligible: list[float] | None = None
+    ungated: set[int] = set()  # pending gated jobs not found eligible yet
+    last_reasons: dict[int, str] = {}
+    cancelled: list[int] = []
+    g_names, g_arrays, g_deps, g_ended = g.names, g.arrays, g.deps, g.ended
+    held_until: dict[int, float] = {}
+    begin_at: dict[int, float] = {}
+    followers: dict[int, list[tuple[int, float]]] = {}  # preceding job -> (job, think time)
+    if gated:
+        params = _replace(params, cancel_never_satisfied=True)
+        states = dict.fromkeys(range(n), "PENDING")
+        eligible = list(submit)
+        held_until = {i: t for i, t in g.holds.items() if t > submit[i]}
+        for i, t in held_until.items():
+            rv_events.append((t, -1 - i))  # a hold's release (negative ids: jobs)
+        heapq.heapify(rv_events)
+        for i, (pj, t) in g.think.items():
+            followers.setdefault(pj, []).append((i, t))
+
+    def gate_waiting(i: int, ncpus: int, estimate: float, elapsed: float, split: SplitInfo | None) -> Waiting:
+        a = g_arrays.get(i)
+        return Waiting(
+            i,
+            ncpus,
+            estimate,
+            preemptable,
+            users[i],
+            elapsed,
+            place=req_of(i),
+            split=split,
+            name=g_names.get(i, ""),
+            deps=g_deps.get(i, ()),
+            array=a[0] if a else None,
+            array_max=a[1] if a else None,
+            held=HELD if i in held_until else "",
+            begin=begin_at.get(i),
+        )
+
+    def regate(i: int, **kw: object) -> None:
+        """Change the entry of pending job ``i`` (a hold released, a begin time set)."""
+        pos = bisect_left(pending, i if key is _by_id else order_key[i], key=key)
+        if pos < len(pending) and pending[pos].id == i:
+            pending[pos] = _replace(pending[pos], **kw)  # type: ignore[arg-type]
+
     if machine is not None and machine.ncores != ncores:
         raise SimulationError(f"the topology has {machine.ncores} cores, the machine {ncores}")
     free_set: frozenset[int] | None = frozenset(range(ncores)) if machine is not None else None
@@ -272,9 +363,21 @@ def simulate(
             u = users[i]
             h = history.get(u)
             history[u] = (h[-1], work[i]) if h else (work[i],)
+            if gated:
+                states[i] = g_ended.get(i, "COMPLETED")
+                for j, think in followers.get(i, ()):
+                    begin_at[j] = now + think
+                    if state[j] == _PENDING:
+                        regate(j, begin=now + think)
         while rv_events and rv_events[0][0] <= now:  # a reservation's end or expiry: the core ends it
             _t, rid = heapq.heappop(rv_events)
             if rid in rv_live:
+                need_pass = True
+            elif rid < 0:  # a hold released
+                i = -1 - rid
+                del held_until[i]
+                if state[i] == _PENDING:
+                    regate(i, held="")
                 need_pass = True
         while piece_ends and piece_ends[0][0] <= now:
             _t, pid = heappop(piece_ends)
@@ -291,6 +394,15 @@ def simulate(
             i = nxt
             nxt += 1
             state[i] = _PENDING
+            if gated:
+                w_i = gate_waiting(
+                    i, size[i], wall[i], 0.0, SplitInfo(1, wall[i], tuple(range(size[i]))) if splittable[i] else None
+                )
+                pending.append(w_i)
+                if w_i.deps or w_i.held or w_i.begin is not None:
+                    ungated.add(i)
+                need_pass = True
+                continue
             pending.append(
                 Waiting(
                     i,
@@ -312,14 +424,14 @@ def simulate(
             k = rv_order[rv_next]
             rv_next += 1
             r = rvs[k]
-            rv_live[n + k] = Resv(n + k, r.ncpus, r.duration, r.resources, r.start)
+            rv_live[n + k] = Resv(n + k, r.ncpus, r.duration, r.resources, r.start, place=r.place)
             if r.start is None:
                 pending.append(Waiting(n + k, r.ncpus, r.duration, False, "", 0.0, r.resources, None, True))
             else:
                 heappush(rv_events, (r.start + r.duration, n + k))
             need_pass = True
 
-        if need_pass and fast and not rv_live:
+        if need_pass and fast and not rv_live and not gated:
             if not pending:  # nothing to decide: the plan is empty
                 need_pass, head, wake = False, None, INF
             elif quiet_full and free < min(map(_ncpus, pending)):
@@ -343,10 +455,16 @@ def simulate(
                     flo,
                     tuple(rv_live.values()) if rv_live else (),
                     machine,
-                    gated=False,
+                    gated=gated,
                     splitting=splits,
+                    states=states,
                 )
                 plan = schedule(snap)
+                if ungated:
+                    last_reasons = dict(plan.reasons)
+                    for i in [i for i in ungated if i not in last_reasons or throttled(last_reasons[i])]:
+                        ungated.discard(i)
+                        eligible[i] = now  # type: ignore[index]
                 head = plan.head
                 w = plan.wake_at
                 wake = w if w is not None and w > now else INF
@@ -371,15 +489,36 @@ def simulate(
                             raise SimulationError(f"policy activated reservation {d.resv - n + 1}, which cannot be")
                         free -= rv.ncpus
                         if free_set is not None:
-                            held[d.resv] = frozenset(d.cores)
+                            held[d.resv] = (
+                                claimed(machine, d.cores, rv.place)  # type: ignore[arg-type]
+                                if rv.place is not None
+                                else frozenset(d.cores)
+                            )
                             free_set = free_set - held[d.resv]
                         rv_live[d.resv] = Resv(
-                            rv.id, rv.ncpus, rv.duration, rv.resources, rv.start, True, tuple(d.cores), d.end
+                            rv.id,
+                            rv.ncpus,
+                            rv.duration,
+                            rv.resources,
+                            rv.start,
+                            True,
+                            tuple(d.cores),
+                            d.end,
+                            place=rv.place,
                         )
                         activated[d.resv - n] = now
                         heappush(rv_events, (d.end, d.resv))
                         if rv.start is None:
                             started.append(d.resv)
+                        continue
+                    if isinstance(d, Cancel) and gated and 0 <= d.job < n and state[d.job] == _PENDING:
+                        i = d.job  # its dependencies can never be met
+                        state[i] = _DONE
+                        states[i] = "CANCELLED"
+                        cancelled.append(i)
+                        ungated.discard(i)
+                        pending[:] = [w for w in pending if w.id != i]
+                        preempted = True  # a job waiting for it may be eligible now: pass again
                         continue
                     if isinstance(d, (Cancel, Reclaim, Resume, CancelSubtree, HoldSubtree)):
                         raise SimulationError(f"policy decided {d}, which a trace has no part for")
@@ -424,8 +563,12 @@ def simulate(
                         else:
                             total = trace.size[i]
                             undone = SplitInfo(1, wall[i], tuple(range(total - tasks_left[i], total)))
-                            pending[pos] = Waiting(
-                                i, tasks_left[i], wall[i], preemptable, users[i], 0.0, place=req_of(i), split=undone
+                            pending[pos] = (
+                                gate_waiting(i, tasks_left[i], wall[i], 0.0, undone)
+                                if gated
+                                else Waiting(
+                                    i, tasks_left[i], wall[i], preemptable, users[i], 0.0, place=req_of(i), split=undone
+                                )
                             )
                         run_dirty = True
                         continue
@@ -450,9 +593,27 @@ def simulate(
                         if first[i] < 0:
                             first[i] = now
                         left = wall[i] - done[i] + debt[i]
-                        running[i] = Running(
-                            i, n_i, now, left, tuple(d.cores), d.backfilled, preemptable, d.planned, False, users[i]
-                        )
+                        if gated:
+                            states[i] = "RUNNING"
+                            a = g_arrays.get(i)
+                            running[i] = Running(
+                                i,
+                                n_i,
+                                now,
+                                left,
+                                tuple(d.cores),
+                                d.backfilled,
+                                preemptable,
+                                d.planned,
+                                False,
+                                users[i],
+                                name=g_names.get(i, ""),
+                                array=a[0] if a else None,
+                            )
+                        else:
+                            running[i] = Running(
+                                i, n_i, now, left, tuple(d.cores), d.backfilled, preemptable, d.planned, False, users[i]
+                            )
                         seg_begin[i] = now
                         heappush(ends, (now + debt[i] + work[i] - done[i], i, seg[i]))
                         started.append(i)
@@ -484,7 +645,9 @@ def simulate(
                             free_set = free_set | held.pop(i)
                         insort(
                             pending,
-                            Waiting(i, n_i, wall[i] - done[i] + debt[i], True, users[i], done[i], place=req_of(i)),
+                            gate_waiting(i, n_i, wall[i] - done[i] + debt[i], done[i], None)
+                            if gated
+                            else Waiting(i, n_i, wall[i] - done[i] + debt[i], True, users[i], done[i], place=req_of(i)),
                             key=key,
                         )  # runs whole from now on
                         preempted = True
@@ -504,9 +667,10 @@ def simulate(
             ts.append((now, ncores - free, len(pending)))
 
     if pending:
+        why = last_reasons.get(pending[0].id)
         raise SimulationError(
             f"policy {params.policy.value} left {len(pending)} jobs waiting on an idle machine "
-            f"(first: job {_name(trace, pending[0].id)} of {pending[0].ncpus} cores)"
+            f"(first: job {_name(trace, pending[0].id)} of {pending[0].ncpus} cores" + (f": {why})" if why else ")")
         )
     return Result(
         trace,
@@ -527,6 +691,8 @@ def simulate(
         sum(splittable),
         n_pieces,
         n_tasks,
+        eligible,
+        cancelled,
     )
 
 

@@ -17,12 +17,13 @@ class Metrics:
     skipped_by: dict[str, int]
     makespan: float  # seconds from the first submission to the last end
     utilization: float  # useful core-seconds / (cores * makespan)
-    wait_avg: float  # first start - submit
+    wait_avg: float  # first start - submit (the effective submit of a job that waited for dependencies)
     wait_p95: float
     bsld_avg: float  # max(1, (end - submit) / max(run, 10 s))
     response_avg: float  # end - submit
     checkpoints: int
     preempted_jobs: int
+    cancelled: int  # jobs cancelled because their dependencies could never be met (not in the averages)
     overhead_core_hours: float  # spent writing and reading checkpoints
     rerun_core_hours: float  # work thrown away by requeueing
 
@@ -51,14 +52,20 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 def compute(result: Result) -> Metrics:
     tr = result.trace
-    submit, run, size = tr.submit, tr.run, tr.size
+    run, size = tr.run, tr.size
+    submit = result.eligible or tr.submit  # waits count from the effective submit (dependencies met)
     start, end = result.start, result.end
     n = len(tr)
-    waits = [start[i] - submit[i] for i in range(n)]
-    responses = [end[i] - submit[i] for i in range(n)]
-    bsld = [max(1.0, responses[i] / max(run[i], BSLD_BOUND)) for i in range(n)]
-    makespan = max(end) - min(submit)
-    useful = math.fsum(run[i] * size[i] for i in range(n))
+    ran: range | list[int] = range(n)
+    if result.cancelled:  # jobs cancelled without running are left out
+        gone = set(result.cancelled)
+        ran = [i for i in range(n) if i not in gone]
+        n = len(ran)
+    waits = [start[i] - submit[i] for i in ran]
+    responses = [end[i] - submit[i] for i in ran]
+    bsld = [max(1.0, responses[k] / max(run[i], BSLD_BOUND)) for k, i in enumerate(ran)]
+    makespan = max(end) - min(tr.submit)
+    useful = math.fsum(run[i] * size[i] for i in ran)
     util = useful / (tr.ncores * makespan) if makespan > 0 else 0.0
     skipped_by = {k: v for k, v in tr.skipped.items() if v}
     return Metrics(
@@ -67,12 +74,13 @@ def compute(result: Result) -> Metrics:
         skipped_by=skipped_by,
         makespan=makespan,
         utilization=util,
-        wait_avg=math.fsum(waits) / n,
+        wait_avg=math.fsum(waits) / n if n else 0.0,
         wait_p95=percentile(sorted(waits), 95),
-        bsld_avg=math.fsum(bsld) / n,
-        response_avg=math.fsum(responses) / n,
+        bsld_avg=math.fsum(bsld) / n if n else 0.0,
+        response_avg=math.fsum(responses) / n if n else 0.0,
         checkpoints=sum(result.checkpoints),
         preempted_jobs=len(result.segments),
+        cancelled=len(result.cancelled),
         overhead_core_hours=result.overhead_cs / 3600.0,
         rerun_core_hours=result.lost_cs / 3600.0,
     )

@@ -130,6 +130,8 @@ def print_run(rec: dict[str, Any]) -> None:
     t.add_row("checkpoints (jobs preempted)", f"{rec['checkpoints']} ({rec['preempted_jobs']})")
     t.add_row("core-hours of checkpoint overhead", f"{rec['overhead_core_hours']:.1f}")
     t.add_row("core-hours lost to reruns", f"{rec['rerun_core_hours']:.1f}")
+    if rec.get("cancelled"):
+        t.add_row("cancelled (dependencies never met)", str(rec["cancelled"]))
     if "reservations" in rec:
         rv = rec["reservations"]
         t.add_row("reservations activated", f"{rv['activated']} of {rv['count']}")
@@ -191,10 +193,16 @@ def print_tune(
 
 
 def write_jobs(out: IO[str], result: Result) -> None:
-    """One CSV row per job: times in the trace's seconds, run segments as ``start-end;...``."""
+    """One CSV row per job: times in the trace's seconds, run segments as ``start-end;...``; ``wait`` counts
+    from ``eligible`` (the submit time, or when the job's dependencies were met or its hold released);
+    a job cancelled for dependencies never met has start and end -1 and no wait."""
     tr = result.trace
     w = csv.writer(out)
-    w.writerow(["id", "submit", "start", "end", "procs", "walltime", "run", "wait", "segments", "checkpoints"])
+    w.writerow(
+        ["id", "submit", "start", "end", "procs", "walltime", "run", "wait", "segments", "checkpoints", "eligible"]
+    )
+    eligible = result.eligible or tr.submit
+    gone = set(result.cancelled)
     for i in range(len(tr)):
         segs = ";".join(f"{_num(a)}-{_num(b)}" for a, b in result.runs(i))
         w.writerow(
@@ -206,9 +214,10 @@ def write_jobs(out: IO[str], result: Result) -> None:
                 tr.size[i],
                 _num(tr.walltime[i]),
                 _num(tr.run[i]),
-                _num(result.start[i] - tr.submit[i]),
-                segs,
+                "" if i in gone else _num(result.start[i] - eligible[i]),
+                "" if i in gone else segs,
                 result.checkpoints[i],
+                _num(eligible[i]),
             ]
         )
 

@@ -4,8 +4,10 @@ Times are seconds on the trace's clock (the SWF submit-time field); durations
 take the forms of gsub -t (``7200``, ``2:00:00``, ``2h``).  Two formats:
 
 CSV, with a header naming the columns ``create``, ``ncpus``, ``duration`` and
-optionally ``floating`` (``matlab=1 comsol=2``, blank-separated) and ``start``
-(empty: flexible)::
+optionally ``floating`` (``matlab=1 comsol=2``, blank-separated), ``start``
+(empty: flexible) and the mapping requirement of ``gresv create`` (used with
+``gsim --topology``): ``place`` (pack, spread, board), ``threads_per_core``
+(0, 1 or 2) and ``exclusive_board`` (true/false, yes/no, 1/0)::
 
     create,ncpus,duration,floating,start
     3600,32,2h,,
@@ -22,6 +24,7 @@ TOML, with the machine's floating resources too::
     duration = "2h"
     floating = { matlab = 1 }
     start = 86400        # leave out for a flexible reservation
+    place = "board"      # optional: place, threads_per_core, exclusive_board
 
 A CSV file gives no floating totals: use ``gsim run --floating NAME=COUNT``.
 """
@@ -34,6 +37,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.placement import Request
 from ..core.units import UnitError, parse_duration
 from .engine import SimResv
 
@@ -64,7 +68,40 @@ def _seconds(v: Any, what: str, where: str) -> float:
     return x
 
 
-def _item(create: Any, ncpus: Any, duration: Any, floating: dict[str, int], start: Any, where: str) -> SimResv:
+PLACES = ("pack", "spread", "board")
+PLACE_KEYS = ("place", "threads_per_core", "exclusive_board")
+TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0", "")
+
+
+def _placement(raw: dict[str, Any], ncpus: int, where: str) -> Request | None:
+    """The mapping requirement of ``place``, ``threads_per_core`` and ``exclusive_board`` (None: none given)."""
+    place = raw.get("place") or None
+    if place is not None and place not in PLACES:
+        raise ResvFileError(f"{where}: place {place!r}: must be one of {', '.join(PLACES)}")
+    tpc: Any = raw.get("threads_per_core", 0)
+    if isinstance(tpc, str):
+        tpc = int(tpc) if tpc.strip().isdigit() else tpc.strip() or 0
+    if not isinstance(tpc, int) or isinstance(tpc, bool) or not 0 <= tpc <= 2:
+        raise ResvFileError(f"{where}: threads_per_core {tpc!r}: must be 0, 1 or 2")
+    ex: Any = raw.get("exclusive_board", False)
+    if isinstance(ex, str) and ex.strip().lower() in TRUE + FALSE:
+        ex = ex.strip().lower() in TRUE
+    if not isinstance(ex, bool):
+        raise ResvFileError(f"{where}: exclusive_board {ex!r}: must be true or false")
+    if place is None and not tpc and not ex:
+        return None
+    return Request(ncpus, place or "pack", tpc, ex)
+
+
+def _item(
+    create: Any,
+    ncpus: Any,
+    duration: Any,
+    floating: dict[str, int],
+    start: Any,
+    where: str,
+    placement: dict[str, Any] | None = None,
+) -> SimResv:
     try:
         n = int(ncpus)
     except (TypeError, ValueError):
@@ -81,7 +118,7 @@ def _item(create: Any, ncpus: Any, duration: Any, floating: dict[str, int], star
     for k, v in floating.items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ResvFileError(f"{where}: floating {k}={v!r}: must be a whole number of at least 1")
-    return SimResv(t0, n, dur, tuple(sorted(floating.items())), st)
+    return SimResv(t0, n, dur, tuple(sorted(floating.items())), st, _placement(placement or {}, n, where))
 
 
 def _floating_text(text: str, where: str) -> dict[str, int]:
@@ -122,7 +159,7 @@ def _read_toml(raw: bytes, path: str) -> ResvList:
         where = f"{path}: reservation {k}"
         if not isinstance(r, dict):
             raise ResvFileError(f"{where}: not a table")
-        extra = set(r) - {"create", "ncpus", "duration", "floating", "start"}
+        extra = set(r) - {"create", "ncpus", "duration", "floating", "start", *PLACE_KEYS}
         if extra:
             raise ResvFileError(f"{where}: unknown key {sorted(extra)[0]!r}")
         for need in ("create", "ncpus", "duration"):
@@ -131,7 +168,7 @@ def _read_toml(raw: bytes, path: str) -> ResvList:
         fl = r.get("floating", {})
         if not isinstance(fl, dict):
             raise ResvFileError(f"{where}: floating must be a table such as {{ matlab = 1 }}")
-        out.append(_item(r["create"], r["ncpus"], r["duration"], fl, r.get("start"), where))
+        out.append(_item(r["create"], r["ncpus"], r["duration"], fl, r.get("start"), where, r))
     return ResvList(out, dict(floating))
 
 
@@ -159,6 +196,7 @@ def _read_csv(raw: bytes, path: str) -> ResvList:
                 _floating_text(r.get("floating", ""), where),
                 r.get("start", ""),
                 where,
+                r,
             )
         )
     return ResvList(out, {})

@@ -4,8 +4,9 @@ An SWF file has ``;`` comment lines (the header, with keys such as
 ``MaxProcs`` and ``MaxNodes``) and one line per job of 18 whitespace-separated
 numeric fields, ``-1`` meaning unknown.  The fields read here are 1 (job id),
 2 (submit time), 4 (run time), 5 (allocated processors), 8 (requested
-processors), 9 (requested time), 11 (status) and 12 (user id); see gsim(1) for
-how each is used.
+processors), 9 (requested time), 11 (status), 12 (user id), 17 (preceding job
+number) and 18 (think time from the preceding job); see gsim(1) for how each
+is used.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ class Trace:
     problems: list[str] = field(default_factory=list)  # first bad lines, "path:line: why"
     cut: int = 0  # jobs whose run time exceeded the request and were cut at it
     lines: int = 0  # job lines read
+    # SWF job id -> (preceding job's id, think time): fields 17 and 18, for the jobs that give one.
+    preceding: dict[int, tuple[int, float]] = field(default_factory=dict)
+    # SWF job id -> status (field 11) of the jobs that did not complete: 0 failed, 5 cancelled.
+    status: dict[int, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -115,6 +120,8 @@ def read(
     problems: list[str] = []
     cut = 0
     njob_lines = 0
+    preceding: dict[int, tuple[int, float]] = {}
+    status: dict[int, int] = {}
     last_submit = -math.inf
 
     def bad(lineno: int, why: str) -> None:
@@ -187,6 +194,10 @@ def read(
                 walltime.append(est)
                 run.append(t_run)
                 user.append(fs[11] if vals[11] >= 0 else "")
+                if vals[16] > 0:
+                    preceding[int(vals[0])] = (int(vals[16]), vals[17] if vals[17] > 0 else 0.0)
+                if vals[10] == 0 or vals[10] == 5:
+                    status[int(vals[0])] = int(vals[10])
         except (OSError, EOFError, gzip.BadGzipFile) as e:
             raise TraceError(f"{path}: cannot read: {e}") from None
 
@@ -204,6 +215,7 @@ def read(
 
     trace = Trace(path, ncores, max_procs, max_nodes, skipped=skipped, problems=problems, cut=cut)
     trace.lines = njob_lines
+    trace.preceding, trace.status = preceding, status
     if max(size, default=0) > ncores:
         unit = "nodes" if nodes else "processors"
         keep = [i for i, n in enumerate(size) if n <= ncores]

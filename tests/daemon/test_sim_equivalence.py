@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 
 import pytest
 
 from tests.conftest import BIN
 from tests.daemon.test_backfill import config, submit_scenario
+from tests.daemon.test_reservations import wait_resv
+from tests.daemon.test_topology import topo_config
 
 # The scenario of test_backfill as an SWF trace: A, B at t=0; C, D, E at t=1 (seconds).
 SWF = """; MaxProcs: 8
@@ -71,3 +74,48 @@ def test_daemon_and_gsim_agree(make_gs, tmp_path, policy):
         assert {names[j["id"]]: j["checkpoints"] for j in jobs} == sim_ckpts
         assert sim_ckpts["E"] == 1
     gs.run("gdel", *map(str, ids))
+
+
+# A dependency, a placed reservation and a topology (two boards of four cores, test_topology's
+# machine), under easy, in seconds:
+#   A (t=0): 4 cores (a whole board), runs 3 s;  B (t=0): 2 cores, afterany:A, runs 2 s.
+#   R (t=0): a flexible reservation of a whole board (--place board) for 8 s: active at once.
+#   C (t=1): 4 cores, runs 1 s: no four cores are free (R holds a board) before B ends at 5.
+# B may start only when A has ended (3), two seconds before C (5): the order is A, B, C, with no preemption.
+SWF_GATED = """; MaxProcs: 8
+1 0 -1 3 4 -1 -1 4 10 -1 1 1 1 -1 -1 -1 -1 -1
+2 0 -1 2 2 -1 -1 2 10 -1 1 1 1 -1 -1 -1 1 0
+3 1 -1 1 4 -1 -1 4 10 -1 1 1 1 -1 -1 -1 -1 -1
+"""
+RESV_GATED = '[[reservation]]\ncreate = 0\nncpus = 4\nduration = 8\nplace = "board"\n'
+
+
+def test_daemon_and_gsim_agree_on_a_dependency_and_a_placed_reservation(make_gs, tmp_path):
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(topo_config(gs.root))
+    trace, resv_file, out = tmp_path / "gated.swf", tmp_path / "r.toml", tmp_path / "gated.csv"
+    trace.write_text(SWF_GATED)
+    resv_file.write_text(RESV_GATED)
+    args = ["run", str(trace), "--policy", "easy", "--dependencies", "--topology", str(gs.root / "topology.toml")]
+    args += ["--reservations", str(resv_file), "--jobs-out", str(out), "--json"]
+    sim = subprocess.run([str(BIN / "gsim"), *args], check=True, capture_output=True, text=True)
+    assert json.loads(sim.stdout)["reservations"]["activation_delays"] == [0.0]
+    rows = list(csv.DictReader(out.open()))
+    sim_order = ["ABC"[int(r["id"]) - 1] for r in sorted(rows, key=lambda r: (float(r["start"]), int(r["id"])))]
+    assert sim_order == ["A", "B", "C"]
+    assert [float(r["start"]) for r in rows] == [0.0, 3.0, 5.0]
+
+    gs.start()
+    a = gs.gsub("-N", "A", "-n", "4", "-t", "10", "--wrap", "sleep 3")
+    b = gs.gsub("-N", "B", "-n", "2", "-t", "10", "-d", f"afterany:{a}", "--wrap", "sleep 2")
+    gs.wait_state(a, "RUNNING")
+    rid = int(gs.run("gresv", "create", "-n", "4", "-t", "8", "--place", "board", check=True).stdout)
+    wait_resv(gs, rid, "ACTIVE")
+    c = gs.gsub("-N", "C", "-n", "4", "-t", "10", "--wrap", "sleep 1")
+    gs.wait_state(c, "COMPLETED", timeout=60)
+    gs.wait_state(b, "COMPLETED", timeout=30)
+    jobs = [gs.job(i) for i in (a, b, c)]
+    names = dict(zip((a, b, c), "ABC"))
+    assert [names[j["id"]] for j in sorted(jobs, key=lambda j: (j["start_time"], j["id"]))] == sim_order
+    assert jobs[1]["start_time"] >= jobs[0]["end_time"]  # B waited for A's end
+    assert [j["checkpoints"] for j in jobs] == [int(r["checkpoints"]) for r in rows] == [0, 0, 0]
