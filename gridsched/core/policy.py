@@ -986,9 +986,12 @@ def _forecast(snap: Snapshot, why: dict[int, Wait] | None = None) -> tuple[dict[
                 if not ps.possible(v):
                     out[w.id] = inf
                     continue
-                t = earliest_common_start(
-                    [(ps.profs[d], v[d]) for d in range(ps.dims) if v[d] > 0], w.estimate, last if fcfs else now
-                )
+                if ps.machine is not None:  # where its requirement can be met, as the pass places the head
+                    t = ps.placed_earliest(w, v, w.estimate, last if fcfs else now)
+                else:
+                    t = earliest_common_start(
+                        [(ps.profs[d], v[d]) for d in range(ps.dims) if v[d] > 0], w.estimate, last if fcfs else now
+                    )
                 if t < inf:
                     ps.hold(t, w.estimate, v)
                 out[w.id] = t
