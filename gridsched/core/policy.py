@@ -205,7 +205,7 @@ from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
 from .ends import USER as _USER
 from .ends import counted_end
-from .placement import assign, claimed, place_inside
+from .placement import Request, assign, claimed, place_inside
 from .predict import make_predictor
 from .preempt import victims
 from .profile import Profile, earliest_common_start, from_ends
@@ -387,7 +387,11 @@ def _waiting_reasons(
             continue
         if first is None:
             first = w.id
-        why[w.id] = Wait(WaitKind.RESOURCES if w.id == first else WaitKind.PRIORITY)
+        why[w.id] = _RESOURCES if w.id == first else _PRIORITY
+
+
+_RESOURCES = Wait(WaitKind.RESOURCES)
+_PRIORITY = Wait(WaitKind.PRIORITY)  # one value for the whole queue (a Wait is immutable)
 
 
 def _placeable(snap: Snapshot, cores: frozenset[int], w: Waiting) -> bool:
@@ -976,6 +980,8 @@ def _forecast(snap: Snapshot, why: dict[int, Wait] | None = None) -> tuple[dict[
             last = out[plan.head.job] = max(plan.head.time, now)
             head = plan.head.job
         fcfs = params.policy is Policy.FCFS
+        ever: dict[tuple[int, Request | None], bool] = {}
+        reach = (ps.free_set or frozenset()).union(*(c for _, c in ps.releases)) if ps.machine else frozenset()
         for w in snap.pending:
             if w.bind is not None:
                 continue
@@ -986,12 +992,12 @@ def _forecast(snap: Snapshot, why: dict[int, Wait] | None = None) -> tuple[dict[
                 if not ps.possible(v):
                     out[w.id] = inf
                     continue
-                if ps.machine is not None:  # where its requirement can be met, as the pass places the head
-                    t = ps.placed_earliest(w, v, w.estimate, last if fcfs else now)
-                else:
-                    t = earliest_common_start(
-                        [(ps.profs[d], v[d]) for d in range(ps.dims) if v[d] > 0], w.estimate, last if fcfs else now
-                    )
+                if ps.machine is not None and w.place is not None and not _ever_placed(ps, w, ever, reach):
+                    out[w.id] = inf  # no cores it may ever have hold its requirement
+                    continue
+                t = earliest_common_start(
+                    [(ps.profs[d], v[d]) for d in range(ps.dims) if v[d] > 0], w.estimate, last if fcfs else now
+                )
                 if t < inf:
                     ps.hold(t, w.estimate, v)
                 out[w.id] = t
@@ -999,6 +1005,16 @@ def _forecast(snap: Snapshot, why: dict[int, Wait] | None = None) -> tuple[dict[
                     last = t
     _bound_forecast(snap, out, why)
     return out, head, {d.job for d in plan.starts} | {a.resv for a in plan.activations}
+
+
+def _ever_placed(ps: _Pass, w: Waiting, ever: dict[tuple[int, Request | None], bool], reach: frozenset[int]) -> bool:
+    """Whether ``w``'s mapping requirement can be met on ``reach`` (the cores free now or held by a job that
+    ends some day); ``ever``: the answers so far, by request."""
+    key = (w.ncpus, w.place)
+    ok = ever.get(key)
+    if ok is None:
+        ok = ever[key] = ps.placeable_on(w, reach)
+    return ok
 
 
 def _bound_forecast(snap: Snapshot, out: dict[int, float], why: dict[int, Wait] | None = None) -> None:
