@@ -378,7 +378,8 @@ GSTAT_JSON = (
             (
                 "submit_time, start_time, end_time, predicted_start",
                 "Seconds since the epoch (numbers) or null; start_time is null until the job first starts, "
-                "predicted_start is null unless the daemon predicted when a pending job starts.",
+                "predicted_start is null unless the daemon predicted when a pending job starts (and for a job "
+                "that can never start: its reason says why).",
             ),
             ("elapsed", "Seconds the job has run so far (over all its run segments)."),
             ("cores", "The cores the job runs on, as a cpu list such as 0-3,8 (empty when not running)."),
@@ -386,7 +387,10 @@ GSTAT_JSON = (
                 "exit_code, exit_signal",
                 "The exit status of a finished job, or the signal that killed it; null otherwise.",
             ),
-            ("reason", "Why the job is in its state (for example why it waits), or empty."),
+            (
+                "reason",
+                "Why the job is in its state (for example why it waits: see WHY A JOB WAITS), or empty.",
+            ),
             ("restarts, preemptions, checkpoints", "How often the job was restarted, preempted and checkpointed."),
             ("backfilled", "true if the job was started by backfilling."),
             ("stdout, stderr, workdir", "Absolute paths of the job's output files and working directory."),
@@ -411,6 +415,66 @@ GSTAT_JSON = (
     Jobs submitted while the daemon has not yet taken them in are listed as PENDING (HELD if
     submitted with --hold) with the reason "submitted, not yet taken in by the daemon".
 """)
+)
+
+GSTAT_WAITS = (
+    para("""
+    The scheduling core says why each pending job waits, every time it refreshes the predicted
+    start times (every two seconds while anything changes); gstat shows it as the reason (gstat
+    -f, the "reason" of gstat --json), and the NOTE column of the table its first word for an
+    ordinary wait (Resources, Priority, Reservation), as squeue's REASON column shows it, or "can
+    never start".  A job that can never start has no predicted start (null in --json).  The
+    reasons, with their Slurm equivalents:
+""")
+    + "\n"
+    + items(
+        [
+            (
+                "Resources: next to start, waiting for the resources it needs to come free",
+                "The job is next (it holds the reservation the backfill works around) and waits for cores or "
+                "floating resources in use. Slurm: Resources.",
+            ),
+            (
+                "Priority: waiting for jobs ahead of it in the queue to start first",
+                "Jobs ahead of it wait too and come first; it starts earlier only by backfilling. Slurm: Priority.",
+            ),
+            (
+                "Resources: waiting for room in reservation R",
+                "Bound to active reservation R, whose cores are busy with its other jobs. Slurm: Resources.",
+            ),
+            (
+                "Reservation: waiting for reservation R to be activated",
+                "Bound to reservation R, which is not active yet. Slurm: Reservation.",
+            ),
+            (
+                "waiting for cores, while cores X are drained (see gctl topology)",
+                "It would be placed now if the drained cores X were in service. Slurm: ReqNodeNotAvail.",
+            ),
+            (
+                "can never start while cores X are drained (see gctl topology)",
+                "The cores in service can never hold it; with X back in service they could. Slurm: ReqNodeNotAvail.",
+            ),
+            (
+                "can never start with the cores of this machine: ...",
+                "It asks for more cores than are in service, or for a layout (--place board, "
+                "--threads-per-core, --exclusive-board) no board can hold; the reason names the numbers. "
+                'Also "can never start: it asks for NAME=N, the machine has NAME=M" for a floating '
+                "resource. Slurm: BadConstraints (Slurm usually refuses such a job at submission; so does gsub, "
+                "and this reason is for a job the machine shrank under, by a drain or a new configuration).",
+            ),
+            (
+                "can never start in reservation R: ...",
+                "Bound to R, it would not end before R ends its jobs, or R's cores can never hold its layout, or R "
+                "can never be activated.",
+            ),
+            (
+                "held ..., begin time ..., waiting for dependency ..., dependency never satisfied: ..., "
+                "array A: N tasks already running (%N)",
+                "Not yet eligible: held (Slurm: JobHeldUser, JobHeldAdmin), --begin (BeginTime), --dependency "
+                "(Dependency, DependencyNeverSatisfied), an array's %N throttle (JobArrayTaskLimit).",
+            ),
+        ]
+    )
 )
 
 RESV_TOPIC = para("""
@@ -651,7 +715,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
         gstat.cli,
         1,
         {
-            "TOPICS": {"JSON OUTPUT": GSTAT_JSON},
+            "TOPICS": {"WHY A JOB WAITS": GSTAT_WAITS, "JSON OUTPUT": GSTAT_JSON},
             "ENVIRONMENT": ENVIRONMENT,
             "FILES": FILES,
             "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),

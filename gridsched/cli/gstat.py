@@ -112,9 +112,29 @@ def time_column(job: dict[str, Any], now: float) -> str:
     return ""
 
 
+def waits_for(job: dict[str, Any]) -> str:
+    """Why a pending job waits, in a word or two for the table: Slurm's word for an ordinary wait
+    (``Resources``, ``Priority``, ``Reservation``: the reason's first word), ``can never start`` for a job that
+    never will; "" otherwise (the whole reason is in gstat -f and --json)."""
+    if job["state"] != "PENDING":
+        return ""
+    why = str(job.get("reason") or "")
+    word, colon, _ = why.partition(": ")
+    if colon and word in SLURM_WORDS:
+        return word
+    return NEVER if why.startswith(NEVER) else ""
+
+
+SLURM_WORDS = frozenset({"Resources", "Priority", "Reservation"})
+NEVER = "can never start"
+
+
 def note(job: dict[str, Any]) -> str:
-    """Marks for the table: backfilled, preemptions, restarts, or why a job waits."""
+    """Marks for the table: why a job waits, backfilled, preemptions, restarts, its predicted start."""
     parts = []
+    why = waits_for(job)
+    if why:
+        parts.append(why)
     if job.get("backfilled") and job["state"] in ACTIVE_STATES:
         parts.append("backfilled")
     if job.get("preemptions"):
@@ -361,7 +381,9 @@ def cli(
     with finished ones too with --all.
 
     For a running job TIME is the time it has run; for a pending job, the time
-    until its predicted start when the daemon predicted one.
+    until its predicted start when the daemon predicted one.  NOTE says in a
+    word why a pending job waits, as squeue's REASON: Resources, Priority,
+    Reservation, or that it can never start (the whole reason: gstat -f ID).
     """
     from . import gstat_tasks
 

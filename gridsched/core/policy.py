@@ -206,7 +206,7 @@ from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
 from .ends import USER as _USER
 from .ends import counted_end
-from .placement import assign, claimed, place_inside
+from .placement import Request, assign, claimed, place_inside
 from .predict import make_predictor
 from .preempt import victims
 from .profile import Profile, earliest_common_start, from_ends
@@ -215,6 +215,7 @@ from .tree import preempt_order
 from .types import (
     Activate,
     Decision,
+    Forecast,
     HeadReservation,
     Plan,
     Policy,
@@ -224,7 +225,9 @@ from .types import (
     Snapshot,
     Start,
     StartTasks,
+    Wait,
     Waiting,
+    WaitKind,
 )
 
 _NCPUS = attrgetter("ncpus")
@@ -284,7 +287,12 @@ def _schedule(snap: Snapshot) -> Plan:
 
 
 def forecast(snap: Snapshot) -> dict[int, float]:
-    """Predicted start time of every pending job (``inf``: never).
+    """Predicted start time of every pending job (``inf``: never); see :func:`forecast_reasons`."""
+    return forecast_reasons(snap).times
+
+
+def forecast_reasons(snap: Snapshot) -> Forecast:
+    """Predicted start time of every pending job (``inf``: never), and why each one that does not start now waits.
 
     Jobs the plan starts now get ``now``.  Under conservative the times are
     the reservations.  Otherwise the availability profile (running jobs at
@@ -294,16 +302,142 @@ def forecast(snap: Snapshot) -> dict[int, float]:
     one ahead of it.  Only the head's time is a promise; the others are
     estimates, like ``squeue --start``.  Jobs that would start now on cores
     a yielding parent lends get ``now``.
+
+    The reasons (:class:`~gridsched.core.types.Wait`), for every pending job
+    that does not start now, the first that applies:
+
+    * a job that may not be scheduled yet: its eligibility reason (held, begin
+      time, dependency -- never satisfied or not --, array throttle);
+    * a job bound to a reservation: ``BOUND_NEVER`` if it can never start in
+      it (why: its cores cannot hold it, it would not end before the
+      reservation ends its jobs, the reservation is never activated),
+      ``RESERVATION`` while the reservation is not active, else as below;
+    * a job forecast never to start: ``DRAINED`` (``never``) if it could start
+      with the drained cores (``Snapshot.drained``) in service, else
+      ``NEVER_FITS`` with what is missing;
+    * a job that the free cores cannot hold now but could with the drained
+      cores: ``DRAINED``;
+    * the head job (the one holding the reservation; without one, the first
+      waiting job in queue order): ``RESOURCES``; every other waiting job:
+      ``PRIORITY``.
     """
-    pending, _, _ = eligibility(snap)
+    pending, elig, _ = eligibility(snap)
+    why: dict[int, Wait] = {}
+    if elig:
+        waiting = {w.id: w for w in snap.pending}
+        for jid, text in elig.items():
+            why[jid] = _eligibility_wait(waiting[jid], text, snap.now)
     if pending is not snap.pending:
         snap = replace(snap, pending=pending)
     if snap.lent:  # jobs that start now on lent cores; the others on the pool (as the pass)
         starts = tree.lend(snap)
-        out = _forecast(tree.pool_view(snap, (s.job for s in starts)))
+        out, head, started = _forecast(tree.pool_view(snap, (s.job for s in starts)), why)
         out.update((s.job, snap.now) for s in starts)
-        return out
-    return _forecast(snap)
+        started.update(s.job for s in starts)
+    else:
+        out, head, started = _forecast(snap, why)
+    _waiting_reasons(snap, out, head, started, why)
+    return Forecast(out, why)
+
+
+def _eligibility_wait(w: Waiting, text: str, now: float) -> Wait:
+    """The typed reason of a job :func:`gridsched.core.eligible.eligibility` keeps waiting with ``text``."""
+    if w.held:
+        return Wait(WaitKind.HELD, text)
+    if w.begin is not None and w.begin > now:
+        return Wait(WaitKind.BEGIN_TIME, text)
+    if w.deps and text.startswith(_NEVER_SATISFIED):
+        return Wait(WaitKind.DEPENDENCY_NEVER, text)
+    if w.deps and (w.array_max is None or not text.startswith(f"array {w.array}:")):
+        return Wait(WaitKind.DEPENDENCY, text)
+    return Wait(WaitKind.ARRAY_LIMIT, text)
+
+
+_NEVER_SATISFIED = "dependency never satisfied"  # gridsched.core.depend.status
+
+
+def _waiting_reasons(
+    snap: Snapshot, out: dict[int, float], head: int | None, started: set[int], why: dict[int, Wait]
+) -> None:
+    """The reasons of the eligible pending jobs that do not start now (see :func:`forecast_reasons`)."""
+    ps: _Pass | None = None
+    first = head
+    for w in snap.pending:
+        if w.id in why or w.id in started:
+            continue
+        t = out.get(w.id)
+        if t is None:
+            continue
+        if w.bind is not None:
+            active = any(r.id == w.bind and r.active for r in snap.reservations)
+            if t == inf:
+                why[w.id] = Wait(WaitKind.BOUND_NEVER, what="time", resv=w.bind)
+                continue
+            if not active:
+                why[w.id] = Wait(WaitKind.RESERVATION, resv=w.bind)
+                continue
+            why[w.id] = Wait(WaitKind.RESOURCES, resv=w.bind)
+            continue
+        if t == inf:
+            if ps is None:
+                ps = _Pass(snap, _USER)
+            why[w.id] = _never(snap, ps, w)
+            continue
+        if snap.drained and snap.free is not None and _behind_drained(snap, w):
+            why[w.id] = Wait(WaitKind.DRAINED, cores=snap.drained)
+            continue
+        if first is None:
+            first = w.id
+        why[w.id] = _RESOURCES if w.id == first else _PRIORITY
+
+
+_RESOURCES = Wait(WaitKind.RESOURCES)
+_PRIORITY = Wait(WaitKind.PRIORITY)  # one value for the whole queue (a Wait is immutable)
+
+
+def _placeable(snap: Snapshot, cores: frozenset[int], w: Waiting) -> bool:
+    """Whether ``cores`` hold ``w`` (its mapping requirement on a map, its count without one)."""
+    if len(cores) < w.ncpus:
+        return False
+    if snap.machine is None:
+        return True
+    return assign(snap.machine, cores, w.ncpus, w.place) is not None
+
+
+def _behind_drained(snap: Snapshot, w: Waiting) -> bool:
+    """Whether ``w`` would be placed now if the drained cores were in service (and is not)."""
+    assert snap.free is not None
+    return not _placeable(snap, snap.free, w) and _placeable(snap, snap.free | snap.drained, w)
+
+
+def _never(snap: Snapshot, ps: _Pass, w: Waiting) -> Wait:
+    """Why ``w`` (not bound, eligible) is forecast never to start: what it misses (:class:`Wait`)."""
+    v = ps.vec(w)
+    if v[0] < 0:
+        unknown = [n for n, k in w.resources if k > 0 and n not in ps.index]
+        return Wait(WaitKind.NEVER_FITS, what="unknown", text=",".join(unknown))
+    for d in range(1, ps.dims):
+        if v[d] > ps.cap[d]:
+            return Wait(WaitKind.NEVER_FITS, what=ps.names[d - 1], asks=v[d], has=ps.total[d])
+    # the cores in reach: free now, or held by a job that ends some day
+    reach = frozenset(snap.free) if snap.free is not None else None
+    busy: frozenset[int] = frozenset()
+    if reach is not None:
+        busy = frozenset(c for r in snap.running for c in (*r.cores, *r.held))
+        for r in snap.reservations:
+            busy = busy.union(r.cores) if r.active else busy
+        reach = reach.union(c for r in ps.general for c in r.cores)
+    drained = snap.drained.difference(busy)
+    if v[0] > ps.cap[0]:
+        if drained and v[0] <= ps.cap[0] + len(drained):
+            return Wait(WaitKind.DRAINED, never=True, cores=snap.drained)
+        return Wait(WaitKind.NEVER_FITS, what="cores", asks=v[0], has=ps.cap[0])
+    if reach is not None and snap.machine is not None and not _placeable(snap, reach, w):
+        if drained and _placeable(snap, reach | drained, w):
+            return Wait(WaitKind.DRAINED, never=True, cores=snap.drained)
+        most = max((len(reach.intersection(b.cores)) for b in snap.machine.boards), default=0)
+        return Wait(WaitKind.NEVER_FITS, what="placement", asks=w.ncpus, has=most)
+    return Wait(WaitKind.NEVER_FITS)
 
 
 Vec = tuple[int, ...]
@@ -830,12 +964,16 @@ def _one_pass(snap: Snapshot) -> Plan:
     raise ValueError(f"unknown policy {policy!r}")
 
 
-def _forecast(snap: Snapshot) -> dict[int, float]:
-    """Predicted start (activation, for flexible entries) of every pending entry; ``inf``: never."""
+def _forecast(snap: Snapshot, why: dict[int, Wait] | None = None) -> tuple[dict[int, float], int | None, set[int]]:
+    """Predicted start (activation, for flexible entries) of every pending entry (``inf``: never), the
+    head job (the one the pass holds a reservation for; None if none) and the entries the pass starts now;
+    ``why`` gets the reasons of bound jobs that can never start."""
     out: dict[int, float] = {}
     params = snap.params
+    head: int | None = None
     if params.policy is Policy.CONSERVATIVE:
-        _conservative(snap, out)
+        plan = _conservative(snap, out)
+        head = plan.head.job if plan.head is not None else None
     else:
         if params.policy is Policy.FCFS:
             plan, ps = _fcfs(snap, out)
@@ -847,7 +985,10 @@ def _forecast(snap: Snapshot) -> dict[int, float]:
         last = now
         if plan.head is not None:  # already held in the profiles by the pass
             last = out[plan.head.job] = max(plan.head.time, now)
+            head = plan.head.job
         fcfs = params.policy is Policy.FCFS
+        ever: dict[tuple[int, Request | None], bool] = {}
+        reach = (ps.free_set or frozenset()).union(*(c for _, c in ps.releases)) if ps.machine else frozenset()
         for w in snap.pending:
             if w.bind is not None:
                 continue
@@ -858,6 +999,9 @@ def _forecast(snap: Snapshot) -> dict[int, float]:
                 if not ps.possible(v):
                     out[w.id] = inf
                     continue
+                if ps.machine is not None and w.place is not None and not _ever_placed(ps, w, ever, reach):
+                    out[w.id] = inf  # no cores it may ever have hold its requirement
+                    continue
                 t = earliest_common_start(
                     [(ps.profs[d], v[d]) for d in range(ps.dims) if v[d] > 0], w.estimate, last if fcfs else now
                 )
@@ -866,17 +1010,28 @@ def _forecast(snap: Snapshot) -> dict[int, float]:
                 out[w.id] = t
                 if fcfs:
                     last = t
-    _bound_forecast(snap, out)
-    return out
+    _bound_forecast(snap, out, why)
+    return out, head, {d.job for d in plan.starts} | {a.resv for a in plan.activations}
 
 
-def _bound_forecast(snap: Snapshot, out: dict[int, float]) -> None:
+def _ever_placed(ps: _Pass, w: Waiting, ever: dict[tuple[int, Request | None], bool], reach: frozenset[int]) -> bool:
+    """Whether ``w``'s mapping requirement can be met on ``reach`` (the cores free now or held by a job that
+    ends some day); ``ever``: the answers so far, by request."""
+    key = (w.ncpus, w.place)
+    ok = ever.get(key)
+    if ok is None:
+        ok = ever[key] = ps.placeable_on(w, reach)
+    return ok
+
+
+def _bound_forecast(snap: Snapshot, out: dict[int, float], why: dict[int, Wait] | None = None) -> None:
     """Jobs bound to a reservation, in queue order, each at the earliest time it fits in it.
 
     From the reservation's activation (now, if it is active, with its running
     jobs held until their walltimes), in what it has left; ``inf`` if that is
     after the reservation ends its jobs (``kill``) less the job's walltime.
     So two bound jobs that cannot both run at once get different times.
+    ``why`` (if given) gets the reason of each bound job that can never start (``BOUND_NEVER``).
     """
     now = snap.now
     bound: dict[int, list[Waiting]] = {}
@@ -905,6 +1060,8 @@ def _bound_forecast(snap: Snapshot, out: dict[int, float]) -> None:
         if t0 == inf:
             for w in jobs:
                 out[w.id] = inf
+                if why is not None:
+                    why[w.id] = Wait(WaitKind.BOUND_NEVER, what="resv", resv=r.id)
             continue
         prof = Profile(t0, r.ncpus)
         for x in inside.get(r.id, ()) if r.active else ():
@@ -920,10 +1077,14 @@ def _bound_forecast(snap: Snapshot, out: dict[int, float]) -> None:
                 and place_inside(machine, own, extra, w.ncpus, w.place) is None
             ):
                 out[w.id] = inf
+                if why is not None:
+                    why[w.id] = Wait(WaitKind.BOUND_NEVER, what="place", resv=r.id)
                 continue
             t = prof.earliest_start(w.ncpus, w.estimate, t0)
             if t == inf or (r.kill and t + w.estimate > end):
                 out[w.id] = inf
+                if why is not None:
+                    why[w.id] = Wait(WaitKind.BOUND_NEVER, what="time", resv=r.id)
                 continue
             prof.reserve(t, w.estimate, w.ncpus)
             out[w.id] = t

@@ -263,6 +263,9 @@ class Snapshot:
     # The jobs with children that ended since the last pass (gridsched.core.endings):
     # what becomes of their subtrees is decided by the next pass.
     ended: tuple[Ended, ...] = ()
+    # Cores taken out of service (drained by the admin): never in ``free``; the
+    # forecast tells a job that waits for them (:class:`Wait`, ``DRAINED``).
+    drained: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,6 +400,60 @@ class HoldSubtree:
 Decision = (
     Start | Preempt | Activate | StartTasks | Cancel | EndReservation | Reclaim | Resume | CancelSubtree | HoldSubtree
 )
+
+
+class WaitKind(str, Enum):
+    """Why a pending job waits, as Slurm's squeue REASON names it (the value)."""
+
+    RESOURCES = "Resources"  # next to start: waits for resources in use
+    PRIORITY = "Priority"  # jobs ahead of it come first
+    DRAINED = "Drained"  # would be placed if drained cores were in service (Slurm: ReqNodeNotAvail)
+    NEVER_FITS = "NeverFits"  # the machine in service can never hold it (Slurm: BadConstraints)
+    BOUND_NEVER = "BoundNever"  # can never start in the reservation it is bound to
+    RESERVATION = "Reservation"  # bound to a reservation not active yet
+    HELD = "Held"  # Slurm: JobHeldUser / JobHeldAdmin
+    BEGIN_TIME = "BeginTime"
+    DEPENDENCY = "Dependency"
+    DEPENDENCY_NEVER = "DependencyNeverSatisfied"
+    ARRAY_LIMIT = "JobArrayTaskLimit"
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Why a pending job does not start now (:func:`gridsched.core.policy.forecast_reasons`).
+
+    ``DRAINED``: ``cores`` are the drained cores; ``never``: it can never start
+    while they are drained (else it waits for cores, and would be placed now with
+    them).  ``NEVER_FITS``: ``what`` is missing -- ``"cores"`` (it asks for
+    ``asks``, ``has`` are in service), a floating resource's name (``asks``
+    units of ``has``), ``"placement"`` (its mapping requirement on ``asks``
+    cores; ``has``: the most cores in service on one board), ``"unknown"``
+    (a floating resource the machine does not have: ``text``), or ``""`` (what
+    it needs stays held: an active reservation without end).
+    ``BOUND_NEVER`` and ``RESERVATION``: ``resv``; for ``BOUND_NEVER``
+    ``what`` is ``"place"`` (the reservation's cores can never hold its
+    requirement), ``"time"`` (it would not end before the reservation ends its
+    jobs) or ``"resv"`` (the reservation can never be activated).  The
+    eligibility kinds carry the eligibility reason in ``text``
+    (:mod:`gridsched.core.eligible`).
+    """
+
+    kind: WaitKind
+    text: str = ""
+    what: str = ""
+    asks: int = 0
+    has: int = 0
+    never: bool = False
+    cores: frozenset[int] = frozenset()
+    resv: int | None = None
+
+
+@record
+class Forecast:
+    """Predicted start of every pending entry (``inf``: never) and why each one that does not start now waits."""
+
+    times: dict[int, float]
+    reasons: dict[int, Wait]
 
 
 @record

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import logging
 import signal
-import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .. import requests as rq
-from ..core import cpuset, depend, eligible
+from ..core import cpuset, depend
 from ..core import policy as corepolicy
 from ..core.placement import claimed, free_map, status_maps
 from ..core.types import (
@@ -37,6 +36,7 @@ from ..core.types import (
 from ..jobenv import compat_env
 from ..jobs import JobState
 from . import jobfiles, launch, outcome, procs, reservations, split
+from . import reasons as wording
 from .table import Rec
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             floating=d.cfg.floating,
             reservations=resvs,
             machine=d.machine,
+            drained=d.drained,
             states=dep_states(d, [r for r in queued if r.deps]),
         )
     )
@@ -114,14 +115,16 @@ def dep_states(d: Daemon, pending: list[Rec]) -> dict[int, str]:
 
 def note_reasons(d: Daemon, reasons: Mapping[int, str]) -> None:
     """Record why jobs with dependencies, an array throttle or a begin time wait (and clear it once they may
-    start); a begin time is shown as the local date and time."""
+    start, unless the last forecast said why they wait beyond that); a begin time is shown as the local date
+    and time."""
     for jid in d.table.queue:
         rec = d.table.jobs[jid]
         if not rec.deps and rec.array_max is None and rec.begin is None:
             continue
         why = reasons.get(jid, "")
-        if rec.begin is not None and why == eligible.not_before(rec.begin):
-            why = "begin time " + time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(rec.begin))
+        if not why and rec.reason and d.forecast_said.get(jid) == rec.reason:
+            continue
+        why = wording.eligibility_text(rec, why)
         if rec.reason != why:
             rec.reason = why
             d.table.save(rec, reason=why)

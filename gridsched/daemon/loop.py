@@ -28,14 +28,12 @@ from .. import requests as rq
 from ..admin import admin_uids
 from ..core import cpuset
 from ..core import policy as corepolicy
-from ..core.placement import assign
-from ..core.types import HeadReservation, Waiting
+from ..core.types import HeadReservation
 from ..jobs import PRIVATE_KEYS, JobState
-from ..reservations import never_inside
 from ..spool import Spool, atomic_write
 from ..state import StateDB
 from ..topology import TopologyError, changed_map, load_machine
-from . import apply, handlers, intake, jobfiles, launch, outcome, reservations, split
+from . import apply, handlers, intake, jobfiles, launch, outcome, reasons, reservations, split
 from .executor import Processes, Stub
 from .table import JobTable, Rec
 from .tree import Trees
@@ -66,6 +64,9 @@ class Daemon:
         self.all_cores = frozenset(range(self.machine.ncores))
         self.drained: frozenset[int] = frozenset()
         self.drain_reason = ""
+        # the reasons the last forecast gave pending jobs beyond eligibility (job id -> text): kept when
+        # scheduling finds the job eligible (apply.note_reasons)
+        self.forecast_said: dict[int, str] = {}
         self.head: HeadReservation | None = None
         self.dirty = True
         self.wake_at: float | None = None
@@ -514,54 +515,33 @@ class Daemon:
 
     # -- forecast -------------------------------------------------------------------------------------
     def forecast(self) -> None:
+        """Predicted start times and why each pending job waits, both from the core
+        (:func:`gridsched.core.policy.forecast_reasons`), worded by :mod:`gridsched.daemon.reasons`."""
         self.table.forecast_dirty = False
         self.last_forecast = time.time()
         snap = apply.snapshot(self, self.last_forecast)
         try:
-            pred = corepolicy.forecast(snap)
+            fc = corepolicy.forecast_reasons(snap)
         except Exception:  # noqa: BLE001 - a forecast is advice; it never stops the daemon
             log.exception("forecast failed")
             return
+        pred = fc.times
         self.table.begin()
         self.db.set_predicted((_finite(pred.get(w.id)), w.id) for w in snap.pending)
-        never = (
-            f"{NEVER} while cores {cpuset.format(self.drained)} are drained (see gctl topology)"
-            if self.drained
-            else f"{NEVER} with the cores of this machine (see gctl topology)"
-        )
-        behind = f"{BEHIND} cores {cpuset.format(self.drained)} are drained (see gctl topology)"
+        said: dict[int, str] = {}
         for w in snap.pending:
             rec = self.table.jobs.get(w.id)
-            if rec is None or (rec.reason and not rec.reason.startswith((NEVER, BEHIND))):
-                continue  # a reservation's entry, or a job that waits for another reason
-            t = pred.get(w.id)
-            why = ""
-            if t == math.inf:
-                why = never if rec.resv is None else f"{NEVER} in reservation {rec.resv}: {self._bound_never(rec)}"
-            elif self.drained and t is not None and t > snap.now and self._drain_blocks(w, snap.free):
-                why = behind
+            if rec is None or rec.state is not JobState.PENDING:
+                continue  # a reservation's entry, or a held job (its reason is its hold's)
+            wait = fc.reasons.get(w.id)
+            why = reasons.text(self, rec, wait) if wait is not None else ""
+            if wait is not None and wait.kind not in reasons.ELIGIBILITY:
+                said[w.id] = why
             if rec.reason != why:
                 rec.reason = why
                 self.table.save(rec, reason=why)
+        self.forecast_said = said
         reservations.set_predicted(self, pred, snap.now)
-
-    def _bound_never(self, rec: Rec) -> str:
-        """Why a job bound to a reservation is forecast never to start in it."""
-        r = self.book.resvs.get(rec.resv) if rec.resv is not None else None
-        inside = never_inside(r.row(), self.machine, rec.place) if r is not None else None
-        return f"it {inside}" if inside else BOUND_NEVER
-
-    def _drain_blocks(self, w: Waiting, free: frozenset[int] | None) -> bool:
-        """Whether ``w`` would be placed now if the drained cores were in service (and is not)."""
-        if free is None:
-            return False
-        ok = assign(self.machine, free, w.ncpus, w.place)
-        return ok is None and assign(self.machine, free | self.drained, w.ncpus, w.place) is not None
-
-
-NEVER = "can never start"
-BEHIND = "waiting for cores, while"
-BOUND_NEVER = "it would not end before the reservation ends its jobs"
 
 
 def _finite(t: float | None) -> float | None:

@@ -261,3 +261,25 @@ def test_a_bound_job_that_cannot_end_within_its_reservation_is_told_so(d):
     assert (
         row["reason"] == f"can never start in reservation {rid}: it would not end before the reservation ends its jobs"
     )
+
+
+def test_a_job_whose_dependency_is_met_keeps_the_forecasts_reason_from_turn_to_turn(d):
+    t = time.time()
+    a = submit(d, t, ncpus=8, walltime=60)
+    c = submit(d, t, ncpus=8, walltime=60)
+    b = submit(d, t, ncpus=2, walltime=60, depend=f"after:{a}")
+    d.turn(t, scan=True)
+    d.forecast()
+    d.table.commit()
+    assert state(d, a) == "RUNNING"
+    assert d.db.job(c)["reason"].startswith("Resources: ")
+    # b's dependency is met (a started): it waits behind c, and says so however often the daemon schedules
+    assert d.db.job(b)["reason"].startswith("Priority: ")
+    submit(d, t, ncpus=1, walltime=600)
+    d.turn(t + 1, scan=True)
+    d.turn(t + 2, scan=True)
+    d.table.commit()
+    assert d.db.job(b)["reason"].startswith("Priority: ")
+    end(d, a, t + 3, exit_code=0)
+    d.turn(t + 3)
+    assert state(d, c) == "RUNNING" and d.db.job(c)["reason"] == ""

@@ -1,0 +1,96 @@
+"""Why a pending job waits, in words: the core's reasons (:class:`~gridsched.core.types.Wait`) as gstat shows them.
+
+The core decides why a job waits (:func:`gridsched.core.policy.forecast_reasons`);
+this module only words it.  Ordinary waiting jobs get Slurm's squeue reasons,
+first word first: ``Resources: ...`` (next to start, waiting for resources in
+use) and ``Priority: ...`` (jobs ahead of it start first).  A job that can never
+start says so (``can never start ...``), naming the drained cores or what the
+machine lacks.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ..core import cpuset, eligible
+from ..core.types import Wait, WaitKind
+from ..reservations import never_inside, place_text
+
+if TYPE_CHECKING:
+    from .loop import Daemon
+    from .table import Rec
+
+NEVER = "can never start"
+BEHIND = "waiting for cores, while"
+BOUND_NEVER = "it would not end before the reservation ends its jobs"
+RESOURCES = "Resources: next to start, waiting for the resources it needs to come free"
+PRIORITY = "Priority: waiting for jobs ahead of it in the queue to start first"
+TOPOLOGY = "(see gctl topology)"
+
+# the kinds eligibility decides (the daemon words them when it schedules: gridsched.daemon.apply.note_reasons)
+ELIGIBILITY = frozenset(
+    {WaitKind.HELD, WaitKind.BEGIN_TIME, WaitKind.DEPENDENCY, WaitKind.DEPENDENCY_NEVER, WaitKind.ARRAY_LIMIT}
+)
+
+
+def eligibility_text(rec: Rec, why: str) -> str:
+    """An eligibility reason as gstat shows it: a begin time as the local date and time."""
+    if rec.begin is not None and why == eligible.not_before(rec.begin):
+        return "begin time " + time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(rec.begin))
+    return why
+
+
+def text(d: Daemon, rec: Rec, w: Wait) -> str:
+    """The reason of pending job ``rec`` that waits for ``w``, in words."""
+    k = w.kind
+    if k in ELIGIBILITY:
+        return eligibility_text(rec, w.text)
+    if k is WaitKind.RESOURCES:
+        return RESOURCES if w.resv is None else f"Resources: waiting for room in reservation {w.resv}"
+    if k is WaitKind.PRIORITY:
+        return PRIORITY
+    if k is WaitKind.DRAINED:
+        cores = cpuset.format(w.cores)
+        if w.never:
+            return f"{NEVER} while cores {cores} are drained {TOPOLOGY}"
+        return f"{BEHIND} cores {cores} are drained {TOPOLOGY}"
+    if k is WaitKind.RESERVATION:
+        return f"Reservation: waiting for reservation {w.resv} to be activated"
+    if k is WaitKind.BOUND_NEVER:
+        return f"{NEVER} in reservation {w.resv}: {_bound_never(d, rec, w)}"
+    return _never_fits(rec, w)
+
+
+def _bound_never(d: Daemon, rec: Rec, w: Wait) -> str:
+    if w.what == "resv":
+        return "the reservation can never be activated"
+    if w.what == "place":
+        r = d.book.resvs.get(w.resv) if w.resv is not None else None
+        inside = never_inside(r.row(), d.machine, rec.place) if r is not None else None
+        if inside:
+            return f"it {inside}"
+    return BOUND_NEVER
+
+
+def _never_fits(rec: Rec, w: Wait) -> str:
+    if w.what == "cores":
+        return f"{NEVER} with the cores of this machine: it asks for {w.asks}, {w.has} are in service {TOPOLOGY}"
+    if w.what == "placement":
+        req = rec.place
+        opts = (
+            place_text(
+                {"place": req.place, "threads_per_core": req.threads_per_core, "exclusive_board": req.exclusive_board}
+            )
+            if req is not None
+            else ""
+        )
+        return (
+            f"{NEVER} with the cores of this machine: it asks for {w.asks} cores with {opts or 'its placement'}, "
+            f"and no board has more than {w.has} in service {TOPOLOGY}"
+        )
+    if w.what == "unknown":
+        return f"{NEVER}: the machine has no resource {w.text}"
+    if w.what:
+        return f"{NEVER}: it asks for {w.what}={w.asks}, the machine has {w.what}={w.has}"
+    return f"{NEVER} with the cores of this machine {TOPOLOGY}"
