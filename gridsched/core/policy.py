@@ -1099,6 +1099,9 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     pad = (0,) * (dims - 1)
     free0 = free_now[0]
     binding = bool(snap.reservations)
+    # floating resources asked for (as written) that cannot be had in the rest of the loop:
+    # what is free now and extra only shrink while jobs start (unless a count is negative)
+    blocked: set[tuple[tuple[str, int], ...]] = set()
     for w in rest:
         if free0 <= 0:
             break
@@ -1107,10 +1110,14 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             continue
         est = w.estimate
         if w.resources:
-            v = ps.vec(w)
-            if not ps.possible(v) or any(v[d] > free_now[d] for d in range(dims)):
+            res = w.resources
+            if res in blocked:
                 continue
-            if extra is not None and any(v[d] > extra[d] for d in range(dims)):
+            v = ps.vec(w)
+            if v[0] < 0 or any(v[d] > free_now[d] or (extra is not None and v[d] > extra[d]) for d in range(1, dims)):
+                blocked.add(res)  # an unknown resource, or more of one than is left: so for the rest of the loop
+                continue
+            if not ps.possible(v) or (extra is not None and n > extra[0]):
                 continue
             fits = ps.fits_now(v, est)
         else:  # cores only: the same tests on the cores alone, without a call
@@ -1163,6 +1170,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if extra is not None:
             for d in range(ps.dims):
                 extra[d] -= v[d]
+        if blocked and min(v) < 0:
+            blocked.clear()
         if w.preemptable and not w.flex:
             reclaimable = True
     wake = inf
