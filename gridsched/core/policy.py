@@ -217,6 +217,7 @@ from .types import (
     HeadReservation,
     Plan,
     Policy,
+    Predictor,
     Preempt,
     Resv,
     Running,
@@ -383,8 +384,24 @@ class _Pass:
         self.general = general
         free = [0] * dims
         held = [0] * dims
+        ends: list[list[tuple[float, int]]] = [[] for _ in range(dims)]
+        # the running jobs in one sweep: what they hold, and when they release it
+        ends0 = ends[0]
+        releases = self.releases if self.machine is not None else None
         for r in general:
-            self._acc(held, self.vec(r))
+            e = counted_end(r, now, mode)
+            if releases is not None:
+                releases.append((e, r.cores))
+            if r.resources:
+                for d, x in enumerate(self.vec(r)):
+                    if x:
+                        held[d] += x
+                        ends[d].append((e, x))
+            else:
+                n = r.ncpus
+                held[0] += n
+                if n:
+                    ends0.append((e, n))
         for rv in active.values():
             self._acc(held, self.vec(rv))
         for d in range(1, dims):
@@ -395,18 +412,12 @@ class _Pass:
             free[0] = snap.ncores - held[0]
         self.free_now = free
         self.cap = [free[d] + held[d] for d in range(dims)]
-        ends: list[list[tuple[float, int]]] = [[] for _ in range(dims)]
 
         def release(when: float, v: Iterable[int]) -> None:
             for d, x in enumerate(v):
                 if x:
                     ends[d].append((when, x))
 
-        for r in general:
-            e = counted_end(r, now, mode)
-            release(e, self.vec(r))
-            if self.machine is not None:
-                self.releases.append((e, r.cores))
         for rv in active.values():
             v = list(self.vec(rv))
             end = rv.end if rv.end is not None else inf
@@ -1102,6 +1113,13 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     # floating resources asked for (as written) that cannot be had in the rest of the loop:
     # what is free now and extra only shrink while jobs start (unless a count is negative)
     blocked: set[tuple[tuple[str, int], ...]] = set()
+    # with the profiles built (floating resources, reservations): what a job turned down by the
+    # tests below (before placement) asked for, until a job starts.  Those tests read its cores,
+    # estimate, resources, checkpointability, flex, and for the prediction its estimate (scaled)
+    # or its user and elapsed time (user-history).
+    refused: set[tuple[object, ...]] | None = None if lazy else set()
+    by_user = snap.params.predictor is Predictor.USER_HISTORY
+    ask: tuple[object, ...] = ()
     for w in rest:
         if free0 <= 0:
             break
@@ -1109,6 +1127,14 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if n > free0 or (binding and w.bind is not None):  # cheap tests first: most of a long queue stops here
             continue
         est = w.estimate
+        if refused is not None:
+            ask = (
+                (n, est, w.resources, w.preemptable, w.flex, w.user, w.elapsed)
+                if by_user
+                else (n, est, w.resources, w.preemptable, w.flex)
+            )
+            if ask in refused:
+                continue
         if w.resources:
             res = w.resources
             if res in blocked:
@@ -1149,6 +1175,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         elif fits or (ps.loose is not None and _loose_fit(ps, w, v)):
             planned = None
         else:
+            if refused is not None:
+                refused.add(ask)
             continue
         if on_map:  # the costliest tests last, each asked once per request while nothing starts
             key = (n, w.place, w.flex)
@@ -1172,6 +1200,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
                 extra[d] -= v[d]
         if blocked and min(v) < 0:
             blocked.clear()
+        if refused:
+            refused.clear()
         if w.preemptable and not w.flex:
             reclaimable = True
     wake = inf
