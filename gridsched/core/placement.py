@@ -199,7 +199,9 @@ def _board_units(machine: MachineMap, free: frozenset[int], req: Request, spread
     """Per board (by position): the cores the job may take there, in the order it takes them."""
     tpc = req.threads_per_core
     if tpc <= 0 and not req.exclusive_board:
-        return _free_threads(machine, free, spread)
+        # read the free cores when they are few, or without SMT (where that is cheap at any number)
+        if 4 * len(free) <= len(machine.host_cpus) or all(len(b.siblings) == len(b.cores) for b in machine.boards):
+            return _free_threads(machine, free, spread)
     out: list[list[int]] = []
     for b in machine.boards:
         if req.exclusive_board and not all(c in free for c in b.cores):
@@ -241,20 +243,19 @@ def _free_threads(machine: MachineMap, free: frozenset[int], spread: bool) -> li
             out[pos[c]].append(c)
             if len(group[c]) > 1:
                 smt = True
-    if smt:  # without SMT every group is one core: core order is group order
-        if spread:
-
-            def key(c: int) -> tuple[int, int]:
-                g = group[c]
-                return sum(1 for x in g if x < c and x in free), g[0]
-
+    if not smt:  # every group is one core: core order is group order
+        return out
+    for i, cs in enumerate(out):
+        # the groups with a free thread, by their first core (groups are disjoint)
+        taken = [[c for c in g if c in free] for g in sorted({group[c] for c in cs})]
+        if not spread:
+            out[i] = [c for g in taken for c in g]
         else:
-
-            def key(c: int) -> tuple[int, int]:
-                return group[c][0], c
-
-        for u in out:
-            u.sort(key=key)
+            units: list[int] = []
+            depth = max((len(g) for g in taken), default=0)
+            for k in range(depth):
+                units.extend(g[k] for g in taken if k < len(g))
+            out[i] = units
     return out
 
 
