@@ -503,10 +503,20 @@ class _Pass:
         rel = sorted(self.releases)
         base = self.free_set or frozenset()
         n = v[0]
+        # the cores in the order they come free: after the first k releases, the first count[k]
+        order = list(base)
+        seen = set(base)
+        count = [len(order)]
+        for _, cs in rel:
+            for c in cs:
+                if c not in seen:
+                    seen.add(c)
+                    order.append(c)
+            count.append(len(order))
 
         def placeable(k: int) -> bool:
-            cores = base.union(*(c for _, c in rel[:k])) if k else base
-            return len(cores) >= n and assign(machine, cores, n, w.place) is not None
+            m = count[k]
+            return m >= n and assign(machine, frozenset(order[:m]) if k else base, n, w.place) is not None
 
         if placeable(0):
             since = self.now
