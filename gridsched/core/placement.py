@@ -198,6 +198,10 @@ def usable(
 def _board_units(machine: MachineMap, free: frozenset[int], req: Request, spread: bool) -> list[list[int]]:
     """Per board (by position): the cores the job may take there, in the order it takes them."""
     tpc = req.threads_per_core
+    if tpc <= 0 and not req.exclusive_board:
+        # read the free cores when they are few, or without SMT (where that is cheap at any number)
+        if 4 * len(free) <= len(machine.host_cpus) or all(len(b.siblings) == len(b.cores) for b in machine.boards):
+            return _free_threads(machine, free, spread)
     out: list[list[int]] = []
     for b in machine.boards:
         if req.exclusive_board and not all(c in free for c in b.cores):
@@ -219,6 +223,39 @@ def _board_units(machine: MachineMap, free: frozenset[int], req: Request, spread
             for k in range(depth):
                 units.extend(g[k] for g in groups if k < len(g))
             out.append(units)
+    return out
+
+
+def _free_threads(machine: MachineMap, free: frozenset[int], spread: bool) -> list[list[int]]:
+    """:func:`_board_units` when any thread may be used and no board is taken whole.
+
+    Read from the free cores rather than from the whole map: each board's free
+    cores in sibling-group order (groups by their first core, threads in
+    order), or for ``spread`` the first free thread of each group, then the
+    second, and so on.
+    """
+    pos, group = machine._board_pos, machine._group
+    n = len(pos)
+    out: list[list[int]] = [[] for _ in machine.boards]
+    smt = False
+    for c in sorted(free):
+        if 0 <= c < n:
+            out[pos[c]].append(c)
+            if len(group[c]) > 1:
+                smt = True
+    if not smt:  # every group is one core: core order is group order
+        return out
+    for i, cs in enumerate(out):
+        # the groups with a free thread, by their first core (groups are disjoint)
+        taken = [[c for c in g if c in free] for g in sorted({group[c] for c in cs})]
+        if not spread:
+            out[i] = [c for g in taken for c in g]
+        else:
+            units: list[int] = []
+            depth = max((len(g) for g in taken), default=0)
+            for k in range(depth):
+                units.extend(g[k] for g in taken if k < len(g))
+            out[i] = units
     return out
 
 

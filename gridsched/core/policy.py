@@ -219,6 +219,7 @@ from .types import (
     HeadReservation,
     Plan,
     Policy,
+    Predictor,
     Preempt,
     Resv,
     Running,
@@ -519,8 +520,24 @@ class _Pass:
         self.general = general
         free = [0] * dims
         held = [0] * dims
+        ends: list[list[tuple[float, int]]] = [[] for _ in range(dims)]
+        # the running jobs in one sweep: what they hold, and when they release it
+        ends0 = ends[0]
+        releases = self.releases if self.machine is not None else None
         for r in general:
-            self._acc(held, self.vec(r))
+            e = counted_end(r, now, mode)
+            if releases is not None:
+                releases.append((e, r.cores))
+            if r.resources:
+                for d, x in enumerate(self.vec(r)):
+                    if x:
+                        held[d] += x
+                        ends[d].append((e, x))
+            else:
+                n = r.ncpus
+                held[0] += n
+                if n:
+                    ends0.append((e, n))
         for rv in active.values():
             self._acc(held, self.vec(rv))
         for d in range(1, dims):
@@ -531,18 +548,12 @@ class _Pass:
             free[0] = snap.ncores - held[0]
         self.free_now = free
         self.cap = [free[d] + held[d] for d in range(dims)]
-        ends: list[list[tuple[float, int]]] = [[] for _ in range(dims)]
 
         def release(when: float, v: Iterable[int]) -> None:
             for d, x in enumerate(v):
                 if x:
                     ends[d].append((when, x))
 
-        for r in general:
-            e = counted_end(r, now, mode)
-            release(e, self.vec(r))
-            if self.machine is not None:
-                self.releases.append((e, r.cores))
         for rv in active.values():
             v = list(self.vec(rv))
             end = rv.end if rv.end is not None else inf
@@ -631,10 +642,20 @@ class _Pass:
         rel = sorted(self.releases)
         base = self.free_set or frozenset()
         n = v[0]
+        # the cores in the order they come free: after the first k releases, the first count[k]
+        order = list(base)
+        seen = set(base)
+        count = [len(order)]
+        for _, cs in rel:
+            for c in cs:
+                if c not in seen:
+                    seen.add(c)
+                    order.append(c)
+            count.append(len(order))
 
         def placeable(k: int) -> bool:
-            cores = base.union(*(c for _, c in rel[:k])) if k else base
-            return len(cores) >= n and assign(machine, cores, n, w.place) is not None
+            m = count[k]
+            return m >= n and assign(machine, frozenset(order[:m]) if k else base, n, w.place) is not None
 
         if placeable(0):
             since = self.now
@@ -1267,6 +1288,16 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     pad = (0,) * (dims - 1)
     free0 = free_now[0]
     binding = bool(snap.reservations)
+    # floating resources asked for (as written) that cannot be had in the rest of the loop:
+    # what is free now and extra only shrink while jobs start (unless a count is negative)
+    blocked: set[tuple[tuple[str, int], ...]] = set()
+    # with the profiles built (floating resources, reservations): what a job turned down by the
+    # tests below (before placement) asked for, until a job starts.  Those tests read its cores,
+    # estimate, resources, checkpointability, flex, and for the prediction its estimate (scaled)
+    # or its user and elapsed time (user-history).
+    refused: set[tuple[object, ...]] | None = None if lazy else set()
+    by_user = snap.params.predictor is Predictor.USER_HISTORY
+    ask: tuple[object, ...] = ()
     # only the jobs that fit in what is free now are looked at (free only shrinks in this loop):
     # the others are passed over in C, which on a long queue is most of the pass
     for w in compress(rest, map(free0.__ge__, map(_NCPUS, rest))):
@@ -1276,11 +1307,23 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if n > free0 or (binding and w.bind is not None):  # cheap tests first: most of a long queue stops here
             continue
         est = w.estimate
-        if w.resources:
-            v = ps.vec(w)
-            if not ps.possible(v) or any(v[d] > free_now[d] for d in range(dims)):
+        if refused is not None:
+            ask = (
+                (n, est, w.resources, w.preemptable, w.flex, w.user, w.elapsed)
+                if by_user
+                else (n, est, w.resources, w.preemptable, w.flex)
+            )
+            if ask in refused:
                 continue
-            if extra is not None and any(v[d] > extra[d] for d in range(dims)):
+        if w.resources:
+            res = w.resources
+            if res in blocked:
+                continue
+            v = ps.vec(w)
+            if v[0] < 0 or any(v[d] > free_now[d] or (extra is not None and v[d] > extra[d]) for d in range(1, dims)):
+                blocked.add(res)  # an unknown resource, or more of one than is left: so for the rest of the loop
+                continue
+            if not ps.possible(v) or (extra is not None and n > extra[0]):
                 continue
             fits = ps.fits_now(v, est)
         else:  # cores only: the same tests on the cores alone, without a call
@@ -1312,6 +1355,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         elif fits or (ps.loose is not None and _loose_fit(ps, w, v)):
             planned = None
         else:
+            if refused is not None:
+                refused.add(ask)
             continue
         if on_map:  # the costliest tests last, each asked once per request while nothing starts
             key = (n, w.place, w.flex)
@@ -1333,6 +1378,10 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if extra is not None:
             for d in range(ps.dims):
                 extra[d] -= v[d]
+        if blocked and min(v) < 0:
+            blocked.clear()
+        if refused:
+            refused.clear()
         if w.preemptable and not w.flex:
             reclaimable = True
     wake = inf
