@@ -6,16 +6,7 @@ import json
 
 import pytest
 
-EASY = """
-[scheduler]
-policy = "easy"
-[jobs]
-kill_grace = "1s"
-[machine]
-cores = 8
-[daemon]
-autostart = false
-"""
+from tests.daemon.test_arrays_split import EASY  # the same 8-core easy daemon
 
 # one line per run of a sub-task: index, try, its cores (GS_NCPUS and GS_CORES), its arguments
 RECORDER = """#!/bin/sh
