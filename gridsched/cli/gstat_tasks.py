@@ -12,6 +12,8 @@ results file each run of sub-tasks writes (:mod:`gridsched.subtasks`).
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -108,18 +110,42 @@ def results(job_dir: Path | None) -> dict[int, tuple[str, int]] | None:
         return None
     out: dict[int, tuple[str, int]] = {}
     try:
-        with open(job_dir / "checkpoint" / RESULTS, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    ev = json.loads(line)
-                    i, what, k = int(ev["task"]), str(ev["event"]), int(ev.get("try", 0))
-                except (ValueError, TypeError, KeyError, AttributeError):
-                    continue
-                if what in ("start", "done", "failed", "timeout"):
-                    out[i] = (what, k)
+        text = _read_user_file(job_dir / "checkpoint", RESULTS)
     except OSError:
         return None
+    for line in text.splitlines():
+        try:
+            ev = json.loads(line)
+            i, what, k = int(ev["task"]), str(ev["event"]), int(ev.get("try", 0))
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            continue
+        if what in ("start", "done", "failed", "timeout"):
+            out[i] = (what, k)
     return out
+
+
+MAX_RESULTS = 1 << 22  # bytes of a results file read at most (a run writes two short lines a sub-task)
+
+
+def _read_user_file(folder: Path, name: str) -> str:
+    """The text of ``folder/name``, a file the job's user wrote, read without following a link at either
+    step, and only if it is a regular file (an admin's gstat must not block on a FIFO a user planted, or
+    read what a link points at); at most :data:`MAX_RESULTS` bytes."""
+    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{name}: not a regular file")
+        chunks, left = [], MAX_RESULTS
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 16))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def _tasks_of(row: dict[str, Any]) -> list[int]:
