@@ -217,6 +217,7 @@ from .types import (
     Decision,
     Forecast,
     HeadReservation,
+    Params,
     Plan,
     Policy,
     Predictor,
@@ -271,6 +272,14 @@ def schedule(snap: Snapshot) -> Plan:
         if wake and min(wake) != plan.wake_at:
             plan = replace(plan, wake_at=min(wake))
     return plan
+
+
+def quiet_when_full(params: Params) -> bool:
+    """Whether, under ``params``, a pass with fewer cores free than the smallest pending job needs
+    decides nothing and keeps nothing for the next pass (no reservation, no splittable job, nothing lent
+    or ended: the driver asks that much itself).  So under fcfs, easy and conservative, which keep no
+    head reservation from pass to pass and never preempt; not under checkpoint-backfill."""
+    return params.policy in (Policy.FCFS, Policy.EASY, Policy.CONSERVATIVE)
 
 
 def _begin_wake(snap: Snapshot) -> float | None:

@@ -27,7 +27,7 @@ from ..core.depend import Dep
 from ..core.eligible import throttled
 from ..core.placement import Request as PlaceRequest
 from ..core.placement import claimed
-from ..core.policy import schedule
+from ..core.policy import quiet_when_full, schedule
 from ..core.topology import MachineMap
 from ..core.types import (
     Activate,
@@ -256,9 +256,7 @@ def simulate(
         order_key.update({n + k: (rvs[k].create, 1, k) for k in range(len(rvs))})
         key = lambda w: order_key[w.id]  # noqa: E731 - queue order: submission or creation time
 
-    # Under these policies a pass with fewer cores free than the smallest pending job
-    # needs starts nothing, preempts nothing and keeps no state for the next pass.
-    quiet_full = params.policy in (Policy.FCFS, Policy.EASY, Policy.CONSERVATIVE) and not splits
+    quiet_full = quiet_when_full(params) and not splits
     heappush, heappop = heapq.heappush, heapq.heappop
     gated = bool(gates)
     g = gates if gates is not None else Gates()
