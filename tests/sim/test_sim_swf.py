@@ -73,6 +73,8 @@ def test_limit_keeps_first_job_lines(write_trace):
         ("1 0 -1 10 1 -1 -1 1 20 -1 1 1 -1 -1 -1 -1 -1", "17 fields, expected 18"),
         ("1 0 -1 ten 1 -1 -1 1 20 -1 1 1 -1 -1 -1 -1 -1 -1", "field 4 is not a number: 'ten'"),
         ("1 0 -1 10 1 -1 -1 1 20 -1 1 1 -1 -1 -1 -1 -1 nan", "field 18 is not a number"),
+        ("1 0 -1 10 1 inf -1 1 20 -1 1 1 -1 -1 -1 -1 -1 -1", "field 6 is not a number: 'inf'"),
+        ("1 0 -1 10 1 -1 -1 1 2O -1 1 1 -1 -1 -1 -1 -1 -1", "field 9 is not a number: '2O'"),
         (swf_line(1, -3, 10, 1, 20), "negative submit time -3"),
         (swf_line(1, 0, -5, 1, 20), "negative run time -5"),
         (swf_line(1, 0, 5, 1, -20), "negative requested time -20"),
@@ -137,3 +139,14 @@ def test_truncated_gzip(tmp_path):
     p.write_bytes(data[: len(data) // 2])
     with pytest.raises(TraceError, match="cannot read"):
         swf.read(str(p))
+
+
+def test_whole_and_decimal_numbers_read_alike(write_trace):
+    """A line of whole numbers and one with points, exponents or signs in the same fields give the same job."""
+    plain = swf.read(write_trace([swf_line(1, 0, 10, 4, 20), swf_line(2, 5, 7, 2, 9)]))
+    written = "1 0.0 -1 1e1 4 2.12 -1 +4 20.0 -1 1 1 -1 -1 -1 -1 -1 -1"
+    other = swf.read(write_trace([written, swf_line(2, 5, 7, 2, 9)]))
+    for col in ("ids", "submit", "size", "walltime", "run", "user"):
+        assert getattr(plain, col) == getattr(other, col), col
+    assert all(type(x) is float for x in other.submit + other.walltime + other.run)
+    assert all(type(x) is float for x in plain.submit + plain.walltime + plain.run)
