@@ -462,7 +462,7 @@ class _Pass:
     total: tuple[int, ...]
     active: dict[int, Resv]
     bound: list[Running]
-    general: list[Running]
+    general: Sequence[Running]
     free_now: list[int]
     cap: list[int]
     _profs: list[Profile] | None
@@ -485,7 +485,7 @@ class _Pass:
             # cores only, no reservation: the common case, in one sweep over the running jobs
             self.names, self.index, self.dims, self.total = [], {}, 1, (snap.ncores,)
             self.active, self.bound = {}, []
-            general = self.general = list(snap.running)
+            general = self.general = snap.running
             # (an end before now may stay so: every reader counts it as free now)
             if mode:
                 ends0 = [(counted_end(r, now, mode), r.ncpus) for r in general]
@@ -525,7 +525,7 @@ class _Pass:
             general = [r for r in snap.running if r.bind is None or r.bind not in active]
             self.bound = [r for r in snap.running if r.bind is not None and r.bind in active]
         else:
-            general, self.bound = list(snap.running), []
+            general, self.bound = snap.running, []
         self.general = general
         free = [0] * dims
         held = [0] * dims
@@ -981,16 +981,23 @@ def _as_job(r: Resv) -> Waiting:
     return Waiting(r.id, r.ncpus, r.duration, resources=r.resources, flex=True, place=place)
 
 
+# The members read on every pass, as plain names (reading a member of an Enum class is slow).
+_EASY, _CKPT, _FCFS, _CONS = Policy.EASY, Policy.CHECKPOINT_BACKFILL, Policy.FCFS, Policy.CONSERVATIVE
+_BY_USER = Predictor.USER_HISTORY
+
+
 def _one_pass(snap: Snapshot) -> Plan:
     """The pass (see the module docstring)."""
-    policy = snap.params.policy
-    if policy is Policy.CONSERVATIVE:
+    params = snap.params
+    policy = params.policy
+    if policy is _EASY:
+        return _backfill(snap, False, False)[0]
+    if policy is _CKPT:
+        return _backfill(snap, True, params.cascade)[0]
+    if policy is _CONS:
         return _conservative(snap, None)
-    if policy is Policy.FCFS:
+    if policy is _FCFS:
         return _fcfs(snap, None)[0]
-    if policy is Policy.EASY or policy is Policy.CHECKPOINT_BACKFILL:
-        ckpt = policy is Policy.CHECKPOINT_BACKFILL
-        return _backfill(snap, ckpt, ckpt and snap.params.cascade)[0]
     raise ValueError(f"unknown policy {policy!r}")
 
 
@@ -1305,8 +1312,14 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     # estimate, resources, checkpointability, flex, and for the prediction its estimate (scaled)
     # or its user and elapsed time (user-history).
     refused: set[tuple[object, ...]] | None = None if lazy else set()
-    by_user = snap.params.predictor is Predictor.USER_HISTORY
+    by_user = snap.params.predictor is _BY_USER
     ask: tuple[object, ...] = ()
+    # cores only, nothing to shorten, nothing loose, the head's reservation the one later hold:
+    # a job turned down by the tests below is one of more cores than the head leaves (``_extra``)
+    # that would still run when the head's reservation begins; such a job is passed over at once
+    quick = lazy and h1 is not None and predict is None and extra is None and ps.loose is None
+    until = h1[0] if quick and h1 is not None else -inf
+    room = ps._extra if quick else inf
     # only the jobs that fit in what is free now are looked at (free only shrinks in this loop):
     # the others are passed over in C, which on a long queue is most of the pass
     for w in compress(rest, map(free0.__ge__, map(_NCPUS, rest))):
@@ -1316,6 +1329,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if n > free0 or (binding and w.bind is not None):  # cheap tests first: most of a long queue stops here
             continue
         est = w.estimate
+        if n > room and now + est > until and not w.resources:
+            continue
         if refused is not None:
             ask = (
                 (n, est, w.resources, w.preemptable, w.flex, w.user, w.elapsed)
@@ -1384,6 +1399,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if not lazy:
             cores = ps.profs[0]
             limits = cores.limits()
+        if quick:
+            room = ps._extra if ps._profs is None else inf
         if extra is not None:
             for d in range(ps.dims):
                 extra[d] -= v[d]

@@ -59,10 +59,13 @@ def user_history(job: Waiting, mean: float | None, threshold: float) -> float | 
     return left
 
 
+_BY_USER = Predictor.USER_HISTORY  # a plain name: reading an Enum member is slow
+
+
 def make_predictor(params: Params, history: Mapping[str, tuple[float, ...]]) -> PredictFn:
     """The predictor ``params`` selects, as a function of one pending job."""
     p, threshold = params.p, params.threshold
-    if params.predictor is Predictor.USER_HISTORY:
+    if params.predictor is _BY_USER:
         means: dict[str, float | None] = {}
 
         def predict_history(job: Waiting) -> float | None:
