@@ -522,7 +522,7 @@ class _Pass:
         self.total = (snap.ncores, *(snap.floating[n] for n in names))
         active = self.active = {r.id: r for r in snap.reservations if r.active}
         if active:
-            general = [r for r in snap.running if r.bind is None or r.bind not in active]
+            general: Sequence[Running] = [r for r in snap.running if r.bind is None or r.bind not in active]
             self.bound = [r for r in snap.running if r.bind is not None and r.bind in active]
         else:
             general, self.bound = snap.running, []
@@ -1318,7 +1318,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     # a job turned down by the tests below is one of more cores than the head leaves (``_extra``)
     # that would still run when the head's reservation begins; such a job is passed over at once
     quick = lazy and h1 is not None and predict is None and extra is None and ps.loose is None
-    until = h1[0] if quick and h1 is not None else -inf
+    begins = h1[0] if quick and h1 is not None else -inf
     room = ps._extra if quick else inf
     # only the jobs that fit in what is free now are looked at (free only shrinks in this loop):
     # the others are passed over in C, which on a long queue is most of the pass
@@ -1329,7 +1329,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         if n > free0 or (binding and w.bind is not None):  # cheap tests first: most of a long queue stops here
             continue
         est = w.estimate
-        if n > room and now + est > until and not w.resources:
+        if n > room and now + est > begins and not w.resources:
             continue
         if refused is not None:
             ask = (
