@@ -261,12 +261,15 @@ def schedule(snap: Snapshot) -> Plan:
         first, snap, stop = endings.settle(snap)
         if stop:  # the driver carries the endings out and passes again at once
             return Plan(first, snap.head, snap.now, eligibility(snap)[1])
-    pending, reasons, cancels = eligibility(snap)
-    if pending is snap.pending and not first:
-        plan = _schedule(snap)
+    if not snap.gated and not first:  # no pending job is gated: eligibility would keep them all
+        plan = tree.schedule(snap, _one_pass) if snap.lent else _one_pass(snap)
     else:
-        plan = _schedule(replace(snap, pending=pending))
-        plan = replace(plan, decisions=(*first, *cancels, *plan.decisions), reasons=reasons)
+        pending, reasons, cancels = eligibility(snap)
+        if pending is snap.pending and not first:
+            plan = _schedule(snap)
+        else:
+            plan = _schedule(replace(snap, pending=pending))
+            plan = replace(plan, decisions=(*first, *cancels, *plan.decisions), reasons=reasons)
     if snap.reservations or (snap.gated and snap.pending):  # reservation ends, begin times
         wake = [t for t in (plan.wake_at, endings.wake(snap), _begin_wake(snap)) if t is not None]
         if wake and min(wake) != plan.wake_at:
@@ -645,6 +648,8 @@ class _Pass:
         """
         machine = self.machine
         if machine is None or (w.flex and w.place is None):
+            if self._profs is None and self._hold1 is None:  # earliest(), cores only, without a call
+                return self._first_free(v[0], self.now if not_before is None else not_before)
             return self.earliest(v, duration, None, not_before)
         # the cores free by a time only grow with it: the first release after which the
         # requirement can be met is found by bisection, then the count is asked from there
@@ -1211,7 +1216,8 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
 def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     now = snap.now
     ps = _Pass(snap, (_NAIVE if naive else _PLANNED) if ckpt else _USER)
-    ps.fixed()
+    if snap.reservations:
+        ps.fixed()
     queue = snap.pending  # entries bound to a reservation are skipped as they come (see bound_starts)
     h = -1
     shadow = inf
@@ -1257,7 +1263,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             h = i
             break
         if h < 0:
-            ps.bound_starts(snap.pending)
+            if ps.active or ps.activated:
+                ps.bound_starts(snap.pending)
             return _plan(ps, None), ps
         rest = list(queue[h + 1 :])
         if skip > h:
@@ -1419,8 +1426,10 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
                     wake = pe
         if now < shadow < wake and reclaimable:
             wake = shadow
-    ps.bound_starts(snap.pending)
-    _split(ps, snap, rest)
+    if ps.active or ps.activated:
+        ps.bound_starts(snap.pending)
+    if snap.splitting:
+        _split(ps, snap, rest)
     return _plan(ps, HeadReservation(head.id, shadow), wake), ps
 
 
