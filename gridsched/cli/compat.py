@@ -47,6 +47,7 @@ class Rule:
     gs: str  # the gridsched equivalent, for the manual
     value: bool = True  # takes a value
     why: str = ""  # for "ignore": why, in the warning
+    optional: bool = False  # the value is optional: only --flag=VALUE gives one
 
 
 _MAIL = "no mail is sent"
@@ -85,6 +86,7 @@ SLURM: tuple[Rule, ...] = (
         "the user's login environment",
         "(warned)",
         why="the job gets the submitting environment",
+        optional=True,
     ),
     Rule(("-v", "--verbose"), "quiet", "sbatch's own messages", "(no effect)", value=False),
     Rule(("-V", "--version"), "quiet", "sbatch's version", "(no effect)", value=False),
@@ -100,6 +102,7 @@ SLURM: tuple[Rule, ...] = (
         "whole node",
         "(warned)",
         why="a job gets exactly its own cores; ask for the whole machine with -c",
+        optional=True,
     ),
     Rule(
         ("--ntasks-per-core",),
@@ -315,6 +318,9 @@ def _split(
                 val = toks[i]
                 i += 1
             out.append((tok if not val or eq else f"{tok} {val}", None, None))
+            continue
+        if rule.optional:
+            out.append((flag, rule, val if eq else None))
             continue
         if not rule.value:
             if eq or val:
