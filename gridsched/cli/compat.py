@@ -620,12 +620,17 @@ class _Reader:
                     raise CompatError(f"{where}: {shown}: must be oe, eo or n")
                 self.set(lineno, "join", j)
             elif key == "attr":
-                for attr in v.split(","):  # -W depend=afterok:1,group_list=x is one attribute per comma only
-                    name, eq, val = attr.partition("=")
+                # attributes are comma-separated, but so are the conditions of depend=: it takes the rest
+                rest = v
+                while rest:
+                    attr, _, after = rest.partition(",")
+                    name, eq, _ = attr.partition("=")
                     if name.strip() == "depend" and eq:
-                        self.set(lineno, "depend", _pbs_depend(v.partition("=")[2]))
+                        self.set(lineno, "depend", _pbs_depend(rest.partition("=")[2]))
                         break
-                    self.warn(lineno, f"#PBS -W {attr}", f"attribute {name.strip()!r} is not supported")
+                    if attr.strip():
+                        self.warn(lineno, f"#PBS -W {attr.strip()}", f"attribute {name.strip()!r} is not supported")
+                    rest = after
             elif key == "resources":
                 for item in v.split(","):
                     if item.strip():
@@ -885,12 +890,10 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
     elif ck is not None:
         out.append(f"# gridsched: dropped --checkpoint {ck} (no Slurm equivalent)")
     join = params.get("join")
-    if join == "oe" and not params.get("output"):
+    if join == "oe" and not params.get("error"):
         pass  # sbatch joins the error to the output when no --error is given
     elif join in ("oe", "eo"):
         out.append(f"# gridsched: dropped --join {join} (sbatch joins them when --error is not given)")
-    if params.get("shell"):
-        out.append(f"# gridsched: dropped --shell {q(params['shell'])} (sbatch runs the #! line's interpreter)")
     return out
 
 

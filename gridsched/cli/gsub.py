@@ -426,21 +426,7 @@ def cli(
         if cmd_mem == cmd_per:
             fail(PROG, "--mem and --mem-per-cpu exclude each other", ExitCode.USAGE)
         p["mem" if cmd_per else "mem_per_cpu"] = None  # the command line wins over a directive
-    if p["emit"] == "slurm":
-        click.echo(compat.emit_slurm(sc.text, given(ctx, p)), nl=False)
-        return ExitCode.OK
-    if p["emit"] == "pbs":
-        click.echo(compat.emit_pbs(sc.text, given(ctx, p)), nl=False)
-        return ExitCode.OK
     dialect = p["_dialect"]
-    for opt in ("output", "error"):
-        bad = compat.unknown_patterns(p[opt] or "") if dialect in (None, "slurm") else []
-        if bad:
-            warn(
-                PROG,
-                f"warning: {opt} '{p[opt]}': {', '.join(dict.fromkeys(bad))} is not a file name pattern "
-                "(known: %A %a %j %J %N %n %s %t %u %x %%); it stays as written",
-            )
     import os
 
     try:
@@ -449,6 +435,18 @@ def cli(
         fail(PROG, str(e), e.code)
     for n in notes:
         warn(PROG, f"warning: {n}")
+    if p["emit"] is not None:  # the script as the other system would read it, with the interpreter chosen here
+        emit = compat.emit_slurm if p["emit"] == "slurm" else compat.emit_pbs
+        click.echo(emit(sc.text, {**given(ctx, p), **({"shell": shell} if shell else {})}), nl=False)
+        return ExitCode.OK
+    for opt in ("output", "error"):
+        bad = compat.unknown_patterns(p[opt] or "") if dialect in (None, "slurm") else []
+        if bad:
+            warn(
+                PROG,
+                f"warning: {opt} '{p[opt]}': {', '.join(dict.fromkeys(bad))} is not a file name pattern "
+                "(known: %A %a %j %J %N %n %s %t %u %x %%); it stays as written",
+            )
     join, default_output = p["join"], None
     if dialect == "slurm":  # sbatch: slurm-%j.out in the working directory, standard error joined to it
         default_output = compat.slurm_output(p["array"] is not None)

@@ -612,3 +612,17 @@ def test_emit_pbs_comments_what_pbs_lacks(env, run):
     assert r.exit_code == 0
     assert "# gridsched: dropped --checkpoint signal (no PBS equivalent)\n" in r.stdout
     assert "# gridsched: PBS does not expand % patterns in -o\n" in r.stdout
+
+
+def test_emit_starts_with_the_interpreter_the_script_runs_under(env, run):
+    write(env / "p.sh", "#PBS -N p\n#PBS -l walltime=60\ntrue\n")
+    r = run(gsub.cli, ["--emit", "slurm", "p.sh"])
+    assert r.exit_code == 0
+    want = LOGIN if os.access(LOGIN, os.X_OK) else "/bin/sh"
+    assert r.stdout == f"#!{want}\n#SBATCH --job-name=p\n#SBATCH --time=00:01:00\ntrue\n"
+
+
+def test_pbs_W_depend_after_another_attribute():
+    tr = compat.translate("#!/bin/sh\n#PBS -W group_list=g,depend=afterok:1.srv,afterany:2\ntrue\n", "j.sh")
+    assert tr.params() == {"-d": "afterok:1,afterany:2"}
+    assert tr.warnings == ["j.sh:2: #PBS -W group_list=g ignored: attribute 'group_list' is not supported"]
