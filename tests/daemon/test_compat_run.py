@@ -159,3 +159,20 @@ def test_the_daemon_refuses_a_shell_that_cannot_run(gs):
     rec = wait_for(lambda: (r := refused()) and r["refused"] and r, 15, "the refusal")
     assert "field 'shell' must name an executable file: /no/such/shell" in rec["refused"]
     assert gs.alive()
+
+
+def test_sbatch_begin_makes_the_job_wait_for_its_time(gs):
+    script = gs.work / "b.sh"
+    script.write_text("#!/bin/sh\n#SBATCH --begin=now+1hour\ntrue\n")
+    jid = gs.gsub(str(script))
+    j = wait_for(lambda: (j := gs.job(jid))["reason"].startswith("begin time") and j, 15, "the begin time reason")
+    assert j["state"] == "PENDING"
+
+
+def test_open_mode_append_keeps_what_the_output_file_held(gs):
+    (gs.work / "kept.out").write_text("before\n")
+    script = gs.work / "a.sh"
+    script.write_text("#!/bin/sh\n#SBATCH -o kept.out --open-mode=append\necho after\n")
+    jid = gs.gsub(str(script))
+    assert gs.wait_state(jid, *DONE)["state"] == "COMPLETED", gs.log()
+    assert (gs.work / "kept.out").read_text() == "before\nafter\n"
