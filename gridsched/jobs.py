@@ -74,6 +74,7 @@ SPEC_OPTIONAL_KEYS = {
     "shell": "str: absolute path of what runs a script without #! on line 1 (gsub --shell, #PBS -S, the login "
     "shell of a PBS or SGE script; absent: /bin/sh)",
     "open_mode": "str: 'append': output files are appended to, never truncated (gsub --open-mode)",
+    "begin": "float: not before this time, seconds since the epoch (gsub --begin, #SBATCH --begin)",
     "array": "str: a submitted array's range (gsub --array, canonical form of gridsched.arrays); the daemon "
     "takes it in as one job per index, whose specs have the three keys below instead",
     "array_id": "int: the array a task belongs to (the job id of its first task)",

@@ -683,8 +683,6 @@ class _Reader:
                     mem += count * _bytes(_pbs_size(where, shown, x))
                 elif k in ("mpiprocs", "ompthreads"):
                     pass  # how the job starts its processes on its cores
-                elif k in ("gpus", "ngpus"):
-                    self.warn(lineno, shown, f"{k!r} in {name}: not supported here")
                 else:
                     self.warn(lineno, shown, f"{k!r} in {name}: not supported")
             total += count * per
