@@ -508,7 +508,7 @@ class _Reader:
         self.array: tuple[str, int] | None = None
         self.throttle: tuple[int, int] | None = None
         self.mem_set = False
-        self.pmem_set = False
+        self.pmem_set: list[tuple[int, str]] = []  # PBS pmem= lines: (line, directive as written)
         self.vmem: tuple[str, int] | None = None
         self.pvmem: tuple[str, int] | None = None
 
@@ -655,7 +655,7 @@ class _Reader:
             self.mem_set = True
             self.set(lineno, "mem", _pbs_size(where, shown, value))
         elif rule.key == "pmem":
-            self.pmem_set = True
+            self.pmem_set.append((lineno, shown))
             self.set(lineno, "mem_per_cpu", _pbs_size(where, shown, value))
         elif rule.key == "vmem":
             self.vmem = (_pbs_size(where, shown, value), lineno)
@@ -773,6 +773,10 @@ class _Reader:
                 f"{shown}: {nodes} nodes: this is one machine: the job runs here on all their cores "
                 f"(the one-node equivalent: -l {one})",
             )
+        if self.mem_set and self.pmem_set:  # PBS takes both; the job's total is the limit here
+            self.out.settings = [st for st in self.out.settings if st[1][0] != "--mem-per-cpu"]
+            for ln, shown in self.pmem_set:
+                self.warn(ln, shown, "mem= gives the memory of the whole job")
         if self.vmem is not None and not self.mem_set:
             self.set(self.vmem[1], "mem", self.vmem[0])
         if self.pvmem is not None and not self.pmem_set:

@@ -626,3 +626,9 @@ def test_pbs_W_depend_after_another_attribute():
     tr = compat.translate("#!/bin/sh\n#PBS -W group_list=g,depend=afterok:1.srv,afterany:2\ntrue\n", "j.sh")
     assert tr.params() == {"-d": "afterok:1,afterany:2"}
     assert tr.warnings == ["j.sh:2: #PBS -W group_list=g ignored: attribute 'group_list' is not supported"]
+
+
+def test_pbs_mem_wins_over_pmem():
+    tr = compat.translate("#!/bin/sh\n#PBS -l mem=4gb,pmem=1gb\ntrue\n", "j.sh")
+    assert tr.params() == {"--mem": "4096M"}
+    assert tr.warnings == ["j.sh:2: #PBS -l pmem=1gb ignored: mem= gives the memory of the whole job"]
