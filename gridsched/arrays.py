@@ -114,10 +114,15 @@ def task_name(array_id: int, index: int) -> str:
     return f"{array_id}_{index}"
 
 
-_TASK_SUBST = re.compile(r"%[ja%]")
+_TASK_SUBST = re.compile(r"%(\d*)([ja%])")
 
 
 def task_path(template: str, job_id: int, index: int) -> str:
     """An array task's output path: gsub left ``%j``, ``%a`` and ``%%`` for the daemon to fill in."""
-    subst = {"%j": str(job_id), "%a": str(index), "%%": "%"}
-    return _TASK_SUBST.sub(lambda m: subst[m.group()], template)
+    subst = {"j": str(job_id), "a": str(index), "%": "%"}
+
+    def sub(m: re.Match[str]) -> str:
+        v = subst[m.group(2)]
+        return v.zfill(min(int(m.group(1)), 64)) if m.group(1) and v.isdigit() else v
+
+    return _TASK_SUBST.sub(sub, template)

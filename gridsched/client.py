@@ -115,7 +115,9 @@ class Client:
         """Submit the script file ``script``, or ``command`` run by /bin/sh; the job as submitted.
 
         Options are those of gsub (``walltime`` and ``mem`` as gsub takes them,
-        or seconds and bytes); directives in the script are not read.
+        or seconds and bytes: a bare number of ``walltime``, even as a string, is
+        seconds here, not minutes as for ``gsub -t``); directives in the script are
+        not read.
         """
         if (script is None) == (command is None):
             raise GridschedError("give a script file or a command, not both or neither")

@@ -71,6 +71,10 @@ SPEC_OPTIONAL_KEYS = {
     "resources": "dict[str, int]: floating resources (gsub -l NAME=COUNT), name -> units",
     "reservation": "int: the reservation the job is bound to (gsub --reservation)",
     "wait_resv": "bool: with reservation, wait for its cores instead of being refused (gsub --wait-resv)",
+    "shell": "str: absolute path of what runs a script without #! on line 1 (gsub --shell, #PBS -S, the login "
+    "shell of a PBS or SGE script; absent: /bin/sh)",
+    "open_mode": "str: 'append': output files are appended to, never truncated (gsub --open-mode)",
+    "begin": "float: not before this time, seconds since the epoch (gsub --begin, #SBATCH --begin)",
     "array": "str: a submitted array's range (gsub --array, canonical form of gridsched.arrays); the daemon "
     "takes it in as one job per index, whose specs have the three keys below instead",
     "array_id": "int: the array a task belongs to (the job id of its first task)",

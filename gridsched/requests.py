@@ -128,6 +128,8 @@ class JobSpec(NamedTuple):
     threads_per_core: int = 0
     exclusive_board: bool = False
     begin: float | None = None  # not before this time (seconds since the epoch)
+    shell: str | None = None  # what runs a script without #! on line 1 (None: /bin/sh)
+    open_mode: str | None = None  # "append": output files are appended to, never truncated
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -165,6 +167,10 @@ class JobSpec(NamedTuple):
             spec["array"] = self.array
         if self.begin is not None:
             spec["begin"] = self.begin
+        if self.shell is not None:
+            spec["shell"] = self.shell
+        if self.open_mode is not None:
+            spec["open_mode"] = self.open_mode
         if self.split is not None:
             sp: dict[str, Any] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
             if self.split.tasks:
@@ -590,6 +596,8 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         threads_per_core=tpc,
         exclusive_board=f.flag("exclusive_board", required=False),
         begin=f.number("begin", 0, MAX_TIME, required=False),
+        shell=_shell(f),
+        open_mode=_open_mode(f),
     )
     if "\0" in spec.script:
         raise f.bad("script", "holds a NUL character")
@@ -597,6 +605,39 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         spec = _replace(spec, submit_dir=spec.workdir)
     f.done()
     return spec
+
+
+def shell_problem(p: str) -> str | None:
+    """Why ``p`` cannot run a job script (not an absolute path to an executable regular file), or None."""
+    import os
+    import stat
+
+    if not p.startswith("/"):
+        return "not an absolute path"
+    try:
+        st = os.stat(p)
+    except OSError as e:
+        return f"cannot be used ({e.strerror})"
+    if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
+        return "not an executable file"
+    return None
+
+
+def _shell(f: _Fields) -> str | None:
+    p = f.path("shell", required=False)
+    if p is None:
+        return None
+    why = shell_problem(p)
+    if why:
+        raise f.bad("shell", f"must name an executable file: {safe(p, 80)} is {why}")
+    return str(p)
+
+
+def _open_mode(f: _Fields) -> str | None:
+    v = f.text("open_mode", 16, required=False)
+    if v is not None and v not in ("append", "truncate"):
+        raise f.bad("open_mode", "must be append or truncate")
+    return None if v in (None, "truncate") else str(v)
 
 
 def _sub_tasks(g: _Fields) -> tuple[SubTask, ...]:

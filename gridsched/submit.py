@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from . import requests as rq
 from .config import Config
 from .core import depend
-from .core.request import infeasible
+from .core.request import infeasible, too_much_memory
 from .core.units import format_duration
 from .jobs import TERMINAL, JobState
 from .spool import IdTaken, Spool
@@ -78,6 +78,11 @@ class Options:
     parent: int | None = None  # --parent: the job this one is a child of (default: the job gsub runs in)
     no_parent: bool = False  # --no-parent: not a child even inside a job
     recoverable: bool = False  # --recoverable: the subtree is kept (held) if this job fails
+    shell: str | None = None  # what runs a script without #! on line 1 (choose_shell); None: /bin/sh
+    join: str | None = None  # --join: "oe" (error into the output file), "eo" (output into the error file), "n"
+    default_output: str | None = None  # the output file's template when -o is not given (slurm-%j.out)
+    begin: float | None = None  # --begin: not before this time (seconds since the epoch)
+    open_mode: str | None = None  # --open-mode: "append" or "truncate" (the default)
 
 
 def read_script(arg: str | None, wrap: str | None) -> Script:
@@ -120,29 +125,67 @@ def decode(data: bytes, label: str) -> str:
     return text
 
 
-_SUBST = re.compile(r"%[jxAa%]")
+_SUBST = re.compile(r"%(\d*)([AajJNnstux%])")
+
+
+def host_name() -> str:
+    import socket
+
+    return socket.gethostname().split(".", 1)[0]
 
 
 def output_path(
-    template: str | None, default: str, job_id: int, name: str, workdir: Path, submit_dir: Path, array: bool = False
+    template: str | None,
+    default: str,
+    job_id: int,
+    name: str,
+    workdir: Path,
+    submit_dir: Path,
+    array: bool = False,
+    user: str = "",
 ) -> Path:
     """The absolute path of an output file.
 
-    ``%j`` is the job id, ``%x`` the job name, ``%%`` a percent sign; as in
-    Slurm, ``%A`` is the id of the array (the job id of a job that is not an
-    array) and ``%a`` its index (0 for a job that is not an array).  A
-    relative path is relative to the working directory; an existing directory
-    receives the default file name.  No option: ``default`` in the submit
-    directory.  For an array (``array``), ``%j``, ``%a`` and ``%%`` are left in
-    the path (and a ``%`` of the name doubled): the daemon fills them in for
-    each task (:func:`gridsched.arrays.task_path`).
+    The patterns are sbatch's: ``%j`` (and ``%J``) is the job id, ``%x`` the
+    job name, ``%u`` the user name, ``%N`` the host name, ``%n`` and ``%t``
+    0 (the one node, the one task), ``%s`` ``batch``, ``%%`` a percent sign;
+    ``%A`` is the id of the array (the job id of a job that is not an array)
+    and ``%a`` its index (0 for a job that is not an array).  A number after
+    the ``%`` pads with zeros (``%4a``).  Other ``%`` patterns stay as written
+    (:func:`gridsched.cli.compat.unknown_patterns` finds them for a warning).
+    A relative path is relative to the working directory; an existing
+    directory receives the default file name.  No option: ``default`` in the
+    submit directory.  For an array (``array``), ``%j``, ``%J``, ``%a`` and
+    ``%%`` are left in the path (and a ``%`` of the other values doubled): the
+    daemon fills them in for each task (:func:`gridsched.arrays.task_path`).
     """
     if template is None:
         return submit_dir / default
-    subst = {"%j": str(job_id), "%x": name, "%%": "%", "%A": str(job_id), "%a": "0"}
-    if array:
-        subst.update({"%j": "%j", "%x": name.replace("%", "%%"), "%%": "%%", "%a": "%a"})
-    text = _SUBST.sub(lambda m: subst[m.group()], template)
+    vals = {
+        "j": str(job_id),
+        "J": str(job_id),
+        "A": str(job_id),
+        "a": "0",
+        "x": name,
+        "u": user or user_name(os.getuid()),
+        "N": host_name(),
+        "n": "0",
+        "s": "batch",
+        "t": "0",
+    }
+
+    def sub(m: re.Match[str]) -> str:
+        pad, c = m.group(1), m.group(2)
+        if c == "%":
+            return "%%" if array else "%"
+        if array and c in "jJa":
+            return f"%{pad}{'j' if c == 'J' else c}"
+        v = vals[c]
+        if pad and v.isdigit():
+            v = v.zfill(min(int(pad), 64))
+        return v.replace("%", "%%") if array else v
+
+    text = _SUBST.sub(sub, template)
     p = Path(os.path.expanduser(text))
     if not p.is_absolute():
         p = workdir / p
@@ -196,6 +239,128 @@ def user_name(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return os.environ.get("USER") or str(uid)
+
+
+def host_memory() -> int | None:
+    """Bytes of memory of this host (MemTotal of /proc/meminfo), or None if it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def machine_memory(machine: Any) -> int | None:
+    """Bytes of memory of a machine map: its boards' when every board declares it, else the host's."""
+    boards = getattr(machine, "boards", ())
+    if boards and all(b.memory for b in boards):
+        return int(sum(b.memory for b in boards))
+    return host_memory()
+
+
+def machine_memory_of(spool: Spool, cfg: Config) -> int | None:
+    """Memory of the machine: as the running daemon recorded it, else as the config and the host say."""
+    from .state import recorded_machine
+
+    n = recorded_machine(spool.db).get("memory")
+    if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+        return n
+    if cfg.topology:
+        from .topology import load_machine
+
+        try:
+            return machine_memory(load_machine(cfg))
+        except ValueError:
+            return host_memory()
+    return host_memory()
+
+
+def check_shell(shell: str) -> str:
+    """``shell`` if it is an absolute path to an executable file; :class:`SubmitError` otherwise."""
+    why = rq.shell_problem(shell)
+    if why:
+        raise SubmitError(f"shell '{rq.safe(shell, 80)}': {why}", USAGE)
+    return shell
+
+
+SBATCH_NO_SHEBANG = (
+    "This does not look like a batch script.  The first line must start with #! followed by the path to an interpreter."
+)
+NOLOGIN = ("nologin", "false", "true")
+
+
+def login_shell(uid: int) -> tuple[str, str]:
+    """The login shell of ``uid`` from the password database (as the daemon sees the user), and a warning
+    if it cannot run a script (then /bin/sh)."""
+    import pwd
+
+    try:
+        sh = pwd.getpwuid(uid).pw_shell or "/bin/sh"  # an empty field means /bin/sh
+    except KeyError:
+        return "/bin/sh", f"uid {uid} has no password entry: /bin/sh runs the script"
+    if os.path.basename(sh) in NOLOGIN or rq.shell_problem(sh):
+        return "/bin/sh", f"the login shell {sh} cannot run a script: /bin/sh runs it"
+    return sh, ""
+
+
+def _interpreter_name(line: str) -> str:
+    """The program a ``#!`` line names (``bash`` for ``#!/usr/bin/env bash``)."""
+    words = line[2:].split()
+    if not words:
+        return ""
+    prog = os.path.basename(words[0])
+    if prog == "env":
+        rest = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        return os.path.basename(rest[0]) if rest else prog
+    return prog
+
+
+def choose_shell(
+    text: str, label: str, dialect: str | None, shell: str | None, uid: int
+) -> tuple[str | None, list[str]]:
+    """What runs the script, as the system whose directives it carries would run it, and warnings.
+
+    A ``#!`` on line 1 wins (None: the kernel runs it).  Otherwise ``shell``
+    (``#PBS -S``, ``#$ -S``, ``--shell``); otherwise a PBS or SGE script runs
+    under the owner's login shell, a Slurm one is refused as sbatch refuses it
+    (:class:`SubmitError`), and any other runs under /bin/sh (None).  A ``#!``
+    line below line 1 is not read; a warning says so when the shell chosen is
+    not the one it names.
+    """
+    lines = text.split("\n")
+    warnings: list[str] = []
+    if lines and lines[0].startswith("#!"):
+        if shell is not None:
+            warnings.append(f"{label}: shell {shell} ignored: the #! line on line 1 chooses the interpreter")
+        return None, warnings
+    if shell is not None:
+        chosen: str | None = check_shell(shell)
+        how = "the shell asked for"
+    elif dialect in ("pbs", "sge"):
+        chosen, why = login_shell(uid)
+        if why:
+            warnings.append(f"{label}: {why}")
+        how = f"the login shell, as {'PBS' if dialect == 'pbs' else 'Grid Engine'} runs a script without #! on line 1"
+    elif dialect == "slurm":
+        raise SubmitError(f"{label}: {SBATCH_NO_SHEBANG} (sbatch refuses it too; or give --shell PATH)", USAGE)
+    else:
+        chosen, how = None, "gridsched's default for a script without #! on line 1"
+    for n, line in enumerate(lines, start=1):
+        s = line.strip()
+        if not s:
+            continue
+        if s.startswith("#!") and n > 1:
+            named = _interpreter_name(s)
+            if named != os.path.basename(chosen or "/bin/sh"):
+                warnings.append(
+                    f"{label}:{n}: the #! line is not on line 1, so it is not read: the script runs with "
+                    f"{chosen or '/bin/sh'} ({how}); move it to line 1 to run {named or 'it'}"
+                )
+        break
+    return chosen, warnings
 
 
 def check_depend(spool: Spool, spec_text: str, job_id: int, uid: int) -> str:
@@ -281,6 +446,11 @@ def build_spec(
     why = infeasible(ncpus, cores)
     if why:
         raise SubmitError(f"job can never run: it {why}")
+    mem = opts.mem or None  # 0: the whole machine, as Slurm's --mem=0
+    if mem is not None:
+        why = too_much_memory(mem, machine_memory_of(spool, cfg))
+        if why:
+            raise SubmitError(f"job can never run: it {why}")
     checkpoint = opts.checkpoint or cfg.checkpoint
     if checkpoint == "criu":
         from .host import criu_unavailable
@@ -307,19 +477,25 @@ def build_spec(
     arr = opts.array is not None
     suffix = f"{job_id}_%a" if arr else str(job_id)
     esc = name.replace("%", "%%") if arr else name
-    stdout = output_path(opts.output, f"{esc}.o{suffix}", job_id, name, workdir, submit_dir, arr)
-    stderr = output_path(opts.error, f"{esc}.e{suffix}", job_id, name, workdir, submit_dir, arr)
+    user = user_name(uid)
+    out_t = opts.output if opts.output is not None else opts.default_output
+    stdout = output_path(out_t, f"{esc}.o{suffix}", job_id, name, workdir, submit_dir, arr, user)
+    stderr = output_path(opts.error, f"{esc}.e{suffix}", job_id, name, workdir, submit_dir, arr, user)
+    if opts.join == "oe":
+        stderr = stdout
+    elif opts.join == "eo":
+        stdout = stderr
     check_output_dir("output", stdout)
     check_output_dir("error", stderr)
     spec = {
         "id": job_id,
         "name": name,
-        "user": user_name(uid),
+        "user": user,
         "uid": uid,
         "gid": os.getgid(),
         "ncpus": ncpus,
         "walltime": walltime,
-        "mem": opts.mem,
+        "mem": mem,
         "checkpoint": checkpoint,
         "hold": bool(opts.hold),
         "depend": dep,
@@ -334,6 +510,12 @@ def build_spec(
         "umask": current_umask(),
     }
     spec.update(tree_keys(spool, opts, ncpus, uid, env))
+    if opts.shell is not None:
+        spec["shell"] = check_shell(opts.shell)
+    if opts.begin is not None:
+        spec["begin"] = float(opts.begin)
+    if opts.open_mode == "append":
+        spec["open_mode"] = "append"
     if array is not None:
         spec["array"] = array.text
     if split is not None:

@@ -243,7 +243,7 @@ def main(argv: list[str]) -> int:
         log = None
     script = str(jdir / "task-script")
     with open(script, "rb") as f:
-        cmd = [script, *argv] if f.read(2) == b"#!" else ["/bin/sh", script, *argv]
+        cmd = [script, *argv] if f.read(2) == b"#!" else [str(spec.get("shell") or "/bin/sh"), script, *argv]
     piece = "split_chains" in spec
     try:  # the job's private part: its owner's, readable by the job (0600)
         with open(jdir / PRIVATE_FILE, encoding="utf-8") as f:

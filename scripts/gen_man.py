@@ -187,12 +187,53 @@ DIRECTIVES = para("""
 
 OUTPUT = para("""
     Without -o and -e, the job's standard output goes to NAME.oJOBID and its standard error to
-    NAME.eJOBID in the directory gsub ran in (as PBS does).  In the paths given to -o and -e,
-    %j is replaced by the job id, %x by the job name, %A by the array's id and %a by the task's
-    index (for a job that is not an array, its id and 0) and %% by a percent sign; a relative path
-    is relative to the job's working directory (-D); a path that is an existing directory
-    receives the default file name.  The directory of each file must exist when the job is
-    submitted.
+    NAME.eJOBID in the directory gsub ran in (as PBS does).  A script with #SBATCH directives is
+    written as sbatch writes it: without -o its output goes to slurm-%j.out (slurm-%A_%a.out for
+    an array) in the working directory, and without -e its standard error goes into the output
+    file.  --join oe (#PBS -j oe, #$ -j y) sends standard error into the output file, --join eo
+    the output into the error file, --join n keeps two files.
+
+    The paths given to -o and -e take sbatch's patterns: %j (and %J) the job id, %x the job name,
+    %u the user name, %N the host name, %A the array's id and %a the task's index (for a job that
+    is not an array, its id and 0), %n and %t 0 (the one node, the one task), %s "batch", %% a
+    percent sign; a number after the % pads with zeros (%4a).  Another pattern, such as %q, stays
+    as written, with a warning naming it.  A relative path is relative to the job's working
+    directory (-D); a path that is an existing directory receives the default file name (as PBS
+    -o DIR).  The directory of each file must exist when the job is submitted.  The files are
+    emptied when the job starts (--open-mode append keeps what they hold); they are written while
+    the job runs, straight into their final place, so PBS -k (keep them on the execution host) is
+    what always happens here and is accepted without a word.
+""")
+
+INTERPRETER = para("""
+    What runs the script, as the system whose directives it carries would run it: a #! on line 1
+    always wins (the kernel runs the interpreter it names).  Otherwise --shell PATH (#GS --shell,
+    #PBS -S, #$ -S), an absolute path to an executable; otherwise a script with #PBS or #$
+    directives runs under its owner's login shell, from the password database, as PBS and Grid
+    Engine run it; any other script runs under /bin/sh.  A script with #SBATCH directives and no
+    #! on line 1 is refused, with sbatch's words ("This does not look like a batch script.  The
+    first line must start with #! followed by the path to an interpreter."), because sbatch
+    refuses it: gridsched never guesses an interpreter for it.  A #! line below line 1 (after a
+    blank first line) is not read, by gridsched as by the kernel: when the interpreter chosen is
+    not the one it names, gsub prints a warning naming the line and the interpreter used.  The
+    daemon checks the interpreter again when it takes the job in (an absolute path to an
+    executable file, or the job is refused with one line) and runs the script with it.
+""")
+
+TIMES = para("""
+    -t and --walltime read a time as sbatch does: a bare number is MINUTES (-t 60 is one hour,
+    as sbatch -t 60), MM:SS, HH:MM:SS, D-HH, D-HH:MM and D-HH:MM:SS are sbatch's forms, and a
+    number with a unit (90s, 30m, 2h, 1.5d) means what it says; write -t 60s for a minute.  The
+    same holds for #GS -t and #SBATCH --time.  A PBS walltime (#PBS -l walltime=) and an SGE
+    h_rt are read as there: a bare number is seconds, else [[HH:]MM:]SS.  --task-time and
+    gresv durations keep gridsched's reading: a bare number is seconds.  In the Python API
+    (gridsched.client) a number is seconds too.
+
+    --mem is the memory of the whole job (a bare number is MiB; 0 is the whole machine, as
+    sbatch --mem=0); --mem-per-cpu (#SBATCH --mem-per-cpu, #PBS -l pmem=, SGE h_vmem and
+    mem_free, which are per slot) is multiplied by the job's cores.  A job asking for more
+    memory than the machine has is refused at submission, naming both numbers, and again by
+    the daemon.
 """)
 
 CHECKPOINT = para(f"""
@@ -220,24 +261,33 @@ CHECKPOINT = para(f"""
 
 FOREIGN = (
     para("""
-    A script without #GS lines may carry #SBATCH (Slurm) or #PBS (PBS, Torque) directives; they
-    are found by the same rule as #GS lines (at the top of the script, among comments) and
-    translated into the gsub options below.  Options on the command line win over them.  What
-    has no meaning on one machine is never dropped silently: gsub prints a warning naming the
-    line and the directive (gsub: warning: job.sh:4: #SBATCH --partition=gpu ignored: no
-    partitions on one machine) and the job is submitted.  A value that cannot be translated is
-    an error naming the line.  In Slurm a bare time is minutes (--time=90 is 1:30:00); the
-    cores of a job are ntasks times cpus-per-task; PBS -l nodes=N:ppn=M and select=N:ncpus=M
-    give N*M cores.
+    A script without #GS lines may carry #SBATCH (Slurm), #PBS (PBS Pro, Torque) or #$ (Grid
+    Engine) directives; they are found by the same rule as #GS lines (at the top of the script,
+    among comments) and translated into the gsub options below, read as each system reads them
+    (see INTERPRETER, OUTPUT FILES and TIMES AND MEMORY).  Options on the command line win over
+    them.  A script that mixes them is read as the system of its first directive line, with a
+    warning naming the lines that are not read.  What has no meaning on one machine is never
+    dropped silently: gsub prints a warning naming the line and the directive (gsub: warning:
+    job.sh:4: #SBATCH --partition=gpu ignored: no partitions on one machine), an unknown
+    directive is a warning naming it, and the job is submitted.  A value of the wrong type is an
+    error naming the script, the line and the directive (gsub: error: job.sh:3: #SBATCH -c
+    zero: 'zero' is not a whole number of at least 1).  The cores of a Slurm job are ntasks (or
+    nodes times ntasks-per-node) times cpus-per-task; PBS -l nodes=N:ppn=M and select=N:ncpus=M
+    give N*M cores; SGE -pe NAME N gives N.  A request for more than one node (-N 2,
+    nodes=2:ppn=8, select=2:ncpus=4) is submitted with the cores of all its nodes, with a warning
+    saying that this is one machine and what the one-node request is (--nodes=1 --ntasks=16,
+    -l nodes=1:ppn=16): a job that starts one process per node gets all of them here.  Mail
+    (--mail-type, -m, -M) is warned of: gridsched sends no mail.
 """)
     + "\n"
     + items([(d, f"{m}: {g}") for d, m, g in compat.manual_rows()])
     + "\n"
     + para("""
     gsub --emit slurm goes the other way: it prints the script with #SBATCH lines equivalent to
-    its #GS lines and the options given, and submits nothing.  Modes Slurm lacks
-    (--checkpoint signal, suspend, criu) become a comment: # gridsched: dropped --checkpoint
-    signal (no Slurm equivalent).
+    its directives and the options given, and submits nothing; --emit pbs prints #PBS lines
+    (PBS Pro: -l select=1:ncpus=N:mem=M, -l walltime=HH:MM:SS, -J for an array, -r y|n).  What
+    the other system lacks (--checkpoint signal, suspend, criu; % patterns in a PBS path)
+    becomes a comment: # gridsched: dropped --checkpoint signal (no Slurm equivalent).
 """)
 )
 
@@ -658,6 +708,8 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                 "SLURM AND PBS DIRECTIVES": FOREIGN,
                 "DEPENDENCIES": DEPENDENCIES,
                 "OUTPUT FILES": OUTPUT,
+                "INTERPRETER": INTERPRETER,
+                "TIMES AND MEMORY": TIMES,
                 "CHECKPOINTING": CHECKPOINT,
                 "JOB ARRAYS": ARRAYS,
                 "SPLITTABLE JOBS": SPLIT,

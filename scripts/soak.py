@@ -734,7 +734,7 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
                 "-n",
                 str(j.ncpus),
                 "-t",
-                str(j.walltime),
+                f"{j.walltime}s",
                 "--checkpoint",
                 j.mode,
                 "-o",

@@ -1,14 +1,22 @@
-"""Slurm and PBS directives: reading ``#SBATCH`` / ``#PBS`` lines, writing ``#SBATCH`` lines.
+"""Slurm, PBS and SGE directives: reading ``#SBATCH`` / ``#PBS`` / ``#$`` lines, writing ``#SBATCH`` / ``#PBS``.
 
-A script without ``#GS`` directives may carry ``#SBATCH`` or ``#PBS`` ones;
-they are found by the same header rule as ``#GS`` (:func:`scan`) and
-translated into gsub options (:func:`translate`).  What has no meaning on one
-machine is not dropped silently: it becomes a warning that names the line.
-The tables :data:`SLURM` and :data:`PBS` drive the translation and the
-section "SLURM AND PBS DIRECTIVES" of gsub(1).
+A script without ``#GS`` directives may carry ``#SBATCH``, ``#PBS`` or
+``#$`` (Grid Engine) ones; they are found by the same header rule as ``#GS``
+(:func:`scan`) and translated into gsub options (:func:`translate`), read as
+each system reads them: a bare Slurm time is minutes, a bare PBS walltime
+seconds, SGE memory is per slot.  What has no meaning on one machine is not
+dropped silently: it becomes a warning that names the line.  The tables
+:data:`SLURM`, :data:`PBS`, :data:`PBS_RESOURCES`, :data:`SGE` and
+:data:`SGE_RESOURCES` drive the translation and the section "SLURM AND PBS
+DIRECTIVES" of gsub(1).
 
-:func:`emit_slurm` goes the other way: a script with ``#SBATCH`` lines
-equivalent to the gsub options.
+The translation also says which system's script it is (``dialect``): that
+chooses what the job runs under when the script has no ``#!`` on its first
+line (:func:`gridsched.submit.choose_shell`) and, for Slurm, the default output
+file ``slurm-%j.out`` with standard error joined to it.
+
+:func:`emit_slurm` and :func:`emit_pbs` go the other way: a script with
+``#SBATCH`` or ``#PBS`` lines equivalent to the gsub options.
 
 Standard library only: gsub imports this on every submission.
 """
@@ -18,10 +26,11 @@ from __future__ import annotations
 import math
 import re
 import shlex
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.units import format_duration
+from ..core.units import UnitError, format_duration, parse_duration, parse_size
 
 
 class CompatError(Exception):
@@ -33,51 +42,79 @@ class Rule:
     """One directive: its flags, what it sets (``key``), and what gsub does with it."""
 
     flags: tuple[str, ...]
-    key: str  # what it sets; "ignore" for directives that have no meaning here
+    key: str  # what it sets; "ignore" for directives that have no meaning here, "quiet" for harmless ones
     meaning: str
     gs: str  # the gridsched equivalent, for the manual
     value: bool = True  # takes a value
     why: str = ""  # for "ignore": why, in the warning
+    optional: bool = False  # the value is optional: only --flag=VALUE gives one
 
+
+_MAIL = "no mail is sent"
 
 SLURM: tuple[Rule, ...] = (
     Rule(("-J", "--job-name"), "name", "job name", "-N NAME"),
     Rule(("-n", "--ntasks"), "ntasks", "number of tasks", "-n NTASKS*CPUS_PER_TASK"),
-    Rule(("--ntasks-per-node",), "ntasks", "tasks on the node", "-n NTASKS*CPUS_PER_TASK"),
+    Rule(
+        ("--ntasks-per-node", "--tasks-per-node"),
+        "per_node",
+        "tasks on each node",
+        "-n NODES*TASKS_PER_NODE*CPUS_PER_TASK",
+    ),
     Rule(("-c", "--cpus-per-task"), "cpus", "cores per task", "-n NTASKS*CPUS_PER_TASK"),
-    Rule(("-N", "--nodes"), "nodes", "number of nodes", "(1 is accepted; more is warned of: one machine)"),
-    Rule(("-t", "--time"), "time", "time limit (a bare number is minutes)", "-t"),
-    Rule(("-o", "--output"), "output", "standard output file (%j, %x, %A, %a)", "-o"),
-    Rule(("-e", "--error"), "error", "standard error file (%j, %x, %A, %a)", "-e"),
-    Rule(("--mem",), "mem", "memory of the job (a bare number is MiB)", "--mem"),
+    Rule(("-N", "--nodes"), "nodes", "number of nodes", "(more than 1: warned, and the cores of all nodes asked here)"),
+    Rule(("-t", "--time"), "time", "time limit (a bare number is minutes; UNLIMITED is warned)", "-t"),
+    Rule(("--time-min",), "ignore", "minimum time limit", "(warned)", why="-t is the one time limit"),
+    Rule(("-o", "--output"), "output", "standard output file (default slurm-%j.out)", "-o"),
+    Rule(("-e", "--error"), "error", "standard error file (default: joined to the output)", "-e"),
+    Rule(("--open-mode",), "open_mode", "output files: append or truncate", "--open-mode"),
+    Rule(("--mem",), "mem", "memory of the job (a bare number is MiB; 0 is the whole machine)", "--mem"),
+    Rule(("--mem-per-cpu",), "mem_per_cpu", "memory per core (times the cores)", "--mem-per-cpu"),
     Rule(("-a", "--array"), "array", "job array (RANGE[%MAX])", "--array"),
     Rule(("-d", "--dependency"), "depend", "dependencies", "-d SPEC"),
     Rule(("-L", "--licenses"), "licenses", "licences", "(not supported yet: warned)"),
     Rule(("-D", "--chdir"), "chdir", "working directory", "-D DIR"),
     Rule(("-H", "--hold"), "hold", "submit held", "--hold", value=False),
     Rule(("-W", "--wait"), "wait", "wait for the job to end", "--wait", value=False),
+    Rule(("-b", "--begin"), "begin", "start no earlier than (now+1hour, 16:00, 2030-01-20T12:34)", "--begin"),
     Rule(("--requeue",), "requeue", "may be requeued", "--checkpoint requeue", value=False),
     Rule(("--no-requeue",), "norequeue", "never requeued", "--checkpoint none", value=False),
     Rule(("--export",), "export", "environment passed (ALL)", "(always ALL; other values warned)"),
+    Rule(
+        ("--get-user-env",),
+        "ignore",
+        "the user's login environment",
+        "(warned)",
+        why="the job gets the submitting environment",
+        optional=True,
+    ),
+    Rule(("-v", "--verbose"), "quiet", "sbatch's own messages", "(no effect)", value=False),
+    Rule(("-V", "--version"), "quiet", "sbatch's version", "(no effect)", value=False),
     Rule(("-p", "--partition"), "ignore", "partition", "(warned)", why="no partitions on one machine"),
     Rule(("-A", "--account"), "ignore", "account", "(warned)", why="no accounts"),
     Rule(("-q", "--qos"), "ignore", "quality of service", "(warned)", why="no QOS"),
-    Rule(("--mail-type",), "ignore", "mail events", "(warned)", why="gridsched sends no mail"),
-    Rule(("--mail-user",), "ignore", "mail address", "(warned)", why="gridsched sends no mail"),
+    Rule(("--nice",), "ignore", "lower priority", "(warned)", why="priorities are not supported"),
+    Rule(("--mail-type",), "ignore", "mail events", "(warned)", why=_MAIL),
+    Rule(("--mail-user",), "ignore", "mail address", "(warned)", why=_MAIL),
     Rule(
         ("--exclusive",),
         "ignore",
         "whole node",
         "(warned)",
-        value=False,
-        why="a job gets exactly its own cores; ask for them with -c",
+        why="a job gets exactly its own cores; ask for the whole machine with -c",
+        optional=True,
     ),
-    Rule(("--mem-per-cpu",), "ignore", "memory per core", "(warned)", why="use --mem for the whole job"),
+    Rule(
+        ("--ntasks-per-core",),
+        "ignore",
+        "tasks on one core",
+        "(warned)",
+        why="the job's tasks share the job's cores as it starts them",
+    ),
     Rule(("-C", "--constraint"), "ignore", "node features", "(warned)", why="no node features on one machine"),
     Rule(("--gres",), "ignore", "generic resources", "(warned)", why="no generic resources"),
     Rule(("-G", "--gpus"), "ignore", "GPUs", "(warned)", why="no generic resources"),
     Rule(("-w", "--nodelist"), "ignore", "nodes to use", "(warned)", why="one machine"),
-    Rule(("-b", "--begin"), "ignore", "deferred start", "(warned)", why="deferred starts are not supported"),
     Rule(
         ("--signal",),
         "ignore",
@@ -90,37 +127,86 @@ SLURM: tuple[Rule, ...] = (
 PBS: tuple[Rule, ...] = (
     Rule(("-N",), "name", "job name", "-N NAME"),
     Rule(("-l",), "resources", "resources, comma-separated (below)", "see -l"),
-    Rule(("-o",), "output", "standard output file (a host: prefix is dropped)", "-o"),
-    Rule(("-e",), "error", "standard error file (a host: prefix is dropped)", "-e"),
+    Rule(("-o",), "output", "standard output file or directory (a host: prefix is dropped)", "-o"),
+    Rule(("-e",), "error", "standard error file or directory (a host: prefix is dropped)", "-e"),
+    Rule(("-j",), "join", "join: oe (error into output), eo (output into error), n", "--join"),
+    Rule(
+        ("-k",),
+        "quiet",
+        "keep output on the execution host",
+        "(accepted: output is always written straight into its final files)",
+    ),
     Rule(("-J",), "array", "job array (X-Y[:Z][%MAX])", "--array"),
+    Rule(("-t",), "array", "Torque job array (1-10, 1,3,5-7, with %MAX)", "--array"),
     Rule(("-W",), "attr", "attribute: depend=SPEC (job ids may carry a .server suffix)", "-d SPEC"),
-    Rule(("-d",), "chdir", "working directory", "-D DIR"),
+    Rule(("-d",), "chdir", "working directory (Torque)", "-D DIR"),
     Rule(("-h",), "hold", "submit held", "--hold", value=False),
+    Rule(("-S",), "shell", "shell of a script without #! on line 1", "--shell"),
+    Rule(("-r",), "rerun", "rerunnable: y or n", "--checkpoint requeue (y) or none (n)"),
     Rule(("-V",), "export", "export the environment", "(always done)", value=False),
+    Rule(("-v",), "ignore", "variables to export", "(warned)", why="the job gets the whole submitting environment"),
     Rule(("-q",), "ignore", "queue", "(warned)", why="one queue on one machine"),
     Rule(("-A",), "ignore", "account", "(warned)", why="no accounts"),
-    Rule(("-m",), "ignore", "mail events", "(warned)", why="gridsched sends no mail"),
-    Rule(("-M",), "ignore", "mail address", "(warned)", why="gridsched sends no mail"),
-    Rule(("-j",), "ignore", "join output and error", "(warned)", why="give -o and -e instead"),
-    Rule(("-v",), "ignore", "variables to export", "(warned)", why="the job gets the whole submitting environment"),
-    Rule(("-r",), "ignore", "rerunnable", "(warned)", why="use --checkpoint requeue"),
-    Rule(("-S",), "ignore", "shell", "(warned)", why="the script's #! line chooses the interpreter"),
-    Rule(("-k",), "ignore", "keep output", "(warned)", why="output goes to its files directly"),
+    Rule(("-m",), "ignore", "mail events", "(warned)", why=_MAIL),
+    Rule(("-M",), "ignore", "mail address", "(warned)", why=_MAIL),
     Rule(("-p",), "ignore", "priority", "(warned)", why="priorities are not supported"),
     Rule(("-P",), "ignore", "project", "(warned)", why="no projects"),
 )
 
 # Resources of PBS -l NAME=VALUE; any other NAME is a licence (warned).
 PBS_RESOURCES: tuple[Rule, ...] = (
-    Rule(("walltime",), "time", "time limit, HH:MM:SS or seconds", "-t"),
-    Rule(("ncpus",), "ncpus", "cores", "-n"),
+    Rule(("walltime",), "time", "time limit, seconds or [[HH:]MM:]SS", "-t"),
+    Rule(("ncpus", "ppn"), "ncpus", "cores", "-n"),
     Rule(("nodes",), "nodes", "nodes=N:ppn=M: N*M cores", "-n N*M (N > 1 warned: one machine)"),
-    Rule(("select",), "select", "select=N:ncpus=M[:mem=SIZE]: N*M cores", "-n N*M, --mem"),
-    Rule(("mem",), "mem", "memory (b, kb, mb, gb, tb; bare: bytes)", "--mem"),
+    Rule(("select",), "select", "select=N:ncpus=M[:mem=SIZE]: N*M cores", "-n N*M, --mem (N > 1 warned)"),
+    Rule(("mem",), "mem", "memory of the job (b, kb, mb, gb, tb; bare: bytes)", "--mem"),
+    Rule(("pmem",), "pmem", "memory per process (times the cores)", "--mem-per-cpu"),
+    Rule(("vmem",), "vmem", "virtual memory of the job", "--mem (when mem= is not given)"),
+    Rule(("pvmem",), "pvmem", "virtual memory per process", "--mem-per-cpu (when pmem= is not given)"),
     Rule(("place", "host", "vnode", "arch"), "ignore", "placement", "(warned)", why="one machine"),
+    Rule(("cput", "pcput"), "ignore", "CPU time", "(warned)", why="only walltime is enforced"),
 )
 
-PREFIXES = {"#SBATCH": SLURM, "#PBS": PBS}
+SGE: tuple[Rule, ...] = (
+    Rule(("-N",), "name", "job name", "-N NAME"),
+    Rule(("-pe",), "pe", "parallel environment NAME SLOTS: SLOTS cores", "-n SLOTS"),
+    Rule(("-l",), "resources", "resources, comma-separated (below)", "see -l"),
+    Rule(("-t",), "array", "job array (N-M[:STEP])", "--array"),
+    Rule(("-tc",), "throttle", "tasks of the array at once", "--array RANGE%MAX"),
+    Rule(("-o",), "output", "standard output file or directory ($JOB_ID, $TASK_ID, $JOB_NAME)", "-o"),
+    Rule(("-e",), "error", "standard error file or directory", "-e"),
+    Rule(("-j",), "join", "y: error joined to the output", "--join oe"),
+    Rule(("-cwd",), "quiet", "run in the submit directory", "(always: the default)", value=False),
+    Rule(("-wd",), "chdir", "working directory", "-D DIR"),
+    Rule(("-V",), "export", "export the environment", "(always done)", value=False),
+    Rule(("-S",), "shell", "shell of a script without #! on line 1", "--shell"),
+    Rule(("-hold_jid",), "hold_jid", "start after these jobs end", "-d afterany:ID"),
+    Rule(("-h",), "hold", "submit held", "--hold", value=False),
+    Rule(("-r",), "rerun", "rerunnable: y or n", "--checkpoint requeue (y) or none (n)"),
+    Rule(("-b",), "binary", "y: the command is a binary", "(y refused: gsub takes a script)"),
+    Rule(("-q",), "ignore", "queue", "(warned)", why="one queue on one machine"),
+    Rule(("-P",), "ignore", "project", "(warned)", why="no projects"),
+    Rule(("-A",), "ignore", "account", "(warned)", why="no accounts"),
+    Rule(("-m",), "ignore", "mail events", "(warned)", why=_MAIL),
+    Rule(("-M",), "ignore", "mail address", "(warned)", why=_MAIL),
+    Rule(("-R",), "ignore", "resource reservation", "(warned)", why="backfilling always reserves for the head job"),
+    Rule(("-notify",), "ignore", "warn before suspend or kill", "(warned)", why="use --checkpoint signal", value=False),
+    Rule(("-v",), "ignore", "variables to export", "(warned)", why="the job gets the whole submitting environment"),
+)
+
+# Resources of SGE -l NAME=VALUE; any other NAME is warned.
+SGE_RESOURCES: tuple[Rule, ...] = (
+    Rule(("h_rt", "s_rt"), "time", "time limit, seconds or HH:MM:SS", "-t"),
+    Rule(
+        ("h_vmem", "s_vmem", "mem_free", "virtual_free", "h_rss", "mem_req"),
+        "mem_per_slot",
+        "memory per slot (times the slots)",
+        "--mem-per-cpu",
+    ),
+)
+
+DIALECTS = {"#SBATCH": "slurm", "#PBS": "pbs", "#$": "sge"}
+PREFIXES = {"#SBATCH": SLURM, "#PBS": PBS, "#$": SGE}
 # gsub options the translation produces, by key, and the option that carries them.
 GS_FLAG = {
     "name": "-N",
@@ -129,10 +215,15 @@ GS_FLAG = {
     "output": "-o",
     "error": "-e",
     "mem": "--mem",
+    "mem_per_cpu": "--mem-per-cpu",
     "depend": "-d",
     "chdir": "-D",
     "checkpoint": "--checkpoint",
     "array": "--array",
+    "join": "--join",
+    "shell": "--shell",
+    "begin": "--begin",
+    "open_mode": "--open-mode",
 }
 GS_SWITCH = {"hold": "--hold", "wait": "--wait"}
 
@@ -157,10 +248,12 @@ def scan(text: str, prefix: str) -> list[tuple[int, str]]:
 
 @dataclass(slots=True)
 class Translation:
-    """gsub option tokens per directive line, and the warnings to print."""
+    """gsub option tokens per directive line, the warnings to print, and whose script it is."""
 
     settings: list[tuple[int, list[str]]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    dialect: str | None = None  # "slurm", "pbs", "sge"; None: no foreign directives
+    lines: dict[int, str] = field(default_factory=dict)  # each directive line as written, for messages
 
     def params(self) -> dict[str, Any]:
         """The options set, by key (the last line wins), for comparisons."""
@@ -175,6 +268,7 @@ def _lookup(rules: tuple[Rule, ...]) -> dict[str, Rule]:
 
 
 _SLURM, _PBS, _PBS_RES = _lookup(SLURM), _lookup(PBS), _lookup(PBS_RESOURCES)
+_SGE, _SGE_RES = _lookup(SGE), _lookup(SGE_RESOURCES)
 _ARRAY = re.compile(r"^\d+(-\d+(:\d+)?)?(,\d+(-\d+(:\d+)?)?)*(%\d+)?$")
 _PBS_SIZE = re.compile(r"^(\d+)(b|kb|mb|gb|tb|pb|w|kw|mw|gw)?$")
 _PBS_MULT = {
@@ -191,12 +285,20 @@ _PBS_MULT = {
 }
 
 
-def _split(prefix: str, text: str, where: str, rules: dict[str, Rule]) -> list[tuple[str, Rule | None, str | None]]:
-    """``(flag, rule, value)`` of each option on one directive line."""
+def _split(
+    prefix: str, text: str, where: str, rules: dict[str, Rule], long_single_dash: bool = False
+) -> list[tuple[str, Rule | None, str | None]]:
+    """``(flag, rule, value)`` of each option on one directive line.
+
+    An unknown option followed by a word that is not an option takes that
+    word as its value (``-X 2-6``), so that it is warned of, not misread.
+    ``long_single_dash``: options are words (SGE's ``-pe``, ``-cwd``), never a
+    letter glued to its value.
+    """
     try:
         toks = shlex.split(text, comments=True)
     except ValueError as e:
-        raise CompatError(f"{where}: {str(e).lower()}") from None
+        raise CompatError(f"{where}: {prefix} {text}: {str(e).lower()}") from None
     out: list[tuple[str, Rule | None, str | None]] = []
     i = 0
     while i < len(toks):
@@ -204,10 +306,21 @@ def _split(prefix: str, text: str, where: str, rules: dict[str, Rule]) -> list[t
         i += 1
         if not tok.startswith("-") or tok == "-":
             raise CompatError(f"{where}: {prefix} {tok!r}: not an option")
-        flag, eq, val = tok.partition("=") if tok.startswith("--") else (tok[:2], "", tok[2:])
+        if tok.startswith("--"):
+            flag, eq, val = tok.partition("=")
+        elif long_single_dash or tok in rules:
+            flag, eq, val = tok, "", ""
+        else:
+            flag, eq, val = tok[:2], "", tok[2:]
         rule = rules.get(flag)
         if rule is None:
-            out.append((tok, None, None))
+            if not eq and not val and i < len(toks) and not toks[i].startswith("-"):
+                val = toks[i]
+                i += 1
+            out.append((tok if not val or eq else f"{tok} {val}", None, None))
+            continue
+        if rule.optional:
+            out.append((flag, rule, val if eq else None))
             continue
         if not rule.value:
             if eq or val:
@@ -219,6 +332,11 @@ def _split(prefix: str, text: str, where: str, rules: dict[str, Rule]) -> list[t
                 raise CompatError(f"{where}: {prefix} {flag} needs a value")
             val = toks[i]
             i += 1
+        if rule.key == "pe":  # SGE -pe NAME SLOTS: two words
+            if i >= len(toks):
+                raise CompatError(f"{where}: {prefix} {flag} needs a name and a slot count ({flag} smp 4)")
+            val = f"{val} {toks[i]}"
+            i += 1
         out.append((flag, rule, val))
     return out
 
@@ -229,31 +347,141 @@ def _shown(prefix: str, flag: str, value: str | None) -> str:
     return f"{prefix} {flag}={value}" if flag.startswith("--") else f"{prefix} {flag} {value}"
 
 
-def _count(where: str, what: str, value: str) -> int:
+def _count(where: str, shown: str, value: str) -> int:
     v = value.strip()
-    if not v.isdigit() or int(v) < 1:
-        raise CompatError(f"{where}: {what} '{value}': not a whole number of at least 1")
+    if not (v.isascii() and v.isdigit()) or int(v) < 1:
+        raise CompatError(f"{where}: {shown}: '{value}' is not a whole number of at least 1")
     return int(v)
 
 
-def _slurm_time(value: str) -> str | None:
+# -- values as each system reads them ------------------------------------------------------
+
+
+def sbatch_time(text: str) -> int:
+    """Seconds of a time as sbatch and ``gsub -t`` read it: a bare number is minutes.
+
+    Also MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, and gsub's units
+    (90s, 30m, 2h, 1d).  :class:`UnitError` if it is none of these.
+    """
+    v = text.strip()
+    if v.isascii() and v.isdigit():
+        return parse_duration(f"{v}m") if int(v) > 0 else parse_duration(v)
+    return parse_duration(v)
+
+
+def pbs_time(text: str) -> int:
+    """Seconds of a PBS or SGE time: a bare number is seconds, else [[HH:]MM:]SS (hours may pass 24)."""
+    v = text.strip()
+    if "." in v:  # PBS allows fractional seconds
+        head, _, frac = v.rpartition(".")
+        if frac.isascii() and frac.isdigit() and head:
+            v = head
+    return parse_duration(f"{v}s" if v.isascii() and v.isdigit() else v)
+
+
+_UNIT_SECONDS = {
+    "": 1,
+    "s": 1,
+    "sec": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+    "w": 604800,
+    "week": 604800,
+    "weeks": 604800,
+}
+_BEGIN_REL = re.compile(r"^now\s*\+\s*(\d+)\s*([a-z]*)$")
+_BEGIN_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
+_BEGIN_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:T(\d{1,2}):(\d{2})(?::(\d{2}))?)?$")
+_BEGIN_WORDS = {"midnight": (0, 0), "noon": (12, 0), "fika": (15, 0), "teatime": (16, 0)}
+
+
+def parse_begin(text: str, now: float) -> float:
+    """The time (seconds since the epoch) of an sbatch ``--begin`` value, read at ``now``.
+
+    ``now``, ``now+N[seconds|minutes|hours|days|weeks]``, ``HH:MM[:SS]`` (the
+    next such time: today, or tomorrow if it has passed), ``YYYY-MM-DD[THH:MM[:SS]]``
+    (local time), ``midnight``, ``noon``, ``teatime``, ``today``, ``tomorrow``.
+    :class:`ValueError` with the reason for anything else.
+    """
+    v = text.strip().lower()
+    if v == "now":
+        return now
+    m = _BEGIN_REL.match(v)
+    if m:
+        unit = m.group(2)
+        if unit not in _UNIT_SECONDS:
+            raise ValueError(f"'{text}': unknown unit {unit!r} (use seconds, minutes, hours, days or weeks)")
+        return now + int(m.group(1)) * _UNIT_SECONDS[unit]
+    lt = time.localtime(now)
+    if v in ("today", "tomorrow"):
+        day = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
+        return day if v == "today" else time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday + 1, 0, 0, 0, 0, 0, -1))
+    clock = _BEGIN_WORDS.get(v)
+    m = _BEGIN_CLOCK.match(v)
+    if clock is not None or m:
+        h, mi, s = (clock[0], clock[1], 0) if clock else (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))  # type: ignore[union-attr]
+        if h > 23 or mi > 59 or s > 59:
+            raise ValueError(f"'{text}': not a time of day")
+        t = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, h, mi, s, 0, 0, -1))
+        if t <= now:
+            t = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday + 1, h, mi, s, 0, 0, -1))
+        return t
+    m = _BEGIN_DATE.match(v.upper().replace("t", "T") if "t" in v else v)
+    if m:
+        y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        h, mi, s = int(m.group(4) or 0), int(m.group(5) or 0), int(m.group(6) or 0)
+        if not (1 <= mo <= 12 and 1 <= d <= 31 and h <= 23 and mi <= 59 and s <= 59):
+            raise ValueError(f"'{text}': not a date and time")
+        return time.mktime((y, mo, d, h, mi, s, 0, 0, -1))
+    raise ValueError(f"'{text}': not a begin time (use now+1hour, 16:00, 2030-01-20 or 2030-01-20T12:34:00)")
+
+
+def _size(where: str, shown: str, value: str) -> str:
+    """A Slurm or SGE memory size, checked; as gsub reads it."""
     v = value.strip()
-    if v.upper() in ("UNLIMITED", "INFINITE"):
-        return None
-    return f"{v}m" if v.isdigit() else v  # a bare number is minutes in Slurm, seconds in gsub
+    if v == "0":
+        return v
+    try:
+        parse_size(v)
+    except UnitError as e:
+        raise CompatError(f"{where}: {shown}: {e}") from None
+    return v
 
 
-def _pbs_size(where: str, value: str) -> str:
+def _pbs_size(where: str, shown: str, value: str) -> str:
     m = _PBS_SIZE.match(value.strip().lower())
     if not m:
-        raise CompatError(f"{where}: mem '{value}': not a PBS size (such as 4gb, 512mb)")
+        raise CompatError(f"{where}: {shown}: '{value}' is not a PBS size (such as 4gb, 512mb)")
     n = int(m.group(1)) * _PBS_MULT[m.group(2) or "b"]
+    if n == 0:
+        return "0"
     return f"{n >> 20}M" if n % (1 << 20) == 0 else f"{math.ceil(n / 1024)}K"
 
 
 def _pbs_path(value: str) -> str:
     host, colon, path = value.partition(":")
     return path if colon and "/" not in host else value
+
+
+_SGE_VARS = {"$JOB_ID": "%j", "$TASK_ID": "%a", "$JOB_NAME": "%x", "$USER": "%u", "$HOSTNAME": "%N"}
+
+
+def _sge_path(value: str) -> str:
+    """An SGE output path: its pseudo variables as gsub patterns (and % doubled)."""
+    out = _pbs_path(value).replace("%", "%%")
+    for var, pat in _SGE_VARS.items():
+        out = out.replace("${" + var[1:] + "}", pat).replace(var, pat)
+    return out
 
 
 def _pbs_depend(value: str) -> str:
@@ -265,15 +493,30 @@ def _pbs_depend(value: str) -> str:
     return ",".join(parts)
 
 
+# -- the reader -------------------------------------------------------------------------------
+
+
 class _Reader:
     def __init__(self, label: str) -> None:
         self.label = label
         self.out = Translation()
         self.ntasks: tuple[int, int] | None = None  # (value, line)
+        self.per_node: tuple[int, int] | None = None
         self.cpus: tuple[int, int] | None = None
+        self.nodes: tuple[int, int, str] | None = None  # (value, line, directive as written)
+        self.chunks: tuple[int, int, str, str] | None = None  # PBS: (nodes, line, directive, one-node form)
+        self.array: tuple[str, int] | None = None
+        self.throttle: tuple[int, int] | None = None
+        self.mem_set = False
+        self.pmem_set: list[tuple[int, str]] = []  # PBS pmem= lines: (line, directive as written)
+        self.vmem: tuple[str, int] | None = None
+        self.pvmem: tuple[str, int] | None = None
 
     def warn(self, lineno: int, shown: str, why: str) -> None:
         self.out.warnings.append(f"{self.label}:{lineno}: {shown} ignored: {why}")
+
+    def note(self, lineno: int, text: str) -> None:
+        self.out.warnings.append(f"{self.label}:{lineno}: {text}")
 
     def set(self, lineno: int, key: str, value: str | None = None) -> None:
         if key in GS_SWITCH:
@@ -282,16 +525,29 @@ class _Reader:
             self.out.settings.append((lineno, [GS_FLAG[key], str(value)]))
 
     def common(self, lineno: int, where: str, shown: str, rule: Rule, value: str | None) -> bool:
-        """Keys both dialects treat alike; False if ``rule.key`` is not one of them."""
+        """Keys every dialect treats alike; False if ``rule.key`` is not one of them."""
         key = rule.key
         if key in ("name", "chdir", "hold", "wait"):
             self.set(lineno, key, value)
         elif key == "array":
-            if not _ARRAY.match(str(value).strip()):
+            v = str(value).strip()
+            if not _ARRAY.match(v):
                 raise CompatError(f"{where}: {shown}: not an array range (such as 1-10, 1,3,5, 0-15:4%2)")
-            self.set(lineno, "array", str(value).strip())
+            self.array = (v, lineno)
         elif key == "ignore":
             self.warn(lineno, shown, rule.why)
+        elif key == "quiet":
+            pass
+        elif key == "shell":
+            self.set(lineno, "shell", str(value).strip())
+        elif key == "rerun":
+            v = str(value).strip().lower()
+            if v not in ("y", "n", "yes", "no"):
+                raise CompatError(f"{where}: {shown}: must be y or n")
+            self.set(lineno, "checkpoint", "requeue" if v.startswith("y") else "none")
+        elif key == "export":
+            if value is not None and value.strip().upper() != "ALL":
+                self.warn(lineno, shown, "the job always gets the whole submitting environment (ALL)")
         else:
             return False
         return True
@@ -307,29 +563,44 @@ class _Reader:
                 continue
             key, v = rule.key, str(value)
             if key == "ntasks":
-                self.ntasks = (_count(where, flag, v), lineno)
+                self.ntasks = (_count(where, shown, v), lineno)
+            elif key == "per_node":
+                self.per_node = (_count(where, shown, v), lineno)
             elif key == "cpus":
-                self.cpus = (_count(where, flag, v), lineno)
+                self.cpus = (_count(where, shown, v), lineno)
             elif key == "nodes":
-                lo = v.split("-", 1)[0]
-                if _count(where, flag, lo) > 1:
-                    self.warn(lineno, shown, "one machine: the job runs on this one")
+                self.nodes = (_count(where, shown, v.split("-", 1)[0]), lineno, shown)
             elif key == "time":
-                t = _slurm_time(v)
-                if t is None:
+                if v.strip().upper() in ("UNLIMITED", "INFINITE"):
                     self.warn(lineno, shown, "no unlimited walltime: jobs.default_walltime applies")
-                else:
-                    self.set(lineno, "time", t)
-            elif key in ("output", "error", "mem", "depend"):
+                    continue
+                try:
+                    secs = sbatch_time(v)
+                except UnitError as e:
+                    raise CompatError(f"{where}: {shown}: {e}") from None
+                self.set(lineno, "time", f"{secs}s")
+            elif key == "mem":
+                self.set(lineno, "mem", _size(where, shown, v))
+            elif key == "mem_per_cpu":
+                self.set(lineno, "mem_per_cpu", _size(where, shown, v))
+            elif key in ("output", "error", "depend"):
                 self.set(lineno, key, v)
+            elif key == "open_mode":
+                if v.strip().lower() not in ("append", "truncate"):
+                    raise CompatError(f"{where}: {shown}: must be append or truncate")
+                self.set(lineno, "open_mode", v.strip().lower())
+            elif key == "begin":
+                try:
+                    parse_begin(v, time.time())
+                except ValueError as e:
+                    raise CompatError(f"{where}: {shown}: {e}") from None
+                self.set(lineno, "begin", v.strip())
             elif key == "licenses":
                 self.warn(lineno, shown, "licences are not supported yet")
             elif key == "requeue":
                 self.set(lineno, "checkpoint", "requeue")
             elif key == "norequeue":
                 self.set(lineno, "checkpoint", "none")
-            elif key == "export" and v.strip().upper() != "ALL":
-                self.warn(lineno, shown, "the job always gets the whole submitting environment (ALL)")
 
     def pbs(self, lineno: int, text: str) -> None:
         where = f"{self.label}:{lineno}"
@@ -343,12 +614,23 @@ class _Reader:
             key, v = rule.key, str(value)
             if key in ("output", "error"):
                 self.set(lineno, key, _pbs_path(v))
+            elif key == "join":
+                j = v.strip().lower()
+                if j not in ("oe", "eo", "n"):
+                    raise CompatError(f"{where}: {shown}: must be oe, eo or n")
+                self.set(lineno, "join", j)
             elif key == "attr":
-                name, eq, val = v.partition("=")
-                if name.strip() == "depend" and eq:
-                    self.set(lineno, "depend", _pbs_depend(val))
-                else:
-                    self.warn(lineno, shown, f"attribute {name.strip()!r} is not supported")
+                # attributes are comma-separated, but so are the conditions of depend=: it takes the rest
+                rest = v
+                while rest:
+                    attr, _, after = rest.partition(",")
+                    name, eq, _ = attr.partition("=")
+                    if name.strip() == "depend" and eq:
+                        self.set(lineno, "depend", _pbs_depend(rest.partition("=")[2]))
+                        break
+                    if attr.strip():
+                        self.warn(lineno, f"#PBS -W {attr.strip()}", f"attribute {name.strip()!r} is not supported")
+                    rest = after
             elif key == "resources":
                 for item in v.split(","):
                     if item.strip():
@@ -356,65 +638,212 @@ class _Reader:
 
     def pbs_resource(self, lineno: int, where: str, item: str) -> None:
         name, eq, value = item.partition("=")
+        name = name.strip()
         shown = f"#PBS -l {item}"
-        rule = _PBS_RES.get(name.strip())
+        rule = _PBS_RES.get(name)
         if rule is None or not eq:
-            self.warn(lineno, shown, f"resource {name.strip()!r}: licences and custom resources are not supported yet")
+            self.warn(lineno, shown, f"resource {name!r}: licences and custom resources are not supported yet")
             return
         if rule.key == "ignore":
             self.warn(lineno, shown, rule.why)
         elif rule.key == "time":
-            self.set(lineno, "time", value)
+            try:
+                self.set(lineno, "time", f"{pbs_time(value)}s")
+            except UnitError as e:
+                raise CompatError(f"{where}: {shown}: {e}") from None
         elif rule.key == "mem":
-            self.set(lineno, "mem", _pbs_size(where, value))
+            self.mem_set = True
+            self.set(lineno, "mem", _pbs_size(where, shown, value))
+        elif rule.key == "pmem":
+            self.pmem_set.append((lineno, shown))
+            self.set(lineno, "mem_per_cpu", _pbs_size(where, shown, value))
+        elif rule.key == "vmem":
+            self.vmem = (_pbs_size(where, shown, value), lineno)
+        elif rule.key == "pvmem":
+            self.pvmem = (_pbs_size(where, shown, value), lineno)
         elif rule.key == "ncpus":
-            self.set(lineno, "ncpus", str(_count(where, "ncpus", value)))
+            self.set(lineno, "ncpus", str(_count(where, shown, value)))
         elif rule.key in ("nodes", "select"):
-            chunks_s, *attrs = value.split(":")
-            chunks = _count(where, name, chunks_s) if chunks_s else 1
+            self.pbs_chunks(lineno, where, shown, name, value)
+
+    def pbs_chunks(self, lineno: int, where: str, shown: str, name: str, value: str) -> None:
+        """nodes=N[:ppn=M][+...] and select=N:ncpus=M[:mem=S][+...]: the cores (and memory) of every chunk."""
+        total = nodes = mem = 0
+        for chunk in value.split("+"):
+            count_s, *attrs = chunk.split(":")
+            if count_s and not count_s.isdigit():  # nodes=host1:ppn=2 names a host: one node
+                count_s = "1"
+            count = _count(where, shown, count_s) if count_s else 1
             per = 1
             for a in attrs:
                 k, _, x = a.partition("=")
                 if k in ("ppn", "ncpus"):
-                    per = _count(where, k, x)
+                    per = _count(where, shown, x)
                 elif k == "mem":
-                    self.set(lineno, "mem", _pbs_size(where, x))
+                    mem += count * _bytes(_pbs_size(where, shown, x))
+                elif k in ("mpiprocs", "ompthreads"):
+                    pass  # how the job starts its processes on its cores
                 else:
                     self.warn(lineno, shown, f"{k!r} in {name}: not supported")
-            if rule.key == "nodes" and chunks > 1:
-                self.out.warnings.append(
-                    f"{self.label}:{lineno}: {shown}: {chunks} nodes become {chunks * per} cores of this one machine"
-                )
-            self.set(lineno, "ncpus", str(chunks * per))
+            total += count * per
+            nodes += count
+        if nodes > 1:
+            self.chunks = (nodes, lineno, shown, f"{name}=1:{'ppn' if name == 'nodes' else 'ncpus'}={total}")
+        if mem:
+            self.mem_set = True
+            self.set(lineno, "mem", f"{math.ceil(mem / 1024)}K" if mem % (1 << 20) else f"{mem >> 20}M")
+        self.set(lineno, "ncpus", str(total))
 
-    def finish(self) -> Translation:
-        if self.ntasks or self.cpus:
-            n, ln1 = self.ntasks or (1, 0)
-            c, ln2 = self.cpus or (1, 0)
-            self.set(max(ln1, ln2), "ncpus", str(n * c))
+    def sge(self, lineno: int, text: str) -> None:
+        where = f"{self.label}:{lineno}"
+        for flag, rule, value in _split("#$", text, where, _SGE, long_single_dash=True):
+            shown = _shown("#$", flag, value)
+            if rule is None:
+                self.warn(lineno, f"#$ {flag}", "not a directive gsub knows")
+                continue
+            if self.common(lineno, where, shown, rule, value):
+                continue
+            key, v = rule.key, str(value)
+            if key in ("output", "error"):
+                self.set(lineno, key, _sge_path(v))
+            elif key == "join":
+                j = v.strip().lower()
+                if j not in ("y", "yes", "n", "no"):
+                    raise CompatError(f"{where}: {shown}: must be y or n")
+                self.set(lineno, "join", "oe" if j.startswith("y") else "n")
+            elif key == "throttle":
+                self.throttle = (_count(where, shown, v), lineno)
+            elif key == "hold_jid":
+                ids = [i.strip() for i in v.split(",") if i.strip()]
+                if not ids or not all(i.isdigit() for i in ids):
+                    raise CompatError(f"{where}: {shown}: job ids only (job names are not supported)")
+                self.set(lineno, "depend", "afterany:" + ":".join(ids))
+            elif key == "binary":
+                if v.strip().lower().startswith("y"):
+                    raise CompatError(f"{where}: {shown}: gsub takes a script; use --wrap for a command")
+            elif key == "pe":
+                slots = v.split()[-1]
+                lo, dash, hi = slots.partition("-")
+                n = _count(where, shown, lo or hi)
+                if dash:
+                    self.note(lineno, f"{shown}: a slot range: {n} cores are asked (its smallest)")
+                self.set(lineno, "ncpus", str(n))
+            elif key == "resources":
+                for item in v.split(","):
+                    if item.strip():
+                        self.sge_resource(lineno, where, item.strip())
+
+    def sge_resource(self, lineno: int, where: str, item: str) -> None:
+        name, eq, value = item.partition("=")
+        name = name.strip()
+        shown = f"#$ -l {item}"
+        rule = _SGE_RES.get(name)
+        if rule is None or not eq:
+            self.warn(lineno, shown, f"resource {name!r} is not supported")
+        elif rule.key == "time":
+            try:
+                self.set(lineno, "time", f"{pbs_time(value)}s")
+            except UnitError as e:
+                raise CompatError(f"{where}: {shown}: {e}") from None
+        else:
+            self.set(lineno, "mem_per_cpu", _size(where, shown, value))
+
+    def finish(self, dialect: str) -> Translation:
+        if dialect == "slurm" and (self.ntasks or self.cpus or self.per_node or self.nodes):
+            nodes, ln_nodes, shown_nodes = self.nodes or (1, 0, "")
+            c, ln_c = self.cpus or (1, 0)
+            if self.ntasks:
+                tasks, ln_t = self.ntasks
+            elif self.per_node:
+                tasks, ln_t = self.per_node[0] * nodes, self.per_node[1]
+            else:
+                tasks, ln_t = nodes, ln_nodes
+            if self.ntasks or self.cpus or self.per_node or nodes > 1:
+                self.set(max(ln_t, ln_c, ln_nodes), "ncpus", str(tasks * c))
+            if nodes > 1:
+                self.note(
+                    ln_nodes,
+                    f"{shown_nodes}: this is one machine: the job runs here on {tasks * c} cores "
+                    f"(the one-node equivalent: --nodes=1 --ntasks={tasks} --cpus-per-task={c})",
+                )
+        if self.chunks is not None:
+            nodes, ln, shown, one = self.chunks
+            self.note(
+                ln,
+                f"{shown}: {nodes} nodes: this is one machine: the job runs here on all their cores "
+                f"(the one-node equivalent: -l {one})",
+            )
+        if self.mem_set and self.pmem_set:  # PBS takes both; the job's total is the limit here
+            self.out.settings = [st for st in self.out.settings if st[1][0] != "--mem-per-cpu"]
+            for ln, shown in self.pmem_set:
+                self.warn(ln, shown, "mem= gives the memory of the whole job")
+        if self.vmem is not None and not self.mem_set:
+            self.set(self.vmem[1], "mem", self.vmem[0])
+        if self.pvmem is not None and not self.pmem_set:
+            self.set(self.pvmem[1], "mem_per_cpu", self.pvmem[0])
+        if self.array is not None:
+            text, ln = self.array
+            if self.throttle is not None:
+                text = text.split("%", 1)[0] + f"%{self.throttle[0]}"
+            self.set(ln, "array", text)
+        self.out.dialect = dialect
         self.out.settings.sort(key=lambda s: s[0])
         return self.out
 
 
-def translate(text: str, label: str) -> Translation:
-    """gsub options from the ``#SBATCH`` and ``#PBS`` lines at the top of ``text``.
+def _bytes(size: str) -> int:
+    """Bytes of a size :func:`_pbs_size` made."""
+    return 0 if size == "0" else int(size[:-1]) << (20 if size[-1] == "M" else 10)
 
+
+def translate(text: str, label: str) -> Translation:
+    """gsub options from the ``#SBATCH``, ``#PBS`` or ``#$`` lines at the top of ``text``.
+
+    One system's directives are read: those of the first directive line.  A
+    script that mixes them gets a warning saying which system's lines are read.
     Raises :class:`CompatError` for a value that cannot be translated.
     ``label`` names the script in messages.
     """
+    found = {prefix: scan(text, prefix) for prefix in PREFIXES}
+    present = sorted((lines[0][0], prefix) for prefix, lines in found.items() if lines)
     r = _Reader(label)
-    for lineno, line in scan(text, "#SBATCH"):
-        r.slurm(lineno, line)
-    for lineno, line in scan(text, "#PBS"):
-        r.pbs(lineno, line)
-    return r.finish()
+    if not present:
+        return r.out
+    first_line, prefix = present[0]
+    for _, other in present[1:]:
+        r.note(
+            found[other][0][0],
+            f"the script mixes {prefix} and {other} lines: the {prefix} lines are read (the first directive, "
+            f"line {first_line}); the {other} lines are ignored",
+        )
+    read = {"#SBATCH": r.slurm, "#PBS": r.pbs, "#$": r.sge}[prefix]
+    for lineno, line in found[prefix]:
+        r.out.lines[lineno] = f"{prefix} {line}"
+        read(lineno, line)
+    return r.finish(DIALECTS[prefix])
 
 
 def has_foreign(text: str) -> bool:
-    return bool(scan(text, "#SBATCH") or scan(text, "#PBS"))
+    return any(scan(text, prefix) for prefix in PREFIXES)
 
 
-# -- writing #SBATCH ------------------------------------------------------------
+# -- output file names --------------------------------------------------------------------------
+
+PATTERNS = "AajJNnstux%"
+_PATTERN = re.compile(r"%(\d*)(.?)")
+
+
+def unknown_patterns(template: str) -> list[str]:
+    """The ``%`` patterns of an output file name that sbatch does not know (they stay as written)."""
+    return [m.group() for m in _PATTERN.finditer(template) if m.group(2) not in PATTERNS or not m.group(2)]
+
+
+def slurm_output(array: bool) -> str:
+    """sbatch's default output file name."""
+    return "slurm-%A_%a.out" if array else "slurm-%j.out"
+
+
+# -- writing #SBATCH and #PBS -----------------------------------------------------------------
 
 
 def _slurm_mem(n: int) -> str:
@@ -437,13 +866,17 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
     if params.get("walltime") is not None:
         out.append(f"#SBATCH --time={format_duration(params['walltime'])}")
     if params.get("mem") is not None:
-        out.append(f"#SBATCH --mem={_slurm_mem(params['mem'])}")
+        out.append(f"#SBATCH --mem={_slurm_mem(params['mem']) if params['mem'] else 0}")
+    if params.get("mem_per_cpu") is not None:
+        out.append(f"#SBATCH --mem-per-cpu={_slurm_mem(params['mem_per_cpu'])}")
     for key, flag in (
         ("output", "--output"),
         ("error", "--error"),
         ("chdir", "--chdir"),
         ("depend", "--dependency"),
         ("array", "--array"),
+        ("begin", "--begin"),
+        ("open_mode", "--open-mode"),
     ):
         if params.get(key):
             out.append(f"#SBATCH {flag}={q(params[key])}")
@@ -458,16 +891,89 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
         out.append("#SBATCH --no-requeue")
     elif ck is not None:
         out.append(f"# gridsched: dropped --checkpoint {ck} (no Slurm equivalent)")
+    join = params.get("join")
+    if join == "oe" and not params.get("error"):
+        pass  # sbatch joins the error to the output when no --error is given
+    elif join in ("oe", "eo"):
+        out.append(f"# gridsched: dropped --join {join} (sbatch joins them when --error is not given)")
     return out
 
 
+def _pbs_mem(n: int) -> str:
+    if n % (1 << 30) == 0:
+        return f"{n >> 30}gb"
+    if n % (1 << 20) == 0:
+        return f"{n >> 20}mb"
+    return f"{math.ceil(n / 1024)}kb"
+
+
+def pbs_lines(params: dict[str, Any]) -> list[str]:
+    """``#PBS`` lines (PBS Pro; Torque reads them too but for -J) for the gsub options in ``params``."""
+    q = shlex.quote
+    out: list[str] = []
+    if params.get("name") is not None:
+        out.append(f"#PBS -N {q(params['name'])}")
+    select = f"select=1:ncpus={params.get('ncpus') or 1}"
+    mem = params.get("mem")
+    if params.get("mem_per_cpu") is not None:
+        mem = params["mem_per_cpu"] * (params.get("ncpus") or 1)
+    if mem:
+        select += f":mem={_pbs_mem(mem)}"
+    if params.get("ncpus") is not None or mem:
+        out.append(f"#PBS -l {select}")
+    if params.get("walltime") is not None:
+        h, rest = divmod(int(params["walltime"]), 3600)
+        out.append(f"#PBS -l walltime={h:02d}:{rest // 60:02d}:{rest % 60:02d}")
+    for key, flag in (("output", "-o"), ("error", "-e")):
+        if params.get(key):
+            out.append(f"#PBS {flag} {q(params[key])}")
+            if "%" in params[key]:
+                out.append(f"# gridsched: PBS does not expand % patterns in {flag}")
+    if params.get("join"):
+        out.append(f"#PBS -j {params['join']}")
+    if params.get("chdir"):
+        out.append(f"#PBS -d {q(params['chdir'])}")
+        out.append("# gridsched: -d is Torque's; PBS Pro starts in $HOME (cd to the directory in the script)")
+    if params.get("depend"):
+        out.append(f"#PBS -W depend={q(params['depend'])}")
+    if params.get("array"):
+        out.append(f"#PBS -J {q(params['array'])}")
+    if params.get("hold"):
+        out.append("#PBS -h")
+    if params.get("wait"):
+        out.append("#PBS -W block=true")
+    if params.get("shell"):
+        out.append(f"#PBS -S {q(params['shell'])}")
+    ck = params.get("checkpoint")
+    if ck == "requeue":
+        out.append("#PBS -r y")
+    elif ck == "none":
+        out.append("#PBS -r n")
+    elif ck is not None:
+        out.append(f"# gridsched: dropped --checkpoint {ck} (no PBS equivalent)")
+    for key in ("begin", "open_mode"):
+        if params.get(key):
+            out.append(f"# gridsched: dropped --{key.replace('_', '-')} {q(params[key])} (not translated to PBS)")
+    return out
+
+
+def _emit(text: str, lines: list[str], shell: str | None) -> str:
+    """``text`` with its header ``#GS`` and foreign directive lines replaced by ``lines``."""
+    src = text.splitlines()
+    drop = {n for p in ("#GS", *PREFIXES) for n, _ in scan(text, p)}
+    head = src[0] if src and src[0].startswith("#!") else f"#!{shell or '/bin/sh'}"
+    body = [ln for n, ln in enumerate(src, start=1) if n not in drop and not (n == 1 and ln.startswith("#!"))]
+    return "\n".join([head, *lines, *body]) + "\n"
+
+
 def emit_slurm(text: str, params: dict[str, Any]) -> str:
-    """``text`` with its header ``#GS`` and ``#SBATCH`` lines replaced by ``#SBATCH`` lines for ``params``."""
-    lines = text.splitlines()
-    drop = {n for n, _ in scan(text, "#GS")} | {n for n, _ in scan(text, "#SBATCH")}
-    head = lines[0] if lines and lines[0].startswith("#!") else "#!/bin/sh"
-    body = [ln for n, ln in enumerate(lines, start=1) if n not in drop and not (n == 1 and ln.startswith("#!"))]
-    return "\n".join([head, *sbatch_lines(params), *body]) + "\n"
+    """``text`` with its header directive lines replaced by ``#SBATCH`` lines for ``params``."""
+    return _emit(text, sbatch_lines(params), params.get("shell"))
+
+
+def emit_pbs(text: str, params: dict[str, Any]) -> str:
+    """``text`` with its header directive lines replaced by ``#PBS`` lines for ``params``."""
+    return _emit(text, pbs_lines(params), params.get("shell"))
 
 
 # -- the manual ------------------------------------------------------------------
@@ -479,4 +985,6 @@ def manual_rows() -> list[tuple[str, str, str]]:
     rows += [("#PBS " + ", ".join(r.flags), r.meaning, r.gs) for r in PBS]
     rows += [("#PBS -l " + ", ".join(f"{f}=" for f in r.flags), r.meaning, r.gs) for r in PBS_RESOURCES]
     rows.append(("#PBS -l NAME=K", "any other resource (licences)", "(not supported yet: warned)"))
+    rows += [("#$ " + ", ".join(r.flags), r.meaning, r.gs) for r in SGE]
+    rows += [("#$ -l " + ", ".join(f"{f}=" for f in r.flags), r.meaning, r.gs) for r in SGE_RESOURCES]
     return rows

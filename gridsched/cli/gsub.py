@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from ..core import depend
+from ..core.units import UnitError
 from ..spool import Spool
 from ..submit import (  # noqa: F401 - output_path, job_exit_status, read_script: part of gsub's interface
     Options,
@@ -25,6 +26,7 @@ from ..submit import (  # noqa: F401 - output_path, job_exit_status, read_script
     ScriptError,
     SubmitError,
     check_array,
+    choose_shell,
     job_exit_status,
     output_path,
     read_script,
@@ -52,7 +54,9 @@ from .common import (
 PROG = "gsub"
 DIRECTIVE = "#GS"
 CHECKPOINT_CHOICES = ("none", "signal", "suspend", "requeue", "criu")
-EMIT_CHOICES = ("slurm",)
+EMIT_CHOICES = ("slurm", "pbs")
+JOIN_CHOICES = ("oe", "eo", "n")
+OPEN_MODES = ("append", "truncate")
 # Parameters a directive may not set: they choose what the script is or where it goes.
 NOT_IN_DIRECTIVES = {
     "script": "a script",
@@ -76,6 +80,11 @@ JOB_PARAMS = (
     "checkpoint",
     "depend",
     "array",
+    "mem_per_cpu",
+    "join",
+    "shell",
+    "begin",
+    "open_mode",
 )
 
 
@@ -91,6 +100,46 @@ class DependType(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
+class WalltimeType(click.ParamType):
+    """A walltime as sbatch reads it: a bare number is minutes (see :func:`.compat.sbatch_time`)."""
+
+    name = "DURATION"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return compat.sbatch_time(str(value))
+        except UnitError as e:
+            self.fail(str(e), param, ctx)
+
+
+class MemType(click.ParamType):
+    """A memory size (see :data:`.common.SIZE`), or 0: the whole machine."""
+
+    name = "SIZE"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int) or str(value).strip() == "0":
+            return int(value)
+        return int(SIZE.convert(value, param, ctx))
+
+
+class BeginType(click.ParamType):
+    """A begin time as sbatch reads it; kept as written, read at submission."""
+
+    name = "TIME"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        import time
+
+        try:
+            compat.parse_begin(str(value), time.time())
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        return str(value).strip()
+
+
 def directives(text: str) -> list[tuple[int, str]]:
     """``(line number, option text)`` of each ``#GS`` line at the top of ``text``.
 
@@ -100,12 +149,14 @@ def directives(text: str) -> list[tuple[int, str]]:
     return compat.scan(text, DIRECTIVE)
 
 
-def directive_tokens(script: Script) -> list[tuple[str, list[str]]]:
-    """``(where, option tokens)`` of the script's directives.
+def directive_tokens(script: Script) -> tuple[list[tuple[str, list[str]]], str | None]:
+    """``(where, option tokens)`` of the script's directives, and whose script it is.
 
-    The ``#GS`` lines; in a script without any, its ``#SBATCH`` and ``#PBS``
-    lines translated (with a warning on standard error for each one that is
-    ignored).
+    The ``#GS`` lines; in a script without any, its ``#SBATCH``, ``#PBS`` or
+    ``#$`` lines translated (with a warning on standard error for each one
+    that is ignored), and the dialect: "slurm", "pbs", "sge" (None for #GS
+    lines or none).  ``where`` names the script, the line and, for a
+    translated line, the directive as written.
     """
     gs = directives(script.text)
     if gs or not compat.has_foreign(script.text):
@@ -116,21 +167,23 @@ def directive_tokens(script: Script) -> list[tuple[str, list[str]]]:
                 out.append((where, shlex.split(text, comments=True)))
             except ValueError as e:
                 fail(PROG, f"{where}: {str(e).lower()}", ExitCode.USAGE)
-        return out
+        return out, None
     try:
         tr = compat.translate(script.text, script.label)
     except compat.CompatError as e:
         fail(PROG, str(e), ExitCode.USAGE)
     for w in tr.warnings:
         warn(PROG, f"warning: {w}")
-    return [(f"{script.label}:{lineno}", toks) for lineno, toks in tr.settings]
+    return [(f"{script.label}:{lineno}: {tr.lines.get(lineno, '')}", toks) for lineno, toks in tr.settings], tr.dialect
 
 
 def apply_directives(ctx: click.Context, params: dict[str, Any], script: Script) -> dict[str, Any]:
-    """``params`` with the script's directives filled in where the command line set nothing."""
+    """``params`` with the script's directives filled in where the command line set nothing
+    (and ``_dialect``: whose directives they were)."""
     cmd = ctx.command
     merged = dict(params)
-    for where, tokens in directive_tokens(script):
+    tokens_of, merged["_dialect"] = directive_tokens(script)
+    for where, tokens in tokens_of:
         try:
             dctx = cmd.make_context(PROG, tokens, help_option_names=[])
         except click.UsageError as e:
@@ -175,25 +228,67 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
 @click.option(
     "-t",
     "--walltime",
-    type=DURATION,
-    help="Walltime: the job is stopped when it has run this long (SS, MM:SS, HH:MM:SS, D-HH:MM:SS, "
-    "or 90s, 30m, 2h, 1d; default: jobs.default_walltime, at most jobs.max_walltime).",
+    type=WalltimeType(),
+    help="Walltime: the job is stopped when it has run this long. As in sbatch, a bare number is "
+    "MINUTES (-t 60 is one hour); also MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or 90s, 30m, 2h, 1d "
+    "(default: jobs.default_walltime, at most jobs.max_walltime).",
 )
-@click.option("--mem", type=SIZE, help="Memory (512M, 4G; a bare number is MiB).")
+@click.option(
+    "--mem",
+    type=MemType(),
+    help="Memory of the job (512M, 4G; a bare number is MiB; 0 is the whole machine). More than the "
+    "machine has is refused.",
+)
+@click.option(
+    "--mem-per-cpu",
+    type=SIZE,
+    metavar="SIZE",
+    help="Memory per core: the job gets SIZE times its cores (as sbatch --mem-per-cpu). Excludes --mem.",
+)
 @click.option(
     "-o",
     "--output",
     metavar="PATH",
-    help="Standard output file; %j is the job id, %x the job name (default: NAME.oJOBID in the submit directory).",
+    help="Standard output file, with sbatch's patterns: %j the job id, %x the job name, %u the user, %N the "
+    "host, %A and %a the array id and index, %% a percent sign; an existing directory gets the default name "
+    "(default: NAME.oJOBID in the submit directory; slurm-%j.out in the working directory for an #SBATCH "
+    "script). See OUTPUT FILES.",
 )
 @click.option(
     "-e",
     "--error",
     metavar="PATH",
-    help="Standard error file; %j is the job id, %x the job name (default: NAME.eJOBID in the submit directory).",
+    help="Standard error file, with the patterns of -o (default: NAME.eJOBID in the submit directory; joined "
+    "to the output for an #SBATCH script).",
+)
+@click.option(
+    "-j",
+    "--join",
+    type=ChoiceType(JOIN_CHOICES, "JOIN"),
+    help="Join the two files, as PBS -j: oe (standard error into the output file), eo (output into the "
+    "error file), n (two files, the default but for an #SBATCH script without -e).",
+)
+@click.option(
+    "--open-mode",
+    type=ChoiceType(OPEN_MODES, "MODE"),
+    help="append: output files are appended to; truncate (the default): emptied when the job starts.",
 )
 @click.option("-D", "--chdir", metavar="DIR", help="Working directory of the job (default: the submit directory).")
 @click.option("--hold", is_flag=True, help="Submit the job held: it does not start until released (grls).")
+@click.option(
+    "--begin",
+    type=BeginType(),
+    help="Start the job no earlier than TIME, in sbatch's forms: now+N[seconds|minutes|hours|days|weeks] "
+    "(now+90 is 90 seconds), HH:MM[:SS] (the next such time), YYYY-MM-DD[THH:MM[:SS]] (local time), "
+    "midnight, noon, teatime, today, tomorrow.",
+)
+@click.option(
+    "--shell",
+    metavar="PATH",
+    help="What runs a script without #! on line 1 (an absolute path to an executable, as #PBS -S). "
+    "Default: /bin/sh; the login shell for a #PBS or #$ script; an #SBATCH script without #! is refused, "
+    "as sbatch refuses it. See INTERPRETER.",
+)
 @click.option(
     "-d",
     "--depend",
@@ -297,8 +392,8 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
 @click.option(
     "--emit",
     type=ChoiceType(EMIT_CHOICES, "FORMAT"),
-    help="Print the script with #SBATCH directives equivalent to its #GS ones and the options given, "
-    "and submit nothing.",
+    help="Print the script with #SBATCH (slurm) or #PBS (pbs) directives equivalent to its directives and "
+    "the options given, and submit nothing.",
 )
 @spool_options
 def cli(
@@ -324,19 +419,58 @@ def cli(
         sc = read_script(script, wrap)
     except ScriptError as e:
         fail(PROG, str(e), e.code)
-    p = apply_directives(ctx, ctx.params, sc) if wrap is None else dict(ctx.params)
-    if p["emit"] == "slurm":
-        click.echo(compat.emit_slurm(sc.text, given(ctx, p)), nl=False)
+    p = apply_directives(ctx, ctx.params, sc) if wrap is None else {**ctx.params, "_dialect": None}
+    if p["mem"] is not None and p["mem_per_cpu"] is not None:
+        cmd_mem = ctx.get_parameter_source("mem") == click.core.ParameterSource.COMMANDLINE
+        cmd_per = ctx.get_parameter_source("mem_per_cpu") == click.core.ParameterSource.COMMANDLINE
+        if cmd_mem == cmd_per:
+            fail(PROG, "--mem and --mem-per-cpu exclude each other", ExitCode.USAGE)
+        p["mem" if cmd_per else "mem_per_cpu"] = None  # the command line wins over a directive
+    dialect = p["_dialect"]
+    import os
+
+    try:
+        shell, notes = choose_shell(sc.text, sc.label, dialect, p["shell"], os.getuid())
+    except SubmitError as e:
+        fail(PROG, str(e), e.code)
+    for n in notes:
+        warn(PROG, f"warning: {n}")
+    if p["emit"] is not None:  # the script as the other system would read it, with the interpreter chosen here
+        emit = compat.emit_slurm if p["emit"] == "slurm" else compat.emit_pbs
+        click.echo(emit(sc.text, {**given(ctx, p), **({"shell": shell} if shell else {})}), nl=False)
         return ExitCode.OK
+    for opt in ("output", "error"):
+        bad = compat.unknown_patterns(p[opt] or "") if dialect in (None, "slurm") else []
+        if bad:
+            warn(
+                PROG,
+                f"warning: {opt} '{p[opt]}': {', '.join(dict.fromkeys(bad))} is not a file name pattern "
+                "(known: %A %a %j %J %N %n %s %t %u %x %%); it stays as written",
+            )
+    join, default_output = p["join"], None
+    if dialect == "slurm":  # sbatch: slurm-%j.out in the working directory, standard error joined to it
+        default_output = compat.slurm_output(p["array"] is not None)
+        if join is None and p["error"] is None:
+            join = "oe"
+    begin = None
+    if p["begin"] is not None:
+        import time
+
+        begin = compat.parse_begin(p["begin"], time.time())
+    mem = p["mem"]
+    if p["mem_per_cpu"] is not None:
+        mem = p["mem_per_cpu"] * (p["ncpus"] or 0)  # no -n: the default cores, filled in below
 
     s = setup(PROG, spool_dir, config_file)
+    if p["mem_per_cpu"] is not None and not p["ncpus"]:
+        mem = p["mem_per_cpu"] * s.cfg.default_ncpus
     spool = s.spool
     resources, resv = _resv_options(s.spool, s.cfg, p)
     opts = Options(
         name=p["name"],
         ncpus=p["ncpus"],
         walltime=p["walltime"],
-        mem=p["mem"],
+        mem=mem,
         output=p["output"],
         error=p["error"],
         chdir=p["chdir"],
@@ -351,6 +485,11 @@ def cli(
         parent=p["parent"],
         no_parent=bool(p["no_parent"]),
         recoverable=bool(p["recoverable"]),
+        shell=shell,
+        join=None if join == "n" else join,
+        default_output=default_output,
+        begin=begin,
+        open_mode=p["open_mode"],
     )
 
     def extra(spec: dict[str, Any]) -> dict[str, Any]:
@@ -387,7 +526,7 @@ def cli(
                 "submit_time",
             )
         }
-        shown.update(array=spec.get("array"), split=spec.get("split"))
+        shown.update(array=spec.get("array"), split=spec.get("split"), shell=spec.get("shell"))
         click.echo(json.dumps({**shown, "spool": str(spool.root)}))
     else:
         click.echo(job_id)

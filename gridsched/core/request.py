@@ -16,3 +16,17 @@ def infeasible(ncpus: int, ncores: int) -> str | None:
     if ncpus > ncores:
         return f"asks for {ncpus} cores, the machine has {ncores}"
     return None
+
+
+def _size(n: int) -> str:
+    for unit, mult in (("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20)):
+        if n >= mult:
+            return f"{n // mult}{unit}" if n % mult == 0 else f"{n / mult:.1f}{unit}"
+    return f"{n}B"
+
+
+def too_much_memory(mem: int, total: int | None) -> str | None:
+    """Why a job asking for ``mem`` bytes can never run on a machine of ``total`` bytes (None: unknown)."""
+    if total and mem > total:
+        return f"asks for {_size(mem)} of memory, the machine has {_size(total)}"
+    return None

@@ -236,8 +236,8 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
             shebang = f.read(2) == b"#!"
     except OSError:
         shebang = True  # let the exec fail and say why
-    if not shebang:
-        script, args = "/bin/sh", (script, *args)
+    if not shebang:  # what the submission chose (checked at the boundary), else /bin/sh
+        script, args = str(spec.get("shell") or "/bin/sh"), (script, *args)
     cores = cpuset.format(rec.cores)
     env = dict(spec["env"])
     env.update(
@@ -265,7 +265,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         workdir=spec["workdir"],
         stdout=spec["stdout"],
         stderr=spec["stderr"],
-        append=rec.segment > 1,
+        append=rec.segment > 1 or spec.get("open_mode") == "append",
         env=env,
         cpus=frozenset(d.machine.host_set(rec.cores)),
         uid=rec.uid,

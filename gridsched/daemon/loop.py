@@ -32,6 +32,7 @@ from ..core.types import HeadReservation
 from ..jobs import PRIVATE_KEYS, JobState
 from ..spool import Spool, atomic_write
 from ..state import StateDB
+from ..submit import machine_memory
 from ..topology import TopologyError, changed_map, load_machine
 from . import apply, handlers, intake, jobfiles, launch, outcome, reasons, reservations, split
 from .executor import Processes, Stub
@@ -124,6 +125,7 @@ class Daemon:
             json.dumps(
                 {
                     "ncores": self.machine.ncores,
+                    "memory": machine_memory(self.machine),  # what gsub checks --mem against
                     "host_cpus": list(self.machine.host_cpus),
                     "map": self.machine.text(),  # what gctl reload compares a changed topology with
                 }

@@ -100,7 +100,7 @@ def test_core_counts(env, run, submits, line, ncpus):
     [
         ("#SBATCH -L matlab:2", "job.sh:2: #SBATCH -L matlab:2 ignored: licences are not supported yet"),
         ("#PBS -l matlab=1", "job.sh:2: #PBS -l matlab=1 ignored: resource 'matlab': licences"),
-        ("#SBATCH --nodes=2", "job.sh:2: #SBATCH --nodes=2 ignored: one machine"),
+        ("#SBATCH --nodes=2", "job.sh:2: #SBATCH --nodes=2: this is one machine: the job runs here on 2 cores"),
         ("#SBATCH --frobnicate=3", "job.sh:2: #SBATCH --frobnicate=3 ignored: not a directive gsub knows"),
         ("#PBS -q long", "job.sh:2: #PBS -q long ignored: one queue on one machine"),
     ],
@@ -135,11 +135,11 @@ def test_arrays_become_gsub_arrays(env, run, submits, line, text):
     "line, error",
     [
         ("#SBATCH --array=1-x", "job.sh:2: #SBATCH --array=1-x: not an array range"),
-        ("#SBATCH -c zero", "job.sh:2: -c 'zero': not a whole number"),
-        ("#SBATCH --time=abc", "job.sh:2: walltime 'abc': not a duration"),
-        ("#PBS -l mem=lots", "job.sh:2: mem 'lots': not a PBS size"),
+        ("#SBATCH -c zero", "job.sh:2: #SBATCH -c zero: 'zero' is not a whole number"),
+        ("#SBATCH --time=abc", "job.sh:2: #SBATCH --time=abc: 'abc': not a duration"),
+        ("#PBS -l mem=lots", "job.sh:2: #PBS -l mem=lots: 'lots' is not a PBS size"),
         ("#SBATCH --job-name", "job.sh:2: #SBATCH --job-name needs a value"),
-        ("#PBS -W depend=before:3", "job.sh:2: depend 'before:3': unknown condition 'before'"),
+        ("#PBS -W depend=before:3", "job.sh:2: #PBS -W depend=before:3: depend 'before:3': unknown condition 'before'"),
     ],
 )
 def test_bad_values_are_one_line_errors(env, run, submits, line, error):
@@ -166,7 +166,8 @@ def test_command_line_wins_over_sbatch(env, run, submits):
 
 def test_manual_table_covers_every_rule():
     rows = compat.manual_rows()
-    assert len(rows) == len(compat.SLURM) + len(compat.PBS) + len(compat.PBS_RESOURCES) + 1
+    tables = (compat.SLURM, compat.PBS, compat.PBS_RESOURCES, compat.SGE, compat.SGE_RESOURCES)
+    assert len(rows) == sum(len(t) for t in tables) + 1
     flat = " ".join(r[0] for r in rows)
     for flag in ("--job-name", "--cpus-per-task", "--dependency", "--licenses", "#PBS -l walltime="):
         assert flag in flat

@@ -74,9 +74,9 @@ def test_split_job_fills_the_window_before_a_blocked_head(make_gs):
     log = gs.work / "log"
     script = gs.work / "sub.sh"
     script.write_text(LOGGER.format(log=log, sleep=0.2).replace("$ID", "$GS_TASK_ID"))
-    a = gs.gsub("-N", "A", "-n", "6", "-t", "5", "--wrap", "sleep 4")
+    a = gs.gsub("-N", "A", "-n", "6", "-t", "5s", "--wrap", "sleep 4")
     gs.wait_state(a, "RUNNING")
-    b = gs.gsub("-N", "B", "-n", "8", "-t", "10", "--wrap", "sleep 0.5")  # blocked head: needs all 8 cores
+    b = gs.gsub("-N", "B", "-n", "8", "-t", "10s", "--wrap", "sleep 0.5")  # blocked head: needs all 8 cores
     s = gs.gsub("-N", "S", "--split", "16", "--task-time", "1", "-n", "1", str(script))
     gs.wait_state(s, "COMPLETED", timeout=40)
     gs.wait_state(b, "COMPLETED", timeout=20)

@@ -34,13 +34,13 @@ autostart = false
 
 
 def submit_scenario(gs, e_mode: str = "signal", e_script: str = "checkpoint_counter.sh"):
-    a = gs.gsub("-N", "A", "-n", "2", "-t", "12", "--wrap", "sleep 11")
+    a = gs.gsub("-N", "A", "-n", "2", "-t", "12s", "--wrap", "sleep 11")
     b = gs.gsub("-N", "B", "-n", "2", "-t", "10m", "--wrap", "sleep 600")
     gs.wait_state(a, "RUNNING")
     gs.wait_state(b, "RUNNING")
     c = gs.gsub("-N", "C", "-n", "6", "-t", "1m", "--wrap", "sleep 2")
-    d = gs.gsub("-N", "D", "-n", "2", "-t", "30", "--checkpoint", "signal", "--wrap", "sleep 2")
-    e = gs.gsub("-N", "E", "-n", "2", "-t", "30", "--checkpoint", e_mode, str(EXAMPLES / e_script), "40")
+    d = gs.gsub("-N", "D", "-n", "2", "-t", "30s", "--checkpoint", "signal", "--wrap", "sleep 2")
+    e = gs.gsub("-N", "E", "-n", "2", "-t", "30s", "--checkpoint", e_mode, str(EXAMPLES / e_script), "40")
     return a, b, c, d, e
 
 

@@ -60,7 +60,7 @@ def test_checkpoint_signal_unrecorded(make_gs):
 
 def test_walltime_signal_unrecorded(make_gs):
     gs = make_gs(CONFIG)
-    jid = gs.gsub("-t", "2", "--wrap", "sleep 30")
+    jid = gs.gsub("-t", "2s", "--wrap", "sleep 30")
     j = gs.wait_state(jid, "RUNNING")
     signal_job_while_down(gs, jid, signal.SIGTERM, after=j["start_time"] + 2.05)
     gs.start()

@@ -165,7 +165,7 @@ def test_a_job_that_ends_while_the_spool_is_full_is_recorded_when_room_returns(s
 def test_the_daemon_survives_a_full_spool_while_jobs_end(small_fs):
     gs = small_fs
     gs.start()
-    jid = gs.gsub("-t", "2", "-o", "/dev/null", "-e", "/dev/null", "--wrap", "sleep 30")
+    jid = gs.gsub("-t", "2s", "-o", "/dev/null", "-e", "/dev/null", "--wrap", "sleep 30")
     gs.wait_state(jid, "RUNNING")
     filler = gs.root / "filler"
     fill(filler)

@@ -68,7 +68,7 @@ def test_declared_cores_map_onto_host_cpus(gs):
 
 def test_walltime_kills_a_job_that_ignores_sigterm(gs):
     t0 = time.monotonic()
-    jid = gs.gsub("-t", "2", "--wrap", "trap '' TERM; echo started; while true; do sleep 0.2; done")
+    jid = gs.gsub("-t", "2s", "--wrap", "trap '' TERM; echo started; while true; do sleep 0.2; done")
     j = gs.wait_state(jid, "TIMEOUT", timeout=30)
     took = time.monotonic() - t0
     assert j["exit_signal"] == 9  # it ignored SIGTERM, so the grace ended in SIGKILL

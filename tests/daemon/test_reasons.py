@@ -18,11 +18,11 @@ def jobs(gs) -> tuple[str, dict[int, dict]]:
 
 def test_gstat_shows_resources_priority_and_never(gs):
     gs.run("gctl", "drain", "6-7", "--reason", "fan", check=True)
-    blocker = gs.gsub("-n", "6", "-t", "60", "--wrap", WAIT_GO)
+    blocker = gs.gsub("-n", "6", "-t", "60s", "--wrap", WAIT_GO)
     gs.wait_state(blocker, "RUNNING")
-    nxt = gs.gsub("-n", "4", "-t", "60", "--wrap", "true")
-    after = gs.gsub("-n", "4", "-t", "60", "--wrap", "true")
-    never = gs.gsub("-n", "7", "-t", "60", "--wrap", "true")
+    nxt = gs.gsub("-n", "4", "-t", "60s", "--wrap", "true")
+    after = gs.gsub("-n", "4", "-t", "60s", "--wrap", "true")
+    never = gs.gsub("-n", "7", "-t", "60s", "--wrap", "true")
 
     def told() -> tuple[str, dict[int, dict]] | None:
         out, js = jobs(gs)

@@ -46,10 +46,10 @@ def wait_resv(gs, rid: int, *states: str, timeout: float = 20) -> dict:
 def test_bound_job_starts_on_the_reservations_cores_when_it_activates(make_gs):
     gs = make_gs(CONFIG)
     # a long job holds the whole machine; the flexible reservation waits behind it
-    long = gs.gsub("-n", "8", "-t", "30", "--wrap", "sleep 2")
+    long = gs.gsub("-n", "8", "-t", "30s", "--wrap", "sleep 2")
     gs.wait_state(long, "RUNNING")
     rid = int(gs.run("gresv", "create", "-n", "4", "-t", "20", check=True).stdout)
-    job = gs.gsub("--reservation", str(rid), "-n", "2", "-t", "10", "--wrap", 'echo "$GS_CORES" > cores.txt')
+    job = gs.gsub("--reservation", str(rid), "-n", "2", "-t", "10s", "--wrap", 'echo "$GS_CORES" > cores.txt')
     assert resv(gs, rid)["state"] == "WAITING"
     assert gs.job(job)["state"] == "PENDING"
     r = wait_resv(gs, rid, "ACTIVE")
@@ -66,10 +66,10 @@ def test_bound_job_starts_on_the_reservations_cores_when_it_activates(make_gs):
 
 def test_job_needing_a_licence_waits_while_both_are_held(make_gs):
     gs = make_gs(CONFIG)
-    a = gs.gsub("-l", "matlab=1", "-t", "30", "--wrap", "sleep 2")
-    b = gs.gsub("-l", "matlab=1", "-t", "30", "--wrap", "sleep 3")
-    c = gs.gsub("-l", "matlab=1", "-t", "30", "--wrap", "sleep 0.1")
-    free = gs.gsub("-t", "30", "--wrap", "sleep 0.1")  # no licence: starts at once
+    a = gs.gsub("-l", "matlab=1", "-t", "30s", "--wrap", "sleep 2")
+    b = gs.gsub("-l", "matlab=1", "-t", "30s", "--wrap", "sleep 3")
+    c = gs.gsub("-l", "matlab=1", "-t", "30s", "--wrap", "sleep 0.1")
+    free = gs.gsub("-t", "30s", "--wrap", "sleep 0.1")  # no licence: starts at once
     gs.wait_state(a, "RUNNING", "COMPLETED")
     gs.wait_state(b, "RUNNING", "COMPLETED")
     gs.wait_state(free, "RUNNING", "COMPLETED")
@@ -84,8 +84,8 @@ def test_deleting_an_active_reservation_ends_its_running_jobs(make_gs):
     gs = make_gs(CONFIG)
     rid = int(gs.run("gresv", "create", "-n", "2", "-t", "60", check=True).stdout)
     wait_resv(gs, rid, "ACTIVE")
-    job = gs.gsub("--reservation", str(rid), "-n", "2", "-t", "30", "--wrap", "sleep 30")
-    waiting = gs.gsub("--reservation", str(rid), "--wait-resv", "-n", "2", "-t", "30", "--wrap", "sleep 1")
+    job = gs.gsub("--reservation", str(rid), "-n", "2", "-t", "30s", "--wrap", "sleep 30")
+    waiting = gs.gsub("--reservation", str(rid), "--wait-resv", "-n", "2", "-t", "30s", "--wrap", "sleep 1")
     gs.wait_state(job, "RUNNING")
     assert gs.job(waiting)["state"] == "PENDING"
     gs.run("gresv", "delete", str(rid), check=True)
@@ -100,7 +100,7 @@ def test_no_kill_reservation_lets_its_jobs_outlive_it(make_gs):
     gs = make_gs(CONFIG)
     rid = int(gs.run("gresv", "create", "-n", "2", "-t", "2", "--no-kill", check=True).stdout)
     wait_resv(gs, rid, "ACTIVE")
-    job = gs.gsub("--reservation", str(rid), "-n", "1", "-t", "30", "--wrap", "sleep 4")
+    job = gs.gsub("--reservation", str(rid), "-n", "1", "-t", "30s", "--wrap", "sleep 4")
     gs.wait_state(job, "RUNNING")
     wait_resv(gs, rid, "ENDED", timeout=10)
     assert gs.job(job)["state"] == "RUNNING"

@@ -64,7 +64,7 @@ def test_place_board_reservation_takes_a_whole_board_and_bound_jobs_keep_their_o
 
     # bound jobs, each with its own requirement, inside the reservation's board
     def bound(*args: str) -> int:
-        return gs.gsub("--reservation", str(rid), "-t", "60", "-n", "1", *args, "--wrap", REPORT + WAIT_GO)
+        return gs.gsub("--reservation", str(rid), "-t", "60s", "-n", "1", *args, "--wrap", REPORT + WAIT_GO)
 
     plain = bound()
     gs.wait_state(plain, "RUNNING")
@@ -85,7 +85,7 @@ def test_place_board_reservation_takes_a_whole_board_and_bound_jobs_keep_their_o
     assert mine <= set(maps["reserved"]) and {a, b, SIBLING[a]} <= set(maps["allocated"])
     assert not mine & set(maps["free"])
     # a fourth bound job finds no core left inside (three busy, one held): it waits
-    fourth = gs.gsub("--reservation", str(rid), "-t", "60", "--wait-resv", "-n", "1", "--wrap", REPORT)
+    fourth = gs.gsub("--reservation", str(rid), "-t", "60s", "--wait-resv", "-n", "1", "--wrap", REPORT)
     taken = "submitted, not yet taken in by the daemon"
     wait_for(lambda: gs.job(fourth)["reason"] != taken, 10, f"job {fourth} to be taken in")
     assert gs.job(fourth)["state"] == "PENDING"
@@ -96,12 +96,12 @@ def test_place_board_reservation_takes_a_whole_board_and_bound_jobs_keep_their_o
 
 def test_spread_reservation_refuses_a_bound_job_it_can_never_hold(make_gs):
     gs = started(make_gs(start=False))
-    blocker = gs.gsub("-n", "8", "-t", "60", "--wrap", WAIT_GO)
+    blocker = gs.gsub("-n", "8", "-t", "60s", "--wrap", WAIT_GO)
     gs.wait_state(blocker, "RUNNING")
     rid = int(gs.run("gresv", "create", "-n", "4", "-t", "120", "--place", "spread", check=True).stdout)
     # bound while the reservation waits (its cores unknown): taken, and once it is active,
     # forecast never, saying why
-    early = gs.gsub("--reservation", str(rid), "-t", "60", "-n", "4", "--place", "board", "--wrap", "true")
+    early = gs.gsub("--reservation", str(rid), "-t", "60s", "-n", "4", "--place", "board", "--wrap", "true")
     (gs.work / "go").touch()
     r = wait_resv(gs, rid, "ACTIVE")
     why = wait_for(
@@ -112,12 +112,12 @@ def test_spread_reservation_refuses_a_bound_job_it_can_never_hold(make_gs):
     mine = cpuset.parse(r["cores"])
     assert [len([c for c in mine if board(c) == b]) for b in (0, 1)] == [2, 2]
     line = refused(
-        gs.run("gsub", "--reservation", str(rid), "-t", "60", "-n", "4", "--place", "board", "--wrap", "true")
+        gs.run("gsub", "--reservation", str(rid), "-t", "60s", "-n", "4", "--place", "board", "--wrap", "true")
     )
     assert line.startswith("gsub: error: job cannot run in reservation") and "--place board" in line, line
     assert "can never hold" in line
     # two cores on one board fit inside: on one of its boards
-    ok = gs.gsub("--reservation", str(rid), "-t", "60", "-n", "2", "--place", "board", "--wrap", REPORT)
+    ok = gs.gsub("--reservation", str(rid), "-t", "60s", "-n", "2", "--place", "board", "--wrap", REPORT)
     gs.wait_state(ok, "COMPLETED")
     got = cores_of(gs, ok)
     assert got <= mine and len({board(c) for c in got}) == 1

@@ -106,12 +106,12 @@ def test_daemon_and_gsim_agree_on_a_dependency_and_a_placed_reservation(make_gs,
     assert [float(r["start"]) for r in rows] == [0.0, 3.0, 5.0]
 
     gs.start()
-    a = gs.gsub("-N", "A", "-n", "4", "-t", "10", "--wrap", "sleep 3")
-    b = gs.gsub("-N", "B", "-n", "2", "-t", "10", "-d", f"afterany:{a}", "--wrap", "sleep 2")
+    a = gs.gsub("-N", "A", "-n", "4", "-t", "10s", "--wrap", "sleep 3")
+    b = gs.gsub("-N", "B", "-n", "2", "-t", "10s", "-d", f"afterany:{a}", "--wrap", "sleep 2")
     gs.wait_state(a, "RUNNING")
     rid = int(gs.run("gresv", "create", "-n", "4", "-t", "8", "--place", "board", check=True).stdout)
     wait_resv(gs, rid, "ACTIVE")
-    c = gs.gsub("-N", "C", "-n", "4", "-t", "10", "--wrap", "sleep 1")
+    c = gs.gsub("-N", "C", "-n", "4", "-t", "10s", "--wrap", "sleep 1")
     gs.wait_state(c, "COMPLETED", timeout=60)
     gs.wait_state(b, "COMPLETED", timeout=30)
     jobs = [gs.job(i) for i in (a, b, c)]

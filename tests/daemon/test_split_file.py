@@ -107,9 +107,9 @@ def test_without_retries_a_failed_sub_task_runs_once(make_gs):
 def test_the_windows_before_a_blocked_head_take_sub_tasks_of_their_sizes(make_gs):
     gs = make_gs(EASY)
     log, script, tasks = setup_job(gs, "2 2 a\n1 1 b\n1 1 c\n4 20 d\n", sleep=0.3)
-    a = gs.gsub("-N", "A", "-n", "4", "-t", "6", "--wrap", "sleep 4")
+    a = gs.gsub("-N", "A", "-n", "4", "-t", "6s", "--wrap", "sleep 4")
     gs.wait_state(a, "RUNNING")
-    b = gs.gsub("-N", "B", "-n", "8", "-t", "10", "--wrap", "sleep 0.5")  # the head: needs all 8 cores
+    b = gs.gsub("-N", "B", "-n", "8", "-t", "10s", "--wrap", "sleep 0.5")  # the head: needs all 8 cores
     s = gs.gsub("-N", "S", "--split-file", str(tasks), str(script))
     gs.wait_state(s, "COMPLETED", "FAILED", timeout=60)
     gs.wait_state(b, "COMPLETED", timeout=30)
@@ -159,7 +159,7 @@ def test_options_that_exclude_a_split_file_and_a_directive_that_gives_one(make_g
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     r = gs.run("gsub", "--split-retries", "1", str(script))
     assert r.returncode == 2 and "--split-retries goes with --split or --split-file" in r.stderr
-    r = gs.run("gsub", "--split-file", str(tasks), "-t", "5", str(script))
+    r = gs.run("gsub", "--split-file", str(tasks), "-t", "5s", str(script))
     assert r.returncode != 0 and "longer than the walltime" in r.stderr
     directive = gs.work / "d.sh"
     directive.write_text("#!/bin/sh\n#GS --split-file tasks.txt\n#GS --split-retries 1\necho $GS_TASK_ID\n")

@@ -77,7 +77,7 @@ def assert_all_gone(gs, jid: int) -> None:
 
 
 def test_walltime_kills_every_hiding_process(gs):
-    jid, _ = start_hiding_job(gs, "-t", "3", tail="sleep 300\n")
+    jid, _ = start_hiding_job(gs, "-t", "3s", tail="sleep 300\n")
     j = gs.wait_state(jid, "TIMEOUT", timeout=30)
     assert j["exit_signal"] == 9  # the script ignores SIGTERM: killed after the grace
     assert_all_gone(gs, jid)

@@ -414,7 +414,7 @@ gwait {flags} || exit 4
 def test_a_parent_lending_all_its_cores_is_not_charged_walltime_for_that_time(make_gs):
     gs = make_gs(config())
     s = script(gs, "p.sh", WALLTIME_PARENT.format(flags="--yield"))
-    p = gs.gsub("-n", "2", "-t", "6", str(s))  # 6 s of walltime; its child runs 8 s on its cores
+    p = gs.gsub("-n", "2", "-t", "6s", str(s))  # 6 s of walltime; its child runs 8 s on its cores
     kid = int(wait_for(lambda: (gs.work / "kid").exists() and (gs.work / "kid").read_text().strip(), 15, "the kid"))
     assert gs.wait_state(kid, "COMPLETED", "CANCELLED", "FAILED", timeout=30)["state"] == "COMPLETED", gs.log()
     j = gs.wait_state(p, "COMPLETED", "TIMEOUT", "FAILED", timeout=30)
@@ -426,7 +426,7 @@ def test_a_parent_lending_all_its_cores_is_not_charged_walltime_for_that_time(ma
 def test_a_parent_that_keeps_its_cores_is_killed_at_its_walltime(make_gs):
     gs = make_gs(config())
     s = script(gs, "p.sh", WALLTIME_PARENT.format(flags="").replace("-n 2", "-n 1"))
-    p = gs.gsub("-n", "1", "-t", "6", str(s))  # waits without yielding: its core stays its own
+    p = gs.gsub("-n", "1", "-t", "6s", str(s))  # waits without yielding: its core stays its own
     kid = int(wait_for(lambda: (gs.work / "kid").exists() and (gs.work / "kid").read_text().strip(), 15, "the kid"))
     gs.wait_state(kid, "RUNNING")  # on the other core
     j = gs.wait_state(p, "COMPLETED", "TIMEOUT", "FAILED", timeout=30)

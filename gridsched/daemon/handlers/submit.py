@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING
 
 from ... import requests as rq
 from ...core.placement import Request, never_fits
-from ...core.request import infeasible
+from ...core.request import infeasible, too_much_memory
 from ...jobs import JobState
+from ...submit import machine_memory
 from .. import arrays, reservations, split
 from .hold import BY_OWNER
 from .ids import taken_again
@@ -30,6 +31,9 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
     if bad is None and (job.place is not None or job.threads_per_core or job.exclusive_board):
         why = never_fits(d.machine, Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board))
         bad = f"can never run: {why}" if why else None
+    if bad is None and job.mem:
+        why = too_much_memory(job.mem, machine_memory(d.machine))
+        bad = f"can never run: it {why}" if why else None
     if bad is None and job.walltime > d.cfg.max_walltime:
         bad = "walltime longer than the maximum"
     if bad is None:

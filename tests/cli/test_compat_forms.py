@@ -1,0 +1,634 @@
+"""Slurm, PBS, Torque and SGE scripts read as those systems read them: times, sizes, directives, output
+file names, the interpreter, and the checks gsub and the daemon share."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import socket
+import time
+from pathlib import Path
+
+import click
+import pytest
+
+from gridsched import requests as rq
+from gridsched.arrays import task_path
+from gridsched.cli import compat, gsub
+from gridsched.core.units import UnitError
+from gridsched.submit import SubmitError, choose_shell, output_path
+from tests.fuzz.test_requests import valid_job
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def warnings(stderr: str) -> list[str]:
+    return [ln[len("gsub: warning: ") :] for ln in stderr.splitlines() if ln.startswith("gsub: warning: ")]
+
+
+def opts(text: str) -> dict[str, str | bool]:
+    return compat.translate(text, "j.sh").params()
+
+
+# -- times -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, secs",
+    [
+        ("60", 3600),  # a bare number is minutes
+        ("1", 60),
+        ("90:30", 90 * 60 + 30),  # MM:SS
+        ("1:00:00", 3600),
+        ("2-0", 2 * 86400),  # D-HH
+        ("1-2", 86400 + 2 * 3600),
+        ("1-2:30", 86400 + 2 * 3600 + 30 * 60),  # D-HH:MM
+        ("1-2:30:15", 86400 + 2 * 3600 + 30 * 60 + 15),
+        ("90s", 90),
+        ("2h", 7200),
+        ("30m", 1800),
+    ],
+)
+def test_sbatch_times(text, secs):
+    assert compat.sbatch_time(text) == secs
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "abc", "99:99:99:99", "1-25", ""])
+def test_bad_sbatch_times(text):
+    with pytest.raises(UnitError):
+        compat.sbatch_time(text)
+
+
+@pytest.mark.parametrize(
+    "text, secs",
+    [("60", 60), ("3600", 3600), ("01:30:00", 5400), ("90:00", 5400), ("100:00:00", 360000), ("10.5", 10)],
+)
+def test_pbs_times_bare_is_seconds(text, secs):
+    assert compat.pbs_time(text) == secs
+
+
+NOW = time.mktime((2030, 1, 20, 10, 0, 0, 0, 0, -1))
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("now", NOW),
+        ("now+90", NOW + 90),
+        ("now+1hour", NOW + 3600),
+        ("now+2days", NOW + 2 * 86400),
+        ("now+10minutes", NOW + 600),
+        ("16:00", time.mktime((2030, 1, 20, 16, 0, 0, 0, 0, -1))),
+        ("09:30:15", time.mktime((2030, 1, 21, 9, 30, 15, 0, 0, -1))),  # passed today: tomorrow
+        ("2030-02-01", time.mktime((2030, 2, 1, 0, 0, 0, 0, 0, -1))),
+        ("2030-02-01T12:34", time.mktime((2030, 2, 1, 12, 34, 0, 0, 0, -1))),
+        ("2030-02-01T12:34:56", time.mktime((2030, 2, 1, 12, 34, 56, 0, 0, -1))),
+        ("noon", time.mktime((2030, 1, 20, 12, 0, 0, 0, 0, -1))),
+        ("tomorrow", time.mktime((2030, 1, 21, 0, 0, 0, 0, 0, -1))),
+    ],
+)
+def test_begin_times(text, want):
+    assert compat.parse_begin(text, NOW) == want
+
+
+@pytest.mark.parametrize("text", ["later", "now+3fortnights", "25:00", "2030-13-01", "2030-02-01T12"])
+def test_bad_begin_times(text):
+    with pytest.raises(ValueError, match="'"):
+        compat.parse_begin(text, NOW)
+
+
+# -- Slurm directives ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines, ncpus",
+    [
+        ("#SBATCH --ntasks-per-node=4", "4"),
+        ("#SBATCH --tasks-per-node=3 -c 2", "6"),
+        ("#SBATCH -N 1 --ntasks-per-node=8", "8"),
+        ("#SBATCH -N 2 --ntasks-per-node=4 -c 2", "16"),
+        ("#SBATCH -n 3 --ntasks-per-node=8", "3"),  # -n counts the tasks
+        ("#SBATCH -N 2", "2"),  # one task per node
+    ],
+)
+def test_slurm_core_counts(lines, ncpus):
+    assert opts(f"#!/bin/sh\n{lines}\ntrue\n")["-n"] == ncpus
+
+
+def test_a_multi_node_request_says_what_the_one_node_one_is():
+    tr = compat.translate("#!/bin/sh\n#SBATCH -N 2 --ntasks-per-node=4 -c 2\ntrue\n", "j.sh")
+    assert tr.warnings == [
+        "j.sh:2: #SBATCH -N 2: this is one machine: the job runs here on 16 cores "
+        "(the one-node equivalent: --nodes=1 --ntasks=8 --cpus-per-task=2)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "line, key, value",
+    [
+        ("#SBATCH -t 60", "-t", "3600s"),
+        ("#SBATCH --time=1-00:00", "-t", "86400s"),
+        ("#SBATCH --mem-per-cpu=2G", "--mem-per-cpu", "2G"),
+        ("#SBATCH --mem=0", "--mem", "0"),
+        ("#SBATCH --mem=300", "--mem", "300"),
+        ("#SBATCH --begin=now+1hour", "--begin", "now+1hour"),
+        ("#SBATCH --open-mode=append", "--open-mode", "append"),
+        ("#SBATCH --requeue", "--checkpoint", "requeue"),
+        ("#SBATCH --no-requeue", "--checkpoint", "none"),
+        ("#SBATCH -b 16:00", "--begin", "16:00"),
+    ],
+)
+def test_slurm_values(line, key, value):
+    assert opts(f"#!/bin/sh\n{line}\ntrue\n")[key] == value
+
+
+@pytest.mark.parametrize(
+    "line, warning",
+    [
+        ("#SBATCH --exclusive", "#SBATCH --exclusive ignored: a job gets exactly its own cores"),
+        ("#SBATCH --nice=10", "#SBATCH --nice=10 ignored: priorities are not supported"),
+        ("#SBATCH --get-user-env", "#SBATCH --get-user-env ignored: the job gets the submitting environment"),
+        ("#SBATCH --export=NONE", "#SBATCH --export=NONE ignored: the job always gets the whole submitting"),
+        ("#SBATCH --signal=B:USR1@60", "#SBATCH --signal=B:USR1@60 ignored: use --checkpoint signal"),
+        ("#SBATCH --ntasks-per-core=1", "#SBATCH --ntasks-per-core=1 ignored: the job's tasks share"),
+        ("#SBATCH --mail-type=END", "#SBATCH --mail-type=END ignored: no mail is sent"),
+        ("#SBATCH --account=proj", "#SBATCH --account=proj ignored: no accounts"),
+        ("#SBATCH --qos=high", "#SBATCH --qos=high ignored: no QOS"),
+        ("#SBATCH -p gpu", "#SBATCH -p gpu ignored: no partitions"),
+        ("#SBATCH --frob 3", "#SBATCH --frob 3 ignored: not a directive gsub knows"),
+        ("#SBATCH -t UNLIMITED", "#SBATCH -t UNLIMITED ignored: no unlimited walltime"),
+    ],
+)
+def test_slurm_warnings_name_the_line_and_directive(line, warning):
+    tr = compat.translate(f"#!/bin/sh\n{line}\ntrue\n", "j.sh")
+    [w] = tr.warnings
+    assert w.startswith(f"j.sh:2: {warning}")
+
+
+def test_harmless_sbatch_flags_are_silent():
+    tr = compat.translate("#!/bin/sh\n#SBATCH -v -V\n#SBATCH --export=ALL\ntrue\n", "j.sh")
+    assert tr.warnings == [] and tr.settings == []
+
+
+@pytest.mark.parametrize(
+    "line, error",
+    [
+        ("#SBATCH --open-mode=sideways", "j.sh:2: #SBATCH --open-mode=sideways: must be append or truncate"),
+        ("#SBATCH --begin=someday", "j.sh:2: #SBATCH --begin=someday: 'someday': not a begin time"),
+        ("#SBATCH --mem-per-cpu=lots", "j.sh:2: #SBATCH --mem-per-cpu=lots: 'lots': not a memory size"),
+        ("#SBATCH --ntasks-per-node=x", "j.sh:2: #SBATCH --ntasks-per-node=x: 'x' is not a whole number"),
+        ("#SBATCH -N zero", "j.sh:2: #SBATCH -N zero: 'zero' is not a whole number"),
+    ],
+)
+def test_slurm_bad_values_name_file_line_and_directive(line, error):
+    with pytest.raises(compat.CompatError) as e:
+        compat.translate(f"#!/bin/sh\n{line}\ntrue\n", "j.sh")
+    assert str(e.value).startswith(error)
+
+
+# -- PBS and Torque -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line, key, value",
+    [
+        ("#PBS -t 1-10", "--array", "1-10"),  # Torque arrays
+        ("#PBS -t 2-6", "--array", "2-6"),
+        ("#PBS -t 1-10%2", "--array", "1-10%2"),
+        ("#PBS -t 1,3,5-7", "--array", "1,3,5-7"),
+        ("#PBS -j oe", "--join", "oe"),
+        ("#PBS -j eo", "--join", "eo"),
+        ("#PBS -j n", "--join", "n"),
+        ("#PBS -S /bin/bash", "--shell", "/bin/bash"),
+        ("#PBS -r y", "--checkpoint", "requeue"),
+        ("#PBS -r n", "--checkpoint", "none"),
+        ("#PBS -l walltime=60", "-t", "60s"),  # a bare PBS walltime is seconds
+        ("#PBS -l walltime=01:30:00", "-t", "5400s"),
+        ("#PBS -l mem=2gb", "--mem", "2048M"),
+        ("#PBS -l pmem=512mb", "--mem-per-cpu", "512M"),
+        ("#PBS -l vmem=1gb", "--mem", "1024M"),
+        ("#PBS -l pvmem=1gb", "--mem-per-cpu", "1024M"),
+        ("#PBS -l nodes=1:ppn=6", "-n", "6"),
+        ("#PBS -l select=1:ncpus=4:mem=3gb", "--mem", "3072M"),
+        ("#PBS -l select=2:ncpus=4:mem=3gb", "--mem", "6144M"),  # mem is per chunk
+        ("#PBS -l select=1:ncpus=2+1:ncpus=3", "-n", "5"),
+        ("#PBS -l ncpus=3", "-n", "3"),
+        ("#PBS -W depend=afterok:12.server:13.server", "-d", "afterok:12:13"),
+        ("#PBS -o host:/tmp/o", "-o", "/tmp/o"),
+    ],
+)
+def test_pbs_values(line, key, value):
+    assert opts(f"#!/bin/sh\n{line}\ntrue\n")[key] == value
+
+
+def test_mem_wins_over_vmem():
+    assert opts("#!/bin/sh\n#PBS -l vmem=8gb\n#PBS -l mem=1gb\ntrue\n")["--mem"] == "1024M"
+
+
+@pytest.mark.parametrize(
+    "line, warning",
+    [
+        ("#PBS -l nodes=2:ppn=8", "#PBS -l nodes=2:ppn=8: 2 nodes: this is one machine"),
+        ("#PBS -l select=2:ncpus=4", "#PBS -l select=2:ncpus=4: 2 nodes: this is one machine"),
+        ("#PBS -l place=scatter", "#PBS -l place=scatter ignored: one machine"),
+        ("#PBS -m abe", "#PBS -m abe ignored: no mail is sent"),
+        ("#PBS -M me@example.org", "#PBS -M me@example.org ignored: no mail is sent"),
+        ("#PBS -q long", "#PBS -q long ignored: one queue on one machine"),
+        ("#PBS -W group_list=x", "#PBS -W group_list=x ignored: attribute 'group_list' is not supported"),
+        ("#PBS -l cput=10:00:00", "#PBS -l cput=10:00:00 ignored: only walltime is enforced"),
+        ("#PBS -X 2-6", "#PBS -X 2-6 ignored: not a directive gsub knows"),  # a value is not an option
+    ],
+)
+def test_pbs_warnings(line, warning):
+    [w] = compat.translate(f"#!/bin/sh\n{line}\ntrue\n", "j.sh").warnings
+    assert w.startswith(f"j.sh:2: {warning}")
+
+
+def test_multi_node_pbs_says_the_one_node_request():
+    [w] = compat.translate("#!/bin/sh\n#PBS -l nodes=2:ppn=8\ntrue\n", "j.sh").warnings
+    assert w.endswith("(the one-node equivalent: -l nodes=1:ppn=16)")
+    assert opts("#!/bin/sh\n#PBS -l nodes=2:ppn=8\ntrue\n")["-n"] == "16"
+
+
+def test_pbs_k_is_accepted_silently():
+    tr = compat.translate("#!/bin/sh\n#PBS -k oe\ntrue\n", "j.sh")
+    assert tr.warnings == [] and tr.settings == []
+
+
+@pytest.mark.parametrize(
+    "line, error",
+    [
+        ("#PBS -j x", "j.sh:2: #PBS -j x: must be oe, eo or n"),
+        ("#PBS -r maybe", "j.sh:2: #PBS -r maybe: must be y or n"),
+        ("#PBS -t 1-x", "j.sh:2: #PBS -t 1-x: not an array range"),
+        ("#PBS -l walltime=soon", "j.sh:2: #PBS -l walltime=soon: 'soon'"),
+        ("#PBS -l nodes=1:ppn=zero", "j.sh:2: #PBS -l nodes=1:ppn=zero: 'zero' is not a whole number"),
+    ],
+)
+def test_pbs_bad_values(line, error):
+    with pytest.raises(compat.CompatError) as e:
+        compat.translate(f"#!/bin/sh\n{line}\ntrue\n", "j.sh")
+    assert str(e.value).startswith(error)
+
+
+# -- SGE ----------------------------------------------------------------------------------------
+
+SGE_SCRIPT = """#!/bin/bash
+#$ -N sg
+#$ -pe smp 4
+#$ -l h_rt=01:00:00,h_vmem=2G
+#$ -t 1-6:2
+#$ -tc 2
+#$ -cwd
+#$ -V
+#$ -j y
+#$ -o logs/$JOB_NAME.$JOB_ID.$TASK_ID
+#$ -e err
+#$ -S /bin/bash
+#$ -hold_jid 3,4
+#$ -wd /tmp
+#$ -r y
+echo run
+"""
+
+
+def test_sge_directives():
+    tr = compat.translate(SGE_SCRIPT, "g.sh")
+    assert tr.dialect == "sge" and tr.warnings == []
+    assert tr.params() == {
+        "-N": "sg",
+        "-n": "4",
+        "-t": "3600s",
+        "--mem-per-cpu": "2G",  # h_vmem is per slot
+        "--array": "1-6:2%2",
+        "--join": "oe",
+        "-o": "logs/%x.%j.%a",
+        "-e": "err",
+        "--shell": "/bin/bash",
+        "-d": "afterany:3:4",
+        "-D": "/tmp",
+        "--checkpoint": "requeue",
+    }
+
+
+@pytest.mark.parametrize(
+    "line, warning",
+    [
+        ("#$ -q all.q", "#$ -q all.q ignored: one queue on one machine"),
+        ("#$ -m bea", "#$ -m bea ignored: no mail is sent"),
+        ("#$ -l gpu=1", "#$ -l gpu=1 ignored: resource 'gpu' is not supported"),
+        ("#$ -pe mpi 4-8", "#$ -pe mpi 4-8: a slot range: 4 cores are asked"),
+    ],
+)
+def test_sge_warnings(line, warning):
+    [w] = compat.translate(f"#!/bin/sh\n{line}\ntrue\n", "j.sh").warnings
+    assert w.startswith(f"j.sh:2: {warning}")
+
+
+@pytest.mark.parametrize(
+    "line, error",
+    [
+        ("#$ -pe smp", "j.sh:2: #$ -pe needs a name and a slot count"),
+        ("#$ -pe smp x", "j.sh:2: #$ -pe smp x: 'x' is not a whole number"),
+        ("#$ -hold_jid prep", "j.sh:2: #$ -hold_jid prep: job ids only"),
+        ("#$ -b y", "j.sh:2: #$ -b y: gsub takes a script"),
+        ("#$ -l h_rt=soon", "j.sh:2: #$ -l h_rt=soon: 'soon'"),
+    ],
+)
+def test_sge_bad_values(line, error):
+    with pytest.raises(compat.CompatError) as e:
+        compat.translate(f"#!/bin/sh\n{line}\ntrue\n", "j.sh")
+    assert str(e.value).startswith(error)
+
+
+# -- mixing -------------------------------------------------------------------------------------
+
+
+def test_mixed_directives_say_which_wins():
+    tr = compat.translate("#!/bin/sh\n#PBS -N p\n#SBATCH -J s\n#$ -N g\ntrue\n", "j.sh")
+    assert tr.dialect == "pbs" and tr.params() == {"-N": "p"}
+    assert tr.warnings == [
+        "j.sh:3: the script mixes #PBS and #SBATCH lines: the #PBS lines are read (the first directive, line 2); "
+        "the #SBATCH lines are ignored",
+        "j.sh:4: the script mixes #PBS and #$ lines: the #PBS lines are read (the first directive, line 2); "
+        "the #$ lines are ignored",
+    ]
+
+
+# -- output file names --------------------------------------------------------------------------
+
+
+def test_every_sbatch_pattern(tmp_path):
+    user = pwd.getpwuid(os.getuid()).pw_name
+    host = socket.gethostname().split(".", 1)[0]
+    p = output_path("o.%j.%J.%A.%a.%x.%u.%N.%n.%s.%t.%%.%5j", "d", 42, "nm", tmp_path, tmp_path)
+    assert p == tmp_path / f"o.42.42.42.0.nm.{user}.{host}.0.batch.0.%.00042"
+
+
+def test_array_patterns_are_left_for_each_task(tmp_path):
+    p = output_path("o.%A.%J.%4a.%x.%%", "d", 42, "a%b", tmp_path, tmp_path, array=True)
+    assert str(p) == str(tmp_path / "o.42.%j.%4a.a%%b.%%")
+    assert task_path(str(p), 43, 7) == str(tmp_path / "o.42.43.0007.a%b.%")
+
+
+def test_unknown_patterns_are_found():
+    assert compat.unknown_patterns("out.%j.%q.%%.%5a.%") == ["%q", "%"]
+    assert compat.unknown_patterns("slurm-%A_%a.out") == []
+
+
+# -- the interpreter ----------------------------------------------------------------------------
+
+LOGIN = pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"
+
+
+def test_a_shebang_on_line_1_wins():
+    assert choose_shell("#!/bin/bash\n#PBS -N x\ntrue\n", "j.sh", "pbs", None, os.getuid()) == (None, [])
+    shell, notes = choose_shell("#!/bin/bash\ntrue\n", "j.sh", "pbs", "/bin/sh", os.getuid())
+    assert shell is None and notes == ["j.sh: shell /bin/sh ignored: the #! line on line 1 chooses the interpreter"]
+
+
+def test_pbs_and_sge_scripts_without_shebang_run_the_login_shell():
+    for dialect in ("pbs", "sge"):
+        shell, _ = choose_shell("#PBS -N x\ntrue\n", "j.sh", dialect, None, os.getuid())
+        assert shell == (LOGIN if os.access(LOGIN, os.X_OK) else "/bin/sh")
+
+
+def test_an_explicit_shell_wins_over_the_login_shell():
+    assert choose_shell("#PBS -S /bin/sh\ntrue\n", "j.sh", "pbs", "/bin/sh", os.getuid()) == ("/bin/sh", [])
+
+
+def test_an_sbatch_script_without_shebang_is_refused_as_sbatch_does():
+    with pytest.raises(SubmitError) as e:
+        choose_shell("#SBATCH -n 1\ntrue\n", "j.sh", "slurm", None, os.getuid())
+    assert str(e.value).startswith(
+        "j.sh: This does not look like a batch script.  The first line must start with #! followed by the path "
+        "to an interpreter."
+    )
+    assert choose_shell("#SBATCH -n 1\ntrue\n", "j.sh", "slurm", "/bin/sh", os.getuid())[0] == "/bin/sh"
+
+
+def test_a_shebang_below_line_1_is_named_when_another_shell_runs_the_script():
+    shell, notes = choose_shell("\n#!/bin/bash\n(( 1 )) && echo\n", "j.sh", None, None, os.getuid())
+    assert shell is None
+    assert notes == [
+        "j.sh:2: the #! line is not on line 1, so it is not read: the script runs with /bin/sh "
+        "(gridsched's default for a script without #! on line 1); move it to line 1 to run bash"
+    ]
+    _, notes = choose_shell("\n#!/usr/bin/env bash\ntrue\n", "j.sh", "pbs", "/bin/bash", os.getuid())
+    assert notes == []  # the shell that runs it is the one it names
+
+
+@pytest.mark.parametrize("shell", ["bash", "/no/such/shell", "/etc/passwd", "/tmp"])
+def test_a_shell_must_be_an_absolute_executable(shell):
+    with pytest.raises(SubmitError, match=f"^shell '{shell}': "):
+        choose_shell("true\n", "j.sh", None, shell, os.getuid())
+
+
+@pytest.mark.parametrize(
+    "fields, why",
+    [
+        ({"shell": "bash"}, "must be an absolute path"),
+        ({"shell": "/no/such/shell"}, "must name an executable file"),
+        ({"shell": "/etc/passwd"}, "must name an executable file"),
+        ({"open_mode": "sideways"}, "must be append or truncate"),
+    ],
+)
+def test_the_boundary_checks_the_shell_and_open_mode(fields, why):
+    sender = rq.Sender(os.getuid(), "me", frozenset({os.getgid()}), False)
+    with pytest.raises(rq.Refused, match=why):
+        rq.parse({"type": "submit", "job": {**valid_job(5), **fields}}, rq.id_name(5), sender)
+    ok = rq.parse(
+        {"type": "submit", "job": {**valid_job(5), "shell": "/bin/sh", "open_mode": "append"}}, rq.id_name(5), sender
+    )
+    assert ok.job.to_spec()["shell"] == "/bin/sh" and ok.job.to_spec()["open_mode"] == "append"  # type: ignore[union-attr]
+
+
+# -- gsub: what a submission becomes ----------------------------------------------------------
+
+
+def test_gsub_t_bare_number_is_minutes(env, run, submits):
+    assert run(gsub.cli, ["-t", "60", "--wrap", "true"]).exit_code == 0
+    assert run(gsub.cli, ["-t", "60s", "--wrap", "true"]).exit_code == 0
+    assert run(gsub.cli, ["-t", "1-2", "--wrap", "true"]).exit_code == 0
+    write(env / "j.sh", "#!/bin/sh\n#GS -t 5\ntrue\n")
+    assert run(gsub.cli, ["j.sh"]).exit_code == 0
+    assert [s["walltime"] for s in submits()] == [3600, 60, 86400 + 7200, 300]
+
+
+def test_a_slurm_script_without_o_writes_slurm_jobid_out_with_stderr_joined(env, run, submits):
+    (env / "w").mkdir()
+    write(env / "s.sh", "#!/bin/sh\n#SBATCH -D w\ntrue\n")
+    write(env / "a.sh", "#!/bin/sh\n#SBATCH --array=1-3\ntrue\n")
+    write(env / "e.sh", "#!/bin/sh\n#SBATCH -e err.%j\ntrue\n")
+    for s in ("s.sh", "a.sh", "e.sh"):
+        assert run(gsub.cli, [s]).exit_code == 0
+    assert run(gsub.cli, ["-o", "mine.out", "s.sh"]).exit_code == 0
+    s, a, e, mine = submits()
+    assert s["stdout"] == s["stderr"] == str(env / "w" / "slurm-1.out")  # in the working directory
+    assert a["stdout"] == a["stderr"] == str(env / "slurm-2_%a.out")
+    assert (e["stdout"], e["stderr"]) == (str(env / "slurm-3.out"), str(env / "err.3"))
+    assert mine["stdout"] == mine["stderr"] == str(env / "w" / "mine.out")
+
+
+def test_a_plain_script_keeps_two_files(env, run, submits):
+    assert run(gsub.cli, ["--wrap", "true"]).exit_code == 0
+    [s] = submits()
+    assert (s["stdout"], s["stderr"]) == (str(env / "wrap.o1"), str(env / "wrap.e1"))
+
+
+@pytest.mark.parametrize(
+    "join, out, err",
+    [("oe", "p.o1", "p.o1"), ("eo", "p.e1", "p.e1"), ("n", "p.o1", "p.e1")],
+)
+def test_pbs_join(env, run, submits, join, out, err):
+    write(env / "p.sh", f"#!/bin/sh\n#PBS -N p\n#PBS -j {join}\ntrue\n")
+    assert run(gsub.cli, ["p.sh"]).exit_code == 0
+    [s] = submits()
+    assert (s["stdout"], s["stderr"]) == (str(env / out), str(env / err))
+
+
+def test_pbs_o_naming_a_directory(env, run, submits):
+    (env / "logs").mkdir()
+    write(env / "p.sh", "#!/bin/sh\n#PBS -N p\n#PBS -o logs\n#PBS -e logs/\ntrue\n")
+    assert run(gsub.cli, ["p.sh"]).exit_code == 0
+    [s] = submits()
+    assert (s["stdout"], s["stderr"]) == (str(env / "logs" / "p.o1"), str(env / "logs" / "p.e1"))
+
+
+def test_unknown_patterns_are_warned(env, run, submits):
+    r = run(gsub.cli, ["-o", "o.%q.%j", "--wrap", "true"])
+    assert r.exit_code == 0
+    assert warnings(r.stderr) == [
+        "output 'o.%q.%j': %q is not a file name pattern (known: %A %a %j %J %N %n %s %t %u %x %%); it stays as written"
+    ]
+    assert submits()[0]["stdout"] == str(env / "o.%q.1")
+
+
+def test_mem_per_cpu_is_multiplied_by_the_cores(env, run, submits):
+    write(env / "s.sh", "#!/bin/sh\n#SBATCH --mem-per-cpu=100M -n 2 -c 3\ntrue\n")
+    write(env / "p.sh", "#!/bin/sh\n#PBS -l nodes=1:ppn=4,pmem=1gb\ntrue\n")
+    assert run(gsub.cli, ["s.sh"]).exit_code == 0
+    assert run(gsub.cli, ["p.sh"]).exit_code == 0
+    assert run(gsub.cli, ["-n", "2", "s.sh"]).exit_code == 0  # the command line's cores
+    assert run(gsub.cli, ["--mem", "1G", "s.sh"]).exit_code == 0  # the command line's --mem wins
+    assert run(gsub.cli, ["--mem-per-cpu", "10M", "--wrap", "true"]).exit_code == 0  # default: 1 core
+    assert [s["mem"] for s in submits()] == [600 << 20, 4 << 30, 200 << 20, 1 << 30, 10 << 20]
+    r = run(gsub.cli, ["--mem", "1G", "--mem-per-cpu", "1G", "--wrap", "true"])
+    assert (r.exit_code, r.stderr) == (2, "gsub: error: --mem and --mem-per-cpu exclude each other\n")
+
+
+def test_mem_zero_is_the_whole_machine(env, run, submits):
+    write(env / "s.sh", "#!/bin/sh\n#SBATCH --mem=0\ntrue\n")
+    assert run(gsub.cli, ["s.sh"]).exit_code == 0
+    assert run(gsub.cli, ["--mem", "0", "--wrap", "true"]).exit_code == 0
+    assert [s["mem"] for s in submits()] == [None, None]
+
+
+def test_more_memory_than_the_machine_is_refused(env, run, submits):
+    write(env / "s.sh", "#!/bin/sh\n#SBATCH --mem=300T\ntrue\n")
+    r = run(gsub.cli, ["s.sh"])
+    assert r.exit_code == 1
+    assert r.stderr.startswith("gsub: error: job can never run: it asks for 300T of memory, the machine has ")
+    assert submits() == []
+
+
+def test_begin_and_open_mode(env, run, submits):
+    before = time.time()
+    write(env / "s.sh", "#!/bin/sh\n#SBATCH --begin=now+1hour --open-mode=append\ntrue\n")
+    assert run(gsub.cli, ["s.sh"]).exit_code == 0
+    assert run(gsub.cli, ["--begin", "now+90", "--wrap", "true"]).exit_code == 0
+    s, w = submits()
+    assert before + 3600 <= s["begin"] <= time.time() + 3600 and s["open_mode"] == "append"
+    assert before + 90 <= w["begin"] <= time.time() + 90 and "open_mode" not in w
+    r = run(gsub.cli, ["--begin", "someday", "--wrap", "true"])
+    assert r.exit_code == 2 and "'someday': not a begin time" in r.stderr
+
+
+def test_the_interpreter_in_the_request(env, run, submits):
+    write(env / "pbs.sh", "#PBS -N p\ntrue\n")
+    write(env / "pbs_s.sh", "#PBS -N p\n#PBS -S /bin/sh\ntrue\n")
+    write(env / "plain.sh", "true\n")
+    write(env / "bang.sh", "#!/bin/sh\n#PBS -S /bin/bash\ntrue\n")
+    for s in ("pbs.sh", "pbs_s.sh", "plain.sh", "bang.sh"):
+        assert run(gsub.cli, [s]).exit_code == 0
+    r = run(gsub.cli, ["--shell", "/bin/sh", "--wrap", "true"])
+    assert r.exit_code == 0
+    shells = [s.get("shell") for s in submits()]
+    assert shells == [LOGIN if os.access(LOGIN, os.X_OK) else "/bin/sh", "/bin/sh", None, None, None]
+
+
+def test_an_sbatch_script_without_shebang_is_refused(env, run, submits):
+    write(env / "s.sh", "#SBATCH -n 1\ntrue\n")
+    r = run(gsub.cli, ["s.sh"])
+    assert r.exit_code == 2
+    assert r.stderr.startswith("gsub: error: s.sh: This does not look like a batch script.")
+    assert run(gsub.cli, ["--shell", "/bin/sh", "s.sh"]).exit_code == 0
+    assert submits()[0]["shell"] == "/bin/sh"
+
+
+# -- --emit pbs ---------------------------------------------------------------------------------
+
+
+def pbs_params_from(text: str) -> dict:
+    tr = compat.translate(text, "x.sh")
+    out = {}
+    for _, toks in tr.settings:
+        ctx = gsub.cli.make_context("gsub", list(toks), help_option_names=[])
+        for k, v in ctx.params.items():
+            if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE:
+                out[k] = v
+    return out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-N", "render", "-n", "4", "-t", "2:00:00", "--mem", "1536M", "-o", "out.log", "-e", "err.log"],
+        ["-t", "1d", "--checkpoint", "none", "--hold", "-j", "oe", "-d", "afterok:3"],
+        ["--array", "1-4", "--checkpoint", "requeue", "-D", "/tmp", "--shell", "/bin/bash"],
+    ],
+)
+def test_emitted_pbs_reads_back_as_the_same_options(env, run, submits, args):
+    write(env / "job.sh", "#!/bin/bash\n#GS -N fromgs\n# keep me\necho run\n")
+    r = run(gsub.cli, ["--emit", "pbs", *args, "job.sh"])
+    assert r.exit_code == 0 and submits() == []
+    assert r.stdout.startswith("#!/bin/bash\n#PBS ") and "#GS" not in r.stdout
+    assert "# keep me\necho run\n" in r.stdout
+    back = pbs_params_from(r.stdout)
+    want = gsub.cli.make_context("gsub", [*args, "job.sh"], help_option_names=[]).params
+    want["name"] = want["name"] or "fromgs"
+    for k, v in back.items():
+        if k == "ncpus" and want.get("ncpus") is None:
+            assert v == 1  # select=1:ncpus=1 carries the memory
+            continue
+        assert want[k] == v, k
+
+
+def test_emit_pbs_comments_what_pbs_lacks(env, run):
+    r = run(gsub.cli, ["--emit", "pbs", "--checkpoint", "signal", "-o", "o.%j", "--wrap", "true"])
+    assert r.exit_code == 0
+    assert "# gridsched: dropped --checkpoint signal (no PBS equivalent)\n" in r.stdout
+    assert "# gridsched: PBS does not expand % patterns in -o\n" in r.stdout
+
+
+def test_emit_starts_with_the_interpreter_the_script_runs_under(env, run):
+    write(env / "p.sh", "#PBS -N p\n#PBS -l walltime=60\ntrue\n")
+    r = run(gsub.cli, ["--emit", "slurm", "p.sh"])
+    assert r.exit_code == 0
+    want = LOGIN if os.access(LOGIN, os.X_OK) else "/bin/sh"
+    assert r.stdout == f"#!{want}\n#SBATCH --job-name=p\n#SBATCH --time=00:01:00\ntrue\n"
+
+
+def test_pbs_W_depend_after_another_attribute():
+    tr = compat.translate("#!/bin/sh\n#PBS -W group_list=g,depend=afterok:1.srv,afterany:2\ntrue\n", "j.sh")
+    assert tr.params() == {"-d": "afterok:1,afterany:2"}
+    assert tr.warnings == ["j.sh:2: #PBS -W group_list=g ignored: attribute 'group_list' is not supported"]
+
+
+def test_pbs_mem_wins_over_pmem():
+    tr = compat.translate("#!/bin/sh\n#PBS -l mem=4gb,pmem=1gb\ntrue\n", "j.sh")
+    assert tr.params() == {"--mem": "4096M"}
+    assert tr.warnings == ["j.sh:2: #PBS -l pmem=1gb ignored: mem= gives the memory of the whole job"]
