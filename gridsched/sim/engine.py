@@ -313,6 +313,10 @@ def simulate(
         (lambda i: PlaceRequest(size[i], place)) if machine is not None and place else (lambda i: None)
     )
 
+    # a job is one Waiting entry without a mapping requirement or sub-tasks; and no other events than
+    # arrivals and ends (then the loop need not look for them)
+    plain = not (machine is not None and place) and not splits
+    others = bool(rvs or rv_events or splits)
     while True:
         # Drop end events of segments that were preempted.
         while ends:
@@ -323,12 +327,13 @@ def simulate(
         now = submit[nxt] if nxt < n else INF
         if ends and ends[0][0] < now:
             now = ends[0][0]
-        if rv_next < len(rvs) and rvs[rv_order[rv_next]].create < now:
-            now = rvs[rv_order[rv_next]].create
-        if rv_events and rv_events[0][0] < now:
-            now = rv_events[0][0]
-        if piece_ends and piece_ends[0][0] < now:
-            now = piece_ends[0][0]
+        if others:  # reservations, holds, pieces of split jobs
+            if rv_next < len(rvs) and rvs[rv_order[rv_next]].create < now:
+                now = rvs[rv_order[rv_next]].create
+            if rv_events and rv_events[0][0] < now:
+                now = rv_events[0][0]
+            if piece_ends and piece_ends[0][0] < now:
+                now = piece_ends[0][0]
         timer = wake
         if head is not None and head.time < timer:
             timer = head.time
@@ -346,7 +351,8 @@ def simulate(
                 continue
             need_pass = True
             state[i] = _DONE
-            end[i] = max(end[i], now)
+            if now > end[i]:
+                end[i] = now
             del running[i]
             run_dirty = True
             n_i = size[i]
@@ -401,18 +407,21 @@ def simulate(
                     ungated.add(i)
                 need_pass = True
                 continue
-            pending.append(
-                Waiting(
-                    i,
-                    size[i],
-                    wall[i],
-                    preemptable,
-                    users[i],
-                    0.0,
-                    place=req_of(i),
-                    split=SplitInfo(1, wall[i], tuple(range(size[i]))) if splittable[i] else None,
+            if plain:
+                pending.append(Waiting(i, size[i], wall[i], preemptable, users[i]))
+            else:
+                pending.append(
+                    Waiting(
+                        i,
+                        size[i],
+                        wall[i],
+                        preemptable,
+                        users[i],
+                        0.0,
+                        place=req_of(i),
+                        split=SplitInfo(1, wall[i], tuple(range(size[i]))) if splittable[i] else None,
+                    )
                 )
-            )
             if not need_pass and (not was_queued or ((size[i] <= free or (splittable[i] and free)) and not fcfs)):
                 need_pass = True
         if progress is not None and nxt // step != arrived // step:
@@ -471,6 +480,54 @@ def simulate(
                 started: list[int] = []
                 preempted = False
                 for d in plan.decisions:
+                    if isinstance(d, Start):  # the common decision first
+                        i = d.job
+                        if not 0 <= i < n or state[i] != _PENDING:
+                            raise SimulationError(f"policy started job {_name(trace, i)}, which is not waiting")
+                        n_i = size[i]
+                        if n_i > free:
+                            raise SimulationError(
+                                f"policy started job {_name(trace, i)} on {n_i} cores with {free} free"
+                            )
+                        free -= n_i
+                        if free_set is not None:
+                            on = set(d.cores)
+                            if len(on) != n_i or not on <= free_set:
+                                raise SimulationError(f"policy placed job {_name(trace, i)} on cores not free")
+                            r_i = req_of(i)
+                            hold = claimed(machine, d.cores, r_i) if r_i is not None else frozenset(on)  # type: ignore[arg-type]
+                            held[i] = hold
+                            free_set = free_set - hold
+                        state[i] = _RUNNING
+                        if first[i] < 0:
+                            first[i] = now
+                        left = wall[i] - done[i] + debt[i]
+                        if gated:
+                            states[i] = "RUNNING"
+                            a = g_arrays.get(i)
+                            running[i] = Running(
+                                i,
+                                n_i,
+                                now,
+                                left,
+                                tuple(d.cores),
+                                d.backfilled,
+                                preemptable,
+                                d.planned,
+                                False,
+                                users[i],
+                                name=g_names.get(i, ""),
+                                array=a[0] if a else None,
+                            )
+                        else:
+                            running[i] = Running(
+                                i, n_i, now, left, d.cores, d.backfilled, preemptable, d.planned, False, users[i]
+                            )
+                        seg_begin[i] = now
+                        heappush(ends, (now + debt[i] + work[i] - done[i], i, seg[i]))
+                        started.append(i)
+                        run_dirty = True
+                        continue
                     if isinstance(d, EndReservation):  # its resources return; the core passes again
                         rv = rv_live.pop(d.resv, None)
                         if rv is None:
@@ -570,85 +627,39 @@ def simulate(
                             )
                         run_dirty = True
                         continue
-                    if type(d) is Start:
-                        if not 0 <= i < n or state[i] != _PENDING:
-                            raise SimulationError(f"policy started job {_name(trace, i)}, which is not waiting")
-                        n_i = size[i]
-                        if n_i > free:
-                            raise SimulationError(
-                                f"policy started job {_name(trace, i)} on {n_i} cores with {free} free"
-                            )
-                        free -= n_i
-                        if free_set is not None:
-                            on = set(d.cores)
-                            if len(on) != n_i or not on <= free_set:
-                                raise SimulationError(f"policy placed job {_name(trace, i)} on cores not free")
-                            r_i = req_of(i)
-                            hold = claimed(machine, d.cores, r_i) if r_i is not None else frozenset(on)  # type: ignore[arg-type]
-                            held[i] = hold
-                            free_set = free_set - hold
-                        state[i] = _RUNNING
-                        if first[i] < 0:
-                            first[i] = now
-                        left = wall[i] - done[i] + debt[i]
-                        if gated:
-                            states[i] = "RUNNING"
-                            a = g_arrays.get(i)
-                            running[i] = Running(
-                                i,
-                                n_i,
-                                now,
-                                left,
-                                tuple(d.cores),
-                                d.backfilled,
-                                preemptable,
-                                d.planned,
-                                False,
-                                users[i],
-                                name=g_names.get(i, ""),
-                                array=a[0] if a else None,
-                            )
-                        else:
-                            running[i] = Running(
-                                i, n_i, now, left, tuple(d.cores), d.backfilled, preemptable, d.planned, False, users[i]
-                            )
-                        seg_begin[i] = now
-                        heappush(ends, (now + debt[i] + work[i] - done[i], i, seg[i]))
-                        started.append(i)
+                    if not 0 <= i < n or state[i] != _RUNNING:
+                        raise SimulationError(f"policy preempted job {_name(trace, i)}, which is not running")
+                    if not preemptable:
+                        raise SimulationError(f"policy preempted job {_name(trace, i)}, which is not preemptable")
+                    n_i = size[i]
+                    began = seg_begin[i]
+                    ran = now - began
+                    paid = debt[i] if debt[i] < ran else ran
+                    overhead_cs += paid * n_i
+                    progress_made = ran - paid
+                    if requeue:
+                        lost_cs += (done[i] + progress_made) * n_i
+                        done[i] = 0.0
+                        debt[i] -= paid
                     else:
-                        if not 0 <= i < n or state[i] != _RUNNING:
-                            raise SimulationError(f"policy preempted job {_name(trace, i)}, which is not running")
-                        if not preemptable:
-                            raise SimulationError(f"policy preempted job {_name(trace, i)}, which is not preemptable")
-                        n_i = size[i]
-                        began = seg_begin[i]
-                        ran = now - began
-                        paid = debt[i] if debt[i] < ran else ran
-                        overhead_cs += paid * n_i
-                        progress_made = ran - paid
-                        if requeue:
-                            lost_cs += (done[i] + progress_made) * n_i
-                            done[i] = 0.0
-                            debt[i] -= paid
-                        else:
-                            done[i] += progress_made
-                            debt[i] += 2.0 * overhead - paid
-                        ckpts[i] += 1
-                        segs.setdefault(i, []).append((began, now))
-                        seg[i] += 1
-                        state[i] = _PENDING
-                        del running[i]
-                        free += n_i
-                        if free_set is not None:
-                            free_set = free_set | held.pop(i)
-                        insort(
-                            pending,
-                            gate_waiting(i, n_i, wall[i] - done[i] + debt[i], done[i], None)
-                            if gated
-                            else Waiting(i, n_i, wall[i] - done[i] + debt[i], True, users[i], done[i], place=req_of(i)),
-                            key=key,
-                        )  # runs whole from now on
-                        preempted = True
+                        done[i] += progress_made
+                        debt[i] += 2.0 * overhead - paid
+                    ckpts[i] += 1
+                    segs.setdefault(i, []).append((began, now))
+                    seg[i] += 1
+                    state[i] = _PENDING
+                    del running[i]
+                    free += n_i
+                    if free_set is not None:
+                        free_set = free_set | held.pop(i)
+                    insort(
+                        pending,
+                        gate_waiting(i, n_i, wall[i] - done[i] + debt[i], done[i], None)
+                        if gated
+                        else Waiting(i, n_i, wall[i] - done[i] + debt[i], True, users[i], done[i], place=req_of(i)),
+                        key=key,
+                    )  # runs whole from now on
+                    preempted = True
                     run_dirty = True
                 for i in started:  # pending stays sorted by job id (= submit order)
                     if i >= n:  # a flexible reservation's entry
