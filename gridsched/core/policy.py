@@ -776,10 +776,21 @@ class _Pass:
 
     def start(self, w: Waiting, v: Vec, duration: float, backfilled: bool, planned: float | None) -> None:
         now = self.now
-        cores = self.take(v, w)
-        self.hold(now, duration, v, taken=True)
-        if self.machine is not None:
-            self.releases.append((now + duration, cores))
+        if self._profs is None and self.free_set is None:  # cores counted, no profile: take and hold, inlined
+            n = v[0]
+            self.free_now[0] -= n
+            end = now + duration
+            self._ends.append((end, n))
+            self._at = None
+            h = self._hold1
+            if h is not None and end > h[0]:
+                self._extra -= n
+            cores: tuple[int, ...] = ()
+        else:
+            cores = self.take(v, w)
+            self.hold(now, duration, v, taken=True)
+            if self.machine is not None:
+                self.releases.append((now + duration, cores))
         if w.flex:
             self.decisions.append(Activate(w.id, cores, now + w.estimate))
             self.activated[w.id] = (cores, now + w.estimate)
