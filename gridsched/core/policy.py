@@ -1340,9 +1340,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     room = ps._extra if quick else inf
     # only the jobs that fit in what is free now are looked at (free only shrinks in this loop):
     # the others are passed over in C, which on a long queue is most of the pass
-    for w in compress(rest, map(free0.__ge__, map(_NCPUS, rest))):
-        if free0 <= 0:
-            break
+    for w in compress(rest, map(free0.__ge__, map(_NCPUS, rest))) if free0 > 0 else ():
         n = w.ncpus
         if n > free0 or (binding and w.bind is not None):  # cheap tests first: most of a long queue stops here
             continue
@@ -1428,6 +1426,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             refused.clear()
         if w.preemptable and not w.flex:
             reclaimable = True
+        if free0 <= 0:
+            break
     wake = inf
     if ckpt:
         for r in ps.general:

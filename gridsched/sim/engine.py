@@ -317,6 +317,7 @@ def simulate(
     # arrivals and ends (then the loop need not look for them)
     plain = not (machine is not None and place) and not splits
     others = bool(rvs or rv_events or splits)
+    smallest: int | None = None  # the fewest cores a pending job needs (None: not known)
     while True:
         # Drop end events of segments that were preempted.
         while ends:
@@ -373,26 +374,27 @@ def simulate(
                     begin_at[j] = now + think
                     if state[j] == _PENDING:
                         regate(j, begin=now + think)
-        while rv_events and rv_events[0][0] <= now:  # a reservation's end or expiry: the core ends it
-            _t, rid = heapq.heappop(rv_events)
-            if rid in rv_live:
+        if others:  # reservations ending, holds released, pieces of split jobs ending
+            while rv_events and rv_events[0][0] <= now:  # a reservation's end or expiry: the core ends it
+                _t, rid = heapq.heappop(rv_events)
+                if rid in rv_live:
+                    need_pass = True
+                elif rid < 0:  # a hold released
+                    i = -1 - rid
+                    del held_until[i]
+                    if state[i] == _PENDING:
+                        regate(i, held="")
+                    need_pass = True
+            while piece_ends and piece_ends[0][0] <= now:
+                _t, pid = heappop(piece_ends)
+                i = piece_of.pop(pid)
+                free += running.pop(pid).ncpus
+                run_dirty = True
+                if free_set is not None:
+                    free_set = free_set | held.pop(pid)
+                outstanding[i] -= 1
+                end[i] = max(end[i], now)  # a job ends with the last of its sub-tasks
                 need_pass = True
-            elif rid < 0:  # a hold released
-                i = -1 - rid
-                del held_until[i]
-                if state[i] == _PENDING:
-                    regate(i, held="")
-                need_pass = True
-        while piece_ends and piece_ends[0][0] <= now:
-            _t, pid = heappop(piece_ends)
-            i = piece_of.pop(pid)
-            free += running.pop(pid).ncpus
-            run_dirty = True
-            if free_set is not None:
-                free_set = free_set | held.pop(pid)
-            outstanding[i] -= 1
-            end[i] = max(end[i], now)  # a job ends with the last of its sub-tasks
-            need_pass = True
         arrived = nxt
         while nxt < n and submit[nxt] == now:
             i = nxt
@@ -403,12 +405,15 @@ def simulate(
                     i, size[i], wall[i], 0.0, SplitInfo(1, wall[i], tuple(range(size[i]))) if splittable[i] else None
                 )
                 pending.append(w_i)
+                smallest = None
                 if w_i.deps or w_i.held or w_i.begin is not None:
                     ungated.add(i)
                 need_pass = True
                 continue
             if plain:
                 pending.append(Waiting(i, size[i], wall[i], preemptable, users[i]))
+                if smallest is not None and size[i] < smallest:
+                    smallest = size[i]
             else:
                 pending.append(
                     Waiting(
@@ -422,18 +427,20 @@ def simulate(
                         split=SplitInfo(1, wall[i], tuple(range(size[i]))) if splittable[i] else None,
                     )
                 )
+                smallest = None
             if not need_pass and (not was_queued or ((size[i] <= free or (splittable[i] and free)) and not fcfs)):
                 need_pass = True
         if progress is not None and nxt // step != arrived // step:
             progress(nxt)
         # reservations created now: after the jobs submitted at the same instant (queue order)
-        while rv_next < len(rvs) and rvs[rv_order[rv_next]].create <= now:
+        while rvs and rv_next < len(rvs) and rvs[rv_order[rv_next]].create <= now:
             k = rv_order[rv_next]
             rv_next += 1
             r = rvs[k]
             rv_live[n + k] = Resv(n + k, r.ncpus, r.duration, r.resources, r.start, place=r.place)
             if r.start is None:
                 pending.append(Waiting(n + k, r.ncpus, r.duration, False, "", 0.0, r.resources, None, True))
+                smallest = None
             else:
                 heappush(rv_events, (r.start + r.duration, n + k))
             need_pass = True
@@ -441,8 +448,11 @@ def simulate(
         if need_pass and fast and not rv_live and not gated:
             if not pending:  # nothing to decide: the plan is empty
                 need_pass, head, wake = False, None, INF
-            elif quiet_full and free < min(map(_ncpus, pending)):
-                need_pass = False  # nothing fits now, and nothing but a start can change
+            elif quiet_full:
+                if smallest is None:
+                    smallest = min(map(_ncpus, pending))
+                if free < smallest:
+                    need_pass = False  # nothing fits now, and nothing but a start can change
         if need_pass or not fast:
             wake = INF
             for _ in range(MAX_REPASS):
@@ -478,6 +488,7 @@ def simulate(
                 if not plan.decisions:
                     break
                 started: list[int] = []
+                smallest = None  # the queue changes
                 preempted = False
                 for d in plan.decisions:
                     if isinstance(d, Start):  # the common decision first
