@@ -74,8 +74,11 @@ SLURM: tuple[Rule, ...] = (
     ),
     Rule(("--mem-per-cpu",), "ignore", "memory per core", "(warned)", why="use --mem for the whole job"),
     Rule(("-C", "--constraint"), "ignore", "node features", "(warned)", why="no node features on one machine"),
-    Rule(("--gres",), "ignore", "generic resources", "(warned)", why="no generic resources"),
-    Rule(("-G", "--gpus"), "ignore", "GPUs", "(warned)", why="no generic resources"),
+    Rule(("--gres",), "gres", "generic resources (gpu:2, gpu:a100:1, fpga:1)", "--gres NAME[:MODEL]:N"),
+    Rule(("-G", "--gpus"), "gpus", "GPUs of the job ([MODEL:]N)", "--gpus [MODEL:]N"),
+    Rule(("--gpus-per-node",), "gpus", "GPUs on the node ([MODEL:]N)", "--gpus [MODEL:]N"),
+    Rule(("--gpus-per-task",), "gpus_per_task", "GPUs per task", "--gpus NTASKS*N"),
+    Rule(("--gpu-bind",), "gpu_bind", "GPU binding (closest, none; other forms warned)", "--gpu-bind"),
     Rule(("-w", "--nodelist"), "ignore", "nodes to use", "(warned)", why="one machine"),
     Rule(("-b", "--begin"), "ignore", "deferred start", "(warned)", why="deferred starts are not supported"),
     Rule(
@@ -115,7 +118,8 @@ PBS_RESOURCES: tuple[Rule, ...] = (
     Rule(("walltime",), "time", "time limit, HH:MM:SS or seconds", "-t"),
     Rule(("ncpus",), "ncpus", "cores", "-n"),
     Rule(("nodes",), "nodes", "nodes=N:ppn=M: N*M cores", "-n N*M (N > 1 warned: one machine)"),
-    Rule(("select",), "select", "select=N:ncpus=M[:mem=SIZE]: N*M cores", "-n N*M, --mem"),
+    Rule(("select",), "select", "select=N:ncpus=M[:mem=SIZE][:ngpus=G]: N*M cores, N*G GPUs", "-n N*M, --mem, --gpus"),
+    Rule(("ngpus",), "ngpus", "GPUs", "--gpus"),
     Rule(("mem",), "mem", "memory (b, kb, mb, gb, tb; bare: bytes)", "--mem"),
     Rule(("place", "host", "vnode", "arch"), "ignore", "placement", "(warned)", why="one machine"),
 )
@@ -133,6 +137,9 @@ GS_FLAG = {
     "chdir": "-D",
     "checkpoint": "--checkpoint",
     "array": "--array",
+    "gpus": "--gpus",
+    "gres": "--gres",
+    "gpu_bind": "--gpu-bind",
 }
 GS_SWITCH = {"hold": "--hold", "wait": "--wait"}
 
@@ -271,6 +278,7 @@ class _Reader:
         self.out = Translation()
         self.ntasks: tuple[int, int] | None = None  # (value, line)
         self.cpus: tuple[int, int] | None = None
+        self.gpus_per_task: tuple[str, int] | None = None  # (value, line)
 
     def warn(self, lineno: int, shown: str, why: str) -> None:
         self.out.warnings.append(f"{self.label}:{lineno}: {shown} ignored: {why}")
@@ -322,6 +330,20 @@ class _Reader:
                     self.set(lineno, "time", t)
             elif key in ("output", "error", "mem", "depend"):
                 self.set(lineno, key, v)
+            elif key == "gres":
+                for item in v.split(","):
+                    if item.strip():
+                        self.set(lineno, "gres", item.strip())
+            elif key == "gpus":
+                self.set(lineno, "gpus", v.strip())
+            elif key == "gpus_per_task":
+                self.gpus_per_task = (v.strip(), lineno)
+            elif key == "gpu_bind":
+                bind = v.strip().split(":")[-1] if v.strip().startswith("verbose,") else v.strip()
+                if bind in ("closest", "none", "strict"):
+                    self.set(lineno, "gpu_bind", bind)
+                else:
+                    self.warn(lineno, shown, "only closest and none (and gridsched's strict) are known")
             elif key == "licenses":
                 self.warn(lineno, shown, "licences are not supported yet")
             elif key == "requeue":
@@ -369,14 +391,19 @@ class _Reader:
             self.set(lineno, "mem", _pbs_size(where, value))
         elif rule.key == "ncpus":
             self.set(lineno, "ncpus", str(_count(where, "ncpus", value)))
+        elif rule.key == "ngpus":
+            self.set(lineno, "gpus", str(_count(where, "ngpus", value)))
         elif rule.key in ("nodes", "select"):
             chunks_s, *attrs = value.split(":")
             chunks = _count(where, name, chunks_s) if chunks_s else 1
             per = 1
+            gpus = 0
             for a in attrs:
                 k, _, x = a.partition("=")
                 if k in ("ppn", "ncpus"):
                     per = _count(where, k, x)
+                elif k == "ngpus":
+                    gpus = _count(where, k, x)
                 elif k == "mem":
                     self.set(lineno, "mem", _pbs_size(where, x))
                 else:
@@ -386,12 +413,20 @@ class _Reader:
                     f"{self.label}:{lineno}: {shown}: {chunks} nodes become {chunks * per} cores of this one machine"
                 )
             self.set(lineno, "ncpus", str(chunks * per))
+            if gpus:
+                self.set(lineno, "gpus", str(chunks * gpus))
 
     def finish(self) -> Translation:
         if self.ntasks or self.cpus:
             n, ln1 = self.ntasks or (1, 0)
             c, ln2 = self.cpus or (1, 0)
             self.set(max(ln1, ln2), "ncpus", str(n * c))
+        if self.gpus_per_task:
+            v, ln = self.gpus_per_task
+            model, _, per = v.rpartition(":")
+            n = (self.ntasks or (1, 0))[0]
+            total = str(_count(f"{self.label}:{ln}", "--gpus-per-task", per) * n)
+            self.set(ln, "gpus", f"{model}:{total}" if model else total)
         self.out.settings.sort(key=lambda s: s[0])
         return self.out
 

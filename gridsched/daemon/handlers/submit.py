@@ -30,6 +30,11 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
     if bad is None and (job.place is not None or job.threads_per_core or job.exclusive_board):
         why = never_fits(d.machine, Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board))
         bad = f"can never run: {why}" if why else None
+    if bad is None and job.devices:
+        from ...devices import refusal
+
+        why = refusal(job.devices, d.machine.devices)
+        bad = f"can never run: {why}" if why else None
     if bad is None and job.walltime > d.cfg.max_walltime:
         bad = "walltime longer than the maximum"
     if bad is None:
