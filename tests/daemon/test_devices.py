@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -233,3 +234,47 @@ def test_nvidia_smi_sees_each_jobs_own_gpu(make_gs):
     ]
     (gs.work / "go").touch()
     assert seen[0] != seen[1] and all(u in listed for u in seen)
+
+
+def test_a_running_jobs_gpus_are_recovered_after_kill_9(make_gs):
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(topo_config(gs.root, gpus=2))
+    gs.start()
+    a = gs.gsub("--gpus", "1", "--wrap", REPORT + WAIT_GO)
+    gs.wait_state(a, "RUNNING")
+    ga = gpus_of(env_of(gs, a))
+    gs.kill9()
+    gs.start()
+    b = gs.gsub("--gpus", "1", "--wrap", REPORT + WAIT_GO)
+    c = gs.gsub("--gpus", "1", "--wrap", REPORT)
+    gs.wait_state(b, "RUNNING")
+    assert gpus_of(env_of(gs, b)) == {0, 1} - ga  # job a still holds its GPU
+    assert gs.job(a)["state"] == "RUNNING" and gs.job(a)["devices"] == f"gpu:{min(ga)}"
+    assert gs.job(c)["state"] == "PENDING"
+    (gs.work / "go").touch()
+    gs.wait_state(c, "COMPLETED")
+
+
+def test_an_older_job_table_gets_the_devices_column(tmp_path):
+    from gridsched import state
+    from gridsched.state import COLUMNS, StateDB
+
+    path = tmp_path / "state.db"
+    con = sqlite3.connect(path)
+    con.executescript(state.SCHEMA)  # the jobs table as an older version made it
+    row = {c: 0 for c in COLUMNS}
+    row.update(state="COMPLETED", user="u", name="n", cores="0", segments="[]", run="{}", spec="{}")
+    con.execute(
+        f"INSERT INTO jobs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", [row[c] for c in COLUMNS]
+    )
+    con.commit()
+    con.close()
+    ro = StateDB(path)
+    assert ro.jobs()[0]["devices"] == ""  # read before any daemon added the column
+    ro.close()
+    db = StateDB(path, write=True)
+    db.begin()
+    db.update(0, devices="gpu:1")
+    assert db.commit()
+    assert db.jobs()[0]["devices"] == "gpu:1"
+    db.close()
