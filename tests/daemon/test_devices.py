@@ -278,3 +278,28 @@ def test_an_older_job_table_gets_the_devices_column(tmp_path):
     assert db.commit()
     assert db.jobs()[0]["devices"] == "gpu:1"
     db.close()
+
+
+def test_views_show_each_jobs_devices(gpu_gs):
+    gs = gpu_gs
+    jid = gs.gsub("--gpus", "H100:1", "--exclusive-gpu", "--wrap", REPORT + WAIT_GO)
+    gs.wait_state(jid, "RUNNING")
+    (g,) = gpus_of(env_of(gs, jid))
+    topo = gs.run("gctl", "topology", check=True).stdout
+    assert f"gpu {g} (H100): job {jid}" in topo, topo
+    assert topo.count("(H100): free") == 3
+    data = json.loads(gs.run("gctl", "topology", "--json", check=True).stdout)
+    on_board = data["boards"][board_of_gpu(g)]["devices"]
+    assert [d["jobs"] for d in on_board if d["index"] == g] == [[jid]]
+    full = gs.run("gstat", "-f", str(jid), check=True).stdout
+    assert f"gpu {g} (H100)" in full and "--gpus H100:1 (exclusive)" in full, full
+    table = gs.run("gstat", check=True).stdout
+    assert f"gpu:{g}" in table
+    info = gs.run("gctl", "info", check=True).stdout
+    assert "devices:        4 gpu (H100) (from: declared in " in info, info
+    (gs.work / "go").touch()
+    gs.wait_state(jid, "COMPLETED")
+    acct = json.loads(gs.run("gacct", "--json", check=True).stdout)
+    assert [j["devices"] for j in acct["jobs"] if j["id"] == jid] == [f"gpu:{g}"]
+    segs = gs.run("gstat", "-f", str(jid), check=True).stdout
+    assert f"with gpu:{g}" in segs
