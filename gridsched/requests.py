@@ -247,6 +247,7 @@ class ResvSpec(NamedTuple):
     place: str | None = None
     threads_per_core: int = 0
     exclusive_board: bool = False
+    devices: tuple[DeviceAsk, ...] = ()  # GPUs the reservation holds (gresv create --gpus)
 
     @property
     def placed(self) -> bool:
@@ -271,6 +272,10 @@ class ResvSpec(NamedTuple):
             out.update(
                 place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
             )
+        if self.devices:
+            from .devices import asks_to_spec
+
+            out["devices"] = asks_to_spec(self.devices)
         return out
 
 
@@ -810,6 +815,7 @@ def _resv_create(f: _Fields, new_id: int, sender: Sender) -> ResvCreate:
         place=place,
         threads_per_core=tpc,
         exclusive_board=g.flag("exclusive_board", required=False),
+        devices=_devices(g),
     )
     g.done()
     return ResvCreate(resv)

@@ -303,3 +303,25 @@ def test_views_show_each_jobs_devices(gpu_gs):
     assert [j["devices"] for j in acct["jobs"] if j["id"] == jid] == [f"gpu:{g}"]
     segs = gs.run("gstat", "-f", str(jid), check=True).stdout
     assert f"with gpu:{g}" in segs
+
+
+def test_a_reservation_holds_gpus_and_its_jobs_get_them_inside(gpu_gs):
+    from tests.daemon.test_reservations import wait_resv
+
+    gs = gpu_gs
+    rid = int(gs.run("gresv", "create", "-n", "2", "-t", "1h", "--gpus", "2", check=True).stdout)
+    r = wait_resv(gs, rid, "ACTIVE")
+    assert r["resources"].get("device:gpu") == 2
+    assert "gpu=2" in gs.run("gresv", "list", check=True).stdout
+    outside = gs.gsub("--gpus", "3", "--wrap", REPORT)  # only 2 of the 4 GPUs are outside it
+    inside = gs.gsub("--reservation", str(rid), "-t", "5m", "--gpus", "2", "--wrap", REPORT + WAIT_GO)
+    gs.wait_state(inside, "RUNNING")
+    assert len(gpus_of(env_of(gs, inside))) == 2
+    assert gs.job(outside)["state"] == "PENDING"
+    small = gs.gsub("--gpus", "2", "-t", "10m", "--wrap", REPORT)  # ends before the reservation: backfilled
+    gs.wait_state(small, "COMPLETED")
+    assert not gpus_of(env_of(gs, small)) & gpus_of(env_of(gs, inside))
+    (gs.work / "go").touch()
+    gs.wait_state(inside, "COMPLETED")
+    r = gs.run("gresv", "create", "-n", "1", "-t", "60", "--gpus", "5")
+    assert r.returncode != 0 and r.stderr.strip() == "gresv: error: --gpus 5: the machine has 4 GPUs"
