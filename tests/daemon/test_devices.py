@@ -325,3 +325,15 @@ def test_a_reservation_holds_gpus_and_its_jobs_get_them_inside(gpu_gs):
     gs.wait_state(inside, "COMPLETED")
     r = gs.run("gresv", "create", "-n", "1", "-t", "60", "--gpus", "5")
     assert r.returncode != 0 and r.stderr.strip() == "gresv: error: --gpus 5: the machine has 4 GPUs"
+
+
+def test_array_tasks_each_get_their_own_gpus(gpu_gs):
+    gs = gpu_gs
+    arr = gs.gsub("--array", "0-2", "--gpus", "2", "--wrap", 'echo "$GS_GPUS" > g.$GS_ARRAY_TASK_ID; ' + WAIT_GO)
+    files = [gs.work / f"g.{i}" for i in range(3)]
+    wait_for(lambda: sum(f.exists() and bool(f.read_text().strip()) for f in files) == 2, 20, "two tasks to run")
+    seen = [set(f.read_text().split(",")) for f in files if f.exists() and f.read_text().strip()]
+    assert len(seen) == 2 and all(len(s) == 2 for s in seen) and not seen[0] & seen[1]
+    (gs.work / "go").touch()
+    wait_for(lambda: all(f.exists() for f in files), 30, "the third task to run")
+    gs.wait_state(arr, "COMPLETED")
