@@ -109,8 +109,17 @@ def test_never_fits_names_what_is_missing():
 # -- the pass ----------------------------------------------------------------------
 
 
-def job(jid: int, ncpus: int, gpus: int = 0, model: str = "", bind: str = "closest", excl: bool = False, **kw):
-    asks = (dev.DeviceAsk("gpu", gpus, model, bind, excl),) if gpus else ()
+def job(
+    jid: int,
+    ncpus: int,
+    gpus: int = 0,
+    model: str = "",
+    bind: str = "closest",
+    excl: bool = False,
+    dtype: str = "gpu",
+    **kw,
+):
+    asks = (dev.DeviceAsk(dtype, gpus, model, bind, excl),) if gpus else ()
     return Waiting(jid, ncpus, kw.pop("estimate", 100.0), resources=kw.pop("resources", ()), devices=asks, **kw)
 
 
@@ -267,7 +276,8 @@ def device_workloads(draw):
     share = draw(st.integers(1, 3))
     models = draw(st.lists(st.sampled_from(["", "A", "B"]), min_size=ndev, max_size=ndev))
     boards = [board(b, range(b * per, (b + 1) * per)) for b in range(nb)]
-    devs = tuple(Device("gpu", i, draw(st.integers(0, nb - 1)), models[i], share=share) for i in range(ndev))
+    types = draw(st.lists(st.sampled_from(["gpu", "fpga"]), min_size=ndev, max_size=ndev))
+    devs = tuple(Device(types[i], i, draw(st.integers(0, nb - 1)), models[i], share=share) for i in range(ndev))
     m = make(boards, list(range(nb * per)), devices=devs)
     jobs = []
     for jid in range(1, draw(st.integers(1, 12)) + 1):
@@ -282,6 +292,7 @@ def device_workloads(draw):
                 model,
                 bind,
                 draw(st.booleans()),
+                draw(st.sampled_from(["gpu", "fpga"])),
                 estimate=float(draw(st.integers(1, 50))),
             )
         )
@@ -313,7 +324,7 @@ def test_devices_are_never_overcommitted_and_each_job_gets_what_it_asked(w):
             assert len(s.devices) == want == len(set(s.devices))
             for k in s.devices:
                 d = by_key[k]
-                assert not a[0].model or d.model == a[0].model
+                assert d.type == a[0].type and (not a[0].model or d.model == a[0].model)
             excl = bool(a) and a[0].exclusive
             running.append(
                 Running(
