@@ -337,3 +337,16 @@ def test_array_tasks_each_get_their_own_gpus(gpu_gs):
     (gs.work / "go").touch()
     wait_for(lambda: all(f.exists() for f in files), 30, "the third task to run")
     gs.wait_state(arr, "COMPLETED")
+
+
+def test_the_python_client_asks_for_gpus(gpu_gs, tmp_path, monkeypatch):
+    from gridsched.client import Client, GridschedError
+
+    monkeypatch.chdir(gpu_gs.work)
+    c = Client(spool=gpu_gs.spool, config=str(gpu_gs.cfgfile))
+    j = c.submit(command=REPORT, gpus="H100:2", walltime="1m")
+    done = c.wait(j.id, timeout=30)
+    assert done.state == "COMPLETED" and len(done.devices.split(":")[1].split(",")) == 2
+    assert len(gpus_of(env_of(gpu_gs, j.id))) == 2
+    with pytest.raises(GridschedError, match="--gpus 9: the machine has 4 GPUs"):
+        c.submit(command="true", gpus=9)
