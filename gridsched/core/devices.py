@@ -213,8 +213,13 @@ def choose(
             if dv.board not in boards:
                 boards.append(dv.board)
     keys = tuple(sorted(picked))
-    if machine is None or free is None:
+    if free is None:
         return keys, (), frozenset()
+    if machine is None:  # placed without a map: the lowest-numbered free cores
+        if len(free) < ncpus:
+            return None
+        first = tuple(sorted(free)[:ncpus])
+        return keys, first, frozenset(first)
     bind = asks[0].bind if asks else "none"
     if bind != "none":
         near = frozenset(c for b in machine.boards if b.id in boards for c in b.cores if c in free)

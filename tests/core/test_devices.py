@@ -346,3 +346,10 @@ def test_devices_are_never_overcommitted_and_each_job_gets_what_it_asked(w):
         ends = [r.end for r in running]
         now = min(ends) if ends else now + 1
         running = [r for r in running if r.end > now]
+
+
+def test_placed_without_a_map_a_gpu_job_gets_the_lowest_free_cores():
+    m, devs = four_gpus()
+    s = replace(snap(m, devs, [job(1, 2, 1)]), machine=None, free=frozenset({3, 5, 6}))
+    st_ = started(schedule(s))[1]
+    assert st_.cores == (3, 5) and len(st_.devices) == 1
