@@ -501,7 +501,12 @@ def in_force(spool: Any, cfg: Config) -> MachineMap:
 
 def changed_map(new: MachineMap, running: MachineMap) -> str:
     """Why a reload with the map ``new`` is refused while the daemon runs on ``running``."""
-    what = new.summary() if new.summary() != running.summary() else "other cores or host CPUs"
+    if new.summary() != running.summary():
+        what = new.summary()
+    elif new.devices != running.devices and new.boards == running.boards and new.host_cpus == running.host_cpus:
+        what = f"devices: {new.device_summary()}, or their share"
+    else:
+        what = "other cores or host CPUs"
     return (
         f"the machine map changed ({what}, running: {running.summary()}); "
         "it takes effect at the next start of the daemon (gschedd stop, then gschedd start)"

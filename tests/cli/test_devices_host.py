@@ -121,3 +121,11 @@ def test_a_topology_file_with_devices_gets_the_configured_share(tmp_path: Path):
     cfg = parse_config({"machine": {"topology": str(topo)}, "devices": {"gpu": {"share": 3}}}, str(conf))
     m, source = topology.load_with_source(cfg)
     assert [d.share for d in m.devices] == [3] and source == f"declared in {topo}"
+
+
+def test_a_reload_with_other_devices_says_so():
+    from dataclasses import replace
+
+    m = make([board(0, range(2))], [0, 0], devices=[topology.Device("gpu", 0, 0)])
+    shared = replace(m, devices=(replace(m.devices[0], share=2),))
+    assert "devices: 1 gpu, or their share" in topology.changed_map(shared, m)
