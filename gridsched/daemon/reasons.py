@@ -75,7 +75,7 @@ def _bound_never(d: Daemon, rec: Rec, w: Wait) -> str:
 
 
 def _never_fits(rec: Rec, w: Wait) -> str:
-    if rec.dev_asks and (w.what.startswith(PREFIX) or (w.what == "unknown" and PREFIX in w.text)):
+    if (w.what.startswith(PREFIX) or (w.what == "unknown" and PREFIX in w.text)) and rec.dev_asks:
         from ..devices import label
 
         asks = " ".join(label(a) for a in rec.dev_asks)
