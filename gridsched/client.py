@@ -50,6 +50,7 @@ class Job:
     restarts: int
     stdout: str
     stderr: str
+    devices: str = ""  # the devices it holds or last held: "gpu:0,1"
 
     @property
     def done(self) -> bool:
@@ -76,6 +77,7 @@ class Job:
             restarts=row.get("restarts", 0),
             stdout=spec.get("stdout", ""),
             stderr=spec.get("stderr", ""),
+            devices=row.get("devices") or "",
         )
 
 
@@ -111,13 +113,14 @@ class Client:
         checkpoint: str | None = None,
         depend: str | None = None,
         env: dict[str, str] | None = None,
+        gpus: int | str | None = None,
     ) -> Job:
         """Submit the script file ``script``, or ``command`` run by /bin/sh; the job as submitted.
 
         Options are those of gsub (``walltime`` and ``mem`` as gsub takes them,
         or seconds and bytes: a bare number of ``walltime``, even as a string, is
-        seconds here, not minutes as for ``gsub -t``); directives in the script are
-        not read.
+        seconds here, not minutes as for ``gsub -t``; ``gpus`` as ``gsub --gpus``:
+        ``2`` or ``"H100:2"``); directives in the script are not read.
         """
         if (script is None) == (command is None):
             raise GridschedError("give a script file or a command, not both or neither")
@@ -147,7 +150,17 @@ class Client:
                 checkpoint=checkpoint,
                 depend=depend,
             )
-            spec = submit(self.spool, self.config, sc, opts, tuple(args), env=env)
+            devices: list[dict[str, Any]] = []
+            if gpus is not None:
+                from .cli.devopts import device_spec
+                from .topology import in_force
+
+                try:
+                    devices = device_spec(self.config, in_force(self.spool, self.config), {"gpus": str(gpus)})
+                except ValueError as e:
+                    raise GridschedError(str(e)) from None
+            extra = (lambda _spec: {"devices": devices}) if devices else None
+            spec = submit(self.spool, self.config, sc, opts, tuple(args), env=env, extra=extra)
         except (SubmitError, UnitError) as e:
             raise GridschedError(str(e)) from None
         self._ensure_daemon()

@@ -49,6 +49,49 @@ class Config:
     topology: str = ""  # topology file (relative to the config file's directory); "" = the host's
     cancel_never_satisfied: bool = False
     max_array_size: int = 100_000  # [jobs] max_array_size: array indices are below it
+    # [devices.TYPE]: per device type, how many jobs may hold one device at once (share, default 1) and
+    # whether whole-device requests are the default (exclusive, default false)
+    devices: dict[str, DeviceConfig] = field(default_factory=dict)
+
+    def share(self, dtype: str) -> int:
+        dc = self.devices.get(dtype)
+        return dc.share if dc is not None else 1
+
+    def exclusive(self, dtype: str) -> bool:
+        dc = self.devices.get(dtype)
+        return dc.exclusive if dc is not None else False
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceConfig:
+    """``[devices.TYPE]`` of the configuration."""
+
+    share: int = 1
+    exclusive: bool = False
+
+
+DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
+
+
+def _devices(table: Any, path: str) -> dict[str, DeviceConfig]:
+    """``[devices.TYPE]`` tables: ``share = N`` (N >= 1), ``exclusive = true|false``."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [devices] must hold [devices.TYPE] tables such as [devices.gpu]")
+    out = {}
+    for dtype, t in table.items():
+        if not DEVICE_TYPE.match(dtype) or not isinstance(t, dict):
+            raise ConfigError(f"{path}: devices.{dtype}: must be a table [devices.TYPE] with a lower-case TYPE")
+        for k in t:
+            if k not in ("share", "exclusive"):
+                raise ConfigError(f"{path}: unknown key devices.{dtype}.{k} (known: share, exclusive)")
+        share = t.get("share", 1)
+        if not isinstance(share, int) or isinstance(share, bool) or not 1 <= share <= 1024:
+            raise ConfigError(f"{path}: devices.{dtype}.share = {share!r}: must be a whole number from 1 to 1024")
+        excl = t.get("exclusive", False)
+        if not isinstance(excl, bool):
+            raise ConfigError(f"{path}: devices.{dtype}.exclusive = {excl!r}: must be true or false")
+        out[dtype] = DeviceConfig(share, excl)
+    return out
 
 
 def _defaults() -> dict[str, Any]:
@@ -88,6 +131,8 @@ def load(explicit: str | None = None, spool: str | Path | None = None) -> Config
 
 def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     base = _defaults()
+    data = dict(data)
+    devices = _devices(data.pop("devices", {}), path)
     for table, values in data.items():
         if table not in base or not isinstance(values, dict):
             raise ConfigError(f"{path}: unknown table [{table}]")
@@ -206,6 +251,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
         max_array_size=max_array,
         floating=floating,
+        devices=devices,
         resv_max_duration=duration("reservations", "max_duration"),
     )
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .core import cpuset, depend
+from .core.devices import BINDS, DeviceAsk
 from .text import shown
 
 MAX_REQUEST = 8 << 20  # bytes of one request file
@@ -130,6 +131,7 @@ class JobSpec(NamedTuple):
     begin: float | None = None  # not before this time (seconds since the epoch)
     shell: str | None = None  # what runs a script without #! on line 1 (None: /bin/sh)
     open_mode: str | None = None  # "append": output files are appended to, never truncated
+    devices: tuple[DeviceAsk, ...] = ()  # GPUs and other devices (gsub --gpus, --gres)
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -182,6 +184,10 @@ class JobSpec(NamedTuple):
             spec.update(
                 place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
             )
+        if self.devices:
+            from .devices import asks_to_spec
+
+            spec["devices"] = asks_to_spec(self.devices)
         return spec
 
 
@@ -247,6 +253,7 @@ class ResvSpec(NamedTuple):
     place: str | None = None
     threads_per_core: int = 0
     exclusive_board: bool = False
+    devices: tuple[DeviceAsk, ...] = ()  # GPUs the reservation holds (gresv create --gpus)
 
     @property
     def placed(self) -> bool:
@@ -271,6 +278,10 @@ class ResvSpec(NamedTuple):
             out.update(
                 place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
             )
+        if self.devices:
+            from .devices import asks_to_spec
+
+            out["devices"] = asks_to_spec(self.devices)
         return out
 
 
@@ -563,6 +574,7 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
             raise Refused("job: an array cannot be splittable too")
     place, tpc = _placement(f)
     res = _resources(f)
+    devs = _devices(f)
     resv = f.integer("reservation", 1, MAX_ID, required=False)
     spec = JobSpec(
         id=jid,
@@ -598,6 +610,7 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         begin=f.number("begin", 0, MAX_TIME, required=False),
         shell=_shell(f),
         open_mode=_open_mode(f),
+        devices=devs,
     )
     if "\0" in spec.script:
         raise f.bad("script", "holds a NUL character")
@@ -676,6 +689,57 @@ def _placement(f: _Fields) -> tuple[str | None, int]:
 
 def _replace(spec: JobSpec, **kw: Any) -> JobSpec:
     return spec._replace(**kw)
+
+
+_DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
+_DEVICE_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}\Z")
+MAX_DEVICES = 4096
+
+
+def _devices(f: _Fields) -> tuple[DeviceAsk, ...]:
+    """A job's ``devices``: ``[{type, count, model, bind, exclusive[, per_task, tasks]}, ...]``, with the
+    words gsub uses (``--gpus 0: at least 1 device is needed``)."""
+    raw = f.raw("devices")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not 0 < len(raw) <= 8:
+        raise f.bad("devices", "must be a list of 1 to 8 device requests")
+    out: list[DeviceAsk] = []
+    for k, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise Refused(f"{f.where}: device request {k} must be an object")
+        g = _Fields(item, f"{f.where}: device request {k}")
+        dtype = g.text("type", 32)
+        if not _DEVICE_TYPE.match(dtype):
+            raise Refused(f"{g.where}: {safe(repr(dtype), 40)} is not a device type (such as gpu)")
+        model = g.text("model", 64, required=False, default="")
+        if model and not _DEVICE_MODEL.match(model):
+            raise Refused(f"{g.where}: {safe(repr(model), 70)} is not a model name")
+        count = g.raw("count", required=True)
+        if not isinstance(count, int) or isinstance(count, bool) or count > MAX_DEVICES:
+            raise g.bad("count", f"must be a whole number up to {MAX_DEVICES}")
+        bind = g.text("bind", 16, required=False, default="closest")
+        if bind not in BINDS:
+            raise Refused(f"{g.where}: --gpu-bind {safe(bind, 20)}: must be one of {', '.join(BINDS)}")
+        ask = DeviceAsk(dtype, count, model, bind, g.flag("exclusive", required=False))
+        per_task = g.raw("per_task")
+        if per_task is not None:
+            tasks = g.raw("tasks")
+            if not isinstance(per_task, int) or isinstance(per_task, bool) or not 1 <= per_task <= MAX_DEVICES:
+                raise Refused(f"{g.where}: --gpus-per-task {safe(str(per_task), 20)}: at least 1 device is needed")
+            if not isinstance(tasks, int) or isinstance(tasks, bool) or not 1 <= tasks <= MAX_COUNT:
+                raise Refused(f"--gpus-per-task {per_task}: needs a task count (--ntasks)")
+            if per_task * tasks != count:
+                raise Refused(f"{g.where}: count must be per_task times tasks")
+        if count < 1:
+            from .devices import label
+
+            raise Refused(f"{label(ask)}: at least 1 device is needed")
+        if any(a.type == dtype for a in out):
+            raise Refused(f"{g.where}: {dtype} is asked for twice")
+        g.done()
+        out.append(ask)
+    return tuple(out)
 
 
 def _resources(f: _Fields) -> tuple[tuple[str, int], ...]:
@@ -792,6 +856,7 @@ def _resv_create(f: _Fields, new_id: int, sender: Sender) -> ResvCreate:
         place=place,
         threads_per_core=tpc,
         exclusive_board=g.flag("exclusive_board", required=False),
+        devices=_devices(g),
     )
     g.done()
     return ResvCreate(resv)

@@ -81,7 +81,7 @@ def parse_resources(items: Iterable[str], floating: Mapping[str, int]) -> dict[s
 def resource_text(res: Mapping[str, int] | Iterable[tuple[str, int]]) -> str:
     """``matlab=1,comsol=2`` (empty for none)."""
     items = res.items() if isinstance(res, Mapping) else res
-    return ",".join(f"{k}={v}" for k, v in items)
+    return ",".join(f"{k.removeprefix('device:')}={v}" for k, v in items)
 
 
 # -- times -------------------------------------------------------------------------

@@ -57,6 +57,12 @@ COLUMNS = (
     "segments run spec"
 ).split()
 JSON_COLUMNS = ("segments", "run", "spec")
+# Columns added to the jobs table after its first form (ALTER TABLE on an older spool, as for
+# RESV_ADDED): ``devices``, the devices the job holds or last held (``gpu:0,1;fpga:2``).
+JOBS_ADDED: dict[str, tuple[str, Any]] = {
+    "devices": ("TEXT NOT NULL DEFAULT ''", ""),
+}
+ALL_COLUMNS = (*COLUMNS, *JOBS_ADDED)
 
 
 # Reservations (gresv): one row each, written by the daemon.  ``resources`` and
@@ -109,8 +115,9 @@ RESV_ADDED: dict[str, tuple[str, Any]] = {
 }
 
 
-def _decode(row: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
-    d = dict(zip(COLUMNS, row))
+def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLUMNS) -> dict[str, Any]:
+    d = {c: default for c, (_, default) in JOBS_ADDED.items()}
+    d.update(zip(cols, row))
     for c in JSON_COLUMNS:
         d[c] = json.loads(d[c])
     d["backfilled"] = bool(d["backfilled"])
@@ -176,10 +183,22 @@ class StateDB:
             for col, (decl, _) in RESV_ADDED.items():
                 if col not in have:
                     self.conn.execute(f"ALTER TABLE reservations ADD COLUMN {col} {decl}")
+            have = {r[1] for r in self.conn.execute("PRAGMA table_info(jobs)")}
+            for col, (decl, _) in JOBS_ADDED.items():
+                if col not in have:
+                    self.conn.execute(f"ALTER TABLE jobs ADD COLUMN {col} {decl}")
             self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         else:
             self.conn = connect_ro(self.path)
         self.conn.execute("PRAGMA busy_timeout=5000")
+        self._cols: tuple[str, ...] | None = None
+
+    def _job_cols(self) -> tuple[str, ...]:
+        """The columns of the jobs table this db has (one written before JOBS_ADDED lacks those)."""
+        if self._cols is None:
+            have = {r[1] for r in self.conn.execute("PRAGMA table_info(jobs)")}
+            self._cols = tuple(c for c in ALL_COLUMNS if c in have or c not in JOBS_ADDED)
+        return self._cols
 
     def close(self) -> None:
         self.conn.close()
@@ -191,7 +210,8 @@ class StateDB:
         user: str | None = None,
         ids: Iterable[int] | None = None,
     ) -> list[dict[str, Any]]:
-        sql = f"SELECT {', '.join(COLUMNS)} FROM jobs"
+        cols = self._job_cols()
+        sql = f"SELECT {', '.join(cols)} FROM jobs"
         where: list[str] = []
         args: list[str | int] = []
         if states is not None:
@@ -208,15 +228,16 @@ class StateDB:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id"
-        return [_decode(r) for r in self.conn.execute(sql, args)]
+        return [_decode(r, cols) for r in self.conn.execute(sql, args)]
 
     def by_spec(self, key: str, value: int) -> list[dict[str, Any]]:
         """The rows whose spec has ``key`` = ``value`` (``array_id``: the tasks of an array;
         ``split_of``: the pieces of a split job)."""
         if key not in ("array_id", "split_of"):
             raise KeyError(key)
-        sql = f"SELECT {', '.join(COLUMNS)} FROM jobs WHERE json_extract(spec, '$.{key}') = ? ORDER BY id"
-        return [_decode(r) for r in self.conn.execute(sql, (value,))]
+        cols = self._job_cols()
+        sql = f"SELECT {', '.join(cols)} FROM jobs WHERE json_extract(spec, '$.{key}') = ? ORDER BY id"
+        return [_decode(r, cols) for r in self.conn.execute(sql, (value,))]
 
     def job(self, job_id: int) -> dict[str, Any] | None:
         rows = self.jobs(ids=[job_id])
@@ -353,12 +374,12 @@ class StateDB:
 
     def put(self, job: dict[str, Any]) -> None:
         """Insert or replace a whole job row."""
-        vals = [job[c] for c in COLUMNS]
-        for i, c in enumerate(COLUMNS):
+        vals = [job[c] if c in COLUMNS else job.get(c, JOBS_ADDED[c][1]) for c in ALL_COLUMNS]
+        for i, c in enumerate(ALL_COLUMNS):
             if c in JSON_COLUMNS:
                 vals[i] = json.dumps(vals[i], separators=(",", ":"))
         self._write(
-            f"INSERT OR REPLACE INTO jobs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
+            f"INSERT OR REPLACE INTO jobs ({', '.join(ALL_COLUMNS)}) VALUES ({', '.join('?' * len(ALL_COLUMNS))})",
             vals,
         )
 
@@ -366,7 +387,7 @@ class StateDB:
         cols = []
         vals = []
         for k, v in fields.items():
-            if k not in COLUMNS or k == "id":
+            if k not in ALL_COLUMNS or k == "id":
                 raise KeyError(k)
             cols.append(f"{k} = ?")
             vals.append(json.dumps(v, separators=(",", ":")) if k in JSON_COLUMNS else v)

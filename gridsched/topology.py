@@ -22,7 +22,7 @@ from typing import Any
 
 from .config import Config
 from .core import cpuset
-from .core.topology import Board, MachineMap, TopologyError, board, flat, make
+from .core.topology import Board, Device, MachineMap, TopologyError, board, flat, make
 from .core.units import UnitError, parse_size
 
 __all__ = [
@@ -55,12 +55,17 @@ class _Lines:
         self.headers: list[int] = []
         self.keys: dict[tuple[int, str], int] = {}
         self.top: dict[str, int] = {}
-        section = -1  # -1: top level; -2: another table; i >= 0: the i-th board
+        self.dev_headers: list[int] = []
+        self.dev_keys: dict[tuple[int, str], int] = {}
+        section = -1  # -1: top level; -2: another table; i >= 0: the i-th board; -3 - i: the i-th device
         for no, line in enumerate(text.splitlines(), 1):
             if m := self._HEADER.match(line):
                 if m.group(1) == "board":
                     self.headers.append(no)
                     section = len(self.headers) - 1
+                elif m.group(1) == "device":
+                    self.dev_headers.append(no)
+                    section = -3 - (len(self.dev_headers) - 1)
                 else:
                     self.top.setdefault(m.group(1), no)
                     section = -2
@@ -70,8 +75,15 @@ class _Lines:
             elif m := self._KEY.match(line):
                 if section >= 0:
                     self.keys.setdefault((section, m.group(1)), no)
+                elif section <= -3:
+                    self.dev_keys.setdefault((-3 - section, m.group(1)), no)
                 elif section == -1:
                     self.top.setdefault(m.group(1), no)
+
+    def device(self, i: int, key: str | None = None) -> int | None:
+        if key is not None and (i, key) in self.dev_keys:
+            return self.dev_keys[(i, key)]
+        return self.dev_headers[i] if i < len(self.dev_headers) else None
 
     def board(self, i: int, key: str | None = None) -> int | None:
         if key is not None and (i, key) in self.keys:
@@ -110,8 +122,11 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
             raise err("TOML syntax error: " + msg[: m.start()].strip(), int(m.group(1))) from None
         raise err(f"TOML syntax error: {msg}") from None
     for key in data:
-        if key != "board":
-            raise err(f"unknown key or table {key!r} (a topology file holds [[board]] tables)", lines.top.get(key))
+        if key not in ("board", "device"):
+            raise err(
+                f"unknown key or table {key!r} (a topology file holds [[board]] and [[device]] tables)",
+                lines.top.get(key),
+            )
     raw = data.get("board")
     if not isinstance(raw, list) or not raw or not all(isinstance(b, dict) for b in raw):
         raise err("no [[board]] table: a topology file describes at least one board", lines.top.get("board"))
@@ -255,10 +270,71 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
         distance: Any = rows
     else:
         distance = None
+    devices = _devices(data.get("device"), {b.id for b in boards}, lines, err)
     try:
-        return make(boards, [mapped[c] for c in range(n)], distance)
+        return make(boards, [mapped[c] for c in range(n)], distance, devices)
     except TopologyError as e:  # should not happen: everything was checked above
         raise err(str(e)) from None
+
+
+DEVICE_KEYS = ("type", "index", "board", "model", "memory", "uuid", "pci")
+DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
+DEVICE_TEXT = re.compile(r"[A-Za-z0-9 ._:+/()-]{1,64}\Z")
+
+
+def _devices(raw: Any, board_ids: set[int], lines: _Lines, err: Any) -> list[Device]:
+    """The ``[[device]]`` tables of a topology file, checked (errors name the line)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
+        raise err("device must be [[device]] tables", lines.top.get("device"))
+    out: list[Device] = []
+    seen: dict[tuple[str, int], int] = {}
+    for i, t in enumerate(raw):
+
+        def bad(msg: str, key: str | None = None, i: int = i) -> TopologyError:
+            return err(f"device #{i + 1}: {msg}", lines.device(i, key))  # type: ignore[no-any-return]
+
+        for key in t:
+            if key not in DEVICE_KEYS:
+                raise bad(f"unknown key {key!r} (known: {', '.join(DEVICE_KEYS)})", key)
+        dtype = t.get("type")
+        if not isinstance(dtype, str) or not DEVICE_TYPE.match(dtype):
+            raise bad(f'type = {dtype!r}: must be a lower-case name such as "gpu" or "fpga"', "type")
+        idx = t.get("index")
+        if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx <= 4095:
+            raise bad(f"index = {idx!r}: must be a whole number from 0 to 4095", "index")
+        if (dtype, idx) in seen:
+            raise bad(f"{dtype} {idx} is declared twice (first on line {seen[(dtype, idx)]})", "index")
+        seen[(dtype, idx)] = lines.device(i) or 0
+        if "board" not in t:
+            raise bad(f"{dtype} {idx} is on no board (board = ID)")
+        bid = t["board"]
+        if not isinstance(bid, int) or isinstance(bid, bool):
+            raise bad(f"board = {bid!r}: must be a board id", "board")
+        if bid not in board_ids:
+            known = ", ".join(map(str, sorted(board_ids)))
+            raise bad(f"{dtype} {idx} is on board {bid}, which does not exist (boards: {known})", "board")
+        texts = {}
+        for key in ("model", "uuid", "pci"):
+            v = t.get(key, "")
+            if not isinstance(v, str) or (v and not DEVICE_TEXT.match(v)):
+                raise bad(f"{key} = {v!r}: must be a short name (letters, digits, . _ : + / - and spaces)", key)
+            texts[key] = v
+        memory = t.get("memory")
+        if memory is not None:
+            if isinstance(memory, bool) or not isinstance(memory, (int, str)):
+                raise bad(f'memory = {memory!r}: must be a size such as "80G" or a number of bytes', "memory")
+            if isinstance(memory, int):
+                if memory <= 0:
+                    raise bad(f"memory = {memory}: must be positive", "memory")
+            else:
+                try:
+                    memory = parse_size(memory)
+                except UnitError as e:
+                    raise bad(f"memory = {e}", "memory") from None
+        out.append(Device(dtype, idx, bid, texts["model"], memory, texts["uuid"], texts["pci"].lower()))
+    return out
 
 
 def read(path: str | Path, host_cpus: Iterable[int] | None = None) -> MachineMap:
@@ -425,7 +501,12 @@ def in_force(spool: Any, cfg: Config) -> MachineMap:
 
 def changed_map(new: MachineMap, running: MachineMap) -> str:
     """Why a reload with the map ``new`` is refused while the daemon runs on ``running``."""
-    what = new.summary() if new.summary() != running.summary() else "other cores or host CPUs"
+    if new.summary() != running.summary():
+        what = new.summary()
+    elif new.devices != running.devices and new.boards == running.boards and new.host_cpus == running.host_cpus:
+        what = f"devices: {new.device_summary()}, or their share"
+    else:
+        what = "other cores or host CPUs"
     return (
         f"the machine map changed ({what}, running: {running.summary()}); "
         "it takes effect at the next start of the daemon (gschedd stop, then gschedd start)"
@@ -437,8 +518,20 @@ def load_machine(cfg: Config) -> MachineMap:
 
     The host CPUs are those of :func:`declared`.  With a topology file,
     ``machine.cores`` must be 0 or the number of cores the file declares.
+    Devices: those the file declares, else the host's
+    (:func:`gridsched.devices.with_devices`), each with the share
+    ``[devices.TYPE]`` gives its type.
     """
+    return load_with_source(cfg)[0]
+
+
+def load_with_source(cfg: Config) -> tuple[MachineMap, str]:
+    """:func:`load_machine`, and where its devices came from (``declared in FILE``, ``nvidia-smi``,
+    ``sysfs``, ``none``)."""
+    from .devices import shared, with_devices
+
     ncores, host = declared(cfg)
+    where = ""
     if cfg.topology:
         path = Path(os.path.expanduser(cfg.topology))
         if not path.is_absolute():
@@ -446,7 +539,14 @@ def load_machine(cfg: Config) -> MachineMap:
         m = read(path, host)
         if cfg.cores and cfg.cores != m.ncores:
             raise TopologyError(f"{path}: declares {m.ncores} cores, but machine.cores = {cfg.cores}")
-        return m
-    if ncores > len(host):
-        return flat(ncores, host)
-    return detect(host[:ncores])
+        where = str(path)
+    elif ncores > len(host):
+        m = flat(ncores, host)
+    else:
+        m = detect(host[:ncores])
+    m, source = with_devices(m, where)
+    if cfg.devices and m.devices:
+        from dataclasses import replace
+
+        m = replace(m, devices=shared(m, {t: dc.share for t, dc in cfg.devices.items()}))
+    return m, source

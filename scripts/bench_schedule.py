@@ -19,11 +19,15 @@ for by one pending job in ten and one running job in five) and 3 reservations
 (one active, holding 16 cores with no job in it yet, and two fixed ones, 1
 and 6 hours from now).
 
+With ``--gpus`` the map (implied) also has 16 GPUs, 2 on each board: a quarter
+of the pending jobs ask for 1 to 4 of them, and a quarter of the running jobs
+hold one.
+
 Prints the median of several runs of ``schedule`` (checkpoint-backfill unless
 ``--policy`` says otherwise) and of ``forecast``.  Targets: one pass with
 10,000 pending jobs in at most 5 ms with the map, with and without extras.
 
-    python scripts/bench_schedule.py [--runs 7] [--policy checkpoint-backfill] [--map] [--extras]
+    python scripts/bench_schedule.py [--runs 7] [--policy checkpoint-backfill] [--map] [--extras] [--gpus]
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import statistics
 import time
 from dataclasses import replace
 
+from gridsched.core import devices as dev
 from gridsched.core import topology
 from gridsched.core.placement import Request
 from gridsched.core.policy import forecast, schedule
@@ -110,6 +115,33 @@ def on_map(running: tuple[Running, ...], queue: tuple[Waiting, ...], rng: random
     return machine, tuple(placed), tuple(out), free, resvs
 
 
+GPUS = 16
+
+
+def with_gpus(machine, running: tuple[Running, ...], queue: tuple[Waiting, ...]):
+    """``GPUS`` GPUs, 2 per board; a quarter of the running jobs hold one (the GPU of their first core's
+    board, while one is left), a quarter of the pending jobs ask for 1 to 4.  Returns (devices, running, queue)."""
+    per = GPUS // BOARDS
+    devs = tuple(topology.Device("gpu", i, i // per) for i in range(GPUS))
+    free = {d.key: d for d in devs}
+    run = []
+    for k, r in enumerate(running):
+        if k % 4 == 0 and r.cores:
+            b = machine.board_of(r.cores[0]).id
+            key = next((d.key for d in free.values() if d.board == b), None)
+            if key is not None:
+                del free[key]
+                r = replace(r, devices=(key,), resources=dev.merge(r.resources, dev.held((key,), devs, False)))
+        run.append(r)
+    out = []
+    for k, w in enumerate(queue):
+        if k % 4 == 1:
+            asks = (dev.DeviceAsk("gpu", 1 + (k // 4) % 4),)
+            w = replace(w, devices=asks, resources=dev.merge(w.resources, dev.slots(asks, devs)))
+        out.append(w)
+    return devs, tuple(run), tuple(out)
+
+
 def median_ms(fn, snap: Snapshot, runs: int) -> float:
     times = []
     for _ in range(runs):
@@ -126,13 +158,18 @@ def main() -> None:
     ap.add_argument("--no-forecast", action="store_true", help="skip timing forecast()")
     ap.add_argument("--map", action="store_true", help=f"{BOARDS} boards, jobs placed")
     ap.add_argument("--extras", action="store_true", help="with --map: 2 licences and 3 reservations")
+    ap.add_argument("--gpus", action="store_true", help=f"the map with {GPUS} GPUs, a quarter of the jobs asking")
     args = ap.parse_args()
+    if args.gpus:
+        args.map = True
     rng = random.Random(20240601)
     params = Params(policy=Policy(args.policy))
     running = running_jobs(rng, NCORES - (32 if args.extras else 16))  # 16 cores free
     what = f"{BOARDS}-board map, placed" if args.map else "count-only"
     if args.extras:
         what += ", 2 licences, 3 reservations"
+    if args.gpus:
+        what += f", {GPUS} GPUs"
     print(f"policy {params.policy.value}, {NCORES} cores ({what}), {NRUNNING} running, median of {args.runs} runs")
     print(f"{'queue':<7}{'pending':>9}{'schedule ms':>14}{'starts':>8}{'forecast ms':>14}")
     for npending in (1_000, 10_000, 100_000):
@@ -150,6 +187,9 @@ def main() -> None:
                     floating=LICENCES if args.extras else {},
                     reservations=resvs,
                 )
+                if args.gpus:
+                    devs, run2, q2 = with_gpus(machine, run, q)
+                    snap = replace(snap, running=run2, pending=q2, devices=devs, machine=replace(machine, devices=devs))
             ms = median_ms(schedule, snap, runs)
             nstart = len(schedule(snap).starts)
             if args.no_forecast:

@@ -396,6 +396,23 @@ SPLIT = (
 """)
 )
 
+DEVICES = para("""
+    --gpus N asks for N GPUs; --gpus MODEL:N for N of that model (as the topology file or
+    nvidia-smi names it); --gres NAME[:MODEL][:N] for devices of any type the machine declares
+    (gpu, fpga, ...); --gpus-per-task N with --ntasks T for N times T GPUs.  The job starts when
+    that many distinct devices are free (a device shared by [devices.TYPE] share = S in
+    gridsched.toml is S slots, never two of them for one job; --exclusive-gpu takes every slot of
+    its devices).  --gpu-bind closest (the default, as Slurm's) takes the job's cores on its
+    devices' boards when they fit there, strict waits until they do, none places cores as without
+    devices.  The job sees only its own devices: CUDA_VISIBLE_DEVICES (by UUID where known, else by
+    index), ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL, GS_GPUS and GS_DEVICES,
+    and with compat.env SLURM_JOB_GPUS and SLURM_GPUS_ON_NODE.  That isolation is by environment
+    variables only: a program that ignores them can reach every device of the host.  A request the
+    machine can never meet is refused (gsub: error: --gpus 5: the machine has 4 GPUs).  #SBATCH
+    --gres=gpu:N, --gpus, --gpus-per-node, --gpus-per-task and #PBS -l ngpus=N or select=...:ngpus=N
+    are read as these options.
+""")
+
 GSUB_EXAMPLES = verbatim("""
     $ cat job.sh
     #!/bin/sh
@@ -714,6 +731,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                 "JOB ARRAYS": ARRAYS,
                 "SPLITTABLE JOBS": SPLIT,
                 "JOB TREES": TREES,
+                "GPUS AND DEVICES": DEVICES,
             },
             "ENVIRONMENT": ENVIRONMENT
             + "\n"
@@ -990,6 +1008,14 @@ TOPOLOGY_FILE = (
     )
     + "\n"
     + para("""
+    One [[device]] table per device (a GPU, an FPGA, ...) attaches it to a board: type (a
+    lower-case name such as "gpu"), index (its number among the devices of its type), board (the
+    id of its board), and optionally model ("H100"), memory ("80G"), uuid and pci (its bus id).
+    Declared devices win; without any the daemon asks nvidia-smi, then sysfs (AMD GPUs), and
+    places each GPU on the board of its NUMA node (gctl info says where the devices came from).
+    A device on a board that does not exist or on no board, the same type and index twice, or an
+    unknown key is refused with the line.
+
     A file that cannot be used is refused with the file and the line: a TOML syntax error, an
     unknown key, a core listed twice, a core on two boards, an empty board, a sibling group
     outside its board, a host CPU the host does not offer.  gctl topology shows the map in force

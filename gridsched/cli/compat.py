@@ -112,8 +112,11 @@ SLURM: tuple[Rule, ...] = (
         why="the job's tasks share the job's cores as it starts them",
     ),
     Rule(("-C", "--constraint"), "ignore", "node features", "(warned)", why="no node features on one machine"),
-    Rule(("--gres",), "ignore", "generic resources", "(warned)", why="no generic resources"),
-    Rule(("-G", "--gpus"), "ignore", "GPUs", "(warned)", why="no generic resources"),
+    Rule(("--gres",), "gres", "generic resources (gpu:2, gpu:a100:1, fpga:1)", "--gres NAME[:MODEL]:N"),
+    Rule(("-G", "--gpus"), "gpus", "GPUs of the job ([MODEL:]N)", "--gpus [MODEL:]N"),
+    Rule(("--gpus-per-node",), "gpus", "GPUs on the node ([MODEL:]N)", "--gpus [MODEL:]N"),
+    Rule(("--gpus-per-task",), "gpus_per_task", "GPUs per task", "--gpus NTASKS*N"),
+    Rule(("--gpu-bind",), "gpu_bind", "GPU binding (closest, none; other forms warned)", "--gpu-bind"),
     Rule(("-w", "--nodelist"), "ignore", "nodes to use", "(warned)", why="one machine"),
     Rule(
         ("--signal",),
@@ -158,7 +161,13 @@ PBS_RESOURCES: tuple[Rule, ...] = (
     Rule(("walltime",), "time", "time limit, seconds or [[HH:]MM:]SS", "-t"),
     Rule(("ncpus", "ppn"), "ncpus", "cores", "-n"),
     Rule(("nodes",), "nodes", "nodes=N:ppn=M: N*M cores", "-n N*M (N > 1 warned: one machine)"),
-    Rule(("select",), "select", "select=N:ncpus=M[:mem=SIZE]: N*M cores", "-n N*M, --mem (N > 1 warned)"),
+    Rule(
+        ("select",),
+        "select",
+        "select=N:ncpus=M[:mem=SIZE][:ngpus=G]: N*M cores, N*G GPUs",
+        "-n N*M, --mem, --gpus (N > 1 warned)",
+    ),
+    Rule(("ngpus",), "ngpus", "GPUs", "--gpus"),
     Rule(("mem",), "mem", "memory of the job (b, kb, mb, gb, tb; bare: bytes)", "--mem"),
     Rule(("pmem",), "pmem", "memory per process (times the cores)", "--mem-per-cpu"),
     Rule(("vmem",), "vmem", "virtual memory of the job", "--mem (when mem= is not given)"),
@@ -224,6 +233,9 @@ GS_FLAG = {
     "shell": "--shell",
     "begin": "--begin",
     "open_mode": "--open-mode",
+    "gpus": "--gpus",
+    "gres": "--gres",
+    "gpu_bind": "--gpu-bind",
 }
 GS_SWITCH = {"hold": "--hold", "wait": "--wait"}
 
@@ -511,6 +523,7 @@ class _Reader:
         self.pmem_set: list[tuple[int, str]] = []  # PBS pmem= lines: (line, directive as written)
         self.vmem: tuple[str, int] | None = None
         self.pvmem: tuple[str, int] | None = None
+        self.gpus_per_task: tuple[str, int] | None = None  # (value, line)
 
     def warn(self, lineno: int, shown: str, why: str) -> None:
         self.out.warnings.append(f"{self.label}:{lineno}: {shown} ignored: {why}")
@@ -595,6 +608,20 @@ class _Reader:
                 except ValueError as e:
                     raise CompatError(f"{where}: {shown}: {e}") from None
                 self.set(lineno, "begin", v.strip())
+            elif key == "gres":
+                for item in v.split(","):
+                    if item.strip():
+                        self.set(lineno, "gres", item.strip())
+            elif key == "gpus":
+                self.set(lineno, "gpus", v.strip())
+            elif key == "gpus_per_task":
+                self.gpus_per_task = (v.strip(), lineno)
+            elif key == "gpu_bind":
+                bind = v.strip().split(":")[-1] if v.strip().startswith("verbose,") else v.strip()
+                if bind in ("closest", "none", "strict"):
+                    self.set(lineno, "gpu_bind", bind)
+                else:
+                    self.warn(lineno, shown, "only closest and none (and gridsched's strict) are known")
             elif key == "licenses":
                 self.warn(lineno, shown, "licences are not supported yet")
             elif key == "requeue":
@@ -663,22 +690,27 @@ class _Reader:
             self.pvmem = (_pbs_size(where, shown, value), lineno)
         elif rule.key == "ncpus":
             self.set(lineno, "ncpus", str(_count(where, shown, value)))
+        elif rule.key == "ngpus":
+            self.set(lineno, "gpus", str(_count(where, shown, value)))
         elif rule.key in ("nodes", "select"):
             self.pbs_chunks(lineno, where, shown, name, value)
 
     def pbs_chunks(self, lineno: int, where: str, shown: str, name: str, value: str) -> None:
         """nodes=N[:ppn=M][+...] and select=N:ncpus=M[:mem=S][+...]: the cores (and memory) of every chunk."""
-        total = nodes = mem = 0
+        total = nodes = mem = gpus_total = 0
         for chunk in value.split("+"):
             count_s, *attrs = chunk.split(":")
             if count_s and not count_s.isdigit():  # nodes=host1:ppn=2 names a host: one node
                 count_s = "1"
             count = _count(where, shown, count_s) if count_s else 1
             per = 1
+            gpus = 0
             for a in attrs:
                 k, _, x = a.partition("=")
                 if k in ("ppn", "ncpus"):
                     per = _count(where, shown, x)
+                elif k in ("ngpus", "gpus"):  # PBS Pro select ngpus=, Torque nodes gpus=
+                    gpus = _count(where, shown, x)
                 elif k == "mem":
                     mem += count * _bytes(_pbs_size(where, shown, x))
                 elif k in ("mpiprocs", "ompthreads"):
@@ -687,6 +719,9 @@ class _Reader:
                     self.warn(lineno, shown, f"{k!r} in {name}: not supported")
             total += count * per
             nodes += count
+            gpus_total += count * gpus
+        if gpus_total:
+            self.set(lineno, "gpus", str(gpus_total))
         if nodes > 1:
             self.chunks = (nodes, lineno, shown, f"{name}=1:{'ppn' if name == 'nodes' else 'ncpus'}={total}")
         if mem:
@@ -766,6 +801,13 @@ class _Reader:
                     f"{shown_nodes}: this is one machine: the job runs here on {tasks * c} cores "
                     f"(the one-node equivalent: --nodes=1 --ntasks={tasks} --cpus-per-task={c})",
                 )
+        if self.gpus_per_task:  # --gpus-per-task: times the tasks
+            v, ln = self.gpus_per_task
+            model, _, per = v.rpartition(":")
+            n_nodes = self.nodes[0] if self.nodes else 1
+            tasks = self.ntasks[0] if self.ntasks else (self.per_node[0] * n_nodes if self.per_node else n_nodes)
+            total = str(_count(f"{self.label}:{ln}", "--gpus-per-task", per) * tasks)
+            self.set(ln, "gpus", f"{model}:{total}" if model else total)
         if self.chunks is not None:
             nodes, ln, shown, one = self.chunks
             self.note(

@@ -25,7 +25,7 @@ TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
 # The --json schema: one record per job with exactly these keys, in this order.
 JSON_KEYS = (
     "id name user state submit_time start_time end_time wait run exit_code exit_signal ncpus "
-    "restarts preemptions checkpoints lost"
+    "restarts preemptions checkpoints lost devices"
 ).split()
 COLUMNS = (
     "ID",
@@ -107,6 +107,7 @@ def record(job: dict[str, Any]) -> dict[str, Any]:
     out["wait"] = None if w is None else round(w, 3)
     out["run"] = round(run_seconds(job), 3)
     out["lost"] = round(float(job.get("lost") or 0.0), 3)
+    out["devices"] = job.get("devices") or ""
     return out
 
 
@@ -203,7 +204,7 @@ def print_table(jobs: list[dict[str, Any]]) -> None:
                 "" if w is None else format_duration(w),
                 format_duration(run_seconds(j)),
                 shown(code),
-                shown(j["ncpus"]),
+                shown(f"{j['ncpus']} {j['devices']}" if j.get("devices") else j["ncpus"]),
                 shown(j.get("restarts", 0)),
                 shown(j.get("preemptions", 0)),
                 shown(j.get("checkpoints", 0)),

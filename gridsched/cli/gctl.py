@@ -118,7 +118,8 @@ def config(as_json: bool, spool_dir: str | None, config_file: str | None) -> int
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @spool_options
 def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
-    """Show what this host offers: CPUs, pidfds, cgroup v2, how --mem is enforced, NUMA nodes, CRIU."""
+    """Show what this host offers: CPUs, pidfds, cgroup v2, how --mem is enforced, NUMA nodes, CRIU, and the
+    devices (GPUs) and where they came from: declared in the topology file, nvidia-smi, sysfs, or none."""
     from ..core import cpuset
     from ..host import facts
     from ..topology import declared
@@ -127,6 +128,13 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     f = facts()
     ncores, host_cpus = declared(s.cfg)
     f["declared_cores"] = ncores
+    from ..topology import TopologyError, load_with_source
+
+    try:
+        m, source = load_with_source(s.cfg)
+        f["devices"] = {"summary": m.device_summary(), "source": source}
+    except TopologyError as e:
+        f["devices"] = {"summary": "", "source": f"the topology file cannot be read: {e}"}
     if as_json:
         click.echo(dumps(f, indent=2))
         return ExitCode.OK
@@ -137,6 +145,9 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     click.echo(f"cgroup v2:      {f['cgroup_v2'] or 'not available (jobs are tracked by their shepherd)'}")
     click.echo(f"--mem enforced by: {f['memory_limit']}")
     click.echo(f"checkpoint criu: not available: {f['criu']}")
+    dv = f["devices"]
+    assert isinstance(dv, dict)
+    click.echo(f"devices:        {dv['summary'] or 'none'} (from: {dv['source']})")
     return ExitCode.OK
 
 
@@ -235,6 +246,12 @@ def topology(as_json: bool, spool_dir: str | None, config_file: str | None) -> i
 
     s = setup(PROG, spool_dir, config_file)
     m = _machine(s.cfg, s.spool)
+    if m.devices and s.cfg.devices:  # the share is the configuration's, not the map's
+        from dataclasses import replace
+
+        from ..devices import shared
+
+        m = replace(m, devices=shared(m, {t: dc.share for t, dc in s.cfg.devices.items()}))
     marks = read_marks(s.spool)
     states = core_states(m, marks)
     data = view(m, states, marks, membind_unavailable(m))

@@ -207,6 +207,11 @@ def cli() -> None:
     multiple=True,
     help="Floating resources from [resources.floating], such as matlab=1; repeatable.",
 )
+@click.option(
+    "--gpus",
+    metavar="[MODEL:]N",
+    help="N GPUs (of MODEL) held by the reservation; jobs bound to it that ask for GPUs get them from inside it.",
+)
 @click.option("--name", metavar="NAME", help="A name for the reservation (default: R and its id).")
 @click.option("--users", type=ListType(), help="Other users who may run jobs in it (the owner always may).")
 @click.option(
@@ -223,6 +228,7 @@ def create_cmd(
     ncpus: int,
     duration: int,
     resource: tuple[str, ...],
+    gpus: str | None,
     name: str | None,
     users: list[str] | None,
     start: str | None,
@@ -259,6 +265,21 @@ def create_cmd(
     except (ResvError, SubmitError) as e:
         fail(PROG, str(e))
     uid = os.getuid()
+    devices: list[dict[str, Any]] = []
+    if gpus is not None:
+        from ..core.devices import DeviceAsk
+        from ..devices import AskError, asks_to_spec, parse_gpus, refusal
+        from ..topology import in_force
+
+        try:
+            model, n = parse_gpus(gpus)
+            asks = [DeviceAsk("gpu", n, model)]
+            why = refusal(asks, in_force(s.spool, s.cfg).devices)
+        except (AskError, ValueError) as e:
+            fail(PROG, str(e))
+        if why:
+            fail(PROG, why)
+        devices = asks_to_spec(asks)
 
     def build(rid: int) -> dict[str, Any]:
         return {
@@ -273,6 +294,7 @@ def create_cmd(
             "users": users or [],
             "kill": not no_kill,
             "create_time": now,
+            **({"devices": devices} if devices else {}),
             **(
                 {"place": req.place, "threads_per_core": req.threads_per_core, "exclusive_board": req.exclusive_board}
                 if req is not None

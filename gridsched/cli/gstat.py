@@ -25,7 +25,7 @@ PROG = "gstat"
 JSON_KEYS = (
     "id name user state ncpus walltime submit_time start_time end_time elapsed predicted_start cores "
     "exit_code exit_signal reason restarts preemptions checkpoints backfilled stdout stderr workdir "
-    "resources reservation array_id array_index split parent"
+    "resources reservation array_id array_index split parent devices"
 ).split()
 ACTIVE_STATES = {JobState.RUNNING.value, JobState.STOPPING.value}
 STYLE = {
@@ -70,6 +70,7 @@ def record(job: dict[str, Any], now: float) -> dict[str, Any]:
     out["elapsed"] = round(run_time(job, now), 3)
     out["backfilled"] = bool(job.get("backfilled"))
     out["cores"] = job.get("cores") or ""
+    out["devices"] = job.get("devices") or ""
     out["reason"] = job.get("reason") or ""
     out["resources"] = dict(spec.get("resources") or {})
     out["reservation"] = spec.get("reservation")
@@ -170,11 +171,43 @@ def table_rows(jobs: list[dict[str, Any]], now: float) -> list[tuple[str, ...]]:
             shown(j["ncpus"]),
             format_duration(j["walltime"]) if j["walltime"] else "",
             time_column(j, now),
-            shown(j.get("cores")),
+            shown(cores_text(j)),
             shown(", ".join(x for x in (j.get("note"), note(j)) if x)),
         )
         for j in jobs
     ]
+
+
+def cores_text(job: dict[str, Any]) -> str:
+    """The CORES cell: the cores, and the devices of a running job (``0-1 gpu:0,1``)."""
+    cores = str(job.get("cores") or "")
+    devs = job.get("devices") or ""
+    if devs and job.get("state") in ("RUNNING", "STOPPING"):
+        return f"{cores} {devs}" if cores else str(devs)
+    return cores
+
+
+def device_lines(job: dict[str, Any], spool: Any) -> tuple[str, str]:
+    """gstat -f's ``devices`` (indices and models: ``gpu 0 (H100), gpu 1 (H100)``) and ``devices_asked``."""
+    from ..devices import asks_from_spec, label, parse_keys
+
+    asks = asks_from_spec((job.get("spec") or {}).get("devices"))
+    asked = " ".join(label(a) + (" (exclusive)" if a.exclusive else "") for a in asks)
+    keys = parse_keys(job.get("devices") or "")
+    if not keys:
+        return "", asked
+    models: dict[tuple[str, int], str] = {}
+    try:
+        from ..state import recorded_machine
+        from ..topology import parse
+
+        text = recorded_machine(spool.db).get("map")
+        if isinstance(text, str):
+            models = {dv.key: dv.model for dv in parse(text, "the running map").devices}
+    except ValueError:
+        models = {}
+    held = ", ".join(f"{t} {i}" + (f" ({models[(t, i)]})" if models.get((t, i)) else "") for t, i in keys)
+    return held, asked
 
 
 def print_table(jobs: list[dict[str, Any]], now: float) -> None:
@@ -230,6 +263,8 @@ def segment_text(seg: dict[str, Any], now: float) -> str:
         text += f" on cores {seg['cores']}"
         if seg.get("boards"):
             text += f" (boards {seg['boards']})"
+        if seg.get("devices"):
+            text += f" with {seg['devices']}"
     if seg.get("resumed"):
         text += ", resumed"
     return text + (f": {seg['outcome']}" if seg.get("outcome") else "")
@@ -253,7 +288,7 @@ def tree_fields(job: dict[str, Any]) -> list[tuple[str, Any]]:
     return fields(job)
 
 
-def print_full(job: dict[str, Any], now: float) -> None:
+def print_full(job: dict[str, Any], now: float, devices: tuple[str, str] = ("", "")) -> None:
     """Every field of one job, one ``key: value`` per line (as qstat -f)."""
     import signal as _signal
 
@@ -275,6 +310,8 @@ def print_full(job: dict[str, Any], now: float) -> None:
         ("reason", job.get("reason") or ""),
         ("ncpus", job["ncpus"]),
         ("cores", job.get("cores") or ""),
+        ("devices", devices[0]),
+        ("devices_asked", devices[1]),
         ("walltime", format_duration(job["walltime"]) if job["walltime"] else ""),
         ("mem", format_size(spec["mem"]) if spec.get("mem") else ""),
         ("checkpoint", spec.get("checkpoint", "")),
@@ -436,7 +473,7 @@ def cli(
 
         job = view.private(s.spool, jobs[0])
         gstat_tree.annotate(s.spool, job)
-        print_full(job, now)
+        print_full(job, now, device_lines(job, s.spool))
     else:
         print_table(jobs, now)
     return ExitCode.OK

@@ -50,6 +50,7 @@ from .common import (
     usage_message,
     warn,
 )
+from .devopts import asked, device_options, device_spec
 
 PROG = "gsub"
 DIRECTIVE = "#GS"
@@ -371,6 +372,7 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     "the job when too few are free now.",
 )
 @place_options("job")
+@device_options
 @click.option(
     "--parent",
     type=COUNT,
@@ -465,7 +467,10 @@ def cli(
     if p["mem_per_cpu"] is not None and not p["ncpus"]:
         mem = p["mem_per_cpu"] * s.cfg.default_ncpus
     spool = s.spool
+    if p["ntasks"] and not p["ncpus"]:
+        p["ncpus"] = p["ntasks"]
     resources, resv = _resv_options(s.spool, s.cfg, p)
+    devices = _device_options(s.spool, s.cfg, p)
     opts = Options(
         name=p["name"],
         ncpus=p["ncpus"],
@@ -500,6 +505,8 @@ def cli(
             out.update(reservation=resv, wait_resv=bool(p["wait_resv"]))
         if p["place"] or p["threads_per_core"] or p["exclusive_board"]:
             out.update(_place_options(s.cfg, s.spool, spec["ncpus"], p))
+        if devices:
+            out["devices"] = devices
         return out
 
     try:
@@ -578,6 +585,20 @@ def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, 
             place,
         )
     except ResvError as e:
+        fail(PROG, str(e))
+
+
+def _device_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checked device options of a submission (--gpus, --gres, ...): the spec's ``devices``."""
+    if not asked(p):
+        if p["gpu_bind"] or p["exclusive_gpu"]:
+            fail(PROG, f"{'--gpu-bind' if p['gpu_bind'] else '--exclusive-gpu'} needs --gpus or --gres")
+        return []
+    from ..topology import in_force
+
+    try:
+        return device_spec(cfg, in_force(spool, cfg), p)
+    except ValueError as e:  # a bad option, or the machine's topology file cannot be read
         fail(PROG, str(e))
 
 

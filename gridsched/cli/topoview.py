@@ -45,6 +45,7 @@ class Marks:
     drain_reason: str = ""
     lent: list[Lent] = field(default_factory=list)
     waiting_requests: int = 0  # drain/resume requests not yet taken in
+    devices: dict[tuple[str, int], list[int]] = field(default_factory=dict)  # device -> the jobs holding it
 
     def maps(self, machine: MachineMap) -> tuple[StatusMap, ...]:
         """The status maps, by the scheduler's own function."""
@@ -88,7 +89,13 @@ def read_marks(spool: Spool) -> Marks:
 
         db = StateDB(spool.db)
         try:
-            marks.running = [_running(job) for job in db.jobs(states=HOLDING)]
+            from ..devices import parse_keys
+
+            held_jobs = db.jobs(states=HOLDING)
+            marks.running = [_running(job) for job in held_jobs]
+            for job in held_jobs:
+                for key in parse_keys(job.get("devices") or ""):
+                    marks.devices.setdefault(key, []).append(job["id"])
             for row in db.reservations():
                 if row["state"] == "ACTIVE":
                     marks.reservations.append(_resv(row))
@@ -196,6 +203,19 @@ def view(machine: MachineMap, states: list[dict[str, Any]], marks: Marks, membin
                 "node": b.node,
                 "distance": list(machine.distance[i]),
                 "physical_cores": [{"threads": [states[c] for c in g]} for g in b.siblings],
+                "devices": [
+                    {
+                        "type": dv.type,
+                        "index": dv.index,
+                        "model": dv.model,
+                        "memory": dv.memory,
+                        "uuid": dv.uuid,
+                        "pci": dv.pci,
+                        "share": dv.share,
+                        "jobs": sorted(marks.devices.get(dv.key, [])),
+                    }
+                    for dv in machine.devices_on(b.id)
+                ],
             }
         )
     counts = {k: sum(1 for s in states if s["state"] == k) for k in STATES}
@@ -208,6 +228,7 @@ def view(machine: MachineMap, states: list[dict[str, Any]], marks: Marks, membin
         "requests_waiting": marks.waiting_requests,
         "memory_binding": {"available": membind is None, "why_not": membind},
         "boards": boards,
+        "devices": machine.device_summary(),
     }
 
 
@@ -275,6 +296,16 @@ def tree_lines(data: dict[str, Any]) -> list[str]:
                 line = Text(f"core {t['core']} (host CPU {t['host_cpu']}): ")
                 line.append(label, style=colour)
                 parent.add(line)
+        for dv in b.get("devices", ()):
+            what = [x for x in (dv["model"], _size(dv["memory"]) if dv["memory"] else "") if x]
+            line = Text(shown(f"{dv['type']} {dv['index']}" + (f" ({', '.join(what)})" if what else "") + ": "))
+            jobs = dv["jobs"]
+            if jobs:
+                held = ", ".join(f"job {j}" for j in jobs)
+                line.append(held + (f" ({len(jobs)} of {dv['share']} slots)" if dv["share"] > 1 else ""), style="cyan")
+            else:
+                line.append("free", style="green")
+            branch.add(line)
     lines_out: list[str] = []
     console = Console(highlight=False, width=None if tty else 4096, soft_wrap=not tty)
     with console.capture() as cap:

@@ -200,6 +200,7 @@ from itertools import compress
 from math import inf
 from operator import attrgetter
 
+from . import devices as dev
 from . import endings, tree
 from .eligible import eligibility
 from .ends import NAIVE as _NAIVE
@@ -484,7 +485,7 @@ class _Pass:
         # jobs started now): the profiles never fall, so what is free now stays free
         self.rising = True
         self.mode = mode
-        if not snap.floating and not snap.reservations:
+        if not snap.floating and not snap.reservations and not snap.devices:
             # cores only, no reservation: the common case, in one sweep over the running jobs
             self.names, self.index, self.dims, self.total = [], {}, 1, (snap.ncores,)
             self.active, self.bound = {}, []
@@ -515,14 +516,18 @@ class _Pass:
         self.preempted: set[int] = set()
         self.wake = inf
         self.activated: dict[int, tuple[tuple[int, ...], float]] = {}
+        # slots in use per device (built when a job asking for devices is first looked at)
+        self._dev_used: dict[tuple[str, int], int] | None = None
+        self._picked: tuple[tuple[str, int], ...] = ()
 
     def _general_init(self, snap: Snapshot, mode: int) -> None:
         """The state with floating resources or reservations (one profile per resource)."""
         now = self.now
-        self.names = names = sorted(snap.floating)
+        floating = {**snap.floating, **dev.totals(snap.devices)} if snap.devices else snap.floating
+        self.names = names = sorted(floating)
         self.index = {n: k + 1 for k, n in enumerate(names)}
         self.dims = dims = len(names) + 1
-        self.total = (snap.ncores, *(snap.floating[n] for n in names))
+        self.total = (snap.ncores, *(floating[n] for n in names))
         active = self.active = {r.id: r for r in snap.reservations if r.active}
         if active:
             general: Sequence[Running] = [r for r in snap.running if r.bind is None or r.bind not in active]
@@ -749,8 +754,35 @@ class _Pass:
                     self.loose[d].reserve(start, duration, v[d])
 
     def placeable(self, w: Waiting, v: Vec) -> bool:
-        """Whether the free cores can hold ``w``'s mapping requirement now (always, without a map)."""
+        """Whether the free cores can hold ``w``'s mapping requirement now (always, without a map),
+        and the free devices its devices (:func:`gridsched.core.devices.choose`)."""
+        if w.devices and not w.flex:
+            return self._choose(w) is not None
         return self.free_set is None or self.placeable_on(w, self.free_set)
+
+    def _choose(self, w: Waiting) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
+        """The devices and cores ``w`` gets now (:func:`gridsched.core.devices.choose`), or None."""
+        used = self._dev_used
+        if used is None:
+            used = self._dev_used = dev.used_slots(
+                ((r.devices, r.whole_devices) for r in self.snap.running if r.devices), self.snap.devices
+            )
+        return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place)
+
+    def _take_devices(self, w: Waiting) -> tuple[int, ...] | None:
+        """Take the devices (and the cores) :meth:`_choose` gives ``w``; its cores (None: not now)."""
+        got = self._choose(w)
+        if got is None:
+            return None
+        keys, cores, held = got
+        assert self._dev_used is not None
+        whole = any(a.exclusive for a in w.devices)
+        for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
+            self._dev_used[k] = self._dev_used.get(k, 0) + n
+        self._picked = keys
+        if self.free_set is not None:
+            self.free_set = self.free_set.difference(held or cores)
+        return cores
 
     def take(self, v: Vec, w: Waiting | None = None) -> tuple[int, ...]:
         """Take ``v`` from what is free now; the cores picked.
@@ -765,6 +797,10 @@ class _Pass:
         """
         for d in range(self.dims):
             self.free_now[d] -= v[d]
+        if w is not None and w.devices and not w.flex:
+            cores_d = self._take_devices(w)
+            if cores_d is not None:
+                return cores_d
         if self.free_set is None:
             return ()
         got = None
@@ -776,7 +812,9 @@ class _Pass:
 
     def start(self, w: Waiting, v: Vec, duration: float, backfilled: bool, planned: float | None) -> None:
         now = self.now
-        if self._profs is None and self.free_set is None:  # cores counted, no profile: take and hold, inlined
+        self._picked = ()
+        if self._profs is None and self.free_set is None and not w.devices:  # cores counted, no profile:
+            # take and hold, inlined
             n = v[0]
             self.free_now[0] -= n
             end = now + duration
@@ -795,7 +833,7 @@ class _Pass:
             self.decisions.append(Activate(w.id, cores, now + w.estimate))
             self.activated[w.id] = (cores, now + w.estimate)
         else:
-            self.decisions.append(Start(w.id, cores, backfilled, planned))
+            self.decisions.append(Start(w.id, cores, backfilled, planned, self._picked))
             if planned is not None and now < now + planned < self.wake:
                 self.wake = now + planned
 
@@ -974,15 +1012,26 @@ class _Pass:
             if v[0] < 0 or (kill[w.bind] and now + w.estimate > end) or any(v[d] > left[d] for d in range(self.dims)):
                 continue
             picked: tuple[int, ...] = ()
+            keys: tuple[tuple[str, int], ...] = ()
+            if w.devices:  # devices free now (the reservation's count keeps others off them)
+                chosen = self._choose(replace(w, devices=tuple(replace(a, bind="none") for a in w.devices)))
+                if chosen is None:
+                    continue
+                keys = chosen[0]
             if cores is not None:  # placed inside the reservation's cores, with the job's own requirement
                 got = place_inside(self.machine, cores, extra, v[0], w.place)
                 if got is None:
                     continue
                 picked, held = got
                 inside[w.bind] = (left, cores - held, extra - held, end)
+            if keys:
+                assert self._dev_used is not None
+                whole = any(a.exclusive for a in w.devices)
+                for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
+                    self._dev_used[k] = self._dev_used.get(k, 0) + n
             for d in range(self.dims):
                 left[d] -= v[d]
-            self.decisions.append(Start(w.id, picked))
+            self.decisions.append(Start(w.id, picked, devices=keys))
 
     def _resv_extra(self, rv: Resv, cores: Iterable[int]) -> frozenset[int]:
         """The cores reservation ``rv`` on ``cores`` holds without offering them to its jobs."""
@@ -1265,7 +1314,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
                     continue
                 v = (n, *pad) if pad else (n,)
                 fits = n <= ps.free_now[0] and (ps.rising or ps.fits_now(v, w.estimate))
-            if (fits or _loose_fit(ps, w, v)) and (ps.machine is None or ps.placeable(w, v)):
+            if (fits or _loose_fit(ps, w, v)) and ((ps.machine is None and not w.resources) or ps.placeable(w, v)):
                 ps.start(w, v, w.estimate, False, None)
                 continue
             shadow = ps.placed_earliest(w, v, w.estimate)
@@ -1311,8 +1360,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     # on a map, requests (cores, requirement) that cannot be placed now, and those that would
     # leave the head no placement (asked again after each start)
     on_map = ps.machine is not None
-    unplaceable: set[tuple[int, object, bool]] = set()
-    no_room: set[tuple[int, object, bool]] = set()
+    unplaceable: set[tuple[int, object, bool, object]] = set()
+    no_room: set[tuple[int, object, bool, object]] = set()
     lazy = ps._profs is None  # cores only: the profile is not built, its one later hold is the head's
     h1 = ps._hold1
     limits: dict[int, float] = {}
@@ -1398,8 +1447,10 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             if refused is not None:
                 refused.add(ask)
             continue
+        if w.resources and w.devices and not on_map and not ps.placeable(w, v):
+            continue  # count-only: no distinct devices free now
         if on_map:  # the costliest tests last, each asked once per request while nothing starts
-            key = (n, w.place, w.flex)
+            key = (n, w.place, w.flex, w.devices)
             late = guard and now + (est if planned is None else planned) > shadow
             if key in unplaceable or (late and key in no_room):
                 continue

@@ -53,12 +53,37 @@ class Board:
 
 
 @dataclass(frozen=True, slots=True)
+class Device:
+    """One device (a GPU, an FPGA, ...): ``type`` and ``index`` name it (``gpu`` 0); ``board`` is the id of
+    the board it hangs on.
+
+    ``model``, ``memory`` (bytes), ``uuid`` and ``pci`` (bus id) when known;
+    ``share``: how many jobs may hold it at once (from the configuration, not
+    the topology file; see :mod:`gridsched.core.devices`).
+    """
+
+    type: str
+    index: int
+    board: int
+    model: str = ""
+    memory: int | None = None
+    uuid: str = ""
+    pci: str = ""
+    share: int = 1
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.type, self.index)
+
+
+@dataclass(frozen=True, slots=True)
 class MachineMap:
     """The machine map M.  Build with :func:`make` or :func:`flat`; checked on construction."""
 
     boards: tuple[Board, ...]
     host_cpus: tuple[int, ...]  # host_cpus[core]: the host CPU declared core ``core`` runs on
     distance: tuple[tuple[int, ...], ...]  # by board position; distance[i][i] is local
+    devices: tuple[Device, ...] = ()  # by type, then index
     # derived, for fast look-ups: board position and sibling group of each core
     _board_pos: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _group: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
@@ -106,6 +131,15 @@ class MachineMap:
             raise TopologyError(f"the distance matrix must be {nb} x {nb}")
         if any(d <= 0 for row in self.distance for d in row):
             raise TopologyError("distances must be positive")
+        seen_dev: set[tuple[str, int]] = set()
+        for dv in self.devices:
+            if dv.board not in ids:
+                raise TopologyError(f"{dv.type} {dv.index} is on board {dv.board}, which does not exist")
+            if dv.key in seen_dev:
+                raise TopologyError(f"{dv.type} {dv.index} is declared twice")
+            if dv.index < 0 or dv.share < 1:
+                raise TopologyError(f"{dv.type} {dv.index}: index must be 0 or more, share at least 1")
+            seen_dev.add(dv.key)
         object.__setattr__(self, "_board_pos", tuple(pos))
         object.__setattr__(self, "_group", tuple(group))
 
@@ -192,7 +226,42 @@ class MachineMap:
                 out.append(f"node = {b.node}")
             out.append("distance = [" + ", ".join(map(str, self.distance[i])) + "]")
             out.append("")
+        for dv in self.devices:
+            out.append("[[device]]")
+            out.append(f'type = "{dv.type}"')
+            out.append(f"index = {dv.index}")
+            out.append(f"board = {dv.board}")
+            if dv.model:
+                out.append(f"model = {_quote(dv.model)}")
+            if dv.memory is not None:
+                size = format_size(dv.memory)
+                out.append(f'memory = "{size}"' if _exact(size, dv.memory) else f"memory = {dv.memory}")
+            if dv.uuid:
+                out.append(f"uuid = {_quote(dv.uuid)}")
+            if dv.pci:
+                out.append(f"pci = {_quote(dv.pci)}")
+            out.append("")
         return "\n".join(out)
+
+    def devices_on(self, board_id: int) -> tuple[Device, ...]:
+        """The devices attached to the board with id ``board_id``."""
+        return tuple(dv for dv in self.devices if dv.board == board_id)
+
+    def device_summary(self) -> str:
+        """``4 gpu (H100), 1 fpga`` or ``no devices``."""
+        if not self.devices:
+            return "no devices"
+        parts = []
+        for t in sorted({dv.type for dv in self.devices}):
+            ds = [dv for dv in self.devices if dv.type == t]
+            models = sorted({dv.model for dv in ds if dv.model})
+            parts.append(f"{len(ds)} {t}" + (f" ({', '.join(models)})" if models else ""))
+        return ", ".join(parts)
+
+
+def _quote(text: str) -> str:
+    """``text`` as a TOML basic string."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _exact(size: str, n: int) -> bool:
@@ -211,11 +280,14 @@ def make(
     boards: Iterable[Board],
     host_cpus: Iterable[int],
     distance: Iterable[Iterable[int]] | None = None,
+    devices: Iterable[Device] = (),
 ) -> MachineMap:
-    """A checked :class:`MachineMap` (``distance`` None: :func:`default_distance`)."""
+    """A checked :class:`MachineMap` (``distance`` None: :func:`default_distance`); devices sorted by type
+    and index."""
     bs = tuple(boards)
     dist = default_distance(len(bs)) if distance is None else tuple(tuple(r) for r in distance)
-    return MachineMap(boards=bs, host_cpus=tuple(host_cpus), distance=dist)
+    devs = tuple(sorted(devices, key=lambda dv: (dv.type, dv.index)))
+    return MachineMap(boards=bs, host_cpus=tuple(host_cpus), distance=dist, devices=devs)
 
 
 def board(

@@ -256,7 +256,7 @@ def lend(snap: Snapshot) -> tuple[Start, ...]:
             own = free[lender]
             if not own:
                 break
-            if w.id in started:
+            if w.id in started or w.devices:  # a job asking for devices starts from the pool (the pass)
                 continue
             got = None
             if w.ncpus <= len(own) and on_top(snap, w, lender, keys):
@@ -290,7 +290,11 @@ def _unstall(snap: Snapshot, free: dict[int, frozenset[int]], started: set[int])
     keys = _keys(snap)
     pos = {w.id: i for i, w in enumerate(snap.pending)}
     for t in sorted(stalled):
-        pend = [w for w in snap.pending if _may_lend(w) and w.id not in started and root(parents, w.id) == t]
+        pend = [
+            w
+            for w in snap.pending
+            if _may_lend(w) and not w.devices and w.id not in started and root(parents, w.id) == t
+        ]
         pend.sort(key=lambda w: (-len(ancestors(parents, w.id)), pos[w.id]))
         mine = [p for p in free if root(parents, p) == t]
         for w in pend:

@@ -28,8 +28,9 @@ def record(cls: type[_T]) -> type[_T]:
 
 if TYPE_CHECKING:
     from .depend import Dep
+    from .devices import DeviceAsk
     from .placement import Request
-    from .topology import MachineMap
+    from .topology import Device, MachineMap
 
 
 class Policy(str, Enum):
@@ -132,6 +133,8 @@ class Waiting:
     # time it may not start before (``sbatch --begin``); None: any time.
     held: str = ""
     begin: float | None = None
+    # Devices asked for (GPUs, ...): their slots are also in ``resources`` (gridsched.core.devices.slots).
+    devices: tuple[DeviceAsk, ...] = ()
 
 
 @record
@@ -166,6 +169,10 @@ class Running:
     # Cores the job holds without running on them (the SMT siblings a --threads-per-core
     # job leaves idle, the rest of an --exclusive-board job's boards): see placement.claimed.
     held: frozenset[int] = frozenset()
+    # The devices it holds, ``((type, index), ...)`` (their slots are also in ``resources``), every slot
+    # of each when ``whole_devices`` (an exclusive ask).
+    devices: tuple[tuple[str, int], ...] = ()
+    whole_devices: bool = False
 
     @property
     def end(self) -> float:
@@ -266,6 +273,9 @@ class Snapshot:
     # Cores taken out of service (drained by the admin): never in ``free``; the
     # forecast tells a job that waits for them (:class:`Wait`, ``DRAINED``).
     drained: frozenset[int] = frozenset()
+    # The machine's devices (GPUs, ...; gridsched.core.devices): counted as resources in the pass,
+    # and the ones a started job gets are chosen among them (``Start.devices``).
+    devices: tuple[Device, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,12 +298,14 @@ class Lent:
 
 @record
 class Start:
-    """Start pending job ``job`` now on ``cores`` (``()`` in count-only mode)."""
+    """Start pending job ``job`` now on ``cores`` (``()`` in count-only mode), with ``devices``
+    (``((type, index), ...)``, for a job that asks for some)."""
 
     job: int
     cores: tuple[int, ...] = ()
     backfilled: bool = False
     planned: float | None = None  # the shortened estimate relied on, if any
+    devices: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from ..core.types import (
     StartTasks,
     Waiting,
 )
+from ..devices import device_env, format_keys
 from ..jobenv import compat_env
 from ..jobs import JobState
 from . import jobfiles, launch, outcome, procs, reservations, split
@@ -73,6 +74,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             floating=d.cfg.floating,
             reservations=resvs,
             machine=d.machine,
+            devices=d.machine.devices,
             drained=d.drained,
             states=dep_states(d, [r for r in queued if r.deps]),
         )
@@ -187,6 +189,7 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     rec.deadline = now + rec.remaining()
     rec.lent = []
     rec._waiting = None
+    rec.set_devices(tuple(dec.devices), d.machine.devices)
     rec.held = ()
     if rec.place is not None and (rec.place.threads_per_core or rec.place.exclusive_board) and rec.cores:
         rec.held = tuple(sorted(claimed(d.machine, rec.cores, rec.place) - set(rec.cores)))
@@ -209,7 +212,10 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
         d.end(rec, JobState.FAILED, now, reason=f"cannot start: {rq.safe(str(e))}")
         return
     rec.state = JobState.RUNNING
-    rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "boards": boards})
+    seg = {"start": now, "cores": cpuset.format(rec.cores), "boards": boards}
+    if rec.devices:
+        seg["devices"] = format_keys(rec.devices)
+    rec.segments.append(seg)
     if rec.reason:  # why it waited
         rec.reason = ""
         d.table.save(rec, reason="")
@@ -256,6 +262,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
     )
     if d.cfg.compat_env:
         env.update(compat_env(rec.id, spec["name"], rec.ncpus, spec.get("submit_dir", spec["workdir"])))
+    env.update(device_env(rec.devices, d.machine.devices, d.cfg.compat_env))
     return launch.Launch(
         job_id=rec.id,
         segment=rec.segment,

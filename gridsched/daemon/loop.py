@@ -119,6 +119,7 @@ class Daemon:
         """Open the job table and recover: the jobs, reservations and drained cores of the last run."""
         self.db = StateDB(self.spool.db, write=True)
         self.table = JobTable(self.db, self.spool)
+        self.table.devices = self.machine.devices
         self.table.begin()
         self.db.set_meta(
             "machine",

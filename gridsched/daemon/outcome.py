@@ -75,6 +75,7 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
             rec.start = None
             rec.stop = None
             rec.cores = ()
+            rec.set_devices((), ())
             rec._waiting = None
             d.table.enqueue(rec)
             d.table.save(rec)

@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..core import cpuset, eligible
+from ..core.devices import PREFIX
 from ..core.types import Wait, WaitKind
 from ..reservations import never_inside, place_text
 
@@ -74,6 +75,11 @@ def _bound_never(d: Daemon, rec: Rec, w: Wait) -> str:
 
 
 def _never_fits(rec: Rec, w: Wait) -> str:
+    if (w.what.startswith(PREFIX) or (w.what == "unknown" and PREFIX in w.text)) and rec.dev_asks:
+        from ..devices import label
+
+        asks = " ".join(label(a) for a in rec.dev_asks)
+        return f"{NEVER}: {asks}: the machine does not have these devices (gctl topology)"
     if w.what == "cores":
         return f"{NEVER} with the cores of this machine: it asks for {w.asks}, {w.has} are in service {TOPOLOGY}"
     if w.what == "placement":

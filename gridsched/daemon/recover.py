@@ -48,7 +48,7 @@ def recover(d: Daemon) -> None:
     cancels: dict[int, set[int]] | None = None
     for row in d.db.jobs(states=LIVE):
         try:
-            rec = Rec.from_row(row)
+            rec = Rec.from_row(row, d.machine.devices)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             # a row no request can make any more (written by an older version): the job ends, the daemon runs
             d.table.begin()
@@ -91,6 +91,7 @@ def recover(d: Daemon) -> None:
                 rec.state = JobState.PENDING
                 rec.start = None
                 rec.cores = ()
+                rec.set_devices((), ())
                 rec.stop = None
                 d.table.enqueue(rec)
                 d.table.save(rec)

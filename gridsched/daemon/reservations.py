@@ -224,6 +224,14 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str) -> None:
             d.machine,
             r.place,
         )
+        if spec.devices:  # held as their slots, as a job's (gridsched.core.devices)
+            from ..core.devices import slots
+            from ..devices import refusal
+
+            why = refusal(spec.devices, d.machine.devices)
+            if why:
+                raise ResvError(why)
+            resources.update(slots(spec.devices, d.machine.devices))
         r.resources = dict(sorted(resources.items()))
         if r.start is not None and r.start + r.duration <= now:
             raise ResvError("its time had passed when the daemon took it in")

@@ -18,9 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import cpuset, depend
+from ..core import devices as coredev
+from ..core.devices import DeviceAsk
 from ..core.placement import Request as PlaceRequest
+from ..core.topology import Device
 from ..core.tree import walltime_credit
 from ..core.types import Running, Waiting
+from ..devices import format_keys
 from ..jobs import TERMINAL, JobState
 from ..spool import Spool
 from ..state import StateDB
@@ -74,7 +78,19 @@ class Rec:
     # This segment's yields: [since, until] (until None: it still lends its cores), see
     # gridsched.core.tree.walltime_credit
     lent: list[list[float | None]] = field(default_factory=list)
+    # Devices (gsub --gpus, --gres): what it asks for, the slots that counts for, the devices it holds
+    # (or last held) and the slots they count for; ``whole``: it takes its devices whole (--exclusive-gpu).
+    dev_asks: tuple[DeviceAsk, ...] = ()
+    dev_slots: tuple[tuple[str, int], ...] = ()
+    devices: tuple[tuple[str, int], ...] = ()
+    dev_held: tuple[tuple[str, int], ...] = ()
+    whole: bool = False
     _waiting: Waiting | None = None
+
+    def set_devices(self, keys: tuple[tuple[str, int], ...], machine_devices: tuple[Device, ...]) -> None:
+        """The devices the job now holds (``()``: none)."""
+        self.devices = keys
+        self.dev_held = coredev.held(keys, machine_devices, self.whole) if keys else ()
 
     @property
     def preemptable(self) -> bool:
@@ -96,7 +112,7 @@ class Rec:
                 self.preemptable,
                 self.user,
                 self.elapsed,
-                self.resources,
+                coredev.merge(self.resources, self.dev_slots),
                 self.resv,
                 place=self.place,
                 split=split_info(self.split),
@@ -105,6 +121,7 @@ class Rec:
                 array=self.array_id,
                 array_max=self.array_max,
                 begin=self.begin,
+                devices=self.dev_asks,
             )
         return w
 
@@ -133,11 +150,13 @@ class Rec:
             self.planned,
             self.state is JobState.STOPPING or self.stop is not None,
             self.user,
-            self.resources,
+            coredev.merge(self.resources, self.dev_held),
             self.resv,
             name=self.name,
             array=self.array_id,
             held=frozenset(self.held),
+            devices=self.devices,
+            whole_devices=self.whole,
         )
 
     def run_info(self) -> dict[str, Any]:
@@ -157,7 +176,7 @@ class Rec:
         }
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Rec:
+    def from_row(cls, row: dict[str, Any], machine_devices: tuple[Device, ...] = ()) -> Rec:
         run = row["run"]
         spec = row["spec"]
         rec = cls(
@@ -213,6 +232,16 @@ class Rec:
                 int(spec.get("threads_per_core") or 0),
                 bool(spec.get("exclusive_board")),
             )
+        if spec.get("devices"):
+            from ..devices import asks_from_spec
+
+            rec.dev_asks = asks_from_spec(spec["devices"])
+            rec.whole = any(a.exclusive for a in rec.dev_asks)
+            rec.dev_slots = coredev.slots(rec.dev_asks, machine_devices)
+        if row.get("devices"):
+            from ..devices import parse_keys
+
+            rec.set_devices(parse_keys(row["devices"]), machine_devices)
         return rec
 
 
@@ -229,6 +258,7 @@ class JobTable:
         self.disk_trouble = False
         self.forecast_dirty = True  # a change the predicted start times do not reflect yet
         self.claims: list[int] = []  # ids the daemon took for itself (Spool.claim_ids), released once committed
+        self.devices: tuple[Device, ...] = ()  # the machine's devices (set by the daemon)
         rows = db.conn.execute(
             "SELECT user, elapsed FROM jobs WHERE state = 'COMPLETED' ORDER BY end_time DESC LIMIT 5000"
         )
@@ -282,7 +312,7 @@ class JobTable:
         self.forecast_dirty = True
         if row["state"] == JobState.FAILED.value:
             return None
-        rec = Rec.from_row(row)
+        rec = Rec.from_row(row, self.devices)
         self.jobs[rec.id] = rec
         if rec.state is JobState.PENDING:
             self.enqueue(rec)
@@ -301,6 +331,7 @@ class JobTable:
             start_time=rec.first_start,
             cores=cpuset.format(rec.cores),
             backfilled=int(rec.backfilled),
+            devices=format_keys(rec.devices),
             segments=rec.segments,
             run=rec.run_info(),
             **extra,

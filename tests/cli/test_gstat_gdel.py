@@ -25,6 +25,7 @@ JSON_KEYS = {
     "elapsed",
     "predicted_start",
     "cores",
+    "devices",
     "exit_code",
     "exit_signal",
     "reason",

@@ -34,6 +34,11 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
     if bad is None and job.mem:
         why = too_much_memory(job.mem, machine_memory(d.machine))
         bad = f"can never run: it {why}" if why else None
+    if bad is None and job.devices:
+        from ...devices import refusal
+
+        why = refusal(job.devices, d.machine.devices)
+        bad = f"can never run: {why}" if why else None
     if bad is None and job.walltime > d.cfg.max_walltime:
         bad = "walltime longer than the maximum"
     if bad is None:

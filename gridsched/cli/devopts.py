@@ -1,0 +1,107 @@
+"""gsub's device options (--gpus, --gpus-per-task, --ntasks, --gres, --gpu-bind, --exclusive-gpu): their
+definition, and the ``devices`` of a job's spec they make, checked against the machine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BIND_CHOICES = ("closest", "strict", "none")
+PARAMS = ("gpus", "gpus_per_task", "ntasks", "gres", "gpu_bind", "exclusive_gpu")
+
+
+def device_options(f: F) -> F:
+    """The device options of gsub (also read from #GS lines)."""
+    opts = [
+        click.option(
+            "--gpus",
+            metavar="[MODEL:]N",
+            help="N GPUs (of MODEL, as the topology file or nvidia-smi names it) for the job; it sees only "
+            "them (CUDA_VISIBLE_DEVICES and the like).",
+        ),
+        click.option(
+            "--gpus-per-task",
+            type=int,
+            metavar="N",
+            help="N GPUs for each of the job's tasks (needs --ntasks): N times the tasks in all.",
+        ),
+        click.option(
+            "--ntasks",
+            type=click.IntRange(1, 1_000_000),
+            metavar="T",
+            help="The job's number of tasks (for --gpus-per-task); without -n, one core each.",
+        ),
+        click.option(
+            "--gres",
+            multiple=True,
+            metavar="NAME[:MODEL][:N]",
+            help="N devices of the declared type NAME (gpu, fpga, ...), as Slurm's --gres; may be repeated.",
+        ),
+        click.option(
+            "--gpu-bind",
+            type=click.Choice(BIND_CHOICES),
+            help="closest (the default): cores on the GPUs' boards when they fit there; strict: wait until "
+            "they do; none: any cores.",
+        ),
+        click.option(
+            "--exclusive-gpu",
+            is_flag=True,
+            default=None,
+            help="Take whole GPUs: no other job shares them (where [devices.gpu] share lets several jobs).",
+        ),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def asked(p: dict[str, Any]) -> bool:
+    """Whether the submission asks for devices."""
+    return bool(p.get("gpus") or p.get("gpus_per_task") is not None or p.get("gres"))
+
+
+def device_spec(cfg: Any, machine: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The spec's ``devices`` for the options in ``p``; raises ``ValueError`` with the line gsub prints."""
+    from ..core.devices import DeviceAsk
+    from ..devices import AskError, asks_to_spec, parse_gpus, parse_gres, refusal
+
+    asks: list[DeviceAsk] = []
+    bind = p.get("gpu_bind") or "closest"
+    extra: dict[str, int] = {}
+    try:
+        if p.get("gpus") and p.get("gpus_per_task") is not None:
+            raise AskError("--gpus and --gpus-per-task exclude each other")
+        if p.get("gpus"):
+            model, n = parse_gpus(str(p["gpus"]))
+            asks.append(DeviceAsk("gpu", n, model, bind))
+        if p.get("gpus_per_task") is not None:
+            per = int(p["gpus_per_task"])
+            if per < 1:
+                raise AskError(f"--gpus-per-task {per}: at least 1 device is needed")
+            if not p.get("ntasks"):
+                raise AskError(f"--gpus-per-task {per}: needs a task count (--ntasks)")
+            asks.append(DeviceAsk("gpu", per * int(p["ntasks"]), "", bind))
+            extra = {"per_task": per, "tasks": int(p["ntasks"])}
+        for g in p.get("gres") or ():
+            dtype, model, n = parse_gres(str(g))
+            if any(a.type == dtype for a in asks):
+                raise AskError(f"--gres {g}: {dtype} devices are already asked for")
+            asks.append(DeviceAsk(dtype, n, model, bind))
+    except AskError as e:
+        raise ValueError(str(e)) from None
+    excl = p.get("exclusive_gpu")
+    asks = [
+        DeviceAsk(a.type, a.count, a.model, a.bind, bool(excl) if excl is not None else cfg.exclusive(a.type))
+        for a in asks
+    ]
+    why = refusal(asks, machine.devices)
+    if why:
+        raise ValueError(why)
+    out = asks_to_spec(asks)
+    if extra:
+        out[0].update(extra)
+    return out
