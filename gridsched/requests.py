@@ -128,6 +128,8 @@ class JobSpec(NamedTuple):
     threads_per_core: int = 0
     exclusive_board: bool = False
     begin: float | None = None  # not before this time (seconds since the epoch)
+    ntasks: int | None = None  # tasks the job asked for (Slurm -n), when it did
+    cpus_per_task: int | None = None  # cores per task it asked for (Slurm -c), when it did
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -165,6 +167,10 @@ class JobSpec(NamedTuple):
             spec["array"] = self.array
         if self.begin is not None:
             spec["begin"] = self.begin
+        if self.ntasks is not None:
+            spec["ntasks"] = self.ntasks
+        if self.cpus_per_task is not None:
+            spec["cpus_per_task"] = self.cpus_per_task
         if self.split is not None:
             sp: dict[str, Any] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
             if self.split.tasks:
@@ -590,13 +596,30 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         threads_per_core=tpc,
         exclusive_board=f.flag("exclusive_board", required=False),
         begin=f.number("begin", 0, MAX_TIME, required=False),
+        ntasks=f.integer("ntasks", 1, MAX_COUNT, required=False),
+        cpus_per_task=f.integer("cpus_per_task", 1, MAX_COUNT, required=False),
     )
+    _check_tasks(spec)
     if "\0" in spec.script:
         raise f.bad("script", "holds a NUL character")
     if not spec.submit_dir:
         spec = _replace(spec, submit_dir=spec.workdir)
     f.done()
     return spec
+
+
+def _check_tasks(spec: JobSpec) -> None:
+    """Tasks and cores per task, when given, divide the job's cores exactly (ntasks * cpus_per_task == ncpus)."""
+    n, c = spec.ntasks, spec.cpus_per_task
+    if n is None and c is None:
+        return
+    if spec.split is not None:
+        raise Refused("job: ntasks and cpus_per_task describe a plain job, not a splittable one")
+    if n is not None and c is not None and n * c != spec.ncpus:
+        raise Refused(f"job: ntasks {n} times cpus_per_task {c} is not its {spec.ncpus} cores")
+    if spec.ncpus % (n or c or 1):
+        what = "ntasks" if n is not None else "cpus_per_task"
+        raise Refused(f"job: {what} {n or c} does not divide its {spec.ncpus} cores")
 
 
 def _sub_tasks(g: _Fields) -> tuple[SubTask, ...]:

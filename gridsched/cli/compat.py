@@ -125,6 +125,8 @@ PREFIXES = {"#SBATCH": SLURM, "#PBS": PBS}
 GS_FLAG = {
     "name": "-N",
     "ncpus": "-n",
+    "ntasks": "--ntasks",
+    "cpus_per_task": "--cpus-per-task",
     "time": "-t",
     "output": "-o",
     "error": "-e",
@@ -392,6 +394,10 @@ class _Reader:
             n, ln1 = self.ntasks or (1, 0)
             c, ln2 = self.cpus or (1, 0)
             self.set(max(ln1, ln2), "ncpus", str(n * c))
+            if self.ntasks:  # the job's tasks, for the Slurm environment and srun
+                self.set(ln1, "ntasks", str(n))
+            if self.cpus:
+                self.set(ln2, "cpus_per_task", str(c))
         self.out.settings.sort(key=lambda s: s[0])
         return self.out
 
