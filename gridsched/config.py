@@ -49,6 +49,7 @@ class Config:
     topology: str = ""  # topology file (relative to the config file's directory); "" = the host's
     cancel_never_satisfied: bool = False
     max_array_size: int = 100_000  # [jobs] max_array_size: array indices are below it
+    tmpdir: str = ""  # [jobs] tmpdir: where jobs' private directories are made; "" = the system's
 
 
 def _defaults() -> dict[str, Any]:
@@ -205,9 +206,16 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         topology=get("machine", "topology", str),
         cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
         max_array_size=max_array,
+        tmpdir=_tmpdir(get("jobs", "tmpdir", str), path),
         floating=floating,
         resv_max_duration=duration("reservations", "max_duration"),
     )
+
+
+def _tmpdir(value: str, path: str) -> str:
+    if value and not os.path.isabs(value):
+        raise ConfigError(f"{path}: jobs.tmpdir = {value!r}: must be an absolute path (or empty: the system's)")
+    return value
 
 
 FLOATING_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*\Z")

@@ -33,7 +33,7 @@ from ..jobs import PRIVATE_KEYS, JobState
 from ..spool import Spool, atomic_write
 from ..state import StateDB
 from ..topology import TopologyError, changed_map, load_machine
-from . import apply, handlers, intake, jobfiles, launch, outcome, reasons, reservations, split
+from . import apply, handlers, intake, jobfiles, jobtmp, launch, outcome, reasons, reservations, split
 from .executor import Processes, Stub
 from .table import JobTable, Rec
 from .tree import Trees
@@ -429,6 +429,7 @@ class Daemon:
                 pid, ticks = self.ex.spawn(spec)
             except OSError as e:
                 log.error("job %d: cannot fork: %s", rec.id, e)
+                jobtmp.remove(spec.private, rec.uid)
                 self.end(rec, JobState.FAILED, time.time(), reason=f"cannot start: {e}")
                 continue
             self.watch(rec, pid, ticks)
