@@ -16,10 +16,12 @@ Standard library only: the daemon calls this for every job start.
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+PRIVATE_PREFIX = "gridsched."  # a job's private directory is BASE/gridsched.JOBID.RANDOM
 QUEUE = "batch"  # the one queue (PBS_QUEUE) and partition (SLURM_JOB_PARTITION)
 SGE_QUEUE = "all.q"  # Grid Engine's default queue name (QUEUE, PE_HOSTFILE)
 
@@ -46,6 +48,7 @@ ARRAY_NAMES = (
     "SLURM_ARRAY_TASK_STEP PBS_ARRAY_ID PBS_ARRAY_INDEX PBS_ARRAYID SGE_TASK_ID SGE_TASK_FIRST SGE_TASK_LAST "
     "SGE_TASK_STEPSIZE"
 ).split()
+MPI_NAMES = ("OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile", "HYDRA_HOST_FILE")
 GS_ARRAY_NAMES = ("GS_ARRAY_JOB_ID", "GS_ARRAY_TASK_ID", "GS_ARRAY_TASK_COUNT")
 
 
@@ -102,6 +105,18 @@ def mpi_ranks(job: Job) -> int:
     if job.ntasks is None and job.cpus_per_task is None:
         return job.ncpus
     return tasks(job.ncpus, job.ntasks, job.cpus_per_task)[0]
+
+
+def own_path(path: str) -> str:
+    """``path`` without the private ``bin`` directories of other jobs (a job submitted from inside a job
+    inherits its parent's PATH: the parent's srun must neither come first nor pass for an installed MPI)."""
+    keep = []
+    for d in path.split(":") if path else []:
+        head, tail = os.path.split(d.rstrip("/"))
+        if tail == "bin" and os.path.basename(head).startswith(PRIVATE_PREFIX):
+            continue
+        keep.append(d)
+    return ":".join(keep)
 
 
 def gs_env(job: Job, private: Private | None, path: str) -> dict[str, str]:
@@ -201,11 +216,7 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
 def mpi_env(private: Private) -> dict[str, str]:
     """The variables that make an installed Open MPI or MPICH/Intel MPI (Hydra) start the job's ranks on its
     host: their default host files."""
-    return {
-        "OMPI_MCA_orte_default_hostfile": private.mpi_hosts,
-        "PRTE_MCA_prte_default_hostfile": private.mpi_hosts,
-        "HYDRA_HOST_FILE": private.mpi_hosts,
-    }
+    return dict.fromkeys(MPI_NAMES, private.mpi_hosts)
 
 
 def job_environment(
@@ -218,7 +229,7 @@ def job_environment(
     the job's host file, and no ``mpirun`` of gridsched's is put before it).
     """
     env = dict(base)
-    drop = [*SLURM_NAMES, *PBS_NAMES, *SGE_NAMES, "TMPDIR"]
+    drop = [*SLURM_NAMES, *PBS_NAMES, *SGE_NAMES, *MPI_NAMES, "TMPDIR"]
     if job.array_id is None or not compat:
         drop += ARRAY_NAMES
     if job.array_id is None:
@@ -226,7 +237,7 @@ def job_environment(
     for k in drop:
         env.pop(k, None)
     env.update(gs)
-    env.update(gs_env(job, private, base.get("PATH", "")))
+    env.update(gs_env(job, private, own_path(base.get("PATH", ""))))
     if private is not None and mpi:
         env.update(mpi_env(private))
     if compat:

@@ -271,8 +271,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         array_index=spec.get("array_index"),
         host=jobenv.host(),
     )
-    path = str(spec["env"].get("PATH", ""))
-    mpi = jobtmp.has_mpi(path)
+    mpi = jobtmp.has_mpi(jobenv.own_path(str(spec["env"].get("PATH", ""))))
     private = private_dir(d, rec, spec, job, mpi)
     env = jobenv.job_environment(spec["env"], gs, job, private, d.cfg.compat_env, mpi)
     return launch.Launch(

@@ -38,9 +38,9 @@ import sys
 import tempfile
 from typing import Any
 
-from ..jobenv import SGE_QUEUE, Private
+from ..jobenv import PRIVATE_PREFIX, SGE_QUEUE, Private
 
-PREFIX = "gridsched."
+PREFIX = PRIVATE_PREFIX
 LAUNCHER = "#!{python} -I\nfrom gridsched.launcher import main\n\nmain()\n"
 MPI_NAMES = ("mpirun", "mpiexec")
 

@@ -318,3 +318,27 @@ def test_bad_tasks_are_refused_at_submission(make_gs, tmp_path):
     jid = gs.gsub("--ntasks", "2", "--cpus-per-task", "3", "--wrap", "echo $GS_NCPUS $SLURM_NTASKS > n.out")
     gs.wait_state(jid, "COMPLETED")
     assert (gs.work / "n.out").read_text().split() == ["6", "2"]
+
+
+def test_a_job_submitted_from_a_job_sees_its_own_environment(make_gs, tmp_path):
+    """gsub inside a job: the child gets its own TMPDIR, srun and mpirun, and none of its parent's Slurm
+    values (its parent asked for -c 2; the child for -n 3 alone, so no SLURM_CPUS_PER_TASK)."""
+    gs, base = make(make_gs, tmp_path)
+    gs.env["PATH"] = ":".join(p for p in os.environ["PATH"].split(":") if not shutil.which("mpirun", path=p))
+    jid = gs.gsub(
+        "--ntasks",
+        "1",
+        "--cpus-per-task",
+        "2",
+        "--no-parent",
+        "--wrap",
+        "gsub --no-parent --ntasks 3 --wrap 'env -0 > child.env; command -v mpirun > child.mpi' > child.id",
+    )
+    gs.wait_state(jid, "COMPLETED")
+    child = int((gs.work / "child.id").read_text().split()[-1])
+    gs.wait_state(child, "COMPLETED")
+    e = env_of(gs.work / "child.env")
+    bins = [p for p in e["PATH"].split(":") if p.startswith(str(base))]
+    assert bins == [str(Path(e["TMPDIR"]).parent / "bin")]  # its own, not its parent's
+    assert (gs.work / "child.mpi").read_text().strip() == bins[0] + "/mpirun"
+    assert e["SLURM_JOB_ID"] == str(child) and e["SLURM_NTASKS"] == "3" and "SLURM_CPUS_PER_TASK" not in e
