@@ -41,7 +41,9 @@ from typing import Any
 from ..jobenv import PRIVATE_PREFIX, SGE_QUEUE, Private
 
 PREFIX = PRIVATE_PREFIX
-LAUNCHER = "#!{python} -I\nfrom gridsched.launcher import main\n\nmain()\n"
+# run by the daemon's own interpreter, isolated from the job's PYTHONPATH, with the daemon's own gridsched
+LAUNCHER = "#!{python} -I\nimport sys\n\nsys.path.insert(0, {code!r})\nfrom gridsched.launcher import main\n\nmain()\n"
+CODE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MPI_NAMES = ("mpirun", "mpiexec")
 
 
@@ -112,7 +114,7 @@ def _fill(pfd: int, host: str, ncpus: int, ntasks: int, mpi: bool) -> None:
     _write(pfd, "nodefile", f"{host}\n" * ncpus, 0o644)
     _write(pfd, "mpi_hosts", f"{host}\n" * ntasks, 0o644)
     _write(pfd, "pe_hostfile", f"{host} {ncpus} {SGE_QUEUE}@{host} UNDEFINED\n", 0o644)
-    script = LAUNCHER.format(python=sys.executable)
+    script = LAUNCHER.format(python=sys.executable, code=CODE)
     for name in _bin_names(mpi):
         _write(pfd, name, script, 0o755)
 

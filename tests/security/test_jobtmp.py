@@ -45,7 +45,7 @@ def test_links_in_and_for_the_private_directory_are_not_followed(fresh, env):
         "tmp": f'rm -rf "$TMPDIR" && ln -s {targets.dir} "$TMPDIR"',
         "nodefile": f'rm -f "$PBS_NODEFILE" && ln -s {targets.shadow} "$PBS_NODEFILE"',
     }
-    jobs = {}
+    jobs = {"srun": system.gsub(a, "--ntasks", "2", "--wrap", f"srun sh -c 'echo $SLURM_PROCID' > {a.home}/srun.out")}
     for what, swap in swaps.items():
         out = a.home / f"seen.{what}"
         jobs[what] = system.gsub(
@@ -59,6 +59,7 @@ def test_links_in_and_for_the_private_directory_are_not_followed(fresh, env):
         seen = (a.home / f"seen.{what}").read_text().split("\n")
         # the job's own, private, while it ran
         assert seen[:3] == [f"{a.name} 700", f"{a.name} 700", f"{a.name} 644"], (what, seen)
+    assert sorted((a.home / "srun.out").read_text().split()) == ["0", "1"]  # srun runs as A, for A
     assert (bdir / "keep").read_text() == "B's file\n"
     # what root made is gone; what A moved aside is A's own, and is left to A
     wait_for(lambda: all(p.is_symlink() or p.name.endswith(".moved") for p in base.iterdir()), 10, "removal")
