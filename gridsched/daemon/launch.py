@@ -113,6 +113,7 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if os.getppid() != daemon:
+        _remove_private(spec)
         return  # the daemon died before the shepherd was armed: nothing ran
     me = os.getpid()
     cg = _memory_cgroup(spec)

@@ -342,3 +342,25 @@ def test_a_job_submitted_from_a_job_sees_its_own_environment(make_gs, tmp_path):
     assert bins == [str(Path(e["TMPDIR"]).parent / "bin")]  # its own, not its parent's
     assert (gs.work / "child.mpi").read_text().strip() == bins[0] + "/mpirun"
     assert e["SLURM_JOB_ID"] == str(child) and e["SLURM_NTASKS"] == "3" and "SLURM_CPUS_PER_TASK" not in e
+
+
+def test_srun_forwards_sigterm_to_its_copies(make_gs, tmp_path):
+    """SIGTERM sent to srun alone reaches every copy; srun exits with their worst status."""
+    gs, _ = make(make_gs, tmp_path)
+    copy = gs.work / "copy.sh"
+    copy.write_text(
+        "#!/bin/sh\ntrap 'echo term $SLURM_PROCID >> got; exit 3' TERM\ntouch ready.$SLURM_PROCID\n"
+        "i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n"
+    )
+    copy.chmod(0o755)
+    jid = gs.gsub(
+        "--ntasks",
+        "2",
+        "--wrap",
+        f"srun {copy} & pid=$!; "
+        "i=0; while [ ! -e ready.0 ] || [ ! -e ready.1 ]; do sleep 0.1; i=$((i+1)); [ $i -gt 300 ] && break; done; "
+        "kill -TERM $pid; wait $pid; echo $? > srun.rc",
+    )
+    gs.wait_state(jid, "COMPLETED", timeout=60)
+    assert sorted((gs.work / "got").read_text().splitlines()) == ["term 0", "term 1"]
+    assert (gs.work / "srun.rc").read_text().strip() == "3"
