@@ -438,8 +438,12 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
     out: list[str] = []
     if params.get("name") is not None:
         out.append(f"#SBATCH --job-name={q(params['name'])}")
-    if params.get("ncpus") is not None:
-        out += ["#SBATCH --ntasks=1", f"#SBATCH --cpus-per-task={params['ncpus']}"]
+    ncpus, ntasks, per = params.get("ncpus"), params.get("ntasks"), params.get("cpus_per_task")
+    if ntasks is not None or per is not None:  # the job's own tasks (-n, if given, is their product)
+        ntasks = ntasks or (ncpus // per if ncpus else 1)
+        out += [f"#SBATCH --ntasks={ntasks}", f"#SBATCH --cpus-per-task={per or (ncpus or ntasks) // ntasks}"]
+    elif ncpus is not None:
+        out += ["#SBATCH --ntasks=1", f"#SBATCH --cpus-per-task={ncpus}"]
     if params.get("walltime") is not None:
         out.append(f"#SBATCH --time={format_duration(params['walltime'])}")
     if params.get("mem") is not None:

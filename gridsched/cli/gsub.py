@@ -66,6 +66,8 @@ NOT_IN_DIRECTIVES = {
 JOB_PARAMS = (
     "name",
     "ncpus",
+    "ntasks",
+    "cpus_per_task",
     "walltime",
     "mem",
     "output",
@@ -338,11 +340,11 @@ def cli(
     except ScriptError as e:
         fail(PROG, str(e), e.code)
     p = apply_directives(ctx, ctx.params, sc) if wrap is None else dict(ctx.params)
+    p = _tasks(ctx, p)
     if p["emit"] == "slurm":
         click.echo(compat.emit_slurm(sc.text, given(ctx, p)), nl=False)
         return ExitCode.OK
 
-    p = _tasks(ctx, p)
     s = setup(PROG, spool_dir, config_file)
     spool = s.spool
     resources, resv = _resv_options(s.spool, s.cfg, p)

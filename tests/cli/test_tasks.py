@@ -52,3 +52,18 @@ def test_tasks_that_do_not_make_the_cores_are_refused(env, run, submits, lines, 
     r = run(gsub.cli, [*args, script(env, *lines)])
     assert r.exit_code == 2 and why in r.stderr and r.stderr.count("\n") == 1
     assert submits() == []
+
+
+@pytest.mark.parametrize(
+    "args, lines",
+    [
+        (["--ntasks", "4", "--cpus-per-task", "2"], ["#SBATCH --ntasks=4", "#SBATCH --cpus-per-task=2"]),
+        (["-n", "6", "--ntasks", "3"], ["#SBATCH --ntasks=3", "#SBATCH --cpus-per-task=2"]),
+        (["--cpus-per-task", "5"], ["#SBATCH --ntasks=1", "#SBATCH --cpus-per-task=5"]),
+        (["-n", "4"], ["#SBATCH --ntasks=1", "#SBATCH --cpus-per-task=4"]),
+    ],
+)
+def test_emit_slurm_writes_the_jobs_tasks(env, run, args, lines):
+    r = run(gsub.cli, ["--emit", "slurm", *args, "--wrap", "true"])
+    assert r.exit_code == 0, r.stderr
+    assert [ln for ln in r.stdout.splitlines() if "--ntasks" in ln or "--cpus-per-task" in ln] == lines
