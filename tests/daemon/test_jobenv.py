@@ -364,3 +364,12 @@ def test_srun_forwards_sigterm_to_its_copies(make_gs, tmp_path):
     gs.wait_state(jid, "COMPLETED", timeout=60)
     assert sorted((gs.work / "got").read_text().splitlines()) == ["term 0", "term 1"]
     assert (gs.work / "srun.rc").read_text().strip() == "3"
+
+
+def test_a_job_whose_private_directory_cannot_be_made_fails_with_why(make_gs, tmp_path):
+    gs = make_gs(config(tmp_path / "missing"))
+    jid = gs.gsub("--wrap", "touch ran")
+    j = gs.wait_state(jid, "FAILED")
+    assert "cannot make its private directory in" in j["reason"] and str(tmp_path / "missing") in j["reason"]
+    assert not (gs.work / "ran").exists()
+    assert gs.alive()
