@@ -78,6 +78,11 @@ SRUN_IGNORED_VALUE = {
     "--wait",
     "--ntasks-per-node",
     "--propagate",
+    "--mem-bind",
+    "--cpu-freq",
+    "--gpus-per-task",
+    "--gpu-bind",
+    "--threads-per-core",
 }
 SRUN_IGNORED_FLAG = {
     "-K",
@@ -87,6 +92,8 @@ SRUN_IGNORED_FLAG = {
     "--exclusive",
     "--overlap",
     "--overcommit",
+    "--pty",
+    "--whole",
     "-O",
     "-Q",
     "--quiet",
