@@ -34,6 +34,7 @@ import os
 import pwd
 import secrets
 import shutil
+import stat
 import sys
 import tempfile
 from typing import Any
@@ -157,7 +158,7 @@ def remove(root: str, uid: int, gid: int = -1) -> None:
     except OSError:
         return  # removed already
     if os.geteuid() != 0 or uid == 0:
-        shutil.rmtree(root, ignore_errors=True)  # fd-based: never follows a link
+        _rmtree(root)
         return
     pid = os.fork()
     if pid == 0:
@@ -166,7 +167,7 @@ def remove(root: str, uid: int, gid: int = -1) -> None:
             os.setgroups([])
             os.setgid(owner_gid(uid, gid))
             os.setuid(uid)
-            shutil.rmtree(root, ignore_errors=True)
+            _rmtree(root)
             code = 0
         finally:
             os._exit(code)
@@ -178,3 +179,22 @@ def remove(root: str, uid: int, gid: int = -1) -> None:
             continue
         except ChildProcessError:
             return
+
+
+def _rmtree(root: str) -> None:
+    """Remove ``root`` and what is in it, also directories the job left unreadable or unwritable (the caller
+    is their owner: it gives them back their owner's rights first).  Links are removed, never followed."""
+    shutil.rmtree(root, ignore_errors=True)  # fd-based: never follows a link
+    if not os.path.lexists(root):
+        return
+    todo = [root]
+    while todo:
+        d = todo.pop()
+        try:
+            if not stat.S_ISDIR(os.lstat(d).st_mode):
+                continue
+            os.chmod(d, 0o700)
+            todo += [e.path for e in os.scandir(d) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+    shutil.rmtree(root, ignore_errors=True)

@@ -44,6 +44,7 @@ def test_links_in_and_for_the_private_directory_are_not_followed(fresh, env):
         "b": f'mv "$P" "$P.moved" && ln -s {bdir} "$P"',
         "tmp": f'rm -rf "$TMPDIR" && ln -s {targets.dir} "$TMPDIR"',
         "nodefile": f'rm -f "$PBS_NODEFILE" && ln -s {targets.shadow} "$PBS_NODEFILE"',
+        "locked": 'mkdir -p "$TMPDIR/a/b" && touch "$TMPDIR/a/b/f" && chmod 000 "$TMPDIR/a/b" "$TMPDIR/a"',
     }
     jobs = {"srun": system.gsub(a, "--ntasks", "2", "--wrap", f"srun sh -c 'echo $SLURM_PROCID' > {a.home}/srun.out")}
     for what, swap in swaps.items():
