@@ -52,6 +52,7 @@ class Config:
     # [devices.TYPE]: per device type, how many jobs may hold one device at once (share, default 1) and
     # whether whole-device requests are the default (exclusive, default false)
     devices: dict[str, DeviceConfig] = field(default_factory=dict)
+    tmpdir: str = ""  # [jobs] tmpdir: where jobs' private directories are made; "" = the system's
 
     def share(self, dtype: str) -> int:
         dc = self.devices.get(dtype)
@@ -250,10 +251,17 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         topology=get("machine", "topology", str),
         cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
         max_array_size=max_array,
+        tmpdir=_tmpdir(get("jobs", "tmpdir", str), path),
         floating=floating,
         devices=devices,
         resv_max_duration=duration("reservations", "max_duration"),
     )
+
+
+def _tmpdir(value: str, path: str) -> str:
+    if value and not os.path.isabs(value):
+        raise ConfigError(f"{path}: jobs.tmpdir = {value!r}: must be an absolute path (or empty: the system's)")
+    return value
 
 
 FLOATING_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*\Z")

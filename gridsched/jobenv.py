@@ -1,41 +1,280 @@
-"""Environment variables that make a job feel at home for Slurm and PBS users.
+"""What a job sees in its environment: its own ``GS_*`` variables and, for scripts written for other
+batch systems, the Slurm, PBS Pro, Torque and Grid Engine ones.
 
-With ``[compat] env = true`` in gridsched.toml a job sees, besides its own
-``GS_*`` variables, the names scripts written for Slurm, PBS and Grid Engine
-read.  Standard library only: the daemon calls this for every job start.
+The ``GS_*`` variables, ``TMPDIR`` (the job's private temporary directory) and
+the job's ``bin`` directory first on ``PATH`` (``srun``, and ``mpirun`` and
+``mpiexec`` where no MPI is installed; see :mod:`gridsched.launcher`) are
+always set.  With ``[compat] env = true`` in gridsched.toml (the default) a
+job also sees the names scripts written for Slurm, PBS Pro, Torque and Grid
+Engine read, with the values those systems give a one-node job of the same
+request (docs/compat.md lists them with their sources).  With
+``[compat] env = false`` it sees none of them: no variable of those names is
+set, and none is passed on from the submitting environment.
+
+Standard library only: the daemon calls this for every job start.
 """
 
 from __future__ import annotations
 
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-def compat_env(job_id: int, name: str, ncpus: int, submit_dir: str) -> dict[str, str]:
-    """The Slurm, PBS and Grid Engine variables of job ``job_id``."""
-    jid, n = str(job_id), str(ncpus)
-    return {
+PRIVATE_PREFIX = "gridsched."  # a job's private directory is BASE/gridsched.JOBID.RANDOM
+QUEUE = "batch"  # the one queue (PBS_QUEUE) and partition (SLURM_JOB_PARTITION)
+SGE_QUEUE = "all.q"  # Grid Engine's default queue name (QUEUE, PE_HOSTFILE)
+
+# every name the compatibility environment may set: removed from the submitting environment first, so a
+# job submitted from inside another job never sees that job's values
+SLURM_NAMES = (
+    "SLURM_JOB_ID SLURM_JOBID SLURM_JOB_NAME SLURM_JOB_USER SLURM_JOB_UID SLURM_SUBMIT_DIR SLURM_SUBMIT_HOST "
+    "SLURM_CLUSTER_NAME SLURM_JOB_PARTITION SLURM_CPUS_PER_TASK SLURM_NTASKS SLURM_NPROCS SLURM_NTASKS_PER_NODE "
+    "SLURM_TASKS_PER_NODE SLURM_NNODES SLURM_JOB_NUM_NODES SLURM_JOB_NODELIST SLURM_NODELIST SLURMD_NODENAME "
+    "SLURM_CPUS_ON_NODE SLURM_JOB_CPUS_PER_NODE SLURM_MEM_PER_NODE SLURM_MEM_PER_CPU SLURM_RESTART_COUNT "
+    "SLURM_NODEID SLURM_PROCID SLURM_LOCALID SLURM_STEP_ID SLURM_STEPID"
+).split()
+PBS_NAMES = (
+    "PBS_JOBID PBS_JOBNAME PBS_O_WORKDIR PBS_O_HOST PBS_O_HOME PBS_O_PATH PBS_O_LOGNAME PBS_O_SHELL PBS_O_LANG "
+    "PBS_O_MAIL PBS_O_QUEUE PBS_QUEUE PBS_NODEFILE PBS_NUM_NODES PBS_NUM_PPN PBS_NP NCPUS PBS_ENVIRONMENT "
+    "PBS_TASKNUM PBS_NODENUM PBS_VNODENUM"
+).split()
+SGE_NAMES = (
+    "JOB_ID JOB_NAME NSLOTS NHOSTS NQUEUES QUEUE PE_HOSTFILE SGE_O_WORKDIR SGE_O_HOST SGE_O_HOME SGE_O_PATH "
+    "SGE_O_LOGNAME SGE_O_SHELL RESTARTED ENVIRONMENT REQUEST"
+).split()
+ARRAY_NAMES = (
+    "SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_MAX "
+    "SLURM_ARRAY_TASK_STEP PBS_ARRAY_ID PBS_ARRAY_INDEX PBS_ARRAYID SGE_TASK_ID SGE_TASK_FIRST SGE_TASK_LAST "
+    "SGE_TASK_STEPSIZE"
+).split()
+MPI_NAMES = ("OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile", "HYDRA_HOST_FILE")
+GS_ARRAY_NAMES = ("GS_ARRAY_JOB_ID", "GS_ARRAY_TASK_ID", "GS_ARRAY_TASK_COUNT")
+
+
+def host() -> str:
+    """The machine's short host name: the one node of every job."""
+    return socket.gethostname().split(".", 1)[0] or "localhost"
+
+
+@dataclass(frozen=True, slots=True)
+class Private:
+    """A job's private directory (``root``, the owner's, mode 0700) and what is in it."""
+
+    root: str
+    tmpdir: str  # TMPDIR
+    nodefile: str  # the host once per core (PBS_NODEFILE)
+    mpi_hosts: str  # the host once per MPI rank (jobenv.mpi_ranks)
+    pe_hostfile: str  # Grid Engine's "host slots queue processors"
+    bin: str  # srun (and mpirun, mpiexec without an MPI of the machine's)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """What the environment of one start of a job is made from."""
+
+    id: int
+    name: str
+    user: str
+    uid: int
+    ncpus: int
+    submit_dir: str
+    submit_env: Mapping[str, str] = field(default_factory=dict)
+    ntasks: int | None = None  # as asked (gsub --ntasks, #SBATCH -n)
+    cpus_per_task: int | None = None  # as asked (gsub --cpus-per-task, #SBATCH -c)
+    mem: int | None = None  # bytes
+    restarts: int = 0  # how many times it was requeued or preempted and started again
+    array_id: int | None = None
+    array_index: int | None = None
+    host: str = "localhost"
+
+
+def tasks(ncpus: int, ntasks: int | None, cpus_per_task: int | None) -> tuple[int, int]:
+    """``(tasks, cores per task)`` of a job: as asked, else one task on all its cores (gsub -n N is
+    ``--ntasks=1 --cpus-per-task=N``, as gsub --emit slurm writes it)."""
+    if ntasks is not None:
+        return ntasks, cpus_per_task or max(1, ncpus // ntasks)
+    if cpus_per_task is not None:
+        return max(1, ncpus // cpus_per_task), cpus_per_task
+    return 1, ncpus
+
+
+def mpi_ranks(job: Job) -> int:
+    """The MPI ranks of a job (the slots of its MPI host file): its tasks when it asked for tasks, else one
+    per core (as PBS_NODEFILE lists them, which MPI under PBS starts a rank for each line of)."""
+    if job.ntasks is None and job.cpus_per_task is None:
+        return job.ncpus
+    return tasks(job.ncpus, job.ntasks, job.cpus_per_task)[0]
+
+
+def own_path(path: str) -> str:
+    """``path`` without the private ``bin`` directories of other jobs (a job submitted from inside a job
+    inherits its parent's PATH: the parent's srun must neither come first nor pass for an installed MPI)."""
+    keep = []
+    for d in path.split(":") if path else []:
+        head, tail = os.path.split(d.rstrip("/"))
+        if tail == "bin" and os.path.basename(head).startswith(PRIVATE_PREFIX):
+            continue
+        keep.append(d)
+    return ":".join(keep)
+
+
+def gs_env(job: Job, private: Private | None, path: str) -> dict[str, str]:
+    """The variables every job gets whatever ``[compat] env`` says: tasks, the private directory, ``PATH``."""
+    n, c = tasks(job.ncpus, job.ntasks, job.cpus_per_task)
+    env = {"GS_NTASKS": str(n), "GS_CPUS_PER_TASK": str(c), "OMP_NUM_THREADS": str(c)}
+    if private is not None:
+        env.update(
+            TMPDIR=private.tmpdir,
+            GS_TMPDIR=private.tmpdir,
+            GS_NODEFILE=private.nodefile,
+            GS_MPI_HOSTS=private.mpi_hosts,
+            PATH=f"{private.bin}:{path}" if path else private.bin,
+        )
+    return env
+
+
+def compat_env(job: Job, private: Private | None) -> dict[str, str]:
+    """The Slurm, PBS Pro, Torque and Grid Engine variables of one start of ``job`` (a one-node job)."""
+    n, c = tasks(job.ncpus, job.ntasks, job.cpus_per_task)
+    jid, cores, h = str(job.id), str(job.ncpus), job.host
+    senv = job.submit_env
+    env = {
+        # Slurm (sbatch(1), OUTPUT ENVIRONMENT VARIABLES)
         "SLURM_JOB_ID": jid,
         "SLURM_JOBID": jid,
-        "SLURM_CPUS_ON_NODE": n,
-        "SLURM_JOB_NAME": name,
-        "SLURM_SUBMIT_DIR": submit_dir,
-        "PBS_JOBID": jid,
-        "PBS_JOBNAME": name,
-        "PBS_O_WORKDIR": submit_dir,
-        "NSLOTS": n,
+        "SLURM_JOB_NAME": job.name,
+        "SLURM_JOB_USER": job.user,
+        "SLURM_JOB_UID": str(job.uid),
+        "SLURM_SUBMIT_DIR": job.submit_dir,
+        "SLURM_SUBMIT_HOST": h,
+        "SLURM_CLUSTER_NAME": h,
+        "SLURM_JOB_PARTITION": QUEUE,
+        "SLURM_NTASKS": str(n),
+        "SLURM_NPROCS": str(n),
+        "SLURM_NTASKS_PER_NODE": str(n),
+        "SLURM_TASKS_PER_NODE": str(n),
+        "SLURM_NNODES": "1",
+        "SLURM_JOB_NUM_NODES": "1",
+        "SLURM_JOB_NODELIST": h,
+        "SLURM_NODELIST": h,
+        "SLURMD_NODENAME": h,
+        "SLURM_CPUS_ON_NODE": cores,
+        "SLURM_JOB_CPUS_PER_NODE": cores,
+        "SLURM_RESTART_COUNT": str(job.restarts),
+        "SLURM_NODEID": "0",
+        "SLURM_PROCID": "0",
+        "SLURM_LOCALID": "0",
+        # PBS Pro and Torque (qsub(1B), PBS Professional User's Guide)
+        "PBS_JOBID": f"{jid}.{h}",
+        "PBS_JOBNAME": job.name,
+        "PBS_O_WORKDIR": job.submit_dir,
+        "PBS_O_HOST": h,
+        "PBS_O_LOGNAME": job.user,
+        "PBS_O_QUEUE": QUEUE,
+        "PBS_QUEUE": QUEUE,
+        "PBS_ENVIRONMENT": "PBS_BATCH",
+        "PBS_NUM_NODES": "1",
+        "PBS_NUM_PPN": cores,
+        "PBS_NP": cores,
+        "PBS_TASKNUM": "1",
+        "PBS_NODENUM": "0",
+        "PBS_VNODENUM": "0",
+        "NCPUS": cores,
+        # Grid Engine (qsub(1), ENVIRONMENTAL VARIABLES)
+        "JOB_ID": jid,
+        "JOB_NAME": job.name,
+        "REQUEST": job.name,
+        "NSLOTS": cores,
+        "NHOSTS": "1",
+        "NQUEUES": "1",
+        "QUEUE": SGE_QUEUE,
+        "ENVIRONMENT": "BATCH",
+        "RESTARTED": "1" if job.restarts else "0",
+        "SGE_O_WORKDIR": job.submit_dir,
+        "SGE_O_HOST": h,
+        "SGE_O_LOGNAME": job.user,
     }
+    if job.cpus_per_task is not None or job.ntasks is None:
+        env["SLURM_CPUS_PER_TASK"] = str(c)  # Slurm sets it only when -c was given (gsub -n N is -c N)
+    if job.mem is not None:
+        env["SLURM_MEM_PER_NODE"] = str(max(1, job.mem >> 20))  # MiB, as --mem
+    for var in ("HOME", "PATH", "SHELL", "LANG", "MAIL"):
+        if var in senv:
+            env[f"PBS_O_{var}"] = senv[var]
+            if var != "LANG":
+                env[f"SGE_O_{var}"] = senv[var]
+    if private is not None:
+        env.update(PBS_NODEFILE=private.nodefile, PE_HOSTFILE=private.pe_hostfile)
+    if job.array_id is not None and job.array_index is not None:
+        # a PBS Pro subjob is ID[INDEX].server, its array ID[].server; Grid Engine's tasks share the array's id
+        aid = str(job.array_id)
+        env.update(PBS_JOBID=f"{aid}[{job.array_index}].{h}", PBS_ARRAY_ID=f"{aid}[].{h}", JOB_ID=aid)
+    return env
+
+
+def mpi_env(private: Private) -> dict[str, str]:
+    """The variables that make an installed Open MPI or MPICH/Intel MPI (Hydra) start the job's ranks on its
+    host: their default host files."""
+    return dict.fromkeys(MPI_NAMES, private.mpi_hosts)
+
+
+def job_environment(
+    base: Mapping[str, str], gs: Mapping[str, str], job: Job, private: Private | None, compat: bool, mpi: bool
+) -> dict[str, str]:
+    """The whole environment of one start of a job.
+
+    ``base`` is its submitting environment (with the array variables the daemon added when it took the array
+    in), ``gs`` its ``GS_*`` variables; ``mpi``: an MPI of the machine's is on the job's ``PATH`` (it gets
+    the job's host file, and no ``mpirun`` of gridsched's is put before it).
+    """
+    env = dict(base)
+    drop = [*SLURM_NAMES, *PBS_NAMES, *SGE_NAMES, *MPI_NAMES, "TMPDIR"]
+    if job.array_id is None or not compat:
+        drop += ARRAY_NAMES
+    if job.array_id is None:
+        drop += GS_ARRAY_NAMES
+    for k in drop:
+        env.pop(k, None)
+    env.update(gs)
+    env.update(gs_env(job, private, own_path(base.get("PATH", ""))))
+    if private is not None and mpi:
+        env.update(mpi_env(private))
+    if compat:
+        env.update(compat_env(job, private))
+        if job.array_id is None:
+            env.update(SGE_TASK_ID="undefined", SGE_TASK_FIRST="undefined", SGE_TASK_LAST="undefined")
+            env["SGE_TASK_STEPSIZE"] = "undefined"
+    return env
+
+
+def array_step(indices: tuple[int, ...]) -> int:
+    """The step of an array's indices (1 unless they are evenly spaced)."""
+    if len(indices) < 2:
+        return 1
+    step = indices[1] - indices[0]
+    return step if all(b - a == step for a, b in zip(indices, indices[1:])) else 1
 
 
 def array_env(array_id: int, index: int, indices: tuple[int, ...], compat: bool) -> dict[str, str]:
-    """The variables that tell an array task who it is (and the Slurm and PBS names with ``compat``)."""
+    """The variables that tell an array task who it is (and the Slurm, PBS and Grid Engine names with
+    ``compat``)."""
     aid, idx = str(array_id), str(index)
     env = {"GS_ARRAY_JOB_ID": aid, "GS_ARRAY_TASK_ID": idx, "GS_ARRAY_TASK_COUNT": str(len(indices))}
     if compat:
+        step = str(array_step(indices))
         env.update(
             SLURM_ARRAY_JOB_ID=aid,
             SLURM_ARRAY_TASK_ID=idx,
             SLURM_ARRAY_TASK_COUNT=str(len(indices)),
             SLURM_ARRAY_TASK_MIN=str(indices[0]),
             SLURM_ARRAY_TASK_MAX=str(indices[-1]),
-            PBS_ARRAY_ID=aid,
+            SLURM_ARRAY_TASK_STEP=step,
             PBS_ARRAY_INDEX=idx,
+            PBS_ARRAYID=idx,
+            SGE_TASK_ID=idx,
+            SGE_TASK_FIRST=str(indices[0]),
+            SGE_TASK_LAST=str(indices[-1]),
+            SGE_TASK_STEPSIZE=step,
         )
     return env

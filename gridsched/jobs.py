@@ -77,6 +77,9 @@ SPEC_OPTIONAL_KEYS = {
     "begin": "float: not before this time, seconds since the epoch (gsub --begin, #SBATCH --begin)",
     "array": "str: a submitted array's range (gsub --array, canonical form of gridsched.arrays); the daemon "
     "takes it in as one job per index, whose specs have the three keys below instead",
+    "ntasks": "int: tasks the job asked for (gsub --ntasks, #SBATCH -n); ncpus is a multiple of it",
+    "cpus_per_task": "int: cores per task the job asked for (gsub --cpus-per-task, #SBATCH -c); ncpus is a "
+    "multiple of it (ntasks * cpus_per_task == ncpus when both are given)",
     "array_id": "int: the array a task belongs to (the job id of its first task)",
     "array_index": "int: the task's index in its array",
     "array_max": "int: most tasks of the array running at once (the %MAX of the range)",

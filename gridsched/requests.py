@@ -132,6 +132,8 @@ class JobSpec(NamedTuple):
     shell: str | None = None  # what runs a script without #! on line 1 (None: /bin/sh)
     open_mode: str | None = None  # "append": output files are appended to, never truncated
     devices: tuple[DeviceAsk, ...] = ()  # GPUs and other devices (gsub --gpus, --gres)
+    ntasks: int | None = None  # tasks the job asked for (Slurm -n), when it did
+    cpus_per_task: int | None = None  # cores per task it asked for (Slurm -c), when it did
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -173,6 +175,10 @@ class JobSpec(NamedTuple):
             spec["shell"] = self.shell
         if self.open_mode is not None:
             spec["open_mode"] = self.open_mode
+        if self.ntasks is not None:
+            spec["ntasks"] = self.ntasks
+        if self.cpus_per_task is not None:
+            spec["cpus_per_task"] = self.cpus_per_task
         if self.split is not None:
             sp: dict[str, Any] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
             if self.split.tasks:
@@ -611,7 +617,10 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         shell=_shell(f),
         open_mode=_open_mode(f),
         devices=devs,
+        ntasks=f.integer("ntasks", 1, MAX_COUNT, required=False),
+        cpus_per_task=f.integer("cpus_per_task", 1, MAX_COUNT, required=False),
     )
+    _check_tasks(spec)
     if "\0" in spec.script:
         raise f.bad("script", "holds a NUL character")
     if not spec.submit_dir:
@@ -651,6 +660,20 @@ def _open_mode(f: _Fields) -> str | None:
     if v is not None and v not in ("append", "truncate"):
         raise f.bad("open_mode", "must be append or truncate")
     return None if v in (None, "truncate") else str(v)
+
+
+def _check_tasks(spec: JobSpec) -> None:
+    """Tasks and cores per task, when given, divide the job's cores exactly (ntasks * cpus_per_task == ncpus)."""
+    n, c = spec.ntasks, spec.cpus_per_task
+    if n is None and c is None:
+        return
+    if spec.split is not None:
+        raise Refused("job: ntasks and cpus_per_task describe a plain job, not a splittable one")
+    if n is not None and c is not None and n * c != spec.ncpus:
+        raise Refused(f"job: ntasks {n} times cpus_per_task {c} is not its {spec.ncpus} cores")
+    if spec.ncpus % (n or c or 1):
+        what = "ntasks" if n is not None else "cpus_per_task"
+        raise Refused(f"job: {what} {n or c} does not divide its {spec.ncpus} cores")
 
 
 def _sub_tasks(g: _Fields) -> tuple[SubTask, ...]:

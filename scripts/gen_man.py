@@ -312,7 +312,8 @@ ARRAYS = para("""
     the job id of its first task; the daemon gives the other tasks job ids of their own and
     each task is a job: task INDEX of array ID is named ID_INDEX (gdel 12_7, gstat -f 12_7),
     sees GS_ARRAY_JOB_ID and GS_ARRAY_TASK_ID (and, with compat.env, SLURM_ARRAY_JOB_ID,
-    SLURM_ARRAY_TASK_ID and PBS_ARRAY_INDEX), and writes its output to NAME.oID_INDEX unless
+    SLURM_ARRAY_TASK_ID and the other SLURM_ARRAY_* names, PBS_ARRAY_INDEX, PBS_ARRAYID,
+    PBS_ARRAY_ID, SGE_TASK_ID), and writes its output to NAME.oID_INDEX unless
     -o says otherwise, where %A is the array's id and %a the index.  gdel ID cancels every task,
     gstat shows an array as one row with the number of tasks in each state (-t: one row per
     task).  A range that is empty, ends before it starts, has a step below 1 or an index too
@@ -737,13 +738,26 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             + "\n"
             + para("""
             The job runs with the environment gsub was called with, plus GS_JOBID, GS_NCPUS, the
-            cores it runs on, $GS_CHECKPOINT_DIR and $GS_RESTART_COUNT.  With compat.env = true in
-            gridsched.toml (the default) it also sees SLURM_JOB_ID, SLURM_JOBID, SLURM_CPUS_ON_NODE,
-            SLURM_JOB_NAME, SLURM_SUBMIT_DIR, PBS_JOBID, PBS_JOBNAME, PBS_O_WORKDIR and NSLOTS.  It
-            runs with the umask gsub was called with, so its output and checkpoint files get the
-            modes the submitter's files would.  The job ends when its script ends: whatever the
-            script left running is killed, and the job's state and exit code are the script's (as
-            under Slurm)."""),
+            cores it runs on, GS_NTASKS and GS_CPUS_PER_TASK (--ntasks, --cpus-per-task; a job that
+            gives neither is one task on all its cores), OMP_NUM_THREADS (its cores per task),
+            $GS_CHECKPOINT_DIR and $GS_RESTART_COUNT.  Each start of a job gets a private directory of
+            its own (mode 0700) under jobs.tmpdir (default: the system's temporary directory), removed
+            with everything in it when the job ends, also after a crash: TMPDIR is in it, and bin/,
+            first on PATH, with srun (N copies of a command, each pinned to its share of the job's
+            cores; default N: the job's tasks; -n more than that is refused) and, when no MPI is
+            installed on the job's PATH, mpirun and mpiexec that do the same with the MPI rank
+            variables set.  An installed MPI runs as it is, with the job's host file in
+            OMPI_MCA_orte_default_hostfile and HYDRA_HOST_FILE.  With compat.env = true in
+            gridsched.toml (the default) the job also sees what Slurm, PBS Pro, Torque and Grid
+            Engine give a one-node job of the same request: SLURM_JOB_ID, SLURM_NTASKS,
+            SLURM_CPUS_PER_TASK (only with --cpus-per-task, or without --ntasks), SLURM_TASKS_PER_NODE,
+            SLURM_JOB_NODELIST, SLURM_CPUS_ON_NODE, SLURM_MEM_PER_NODE, SLURM_RESTART_COUNT, PBS_JOBID
+            (ID.HOST), PBS_O_WORKDIR, PBS_NODEFILE (the host once per core), PBS_NUM_PPN, NCPUS, JOB_ID,
+            NSLOTS, PE_HOSTFILE and the rest listed in docs/compat.md; with compat.env = false none of
+            those names is set, nor passed on from the submitting environment.  It runs with the umask
+            gsub was called with, so its output and checkpoint files get the modes the submitter's
+            files would.  The job ends when its script ends: whatever the script left running is
+            killed, and the job's state and exit code are the script's (as under Slurm)."""),
             "FILES": FILES,
             "EXIT STATUS": exit_status(
                 [ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE],

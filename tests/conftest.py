@@ -41,10 +41,13 @@ class Gridsched:
         self.spool = root / "spool"
         self.cfgfile = root / "gridsched.toml"
         self.cfgfile.write_text(config)
+        self.tmp = root / "tmp"  # the daemon's temporary directory: jobs' private directories go there
+        self.tmp.mkdir()
         self.env = {
             **os.environ,
             "GRIDSCHED_SPOOL": str(self.spool),
             "GRIDSCHED_CONFIG": str(self.cfgfile),
+            "TMPDIR": str(self.tmp),
         }
         self.proc: subprocess.Popen[bytes] | None = None
         self.work = root / "work"

@@ -220,6 +220,8 @@ PREFIXES = {"#SBATCH": SLURM, "#PBS": PBS, "#$": SGE}
 GS_FLAG = {
     "name": "-N",
     "ncpus": "-n",
+    "ntasks": "--ntasks",
+    "cpus_per_task": "--cpus-per-task",
     "time": "-t",
     "output": "-o",
     "error": "-e",
@@ -795,6 +797,10 @@ class _Reader:
                 tasks, ln_t = nodes, ln_nodes
             if self.ntasks or self.cpus or self.per_node or nodes > 1:
                 self.set(max(ln_t, ln_c, ln_nodes), "ncpus", str(tasks * c))
+            if self.ntasks or self.per_node:  # the job's tasks, for the Slurm environment and srun
+                self.set(ln_t, "ntasks", str(tasks))
+            if self.cpus:
+                self.set(ln_c, "cpus_per_task", str(c))
             if nodes > 1:
                 self.note(
                     ln_nodes,
@@ -903,8 +909,12 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
     out: list[str] = []
     if params.get("name") is not None:
         out.append(f"#SBATCH --job-name={q(params['name'])}")
-    if params.get("ncpus") is not None:
-        out += ["#SBATCH --ntasks=1", f"#SBATCH --cpus-per-task={params['ncpus']}"]
+    ncpus, ntasks, per = params.get("ncpus"), params.get("ntasks"), params.get("cpus_per_task")
+    if ntasks is not None or per is not None:  # the job's own tasks (-n, if given, is their product)
+        ntasks = ntasks or (ncpus // per if ncpus else 1)
+        out += [f"#SBATCH --ntasks={ntasks}", f"#SBATCH --cpus-per-task={per or (ncpus or ntasks) // ntasks}"]
+    elif ncpus is not None:
+        out += ["#SBATCH --ntasks=1", f"#SBATCH --cpus-per-task={ncpus}"]
     if params.get("walltime") is not None:
         out.append(f"#SBATCH --time={format_duration(params['walltime'])}")
     if params.get("mem") is not None:

@@ -1,4 +1,4 @@
-"""gsub's device options (--gpus, --gpus-per-task, --ntasks, --gres, --gpu-bind, --exclusive-gpu): their
+"""gsub's device options (--gpus, --gpus-per-task, --gres, --gpu-bind, --exclusive-gpu): their
 definition, and the ``devices`` of a job's spec they make, checked against the machine."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 BIND_CHOICES = ("closest", "strict", "none")
-PARAMS = ("gpus", "gpus_per_task", "ntasks", "gres", "gpu_bind", "exclusive_gpu")
+PARAMS = ("gpus", "gpus_per_task", "gres", "gpu_bind", "exclusive_gpu")  # --ntasks is gsub's own
 
 
 def device_options(f: F) -> F:
@@ -28,12 +28,6 @@ def device_options(f: F) -> F:
             type=int,
             metavar="N",
             help="N GPUs for each of the job's tasks (needs --ntasks): N times the tasks in all.",
-        ),
-        click.option(
-            "--ntasks",
-            type=click.IntRange(1, 1_000_000),
-            metavar="T",
-            help="The job's number of tasks (for --gpus-per-task); without -n, one core each.",
         ),
         click.option(
             "--gres",

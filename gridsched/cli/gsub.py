@@ -71,6 +71,8 @@ NOT_IN_DIRECTIVES = {
 JOB_PARAMS = (
     "name",
     "ncpus",
+    "ntasks",
+    "cpus_per_task",
     "walltime",
     "mem",
     "output",
@@ -226,6 +228,19 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     "'stdin' for a script read from standard input).",
 )
 @click.option("-n", "--ncpus", type=COUNT, help="Number of cores (default: jobs.default_ncpus).")
+@click.option(
+    "--ntasks",
+    type=COUNT,
+    metavar="N",
+    help="Tasks of the job (as Slurm's -n): srun in the job starts N copies; the job's cores are N times "
+    "--cpus-per-task when -n is not given. See JOB ENVIRONMENT.",
+)
+@click.option(
+    "--cpus-per-task",
+    type=COUNT,
+    metavar="C",
+    help="Cores per task (as Slurm's -c); the job sees SLURM_CPUS_PER_TASK=C.",
+)
 @click.option(
     "-t",
     "--walltime",
@@ -422,6 +437,7 @@ def cli(
     except ScriptError as e:
         fail(PROG, str(e), e.code)
     p = apply_directives(ctx, ctx.params, sc) if wrap is None else {**ctx.params, "_dialect": None}
+    p = _tasks(ctx, p)
     if p["mem"] is not None and p["mem_per_cpu"] is not None:
         cmd_mem = ctx.get_parameter_source("mem") == click.core.ParameterSource.COMMANDLINE
         cmd_per = ctx.get_parameter_source("mem_per_cpu") == click.core.ParameterSource.COMMANDLINE
@@ -507,6 +523,10 @@ def cli(
             out.update(_place_options(s.cfg, s.spool, spec["ncpus"], p))
         if devices:
             out["devices"] = devices
+        if p["ntasks"] is not None:
+            out["ntasks"] = p["ntasks"]
+        if p["cpus_per_task"] is not None:
+            out["cpus_per_task"] = p["cpus_per_task"]
         return out
 
     try:
@@ -545,6 +565,33 @@ def cli(
     if p["wait"]:
         return wait_for(spool, job_id, len(check_array(spec["array"], s.cfg).indices) if "array" in spec else 0)
     return ExitCode.OK
+
+
+def _tasks(ctx: click.Context, p: dict[str, Any]) -> dict[str, Any]:
+    """``p`` with --ntasks and --cpus-per-task checked against -n (their product when -n is not given).
+
+    A -n on the command line wins over tasks that directives ask for: they are dropped when they do not
+    make its cores.
+    """
+    n, c, ncpus = p["ntasks"], p["cpus_per_task"], p["ncpus"]
+    if n is None and c is None:
+        return p
+    if p["split"] is not None or p["split_file"] is not None:
+        fail(PROG, "--ntasks and --cpus-per-task describe a plain job, not --split or --split-file", ExitCode.USAGE)
+    out = dict(p)
+    if ncpus is None:
+        out["ncpus"] = (n or 1) * (c or 1)
+        return out
+    if (n * c == ncpus) if n is not None and c is not None else ncpus % (n or c or 1) == 0:
+        return out
+    src = ctx.get_parameter_source
+    if src("ncpus") == click.core.ParameterSource.COMMANDLINE and not any(
+        src(k) == click.core.ParameterSource.COMMANDLINE for k in ("ntasks", "cpus_per_task")
+    ):
+        out.update(ntasks=None, cpus_per_task=None)  # the script's tasks give way to the command line's -n
+        return out
+    tasks = " x ".join(f"{flag} {v}" for flag, v in (("--ntasks", n), ("--cpus-per-task", c)) if v is not None)
+    fail(PROG, f"-n {ncpus} cores cannot be {tasks}: give -n as their product, or leave it out", ExitCode.USAGE)
 
 
 def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, int], int | None]:

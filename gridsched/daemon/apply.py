@@ -13,8 +13,9 @@ import logging
 import signal
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from .. import jobenv
 from .. import requests as rq
 from ..core import cpuset, depend
 from ..core import policy as corepolicy
@@ -34,9 +35,8 @@ from ..core.types import (
     Waiting,
 )
 from ..devices import device_env, format_keys
-from ..jobenv import compat_env
 from ..jobs import JobState
-from . import jobfiles, launch, outcome, procs, reservations, split
+from . import jobfiles, jobtmp, launch, outcome, procs, reservations, split
 from . import reasons as wording
 from .table import Rec
 
@@ -212,9 +212,11 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
         d.end(rec, JobState.FAILED, now, reason=f"cannot start: {rq.safe(str(e))}")
         return
     rec.state = JobState.RUNNING
-    seg = {"start": now, "cores": cpuset.format(rec.cores), "boards": boards}
+    seg: dict[str, Any] = {"start": now, "cores": cpuset.format(rec.cores), "boards": boards}
     if rec.devices:
         seg["devices"] = format_keys(rec.devices)
+    if spec.private:
+        seg["tmpdir"] = spec.private  # removed at the segment's end, by the shepherd or (if it was killed) here
     rec.segments.append(seg)
     if rec.reason:  # why it waited
         rec.reason = ""
@@ -245,23 +247,38 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
     if not shebang:  # what the submission chose (checked at the boundary), else /bin/sh
         script, args = str(spec.get("shell") or "/bin/sh"), (script, *args)
     cores = cpuset.format(rec.cores)
-    env = dict(spec["env"])
-    env.update(
+    gs = dict(
         GS_JOBID=str(rec.id),
         GS_JOBNAME=spec["name"],
         GS_NCPUS=str(rec.ncpus),
         GS_CORES=cores,
         GS_HOST_CPUS=cpuset.format(d.machine.host_set(rec.cores)),
         GS_SUBMIT_DIR=spec.get("submit_dir", spec["workdir"]),
-        OMP_NUM_THREADS=str(rec.ncpus),
         GS_CHECKPOINT_DIR=str(jdir / "checkpoint"),
         GS_RESTART_COUNT=str(rec.restarts),
         GS_CHECKPOINT_MODE=rec.checkpoint,
         GS_WALLTIME=str(rec.walltime),
         GS_SPOOL=str(d.spool.root),
     )
-    if d.cfg.compat_env:
-        env.update(compat_env(rec.id, spec["name"], rec.ncpus, spec.get("submit_dir", spec["workdir"])))
+    job = jobenv.Job(
+        id=rec.id,
+        name=spec["name"],
+        user=rec.user,
+        uid=rec.uid,
+        ncpus=rec.ncpus,
+        submit_dir=spec.get("submit_dir", spec["workdir"]),
+        submit_env=spec["env"],
+        ntasks=spec.get("ntasks"),
+        cpus_per_task=spec.get("cpus_per_task"),
+        mem=spec.get("mem"),
+        restarts=rec.restarts,
+        array_id=spec.get("array_id"),
+        array_index=spec.get("array_index"),
+        host=jobenv.host(),
+    )
+    mpi = jobtmp.has_mpi(jobenv.own_path(str(spec["env"].get("PATH", ""))))
+    private = private_dir(d, rec, spec, job, mpi)
+    env = jobenv.job_environment(spec["env"], gs, job, private, d.cfg.compat_env, mpi)
     env.update(device_env(rec.devices, d.machine.devices, d.cfg.compat_env))
     return launch.Launch(
         job_id=rec.id,
@@ -281,7 +298,21 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         mem=spec.get("mem"),
         mem_nodes=mem_nodes(d, rec.cores),
         umask=int(spec.get("umask", 0o022)),
+        private=private.root if private else "",
     )
+
+
+def private_dir(d: Daemon, rec: Rec, spec: dict[str, Any], job: jobenv.Job, mpi: bool) -> jobenv.Private:
+    """The job's private directory for this start (its TMPDIR, host files and srun); OSError if it cannot be
+    made (the job fails with why)."""
+    ranks = jobenv.mpi_ranks(job)
+    base = jobtmp.base_dir(d.cfg.tmpdir)
+    try:
+        return d.ex.make_private(
+            base, rec.id, rec.uid, jobtmp.owner_gid(rec.uid, spec.get("gid", -1)), job.host, rec.ncpus, ranks, mpi
+        )
+    except OSError as e:
+        raise jobfiles.JobFilesError(f"cannot make its private directory in {base}: {e.strerror or e}") from None
 
 
 def preempt(d: Daemon, rec: Rec, now: float) -> None:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import cgroup, launch, procs
+from ..jobenv import Private
+from . import cgroup, jobtmp, launch, procs
 
 
 def _read_json(path: Path, owner: int | None = None) -> dict[str, Any] | None:
@@ -95,6 +96,12 @@ class Processes:
     def remove_cgroup(self, path: str) -> None:
         cgroup.remove(Path(path), timeout=0.0)
 
+    def make_private(
+        self, base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ranks: int, mpi: bool
+    ) -> Private:
+        """A job's private directory for one start (:mod:`.jobtmp`); OSError if it cannot be made."""
+        return jobtmp.create(base, job_id, uid, gid, host, ncpus, ranks, mpi)
+
 
 @dataclass
 class Stub:
@@ -135,6 +142,11 @@ class Stub:
 
     def remove_cgroup(self, path: str) -> None:
         pass
+
+    def make_private(
+        self, base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ranks: int, mpi: bool
+    ) -> Private:
+        return jobtmp.layout(f"{base}/{jobtmp.PREFIX}{job_id}.stub")  # named, never made
 
     def end(self, job_id: int, segment: int, **result: Any) -> None:
         """Let segment ``segment`` of job ``job_id`` end with ``result`` (``exit_code``, ``signal``, ``end``)."""

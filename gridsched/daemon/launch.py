@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..core.units import format_size
 from ..spool import atomic_write
-from . import cgroup
+from . import cgroup, jobtmp
 from .procs import kill_tree, start_ticks
 
 PR_SET_PDEATHSIG = 1
@@ -63,6 +63,7 @@ class Launch:
     mem: int | None = None
     mem_nodes: tuple[int, ...] = ()  # host NUMA nodes to bind the job's memory to (its boards')
     umask: int = 0o022  # the submitter's: for the output files and everything the job creates
+    private: str = ""  # the job's private directory (TMPDIR; jobtmp), removed when the job's processes are gone
 
 
 def pid_file(job_dir: str | Path, segment: int) -> Path:
@@ -112,6 +113,7 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if os.getppid() != daemon:
+        _remove_private(spec)
         return  # the daemon died before the shepherd was armed: nothing ran
     me = os.getpid()
     cg = _memory_cgroup(spec)
@@ -142,6 +144,7 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         os.waitpid(child, 0)
         if cg is not None:
             cgroup.remove(cg)
+        _remove_private(spec)
         return
     _write_json(pid_file(spec.job_dir, spec.segment), info)
     os.write(go_w, b"g")
@@ -174,7 +177,14 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         if cgroup.oom_kills(cg) and spec.mem:
             result["reason"] = f"out of memory (limit {format_size(spec.mem)})"
         cgroup.remove(cg)
+    _remove_private(spec)
     _write_until_room(exit_file(spec.job_dir, spec.segment), result)
+
+
+def _remove_private(spec: Launch) -> None:
+    """Remove the job's private directory (as its owner), now that none of its processes is left."""
+    if spec.private:
+        jobtmp.remove(spec.private, spec.uid, spec.gid)
 
 
 def _write_until_room(path: Path, data: dict, limit: float = 86400.0) -> None:

@@ -34,7 +34,7 @@ from ..spool import Spool, atomic_write
 from ..state import StateDB
 from ..submit import machine_memory
 from ..topology import TopologyError, changed_map, load_machine
-from . import apply, handlers, intake, jobfiles, launch, outcome, reasons, reservations, split
+from . import apply, handlers, intake, jobfiles, jobtmp, launch, outcome, reasons, reservations, split
 from .executor import Processes, Stub
 from .table import JobTable, Rec
 from .tree import Trees
@@ -432,6 +432,7 @@ class Daemon:
                 pid, ticks = self.ex.spawn(spec)
             except OSError as e:
                 log.error("job %d: cannot fork: %s", rec.id, e)
+                jobtmp.remove(spec.private, rec.uid)
                 self.end(rec, JobState.FAILED, time.time(), reason=f"cannot start: {e}")
                 continue
             self.watch(rec, pid, ticks)

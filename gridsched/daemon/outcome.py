@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..jobs import EXIT_CHECKPOINTED, JobState
+from . import jobtmp
 from .table import Rec
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ def close_segment(d: Daemon, rec: Rec, end: float, outcome: str) -> None:
 def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
     """The shepherd of ``rec`` has gone: decide the job's new state from how it ended."""
     d._unwatch(rec)
+    jobtmp.remove_left(rec.segments, rec.uid)  # its shepherd removes it; one that was killed could not
     now = time.time()
     end = float(result.get("end", now)) if result else now
     ran = max(0.0, end - rec.start) if rec.start is not None else 0.0

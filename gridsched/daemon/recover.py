@@ -31,7 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..jobs import EXIT_CHECKPOINTED, JobState
-from . import intake, outcome, procs
+from . import intake, jobtmp, outcome, procs
 
 if TYPE_CHECKING:
     from .loop import Daemon
@@ -81,6 +81,7 @@ def recover(d: Daemon) -> None:
         if info is None:
             # committed as started, never forked: it did not run
             if rec.state is not JobState.SUSPENDED:
+                jobtmp.remove_left([s for s in rec.segments if "end" not in s], rec.uid)
                 rec.segments = [s for s in rec.segments if "end" in s]
                 rec.segment -= 1
                 if rec.segment == 0:

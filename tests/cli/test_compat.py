@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -11,7 +12,8 @@ import pytest
 
 from gridsched.cli import compat, gsub
 from gridsched.config import parse
-from gridsched.jobenv import compat_env
+from gridsched.daemon.jobtmp import layout
+from gridsched.jobenv import Job, array_env, compat_env, job_environment
 from gridsched.spool import Spool
 from gridsched.submit import SubmitError, check_depend
 
@@ -227,6 +229,8 @@ def test_emitted_script_reads_back_as_the_same_options(env, run, submits, args):
     back = params_from(out)
     want = gsub.cli.make_context("gsub", [*args, "job.sh"], help_option_names=[]).params
     want["name"] = want["name"] or "fromgs"  # the #GS line, where the command line does not say otherwise
+    if "ncpus" in back:  # -n N is written as one task of N cores, and read back as that
+        assert (back.pop("ntasks"), back.pop("cpus_per_task")) == (1, back["ncpus"])
     for k, v in back.items():
         assert want[k] == v, k
     set_keys = {k for k in gsub.JOB_PARAMS if want.get(k) not in (None, False)}
@@ -321,18 +325,86 @@ def test_depend_on_another_users_job(env, put_rows, make_row):
 
 
 def test_compat_env():
-    e = compat_env(17, "render", 4, "/home/a/w")
-    assert e == {
+    """A -n 4 -c 2 job with --mem 2G, restarted once: the values Slurm, PBS and Grid Engine give it."""
+    job = Job(17, "render", "ann", 1000, 8, "/home/a/w", {"HOME": "/home/a", "PATH": "/usr/bin"}, 4, 2, 2 << 30, 1)
+    job = replace(job, host="node1")
+    e = compat_env(job, layout("/tmp/gridsched.17.x"))
+    want = {
         "SLURM_JOB_ID": "17",
         "SLURM_JOBID": "17",
-        "SLURM_CPUS_ON_NODE": "4",
         "SLURM_JOB_NAME": "render",
+        "SLURM_JOB_USER": "ann",
         "SLURM_SUBMIT_DIR": "/home/a/w",
-        "PBS_JOBID": "17",
+        "SLURM_SUBMIT_HOST": "node1",
+        "SLURM_CPUS_PER_TASK": "2",
+        "SLURM_NTASKS": "4",
+        "SLURM_NPROCS": "4",
+        "SLURM_TASKS_PER_NODE": "4",
+        "SLURM_NNODES": "1",
+        "SLURM_JOB_NODELIST": "node1",
+        "SLURMD_NODENAME": "node1",
+        "SLURM_CPUS_ON_NODE": "8",
+        "SLURM_JOB_CPUS_PER_NODE": "8",
+        "SLURM_MEM_PER_NODE": "2048",
+        "SLURM_RESTART_COUNT": "1",
+        "PBS_JOBID": "17.node1",
         "PBS_JOBNAME": "render",
         "PBS_O_WORKDIR": "/home/a/w",
-        "NSLOTS": "4",
+        "PBS_O_HOME": "/home/a",
+        "PBS_O_PATH": "/usr/bin",
+        "PBS_NODEFILE": "/tmp/gridsched.17.x/nodefile",
+        "PBS_NUM_NODES": "1",
+        "PBS_NUM_PPN": "8",
+        "PBS_NP": "8",
+        "NCPUS": "8",
+        "JOB_ID": "17",
+        "NSLOTS": "8",
+        "PE_HOSTFILE": "/tmp/gridsched.17.x/pe_hostfile",
+        "RESTARTED": "1",
     }
+    assert {k: e.get(k) for k in want} == want
+    assert "PBS_ARRAY_ID" not in e and "SLURM_MEM_PER_CPU" not in e
+
+
+def test_cpus_per_task_only_when_asked():
+    """As Slurm: SLURM_CPUS_PER_TASK with -c (and gsub -n N, one task of N cores), not with -n alone."""
+    assert "SLURM_CPUS_PER_TASK" not in compat_env(Job(1, "a", "u", 0, 4, "/", ntasks=4), None)
+    assert compat_env(Job(1, "a", "u", 0, 4, "/", cpus_per_task=4), None)["SLURM_NTASKS"] == "1"
+    plain = compat_env(Job(1, "a", "u", 0, 6, "/"), None)
+    assert (plain["SLURM_NTASKS"], plain["SLURM_CPUS_PER_TASK"]) == ("1", "6")
+
+
+def test_array_task_ids():
+    """Task 7 of array 40 (indices 1-9:2), job id 43: PBS Pro's ID[INDEX].host, Torque's PBS_ARRAYID."""
+    base = array_env(40, 7, (1, 3, 5, 7, 9), True)
+    env = job_environment(
+        base, {}, Job(43, "a", "u", 0, 1, "/", array_id=40, array_index=7, host="h"), None, True, False
+    )
+    assert env["SLURM_JOB_ID"] == "43"
+    assert [
+        env[f"SLURM_ARRAY_{k}"] for k in ("JOB_ID", "TASK_ID", "TASK_COUNT", "TASK_MIN", "TASK_MAX", "TASK_STEP")
+    ] == ["40", "7", "5", "1", "9", "2"]
+    assert (env["PBS_JOBID"], env["PBS_ARRAY_ID"], env["PBS_ARRAY_INDEX"], env["PBS_ARRAYID"]) == (
+        "40[7].h",
+        "40[].h",
+        "7",
+        "7",
+    )
+    assert (env["JOB_ID"], env["SGE_TASK_ID"], env["SGE_TASK_STEPSIZE"]) == ("40", "7", "2")
+
+
+def test_environment_is_the_jobs_own():
+    """Variables of those names in the submitting environment (gsub run inside another job) are not passed
+    on; with [compat] env = false none of them is set."""
+    parent = {"SLURM_CPUS_PER_TASK": "9", "SLURM_ARRAY_TASK_ID": "3", "PBS_ARRAYID": "3", "TMPDIR": "/old", "X": "1"}
+    job = Job(5, "a", "u", 0, 4, "/", ntasks=4)
+    env = job_environment(parent, {"GS_JOBID": "5"}, job, layout("/t/gridsched.5.y"), True, False)
+    assert "SLURM_CPUS_PER_TASK" not in env and "SLURM_ARRAY_TASK_ID" not in env and "PBS_ARRAYID" not in env
+    assert (env["X"], env["TMPDIR"], env["SGE_TASK_ID"]) == ("1", "/t/gridsched.5.y/tmp", "undefined")
+    off = job_environment(parent, {"GS_JOBID": "5"}, job, layout("/t/gridsched.5.y"), False, False)
+    assert not [k for k in off if k.startswith(("SLURM", "PBS_", "SGE_")) or k in ("NSLOTS", "JOB_ID")]
+    assert off["TMPDIR"] == "/t/gridsched.5.y/tmp" and off["PATH"].startswith("/t/gridsched.5.y/bin")
+    assert (off["GS_NTASKS"], off["GS_CPUS_PER_TASK"], off["OMP_NUM_THREADS"]) == ("4", "1", "1")
 
 
 def test_compat_env_config_key():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 from tests.conftest import DEFAULT_CONFIG, wait_for
 
 
@@ -59,4 +61,5 @@ def test_jobs_see_slurm_and_pbs_variables(gs):
         "echo $SLURM_JOB_ID $SLURM_CPUS_ON_NODE $PBS_JOBID $NSLOTS $PBS_O_WORKDIR > env.out",
     )
     gs.wait_state(jid, "COMPLETED")
-    assert (gs.work / "env.out").read_text().split() == [str(jid), "2", str(jid), "2", str(gs.work)]
+    host = socket.gethostname().split(".")[0]
+    assert (gs.work / "env.out").read_text().split() == [str(jid), "2", f"{jid}.{host}", "2", str(gs.work)]

@@ -39,6 +39,7 @@ def small_fs(tmp_path):
         pytest.skip(why)
     gs = Gridsched(where / "gs", DEFAULT_CONFIG)
     gs.spool.mkdir()
+    gs.env["TMPDIR"] = str(tmp_path)  # jobs' private directories elsewhere: only the spool fills up
     yield gs
     gs.cleanup()
     subprocess.run(["mount", "-o", "remount,rw", str(where)], capture_output=True)

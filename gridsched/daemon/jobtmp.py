@@ -1,0 +1,200 @@
+"""A job's private directory: its ``TMPDIR``, its host files and its ``srun``, made for each start and
+removed at its end.
+
+Slurm (with ``job_container/tmpfs``), PBS Pro, Torque and Grid Engine give
+each job a temporary directory of its own and remove it with the job; so does
+gridsched.  Each start of a job (each segment) gets
+``BASE/gridsched.JOBID.RANDOM`` (``BASE``: ``[jobs] tmpdir``, default the
+system's temporary directory), the job owner's, mode 0700, holding::
+
+    tmp/          TMPDIR
+    nodefile      the host once per core (PBS_NODEFILE)
+    mpi_hosts     the host once per task: the ranks an installed mpirun starts
+    pe_hostfile   Grid Engine's "host slots queue processors" line (PE_HOSTFILE)
+    bin/          srun, and mpirun and mpiexec unless the job's PATH has an MPI's
+
+In system mode the daemon is root and ``BASE`` (``/tmp``) is writable by
+every user, who may plant anything under any name there.  So the directory
+is made with ``mkdir`` relative to a descriptor of ``BASE`` (``mkdir`` never
+follows a link: a planted name makes it fail, and a new random name is
+tried), opened with ``O_NOFOLLOW`` and checked to be root's own new
+directory; everything in it is made relative to that descriptor while it is
+still root's and mode 0700 (nobody else can enter it), and only then is the
+whole of it handed to the owner (``fchown`` on descriptors, ``lchown`` of
+names in it).  It is removed as the owner (a child process that has dropped
+to the owner's ids), never by root through a path the owner can change; a
+daemon that is not root removes it as itself.  The shepherd removes it when
+the job's processes are gone; the daemon removes what a killed shepherd left
+(when the job ends, and when a restarted daemon finds the job gone).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import secrets
+import shutil
+import stat
+import sys
+import tempfile
+from typing import Any
+
+from ..jobenv import PRIVATE_PREFIX, SGE_QUEUE, Private
+
+PREFIX = PRIVATE_PREFIX
+# run by the daemon's own interpreter, isolated from the job's PYTHONPATH, with the daemon's own gridsched
+LAUNCHER = "#!{python} -I\nimport sys\n\nsys.path.insert(0, {code!r})\nfrom gridsched.launcher import main\n\nmain()\n"
+CODE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MPI_NAMES = ("mpirun", "mpiexec")
+
+
+def base_dir(configured: str) -> str:
+    """Where private directories are made: ``[jobs] tmpdir``, else the system's temporary directory."""
+    return configured or tempfile.gettempdir()
+
+
+def has_mpi(path: str) -> bool:
+    """Whether an MPI's ``mpirun`` or ``mpiexec`` is on ``path`` (a job's PATH)."""
+    return any(shutil.which(name, path=path) for name in MPI_NAMES) if path else False
+
+
+def layout(root: str) -> Private:
+    return Private(
+        root=root,
+        tmpdir=f"{root}/tmp",
+        nodefile=f"{root}/nodefile",
+        mpi_hosts=f"{root}/mpi_hosts",
+        pe_hostfile=f"{root}/pe_hostfile",
+        bin=f"{root}/bin",
+    )
+
+
+def create(
+    base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ntasks: int, mpi: bool, tries: int = 8
+) -> Private:
+    """Make a private directory for a start of job ``job_id`` under ``base``, the owner's (``uid``/``gid``
+    when the daemon is root); ``mpi``: an MPI is installed, so no ``mpirun`` of ours.  OSError if it cannot."""
+    me = os.geteuid()
+    give = me == 0 and uid != me
+    bfd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for attempt in range(tries):
+            name = f"{PREFIX}{job_id}.{secrets.token_hex(6)}"
+            try:
+                os.mkdir(name, 0o700, dir_fd=bfd)  # never through a link, never into a planted directory
+            except FileExistsError:
+                if attempt == tries - 1:
+                    raise
+                continue
+            break
+        pfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=bfd)
+        try:
+            st = os.fstat(pfd)
+            if st.st_uid != me:
+                raise OSError(f"{base}/{name}: not the directory just made")
+            os.fchmod(pfd, 0o700)
+            _fill(pfd, host, ncpus, ntasks, mpi)
+            if give:
+                for entry in ("tmp", "bin", "nodefile", "mpi_hosts", "pe_hostfile", *_bin_names(mpi)):
+                    os.chown(entry, uid, gid, dir_fd=pfd, follow_symlinks=False)
+                os.fchown(pfd, uid, gid)
+        finally:
+            os.close(pfd)
+    finally:
+        os.close(bfd)
+    return layout(os.path.join(base, name))
+
+
+def _bin_names(mpi: bool) -> list[str]:
+    return [f"bin/{n}" for n in ("srun", *(() if mpi else MPI_NAMES))]
+
+
+def _fill(pfd: int, host: str, ncpus: int, ntasks: int, mpi: bool) -> None:
+    os.mkdir("tmp", 0o700, dir_fd=pfd)
+    os.mkdir("bin", 0o755, dir_fd=pfd)
+    _write(pfd, "nodefile", f"{host}\n" * ncpus, 0o644)
+    _write(pfd, "mpi_hosts", f"{host}\n" * ntasks, 0o644)
+    _write(pfd, "pe_hostfile", f"{host} {ncpus} {SGE_QUEUE}@{host} UNDEFINED\n", 0o644)
+    script = LAUNCHER.format(python=sys.executable, code=CODE)
+    for name in _bin_names(mpi):
+        _write(pfd, name, script, 0o755)
+
+
+def _write(dfd: int, name: str, text: str, mode: int) -> None:
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
+    try:
+        os.write(fd, text.encode())
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def owner_gid(uid: int, gid: int = -1) -> int:
+    """The group a job's files are given: the one it was submitted with, else its owner's primary group."""
+    if gid >= 0:
+        return gid
+    try:
+        return pwd.getpwuid(uid).pw_gid
+    except KeyError:
+        return uid
+
+
+def remove_left(segments: list[dict[str, Any]], uid: int) -> None:
+    """Remove the private directories of a job's segments that are still there (its shepherd was killed
+    before it could remove them); the job's processes are gone."""
+    for seg in segments:
+        root = seg.get("tmpdir")
+        if isinstance(root, str) and root:
+            remove(root, uid)
+
+
+def remove(root: str, uid: int, gid: int = -1) -> None:
+    """Remove a private directory and what is in it: as its owner ``uid`` when the caller is root (in a
+    child process that has dropped to the owner's ids), else as the caller.  Never raises."""
+    if not os.path.basename(root).startswith(PREFIX):
+        return
+    try:
+        os.lstat(root)
+    except OSError:
+        return  # removed already
+    if os.geteuid() != 0 or uid == 0:
+        _rmtree(root)
+        return
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(owner_gid(uid, gid))
+            os.setuid(uid)
+            _rmtree(root)
+            code = 0
+        finally:
+            os._exit(code)
+    while True:
+        try:
+            os.waitpid(pid, 0)
+            return
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return
+
+
+def _rmtree(root: str) -> None:
+    """Remove ``root`` and what is in it, also directories the job left unreadable or unwritable (the caller
+    is their owner: it gives them back their owner's rights first).  Links are removed, never followed."""
+    shutil.rmtree(root, ignore_errors=True)  # fd-based: never follows a link
+    if not os.path.lexists(root):
+        return
+    todo = [root]
+    while todo:
+        d = todo.pop()
+        try:
+            if not stat.S_ISDIR(os.lstat(d).st_mode):
+                continue
+            os.chmod(d, 0o700)
+            todo += [e.path for e in os.scandir(d) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+    shutil.rmtree(root, ignore_errors=True)
