@@ -274,14 +274,14 @@ def test_restart_count_and_a_fresh_tmpdir_after_a_requeue(make_gs, tmp_path):
     base.mkdir()
     cfg = config(base, cores=4).replace('policy = "fcfs"', 'policy = "checkpoint-backfill"\np = 0.2\nthreshold = "10s"')
     gs = make_gs(cfg)
-    a = gs.gsub("-n", "2", "-t", "6", "--wrap", "sleep 5")
+    a = gs.gsub("-n", "2", "-t", "6s", "--wrap", "sleep 5")
     gs.wait_state(a, "RUNNING")
     c = gs.gsub("-n", "4", "-t", "1m", "--wrap", "sleep 1")  # the head: its reservation is A's end
     e = gs.gsub(
         "-n",
         "2",
         "-t",
-        "20",
+        "20s",
         "--checkpoint",
         "requeue",
         "--wrap",
