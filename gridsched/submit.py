@@ -81,6 +81,10 @@ class Options:
     shell: str | None = None  # what runs a script without #! on line 1 (choose_shell); None: /bin/sh
     join: str | None = None  # --join: "oe" (error into the output file), "eo" (output into the error file), "n"
     default_output: str | None = None  # the output file's template when -o is not given (slurm-%j.out)
+    task_sep: str = "_"  # between the job id and an array task's index in the default names (NAME.oID_INDEX)
+    paths_from_submit_dir: bool = False  # a relative -o/-e is taken from the submit directory, not from -D
+    defaults_in_workdir: bool = False  # the default files go in the working directory, not the submit directory
+    no_index: str = "0"  # what %a is in the paths of a job that is not an array
     begin: float | None = None  # --begin: not before this time (seconds since the epoch)
     open_mode: str | None = None  # --open-mode: "append" or "truncate" (the default)
 
@@ -143,6 +147,7 @@ def output_path(
     submit_dir: Path,
     array: bool = False,
     user: str = "",
+    no_index: str = "0",
 ) -> Path:
     """The absolute path of an output file.
 
@@ -150,7 +155,7 @@ def output_path(
     job name, ``%u`` the user name, ``%N`` the host name, ``%n`` and ``%t``
     0 (the one node, the one task), ``%s`` ``batch``, ``%%`` a percent sign;
     ``%A`` is the id of the array (the job id of a job that is not an array)
-    and ``%a`` its index (0 for a job that is not an array).  A number after
+    and ``%a`` its index (``no_index`` for a job that is not an array).  A number after
     the ``%`` pads with zeros (``%4a``).  Other ``%`` patterns stay as written
     (:func:`gridsched.cli.compat.unknown_patterns` finds them for a warning).
     A relative path is relative to the working directory; an existing
@@ -165,7 +170,7 @@ def output_path(
         "j": str(job_id),
         "J": str(job_id),
         "A": str(job_id),
-        "a": "0",
+        "a": no_index,
         "x": name,
         "u": user or user_name(os.getuid()),
         "N": host_name(),
@@ -475,12 +480,14 @@ def build_spec(
             raise SubmitError(f"cannot submit to {spool.root}: {e.strerror or e}") from None
     dep = check_depend(spool, opts.depend, job_id, uid) if opts.depend else ""
     arr = opts.array is not None
-    suffix = f"{job_id}_%a" if arr else str(job_id)
+    suffix = f"{job_id}{opts.task_sep}%a" if arr else str(job_id)
     esc = name.replace("%", "%%") if arr else name
     user = user_name(uid)
     out_t = opts.output if opts.output is not None else opts.default_output
-    stdout = output_path(out_t, f"{esc}.o{suffix}", job_id, name, workdir, submit_dir, arr, user)
-    stderr = output_path(opts.error, f"{esc}.e{suffix}", job_id, name, workdir, submit_dir, arr, user)
+    base = submit_dir if opts.paths_from_submit_dir else workdir
+    default_dir = workdir if opts.defaults_in_workdir else submit_dir
+    stdout = output_path(out_t, f"{esc}.o{suffix}", job_id, name, base, default_dir, arr, user, opts.no_index)
+    stderr = output_path(opts.error, f"{esc}.e{suffix}", job_id, name, base, default_dir, arr, user, opts.no_index)
     if opts.join == "oe":
         stderr = stdout
     elif opts.join == "eo":

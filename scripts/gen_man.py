@@ -187,7 +187,8 @@ DIRECTIVES = para("""
 
 OUTPUT = para("""
     Without -o and -e, the job's standard output goes to NAME.oJOBID and its standard error to
-    NAME.eJOBID in the directory gsub ran in (as PBS does).  A script with #SBATCH directives is
+    NAME.eJOBID in the directory gsub ran in (as PBS does; a script with #$ directives writes them
+    in its working directory, #$ -wd, as Grid Engine does).  A script with #SBATCH directives is
     written as sbatch writes it: without -o its output goes to slurm-%j.out (slurm-%A_%a.out for
     an array) in the working directory, and without -e its standard error goes into the output
     file.  --join oe (#PBS -j oe, #$ -j y) sends standard error into the output file, --join eo
@@ -195,11 +196,15 @@ OUTPUT = para("""
 
     The paths given to -o and -e take sbatch's patterns: %j (and %J) the job id, %x the job name,
     %u the user name, %N the host name, %A the array's id and %a the task's index (for a job that
-    is not an array, its id and 0), %n and %t 0 (the one node, the one task), %s "batch", %% a
+    is not an array, its id and 0; in a script with #SBATCH directives %a is then 4294967294, as
+    sbatch writes it), %n and %t 0 (the one node, the one task), %s "batch", %% a
     percent sign; a number after the % pads with zeros (%4a).  Another pattern, such as %q, stays
     as written, with a warning naming it.  A relative path is relative to the job's working
-    directory (-D); a path that is an existing directory receives the default file name (as PBS
-    -o DIR).  The directory of each file must exist when the job is submitted.  The files are
+    directory (-D), as sbatch takes it; in a script with #PBS directives it is relative to the
+    directory gsub ran in, as qsub takes it whatever #PBS -d says.  In #PBS -o and -e a % is
+    itself and ^array_index^ is the subjob's index (PBS Pro).  A path that is an existing
+    directory receives the default file name (as PBS -o DIR).  The directory of each file must
+    exist when the job is submitted.  The files are
     emptied when the job starts (--open-mode append keeps what they hold); they are written while
     the job runs, straight into their final place, so PBS -k (keep them on the execution host) is
     what always happens here and is accepted without a word.
@@ -224,7 +229,8 @@ TIMES = para("""
     -t and --walltime read a time as sbatch does: a bare number is MINUTES (-t 60 is one hour,
     as sbatch -t 60), MM:SS, HH:MM:SS, D-HH, D-HH:MM and D-HH:MM:SS are sbatch's forms, and a
     number with a unit (90s, 30m, 2h, 1.5d) means what it says; write -t 60s for a minute.  The
-    same holds for #GS -t and #SBATCH --time.  A PBS walltime (#PBS -l walltime=) and an SGE
+    same holds for #GS -t and #SBATCH --time, except that #SBATCH --time is rounded up to whole
+    minutes, as Slurm keeps its limits (0:0:30 is one minute).  A PBS walltime (#PBS -l walltime=) and an SGE
     h_rt are read as there: a bare number is seconds, else [[HH:]MM:]SS.  --task-time and
     gresv durations keep gridsched's reading: a bare number is seconds.  In the Python API
     (gridsched.client) a number is seconds too.
@@ -314,9 +320,10 @@ ARRAYS = para("""
     sees GS_ARRAY_JOB_ID and GS_ARRAY_TASK_ID (and, with compat.env, SLURM_ARRAY_JOB_ID,
     SLURM_ARRAY_TASK_ID and the other SLURM_ARRAY_* names, PBS_ARRAY_INDEX, PBS_ARRAYID,
     PBS_ARRAY_ID, SGE_TASK_ID), and writes its output to NAME.oID_INDEX unless
-    -o says otherwise, where %A is the array's id and %a the index.  gdel ID cancels every task,
-    gstat shows an array as one row with the number of tasks in each state (-t: one row per
-    task).  A range that is empty, ends before it starts, has a step below 1 or an index too
+    -o says otherwise (NAME.oID.INDEX for #PBS -J and #$ -t, NAME.oID-INDEX for Torque's
+    #PBS -t, as those systems name a task's files), where %A is the array's id and %a the index.
+    gdel ID cancels every task, gstat shows an array as one row with the number of tasks in
+    each state (-t: one row per task).  A range that is empty, ends before it starts, has a step below 1 or an index too
     large is refused with one line and exit status 2; gdel of a task that does not exist with
     exit status 1.
 """)

@@ -63,7 +63,12 @@ SLURM: tuple[Rule, ...] = (
     ),
     Rule(("-c", "--cpus-per-task"), "cpus", "cores per task", "-n NTASKS*CPUS_PER_TASK"),
     Rule(("-N", "--nodes"), "nodes", "number of nodes", "(more than 1: warned, and the cores of all nodes asked here)"),
-    Rule(("-t", "--time"), "time", "time limit (a bare number is minutes; UNLIMITED is warned)", "-t"),
+    Rule(
+        ("-t", "--time"),
+        "time",
+        "time limit (a bare number is minutes; seconds rounded up to a minute; UNLIMITED is warned)",
+        "-t",
+    ),
     Rule(("--time-min",), "ignore", "minimum time limit", "(warned)", why="-t is the one time limit"),
     Rule(("-o", "--output"), "output", "standard output file (default slurm-%j.out)", "-o"),
     Rule(("-e", "--error"), "error", "standard error file (default: joined to the output)", "-e"),
@@ -130,8 +135,8 @@ SLURM: tuple[Rule, ...] = (
 PBS: tuple[Rule, ...] = (
     Rule(("-N",), "name", "job name", "-N NAME"),
     Rule(("-l",), "resources", "resources, comma-separated (below)", "see -l"),
-    Rule(("-o",), "output", "standard output file or directory (a host: prefix is dropped)", "-o"),
-    Rule(("-e",), "error", "standard error file or directory (a host: prefix is dropped)", "-e"),
+    Rule(("-o",), "output", "standard output file or directory (a host: prefix is dropped; ^array_index^)", "-o"),
+    Rule(("-e",), "error", "standard error file or directory (a host: prefix is dropped; ^array_index^)", "-e"),
     Rule(("-j",), "join", "join: oe (error into output), eo (output into error), n", "--join"),
     Rule(
         ("-k",),
@@ -267,6 +272,9 @@ class Translation:
     settings: list[tuple[int, list[str]]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     dialect: str | None = None  # "slurm", "pbs", "sge"; None: no foreign directives
+    # between the job id and an array task's index in the default file names: NAME.o12.3 for PBS Pro -J and
+    # Grid Engine -t, NAME.o12-3 for Torque -t, NAME.o12_3 (gsub's own) otherwise
+    task_sep: str = "_"
     lines: dict[int, str] = field(default_factory=dict)  # each directive line as written, for messages
 
     def params(self) -> dict[str, Any]:
@@ -483,8 +491,11 @@ def _pbs_size(where: str, shown: str, value: str) -> str:
 
 
 def _pbs_path(value: str) -> str:
+    """A PBS output path without its host: prefix, as a gsub path: a % is itself, and PBS Pro's
+    ^array_index^ is the subjob's index."""
     host, colon, path = value.partition(":")
-    return path if colon and "/" not in host else value
+    path = path if colon and "/" not in host else value
+    return path.replace("%", "%%").replace("^array_index^", "%a")
 
 
 _SGE_VARS = {"$JOB_ID": "%j", "$TASK_ID": "%a", "$JOB_NAME": "%x", "$USER": "%u", "$HOSTNAME": "%N"}
@@ -492,7 +503,8 @@ _SGE_VARS = {"$JOB_ID": "%j", "$TASK_ID": "%a", "$JOB_NAME": "%x", "$USER": "%u"
 
 def _sge_path(value: str) -> str:
     """An SGE output path: its pseudo variables as gsub patterns (and % doubled)."""
-    out = _pbs_path(value).replace("%", "%%")
+    host, colon, path = value.partition(":")
+    out = (path if colon and "/" not in host else value).replace("%", "%%")
     for var, pat in _SGE_VARS.items():
         out = out.replace("${" + var[1:] + "}", pat).replace(var, pat)
     return out
@@ -520,6 +532,7 @@ class _Reader:
         self.nodes: tuple[int, int, str] | None = None  # (value, line, directive as written)
         self.chunks: tuple[int, int, str, str] | None = None  # PBS: (nodes, line, directive, one-node form)
         self.array: tuple[str, int] | None = None
+        self.array_flag = ""  # the directive that gave the array, as "#PBS -J"
         self.throttle: tuple[int, int] | None = None
         self.mem_set = False
         self.pmem_set: list[tuple[int, str]] = []  # PBS pmem= lines: (line, directive as written)
@@ -549,6 +562,7 @@ class _Reader:
             if not _ARRAY.match(v):
                 raise CompatError(f"{where}: {shown}: not an array range (such as 1-10, 1,3,5, 0-15:4%2)")
             self.array = (v, lineno)
+            self.array_flag = " ".join(shown.split()[:2]).split("=")[0]
         elif key == "ignore":
             self.warn(lineno, shown, rule.why)
         elif key == "quiet":
@@ -593,7 +607,8 @@ class _Reader:
                     secs = sbatch_time(v)
                 except UnitError as e:
                     raise CompatError(f"{where}: {shown}: {e}") from None
-                self.set(lineno, "time", f"{secs}s")
+                # Slurm keeps time limits in whole minutes: seconds are rounded up (0:0:30 is one minute)
+                self.set(lineno, "time", f"{-(-secs // 60) * 60}s")
             elif key == "mem":
                 self.set(lineno, "mem", _size(where, shown, v))
             elif key == "mem_per_cpu":
@@ -834,6 +849,7 @@ class _Reader:
             if self.throttle is not None:
                 text = text.split("%", 1)[0] + f"%{self.throttle[0]}"
             self.set(ln, "array", text)
+            self.out.task_sep = {"#PBS -J": ".", "#PBS -t": "-", "#$ -t": "."}.get(self.array_flag, "_")
         self.out.dialect = dialect
         self.out.settings.sort(key=lambda s: s[0])
         return self.out

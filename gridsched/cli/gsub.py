@@ -152,8 +152,9 @@ def directives(text: str) -> list[tuple[int, str]]:
     return compat.scan(text, DIRECTIVE)
 
 
-def directive_tokens(script: Script) -> tuple[list[tuple[str, list[str]]], str | None]:
-    """``(where, option tokens)`` of the script's directives, and whose script it is.
+def directive_tokens(script: Script) -> tuple[list[tuple[str, list[str]]], str | None, str]:
+    """``(where, option tokens)`` of the script's directives, whose script it is, and what separates
+    the job id from an array task's index in default file names (:attr:`.compat.Translation.task_sep`).
 
     The ``#GS`` lines; in a script without any, its ``#SBATCH``, ``#PBS`` or
     ``#$`` lines translated (with a warning on standard error for each one
@@ -170,22 +171,26 @@ def directive_tokens(script: Script) -> tuple[list[tuple[str, list[str]]], str |
                 out.append((where, shlex.split(text, comments=True)))
             except ValueError as e:
                 fail(PROG, f"{where}: {str(e).lower()}", ExitCode.USAGE)
-        return out, None
+        return out, None, "_"
     try:
         tr = compat.translate(script.text, script.label)
     except compat.CompatError as e:
         fail(PROG, str(e), ExitCode.USAGE)
     for w in tr.warnings:
         warn(PROG, f"warning: {w}")
-    return [(f"{script.label}:{lineno}: {tr.lines.get(lineno, '')}", toks) for lineno, toks in tr.settings], tr.dialect
+    return (
+        [(f"{script.label}:{lineno}: {tr.lines.get(lineno, '')}", toks) for lineno, toks in tr.settings],
+        tr.dialect,
+        tr.task_sep,
+    )
 
 
 def apply_directives(ctx: click.Context, params: dict[str, Any], script: Script) -> dict[str, Any]:
     """``params`` with the script's directives filled in where the command line set nothing
-    (and ``_dialect``: whose directives they were)."""
+    (and ``_dialect``: whose directives they were; ``_task_sep``: see :func:`directive_tokens`)."""
     cmd = ctx.command
     merged = dict(params)
-    tokens_of, merged["_dialect"] = directive_tokens(script)
+    tokens_of, merged["_dialect"], merged["_task_sep"] = directive_tokens(script)
     for where, tokens in tokens_of:
         try:
             dctx = cmd.make_context(PROG, tokens, help_option_names=[])
@@ -436,7 +441,7 @@ def cli(
         sc = read_script(script, wrap)
     except ScriptError as e:
         fail(PROG, str(e), e.code)
-    p = apply_directives(ctx, ctx.params, sc) if wrap is None else {**ctx.params, "_dialect": None}
+    p = apply_directives(ctx, ctx.params, sc) if wrap is None else {**ctx.params, "_dialect": None, "_task_sep": "_"}
     p = _tasks(ctx, p)
     if p["mem"] is not None and p["mem_per_cpu"] is not None:
         cmd_mem = ctx.get_parameter_source("mem") == click.core.ParameterSource.COMMANDLINE
@@ -509,6 +514,13 @@ def cli(
         shell=shell,
         join=None if join == "n" else join,
         default_output=default_output,
+        task_sep=p["_task_sep"],
+        # qsub makes a relative -o/-e absolute in its own directory, whatever -d says
+        paths_from_submit_dir=dialect == "pbs",
+        # Grid Engine writes the default files in the job's working directory (-wd)
+        defaults_in_workdir=dialect == "sge",
+        # sbatch: %a of a job that is not an array is NO_VAL, 4294967294
+        no_index="4294967294" if dialect == "slurm" else "0",
         begin=begin,
         open_mode=p["open_mode"],
     )

@@ -63,7 +63,8 @@ def test_slurm_directives_become_options(env, run, submits):
     assert spec["workdir"] == str(env / "sub")
     assert spec["hold"] is True
     assert spec["stdout"] == str(env / "sub" / "out" / "sim-1.out")  # relative to the working directory
-    assert spec["stderr"] == str(env / "sub" / "out" / "sim-1_0.err")  # %A: the job id, %a: 0 (not an array)
+    # %A: the job id; %a of a job that is not an array: sbatch's NO_VAL
+    assert spec["stderr"] == str(env / "sub" / "out" / "sim-1_4294967294.err")
     assert warnings(r.stderr) == [
         "gsub: warning: job.sh:5: #SBATCH --partition=gpu ignored: no partitions on one machine"
     ]

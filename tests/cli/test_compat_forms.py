@@ -569,6 +569,96 @@ def test_an_sbatch_script_without_shebang_is_refused(env, run, submits):
     assert submits()[0]["shell"] == "/bin/sh"
 
 
+@pytest.mark.parametrize(
+    "line, secs",
+    [("0:0:30", 60), ("1:30", 120), ("0-0:0:1", 60), ("0:2:00", 120), ("5", 300)],
+)
+def test_sbatch_times_are_whole_minutes_rounded_up(line, secs):
+    # Slurm keeps time limits in minutes: --time=0:0:30 is a limit of one minute
+    assert opts(f"#!/bin/sh\n#SBATCH --time={line}\ntrue\n")["-t"] == f"{secs}s"
+
+
+@pytest.mark.parametrize(
+    "lines, out, err",
+    [
+        # PBS Pro -J: a subjob's files are JOBNAME.oSEQ.INDEX
+        ("#PBS -N a\n#PBS -J 3-5", "a.o1.3", "a.e1.3"),
+        # Torque -t: JOBNAME.oJOBID-INDEX
+        ("#PBS -N a\n#PBS -t 3-5", "a.o1-3", "a.e1-3"),
+        # Grid Engine -t: JOBNAME.oJOBID.TASKID
+        ("#$ -N a\n#$ -t 3-5", "a.o1.3", "a.e1.3"),
+        # gsub's own
+        ("#GS -N a\n#GS --array 3-5", "a.o1_3", "a.e1_3"),
+        # PBS Pro ^array_index^ in -o/-e is the subjob's index; a % is itself
+        ("#PBS -J 3-5\n#PBS -o o_^array_index^.txt\n#PBS -e e%j_^array_index^", "o_3.txt", "e%j_3"),
+    ],
+)
+def test_array_task_file_names_as_each_system_writes_them(env, run, submits, lines, out, err):
+    write(env / "a.sh", f"#!/bin/sh\n{lines}\ntrue\n")
+    r = run(gsub.cli, ["a.sh"])
+    assert r.exit_code == 0, r.stderr
+    [s] = submits()
+    assert task_path(s["stdout"], 1, 3) == str(env / out)
+    assert task_path(s["stderr"], 1, 3) == str(env / err)
+
+
+def test_torque_relative_paths_are_from_the_submit_directory_not_from_d(env, run, submits):
+    (env / "w").mkdir()
+    write(env / "t.sh", "#!/bin/sh\n#PBS -d w\n#PBS -o out.txt\n#PBS -e logs/../err.txt\ntrue\n")
+    (env / "logs").mkdir()
+    assert run(gsub.cli, ["t.sh"]).exit_code == 0
+    [s] = submits()
+    assert s["workdir"] == str(env / "w")
+    assert (s["stdout"], s["stderr"]) == (str(env / "out.txt"), str(env / "logs/../err.txt"))
+
+
+def test_slurm_relative_paths_stay_from_the_working_directory(env, run, submits):
+    (env / "w").mkdir()
+    write(env / "s.sh", "#!/bin/sh\n#SBATCH -D w\n#SBATCH -o out.txt\ntrue\n")
+    assert run(gsub.cli, ["s.sh"]).exit_code == 0
+    assert submits()[0]["stdout"] == str(env / "w" / "out.txt")
+
+
+def test_sge_default_files_go_in_the_working_directory(env, run, submits):
+    (env / "w").mkdir()
+    write(env / "g.sh", "#!/bin/sh\n#$ -N g\n#$ -wd w\ntrue\n")
+    assert run(gsub.cli, ["g.sh"]).exit_code == 0
+    [s] = submits()
+    assert (s["stdout"], s["stderr"]) == (str(env / "w" / "g.o1"), str(env / "w" / "g.e1"))
+
+
+@pytest.mark.parametrize(
+    "lines, err",
+    [
+        ("#SBATCH -e e_%A_%a.txt", "e_1_4294967294.txt"),  # sbatch: %a of a job that is not an array is NO_VAL
+        ("#GS -e e_%A_%a.txt", "e_1_0.txt"),  # gsub's own: 0
+    ],
+)
+def test_array_index_of_a_job_that_is_not_an_array(env, run, submits, lines, err):
+    write(env / "x.sh", f"#!/bin/sh\n{lines}\ntrue\n")
+    assert run(gsub.cli, ["x.sh"]).exit_code == 0
+    assert submits()[0]["stderr"] == str(env / err)
+
+
+@pytest.mark.parametrize(
+    "line, shown",
+    [
+        ("#PBS -u someone", "#PBS -u someone"),
+        ("#SBATCH -F nodes.txt", "#SBATCH -F nodes.txt"),
+        ("#SBATCH --reservation resv1", "#SBATCH --reservation resv1"),
+        ("#$ -ac key=value", "#$ -ac key=value"),
+    ],
+)
+def test_an_unknown_option_with_a_separate_value_is_one_warning(env, run, submits, line, shown):
+    prefix = line.split()[0]
+    name = {"#SBATCH": "-J u"}.get(prefix, "-N u")  # a directive read after it
+    write(env / "u.sh", f"#!/bin/sh\n{line}\n{prefix} {name}\ntrue\n")
+    r = run(gsub.cli, ["u.sh"])
+    assert r.exit_code == 0, r.stderr
+    assert warnings(r.stderr) == [f"u.sh:2: {shown} ignored: not a directive gsub knows"]
+    assert submits()[0]["name"] == "u"
+
+
 # -- --emit pbs ---------------------------------------------------------------------------------
 
 

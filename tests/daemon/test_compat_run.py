@@ -71,9 +71,9 @@ def test_a_pbs_array_script_with_its_shebang_on_line_2_runs_under_the_login_shel
     assert [t["state"] for t in tasks] == ["COMPLETED"] * 4, gs.log()
     for t in tasks:
         i = t["array_index"]
-        out = (gs.work / f"par.o{aid}_{i}").read_text()
+        out = (gs.work / f"par.o{aid}.{i}").read_text()  # PBS Pro: a subjob's file is JOBNAME.oSEQ.INDEX
         assert out == f"{'odd' if i % 2 else 'even'} {i}\n"
-        assert (gs.work / f"par.e{aid}_{i}").read_text() == ""  # no "((: not found" from dash
+        assert (gs.work / f"par.e{aid}.{i}").read_text() == ""  # no "((: not found" from dash
     assert tasks[0]["walltime"] == 60  # a bare PBS walltime is seconds
 
 
@@ -130,7 +130,7 @@ def test_a_torque_t_array_runs_its_tasks(gs):
     tasks = wait_array(gs, aid, 3)
     assert [(t["array_index"], t["state"]) for t in tasks] == [(1, "COMPLETED"), (2, "COMPLETED"), (3, "COMPLETED")]
     for t in tasks:
-        assert (gs.work / f"tq.o{aid}_{t['array_index']}").exists()
+        assert (gs.work / f"tq.o{aid}-{t['array_index']}").exists()  # Torque: JOBNAME.oJOBID-INDEX
 
 
 def test_too_much_memory_is_refused_by_gsub_and_by_the_daemon(gs):
