@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -193,18 +193,7 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
                 grouped[c] = g
             groups.append(members)
 
-        memory = b.get("memory")
-        if memory is not None:
-            if isinstance(memory, bool) or not isinstance(memory, (int, str)):
-                raise bad(f'memory = {memory!r}: must be a size such as "64G" or a number of bytes', "memory")
-            if isinstance(memory, int):
-                if memory <= 0:
-                    raise bad(f"memory = {memory}: must be positive", "memory")
-            else:
-                try:
-                    memory = parse_size(memory)
-                except UnitError as e:
-                    raise bad(f"memory = {e}", "memory") from None
+        memory = _memory(b.get("memory"), bad, "64G")
         node = b.get("node")
         if node is not None and (not isinstance(node, int) or isinstance(node, bool) or node < 0):
             raise bad(f"node = {node!r}: must be a NUMA node number", "node")
@@ -321,18 +310,7 @@ def _devices(raw: Any, board_ids: set[int], lines: _Lines, err: Any) -> list[Dev
             if not isinstance(v, str) or (v and not DEVICE_TEXT.match(v)):
                 raise bad(f"{key} = {v!r}: must be a short name (letters, digits, . _ : + / - and spaces)", key)
             texts[key] = v
-        memory = t.get("memory")
-        if memory is not None:
-            if isinstance(memory, bool) or not isinstance(memory, (int, str)):
-                raise bad(f'memory = {memory!r}: must be a size such as "80G" or a number of bytes', "memory")
-            if isinstance(memory, int):
-                if memory <= 0:
-                    raise bad(f"memory = {memory}: must be positive", "memory")
-            else:
-                try:
-                    memory = parse_size(memory)
-                except UnitError as e:
-                    raise bad(f"memory = {e}", "memory") from None
+        memory = _memory(t.get("memory"), bad, "80G")
         out.append(Device(dtype, idx, bid, texts["model"], memory, texts["uuid"], texts["pci"].lower()))
     return out
 
@@ -550,3 +528,19 @@ def load_with_source(cfg: Config) -> tuple[MachineMap, str]:
 
         m = replace(m, devices=shared(m, {t: dc.share for t, dc in cfg.devices.items()}))
     return m, source
+
+
+def _memory(memory: object, bad: Callable[[str, str], Exception], example: str) -> int | None:
+    """A table's ``memory``: a size such as ``example`` or a positive number of bytes (None: not given)."""
+    if memory is None:
+        return None
+    if isinstance(memory, bool) or not isinstance(memory, (int, str)):
+        raise bad(f'memory = {memory!r}: must be a size such as "{example}" or a number of bytes', "memory")
+    if isinstance(memory, int):
+        if memory <= 0:
+            raise bad(f"memory = {memory}: must be positive", "memory")
+        return memory
+    try:
+        return parse_size(memory)
+    except UnitError as e:
+        raise bad(f"memory = {e}", "memory") from None
