@@ -118,6 +118,7 @@ class SimResv:
 
 
 HELD = "held by its owner"
+_NO_PARENTS: dict[int, int] = {}  # never changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,9 +473,11 @@ def simulate(
                     flo,
                     tuple(rv_live.values()) if rv_live else (),
                     machine,
-                    gated=gated,
-                    splitting=splits,
-                    states=states,
+                    _NO_PARENTS,  # parents, lent: no job trees in a trace
+                    (),
+                    states,
+                    gated,
+                    splits,  # splitting (all by position: keywords cost more, once a pass)
                 )
                 plan = schedule(snap)
                 if ungated:
