@@ -9,6 +9,11 @@ import sys
 import pytest
 
 HEAVY = {"rich", "psutil", "gridsched.daemon"}
+# What the commands' start leaves out besides (each costs milliseconds there): the core's record types
+# (reading the config needs only gridsched.core.params), the scheduling pass, the socket module (a
+# command sends its one datagram with _socket), the SQLite module (read only when there is a state
+# db), and array ids (parsed only when a command meets one).
+LIGHT = {"gridsched.core.types", "gridsched.core.policy", "socket", "sqlite3", "gridsched.arrays"}
 
 
 def python(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -20,7 +25,7 @@ def python(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
 def test_importing_gsub_loads_nothing_heavy():
     code = (
         "import sys; from gridsched.cli import gsub, gdel, gstat; "
-        f"print(sorted(m for m in sys.modules if m in {sorted(HEAVY)!r}))"
+        f"print(sorted(m for m in sys.modules if m in {sorted(HEAVY | LIGHT)!r}))"
     )
     r = python("-c", code)
     assert r.returncode == 0, r.stderr
@@ -42,6 +47,23 @@ def test_gsub_run_loads_nothing_heavy(tmp_path, args):
     mods = imported(r.stderr)
     assert "click" in mods  # the report is real
     assert not {m for m in mods if m.split(".")[0] in {"rich", "psutil"} or m.startswith("gridsched.daemon")}
+    assert sorted(mods & (LIGHT - {"sqlite3"})) == []  # sqlite3 reads the state db, when there is one
+
+
+def test_gstat_run_loads_only_what_it_uses(tmp_path):
+    """gstat on a queue, piped: no colours (rich), no record types, no socket, no arrays."""
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[daemon]\nautostart = false\n")
+    env = {"GRIDSCHED_CONFIG": str(cfg), "GRIDSCHED_SPOOL": str(tmp_path / "spool")}
+    for name in ("a", "b"):
+        assert python("-m", "gridsched.cli.gsub", "--hold", "--name", name, "--wrap", "true", env=env).returncode == 0
+    r = python("-X", "importtime", "-m", "gridsched.cli.gstat", env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "HELD" in r.stdout.split("\n", 1)[1]
+    mods = imported(r.stderr)
+    assert {"click", "gridsched.cli.common", "gridsched.core.params"} <= mods  # the report is real
+    assert not {m for m in mods if m.split(".")[0] in {"rich", "psutil"} or m.startswith("gridsched.daemon")}
+    assert sorted(mods & (LIGHT - {"sqlite3"})) == []
 
 
 @pytest.mark.parametrize(
