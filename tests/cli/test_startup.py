@@ -117,3 +117,19 @@ def test_gstat_colours_only_on_a_terminal(tmp_path):
     assert piped.returncode == 0 and "PENDING" in piped.stdout and "\x1b[" not in piped.stdout
     tty = run_on_a_terminal([sys.executable, "-m", "gridsched.cli.gstat"], env)
     assert b"PENDING" in tty and b"\x1b[" in tty
+
+
+def test_wake_sends_its_datagram_and_needs_no_daemon(tmp_path):
+    """Spool.wake (through _socket) reaches a socket bound where the daemon's is, and is quiet without one."""
+    import socket
+
+    from gridsched.spool import Spool
+
+    spool = Spool(tmp_path)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as daemon:
+        daemon.bind(str(spool.sock))
+        daemon.settimeout(10)
+        spool.wake()
+        assert daemon.recv(16) == b"!"
+    spool.sock.unlink()
+    spool.wake()  # nobody listens: no error
