@@ -16,6 +16,10 @@ Each runs once before timing.  ``PYTHONDONTWRITEBYTECODE`` is taken out of the c
 environment, so they read and write ``.pyc`` files as an installed command does.
 
     python scripts/bench_startup.py [-n 9] [--queue 10]
+
+Run it with the python of the installation to measure: that of a plain ``pip install .`` measures the
+commands as users get them; an editable install adds its import finder to every process,
+``python -c pass`` included.
 """
 
 from __future__ import annotations
