@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import cpuset
-from .core.types import Params, Policy, Predictor, YieldAffinity
+from .core.params import Params, Policy, Predictor, YieldAffinity
 from .core.units import UnitError, parse_duration
 
 PACKAGED = Path(__file__).with_name("data") / "gridsched.toml"

@@ -22,7 +22,6 @@ import errno
 import fcntl
 import json
 import os
-import socket
 import stat
 import time
 from pathlib import Path
@@ -339,10 +338,17 @@ class Spool:
         return self.publish(name, encode({"type": kind, **fields}))
 
     def wake(self) -> None:
+        # _socket, not socket: the commands send this one datagram, and building the socket module's
+        # enums would add a few milliseconds to their start.
+        import _socket
+
         try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM)
+            try:
                 s.setblocking(False)
                 s.sendto(b"!", str(self.sock))
+            finally:
+                s.close()
         except OSError:
             pass  # no daemon, or it is busy: it rescans the spool anyway
 

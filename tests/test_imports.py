@@ -377,3 +377,32 @@ def test_nothing_imports_the_daemons_loop():
         {e.src for edges in g.values() for e in edges if e.dst == "gridsched.daemon.loop" and not e.typing_only}
     )
     assert users == ["gridsched.cli.gschedd"], users
+
+
+# What gsub and gstat load when imported, besides click and what they use, is kept small (their start is
+# timed by scripts/bench_startup.py): none of these is loaded by a module-level import of theirs, directly
+# or through another module.  Reading the config needs gridsched.core.params, not the core's record types
+# (gridsched.core.types); the spool wakes the daemon with _socket; array ids are parsed only when met.
+NOT_AT_COMMAND_START = {
+    "gridsched.core.types",
+    "gridsched.core.policy",
+    "gridsched.arrays",
+    "socket",
+    "sqlite3",
+    "rich",
+    "psutil",
+}
+
+
+def test_gsub_and_gstat_start_light():
+    g = graph()
+    for command in ("gridsched.cli.gsub", "gridsched.cli.gstat"):
+        via = loaded_at_import(command, g)
+        bad = {}
+        for m in sorted(x for x in via if x in NOT_AT_COMMAND_START or x.split(".")[0] in {"rich", "psutil"}):
+            chain = [m]
+            while (up := via[chain[-1]]) is not None:
+                chain.append(up)
+            bad[m] = " <- ".join(chain)
+        assert bad == {}, command
+        assert "gridsched.core.params" in via and "click" in via  # the graph is followed

@@ -80,9 +80,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from .topology import MachineMap
-from .types import Lent, Resv, Running
+
+if TYPE_CHECKING:  # annotations only: gsub reaches this module and need not build the core's types
+    from .types import Lent, Resv, Running
 
 
 class Reason(str, Enum):

@@ -9,6 +9,11 @@ import sys
 import pytest
 
 HEAVY = {"rich", "psutil", "gridsched.daemon"}
+# What the commands' start leaves out besides (each costs milliseconds there): the core's record types
+# (reading the config needs only gridsched.core.params), the scheduling pass, the socket module (a
+# command sends its one datagram with _socket), the SQLite module (read only when there is a state
+# db), and array ids (parsed only when a command meets one).
+LIGHT = {"gridsched.core.types", "gridsched.core.policy", "socket", "sqlite3", "gridsched.arrays"}
 
 
 def python(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -20,7 +25,7 @@ def python(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
 def test_importing_gsub_loads_nothing_heavy():
     code = (
         "import sys; from gridsched.cli import gsub, gdel, gstat; "
-        f"print(sorted(m for m in sys.modules if m in {sorted(HEAVY)!r}))"
+        f"print(sorted(m for m in sys.modules if m in {sorted(HEAVY | LIGHT)!r}))"
     )
     r = python("-c", code)
     assert r.returncode == 0, r.stderr
@@ -42,6 +47,23 @@ def test_gsub_run_loads_nothing_heavy(tmp_path, args):
     mods = imported(r.stderr)
     assert "click" in mods  # the report is real
     assert not {m for m in mods if m.split(".")[0] in {"rich", "psutil"} or m.startswith("gridsched.daemon")}
+    assert sorted(mods & (LIGHT - {"sqlite3"})) == []  # sqlite3 reads the state db, when there is one
+
+
+def test_gstat_run_loads_only_what_it_uses(tmp_path):
+    """gstat on a queue, piped: no colours (rich), no record types, no socket, no arrays."""
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[daemon]\nautostart = false\n")
+    env = {"GRIDSCHED_CONFIG": str(cfg), "GRIDSCHED_SPOOL": str(tmp_path / "spool")}
+    for name in ("a", "b"):
+        assert python("-m", "gridsched.cli.gsub", "--hold", "--name", name, "--wrap", "true", env=env).returncode == 0
+    r = python("-X", "importtime", "-m", "gridsched.cli.gstat", env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "HELD" in r.stdout.split("\n", 1)[1]
+    mods = imported(r.stderr)
+    assert {"click", "gridsched.cli.common", "gridsched.core.params"} <= mods  # the report is real
+    assert not {m for m in mods if m.split(".")[0] in {"rich", "psutil"} or m.startswith("gridsched.daemon")}
+    assert sorted(mods & (LIGHT - {"sqlite3"})) == []
 
 
 @pytest.mark.parametrize(
@@ -95,3 +117,19 @@ def test_gstat_colours_only_on_a_terminal(tmp_path):
     assert piped.returncode == 0 and "PENDING" in piped.stdout and "\x1b[" not in piped.stdout
     tty = run_on_a_terminal([sys.executable, "-m", "gridsched.cli.gstat"], env)
     assert b"PENDING" in tty and b"\x1b[" in tty
+
+
+def test_wake_sends_its_datagram_and_needs_no_daemon(tmp_path):
+    """Spool.wake (through _socket) reaches a socket bound where the daemon's is, and is quiet without one."""
+    import socket
+
+    from gridsched.spool import Spool
+
+    spool = Spool(tmp_path)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as daemon:
+        daemon.bind(str(spool.sock))
+        daemon.settimeout(10)
+        spool.wake()
+        assert daemon.recv(16) == b"!"
+    spool.sock.unlink()
+    spool.wake()  # nobody listens: no error

@@ -1,0 +1,55 @@
+"""The policy settings (``[scheduler]`` of the config, gsim's options): the policy, the predictor, the
+yield affinity and the parameters of the pass.
+
+Apart from :mod:`gridsched.core.types` (which holds them too) so that reading the config, as every
+command does, does not build the core's many record types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Policy(str, Enum):
+    FCFS = "fcfs"
+    EASY = "easy"
+    CONSERVATIVE = "conservative"
+    CHECKPOINT_BACKFILL = "checkpoint-backfill"
+
+
+class YieldAffinity(str, Enum):
+    """Which pending job may run on cores a yielding parent lends (see :mod:`gridsched.core.tree`)."""
+
+    DESCENDANT = "descendant"  # only a job below the lender
+    TREE = "tree"  # below the lender first, then any job of the lender's root tree
+    NONE = "none"  # below the lender first, then its tree, then any job
+
+
+class Predictor(str, Enum):
+    SCALED = "scaled"  # estimate * p above the threshold
+    USER_HISTORY = "user-history"  # mean of the user's last two run times (EASY++)
+
+
+@dataclass(frozen=True, slots=True)
+class Params:
+    """Policy settings, from ``[scheduler]`` of the config or gsim's options."""
+
+    policy: Policy = Policy.CHECKPOINT_BACKFILL
+    p: float = 0.2
+    threshold: float = 1800.0
+    predictor: Predictor = Predictor.SCALED
+    # checkpoint-backfill only.  False (the default): a backfilled job that
+    # outlives its shortened estimate counts at its user estimate end, and the
+    # head keeps its reservation from pass to pass (``Snapshot.head``).  True:
+    # the naive reading -- such a job counts as ending now and the head's
+    # reservation is recomputed on every pass, which lets preemptions cascade.
+    cascade: bool = False
+    # A checkpointable job may start although it would still run at the start of
+    # a fixed reservation; it is preempted then (``[reservations]`` of the config).
+    preempt_for_fixed: bool = False
+    # Which pending job may run on cores a yielding parent lends ([scheduler] yield_affinity).
+    yield_affinity: YieldAffinity = YieldAffinity.DESCENDANT
+    # A job whose dependencies can never be met is cancelled (True) or waits with the reason
+    # ([dependencies] cancel_never_satisfied; see gridsched.core.eligible).
+    cancel_never_satisfied: bool = False
