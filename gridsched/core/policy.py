@@ -1229,7 +1229,7 @@ def _loose_fit(ps: _Pass, w: Waiting, v: Vec) -> bool:
 
 
 def _plan(ps: _Pass, head: HeadReservation | None, wake: float = inf) -> Plan:
-    w = min(ps.wake, wake)
+    w = ps.wake if ps.wake < wake else wake
     decisions = ps.decisions
     if ps.preempted:  # preemptions first
         decisions = [d for d in decisions if type(d) is Preempt] + [d for d in decisions if type(d) is not Preempt]

@@ -491,7 +491,6 @@ def simulate(
                 if not plan.decisions:
                     break
                 started: list[int] = []
-                smallest = None  # the queue changes
                 preempted = False
                 for d in plan.decisions:
                     if isinstance(d, Start):  # the common decision first
@@ -504,6 +503,8 @@ def simulate(
                                 f"policy started job {_name(trace, i)} on {n_i} cores with {free} free"
                             )
                         free -= n_i
+                        if n_i == smallest:  # it may have been the only one of that size
+                            smallest = None
                         if free_set is not None:
                             on = set(d.cores)
                             if len(on) != n_i or not on <= free_set:
@@ -542,6 +543,7 @@ def simulate(
                         started.append(i)
                         run_dirty = True
                         continue
+                    smallest = None  # the queue changes in other ways than by starts
                     if isinstance(d, EndReservation):  # its resources return; the core passes again
                         rv = rv_live.pop(d.resv, None)
                         if rv is None:
