@@ -478,8 +478,8 @@ def _reason_codes() -> str:
 GSTAT_FORMAT = (
     para("""
     --format FORMAT prints the fields FORMAT names, as squeue --format: %X is field X, %WX cuts
-    or pads it to width W, %.WX aligns it right; other text is printed as it is, and a header
-    line first.  An unknown letter is refused with one line (exit status 2).  The letters:
+    or pads it to width W, %.WX aligns it right, %% is a %; other text is printed as it is,
+    after a header line.  Any other % is refused with one line (exit status 2).  The letters:
 """)
     + "\n"
     + items(

@@ -55,7 +55,7 @@ def _fields(now: float) -> dict[str, tuple[str, Callable[[Job], str], Callable[[
 
 
 LETTERS = "i A j u T t M r l C D R S e V P c"
-_SPEC = re.compile(r"%(\.?)(\d*)([A-Za-z])")
+_SPEC = re.compile(r"%(\.?)(\d*)(.?)")
 
 
 def render(prog: str, fmt: str, jobs: list[Job], now: float) -> str:
@@ -68,12 +68,17 @@ def render(prog: str, fmt: str, jobs: list[Job], now: float) -> str:
     for m in _SPEC.finditer(fmt):
         parts.append(fmt[pos : m.start()])
         letter = m.group(3)
-        if letter not in fields:
-            fail(prog, f"--format: %{letter}: not a field (one of %{', %'.join(LETTERS.split())})", ExitCode.USAGE)
-        parts.append((m.group(1) == ".", int(m.group(2) or 0), letter))
         pos = m.end()
-    if "%" in fmt[pos:]:
-        fail(prog, f"--format: '{shown(fmt[pos:])}': a % must be followed by a field letter", ExitCode.USAGE)
+        if m.group(0) == "%%":
+            parts.append("%")
+            continue
+        if letter not in fields:
+            fail(
+                prog,
+                f"--format: '{shown(m.group(0))}': not a field (one of %{', %'.join(LETTERS.split())})",
+                ExitCode.USAGE,
+            )
+        parts.append((m.group(1) == ".", int(m.group(2) or 0), letter))
     parts.append(fmt[pos:])
     rows = [[fields[p[2]][0] if isinstance(p, tuple) else p for p in parts]]
     rows += [[shown(fields[p[2]][1](j)) if isinstance(p, tuple) else p for p in parts] for j in jobs]

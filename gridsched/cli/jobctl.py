@@ -40,27 +40,31 @@ def act(
     ids: list[int] = []
     named: dict[int, str] = {}  # job id -> as the user named it
     missing: list[str] = []
+    single: set[int] = set()  # ids of one job each, also an array's first task (which has the array's id)
     try:
         if not sel.filtered and all(r.indices is None or len(r.indices) == 1 for r in sel.refs):
             for ref in sel.refs:
                 try:
-                    jid = view.resolve(s.spool, ref.text)
+                    jid = view.resolve(s.spool, ref.canonical)
                 except LookupError as e:
                     missing.append(str(e))
                     continue
                 if jid not in ids:
                     ids.append(jid)
-                    named[jid] = ref.text
+                    named[jid] = ref.canonical
+                if ref.indices is not None:
+                    single.add(jid)
         else:
             jobs = view.load_jobs(s.spool)
             if not sel.states:
                 jobs = [j for j in jobs if j["state"] not in view.TERMINAL_STATES]
             for job, name in select.pick(sel, jobs):
                 ids.append(job["id"])
+                single.add(job["id"])
                 named[job["id"]] = name
             if not ids:
                 fail(prog, f"no job matches {shown(sel.describe())}")
-        good, bad = view.control(s.spool, kind, ids, os.getuid()) if ids else ([], [])
+        good, bad = view.control(s.spool, kind, ids, os.getuid(), single) if ids else ([], [])
     except view.QueueError as e:
         fail(prog, shown(e))
     for why in missing:

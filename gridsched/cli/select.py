@@ -42,6 +42,13 @@ class Ref:
     jid: int
     indices: frozenset[int] | None
 
+    @property
+    def canonical(self) -> str:
+        """``ID`` or ``ID_N`` for a ref to one job or task; the text as written otherwise."""
+        if self.indices is None:
+            return str(self.jid)
+        return f"{self.jid}_{min(self.indices)}" if len(self.indices) == 1 else self.text
+
 
 @dataclass(frozen=True)
 class Selection:
