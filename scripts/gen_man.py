@@ -493,7 +493,11 @@ GSTAT_FORMAT = (
             ("%C", "Cores (ncpus)."),
             ("%D", "Nodes: always 1."),
             ("%R", "REASON (below)."),
-            ("%S", "Start time, or predicted start for a pending job, as YYYY-MM-DDTHH:MM:SS (N/A: none)."),
+            (
+                "%S",
+                "Start time; for a pending or held job its predicted start, or else its begin time (gsub --begin) "
+                "if still ahead; as YYYY-MM-DDTHH:MM:SS (N/A: none).",
+            ),
             ("%e, %V", "End time and submit time, as %S."),
             ("%P", "Partition: always gridsched."),
             ("%c", "The cores the job runs on."),

@@ -459,7 +459,7 @@ def cli(
     if watch is not None or gantt:
         if full_id is not None or as_json:
             fail(PROG, "--watch and --gantt go with neither --full nor --json", ExitCode.USAGE)
-        return live(s.spool, show_all, user, watch, count, gantt, hours)
+        return live(s.spool, show_all, sel, watch, count, gantt, hours)
     now = time.time()
     jobs = load_jobs(s.spool, ids)
     if full_id is not None:
@@ -469,13 +469,13 @@ def cli(
             gstat_tasks.annotate(jobs, load_jobs(s.spool), s.spool.job_dir)
     else:
         gstat_tasks.annotate(jobs, jobs, s.spool.job_dir)
+        if sel.filtered or sel.refs:  # on the tasks; an array then shows as the tasks selected
+            jobs = [j for j, _ in select.pick(sel, jobs)]
         if not as_json:
             by_task = tasks or any(r.indices is not None for r in sel.refs)
             jobs = gstat_tasks.label_tasks(jobs) if by_task else gstat_tasks.fold(jobs)
         if not show_all and not (sel.states & set(TERMINAL_STATES)):
             jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
-        if sel.filtered or sel.refs:
-            jobs = [j for j, _ in select.pick(sel, jobs)]
     if (fmt or sort_keys or start_view) and full_id is None and not as_json and not tree_view:
         from . import gstat_format
 
@@ -523,16 +523,16 @@ def show_reservations(spool: Spool, show_all: bool, as_json: bool) -> int:
 
 
 def live(
-    spool: Spool, show_all: bool, user: str | None, interval: float | None, count: int | None, chart: bool, hours: float
+    spool: Spool, show_all: bool, sel: Any, interval: float | None, count: int | None, chart: bool, hours: float
 ) -> int:
-    """gstat --watch and --gantt (once, without --watch)."""
-    from . import gstat_live
+    """gstat --watch and --gantt (once, without --watch), of the jobs ``sel`` (a :class:`.select.Selection`) names."""
+    from . import gstat_live, select
 
     def selected() -> list[dict[str, Any]]:
         jobs = load_jobs(spool)
         if not show_all:
             jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
-        return [j for j in jobs if user is None or j["user"] == user]
+        return [j for j, _ in select.pick(sel, jobs)] if sel.filtered or sel.refs else jobs
 
     def snapshot(now: float) -> Any:
         if chart:

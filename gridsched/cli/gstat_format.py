@@ -27,7 +27,13 @@ def _fields(now: float) -> dict[str, tuple[str, Callable[[Job], str], Callable[[
         return gstat.run_time(j, now)
 
     def start(j: Job) -> Any:
-        return j.get("start_time") if j["state"] not in ("PENDING", "HELD") else j.get("predicted_start")
+        """When the job started; for a pending one its predicted start, else its begin time still ahead."""
+        if j["state"] not in ("PENDING", "HELD"):
+            return j.get("start_time")
+        if j.get("predicted_start") is not None:
+            return j["predicted_start"]
+        begin = (j.get("spec") or {}).get("begin")
+        return begin if isinstance(begin, (int, float)) and begin > now else None
 
     return {
         "i": ("JOBID", lambda j: str(j.get("label") or j["id"]), lambda j: j["id"]),
@@ -46,7 +52,7 @@ def _fields(now: float) -> dict[str, tuple[str, Callable[[Job], str], Callable[[
         "C": ("CPUS", lambda j: str(j["ncpus"]), lambda j: j["ncpus"]),
         "D": ("NODES", lambda j: "1", lambda j: 1),
         "R": ("REASON", gstat.reason_code, gstat.reason_code),
-        "S": ("START_TIME", lambda j: _date(start(j)), lambda j: start(j) or 0.0),
+        "S": ("START_TIME", lambda j: _date(start(j)), lambda j: float(start(j) or 0.0)),
         "e": ("END_TIME", lambda j: _date(j.get("end_time")), lambda j: j.get("end_time") or 0.0),
         "V": ("SUBMIT_TIME", lambda j: _date(j.get("submit_time")), lambda j: j.get("submit_time") or 0.0),
         "P": ("PARTITION", lambda j: "gridsched", lambda j: ""),
@@ -119,6 +125,7 @@ def sort(prog: str, keys: str, jobs: list[Job], now: float) -> list[Job]:
 
 def start_view(jobs: list[Job], now: float) -> str:
     """--start: the pending and held jobs with their predicted start (date and time) and REASON."""
+    start = _fields(now)["S"][2]
     waiting = [j for j in jobs if j["state"] in ("PENDING", "HELD")]
-    waiting.sort(key=lambda j: (j.get("predicted_start") is None, j.get("predicted_start") or 0.0, j["id"]))
+    waiting.sort(key=lambda j: (not start(j), start(j), j["id"]))
     return render("gstat", "%i %j %u %T %S %R", waiting, now)
