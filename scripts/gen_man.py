@@ -505,8 +505,9 @@ GSTAT_FORMAT = (
     )
     + "\n"
     + para("""
-    --sort KEYS sorts by the same letters, comma-separated, a - before a letter for descending
-    order (--sort=-t,i: by state descending, then id).  --start lists pending and held jobs
+    --sort KEYS sorts by the same letters or by the names id, name, user, state, time, limit,
+    cpus, reason, start, end, submit, comma-separated, a - before one for descending order
+    (--sort=-t,i or --sort=-state,id: by state descending, then id).  --start lists pending and held jobs
     with their predicted start as a full date and time (N/A when none is predicted) and their
     REASON, soonest first, as squeue --start.  The table's NOTE shows a predicted start as a
     time of day when it is today, and with its date otherwise.
@@ -582,7 +583,8 @@ GSTAT_WAITS = (
 SELECTING = para("""
     Jobs are named by ID (a job, or every task of array ID), ARRAYID_INDEX (one array task,
     17_3) or ARRAYID_[LIST] (the tasks LIST names, as gsub --array writes it: 17_[2-5],
-    17_[1,3-4]); several ids may be given, also comma-separated outside brackets.  The filters
+    17_[1,3-4]; quote it, or the shell may take the brackets as a pattern); several ids may be
+    given, also comma-separated outside brackets.  The filters
     -u USER, -n NAME and -s STATE keep only the jobs that match every filter given (AND); each
     may be repeated or list values with commas (any of them).  STATE is a state as gstat shows
     it (PENDING, HELD, RUNNING, STOPPING, SUSPENDED, COMPLETED, FAILED, TIMEOUT, CANCELLED, any
@@ -877,7 +879,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             $ gdel 17 18
             job 17: cancelling
             job 18: cancelling
-            $ gdel 20_[2-3]
+            $ gdel '20_[2-3]'
             job 20_2: cancelling
             job 20_3: cancelling
             $ gdel -u alice -s PENDING

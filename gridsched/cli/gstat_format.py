@@ -61,6 +61,20 @@ def _fields(now: float) -> dict[str, tuple[str, Callable[[Job], str], Callable[[
 
 
 LETTERS = "i A j u T t M r l C D R S e V P c"
+# --sort by name as well as by letter
+SORT_NAMES = {
+    "id": "i",
+    "name": "j",
+    "user": "u",
+    "state": "T",
+    "time": "M",
+    "limit": "l",
+    "cpus": "C",
+    "reason": "R",
+    "start": "S",
+    "end": "e",
+    "submit": "V",
+}
 _SPEC = re.compile(r"%(\.?)(\d*)(.?)")
 
 
@@ -107,15 +121,21 @@ def render(prog: str, fmt: str, jobs: list[Job], now: float) -> str:
 
 
 def sort(prog: str, keys: str, jobs: list[Job], now: float) -> list[Job]:
-    """--sort: comma-separated field letters, ``-`` before one for descending order (as squeue --sort)."""
+    """--sort: comma-separated field letters or :data:`SORT_NAMES`, ``-`` before one for descending order
+    (as squeue --sort)."""
     fields = _fields(now)
     order: list[tuple[str, bool]] = []
     for raw in keys.split(","):
         k = raw.strip()
         desc = k.startswith("-")
         k = k.lstrip("+-")
+        k = SORT_NAMES.get(k.lower(), k) if len(k) > 1 else k
         if k not in fields:
-            fail(prog, f"--sort: '{shown(raw)}': not a field (one of {', '.join(LETTERS.split())})", ExitCode.USAGE)
+            fail(
+                prog,
+                f"--sort: '{shown(raw)}': not a field (one of {', '.join([*LETTERS.split(), *SORT_NAMES])})",
+                ExitCode.USAGE,
+            )
         order.append((k, desc))
     out = list(jobs)
     for k, desc in reversed(order):

@@ -139,6 +139,8 @@ def test_gstat_format_and_sort(env, run, queue):
         r = run(gstat.cli, ["--format", bad])
         assert r.exit_code == 2 and r.stderr.startswith("gstat: error: --format: '%")
         assert len(r.stderr.splitlines()) == 1 and "not a field" in r.stderr
+    by_name = run(gstat.cli, ["-s", "PD,R,HELD", "-n", "sim,prep", "--format", "%i", "--sort=-state,id"])
+    assert by_name.stdout.split() == ["JOBID", "2", "1", "4", "3"]
     r = run(gstat.cli, ["--sort", "i,zz"])
     assert r.exit_code == 2 and r.stderr.startswith("gstat: error: --sort: 'zz': not a field")
 
