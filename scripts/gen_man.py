@@ -593,10 +593,10 @@ SELECTING = para("""
     With filters and no id, the jobs not yet finished are searched (finished ones too when -s
     names a finished state).  The command reads the job table to turn the selection into job
     ids; each job is then checked as if named by its id (another user's job is refused, one
-    line each, unless the command runs as root).  No id and no filter is refused (unlike
-    scancel, which would need -u to act on all of a user's jobs), and a selection that matches
-    no job is one error line ("gdel: error: no job matches -u alice -s PENDING") and exit
-    status 1.
+    line each, unless the command runs as root).  ARRAYID_INDEX names that one task, also the
+    array's first task, whose job id is the array's.  No id and no filter is refused (as
+    scancel refuses it), and a selection that matches no job is one error line ("gdel:
+    error: no job matches -u alice -s PENDING") and exit status 1.
 """)
 
 RESV_TOPIC = para("""
