@@ -11,7 +11,7 @@ Standard library only (sqlite3 is imported when a db exists).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from .jobs import TERMINAL, JobState
@@ -173,11 +173,14 @@ def resolve(spool: Spool, ref: str) -> int:
     raise LookupError(f"job {jid}_{index}: no such array task")
 
 
-def control(spool: Spool, kind: str, ids: list[int], uid: int) -> tuple[list[int], list[tuple[int, str]]]:
+def control(
+    spool: Spool, kind: str, ids: list[int], uid: int, single: Collection[int] = ()
+) -> tuple[list[int], list[tuple[int, str]]]:
     """Send a ``kind`` request (cancel, hold, release) for the ids ``uid`` may act on.
 
     An id that is an array's acts on every task of the array the request
-    applies to (sent as ``arrays``).  Returns the ids sent and ``(id, why)``
+    applies to (sent as ``arrays``), unless it is in ``single``: the array's
+    first task alone (which has the array's id).  Returns the ids sent and ``(id, why)``
     for the others; nothing is sent when no id passes its check.  A request
     that cannot be written (a full or read-only spool) is a :class:`QueueError`
     and leaves nothing behind.
@@ -188,7 +191,7 @@ def control(spool: Spool, kind: str, ids: list[int], uid: int) -> tuple[list[int
     whole: list[int] = []
     bad: list[tuple[int, str]] = []
     for jid in ids:
-        tasks = array_rows(spool, jid)
+        tasks = [] if jid in single else array_rows(spool, jid)
         if tasks:
             why = _owner_check(tasks[0], uid)
             if why is None and all(check(t, uid) for t in tasks):

@@ -492,14 +492,68 @@ GSTAT_JSON = (
 """)
 )
 
+
+def _reason_codes() -> str:
+    from gridsched.reason_codes import CODES
+
+    pairs = [(code, f"{meaning}.") for code, meaning in CODES.values()]
+    return items([("None", "Nothing said yet (a job just submitted, or one that is about to start)."), *pairs])
+
+
+GSTAT_FORMAT = (
+    para("""
+    --format FORMAT prints the fields FORMAT names, as squeue --format: %X is field X, %WX cuts
+    or pads it to width W, %.WX aligns it right, %% is a %; other text is printed as it is,
+    after a header line.  Any other % is refused with one line (exit status 2).  The letters:
+""")
+    + "\n"
+    + items(
+        [
+            ("%i, %A", "Job id (%i: ARRAYID_INDEX for an array task shown alone)."),
+            ("%j", "Job name."),
+            ("%u", "User."),
+            ("%T, %t", "State, in full and in Slurm's short form (PD, R, CG, S, CD, F, TO, CA; HELD is PD)."),
+            ("%M, %r", "Time used (run time so far)."),
+            ("%l", "Time limit (walltime), UNLIMITED for none."),
+            ("%C", "Cores (ncpus)."),
+            ("%D", "Nodes: always 1."),
+            ("%R", "REASON (below)."),
+            (
+                "%S",
+                "Start time; for a pending or held job its predicted start, or else its begin time (gsub --begin) "
+                "if still ahead; as YYYY-MM-DDTHH:MM:SS (N/A: none).",
+            ),
+            ("%e, %V", "End time and submit time, as %S."),
+            ("%P", "Partition: always gridsched."),
+            ("%c", "The cores the job runs on."),
+            ("%b", "The devices the job asked for (gpu:2), or the ones it holds once it runs (gpu:0,1)."),
+        ]
+    )
+    + "\n"
+    + para("""
+    --sort KEYS sorts by the same letters or by the names id, name, user, state, time, limit,
+    cpus, reason, start, end, submit, comma-separated, a - before one for descending order
+    (--sort=-t,i or --sort=-state,id: by state descending, then id).  --start lists pending and held jobs
+    with their predicted start as a full date and time (N/A when none is predicted) and their
+    REASON, soonest first, as squeue --start.  The table's NOTE shows a predicted start as a
+    time of day when it is today, and with its date otherwise.
+""")
+)
+
 GSTAT_WAITS = (
     para("""
+    The REASON column gives squeue's reason code for a pending or held job, from one table
+    of the scheduling core's kinds of wait (the whole sentence is in gstat -f and --json):
+""")
+    + "\n"
+    + _reason_codes()
+    + "\n"
+    + para("""
     The scheduling core says why each pending job waits, every time it refreshes the predicted
     start times (every two seconds while anything changes); gstat shows it as the reason (gstat
-    -f, the "reason" of gstat --json), and the NOTE column of the table its first word for an
-    ordinary wait (Resources, Priority, Reservation), as squeue's REASON column shows it, or "can
-    never start".  A job that can never start has no predicted start (null in --json).  The
-    reasons, with their Slurm equivalents:
+    -f, the "reason" of gstat --json), the REASON column its code (above), and the NOTE column
+    "can never start" for a job that never will.  A job that can never start has no predicted
+    start (null in --json).  The reasons, with their Slurm equivalents:
 """)
     + "\n"
     + items(
@@ -551,6 +605,25 @@ GSTAT_WAITS = (
         ]
     )
 )
+
+SELECTING = para("""
+    Jobs are named by ID (a job, or every task of array ID), ARRAYID_INDEX (one array task,
+    17_3) or ARRAYID_[LIST] (the tasks LIST names, as gsub --array writes it: 17_[2-5],
+    17_[1,3-4]; quote it, or the shell may take the brackets as a pattern); several ids may be
+    given, also comma-separated outside brackets.  The filters
+    -u USER, -n NAME and -s STATE keep only the jobs that match every filter given (AND); each
+    may be repeated or list values with commas (any of them).  STATE is a state as gstat shows
+    it (PENDING, HELD, RUNNING, STOPPING, SUSPENDED, COMPLETED, FAILED, TIMEOUT, CANCELLED, any
+    case) or Slurm's short form (PD, R, CG, S, CD, F, TO, CA).  Unlike Slurm, where a held job
+    is PENDING with reason JobHeldUser, a held job's state is HELD, and PD means PENDING only.
+    With filters and no id, the jobs not yet finished are searched (finished ones too when -s
+    names a finished state).  The command reads the job table to turn the selection into job
+    ids; each job is then checked as if named by its id (another user's job is refused, one
+    line each, unless the command runs as root).  ARRAYID_INDEX names that one task, also the
+    array's first task, whose job id is the array's.  No id and no filter is refused (as
+    scancel refuses it), and a selection that matches no job is one error line ("gdel:
+    error: no job matches -u alice -s PENDING") and exit status 1.
+""")
 
 RESV_TOPIC = para("""
     Flexible reservation (no --start): the daemon gives it a place in the queue, by its id,
@@ -806,7 +879,12 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
         gstat.cli,
         1,
         {
-            "TOPICS": {"WHY A JOB WAITS": GSTAT_WAITS, "JSON OUTPUT": GSTAT_JSON},
+            "TOPICS": {
+                "SELECTING JOBS": SELECTING,
+                "WHY A JOB WAITS": GSTAT_WAITS,
+                "FORMAT, SORT AND START": GSTAT_FORMAT,
+                "JSON OUTPUT": GSTAT_JSON,
+            },
             "ENVIRONMENT": ENVIRONMENT,
             "FILES": FILES,
             "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
@@ -814,6 +892,9 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             $ gstat
             $ gstat -a -u alice
             $ gstat -f 17
+            $ gstat -s PD -u alice        # alice's pending jobs, with their REASON
+            $ gstat --start               # pending jobs and when they are predicted to start
+            $ gstat --format "%i %u %j %T %M %l %D %R" --sort=-t,i
             $ gstat --json | jq '.jobs[] | select(.state == "RUNNING") | .id'
             $ gstat --watch 5             # refreshed every 5 s until Ctrl-C
             $ gstat --gantt --hours 8     # running jobs and predicted starts, 8 hours ahead
@@ -830,6 +911,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             user's job (unless gdel runs as root) are errors, one line each.  The others are
             cancelled in one request, and gdel prints "job ID: cancelling" for each.  The daemon
             carries the request out; gstat shows the result."""),
+            "TOPICS": {"SELECTING JOBS": SELECTING},
             "ENVIRONMENT": ENVIRONMENT,
             "FILES": FILES,
             "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
@@ -837,6 +919,11 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             $ gdel 17 18
             job 17: cancelling
             job 18: cancelling
+            $ gdel '20_[2-3]'
+            job 20_2: cancelling
+            job 20_3: cancelling
+            $ gdel -u alice -s PENDING
+            gdel: error: no job matches -u alice -s PENDING
         """),
             "SEE ALSO": SEE_ALSO["gdel"],
         },
@@ -852,12 +939,14 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             prints "job ID: holding" for each.  gsub --hold submits a job held.  gstat shows a held
             job's reason: "held by its owner (grls releases it)", or "held by an admin" when root
             held another user's job."""),
+            "TOPICS": {"SELECTING JOBS": SELECTING},
             "ENVIRONMENT": ENVIRONMENT,
             "FILES": FILES,
             "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
             "EXAMPLES": verbatim("""
             $ ghold 17
             job 17: holding
+            $ ghold -n nightly -s PD
         """),
             "SEE ALSO": SEE_ALSO["ghold"],
         },
@@ -870,12 +959,14 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             Every id is checked first: an unknown job, another user's job (unless grls runs as
             root) and a job that is not held are errors, one line each.  The others are released
             in one request, and grls prints "job ID: releasing" for each."""),
+            "TOPICS": {"SELECTING JOBS": SELECTING},
             "ENVIRONMENT": ENVIRONMENT,
             "FILES": FILES,
             "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
             "EXAMPLES": verbatim("""
             $ grls 17
             job 17: releasing
+            $ grls -s HELD
         """),
             "SEE ALSO": SEE_ALSO["grls"],
         },

@@ -10,7 +10,7 @@ import click
 
 from ..view import check_cancel
 from .common import Command, spool_options
-from .jobctl import act, complete_job_ids
+from .jobctl import act, complete_job_ids, selection_options
 
 PROG = "gdel"
 
@@ -19,12 +19,21 @@ check = check_cancel
 
 
 @click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]}, short_help="cancel jobs")
-@click.argument("job_ids", nargs=-1, required=True, metavar="ID...", shell_complete=complete_job_ids)
+@click.argument("job_ids", nargs=-1, metavar="[ID...]", shell_complete=complete_job_ids)
+@selection_options
 @spool_options
-def cli(job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None) -> int:
-    """Cancel the jobs ID...: pending and held jobs leave the queue, running
-    ones are stopped (SIGTERM, then SIGKILL after jobs.kill_grace)."""
-    return act(PROG, "cancel", "cancelling", job_ids, spool_dir, config_file)
+def cli(
+    job_ids: tuple[str, ...],
+    users: tuple[str, ...],
+    names: tuple[str, ...],
+    states: tuple[str, ...],
+    spool_dir: str | None,
+    config_file: str | None,
+) -> int:
+    """Cancel the jobs ID... (or those -u, -n, -s select: see SELECTING JOBS):
+    pending and held jobs leave the queue, running ones are stopped (SIGTERM,
+    then SIGKILL after jobs.kill_grace)."""
+    return act(PROG, "cancel", "cancelling", job_ids, spool_dir, config_file, users, names, states)
 
 
 def main() -> None:

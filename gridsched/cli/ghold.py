@@ -9,18 +9,26 @@ from __future__ import annotations
 import click
 
 from .common import Command, spool_options
-from .jobctl import act, complete_job_ids
+from .jobctl import act, complete_job_ids, selection_options
 
 PROG = "ghold"
 
 
 @click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]}, short_help="hold jobs")
-@click.argument("job_ids", nargs=-1, required=True, metavar="ID...", shell_complete=complete_job_ids)
+@click.argument("job_ids", nargs=-1, metavar="[ID...]", shell_complete=complete_job_ids)
+@selection_options
 @spool_options
-def cli(job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None) -> int:
-    """Hold the pending jobs ID...: they stay in the queue but do not start
-    until released with grls."""
-    return act(PROG, "hold", "holding", job_ids, spool_dir, config_file)
+def cli(
+    job_ids: tuple[str, ...],
+    users: tuple[str, ...],
+    names: tuple[str, ...],
+    states: tuple[str, ...],
+    spool_dir: str | None,
+    config_file: str | None,
+) -> int:
+    """Hold the pending jobs ID... (or those -u, -n, -s select: see SELECTING
+    JOBS): they stay in the queue but do not start until released with grls."""
+    return act(PROG, "hold", "holding", job_ids, spool_dir, config_file, users, names, states)
 
 
 def main() -> None:

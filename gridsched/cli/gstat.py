@@ -105,7 +105,9 @@ def when(t: float | None) -> str:
 
 
 def time_column(job: dict[str, Any], now: float) -> str:
-    if job["state"] in ACTIVE_STATES or job["state"] in TERMINAL_STATES or job["state"] == "SUSPENDED":
+    """A running or finished job's run time; a pending one's time to its predicted start; a held one's run
+    time so far (it does not count while held, and a held job has no predicted start)."""
+    if job["state"] in ACTIVE_STATES or job["state"] in TERMINAL_STATES or job["state"] in ("SUSPENDED", "HELD"):
         t = run_time(job, now)
         return format_duration(t) if t or job["state"] in ACTIVE_STATES else ""
     if job.get("predicted_start") is not None:
@@ -114,23 +116,32 @@ def time_column(job: dict[str, Any], now: float) -> str:
 
 
 def waits_for(job: dict[str, Any]) -> str:
-    """Why a pending job waits, in a word or two for the table: Slurm's word for an ordinary wait
-    (``Resources``, ``Priority``, ``Reservation``: the reason's first word), ``can never start`` for a job that
-    never will; "" otherwise (the whole reason is in gstat -f and --json)."""
+    """``can never start`` for a pending job that never will (beside its REASON); "" otherwise (the whole
+    reason is in gstat -f and --json)."""
     if job["state"] != "PENDING":
         return ""
-    why = str(job.get("reason") or "")
-    word, colon, _ = why.partition(": ")
-    if colon and word in SLURM_WORDS:
-        return word
-    return NEVER if why.startswith(NEVER) else ""
+    return NEVER if str(job.get("reason") or "").startswith(NEVER) else ""
 
 
-SLURM_WORDS = frozenset({"Resources", "Priority", "Reservation"})
 NEVER = "can never start"
 
 
-def note(job: dict[str, Any]) -> str:
+def reason_code(job: dict[str, Any]) -> str:
+    """squeue's REASON of a pending or held job (:mod:`gridsched.reason_codes`); "" for other states."""
+    from ..reason_codes import code
+
+    return code(str(job["state"]), str(job.get("reason") or ""))
+
+
+def moment(t: float, now: float) -> str:
+    """A time to come: the time of day when it is today, else the date and time."""
+    lt = time.localtime(t)
+    if lt[:3] == time.localtime(now)[:3]:
+        return time.strftime("%H:%M:%S", lt)
+    return time.strftime("%Y-%m-%d %H:%M:%S", lt)
+
+
+def note(job: dict[str, Any], now: float | None = None) -> str:
     """Marks for the table: why a job waits, backfilled, preemptions, restarts, its predicted start."""
     parts = []
     why = waits_for(job)
@@ -143,7 +154,7 @@ def note(job: dict[str, Any]) -> str:
     if job.get("restarts"):
         parts.append(f"restarts {job['restarts']}")
     if job["state"] == "PENDING" and job.get("predicted_start") is not None:
-        parts.append("start " + time.strftime("%H:%M:%S", time.localtime(job["predicted_start"])))
+        parts.append("start " + moment(job["predicted_start"], time.time() if now is None else now))
     return ", ".join(parts)
 
 
@@ -156,6 +167,7 @@ COLUMNS = (
     ("WALLTIME", "right"),
     ("TIME", "right"),
     ("CORES", "left"),
+    ("REASON", "left"),
     ("NOTE", "left"),
 )
 
@@ -172,7 +184,8 @@ def table_rows(jobs: list[dict[str, Any]], now: float) -> list[tuple[str, ...]]:
             format_duration(j["walltime"]) if j["walltime"] else "",
             time_column(j, now),
             shown(cores_text(j)),
-            shown(", ".join(x for x in (j.get("note"), note(j)) if x)),
+            shown(reason_code(j)),
+            shown(", ".join(x for x in (j.get("note"), note(j, now)) if x)),
         )
         for j in jobs
     ]
@@ -355,7 +368,36 @@ def print_full(job: dict[str, Any], now: float, devices: tuple[str, str] = ("", 
 
 @click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]}, short_help="show the queue")
 @click.option("-a", "--all", "show_all", is_flag=True, help="Include finished jobs.")
-@click.option("-u", "--user", metavar="USER", help="Only the jobs of USER.")
+@click.option("-u", "--user", metavar="USER", help="Only the jobs of USER (USER,USER...: of any of them).")
+@click.option("-n", "--name", "names", multiple=True, metavar="NAME", help="Only the jobs named NAME.")
+@click.option(
+    "-s",
+    "--state",
+    "states",
+    multiple=True,
+    metavar="STATE",
+    help="Only the jobs in STATE (PENDING, HELD, RUNNING, ... or Slurm's PD, R, ...; a finished state "
+    "shows finished jobs without --all).",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    "job_refs",
+    multiple=True,
+    metavar="IDS",
+    help="Only these jobs (ID, ARRAYID_INDEX, ARRAYID_[LIST]).",
+)
+@click.option(
+    "-o",
+    "--format",
+    "fmt",
+    metavar="FORMAT",
+    help="Print the fields FORMAT names, as squeue --format (%i %j %u %T %t %M %l %C %D %R %S %e %V ...; gstat(1)).",
+)
+@click.option("-S", "--sort", "sort_keys", metavar="KEYS", help="Sort by field letters, as squeue --sort (-t,i).")
+@click.option(
+    "--start", "start_view", is_flag=True, help="Pending and held jobs with their predicted start, as squeue --start."
+)
 @click.option(
     "-f", "--full", "full_id", metavar="ID", help="Show every field of job ID (ARRAYID_INDEX: an array task)."
 )
@@ -413,16 +455,25 @@ def cli(
     spool_dir: str | None,
     config_file: str | None,
     tree_view: bool = False,
+    names: tuple[str, ...] = (),
+    states: tuple[str, ...] = (),
+    job_refs: tuple[str, ...] = (),
+    fmt: str | None = None,
+    sort_keys: str | None = None,
+    start_view: bool = False,
 ) -> int:
     """Show the jobs in the queue: pending, held, running and suspended ones,
     with finished ones too with --all.
 
     For a running job TIME is the time it has run; for a pending job, the time
-    until its predicted start when the daemon predicted one.  NOTE says in a
-    word why a pending job waits, as squeue's REASON: Resources, Priority,
-    Reservation, or that it can never start (the whole reason: gstat -f ID).
+    until its predicted start when the daemon predicted one; for a held job,
+    the time it has run.  REASON says why a pending or held job waits with
+    squeue's code (Resources, Priority, Dependency, BeginTime, JobHeldUser, ...:
+    see WHY A JOB WAITS; the whole reason: gstat -f ID).
     """
-    from . import gstat_tasks
+    from . import gstat_tasks, select
+
+    sel = select.parse(PROG, job_refs, (user,) if user else (), names, states)
 
     ids: list[int] | None = None
     if full_id is not None:
@@ -445,7 +496,7 @@ def cli(
     if watch is not None or gantt:
         if full_id is not None or as_json:
             fail(PROG, "--watch and --gantt go with neither --full nor --json", ExitCode.USAGE)
-        return live(s.spool, show_all, user, watch, count, gantt, hours)
+        return live(s.spool, show_all, sel, watch, count, gantt, hours)
     now = time.time()
     jobs = load_jobs(s.spool, ids)
     if full_id is not None:
@@ -455,12 +506,25 @@ def cli(
             gstat_tasks.annotate(jobs, load_jobs(s.spool), s.spool.job_dir)
     else:
         gstat_tasks.annotate(jobs, jobs, s.spool.job_dir)
+        if sel.filtered or sel.refs:  # on the tasks; an array then shows as the tasks selected
+            jobs = [j for j, _ in select.pick(sel, jobs)]
         if not as_json:
-            jobs = gstat_tasks.label_tasks(jobs) if tasks else gstat_tasks.fold(jobs)
-        if not show_all:
+            by_task = tasks or any(r.indices is not None for r in sel.refs)
+            jobs = gstat_tasks.label_tasks(jobs) if by_task else gstat_tasks.fold(jobs)
+        if not show_all and not (sel.states & set(TERMINAL_STATES)):
             jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
-        if user is not None:
-            jobs = [j for j in jobs if j["user"] == user]
+    if (fmt or sort_keys or start_view) and full_id is None and not as_json and not tree_view:
+        from . import gstat_format
+
+        if sort_keys:
+            jobs = gstat_format.sort(PROG, sort_keys, jobs, now)
+        if start_view:
+            click.echo(gstat_format.start_view(jobs, now))
+        elif fmt:
+            click.echo(gstat_format.render(PROG, fmt, jobs, now))
+        else:
+            print_table(jobs, now)
+        return ExitCode.OK
     if tree_view and full_id is None:  # parent-child trees (gstat_tree.py)
         from . import gstat_tree
 
@@ -496,16 +560,16 @@ def show_reservations(spool: Spool, show_all: bool, as_json: bool) -> int:
 
 
 def live(
-    spool: Spool, show_all: bool, user: str | None, interval: float | None, count: int | None, chart: bool, hours: float
+    spool: Spool, show_all: bool, sel: Any, interval: float | None, count: int | None, chart: bool, hours: float
 ) -> int:
-    """gstat --watch and --gantt (once, without --watch)."""
-    from . import gstat_live
+    """gstat --watch and --gantt (once, without --watch), of the jobs ``sel`` (a :class:`.select.Selection`) names."""
+    from . import gstat_live, select
 
     def selected() -> list[dict[str, Any]]:
         jobs = load_jobs(spool)
         if not show_all:
             jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
-        return [j for j in jobs if user is None or j["user"] == user]
+        return [j for j, _ in select.pick(sel, jobs)] if sel.filtered or sel.refs else jobs
 
     def snapshot(now: float) -> Any:
         if chart:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
@@ -11,51 +12,59 @@ from ..text import shown
 from .common import ExitCode, fail, setup, warn
 
 
-def parse_ids(prog: str, job_ids: tuple[str, ...]) -> list[str]:
-    """The ids (``ID`` or ``ARRAYID_INDEX``), each once, in order; a bad one is a usage error."""
-    from ..arrays import ArrayError, parse_ref
-
-    ids: list[str] = []
-    for raw in job_ids:
-        try:
-            jid, index = parse_ref(raw)
-        except ArrayError:
-            fail(
-                prog,
-                f"'{shown(raw)}': not a job id (a positive whole number, or ARRAYID_INDEX for an array task)",
-                ExitCode.USAGE,
-            )
-        text = str(jid) if index is None else f"{jid}_{index}"
-        if text not in ids:
-            ids.append(text)
-    return ids
-
-
 def act(
-    prog: str, kind: str, verb: str, job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None
+    prog: str,
+    kind: str,
+    verb: str,
+    job_ids: tuple[str, ...],
+    spool_dir: str | None,
+    config_file: str | None,
+    users: tuple[str, ...] = (),
+    names: tuple[str, ...] = (),
+    states: tuple[str, ...] = (),
 ) -> int:
-    """Check every id, print one error line per refused job, send ``kind`` for the others.
+    """Check every job named, print one error line per refused job, send ``kind`` for the others.
 
-    ``ID`` of an array acts on all its tasks, ``ARRAYID_INDEX`` on one.  A state db that
-    cannot be read, or a request that cannot be written (a full or read-only spool), is one
-    error line and exit status 1.
+    ``ID`` of an array acts on all its tasks, ``ARRAYID_INDEX`` on one, ``ARRAYID_[LIST]`` on those
+    listed; ``-u``, ``-n`` and ``-s`` keep the jobs that match all of them (:mod:`.select`).  No id and
+    no filter, or a selection that matches no job, is one error line.  A state db that cannot be
+    read, or a request that cannot be written (a full or read-only spool), is one error line and
+    exit status 1.
     """
-    refs = parse_ids(prog, job_ids)
+    from . import select
+
+    sel = select.parse(prog, job_ids, users, names, states)
+    if not sel.refs and not sel.filtered:
+        fail(prog, "name the jobs: give job ids, or a filter (-u USER, -n NAME, -s STATE)", ExitCode.USAGE)
     s = setup(prog, spool_dir, config_file)
     ids: list[int] = []
     named: dict[int, str] = {}  # job id -> as the user named it
     missing: list[str] = []
+    single: set[int] = set()  # ids of one job each, also an array's first task (which has the array's id)
     try:
-        for ref in refs:
-            try:
-                jid = view.resolve(s.spool, ref)
-            except LookupError as e:
-                missing.append(str(e))
-                continue
-            if jid not in ids:
-                ids.append(jid)
-                named[jid] = ref
-        good, bad = view.control(s.spool, kind, ids, os.getuid()) if ids else ([], [])
+        if not sel.filtered and all(r.indices is None or len(r.indices) == 1 for r in sel.refs):
+            for ref in sel.refs:
+                try:
+                    jid = view.resolve(s.spool, ref.canonical)
+                except LookupError as e:
+                    missing.append(str(e))
+                    continue
+                if jid not in ids:
+                    ids.append(jid)
+                    named[jid] = ref.canonical
+                if ref.indices is not None:
+                    single.add(jid)
+        else:
+            jobs = view.load_jobs(s.spool)
+            if not sel.states:
+                jobs = [j for j in jobs if j["state"] not in view.TERMINAL_STATES]
+            for job, name in select.pick(sel, jobs):
+                ids.append(job["id"])
+                single.add(job["id"])
+                named[job["id"]] = name
+            if not ids:
+                fail(prog, f"no job matches {shown(sel.describe())}")
+        good, bad = view.control(s.spool, kind, ids, os.getuid(), single) if ids else ([], [])
     except view.QueueError as e:
         fail(prog, shown(e))
     for why in missing:
@@ -67,6 +76,20 @@ def act(
     if good and s.spool.daemon_info() is None:
         warn(prog, f"note: no daemon runs on {shown(s.spool.root)}; the request is served when one starts")
     return ExitCode.ERROR if bad or missing else ExitCode.OK
+
+
+def selection_options(f: Any) -> Any:
+    """``-u USER``, ``-n NAME``, ``-s STATE`` (each may repeat or list values with commas)."""
+    f = click.option(
+        "-s",
+        "--state",
+        "states",
+        multiple=True,
+        metavar="STATE",
+        help="Only jobs in STATE (PENDING, HELD, RUNNING, ... as gstat shows them, or PD, R, ...).",
+    )(f)
+    f = click.option("-n", "--name", "names", multiple=True, metavar="NAME", help="Only jobs named NAME.")(f)
+    return click.option("-u", "--user", "users", multiple=True, metavar="USER", help="Only jobs of USER.")(f)
 
 
 def complete_job_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:

@@ -48,7 +48,7 @@ JSON_KEYS = {
 def table_rows(stdout: str) -> dict[int, list[str]]:
     """The table's rows by job id (the header is the first line)."""
     lines = stdout.splitlines()
-    assert lines[0].split() == ["ID", "NAME", "USER", "STATE", "CPUS", "WALLTIME", "TIME", "CORES", "NOTE"]
+    assert lines[0].split() == ["ID", "NAME", "USER", "STATE", "CPUS", "WALLTIME", "TIME", "CORES", "REASON", "NOTE"]
     return {int(ln.split()[0]): ln.split() for ln in lines[1:] if ln.strip()}
 
 
@@ -74,8 +74,8 @@ def test_pending_submits_show_as_pending(env, run):
     r = run(gstat.cli, [])
     assert r.exit_code == 0
     rows = table_rows(r.stdout)
-    assert rows[1] == ["1", "job.sh", pwd.getpwuid(os.getuid()).pw_name, "PENDING", "2", "01:00:00"]
-    assert rows[2][1] == "later" and rows[2][3] == "HELD"
+    assert rows[1] == ["1", "job.sh", pwd.getpwuid(os.getuid()).pw_name, "PENDING", "2", "01:00:00", "None"]
+    assert rows[2][1] == "later" and rows[2][3] == "HELD" and rows[2][-1] == "JobHeldUser"
     doc = json.loads(run(gstat.cli, ["--json"]).stdout)
     assert [j["state"] for j in doc["jobs"]] == ["PENDING", "HELD"]
     for j in doc["jobs"]:
@@ -97,7 +97,7 @@ def test_table_states_times_and_filters(env, run, make_row, put_rows):
     assert rows[1][3:] == ["RUNNING", "4", "01:00:00", rows[1][6], "0-3"]
     assert re.fullmatch(r"01:00:0\d", rows[1][6])  # run for 3605 s, give or take the test's own time
     assert re.fullmatch(r"00:(09:5\d|10:00)", rows[2][6])  # until its predicted start
-    assert len(rows[3]) == 6  # no TIME, no CORES
+    assert rows[3][6:] == ["None"]  # no TIME, no CORES; REASON: nothing said yet
     rows = table_rows(run(gstat.cli, ["-a"]).stdout)
     assert sorted(rows) == [1, 2, 3, 4]
     assert rows[4][3] == "COMPLETED" and rows[4][6] == "00:00:30"

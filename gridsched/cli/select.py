@@ -1,0 +1,180 @@
+"""Which jobs a command names: ids, array ranges and filters (shared by gdel, ghold, grls and gstat).
+
+A job is named by ``ID`` (a job, or every task of array ``ID``), ``ID_N`` (one
+array task) or ``ID_[LIST]`` (array tasks, ``LIST`` as gsub --array: ``2-5``,
+``1,3-4``); filters ``-u USER``, ``-n NAME`` and ``-s STATE`` (as gstat shows
+it, or Slurm's short form: ``PD``, ``R``, ...) keep only the jobs that match
+every one of them.  Choosing the jobs is reading state; the daemon still checks
+that the user may act on each one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..text import shown
+from .common import ExitCode, fail
+
+# Slurm's short state codes (squeue %t) and the state each stands for
+SHORT_STATES = {
+    "PD": "PENDING",
+    "R": "RUNNING",
+    "CG": "STOPPING",
+    "S": "SUSPENDED",
+    "CD": "COMPLETED",
+    "F": "FAILED",
+    "TO": "TIMEOUT",
+    "CA": "CANCELLED",
+}
+STATES = ("PENDING", "HELD", "RUNNING", "STOPPING", "SUSPENDED", "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED")
+SHORT_OF = {v: k for k, v in SHORT_STATES.items()} | {"HELD": "PD"}
+
+_RANGE = re.compile(r"^\s*(\d+)_\[([0-9,\-:%]+)\]\s*$")
+
+
+@dataclass(frozen=True)
+class Ref:
+    """One job named by the user: ``text`` as written, ``jid``, and the array indices it names (None: all)."""
+
+    text: str
+    jid: int
+    indices: frozenset[int] | None
+
+    @property
+    def canonical(self) -> str:
+        """``ID`` or ``ID_N`` for a ref to one job or task; the text as written otherwise."""
+        if self.indices is None:
+            return str(self.jid)
+        return f"{self.jid}_{min(self.indices)}" if len(self.indices) == 1 else self.text
+
+
+@dataclass(frozen=True)
+class Selection:
+    refs: tuple[Ref, ...]
+    users: frozenset[str]
+    names: frozenset[str]
+    states: frozenset[str]
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.users or self.names or self.states)
+
+    def describe(self) -> str:
+        """The filters as the user gave them (for the no-match error)."""
+        parts = [*(f"-u {u}" for u in sorted(self.users)), *(f"-n {n}" for n in sorted(self.names))]
+        parts += [f"-s {s}" for s in sorted(self.states)]
+        parts += [r.text for r in self.refs]
+        return " ".join(parts)
+
+    def matches(self, job: dict[str, Any]) -> bool:
+        """Whether ``job`` (a row of :func:`gridsched.view.load_jobs`) passes the filters (ids aside)."""
+        if self.users and str(job.get("user")) not in self.users:
+            return False
+        if self.names and str(job.get("name")) not in self.names:
+            return False
+        return not self.states or str(job.get("state")) in self.states
+
+    def named(self, job: dict[str, Any]) -> str | None:
+        """How the ids name ``job`` (a ref's text), or None when none does; every job when there are no ids."""
+        if not self.refs:
+            return str(job["id"])
+        spec = job.get("spec") or {}
+        aid, index = spec.get("array_id"), spec.get("array_index")
+        for r in self.refs:
+            if r.indices is None and (job["id"] == r.jid or aid == r.jid):
+                return r.text if job["id"] == r.jid and aid is None else label(job)
+            if r.indices is not None and aid == r.jid and index in r.indices:
+                return label(job)
+        return None
+
+
+def label(job: dict[str, Any]) -> str:
+    spec = job.get("spec") or {}
+    if spec.get("array_id") is not None and spec.get("array_index") is not None:
+        return f"{spec['array_id']}_{spec['array_index']}"
+    return str(job["id"])
+
+
+def parse_ref(prog: str, raw: str) -> Ref:
+    """``ID``, ``ID_N`` or ``ID_[LIST]``; anything else is a usage error."""
+    from ..arrays import ArrayError, parse, parse_ref
+
+    m = _RANGE.match(raw)
+    try:
+        if m:
+            jid = int(m.group(1))
+            if jid <= 0:
+                raise ArrayError(raw)
+            spec = parse(m.group(2))
+            return Ref(f"{jid}_[{m.group(2)}]", jid, frozenset(spec.indices))
+        jid, index = parse_ref(raw)
+    except ArrayError:
+        fail(
+            prog,
+            f"'{shown(raw)}': not a job id (a positive whole number, or ARRAYID_INDEX for an array task)",
+            ExitCode.USAGE,
+        )
+    return Ref(str(jid) if index is None else f"{jid}_{index}", jid, None if index is None else frozenset({index}))
+
+
+def parse_state(prog: str, raw: str) -> set[str]:
+    """``-s``: states as gstat shows them or Slurm's short forms, comma-separated, any case."""
+    out: set[str] = set()
+    for part in raw.split(","):
+        s = part.strip().upper()
+        s = SHORT_STATES.get(s, s)
+        if s not in STATES:
+            fail(
+                prog,
+                f"state '{shown(part)}': not a state (one of {', '.join(STATES)}, or {', '.join(SHORT_STATES)})",
+                ExitCode.USAGE,
+            )
+        out.add(s)
+    return out
+
+
+def parse(
+    prog: str, ids: tuple[str, ...], users: tuple[str, ...], names: tuple[str, ...], states: tuple[str, ...]
+) -> Selection:
+    refs: list[Ref] = []
+    for raw in ids:
+        for part in _split_ids(raw):
+            r = parse_ref(prog, part)
+            if r not in refs:
+                refs.append(r)
+    st: set[str] = set()
+    for s in states:
+        st |= parse_state(prog, s)
+    return Selection(
+        tuple(refs),
+        frozenset(u for x in users for u in x.split(",") if u),
+        frozenset(n for x in names for n in x.split(",") if n),
+        frozenset(st),
+    )
+
+
+def _split_ids(raw: str) -> list[str]:
+    """Ids separated by commas outside brackets (``1,2,17_[1,3]``, as squeue -j)."""
+    out, depth, cur = [], 0, ""
+    for c in raw:
+        depth += c == "["
+        depth -= c == "]"
+        if c == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += c
+    out.append(cur)
+    return [p for p in out if p.strip()]
+
+
+def pick(sel: Selection, jobs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """The jobs the selection names, each with how to call it, in job id order."""
+    out = []
+    for j in jobs:
+        name = sel.named(j)
+        if name is not None and sel.matches(j):
+            out.append((j, name))
+    return out
