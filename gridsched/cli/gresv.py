@@ -314,6 +314,7 @@ def create_cmd(
     if s.spool.daemon_info() is None:
         if s.cfg.autostart:
             spawn_daemon(s.spool, s.config_file)
+            warn(PROG, f"note: started a personal daemon on {s.spool.root} (gschedd stop stops it)")
         else:
             warn(PROG, f"note: no daemon runs on {s.spool.root}; the reservation waits until one starts")
     return ExitCode.OK

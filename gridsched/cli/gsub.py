@@ -572,6 +572,7 @@ def cli(
     if spool.daemon_info() is None:
         if s.cfg.autostart:
             spawn_daemon(spool, s.config_file)
+            warn(PROG, f"note: started a personal daemon on {spool.root} (gschedd stop stops it; log: {spool.log})")
         else:
             warn(PROG, f"note: no daemon runs on {spool.root}; the job waits until one starts (gschedd start)")
     if p["wait"]:

@@ -287,7 +287,11 @@ def test_autostart(env, run, monkeypatch):
     r = run(gsub.cli, ["job.sh"])
     assert r.exit_code == 0
     assert calls == [(env / "spool", None)]
-    assert r.stderr == ""
+    assert (
+        r.stderr.startswith(f"gsub: note: started a personal daemon on {env / 'spool'} ") and r.stderr.count("\n") == 1
+    )
+    r = run(gsub.cli, ["job.sh"])  # the spawn is faked: no daemon answers, so it is started (and said) again
+    assert calls[-1] == (env / "spool", None) and "started a personal daemon" in r.stderr
 
 
 def finish_job_later(spool, put_rows, row) -> threading.Thread:
