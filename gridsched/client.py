@@ -81,6 +81,56 @@ class Job:
         )
 
 
+# What a directive may fill in of a submission: gsub's parameter -> the field of Options
+_FROM_DIRECTIVES = {
+    "name": "name",
+    "ncpus": "ncpus",
+    "walltime": "walltime",
+    "mem": "mem",
+    "output": "output",
+    "error": "error",
+    "chdir": "chdir",
+    "hold": "hold",
+    "checkpoint": "checkpoint",
+    "depend": "depend",
+}
+
+
+def _with_directives(sc: Script, opts: Options) -> Options:
+    """``opts`` with the script's directives filled in where the call left a value out, and the
+    shell that runs a script without ``#!`` chosen as gsub chooses it (:func:`.submit.choose_shell`).
+
+    The directives are parsed by gsub's own options, so they mean here what they mean to gsub; one
+    gsub cannot take raises :class:`GridschedError` with gsub's words."""
+    import contextlib
+    import dataclasses
+    import io
+
+    import click
+
+    from .cli import gsub
+    from .submit import choose_shell
+
+    ctx = gsub.cli.make_context(gsub.PROG, [sc.label], help_option_names=[])
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            p = gsub.apply_directives(ctx, ctx.params, sc)
+    except SystemExit:  # gsub's fail(): its one line, without "gsub: error: "
+        raise GridschedError(said.getvalue().strip().removeprefix(f"{gsub.PROG}: error: ")) from None
+    except click.ClickException as e:
+        raise GridschedError(e.format_message()) from None
+    fill: dict[str, Any] = {}
+    for param, field in _FROM_DIRECTIVES.items():
+        value = p.get(param)
+        if value not in (None, False) and getattr(opts, field) in (None, False):
+            fill[field] = value
+    if p.get("mem") is None and p.get("mem_per_cpu") is not None and opts.mem is None:
+        fill["mem"] = p["mem_per_cpu"] * (fill.get("ncpus") or opts.ncpus or 1)
+    shell, _notes = choose_shell(sc.text, sc.label, p["_dialect"], p.get("shell"), os.getuid())
+    return dataclasses.replace(opts, **fill, shell=shell)
+
+
 class Client:
     """A connection to the spool ``spool`` (default: as the commands choose it) with config ``config``."""
 
@@ -102,8 +152,8 @@ class Client:
         *,
         command: str | None = None,
         args: list[str] | tuple[str, ...] = (),
-        ncpus: int = 1,
-        walltime: str | int = "10m",
+        ncpus: int | None = None,
+        walltime: str | int | None = None,
         name: str | None = None,
         mem: str | int | None = None,
         output: str | None = None,
@@ -120,7 +170,11 @@ class Client:
         Options are those of gsub (``walltime`` and ``mem`` as gsub takes them,
         or seconds and bytes: a bare number of ``walltime``, even as a string, is
         seconds here, not minutes as for ``gsub -t``; ``gpus`` as ``gsub --gpus``:
-        ``2`` or ``"H100:2"``); directives in the script are not read.
+        ``2`` or ``"H100:2"``).  Left out (None), ``ncpus`` and ``walltime`` are
+        the configuration's defaults, as for gsub.  A script's ``#GS`` (or
+        ``#SBATCH``, ``#PBS``) directives are read as gsub reads them, for the
+        options this call leaves out, and choose what runs a script without
+        ``#!`` on its first line.
         """
         if (script is None) == (command is None):
             raise GridschedError("give a script file or a command, not both or neither")
@@ -134,9 +188,9 @@ class Client:
                 except OSError as e:
                     raise GridschedError(f"{script}: {e.strerror}") from None
                 sc = Script(decode(data, str(script)), str(script), path.name)
-            wt = walltime if isinstance(walltime, int) else parse_duration(walltime)
+            wt = walltime if isinstance(walltime, int) or walltime is None else parse_duration(walltime)
             mb = mem if isinstance(mem, int) or mem is None else parse_size(mem)
-            if ncpus < 1:
+            if ncpus is not None and ncpus < 1:
                 raise GridschedError(f"ncpus {ncpus}: must be at least 1")
             opts = Options(
                 name=name,
@@ -150,6 +204,8 @@ class Client:
                 checkpoint=checkpoint,
                 depend=depend,
             )
+            if script is not None:
+                opts = _with_directives(sc, opts)
             devices: list[dict[str, Any]] = []
             if gpus is not None:
                 from .cli.devopts import device_spec

@@ -13,6 +13,7 @@ the futures.
 
 from __future__ import annotations
 
+import os
 import pickle
 import shlex
 import shutil
@@ -33,6 +34,36 @@ class JobFailed(GridschedError):
     """The job of a call ended without returning a result (killed, timed out, cancelled)."""
 
 
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised inside a job: the ``__cause__`` of the exception
+    :meth:`Future.result` raises (as :mod:`concurrent.futures.process` does)."""
+
+    def __init__(self, tb: str) -> None:
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.tb}"""'
+
+
+def _main_file() -> str | None:
+    """The file this program runs as ``__main__``, for the job to load first (None: none, or not a file)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec = getattr(main, "__spec__", None)
+    if not path or spec is not None:  # `python -m pkg.mod`: its functions are importable by name
+        return None
+    path = os.path.abspath(path)
+    return path if path.endswith(".py") and os.path.isfile(path) else None
+
+
+# True while a job's worker runs the submitting script as __mp_main__ (gridsched.executor_worker): an
+# executor made then comes from top-level code that is not under `if __name__ == "__main__":`, and
+# would submit the script's calls again from every job.
+LOADING_MAIN = False
+LOG_TAIL = 20  # lines of the log of a job that ended without a result, in the error
+
+
 class GridschedExecutor(Executor):
     """An executor whose calls run as gridsched jobs of ``ncpus`` cores and ``walltime`` each.
 
@@ -45,13 +76,18 @@ class GridschedExecutor(Executor):
     def __init__(
         self,
         ncpus: int = 1,
-        walltime: str | int = "10m",
+        walltime: str | int | None = None,
         *,
         spool: str | None = None,
         config: str | None = None,
         directory: str | None = None,
         **submit_options: Any,
     ) -> None:
+        if LOADING_MAIN:
+            raise RuntimeError(
+                "a GridschedExecutor was made while a job loaded the script that submitted it: put the "
+                'script\'s top-level code under `if __name__ == "__main__":` (as for multiprocessing)'
+            )
         self.client = Client(spool, config)
         self.ncpus = ncpus
         self.walltime = walltime
@@ -75,7 +111,11 @@ class GridschedExecutor(Executor):
             n = self._seq
         src, dst = self.dir / f"call-{n}.in", self.dir / f"call-{n}.out"
         src.write_bytes(pickle.dumps((fn, args, kwargs)))
-        cmd = " ".join(shlex.quote(x) for x in (sys.executable, "-m", "gridsched.executor_worker", str(src), str(dst)))
+        argv = [sys.executable, "-m", "gridsched.executor_worker", str(src), str(dst)]
+        main = _main_file()
+        if main is not None:
+            argv.append(main)
+        cmd = " ".join(shlex.quote(x) for x in argv)
         name = getattr(fn, "__name__", "call")
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "call"
         job = self.client.submit(
@@ -87,7 +127,7 @@ class GridschedExecutor(Executor):
             error=str(self.dir / f"call-{n}.log"),
             **self.options,
         )
-        fut = _JobFuture(self, job.id, dst)
+        fut = _JobFuture(self, job.id, dst, self.dir / f"call-{n}.log")
         with self._lock:
             self._live[job.id] = fut
         self._wake.set()
@@ -108,14 +148,27 @@ class GridschedExecutor(Executor):
 
     def _finish(self, fut: _JobFuture, job: Job) -> None:
         if fut.out.exists():
-            ok, value = pickle.loads(fut.out.read_bytes())
+            try:
+                ok, value, *tb = pickle.loads(fut.out.read_bytes())
+            except Exception as e:  # noqa: BLE001 - e.g. an exception class this process cannot import
+                ok, value, tb = False, JobFailed(f"job {job.id}: its result cannot be loaded here: {e!r}"), []
             if ok:
                 fut.set_result(value)
             else:
+                if tb and isinstance(value, BaseException):
+                    value.__cause__ = RemoteTraceback(tb[0])
                 fut.set_exception(value)
         else:
             why = f"exit signal {job.exit_signal}" if job.exit_signal else f"exit code {job.exit_code}"
-            fut.set_exception(JobFailed(f"job {job.id} ended {job.state} ({why}) without a result"))
+            msg = f"job {job.id} ended {job.state} ({why}) without a result"
+            try:
+                with open(fut.log, "rb") as f:
+                    tail = f.read()[-16384:].decode(errors="replace").splitlines()[-LOG_TAIL:]
+            except OSError:
+                tail = []
+            if tail:
+                msg += f"; the end of its log ({fut.log}):\n" + "\n".join(tail)
+            fut.set_exception(JobFailed(msg))
 
     def _poll(self) -> None:
         delay = POLL_FIRST
@@ -162,11 +215,12 @@ class GridschedExecutor(Executor):
 class _JobFuture(Future):  # type: ignore[type-arg]
     """A future whose cancel also cancels its job while the job has not started."""
 
-    def __init__(self, ex: GridschedExecutor, job_id: int, out: Path) -> None:
+    def __init__(self, ex: GridschedExecutor, job_id: int, out: Path, log: Path) -> None:
         super().__init__()
         self._ex = ex
         self.job_id = job_id  # the job that runs the call
         self.out = out
+        self.log = log  # the job's output and errors
 
     def cancel(self) -> bool:
         if self.done():

@@ -16,3 +16,12 @@ def square(x: int) -> int:
 
 def fail(msg: str) -> None:
     raise ValueError(msg)
+
+
+def die(msg: str) -> None:
+    """Say ``msg`` on standard error and end the process at once: no result is written."""
+    import sys
+
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+    os._exit(3)

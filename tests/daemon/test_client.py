@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gridsched.client import Client, GridschedError
-from gridsched.executor import GridschedExecutor
-from tests.daemon.calls import cores_seen, fail, square
+from gridsched.executor import GridschedExecutor, JobFailed, RemoteTraceback
+from tests.daemon.calls import cores_seen, die, fail, square
 
 pytestmark = pytest.mark.daemon
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,8 +72,16 @@ def test_executor_results_exceptions_and_cores(make_gs):
         bad = ex.submit(fail, "no good")
         seen = ex.submit(cores_seen)
         assert [f.result(timeout=60) for f in futs] == [0, 1, 4]
-        with pytest.raises(ValueError, match="^no good$"):
+        with pytest.raises(ValueError, match="^no good$") as err:
             bad.result(timeout=60)
+        # the traceback from inside the job comes back as the exception's cause
+        cause = err.value.__cause__
+        assert isinstance(cause, RemoteTraceback)
+        assert "in fail\n    raise ValueError(msg)" in cause.tb and cause.tb.rstrip().endswith("ValueError: no good")
+        dead = ex.submit(die, "the last words")
+        with pytest.raises(JobFailed, match=r"ended FAILED \(exit code 3\) without a result") as err2:
+            dead.result(timeout=60)
+        assert "the end of its log" in str(err2.value) and str(err2.value).endswith("\nthe last words")
         assert seen.result(timeout=60) == (min(2, HOST), str(min(2, HOST)))
     assert not ex.dir.exists()  # its own directory is removed at shutdown
 
@@ -91,3 +99,106 @@ def test_cancelling_a_pending_future_cancels_its_job(gs):
     finally:
         c.cancel(blocker.id)
         ex.shutdown(wait=True)
+
+
+MAIN_SCRIPT = """\
+import sys
+
+from gridsched.executor import GridschedExecutor
+
+
+def triple(x):
+    return 3 * x
+
+
+def boom():
+    raise KeyError("inside")
+
+
+if __name__ == "__main__":
+    with GridschedExecutor(spool=sys.argv[1], config=sys.argv[2]) as ex:
+        print(ex.submit(triple, 14).result(timeout=60))
+        try:
+            ex.submit(boom).result(timeout=60)
+        except KeyError as e:
+            print("KeyError", e, "in boom" in e.__cause__.tb)
+"""
+
+UNGUARDED = """\
+import sys
+
+from gridsched.executor import GridschedExecutor
+
+
+def triple(x):
+    return 3 * x
+
+
+ex = GridschedExecutor(spool=sys.argv[1], config=sys.argv[2])
+try:
+    print(ex.submit(triple, 1).result(timeout=60))
+except RuntimeError as e:
+    print("RuntimeError", e)
+finally:
+    ex.shutdown()
+"""
+
+
+def test_executor_functions_of_the_script_that_runs_it(gs, tmp_path):
+    """Functions defined in the script run as __main__ are loaded in the job as multiprocessing loads
+    them; a script whose top-level code is not under the __main__ guard is told so, not run again."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "main_fns.py"
+    script.write_text(MAIN_SCRIPT)
+    env = job_env()
+    r = subprocess.run(
+        [sys.executable, str(script), str(gs.spool), str(gs.cfgfile)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["42", "KeyError 'inside' True"]
+    unguarded = tmp_path / "unguarded.py"
+    unguarded.write_text(UNGUARDED)
+    r = subprocess.run(
+        [sys.executable, str(unguarded), str(gs.spool), str(gs.cfgfile)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(
+        "RuntimeError the call cannot be loaded in the job: RuntimeError: a GridschedExecutor was made"
+    )
+    assert len(client(gs).jobs(all=True)) == 3  # two calls of the guarded script, one of the other: none more
+
+
+GS_SCRIPT = """\
+#GS -N fromdirective
+#GS -n 2
+#GS -t 7m
+echo "$GS_NCPUS"
+"""
+
+
+def test_client_reads_directives_and_the_configured_defaults(gs, tmp_path):
+    c = client(gs)
+    (tmp_path / "job.sh").write_text(GS_SCRIPT)
+    j = c.submit(tmp_path / "job.sh")
+    assert (j.name, j.ncpus, j.walltime) == ("fromdirective", 2, 420)
+    j2 = c.submit(tmp_path / "job.sh", ncpus=1, walltime=30)  # the call wins over a directive
+    assert (j2.name, j2.ncpus, j2.walltime) == ("fromdirective", 1, 30)
+    j3 = c.submit(command="true")
+    assert (j3.ncpus, j3.walltime) == (c.config.default_ncpus, c.config.default_walltime)
+    assert c.wait(j.id, timeout=60).state == "COMPLETED" and open(c.status(j.id).stdout).read() == "2\n"
+    (tmp_path / "bad.sh").write_text("#GS --bogus\ntrue\n")
+    with pytest.raises(GridschedError, match=r"/bad\.sh:1: unknown option --bogus"):
+        c.submit(tmp_path / "bad.sh")
+    (tmp_path / "slurm.sh").write_text("\n#!/bin/bash\n#SBATCH -t 3\n[[ 1 == 1 ]]\n")
+    with pytest.raises(GridschedError, match="does not look like a batch script"):
+        c.submit(tmp_path / "slurm.sh")
