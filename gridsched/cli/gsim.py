@@ -101,9 +101,21 @@ class GsimGroup(Group):
         return super().parse_args(ctx, args)
 
 
+def _remember_sacct(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    ctx.meta["gsim.sacct"] = value
+
+
 def _trace_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.argument("trace", metavar="TRACE"),
+        click.option(
+            "--slurm-sacct",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember_sacct,
+            help="TRACE is a Slurm cluster's history as sacct --parsable2 prints it (needs --procs; see SLURM "
+            "HISTORY in gsim(1)).",
+        ),
         click.option("--procs", type=COUNT, help="Machine size (default: MaxProcs of the trace header)."),
         click.option("--nodes", is_flag=True, help="Count the machine and the jobs in nodes (MaxNodes)."),
         click.option("--limit", type=COUNT, metavar="N", help="Replay only the first N jobs of the trace."),
@@ -214,7 +226,14 @@ def _read(trace: str, procs: int | None, nodes: bool, strict: bool, limit: int |
     from ..sim.swf import BAD_LINE, MAX_PROBLEMS, TraceError, read
 
     try:
-        tr = read(trace, procs=procs, nodes=nodes, strict=strict, limit=limit)
+        if click.get_current_context().meta.get("gsim.sacct"):
+            from ..sim import sacct
+
+            if nodes:
+                fail(PROG, "--slurm-sacct: the history is replayed in CPUs; --nodes does not apply", ExitCode.USAGE)
+            tr = sacct.read(trace, procs, strict=strict, limit=limit)
+        else:
+            tr = read(trace, procs=procs, nodes=nodes, strict=strict, limit=limit)
     except TraceError as e:
         fail(PROG, str(e))
     if not quiet:
