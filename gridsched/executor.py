@@ -1,4 +1,4 @@
-"""``concurrent.futures`` on the batch queue: each call runs as a job.
+"""``concurrent.futures`` on the batch queue: each call runs as a job, here or on a Slurm cluster.
 
     from gridsched.executor import GridschedExecutor
     with GridschedExecutor(ncpus=4, walltime="10m") as ex:
@@ -6,9 +6,12 @@
 
 The callable and its arguments are pickled into a file in a directory of the
 executor's own; the job runs ``python -m gridsched.executor_worker IN OUT``
-with the same interpreter; the result (or the exception) comes back pickled.
-A background thread polls the state db, at bounded intervals, and completes
-the futures.
+with the same interpreter; the result (or the exception, with its traceback)
+comes back pickled.  A background thread polls the jobs, at bounded
+intervals, and completes the futures.  ``backend`` chooses where the jobs run:
+``"local"``, this machine's gridsched daemon; ``"slurm"``, a Slurm cluster
+through ``sbatch``, ``squeue`` and ``scontrol`` (:mod:`gridsched.slurm`);
+``"auto"``, Slurm where ``sbatch`` answers, else the local daemon.
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from .client import Client, GridschedError, Job
+from .client import Client, GridschedError
 
-POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between polls of the state db
+POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between polls of the jobs
+BACKENDS = ("local", "slurm", "auto")
 
 
 class JobFailed(GridschedError):
@@ -44,6 +49,68 @@ class RemoteTraceback(Exception):
 
     def __str__(self) -> str:
         return f'\n"""\n{self.tb}"""'
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    """What a backend says of one job."""
+
+    state: str  # the scheduler's word: PENDING, RUNNING, COMPLETED, TIMEOUT, ...
+    running: bool
+    done: bool
+    exit_code: int | None = None
+    exit_signal: int | None = None
+
+
+class Backend(Protocol):
+    """Where the executor's jobs run."""
+
+    name: str
+
+    def submit(self, command: str, name: str, log: Path, ncpus: int, walltime: str | int | None) -> int: ...
+
+    def status(self, ids: list[int]) -> dict[int, JobStatus]:
+        """The jobs of ``ids`` the backend knows now (one it cannot tell of this time is left out)."""
+        ...
+
+    def cancel_pending(self, job_id: int) -> bool:
+        """Cancel the job if it has not started; True if it was."""
+        ...
+
+
+class LocalBackend:
+    """This machine's gridsched daemon, through :class:`Client`."""
+
+    name = "local"
+
+    def __init__(self, spool: str | None, config: str | None, options: dict[str, Any]) -> None:
+        self.client = Client(spool, config)
+        self.options = options
+
+    def submit(self, command: str, name: str, log: Path, ncpus: int, walltime: str | int | None) -> int:
+        job = self.client.submit(
+            command=command, ncpus=ncpus, walltime=walltime, name=name, output=str(log), error=str(log), **self.options
+        )
+        return job.id
+
+    def status(self, ids: list[int]) -> dict[int, JobStatus]:
+        out = {}
+        for i in ids:
+            try:
+                j = self.client.status(i)
+            except GridschedError:
+                continue
+            out[i] = JobStatus(j.state, j.state == "RUNNING", j.done, j.exit_code, j.exit_signal)
+        return out
+
+    def cancel_pending(self, job_id: int) -> bool:
+        try:
+            if self.client.status(job_id).state not in ("PENDING", "HELD"):
+                return False
+            self.client.cancel(job_id)
+        except GridschedError:
+            return False
+        return True
 
 
 def _main_file() -> str | None:
@@ -65,12 +132,18 @@ LOG_TAIL = 20  # lines of the log of a job that ended without a result, in the e
 
 
 class GridschedExecutor(Executor):
-    """An executor whose calls run as gridsched jobs of ``ncpus`` cores and ``walltime`` each.
+    """An executor whose calls run as jobs of ``ncpus`` cores and ``walltime`` each.
 
-    ``spool`` and ``config`` select the daemon (as for :class:`Client`);
-    ``directory`` is where the pickled calls go (default: a new temporary
-    directory, removed at shutdown); other keyword arguments are passed to
-    :meth:`Client.submit`.
+    ``backend``: ``"local"`` (the default), ``"slurm"`` or ``"auto"`` (see the
+    module's text).  ``spool`` and ``config`` select the local daemon (as for
+    :class:`Client`); ``directory`` is where the pickled calls and the jobs'
+    logs go (default: a new directory removed at shutdown, in the temporary
+    directory for the local daemon, in the current directory for Slurm, whose
+    nodes must see it); ``max_jobs`` is how many of its calls may be submitted
+    at once (as submitit's array parallelism: the rest wait in the executor);
+    other keyword arguments are passed to :meth:`Client.submit` (local) or
+    name sbatch options (:class:`gridsched.slurm.SlurmBackend`: ``mem``,
+    ``gpus``, ``env``, ``partition``, ...).
     """
 
     def __init__(
@@ -78,9 +151,11 @@ class GridschedExecutor(Executor):
         ncpus: int = 1,
         walltime: str | int | None = None,
         *,
+        backend: str = "local",
         spool: str | None = None,
         config: str | None = None,
         directory: str | None = None,
+        max_jobs: int | None = None,
         **submit_options: Any,
     ) -> None:
         if LOADING_MAIN:
@@ -88,20 +163,43 @@ class GridschedExecutor(Executor):
                 "a GridschedExecutor was made while a job loaded the script that submitted it: put the "
                 'script\'s top-level code under `if __name__ == "__main__":` (as for multiprocessing)'
             )
-        self.client = Client(spool, config)
+        if backend not in BACKENDS:
+            raise ValueError(f"backend {backend!r}: one of {', '.join(BACKENDS)}")
+        if max_jobs is not None and max_jobs < 1:
+            raise ValueError(f"max_jobs {max_jobs}: must be at least 1")
+        if backend != "local":
+            from . import slurm
+
+            if backend == "slurm" or slurm.available():
+                if spool is not None or config is not None:
+                    raise ValueError("spool and config select a local daemon: not with the slurm backend")
+                self.backend: Backend = slurm.SlurmBackend(submit_options)
+            else:
+                backend = "local"
+        if backend == "local":
+            self.backend = LocalBackend(spool, config, submit_options)
         self.ncpus = ncpus
         self.walltime = walltime
-        self.options = submit_options
+        self.max_jobs = max_jobs
         self._own_dir = directory is None
-        self.dir = Path(directory or tempfile.mkdtemp(prefix="gridsched-exec-"))
+        where = None if self.backend.name == "local" else os.getcwd()
+        self.dir = Path(directory or tempfile.mkdtemp(prefix="gridsched-exec-", dir=where))
         self.dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._live: dict[int, _JobFuture] = {}
+        self._backlog: list[_JobFuture] = []  # made, not yet submitted (max_jobs)
         self._seq = 0
         self._shutdown = False
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._poll, name="gridsched-executor", daemon=True)
         self._thread.start()
+
+    @property
+    def client(self) -> Client:
+        """The local daemon's client (the local backend only)."""
+        if not isinstance(self.backend, LocalBackend):
+            raise AttributeError(f"the {self.backend.name} backend has no gridsched client")
+        return self.backend.client
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         with self._lock:
@@ -115,43 +213,54 @@ class GridschedExecutor(Executor):
         main = _main_file()
         if main is not None:
             argv.append(main)
-        cmd = " ".join(shlex.quote(x) for x in argv)
         name = getattr(fn, "__name__", "call")
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "call"
-        job = self.client.submit(
-            command=cmd,
-            ncpus=self.ncpus,
-            walltime=self.walltime,
-            name=name,
-            output=str(self.dir / f"call-{n}.log"),
-            error=str(self.dir / f"call-{n}.log"),
-            **self.options,
-        )
-        fut = _JobFuture(self, job.id, dst, self.dir / f"call-{n}.log")
+        fut = _JobFuture(self, " ".join(shlex.quote(x) for x in argv), name, dst, self.dir / f"call-{n}.log")
         with self._lock:
-            self._live[job.id] = fut
+            now = self.max_jobs is None or len(self._live) < self.max_jobs
+            if not now:
+                self._backlog.append(fut)
+        if now:
+            self._start(fut)  # a refusal is raised here, to the caller
         self._wake.set()
         return fut
 
-    def _cancel_job(self, job_id: int) -> bool:
-        """Cancel the job of a future if it has not started; True if the request went out."""
-        try:
-            job = self.client.status(job_id)
-            if job.state not in ("PENDING", "HELD"):
-                return False
-            self.client.cancel(job_id)
-        except GridschedError:
+    def _start(self, fut: _JobFuture) -> None:
+        fut.job_id = self.backend.submit(fut.command, fut.name, fut.log, self.ncpus, self.walltime)
+        with self._lock:
+            self._live[fut.job_id] = fut
+
+    def _start_backlog(self) -> None:
+        while True:
+            with self._lock:
+                if not self._backlog or (self.max_jobs is not None and len(self._live) >= self.max_jobs):
+                    return
+                fut = self._backlog.pop(0)
+            if fut.cancelled():
+                continue
+            try:
+                self._start(fut)
+            except GridschedError as e:
+                fut.set_exception(e)
+
+    def _cancel_job(self, fut: _JobFuture) -> bool:
+        """Cancel the job of a future if it has not started; True if it was (or was never submitted)."""
+        with self._lock:
+            if fut in self._backlog:
+                self._backlog.remove(fut)
+                return True
+        if fut.job_id is None or not self.backend.cancel_pending(fut.job_id):
             return False
         with self._lock:
-            self._live.pop(job_id, None)
+            self._live.pop(fut.job_id, None)
         return True
 
-    def _finish(self, fut: _JobFuture, job: Job) -> None:
+    def _finish(self, fut: _JobFuture, job: JobStatus) -> None:
         if fut.out.exists():
             try:
                 ok, value, *tb = pickle.loads(fut.out.read_bytes())
             except Exception as e:  # noqa: BLE001 - e.g. an exception class this process cannot import
-                ok, value, tb = False, JobFailed(f"job {job.id}: its result cannot be loaded here: {e!r}"), []
+                ok, value, tb = False, JobFailed(f"job {fut.job_id}: its result cannot be loaded here: {e!r}"), []
             if ok:
                 fut.set_result(value)
             else:
@@ -160,7 +269,7 @@ class GridschedExecutor(Executor):
                 fut.set_exception(value)
         else:
             why = f"exit signal {job.exit_signal}" if job.exit_signal else f"exit code {job.exit_code}"
-            msg = f"job {job.id} ended {job.state} ({why}) without a result"
+            msg = f"job {fut.job_id} ended {job.state} ({why}) without a result"
             try:
                 with open(fut.log, "rb") as f:
                     tail = f.read()[-16384:].decode(errors="replace").splitlines()[-LOG_TAIL:]
@@ -173,21 +282,22 @@ class GridschedExecutor(Executor):
     def _poll(self) -> None:
         delay = POLL_FIRST
         while True:
+            self._start_backlog()
             with self._lock:
                 live = dict(self._live)
-                stop = self._shutdown and not live
+                stop = self._shutdown and not live and not self._backlog
             if stop:
                 return
+            seen = self.backend.status(list(live)) if live else {}
             for jid, fut in live.items():
-                try:
-                    job = self.client.status(jid)
-                except GridschedError:
+                job = seen.get(jid)
+                if job is None:
                     continue
                 if fut.done():
                     with self._lock:
                         self._live.pop(jid, None)
                     continue
-                if job.state == "RUNNING" and not fut.running():
+                if job.running and not fut.running():
                     fut.set_running_or_notify_cancel()
                 if job.done:
                     with self._lock:
@@ -201,9 +311,9 @@ class GridschedExecutor(Executor):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:
             self._shutdown = True
-            live = list(self._live.items())
+            live = list(self._live.values()) + list(self._backlog)
         if cancel_futures:
-            for _, fut in live:
+            for fut in live:
                 fut.cancel()
         self._wake.set()
         if wait:
@@ -215,16 +325,17 @@ class GridschedExecutor(Executor):
 class _JobFuture(Future):  # type: ignore[type-arg]
     """A future whose cancel also cancels its job while the job has not started."""
 
-    def __init__(self, ex: GridschedExecutor, job_id: int, out: Path, log: Path) -> None:
+    def __init__(self, ex: GridschedExecutor, command: str, name: str, out: Path, log: Path) -> None:
         super().__init__()
         self._ex = ex
-        self.job_id = job_id  # the job that runs the call
+        self.command, self.name = command, name
+        self.job_id: int | None = None  # the job that runs the call, once submitted
         self.out = out
         self.log = log  # the job's output and errors
 
     def cancel(self) -> bool:
         if self.done():
             return False
-        if not self._ex._cancel_job(self.job_id):
+        if not self._ex._cancel_job(self):
             return False
         return super().cancel()

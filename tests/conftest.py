@@ -215,3 +215,30 @@ def stub_daemon(tmp_path: Path):
     yield make
     for d in made:
         d.close()
+
+
+# Where ../shared/tools/slurm-localhost (a single-node Slurm on loopback) renders its configuration.
+SLURM_LOCAL_CONF = Path("/tmp/gridsched-slurm/slurm.conf")
+
+
+@pytest.fixture
+def slurm_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Slurm that answers (SLURM_CONF as set, or that of slurm-localhost where it runs); else the test is
+    skipped with the reason printed."""
+    import shutil
+
+    if "SLURM_CONF" not in os.environ and SLURM_LOCAL_CONF.exists():
+        monkeypatch.setenv("SLURM_CONF", str(SLURM_LOCAL_CONF))
+    why = None
+    if shutil.which("sbatch") is None:
+        why = "sbatch is not on PATH"
+    else:
+        try:
+            r = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=20)
+            if r.returncode != 0 or "UP" not in r.stdout:
+                why = f"no controller answers scontrol ping: {(r.stdout.strip() or r.stderr.strip())[-200:]}"
+        except (OSError, subprocess.TimeoutExpired) as e:
+            why = f"scontrol ping failed: {e}"
+    if why:
+        print(f"no local Slurm: {why}")
+        pytest.skip(f"no local Slurm: {why}")

@@ -25,3 +25,17 @@ def die(msg: str) -> None:
     sys.stderr.write(msg + "\n")
     sys.stderr.flush()
     os._exit(3)
+
+
+def span(seconds: float) -> tuple[float, float]:
+    """Sleep ``seconds``; when this call began and ended (wall clock)."""
+    import time
+
+    t0 = time.time()
+    time.sleep(seconds)
+    return t0, time.time()
+
+
+def env_of(name: str) -> str | None:
+    """The value of ``name`` in the job's environment."""
+    return os.environ.get(name)

@@ -9,7 +9,7 @@ import pytest
 
 from gridsched.client import Client, GridschedError
 from gridsched.executor import GridschedExecutor, JobFailed, RemoteTraceback
-from tests.daemon.calls import cores_seen, die, fail, square
+from tests.daemon.calls import cores_seen, die, fail, span, square
 
 pytestmark = pytest.mark.daemon
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,3 +202,20 @@ def test_client_reads_directives_and_the_configured_defaults(gs, tmp_path):
     (tmp_path / "slurm.sh").write_text("\n#!/bin/bash\n#SBATCH -t 3\n[[ 1 == 1 ]]\n")
     with pytest.raises(GridschedError, match="does not look like a batch script"):
         c.submit(tmp_path / "slurm.sh")
+
+
+def test_executor_max_jobs_and_auto_backend(gs, tmp_path, monkeypatch):
+    """max_jobs=1 runs the calls one after another; "auto" without sbatch on PATH is the local daemon."""
+    (tmp_path / "nobin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "nobin"))
+    with GridschedExecutor(
+        backend="auto", max_jobs=1, walltime="1m", spool=str(gs.spool), config=str(gs.cfgfile), env=job_env()
+    ) as ex:
+        assert ex.backend.name == "local"
+        futs = [ex.submit(span, 0.3) for _ in range(3)]
+        spans = sorted(f.result(timeout=90) for f in futs)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans  # never two at once
+    with pytest.raises(ValueError, match="max_jobs 0: must be at least 1"):
+        GridschedExecutor(max_jobs=0, spool=str(gs.spool), config=str(gs.cfgfile))
+    with pytest.raises(ValueError, match="backend 'pbs': one of local, slurm, auto"):
+        GridschedExecutor(backend="pbs", spool=str(gs.spool), config=str(gs.cfgfile))
