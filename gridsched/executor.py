@@ -208,7 +208,14 @@ class GridschedExecutor(Executor):
             self._seq += 1
             n = self._seq
         src, dst = self.dir / f"call-{n}.in", self.dir / f"call-{n}.out"
-        src.write_bytes(pickle.dumps((fn, args, kwargs)))
+        try:
+            data = pickle.dumps((fn, args, kwargs))
+        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            raise pickle.PicklingError(
+                f"the call of {getattr(fn, '__qualname__', fn)!r} cannot be sent to a job: {e} (pickle sends "
+                "functions and classes by name: define them at the top level of a module or of the script)"
+            ) from e
+        src.write_bytes(data)
         argv = [sys.executable, "-m", "gridsched.executor_worker", str(src), str(dst)]
         main = _main_file()
         if main is not None:

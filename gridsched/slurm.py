@@ -49,15 +49,24 @@ UNKNOWN_AFTER = 3  # polls in which no Slurm command knows a job before it count
 TIMEOUT = 30.0  # seconds a Slurm command may take
 
 
+def unavailable() -> str | None:
+    """Why no Slurm can take jobs from here, or None when ``sbatch`` is on PATH and ``sinfo`` answers."""
+    missing = [c for c in ("sbatch", "squeue", "scontrol", "sinfo") if shutil.which(c) is None]
+    if missing:
+        return f"{', '.join(missing)} not on PATH"
+    try:
+        r = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"sinfo: {e}"
+    if r.returncode != 0:
+        last = (r.stderr.strip() or r.stdout.strip() or f"exit status {r.returncode}").splitlines()[-1]
+        return f"sinfo: {last}"
+    return None
+
+
 def available() -> bool:
     """True when ``sbatch`` is on PATH and the cluster answers (``sinfo``)."""
-    if shutil.which("sbatch") is None or shutil.which("sinfo") is None:
-        return False
-    try:
-        r = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, timeout=TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return r.returncode == 0
+    return unavailable() is None
 
 
 def _run(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -113,6 +122,9 @@ class SlurmBackend:
         env = options.get("env")
         self.env = {**os.environ, **env} if env is not None else None
         self._unknown: dict[int, int] = {}
+        why = unavailable()
+        if why:
+            raise GridschedError(f"backend slurm: no Slurm answers here ({why})")
 
     def submit(self, command: str, name: str, log: Path, ncpus: int, walltime: str | int | None) -> int:
         argv = ["sbatch", "--parsable", "--export=ALL", f"--job-name={name}", f"--output={log}", f"--error={log}"]

@@ -26,6 +26,8 @@ HISTORY = f"""{HEADER}
 103_2|2026-11-02T09:06:00|Unknown|Unknown|00:00:00|00:10:00|0|2|1G|alice|PENDING|
 104|2026-11-02T09:07:00|None|2026-11-02T09:08:00|00:00:00|1-00:00:00|0|16|1G|carol|CANCELLED by 0|
 105|2026-11-02T09:10:00|2026-11-02T09:10:00|2026-11-02T09:15:00|00:05:00|UNLIMITED|1|1|1G|carol|CANCELLED by 1000|cpu=1
+106|2026-11-02T09:20:00|2026-11-02T09:20:00|2026-11-02T09:21:00|00:01:00|00:30:00|1|1|1G|bob|OUT_OF_MEMORY|cpu=1
+106.batch|2026-11-02T09:20:00|2026-11-02T09:20:00|2026-11-02T09:21:00|00:01:00||1|1||bob|OUT_OF_MEMORY|cpu=1
 """
 
 
@@ -41,13 +43,13 @@ def test_history_is_read_as_slurm_wrote_it(tmp_path):
     path.write_text(HISTORY)
     tr = sacct.read(str(path), procs=8)
     # steps left out; the pending task and the job cancelled before it started have no run time
-    assert tr.skipped["no run time"] == 2 and tr.lines == 6
-    assert tr.submit == [0.0, 300.0, 360.0, 600.0]
-    assert tr.size == [4, 8, 2, 1]
-    assert tr.walltime == [3600.0, 7200.0, 600.0, 300.0]  # UNLIMITED: its run time
-    assert tr.run == [1800.0, 3600.0, 120.0, 300.0]
-    assert tr.user == ["alice", "bob", "alice", "carol"]
-    assert tr.status == {2: 0, 3: 0, 4: 5}  # TIMEOUT and FAILED failed, CANCELLED cancelled
+    assert tr.skipped["no run time"] == 2 and tr.lines == 7
+    assert tr.submit == [0.0, 300.0, 360.0, 600.0, 1200.0]
+    assert tr.size == [4, 8, 2, 1, 1]
+    assert tr.walltime == [3600.0, 7200.0, 600.0, 300.0, 1800.0]  # UNLIMITED: its run time
+    assert tr.run == [1800.0, 3600.0, 120.0, 300.0, 60.0]
+    assert tr.user == ["alice", "bob", "alice", "carol", "bob"]
+    assert tr.status == {2: 0, 3: 0, 4: 5, 5: 0}  # TIMEOUT, FAILED, OUT_OF_MEMORY failed; CANCELLED cancelled
 
 
 def test_easy_replay_of_the_history(tmp_path):
@@ -57,10 +59,10 @@ def test_easy_replay_of_the_history(tmp_path):
     assert res.exit_code == 0, res.output
     rec = json.loads(res.stdout)
     # By hand: 101 runs 0-1800 on 4 CPUs; 102 (8 CPUs) is the head from 300, reserved at 101's
-    # limit (3600); 103_1 (ends by 960) and 105 (by 900) are backfilled at once; 102 starts when
-    # 101 really ends, at 1800, and runs to 5400.
-    assert rec["jobs"] == 4 and rec["skipped"] == 2
-    assert rec["wait_avg"] == pytest.approx(1500 / 4) and rec["makespan"] == pytest.approx(5400)
+    # limit (3600); 103_1 (ends by 960), 105 (by 900) and 106 (by 3000) are backfilled at once;
+    # 102 starts when 101 really ends, at 1800, and runs to 5400.
+    assert rec["jobs"] == 5 and rec["skipped"] == 2
+    assert rec["wait_avg"] == pytest.approx(1500 / 5) and rec["makespan"] == pytest.approx(5400)
 
 
 def test_bad_histories(tmp_path):

@@ -1,0 +1,157 @@
+"""The executor's tests, the same functions against both backends: the local daemon (always) and a
+real Slurm (the single-node one on loopback, where it answers; skipped with the reason elsewhere)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gridsched.client import GridschedError
+from gridsched.executor import GridschedExecutor, JobFailed, RemoteTraceback
+from tests.daemon.calls import die, env_of, fail, span, square
+
+pytestmark = pytest.mark.daemon
+ROOT = Path(__file__).resolve().parents[2]
+HOST = len(os.sched_getaffinity(0))
+
+
+def job_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+@pytest.fixture(params=["local", "slurm"])
+def where(request, make_gs, tmp_path, monkeypatch) -> dict[str, Any]:
+    """The keyword arguments that make an executor of this backend, and how it holds a job back."""
+    monkeypatch.chdir(tmp_path)
+    if request.param == "local":
+        gs = make_gs(f"[machine]\ncores = {max(2, HOST)}\n[daemon]\nautostart = false\n")
+        return {"spool": str(gs.spool), "config": str(gs.cfgfile), "env": job_env(), "_hold": {"hold": True}}
+    request.getfixturevalue("slurm_cluster")
+    return {"backend": "slurm", "env": job_env(), "_hold": {"sbatch_args": ["--hold"]}}
+
+
+def make(where: dict[str, Any], **kw: Any) -> GridschedExecutor:
+    args = {k: v for k, v in where.items() if not k.startswith("_")}
+    return GridschedExecutor(**{**args, **kw})
+
+
+def test_map_over_20_inputs(where):
+    with make(where, walltime="5m") as ex:
+        assert list(ex.map(square, range(20), timeout=300)) == [i * i for i in range(20)]
+    assert not ex.dir.exists()
+
+
+def test_exceptions_tracebacks_and_logs(where):
+    with make(where, walltime="5m") as ex:
+        bad = ex.submit(fail, "no good")
+        dead = ex.submit(die, "the last words")
+        with pytest.raises(ValueError, match="^no good$") as err:
+            bad.result(timeout=120)
+        cause = err.value.__cause__
+        assert isinstance(cause, RemoteTraceback) and "in fail\n    raise ValueError(msg)" in cause.tb
+        with pytest.raises(JobFailed, match=r"ended FAILED \(exit code 3\) without a result") as err2:
+            dead.result(timeout=120)
+        assert str(err2.value).endswith("\nthe last words")
+        with pytest.raises(pickle.PicklingError, match="cannot be sent to a job: .*lambda"):
+            ex.submit(lambda: 1)
+        with pytest.raises(pickle.PicklingError, match="cannot be sent to a job: cannot pickle '_thread.lock'"):
+            ex.submit(square, threading.Lock())
+
+
+def test_a_call_killed_at_its_walltime(where):
+    # Slurm's time limits are whole minutes
+    limit = "1m" if where.get("backend") == "slurm" else "2s"
+    with make(where, walltime=limit) as ex:
+        t0 = time.monotonic()
+        fut = ex.submit(span, 600)
+        with pytest.raises(JobFailed, match=r"ended TIMEOUT .* without a result"):
+            fut.result(timeout=300)
+        assert time.monotonic() - t0 < 240
+
+
+def test_a_cancelled_future_cancels_its_job(where):
+    from tests.conftest import wait_for
+
+    with make(where, **where["_hold"]) as ex:
+        fut = ex.submit(square, 3)
+        assert fut.cancel() and fut.cancelled()
+        # the held job is cancelled in the queue, not left there (shutdown does not wait for it)
+        wait_for(
+            lambda: (
+                ex.backend.status([fut.job_id]).get(fut.job_id, None) is not None
+                and ex.backend.status([fut.job_id])[fut.job_id].state == "CANCELLED"
+            ),
+            timeout=60,
+        )
+
+
+MAIN_SCRIPT = """\\
+import json
+import sys
+
+from gridsched.executor import GridschedExecutor
+
+
+def triple(x):
+    return 3 * x
+
+
+def boom():
+    raise KeyError("inside")
+
+
+if __name__ == "__main__":
+    with GridschedExecutor(**json.loads(sys.argv[1])) as ex:
+        print(ex.submit(triple, 14).result(timeout=120))
+        try:
+            ex.submit(boom).result(timeout=120)
+        except KeyError as e:
+            print("KeyError", e, "in boom" in e.__cause__.tb)
+"""
+
+
+def test_functions_of_the_main_script(where, tmp_path):
+    import json
+
+    script = tmp_path / "main_fns.py"
+    script.write_text(MAIN_SCRIPT)
+    args = {k: v for k, v in where.items() if not k.startswith("_") and k != "env"}
+    r = subprocess.run(
+        [sys.executable, str(script), json.dumps({**args, "walltime": "5m"})],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=job_env(),
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["42", "KeyError 'inside' True"]
+
+
+# -- Slurm only ----------------------------------------------------------------------
+
+
+def test_slurm_resources_auto_and_refusals(slurm_cluster, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with GridschedExecutor(ncpus=2, walltime=60, backend="auto", env=job_env(), mem="100M") as ex:
+        assert ex.backend.name == "slurm" and ex.dir.parent == tmp_path
+        assert ex.submit(env_of, "SLURM_CPUS_PER_TASK").result(timeout=120) == "2"
+    with pytest.raises(TypeError, match="the slurm backend takes no option checkpoint"):
+        GridschedExecutor(backend="slurm", checkpoint="signal")
+    with GridschedExecutor(backend="slurm", env=job_env(), partition="nosuchpartition") as ex:
+        with pytest.raises(GridschedError, match="^sbatch: .*[Pp]artition"):
+            ex.submit(square, 1)
+
+
+def test_slurm_backend_where_no_slurm_answers(tmp_path, monkeypatch):
+    (tmp_path / "nobin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "nobin"))
+    with pytest.raises(GridschedError, match=r"^backend slurm: no Slurm answers here \(sbatch, squeue, scontrol"):
+        GridschedExecutor(backend="slurm")
