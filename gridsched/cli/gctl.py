@@ -38,7 +38,12 @@ def toml_value(v: Any) -> str:
 
 
 # What each admin request does, for the line that refuses it to anyone else.
-ADMIN_WHAT = {"reload": "reload the configuration", "drain": "drain cores", "resume": "resume cores"}
+ADMIN_WHAT = {
+    "reload": "reload the configuration",
+    "drain": "drain cores",
+    "resume": "resume cores",
+    "set": "change the configuration",
+}
 
 
 def require_admin(spool: Spool, kind: str) -> None:
@@ -92,6 +97,62 @@ def reload(spool_dir: str | None, config_file: str | None) -> int:
         fail(PROG, shown(changed_map(new, running)))
     send(s.spool, "reload")
     click.echo(f"{PROG}: reload requested from pid {shown(info.get('pid'))} ({shown(s.cfg.path)})")
+    return ExitCode.OK
+
+
+@cli.command("set", short_help="change settings of the configuration file")
+@click.argument("settings", nargs=-1, required=True, metavar="TABLE.KEY=VALUE...")
+@spool_options
+def set_(settings: tuple[str, ...], spool_dir: str | None, config_file: str | None) -> int:
+    """Write settings into the configuration file in force and reload the daemon (root or the spool's
+    owner only): gctl set scheduler.p=0.3 scheduler.threshold=45m.
+
+    VALUE is read as TOML where it is a TOML value (0.3, true, "a b") and as a
+    string otherwise (45m).  The file with every setting applied is checked as
+    the daemon loads it; one bad setting refuses all, in one line, and nothing
+    is written.  When the configuration in force is the packaged defaults, the
+    settings go into the spool's own gridsched.toml (read before them).  The
+    file is written whole, with tomli-w, which does not keep comments and
+    layout: the previous text is kept as FILE.bak.  A change of the machine map
+    (machine.*) is refused while a daemon runs on it, as gctl reload refuses it.
+    """
+    from pathlib import Path
+
+    from .. import configwrite
+
+    s = setup(PROG, spool_dir, config_file)
+    require_admin(s.spool, "set")
+    target = Path(s.cfg.path)
+    if target == PACKAGED:
+        target = s.spool.root / "gridsched.toml"
+    try:
+        wanted = [configwrite.parse_setting(x) for x in settings]
+        data = configwrite.applied(configwrite.read(target), wanted)
+        new = configwrite.check(target, data)
+    except configwrite.SettingError as e:
+        fail(PROG, shown(f"set: {e}; nothing written"))
+    info = s.spool.daemon_info()
+    if info is not None:
+        from ..topology import changed_map, running_map
+
+        running = running_map(s.spool)
+        fresh = _machine(new)
+        if running is not None and running.text() != fresh.text():
+            fail(PROG, shown(f"set: {changed_map(fresh, running)}; nothing written"))
+    if target.parent == s.spool.root:
+        s.spool.ensure()
+    try:
+        backup = configwrite.write(target, data)
+    except configwrite.SettingError as e:
+        fail(PROG, shown(f"set: {e}"))
+    said = ", ".join(f"{'.'.join(k)} = {toml_value(v)}" for k, v in wanted)
+    kept = f" (the previous file: {backup})" if backup else ""
+    click.echo(shown(f"{PROG}: set {said} in {target}{kept}"))
+    if info is None:
+        click.echo(shown(f"{PROG}: no daemon runs on {s.spool.root}: the settings take effect when one starts"))
+        return ExitCode.OK
+    send(s.spool, "reload")
+    click.echo(f"{PROG}: reload requested from pid {shown(info.get('pid'))}")
     return ExitCode.OK
 
 

@@ -676,6 +676,13 @@ def compare_cmd(
     help="What the best setting optimizes.",
 )
 @click.option("--plot", metavar="FILE.png", help="Heat map of the metric over the grid.")
+@click.option(
+    "--write",
+    "write_to",
+    metavar="CONFIG",
+    help="Write the best setting (scheduler.policy, p, threshold) into the configuration file CONFIG (made if "
+    "missing; its other settings kept; written as gctl set writes).",
+)
 def tune_cmd(
     trace: str,
     procs: int | None,
@@ -693,6 +700,7 @@ def tune_cmd(
     thresholds: list[float],
     metric: str,
     plot: str | None,
+    write_to: str | None,
 ) -> None:
     """Replay TRACE for each p and threshold of a grid and pick the best setting."""
     from ..sim import report
@@ -727,6 +735,30 @@ def tune_cmd(
         )
     else:
         report.print_tune(recs, ps, thresholds, metric, key, best)
+    if write_to is not None:
+        _write_best(write_to, policy, best["p"], best["threshold"])
+
+
+def _write_best(path: str, policy: str, p: float, threshold: float) -> None:
+    """``gsim tune --write``: the setting into ``path``, checked as the daemon loads it."""
+    from pathlib import Path
+
+    from .. import configwrite
+    from ..core.units import format_duration
+
+    th = int(threshold) if float(threshold).is_integer() else threshold
+    settings = [(["scheduler", "policy"], policy), (["scheduler", "p"], p), (["scheduler", "threshold"], th)]
+    target = Path(path)
+    try:
+        data = configwrite.applied(configwrite.read(target), settings)
+        configwrite.check(target, data)
+        backup = configwrite.write(target, data)
+    except configwrite.SettingError as e:
+        fail(PROG, f"--write: {e}")
+    kept = f" (the previous file: {backup})" if backup else ""
+    warn(
+        PROG, f"wrote scheduler.policy = {policy}, p = {p:g}, threshold = {format_duration(threshold)} to {path}{kept}"
+    )
 
 
 def _add_tree_command() -> None:

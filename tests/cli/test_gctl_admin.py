@@ -21,9 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tomli_w  # noqa: F401 - gctl set writes with it
 
 # loaded here, before any fork: a child that is not root may be unable to import from the interpreter's directory
 import gridsched.admin  # noqa: F401
+import gridsched.configwrite  # noqa: F401
 import gridsched.core.cpuset  # noqa: F401
 import gridsched.topology  # noqa: F401
 from gridsched.cli import gctl
@@ -170,16 +172,20 @@ def requests(spool: Spool) -> list[str]:
         (["reload"], "reload the configuration"),
         (["drain", "0-1", "--reason", "maintenance"], "drain cores"),
         (["resume", "0"], "resume cores"),
+        (["set", "scheduler.p=0.3"], "change the configuration"),
     ],
     ids=lambda v: v[0] if isinstance(v, list) else "",
 )
 def test_a_user_who_is_not_admin_is_refused_and_writes_nothing(stranger, system_spool, args, what):
     assert requests(system_spool) == []
+    config = system_spool.root.parent / "gridsched.toml"
+    before = config.read_bytes()
     code, out, err = gctl_as(stranger, system_spool, *args)
     assert code == 1, (out, err)
     assert out == ""
     assert err == f"gctl: error: {args[0]}: only root or the spool's owner (uid 0) may {what}\n"
     assert requests(system_spool) == []
+    assert config.read_bytes() == before and sorted(os.listdir(config.parent)) == ["gridsched.toml", "spool"]
 
 
 def test_the_refusal_names_the_spool_owner(stranger, base):
@@ -212,3 +218,19 @@ def test_the_spool_owner_and_root_may(stranger, base, monkeypatch, run):
     r = run(gctl.cli, ["resume", "0-1"])
     assert r.exit_code == 0, r.stderr
     assert sorted(n.split("-")[0] for n in requests(spool)) == ["drain", "undrain"]
+
+
+def test_set_by_an_admin_who_cannot_write_the_file_changes_nothing(stranger, base):
+    """The spool's owner may set, but the configuration file in force is root's (0644): one line, nothing
+    written, no request."""
+    spool = Spool(base / "spool")
+    spool.ensure()
+    for d in (spool.root, spool.incoming, spool.quarantine, spool.jobs):
+        os.chown(d, stranger.pw_uid, stranger.pw_gid)
+    config = base / "gridsched.toml"
+    before = config.read_bytes()
+    code, out, err = gctl_as(stranger, spool, "set", "scheduler.p=0.3")
+    assert code == 1 and out == ""
+    assert err == f"gctl: error: set: cannot write {config}: Permission denied; nothing changed\n"
+    assert config.read_bytes() == before and sorted(os.listdir(base)) == ["gridsched.toml", "spool"]
+    assert requests(spool) == []
