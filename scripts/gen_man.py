@@ -290,10 +290,14 @@ FOREIGN = (
     + "\n"
     + para("""
     gsub --emit slurm goes the other way: it prints the script with #SBATCH lines equivalent to
-    its directives and the options given, and submits nothing; --emit pbs prints #PBS lines
-    (PBS Pro: -l select=1:ncpus=N:mem=M, -l walltime=HH:MM:SS, -J for an array, -r y|n).  What
-    the other system lacks (--checkpoint signal, suspend, criu; % patterns in a PBS path)
-    becomes a comment: # gridsched: dropped --checkpoint signal (no Slurm equivalent).
+    its directives and the options given, and submits nothing: devices as Slurm's own --gpus,
+    --gpus-per-task, --gres and --gpu-bind (strict as --gres-flags=enforce-binding), --begin,
+    dependencies and arrays with their %MAX as written, and --checkpoint signal as
+    --signal=B:SIG@GRACE (the configured checkpoint signal and grace) plus --requeue.  --emit pbs
+    prints #PBS lines (PBS Pro: -l select=1:ncpus=N:mem=M:ngpus=G, -l walltime=HH:MM:SS, -J for an
+    array, -r y|n).  What the other system lacks (--checkpoint suspend or signal for PBS; % patterns
+    in a PBS path; a GPU model for PBS) becomes a comment: # gridsched: dropped --checkpoint suspend
+    (no Slurm equivalent).
 """)
 )
 

@@ -952,11 +952,17 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
         out.append("#SBATCH --hold")
     if params.get("wait"):
         out.append("#SBATCH --wait")
+    out += _sbatch_devices(params)
     ck = params.get("checkpoint")
     if ck == "requeue":
         out.append("#SBATCH --requeue")
     elif ck == "none":
         out.append("#SBATCH --no-requeue")
+    elif ck == "signal":
+        sig, grace = params.get("_checkpoint_signal") or "USR1", params.get("_checkpoint_grace") or 30
+        out.append(f"# gridsched: --checkpoint signal: SIG{sig} to the batch shell {grace} s before the time limit,")
+        out.append("# and requeued when preempted (Slurm's PreemptMode=REQUEUE); exit 75 is not special to Slurm")
+        out += [f"#SBATCH --signal=B:{sig}@{grace}", "#SBATCH --requeue"]
     elif ck is not None:
         out.append(f"# gridsched: dropped --checkpoint {ck} (no Slurm equivalent)")
     join = params.get("join")
@@ -964,6 +970,26 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
         pass  # sbatch joins the error to the output when no --error is given
     elif join in ("oe", "eo"):
         out.append(f"# gridsched: dropped --join {join} (sbatch joins them when --error is not given)")
+    return out
+
+
+def _sbatch_devices(params: dict[str, Any]) -> list[str]:
+    """``#SBATCH`` lines for gsub's device options (same names in Slurm, but --gpu-bind strict)."""
+    q = shlex.quote
+    out: list[str] = []
+    if params.get("gpus"):
+        out.append(f"#SBATCH --gpus={q(str(params['gpus']))}")
+    if params.get("gpus_per_task") is not None:
+        out.append(f"#SBATCH --gpus-per-task={params['gpus_per_task']}")
+    if params.get("gres"):
+        out.append(f"#SBATCH --gres={q(','.join(params['gres']))}")
+    bind = params.get("gpu_bind")
+    if bind == "strict":  # Slurm's way to require the cores beside the GPUs
+        out.append("#SBATCH --gres-flags=enforce-binding")
+    elif bind:
+        out.append(f"#SBATCH --gpu-bind={bind}")
+    if params.get("exclusive_gpu"):
+        out.append("# gridsched: --exclusive-gpu: Slurm does not share a GPU unless the site configures sharding")
     return out
 
 
@@ -987,8 +1013,15 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
         mem = params["mem_per_cpu"] * (params.get("ncpus") or 1)
     if mem:
         select += f":mem={_pbs_mem(mem)}"
-    if params.get("ncpus") is not None or mem:
+    ngpus = _gpu_count(params)
+    if ngpus:
+        select += f":ngpus={ngpus}"
+    if params.get("ncpus") is not None or mem or ngpus:
         out.append(f"#PBS -l {select}")
+    if params.get("gpus") and ":" in str(params["gpus"]):
+        out.append(f"# gridsched: the GPU model of --gpus {q(str(params['gpus']))} is a site resource in PBS")
+    if params.get("gres") or params.get("gpu_bind") or params.get("exclusive_gpu"):
+        out.append("# gridsched: dropped --gres/--gpu-bind/--exclusive-gpu (no PBS Pro equivalent)")
     if params.get("walltime") is not None:
         h, rest = divmod(int(params["walltime"]), 3600)
         out.append(f"#PBS -l walltime={h:02d}:{rest // 60:02d}:{rest % 60:02d}")
@@ -1023,6 +1056,18 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
         if params.get(key):
             out.append(f"# gridsched: dropped --{key.replace('_', '-')} {q(params[key])} (not translated to PBS)")
     return out
+
+
+def _gpu_count(params: dict[str, Any]) -> int:
+    """The GPUs --gpus or --gpus-per-task asks for (``H100:2`` is 2)."""
+    if params.get("gpus"):
+        try:
+            return int(str(params["gpus"]).rsplit(":", 1)[-1])
+        except ValueError:
+            return 0
+    if params.get("gpus_per_task") is not None:
+        return int(params["gpus_per_task"]) * int(params.get("ntasks") or 1)
+    return 0
 
 
 def _emit(text: str, lines: list[str], shell: str | None) -> str:

@@ -88,6 +88,12 @@ JOB_PARAMS = (
     "shell",
     "begin",
     "open_mode",
+    # devices (gridsched.cli.devopts.PARAMS)
+    "gpus",
+    "gpus_per_task",
+    "gres",
+    "gpu_bind",
+    "exclusive_gpu",
 )
 
 
@@ -460,7 +466,11 @@ def cli(
         warn(PROG, f"warning: {n}")
     if p["emit"] is not None:  # the script as the other system would read it, with the interpreter chosen here
         emit = compat.emit_slurm if p["emit"] == "slurm" else compat.emit_pbs
-        click.echo(emit(sc.text, {**given(ctx, p), **({"shell": shell} if shell else {})}), nl=False)
+        emitted = {**given(ctx, p), **({"shell": shell} if shell else {})}
+        if emitted.get("checkpoint") == "signal":  # the signal and grace the daemon would use
+            cfg = setup(PROG, spool_dir, config_file).cfg
+            emitted.update(_checkpoint_signal=cfg.checkpoint_signal, _checkpoint_grace=cfg.checkpoint_grace)
+        click.echo(emit(sc.text, emitted), nl=False)
         return ExitCode.OK
     for opt in ("output", "error"):
         bad = compat.unknown_patterns(p[opt] or "") if dialect in (None, "slurm") else []

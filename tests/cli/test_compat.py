@@ -233,22 +233,69 @@ def test_emitted_script_reads_back_as_the_same_options(env, run, submits, args):
         assert (back.pop("ntasks"), back.pop("cpus_per_task")) == (1, back["ncpus"])
     for k, v in back.items():
         assert want[k] == v, k
-    set_keys = {k for k in gsub.JOB_PARAMS if want.get(k) not in (None, False)}
+    set_keys = {k for k in gsub.JOB_PARAMS if want.get(k) not in (None, False, ())}
     assert set(back) == set_keys
 
 
 def test_emit_drops_what_slurm_lacks_with_a_comment(env, run):
-    r = run(gsub.cli, ["--emit", "slurm", "--checkpoint", "signal", "-n", "2", "--wrap", "true"])
+    r = run(gsub.cli, ["--emit", "slurm", "--checkpoint", "suspend", "-n", "2", "--wrap", "true"])
     assert r.exit_code == 0
-    assert "# gridsched: dropped --checkpoint signal (no Slurm equivalent)\n" in r.stdout
+    assert "# gridsched: dropped --checkpoint suspend (no Slurm equivalent)\n" in r.stdout
     assert r.stdout.startswith("#!/bin/sh\n")
 
 
-def test_sbatch_accepts_the_emitted_script(env, run, slurm_cluster):
-    r = run(gsub.cli, ["--emit", "slurm", "-N", "t", "-n", "1", "-t", "5m", "--wrap", "true"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-N", "t", "-n", "1", "-t", "5m"],
+        # what gridsched has grown: a throttled array, a begin time, the checkpoint signal and requeue
+        ["-N", "t", "-n", "2", "-t", "1h", "--array", "1-10%2", "--begin", "now+60", "--checkpoint", "signal"],
+    ],
+    ids=["plain", "grown"],
+)
+def test_sbatch_accepts_the_emitted_script(env, run, slurm_cluster, args):
+    r = run(gsub.cli, ["--emit", "slurm", *args, "--wrap", "true"])
     (env / "e.sh").write_text(r.stdout)
     s = subprocess.run(["sbatch", "--test-only", str(env / "e.sh")], capture_output=True, text=True, timeout=60)
     assert s.returncode == 0, s.stderr
+
+
+def test_emit_devices_and_the_checkpoint_signal(env, run):
+    """Devices are translated with Slurm's own options (sbatch --test-only cannot check them on a node
+    without GPUs); --checkpoint signal becomes the signal before the time limit plus --requeue."""
+    r = run(
+        gsub.cli,
+        [
+            "--emit",
+            "slurm",
+            "--gpus",
+            "H100:2",
+            "--gpu-bind",
+            "strict",
+            "--checkpoint",
+            "signal",
+            "--gres",
+            "fpga:1",
+            "--wrap",
+            "true",
+        ],
+    )
+    assert r.exit_code == 0
+    lines = [x for x in r.stdout.splitlines() if x.startswith("#SBATCH")]
+    assert lines == [
+        "#SBATCH --gpus=H100:2",
+        "#SBATCH --gres=fpga:1",
+        "#SBATCH --gres-flags=enforce-binding",
+        "#SBATCH --signal=B:USR1@30",
+        "#SBATCH --requeue",
+    ]
+    (env / "cfg.toml").write_text(
+        (env / "cfg.toml").read_text() + '[jobs]\ncheckpoint_signal = "TERM"\ncheckpoint_grace = "2m"\n'
+    )
+    r = run(gsub.cli, ["--emit", "slurm", "--checkpoint", "signal", "--wrap", "true"])
+    assert "#SBATCH --signal=B:TERM@120\n#SBATCH --requeue\n" in r.stdout
+    r = run(gsub.cli, ["--emit", "pbs", "--gpus", "2", "-n", "4", "--wrap", "true"])
+    assert "#PBS -l select=1:ncpus=4:ngpus=2\n" in r.stdout
 
 
 # -- --depend ------------------------------------------------------------------------
