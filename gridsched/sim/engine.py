@@ -234,6 +234,7 @@ def simulate(
     ends: list[tuple[float, int, int]] = []  # heap of (time, job, segment)
     history: dict[str, tuple[float, ...]] = {}
     head: HeadReservation | None = None
+    head_at = INF  # when the head's reservation asks for a pass
     wake = INF
     free = ncores
     overhead_cs = 0.0
@@ -337,8 +338,8 @@ def simulate(
             if piece_ends and piece_ends[0][0] < now:
                 now = piece_ends[0][0]
         timer = wake
-        if head is not None and head.time < timer:
-            timer = head.time
+        if head_at < timer:
+            timer = head_at
         if timer < now:
             now = timer
         if now == INF:
@@ -448,7 +449,7 @@ def simulate(
 
         if need_pass and fast and not rv_live and not gated:
             if not pending:  # nothing to decide: the plan is empty
-                need_pass, head, wake = False, None, INF
+                need_pass, head, head_at, wake = False, None, INF, INF
             elif quiet_full:
                 if smallest is None:
                     smallest = min(map(_ncpus, pending))
@@ -486,6 +487,9 @@ def simulate(
                         ungated.discard(i)
                         eligible[i] = now  # type: ignore[index]
                 head = plan.head
+                # a reservation time this pass has already reached asks for no pass of its own (times in
+                # floating point: a running job's counted end may fall a hair before its end event)
+                head_at = head.time if head is not None and head.time > now else INF
                 w = plan.wake_at
                 wake = w if w is not None and w > now else INF
                 if not plan.decisions:
