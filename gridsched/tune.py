@@ -1,0 +1,178 @@
+"""Choosing the scheduler's settings from a site's own history: a pure function of a job history.
+
+A history is the jobs that finished in a window (their submit time, the
+walltime they asked for, the time they really ran, their cores and user).  The
+tuner replays it through the same scheduling core as gsim (:mod:`gridsched.sim`)
+under EASY and under every setting of a grid (checkpoint-backfill with each
+``p``, ``threshold`` and predictor), scores each by the objective (average
+bounded slowdown, average wait, or ``mix``: the mean of both, each relative to
+EASY's), and says which to adopt.  It adopts the best only when the best beats
+both EASY and the setting in force by ``margin`` (a hysteresis, so a setting
+is not changed back and forth for noise); until the history holds
+``min_jobs`` jobs it keeps the setting in force.
+
+Nothing here reads a clock, a file or the daemon: the caller (``gctl tune``,
+gsim) gives the history and the settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .core.params import Params, Policy, Predictor
+
+OBJECTIVES = ("bsld", "wait", "mix")
+DEFAULT_PS = (0.1, 0.2, 0.3, 0.5)
+DEFAULT_THRESHOLDS = (600.0, 1800.0, 3600.0)
+DEFAULT_PREDICTORS = (Predictor.SCALED,)
+MIN_JOBS = 100
+MARGIN = 0.02
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One finished job of the history."""
+
+    submit: float
+    walltime: float  # asked for
+    run: float  # really ran (cut at the walltime)
+    ncpus: int
+    user: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One setting replayed over the history."""
+
+    params: Params
+    wait_avg: float
+    bsld_avg: float
+    score: float  # by the objective; lower is better
+
+    @property
+    def label(self) -> str:
+        return label(self.params)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    rows: tuple[Row, ...]  # EASY first, then the grid in order
+    best: Row | None  # None: too little history
+    adopt: Params | None  # the setting to put in force; None: keep the one in force
+    why: str
+
+
+def label(p: Params) -> str:
+    if p.policy is not Policy.CHECKPOINT_BACKFILL:
+        return p.policy.value
+    return f"p={p.p:g} threshold={p.threshold:g}s predictor={p.predictor.value}"
+
+
+def grid(
+    base: Params,
+    ps: Sequence[float] = DEFAULT_PS,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    predictors: Sequence[Predictor] = DEFAULT_PREDICTORS,
+) -> list[Params]:
+    """EASY, then checkpoint-backfill at every combination (the rest of ``base`` kept)."""
+    out = [dataclasses.replace(base, policy=Policy.EASY)]
+    for pred in predictors:
+        for p in ps:
+            for th in thresholds:
+                out.append(
+                    dataclasses.replace(base, policy=Policy.CHECKPOINT_BACKFILL, p=p, threshold=th, predictor=pred)
+                )
+    return out
+
+
+def replay(history: Sequence[Job], ncores: int, settings: Sequence[Params], overhead: float = 120.0) -> list[Row]:
+    """Every setting replayed over ``history`` on ``ncores`` cores (unscored: ``score`` is 0)."""
+    from .sim.engine import simulate
+    from .sim.metrics import compute
+    from .sim.swf import Trace
+
+    jobs = sorted(history, key=lambda j: j.submit)
+    tr = Trace("history", ncores, ncores, None)
+    t0 = jobs[0].submit if jobs else 0.0
+    for k, j in enumerate(jobs):
+        if not 0 < j.ncpus <= ncores:
+            continue
+        tr.ids.append(k + 1)
+        tr.submit.append(j.submit - t0)
+        tr.size.append(j.ncpus)
+        tr.walltime.append(max(j.walltime, j.run, 1.0))
+        tr.run.append(min(j.run, max(j.walltime, j.run)))
+        tr.user.append(j.user)
+    rows = []
+    for prm in settings:
+        m = compute(simulate(tr, prm, overhead=overhead))
+        rows.append(Row(prm, m.wait_avg, m.bsld_avg, 0.0))
+    return rows
+
+
+def score(rows: Sequence[Row], objective: str) -> list[Row]:
+    """``rows`` with their scores; the first row is EASY's, the reference of ``mix``."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective {objective!r}: one of {', '.join(OBJECTIVES)}")
+    easy = rows[0]
+
+    def rel(v: float, ref: float) -> float:
+        return v / ref if ref > 0 else (1.0 if v <= 0 else 2.0)
+
+    out = []
+    for r in rows:
+        if objective == "bsld":
+            s = r.bsld_avg
+        elif objective == "wait":
+            s = r.wait_avg
+        else:
+            s = (rel(r.wait_avg, easy.wait_avg) + rel(r.bsld_avg, easy.bsld_avg)) / 2
+        out.append(dataclasses.replace(r, score=s))
+    return out
+
+
+def choose(
+    history: Sequence[Job],
+    ncores: int,
+    current: Params,
+    settings: Sequence[Params],
+    objective: str = "mix",
+    margin: float = MARGIN,
+    min_jobs: int = MIN_JOBS,
+    overhead: float = 120.0,
+) -> Decision:
+    """The setting to adopt after replaying ``history`` (``settings[0]`` must be EASY; see the module)."""
+    if not settings or settings[0].policy is not Policy.EASY:
+        raise ValueError("the first setting must be EASY, the reference")
+    if len(history) < min_jobs:
+        return Decision((), None, None, f"{len(history)} jobs of history, fewer than {min_jobs}: kept")
+    cand = list(settings)
+    if not any(_same(current, s) for s in cand):
+        cand.append(current)
+    rows = score(replay(history, ncores, cand, overhead), objective)
+    best = min(rows, key=lambda r: r.score)  # the first of equal scores: EASY before any other
+    easy = rows[0]
+    now = next(r for r in rows if _same(current, r.params))
+    if _same(best.params, current):
+        return Decision(tuple(rows), best, None, f"the setting in force ({label(current)}) is the best: kept")
+    beats_now = best.score <= now.score * (1 - margin)
+    beats_easy = best is easy or best.score <= easy.score * (1 - margin)
+    if beats_now and beats_easy:
+        gain = 1 - best.score / now.score if now.score > 0 else 0.0
+        return Decision(tuple(rows), best, best.params, f"{label(best.params)} beats {label(current)} by {gain:.1%}")
+    return Decision(
+        tuple(rows),
+        best,
+        None,
+        f"{label(best.params)} is best but not by {margin:.0%} over both EASY and {label(current)}: kept",
+    )
+
+
+def _same(a: Params, b: Params) -> bool:
+    if a.policy is not b.policy:
+        return False
+    if a.policy is not Policy.CHECKPOINT_BACKFILL:
+        return True
+    return (a.p, a.threshold, a.predictor) == (b.p, b.threshold, b.predictor)

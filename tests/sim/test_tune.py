@@ -1,0 +1,75 @@
+"""The tuner: a pure function of a job history that replays it under EASY and a grid of settings."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from click.testing import CliRunner
+from simtraces import swf_line
+
+from gridsched.cli.gsim import main
+from gridsched.core.params import Params, Policy
+from gridsched.tune import Job, choose, grid, replay
+
+CKPT = Params(policy=Policy.CHECKPOINT_BACKFILL)  # the published defaults: p 0.2, threshold 30 min
+
+
+def history(n: int = 200, seed: int = 1, factor: float = 1.0) -> list[Job]:
+    r = random.Random(seed)
+    t, out = 0.0, []
+    for _ in range(n):
+        t += r.expovariate(1 / 400)
+        run = r.choice([60, 300, 900, 3600, 7200]) * r.uniform(0.5, 1.5)
+        out.append(Job(t, run * factor, run, r.choice([1, 2, 4, 8, 16, 32]), f"u{r.randrange(5)}"))
+    return out
+
+
+def test_too_little_history_keeps_the_setting_in_force():
+    d = choose(history(50), 64, CKPT, grid(CKPT), min_jobs=100)
+    assert d.adopt is None and d.best is None and d.why == "50 jobs of history, fewer than 100: kept"
+
+
+def test_jobs_of_the_whole_machine_leave_nothing_to_backfill():
+    """Every job asks for every core: every setting makes the same schedule, so EASY ties and nothing changes."""
+    jobs = [Job(60.0 * k, 600.0, 100.0 + k, 64) for k in range(120)]
+    d = choose(jobs, 64, CKPT, grid(CKPT), objective="bsld")
+    assert len({(r.wait_avg, r.bsld_avg) for r in d.rows}) == 1
+    assert d.adopt is None and d.best is d.rows[0] and d.best.params.policy is Policy.EASY
+
+
+def test_the_best_is_adopted_only_by_a_margin_over_easy_and_the_setting_in_force():
+    jobs = history(200, factor=10.0)
+    d = choose(jobs, 64, CKPT, grid(CKPT), objective="mix", margin=0.0)
+    easy, now = d.rows[0], next(r for r in d.rows if r.params == CKPT)
+    assert d.best is not None and d.best.score == min(r.score for r in d.rows)
+    if d.adopt is not None:
+        assert d.best.score < now.score and d.best.score <= easy.score
+    never = choose(jobs, 64, CKPT, grid(CKPT), objective="mix", margin=1.0)  # nothing beats anything by 100 %
+    assert never.adopt is None and never.why.endswith(": kept")
+    best = d.best.params
+    kept = choose(jobs, 64, best, grid(CKPT), objective="mix", margin=0.0)
+    assert kept.adopt is None and kept.why.startswith("the setting in force")
+
+
+def test_the_replay_is_gsim_s():
+    """The tuner's replay of a history and gsim's of the same jobs as an SWF log give the same averages."""
+    jobs = [Job(float(k * 37), float(600 + 60 * (k % 7)), float(100 + 13 * (k % 11)), 1 + k % 8) for k in range(80)]
+    rows = replay(jobs, 16, [Params(policy=Policy.EASY), CKPT])
+    lines = [swf_line(k + 1, j.submit, j.run, j.ncpus, j.walltime) for k, j in enumerate(jobs)]
+    runner = CliRunner()
+    for row, policy in zip(rows, ("easy", "checkpoint-backfill")):
+        with runner.isolated_filesystem():
+            with open("t.swf", "w") as f:
+                f.write("; MaxProcs: 16\n" + "\n".join(lines) + "\n")
+            res = runner.invoke(main, ["run", "t.swf", "--policy", policy, "--json"], prog_name="gsim")
+            rec = json.loads(res.stdout)
+        assert (row.wait_avg, row.bsld_avg) == pytest.approx((rec["wait_avg"], rec["bsld_avg"]))
+
+
+def test_bad_settings():
+    with pytest.raises(ValueError, match="the first setting must be EASY"):
+        choose(history(), 64, CKPT, grid(CKPT)[1:])
+    with pytest.raises(ValueError, match="objective 'speed': one of bsld, wait, mix"):
+        choose(history(), 64, CKPT, grid(CKPT), objective="speed")
