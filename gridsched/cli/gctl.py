@@ -156,6 +156,124 @@ def set_(settings: tuple[str, ...], spool_dir: str | None, config_file: str | No
     return ExitCode.OK
 
 
+@cli.command("tune", short_help="choose p and threshold from this machine's history")
+@click.option("--dry-run", is_flag=True, help="Print the table and the choice; change nothing.")
+@click.option(
+    "--window",
+    default="14d",
+    show_default=True,
+    metavar="DURATION",
+    help="History: jobs that ended this long ago at most.",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(("bsld", "wait", "mix")),
+    default="mix",
+    show_default=True,
+    help="bsld (average bounded slowdown), wait (average wait), or mix (their mean, each relative to EASY's).",
+)
+@click.option(
+    "--margin",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.02,
+    show_default=True,
+    help="Adopt the best only if it beats both EASY and the setting in force by this fraction.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
+@spool_options
+def tune(
+    dry_run: bool,
+    window: str,
+    objective: str,
+    margin: float,
+    as_json: bool,
+    spool_dir: str | None,
+    config_file: str | None,
+) -> int:
+    """Replay the jobs that ended in the last --window through EASY and a grid of checkpoint-backfill
+    settings (p 0.1-0.5, threshold 10 min-1 h), and adopt the best (written into the configuration as
+    gctl set writes, then reloaded) if it beats both EASY and the setting in force by --margin.  With
+    fewer than 100 jobs of history the setting in force is kept.  Root or the spool's owner only,
+    unless --dry-run."""
+    import time
+
+    from .. import tune as tuner
+    from ..core.units import UnitError, format_duration, parse_duration
+    from ..state import StateDB
+
+    s = setup(PROG, spool_dir, config_file)
+    if not dry_run:
+        require_admin(s.spool, "set")
+    try:
+        span = parse_duration(window)
+    except UnitError as e:
+        fail(PROG, f"--window {e}", ExitCode.USAGE)
+    now = time.time()
+    history: list[tuner.Job] = []
+    if s.spool.db.exists():
+        db = StateDB(s.spool.db)
+        try:
+            for j in db.jobs(states=("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED")):
+                if j["start_time"] is None or j["end_time"] is None or j["end_time"] < now - span:
+                    continue
+                run = max(0.0, float(j["elapsed"] or (j["end_time"] - j["start_time"])))
+                history.append(tuner.Job(j["submit_time"], float(j["walltime"]), run, j["ncpus"], j["user"]))
+        finally:
+            db.close()
+    machine = _machine(s.cfg, s.spool)
+    current = s.cfg.params
+    d = tuner.choose(history, machine.ncores, current, tuner.grid(current), objective, margin)
+    if as_json:
+        rows = [{"setting": r.label, "wait_avg": r.wait_avg, "bsld_avg": r.bsld_avg, "score": r.score} for r in d.rows]
+        click.echo(
+            dumps(
+                {"jobs": len(history), "rows": rows, "adopt": tuner.label(d.adopt) if d.adopt else None, "why": d.why},
+                indent=2,
+            )
+        )
+    else:
+        click.echo(
+            f"{len(history)} jobs ended in the last {window} on {machine.ncores} cores; "
+            f"objective {objective}"
+        )
+        if d.rows:
+            click.echo(f"{'setting':48} {'wait':>10} {'bsld':>8} {'score':>7}")
+            for r in d.rows:
+                mark = " *" if d.best is r else ""
+                click.echo(f"{r.label:48} {format_duration(r.wait_avg):>10} {r.bsld_avg:8.2f} {r.score:7.3f}{mark}")
+        click.echo(f"{PROG}: {d.why}")
+    if d.adopt is None or dry_run:
+        return ExitCode.OK
+    from pathlib import Path
+
+    from .. import configwrite
+
+    target = Path(s.cfg.path)
+    if target == PACKAGED:
+        target = s.spool.root / "gridsched.toml"
+    a = d.adopt
+    settings: list[tuple[list[str], Any]] = [(["scheduler", "policy"], a.policy.value)]
+    if a.policy.value == "checkpoint-backfill":
+        settings += [
+            (["scheduler", "p"], a.p),
+            (["scheduler", "threshold"], int(a.threshold)),
+            (["scheduler", "predictor"], a.predictor.value),
+        ]
+    try:
+        data = configwrite.applied(configwrite.read(target), settings)
+        configwrite.check(target, data)
+        if target.parent == s.spool.root:
+            s.spool.ensure()
+        configwrite.write(target, data)
+    except configwrite.SettingError as e:
+        fail(PROG, shown(f"tune: {e}"))
+    click.echo(shown(f"{PROG}: adopted {tuner.label(a)} in {target}"))
+    if s.spool.daemon_info() is not None:
+        send(s.spool, "reload")
+        click.echo(f"{PROG}: reload requested")
+    return ExitCode.OK
+
+
 @cli.command("config")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @spool_options

@@ -1,0 +1,85 @@
+"""gctl tune over a recorded history in the state db: the table, the choice, and its adoption."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import tomllib
+
+from gridsched.cli import gctl
+from gridsched.config import load
+
+
+def history(make_row, n: int, seed: int = 3) -> list[dict]:
+    """``n`` jobs that ended within the last day, their walltimes ten times their run times."""
+    r = random.Random(seed)
+    now = time.time()
+    t = now - 86400
+    rows = []
+    for k in range(1, n + 1):
+        t += r.expovariate(1 / 300)
+        run = r.choice([60, 300, 900, 3600]) * r.uniform(0.5, 1.5)
+        start = t + r.uniform(0, 600)
+        end = min(start + run, now - 1)
+        rows.append(
+            make_row(
+                k,
+                state="COMPLETED",
+                ncpus=r.choice([1, 2, 4, 8]),
+                walltime=int(run * 10),
+                submit_time=t,
+                start_time=start,
+                end_time=end,
+                elapsed=end - start,
+            )
+        )
+    return rows
+
+
+def test_too_little_history_changes_nothing(env, run, put_rows, make_row):
+    put_rows(*history(make_row, 40))
+    r = run(gctl.cli, ["tune"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "40 jobs ended in the last 14d on 16 cores; objective mix",
+        "gctl: 40 jobs of history, fewer than 100: kept",
+    ]
+    assert "[scheduler]" not in (env / "cfg.toml").read_text()
+
+
+def test_dry_run_then_adoption(env, run, put_rows, make_row):
+    put_rows(*history(make_row, 150))
+    before = (env / "cfg.toml").read_text()
+    r = run(gctl.cli, ["tune", "--dry-run", "--json", "--margin", "0"])
+    assert r.exit_code == 0, r.stderr
+    table = json.loads(r.stdout)
+    assert table["jobs"] == 150 and table["rows"][0]["setting"] == "easy" and len(table["rows"]) == 13
+    assert (env / "cfg.toml").read_text() == before  # a dry run writes nothing
+    scores = [row["score"] for row in table["rows"]]
+    best = table["rows"][scores.index(min(scores))]["setting"]
+    r = run(gctl.cli, ["tune", "--margin", "0"])
+    assert r.exit_code == 0, r.stderr
+    if table["adopt"] is None:  # the setting in force was the best
+        assert (env / "cfg.toml").read_text() == before
+        return
+    assert table["adopt"] == best
+    assert r.stdout.splitlines()[-1].startswith(f"gctl: adopted {best} in {env / 'cfg.toml'}")
+    cfg = load(str(env / "cfg.toml"))
+    data = tomllib.loads((env / "cfg.toml").read_text())["scheduler"]
+    assert data["policy"] == cfg.params.policy.value
+    if best != "easy":
+        assert best == f"p={cfg.params.p:g} threshold={cfg.params.threshold:g}s predictor={cfg.params.predictor.value}"
+    # tuned again at once, with the same history: the setting in force is now the best
+    r = run(gctl.cli, ["tune", "--margin", "0", "--dry-run"])
+    assert r.stdout.splitlines()[-1].startswith("gctl: the setting in force")
+
+
+def test_nothing_beats_by_a_whole_margin(env, run, put_rows, make_row):
+    put_rows(*history(make_row, 150))
+    before = (env / "cfg.toml").read_text()
+    r = run(gctl.cli, ["tune", "--margin", "1"])
+    assert r.exit_code == 0 and r.stdout.splitlines()[-1].endswith(": kept")
+    assert (env / "cfg.toml").read_text() == before
+    r = run(gctl.cli, ["tune", "--window", "soon"])
+    assert r.exit_code == 2 and r.stderr.startswith("gctl: error: --window")
