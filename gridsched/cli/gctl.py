@@ -232,10 +232,7 @@ def tune(
             )
         )
     else:
-        click.echo(
-            f"{len(history)} jobs ended in the last {window} on {machine.ncores} cores; "
-            f"objective {objective}"
-        )
+        click.echo(f"{len(history)} jobs ended in the last {window} on {machine.ncores} cores; objective {objective}")
         if d.rows:
             click.echo(f"{'setting':48} {'wait':>10} {'bsld':>8} {'score':>7}")
             for r in d.rows:
