@@ -216,38 +216,6 @@ class Release(NamedTuple):
     arrays: tuple[int, ...] = ()
 
 
-class Alter(NamedTuple):
-    """Change queued jobs (galter): each field None (``devices``: None) leaves that part as it is.
-
-    A running job may only have its ``walltime`` changed: shortened by its owner, lengthened by an
-    admin."""
-
-    jobs: tuple[int, ...]
-    arrays: tuple[int, ...] = ()
-    walltime: int | None = None
-    ncpus: int | None = None
-    mem: int | None = None
-    name: str | None = None
-    depend: str | None = None  # normalized; "" removes the dependencies
-    begin: float | None = None
-    checkpoint: str | None = None
-    reservation: int | None = None
-    devices: tuple[DeviceAsk, ...] | None = None
-
-    def changes(self) -> dict[str, Any]:
-        """The parts of the job this request changes, by spec key."""
-        out = {k: getattr(self, k) for k in ALTERABLE if getattr(self, k) is not None}
-        if self.devices is not None:
-            from .devices import asks_to_spec
-
-            out["devices"] = asks_to_spec(self.devices)
-        return out
-
-
-# What galter may change, by spec key (devices apart: their own form)
-ALTERABLE = ("walltime", "ncpus", "mem", "name", "depend", "begin", "checkpoint", "reservation")
-
-
 class Reload(NamedTuple):
     """Read the configuration again (an admin's request)."""
 
@@ -332,7 +300,7 @@ class ResvDelete(NamedTuple):
     release: bool = False
 
 
-Request = Submit | Cancel | Hold | Release | Alter | Reload | Drain | Undrain | Yield | Resume | ResvCreate | ResvDelete
+Request = Submit | Cancel | Hold | Release | Reload | Drain | Undrain | Yield | Resume | ResvCreate | ResvDelete
 ADMIN_KINDS = ("reload", "drain", "undrain")
 
 
@@ -830,46 +798,6 @@ def _jobs_request(cls: Any) -> Any:
     return parse_it
 
 
-def _alter(f: _Fields, new_id: int, sender: Sender) -> Alter:
-    jobs, arrays = f.ids("jobs"), f.ids("arrays")
-    if not jobs and not arrays:
-        raise Refused("alter: names no job")
-    name = f.text("name", MAX_NAME, required=False)
-    if name is not None and (not name.strip() or "/" in name):
-        raise f.bad("name", "must be non-empty, without '/'")
-    dep_text = f.text("depend", MAX_TEXT, required=False)
-    if dep_text is not None:
-        try:
-            deps = depend.parse(dep_text)
-        except depend.DependError as e:
-            raise f.bad("depend", safe(str(e))) from None
-        if any(i > MAX_ID for i in depend.job_ids(deps)):
-            raise f.bad("depend", f"names a job id above {MAX_ID}")
-        dep_text = depend.normalize(deps)
-    checkpoint = f.text("checkpoint", 16, required=False)
-    if checkpoint is not None and checkpoint not in CHECKPOINT_MODES:
-        raise f.bad("checkpoint", f"must be one of {', '.join(CHECKPOINT_MODES)}")
-    devices = _devices(f) if f.data.get("devices") is not None else None
-    f.seen.add("devices")
-    out = Alter(
-        jobs,
-        arrays,
-        walltime=f.integer("walltime", 1, MAX_SECONDS, required=False),
-        ncpus=f.integer("ncpus", 1, MAX_COUNT, required=False),
-        mem=f.integer("mem", 1, MAX_BYTES, required=False),
-        name=name,
-        depend=dep_text,
-        begin=f.number("begin", 0, MAX_TIME, required=False),
-        checkpoint=checkpoint,
-        reservation=f.integer("reservation", 1, MAX_ID, required=False),
-        devices=devices,
-    )
-    f.done()
-    if not out.changes():
-        raise Refused("alter: changes nothing")
-    return out
-
-
 def _reload(f: _Fields, new_id: int, sender: Sender) -> Reload:
     f.done()
     return Reload()
@@ -968,7 +896,6 @@ _PARSERS: dict[str, Any] = {
     "cancel": _jobs_request(Cancel),
     "hold": _jobs_request(Hold),
     "release": _jobs_request(Release),
-    "alter": _alter,
     "reload": _reload,
     "drain": _drain,
     "undrain": _undrain,

@@ -283,37 +283,6 @@ def machine_memory_of(spool: Spool, cfg: Config) -> int | None:
     return host_memory()
 
 
-def never_runs(spec: Mapping[str, Any], machine: Any, max_walltime: int) -> str | None:
-    """Why the machine ``machine`` (a :class:`~gridsched.core.topology.MachineMap`) can never run the job of
-    ``spec`` (cores, mapping requirement, memory, devices, walltime against ``max_walltime``), or None.
-
-    The daemon checks every submission and every change galter makes with it; galter checks first."""
-    from .core.placement import Request, never_fits
-
-    ncpus = spec["ncpus"]
-    why = infeasible(ncpus, machine.ncores)
-    if why:
-        return f"can never run: it {why}"
-    place, tpc, excl = spec.get("place"), int(spec.get("threads_per_core") or 0), bool(spec.get("exclusive_board"))
-    if place is not None or tpc or excl:
-        why = never_fits(machine, Request(ncpus, place or "pack", tpc, excl))
-        if why:
-            return f"can never run: {why}"
-    if spec.get("mem"):
-        why = too_much_memory(spec["mem"], machine_memory(machine))
-        if why:
-            return f"can never run: it {why}"
-    if spec.get("devices"):
-        from .devices import asks_from_spec, refusal
-
-        why = refusal(asks_from_spec(spec["devices"]), machine.devices)
-        if why:
-            return f"can never run: {why}"
-    if spec["walltime"] > max_walltime:
-        return "walltime longer than the maximum"
-    return None
-
-
 def check_shell(shell: str) -> str:
     """``shell`` if it is an absolute path to an executable file; :class:`SubmitError` otherwise."""
     why = rq.shell_problem(shell)

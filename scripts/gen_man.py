@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gridsched import __version__  # noqa: E402
-from gridsched.cli import compat, gacct, galter, gctl, gdel, ghold, gresv, grls, gschedd, gstat, gsub, gwait  # noqa: E402
+from gridsched.cli import compat, gacct, gctl, gdel, ghold, gresv, grls, gschedd, gstat, gsub, gwait  # noqa: E402
 from gridsched.cli.common import EXIT_DOC, ExitCode  # noqa: E402
 from gridsched.cli.gstat import JSON_KEYS  # noqa: E402
 from gridsched.config import PACKAGED, parse  # noqa: E402
@@ -165,7 +165,6 @@ SEE_ALSO = {
     "gsub": "gstat(1), gdel(1), ghold(1), grls(1), gacct(1), gschedd(8), gridsched.toml(5), sbatch(1), qsub(1)",
     "ghold": "grls(1), gsub(1), gstat(1), gdel(1)",
     "grls": "ghold(1), gsub(1), gstat(1)",
-    "galter": "gsub(1), gstat(1), ghold(1), qalter(1), scontrol(1)",
     "gacct": "gstat(1), gsim(1), gsub(1)",
     "gstat": "gsub(1), gdel(1), gschedd(8)",
     "gdel": "gsub(1), gstat(1)",
@@ -954,39 +953,6 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             $ ghold -n nightly -s PD
         """),
             "SEE ALSO": SEE_ALSO["ghold"],
-        },
-    ),
-    "galter": (
-        galter.cli,
-        1,
-        {
-            "DESCRIPTION+": para("""
-            The options are gsub's own and read values as gsub does (-t 30 is thirty minutes; --begin
-            takes sbatch's forms; -d replaces the dependencies, -d '' removes them).  A pending or
-            held job may change any of them; galter checks it as the daemon checks a submission (the
-            machine can hold the cores, memory, GPUs and walltime; the reservation can take it; its
-            dependencies name existing jobs of the same user and close no cycle), one error line per
-            job refused, and sends the others in one request; the daemon checks again and logs what
-            it refuses.  The next scheduling pass decides with the new values.  A running job may
-            only change its walltime: its owner may shorten it (the job is then stopped at the new
-            limit, as at any walltime), only an admin (root, or the owner of the spool: in personal
-            mode, you) may lengthen it, as Slurm lets only an operator raise a running job's
-            TimeLimit.  A finished job, a splittable job and another user's job (unless galter runs
-            as root) cannot be changed.  Slurm: scontrol update JobId=17 TimeLimit=2:00:00; PBS:
-            qalter -l walltime=2:00:00 17."""),
-            "ENVIRONMENT": ENVIRONMENT,
-            "FILES": FILES,
-            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-            "EXAMPLES": verbatim("""
-            $ galter 17 -t 2h -n 8
-            job 17: changing ncpus, walltime
-            $ galter 17 -d afterok:21
-            galter: error: job 17: depend: a cycle: 17 -> 21 -> 17
-            $ galter '20_[2-3]' --begin tomorrow
-            job 20_2: changing begin
-            job 20_3: changing begin
-        """),
-            "SEE ALSO": SEE_ALSO["galter"],
         },
     ),
     "grls": (

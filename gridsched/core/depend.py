@@ -136,34 +136,3 @@ def status(
             if st.verdict == "wait" and waiting is None:
                 waiting = Status("wait", f"waiting for dependency {st.reason}")
     return waiting or Status("ready", "")
-
-
-def cycle(job: int, deps: tuple[Dep, ...], deps_of: Mapping[int, tuple[Dep, ...]]) -> list[int] | None:
-    """The jobs of a cycle ``job`` would close by depending on ``deps`` (``[job, a, ..., job]``), or None.
-
-    ``deps_of`` gives the dependencies of the other jobs (those not listed have none).  A job may not
-    depend on itself."""
-    start = job_ids(deps)
-    if job in start:
-        return [job, job]
-    parent: dict[int, int] = {}
-    stack = [(j, job) for j in start]
-    while stack:
-        j, via = stack.pop()
-        if j in parent:
-            continue
-        parent[j] = via
-        for k in job_ids(deps_of.get(j, ())):
-            if k == job:
-                return _path(job, j, parent)
-            if k not in parent:
-                stack.append((k, j))
-    return None
-
-
-def _path(job: int, last: int, parent: Mapping[int, int]) -> list[int]:
-    """``job -> ... -> last -> job`` from the search's ``parent`` links (each job's predecessor from ``job``)."""
-    chain = [last]
-    while parent[chain[-1]] != job:
-        chain.append(parent[chain[-1]])
-    return [job, *reversed(chain), job]

@@ -16,7 +16,6 @@ PAGES = [
     "gdel.1",
     "ghold.1",
     "grls.1",
-    "galter.1",
     "gacct.1",
     "gresv.1",
     "gctl.8",

@@ -68,19 +68,6 @@ VALID = {
     rq.id_name(1): {"type": "submit", "job": valid_job()},
     "cancel-1-1.json": {"type": "cancel", "jobs": [1, 2], "arrays": [3]},
     "hold-1-1.json": {"type": "hold", "jobs": [1]},
-    "alter-1-1.json": {
-        "type": "alter",
-        "jobs": [1],
-        "walltime": 60,
-        "ncpus": 2,
-        "mem": 1 << 20,
-        "name": "n",
-        "depend": "afterok:1",
-        "begin": 1.0,
-        "checkpoint": "signal",
-        "reservation": 2,
-        "devices": [{"type": "gpu", "count": 1}],
-    },
     "yield-1-1.json": {"type": "yield", "job": 4, "until": [5]},
     "resume-1-1.json": {"type": "resume", "job": 4},
     rq.id_name(2): {
@@ -183,13 +170,6 @@ def check_typed(req: rq.Request) -> None:
         json.dumps(r.to_dict(), allow_nan=False)
     elif isinstance(req, (rq.Cancel, rq.Hold, rq.Release)):
         assert all(0 < i <= rq.MAX_ID for i in req.jobs + req.arrays)
-    elif isinstance(req, rq.Alter):
-        assert all(0 < i <= rq.MAX_ID for i in req.jobs + req.arrays) and req.changes()
-        assert req.walltime is None or 0 < req.walltime <= rq.MAX_SECONDS
-        assert req.ncpus is None or 0 < req.ncpus <= rq.MAX_COUNT
-        assert req.name is None or (req.name.strip() and "/" not in req.name)
-        assert req.checkpoint in (None, *rq.CHECKPOINT_MODES)
-        json.dumps(req.changes(), allow_nan=False)
     elif isinstance(req, (rq.Yield, rq.Resume, rq.ResvDelete)):
         assert 0 < (req.job if not isinstance(req, rq.ResvDelete) else req.id) <= rq.MAX_ID
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, assert_never
 
 from ... import requests as rq
-from . import alter, cancel, drain, hold, release, reload, resume, resv_create, resv_delete, submit, undrain
+from . import cancel, drain, hold, release, reload, resume, resv_create, resv_delete, submit, undrain
 from . import yield_ as yield_handler
 
 if TYPE_CHECKING:
@@ -29,8 +29,6 @@ def handle(d: Daemon, rcv: rq.Received) -> None:
             hold.handle(d, rcv, req)
         case rq.Release():
             release.handle(d, rcv, req)
-        case rq.Alter():
-            alter.handle(d, rcv, req)
         case rq.Reload():
             reload.handle(d, rcv, req)
         case rq.Drain():

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ... import requests as rq
+from ...core.placement import Request, never_fits
+from ...core.request import infeasible, too_much_memory
 from ...jobs import JobState
-from ...submit import never_runs
+from ...submit import machine_memory
 from .. import arrays, reservations, split
 from .hold import BY_OWNER
 from .ids import taken_again
@@ -25,7 +27,22 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
         if why:
             raise rq.Refused(why)
     state, reason = (JobState.HELD, BY_OWNER) if job.hold else (JobState.PENDING, "")
-    bad = refusal(d, spec, job.uid, job.user)
+    bad = infeasible(job.ncpus, d.machine.ncores)
+    if bad is None and (job.place is not None or job.threads_per_core or job.exclusive_board):
+        why = never_fits(d.machine, Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board))
+        bad = f"can never run: {why}" if why else None
+    if bad is None and job.mem:
+        why = too_much_memory(job.mem, machine_memory(d.machine))
+        bad = f"can never run: it {why}" if why else None
+    if bad is None and job.devices:
+        from ...devices import refusal
+
+        why = refusal(job.devices, d.machine.devices)
+        bad = f"can never run: {why}" if why else None
+    if bad is None and job.walltime > d.cfg.max_walltime:
+        bad = "walltime longer than the maximum"
+    if bad is None:
+        bad = reservations.check_submit(d, spec, job.uid, job.user)
     if bad is None:
         bad = d.trees.check_submit(spec)
     if bad:
@@ -36,11 +53,3 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
         split.take_in(d, spec, job.user, state, reason)
     else:
         d.take_in(spec, job.user, state, reason)
-
-
-def refusal(d: Daemon, spec: dict[str, Any], uid: int, user: str) -> str | None:
-    """Why the job of ``spec`` (a submission, or a job changed by galter) is refused, or None."""
-    bad = never_runs(spec, d.machine, d.cfg.max_walltime)
-    if bad is None:
-        bad = reservations.check_submit(d, spec, uid, user)
-    return bad
