@@ -1,16 +1,17 @@
 #!/bin/bash
 # Record tests/sim/data/slurm-localhost.sacct from a real Slurm with accounting.
 #
-# Starts, in a private run directory, a throwaway single-node Slurm on
-# loopback with accounting: MariaDB (own datadir, TCP on 127.0.0.1 only),
-# munged (own key and socket), slurmdbd, slurmctld and slurmd; registers the
-# cluster; runs a small workload that ends in every state gsim's sacct reader
-# handles; writes
+# Starts, in a private run directory, a throwaway single-node Slurm with
+# accounting: MariaDB (own datadir, TCP on 127.0.0.1 only), munged (own key
+# and socket), slurmdbd (Slurm 22.05 has no option to keep it off other
+# addresses; it answers munge-authenticated requests only), slurmctld and
+# slurmd (on 127.0.0.1 only); registers the cluster; runs a small workload
+# that ends in every state gsim's sacct reader handles; writes
 #   sacct --parsable2 --allusers --starttime ... --format=JobID,Submit,Start,End,
 #         Elapsed,Timelimit,AllocCPUS,ReqCPUS,ReqMem,User,State,AllocTRES
 # to the output file; then stops everything it started and removes the run
 # directory.  Needs root and Debian's packages (installed with apt if missing):
-# slurm-wlm, slurmdbd, munge, mariadb-server.  Takes about three minutes (the
+# slurm-wlm, slurmdbd, munge, mariadb-server.  Takes about two minutes (the
 # TIMEOUT job alone waits for Slurm's one-minute minimum time limit).
 #
 # Environment overrides:
@@ -20,7 +21,7 @@
 #   GS_SACCT_OUT=FILE                  output (default tests/sim/data/slurm-localhost.sacct)
 #   GS_SACCT_KEEP=1                    keep the run directory (logs) after the daemons stop
 #
-# The workload (job ids from 1, in submit order; the tests name them):
+# The workload (the job ids Slurm gave in the recorded file; the tests name them):
 #   1  TIMEOUT        1 CPU, --time=1, sleeps past its limit
 #   2  COMPLETED      1 CPU, --time=2, sleep 2
 #   3  COMPLETED      4 CPUs, --time=5, sleep 4
@@ -33,8 +34,10 @@
 #   10 CANCELLED      held, cancelled while pending: never eligible, so sacct's
 #                     --starttime selection leaves it out of the file
 #   11 COMPLETED      1 CPU, run as user nobody
-#   12 CANCELLED      16 CPUs, cancelled while it waited for the TIMEOUT job's
-#                     CPU: never started (Start None)
+#   14 CANCELLED      16 CPUs, cancelled while it waited for the TIMEOUT job's
+#                     CPU: never started (Slurm records its Start equal to its
+#                     End, with an empty AllocTRES); 12 and 13 went to the
+#                     array's tasks
 # sacct lists 13 jobs (the array's 3 tasks each a line), and their steps.
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
