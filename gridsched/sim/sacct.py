@@ -8,8 +8,8 @@ The input is what
 prints (``--parsable``, with a ``|`` at the end of each line, is read too): a
 header line naming the fields, then one line per job and per job step.  The
 fields are found by name, in any order; JobID, Submit, Elapsed and one of
-ReqCPUS or AllocCPUS are needed; Timelimit, Start, User and State are used when
-present, the others are ignored.  How each job becomes a replayed one (gsim(1)
+ReqCPUS or AllocCPUS are needed; Timelimit, Start, User, State and AllocTRES are used
+when present, the others are ignored.  How each job becomes a replayed one (gsim(1)
 says the same):
 
 - job steps (``123.batch``, ``123.extern``, ``123.0``) are left out; an array
@@ -22,8 +22,10 @@ says the same):
 - estimate: Timelimit (``[DD-]HH:MM:SS``, ``MM:SS``, or minutes); one without
   (UNLIMITED, Partition_Limit) gets its run time, as an SWF job without a
   requested time; run time: Elapsed, cut at the estimate;
-- a job that never started (Start Unknown or None, State PENDING), or that has
-  not ended (RUNNING, REQUEUED), is skipped (``no run time``);
+- a job that never started (Start Unknown or None, State PENDING, or no
+  resources allocated: an empty AllocTRES, as Slurm writes a job cancelled
+  while it waited, with its Start equal to its End), or that has not ended
+  (RUNNING, REQUEUED), is skipped (``no run time``);
 - State: CANCELLED (``CANCELLED by 0`` too) counts as SWF status 5, FAILED,
   TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE and PREEMPTED as
   status 0 (failed), for ``--dependencies``; sacct gives no dependencies;
@@ -122,7 +124,10 @@ def read(path: str, procs: int | None, strict: bool = False, limit: int | None =
                     break
                 njobs += 1
                 state = rec.get("State", "").split(" ")[0]
-                if state.startswith(NOT_ENDED) or rec.get("Start", "x").strip() in NOT_STARTED:
+                # Slurm gives a job cancelled while it waited a Start equal to its End: no resources
+                # allocated (an empty AllocTRES) tells it never ran.
+                never_ran = rec.get("AllocTRES", "x").strip() == ""
+                if state.startswith(NOT_ENDED) or rec.get("Start", "x").strip() in NOT_STARTED or never_ran:
                     skipped[NO_RUNTIME] += 1
                     continue
                 try:

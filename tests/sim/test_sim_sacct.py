@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
@@ -139,3 +141,84 @@ def test_same_history_as_swf_and_as_sacct_replays_the_same(tmp_path_factory, job
     ra, rb = json.loads(a.stdout), json.loads(b.stdout)
     for key in ("jobs", "makespan", "wait_avg", "bsld_avg", "cut_at_walltime"):
         assert ra[key] == pytest.approx(rb[key]), key
+
+
+# Recorded from a real Slurm 22.05 with slurmdbd and MariaDB by scripts/record_sacct.sh, on a node of
+# 16 CPUs.  Its workload, by the job ids in the file:
+#   1     TIMEOUT        1 CPU, --time=1, slept past its limit (killed at the next limit check)
+#   2 3 4 COMPLETED      1, 4 and 6 CPUs, limits of 2, 5 and 10 minutes
+#   5     COMPLETED      2 CPUs, two srun steps (5.0 and 5.1)
+#   6     FAILED         exit 3
+#   7     OUT_OF_MEMORY  --mem=64M, wrote 512 MiB
+#   8_1 8_2 8_3          an array (--array=1-3) of COMPLETED tasks
+#   9     CANCELLED      while it ran
+#   11    COMPLETED      run as user nobody
+#   14    CANCELLED      16 CPUs, while it waited for CPUs: never ran (Start equal to End, no AllocTRES)
+# The script's job 10, held and cancelled while pending, was never eligible, so sacct's --starttime
+# selection leaves it out of the file; the ids missing besides went to the array's tasks.
+RECORDED = Path(__file__).parent / "data" / "slurm-localhost.sacct"
+RECORDED_JOBS = 13  # 12 submitted, the array counting 3, less the held one
+RECORDED_STEPS = 14  # a .batch step for each of the 12 jobs that ran, and 5.0, 5.1
+RECORDED_NEVER_RAN = 1  # job 14
+RECORDED_STATES = {"COMPLETED": 8, "TIMEOUT": 1, "FAILED": 1, "OUT_OF_MEMORY": 1, "CANCELLED": 2}
+
+
+def _recorded_rows() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """The recorded file's job lines and step lines, split on | by the header."""
+    lines = RECORDED.read_text().splitlines()
+    header = lines[0].split("|")
+    rows = [dict(zip(header, ln.split("|"), strict=True)) for ln in lines[1:] if ln]
+    return [r for r in rows if "." not in r["JobID"]], [r for r in rows if "." in r["JobID"]]
+
+
+def _seconds(text: str) -> int:
+    """[D-]HH:MM:SS, as sacct prints Elapsed and Timelimit, in seconds."""
+    days, _, hms = text.rpartition("-")
+    h, m, s = (int(x) for x in hms.split(":"))
+    return int(days or 0) * 86400 + h * 3600 + m * 60 + s
+
+
+def test_recorded_history_has_the_workload():
+    jobs, steps = _recorded_rows()
+    assert len(jobs) == RECORDED_JOBS and len(steps) == RECORDED_STEPS
+    states = [r["State"].split(" ")[0] for r in jobs]
+    assert {s: states.count(s) for s in set(states)} == RECORDED_STATES
+    assert [r["JobID"] for r in jobs if r["AllocTRES"] == ""] == ["14"]
+    assert {r["User"] for r in jobs} == {"root", "nobody"}
+
+
+def test_recorded_history_is_read():
+    jobs, _ = _recorded_rows()
+    tr = sacct.read(str(RECORDED), procs=16)
+    # steps left out; the job cancelled while it waited is skipped though Slurm gave it a Start
+    assert tr.lines == RECORDED_JOBS
+    assert tr.skipped["no run time"] == RECORDED_NEVER_RAN
+    assert sum(tr.skipped.values()) == RECORDED_NEVER_RAN and tr.problems == []
+    ran = sorted((r for r in jobs if r["AllocTRES"]), key=lambda r: r["Submit"])  # stable: file order
+    assert len(tr.ids) == len(ran) == RECORDED_JOBS - RECORDED_NEVER_RAN
+    first = datetime.fromisoformat(ran[0]["Submit"])
+    assert tr.submit == [(datetime.fromisoformat(r["Submit"]) - first).total_seconds() for r in ran]
+    assert tr.size == [int(r["ReqCPUS"]) for r in ran]
+    assert tr.user == [r["User"] for r in ran]
+    assert tr.walltime == [_seconds(r["Timelimit"]) for r in ran]
+    # run time: Elapsed, cut at the limit (Slurm kills at its limit or a limit check later, so the
+    # TIMEOUT job's Elapsed may exceed its Timelimit; in this recording by 29 s)
+    elapsed = [_seconds(r["Elapsed"]) for r in ran]
+    limits = [_seconds(r["Timelimit"]) for r in ran]
+    (timeout,) = [k for k, r in enumerate(ran) if r["State"] == "TIMEOUT"]
+    assert elapsed[timeout] >= limits[timeout]
+    over = [k for k, (e, lim) in enumerate(zip(elapsed, limits)) if e > lim]
+    assert over in ([], [timeout]) and tr.cut == len(over)
+    assert tr.run == [min(e, lim) for e, lim in zip(elapsed, limits)]
+    assert all(tr.run[k] == elapsed[k] for k in range(len(ran)) if k not in over)
+    status = {"CANCELLED": 5, "FAILED": 0, "TIMEOUT": 0, "OUT_OF_MEMORY": 0}
+    want = {k + 1: status[r["State"].split(" ")[0]] for k, r in enumerate(ran) if r["State"] != "COMPLETED"}
+    assert tr.status == want
+    assert sorted(want.values()) == [0, 0, 0, 5]  # TIMEOUT, FAILED, OUT_OF_MEMORY; one CANCELLED ran
+
+
+def test_recorded_history_replays_with_easy():
+    res = gsim("run", "--slurm-sacct", str(RECORDED), "--procs", "16", "--policy", "easy", "--json")
+    assert res.exit_code == 0, res.output
+    rec = json.loads(res.stdout)
+    assert rec["jobs"] == RECORDED_JOBS - RECORDED_NEVER_RAN and rec["skipped"] == RECORDED_NEVER_RAN
