@@ -132,3 +132,52 @@ def test_out_of_memory_is_a_state_of_its_own(gs):
     assert r.stdout == f"{hog}|OUT_OF_MEMORY|0:9|50M\n"
     r = gs.run("gstat", "-a", "-j", str(hog), "--format", "%i %t", check=True)
     assert r.stdout.splitlines()[1].split() == [str(hog), "OOM"]  # Slurm's short code
+
+
+def test_a_checkpointed_job_sums_its_segments(gs):
+    # the first segment saves its state (exit 75) after a busy second; the second one runs another second
+    jid = gs.gsub(
+        "-t",
+        "1m",
+        "--checkpoint",
+        "signal",
+        "--wrap",
+        f'{BUSY}; [ "$GS_RESTART_COUNT" = 0 ] && exit 75; {ALLOC}',
+    )
+    j = gs.wait_state(jid, "COMPLETED")
+    assert j["restarts"] == 1
+    first, second = (exit_record(gs, jid, seg)["usage"] for seg in (1, 2))
+    rec = acct(gs)[str(jid)]
+    assert rec["cpu_user"] == pytest.approx(first["cpu_user"] + second["cpu_user"], abs=1e-5)
+    assert rec["cpu_sys"] == pytest.approx(first["cpu_sys"] + second["cpu_sys"], abs=1e-5)
+    assert rec["total_cpu"] >= 1.6  # two busy seconds
+    assert rec["max_rss"] == max(first["max_rss"], second["max_rss"]) >= 60 * MiB
+    assert first["max_rss"] < 60 * MiB  # the 60 MiB were in the second segment only
+
+
+def test_an_older_job_table_gets_the_usage_columns(tmp_path):
+    import sqlite3
+
+    from gridsched import state
+    from gridsched.state import COLUMNS, StateDB
+
+    path = tmp_path / "state.db"
+    con = sqlite3.connect(path)
+    con.executescript(state.SCHEMA)  # the jobs table as an older version made it
+    row = {c: 0 for c in COLUMNS}
+    row.update(state="COMPLETED", user="u", name="n", cores="0", segments="[]", run="{}", spec="{}")
+    con.execute(
+        f"INSERT INTO jobs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", [row[c] for c in COLUMNS]
+    )
+    con.commit()
+    con.close()
+    ro = StateDB(path)
+    assert [ro.jobs()[0][c] for c in ("max_rss", "cpu_user", "cpu_sys")] == [None, None, None]  # not measured
+    ro.close()
+    db = StateDB(path, write=True)
+    db.begin()
+    db.update(0, **state.usage([{"usage": {"max_rss": 5 << 20, "cpu_user": 1.5, "cpu_sys": 0.25}}, {}]))
+    assert db.commit()
+    assert [db.jobs()[0][c] for c in ("max_rss", "cpu_user", "cpu_sys")] == [5 << 20, 1.5, 0.25]
+    db.close()
+    assert state.usage([{"start": 1.0, "end": 2.0}]) == {"max_rss": None, "cpu_user": None, "cpu_sys": None}
