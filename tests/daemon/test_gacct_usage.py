@@ -64,6 +64,7 @@ def test_usage_from_the_cgroup_of_a_job_with_mem(gs):
     gs.wait_state(jid, "COMPLETED")
     usage = exit_record(gs, jid)["usage"]
     assert usage["rss_from"] == "cgroup"
+    print("MaxRSS of the 60 MiB job, from its cgroup:", usage["max_rss"])
     assert 60 * MiB <= acct(gs)[str(jid)]["max_rss"] < 300 * MiB
 
 
