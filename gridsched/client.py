@@ -51,10 +51,12 @@ class Job:
     stdout: str
     stderr: str
     devices: str = ""  # the devices it holds or last held: "gpu:0,1"
+    max_rss: int | None = None  # peak memory in bytes, once it has ended (None: not measured)
+    cpu_time: float | None = None  # CPU seconds (user and system) of its processes, once it has ended
 
     @property
     def done(self) -> bool:
-        """True once the job has ended (completed, failed, cancelled, timed out)."""
+        """True once the job has ended (completed, failed, cancelled, timed out, out of memory)."""
         return self.state in TERMINAL_STATES
 
     @classmethod
@@ -78,6 +80,10 @@ class Job:
             stdout=spec.get("stdout", ""),
             stderr=spec.get("stderr", ""),
             devices=row.get("devices") or "",
+            max_rss=row.get("max_rss"),
+            cpu_time=None
+            if row.get("cpu_user") is None and row.get("cpu_sys") is None
+            else float(row.get("cpu_user") or 0) + float(row.get("cpu_sys") or 0),
         )
 
 

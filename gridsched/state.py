@@ -58,9 +58,14 @@ COLUMNS = (
 ).split()
 JSON_COLUMNS = ("segments", "run", "spec")
 # Columns added to the jobs table after its first form (ALTER TABLE on an older spool, as for
-# RESV_ADDED): ``devices``, the devices the job holds or last held (``gpu:0,1;fpga:2``).
+# RESV_ADDED): ``devices``, the devices the job holds or last held (``gpu:0,1;fpga:2``);
+# ``max_rss`` (bytes), ``cpu_user`` and ``cpu_sys`` (seconds), what the job's processes used over
+# all its segments as their shepherds measured them (:func:`usage`; NULL: not measured).
 JOBS_ADDED: dict[str, tuple[str, Any]] = {
     "devices": ("TEXT NOT NULL DEFAULT ''", ""),
+    "max_rss": ("INTEGER", None),
+    "cpu_user": ("REAL", None),
+    "cpu_sys": ("REAL", None),
 }
 ALL_COLUMNS = (*COLUMNS, *JOBS_ADDED)
 
@@ -113,6 +118,33 @@ RESV_ADDED: dict[str, tuple[str, Any]] = {
     "threads_per_core": ("INTEGER NOT NULL DEFAULT 0", 0),
     "exclusive_board": ("INTEGER NOT NULL DEFAULT 0", 0),
 }
+
+
+def usage(segments: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The usage columns of a job from its segments: CPU times summed, the largest peak memory.
+
+    A segment whose shepherd was killed (no ``usage``) adds nothing; a job with no measured
+    segment has NULLs (not measured), never zeros.
+    """
+    rss: int | None = None
+    user: float | None = None
+    sys_: float | None = None
+    for seg in segments:
+        u = seg.get("usage") if isinstance(seg, dict) else None
+        if not isinstance(u, dict):
+            continue
+        try:
+            r, cu, cs = int(u.get("max_rss") or 0), float(u.get("cpu_user") or 0), float(u.get("cpu_sys") or 0)
+        except (TypeError, ValueError):
+            continue
+        rss = r if rss is None else max(rss, r)
+        user = cu if user is None else user + cu
+        sys_ = cs if sys_ is None else sys_ + cs
+    return {
+        "max_rss": rss,
+        "cpu_user": None if user is None else round(user, 6),
+        "cpu_sys": None if sys_ is None else round(sys_, 6),
+    }
 
 
 def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLUMNS) -> dict[str, Any]:

@@ -452,7 +452,7 @@ GSTAT_JSON = (
             (
                 "name, user, state",
                 "Strings; state is one of PENDING, HELD, RUNNING, STOPPING, SUSPENDED, "
-                "COMPLETED, FAILED, CANCELLED, TIMEOUT.",
+                "COMPLETED, FAILED, CANCELLED, TIMEOUT, OUT_OF_MEMORY.",
             ),
             (
                 "submit_time, start_time, end_time, predicted_start",
@@ -617,8 +617,8 @@ SELECTING = para("""
     given, also comma-separated outside brackets.  The filters
     -u USER, -n NAME and -s STATE keep only the jobs that match every filter given (AND); each
     may be repeated or list values with commas (any of them).  STATE is a state as gstat shows
-    it (PENDING, HELD, RUNNING, STOPPING, SUSPENDED, COMPLETED, FAILED, TIMEOUT, CANCELLED, any
-    case) or Slurm's short form (PD, R, CG, S, CD, F, TO, CA).  Unlike Slurm, where a held job
+    it (PENDING, HELD, RUNNING, STOPPING, SUSPENDED, COMPLETED, FAILED, TIMEOUT, CANCELLED,
+    OUT_OF_MEMORY, any case) or Slurm's short form (PD, R, CG, S, CD, F, TO, CA, OOM).  Unlike Slurm, where a held job
     is PENDING with reason JobHeldUser, a held job's state is HELD, and PD means PENDING only.
     With filters and no id, the jobs not yet finished are searched (finished ones too when -s
     names a finished state).  The command reads the job table to turn the selection into job
@@ -992,13 +992,82 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                         ("EXIT", "The exit status, or sigN for a job killed by signal N."),
                         ("RESTARTS, PREEMPT, CKPTS", "How often the job was restarted, preempted and checkpointed."),
                         ("LOST", "Run time lost to preemptions without a checkpoint."),
+                        ("MAXRSS", "The job's peak memory, as sacct prints MaxRSS (see USAGE); empty: not measured."),
+                        (
+                            "TOTALCPU",
+                            "The CPU time (user and system) of the job's processes, as sacct prints TotalCPU.",
+                        ),
                     ]
                 )
                 + "\n"
                 + para(f"""
                 gacct --json prints {{"jobs": [...]}}; each job has exactly the keys
                 {", ".join(gacct.JSON_KEYS)}; times are seconds since the epoch, wait and run
-                seconds."""),
+                seconds.  jobid is the id as the table shows it (17_3 for task 3 of array 17;
+                array_id and array_index are null for a job that is not an array task); max_rss and
+                req_mem are bytes, cpu_user, cpu_sys and total_cpu seconds; each is null when it was not
+                measured (or, for req_mem, not requested)."""),
+                "ARRAYS": para("""
+                An array task shows as ARRAYID_INDEX.  -j ID lists every task of array ID (or the job
+                ID), -j ID_N the one task, -j 'ID_[LIST]' the tasks LIST names (17_[2-5], 17_[1,3]), as
+                gstat and gdel take them; a task's own job id (JobIDRaw) names it too."""),
+                "USAGE": para("""
+                Each segment of a job (a run from a start to the end, or to a preemption that puts it
+                back in the queue) is run by a shepherd process that is the parent and child subreaper of
+                every process of the job.  When the segment ends and the shepherd has reaped them all, it
+                records what they used in the segment's exit file: the user and system CPU time of all
+                of them (getrusage RUSAGE_CHILDREN), and the peak memory: that of the job's memory cgroup
+                (memory.max_usage_in_bytes on cgroup v1, memory.peak on v2: all the processes together,
+                page cache included) for a job run with --mem in a cgroup, else the largest resident set
+                of one process (ru_maxrss), as Slurm's MaxRSS is the largest task's.  The shepherd goes on
+                when the daemon is restarted, so a job that ends while the daemon is down is measured too.
+                The job's usage is that of its segments, as sacct sums a job's steps: CPU times added, the
+                largest peak memory.  Not measured: a segment whose shepherd was killed (its job ends
+                FAILED, "outcome is unknown"), which adds nothing; a job with no measured segment (or
+                finished before this version) shows empty values, never zeros."""),
+                "OUT OF MEMORY": para("""
+                A job ends OUT_OF_MEMORY (short form OOM, as Slurm) when the kernel's OOM killer killed
+                a process of its memory cgroup (the job ran with --mem on a host where the daemon can
+                make memory cgroups: gctl info says how --mem is enforced) and the job's script did not
+                exit 0; a script that exits 0 although a child was killed is COMPLETED.  For dependencies
+                it counts as a failure: afterok is never satisfied, afternotok and afterany are.  Where
+                --mem falls back to RLIMIT_AS (no writable memory cgroup), an allocation over the limit
+                fails inside the program, which ends by itself (a MemoryError, a segfault, an exit code
+                of its choosing): such a job is FAILED, as it cannot be told apart reliably."""),
+                "FORMAT": para("""
+                --format (-o) takes fields named as sacct names them, in any case, separated by commas;
+                FIELD%N prints the field N characters wide, a longer value cut with a + as its last
+                character (sacct's form).  The table has a header line and a line of dashes (not with
+                --noheader); --parsable (-p) prints the fields separated by |, with a | after the last,
+                --parsable2 (-P) without it (sacct -p and -P); either one alone prints JobID, JobName,
+                User, AllocCPUS, State, ExitCode, Elapsed, MaxRSS and TotalCPU.  An unknown field is one
+                error line naming it and listing the fields, exit status 2; gacct --helpformat lists
+                them.  The fields:""")
+                + "\n"
+                + items(
+                    [
+                        ("JobID, JobIDRaw", "The id (ARRAYID_INDEX for an array task), the job's own id."),
+                        ("ArrayJobID, ArrayTaskID", "An array task's array and index (empty otherwise)."),
+                        ("JobName, User, UID, State, Reason", "As gstat shows them."),
+                        ("ExitCode", "CODE:SIGNAL, as sacct (0:9 for a job killed by SIGKILL)."),
+                        ("Submit, Start, End", "Local time, 2026-11-22T10:00:00; Unknown when it never happened."),
+                        ("Elapsed, ElapsedRaw", "The time run (the sum of its segments), [D-]HH:MM:SS, seconds."),
+                        ("Planned, Reserved", "The wait from submission to the first start (sacct's names)."),
+                        ("Timelimit, TimelimitRaw", "The walltime, [D-]HH:MM:SS, minutes (sacct's raw unit)."),
+                        ("AllocCPUS, NCPUS, ReqCPUS", "Cores (AllocCPUS is 0 for a job that never started)."),
+                        ("CPUTime, CPUTimeRAW", "Elapsed times the cores, [D-]HH:MM:SS and seconds."),
+                        (
+                            "TotalCPU, UserCPU, SystemCPU",
+                            "CPU time used, as sacct prints it: MM:SS.mmm under an hour, HH:MM:SS, D-HH:MM:SS.",
+                        ),
+                        (
+                            "MaxRSS, ReqMem",
+                            "Peak memory used and --mem asked for, as sacct prints them: kilobytes with a K "
+                            "(61524K), M, G or T when exact (60M); 0 when no --mem.",
+                        ),
+                        ("WorkDir, NodeList", "The working directory; the cores the job last ran on."),
+                    ]
+                ),
                 "STANDARD WORKLOAD FORMAT": para("""
                 gacct --swf prints the jobs as a Standard Workload Format 2.2 trace, sorted by
                 submission, for gsim(1) to replay.  The header gives MaxProcs (the cores the daemon
@@ -1006,7 +1075,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                 job id; submit time, in seconds after the first job's; wait; run time (the sum of
                 its segments); allocated cores; average CPU time (-1); used memory (-1); requested
                 cores; requested time (the walltime); requested memory in KiB per core, or -1;
-                status (1 completed, 0 failed or timed out, 5 cancelled); user id; group id;
+                status (1 completed, 0 failed, timed out or out of memory, 5 cancelled); user id; group id;
                 executable (-1); queue (-1); partition (-1); the first job it depends on, or -1;
                 think time (-1).  A job that never started has -1 as wait, run time and allocated
                 cores."""),
@@ -1018,6 +1087,8 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             $ gacct -S -1d
             $ gacct -u alice -s failed,timeout -S 2026-11-01 -E 2026-11-30
             $ gacct --swf > history.swf && gsim history.swf
+            $ gacct -j 17 --format JobID,State,Elapsed,MaxRSS,TotalCPU
+            $ gacct -S today -s oom -P -n -o jobid,reqmem,maxrss
         """),
             "SEE ALSO": SEE_ALSO["gacct"],
         },

@@ -62,7 +62,7 @@ BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[1]
 COUNTER = REPO / "scripts" / "examples" / "checkpoint_counter.sh"
 UNIT_SECONDS = 0.2
-TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
+TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY"}
 EXPECTED = {
     "short": "COMPLETED",
     "wide": "COMPLETED",
@@ -418,7 +418,7 @@ def count_terminal(spool: Path, ids: list[int]) -> int:
     con = sqlite3.connect(f"file:{spool / 'state.db'}?mode=ro", uri=True, timeout=10)
     try:
         row = con.execute(
-            "SELECT COUNT(*) FROM jobs WHERE state IN ('COMPLETED','FAILED','CANCELLED','TIMEOUT')"
+            "SELECT COUNT(*) FROM jobs WHERE state IN ('COMPLETED','FAILED','CANCELLED','TIMEOUT','OUT_OF_MEMORY')"
         ).fetchone()
         return int(row[0])
     except sqlite3.Error:

@@ -19,13 +19,20 @@ from ..jobs import TERMINAL
 from ..spool import Spool
 from ..text import dumps, shown
 from .common import Command, ExitCode, fail, setup, spool_options
+from .gacct_format import FormatError, cpu_time, fields, memory, render, total_cpu
+from .gacct_format import parse as parse_format
+from .select import SHORT_STATES, Selection, label, parse_ref
+from .select import _split_ids as split_ids
 
 PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
 # The --json schema: one record per job with exactly these keys, in this order.
+# ``jobid`` is the id as sacct shows it (``17_3`` for task 3 of array 17); ``max_rss`` in bytes,
+# ``cpu_user``, ``cpu_sys`` and ``total_cpu`` in seconds (null: not measured); ``req_mem`` in bytes.
 JSON_KEYS = (
     "id name user state submit_time start_time end_time wait run exit_code exit_signal ncpus "
-    "restarts preemptions checkpoints lost devices"
+    "restarts preemptions checkpoints lost devices "
+    "jobid array_id array_index max_rss cpu_user cpu_sys total_cpu req_mem"
 ).split()
 COLUMNS = (
     "ID",
@@ -43,8 +50,12 @@ COLUMNS = (
     "PREEMPT",
     "CKPTS",
     "LOST",
+    "MAXRSS",
+    "TOTALCPU",
 )
-SWF_STATUS = {"COMPLETED": 1, "FAILED": 0, "TIMEOUT": 0, "CANCELLED": 5}
+SWF_STATUS = {"COMPLETED": 1, "FAILED": 0, "TIMEOUT": 0, "OUT_OF_MEMORY": 0, "CANCELLED": 5}
+# The fields of --parsable without --format (sacct's own default, less what one machine has not).
+DEFAULT_FORMAT = "JobID,JobName,User,AllocCPUS,State,ExitCode,Elapsed,MaxRSS,TotalCPU"
 _RELATIVE = re.compile(r"^([+-])(\d+(?:\.\d+)?)([smhdw])$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S")
@@ -108,6 +119,12 @@ def record(job: dict[str, Any]) -> dict[str, Any]:
     out["run"] = round(run_seconds(job), 3)
     out["lost"] = round(float(job.get("lost") or 0.0), 3)
     out["devices"] = job.get("devices") or ""
+    spec = job.get("spec") or {}
+    out["jobid"] = label(job)
+    out["array_id"] = spec.get("array_id")
+    out["array_index"] = spec.get("array_index")
+    out["total_cpu"] = None if (t := total_cpu(job)) is None else round(t, 6)
+    out["req_mem"] = int(spec["mem"]) if spec.get("mem") else None
     return out
 
 
@@ -184,7 +201,7 @@ def when(t: float | None) -> str:
     return "" if t is None else time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
 
 
-def print_table(jobs: list[dict[str, Any]]) -> None:
+def print_table(jobs: list[dict[str, Any]], header: bool = True) -> None:
     """The jobs as aligned columns; what a user wrote (name, user) is escaped (:func:`gridsched.text.shown`)."""
     rows = [COLUMNS]
     for j in jobs:
@@ -194,7 +211,7 @@ def print_table(jobs: list[dict[str, Any]]) -> None:
             code = f"sig{j['exit_signal']}"
         rows.append(
             (
-                shown(j["id"]),
+                shown(label(j)),
                 shown(j["name"]),
                 shown(j["user"]),
                 shown(j["state"]),
@@ -209,25 +226,29 @@ def print_table(jobs: list[dict[str, Any]]) -> None:
                 shown(j.get("preemptions", 0)),
                 shown(j.get("checkpoints", 0)),
                 format_duration(j.get("lost") or 0),
+                memory(j.get("max_rss")),
+                cpu_time(total_cpu(j)),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     left = {1, 2, 3}
-    for r in rows:
+    for r in rows if header else rows[1:]:
         cells = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
         click.echo("  ".join(cells).rstrip())
 
 
-def parse_ids(raw: str | None) -> list[int] | None:
+def parse_ids(raw: str | None) -> Selection | None:
+    """-j: ``ID`` (a job, or every task of array ``ID``), ``ID_N``, ``ID_[LIST]``, comma-separated (as gstat)."""
     if raw is None:
         return None
-    ids = []
-    for part in raw.split(","):
-        p = part.strip()
-        if not p.isdigit() or int(p) <= 0:
-            fail(PROG, f"jobs '{shown(raw)}': {p!r} is not a job id", ExitCode.USAGE)
-        ids.append(int(p))
-    return ids
+    refs = []
+    for part in split_ids(raw):
+        r = parse_ref(PROG, part.strip())
+        if r not in refs:
+            refs.append(r)
+    if not refs:
+        fail(PROG, f"jobs '{shown(raw)}': no job id", ExitCode.USAGE)
+    return Selection(tuple(refs), frozenset(), frozenset(), frozenset())
 
 
 def parse_states(raw: str | None) -> set[str] | None:
@@ -236,13 +257,14 @@ def parse_states(raw: str | None) -> set[str] | None:
     out = set()
     for part in raw.split(","):
         s = part.strip().upper()
+        s = SHORT_STATES.get(s, s)
         if s not in TERMINAL_STATES:
             fail(PROG, f"state '{shown(part.strip())}': must be one of {', '.join(TERMINAL_STATES)}", ExitCode.USAGE)
         out.add(s)
     return out
 
 
-def load(spool: Spool, ids: list[int] | None) -> tuple[list[dict[str, Any]], int | None]:
+def load(spool: Spool, ids: list[int] | None = None) -> tuple[list[dict[str, Any]], int | None]:
     """The jobs in the state db and the machine's cores as the daemon recorded them."""
     if not spool.db.exists():
         return [], None
@@ -280,7 +302,8 @@ def load(spool: Spool, ids: list[int] | None) -> tuple[list[dict[str, Any]], int
     "--state",
     "states",
     metavar="STATE[,STATE...]",
-    help="Only jobs that ended in these states: COMPLETED, FAILED, CANCELLED, TIMEOUT.",
+    help="Only jobs that ended in these states: COMPLETED, FAILED, CANCELLED, TIMEOUT, OUT_OF_MEMORY "
+    "(or Slurm's short forms CD, F, CA, TO, OOM).",
 )
 @click.option(
     "-S",
@@ -295,7 +318,24 @@ def load(spool: Spool, ids: list[int] | None) -> tuple[list[dict[str, Any]], int
     type=TimeType(),
     help="Only jobs that started (or were submitted) by TIME (the forms of --starttime).",
 )
-@click.option("-j", "--jobs", "job_ids", metavar="ID[,ID...]", help="Only these jobs.")
+@click.option(
+    "-j",
+    "--jobs",
+    "job_ids",
+    metavar="ID[,ID...]",
+    help="Only these jobs: ID (a job, or every task of array ID), ARRAYID_N (one task), ARRAYID_[LIST].",
+)
+@click.option(
+    "-o",
+    "--format",
+    "fmt",
+    metavar="FIELD[%WIDTH],...",
+    help="Print these fields, named as sacct names them, in any case (gacct --helpformat lists them).",
+)
+@click.option("-p", "--parsable", is_flag=True, help="Fields separated by '|', one after the last too (sacct -p).")
+@click.option("-P", "--parsable2", is_flag=True, help="Fields separated by '|', none after the last (sacct -P).")
+@click.option("-n", "--noheader", is_flag=True, help="No header line.")
+@click.option("-e", "--helpformat", is_flag=True, help="List the fields --format knows, and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON (schema in gacct(1)).")
 @click.option("--swf", is_flag=True, help="Print the jobs as a Standard Workload Format 2.2 trace for gsim.")
 @spool_options
@@ -305,31 +345,64 @@ def cli(
     starttime: float | None,
     endtime: float | None,
     job_ids: str | None,
+    fmt: str | None,
+    parsable: bool,
+    parsable2: bool,
+    noheader: bool,
+    helpformat: bool,
     as_json: bool,
     swf: bool,
     spool_dir: str | None,
     config_file: str | None,
 ) -> int:
-    """Show finished jobs (completed, failed, cancelled, timed out) from the
-    daemon's state db: when each was submitted, started and ended, how long
-    it waited and ran, its exit status and cores, and how often it was
-    restarted, preempted and checkpointed.
+    """Show finished jobs (completed, failed, cancelled, timed out, out of
+    memory) from the daemon's state db: when each was submitted, started and
+    ended, how long it waited and ran, its exit status and cores, how often
+    it was restarted, preempted and checkpointed, and what its processes
+    used (peak memory, CPU time).  Array tasks show as ARRAYID_INDEX.
     """
+    known = fields(label, run_seconds, wait_seconds)
+    if helpformat:
+        click.echo(" ".join(f.name for f in known))
+        return ExitCode.OK
     if as_json and swf:
         fail(PROG, "--json and --swf exclude each other", ExitCode.USAGE)
-    ids = parse_ids(job_ids)
+    if parsable and parsable2:
+        fail(PROG, "--parsable and --parsable2 exclude each other", ExitCode.USAGE)
+    table_only = fmt is not None or parsable or parsable2 or noheader
+    if table_only and (as_json or swf):
+        fail(
+            PROG,
+            "--format, --parsable, --parsable2 and --noheader are for the table, not --json or --swf",
+            ExitCode.USAGE,
+        )
+    cols = None
+    if fmt is not None:
+        try:
+            cols = parse_format(fmt, known)
+        except FormatError as e:
+            fail(PROG, str(e), ExitCode.USAGE)
+    sel = parse_ids(job_ids)
     st = parse_states(states)
     s = setup(PROG, spool_dir, config_file)
-    jobs, procs = load(s.spool, ids)
+    jobs, procs = load(s.spool)
+    if sel is not None:
+        jobs = [j for j in jobs if sel.named(j) is not None]
     jobs = select(jobs, user, st, starttime, endtime)
-    if swf:
+    if cols is not None or parsable or parsable2:
+        if cols is None:
+            cols = parse_format(DEFAULT_FORMAT, known)
+        mode = "p" if parsable else "P" if parsable2 else None
+        for line in render(jobs, cols, mode, not noheader):
+            click.echo(line)
+    elif swf:
         import socket
 
         click.echo(swf_trace(jobs, procs, socket.gethostname()), nl=False)
     elif as_json:
         click.echo(dumps({"jobs": [record(j) for j in jobs]}, indent=2))
     else:
-        print_table(jobs)
+        print_table(jobs, header=not noheader)
     return ExitCode.OK
 
 

@@ -37,6 +37,7 @@ STYLE = {
     "COMPLETED": "dim",
     "FAILED": "red",
     "TIMEOUT": "red",
+    "OUT_OF_MEMORY": "red",
     "CANCELLED": "dim red",
 }
 

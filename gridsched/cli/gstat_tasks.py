@@ -22,7 +22,7 @@ from typing import Any
 from ..core import cpuset
 
 ORDER = ("RUNNING", "STOPPING", "SUSPENDED", "PENDING", "HELD")
-ENDED = ("FAILED", "TIMEOUT", "CANCELLED")
+ENDED = ("FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
 
 
 def array_state(states: Counter[str]) -> str:

@@ -27,8 +27,20 @@ SHORT_STATES = {
     "F": "FAILED",
     "TO": "TIMEOUT",
     "CA": "CANCELLED",
+    "OOM": "OUT_OF_MEMORY",
 }
-STATES = ("PENDING", "HELD", "RUNNING", "STOPPING", "SUSPENDED", "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED")
+STATES = (
+    "PENDING",
+    "HELD",
+    "RUNNING",
+    "STOPPING",
+    "SUSPENDED",
+    "COMPLETED",
+    "FAILED",
+    "TIMEOUT",
+    "CANCELLED",
+    "OUT_OF_MEMORY",
+)
 SHORT_OF = {v: k for k, v in SHORT_STATES.items()} | {"HELD": "PD"}
 
 _RANGE = re.compile(r"^\s*(\d+)_\[([0-9,\-:%]+)\]\s*$")

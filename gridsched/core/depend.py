@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 KINDS = ("after", "afterany", "afterok", "afternotok", "singleton")
-TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
+TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY"})
 NOT_STARTED = frozenset({"PENDING", "HELD"})
 MAX_JOB_ID = (1 << 53) - 1  # the largest job id (gridsched.requests.MAX_ID)
 

@@ -46,7 +46,7 @@ from .types import (
     Snapshot,
 )
 
-ENDED_BADLY = frozenset({"FAILED", "CANCELLED", "TIMEOUT"})
+ENDED_BADLY = frozenset({"FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY"})
 NEVER_CAME = "its resources never came free before its end"
 
 

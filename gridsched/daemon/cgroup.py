@@ -149,6 +149,19 @@ def oom_kills(path: Path) -> int:
     return 0
 
 
+def peak(path: Path) -> int | None:
+    """The most memory the cgroup's processes held at once, in bytes (``memory.peak`` on v2,
+    ``memory.max_usage_in_bytes`` on v1), or None where the kernel does not keep it."""
+    for name in ("memory.peak", "memory.max_usage_in_bytes"):
+        try:
+            text = (path / name).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            return int(text)
+    return None
+
+
 def members(path: Path) -> list[int]:
     try:
         return [int(p) for p in (path / "cgroup.procs").read_text().split()]

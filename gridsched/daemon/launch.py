@@ -173,12 +173,41 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     if err:
         result["error"] = err.decode(errors="replace")
     _reap_rest()
+    result["usage"] = _usage(cg)
     if cg is not None:
-        if cgroup.oom_kills(cg) and spec.mem:
+        kills = cgroup.oom_kills(cg)
+        if kills and spec.mem:
             result["reason"] = f"out of memory (limit {format_size(spec.mem)})"
+            result["oom_kills"] = kills
         cgroup.remove(cg)
     _remove_private(spec)
     _write_until_room(exit_file(spec.job_dir, spec.segment), result)
+
+
+def _usage(cg: Path | None) -> dict[str, float | int | str]:
+    """What the job's processes used, once every one of them has been reaped by this shepherd.
+
+    The shepherd is a child subreaper, so every process of the job (the script,
+    what it started, what was left orphaned) ends as a waited-for descendant:
+    ``RUSAGE_CHILDREN`` holds their CPU time (user and system) and the peak
+    resident set of the largest of them.  A job in a memory cgroup has its
+    peak from the cgroup instead (all its processes together, page cache
+    included, as the kernel charged them).
+    """
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out: dict[str, float | int | str] = {
+        "cpu_user": round(ru.ru_utime, 6),
+        "cpu_sys": round(ru.ru_stime, 6),
+        "max_rss": int(ru.ru_maxrss) * 1024,  # kilobytes on Linux
+        "rss_from": "rusage",
+    }
+    peak = cgroup.peak(cg) if cg is not None else None
+    if peak:
+        out["max_rss"] = peak
+        out["rss_from"] = "cgroup"
+    return out
 
 
 def _remove_private(spec: Launch) -> None:

@@ -3,8 +3,10 @@
 :func:`finish` is called when a job's shepherd has gone, with the result it
 wrote (None if it was killed before it could): a preempted job whose
 checkpoint was taken (or that is rerun from the start) goes back to the
-queue; otherwise the job ends CANCELLED, TIMEOUT, FAILED or COMPLETED, by
-why it was stopped and how its script exited.
+queue; otherwise the job ends CANCELLED, TIMEOUT, OUT_OF_MEMORY, FAILED or
+COMPLETED, by why it was stopped and how its script exited.  What the
+segment's processes used (CPU time, peak memory: measured by the shepherd)
+is kept in the segment.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
     sig = result.get("signal") if result else None
     error = result.get("error") if result else None
     why = result.get("reason") if result else None  # e.g. out of memory, from the shepherd
+    usage = result.get("usage") if result else None
+    if isinstance(usage, dict) and rec.segments and "end" not in rec.segments[-1]:
+        rec.segments[-1]["usage"] = usage  # the job's usage sums these (gacct)
     was_queued = rec.state is JobState.SUSPENDED
     if was_queued:
         d.table.dequeue(rec)
@@ -93,6 +98,10 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
     elif rec.stop == "timeout":
         close_segment(d, rec, end, "timeout")
         d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reached its walltime")
+    elif result.get("oom_kills") and code != 0:
+        # the kernel killed a process of the job's cgroup for want of memory, and the job did not succeed
+        close_segment(d, rec, end, "out of memory")
+        d.end(rec, JobState.OUT_OF_MEMORY, end, code=code, signal_=sig, reason=why or "out of memory")
     elif sig is not None:
         close_segment(d, rec, end, "failed")
         d.end(rec, JobState.FAILED, end, signal_=sig, reason=why or f"killed by signal {sig}")

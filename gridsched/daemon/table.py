@@ -27,7 +27,7 @@ from ..core.types import Running, Waiting
 from ..devices import format_keys
 from ..jobs import TERMINAL, JobState
 from ..spool import Spool
-from ..state import StateDB
+from ..state import StateDB, usage
 from .split import split_info
 
 log = logging.getLogger("gschedd")
@@ -334,6 +334,7 @@ class JobTable:
             devices=format_keys(rec.devices),
             segments=rec.segments,
             run=rec.run_info(),
+            **usage(rec.segments),
             **extra,
         )
         self.forecast_dirty = True

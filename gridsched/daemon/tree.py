@@ -65,7 +65,7 @@ log = logging.getLogger("gschedd")
 
 META_KEY = "yielded"
 ENDED_KEY = "ended"
-ENDED_BADLY = (JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT)
+ENDED_BADLY = (JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT, JobState.OUT_OF_MEMORY)
 
 
 @dataclass(slots=True)
@@ -314,7 +314,7 @@ class Trees:
             return f"parent {pid}: no such job"
         if row["uid"] != job["uid"]:
             return f"parent {pid}: another user's job"
-        if row["state"] in (JobState.FAILED.value, JobState.CANCELLED.value, JobState.TIMEOUT.value):
+        if row["state"] in {s.value for s in ENDED_BADLY}:
             return f"parent {pid} ended {row['state']}"
         top, seen = pid, {pid}
         while (p := self.parent_of(top)) is not None and p not in seen and self._row(p) is not None:

@@ -34,6 +34,9 @@ def rows(make_row):
             checkpoints=1,
             lost=5.0,
             spec={"gid": 100, "mem": 8 << 20, "depend": ""},
+            max_rss=63_000_000,
+            cpu_user=61.25,
+            cpu_sys=0.5,
         ),
         make_row(
             2,
@@ -105,7 +108,108 @@ def test_table(env, run, put_rows, make_row):
     cells = line.split()
     assert cells[:4] == ["1", "a", "alice", "COMPLETED"]
     assert cells[4:7] == ["2026-11-22T10:00:00", "2026-11-22T10:00:10", "2026-11-22T10:02:10"]
-    assert cells[7:] == ["00:00:10", "00:01:40", "0", "4", "1", "1", "1", "00:00:05"]
+    assert cells[7:] == ["00:00:10", "00:01:40", "0", "4", "1", "1", "1", "00:00:05", "61524K", "01:01.750"]
+
+
+def array_rows(make_row):
+    """Array 17 of three tasks (ids 17, 18, 19: indices 1-3) and job 20, all finished."""
+    out = []
+    for i, jid in enumerate((17, 18, 19), start=1):
+        out.append(
+            make_row(
+                jid,
+                state="COMPLETED" if i != 2 else "OUT_OF_MEMORY",
+                name="arr",
+                submit_time=T0,
+                start_time=T0 + i,
+                end_time=T0 + 10 * i,
+                exit_code=0 if i != 2 else None,
+                exit_signal=None if i != 2 else 9,
+                segments=[{"start": T0 + i, "end": T0 + 10 * i}],
+                spec={"array_id": 17, "array_index": i},
+                max_rss=(i << 20) if i != 3 else None,
+                cpu_user=0.25 * i if i != 3 else None,
+                cpu_sys=0.125 if i != 3 else None,
+            )
+        )
+    out.append(make_row(20, state="COMPLETED", submit_time=T0, end_time=T0 + 5, spec={}))
+    return out
+
+
+@pytest.mark.parametrize(
+    "sel, ids",
+    [
+        ("17", ["17_1", "17_2", "17_3"]),
+        ("17_2", ["17_2"]),
+        ("17_[1,3]", ["17_1", "17_3"]),
+        ("17_3,20", ["17_3", "20"]),
+        ("18", ["17_2"]),  # a task's own id (JobIDRaw) names it too, as in sacct
+    ],
+)
+def test_array_tasks_show_as_id_n(env, run, put_rows, make_row, sel, ids):
+    put_rows(*array_rows(make_row))
+    r = run(gacct.cli, ["-j", sel, "--json"])
+    assert r.exit_code == 0
+    assert [j["jobid"] for j in json.loads(r.stdout)["jobs"]] == ids
+    r = run(gacct.cli, ["-j", sel, "-n"])
+    assert [ln.split()[0] for ln in r.stdout.splitlines()] == ids
+
+
+def test_format_parsable_read_back(env, run, put_rows, make_row):
+    put_rows(*array_rows(make_row))
+    r = run(gacct.cli, ["-j", "17", "--format", "jobid,STATE,ExitCode,MaxRSS,TotalCPU,UserCPU,SystemCPU,ReqMem", "-p"])
+    assert r.exit_code == 0
+    lines = r.stdout.splitlines()
+    assert all(ln.endswith("|") for ln in lines)
+    table = [ln[:-1].split("|") for ln in lines]
+    assert table[0] == ["JobID", "State", "ExitCode", "MaxRSS", "TotalCPU", "UserCPU", "SystemCPU", "ReqMem"]
+    assert table[1] == ["17_1", "COMPLETED", "0:0", "1M", "00:00.375", "00:00.250", "00:00.125", "0"]
+    assert table[2] == ["17_2", "OUT_OF_MEMORY", "0:9", "2M", "00:00.625", "00:00.500", "00:00.125", "0"]
+    assert table[3] == ["17_3", "COMPLETED", "0:0", "", "", "", "", "0"]  # not measured: empty, not zero
+    r = run(gacct.cli, ["-j", "17_2", "-o", "JobID,Elapsed,ElapsedRaw,Timelimit,TimelimitRaw", "-P", "-n"])
+    assert r.stdout == "17_2|00:00:18|18|01:00:00|60\n"
+
+
+def test_format_widths_cut_as_sacct(env, run, put_rows, make_row):
+    put_rows(*array_rows(make_row))
+    r = run(gacct.cli, ["-j", "17_1", "--format", "JobID%3,State%12,MaxRSS"])
+    head, dashes, line = r.stdout.splitlines()
+    assert head.split() == ["Job", "State", "MaxRSS"]
+    assert dashes.split() == ["---", "-" * 12, "-" * 6]
+    assert line.split() == ["17+", "COMPLETED", "1M"]
+
+
+def test_json_usage_in_bytes_and_seconds(env, run, put_rows, make_row):
+    put_rows(*rows(make_row))
+    a = {j["id"]: j for j in json.loads(run(gacct.cli, ["--json"]).stdout)["jobs"]}
+    assert (a[1]["max_rss"], a[1]["cpu_user"], a[1]["cpu_sys"], a[1]["total_cpu"]) == (63_000_000, 61.25, 0.5, 61.75)
+    assert a[1]["req_mem"] == 8 << 20 and a[1]["jobid"] == "1" and a[1]["array_id"] is None
+    assert (a[2]["max_rss"], a[2]["total_cpu"], a[2]["req_mem"]) == (None, None, None)
+
+
+def test_state_short_forms(env, run, put_rows, make_row):
+    put_rows(*array_rows(make_row))
+    r = run(gacct.cli, ["-s", "oom", "--json"])
+    assert [j["jobid"] for j in json.loads(r.stdout)["jobs"]] == ["17_2"]
+
+
+@pytest.mark.parametrize(
+    "secs, text",
+    [(0.0, "00:00.000"), (1.2345, "00:01.234"), (61.75, "01:01.750"), (3600, "01:00:00"), (90061, "1-01:01:01")],
+)
+def test_cpu_time_form(secs, text):
+    from gridsched.cli.gacct_format import cpu_time
+
+    assert cpu_time(secs) == text
+
+
+@pytest.mark.parametrize(
+    "n, text", [(0, "0"), (1, "1K"), (1024, "1K"), (60 << 20, "60M"), (63_000_000, "61524K"), (3 << 30, "3G")]
+)
+def test_memory_form(n, text):
+    from gridsched.cli.gacct_format import memory
+
+    assert memory(n) == text
 
 
 def test_swf(env, run, put_rows, make_row):
@@ -130,8 +234,13 @@ def test_swf(env, run, put_rows, make_row):
     "args, msg",
     [
         (["-S", "yesterday-ish"], "starttime 'yesterday-ish': not a time"),
-        (["-s", "RUNNING"], "state 'RUNNING': must be one of CANCELLED, COMPLETED, FAILED, TIMEOUT"),
-        (["-j", "1,x"], "jobs '1,x': 'x' is not a job id"),
+        (["-s", "RUNNING"], "state 'RUNNING': must be one of CANCELLED, COMPLETED, FAILED, OUT_OF_MEMORY, TIMEOUT"),
+        (["-j", "1,x"], "'x': not a job id"),
+        (["-j", "17_x"], "'17_x': not a job id"),
+        (["--format", "JobID,Bogus"], "--format: unknown field 'Bogus' (fields: JobID, JobIDRaw,"),
+        (["--format", "JobID%0"], "--format: 'JobID%0': a width must be at least 1"),
+        (["-p", "-P"], "--parsable and --parsable2 exclude each other"),
+        (["--json", "--format", "JobID"], "--format, --parsable, --parsable2 and --noheader are for the table"),
         (["--json", "--swf"], "--json and --swf exclude each other"),
     ],
 )

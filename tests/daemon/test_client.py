@@ -38,6 +38,7 @@ def test_submit_status_wait_cancel(gs):
     done = c.wait(j.id, timeout=30)
     assert done.state == "FAILED" and done.exit_code == 4 and done.done
     assert open(done.stdout).read() == "hello\n"
+    assert done.max_rss is not None and 0 < done.max_rss < 1 << 30 and done.cpu_time is not None
     assert [x.id for x in c.jobs(all=True)] == [j.id] and c.jobs() == []
 
     blocker = c.submit(command="sleep 30", ncpus=8, walltime="1m")
@@ -46,7 +47,8 @@ def test_submit_status_wait_cancel(gs):
     assert c.status(waiting.id).state == "PENDING"
     c.cancel(waiting.id)
     c.cancel(blocker.id)
-    assert c.wait(waiting.id, timeout=30).state == "CANCELLED"
+    never_ran = c.wait(waiting.id, timeout=30)
+    assert never_ran.state == "CANCELLED" and never_ran.max_rss is None and never_ran.cpu_time is None
     assert c.wait(blocker.id, timeout=30).state == "CANCELLED"
     with pytest.raises(GridschedError, match=f"^job {waiting.id}: already CANCELLED$"):
         c.cancel(waiting.id)

@@ -130,7 +130,7 @@ def test_mem_over_the_limit_is_killed_with_a_clear_reason(gs, memory_cgroup):
     hog.write_text(HOG)
     big = gs.gsub("--mem", "50M", str(hog), "200")
     small = gs.gsub("--mem", "200M", str(hog), "20")
-    jb = gs.wait_state(big, "FAILED", timeout=30)
+    jb = gs.wait_state(big, "OUT_OF_MEMORY", timeout=30)
     assert jb["exit_signal"] == 9
     assert exit_record(gs, big)["reason"] == "out of memory (limit 50M)"
     assert "survived" not in open(jb["stdout"]).read()
@@ -144,7 +144,7 @@ def test_out_of_memory_is_the_reason_gstat_shows(gs, memory_cgroup):
     hog = gs.work / "hog.sh"
     hog.write_text(HOG)
     jid = gs.gsub("--mem", "50M", str(hog), "200")
-    j = gs.wait_state(jid, "FAILED", timeout=30)
+    j = gs.wait_state(jid, "OUT_OF_MEMORY", timeout=30)
     assert "out of memory (limit 50M)" in j["reason"]
 
 
