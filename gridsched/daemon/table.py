@@ -26,6 +26,7 @@ from ..core.tree import walltime_credit
 from ..core.types import Running, Waiting
 from ..devices import format_keys
 from ..jobs import TERMINAL, JobState
+from ..requests import JobSignal, parse_signal
 from ..spool import Spool
 from ..state import StateDB
 from .split import split_info
@@ -75,6 +76,8 @@ class Rec:
     split: dict[str, Any] | None = None  # a splittable job: n, ncpus, task_time, left (daemon/split.py)
     split_of: int | None = None  # a piece of a splittable job: that job's id
     begin: float | None = None  # not before this time (spec ``begin``)
+    warn: JobSignal | None = None  # sent before the walltime ends (spec ``signal``)
+    warned: bool = False  # this segment was sent ``warn`` (kept in the run info: sent once, across restarts)
     # This segment's yields: [since, until] (until None: it still lends its cores), see
     # gridsched.core.tree.walltime_credit
     lent: list[list[float | None]] = field(default_factory=list)
@@ -173,6 +176,7 @@ class Rec:
             "checkpoint": self.checkpoint,
             "held": list(self.held),
             "lent": self.lent,
+            "warned": self.warned,
         }
 
     @classmethod
@@ -223,6 +227,12 @@ class Rec:
         rec.lent = [list(x) for x in run.get("lent") or ()]
         begin = spec.get("begin")
         rec.begin = float(begin) if isinstance(begin, (int, float)) and not isinstance(begin, bool) else None
+        rec.warned = bool(run.get("warned"))
+        if isinstance(spec.get("signal"), str):
+            try:
+                rec.warn = parse_signal(spec["signal"])
+            except ValueError:
+                rec.warn = None
         if spec.get("place") not in (None, "pack", "spread", "board"):
             raise ValueError(f"unknown placement {spec.get('place')!r}")
         if spec.get("place") or spec.get("threads_per_core") or spec.get("exclusive_board"):
