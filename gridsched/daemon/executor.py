@@ -81,6 +81,9 @@ class Processes:
     def signal_shell(self, shepherd: int, pgid: int | None, sig: int) -> None:
         procs.signal_shell(shepherd, pgid, sig)
 
+    def signal_once(self, shepherd: int, sig: int) -> None:
+        procs.signal_once(shepherd, sig)
+
     def set_affinity(self, shepherd: int, cpus: set[int]) -> None:
         procs.set_affinity(shepherd, cpus)
 
@@ -132,6 +135,9 @@ class Stub:
         self.signals.append((self.pids.get(shepherd, -1), sig))
 
     def signal_shell(self, shepherd: int, pgid: int | None, sig: int) -> None:
+        self.signals.append((self.pids.get(shepherd, -1), sig))
+
+    def signal_once(self, shepherd: int, sig: int) -> None:
         self.signals.append((self.pids.get(shepherd, -1), sig))
 
     def set_affinity(self, shepherd: int, cpus: set[int]) -> None:

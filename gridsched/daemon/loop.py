@@ -456,10 +456,12 @@ class Daemon:
         its processes as the walltime's SIGTERM is sent."""
         if rec.shepherd is None:
             return
-        if warn.shell_only:
-            self.ex.signal_shell(rec.shepherd, rec.pgid, warn.num)
+        if warn.shell_only:  # the shell leads the job's process group: its pid is in the shepherd's pid file
+            info = self.ex.pid_info(self.spool.job_dir(rec.id), rec.segment) if rec.pgid is None else None
+            pgid = rec.pgid if info is None else info.get("job")
+            self.ex.signal_shell(rec.shepherd, pgid if isinstance(pgid, int) else None, warn.num)
         else:
-            self.ex.signal(rec.shepherd, rec.pgid, warn.num)
+            self.ex.signal_once(rec.shepherd, warn.num)
         log.info("job %d sent SIG%s, %d seconds before its walltime", rec.id, rq.signal_name(warn.num), warn.secs)
 
     def timers(self, now: float) -> None:

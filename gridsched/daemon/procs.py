@@ -65,6 +65,16 @@ def signal_job(shepherd: int, pgid: int | None, sig: int) -> None:
             pass
 
 
+def signal_once(shepherd: int, sig: int) -> None:
+    """Send ``sig`` once to every process below the job's shepherd (a signal the job may trap and count:
+    not a second time through the process group as :func:`signal_job` does)."""
+    for p in tree(shepherd):
+        try:
+            p.send_signal(sig)
+        except psutil.Error:
+            pass
+
+
 def signal_shell(shepherd: int, pgid: int | None, sig: int) -> None:
     """Send ``sig`` to the job's batch shell alone: the leader of its process group, the shepherd's child."""
     if not pgid:
