@@ -197,6 +197,7 @@ class JobSpec(NamedTuple):
     ntasks: int | None = None  # tasks the job asked for (Slurm -n), when it did
     cpus_per_task: int | None = None  # cores per task it asked for (Slurm -c), when it did
     signal: JobSignal | None = None  # sent before the walltime ends (sbatch --signal)
+    estimate: int | None = None  # seconds the scheduler plans with, at most the walltime (PBS soft_walltime)
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -240,6 +241,8 @@ class JobSpec(NamedTuple):
             spec["open_mode"] = self.open_mode
         if self.signal is not None:
             spec["signal"] = self.signal.text()
+        if self.estimate is not None:
+            spec["estimate"] = self.estimate
         if self.ntasks is not None:
             spec["ntasks"] = self.ntasks
         if self.cpus_per_task is not None:
@@ -685,6 +688,7 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         ntasks=f.integer("ntasks", 1, MAX_COUNT, required=False),
         cpus_per_task=f.integer("cpus_per_task", 1, MAX_COUNT, required=False),
         signal=_signal_field(f, walltime),
+        estimate=_estimate_field(f, walltime),
     )
     _check_tasks(spec)
     if "\0" in spec.script:
@@ -736,6 +740,18 @@ def _signal_field(f: _Fields, walltime: int) -> JobSignal | None:
         return parse_signal(v, walltime)
     except ValueError as e:
         raise f.bad("signal", str(e)) from None
+
+
+def _estimate_field(f: _Fields, walltime: int) -> int | None:
+    v = f.integer("estimate", 1, MAX_SECONDS, required=False)
+    if v is not None and v > walltime:
+        raise f.bad("estimate", estimate_problem(v, walltime))
+    return v  # type: ignore[no-any-return]
+
+
+def estimate_problem(estimate: int, walltime: int) -> str:
+    """Why an estimate is refused: longer than the walltime (gsub and the daemon say it alike)."""
+    return f"{estimate}s is longer than the walltime ({walltime}s): the walltime ends the job"
 
 
 def _check_tasks(spec: JobSpec) -> None:

@@ -174,6 +174,7 @@ PBS_RESOURCES: tuple[Rule, ...] = (
     Rule(("pvmem",), "pvmem", "virtual memory per process", "--mem-per-cpu (when pmem= is not given)"),
     Rule(("place", "host", "vnode", "arch"), "ignore", "placement", "(warned)", why="one machine"),
     Rule(("cput", "pcput"), "ignore", "CPU time", "(warned)", why="only walltime is enforced"),
+    Rule(("soft_walltime",), "estimate", "the time the scheduler plans with (PBS Pro)", "--estimate"),
 )
 
 SGE: tuple[Rule, ...] = (
@@ -236,6 +237,7 @@ GS_FLAG = {
     "begin": "--begin",
     "open_mode": "--open-mode",
     "signal": "--signal",
+    "estimate": "--estimate",
     "gpus": "--gpus",
     "gres": "--gres",
     "gpu_bind": "--gpu-bind",
@@ -763,6 +765,11 @@ class _Reader:
                 self.set(lineno, "time", f"{pbs_time(value)}s")
             except UnitError as e:
                 raise CompatError(f"{where}: {shown}: {e}") from None
+        elif rule.key == "estimate":
+            try:
+                self.set(lineno, "estimate", f"{pbs_time(value)}s")
+            except UnitError as e:
+                raise CompatError(f"{where}: {shown}: {e}") from None
         elif rule.key == "mem":
             self.mem_set = True
             self.set(lineno, "mem", _pbs_size(where, shown, value))
@@ -1017,6 +1024,8 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
     ):
         if params.get(key):
             out.append(f"#SBATCH {flag}={q(params[key])}")
+    if params.get("estimate") is not None:
+        out.append(f"# gridsched: dropped --estimate {format_duration(params['estimate'])} (--time-min differs)")
     if params.get("hold"):
         out.append("#SBATCH --hold")
     if params.get("wait"):
@@ -1093,6 +1102,9 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
             out.append(f"# gridsched: dropped --{key.replace('_', '-')} {q(params[key])} (not translated to PBS)")
     if params.get("signal"):
         out.append(f"# gridsched: dropped --signal {q(params['signal'])} (PBS has no signal before the walltime)")
+    if params.get("estimate") is not None:
+        h, rest = divmod(int(params["estimate"]), 3600)
+        out.append(f"#PBS -l soft_walltime={h:02d}:{rest // 60:02d}:{rest % 60:02d}")
     return out
 
 

@@ -89,6 +89,7 @@ JOB_PARAMS = (
     "begin",
     "open_mode",
     "signal",
+    "estimate",
 )
 
 
@@ -318,6 +319,13 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     help="Start the job no earlier than TIME, in sbatch's forms: now+N[seconds|minutes|hours|days|weeks] "
     "(now+90 is 90 seconds), HH:MM[:SS] (the next such time), YYYY-MM-DD[THH:MM[:SS]] (local time), "
     "midnight, noon, teatime, today, tomorrow.",
+)
+@click.option(
+    "--estimate",
+    type=WalltimeType(),
+    help="How long the job is expected to run, in the forms of -t (a bare number is minutes): the scheduler "
+    "plans with it (backfilling, predicted starts) in place of the walltime, which still ends the job; at "
+    "most the walltime. As PBS soft_walltime. See ESTIMATES.",
 )
 @click.option(
     "--signal",
@@ -563,6 +571,12 @@ def cli(
             out["ntasks"] = p["ntasks"]
         if p["cpus_per_task"] is not None:
             out["cpus_per_task"] = p["cpus_per_task"]
+        if p["estimate"] is not None:
+            from ..requests import estimate_problem
+
+            if p["estimate"] > spec["walltime"]:
+                raise SubmitError(f"--estimate {estimate_problem(p['estimate'], spec['walltime'])}", ExitCode.USAGE)
+            out["estimate"] = p["estimate"]
         if p["signal"] is not None:
             from ..requests import parse_signal
 

@@ -206,3 +206,33 @@ def test_emit_carries_the_signal_to_sbatch_and_says_pbs_has_none(env, run):
     assert "#SBATCH --signal=B:USR1@30" in r.stdout
     r = run(gsub.cli, ["--emit", "pbs", "--signal", "USR1@30", "--wrap", "true"])
     assert "# gridsched: dropped --signal USR1@30 (PBS has no signal before the walltime)" in r.stdout
+
+
+# -- estimates (gsub --estimate, PBS soft_walltime) -----------------------------------------------
+
+
+def test_estimate_reaches_the_request(env, run, submits):
+    assert run(gsub.cli, ["-t", "2:00:00", "--estimate", "30", "--wrap", "true"]).exit_code == 0
+    write(env / "p.sh", "#!/bin/sh\n#PBS -l walltime=01:00:00,soft_walltime=00:20:00\ntrue\n")
+    assert run(gsub.cli, ["p.sh"]).exit_code == 0
+    a, b = submits()
+    assert (a["walltime"], a["estimate"]) == (7200, 1800) and (b["walltime"], b["estimate"]) == (3600, 1200)
+
+
+def test_an_estimate_longer_than_the_walltime_is_refused(env, run, submits):
+    r = run(gsub.cli, ["-t", "10", "--estimate", "20", "--wrap", "true"])
+    assert r.exit_code == 2
+    assert r.stderr == "gsub: error: --estimate 1200s is longer than the walltime (600s): the walltime ends the job\n"
+    sender = rq.Sender(os.getuid(), "me", frozenset({os.getgid()}), False)
+    with pytest.raises(rq.Refused, match="field 'estimate' 120s is longer than the walltime \\(60s\\)"):
+        rq.parse({"type": "submit", "job": {**valid_job(5), "estimate": 120}}, rq.id_name(5), sender)
+    with pytest.raises(rq.Refused, match="field 'estimate'"):
+        rq.parse({"type": "submit", "job": {**valid_job(5), "estimate": 0}}, rq.id_name(5), sender)
+    assert submits() == []
+
+
+def test_emit_carries_the_estimate_to_pbs(env, run):
+    r = run(gsub.cli, ["--emit", "pbs", "-t", "60", "--estimate", "90s", "--wrap", "true"])
+    assert "#PBS -l soft_walltime=00:01:30" in r.stdout
+    r = run(gsub.cli, ["--emit", "slurm", "-t", "60", "--estimate", "90s", "--wrap", "true"])
+    assert "# gridsched: dropped --estimate" in r.stdout

@@ -109,3 +109,38 @@ def test_a_restart_neither_loses_nor_repeats_the_signal(gs):
     gs.start()
     gs.wait_state(jid, "TIMEOUT", timeout=30)
     assert (gs.work / "got").read_text() == "got\n"
+
+
+EASY_TWO_CORES = """
+[scheduler]
+policy = "easy"
+[jobs]
+kill_grace = "1s"
+[machine]
+cores = 2
+[daemon]
+autostart = false
+"""
+
+WAIT_GO = "i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"
+
+
+@pytest.mark.parametrize("how", ["--estimate", "#PBS -l soft_walltime"])
+def test_an_estimate_shorter_than_the_walltime_backfills(make_gs, how):
+    """One core is busy for up to 60 s and the head needs both: a one-core job with a walltime of 120 s
+    backfills only because its estimate (10 s) ends before the head's reservation."""
+    gs = make_gs(EASY_TWO_CORES)
+    busy = gs.gsub("-n", "1", "-t", "60s", "--wrap", WAIT_GO)
+    gs.wait_state(busy, "RUNNING")
+    head = gs.gsub("-n", "2", "-t", "60s", "--wrap", "true")
+    plain = gs.gsub("-n", "1", "-t", "120s", "--wrap", "true")
+    if how == "--estimate":
+        short = gs.gsub("-n", "1", "-t", "120s", "--estimate", "10s", "--wrap", "true")
+    else:
+        script = gs.work / "p.sh"
+        script.write_text("#!/bin/sh\n#PBS -l ncpus=1,walltime=00:02:00,soft_walltime=00:00:10\ntrue\n")
+        short = gs.gsub(str(script))
+    gs.wait_state(short, "COMPLETED", timeout=20)
+    assert gs.job(plain)["state"] == "PENDING" and gs.job(head)["state"] == "PENDING"
+    (gs.work / "go").touch()
+    gs.wait_state(head, "COMPLETED", timeout=30)
