@@ -95,6 +95,68 @@ class Split(NamedTuple):
     retries: int = 0
 
 
+class JobSignal(NamedTuple):
+    """A signal sent to a running job ``secs`` seconds before its walltime ends (sbatch ``--signal``):
+    to its batch shell alone (``shell_only``, sbatch's ``B:``) or to all its processes."""
+
+    num: int
+    secs: int
+    shell_only: bool
+
+    def text(self) -> str:
+        """The canonical form, as :func:`parse_signal` reads it back: ``[B:]NAME@SECONDS``."""
+        return f"{'B:' if self.shell_only else ''}{signal_name(self.num)}@{self.secs}"
+
+
+MAX_SIGNAL_SECS = 65535  # sbatch's limit on --signal's @SECONDS
+SIGNAL_FORMS = "use [B:]SIG[@SECONDS]: a signal name (USR1, SIGUSR1) or number, SECONDS from 0 to 65535, default 60"
+
+
+def signal_name(num: int) -> str:
+    """The name of signal ``num`` without SIG (USR1), or its number when it has none."""
+    import signal as _signal
+
+    try:
+        return _signal.Signals(num).name.removeprefix("SIG")
+    except ValueError:
+        return str(num)
+
+
+def parse_signal(value: str, walltime: int | None = None) -> JobSignal:
+    """sbatch's ``--signal`` value ``[B:]SIG[@SECONDS]``, checked against ``walltime`` (seconds) when given.
+
+    :class:`ValueError` with one line naming the value and what is accepted.  gsub
+    and the daemon's boundary both read it with this function, so they accept the
+    same values and refuse the others with the same words.
+    """
+    import signal as _signal
+
+    v = value.strip()
+    body = v[2:] if v[:2].upper() == "B:" else v
+    sig_s, at, secs_s = body.partition("@")
+    sig_s = sig_s.strip()
+    if sig_s.isdigit():
+        num = int(sig_s)
+        if num not in _signal.valid_signals() or num == 0:
+            raise ValueError(f"'{shown(value)}': unknown signal {sig_s} ({SIGNAL_FORMS})")
+    else:
+        name = "SIG" + sig_s.upper().removeprefix("SIG")
+        member = _signal.Signals.__members__.get(name)
+        if member is None:
+            raise ValueError(f"'{shown(value)}': unknown signal {shown(sig_s)!r} ({SIGNAL_FORMS})")
+        num = int(member)
+    secs = 60
+    if at:
+        if not secs_s.strip().isdigit() or not secs_s.strip().isascii():
+            raise ValueError(f"'{shown(value)}': {shown(secs_s)!r} is not a number of seconds ({SIGNAL_FORMS})")
+        secs = int(secs_s.strip())
+        if secs > MAX_SIGNAL_SECS:
+            raise ValueError(f"'{shown(value)}': {secs} seconds is more than {MAX_SIGNAL_SECS} ({SIGNAL_FORMS})")
+    if walltime is not None and secs > walltime:
+        raise ValueError(f"'{shown(value)}': {secs} seconds before the end is longer than the walltime ({walltime}s)")
+    return JobSignal(num, secs, v[:2].upper() == "B:")
+
+
 class JobSpec(NamedTuple):
     """A checked job submission (the keys of :data:`gridsched.jobs.SPEC_KEYS` and the optional ones)."""
 
@@ -134,6 +196,8 @@ class JobSpec(NamedTuple):
     devices: tuple[DeviceAsk, ...] = ()  # GPUs and other devices (gsub --gpus, --gres)
     ntasks: int | None = None  # tasks the job asked for (Slurm -n), when it did
     cpus_per_task: int | None = None  # cores per task it asked for (Slurm -c), when it did
+    signal: JobSignal | None = None  # sent before the walltime ends (sbatch --signal)
+    estimate: int | None = None  # seconds the scheduler plans with, at most the walltime (PBS soft_walltime)
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -175,6 +239,10 @@ class JobSpec(NamedTuple):
             spec["shell"] = self.shell
         if self.open_mode is not None:
             spec["open_mode"] = self.open_mode
+        if self.signal is not None:
+            spec["signal"] = self.signal.text()
+        if self.estimate is not None:
+            spec["estimate"] = self.estimate
         if self.ntasks is not None:
             spec["ntasks"] = self.ntasks
         if self.cpus_per_task is not None:
@@ -619,6 +687,8 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         devices=devs,
         ntasks=f.integer("ntasks", 1, MAX_COUNT, required=False),
         cpus_per_task=f.integer("cpus_per_task", 1, MAX_COUNT, required=False),
+        signal=_signal_field(f, walltime),
+        estimate=_estimate_field(f, walltime),
     )
     _check_tasks(spec)
     if "\0" in spec.script:
@@ -660,6 +730,28 @@ def _open_mode(f: _Fields) -> str | None:
     if v is not None and v not in ("append", "truncate"):
         raise f.bad("open_mode", "must be append or truncate")
     return None if v in (None, "truncate") else str(v)
+
+
+def _signal_field(f: _Fields, walltime: int) -> JobSignal | None:
+    v = f.text("signal", 64, required=False)
+    if v is None:
+        return None
+    try:
+        return parse_signal(v, walltime)
+    except ValueError as e:
+        raise f.bad("signal", str(e)) from None
+
+
+def _estimate_field(f: _Fields, walltime: int) -> int | None:
+    v = f.integer("estimate", 1, MAX_SECONDS, required=False)
+    if v is not None and v > walltime:
+        raise f.bad("estimate", estimate_problem(v, walltime))
+    return v  # type: ignore[no-any-return]
+
+
+def estimate_problem(estimate: int, walltime: int) -> str:
+    """Why an estimate is refused: longer than the walltime (gsub and the daemon say it alike)."""
+    return f"{estimate}s is longer than the walltime ({walltime}s): the walltime ends the job"
 
 
 def _check_tasks(spec: JobSpec) -> None:

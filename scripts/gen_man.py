@@ -265,6 +265,61 @@ CHECKPOINT = para(f"""
     CRIU yet, and gctl info says whether the host could (a criu binary whose criu check passes).
 """)
 
+BEGIN_TIMES = para("""
+    --begin TIME (#GS --begin, #SBATCH --begin, #PBS -a) keeps a job waiting until TIME; gstat shows
+    the reason BeginTime and, with --start, the begin time.  TIME is read at submission, in
+    sbatch's forms: now+N with a unit of seconds (the default: now+60 is a minute), minutes, hours,
+    days or weeks (now+2hours); HH:MM[:SS], today at that time or, once it has passed, tomorrow;
+    YYYY-MM-DD[THH:MM[:SS]] in local time; and the words today, tomorrow, midnight (the coming
+    one), noon, teatime (16:00) and fika (15:00), as sbatch reads them.  #PBS -a takes qsub's form,
+    [[[[CC]YY]MM]DD]hhmm[.SS]: the fields left out are the next ones that give a time ahead, as
+    qsub reads them (1600 is today at 16:00 or tomorrow; 151600 the next 15th; 12010800 the next
+    1 December).  A time already past starts the job at once, as under Slurm and PBS.  Anything
+    else, or a date that does not exist (2026-02-30), is refused with one line naming the value
+    and the forms, and exit status 2.
+""")
+
+SIGNALS = para(f"""
+    --signal [B:]SIG[@SECONDS] (#GS --signal, #SBATCH --signal) has the daemon send the job the
+    signal SIG SECONDS before its walltime ends, as sbatch --signal: SIG is a name, with or
+    without SIG (USR1, SIGUSR1), or a number; SECONDS is 60 unless given, at most 65535 and at
+    most the job's walltime.  Without B: the signal goes once to every process of the job; with
+    B: to the job's batch shell alone (its children get nothing unless the shell passes it on,
+    as under Slurm, where B: means the batch step).  It is sent once per run of the job: a daemon
+    restarted before it is due sends it when it is due, one restarted after it was sent does
+    not send it again; a job started again (requeued, or restarted from a checkpoint) gets it
+    again before its new deadline.  At the walltime the job is stopped as ever (SIGTERM, then
+    SIGKILL after jobs.kill_grace).  An unknown signal, SECONDS not a whole number, or SECONDS
+    longer than the walltime is refused by gsub with one line and exit status 2, and by the
+    daemon with the same words.  PBS has no such directive: the signal is dropped, with a
+    comment, by --emit pbs.
+
+    This signal is not the checkpoint signal.  A job with --checkpoint signal is sent
+    SIG{DEFAULTS.checkpoint_signal} (jobs.checkpoint_signal) when the scheduler preempts it, at
+    any time, and exit {EXIT_CHECKPOINTED} means "restart me"; the --signal signal comes only
+    before the walltime and means "your time is nearly up".  A job may ask for both, and may use
+    the same signal for both (--signal {DEFAULTS.checkpoint_signal}@120 --checkpoint signal) to
+    save its state in either case; it then cannot tell which one came.  A job with --checkpoint
+    signal that exits {EXIT_CHECKPOINTED} after the --signal signal is taken as checkpointed, as after
+    a preemption: it is queued again with what is left of its walltime (about SECONDS), not a new
+    walltime.  To go on for a whole walltime more, submit a new job from the script instead.
+""")
+
+ESTIMATES = para("""
+    --estimate DURATION (#GS --estimate, #PBS -l soft_walltime=) is how long the job is expected
+    to run: the scheduler plans with it in place of the walltime (backfilling decides whether a
+    job ends before the head job's reservation by it; predicted starts count running jobs as
+    ending at it), while the walltime (-t) still ends the job.  A job that outlives its estimate
+    is planned to run one estimate more, and again, never beyond its walltime, as PBS Pro extends
+    a soft walltime.  DURATION is read as -t (a bare number is minutes; #PBS soft_walltime as a
+    PBS walltime) and may not be longer than the walltime: gsub refuses it with one line, the
+    daemon with the same words.  The name is gridsched's own: Slurm's --time-min is a different
+    thing (the least time limit the scheduler may cut the job's limit down to), so #SBATCH
+    --time-min stays warned of and --emit slurm drops --estimate with a comment.  A job backfilled
+    on an estimate it then overruns may delay the head job, as under PBS: the estimate is the
+    submitter's promise.
+""")
+
 FOREIGN = (
     para("""
     A script without #GS lines may carry #SBATCH (Slurm), #PBS (PBS Pro, Torque) or #$ (Grid
@@ -812,6 +867,9 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                 "OUTPUT FILES": OUTPUT,
                 "INTERPRETER": INTERPRETER,
                 "TIMES AND MEMORY": TIMES,
+                "BEGIN TIMES": BEGIN_TIMES,
+                "SIGNALS BEFORE THE WALLTIME": SIGNALS,
+                "ESTIMATES": ESTIMATES,
                 "CHECKPOINTING": CHECKPOINT,
                 "JOB ARRAYS": ARRAYS,
                 "SPLITTABLE JOBS": SPLIT,

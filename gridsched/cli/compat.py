@@ -123,13 +123,7 @@ SLURM: tuple[Rule, ...] = (
     Rule(("--gpus-per-task",), "gpus_per_task", "GPUs per task", "--gpus NTASKS*N"),
     Rule(("--gpu-bind",), "gpu_bind", "GPU binding (closest, none; other forms warned)", "--gpu-bind"),
     Rule(("-w", "--nodelist"), "ignore", "nodes to use", "(warned)", why="one machine"),
-    Rule(
-        ("--signal",),
-        "ignore",
-        "signal before the time limit",
-        "(warned)",
-        why="use --checkpoint signal and jobs.checkpoint_signal",
-    ),
+    Rule(("--signal",), "signal", "signal before the time limit ([B:]SIG[@SECONDS])", "--signal"),
 )
 
 PBS: tuple[Rule, ...] = (
@@ -159,6 +153,7 @@ PBS: tuple[Rule, ...] = (
     Rule(("-M",), "ignore", "mail address", "(warned)", why=_MAIL),
     Rule(("-p",), "ignore", "priority", "(warned)", why="priorities are not supported"),
     Rule(("-P",), "ignore", "project", "(warned)", why="no projects"),
+    Rule(("-a",), "begin", "start no earlier than [[[[CC]YY]MM]DD]hhmm[.SS]", "--begin"),
 )
 
 # Resources of PBS -l NAME=VALUE; any other NAME is a licence (warned).
@@ -179,6 +174,7 @@ PBS_RESOURCES: tuple[Rule, ...] = (
     Rule(("pvmem",), "pvmem", "virtual memory per process", "--mem-per-cpu (when pmem= is not given)"),
     Rule(("place", "host", "vnode", "arch"), "ignore", "placement", "(warned)", why="one machine"),
     Rule(("cput", "pcput"), "ignore", "CPU time", "(warned)", why="only walltime is enforced"),
+    Rule(("soft_walltime",), "estimate", "the time the scheduler plans with (PBS Pro)", "--estimate"),
 )
 
 SGE: tuple[Rule, ...] = (
@@ -240,6 +236,8 @@ GS_FLAG = {
     "shell": "--shell",
     "begin": "--begin",
     "open_mode": "--open-mode",
+    "signal": "--signal",
+    "estimate": "--estimate",
     "gpus": "--gpus",
     "gres": "--gres",
     "gpu_bind": "--gpu-bind",
@@ -453,7 +451,7 @@ def parse_begin(text: str, now: float) -> float:
     if clock is not None or m:
         h, mi, s = (clock[0], clock[1], 0) if clock else (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))  # type: ignore[union-attr]
         if h > 23 or mi > 59 or s > 59:
-            raise ValueError(f"'{text}': not a time of day")
+            raise ValueError(f"'{text}': not a time of day ({_BEGIN_FORMS})")
         t = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, h, mi, s, 0, 0, -1))
         if t <= now:
             t = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday + 1, h, mi, s, 0, 0, -1))
@@ -462,10 +460,69 @@ def parse_begin(text: str, now: float) -> float:
     if m:
         y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
         h, mi, s = int(m.group(4) or 0), int(m.group(5) or 0), int(m.group(6) or 0)
-        if not (1 <= mo <= 12 and 1 <= d <= 31 and h <= 23 and mi <= 59 and s <= 59):
-            raise ValueError(f"'{text}': not a date and time")
+        if not (1 <= mo <= 12 and 1 <= d <= _days_in(y, mo) and h <= 23 and mi <= 59 and s <= 59):
+            raise ValueError(f"'{text}': not a date and time ({_BEGIN_FORMS})")
         return time.mktime((y, mo, d, h, mi, s, 0, 0, -1))
-    raise ValueError(f"'{text}': not a begin time (use now+1hour, 16:00, 2030-01-20 or 2030-01-20T12:34:00)")
+    raise ValueError(f"'{text}': not a begin time ({_BEGIN_FORMS})")
+
+
+_BEGIN_FORMS = (
+    "use now+N[seconds|minutes|hours|days|weeks], HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], "
+    "midnight, noon, teatime, today or tomorrow"
+)
+_PBS_A = re.compile(r"^(\d{4,12})(?:\.(\d{2}))?$")
+
+
+def _days_in(year: int, month: int) -> int:
+    import calendar
+
+    return calendar.monthrange(year, month)[1]
+
+
+def parse_pbs_begin(text: str, now: float) -> float:
+    """The time (seconds since the epoch) of a ``qsub -a`` value, ``[[[[CC]YY]MM]DD]hhmm[.SS]``, read at ``now``.
+
+    As qsub reads it: the fields left out are the next ones that give a time
+    still ahead (``1600`` is today at 16:00 or, once that has passed, tomorrow;
+    ``011600`` is the next 1st of a month at 16:00; ``YYMMDDhhmm`` is in this
+    century).  :class:`ValueError` with the reason for anything else.
+    """
+    v = text.strip()
+    m = _PBS_A.match(v)
+    forms = "use [[[[CC]YY]MM]DD]hhmm[.SS], such as 1600, 251600 or 202612010800.30"
+    if not m or len(m.group(1)) % 2 or len(m.group(1)) < 4:
+        raise ValueError(f"'{text}': not a qsub -a time ({forms})")
+    digits, sec = m.group(1), int(m.group(2) or 0)
+    h, mi = int(digits[-4:-2]), int(digits[-2:])
+    lt = time.localtime(now)
+    year, month, day = lt.tm_year, lt.tm_mon, lt.tm_mday
+    rest = digits[:-4]
+    given = len(rest) // 2  # 0: hhmm, 1: DD, 2: MM, 3: YY, 4: CCYY
+    if given >= 1:
+        day = int(rest[-2:])
+    if given >= 2:
+        month = int(rest[-4:-2])
+    if given == 3:
+        year = lt.tm_year // 100 * 100 + int(rest[:2])
+    elif given == 4:
+        year = int(rest[:4])
+    if h > 23 or mi > 59 or sec > 59 or not 1 <= month <= 12:
+        raise ValueError(f"'{text}': not a date and time ({forms})")
+    for _ in range(49):  # the next day, month or year whose date exists and is ahead
+        if day <= _days_in(year, month):
+            t = time.mktime((year, month, day, h, mi, sec, 0, 0, -1))
+            if t > now or given >= 3:
+                return t
+        if given >= 3:
+            break
+        if given == 0:
+            t = time.mktime((year, month, day + 1, h, mi, sec, 0, 0, -1))
+            return t
+        if given == 1:
+            month, year = (1, year + 1) if month == 12 else (month + 1, year)
+        else:
+            year += 1
+    raise ValueError(f"'{text}': not a date and time ({forms})")
 
 
 def _size(where: str, shown: str, value: str) -> str:
@@ -625,6 +682,13 @@ class _Reader:
                 except ValueError as e:
                     raise CompatError(f"{where}: {shown}: {e}") from None
                 self.set(lineno, "begin", v.strip())
+            elif key == "signal":
+                from ..requests import parse_signal
+
+                try:
+                    self.set(lineno, "signal", parse_signal(v).text())
+                except ValueError as e:
+                    raise CompatError(f"{where}: {shown}: {e}") from None
             elif key == "gres":
                 for item in v.split(","):
                     if item.strip():
@@ -679,6 +743,12 @@ class _Reader:
                 for item in v.split(","):
                     if item.strip():
                         self.pbs_resource(lineno, where, item.strip())
+            elif key == "begin":
+                try:
+                    t = parse_pbs_begin(v, time.time())
+                except ValueError as e:
+                    raise CompatError(f"{where}: {shown}: {e}") from None
+                self.set(lineno, "begin", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)))
 
     def pbs_resource(self, lineno: int, where: str, item: str) -> None:
         name, eq, value = item.partition("=")
@@ -693,6 +763,11 @@ class _Reader:
         elif rule.key == "time":
             try:
                 self.set(lineno, "time", f"{pbs_time(value)}s")
+            except UnitError as e:
+                raise CompatError(f"{where}: {shown}: {e}") from None
+        elif rule.key == "estimate":
+            try:
+                self.set(lineno, "estimate", f"{pbs_time(value)}s")
             except UnitError as e:
                 raise CompatError(f"{where}: {shown}: {e}") from None
         elif rule.key == "mem":
@@ -945,9 +1020,12 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
         ("array", "--array"),
         ("begin", "--begin"),
         ("open_mode", "--open-mode"),
+        ("signal", "--signal"),
     ):
         if params.get(key):
             out.append(f"#SBATCH {flag}={q(params[key])}")
+    if params.get("estimate") is not None:
+        out.append(f"# gridsched: dropped --estimate {format_duration(params['estimate'])} (--time-min differs)")
     if params.get("hold"):
         out.append("#SBATCH --hold")
     if params.get("wait"):
@@ -1055,6 +1133,11 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
     for key in ("begin", "open_mode"):
         if params.get(key):
             out.append(f"# gridsched: dropped --{key.replace('_', '-')} {q(params[key])} (not translated to PBS)")
+    if params.get("signal"):
+        out.append(f"# gridsched: dropped --signal {q(params['signal'])} (PBS has no signal before the walltime)")
+    if params.get("estimate") is not None:
+        h, rest = divmod(int(params["estimate"]), 3600)
+        out.append(f"#PBS -l soft_walltime={h:02d}:{rest // 60:02d}:{rest % 60:02d}")
     return out
 
 

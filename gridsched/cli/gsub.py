@@ -88,6 +88,8 @@ JOB_PARAMS = (
     "shell",
     "begin",
     "open_mode",
+    "signal",
+    "estimate",
     # devices (gridsched.cli.devopts.PARAMS)
     "gpus",
     "gpus_per_task",
@@ -147,6 +149,21 @@ class BeginType(click.ParamType):
         except ValueError as e:
             self.fail(str(e), param, ctx)
         return str(value).strip()
+
+
+class SignalType(click.ParamType):
+    """sbatch's ``--signal`` value, ``[B:]SIG[@SECONDS]`` (:func:`gridsched.requests.parse_signal`); checked
+    against the walltime once that is known."""
+
+    name = "[B:]SIG[@SECONDS]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        from ..requests import parse_signal
+
+        try:
+            return parse_signal(str(value)).text()
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
 
 
 def directives(text: str) -> list[tuple[int, str]]:
@@ -308,6 +325,21 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     help="Start the job no earlier than TIME, in sbatch's forms: now+N[seconds|minutes|hours|days|weeks] "
     "(now+90 is 90 seconds), HH:MM[:SS] (the next such time), YYYY-MM-DD[THH:MM[:SS]] (local time), "
     "midnight, noon, teatime, today, tomorrow.",
+)
+@click.option(
+    "--estimate",
+    type=WalltimeType(),
+    help="How long the job is expected to run, in the forms of -t (a bare number is minutes): the scheduler "
+    "plans with it (backfilling, predicted starts) in place of the walltime, which still ends the job; at "
+    "most the walltime. As PBS soft_walltime. See ESTIMATES.",
+)
+@click.option(
+    "--signal",
+    "signal",
+    type=SignalType(),
+    help="Send the job signal SIG (a name, with or without SIG, or a number) SECONDS (default 60, at most 65535, "
+    "not more than the walltime) before its walltime ends, as sbatch --signal: to all its processes, or with B: "
+    "to its batch shell alone. The walltime's SIGTERM follows as ever. See SIGNALS BEFORE THE WALLTIME.",
 )
 @click.option(
     "--shell",
@@ -549,6 +581,19 @@ def cli(
             out["ntasks"] = p["ntasks"]
         if p["cpus_per_task"] is not None:
             out["cpus_per_task"] = p["cpus_per_task"]
+        if p["estimate"] is not None:
+            from ..requests import estimate_problem
+
+            if p["estimate"] > spec["walltime"]:
+                raise SubmitError(f"--estimate {estimate_problem(p['estimate'], spec['walltime'])}", ExitCode.USAGE)
+            out["estimate"] = p["estimate"]
+        if p["signal"] is not None:
+            from ..requests import parse_signal
+
+            try:
+                out["signal"] = parse_signal(p["signal"], spec["walltime"]).text()
+            except ValueError as e:
+                raise SubmitError(f"--signal {e}", ExitCode.USAGE) from None
         return out
 
     try:

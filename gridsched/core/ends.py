@@ -26,3 +26,21 @@ def counted_end(r: Running, now: float, mode: int) -> float:
         elif mode == NAIVE:
             e = now
     return e if e > now else now
+
+
+def soft_left(walltime_left: float, soft: float | None, ran: float) -> float:
+    """The time a job is planned to take from its start, given its own estimate ``soft`` (PBS
+    ``soft_walltime``, gsub ``--estimate``; None: none) and the time it has already ``ran`` in this segment.
+
+    The scheduler plans with the estimate, never beyond the walltime (``walltime_left``, which still
+    ends the job).  A job that has outlived it is planned to run one more estimate, as PBS extends a
+    soft walltime by the original one each time it is exceeded: ``soft``, then ``2 * soft``, ...  A waiting
+    job (``ran`` 0) is planned at ``soft``.
+    """
+    if soft is None or soft >= walltime_left:
+        return walltime_left
+    if ran < soft:
+        return soft
+    k = int(ran // soft) + 1  # the first multiple of the estimate still ahead
+    e = k * soft
+    return e if e < walltime_left else walltime_left

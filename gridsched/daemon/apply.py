@@ -187,6 +187,7 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     rec.stop = None
     rec.kill_at = None
     rec.deadline = now + rec.remaining()
+    rec.warned = False
     rec.lent = []
     rec._waiting = None
     rec.set_devices(tuple(dec.devices), d.machine.devices)

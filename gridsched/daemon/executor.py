@@ -78,6 +78,12 @@ class Processes:
     def signal(self, shepherd: int, pgid: int | None, sig: int) -> None:
         procs.signal_job(shepherd, pgid, sig)
 
+    def signal_shell(self, shepherd: int, pgid: int | None, sig: int) -> None:
+        procs.signal_shell(shepherd, pgid, sig)
+
+    def signal_once(self, shepherd: int, sig: int) -> None:
+        procs.signal_once(shepherd, sig)
+
     def set_affinity(self, shepherd: int, cpus: set[int]) -> None:
         procs.set_affinity(shepherd, cpus)
 
@@ -126,6 +132,12 @@ class Stub:
         self.pids.pop(pid, None)
 
     def signal(self, shepherd: int, pgid: int | None, sig: int) -> None:
+        self.signals.append((self.pids.get(shepherd, -1), sig))
+
+    def signal_shell(self, shepherd: int, pgid: int | None, sig: int) -> None:
+        self.signals.append((self.pids.get(shepherd, -1), sig))
+
+    def signal_once(self, shepherd: int, sig: int) -> None:
         self.signals.append((self.pids.get(shepherd, -1), sig))
 
     def set_affinity(self, shepherd: int, cpus: set[int]) -> None:

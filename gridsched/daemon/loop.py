@@ -249,6 +249,8 @@ class Daemon:
         for rec in self.table.jobs.values():
             if rec.state is JobState.RUNNING and rec.stop is None and rec.deadline is not None:
                 t = min(t, rec.due(now) or rec.deadline)
+                if rec.warn is not None and not rec.warned:
+                    t = min(t, (rec.due(now) or rec.deadline) - rec.warn.secs)
             if rec.kill_at is not None:
                 t = min(t, rec.kill_at)
         if self.wake_at is not None:
@@ -449,12 +451,37 @@ class Daemon:
             self.ex.signal(rec.shepherd, rec.pgid, sig)
         rec.kill_at = now + grace
 
+    def warn(self, rec: Rec, warn: rq.JobSignal) -> None:
+        """Send the job its signal before the walltime (sbatch --signal): to its batch shell alone, or to all
+        its processes as the walltime's SIGTERM is sent."""
+        if rec.shepherd is None:
+            return
+        if warn.shell_only:  # the shell leads the job's process group: its pid is in the shepherd's pid file
+            info = self.ex.pid_info(self.spool.job_dir(rec.id), rec.segment) if rec.pgid is None else None
+            pgid = rec.pgid if info is None else info.get("job")
+            self.ex.signal_shell(rec.shepherd, pgid if isinstance(pgid, int) else None, warn.num)
+        else:
+            self.ex.signal_once(rec.shepherd, warn.num)
+        log.info("job %d sent SIG%s, %d seconds before its walltime", rec.id, rq.signal_name(warn.num), warn.secs)
+
     def timers(self, now: float) -> None:
         reservations.timers(self, now)
         for rec in list(self.table.jobs.values()):
             if rec.shepherd is None:
                 continue
             due = rec.due(now)  # the deadline, later by the time the job lent all its cores
+            warn = rec.warn
+            if (
+                warn is not None
+                and not rec.warned
+                and rec.state is JobState.RUNNING
+                and rec.stop is None
+                and due is not None
+                and now >= due - warn.secs
+            ):
+                rec.warned = True  # once a segment: saved before it is sent, so a restart does not send it again
+                self.table.save(rec)
+                self.warn(rec, warn)
             if rec.state is JobState.RUNNING and rec.stop is None and due is not None and now >= due:
                 rec.stop = "timeout"
                 log.info("job %d reached its walltime", rec.id)

@@ -65,6 +65,28 @@ def signal_job(shepherd: int, pgid: int | None, sig: int) -> None:
             pass
 
 
+def signal_once(shepherd: int, sig: int) -> None:
+    """Send ``sig`` once to every process below the job's shepherd (a signal the job may trap and count:
+    not a second time through the process group as :func:`signal_job` does)."""
+    for p in tree(shepherd):
+        try:
+            p.send_signal(sig)
+        except psutil.Error:
+            pass
+
+
+def signal_shell(shepherd: int, pgid: int | None, sig: int) -> None:
+    """Send ``sig`` to the job's batch shell alone: the leader of its process group, the shepherd's child."""
+    if not pgid:
+        return
+    try:
+        if psutil.Process(pgid).ppid() != shepherd:
+            return  # the script has ended (and its pid may be another process's now)
+        os.kill(pgid, sig)
+    except (psutil.Error, OSError):
+        pass
+
+
 def kill_tree(pid: int) -> None:
     """SIGKILL every process below ``pid``."""
     for p in tree(pid):

@@ -20,12 +20,14 @@ from typing import Any
 from ..core import cpuset, depend
 from ..core import devices as coredev
 from ..core.devices import DeviceAsk
+from ..core.ends import soft_left
 from ..core.placement import Request as PlaceRequest
 from ..core.topology import Device
 from ..core.tree import walltime_credit
 from ..core.types import Running, Waiting
 from ..devices import format_keys
 from ..jobs import TERMINAL, JobState
+from ..requests import JobSignal, parse_signal
 from ..spool import Spool
 from ..state import StateDB, usage
 from .split import split_info
@@ -75,6 +77,9 @@ class Rec:
     split: dict[str, Any] | None = None  # a splittable job: n, ncpus, task_time, left (daemon/split.py)
     split_of: int | None = None  # a piece of a splittable job: that job's id
     begin: float | None = None  # not before this time (spec ``begin``)
+    warn: JobSignal | None = None  # sent before the walltime ends (spec ``signal``)
+    estimate: int | None = None  # the job's own estimate the core plans with (spec ``estimate``, PBS soft_walltime)
+    warned: bool = False  # this segment was sent ``warn`` (kept in the run info: sent once, across restarts)
     # This segment's yields: [since, until] (until None: it still lends its cores), see
     # gridsched.core.tree.walltime_credit
     lent: list[list[float | None]] = field(default_factory=list)
@@ -102,13 +107,21 @@ class Rec:
             return float(self.walltime)
         return max(1.0, self.walltime - self.elapsed)
 
+    def soft_remaining(self) -> float | None:
+        """What is left of the job's own estimate (spec ``estimate``) for the next segment; None: none given."""
+        if self.estimate is None:
+            return None
+        if self.checkpoint == "requeue":
+            return float(self.estimate)
+        return max(1.0, self.estimate - self.elapsed)
+
     def waiting(self) -> Waiting:
         w = self._waiting
         if w is None:
             w = self._waiting = Waiting(
                 self.id,
                 self.ncpus,
-                self.remaining(),
+                self.remaining() if self.estimate is None else soft_left(self.remaining(), self.soft_remaining(), 0.0),
                 self.preemptable,
                 self.user,
                 self.elapsed,
@@ -143,7 +156,7 @@ class Rec:
             self.id,
             self.ncpus,
             self.start or 0.0,
-            (self.remaining() + self.credit(now)) if self.start else 0.0,
+            self._planned_left(now) if self.start else 0.0,
             self.cores,
             self.backfilled,
             self.preemptable,
@@ -159,6 +172,14 @@ class Rec:
             whole_devices=self.whole,
         )
 
+    def _planned_left(self, now: float) -> float:
+        """The segment's length the core plans with: its walltime, or its own estimate (core.ends.soft_left)."""
+        credit = self.credit(now)
+        if self.estimate is None:
+            return self.remaining() + credit
+        ran = max(0.0, now - (self.start or now) - credit)
+        return soft_left(self.remaining(), self.soft_remaining(), ran) + credit
+
     def run_info(self) -> dict[str, Any]:
         return {
             "segment": self.segment,
@@ -173,6 +194,7 @@ class Rec:
             "checkpoint": self.checkpoint,
             "held": list(self.held),
             "lent": self.lent,
+            "warned": self.warned,
         }
 
     @classmethod
@@ -223,6 +245,14 @@ class Rec:
         rec.lent = [list(x) for x in run.get("lent") or ()]
         begin = spec.get("begin")
         rec.begin = float(begin) if isinstance(begin, (int, float)) and not isinstance(begin, bool) else None
+        rec.warned = bool(run.get("warned"))
+        est = spec.get("estimate")
+        rec.estimate = est if isinstance(est, int) and not isinstance(est, bool) and est > 0 else None
+        if isinstance(spec.get("signal"), str):
+            try:
+                rec.warn = parse_signal(spec["signal"])
+            except ValueError:
+                rec.warn = None
         if spec.get("place") not in (None, "pack", "spread", "board"):
             raise ValueError(f"unknown placement {spec.get('place')!r}")
         if spec.get("place") or spec.get("threads_per_core") or spec.get("exclusive_board"):

@@ -152,7 +152,6 @@ def test_slurm_values(line, key, value):
         ("#SBATCH --nice=10", "#SBATCH --nice=10 ignored: priorities are not supported"),
         ("#SBATCH --get-user-env", "#SBATCH --get-user-env ignored: the job gets the submitting environment"),
         ("#SBATCH --export=NONE", "#SBATCH --export=NONE ignored: the job always gets the whole submitting"),
-        ("#SBATCH --signal=B:USR1@60", "#SBATCH --signal=B:USR1@60 ignored: use --checkpoint signal"),
         ("#SBATCH --ntasks-per-core=1", "#SBATCH --ntasks-per-core=1 ignored: the job's tasks share"),
         ("#SBATCH --mail-type=END", "#SBATCH --mail-type=END ignored: no mail is sent"),
         ("#SBATCH --account=proj", "#SBATCH --account=proj ignored: no accounts"),
