@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from ..core import depend
+from ..core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from ..core.units import UnitError
 from ..spool import Spool
 from ..submit import (  # noqa: F401 - output_path, job_exit_status, read_script: part of gsub's interface
@@ -88,6 +89,8 @@ JOB_PARAMS = (
     "shell",
     "begin",
     "open_mode",
+    "nice",
+    "priority",
 )
 
 
@@ -293,6 +296,22 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     "--open-mode",
     type=ChoiceType(OPEN_MODES, "MODE"),
     help="append: output files are appended to; truncate (the default): emptied when the job starts.",
+)
+@click.option(
+    "--nice",
+    type=click.IntRange(NICE_MIN, NICE_MAX),
+    is_flag=False,
+    flag_value=100,
+    metavar="[N]",
+    help="Lower the job's priority by N (100 without N), as sbatch --nice: -10000 to 10000; only an admin "
+    "gives a negative N, which raises it.",
+)
+@click.option(
+    "--priority",
+    type=click.IntRange(0, ADMIN_MAX),
+    metavar="N",
+    help="Set the job's priority to N, as sbatch --priority (admins only): the queue's multifactor priority "
+    "and nice do not count for this job.",
 )
 @click.option("-D", "--chdir", metavar="DIR", help="Working directory of the job (default: the submit directory).")
 @click.option("--hold", is_flag=True, help="Submit the job held: it does not start until released (grls).")
@@ -539,7 +558,15 @@ def cli(
             out["ntasks"] = p["ntasks"]
         if p["cpus_per_task"] is not None:
             out["cpus_per_task"] = p["cpus_per_task"]
+        if p["nice"]:
+            out["nice"] = p["nice"]
+        if p["priority"] is not None:
+            out["priority"] = p["priority"]
         return out
+
+    if (p["priority"] is not None or (p["nice"] or 0) < 0) and not _admin(s.spool):
+        what = "--priority" if p["priority"] is not None else f"--nice {p['nice']}"
+        fail(PROG, f"{what}: only an admin may raise a job's priority", ExitCode.USAGE)
 
     try:
         spec = submit(spool, s.cfg, sc, opts, args, extra=extra)
@@ -692,3 +719,12 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _admin(spool: Spool) -> bool:
+    """Whether the submitter administers ``spool`` (root or its owner, gridsched.admin)."""
+    import os
+
+    from ..admin import is_admin
+
+    return is_admin(os.getuid(), spool.root)

@@ -120,6 +120,7 @@ class Daemon:
         self.db = StateDB(self.spool.db, write=True)
         self.table = JobTable(self.db, self.spool)
         self.table.devices = self.machine.devices
+        self.table.load_usage(self.cfg.params.priority.half_life)
         self.table.begin()
         self.db.set_meta(
             "machine",
@@ -411,6 +412,8 @@ class Daemon:
                 changed_map(machine, self.machine),
             )
             return
+        if cfg.params.priority.half_life != self.cfg.params.priority.half_life:
+            self.table.load_usage(cfg.params.priority.half_life)
         self.cfg = cfg
         self.dirty = True
         p = cfg.params

@@ -29,6 +29,7 @@ from ..jobs import TERMINAL, JobState
 from ..spool import Spool
 from ..state import StateDB
 from .split import split_info
+from .usage import Usage
 
 log = logging.getLogger("gschedd")
 
@@ -75,6 +76,8 @@ class Rec:
     split: dict[str, Any] | None = None  # a splittable job: n, ncpus, task_time, left (daemon/split.py)
     split_of: int | None = None  # a piece of a splittable job: that job's id
     begin: float | None = None  # not before this time (spec ``begin``)
+    nice: int = 0  # spec ``nice`` (gsub --nice)
+    admin_prio: int | None = None  # spec ``priority`` (gsub --priority, an admin's)
     # This segment's yields: [since, until] (until None: it still lends its cores), see
     # gridsched.core.tree.walltime_credit
     lent: list[list[float | None]] = field(default_factory=list)
@@ -122,6 +125,9 @@ class Rec:
                 array_max=self.array_max,
                 begin=self.begin,
                 devices=self.dev_asks,
+                submitted=self.submit_time,
+                nice=self.nice,
+                admin=self.admin_prio,
             )
         return w
 
@@ -221,6 +227,8 @@ class Rec:
         rec.split_of = spec.get("split_of")
         rec.held = tuple(run.get("held") or ())
         rec.lent = [list(x) for x in run.get("lent") or ()]
+        rec.nice = _int(spec.get("nice"), 0)
+        rec.admin_prio = _int(spec.get("priority"), None)
         begin = spec.get("begin")
         rec.begin = float(begin) if isinstance(begin, (int, float)) and not isinstance(begin, bool) else None
         if spec.get("place") not in (None, "pack", "spread", "board"):
@@ -245,6 +253,11 @@ class Rec:
         return rec
 
 
+def _int(v: Any, default: int | None) -> Any:
+    """A whole number kept in a spec (checked at the boundary when it came in), else ``default``."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
 class JobTable:
     """The live jobs (``jobs``), the queue (pending and suspended job ids in priority order) and the db."""
 
@@ -266,6 +279,14 @@ class JobTable:
             h = self.history.setdefault(user, deque(maxlen=2))
             if len(h) < 2:
                 h.appendleft(elapsed)
+        self.usage = Usage()  # fair share's input; loaded by the daemon with its half-life (load_usage)
+        self.half_life = 0.0
+
+    def load_usage(self, half_life: float) -> None:
+        """Each user's decayed usage from the accounting table (fair share, gridsched.core.priority)."""
+        self.half_life = half_life
+        self.usage = Usage()
+        self.usage.load(self.db.conn, half_life)
 
     # -- transactions -------------------------------------------------------------
     def begin(self) -> None:
@@ -365,5 +386,6 @@ class JobTable:
         rec.deadline = None
         self.save(rec, end_time=end, exit_code=code, exit_signal=signal_, reason=reason, predicted_start=None)
         self.jobs.pop(rec.id, None)
+        self.usage.add(rec.user, rec.ncpus * rec.elapsed, end, self.half_life)
         if state is JobState.COMPLETED:
             self.history.setdefault(rec.user, deque(maxlen=2)).append(rec.elapsed)
