@@ -106,6 +106,24 @@ class DependType(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
+class WholeType(click.ParamType):
+    """A whole number from ``lo`` to ``hi`` (--nice, --priority)."""
+
+    name = "N"
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo, self.hi = lo, hi
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        try:
+            n = int(str(value).strip())
+        except ValueError:
+            self.fail(f"must be a whole number, not '{value}'", param, ctx)
+        if not self.lo <= n <= self.hi:
+            self.fail(f"{n} is not between {self.lo} and {self.hi}", param, ctx)
+        return n
+
+
 class WalltimeType(click.ParamType):
     """A walltime as sbatch reads it: a bare number is minutes (see :func:`.compat.sbatch_time`)."""
 
@@ -299,16 +317,14 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
 )
 @click.option(
     "--nice",
-    type=click.IntRange(NICE_MIN, NICE_MAX),
-    is_flag=False,
-    flag_value=100,
-    metavar="[N]",
-    help="Lower the job's priority by N (100 without N), as sbatch --nice: -10000 to 10000; only an admin "
-    "gives a negative N, which raises it.",
+    type=WholeType(NICE_MIN, NICE_MAX),
+    metavar="N",
+    help="Lower the job's priority by N, as sbatch --nice=N: -10000 to 10000; only an admin gives a "
+    "negative N, which raises it (an #SBATCH --nice without a value is 100, as in Slurm).",
 )
 @click.option(
     "--priority",
-    type=click.IntRange(0, ADMIN_MAX),
+    type=WholeType(0, ADMIN_MAX),
     metavar="N",
     help="Set the job's priority to N, as sbatch --priority (admins only): the queue's multifactor priority "
     "and nice do not count for this job.",

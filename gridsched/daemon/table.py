@@ -28,8 +28,8 @@ from ..devices import format_keys
 from ..jobs import TERMINAL, JobState
 from ..spool import Spool
 from ..state import StateDB
+from ..usage import Usage
 from .split import split_info
-from .usage import Usage
 
 log = logging.getLogger("gschedd")
 
