@@ -120,7 +120,8 @@ class Daemon:
         self.db = StateDB(self.spool.db, write=True)
         self.table = JobTable(self.db, self.spool)
         self.table.devices = self.machine.devices
-        self.table.load_usage(self.cfg.params.priority.half_life)
+        if self.cfg.params.priority.weight_fairshare:
+            self.table.load_usage(self.cfg.params.priority.half_life)
         self.table.begin()
         self.db.set_meta(
             "machine",
@@ -412,8 +413,9 @@ class Daemon:
                 changed_map(machine, self.machine),
             )
             return
-        if cfg.params.priority.half_life != self.cfg.params.priority.half_life:
-            self.table.load_usage(cfg.params.priority.half_life)
+        old_pp, pp = self.cfg.params.priority, cfg.params.priority
+        if pp.weight_fairshare and (pp.half_life != old_pp.half_life or not old_pp.weight_fairshare):
+            self.table.load_usage(pp.half_life)  # usage read again with the half-life now in force
         self.cfg = cfg
         self.dirty = True
         p = cfg.params

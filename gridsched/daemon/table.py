@@ -279,7 +279,8 @@ class JobTable:
             h = self.history.setdefault(user, deque(maxlen=2))
             if len(h) < 2:
                 h.appendleft(elapsed)
-        self.usage = Usage()  # fair share's input; loaded by the daemon with its half-life (load_usage)
+        # fair share's input, loaded by the daemon with its half-life when fair share is weighted (load_usage)
+        self.usage = Usage()
         self.half_life = 0.0
 
     def load_usage(self, half_life: float) -> None:

@@ -138,3 +138,23 @@ def test_decay_halves_each_half_life() -> None:
     assert priority.decay(100.0, 60.0, 60.0) == 50.0
     assert priority.decay(100.0, 120.0, 60.0) == 25.0
     assert priority.decay(100.0, 1e9, 0.0) == 100.0
+
+
+def test_the_priority_table_is_checked_one_line_per_key() -> None:
+    import pytest
+
+    from gridsched.config import ConfigError, parse
+
+    pp = parse({"priority": {"weight_age": 1000, "max_age": "1d", "half_life": 0, "favor_small": True}}).params.priority
+    assert (pp.weight_age, pp.max_age, pp.half_life, pp.favor_small) == (1000.0, 86400.0, 0.0, True)
+    assert parse({}).params.priority == PriorityParams()
+    for table, line in (
+        ({"weight_age": -1}, "<config>: priority.weight_age = -1: must be a number from 0 to 1000000000"),
+        ({"weight_fairshare": "x"}, "<config>: priority.weight_fairshare = 'x': must be a float"),
+        ({"max_age": 0}, "<config>: priority.max_age = 0: must be positive"),
+        ({"favor_small": 1}, "<config>: priority.favor_small = 1: must be a bool"),
+        ({"weight": 1}, "<config>: unknown key priority.weight"),
+    ):
+        with pytest.raises(ConfigError) as e:
+            parse({"priority": table})
+        assert str(e.value) == line
