@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import cpuset
-from .core.params import Params, Policy, Predictor, YieldAffinity
+from .core.params import Params, Policy, Predictor, PriorityParams, YieldAffinity
 from .core.units import UnitError, parse_duration
 
 PACKAGED = Path(__file__).with_name("data") / "gridsched.toml"
@@ -223,6 +223,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     max_array = get("jobs", "max_array_size", int)
     if not 1 <= max_array <= 4_000_000:
         raise bad("jobs", "max_array_size", "must be a whole number from 1 to 4000000")
+    prio = _priority(base, get, bad, duration)
     return Config(
         path=path,
         params=Params(
@@ -233,6 +234,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
             preempt_for_fixed=preempt_fixed,
             yield_affinity=affinity,
             cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
+            priority=prio,
         ),
         default_walltime=default_wt,
         max_walltime=max_wt,
@@ -291,3 +293,21 @@ def _system(system: bool, autostart: bool, path: str) -> bool:
             "(users must not start daemons of their own on the system spool)"
         )
     return system
+
+
+def _priority(base: dict[str, Any], get: Any, bad: Any, duration: Any) -> PriorityParams:
+    """``[priority]``: the weights (numbers from 0 to 1e9) and settings of the multifactor priority."""
+    weights = {}
+    for key in ("weight_age", "weight_job_size", "weight_fairshare"):
+        w = get("priority", key, float)
+        if not 0.0 <= w <= 1e9:
+            raise bad("priority", key, "must be a number from 0 to 1000000000")
+        weights[key] = w
+    hl = base["priority"]["half_life"]
+    zero = isinstance(hl, (int, float)) and not isinstance(hl, bool) and hl == 0
+    return PriorityParams(
+        max_age=float(duration("priority", "max_age")),
+        half_life=0.0 if zero else float(duration("priority", "half_life")),
+        favor_small=get("priority", "favor_small", bool),
+        **weights,
+    )

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 from .core import cpuset, depend
 from .core.devices import BINDS, DeviceAsk
+from .core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from .text import shown
 
 MAX_REQUEST = 8 << 20  # bytes of one request file
@@ -198,6 +199,8 @@ class JobSpec(NamedTuple):
     cpus_per_task: int | None = None  # cores per task it asked for (Slurm -c), when it did
     signal: JobSignal | None = None  # sent before the walltime ends (sbatch --signal)
     estimate: int | None = None  # seconds the scheduler plans with, at most the walltime (PBS soft_walltime)
+    nice: int = 0  # gsub --nice: subtracted from the priority; negative only from an admin
+    priority: int | None = None  # gsub --priority: the job's priority, set by an admin (None: computed)
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -247,6 +250,10 @@ class JobSpec(NamedTuple):
             spec["ntasks"] = self.ntasks
         if self.cpus_per_task is not None:
             spec["cpus_per_task"] = self.cpus_per_task
+        if self.nice:
+            spec["nice"] = self.nice
+        if self.priority is not None:
+            spec["priority"] = self.priority
         if self.split is not None:
             sp: dict[str, Any] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
             if self.split.tasks:
@@ -689,7 +696,10 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         cpus_per_task=f.integer("cpus_per_task", 1, MAX_COUNT, required=False),
         signal=_signal_field(f, walltime),
         estimate=_estimate_field(f, walltime),
+        nice=f.integer("nice", NICE_MIN, NICE_MAX, required=False, default=0),
+        priority=f.integer("priority", 0, ADMIN_MAX, required=False),
     )
+    _check_priority(spec, sender)
     _check_tasks(spec)
     if "\0" in spec.script:
         raise f.bad("script", "holds a NUL character")
@@ -697,6 +707,16 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         spec = _replace(spec, submit_dir=spec.workdir)
     f.done()
     return spec
+
+
+def _check_priority(spec: JobSpec, sender: Sender) -> None:
+    """Only an admin raises a job above others: a negative nice or a set priority (as Slurm's sbatch)."""
+    if sender.admin:
+        return
+    if spec.priority is not None:
+        raise Refused("job: only an admin may set a job's priority (--priority)")
+    if spec.nice < 0:
+        raise Refused(f"job: nice {spec.nice}: only an admin may give a negative nice value")
 
 
 def shell_problem(p: str) -> str | None:

@@ -356,6 +356,21 @@ FOREIGN = (
 """)
 )
 
+PRIORITY = para("""
+    The queue is ordered by each job's priority, as Slurm's priority/multifactor computes it:
+    the weighted age, job size and fair-share factors of the [priority] table of gridsched.toml(5),
+    minus the job's nice value; equal priorities keep submission order.  With the default
+    configuration (every weight 0) the queue is in submission order, changed only by --nice and
+    --priority.  --nice N (#SBATCH --nice[=N], 100 without N as in Slurm) lowers the job's
+    priority by N, from -10000 to 10000; a negative N raises it and is an admin's (root, or the
+    owner of a personal spool): anyone else gets one error line, and the daemon refuses such a
+    request written by hand too.  On the command line N is required (gsub --nice 100).  --priority N
+    (admins only, as sbatch --priority) sets the job's priority outright: its factors and nice
+    then do not count.  #PBS -p N (PBS's -1024 to 1023, higher first) becomes --nice -N when N is 0
+    or less; a positive N would raise the job, which only an admin may do, so it is ignored with a
+    warning naming the line.  gstat --priority shows each pending job's priority and factors.
+""")
+
 DEPENDENCIES = para("""
     -d SPEC (--depend, #SBATCH --dependency, #PBS -W depend=) makes a job wait for others.
     SPEC is a comma-separated list of conditions, all of which must hold: afterok:ID[:ID...]
@@ -794,6 +809,17 @@ TREE_ENV = items(
         ("GS_SPOOL", "The spool of that job (set by the daemon)."),
     ]
 )
+GSTAT_PRIORITY = para("""
+    gstat --priority lists the pending and held jobs, highest priority first, as Slurm's sprio:
+    JOBID, USER, PRIORITY, then each factor times its weight (AGE, JOBSIZE, FAIRSHARE) and NICE;
+    a job whose priority an admin set (gsub --priority) shows (admin).  It computes them with the
+    scheduler's own function from the same inputs: the config's [priority] weights, the machine's
+    cores, and each user's usage from the accounting of ended jobs (cores times run time, halved
+    every priority.half_life).  With --json: {"jobs": [{"id", "user", "priority", "age",
+    "job_size", "fairshare", "nice", "admin_priority", "weights": {"age", "job_size",
+    "fairshare"}}]}, the factors from 0 to 1 before their weights.
+""")
+
 TREE_PAGES: dict[str, tuple[click.Command, int, dict]] = {
     "gwait": (
         gwait.gwait_cli,
@@ -864,6 +890,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                 "DIRECTIVES": DIRECTIVES,
                 "SLURM AND PBS DIRECTIVES": FOREIGN,
                 "DEPENDENCIES": DEPENDENCIES,
+                "PRIORITY": PRIORITY,
                 "OUTPUT FILES": OUTPUT,
                 "INTERPRETER": INTERPRETER,
                 "TIMES AND MEMORY": TIMES,
@@ -946,6 +973,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                 "WHY A JOB WAITS": GSTAT_WAITS,
                 "FORMAT, SORT AND START": GSTAT_FORMAT,
                 "JSON OUTPUT": GSTAT_JSON,
+                "PRIORITY": GSTAT_PRIORITY,
             },
             "ENVIRONMENT": ENVIRONMENT,
             "FILES": FILES,

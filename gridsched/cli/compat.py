@@ -98,7 +98,7 @@ SLURM: tuple[Rule, ...] = (
     Rule(("-p", "--partition"), "ignore", "partition", "(warned)", why="no partitions on one machine"),
     Rule(("-A", "--account"), "ignore", "account", "(warned)", why="no accounts"),
     Rule(("-q", "--qos"), "ignore", "quality of service", "(warned)", why="no QOS"),
-    Rule(("--nice",), "ignore", "lower priority", "(warned)", why="priorities are not supported"),
+    Rule(("--nice",), "nice", "lower the job's priority by N (100 when no =N is given)", "--nice", optional=True),
     Rule(("--mail-type",), "ignore", "mail events", "(warned)", why=_MAIL),
     Rule(("--mail-user",), "ignore", "mail address", "(warned)", why=_MAIL),
     Rule(
@@ -151,7 +151,13 @@ PBS: tuple[Rule, ...] = (
     Rule(("-A",), "ignore", "account", "(warned)", why="no accounts"),
     Rule(("-m",), "ignore", "mail events", "(warned)", why=_MAIL),
     Rule(("-M",), "ignore", "mail address", "(warned)", why=_MAIL),
-    Rule(("-p",), "ignore", "priority", "(warned)", why="priorities are not supported"),
+    Rule(
+        ("-p",),
+        "pbs_priority",
+        "priority, -1024 to 1023, higher first: -p N with N <= 0 is --nice -N; a positive N is warned "
+        "(only an admin raises a job: gsub --nice -N)",
+        "--nice",
+    ),
     Rule(("-P",), "ignore", "project", "(warned)", why="no projects"),
     Rule(("-a",), "begin", "start no earlier than [[[[CC]YY]MM]DD]hhmm[.SS]", "--begin"),
 )
@@ -235,6 +241,7 @@ GS_FLAG = {
     "join": "--join",
     "shell": "--shell",
     "begin": "--begin",
+    "nice": "--nice",
     "open_mode": "--open-mode",
     "signal": "--signal",
     "estimate": "--estimate",
@@ -387,6 +394,18 @@ def sbatch_time(text: str) -> int:
     if v.isascii() and v.isdigit():
         return parse_duration(f"{v}m") if int(v) > 0 else parse_duration(v)
     return parse_duration(v)
+
+
+def _int_in(where: str, shown: str, v: str, lo: int, hi: int) -> str:
+    """``v`` as a whole number from ``lo`` to ``hi`` (its text), else a :class:`CompatError` naming the line."""
+    t = v.strip()
+    try:
+        n = int(t)
+    except ValueError:
+        raise CompatError(f"{where}: {shown}: not a whole number") from None
+    if not lo <= n <= hi:
+        raise CompatError(f"{where}: {shown}: must lie between {lo} and {hi}")
+    return str(n)
 
 
 def pbs_time(text: str) -> int:
@@ -648,7 +667,9 @@ class _Reader:
             if self.common(lineno, where, shown, rule, value):
                 continue
             key, v = rule.key, str(value)
-            if key == "ntasks":
+            if key == "nice":
+                self.set(lineno, "nice", "100" if value is None else _int_in(where, shown, v, -10000, 10000))
+            elif key == "ntasks":
                 self.ntasks = (_count(where, shown, v), lineno)
             elif key == "per_node":
                 self.per_node = (_count(where, shown, v), lineno)
@@ -720,7 +741,13 @@ class _Reader:
             if self.common(lineno, where, shown, rule, value):
                 continue
             key, v = rule.key, str(value)
-            if key in ("output", "error"):
+            if key == "pbs_priority":
+                n = int(_int_in(where, shown, v, -1024, 1023))
+                if n > 0:
+                    self.warn(lineno, shown, "only an admin raises a job's priority (gsub --nice -N)")
+                elif n < 0:
+                    self.set(lineno, "nice", str(-n))
+            elif key in ("output", "error"):
                 self.set(lineno, key, _pbs_path(v))
             elif key == "join":
                 j = v.strip().lower()

@@ -427,6 +427,12 @@ def _check_plot_available(path: str | None) -> None:
     help="Replay every job of more than N processors as splittable: one 1-core sub-task per processor, "
     "each taking the job's run time (see SPLITTABLE JOBS).",
 )
+@click.option(
+    "--per-user",
+    "per_user",
+    is_flag=True,
+    help="Also print each user's (SWF field 12) job count and average wait; in --json as per_user.",
+)
 @_gate_options
 def run_cmd(
     trace: str,
@@ -455,6 +461,7 @@ def run_cmd(
     split_jobs_above: int | None,
     dependencies: bool,
     workload_file: str | None,
+    per_user: bool = False,
 ) -> None:
     """Replay TRACE under one policy and print its metrics.
 
@@ -507,10 +514,16 @@ def run_cmd(
         from ..sim.plot import gantt_plot
 
         _plot(gantt_plot, gantt, res, min(tr.submit, default=0.0) + (gantt_from or 0.0), gantt_hours)
+    if per_user:
+        from ..sim.metrics import per_user as by_user
+
+        rec["per_user"] = by_user(res)
     if as_json:
         _emit_json(rec)
     else:
         report.print_run(rec)
+        if per_user:
+            report.print_per_user(rec["per_user"])
 
 
 def _topology(path: str, ncores: int) -> Any:

@@ -441,6 +441,13 @@ def print_full(job: dict[str, Any], now: float, devices: tuple[str, str] = ("", 
     is_flag=True,
     help="Show the jobs as parent-child trees (children under their parent, yielding parents marked).",
 )
+@click.option(
+    "--priority",
+    "prio_view",
+    is_flag=True,
+    help="Show each pending job's priority and its weighted factors (age, job size, fair share, nice), "
+    "highest first, as sprio (with --json: the factors from 0 to 1 and the weights).",
+)
 @spool_options
 def cli(
     show_all: bool,
@@ -462,6 +469,7 @@ def cli(
     fmt: str | None = None,
     sort_keys: str | None = None,
     start_view: bool = False,
+    prio_view: bool = False,
 ) -> int:
     """Show the jobs in the queue: pending, held, running and suspended ones,
     with finished ones too with --all.
@@ -514,6 +522,10 @@ def cli(
             jobs = gstat_tasks.label_tasks(jobs) if by_task else gstat_tasks.fold(jobs)
         if not show_all and not (sel.states & set(TERMINAL_STATES)):
             jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
+    if prio_view:  # sprio: the core's priority function on the same inputs as the daemon's
+        from . import gstat_prio
+
+        return gstat_prio.show(s.spool, s.cfg, jobs, now, as_json)
     if (fmt or sort_keys or start_view) and full_id is None and not as_json and not tree_view:
         from . import gstat_format
 

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from ..core import depend
+from ..core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from ..core.units import UnitError
 from ..spool import Spool
 from ..submit import (  # noqa: F401 - output_path, job_exit_status, read_script: part of gsub's interface
@@ -96,6 +97,8 @@ JOB_PARAMS = (
     "gres",
     "gpu_bind",
     "exclusive_gpu",
+    "nice",
+    "priority",
 )
 
 
@@ -109,6 +112,24 @@ class DependType(click.ParamType):
             return depend.normalize(depend.parse(str(value)))
         except depend.DependError as e:
             self.fail(str(e), param, ctx)
+
+
+class WholeType(click.ParamType):
+    """A whole number from ``lo`` to ``hi`` (--nice, --priority)."""
+
+    name = "N"
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo, self.hi = lo, hi
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        try:
+            n = int(str(value).strip())
+        except ValueError:
+            self.fail(f"must be a whole number, not '{value}'", param, ctx)
+        if not self.lo <= n <= self.hi:
+            self.fail(f"{n} is not between {self.lo} and {self.hi}", param, ctx)
+        return n
 
 
 class WalltimeType(click.ParamType):
@@ -316,6 +337,20 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     "--open-mode",
     type=ChoiceType(OPEN_MODES, "MODE"),
     help="append: output files are appended to; truncate (the default): emptied when the job starts.",
+)
+@click.option(
+    "--nice",
+    type=WholeType(NICE_MIN, NICE_MAX),
+    metavar="N",
+    help="Lower the job's priority by N, as sbatch --nice=N: -10000 to 10000; only an admin gives a "
+    "negative N, which raises it (an #SBATCH --nice without a value is 100, as in Slurm).",
+)
+@click.option(
+    "--priority",
+    type=WholeType(0, ADMIN_MAX),
+    metavar="N",
+    help="Set the job's priority to N, as sbatch --priority (admins only): the queue's multifactor priority "
+    "and nice do not count for this job.",
 )
 @click.option("-D", "--chdir", metavar="DIR", help="Working directory of the job (default: the submit directory).")
 @click.option("--hold", is_flag=True, help="Submit the job held: it does not start until released (grls).")
@@ -594,7 +629,15 @@ def cli(
                 out["signal"] = parse_signal(p["signal"], spec["walltime"]).text()
             except ValueError as e:
                 raise SubmitError(f"--signal {e}", ExitCode.USAGE) from None
+        if p["nice"]:
+            out["nice"] = p["nice"]
+        if p["priority"] is not None:
+            out["priority"] = p["priority"]
         return out
+
+    if (p["priority"] is not None or (p["nice"] or 0) < 0) and not _admin(s.spool):
+        what = "--priority" if p["priority"] is not None else f"--nice {p['nice']}"
+        fail(PROG, f"{what}: only an admin may raise a job's priority", ExitCode.USAGE)
 
     try:
         spec = submit(spool, s.cfg, sc, opts, args, extra=extra)
@@ -748,3 +791,12 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _admin(spool: Spool) -> bool:
+    """Whether the submitter administers ``spool`` (root or its owner, gridsched.admin)."""
+    import os
+
+    from ..admin import is_admin
+
+    return is_admin(os.getuid(), spool.root)

@@ -31,6 +31,30 @@ class Predictor(str, Enum):
     USER_HISTORY = "user-history"  # mean of the user's last two run times (EASY++)
 
 
+# gsub --nice (as Slurm's range) and --priority (an admin's)
+NICE_MIN = -10000
+NICE_MAX = 10000
+ADMIN_MAX = 1_000_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityParams:
+    """``[priority]`` of the config: the weights of Slurm's multifactor priority (see
+    :mod:`gridsched.core.priority`).  All weights 0 (the default): the queue is in submission order,
+    changed only by ``nice`` and admin priorities."""
+
+    weight_age: float = 0.0
+    weight_job_size: float = 0.0
+    weight_fairshare: float = 0.0
+    max_age: float = 7 * 86400.0  # seconds
+    half_life: float = 7 * 86400.0  # seconds; 0: usage never decays
+    favor_small: bool = False
+
+    @property
+    def weighted(self) -> bool:
+        return bool(self.weight_age or self.weight_job_size or self.weight_fairshare)
+
+
 @dataclass(frozen=True, slots=True)
 class Params:
     """Policy settings, from ``[scheduler]`` of the config or gsim's options."""
@@ -53,3 +77,5 @@ class Params:
     # A job whose dependencies can never be met is cancelled (True) or waits with the reason
     # ([dependencies] cancel_never_satisfied; see gridsched.core.eligible).
     cancel_never_satisfied: bool = False
+    # The queue's order ([priority] of the config; gridsched.core.priority).
+    priority: PriorityParams = PriorityParams()

@@ -201,7 +201,7 @@ from math import inf
 from operator import attrgetter
 
 from . import devices as dev
-from . import endings, tree
+from . import endings, priority, tree
 from .eligible import eligibility
 from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
@@ -258,6 +258,8 @@ def schedule(snap: Snapshot) -> Plan:
     wait and cancels those whose dependencies can never be met, if so set.
     """
     first: tuple[Decision, ...] = ()
+    if snap.ranked or snap.params.priority.weighted:  # the queue by priority (gridsched.core.priority)
+        snap = priority.prioritized(snap)
     if snap.reservations or snap.lent or snap.ended:  # endings, resumes (gridsched.core.endings)
         first, snap, stop = endings.settle(snap)
         if stop:  # the driver carries the endings out and passes again at once
@@ -335,6 +337,8 @@ def forecast_reasons(snap: Snapshot) -> Forecast:
       waiting job in queue order): ``RESOURCES``; every other waiting job:
       ``PRIORITY``.
     """
+    if snap.ranked or snap.params.priority.weighted:  # the queue by priority, as in the pass
+        snap = priority.prioritized(snap)
     pending, elig, _ = eligibility(snap)
     why: dict[int, Wait] = {}
     if elig:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeVar, dataclass_transform
 from .params import Params as Params
 from .params import Policy as Policy
 from .params import Predictor as Predictor
+from .params import PriorityParams as PriorityParams
 from .params import YieldAffinity as YieldAffinity
 
 _T = TypeVar("_T")
@@ -96,6 +97,11 @@ class Waiting:
     begin: float | None = None
     # Devices asked for (GPUs, ...): their slots are also in ``resources`` (gridsched.core.devices.slots).
     devices: tuple[DeviceAsk, ...] = ()
+    # Priority (gridsched.core.priority): when the job was submitted (the age factor), its nice value
+    # (``gsub --nice``, subtracted) and the priority an admin set (``gsub --priority``; None: computed).
+    submitted: float = 0.0
+    nice: int = 0
+    admin: int | None = None
 
 
 @record
@@ -237,6 +243,12 @@ class Snapshot:
     # The machine's devices (GPUs, ...; gridsched.core.devices): counted as resources in the pass,
     # and the ones a started job gets are chosen among them (``Start.devices``).
     devices: tuple[Device, ...] = ()
+    # Fair share (gridsched.core.priority): each user's usage in core-seconds, decayed to ``now``.
+    usage: Mapping[str, float] = field(default_factory=dict)
+    # True: some pending job may have a nice value or an admin priority, so the queue is put in priority
+    # order (gridsched.core.priority) even with every priority weight 0.  False (the default): with every
+    # weight 0 the driver's order stands and the pass does not look at the jobs for it.
+    ranked: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,6 +120,8 @@ class Daemon:
         self.db = StateDB(self.spool.db, write=True)
         self.table = JobTable(self.db, self.spool)
         self.table.devices = self.machine.devices
+        if self.cfg.params.priority.weight_fairshare:
+            self.table.load_usage(self.cfg.params.priority.half_life)
         self.table.begin()
         self.db.set_meta(
             "machine",
@@ -413,6 +415,9 @@ class Daemon:
                 changed_map(machine, self.machine),
             )
             return
+        old_pp, pp = self.cfg.params.priority, cfg.params.priority
+        if pp.weight_fairshare and (pp.half_life != old_pp.half_life or not old_pp.weight_fairshare):
+            self.table.load_usage(pp.half_life)  # usage read again with the half-life now in force
         self.cfg = cfg
         self.dirty = True
         p = cfg.params

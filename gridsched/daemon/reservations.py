@@ -93,6 +93,7 @@ class RRec:
             None,
             True,
             self.place,
+            submitted=self.create_time,
         )
 
     def row(self) -> dict[str, Any]:

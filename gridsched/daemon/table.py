@@ -30,6 +30,7 @@ from ..jobs import TERMINAL, JobState
 from ..requests import JobSignal, parse_signal
 from ..spool import Spool
 from ..state import StateDB, usage
+from ..usage import Usage
 from .split import split_info
 
 log = logging.getLogger("gschedd")
@@ -80,6 +81,8 @@ class Rec:
     warn: JobSignal | None = None  # sent before the walltime ends (spec ``signal``)
     estimate: int | None = None  # the job's own estimate the core plans with (spec ``estimate``, PBS soft_walltime)
     warned: bool = False  # this segment was sent ``warn`` (kept in the run info: sent once, across restarts)
+    nice: int = 0  # spec ``nice`` (gsub --nice)
+    admin_prio: int | None = None  # spec ``priority`` (gsub --priority, an admin's)
     # This segment's yields: [since, until] (until None: it still lends its cores), see
     # gridsched.core.tree.walltime_credit
     lent: list[list[float | None]] = field(default_factory=list)
@@ -135,6 +138,9 @@ class Rec:
                 array_max=self.array_max,
                 begin=self.begin,
                 devices=self.dev_asks,
+                submitted=self.submit_time,
+                nice=self.nice,
+                admin=self.admin_prio,
             )
         return w
 
@@ -243,6 +249,8 @@ class Rec:
         rec.split_of = spec.get("split_of")
         rec.held = tuple(run.get("held") or ())
         rec.lent = [list(x) for x in run.get("lent") or ()]
+        rec.nice = _int(spec.get("nice"), 0)
+        rec.admin_prio = _int(spec.get("priority"), None)
         begin = spec.get("begin")
         rec.begin = float(begin) if isinstance(begin, (int, float)) and not isinstance(begin, bool) else None
         rec.warned = bool(run.get("warned"))
@@ -275,6 +283,11 @@ class Rec:
         return rec
 
 
+def _int(v: Any, default: int | None) -> Any:
+    """A whole number kept in a spec (checked at the boundary when it came in), else ``default``."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
 class JobTable:
     """The live jobs (``jobs``), the queue (pending and suspended job ids in priority order) and the db."""
 
@@ -296,6 +309,15 @@ class JobTable:
             h = self.history.setdefault(user, deque(maxlen=2))
             if len(h) < 2:
                 h.appendleft(elapsed)
+        # fair share's input, loaded by the daemon with its half-life when fair share is weighted (load_usage)
+        self.usage = Usage()
+        self.half_life = 0.0
+
+    def load_usage(self, half_life: float) -> None:
+        """Each user's decayed usage from the accounting table (fair share, gridsched.core.priority)."""
+        self.half_life = half_life
+        self.usage = Usage()
+        self.usage.load(self.db.conn, half_life)
 
     # -- transactions -------------------------------------------------------------
     def begin(self) -> None:
@@ -396,5 +418,6 @@ class JobTable:
         rec.deadline = None
         self.save(rec, end_time=end, exit_code=code, exit_signal=signal_, reason=reason, predicted_start=None)
         self.jobs.pop(rec.id, None)
+        self.usage.add(rec.user, rec.ncpus * rec.elapsed, end, self.half_life)
         if state is JobState.COMPLETED:
             self.history.setdefault(rec.user, deque(maxlen=2)).append(rec.elapsed)

@@ -48,6 +48,7 @@ from ..core.types import (
     StartTasks,
     Waiting,
 )
+from ..usage import Usage
 from .swf import Trace
 
 INF = math.inf
@@ -204,6 +205,26 @@ def simulate(
     n = len(trace)
     ncores = trace.ncores
     submit, size, wall, work, users = trace.submit, trace.size, trace.walltime, trace.run, trace.user
+    # Priorities ([priority] of the config): the age of each job from its submit, fair share by the SWF
+    # user id (field 12) from the usage of the jobs that ended, decayed as the daemon does.
+    pp = params.priority
+    prio = pp.weighted
+    acc = Usage() if pp.weight_fairshare else None
+    stamped: dict[int, tuple[Waiting, Waiting]] = {}
+
+    def stamp(queue: list[Waiting]) -> tuple[Waiting, ...]:
+        """The queue with each job's submit time on its entry (made once per entry)."""
+        out = []
+        for w in queue:
+            if w.id >= n:
+                out.append(w)
+                continue
+            c = stamped.get(w.id)
+            if c is None or c[0] is not w:
+                c = stamped[w.id] = (w, _replace(w, submitted=submit[w.id]))
+            out.append(c[1])
+        return tuple(out)
+
     splittable = [split_above is not None and size[i] > split_above for i in range(n)]
     splits = any(splittable)
     if any(splittable):
@@ -370,6 +391,8 @@ def simulate(
             u = users[i]
             h = history.get(u)
             history[u] = (h[-1], work[i]) if h else (work[i],)
+            if acc is not None:
+                acc.add(u, work[i] * n_i, now, pp.half_life)
             if gated:
                 states[i] = g_ended.get(i, "COMPLETED")
                 for j, think in followers.get(i, ()):
@@ -430,7 +453,9 @@ def simulate(
                     )
                 )
                 smallest = None
-            if not need_pass and (not was_queued or ((size[i] <= free or (splittable[i] and free)) and not fcfs)):
+            if not need_pass and (
+                prio or not was_queued or ((size[i] <= free or (splittable[i] and free)) and not fcfs)
+            ):
                 need_pass = True
         if progress is not None and nxt // step != arrived // step:
             progress(nxt)
@@ -466,7 +491,7 @@ def simulate(
                     now,
                     ncores,
                     run_tuple,
-                    tuple(pending),
+                    stamp(pending) if prio else tuple(pending),
                     params,
                     free_set,
                     head,
@@ -480,6 +505,8 @@ def simulate(
                     gated,
                     splits,  # splitting (all by position: keywords cost more, once a pass)
                 )
+                if acc is not None:
+                    snap = _replace(snap, usage=acc.now(now, pp.half_life))
                 plan = schedule(snap)
                 if ungated:
                     last_reasons = dict(plan.reasons)

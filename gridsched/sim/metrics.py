@@ -84,3 +84,22 @@ def compute(result: Result) -> Metrics:
         overhead_core_hours=result.overhead_cs / 3600.0,
         rerun_core_hours=result.lost_cs / 3600.0,
     )
+
+
+def per_user(result: Result) -> list[dict[str, object]]:
+    """Each SWF user's job count and average wait (from the effective submit), by user id as written."""
+    tr = result.trace
+    submit = result.eligible or tr.submit
+    gone = set(result.cancelled)
+    waits: dict[str, list[float]] = {}
+    for i in range(len(tr)):
+        if i not in gone:
+            waits.setdefault(tr.user[i], []).append(result.start[i] - submit[i])
+
+    def key(u: str) -> tuple[int, str]:
+        return (int(u), "") if u.lstrip("-").isdigit() else (1 << 62, u)
+
+    return [
+        {"user": u, "jobs": len(w), "wait_avg": math.fsum(w) / len(w)}
+        for u, w in sorted(waits.items(), key=lambda x: key(x[0]))
+    ]

@@ -225,3 +225,16 @@ def write_jobs(out: IO[str], result: Result) -> None:
 def _num(x: float) -> str:
     """A time as a whole number when it is one, else in full precision."""
     return str(int(x)) if x == int(x) else repr(x)
+
+
+def print_per_user(rows: list[dict[str, Any]]) -> None:
+    """gsim run --per-user: each user's job count and average wait."""
+    from rich.table import Table
+
+    t = Table(title="per user", title_justify="left")
+    t.add_column("user")
+    t.add_column("jobs", justify="right")
+    t.add_column("average wait", justify="right")
+    for r in rows:
+        t.add_row(str(r["user"]) or "-", str(r["jobs"]), format_duration(r["wait_avg"]))
+    _console().print(t)

@@ -139,6 +139,8 @@ def test_a_multi_node_request_says_what_the_one_node_one_is():
         ("#SBATCH --requeue", "--checkpoint", "requeue"),
         ("#SBATCH --no-requeue", "--checkpoint", "none"),
         ("#SBATCH -b 16:00", "--begin", "16:00"),
+        ("#SBATCH --nice=10", "--nice", "10"),
+        ("#SBATCH --nice", "--nice", "100"),
     ],
 )
 def test_slurm_values(line, key, value):
@@ -149,7 +151,6 @@ def test_slurm_values(line, key, value):
     "line, warning",
     [
         ("#SBATCH --exclusive", "#SBATCH --exclusive ignored: a job gets exactly its own cores"),
-        ("#SBATCH --nice=10", "#SBATCH --nice=10 ignored: priorities are not supported"),
         ("#SBATCH --get-user-env", "#SBATCH --get-user-env ignored: the job gets the submitting environment"),
         ("#SBATCH --export=NONE", "#SBATCH --export=NONE ignored: the job always gets the whole submitting"),
         ("#SBATCH --ntasks-per-core=1", "#SBATCH --ntasks-per-core=1 ignored: the job's tasks share"),

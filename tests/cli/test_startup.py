@@ -69,7 +69,7 @@ def test_gstat_run_loads_only_what_it_uses(tmp_path):
 @pytest.mark.parametrize(
     "module, args, line",
     [
-        ("gsub", ["--nmae", "x"], "gsub: error: unknown option --nmae (did you mean --name or --mem or --estimate?)"),
+        ("gsub", ["--nmae", "x"], "gsub: error: unknown option --nmae (did you mean --name or --mem or --nice?)"),
         ("gstat", ["--xyzzy"], "gstat: error: unknown option --xyzzy"),
         ("gsub", ["-t"], "gsub: error: option '-t' requires an argument"),
     ],

@@ -189,3 +189,31 @@ def test_gantt_writes_png_of_the_window(write_trace, tmp_path):
 def test_limit(write_trace):
     rec = one_json(gsim(write_trace(HAND, max_procs=4), "--limit", "2", "--policy", "fcfs", "--json"))
     assert rec["jobs"] == 2
+
+
+FAIR_TRACE = [
+    swf_line(1, 0, 100, 1, 100, user=1),  # user 1 uses the machine first
+    swf_line(2, 1, 10, 1, 10, user=1),
+    swf_line(3, 2, 10, 1, 10, user=2),
+]
+
+
+def test_per_user_waits_and_fair_share_by_swf_user(write_trace, tmp_path):
+    path = write_trace(FAIR_TRACE, max_procs=1)
+    plain = one_json(gsim("run", path, "--policy", "fcfs", "--per-user", "--json"))
+    assert plain["per_user"] == [
+        {"user": "1", "jobs": 2, "wait_avg": pytest.approx(49.5)},  # job 2 waits 99 behind job 1
+        {"user": "2", "jobs": 1, "wait_avg": pytest.approx(108)},  # job 3 after job 2, in submission order
+    ]
+    cfg = tmp_path / "fair.toml"
+    cfg.write_text('[scheduler]\npolicy = "fcfs"\n[priority]\nweight_fairshare = 1000\nhalf_life = 0\n')
+    fair = one_json(gsim("run", path, "--config", str(cfg), "--per-user", "--json"))
+    assert fair["per_user"] == [
+        {"user": "1", "jobs": 2, "wait_avg": pytest.approx(54.5)},  # job 2 now after user 2's job
+        {"user": "2", "jobs": 1, "wait_avg": pytest.approx(98)},
+    ]
+    res = gsim("run", path, "--config", str(cfg), "--per-user")
+    assert res.exit_code == 0
+    rows = [line.strip("│┃ ").split() for line in res.stdout.split("per user", 1)[1].splitlines()]
+    rows = [[c for c in r if c != "│"] for r in rows if r and r[0] in ("1", "2")]
+    assert rows == [["1", "2", "00:00:54"], ["2", "1", "00:01:38"]]
