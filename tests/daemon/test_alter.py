@@ -132,16 +132,18 @@ def test_raw_request_refused_by_the_daemon_which_keeps_running(make_gs):
         "running": {"type": "alter", "jobs": [b], "changes": {"ncpus": 1}},
         "unknown": {"type": "alter", "jobs": [jid], "changes": {"script": "rm -rf /"}},
         "empty": {"type": "alter", "jobs": [jid], "changes": {}},
+        "requeue-pending": {"type": "requeue", "jobs": [jid]},
     }
     for key, req in bad.items():
-        (incoming / f"alter-{key}.json").write_text(json.dumps(req))
+        (incoming / f"{key}.json").write_text(json.dumps(req))
     gs.run("gstat")  # wakes nothing; the daemon scans incoming/
-    why = {key: wait_for(lambda k=key: _why(gs, f"alter-{k}.json"), what=f"the refusal of {key}") for key in bad}
+    why = {key: wait_for(lambda k=key: _why(gs, f"{k}.json"), what=f"the refusal of {key}") for key in bad}
     assert "can never run" in why["too-big"] or "cores" in why["too-big"]
     assert "cycle" in why["self-dep"]
     assert "only its walltime can change" in why["running"]
     assert "unknown field" in why["unknown"]
     assert "nothing to change" in why["empty"]
+    assert "is PENDING: only running or finished jobs can be requeued" in why["requeue-pending"]
     assert gs.alive()
     assert gs.job(jid)["ncpus"] == 1
     (gs.work / "go").touch()
