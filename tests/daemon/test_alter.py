@@ -109,6 +109,12 @@ def test_sizes_the_machine_cannot_hold_and_bad_values_are_refused(make_gs):
     jid = gs.gsub("-n", "1", "--wrap", "true")
     r = gs.run("galter", str(jid), "-n", "3")
     assert r.returncode == 1 and r.stderr.startswith(f"galter: error: job {jid}: ") and "2" in r.stderr
+    for args in (("--gpus", "1"), ("--mem", "100T")):
+        r = gs.run("galter", str(jid), *args)
+        assert r.returncode == 1 and len(r.stderr.splitlines()) == 1 and r.stderr.startswith("galter: error:"), (
+            args,
+            r.stderr,
+        )
     r = gs.run("galter", str(jid), "-t", "-5")
     assert r.returncode == 2 and r.stderr.startswith("galter: error:")
     r = gs.run("galter", str(jid))
@@ -239,3 +245,27 @@ def test_requeue_running_plain_job_starts_again(make_gs):
     (gs.work / "go").touch()
     j = gs.wait_state(jid, "COMPLETED")
     assert j["restarts"] == 1
+
+
+def test_place_board_larger_than_a_board_is_refused(make_gs, tmp_path):
+    from tests.daemon.test_topology import topo_config
+
+    gs = make_gs("", start=False)
+    gs.cfgfile.write_text(topo_config(gs.root))
+    gs.start()
+    jid = gs.gsub("--hold", "-n", "2", "--wrap", "true")
+    gs.wait_state(jid, "HELD")
+    r = gs.run("galter", str(jid), "-n", "6", "--place", "board")
+    assert r.returncode == 1 and r.stderr.startswith(f"galter: error: job {jid}: can never run:"), r.stderr
+    assert len(r.stderr.splitlines()) == 1
+    assert gs.run("galter", str(jid), "-n", "4", "--place", "board").returncode == 0
+    wait_for(lambda: gs.job(jid)["ncpus"] == 4, what="the change")
+    assert gs.run("grls", str(jid)).returncode == 0
+    j = gs.wait_state(jid, "COMPLETED")
+    assert len({c // 4 for c in cpuset_of(j)}) == 1
+
+
+def cpuset_of(j: dict) -> list[int]:
+    from gridsched.core import cpuset
+
+    return sorted(cpuset.parse(j["cores"]))
