@@ -375,7 +375,63 @@ class ResvDelete(NamedTuple):
     release: bool = False
 
 
-Request = Submit | Cancel | Hold | Release | Reload | Drain | Undrain | Yield | Resume | ResvCreate | ResvDelete
+class Changes(NamedTuple):
+    """What an alter request changes in a job's spec: the fields given, each checked as a submission's
+    (:func:`_job`).  A field is one line here and one in :data:`ALTER_FIELDS`."""
+
+    name: str | None = None
+    ncpus: int | None = None
+    walltime: int | None = None
+    mem: int | None = None
+    checkpoint: str | None = None
+    depend: str | None = None  # "" clears the dependencies
+    reservation: int | None = None
+    begin: float | None = None
+    place: str | None = None
+    threads_per_core: int | None = None
+    exclusive_board: bool | None = None
+    devices: tuple[DeviceAsk, ...] | None = None
+
+    def given(self) -> dict[str, Any]:
+        """The fields given, as the job's spec keeps them."""
+        out: dict[str, Any] = {k: v for k, v in self._asdict().items() if v is not None}
+        if self.devices is not None:
+            from .devices import asks_to_spec
+
+            out["devices"] = asks_to_spec(self.devices)
+        return out
+
+
+class Alter(NamedTuple):
+    """Change the spec of pending jobs, or the walltime of running ones (galter)."""
+
+    jobs: tuple[int, ...]
+    arrays: tuple[int, ...]
+    changes: Changes
+
+
+class Requeue(NamedTuple):
+    """Send running or finished jobs back to the queue (grequeue)."""
+
+    jobs: tuple[int, ...]
+    arrays: tuple[int, ...] = ()
+
+
+Request = (
+    Submit
+    | Cancel
+    | Hold
+    | Release
+    | Reload
+    | Drain
+    | Undrain
+    | Yield
+    | Resume
+    | ResvCreate
+    | ResvDelete
+    | Alter
+    | Requeue
+)
 ADMIN_KINDS = ("reload", "drain", "undrain")
 
 
@@ -1003,6 +1059,64 @@ def _resv_delete(f: _Fields, new_id: int, sender: Sender) -> ResvDelete:
     return out
 
 
+def _changes(f: _Fields) -> Changes:
+    """The fields of an alter request's ``changes``, checked as :func:`_job` checks a submission's."""
+    name = f.text("name", MAX_NAME, required=False)
+    if name is not None and (not name.strip() or "/" in name):
+        raise f.bad("name", "must be non-empty, without '/'")
+    checkpoint = f.text("checkpoint", 16, required=False)
+    if checkpoint is not None and checkpoint not in CHECKPOINT_MODES:
+        raise f.bad("checkpoint", f"must be one of {', '.join(CHECKPOINT_MODES)}")
+    dep_text = f.text("depend", MAX_TEXT, required=False)
+    if dep_text is not None:
+        try:
+            deps = depend.parse(dep_text)
+        except depend.DependError as e:
+            raise f.bad("depend", safe(str(e))) from None
+        if any(i > MAX_ID for i in depend.job_ids(deps)):
+            raise f.bad("depend", f"names a job id above {MAX_ID}")
+        dep_text = depend.normalize(deps)
+    place, tpc = _placement(f)
+    devs = _devices(f) if f.data.get("devices") is not None else None
+    out = Changes(
+        name=name,
+        ncpus=f.integer("ncpus", 1, MAX_COUNT, required=False),
+        walltime=f.integer("walltime", 1, MAX_SECONDS, required=False),
+        mem=f.integer("mem", 1, MAX_BYTES, required=False),
+        checkpoint=checkpoint,
+        depend=dep_text,
+        reservation=f.integer("reservation", 1, MAX_ID, required=False),
+        begin=f.number("begin", 0, MAX_TIME, required=False),
+        place=place,
+        threads_per_core=tpc if "threads_per_core" in f.data else None,
+        exclusive_board=f.flag("exclusive_board", required=False) if "exclusive_board" in f.data else None,
+        devices=devs,
+    )
+    f.done()
+    if out == Changes():
+        raise Refused("alter: nothing to change")
+    return out
+
+
+def _alter(f: _Fields, new_id: int, sender: Sender) -> Alter:
+    jobs, arrays = f.ids("jobs"), f.ids("arrays")
+    raw = f.raw("changes", required=True)
+    if not isinstance(raw, dict):
+        raise f.bad("changes", "must be an object")
+    f.done()
+    if not jobs and not arrays:
+        raise Refused("alter: no job named")
+    return Alter(jobs, arrays, _changes(_Fields(raw, "alter: changes")))
+
+
+def _requeue(f: _Fields, new_id: int, sender: Sender) -> Requeue:
+    out = Requeue(f.ids("jobs"), f.ids("arrays"))
+    f.done()
+    if not out.jobs and not out.arrays:
+        raise Refused("requeue: no job named")
+    return out
+
+
 _PARSERS: dict[str, Any] = {
     "submit": _submit,
     "cancel": _jobs_request(Cancel),
@@ -1015,6 +1129,8 @@ _PARSERS: dict[str, Any] = {
     "resume": _resume,
     "resv_create": _resv_create,
     "resv_delete": _resv_delete,
+    "alter": _alter,
+    "requeue": _requeue,
 }
 KINDS = tuple(_PARSERS)
 

@@ -848,3 +848,30 @@ def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = 
             raise WaitTimeout(f"array {array_id} has not ended after {timeout}s")
         time.sleep(delay)
         delay = min(delay * 1.5, WAIT_MAX)
+
+
+def never_runs(machine: Any, max_walltime: int, spec: dict[str, Any]) -> str | None:
+    """Why a job of ``spec`` (as the daemon keeps it) can never run on ``machine``, or None: the checks of a
+    submission the daemon makes, and galter before it asks for a change."""
+    from .core.placement import Request, never_fits
+    from .core.request import infeasible
+
+    ncpus = spec["ncpus"]
+    bad = infeasible(ncpus, machine.ncores)
+    if bad is None and (spec.get("place") is not None or spec.get("threads_per_core") or spec.get("exclusive_board")):
+        req = Request(
+            ncpus, spec.get("place") or "pack", spec.get("threads_per_core") or 0, bool(spec.get("exclusive_board"))
+        )
+        why = never_fits(machine, req)
+        bad = f"can never run: {why}" if why else None
+    if bad is None and spec.get("mem"):
+        why = too_much_memory(spec["mem"], machine_memory(machine))
+        bad = f"can never run: it {why}" if why else None
+    if bad is None and spec.get("devices"):
+        from .devices import asks_from_spec, refusal
+
+        why = refusal(asks_from_spec(spec["devices"]), machine.devices)
+        bad = f"can never run: {why}" if why else None
+    if bad is None and spec["walltime"] > max_walltime:
+        bad = "walltime longer than the maximum"
+    return bad

@@ -23,7 +23,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gridsched import __version__  # noqa: E402
-from gridsched.cli import compat, gacct, gctl, gdel, ghold, gresv, grls, gschedd, gstat, gsub, gwait  # noqa: E402
+from gridsched.cli import (  # noqa: E402
+    compat,
+    gacct,
+    galter,
+    gctl,
+    gdel,
+    ghold,
+    grequeue,
+    gresv,
+    grls,
+    gschedd,
+    gstat,
+    gsub,
+    gwait,
+)
 from gridsched.cli.common import EXIT_DOC, ExitCode  # noqa: E402
 from gridsched.cli.gstat import JSON_KEYS  # noqa: E402
 from gridsched.config import PACKAGED, parse  # noqa: E402
@@ -1350,6 +1364,78 @@ def toml_page() -> str:
     return "\n".join(parts) + "\n"
 
 
+ALTER_PAGES: dict[str, tuple[click.Command, int, dict]] = {
+    "galter": (
+        galter.cli,
+        1,
+        {
+            "DESCRIPTION+": para("""
+            The options are gsub's own, with gsub's forms (-t 30 is 30 minutes, as in sbatch); what
+            is given replaces the job's value, the rest stays.  -d replaces the whole dependency
+            spec (-d "" clears it) and may name later jobs than this one, unless the dependencies
+            would form a cycle.  A pending or held job takes any of them; the next scheduling pass
+            decides anew when and where it runs.  A running job takes -t alone: its owner may
+            shorten it (the job is stopped at the new limit, as at any walltime); only an admin
+            may lengthen it.  An admin is root or the owner of the spool: so with a personal
+            daemon its user may lengthen the walltime of a running job, as with a system daemon
+            root may.
+
+            Every id is checked first, as the daemon checks the request again: an unknown job,
+            another user's job (unless galter runs as root), a job that has ended, a size the
+            machine can never hold (more cores, memory or devices than it has, --place board
+            larger than a board) and a dependency cycle are errors, one line each (galter: error:
+            job 7: is RUNNING: only its walltime can change), and that job is not changed.  The
+            others are changed in one request, and galter prints "job ID: changing" for each.
+            gstat shows the new values.
+
+            Slurm's scontrol update and PBS qalter name fields differently (TimeLimit=, -l
+            walltime=); galter takes gsub's options instead, so a change is written as the
+            submission was."""),
+            "TOPICS": {"SELECTING JOBS": SELECTING},
+            "ENVIRONMENT": ENVIRONMENT,
+            "FILES": FILES,
+            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+            "EXAMPLES": verbatim("""
+            $ galter 17 -t 2:00:00 -n 8
+            job 17: changing
+            $ galter 18_3 -d afterok:17
+            job 18_3: changing
+            $ galter 12 -t 4:00:00
+            galter: error: job 12: is RUNNING: only an admin may lengthen its walltime (3600s to 14400s)
+        """),
+            "SEE ALSO": "gsub(1), gstat(1), ghold(1), grequeue(1), scontrol(1), qalter(1)",
+        },
+    ),
+    "grequeue": (
+        grequeue.cli,
+        1,
+        {
+            "DESCRIPTION+": para(f"""
+            A running job is stopped as a preemption stops it.  A job submitted with --checkpoint
+            signal gets the checkpoint signal (jobs.checkpoint_signal), saves its state in
+            $GS_CHECKPOINT_DIR and exits with status {EXIT_CHECKPOINTED}; it starts again from its
+            checkpoint.  Any other running job is sent SIGTERM, then SIGKILL after jobs.kill_grace,
+            and starts again from the beginning.  A finished job (COMPLETED, FAILED, CANCELLED or
+            TIMEOUT) is queued again as a new run under the same id, as Slurm requeues a finished
+            batch job; a job refused at submission never ran and is refused.  The job waits in the
+            queue as PENDING; its next start counts as a restart ($GS_RESTART_COUNT, the RESTARTS of
+            gstat -f and gacct).
+
+            A pending or held job is refused, one line (grequeue: error: job 7: is PENDING: only
+            running or finished jobs can be requeued); so are unknown jobs, splittable jobs and
+            another user's job unless grequeue runs as an admin (root or the spool's owner)."""),
+            "ENVIRONMENT": ENVIRONMENT,
+            "FILES": FILES,
+            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
+            "EXAMPLES": verbatim("""
+            $ grequeue 17
+            job 17: requeueing
+        """),
+            "SEE ALSO": "galter(1), gsub(1), gstat(1), gacct(1), scontrol(1), qrerun(1)",
+        },
+    ),
+}
+PAGES.update(ALTER_PAGES)
 PAGES.update(TREE_PAGES)
 
 

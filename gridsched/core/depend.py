@@ -136,3 +136,19 @@ def status(
             if st.verdict == "wait" and waiting is None:
                 waiting = Status("wait", f"waiting for dependency {st.reason}")
     return waiting or Status("ready", "")
+
+
+def cycle(job: int, deps: tuple[Dep, ...], others: Mapping[int, tuple[Dep, ...]]) -> list[int] | None:
+    """The chain of jobs through which ``job``, given ``deps``, would depend on itself (``others``: the
+    dependencies of the other jobs), or None when it would not."""
+    seen: set[int] = set()
+    stack: list[tuple[int, list[int]]] = [(j, [j]) for j in job_ids(deps)]
+    while stack:
+        jid, path = stack.pop()
+        if jid == job:
+            return path
+        if jid in seen:
+            continue
+        seen.add(jid)
+        stack.extend((n, [*path, n]) for n in job_ids(others.get(jid, ())))
+    return None

@@ -63,14 +63,15 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
         # saved its state and asked to be restarted: a preemption whose record a crash of the daemon lost
         rec.stop, rec.state = "preempt", JobState.STOPPING
         rec.preemptions += 1
-    if rec.stop == "preempt" and rec.state is JobState.STOPPING:
+    if rec.stop in ("preempt", "requeue") and rec.state is JobState.STOPPING:
         checkpointed = rec.checkpoint == "signal" and code == EXIT_CHECKPOINTED
-        if checkpointed or rec.checkpoint == "requeue" or sig is not None:
+        asked = rec.stop == "requeue"  # grequeue: back to the queue however it ended
+        if checkpointed or rec.checkpoint == "requeue" or sig is not None or asked:
             if checkpointed:
                 rec.elapsed += ran
                 rec.checkpoints += 1
                 outcome = "checkpointed"
-            elif rec.checkpoint == "requeue":
+            elif rec.checkpoint == "requeue" or (asked and rec.checkpoint != "signal"):
                 rec.lost += rec.elapsed + ran
                 rec.elapsed = 0.0
                 outcome = "requeued"

@@ -15,6 +15,8 @@ PAGES = [
     "gstat.1",
     "gdel.1",
     "ghold.1",
+    "galter.1",
+    "grequeue.1",
     "grls.1",
     "gacct.1",
     "gresv.1",

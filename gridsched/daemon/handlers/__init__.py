@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, assert_never
 
 from ... import requests as rq
-from . import cancel, drain, hold, release, reload, resume, resv_create, resv_delete, submit, undrain
+from . import alter, cancel, drain, hold, release, reload, requeue, resume, resv_create, resv_delete, submit, undrain
 from . import yield_ as yield_handler
 
 if TYPE_CHECKING:
@@ -43,5 +43,9 @@ def handle(d: Daemon, rcv: rq.Received) -> None:
             resv_create.handle(d, rcv, req)
         case rq.ResvDelete():
             resv_delete.handle(d, rcv, req)
+        case rq.Alter():
+            alter.handle(d, rcv, req)
+        case rq.Requeue():
+            requeue.handle(d, rcv, req)
         case _:
             assert_never(req)

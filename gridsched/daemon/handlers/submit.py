@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import requests as rq
-from ...core.placement import Request, never_fits
-from ...core.request import infeasible, too_much_memory
 from ...jobs import JobState
-from ...submit import machine_memory
+from ...submit import never_runs
 from .. import arrays, reservations, split
 from .hold import BY_OWNER
 from .ids import taken_again
@@ -27,20 +25,7 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
         if why:
             raise rq.Refused(why)
     state, reason = (JobState.HELD, BY_OWNER) if job.hold else (JobState.PENDING, "")
-    bad = infeasible(job.ncpus, d.machine.ncores)
-    if bad is None and (job.place is not None or job.threads_per_core or job.exclusive_board):
-        why = never_fits(d.machine, Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board))
-        bad = f"can never run: {why}" if why else None
-    if bad is None and job.mem:
-        why = too_much_memory(job.mem, machine_memory(d.machine))
-        bad = f"can never run: it {why}" if why else None
-    if bad is None and job.devices:
-        from ...devices import refusal
-
-        why = refusal(job.devices, d.machine.devices)
-        bad = f"can never run: {why}" if why else None
-    if bad is None and job.walltime > d.cfg.max_walltime:
-        bad = "walltime longer than the maximum"
+    bad = never_runs(d.machine, d.cfg.max_walltime, spec)
     if bad is None:
         bad = reservations.check_submit(d, spec, job.uid, job.user)
     if bad is None:

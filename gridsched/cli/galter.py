@@ -1,0 +1,229 @@
+"""galter: change pending jobs, or the walltime of running ones (as PBS qalter, Slurm scontrol update).
+
+The options are gsub's own (the same definitions): what they give replaces the
+job's value.  Each job is checked here as the daemon checks it (owner, state,
+a size the machine can never hold, a dependency cycle), then one request goes
+to the daemon, which applies the change; the next scheduling pass decides
+what it means.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import click
+
+from .. import requests as rq
+from .. import view
+from ..core import depend
+from ..text import shown
+from . import gsub
+from .common import Command, ExitCode, fail, setup, spool_options, warn
+from .jobctl import complete_job_ids
+
+PROG = "galter"
+# gsub's parameters galter takes, and the spec keys they change.
+ALTERABLE = (
+    "name",
+    "ncpus",
+    "walltime",
+    "mem",
+    "checkpoint",
+    "depend",
+    "reservation",
+    "begin",
+    "place",
+    "threads_per_core",
+    "exclusive_board",
+    "gpus",
+    "gres",
+    "gpu_bind",
+    "exclusive_gpu",
+)
+DEVICE_PARAMS = ("gpus", "gres", "gpu_bind", "exclusive_gpu")
+LIVE = ("PENDING", "HELD", "RUNNING")
+
+
+@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]}, short_help="change jobs")
+@click.argument("job_ids", nargs=-1, required=True, metavar="ID...", shell_complete=complete_job_ids)
+@spool_options
+@click.pass_context
+def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None, **p: Any) -> int:
+    """Change the jobs ID... with gsub's options: a pending or held job takes any of them; a running job
+    only -t, which its owner may shorten and only an admin lengthen. ID of an array changes its pending
+    tasks, ARRAYID_INDEX one task. A job that another user owns, that has ended, that the machine could
+    never hold or whose dependencies would form a cycle is refused, and nothing is changed."""
+    from . import select
+
+    given = {k: v for k, v in p.items() if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE}
+    if not given:
+        fail(PROG, "nothing to change: give one of gsub's options (-t, -n, -N, --mem, -d, ...)", ExitCode.USAGE)
+    sel = select.parse(PROG, job_ids, (), (), ())
+    s = setup(PROG, spool_dir, config_file)
+    changes = _changes(s, given)
+    uid = os.getuid()
+    try:
+        from ..admin import is_admin
+
+        sender = rq.Sender(uid, str(uid), frozenset(), is_admin(uid, s.spool.root))
+        rq.parse({"type": "alter", "jobs": [1], "changes": changes}, "alter.json", sender)
+    except rq.Refused as e:
+        fail(PROG, shown(e))
+    from ..topology import in_force
+
+    try:
+        machine = in_force(s.spool, s.cfg)
+    except ValueError as e:  # the machine's topology file cannot be read
+        fail(PROG, str(e))
+    jobs: list[int] = []
+    arrays: list[int] = []
+    errors: list[str] = []
+    done: list[str] = []
+    try:
+        everyone = {j["id"]: j for j in view.load_jobs(s.spool)}
+        for ref in sel.refs:
+            whole = ref.indices is None and view.array_rows(s.spool, ref.jid)
+            if whole:
+                tasks = [t for t in whole if t["state"] in ("PENDING", "HELD")]
+                why = _owner(whole[0], uid) or (None if tasks else "no task is pending")
+                why = why or next(
+                    (
+                        w
+                        for t in tasks
+                        if (w := _check(t, changes, everyone, sender, machine, s.cfg.max_walltime)) is not None
+                    ),
+                    None,
+                )
+                if why:
+                    errors.append(f"job {ref.canonical}: {why}")
+                else:
+                    arrays.append(ref.jid)
+                    done.append(ref.canonical)
+                continue
+            try:
+                jid = view.resolve(s.spool, ref.canonical)
+            except LookupError as e:
+                errors.append(shown(str(e)))
+                continue
+            why = _check(everyone.get(jid), changes, everyone, sender, machine, s.cfg.max_walltime)
+            if why:
+                errors.append(f"job {ref.canonical}: {why}")
+            elif jid not in jobs:
+                jobs.append(jid)
+                done.append(ref.canonical)
+        if jobs or arrays:
+            try:
+                s.spool.request("alter", jobs=jobs, arrays=arrays, changes=changes)
+            except OSError as e:
+                raise view.QueueError(f"cannot write the alter request to {s.spool.root}: {e.strerror or e}") from None
+    except view.QueueError as e:
+        fail(PROG, shown(e))
+    for line in errors:
+        click.echo(f"{PROG}: error: {shown(line)}", err=True)
+    for name in done:
+        click.echo(f"job {name}: changing")
+    if done and s.spool.daemon_info() is None:
+        warn(PROG, f"note: no daemon runs on {shown(s.spool.root)}; the request is served when one starts")
+    return ExitCode.ERROR if errors else ExitCode.OK
+
+
+def _changes(s: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """The request's ``changes`` for the options given (spec keys, checked as gsub checks them)."""
+    out: dict[str, Any] = {k: given[k] for k in ("name", "ncpus", "walltime", "depend", "reservation") if k in given}
+    if "name" in out and (not out["name"].strip() or "/" in out["name"]):
+        fail(PROG, "-N: a job name must be non-empty, without '/'", ExitCode.USAGE)
+    if "reservation" in out:
+        try:
+            out["reservation"] = int(str(out["reservation"]).lstrip("R"))
+        except ValueError:
+            fail(PROG, f"--reservation {shown(given['reservation'])}: not a reservation id", ExitCode.USAGE)
+    if "mem" in given:
+        if not given["mem"]:
+            fail(PROG, "--mem 0: give a size (the job's memory cannot be made unlimited here)", ExitCode.USAGE)
+        out["mem"] = given["mem"]
+    if "checkpoint" in given:
+        if given["checkpoint"] == "criu":
+            fail(PROG, "checkpoint mode 'criu': not driven yet", ExitCode.USAGE)
+        out["checkpoint"] = given["checkpoint"]
+    if "begin" in given:
+        from . import compat
+
+        out["begin"] = compat.parse_begin(str(given["begin"]), time.time())
+    if any(k in given for k in ("place", "threads_per_core", "exclusive_board")):
+        out["place"] = given.get("place") or "pack"
+        out["threads_per_core"] = given.get("threads_per_core") or 0
+        out["exclusive_board"] = bool(given.get("exclusive_board"))
+    if any(k in given for k in DEVICE_PARAMS):
+        from ..topology import in_force
+        from .devopts import asked, device_spec
+
+        if not asked(given):
+            fail(PROG, "--gpu-bind and --exclusive-gpu need --gpus or --gres", ExitCode.USAGE)
+        try:
+            out["devices"] = device_spec(s.cfg, in_force(s.spool, s.cfg), given)
+        except ValueError as e:
+            fail(PROG, str(e))
+    return out
+
+
+def _owner(job: dict[str, Any] | None, uid: int) -> str | None:
+    if job is None:
+        return "no such job"
+    if uid != 0 and job.get("uid") not in (None, uid):
+        return f"owned by {job.get('user') or job.get('uid')}"
+    return None
+
+
+def _check(
+    job: dict[str, Any] | None,
+    changes: dict[str, Any],
+    everyone: dict[int, dict[str, Any]],
+    sender: rq.Sender,
+    machine: Any,
+    max_walltime: int,
+) -> str | None:
+    """Why ``job`` cannot take ``changes`` from ``sender`` (what the daemon refuses), or None."""
+    why = _owner(job, sender.uid)
+    if why or job is None:
+        return why
+    state = job["state"]
+    if state not in LIVE:
+        return f"is {state}: only pending, held or running jobs can be changed"
+    if state == "RUNNING":
+        if set(changes) != {"walltime"}:
+            return "is RUNNING: only its walltime can change"
+        if changes["walltime"] > job["walltime"] and not sender.admin:
+            return f"is RUNNING: only an admin may lengthen its walltime ({job['walltime']}s to {changes['walltime']}s)"
+        return None
+    spec = {**(job.get("spec") or job), **changes}
+    spec.setdefault("walltime", job["walltime"])
+    spec.setdefault("ncpus", job["ncpus"])
+    from ..submit import never_runs
+
+    why = never_runs(machine, max_walltime, spec)
+    if why:
+        return why
+    if "depend" in changes:
+        deps = depend.parse(changes["depend"])
+        for dep in depend.job_ids(deps):
+            other = everyone.get(dep)
+            if other is None:
+                return f"depend: job {dep}: no such job"
+        live = {i: depend.parse((j.get("spec") or {}).get("depend") or "") for i, j in everyone.items()}
+        live.pop(job["id"], None)
+        chain = depend.cycle(job["id"], deps, live)
+        if chain is not None:
+            return f"depend: a cycle ({' -> '.join(map(str, [job['id'], *chain]))})"
+    return None
+
+
+def main() -> None:
+    cli.main(prog_name=PROG)
+
+
+cli.params[1:1] = [p for p in gsub.cli.params if p.name in ALTERABLE]
+
+if __name__ == "__main__":
+    main()

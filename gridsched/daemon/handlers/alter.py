@@ -1,0 +1,111 @@
+"""Changing jobs (galter): the spec of pending and held jobs, the walltime of running ones.
+
+The change is written to the job's row and spec in the state db (a restart
+keeps it) and the job's record is read again from them; the next scheduling
+pass decides what it means.  A running job's walltime deadline moves by the
+change: its owner may shorten it, only an admin may lengthen it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ... import requests as rq
+from ...core import depend
+from ...jobs import JobState
+from ...submit import never_runs
+from .. import reservations
+from ..table import Rec
+from .owned import owned_targets
+
+if TYPE_CHECKING:
+    from ..loop import Daemon
+
+log = logging.getLogger("gschedd")
+
+# Row columns that repeat a spec field (the rest of a change lives in the spec alone).
+COLUMNS = ("name", "ncpus", "walltime")
+PLACEMENT = ("place", "threads_per_core", "exclusive_board")
+
+
+def handle(d: Daemon, rcv: rq.Received, req: rq.Alter) -> None:
+    changes = req.changes.given()
+    targets = owned_targets(d, rcv, req.jobs, req.arrays)
+    if req.arrays:  # an array's running tasks keep their values; its pending ones change
+        whole = set(req.arrays)
+        targets = [r for r in targets if r.array_id not in whole or r.state in (JobState.PENDING, JobState.HELD)]
+    refused = []
+    for rec in targets:
+        try:
+            alter(d, rcv.sender, rec, changes)
+        except rq.Refused as e:
+            log.info("alter of job %d refused: %s", rec.id, e)
+            refused.append(f"job {rec.id}: {e}")
+    if refused:
+        raise rq.Refused("; ".join(refused))
+
+
+def alter(d: Daemon, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) -> None:
+    """Change job ``rec`` as ``changes`` (spec keys) say; :class:`Refused` with the reason, nothing changed."""
+    row = d.db.job(rec.id)
+    if row is None:
+        raise rq.Refused("no such job")
+    spec = dict(row["spec"])
+    if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
+        new = _pending_spec(d, rec, spec, changes)
+        fields = {k: new[k] for k in COLUMNS}
+        d.table.begin()
+        d.db.update(rec.id, spec=new, **fields)
+        fresh = Rec.from_row({**row, **fields, "spec": new}, d.table.devices)
+        for f in dataclasses.fields(Rec):
+            if f.name not in ("state", "reason"):
+                setattr(rec, f.name, getattr(fresh, f.name))
+    elif rec.state is JobState.RUNNING and rec.stop is None:
+        if set(changes) != {"walltime"}:
+            raise rq.Refused(f"is {rec.state.value}: only its walltime can change")
+        wall = changes["walltime"]
+        if wall > rec.walltime and not sender.admin:
+            raise rq.Refused(f"is RUNNING: only an admin may lengthen its walltime ({rec.walltime}s to {wall}s)")
+        if wall > rec.walltime and wall > d.cfg.max_walltime:
+            raise rq.Refused("walltime longer than the maximum")
+        if rec.deadline is not None:
+            rec.deadline += wall - rec.walltime
+        rec.walltime = wall
+        rec._waiting = None
+        d.table.save(rec, walltime=wall, spec={**spec, "walltime": wall})
+    else:
+        raise rq.Refused(f"is {rec.state.value}: only pending, held or running jobs can be changed")
+    d.table.forecast_dirty = True
+    d.dirty = True
+    log.info("job %d changed: %s", rec.id, ", ".join(sorted(changes)))
+
+
+def _pending_spec(d: Daemon, rec: Rec, spec: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """The spec of pending job ``rec`` after ``changes``, checked as a submission's."""
+    new = {**spec, **changes}
+    if any(k in changes for k in PLACEMENT):
+        new.setdefault("place", "pack")
+        new.setdefault("threads_per_core", 0)
+        new.setdefault("exclusive_board", False)
+    if "ncpus" in changes:
+        n, c = new.get("ntasks"), new.get("cpus_per_task")
+        if (n or 1) * (c or 1) != new["ncpus"]:  # tasks that no longer make its cores give way to them
+            new.pop("ntasks", None)
+            new.pop("cpus_per_task", None)
+    sp = new.get("split")
+    if sp is not None and (sp["ncpus"] > new["ncpus"] or sp["task_time"] > new["walltime"]):
+        raise rq.Refused("a sub-task would be larger than the job")
+    bad = never_runs(d.machine, d.cfg.max_walltime, new)
+    if bad is None and "reservation" in changes:
+        bad = reservations.check_submit(d, new, rec.uid, rec.user)
+    if bad:
+        raise rq.Refused(bad)
+    if "depend" in changes:
+        deps = depend.parse(new["depend"])
+        others = {j: r.deps for j, r in d.table.jobs.items() if j != rec.id}
+        chain = depend.cycle(rec.id, deps, others)
+        if chain is not None:
+            raise rq.Refused(f"depend: a cycle ({' -> '.join(map(str, [rec.id, *chain]))})")
+    return new

@@ -1,0 +1,98 @@
+"""Sending jobs back to the queue (grequeue).
+
+A running job is stopped as a preemption stops it: one that checkpoints on a
+signal is asked to and restarts from its checkpoint, any other is killed and
+restarts from the start.  A finished job is queued again as a new run of the
+same id.  Either way it goes back to PENDING and its next start counts as a
+restart.  A pending job is refused.  Only the job's owner or an admin may.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from typing import TYPE_CHECKING
+
+from ... import requests as rq
+from ...jobs import JobState
+from .. import arrays, procs
+from ..table import Rec
+
+if TYPE_CHECKING:
+    from ..loop import Daemon
+
+log = logging.getLogger("gschedd")
+
+FINISHED = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT)
+
+
+def handle(d: Daemon, rcv: rq.Received, req: rq.Requeue) -> None:
+    now = time.time()
+    refused = []
+    for jid in dict.fromkeys([*req.jobs, *arrays.members(d, list(req.arrays))]):
+        try:
+            requeue(d, rcv.sender, jid, now)
+        except rq.Refused as e:
+            log.info("requeue of job %d refused: %s", jid, e)
+            refused.append(f"job {jid}: {e}")
+    if refused:
+        raise rq.Refused("; ".join(refused))
+
+
+def requeue(d: Daemon, sender: rq.Sender, jid: int, now: float) -> None:
+    """Requeue job ``jid`` for ``sender``; :class:`Refused` with the reason, nothing changed."""
+    rec = d.table.jobs.get(jid)
+    row = d.db.job(jid) if rec is None else None
+    if rec is None and row is None:
+        raise rq.Refused("no such job")
+    uid = rec.uid if rec is not None else row["uid"]  # type: ignore[index]
+    if sender.uid != uid and not sender.admin:
+        raise rq.Refused("owned by another user")
+    if rec is None:
+        assert row is not None
+        _run_again(d, row)
+        return
+    if rec.split is not None or rec.split_of is not None:
+        raise rq.Refused("a splittable job and its pieces cannot be requeued")
+    if rec.state is not JobState.RUNNING or rec.stop is not None or rec.shepherd is None:
+        raise rq.Refused(f"is {rec.state.value}: only running or finished jobs can be requeued")
+    rec.state = JobState.STOPPING
+    rec.stop = "requeue"
+    if rec.checkpoint == "signal":
+        sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
+        d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
+        log.info("job %d asked to checkpoint (SIG%s) to be requeued", rec.id, d.cfg.checkpoint_signal)
+    else:
+        d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
+        log.info("job %d stopped to be requeued from the start", rec.id)
+    d.table.save(rec)
+    d.dirty = True
+
+
+def _run_again(d: Daemon, row: dict) -> None:  # type: ignore[type-arg]
+    state = JobState(row["state"])
+    if state not in FINISHED:
+        raise rq.Refused(f"is {state.value}: only running or finished jobs can be requeued")
+    spec = row["spec"]
+    if spec.get("split") is not None or spec.get("split_of") is not None or spec.get("array") is not None:
+        raise rq.Refused("a splittable job, its pieces and an array's submission cannot be requeued")
+    if not row["segments"]:
+        raise rq.Refused(f"is {state.value} without having run: submit it again instead")
+    d.table.begin()
+    d.db.update(row["id"], state=JobState.PENDING.value, end_time=None, exit_code=None, exit_signal=None, reason="")
+    fresh = d.db.job(row["id"])
+    assert fresh is not None
+    rec = Rec.from_row(fresh, d.table.devices)
+    rec.stop = None
+    rec.deadline = None
+    rec.kill_at = None
+    rec.shepherd = None
+    rec.pgid = None
+    rec.start = None
+    rec.cores = ()
+    d.table.jobs[rec.id] = rec
+    d.table.enqueue(rec)
+    d.table.save(rec)
+    d.dirty = True
+    log.info("job %d queued again (was %s)", rec.id, state.value)

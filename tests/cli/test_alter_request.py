@@ -1,0 +1,102 @@
+"""The alter and requeue requests at the boundary: what galter and grequeue send, parsed and checked."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from gridsched import requests as rq
+
+SENDER = rq.Sender(os.getuid(), "me", frozenset({os.getgid()}), admin=False)
+
+
+def parse(data: dict) -> rq.Request:
+    return rq.parse(data, f"{data['type']}-1-1.json", SENDER)
+
+
+def test_alter_takes_the_fields_given():
+    req = parse(
+        {
+            "type": "alter",
+            "jobs": [3, 3, 4],
+            "arrays": [9],
+            "changes": {"walltime": 60, "ncpus": 2, "name": "x", "depend": "afterok:1:2", "place": "board"},
+        }
+    )
+    assert isinstance(req, rq.Alter)
+    assert req.jobs == (3, 4) and req.arrays == (9,)
+    assert req.changes.given() == {
+        "walltime": 60,
+        "ncpus": 2,
+        "name": "x",
+        "depend": "afterok:1:2",
+        "place": "board",
+    }
+
+
+def test_alter_devices_as_a_submission_keeps_them():
+    req = parse({"type": "alter", "jobs": [1], "changes": {"devices": [{"type": "gpu", "count": 2}]}})
+    assert isinstance(req, rq.Alter)
+    assert req.changes.given()["devices"] == [
+        {"type": "gpu", "count": 2, "model": "", "bind": "closest", "exclusive": False}
+    ]
+
+
+def test_clearing_the_dependencies_is_a_change():
+    req = parse({"type": "alter", "jobs": [1], "changes": {"depend": ""}})
+    assert isinstance(req, rq.Alter) and req.changes.given() == {"depend": ""}
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({}, "alter: nothing to change"),
+        ({"walltime": 0}, "field 'walltime' must lie between 1 and"),
+        ({"walltime": "1h"}, "field 'walltime' must be a whole number"),
+        ({"ncpus": True}, "field 'ncpus' must be a whole number"),
+        ({"name": "a/b"}, "field 'name' must be non-empty, without '/'"),
+        ({"name": " "}, "field 'name' must be non-empty"),
+        ({"checkpoint": "criu"}, "field 'checkpoint' must be one of none, signal, suspend, requeue"),
+        ({"depend": "afterok:x"}, "field 'depend'"),
+        ({"place": "anywhere"}, "field 'place' must be one of pack, spread, board"),
+        ({"mem": -1}, "field 'mem' must lie between"),
+        ({"script": "x"}, "unknown field 'script'"),
+        ({"uid": 0}, "unknown field 'uid'"),
+        ({"type": "submit"}, "unknown field 'type'"),
+        ({"devices": [{"type": "gpu", "count": 0}]}, "at least 1 device is needed"),
+    ],
+)
+def test_alter_refuses_what_a_submission_refuses(changes, why):
+    with pytest.raises(rq.Refused) as e:
+        parse({"type": "alter", "jobs": [1], "changes": changes})
+    assert why in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        ({"type": "alter", "changes": {"walltime": 5}}, "alter: no job named"),
+        ({"type": "alter", "jobs": [1]}, "missing field 'changes'"),
+        ({"type": "alter", "jobs": [1], "changes": []}, "field 'changes' must be an object"),
+        ({"type": "alter", "jobs": [0], "changes": {"walltime": 5}}, "must hold job ids"),
+        ({"type": "alter", "jobs": [1], "changes": {"walltime": 5}, "uid": 0}, "unknown field 'uid'"),
+        ({"type": "requeue"}, "requeue: no job named"),
+        ({"type": "requeue", "jobs": ["1"]}, "must hold job ids"),
+        ({"type": "requeue", "jobs": [1], "force": True}, "unknown field 'force'"),
+    ],
+)
+def test_bad_requests_are_refused(data, why):
+    with pytest.raises(rq.Refused) as e:
+        parse(data)
+    assert why in str(e.value)
+
+
+def test_requeue():
+    assert parse({"type": "requeue", "jobs": [5, 6]}) == rq.Requeue((5, 6), ())
+
+
+def test_neither_brings_a_new_id():
+    with pytest.raises(rq.Refused, match="cannot bring a new id"):
+        rq.parse({"type": "requeue", "jobs": [1]}, rq.id_name(12), SENDER)

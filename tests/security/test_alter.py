@@ -1,0 +1,60 @@
+"""galter and grequeue on a system daemon: a user changes and requeues only their own jobs, shortens a
+running job's walltime but cannot lengthen it (root can), and a request written by hand gets no further."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from tests.conftest import wait_for
+from tests.security.conftest import check_intact
+
+
+def test_alter_and_requeue_only_as_the_owner_and_lengthen_only_as_root(system, targets):
+    a, b = system.a, system.b
+    run = system.gsub(a, "-t", "10:00", "--wrap", "sleep 300")
+    held = system.gsub(a, "--hold", "-t", "10:00", "--wrap", "true")
+    system.wait_state(run, "RUNNING")
+    system.wait_state(held, "HELD")
+
+    # another user's job: refused by the command, one line, and by the daemon when written by hand
+    for args in (("galter", str(held), "-t", "1"), ("galter", str(run), "-t", "1"), ("grequeue", str(run))):
+        r = system.cmd(b, *args)
+        assert r.one_line_error(args[0]) is None, r
+        assert "owned by" in r.stderr, r
+    for kind, payload in (
+        ("alter", {"jobs": [held, run], "changes": {"walltime": 1}}),
+        ("requeue", {"jobs": [run]}),
+    ):
+        system.put(b, f"{kind}-{time.time_ns()}-{os.getpid()}.json", {"type": kind, **payload})
+    system.settle()
+    assert system.job(held)["walltime"] == 600 and system.job(run)["walltime"] == 600
+    assert system.job(run)["state"] == "RUNNING" and system.job(run)["restarts"] == 0
+
+    # the owner may not lengthen a running job's walltime: the command refuses, and so does the daemon
+    r = system.cmd(a, "galter", str(run), "-t", "20:00")
+    assert r.one_line_error("galter") is None, r
+    assert "only an admin may lengthen its walltime" in r.stderr, r
+    name = f"alter-{time.time_ns()}-{os.getpid()}.json"
+    system.put(a, name, {"type": "alter", "jobs": [run], "changes": {"walltime": 1200}})
+    system.settle()
+    why = system.spool_dir / "quarantine" / (name + ".why")
+    assert "only an admin may lengthen" in why.read_text()
+    assert system.job(run)["walltime"] == 600
+
+    # the owner may shorten it and change the held job; root may lengthen it
+    assert system.cmd(a, "galter", str(held), "-t", "2:00", "-N", "renamed").rc == 0
+    assert system.cmd(a, "galter", str(run), "-t", "5:00").rc == 0
+    wait_for(lambda: system.job(run)["walltime"] == 300, 15, "the owner's shorter walltime")
+    wait_for(lambda: system.job(held)["name"] == "renamed", 15, "the owner's change of the held job")
+    assert system.job(held)["walltime"] == 120
+    assert system.cmd(None, "galter", str(run), "-t", "30:00").rc == 0
+    wait_for(lambda: system.job(run)["walltime"] == 1800, 15, "root's longer walltime")
+
+    # the owner may requeue it: it runs again (a new start, counted)
+    assert system.cmd(a, "grequeue", str(run)).rc == 0
+    wait_for(lambda: system.job(run)["restarts"] == 1, 30, "the requeued job's second start")
+    assert system.job(run)["uid"] == a.uid
+    assert system.cmd(a, "gdel", str(run), str(held)).rc == 0
+    system.wait_state(run, "CANCELLED")
+    check_intact(system, targets)
