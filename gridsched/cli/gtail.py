@@ -81,7 +81,9 @@ def tail_start(fd: int, lines: int) -> int:
 
 def copy(fd: int, offset: int) -> int:
     """Write the file from ``offset`` to its current end on standard output; the new offset."""
-    out = click.get_binary_stream("stdout")
+    import sys
+
+    out = sys.stdout.buffer
     while chunk := os.pread(fd, CHUNK, offset):
         out.write(chunk)
         offset += len(chunk)
