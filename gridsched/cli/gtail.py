@@ -108,9 +108,8 @@ def _job(spool: Any, jid: int) -> dict[str, Any] | None:
     "--lines",
     type=click.IntRange(0, None),
     default=10,
-    show_default=True,
     metavar="N",
-    help="Show the last N lines of what the file already holds first (0: only what comes next).",
+    help="Show the last N lines of what the file already holds first (default 10; 0: only what comes next).",
 )
 @spool_options
 def cli(job_ref: str, errors: bool, lines: int, spool_dir: str | None, config_file: str | None) -> int:
