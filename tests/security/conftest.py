@@ -59,7 +59,7 @@ for _m in ("gridsched.queue", "gridsched.state", "gridsched.submit", "gridsched.
         pass
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
-COMMANDS = ("gsub", "gstat", "gdel", "ghold", "grls", "gctl", "gresv", "gschedd", "gacct", "gwait")
+COMMANDS = ("gsub", "gstat", "gdel", "ghold", "grls", "gctl", "gresv", "gschedd", "gacct", "gwait", "grun", "gtail")
 CONTROL = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f]")  # control bytes other than newline
 ESC_C1 = re.compile("[\x80-\x9f]")  # C1 controls (as text)
 
