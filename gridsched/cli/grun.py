@@ -100,6 +100,7 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
     from ..submit import Options, Script, SubmitError, submit
     from . import gsub
 
+    gsub.PROG = PROG  # gsub's checks, run here, name the command that runs them in their error lines
     p = gsub._tasks(ctx, {**p, "split": None, "split_file": None})
     if p["mem"] is not None and p["mem_per_cpu"] is not None:
         fail(PROG, "--mem and --mem-per-cpu exclude each other", ExitCode.USAGE)

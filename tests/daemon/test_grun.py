@@ -8,6 +8,9 @@ import select
 import signal
 import subprocess
 import time
+from typing import Any
+
+import psutil
 
 from gridsched.core import cpuset
 from tests.conftest import BIN, wait_for
@@ -24,9 +27,10 @@ autostart = false
 """
 
 
-def on_pty(gs, argv: list[str], script: list[tuple[bytes, bytes]], timeout: float = 60) -> tuple[int, bytes]:
-    """Run ``argv`` on a new pseudo-terminal; for each ``(wait, send)`` wait for ``wait`` in the output,
-    then type ``send``.  Returns the exit status and everything the terminal showed."""
+def on_pty(gs, argv: list[str], script: list[tuple[Any, bytes]], timeout: float = 60) -> tuple[int, bytes]:
+    """Run ``argv`` on a new pseudo-terminal; for each ``(wait, send)`` wait for ``wait`` in the output
+    (or for ``wait(output)`` to be true), then type ``send``.  Returns the exit status and everything the
+    terminal showed."""
     master, slave = os.openpty()
     proc = subprocess.Popen(
         argv, stdin=slave, stdout=slave, stderr=slave, env=gs.env, cwd=gs.work, start_new_session=True
@@ -38,7 +42,7 @@ def on_pty(gs, argv: list[str], script: list[tuple[bytes, bytes]], timeout: floa
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            if steps and steps[0][0] in out[seen:]:
+            if steps and (steps[0][0](out[seen:]) if callable(steps[0][0]) else steps[0][0] in out[seen:]):
                 os.write(master, steps.pop(0)[1])
                 seen = len(out)
             ready, _, _ = select.select([master], [], [], 0.2)
@@ -57,6 +61,17 @@ def on_pty(gs, argv: list[str], script: list[tuple[bytes, bytes]], timeout: floa
             proc.kill()
             proc.wait(5)
         os.close(master)
+
+
+def sleeping(gs) -> bool:
+    """Whether the job's ``sleep 1007`` runs (bash has given it the terminal before it is exec'd)."""
+    for p in psutil.process_iter():
+        try:
+            if p.cmdline() == ["sleep", "1007"] and p.environ().get("GS_SPOOL") == str(gs.spool):
+                return True
+        except psutil.Error:
+            continue
+    return False
 
 
 def grun(gs, *args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -90,8 +105,8 @@ def test_ctrl_c_on_the_pty_reaches_the_foreground_command_not_grun(gs):
         gs,
         [str(BIN / "grun"), "-t", "60s", "--pty", "env", "PS1=PROMPT> ", "bash", "--norc", "--noprofile"],
         [
-            (b"PROMPT> ", b"echo STA''RTED; sleep 1000\r"),
-            (b"STARTED", b"\x03"),
+            (b"PROMPT> ", b"echo STA''RTED; sleep 1007\r"),
+            (lambda out: b"STARTED" in out and sleeping(gs), b"\x03"),
             (b"PROMPT> ", b"echo SL''EEP=$?\r"),
             (b"SLEEP=", b"exit 4\r"),
         ],
@@ -102,10 +117,14 @@ def test_ctrl_c_on_the_pty_reaches_the_foreground_command_not_grun(gs):
 
 
 def test_streams_are_grun_s_own_and_the_status_is_the_command_s(gs):
-    r = grun(
-        gs, "-n", "1", "sh", "-c", 'cat; echo "dir=$(pwd) slurm=$SLURM_JOB_ID"; echo oops >&2; exit 5', input="in\n"
+    cmd = (
+        'cat; echo "dir=$(pwd) slurm=$SLURM_JOB_ID"; echo "tmp=$TMPDIR srun=$(command -v srun)"; echo oops >&2; exit 5'
     )
+    r = grun(gs, "-n", "1", "sh", "-c", cmd, input="in\n")
     assert r.returncode == 5, r.stderr
+    env = re.search(r"tmp=(\S+) srun=(\S+)", r.stdout)
+    assert env and env.group(1).startswith(str(gs.tmp) + "/gridsched.")  # the job's private directory
+    assert env.group(2) == os.path.join(os.path.dirname(env.group(1)), "bin", "srun")  # the job's own srun
     assert r.stdout.startswith("in\n")
     m = re.search(r"dir=(\S+) slurm=(\d+)", r.stdout)
     assert m and m.group(1) == str(gs.work)
@@ -215,3 +234,12 @@ def test_the_job_ends_when_grun_dies(gs):
             proc.wait(5)
     job = gs.wait_state(jid, "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", timeout=30)
     assert job["state"] == "FAILED"  # the command was ended by the hang-up: 128+SIGTERM
+
+
+def test_bad_options_and_no_command_are_one_line(gs):
+    r = grun(gs)
+    assert (r.returncode, r.stderr.strip()) == (2, "grun: error: give a command to run (or --pty for a shell)")
+    r = grun(gs, "--gpu-bind", "closest", "true")
+    assert r.returncode != 0 and r.stderr.strip().splitlines() == ["grun: error: --gpu-bind needs --gpus or --gres"]
+    r = grun(gs, "-n", "0", "true")
+    assert r.returncode == 2 and r.stderr.startswith("grun: error: ") and len(r.stderr.splitlines()) == 1
