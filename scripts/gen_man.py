@@ -1266,7 +1266,12 @@ FOREGROUND_PAGES: dict[str, tuple[click.Command, int, dict]] = {
                     ("N", "CMD's exit status; 128+N when CMD was killed by signal N, as a shell reports it."),
                     ("127", "CMD was not found (126: it could not be run)."),
                     ("130", "Interrupted (SIGINT) while the job waited; the job is cancelled."),
-                    ("1", "The job was refused, or ended without CMD's status (walltime, gdel): one line says how."),
+                    (
+                        "1",
+                        "The job was refused or could not be submitted (one line says why).  A job that ended "
+                        "without CMD's status (its walltime, gdel) gives the status gsub --wait gives for it "
+                        "(143 for a job stopped by SIGTERM), at least 1, with a line saying how it ended.",
+                    ),
                     ("2", "Bad command line, or --pty without a terminal on standard input."),
                 ]
             ),

@@ -7,6 +7,7 @@ import re
 import select
 import signal
 import subprocess
+import termios
 import time
 from typing import Any
 
@@ -30,12 +31,12 @@ autostart = false
 def on_pty(gs, argv: list[str], script: list[tuple[Any, bytes]], timeout: float = 60) -> tuple[int, bytes]:
     """Run ``argv`` on a new pseudo-terminal; for each ``(wait, send)`` wait for ``wait`` in the output
     (or for ``wait(output)`` to be true), then type ``send``.  Returns the exit status and everything the
-    terminal showed."""
+    terminal showed, and checks that the terminal's modes are as they were before."""
     master, slave = os.openpty()
+    before = termios.tcgetattr(slave)
     proc = subprocess.Popen(
         argv, stdin=slave, stdout=slave, stderr=slave, env=gs.env, cwd=gs.work, start_new_session=True
     )
-    os.close(slave)
     out = b""
     steps = list(script)
     seen = 0  # a step's wait text is looked for in what came after the step before
@@ -47,19 +48,17 @@ def on_pty(gs, argv: list[str], script: list[tuple[Any, bytes]], timeout: float 
                 seen = len(out)
             ready, _, _ = select.select([master], [], [], 0.2)
             if ready:
-                try:
-                    data = os.read(master, 1 << 16)
-                except OSError:  # EIO: grun has exited and closed the terminal
-                    break
-                if not data:
-                    break
-                out += data
+                out += os.read(master, 1 << 16)
+            elif proc.poll() is not None:
+                break  # grun has ended and the terminal holds nothing more
         proc.wait(max(1.0, deadline - time.monotonic()))
+        assert termios.tcgetattr(slave) == before, "grun left the terminal's modes changed"
         return proc.returncode, out
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
+        os.close(slave)
         os.close(master)
 
 
@@ -208,7 +207,7 @@ def _jobs(gs) -> list[dict]:
 
 def test_walltime_kills_the_job_and_grun_says_so(gs):
     r = grun(gs, "-t", "2s", "sleep", "60")
-    assert r.returncode != 0
+    assert r.returncode == 128 + signal.SIGTERM, r.stderr
     m = re.search(r"grun: error: job (\d+) ended: TIMEOUT \(walltime reached\)", r.stderr)
     assert m, r.stderr
     assert gs.job(int(m.group(1)))["state"] == "TIMEOUT"
@@ -243,3 +242,10 @@ def test_bad_options_and_no_command_are_one_line(gs):
     assert r.returncode != 0 and r.stderr.strip().splitlines() == ["grun: error: --gpu-bind needs --gpus or --gres"]
     r = grun(gs, "-n", "0", "true")
     assert r.returncode == 2 and r.stderr.startswith("grun: error: ") and len(r.stderr.splitlines()) == 1
+
+
+def test_walltime_of_a_pty_session_ends_it_and_grun_says_so(gs):
+    rc, out = on_pty(gs, [str(BIN / "grun"), "-t", "2s", "--pty", "sleep", "60"], [])
+    text = out.decode(errors="replace")
+    assert rc == 128 + signal.SIGTERM, text  # the job's status, as gsub --wait gives it
+    assert re.search(r"grun: error: job \d+ ended: TIMEOUT \(walltime reached\)", text), text
