@@ -33,9 +33,11 @@ from gridsched.cli import (  # noqa: E402
     grequeue,
     gresv,
     grls,
+    grun,
     gschedd,
     gstat,
     gsub,
+    gtail,
     gwait,
 )
 from gridsched.cli.common import EXIT_DOC, ExitCode  # noqa: E402
@@ -1437,6 +1439,127 @@ ALTER_PAGES: dict[str, tuple[click.Command, int, dict]] = {
 }
 PAGES.update(ALTER_PAGES)
 PAGES.update(TREE_PAGES)
+
+# -- foreground runs: grun(1), gtail(1) -----------------------------------------------------
+
+GRUN_HOW = para("""
+    grun submits an ordinary job (gsub's resource options; the job name is CMD's file name) and waits for
+    it as gsub --wait would, saying on standard error when it must queue ("job N queued and waiting for
+    resources") and when it starts.  The job runs the job side of grun, which connects back to grun
+    through a Unix socket in a private directory (mode 0700, under $TMPDIR) and receives grun's standard
+    input, output and error, or with --pty the slave of a new pseudo-terminal, as file descriptors; it then
+    runs CMD on them.  Nothing but the job's own processes can reach that socket, and the daemon carries no
+    new kind of request: the job is pinned to its cores, limited by its walltime and memory, shown by
+    gstat and recorded by gacct as any job is.
+
+    CMD's working directory is the directory grun runs in (-D changes it), and its environment is the one a
+    batch job gets: grun's environment, the GS_* variables, TMPDIR the job's private directory, the
+    Slurm, PBS and Grid Engine names of [compat] env, and srun first on PATH (see gsub(1), JOB ENVIRONMENT).
+
+    Without --pty, SIGINT, SIGTERM and SIGHUP sent to grun are passed on to CMD; grun goes on until CMD
+    has ended.  With --pty the terminal is in raw mode while CMD runs (its modes are restored on every way
+    out), so ^C, ^Z and ^\\ are typed into the job's terminal and reach its foreground process group, as
+    on a local terminal; window size changes are passed on.  SIGTERM or SIGHUP to grun ends grun and
+    hangs up the job's terminal.
+
+    When grun goes away while CMD runs (killed, or its terminal closed), the job side ends CMD: SIGHUP
+    with --pty (a terminal hang-up), SIGTERM without, SIGKILL 10 seconds later.  When the job is killed
+    (its walltime, gdel), grun says so in one line, "grun: error: job N ended: TIMEOUT (walltime
+    reached)", and exits non-zero.
+""")
+
+GRUN_SLURM = para("""
+    grun is srun and salloc in one, for one machine.  There is no allocation that several job steps
+    share: each grun is one job, and CMD is its only step (inside it, srun starts tasks as in a batch
+    job).  grun without CMD is refused unless --pty is given; then it runs $SHELL as salloc does.  No
+    output file is written (srun -o is not taken): CMD writes where grun's streams go.  --pty refuses to
+    run when grun's standard input is not a terminal, where srun --pty would go on without one.  The
+    environment is the batch job's one (above), not srun's step variables (SLURM_STEP_ID is 0).
+    Ctrl-C while the job waits cancels it; once CMD runs, a single Ctrl-C (SIGINT) is passed on to it,
+    where srun asks for a second one within a second.
+""")
+
+GTAIL_HOW = para("""
+    gtail reads the job's state as gstat does.  While the job is pending or held it waits, and says so
+    once on standard error.  Once the job runs it shows the last N lines (-n) of the file, then what the
+    job writes, until the job ends; then it prints "gtail: job N ended: STATE (exit status X)" on standard
+    error.  A file that shrinks (a requeued job starting again) is read again from its start.
+
+    The file is opened without following a symbolic link and without blocking, and read only if it is a
+    regular file; when gtail runs as root, only if the job's user owns it.  A job that replaces its output
+    file with a link or a FIFO gets one error line from gtail, not the file the link points at.  gtail
+    reads in blocks of 64 KiB: its memory does not grow with the file.
+
+    gtail is a command of its own rather than an option of gstat: it follows one file of one job.  Unlike
+    pueue follow, it exits non-zero when there is no file to follow.
+""")
+
+FOREGROUND_SEE = "gsub(1), gstat(1), gacct(1), gdel(1), srun(1), salloc(1), tail(1)"
+
+FOREGROUND_PAGES: dict[str, tuple[click.Command, int, dict]] = {
+    "grun": (
+        grun.cli,
+        1,
+        {
+            "TOPICS": {"HOW IT RUNS": GRUN_HOW, "SLURM": GRUN_SLURM},
+            "ENVIRONMENT": ENVIRONMENT
+            + "\n"
+            + items(
+                [
+                    ("SHELL", "What grun --pty runs when no CMD is given (default /bin/sh)."),
+                    ("TMPDIR", "Where grun makes its private directory (/tmp if that path is too long)."),
+                ]
+            ),
+            "EXIT STATUS": items(
+                [
+                    ("N", "CMD's exit status; 128+N when CMD was killed by signal N, as a shell reports it."),
+                    ("127", "CMD was not found (126: it could not be run)."),
+                    ("130", "Interrupted (SIGINT) while the job waited; the job is cancelled."),
+                    (
+                        "1",
+                        "The job was refused or could not be submitted (one line says why).  A job that ended "
+                        "without CMD's status (its walltime, gdel) gives the status gsub --wait gives for it "
+                        "(143 for a job stopped by SIGTERM), at least 1, with a line saying how it ended.",
+                    ),
+                    ("2", "Bad command line, or --pty without a terminal on standard input."),
+                ]
+            ),
+            "EXAMPLES": verbatim("""
+            $ grun -n 4 -t 30m make -j4          # make on 4 cores of its own, in the foreground
+            $ grun --pty -n 2 -t 2h              # an interactive $SHELL on 2 cores for at most 2 hours
+            $ grun --pty bash -l
+            $ seq 100 | grun -n 1 sort -n > sorted
+        """),
+            "SEE ALSO": FOREGROUND_SEE,
+        },
+    ),
+    "gtail": (
+        gtail.cli,
+        1,
+        {
+            "TOPICS": {"FOLLOWING": GTAIL_HOW},
+            "ENVIRONMENT": ENVIRONMENT,
+            "EXIT STATUS": items(
+                [
+                    ("0", "The job COMPLETED."),
+                    (
+                        "N",
+                        "The job did not complete: the exit status gsub --wait gives for it (its exit status, "
+                        "128+N for a signal), at least 1.",
+                    ),
+                    ("1", "An unknown job, another user's job, a job without its file, or a file not followed."),
+                    ("130", "Interrupted (SIGINT)."),
+                ]
+            ),
+            "EXAMPLES": verbatim("""
+            $ gtail 42                # the last 10 lines, then the job's output as it comes
+            $ gtail -e -n 100 42      # its standard error, from 100 lines back
+        """),
+            "SEE ALSO": FOREGROUND_SEE,
+        },
+    ),
+}
+PAGES.update(FOREGROUND_PAGES)
 
 
 def generate() -> dict[str, str]:

@@ -27,6 +27,8 @@ PAGES = [
     "gyield.1",
     "gresume.1",
     "gresume-tree.1",
+    "grun.1",
+    "gtail.1",
 ]
 
 

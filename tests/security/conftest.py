@@ -72,6 +72,8 @@ COMMANDS = (
     "gwait",
     "galter",
     "grequeue",
+    "grun",
+    "gtail",
 )
 CONTROL = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f]")  # control bytes other than newline
 ESC_C1 = re.compile("[\x80-\x9f]")  # C1 controls (as text)
