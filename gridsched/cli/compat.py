@@ -1058,6 +1058,10 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
     if params.get("wait"):
         out.append("#SBATCH --wait")
     out += _sbatch_devices(params)
+    if params.get("nice"):
+        out.append(f"#SBATCH --nice={params['nice']}")
+    if params.get("priority") is not None:
+        out.append(f"# gridsched: dropped --priority {params['priority']} (an operator's scontrol update in Slurm)")
     ck = params.get("checkpoint")
     if ck == "requeue":
         out.append("#SBATCH --requeue")

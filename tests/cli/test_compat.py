@@ -296,6 +296,8 @@ def test_emit_devices_and_the_checkpoint_signal(env, run):
     assert "#SBATCH --signal=B:TERM@120\n#SBATCH --requeue\n" in r.stdout
     r = run(gsub.cli, ["--emit", "pbs", "--gpus", "2", "-n", "4", "--wrap", "true"])
     assert "#PBS -l select=1:ncpus=4:ngpus=2\n" in r.stdout
+    r = run(gsub.cli, ["--emit", "slurm", "--nice", "10", "--wrap", "true"])
+    assert "#SBATCH --nice=10\n" in r.stdout
 
 
 # -- --depend ------------------------------------------------------------------------
