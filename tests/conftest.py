@@ -236,7 +236,8 @@ def slurm_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
         try:
             r = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=20)
             if r.returncode != 0 or "UP" not in r.stdout:
-                why = f"no controller answers scontrol ping: {(r.stdout.strip() or r.stderr.strip())[-200:]}"
+                said = (r.stdout.strip() or r.stderr.strip() or "no answer").splitlines()[0]
+                why = f"no controller answers scontrol ping: {said[:200]}"
         except (OSError, subprocess.TimeoutExpired) as e:
             why = f"scontrol ping failed: {e}"
     if why:

@@ -53,18 +53,17 @@ def test_the_best_is_adopted_only_by_a_margin_over_easy_and_the_setting_in_force
     assert kept.adopt is None and kept.why.startswith("the setting in force")
 
 
-def test_the_replay_is_gsim_s():
+def test_the_replay_is_gsim_s(tmp_path):
     """The tuner's replay of a history and gsim's of the same jobs as an SWF log give the same averages."""
     jobs = [Job(float(k * 37), float(600 + 60 * (k % 7)), float(100 + 13 * (k % 11)), 1 + k % 8) for k in range(80)]
     rows = replay(jobs, 16, [Params(policy=Policy.EASY), CKPT])
     lines = [swf_line(k + 1, j.submit, j.run, j.ncpus, j.walltime) for k, j in enumerate(jobs)]
     runner = CliRunner()
     for row, policy in zip(rows, ("easy", "checkpoint-backfill")):
-        with runner.isolated_filesystem():
-            with open("t.swf", "w") as f:
-                f.write("; MaxProcs: 16\n" + "\n".join(lines) + "\n")
-            res = runner.invoke(main, ["run", "t.swf", "--policy", policy, "--json"], prog_name="gsim")
-            rec = json.loads(res.stdout)
+        trace = tmp_path / "t.swf"
+        trace.write_text("; MaxProcs: 16\n" + "\n".join(lines) + "\n")
+        res = runner.invoke(main, ["run", str(trace), "--policy", policy, "--json"], prog_name="gsim")
+        rec = json.loads(res.stdout)
         assert (row.wait_avg, row.bsld_avg) == pytest.approx((rec["wait_avg"], rec["bsld_avg"]))
 
 
