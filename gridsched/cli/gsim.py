@@ -180,6 +180,27 @@ def _gate_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def _device_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option(
+            "--devices",
+            "devices_file",
+            metavar="FILE.csv",
+            help="The GPUs each job of the trace asks for: a CSV file with the header job,gpus (and optionally "
+            "model), one line per SWF job number (see DEVICES).",
+        ),
+        click.option(
+            "--gpus",
+            "gpus",
+            metavar="[MODEL:]N",
+            help="The simulated machine has N GPUs (of MODEL), spread evenly over its boards (see DEVICES).",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
 @click.group(name=PROG, cls=GsimGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gridsched", prog_name=PROG)
 def main() -> None:
@@ -257,6 +278,7 @@ def _simulate(
     place: str | None = None,
     split_above: int | None = None,
     gates: Any = None,
+    devices: tuple[Any, ...] = (),
 ) -> tuple[Any, Any, float]:
     from ..sim.engine import Mode, SimulationError, simulate
     from ..sim.metrics import compute
@@ -277,6 +299,7 @@ def _simulate(
                 place=place,
                 split_above=split_above,
                 gates=gates,
+                devices=devices,
             )
     except NotImplementedError:
         fail(PROG, f"policy {params.policy.value} is not available in this version of the scheduling core")
@@ -285,9 +308,81 @@ def _simulate(
     return res, compute(res), time.perf_counter() - t0
 
 
+def _workload(path: str | None) -> Any:
+    """The workload file of --workload (None: none), read once."""
+    from ..sim.workload import WorkloadError, read
+
+    if path is None:
+        return None
+    cache = click.get_current_context().meta.setdefault("gsim.workload", {})
+    if path not in cache:
+        try:
+            cache[path] = read(path)
+        except WorkloadError as e:
+            fail(PROG, f"workload {e}")
+    return cache[path]
+
+
+def _devices(
+    tr: Any,
+    devices_file: str | None,
+    gpus: str | None,
+    machine: Any,
+    workload_file: str | None,
+    config_file: str | None,
+    strict: bool,
+    quiet: bool = False,
+) -> tuple[Any, ...]:
+    """The simulated machine's devices (--gpus, or those of --topology), the [devices.TYPE] share of
+    --config on them; the trace's jobs given the devices of --devices and of the workload file."""
+    from ..sim.devices import DevicesError, JobDevices, attach, machine_devices, read_csv, shared
+
+    devs: tuple[Any, ...] = ()
+    if gpus is not None:
+        if machine is not None and machine.devices:
+            fail(PROG, "--gpus: the --topology file declares devices already", ExitCode.USAGE)
+        try:
+            devs = machine_devices(gpus, machine)
+        except DevicesError as e:
+            fail(PROG, str(e), ExitCode.USAGE)
+    elif machine is not None:
+        devs = machine.devices
+    if devs and config_file is not None:
+        try:
+            share = {t: dc.share for t, dc in load_config(config_file).devices.items()}
+        except ConfigError as e:
+            fail(PROG, f"config {e}")
+        devs = shared(devs, share)
+    jobs: list[JobDevices] = []
+    if devices_file is not None:
+        try:
+            jobs = read_csv(devices_file)
+        except DevicesError as e:
+            fail(PROG, f"devices {e}")
+    wl = _workload(workload_file)
+    if wl is not None:
+        given = {j.id: j.where for j in jobs}
+        for k, jg in enumerate(wl.jobs, start=1):
+            if not jg.devices:
+                continue
+            if jg.id in given:
+                fail(PROG, f"workload {wl.path}: job {k}: job {jg.id}'s devices are given in {given[jg.id]} too")
+            jobs.append(JobDevices(jg.id, jg.devices, f"{wl.path}: job {k}"))
+    if not jobs:
+        return devs
+    try:
+        problems, _unknown = attach(tr, jobs, devs, strict)
+    except DevicesError as e:
+        fail(PROG, f"devices {e}" if devices_file is not None and str(e).startswith(devices_file) else f"workload {e}")
+    if not quiet:
+        for msg in problems:
+            warn(PROG, f"warning: {msg}")
+    return devs
+
+
 def _gates(tr: Any, dependencies: bool, workload_file: str | None, quiet: bool = False) -> Any:
     """The dependencies, arrays and holds of --dependencies and --workload (None: none asked for)."""
-    from ..sim.workload import WorkloadError, gates, read
+    from ..sim.workload import WorkloadError, gates
 
     if not dependencies and workload_file is None:
         if tr.preceding and not quiet:
@@ -296,8 +391,7 @@ def _gates(tr: Any, dependencies: bool, workload_file: str | None, quiet: bool =
             )
         return None
     try:
-        wl = read(workload_file) if workload_file is not None else None
-        g, ignored = gates(tr, dependencies, wl)
+        g, ignored = gates(tr, dependencies, _workload(workload_file))
     except WorkloadError as e:
         fail(PROG, f"workload {e}")
     if ignored and not quiet:
@@ -434,6 +528,7 @@ def _check_plot_available(path: str | None) -> None:
     help="Also print each user's (SWF field 12) job count and average wait; in --json as per_user.",
 )
 @_gate_options
+@_device_options
 def run_cmd(
     trace: str,
     procs: int | None,
@@ -461,6 +556,8 @@ def run_cmd(
     split_jobs_above: int | None,
     dependencies: bool,
     workload_file: str | None,
+    devices_file: str | None = None,
+    gpus: str | None = None,
     per_user: bool = False,
 ) -> None:
     """Replay TRACE under one policy and print its metrics.
@@ -486,6 +583,7 @@ def run_cmd(
         keep_only(tr, [i for i, n in enumerate(tr.size) if never_fits(machine, Request(n, place)) is None], UNPLACEABLE)
     if resv is not None:
         _check_placed(resv, machine, resv_file)
+    devs = _devices(tr, devices_file, gpus, machine, workload_file, config_file, strict)
     gates = _gates(tr, dependencies, workload_file)
     res, met, secs = _simulate(
         tr,
@@ -498,6 +596,7 @@ def run_cmd(
         place=place,
         split_above=split_jobs_above,
         gates=gates,
+        devices=devs,
     )
     rec = report.record(res, met, secs)
     if jobs_out is not None:
@@ -613,6 +712,7 @@ def _reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> A
     "each taking the job's run time (see SPLITTABLE JOBS).",
 )
 @_gate_options
+@_device_options
 def compare_cmd(
     trace: str,
     procs: int | None,
@@ -631,6 +731,8 @@ def compare_cmd(
     split_jobs_above: int | None,
     dependencies: bool,
     workload_file: str | None,
+    devices_file: str | None = None,
+    gpus: str | None = None,
 ) -> None:
     """Replay TRACE under several policies; one row each, with the change against easy."""
     from ..sim import report
@@ -640,10 +742,11 @@ def compare_cmd(
         _params(config_file, name, p, threshold, predictor, cascade and name == "checkpoint-backfill") for name in names
     ]
     tr = _read(trace, procs, nodes, strict, limit)
+    devs = _devices(tr, devices_file, gpus, None, workload_file, config_file, strict)
     gates = _gates(tr, dependencies, workload_file)
     recs = []
     for prm in settings:
-        res, met, secs = _simulate(tr, prm, overhead, mode, split_above=split_jobs_above, gates=gates)
+        res, met, secs = _simulate(tr, prm, overhead, mode, split_above=split_jobs_above, gates=gates, devices=devs)
         recs.append(report.record(res, met, secs))
     base = next((r for r in recs if r["policy"] == "easy"), recs[0])
     if as_json:
@@ -696,6 +799,7 @@ def compare_cmd(
     help="Write the best setting (scheduler.policy, p, threshold) into the configuration file CONFIG (made if "
     "missing; its other settings kept; written as gctl set writes).",
 )
+@_device_options
 def tune_cmd(
     trace: str,
     procs: int | None,
@@ -714,6 +818,8 @@ def tune_cmd(
     metric: str,
     plot: str | None,
     write_to: str | None,
+    devices_file: str | None = None,
+    gpus: str | None = None,
 ) -> None:
     """Replay TRACE for each p and threshold of a grid and pick the best setting."""
     from ..sim import report
@@ -725,11 +831,12 @@ def tune_cmd(
     base = _params(config_file, policy, None, None, predictor, cascade)
     _check_plot_available(plot)
     tr = _read(trace, procs, nodes, strict, limit)
+    devs = _devices(tr, devices_file, gpus, None, None, config_file, strict)
     recs = []
     for pv in ps:
         for th in thresholds:
             prm = dataclasses.replace(base, p=pv, threshold=th)
-            res, met, secs = _simulate(tr, prm, overhead, mode, task=f"p={pv:g} threshold={th:g}s")
+            res, met, secs = _simulate(tr, prm, overhead, mode, task=f"p={pv:g} threshold={th:g}s", devices=devs)
             recs.append(report.record(res, met, secs))
     best = (min if lower else max)(recs, key=lambda r: r[key])
     if plot is not None:

@@ -23,12 +23,13 @@ from dataclasses import replace as _replace
 from enum import Enum
 from operator import attrgetter
 
+from ..core import devices as coredev
 from ..core.depend import Dep
 from ..core.eligible import throttled
 from ..core.placement import Request as PlaceRequest
 from ..core.placement import claimed
 from ..core.policy import quiet_when_full, schedule
-from ..core.topology import MachineMap
+from ..core.topology import Device, MachineMap
 from ..core.types import (
     Activate,
     Cancel,
@@ -96,6 +97,8 @@ class Result:
     # reached), the effective submit from which its wait counts; None: every job at its submit.
     eligible: list[float] | None = None
     cancelled: list[int] = field(default_factory=list)  # jobs cancelled: their dependencies can never be met
+    devices: tuple[Device, ...] = ()  # the machine's devices
+    gpus: list[int] | None = None  # GPUs each job holds while it runs (None: no job asks for devices)
 
     def runs(self, i: int) -> list[tuple[float, float]]:
         """The run segments of job ``i`` (start, end)."""
@@ -162,6 +165,7 @@ def simulate(
     place: str | None = None,
     split_above: int | None = None,
     gates: Gates | None = None,
+    devices: tuple[Device, ...] = (),
 ) -> Result:
     """Replay ``trace`` under ``params``.
 
@@ -201,6 +205,13 @@ def simulate(
     (``Result.eligible``), and a job whose dependencies can never be met is
     cancelled (``Params.cancel_never_satisfied``: a replay must end).
     Without them, or with empty ones, the core is told that no job is gated.
+
+    With ``devices`` (the machine's GPUs and other devices) every pass is told
+    of them, as the daemon's are; the jobs of ``trace.devices`` ask for
+    theirs (:class:`~gridsched.core.devices.DeviceAsk`): device slots are
+    resources of the pass, and the core chooses which devices a job gets at
+    its start (``Start.devices``), as for the daemon.  A job asking for
+    devices is never split.
     """
     n = len(trace)
     ncores = trace.ncores
@@ -225,7 +236,25 @@ def simulate(
             out.append(c[1])
         return tuple(out)
 
-    splittable = [split_above is not None and size[i] > split_above for i in range(n)]
+    # Devices: what each job asks for, the slots that counts for in the pass, the GPUs it holds.
+    dev_asks: list[tuple[coredev.DeviceAsk, ...]] = []
+    if trace.devices:
+        dev_asks = [trace.devices.get(j, ()) for j in trace.ids]
+        if not any(dev_asks):
+            dev_asks = []
+    if dev_asks and not devices:
+        raise SimulationError("jobs ask for devices, and the machine has none")
+    no_dev: tuple[()] = ()
+    dev_slots = [coredev.slots(a, devices) if a else no_dev for a in dev_asks] if dev_asks else []
+    gpus = [sum(a.count for a in asks if a.type == "gpu") for asks in dev_asks] if dev_asks else None
+
+    def dres(i: int) -> tuple[tuple[str, int], ...]:
+        return dev_slots[i] if dev_asks else no_dev
+
+    def dask(i: int) -> tuple[coredev.DeviceAsk, ...]:
+        return dev_asks[i] if dev_asks else no_dev
+
+    splittable = [split_above is not None and size[i] > split_above and not dask(i) for i in range(n)]
     splits = any(splittable)
     if any(splittable):
         size = list(size)  # a split job's cores shrink as sub-tasks are taken out of it
@@ -320,6 +349,8 @@ def simulate(
             array_max=a[1] if a else None,
             held=HELD if i in held_until else "",
             begin=begin_at.get(i),
+            resources=dres(i),
+            devices=dask(i),
         )
 
     def regate(i: int, **kw: object) -> None:
@@ -338,7 +369,7 @@ def simulate(
 
     # a job is one Waiting entry without a mapping requirement or sub-tasks; and no other events than
     # arrivals and ends (then the loop need not look for them)
-    plain = not (machine is not None and place) and not splits
+    plain = not (machine is not None and place) and not splits and not dev_asks
     others = bool(rvs or rv_events or splits)
     smallest: int | None = None  # the fewest cores a pending job needs (None: not known)
     while True:
@@ -450,6 +481,8 @@ def simulate(
                         0.0,
                         place=req_of(i),
                         split=SplitInfo(1, wall[i], tuple(range(size[i]))) if splittable[i] else None,
+                        resources=dres(i),
+                        devices=dask(i),
                     )
                 )
                 smallest = None
@@ -480,6 +513,10 @@ def simulate(
                     smallest = min(map(_ncpus, pending))
                 if free < smallest:
                     need_pass = False  # nothing fits now, and nothing but a start can change
+                    if head_at <= now:  # a timer that has come asks for nothing more (else it would again)
+                        head_at = INF
+                    if wake <= now:
+                        wake = INF
         if need_pass or not fast:
             wake = INF
             for _ in range(MAX_REPASS):
@@ -505,6 +542,8 @@ def simulate(
                     gated,
                     splits,  # splitting (all by position: keywords cost more, once a pass)
                 )
+                if devices:
+                    snap = _replace(snap, devices=devices)
                 if acc is not None:
                     snap = _replace(snap, usage=acc.now(now, pp.half_life))
                 plan = schedule(snap)
@@ -544,6 +583,16 @@ def simulate(
                             hold = claimed(machine, d.cores, r_i) if r_i is not None else frozenset(on)  # type: ignore[arg-type]
                             held[i] = hold
                             free_set = free_set - hold
+                        d_keys: tuple[tuple[str, int], ...] = no_dev
+                        d_held: tuple[tuple[str, int], ...] = no_dev
+                        if dev_asks and dev_asks[i]:
+                            d_keys = tuple(d.devices)
+                            if len(set(d_keys)) != sum(a.count for a in dev_asks[i]):
+                                raise SimulationError(
+                                    f"policy started job {_name(trace, i)} on devices {list(d_keys)}, "
+                                    f"not the {sum(a.count for a in dev_asks[i])} it asks for"
+                                )
+                            d_held = coredev.held(d_keys, devices, False)
                         state[i] = _RUNNING
                         if first[i] < 0:
                             first[i] = now
@@ -562,8 +611,25 @@ def simulate(
                                 d.planned,
                                 False,
                                 users[i],
+                                d_held,
                                 name=g_names.get(i, ""),
                                 array=a[0] if a else None,
+                                devices=d_keys,
+                            )
+                        elif d_keys:
+                            running[i] = Running(
+                                i,
+                                n_i,
+                                now,
+                                left,
+                                d.cores,
+                                d.backfilled,
+                                preemptable,
+                                d.planned,
+                                False,
+                                users[i],
+                                d_held,
+                                devices=d_keys,
                             )
                         else:
                             running[i] = Running(
@@ -703,7 +769,17 @@ def simulate(
                         pending,
                         gate_waiting(i, n_i, wall[i] - done[i] + debt[i], done[i], None)
                         if gated
-                        else Waiting(i, n_i, wall[i] - done[i] + debt[i], True, users[i], done[i], place=req_of(i)),
+                        else Waiting(
+                            i,
+                            n_i,
+                            wall[i] - done[i] + debt[i],
+                            True,
+                            users[i],
+                            done[i],
+                            dres(i),
+                            place=req_of(i),
+                            devices=dask(i),
+                        ),
                         key=key,
                     )  # runs whole from now on
                     preempted = True
@@ -749,6 +825,8 @@ def simulate(
         n_tasks,
         eligible,
         cancelled,
+        devices,
+        gpus,
     )
 
 

@@ -86,6 +86,32 @@ def compute(result: Result) -> Metrics:
     )
 
 
+def gpu_metrics(result: Result) -> dict[str, object] | None:
+    """The machine's GPUs and how much they were used, when it has some (None otherwise).
+
+    ``gpu_hours``: the GPUs each job held times the time it held them (its run segments, checkpoint
+    overhead included), summed; ``gpu_utilization``: those GPU-seconds over the GPU slots (GPUs times
+    their share) times the makespan; ``gpu_jobs``: jobs that asked for GPUs.
+    """
+    gpus = [d for d in result.devices if d.type == "gpu"]
+    if not gpus:
+        return None
+    tr = result.trace
+    per = result.gpus or [0] * len(tr)
+    gone = set(result.cancelled)
+    used = math.fsum(
+        per[i] * math.fsum(b - a for a, b in result.runs(i)) for i in range(len(tr)) if per[i] and i not in gone
+    )
+    makespan = max(result.end, default=0.0) - min(tr.submit, default=0.0)
+    slots = sum(d.share for d in gpus)
+    return {
+        "gpus": len(gpus),
+        "gpu_jobs": sum(1 for i in range(len(tr)) if per[i] and i not in gone),
+        "gpu_hours": used / 3600.0,
+        "gpu_utilization": used / (slots * makespan) if makespan > 0 else 0.0,
+    }
+
+
 def per_user(result: Result) -> list[dict[str, object]]:
     """Each SWF user's job count and average wait (from the effective submit), by user id as written."""
     tr = result.trace

@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from ..core.units import format_duration
 from .engine import Result
-from .metrics import Metrics
+from .metrics import Metrics, gpu_metrics
 
 # (key in the record, column title, format, lower is better) of the compared metrics.
 COLUMNS: tuple[tuple[str, str, str, bool], ...] = (
@@ -40,6 +40,9 @@ def record(result: Result, metrics: Metrics, seconds: float | None = None) -> di
             rec[extra] = getattr(prm, extra)
     rec.update(metrics.as_dict())
     rec["cut_at_walltime"] = result.trace.cut
+    g = gpu_metrics(result)
+    if g is not None:
+        rec.update(g)
     if result.reservations:
         rec["reservations"] = reservation_metrics(result)
     if result.split_jobs:
@@ -115,7 +118,10 @@ def print_run(rec: dict[str, Any]) -> None:
     t = Table(title=f"gsim: {rec['trace']}", show_header=False, title_justify="left")
     t.add_column("metric", style="bold")
     t.add_column("value", justify="right")
-    t.add_row("machine", f"{rec['ncores']} cores")
+    t.add_row(
+        "machine",
+        f"{rec['ncores']} cores" + (f", {rec['gpus']} GPU" + "s" * (rec["gpus"] != 1) if rec.get("gpus") else ""),
+    )
     t.add_row("policy", label(rec))
     skipped = ", ".join(f"{n} {why}" for why, n in rec["skipped_by"].items())
     t.add_row("jobs simulated", str(rec["jobs"]))
@@ -130,6 +136,9 @@ def print_run(rec: dict[str, Any]) -> None:
     t.add_row("checkpoints (jobs preempted)", f"{rec['checkpoints']} ({rec['preempted_jobs']})")
     t.add_row("core-hours of checkpoint overhead", f"{rec['overhead_core_hours']:.1f}")
     t.add_row("core-hours lost to reruns", f"{rec['rerun_core_hours']:.1f}")
+    if rec.get("gpus"):
+        t.add_row("GPU utilization", fmt(rec["gpu_utilization"], "pct"))
+        t.add_row("GPU-hours (jobs with GPUs)", f"{rec['gpu_hours']:.2f} ({rec['gpu_jobs']})")
     if rec.get("cancelled"):
         t.add_row("cancelled (dependencies never met)", str(rec["cancelled"]))
     if "reservations" in rec:
@@ -195,14 +204,29 @@ def print_tune(
 def write_jobs(out: IO[str], result: Result) -> None:
     """One CSV row per job: times in the trace's seconds, run segments as ``start-end;...``; ``wait`` counts
     from ``eligible`` (the submit time, or when the job's dependencies were met or its hold released);
-    a job cancelled for dependencies never met has start and end -1 and no wait."""
+    a job cancelled for dependencies never met has start and end -1 and no wait; ``gpus``: the GPUs it
+    asked for and held while it ran (0: none)."""
     tr = result.trace
     w = csv.writer(out)
     w.writerow(
-        ["id", "submit", "start", "end", "procs", "walltime", "run", "wait", "segments", "checkpoints", "eligible"]
+        [
+            "id",
+            "submit",
+            "start",
+            "end",
+            "procs",
+            "walltime",
+            "run",
+            "wait",
+            "segments",
+            "checkpoints",
+            "eligible",
+            "gpus",
+        ]
     )
     eligible = result.eligible or tr.submit
     gone = set(result.cancelled)
+    gpus = result.gpus or [0] * len(tr)
     for i in range(len(tr)):
         segs = ";".join(f"{_num(a)}-{_num(b)}" for a, b in result.runs(i))
         w.writerow(
@@ -218,6 +242,7 @@ def write_jobs(out: IO[str], result: Result) -> None:
                 "" if i in gone else segs,
                 result.checkpoints[i],
                 _num(eligible[i]),
+                gpus[i],
             ]
         )
 

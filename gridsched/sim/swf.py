@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TypeVar
 
+from ..core.devices import DeviceAsk
+
 NFIELDS = 18
 # The fields the replay reads (1, 2, 4, 5, 8, 9, 11, 12, 17, 18, counted from 1) and what a line made
 # only of whole numbers (and points, in the fields not read) is left with once they are deleted.
@@ -29,7 +31,8 @@ NO_PROCS = "no processors"
 TOO_LARGE = "larger than the machine"
 BAD_LINE = "bad line"
 UNPLACEABLE = "cannot be placed on the topology"
-REASONS = (NO_RUNTIME, NO_PROCS, TOO_LARGE, BAD_LINE, UNPLACEABLE)
+TOO_MANY_DEVICES = "more devices than the machine has"
+REASONS = (NO_RUNTIME, NO_PROCS, TOO_LARGE, BAD_LINE, UNPLACEABLE, TOO_MANY_DEVICES)
 MAX_PROBLEMS = 5  # problem messages kept for the report; the rest are counted
 
 
@@ -59,6 +62,9 @@ class Trace:
     preceding: dict[int, tuple[int, float]] = field(default_factory=dict)
     # SWF job id -> status (field 11) of the jobs that did not complete: 0 failed, 5 cancelled.
     status: dict[int, int] = field(default_factory=dict)
+    # SWF job id -> the devices it asks for (gsim --devices, or gpus/gres in the workload file); a job
+    # missing here asks for none.
+    devices: dict[int, tuple[DeviceAsk, ...]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -16,6 +16,8 @@ that the core's eligibility reads, as the daemon's does:
       name = "post"                  # its name (needed by singleton)
       dependency = "afterok:12:13"   # as gsub --dependency
       hold_until = 7200              # held from its submission to then (trace seconds or a duration)
+      gpus = 2                       # the GPUs it asks for (or "H100:2"), as gsub --gpus
+      gres = "fpga:1"                # other devices, as gsub --gres TYPE[:MODEL][:N]
 
       [[array]]
       jobs = [12, 13, 14, 15]        # these jobs form one array ...
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import depend
+from ..core.devices import DeviceAsk
 from ..core.units import UnitError, parse_duration
 from .engine import Gates
 from .swf import Trace
@@ -52,6 +55,7 @@ class JobGates:
     name: str = ""
     dependency: tuple[depend.Dep, ...] = ()
     hold_until: float | None = None
+    devices: tuple[DeviceAsk, ...] = ()  # gpus and gres
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +103,7 @@ def read(path: str) -> Workload:
     seen: set[int] = set()
     for k, t in enumerate(_tables(data, "job", path), start=1):
         where = f"{path}: job {k}"
-        extra = set(t) - {"id", "name", "dependency", "hold_until"}
+        extra = set(t) - {"id", "name", "dependency", "hold_until", "gpus", "gres"}
         if extra:
             raise WorkloadError(f"{where}: unknown key {sorted(extra)[0]!r}")
         if "id" not in t:
@@ -123,7 +127,7 @@ def read(path: str) -> Workload:
         if jid in depend.job_ids(deps):
             raise WorkloadError(f"{where}: dependency {spec!r}: job {jid} depends on itself")
         hold = _seconds(t["hold_until"], f"{where}: hold_until") if "hold_until" in t else None
-        jobs.append(JobGates(jid, name, deps, hold))
+        jobs.append(JobGates(jid, name, deps, hold, _devices(t, where)))
     arrays: list[tuple[tuple[int, ...], int]] = []
     member: dict[int, int] = {}
     for k, t in enumerate(_tables(data, "array", path), start=1):
@@ -144,6 +148,24 @@ def read(path: str) -> Workload:
             member[jid] = k
         arrays.append((tuple(ids), _whole(t["max"], f"{where}: max", 1)))
     return Workload(tuple(jobs), tuple(arrays), path)
+
+
+def _devices(t: dict[str, Any], where: str) -> tuple[DeviceAsk, ...]:
+    """The devices of a ``[[job]]`` table: ``gpus`` and ``gres`` (:func:`gridsched.sim.devices.from_workload`)."""
+    from .devices import from_workload
+
+    out: list[DeviceAsk] = []
+    for key in ("gpus", "gres"):
+        if key in t:
+            try:
+                a = from_workload(t[key], key, where)
+            except ValueError as e:
+                raise WorkloadError(str(e)) from None
+            if a is not None:
+                if any(b.type == a.type for b in out):
+                    raise WorkloadError(f"{where}: gres {t[key]!r}: {a.type} devices are already asked for (gpus)")
+                out.append(a)
+    return tuple(out)
 
 
 def _tables(data: dict[str, Any], key: str, path: str) -> list[dict[str, Any]]:
@@ -189,6 +211,8 @@ def gates(trace: Trace, dependencies: bool = False, workload: Workload | None = 
             return i
 
         for k, jg in enumerate(workload.jobs, start=1):
+            if jg.devices and not (jg.name or jg.hold_until is not None or jg.dependency):
+                continue  # devices only (gridsched.sim.devices)
             i = at(jg.id, f"job {k}: id")
             if jg.name:
                 names[i] = jg.name
