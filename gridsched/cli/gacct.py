@@ -19,7 +19,17 @@ from ..jobs import TERMINAL
 from ..spool import Spool
 from ..text import dumps, shown
 from .common import Command, ExitCode, fail, setup, spool_options
-from .gacct_format import FormatError, cpu_time, fields, memory, render, total_cpu
+from .gacct_format import (
+    FormatError,
+    alloc_tres,
+    cpu_time,
+    device_seconds,
+    fields,
+    held_devices,
+    memory,
+    render,
+    total_cpu,
+)
 from .gacct_format import parse as parse_format
 from .select import SHORT_STATES, Selection, label, parse_ref
 from .select import _split_ids as split_ids
@@ -28,11 +38,13 @@ PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
 # The --json schema: one record per job with exactly these keys, in this order.
 # ``jobid`` is the id as sacct shows it (``17_3`` for task 3 of array 17); ``max_rss`` in bytes,
-# ``cpu_user``, ``cpu_sys`` and ``total_cpu`` in seconds (null: not measured); ``req_mem`` in bytes.
+# ``cpu_user``, ``cpu_sys`` and ``total_cpu`` in seconds (null: not measured); ``req_mem`` in bytes;
+# ``gpus`` the GPUs it held (last), ``gpu_time`` GPUs held times the time held in seconds, ``alloc_tres``
+# as the AllocTRES field.
 JSON_KEYS = (
     "id name user state submit_time start_time end_time wait run exit_code exit_signal ncpus "
     "restarts preemptions checkpoints lost devices "
-    "jobid array_id array_index max_rss cpu_user cpu_sys total_cpu req_mem"
+    "jobid array_id array_index max_rss cpu_user cpu_sys total_cpu req_mem gpus gpu_time alloc_tres"
 ).split()
 COLUMNS = (
     "ID",
@@ -125,6 +137,9 @@ def record(job: dict[str, Any]) -> dict[str, Any]:
     out["array_index"] = spec.get("array_index")
     out["total_cpu"] = None if (t := total_cpu(job)) is None else round(t, 6)
     out["req_mem"] = int(spec["mem"]) if spec.get("mem") else None
+    out["gpus"] = held_devices(job).get("gpu", 0)
+    out["gpu_time"] = round(device_seconds(job), 3)
+    out["alloc_tres"] = alloc_tres(job)
     return out
 
 
@@ -360,6 +375,11 @@ def cli(
     ended, how long it waited and ran, its exit status and cores, how often
     it was restarted, preempted and checkpointed, and what its processes
     used (peak memory, CPU time).  Array tasks show as ARRAYID_INDEX.
+
+    A job's GPUs show beside its cores (CORES: 2 gpu:0,1); its GPU time is
+    the GPUs it held times the time it held them, summed over its run
+    segments (--format AllocTRES,GPUTime,GPUTimeRAW; --json gpus, gpu_time,
+    alloc_tres).
     """
     known = fields(label, run_seconds, wait_seconds)
     if helpformat:

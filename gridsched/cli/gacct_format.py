@@ -64,6 +64,81 @@ def total_cpu(j: Row) -> float | None:
     return float(u or 0.0) + float(s or 0.0)
 
 
+def _counts(text: str) -> dict[str, int]:
+    """Devices per type in a job's or a segment's ``devices`` (``gpu:0,1;fpga:2``)."""
+    from ..devices import parse_keys
+
+    out: dict[str, int] = {}
+    for t, _ in parse_keys(text):
+        out[t] = out.get(t, 0) + 1
+    return out
+
+
+def device_seconds(j: Row, dtype: str = "gpu") -> float:
+    """Devices of ``dtype`` held times the time held, summed over the job's run segments.
+
+    A segment names the devices it was started on; one that continued a suspended job names none
+    and held what the segment before it held (the job's devices when no segment names any).
+    """
+    last = _counts(str(j.get("devices") or "")).get(dtype, 0)
+    segs = [s for s in j.get("segments") or [] if isinstance(s, dict) and s.get("start") is not None]
+    if not segs:
+        return last * float(j.get("elapsed") or 0.0) if j.get("start_time") is not None else 0.0
+    named = [s for s in segs if s.get("devices")]
+    held = _counts(str(named[0]["devices"])).get(dtype, 0) if named else last
+    total = 0.0
+    for s in segs:
+        if s.get("devices"):
+            held = _counts(str(s["devices"])).get(dtype, 0)
+        end = s.get("end", j.get("end_time"))
+        if end is not None and held:
+            total += held * max(0.0, float(end) - float(s["start"]))
+    return total
+
+
+def held_devices(j: Row) -> dict[str, int]:
+    """Devices per type the job holds or last held (none for a job that never started)."""
+    if j.get("start_time") is None:
+        return {}
+    return _counts(str(j.get("devices") or ""))
+
+
+def tres_memory(nbytes: int) -> str:
+    """Memory as sacct prints it in a TRES list: megabytes, G or T when exact (``mem=4000M``, ``mem=16G``)."""
+    m = -(-int(nbytes) // (1 << 20))
+    for unit in ("M", "G", "T"):
+        if m % 1024 or unit == "T":
+            return f"{m}{unit}"
+        m //= 1024
+    return f"{m}T"
+
+
+def tres(ncpus: int, mem: object, devices: dict[str, int]) -> str:
+    """A TRES list as sacct prints AllocTRES and ReqTRES: ``cpu=4,gres/gpu=2,mem=16G,node=1`` (by name)."""
+    items = [f"cpu={ncpus}"]
+    items += [f"gres/{t}={n}" for t, n in sorted(devices.items()) if n]
+    if mem:
+        items.append(f"mem={tres_memory(int(mem))}")  # type: ignore[call-overload]
+    items.append("node=1")
+    return ",".join(items)
+
+
+def alloc_tres(j: Row) -> str:
+    """AllocTRES: what the job was given (empty for a job that never started)."""
+    if j.get("start_time") is None:
+        return ""
+    return tres(int(j["ncpus"]), (j.get("spec") or {}).get("mem"), held_devices(j))
+
+
+def req_tres(j: Row) -> str:
+    """ReqTRES: what the job asked for."""
+    asked: dict[str, int] = {}
+    for a in (j.get("spec") or {}).get("devices") or []:
+        if isinstance(a, dict) and isinstance(a.get("type"), str) and isinstance(a.get("count"), int):
+            asked[a["type"]] = asked.get(a["type"], 0) + a["count"]
+    return tres(int(j["ncpus"]), (j.get("spec") or {}).get("mem"), asked)
+
+
 @dataclass(frozen=True)
 class Field:
     name: str  # as sacct spells it (the header)
@@ -128,6 +203,11 @@ def fields(
         Field("TotalCPU", lambda j: cpu_time(total_cpu(j))),
         Field("UserCPU", lambda j: cpu_time(j.get("cpu_user"))),
         Field("SystemCPU", lambda j: cpu_time(j.get("cpu_sys"))),
+        Field("AllocTRES", alloc_tres, left=True),
+        Field("ReqTRES", req_tres, left=True),
+        Field("AllocGPUS", lambda j: str(held_devices(j).get("gpu", 0))),
+        Field("GPUTime", lambda j: format_duration(device_seconds(j))),
+        Field("GPUTimeRAW", lambda j: str(int(round(device_seconds(j))))),
         Field("MaxRSS", lambda j: memory(j.get("max_rss"))),
         Field("ReqMem", _req_mem),
         Field("WorkDir", _spec("workdir"), left=True),
