@@ -1092,6 +1092,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                         ("WAIT", "From submission to the first start."),
                         ("RUN", "The sum of the job's run segments (a preempted and restarted job has several)."),
                         ("EXIT", "The exit status, or sigN for a job killed by signal N."),
+                        ("CORES", "The cores, and the devices the job held (4 gpu:0,1)."),
                         ("RESTARTS, PREEMPT, CKPTS", "How often the job was restarted, preempted and checkpointed."),
                         ("LOST", "Run time lost to preemptions without a checkpoint."),
                         ("MAXRSS", "The job's peak memory, as sacct prints MaxRSS (see USAGE); empty: not measured."),
@@ -1108,7 +1109,16 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                 seconds.  jobid is the id as the table shows it (17_3 for task 3 of array 17;
                 array_id and array_index are null for a job that is not an array task); max_rss and
                 req_mem are bytes, cpu_user, cpu_sys and total_cpu seconds; each is null when it was not
-                measured (or, for req_mem, not requested)."""),
+                measured (or, for req_mem, not requested).  gpus is the number of GPUs the job held (0
+                for none), gpu_time its GPU time in seconds (see GPUS), alloc_tres its AllocTRES."""),
+                "GPUS": para("""
+                A job's GPU time is the GPUs it held times the time it held them, summed over its run
+                segments: a segment is counted with the devices it was started on (a job preempted and
+                restarted may get other GPUs, never another number of them), and a segment that continued
+                a suspended job with the devices of the segment before it.  Slurm has no such field;
+                sacct's AllocTRES shows the GPUs as gres/gpu=N, and so does gacct's.  Devices of other
+                types (gsub --gres fpga:1) show in AllocTRES as gres/TYPE=N and add nothing to the GPU
+                time."""),
                 "ARRAYS": para("""
                 An array task shows as ARRAYID_INDEX.  -j ID lists every task of array ID (or the job
                 ID), -j ID_N the one task, -j 'ID_[LIST]' the tasks LIST names (17_[2-5], 17_[1,3]), as
@@ -1159,6 +1169,17 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                         ("AllocCPUS, NCPUS, ReqCPUS", "Cores (AllocCPUS is 0 for a job that never started)."),
                         ("CPUTime, CPUTimeRAW", "Elapsed times the cores, [D-]HH:MM:SS and seconds."),
                         (
+                            "AllocTRES, ReqTRES",
+                            "What the job was given (empty if it never started) and asked for, as sacct "
+                            "prints trackable resources: cpu=4,gres/gpu=2,mem=16G,node=1 (memory in M, G "
+                            "or T when exact; no mem without --mem; node is always 1).",
+                        ),
+                        ("AllocGPUS", "The GPUs the job held (0 for none); not a sacct field."),
+                        (
+                            "GPUTime, GPUTimeRAW",
+                            "Its GPU time (see GPUS), [D-]HH:MM:SS and seconds; not sacct fields.",
+                        ),
+                        (
                             "TotalCPU, UserCPU, SystemCPU",
                             "CPU time used, as sacct prints it: MM:SS.mmm under an hour, HH:MM:SS, D-HH:MM:SS.",
                         ),
@@ -1191,6 +1212,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             $ gacct --swf > history.swf && gsim history.swf
             $ gacct -j 17 --format JobID,State,Elapsed,MaxRSS,TotalCPU
             $ gacct -S today -s oom -P -n -o jobid,reqmem,maxrss
+            $ gacct -S -1w -P -o JobID,User,AllocTRES,GPUTime
         """),
             "SEE ALSO": SEE_ALSO["gacct"],
         },
