@@ -353,6 +353,13 @@ def _devices(
         except ConfigError as e:
             fail(PROG, f"config {e}")
         devs = shared(devs, share)
+    # a Slurm history's GPUs (AllocTRES gres/gpu), replaced by what the files say of the same job
+    history = [JobDevices(j, a, f"{tr.path}: job {j}") for j, a in tr.devices.items()]
+    tr.devices = {}
+    if history and not devs:
+        if not quiet:
+            warn(PROG, f"note: {len(history)} jobs of the history held GPUs (AllocTRES); --gpus N replays them")
+        history = []
     jobs: list[JobDevices] = []
     if devices_file is not None:
         try:
@@ -368,12 +375,19 @@ def _devices(
             if jg.id in given:
                 fail(PROG, f"workload {wl.path}: job {k}: job {jg.id}'s devices are given in {given[jg.id]} too")
             jobs.append(JobDevices(jg.id, jg.devices, f"{wl.path}: job {k}"))
+    named = {j.id for j in jobs}
+    jobs = [j for j in history if j.id not in named] + jobs
     if not jobs:
         return devs
     try:
         problems, _unknown = attach(tr, jobs, devs, strict)
     except DevicesError as e:
-        fail(PROG, f"devices {e}" if devices_file is not None and str(e).startswith(devices_file) else f"workload {e}")
+        why = str(e)
+        if devices_file is not None and why.startswith(devices_file):
+            why = f"devices {why}"
+        elif wl is not None and why.startswith(wl.path):
+            why = f"workload {why}"
+        fail(PROG, why)
     if not quiet:
         for msg in problems:
             warn(PROG, f"warning: {msg}")

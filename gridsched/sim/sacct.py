@@ -30,7 +30,9 @@ says the same):
   TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE and PREEMPTED as
   status 0 (failed), for ``--dependencies``; sacct gives no dependencies;
 - the machine's size is not in sacct's output: ``--procs`` gives it (the
-  cluster's CPUs); the replay counts CPUs (``--nodes`` is refused).
+  cluster's CPUs); the replay counts CPUs (``--nodes`` is refused);
+- GPUs: ``gres/gpu=N`` in AllocTRES (``Trace.devices``), replayed on a
+  machine given GPUs (``gsim --gpus N``); the model is not kept.
 
 Jobs are numbered 1, 2, ... in submit order; messages name the file's line.
 """
@@ -40,6 +42,7 @@ from __future__ import annotations
 import calendar
 from datetime import datetime
 
+from ..core.devices import DeviceAsk
 from .swf import BAD_LINE, MAX_PROBLEMS, NO_PROCS, NO_RUNTIME, REASONS, TOO_LARGE, Trace, TraceError, _open
 
 NEEDED = ("JobID", "Submit", "Elapsed")
@@ -47,6 +50,15 @@ NOT_STARTED = {"", "Unknown", "None", "N/A"}
 NOT_ENDED = ("PENDING", "RUNNING", "REQUEUED", "RESIZING", "SUSPENDED", "REQUEUE_HOLD", "REQUEUE_FED")
 CANCELLED = ("CANCELLED",)
 FAILED = ("FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
+
+
+def _gpus(tres: str) -> int:
+    """The GPUs of an AllocTRES list (``cpu=4,gres/gpu=2,gres/gpu:a100=2,...``); 0 for none."""
+    for item in tres.split(","):
+        name, _, value = item.strip().partition("=")
+        if name == "gres/gpu" and value.strip().isdigit():
+            return int(value)
+    return 0
 
 
 def duration(text: str) -> float:
@@ -90,8 +102,8 @@ def read(path: str, procs: int | None, strict: bool = False, limit: int | None =
             problems.append(msg)
 
     rows: list[
-        tuple[float, int, int, float, float, str, int | None]
-    ] = []  # submit, line, cores, est, run, user, status
+        tuple[float, int, int, float, float, str, int | None, int]
+    ] = []  # submit, line, cores, est, run, user, status, GPUs
     header: list[str] | None = None
     njobs = cut = 0
     try:
@@ -163,7 +175,8 @@ def read(path: str, procs: int | None, strict: bool = False, limit: int | None =
                 if t_run > est:
                     t_run, cut = est, cut + 1
                 status = 5 if state.startswith(CANCELLED) else 0 if state.startswith(FAILED) else None
-                rows.append((t_sub, lineno, n, est, t_run, rec.get("User", ""), status))
+                gpus = _gpus(rec.get("AllocTRES", ""))
+                rows.append((t_sub, lineno, n, est, t_run, rec.get("User", ""), status, gpus))
     except (OSError, UnicodeDecodeError, EOFError) as e:
         raise TraceError(f"{path}: cannot read: {e}") from None
     if header is None:
@@ -174,7 +187,7 @@ def read(path: str, procs: int | None, strict: bool = False, limit: int | None =
     trace = Trace(path, procs, None, None, skipped=skipped, problems=problems, cut=cut)
     trace.lines = njobs
     first = rows[0][0] if rows else 0.0
-    for t_sub, lineno, n, est, t_run, user, status in rows:
+    for t_sub, lineno, n, est, t_run, user, status, gpus in rows:
         if n > procs:
             skipped[TOO_LARGE] += 1
             msg = f"{path}:{lineno}: a job of {n} CPUs, more than the machine's {procs}"
@@ -191,6 +204,8 @@ def read(path: str, procs: int | None, strict: bool = False, limit: int | None =
         trace.user.append(user)
         if status is not None:
             trace.status[len(trace.ids)] = status
+        if gpus:
+            trace.devices[len(trace.ids)] = (DeviceAsk("gpu", gpus),)
     if not trace.ids:
         if njobs == 0:
             raise TraceError(f"{path}: no jobs in the sacct output")

@@ -387,3 +387,27 @@ def test_machine_devices_spread_over_the_boards(tmp_path):
     ]
     with pytest.raises(DevicesError):
         machine_devices("0", m)
+
+
+# A Slurm history whose jobs held GPUs (AllocTRES gres/gpu), on a 4-CPU cluster with 1 GPU: jobs 1 and
+# 2 each held the GPU, so on one GPU job 2 waits for job 1; job 3 (no GPU) runs beside them.
+SACCT = """JobID|Submit|Start|End|Elapsed|Timelimit|AllocCPUS|ReqCPUS|ReqMem|User|State|AllocTRES
+11|2026-11-02T09:00:00|2026-11-02T09:00:00|2026-11-02T09:10:00|00:10:00|00:10:00|1|1|1G|a|COMPLETED|billing=1,cpu=1,gres/gpu:a100=1,gres/gpu=1,mem=1G,node=1
+12|2026-11-02T09:00:00|2026-11-02T09:00:00|2026-11-02T09:05:00|00:05:00|00:05:00|1|1|1G|a|COMPLETED|cpu=1,gres/gpu=1,node=1
+13|2026-11-02T09:00:00|2026-11-02T09:00:00|2026-11-02T09:05:00|00:05:00|00:05:00|2|2|1G|a|COMPLETED|cpu=2,node=1
+"""
+
+
+def test_a_slurm_historys_gpus_are_replayed_on_a_machine_with_gpus(tmp_path):
+    path = tmp_path / "h.txt"
+    path.write_text(SACCT)
+    out = tmp_path / "jobs.csv"
+    base = ["run", "--slurm-sacct", str(path), "--procs", "4", "--policy", "easy", "--jobs-out", str(out)]
+    r = CliRunner().invoke(gsim, [*base, "--gpus", "1"])
+    assert r.exit_code == 0, r.output
+    assert [(row["start"], row["gpus"]) for row in csv.DictReader(out.open())] == [("0", "1"), ("600", "1"), ("0", "0")]
+    # without GPUs on the machine: a note, and the history replayed on its CPUs alone
+    r = CliRunner().invoke(gsim, base)
+    assert r.exit_code == 0, r.output
+    assert r.stderr == "gsim: note: 2 jobs of the history held GPUs (AllocTRES); --gpus N replays them\n"
+    assert [(row["start"], row["gpus"]) for row in csv.DictReader(out.open())] == [("0", "0"), ("0", "0"), ("0", "0")]
