@@ -377,7 +377,7 @@ class ResvDelete(NamedTuple):
 
 class Changes(NamedTuple):
     """What an alter request changes in a job's spec: the fields given, each checked as a submission's
-    (:func:`_job`).  A field is one line here and one in :data:`ALTER_FIELDS`."""
+    (:func:`_job`).  A field is one line here and one in :func:`_changes`."""
 
     name: str | None = None
     ncpus: int | None = None
@@ -391,6 +391,8 @@ class Changes(NamedTuple):
     threads_per_core: int | None = None
     exclusive_board: bool | None = None
     devices: tuple[DeviceAsk, ...] | None = None
+    nice: int | None = None  # replaces the job's nice; negative only from an admin
+    priority: int | None = None  # the job's priority, set by an admin (as gsub --priority)
 
     def given(self) -> dict[str, Any]:
         """The fields given, as the job's spec keeps them."""
@@ -1091,6 +1093,8 @@ def _changes(f: _Fields) -> Changes:
         threads_per_core=tpc if "threads_per_core" in f.data else None,
         exclusive_board=f.flag("exclusive_board", required=False) if "exclusive_board" in f.data else None,
         devices=devs,
+        nice=f.integer("nice", NICE_MIN, NICE_MAX, required=False),
+        priority=f.integer("priority", 0, ADMIN_MAX, required=False),
     )
     f.done()
     if out == Changes():
@@ -1106,7 +1110,13 @@ def _alter(f: _Fields, new_id: int, sender: Sender) -> Alter:
     f.done()
     if not jobs and not arrays:
         raise Refused("alter: no job named")
-    return Alter(jobs, arrays, _changes(_Fields(raw, "alter: changes")))
+    changes = _changes(_Fields(raw, "alter: changes"))
+    if not sender.admin:  # as a submission (_check_priority): only an admin raises a job above others
+        if changes.priority is not None:
+            raise Refused("alter: only an admin may set a job's priority (--priority)")
+        if changes.nice is not None and changes.nice < 0:
+            raise Refused(f"alter: nice {changes.nice}: only an admin may give a negative nice value")
+    return Alter(jobs, arrays, changes)
 
 
 def _requeue(f: _Fields, new_id: int, sender: Sender) -> Requeue:

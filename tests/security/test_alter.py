@@ -3,6 +3,7 @@ running job's walltime but cannot lengthen it (root can), and a request written 
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -57,4 +58,45 @@ def test_alter_and_requeue_only_as_the_owner_and_lengthen_only_as_root(system, t
     assert system.job(run)["uid"] == a.uid
     assert system.cmd(a, "gdel", str(run), str(held)).rc == 0
     system.wait_state(run, "CANCELLED")
+    check_intact(system, targets)
+
+
+def test_only_root_raises_a_job_with_galter(system, targets):
+    a = system.a
+    jobs = [system.gsub(a, "--hold", "-t", "1:00", "--wrap", "true") for _ in range(2)]
+    system.wait_state(jobs[1], "HELD")
+
+    # a negative nice or a priority from the owner: refused by the command, one line, nothing sent
+    for args, what in ((("--priority", "100"), "--priority"), (("--nice=-5",), "--nice -5")):
+        r = system.cmd(a, "galter", str(jobs[0]), *args)
+        assert r.one_line_error("galter") is None, r
+        assert r.rc == 2 and f"{what}: only an admin may raise a job's priority" in r.stderr, r
+    # and by the daemon when written by hand
+    for changes, why in (
+        ({"priority": 100}, "only an admin may set a job's priority"),
+        ({"nice": -5}, "nice -5: only an admin may give a negative nice value"),
+    ):
+        name = f"alter-{time.time_ns()}-{os.getpid()}.json"
+        system.put(a, name, {"type": "alter", "jobs": [jobs[0]], "changes": changes})
+        system.wait_taken(name)
+        why_file = system.spool_dir / "quarantine" / (name + ".why")
+        assert why in why_file.read_text()
+    system.settle()
+    spec = json.loads(system.job(jobs[0])["spec"])
+    assert spec.get("priority") is None and spec.get("nice", 0) == 0, spec
+
+    # the owner may lower a job (a positive nice); root may raise one
+    assert system.cmd(a, "galter", str(jobs[0]), "--nice", "50").rc == 0
+    assert system.cmd(None, "galter", str(jobs[1]), "--priority", "500").rc == 0
+    r = system.cmd(None, "galter", str(jobs[0]), "--nice=-20")
+    assert r.rc == 0, r
+
+    def shown() -> dict[int, tuple[int, int | None]]:
+        r = system.cmd(None, "gstat", "--priority", "--json", "-a")
+        assert r.rc == 0, r
+        return {x["id"]: (x["nice"], x["admin_priority"]) for x in json.loads(r.stdout)["jobs"] if x["id"] in jobs}
+
+    wait_for(lambda: shown() == {jobs[0]: (-20, None), jobs[1]: (0, 500)}, 15, "root's changes in gstat --priority")
+    assert system.cmd(a, "gdel", *map(str, jobs)).rc == 0
+    system.wait_state(jobs[1], "CANCELLED")
     check_intact(system, targets)
