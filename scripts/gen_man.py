@@ -572,6 +572,11 @@ GSTAT_JSON = (
                 "{of: the job, tasks: its sub-tasks}.",
             ),
             ("parent", "The id of the job's parent (a job submitted from inside another job), or null."),
+            (
+                "reason_code",
+                "squeue's REASON code of a pending or held job, as the REASON column shows it (Resources, "
+                'Licenses, Priority, ...: see WHY A JOB WAITS); "" for a job in any other state.',
+            ),
             ("daemon", '{"running": true or false, "pid": the daemon\'s pid or null, "spool": the spool directory}.'),
         ]
     )
@@ -649,9 +654,26 @@ GSTAT_WAITS = (
     + items(
         [
             (
+                "Resources: next to start, waiting for N cores (F of T free)",
+                "The job is next (it holds the reservation the backfill works around) and lacks cores now: it "
+                "asks for N, F of the T in service are free. Slurm: Resources.",
+            ),
+            (
+                "Resources: next to start, waiting for N gpu (U of T in use)",
+                "The job is next and lacks devices of a type (gpu, or gpu MODEL for --gpus MODEL:N): U of the T "
+                'are held by other jobs ("gpu slots" where [devices.gpu] share lets jobs share a GPU). Slurm '
+                "has no code of its own for GRES: Resources.",
+            ),
+            (
                 "Resources: next to start, waiting for the resources it needs to come free",
-                "The job is next (it holds the reservation the backfill works around) and waits for cores or "
-                "floating resources in use. Slurm: Resources.",
+                "The job is next, and by count nothing it asks for is short now: its layout (--place) cannot "
+                "be met on the free cores yet. Slurm: Resources.",
+            ),
+            (
+                "Licenses: waiting for NAME=N (F of T free)",
+                "A floating resource (-l NAME=N, a licence) is all the job lacks now: cores and devices are "
+                "free. Shown for the next job, and for a job behind it when the policy backfills (under fcfs "
+                "the jobs ahead of it come first whatever it lacks: Priority). Slurm: Licenses.",
             ),
             (
                 "Priority: waiting for jobs ahead of it in the queue to start first",
