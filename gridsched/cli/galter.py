@@ -94,16 +94,7 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
         for ref in sel.refs:
             whole = ref.indices is None and view.array_rows(s.spool, ref.jid)
             if whole:
-                tasks = [t for t in whole if t["state"] in ("PENDING", "HELD")]
-                why = _owner(whole[0], uid) or (None if tasks else "no task is pending")
-                why = why or next(
-                    (
-                        w
-                        for t in tasks
-                        if (w := _check(t, changes, everyone, sender, machine, s.cfg.max_walltime)) is not None
-                    ),
-                    None,
-                )
+                why = check_array(whole, changes, everyone, sender, machine, s.cfg.max_walltime)
                 if why:
                     errors.append(f"job {ref.canonical}: {why}")
                 else:
@@ -115,7 +106,7 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
             except LookupError as e:
                 errors.append(shown(str(e)))
                 continue
-            why = _check(everyone.get(jid), changes, everyone, sender, machine, s.cfg.max_walltime)
+            why = check(everyone.get(jid), changes, everyone, sender, machine, s.cfg.max_walltime)
             if why:
                 errors.append(f"job {ref.canonical}: {why}")
             elif jid not in jobs:
@@ -185,7 +176,23 @@ def _owner(job: dict[str, Any] | None, uid: int) -> str | None:
     return None
 
 
-def _check(
+def check_array(
+    tasks: list[dict[str, Any]],
+    changes: dict[str, Any],
+    everyone: dict[int, dict[str, Any]],
+    sender: rq.Sender,
+    machine: Any,
+    max_walltime: int,
+) -> str | None:
+    """Why the pending tasks of the array whose rows are ``tasks`` cannot take ``changes``, or None."""
+    pending = [t for t in tasks if t["state"] in ("PENDING", "HELD")]
+    why = _owner(tasks[0], sender.uid) or (None if pending else "no task is pending")
+    for t in pending:
+        why = why or check(t, changes, everyone, sender, machine, max_walltime)
+    return why
+
+
+def check(
     job: dict[str, Any] | None,
     changes: dict[str, Any],
     everyone: dict[int, dict[str, Any]],

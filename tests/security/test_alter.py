@@ -8,7 +8,7 @@ import os
 import time
 
 from tests.conftest import wait_for
-from tests.security.conftest import check_intact
+from tests.security.conftest import as_user, check_intact
 
 
 def test_alter_and_requeue_only_as_the_owner_and_lengthen_only_as_root(system, targets):
@@ -99,4 +99,37 @@ def test_only_root_raises_a_job_with_galter(system, targets):
     wait_for(lambda: shown() == {jobs[0]: (-20, None), jobs[1]: (0, 500)}, 15, "root's changes in gstat --priority")
     assert system.cmd(a, "gdel", *map(str, jobs)).rc == 0
     system.wait_state(jobs[1], "CANCELLED")
+    check_intact(system, targets)
+
+
+def _client_alter(spool: str, config: str, jid: int, changes: dict) -> str:
+    from gridsched.client import Client, GridschedError
+
+    try:
+        Client(spool=spool, config=config).alter(jid, **changes)
+    except GridschedError as e:
+        return f"refused: {e}"
+    return "sent"
+
+
+def test_the_python_client_raises_a_job_only_as_root(system, targets):
+    # what the forked child runs is loaded here (the user may not be able to read the interpreter's files)
+    import gridsched.cli.galter  # noqa: F401
+    import gridsched.client  # noqa: F401
+    import gridsched.topology  # noqa: F401
+
+    a = system.a
+    jid = system.gsub(a, "--hold", "-t", "1:00", "--wrap", "true")
+    system.wait_state(jid, "HELD")
+    args = (str(system.spool_dir), str(system.cfg), jid)
+    for changes, why in (
+        ({"priority": 5}, "alter: only an admin may set a job's priority (--priority)"),
+        ({"nice": -1}, "alter: nice -1: only an admin may give a negative nice value"),
+    ):
+        assert as_user(a, _client_alter, *args, changes) == {"ok": f"refused: {why}"}
+    assert as_user(a, _client_alter, *args, {"nice": 7}) == {"ok": "sent"}
+    wait_for(lambda: json.loads(system.job(jid)["spec"]).get("nice") == 7, 15, "the owner's nice value")
+    assert json.loads(system.job(jid)["spec"]).get("priority") is None
+    assert system.cmd(a, "gdel", str(jid)).rc == 0
+    system.wait_state(jid, "CANCELLED")
     check_intact(system, targets)
