@@ -666,8 +666,8 @@ GSTAT_WAITS = (
             ),
             (
                 "Resources: next to start, waiting for the resources it needs to come free",
-                "The job is next, and by count nothing it asks for is short now: its layout (--place) cannot "
-                "be met on the free cores yet. Slurm: Resources.",
+                "The job is next, and by count nothing it asks for is short now: its layout (--place, or GPUs "
+                "beside its cores) cannot be met on what is free yet. Slurm: Resources.",
             ),
             (
                 "Licenses: waiting for NAME=N (F of T free)",
