@@ -294,8 +294,10 @@ def config(as_json: bool, spool_dir: str | None, config_file: str | None) -> int
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @spool_options
 def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
-    """Show what this host offers: CPUs, pidfds, cgroup v2, how --mem is enforced, NUMA nodes, CRIU, and the
-    devices (GPUs) and where they came from: declared in the topology file, nvidia-smi, sysfs, or none."""
+    """Show what this host offers: CPUs, pidfds, cgroup v2, how --mem is enforced, NUMA nodes, CRIU, the
+    devices (GPUs) and where they came from (declared in the topology file, nvidia-smi, sysfs, or none), and
+    whether jobs are kept from the device nodes of devices they do not hold: by the cgroup v1 devices
+    controller, by a cgroup v2 device program, or not (then only by CUDA_VISIBLE_DEVICES and the like)."""
     from ..core import cpuset
     from ..host import facts
     from ..topology import declared
@@ -309,8 +311,10 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     try:
         m, source = load_with_source(s.cfg)
         f["devices"] = {"summary": m.device_summary(), "source": source}
+        f["device_isolation"] = device_isolation(m.devices, s.cfg.device_enforce, s.cfg.system)
     except TopologyError as e:
         f["devices"] = {"summary": "", "source": f"the topology file cannot be read: {e}"}
+        f["device_isolation"] = {"enforced": False, "how": "not known: the topology file cannot be read"}
     if as_json:
         click.echo(dumps(f, indent=2))
         return ExitCode.OK
@@ -324,7 +328,36 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     dv = f["devices"]
     assert isinstance(dv, dict)
     click.echo(f"devices:        {dv['summary'] or 'none'} (from: {dv['source']})")
+    iso = f["device_isolation"]
+    assert isinstance(iso, dict)
+    click.echo(f"device access:  {iso['how']}")
+    for key, why in iso.get("no_node", {}).items():
+        click.echo(f"  {key.replace(':', ' ')} not isolated: {why}")
     return ExitCode.OK
+
+
+def device_isolation(devices: tuple[Any, ...], enforce: str, system: bool) -> dict[str, Any]:
+    """Whether (and how) jobs are kept from the device nodes of devices they do not hold, as far as the caller
+    can tell: the probe runs as the caller, so in system mode only root sees what the daemon can do."""
+    from ..daemon import devcgroup
+
+    if not devices:
+        return {"enforced": False, "how": "nothing to isolate (no devices)", "enforce": enforce}
+    if system and os.geteuid() != 0 and enforce != "off":
+        how = (
+            f"not known: the system daemon runs as root, gctl info as uid {os.geteuid()} cannot try what root "
+            "can (run it as root)"
+        )
+        return {"enforced": None, "how": how, "enforce": enforce}
+    on, how = devcgroup.describe(enforce, system)
+    out: dict[str, Any] = {"enforced": on, "how": how, "enforce": enforce}
+    if on and enforce == "required" and not system:
+        out["how"] += ' (enforce = "required" fails jobs in system mode only)'
+    if enforce != "off":
+        m = devcgroup.nodes(tuple(devices))
+        out["nodes"] = {f"{t}:{i}": [str(n) for n in ns] for (t, i), ns in sorted(m.nodes.items())}
+        out["no_node"] = {f"{t}:{i}": why for (t, i), why in m.unknown}
+    return out
 
 
 # -- the machine map: topology, drain, resume ---------------------------------------
