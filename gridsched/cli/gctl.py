@@ -299,7 +299,7 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     whether jobs are kept from the device nodes of devices they do not hold: by the cgroup v1 devices
     controller, by a cgroup v2 device program, or not (then only by CUDA_VISIBLE_DEVICES and the like)."""
     from ..core import cpuset
-    from ..host import facts
+    from ..host import device_isolation, facts
     from ..topology import declared
 
     s = setup(PROG, spool_dir, config_file)
@@ -334,30 +334,6 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     for key, why in iso.get("no_node", {}).items():
         click.echo(f"  {key.replace(':', ' ')} not isolated: {why}")
     return ExitCode.OK
-
-
-def device_isolation(devices: tuple[Any, ...], enforce: str, system: bool) -> dict[str, Any]:
-    """Whether (and how) jobs are kept from the device nodes of devices they do not hold, as far as the caller
-    can tell: the probe runs as the caller, so in system mode only root sees what the daemon can do."""
-    from ..daemon import devcgroup
-
-    if not devices:
-        return {"enforced": False, "how": "nothing to isolate (no devices)", "enforce": enforce}
-    if system and os.geteuid() != 0 and enforce != "off":
-        how = (
-            f"not known: the system daemon runs as root, gctl info as uid {os.geteuid()} cannot try what root "
-            "can (run it as root)"
-        )
-        return {"enforced": None, "how": how, "enforce": enforce}
-    on, how = devcgroup.describe(enforce, system)
-    out: dict[str, Any] = {"enforced": on, "how": how, "enforce": enforce}
-    if on and enforce == "required" and not system:
-        out["how"] += ' (enforce = "required" fails jobs in system mode only)'
-    if enforce != "off":
-        m = devcgroup.nodes(tuple(devices))
-        out["nodes"] = {f"{t}:{i}": [str(n) for n in ns] for (t, i), ns in sorted(m.nodes.items())}
-        out["no_node"] = {f"{t}:{i}": why for (t, i), why in m.unknown}
-    return out
 
 
 # -- the machine map: topology, drain, resume ---------------------------------------
