@@ -280,3 +280,28 @@ def test_where_the_host_cannot_a_job_runs_without_a_word(tmp_path, monkeypatch):
     result = _run(spec)
     assert result.get("exit_code") == 0
     assert Path(spec.stderr).read_text() == ""
+
+
+def test_a_job_cgroup_its_killed_shepherd_left_is_removed_when_the_daemon_restarts(make_gs, tmp_path):
+    need_controller()
+    nodes_dir = tmp_path / "dev"
+    nodes_dir.mkdir(mode=0o755)
+    paths = make_nodes(nodes_dir)
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(config(gs.root, paths))
+    gs.start()
+    jid = gs.gsub("--gpus", "1", "--wrap", "sleep 300")
+    gs.wait_state(jid, "RUNNING")
+    pid_file = gs.spool / "jobs" / str(jid) / "seg-1.pid"
+    info = wait_for(lambda: pid_file.exists() and json.loads(pid_file.read_text()), 10, "the shepherd's pid file")
+    path = Path(info["devcgroup"])
+    assert path.is_dir() and info["job"] in cgroup.members(path)
+    gs.kill9()
+    os.kill(info["pid"], 9)
+    os.killpg(info["pgid"], 9)
+    wait_for(lambda: not cgroup.members(path), 10, "the job's processes to be gone")
+    assert path.is_dir()  # nobody removed it
+    gs.start()
+    row = gs.wait_state(jid, "FAILED")
+    assert "shepherd was killed" in row.get("reason", "")
+    wait_for(lambda: not path.exists(), 10, "the restarted daemon to remove the job's cgroup")
