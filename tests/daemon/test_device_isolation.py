@@ -305,3 +305,36 @@ def test_a_job_cgroup_its_killed_shepherd_left_is_removed_when_the_daemon_restar
     row = gs.wait_state(jid, "FAILED")
     assert "shepherd was killed" in row.get("reason", "")
     wait_for(lambda: not path.exists(), 10, "the restarted daemon to remove the job's cgroup")
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_shepherd_runs_its_job_refused_the_listed_nodes_and_removes_its_cgroup(tmp_path, monkeypatch, version):
+    find = devcgroup._v1 if version == 1 else devcgroup._v2
+    try:
+        c = find()
+        devcgroup._probe(c)
+    except OSError as e:
+        pytest.skip(f"cgroup v{version} device control cannot be used here: {e.strerror or e}")
+    monkeypatch.setattr(devcgroup, "_found", (c, ""))
+    nodes_dir = tmp_path / "dev"
+    nodes_dir.mkdir(mode=0o755)
+    paths = make_nodes(nodes_dir)
+    spec = _spec(tmp_path, "required")
+    Path(spec.script).write_text(
+        f"#!{sys.executable}\n"
+        "import errno, os\n"
+        f"for p in {paths!r}:\n"
+        "    try:\n"
+        "        os.close(os.open(p, os.O_RDONLY))\n"
+        "        print(0)\n"
+        "    except OSError as e:\n"
+        "        print(errno.errorcode[e.errno])\n"
+        "print(open('/proc/self/cgroup').read())\n"
+    )
+    result = _run(spec)
+    assert result.get("exit_code") == 0, result
+    out = Path(spec.stdout).read_text().splitlines()
+    assert out[:2] == ["ENXIO", "EPERM"]
+    name = cgroup.job_name(spec.job_dir, spec.segment)
+    assert any(line.endswith("/" + name) for line in out[2:]), out  # it ran in its own cgroup
+    assert not (c.base / name).exists()  # removed with the job
