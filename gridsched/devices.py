@@ -299,6 +299,7 @@ def asks_from_spec(raw: object) -> tuple[DeviceAsk, ...]:
 
 NVIDIA_MAJOR = 195  # /dev/nvidiaN is char 195:N; nvidiactl (195:255) and nvidia-modeset (195:254) are shared
 NVIDIA_VENDOR = "0x10de"
+NO_NODE = 'no device node known (declare it with path = "/dev/..." in the topology file)'
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -432,7 +433,7 @@ def nodes_of(dv: Device, sysfs: str | Path = "/sys", proc: str | Path = "/proc")
                 raise NodeError(f"{p}: {e}") from None
         return tuple(out)
     if dv.type != "gpu":
-        return _none(dv)
+        raise NodeError(NO_NODE)
     sysfs, proc = Path(sysfs), Path(proc)
     if dv.pci:
         found = _pci_nodes(dv.pci, dv.index, sysfs, proc)
@@ -445,11 +446,7 @@ def nodes_of(dv: Device, sysfs: str | Path = "/sys", proc: str | Path = "/proc")
         found = _pci_nodes(cards[dv.index].pci, dv.index, sysfs, proc)
         if found:
             return found
-    return _none(dv)
-
-
-def _none(dv: Device) -> tuple[Node, ...]:
-    raise NodeError('no device node known (declare it with path = "/dev/..." in the topology file)')
+    raise NodeError(NO_NODE)
 
 
 def node_map(devices: Iterable[Device], sysfs: str | Path = "/sys", proc: str | Path = "/proc") -> NodeMap:

@@ -133,7 +133,7 @@ def load(deny: Iterable[Node]) -> int:
         raise IsolationError(errno.E2BIG, f"{len(nodes)} device nodes to refuse; at most {MAX_NODES}")
     insns = ctypes.create_string_buffer(program(nodes))
     n_insns = (len(insns) - 1) // 8  # create_string_buffer adds a NUL
-    lic = ctypes.create_string_buffer(b"GPL")
+    lic = ctypes.create_string_buffer(b"GPL")  # the kernel reads it only to allow GPL-only helpers: none is called
     log = ctypes.create_string_buffer(1 << 16)
     attr = ctypes.create_string_buffer(128)
     struct.pack_into("<IIQQ", attr, 0, BPF_PROG_TYPE_CGROUP_DEVICE, n_insns, ctypes.addressof(insns),
