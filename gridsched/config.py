@@ -52,6 +52,9 @@ class Config:
     # [devices.TYPE]: per device type, how many jobs may hold one device at once (share, default 1) and
     # whether whole-device requests are the default (exclusive, default false)
     devices: dict[str, DeviceConfig] = field(default_factory=dict)
+    # [devices] enforce: isolate jobs from the device nodes they do not hold ("auto": where the host allows it;
+    # "required": a job that cannot be isolated fails, in system mode; "off")
+    device_enforce: str = "auto"
     tmpdir: str = ""  # [jobs] tmpdir: where jobs' private directories are made; "" = the system's
 
     def share(self, dtype: str) -> int:
@@ -74,12 +77,26 @@ class DeviceConfig:
 DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
 
 
+DEVICE_ENFORCE = ("auto", "required", "off")
+
+
+def _enforce(table: Any, path: str) -> str:
+    """``[devices] enforce``: ``auto`` (the default), ``required`` or ``off``."""
+    v = table.get("enforce", "auto") if isinstance(table, dict) else "auto"
+    if v not in DEVICE_ENFORCE:
+        raise ConfigError(f"{path}: devices.enforce = {v!r}: must be one of {', '.join(map(repr, DEVICE_ENFORCE))}")
+    return str(v)
+
+
 def _devices(table: Any, path: str) -> dict[str, DeviceConfig]:
-    """``[devices.TYPE]`` tables: ``share = N`` (N >= 1), ``exclusive = true|false``."""
+    """``[devices.TYPE]`` tables: ``share = N`` (N >= 1), ``exclusive = true|false`` (and ``enforce``, read by
+    :func:`_enforce`)."""
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [devices] must hold [devices.TYPE] tables such as [devices.gpu]")
     out = {}
     for dtype, t in table.items():
+        if dtype == "enforce":
+            continue
         if not DEVICE_TYPE.match(dtype) or not isinstance(t, dict):
             raise ConfigError(f"{path}: devices.{dtype}: must be a table [devices.TYPE] with a lower-case TYPE")
         for k in t:
@@ -133,7 +150,9 @@ def load(explicit: str | None = None, spool: str | Path | None = None) -> Config
 def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     base = _defaults()
     data = dict(data)
-    devices = _devices(data.pop("devices", {}), path)
+    device_table = data.pop("devices", {})
+    devices = _devices(device_table, path)
+    device_enforce = _enforce(device_table, path)
     for table, values in data.items():
         if table not in base or not isinstance(values, dict):
             raise ConfigError(f"{path}: unknown table [{table}]")
@@ -256,6 +275,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         tmpdir=_tmpdir(get("jobs", "tmpdir", str), path),
         floating=floating,
         devices=devices,
+        device_enforce=device_enforce,
         resv_max_duration=duration("reservations", "max_duration"),
     )
 

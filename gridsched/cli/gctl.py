@@ -294,10 +294,12 @@ def config(as_json: bool, spool_dir: str | None, config_file: str | None) -> int
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @spool_options
 def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
-    """Show what this host offers: CPUs, pidfds, cgroup v2, how --mem is enforced, NUMA nodes, CRIU, and the
-    devices (GPUs) and where they came from: declared in the topology file, nvidia-smi, sysfs, or none."""
+    """Show what this host offers: CPUs, pidfds, cgroup v2, how --mem is enforced, NUMA nodes, CRIU, the
+    devices (GPUs) and where they came from (declared in the topology file, nvidia-smi, sysfs, or none), and
+    whether jobs are kept from the device nodes of devices they do not hold: by the cgroup v1 devices
+    controller, by a cgroup v2 device program, or not (then only by CUDA_VISIBLE_DEVICES and the like)."""
     from ..core import cpuset
-    from ..host import facts
+    from ..host import device_isolation, facts
     from ..topology import declared
 
     s = setup(PROG, spool_dir, config_file)
@@ -309,8 +311,10 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     try:
         m, source = load_with_source(s.cfg)
         f["devices"] = {"summary": m.device_summary(), "source": source}
+        f["device_isolation"] = device_isolation(m.devices, s.cfg.device_enforce, s.cfg.system)
     except TopologyError as e:
         f["devices"] = {"summary": "", "source": f"the topology file cannot be read: {e}"}
+        f["device_isolation"] = {"enforced": False, "how": "not known: the topology file cannot be read"}
     if as_json:
         click.echo(dumps(f, indent=2))
         return ExitCode.OK
@@ -324,6 +328,11 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     dv = f["devices"]
     assert isinstance(dv, dict)
     click.echo(f"devices:        {dv['summary'] or 'none'} (from: {dv['source']})")
+    iso = f["device_isolation"]
+    assert isinstance(iso, dict)
+    click.echo(f"device access:  {iso['how']}")
+    for key, why in iso.get("no_node", {}).items():
+        click.echo(f"  {key.replace(':', ' ')} not isolated: {why}")
     return ExitCode.OK
 
 

@@ -36,7 +36,7 @@ from ..core.types import (
 )
 from ..devices import device_env, format_keys
 from ..jobs import JobState
-from . import jobfiles, jobtmp, launch, outcome, procs, reservations, split
+from . import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split
 from . import reasons as wording
 from .table import Rec
 
@@ -302,6 +302,8 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         mem_nodes=mem_nodes(d, rec.cores),
         umask=int(spec.get("umask", 0o022)),
         private=private.root if private else "",
+        deny_devices=devcgroup.denied(d.machine.devices, rec.devices, d.cfg.device_enforce),
+        device_enforce="required" if d.cfg.device_enforce == "required" and d.cfg.system else "auto",
     )
 
 

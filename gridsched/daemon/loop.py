@@ -34,7 +34,7 @@ from ..spool import Spool, atomic_write
 from ..state import StateDB
 from ..submit import machine_memory
 from ..topology import TopologyError, changed_map, load_machine
-from . import apply, handlers, intake, jobfiles, jobtmp, launch, outcome, reasons, reservations, split
+from . import apply, devcgroup, handlers, intake, jobfiles, jobtmp, launch, outcome, reasons, reservations, split
 from .executor import Processes, Stub
 from .table import JobTable, Rec
 from .tree import Trees
@@ -201,6 +201,8 @@ class Daemon:
             cpuset.format(self.machine.host_cpus),
             self.cfg.params.policy.value,
         )
+        for line in devcgroup.announce(self.machine.devices, self.cfg.device_enforce, self.cfg.system):
+            log.info("%s", line)
         while not self.stop_requested:
             self.turn(time.time())
             if self.table.forecast_dirty and time.time() - self.last_forecast >= FORECAST_EVERY:
