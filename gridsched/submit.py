@@ -429,6 +429,33 @@ def check_depend(spool: Spool, spec_text: str, job_id: int, uid: int) -> str:
     return depend.normalize(deps)
 
 
+def hold_jid(spool: Spool, items: str, uid: int) -> tuple[list[int], list[str]]:
+    """Grid Engine's ``-hold_jid``: the ids of ``uid``'s jobs, pending, held or running, that the
+    comma-separated ``items`` name (a job id, a name, or a shell pattern of names such as ``prep*``), and the
+    items that name none of them.  Only the user's own jobs are matched by name, as Grid Engine does."""
+    from fnmatch import fnmatchcase
+
+    from .view import QueueError, load_jobs
+
+    try:
+        jobs = [j for j in load_jobs(spool) if j.get("uid") == uid and j.get("state") not in TERMINAL]
+    except QueueError as e:
+        raise SubmitError(str(e)) from None
+    ids: dict[int, None] = {}
+    unmatched = []
+    for item in (i.strip() for i in items.split(",")):
+        if not item:
+            continue
+        if item.isascii() and item.isdigit():
+            ids[int(item)] = None  # an id: checked as any dependency is
+            continue
+        found = [j["id"] for j in jobs if fnmatchcase(str(j.get("name", "")), item)]
+        if not found:
+            unmatched.append(item)
+        ids.update(dict.fromkeys(found))
+    return sorted(ids), unmatched
+
+
 def build_spec(
     spool: Spool,
     cfg: Config,

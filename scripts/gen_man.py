@@ -425,6 +425,15 @@ DEPENDENCIES = para("""
     never form a cycle; otherwise gsub refuses the job with one line.  A condition that can
     no longer hold (afterok on a job that failed) leaves the job waiting with the reason
     "dependency never satisfied", as Slurm's DependencyNeverSatisfied.
+
+    --hold-jid NAME|ID,... (#$ -hold_jid, Grid Engine's) makes the job wait until every job of the
+    submitting user, pending, held or running, whose name is one of the NAMEs (or matches one, as a
+    shell pattern such as 'prep*') has ended, in any state, as qsub -hold_jid does.  Names are
+    looked up by gsub at submission, among the user's own jobs only, and become afterany:ID...
+    added to -d; the daemon sees only ids, checked as above.  A NAME that no such job has is
+    warned of (gsub: warning: --hold-jid prep: no job of yours pending or running has this name;
+    not waited for) and the job is submitted.  A job submitted later with that name is not waited
+    for.  A #$ -hold_jid of ids only is -d afterany:ID....
 """)
 
 ARRAYS = para("""

@@ -209,7 +209,12 @@ SGE: tuple[Rule, ...] = (
     Rule(("-V",), "export_all", "export the whole environment", "(the default)", value=False),
     Rule(("-v",), "export_vars", "variables to pass or set: VAR[=VALUE],...", "--export ALL,VAR[=VALUE],..."),
     Rule(("-S",), "shell", "shell of a script without #! on line 1", "--shell"),
-    Rule(("-hold_jid",), "hold_jid", "start after these jobs end", "-d afterany:ID"),
+    Rule(
+        ("-hold_jid",),
+        "hold_jid",
+        "start after these jobs end: ids, or names (and patterns) of your earlier jobs",
+        "-d afterany:ID; names: --hold-jid",
+    ),
     Rule(("-h",), "hold", "submit held", "--hold", value=False),
     Rule(("-r",), "rerun", "rerunnable: y or n", "--checkpoint requeue (y) or none (n)"),
     Rule(("-b",), "binary", "y: the command is a binary", "(y refused: gsub takes a script)"),
@@ -262,6 +267,7 @@ GS_FLAG = {
     "gres": "--gres",
     "gpu_bind": "--gpu-bind",
     "export": "--export",
+    "hold_jid": "--hold-jid",
 }
 GS_SWITCH = {"hold": "--hold", "wait": "--wait", "exclusive": "--exclusive"}
 
@@ -1007,9 +1013,12 @@ class _Reader:
                 self.throttle = (_count(where, shown, v), lineno)
             elif key == "hold_jid":
                 ids = [i.strip() for i in v.split(",") if i.strip()]
-                if not ids or not all(i.isdigit() for i in ids):
-                    raise CompatError(f"{where}: {shown}: job ids only (job names are not supported)")
-                self.set(lineno, "depend", "afterany:" + ":".join(ids))
+                if not ids:
+                    raise CompatError(f"{where}: {shown}: needs job ids or names")
+                if all(i.isascii() and i.isdigit() for i in ids):
+                    self.set(lineno, "depend", "afterany:" + ":".join(ids))
+                else:  # names are looked up at submission, among the user's own jobs
+                    self.set(lineno, "hold_jid", ",".join(ids))
             elif key == "binary":
                 if v.strip().lower().startswith("y"):
                     raise CompatError(f"{where}: {shown}: gsub takes a script; use --wrap for a command")
@@ -1199,6 +1208,8 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
             out.append(f"#SBATCH {flag}={q(params[key])}")
     if params.get("estimate") is not None:
         out.append(f"# gridsched: dropped --estimate {format_duration(params['estimate'])} (--time-min differs)")
+    if params.get("hold_jid"):
+        out.append(f"# gridsched: dropped --hold-jid {q(params['hold_jid'])} (Slurm's dependencies name job ids)")
     if params.get("exclusive"):
         out.append("#SBATCH --exclusive")
     ex = params.get("export")
@@ -1328,6 +1339,8 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
             out.append(f"# gridsched: dropped --{key.replace('_', '-')} {q(params[key])} (not translated to PBS)")
     if params.get("signal"):
         out.append(f"# gridsched: dropped --signal {q(params['signal'])} (PBS has no signal before the walltime)")
+    if params.get("hold_jid"):
+        out.append(f"# gridsched: dropped --hold-jid {q(params['hold_jid'])} (PBS dependencies name job ids)")
     if params.get("estimate") is not None:
         h, rest = divmod(int(params["estimate"]), 3600)
         out.append(f"#PBS -l soft_walltime={h:02d}:{rest // 60:02d}:{rest % 60:02d}")

@@ -102,6 +102,7 @@ JOB_PARAMS = (
     "priority",
     "exclusive",
     "export",
+    "hold_jid",
 )
 
 
@@ -437,6 +438,15 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     "after:ID..., singleton, or a comma-separated list of these (all must hold). See DEPENDENCIES.",
 )
 @click.option(
+    "--hold-jid",
+    "hold_jid",
+    metavar="NAME|ID,...",
+    help="Start the job after every job of yours, pending or running, that has one of these names (a shell "
+    "pattern such as 'prep*' matches several) or ids has ended, as Grid Engine's qsub -hold_jid (#$ "
+    "-hold_jid): names are looked up at submission and become -d afterany:ID... (a name no such job has is "
+    "warned of). See DEPENDENCIES.",
+)
+@click.option(
     "-a",
     "--array",
     metavar="RANGE",
@@ -598,6 +608,7 @@ def cli(
         n = n if n is not None else max(1, p["ncpus"] // (c or p["ncpus"]))
         p["ntasks"], p["cpus_per_task"] = n, c if c is not None else max(1, p["ncpus"] // n)
     export: compat.Export = p["export"] or compat.Export(True)
+    depend_spec = p["depend"]
     join, default_output = p["join"], None
     if dialect == "slurm":  # sbatch: slurm-%j.out in the working directory, standard error joined to it
         default_output = compat.slurm_output(p["array"] is not None)
@@ -618,6 +629,8 @@ def cli(
     spool = s.spool
     if p["ntasks"] and not p["ncpus"]:
         p["ncpus"] = p["ntasks"]
+    if p["hold_jid"]:
+        depend_spec = _hold_jid(s.spool, p["hold_jid"], depend_spec)
     resources, resv = _resv_options(s.spool, s.cfg, p)
     devices = _device_options(s.spool, s.cfg, p)
     opts = Options(
@@ -630,7 +643,7 @@ def cli(
         chdir=p["chdir"],
         hold=bool(p["hold"]),
         checkpoint=p["checkpoint"],
-        depend=p["depend"],
+        depend=depend_spec,
         array=p["array"],
         split=p["split"],
         task_time=p["task_time"],
@@ -758,6 +771,24 @@ def _tasks(ctx: click.Context, p: dict[str, Any]) -> dict[str, Any]:
         return out
     tasks = " x ".join(f"{flag} {v}" for flag, v in (("--ntasks", n), ("--cpus-per-task", c)) if v is not None)
     fail(PROG, f"-n {ncpus} cores cannot be {tasks}: give -n as their product, or leave it out", ExitCode.USAGE)
+
+
+def _hold_jid(spool: Spool, items: str, depend_spec: str | None) -> str | None:
+    """``depend_spec`` with the jobs --hold-jid names added as afterany (a name that matches none is warned of)."""
+    import os
+
+    from ..submit import hold_jid
+
+    try:
+        ids, unmatched = hold_jid(spool, items, os.getuid())
+    except SubmitError as e:
+        fail(PROG, str(e), e.code)
+    for name in unmatched:
+        warn(PROG, f"warning: --hold-jid {name}: no job of yours pending or running has this name; not waited for")
+    if not ids:
+        return depend_spec
+    after = "afterany:" + ":".join(map(str, ids))
+    return f"{depend_spec},{after}" if depend_spec else after
 
 
 def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, int], int | None]:

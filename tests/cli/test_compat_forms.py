@@ -332,7 +332,7 @@ def test_sge_warnings(line, warning):
     [
         ("#$ -pe smp", "j.sh:2: #$ -pe needs a name and a slot count"),
         ("#$ -pe smp x", "j.sh:2: #$ -pe smp x: 'x' is not a whole number"),
-        ("#$ -hold_jid prep", "j.sh:2: #$ -hold_jid prep: job ids only"),
+        ("#$ -hold_jid ,", "j.sh:2: #$ -hold_jid ,: needs job ids or names"),
         ("#$ -b y", "j.sh:2: #$ -b y: gsub takes a script"),
         ("#$ -l h_rt=soon", "j.sh:2: #$ -l h_rt=soon: 'soon'"),
     ],

@@ -13,7 +13,7 @@ import pytest
 from gridsched import requests as rq
 from gridsched.cli import compat, gsub
 from gridsched.submit import LOGIN_PATH
-from tests.cli.conftest import MACHINE_CORES
+from tests.cli.conftest import MACHINE_CORES, job_row, write_rows
 from tests.fuzz.test_requests import SENDER, valid_job
 
 LOGIN_NAMES = {"HOME", "USER", "LOGNAME", "SHELL", "PATH"}
@@ -334,3 +334,39 @@ def test_the_boundary_takes_env_set_and_exclusive():
 def test_the_boundary_refuses(fields, why):
     with pytest.raises(rq.Refused, match=why):
         parse(**fields)
+
+
+# -- -hold_jid by name ------------------------------------------------------------------------------
+
+
+def test_hold_jid_names_are_read_for_lookup_at_submission():
+    assert opts("#!/bin/sh\n#$ -hold_jid prep,12\ntrue\n") == {"--hold-jid": "prep,12"}
+    assert opts("#!/bin/sh\n#$ -hold_jid 3,4\ntrue\n") == {"-d": "afterany:3:4"}
+
+
+def test_hold_jid_waits_for_every_pending_job_of_mine_with_the_name(env, run, submits):
+    for name in ("prep", "prep", "other", "prep2"):
+        assert run(gsub.cli, ["-N", name, "--wrap", "true"]).exit_code == 0
+    name = script(env, "#!/bin/sh\n#$ -hold_jid prep,nosuch\n#$ -N post\ntrue\n")
+    r = run(gsub.cli, [name])
+    assert r.exit_code == 0, r.stderr
+    assert "gsub: warning: --hold-jid nosuch: no job of yours pending or running has this name" in r.stderr
+    r = run(gsub.cli, ["-d", "afterok:3", "--hold-jid", "prep*", "--wrap", "true"])
+    assert r.exit_code == 0, r.stderr
+    post, both = submits()[4:]
+    assert post["depend"] == "afterany:1:2"
+    assert both["depend"] == "afterok:3,afterany:1:2:4"
+
+
+def test_hold_jid_matches_neither_ended_jobs_nor_other_users(env, run, submits, spool):
+    me = os.getuid()
+    write_rows(
+        spool,
+        job_row(1, uid=me, name="prep", state="COMPLETED"),
+        job_row(2, uid=me + 1, user="someone", name="prep"),
+        job_row(3, uid=me, name="prep", state="RUNNING"),
+    )
+    r = run(gsub.cli, ["--hold-jid", "prep", "--wrap", "true"])
+    assert r.exit_code == 0, r.stderr
+    [spec] = submits()
+    assert spec["depend"] == "afterany:3"
