@@ -605,6 +605,8 @@ RUNS = (
     ),
     Run("slurm-partition-list-srun.sh", (HOSTNAME,)),
     Run("pbspro-no-shebang-shell-option.sh", ("bash arrays: 3",)),
+    # place=pack:excl: the job holds all 16 cores of the machine and runs alone
+    Run("pbspro-two-resource-options.sh", ("module load mpich-3.2", "gsa")),
     Run(
         "sge-smp-hvmem-repeated-pe.sh",
         ("threads 2", "run"),
