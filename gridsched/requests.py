@@ -45,6 +45,8 @@ MAX_SCRIPT = 1 << 20  # bytes of a job script
 MAX_ARGS = 4096
 MAX_ARG = 128 << 10  # bytes of one argument or environment value (the kernel's MAX_ARG_STRLEN)
 MAX_ENV = 16384  # variables
+MAX_ENV_SET = 1024  # variables a submission sets (gsub --export VAR=VALUE)
+MAX_ENV_SET_BYTES = 1 << 20  # bytes of their names and values together
 MAX_PATH = 4095  # bytes of a path (PATH_MAX less the NUL)
 MAX_COMPONENT = 255  # bytes of one path component (NAME_MAX)
 MAX_NAME = 255  # bytes of a job or reservation name
@@ -57,6 +59,7 @@ PLACES = ("pack", "spread", "board")
 SUBMIT_PREFIX = "submit-"
 _ID_NAME = re.compile(r"submit-([0-9]{10,16})\.json\Z")
 _RESOURCE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _USER = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.@-]{0,63}\$?\Z")
 
 
@@ -201,6 +204,8 @@ class JobSpec(NamedTuple):
     estimate: int | None = None  # seconds the scheduler plans with, at most the walltime (PBS soft_walltime)
     nice: int = 0  # gsub --nice: subtracted from the priority; negative only from an admin
     priority: int | None = None  # gsub --priority: the job's priority, set by an admin (None: computed)
+    env_set: tuple[tuple[str, str], ...] = ()  # variables set over env (gsub --export VAR=VALUE)
+    exclusive: bool = False  # runs alone: ncpus is the whole machine (gsub --exclusive)
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -254,6 +259,10 @@ class JobSpec(NamedTuple):
             spec["nice"] = self.nice
         if self.priority is not None:
             spec["priority"] = self.priority
+        if self.env_set:
+            spec["env_set"] = dict(self.env_set)
+        if self.exclusive:
+            spec["exclusive"] = True
         if self.split is not None:
             sp: dict[str, Any] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
             if self.split.tasks:
@@ -756,6 +765,8 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         estimate=_estimate_field(f, walltime),
         nice=f.integer("nice", NICE_MIN, NICE_MAX, required=False, default=0),
         priority=f.integer("priority", 0, ADMIN_MAX, required=False),
+        env_set=_env_set(f),
+        exclusive=f.flag("exclusive", required=False),
     )
     _check_priority(spec, sender)
     _check_tasks(spec)
@@ -832,13 +843,52 @@ def estimate_problem(estimate: int, walltime: int) -> str:
     return f"{estimate}s is longer than the walltime ({walltime}s): the walltime ends the job"
 
 
+def env_set_problem(name: str) -> str | None:
+    """Why a submission may not set the variable ``name`` (``gsub --export NAME=VALUE``), or None."""
+    from .jobenv import owned
+
+    if not _ENV_NAME.match(name) or len(name) > MAX_NAME:
+        return f"{safe(repr(name), 60)} is not a variable name (letters, digits and _, not starting with a digit)"
+    if owned(name):
+        return f"{name} is set by gridsched for every job (see docs/compat.md); it cannot be given a value"
+    return None
+
+
+def _env_set(f: _Fields) -> tuple[tuple[str, str], ...]:
+    """The variables a submission sets over its environment: names that are identifiers and not the daemon's,
+    bounded in number and bytes."""
+    raw = f.raw("env_set")
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or len(raw) > MAX_ENV_SET:
+        raise f.bad("env_set", f"must map at most {MAX_ENV_SET} names to strings")
+    out = []
+    total = 0
+    for k, v in raw.items():
+        k = text(k, "job: a variable's name", MAX_NAME)
+        why = env_set_problem(k)
+        if why:
+            raise Refused(f"job: env_set: {why}")
+        v = text(v, f"job: variable {k}", MAX_ARG, control=True)
+        total += len(k.encode()) + len(v.encode())
+        out.append((k, v))
+    if total > MAX_ENV_SET_BYTES:
+        raise f.bad("env_set", f"holds more than {MAX_ENV_SET_BYTES} bytes")
+    return tuple(out)
+
+
 def _check_tasks(spec: JobSpec) -> None:
-    """Tasks and cores per task, when given, divide the job's cores exactly (ntasks * cpus_per_task == ncpus)."""
+    """Tasks and cores per task, when given, divide the job's cores exactly (ntasks * cpus_per_task == ncpus);
+    an exclusive job's need only fit in them."""
     n, c = spec.ntasks, spec.cpus_per_task
     if n is None and c is None:
         return
     if spec.split is not None:
         raise Refused("job: ntasks and cpus_per_task describe a plain job, not a splittable one")
+    if spec.exclusive:
+        if (n or 1) * (c or 1) > spec.ncpus:
+            raise Refused(f"job: {n or 1} tasks of {c or 1} cores are more than its {spec.ncpus} cores")
+        return
     if n is not None and c is not None and n * c != spec.ncpus:
         raise Refused(f"job: ntasks {n} times cpus_per_task {c} is not its {spec.ncpus} cores")
     if spec.ncpus % (n or c or 1):

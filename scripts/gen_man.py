@@ -372,6 +372,33 @@ FOREIGN = (
 """)
 )
 
+EXPORT = para("""
+    --export (#SBATCH --export) says what the job gets of the environment gsub was called with, as
+    sbatch --export does: ALL (the default) all of it; NONE none of it: the job starts with HOME,
+    USER, LOGNAME and SHELL from the password database, PATH=/usr/local/bin:/usr/bin:/bin and its own
+    variables (GS_*, and the Slurm, PBS and Grid Engine ones); VAR1,VAR2=VALUE,... those basics, the
+    named variables copied from the submitting environment (a name that is not set there is left
+    out) and the given values; ALL,VAR2=VALUE,... everything and the given values.  A value with a
+    comma is quoted (--export=ALL,LIST='a,b').  #PBS -v and #$ -v lists (VAR[=VALUE],...) set their
+    values over the whole submitting environment, which a job gets whether or not #PBS -V or #$ -V
+    is given: gridsched keeps passing everything where qsub passes only its PBS_O_ variables by
+    default.  The values are checked at submission and again by the daemon: a name must be a shell
+    identifier, at most 1024 of them and 1 MiB in all, and none may be a variable gridsched sets
+    for the job (GS_*, SLURM_*, PBS_JOBID and the other PBS and Grid Engine names of
+    docs/compat.md, TMPDIR, CUDA_VISIBLE_DEVICES and the other device names): such a value is
+    refused with one line (gsub: error: ... SLURM_JOB_ID is set by gridsched for every job).
+    OMP_NUM_THREADS may be given a value, which wins over the job's cores per task.
+
+    --exclusive (#SBATCH --exclusive, #PBS -l place=excl or exclhost, Torque's #PBS -n) runs the
+    job alone, as Slurm gives an exclusive job every CPU of its node: the job takes all the
+    machine's cores, so no other job starts beside it, and GS_NCPUS, SLURM_CPUS_ON_NODE, NCPUS and
+    NSLOTS count them all.  The cores it asked (-n, --cpus-per-task, select=1:ncpus=8) stay the
+    shape of its tasks: -n 4 --exclusive is one task of 4 cores (SLURM_CPUS_PER_TASK and
+    OMP_NUM_THREADS are 4); a job that asked for no count is one task on every core.  Its GPUs
+    and memory are what it asked.  --emit writes --exclusive back as #SBATCH --exclusive and
+    #PBS -l place=excl, and --export as #SBATCH --export or #PBS -V and -v.
+""")
+
 PRIORITY = para("""
     The queue is ordered by each job's priority, as Slurm's priority/multifactor computes it:
     the weighted age, job size and fair-share factors of the [priority] table of gridsched.toml(5),
@@ -398,6 +425,15 @@ DEPENDENCIES = para("""
     never form a cycle; otherwise gsub refuses the job with one line.  A condition that can
     no longer hold (afterok on a job that failed) leaves the job waiting with the reason
     "dependency never satisfied", as Slurm's DependencyNeverSatisfied.
+
+    --hold-jid NAME|ID,... (#$ -hold_jid, Grid Engine's) makes the job wait until every job of the
+    submitting user, pending, held or running, whose name is one of the NAMEs (or matches one, as a
+    shell pattern such as 'prep*') has ended, in any state, as qsub -hold_jid does.  Names are
+    looked up by gsub at submission, among the user's own jobs only, and become afterany:ID...
+    added to -d; the daemon sees only ids, checked as above.  A NAME that no such job has is
+    warned of (gsub: warning: --hold-jid prep: no job of yours pending or running has this name;
+    not waited for) and the job is submitted.  A job submitted later with that name is not waited
+    for.  A #$ -hold_jid of ids only is -d afterany:ID....
 """)
 
 ARRAYS = para("""
@@ -927,6 +963,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             "TOPICS": {
                 "DIRECTIVES": DIRECTIVES,
                 "SLURM AND PBS DIRECTIVES": FOREIGN,
+                "ENVIRONMENT EXPORT AND EXCLUSIVE JOBS": EXPORT,
                 "DEPENDENCIES": DEPENDENCIES,
                 "PRIORITY": PRIORITY,
                 "OUTPUT FILES": OUTPUT,
@@ -944,7 +981,8 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             "ENVIRONMENT": ENVIRONMENT
             + "\n"
             + para("""
-            The job runs with the environment gsub was called with, plus GS_JOBID, GS_NCPUS, the
+            The job runs with the environment gsub was called with (all of it unless --export says
+            otherwise), plus GS_JOBID, GS_NCPUS, the
             cores it runs on, GS_NTASKS and GS_CPUS_PER_TASK (--ntasks, --cpus-per-task; a job that
             gives neither is one task on all its cores), OMP_NUM_THREADS (its cores per task),
             $GS_CHECKPOINT_DIR and $GS_RESTART_COUNT.  Each start of a job gets a private directory of

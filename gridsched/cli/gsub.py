@@ -22,6 +22,7 @@ from ..core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from ..core.units import UnitError
 from ..spool import Spool
 from ..submit import (  # noqa: F401 - output_path, job_exit_status, read_script: part of gsub's interface
+    LOGIN_PATH,
     Options,
     Script,
     ScriptError,
@@ -99,6 +100,9 @@ JOB_PARAMS = (
     "exclusive_gpu",
     "nice",
     "priority",
+    "exclusive",
+    "export",
+    "hold_jid",
 )
 
 
@@ -185,6 +189,28 @@ class SignalType(click.ParamType):
             return parse_signal(str(value)).text()
         except ValueError as e:
             self.fail(str(e), param, ctx)
+
+
+class ExportType(click.ParamType):
+    """sbatch's ``--export`` value (:func:`.compat.parse_export`); a variable the daemon sets for the job
+    cannot be given a value."""
+
+    name = "ALL|NONE|[ALL,]VAR[=VALUE],..."
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> compat.Export:
+        if isinstance(value, compat.Export):
+            return value
+        from ..requests import env_set_problem
+
+        try:
+            ex = compat.parse_export(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        for k, _ in ex.values:
+            why = env_set_problem(k)
+            if why:
+                self.fail(why, param, ctx)
+        return ex
 
 
 def directives(text: str) -> list[tuple[int, str]]:
@@ -352,6 +378,27 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     help="Set the job's priority to N, as sbatch --priority (admins only): the queue's multifactor priority "
     "and nice do not count for this job.",
 )
+@click.option(
+    "--exclusive",
+    is_flag=True,
+    help="Run the job alone, as sbatch --exclusive gives a job the whole node: it takes all the machine's "
+    "cores (GS_NCPUS, SLURM_CPUS_ON_NODE, NSLOTS count them all), so no other job starts beside it. A core "
+    "count it asks (-n, or its tasks) stays its tasks' shape: -n 4 --exclusive is one task of 4 cores "
+    "(SLURM_CPUS_PER_TASK=4, OMP_NUM_THREADS=4) holding every core. Also #SBATCH --exclusive, "
+    "#PBS -l place=excl, #PBS -n. See ENVIRONMENT EXPORT AND EXCLUSIVE JOBS.",
+)
+@click.option(
+    "--export",
+    "export",
+    type=ExportType(),
+    metavar="ALL|NONE|[ALL,]VAR[=VALUE],...",
+    help="What the job gets of the submitting environment, as sbatch --export: ALL (the default) all of it; "
+    "NONE none of it (only HOME, USER, LOGNAME, SHELL of the password database, PATH=" + LOGIN_PATH + ", and "
+    "the job's own variables); a list copies the variables it names and sets those given a =VALUE; with ALL "
+    "in the list, everything and these. A variable gridsched sets for the job (GS_*, SLURM_*, the PBS and "
+    "Grid Engine ones, TMPDIR, CUDA_VISIBLE_DEVICES, ...) cannot be given a value; OMP_NUM_THREADS can, and "
+    "wins. #PBS -v and #$ -v lists are --export ALL,LIST. See ENVIRONMENT EXPORT AND EXCLUSIVE JOBS.",
+)
 @click.option("-D", "--chdir", metavar="DIR", help="Working directory of the job (default: the submit directory).")
 @click.option("--hold", is_flag=True, help="Submit the job held: it does not start until released (grls).")
 @click.option(
@@ -389,6 +436,15 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     type=DependType(),
     help="Start the job only when SPEC holds: afterok:ID[:ID...], afterany:ID..., afternotok:ID..., "
     "after:ID..., singleton, or a comma-separated list of these (all must hold). See DEPENDENCIES.",
+)
+@click.option(
+    "--hold-jid",
+    "hold_jid",
+    metavar="NAME|ID,...",
+    help="Start the job after every job of yours, pending or running, that has one of these names (a shell "
+    "pattern such as 'prep*' matches several) or ids has ended, as Grid Engine's qsub -hold_jid (#$ "
+    "-hold_jid): names are looked up at submission and become -d afterany:ID... (a name no such job has is "
+    "warned of). See DEPENDENCIES.",
 )
 @click.option(
     "-a",
@@ -547,6 +603,12 @@ def cli(
                 f"warning: {opt} '{p[opt]}': {', '.join(dict.fromkeys(bad))} is not a file name pattern "
                 "(known: %A %a %j %J %N %n %s %t %u %x %%); it stays as written",
             )
+    if p["exclusive"] and p["ncpus"] is not None:  # the cores it asked stay its tasks' shape; it holds them all
+        n, c = p["ntasks"], p["cpus_per_task"]
+        n = n if n is not None else max(1, p["ncpus"] // (c or p["ncpus"]))
+        p["ntasks"], p["cpus_per_task"] = n, c if c is not None else max(1, p["ncpus"] // n)
+    export: compat.Export = p["export"] or compat.Export(True)
+    depend_spec = p["depend"]
     join, default_output = p["join"], None
     if dialect == "slurm":  # sbatch: slurm-%j.out in the working directory, standard error joined to it
         default_output = compat.slurm_output(p["array"] is not None)
@@ -567,6 +629,8 @@ def cli(
     spool = s.spool
     if p["ntasks"] and not p["ncpus"]:
         p["ncpus"] = p["ntasks"]
+    if p["hold_jid"]:
+        depend_spec = _hold_jid(s.spool, p["hold_jid"], depend_spec)
     resources, resv = _resv_options(s.spool, s.cfg, p)
     devices = _device_options(s.spool, s.cfg, p)
     opts = Options(
@@ -579,7 +643,7 @@ def cli(
         chdir=p["chdir"],
         hold=bool(p["hold"]),
         checkpoint=p["checkpoint"],
-        depend=p["depend"],
+        depend=depend_spec,
         array=p["array"],
         split=p["split"],
         task_time=p["task_time"],
@@ -600,6 +664,10 @@ def cli(
         no_index="4294967294" if dialect == "slurm" else "0",
         begin=begin,
         open_mode=p["open_mode"],
+        export_all=export.all,
+        export_names=export.names,
+        env_set=export.values,
+        exclusive=bool(p["exclusive"]),
     )
 
     def extra(spec: dict[str, Any]) -> dict[str, Any]:
@@ -703,6 +771,24 @@ def _tasks(ctx: click.Context, p: dict[str, Any]) -> dict[str, Any]:
         return out
     tasks = " x ".join(f"{flag} {v}" for flag, v in (("--ntasks", n), ("--cpus-per-task", c)) if v is not None)
     fail(PROG, f"-n {ncpus} cores cannot be {tasks}: give -n as their product, or leave it out", ExitCode.USAGE)
+
+
+def _hold_jid(spool: Spool, items: str, depend_spec: str | None) -> str | None:
+    """``depend_spec`` with the jobs --hold-jid names added as afterany (a name that matches none is warned of)."""
+    import os
+
+    from ..submit import hold_jid
+
+    try:
+        ids, unmatched = hold_jid(spool, items, os.getuid())
+    except SubmitError as e:
+        fail(PROG, str(e), e.code)
+    for name in unmatched:
+        warn(PROG, f"warning: --hold-jid {name}: no job of yours pending or running has this name; not waited for")
+    if not ids:
+        return depend_spec
+    after = "afterany:" + ":".join(map(str, ids))
+    return f"{depend_spec},{after}" if depend_spec else after
 
 
 def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, int], int | None]:

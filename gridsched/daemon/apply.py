@@ -279,9 +279,10 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         array_index=spec.get("array_index"),
         host=jobenv.host(),
     )
-    mpi = jobtmp.has_mpi(jobenv.own_path(str(spec["env"].get("PATH", ""))))
+    user_set = spec.get("env_set") or {}
+    mpi = jobtmp.has_mpi(jobenv.own_path(str(user_set.get("PATH", spec["env"].get("PATH", "")))))
     private = private_dir(d, rec, spec, job, mpi)
-    env = jobenv.job_environment(spec["env"], gs, job, private, d.cfg.compat_env, mpi)
+    env = jobenv.job_environment(spec["env"], gs, job, private, d.cfg.compat_env, mpi, user_set)
     env.update(device_env(rec.devices, d.machine.devices, d.cfg.compat_env))
     return launch.Launch(
         job_id=rec.id,
