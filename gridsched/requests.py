@@ -304,6 +304,10 @@ class Reload(NamedTuple):
     """Read the configuration again (an admin's request)."""
 
 
+class Tune(NamedTuple):
+    """Tune the settings that are "auto" now (an admin's request)."""
+
+
 class Drain(NamedTuple):
     cores: frozenset[int]
     reason: str
@@ -434,6 +438,7 @@ Request = (
     | Hold
     | Release
     | Reload
+    | Tune
     | Drain
     | Undrain
     | Yield
@@ -443,7 +448,7 @@ Request = (
     | Alter
     | Requeue
 )
-ADMIN_KINDS = ("reload", "drain", "undrain")
+ADMIN_KINDS = ("reload", "tune", "drain", "undrain")
 
 
 class Received(NamedTuple):
@@ -1023,6 +1028,11 @@ def _reload(f: _Fields, new_id: int, sender: Sender) -> Reload:
     return Reload()
 
 
+def _tune(f: _Fields, new_id: int, sender: Sender) -> Tune:
+    f.done()
+    return Tune()
+
+
 def _cores(f: _Fields) -> frozenset[int]:
     raw = f.text("cores", MAX_TEXT)
     try:
@@ -1183,6 +1193,7 @@ _PARSERS: dict[str, Any] = {
     "hold": _jobs_request(Hold),
     "release": _jobs_request(Release),
     "reload": _reload,
+    "tune": _tune,
     "drain": _drain,
     "undrain": _undrain,
     "yield": _yield,

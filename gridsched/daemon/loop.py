@@ -34,10 +34,12 @@ from ..spool import Spool, atomic_write
 from ..state import StateDB
 from ..submit import machine_memory
 from ..topology import TopologyError, changed_map, load_machine
+from ..tune import label as tune_label
 from . import apply, devcgroup, handlers, intake, jobfiles, jobtmp, launch, outcome, reasons, reservations, split
 from .executor import Processes, Stub
 from .table import JobTable, Rec
 from .tree import Trees
+from .tuner import Tuner
 
 log = logging.getLogger("gschedd")
 
@@ -59,7 +61,9 @@ class Daemon:
         self.spool = spool
         self.sel = selectors.DefaultSelector()
         self.ex: Processes | Stub = executor if executor is not None else Processes(self.sel)
+        self.file_cfg = cfg  # as read from its file; self.cfg has the tuned settings in force
         self.cfg = cfg
+        self.tuner = Tuner()
         self.config_path = config_path
         self.machine = load_machine(cfg)
         self.all_cores = frozenset(range(self.machine.ncores))
@@ -118,6 +122,8 @@ class Daemon:
     def open(self) -> None:
         """Open the job table and recover: the jobs, reservations and drained cores of the last run."""
         self.db = StateDB(self.spool.db, write=True)
+        self.tuner.load(self.db, time.time())
+        self.cfg = self.tuner.effective(self.file_cfg)
         self.table = JobTable(self.db, self.spool)
         self.table.devices = self.machine.devices
         if self.cfg.params.priority.weight_fairshare:
@@ -203,6 +209,8 @@ class Daemon:
         )
         for line in devcgroup.announce(self.machine.devices, self.cfg.device_enforce, self.cfg.system):
             log.info("%s", line)
+        if self.tuner.tunes(self.file_cfg):
+            log.info("tuning: %s; in force: %s", self.file_cfg.tuning.describe(), tune_label(self.cfg.params))
         while not self.stop_requested:
             self.turn(time.time())
             if self.table.forecast_dirty and time.time() - self.last_forecast >= FORECAST_EVERY:
@@ -220,6 +228,7 @@ class Daemon:
                     self.job_ended(arg)
             if self.reload_requested:
                 self.reload()
+        self.tuner.stop()
         self.table.commit()
         log.info(
             "gschedd %d stopping; %d jobs still running keep running",
@@ -233,6 +242,7 @@ class Daemon:
         if scan or now - self.last_scan >= RESCAN:
             self.ingest()
         self.timers(now)
+        self.tuner.tick(self, now)
         if self.dirty or (self.wake_at is not None and now >= self.wake_at):
             apply.schedule(self, now)
         if self.table.commit():
@@ -264,6 +274,9 @@ class Daemon:
             t = min(t, resv_end)
         if self.table.forecast_dirty:
             t = min(t, self.last_forecast + FORECAST_EVERY)
+        tune_at = self.tuner.due(self.file_cfg)
+        if tune_at is not None:
+            t = min(t, tune_at)
         return max(0.0, t - now)
 
     # -- requests ------------------------------------------------------------------------
@@ -420,10 +433,13 @@ class Daemon:
         old_pp, pp = self.cfg.params.priority, cfg.params.priority
         if pp.weight_fairshare and (pp.half_life != old_pp.half_life or not old_pp.weight_fairshare):
             self.table.load_usage(pp.half_life)  # usage read again with the half-life now in force
-        self.cfg = cfg
+        self.file_cfg = cfg
+        self.cfg = self.tuner.effective(cfg)
         self.dirty = True
-        p = cfg.params
+        p = self.cfg.params
         log.info("reloaded %s: policy %s, p %s, threshold %ss", cfg.path, p.policy.value, p.p, p.threshold)
+        if self.tuner.tunes(cfg):
+            log.info("tuning: %s; in force: %s", cfg.tuning.describe(), tune_label(p))
 
     # -- scheduling -------------------------------------------------------------------------
 

@@ -96,6 +96,8 @@ class Result:
     # reached), the effective submit from which its wait counts; None: every job at its submit.
     eligible: list[float] | None = None
     cancelled: list[int] = field(default_factory=list)  # jobs cancelled: their dependencies can never be met
+    # With a tuner: (time, the settings in force from then on) at each tuning instant
+    tunings: list[tuple[float, Params]] = field(default_factory=list)
 
     def runs(self, i: int) -> list[tuple[float, float]]:
         """The run segments of job ``i`` (start, end)."""
@@ -162,6 +164,7 @@ def simulate(
     place: str | None = None,
     split_above: int | None = None,
     gates: Gates | None = None,
+    tuner: Tuner | None = None,
 ) -> Result:
     """Replay ``trace`` under ``params``.
 
@@ -201,6 +204,11 @@ def simulate(
     (``Result.eligible``), and a job whose dependencies can never be met is
     cancelled (``Params.cancel_never_satisfied``: a replay must end).
     Without them, or with empty ones, the core is told that no job is gated.
+
+    With a ``tuner`` the settings are chosen again every ``tuner.every`` seconds from the first
+    submission: ``tuner.choose(now, finished, end, params)`` sees the jobs that have ended by then
+    (their indices in the order they ended, and the end times) -- nothing the replay has not yet
+    reached -- and returns the settings to use from then on.
     """
     n = len(trace)
     ncores = trace.ncores
@@ -256,6 +264,9 @@ def simulate(
     history: dict[str, tuple[float, ...]] = {}
     head: HeadReservation | None = None
     head_at = INF  # when the head's reservation asks for a pass
+    finished: list[int] = []  # jobs in the order they ended (for a tuner)
+    tunings: list[tuple[float, Params]] = []
+    next_tune = (submit[0] + tuner.every) if tuner is not None and n else INF
     wake = INF
     free = ncores
     overhead_cs = 0.0
@@ -363,6 +374,8 @@ def simulate(
             timer = head_at
         if timer < now:
             now = timer
+        if next_tune < now < INF:  # tuning instants only while the replay has events left
+            now = next_tune
         if now == INF:
             break
 
@@ -379,6 +392,8 @@ def simulate(
                 end[i] = now
             del running[i]
             run_dirty = True
+            if tuner is not None:
+                finished.append(i)
             n_i = size[i]
             free += n_i
             if free_set is not None:
@@ -419,6 +434,19 @@ def simulate(
                     free_set = free_set | held.pop(pid)
                 outstanding[i] -= 1
                 end[i] = max(end[i], now)  # a job ends with the last of its sub-tasks
+                need_pass = True
+        if now >= next_tune:  # a tuning instant: what has ended by now chooses the settings from now on
+            new = tuner.choose(now, finished, end, params)  # type: ignore[union-attr]
+            if gated:
+                new = _replace(new, cancel_never_satisfied=True)
+            while next_tune <= now:
+                next_tune += tuner.every  # type: ignore[union-attr]
+            tunings.append((now, new))
+            if new != params:
+                params = new
+                fcfs = params.policy is Policy.FCFS
+                quiet_full = quiet_when_full(params) and not splits
+                head, head_at, wake = None, INF, INF
                 need_pass = True
         arrived = nxt
         while nxt < n and submit[nxt] == now:
@@ -749,7 +777,18 @@ def simulate(
         n_tasks,
         eligible,
         cancelled,
+        tunings,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Tuner:
+    """Settings chosen again during a replay (``simulate(tuner=...)``): every ``every`` seconds,
+    ``choose(now, finished, end, params)`` from the jobs ended by ``now`` (indices in the order they
+    ended; ``end`` their end times) and the settings in force."""
+
+    every: float
+    choose: Callable[[float, list[int], list[float], Params], Params]
 
 
 def _name(trace: Trace, i: int) -> str:
