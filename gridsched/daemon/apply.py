@@ -305,7 +305,16 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         private=private.root if private else "",
         deny_devices=devcgroup.denied(d.machine.devices, rec.devices, d.cfg.device_enforce),
         device_enforce="required" if d.cfg.device_enforce == "required" and d.cfg.system else "auto",
+        user_env=_user_env(spec),
     )
+
+
+def _user_env(spec: dict[str, Any]) -> tuple[int, bool] | None:
+    v = spec.get("get_user_env")
+    if v is None:
+        return None
+    ue = rq.parse_user_env(str(v))
+    return ue.timeout, ue.login
 
 
 def private_dir(d: Daemon, rec: Rec, spec: dict[str, Any], job: jobenv.Job, mpi: bool) -> jobenv.Private:
