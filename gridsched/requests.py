@@ -230,7 +230,7 @@ def parse_mail_user(value: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-_USER_ENV = re.compile(r"(\d{0,3})([SLsl]?)\Z")
+_USER_ENV = re.compile(r"(\d{0,6})([SLsl]?)\Z")
 
 
 def parse_user_env(value: str) -> UserEnv:

@@ -774,8 +774,8 @@ class _Reader:
 
             try:
                 self.set(lineno, "mail_user", ",".join(parse_mail_user(str(value))))
-            except ValueError as e:
-                raise CompatError(f"{where}: {shown}: {e}") from None
+            except ValueError as e:  # scripts carry placeholders such as <EMAIL>: the job goes, without it
+                self.warn(lineno, shown, f"{e}")
         elif key == "export_all":
             self.export_all = True
         elif key == "export_vars":
