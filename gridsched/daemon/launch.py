@@ -70,7 +70,8 @@ class Launch:
     private: str = ""  # the job's private directory (TMPDIR; jobtmp), removed when the job's processes are gone
     deny_devices: tuple[Node, ...] = ()  # the device nodes of the devices the job does not hold
     device_enforce: str = "auto"  # "required": the job fails if they cannot be refused to it
-    user_env: tuple[int, bool] | None = None  # --get-user-env: (timeout, login shell): start from its environment
+    # --get-user-env: (timeout, login shell, what goes before the login's PATH; "": the job's PATH wins)
+    user_env: tuple[int, bool, str] | None = None
 
 
 def pid_file(job_dir: str | Path, segment: int) -> Path:
@@ -443,8 +444,13 @@ def _with_login_env(spec: Launch) -> dict[str, str]:
     from .loginenv import LoginEnvError, login_env
 
     assert spec.user_env is not None
+    timeout, login, path_prefix = spec.user_env
     try:
-        return {**login_env(*spec.user_env), **spec.env}
+        got = login_env(timeout, login)
+        env = {**got, **spec.env}
+        if path_prefix and got.get("PATH"):
+            env["PATH"] = path_prefix + got["PATH"]
+        return env
     except (LoginEnvError, OSError, KeyError) as e:
         msg = f"gridsched: job {spec.job_id}: --get-user-env: {e}: the job runs with the submitting environment\n"
         try:

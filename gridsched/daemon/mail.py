@@ -80,6 +80,13 @@ def _hms(secs: float) -> str:
     return f"{d}-{h:02d}:{rest // 60:02d}:{rest % 60:02d}" if d else f"{h:02d}:{rest // 60:02d}:{rest % 60:02d}"
 
 
+def _began_before(other: Rec, rec: Rec) -> bool:
+    """Whether another task of ``rec``'s array started before it (already launched, or an earlier start)."""
+    if other.id == rec.id or other.first_start is None:
+        return False
+    return other.shepherd is not None or (rec.first_start is not None and other.first_start < rec.first_start)
+
+
 class Mailer:
     def __init__(self) -> None:
         self.wants: dict[int, Wants | None] = {}  # job id -> what it asked (None: no mail)
@@ -97,7 +104,7 @@ class Mailer:
             events = frozenset(parse_mail_type(str(spec.get("mail_type", ""))) if spec.get("mail_type") else ())
             if events:
                 users = spec.get("mail_user")
-                to = parse_mail_user(",".join(users)) if users else (rec.user,)
+                to = parse_mail_user(",".join(users) if users else rec.user)  # checked again: never an option
                 w = Wants(events, to, str(spec.get("name", "")), spec.get("array_id"))
         except (KeyError, TypeError, ValueError, OSError) as e:
             log.warning("job %d: no mail: %s", rec.id, safe(str(e)))
@@ -110,18 +117,23 @@ class Mailer:
     # -- events ------------------------------------------------------------------------------------
     def began(self, d: Daemon, rec: Rec, now: float) -> None:
         w = self._active(d, rec)
-        if w is None or "BEGIN" not in w.events:
+        if w is None:
             return
-        w.sent_limits.clear()
+        w.sent_limits.clear()  # a requeued job's new start: its time limit mails come again
+        if "BEGIN" not in w.events:
+            return
         if w.array_id is not None and "ARRAY_TASKS" not in w.events:
-            if w.array_id in self.arrays_begun:
+            aid = w.array_id
+            if aid in self.arrays_begun or any(
+                r.array_id == aid and _began_before(r, rec) for r in d.table.jobs.values()
+            ):
+                self.arrays_begun.add(aid)
                 return
             self.arrays_begun.add(w.array_id)
             self._send(d, rec, w, f"Array_job_id={w.array_id} Name={clean(w.name)} Began", "array began")
             return
-        queued = now - rec.submit_time if getattr(rec, "submit_time", None) else None
-        extra = f", Queued time {_hms(queued)}" if queued is not None else ""
-        self._send(d, rec, w, f"Job_id={rec.id} Name={clean(w.name)} Began{extra}", "began")
+        queued = _hms(now - rec.submit_time)
+        self._send(d, rec, w, f"Job_id={rec.id} Name={clean(w.name)} Began, Queued time {queued}", "began")
 
     def requeued(self, d: Daemon, rec: Rec) -> None:
         w = self._active(d, rec)

@@ -117,6 +117,15 @@ def test_array_gets_one_mail_unless_array_tasks(mailgs):
     # the array's END is sent as its last task ends, after every task's own start: no later mail comes
     assert sorted(m["subject"].split(" Name=")[0] for m in got) == [f"Subject: gridsched Array_job_id={arr}"] * 2
     assert any(m["subject"].endswith("Ended, 3 COMPLETED") for m in got)
+    assert sorted(" Began" in m["subject"] for m in got) == [False, True]
+    for f in box.glob("mail.*"):
+        f.unlink()
+    one = gs.gsub("--array=1-3%1", "--mail-type=BEGIN,END,FAIL", "--wrap", '[ "$GS_ARRAY_TASK_ID" != 2 ]')
+    for jid in range(one, one + 3):  # one task at a time: each starts after the one before ended
+        gs.wait_state(jid, "COMPLETED", "FAILED")
+    got = wait_mails(box, 2)
+    assert sorted(m["subject"].split(", ", 1)[0].rsplit(" ", 1)[1] for m in got) == ["Began", "Failed"]
+    assert any(m["subject"].endswith("Failed, 2 COMPLETED, 1 FAILED") for m in got)
     for f in box.glob("mail.*"):
         f.unlink()
     arr2 = gs.gsub("--array=1-3", "--mail-type=END,ARRAY_TASKS", "--wrap", "true")
@@ -232,3 +241,14 @@ def test_not_configured_warns_once(gs):
     assert warnings == [
         "gsub: warning: --mail-type: mail is not configured on this machine ([mail] sendmail): no mail is sent"
     ]
+
+
+def test_requeue_mail(mailgs):
+    gs, box = mailgs
+    jid = gs.gsub("--mail-type=REQUEUE", "-N", "again", "--wrap", "sleep 30")
+    gs.wait_state(jid, "RUNNING")
+    gs.run("grequeue", str(jid), check=True)
+    (m,) = wait_mails(box, 1)
+    assert m["subject"] == f"Subject: gridsched Job_id={jid} Name=again Requeued"
+    gs.run("gdel", str(jid), check=True)
+    gs.wait_state(jid, "CANCELLED")

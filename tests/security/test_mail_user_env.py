@@ -49,7 +49,10 @@ def test_get_user_env_starts_the_job_from_the_login_environment(env, fresh):
     s = fresh()
     home = s.home(s.a)
     profile = home / ".profile"
-    profile.write_text('if [ -e "$HOME/slow" ]; then sleep 30; fi\nexport FROM_PROFILE=yes\nexport LANG=from-profile\n')
+    profile.write_text(
+        'if [ -e "$HOME/slow" ]; then sleep 30; fi\nexport FROM_PROFILE=yes\nexport LANG=from-profile\n'
+        'export PATH="$HOME/mybin:$PATH"\n'
+    )
     os.chmod(profile, 0o644)
     out = home / "env.out"
     with home_of(s.a, home):
@@ -64,6 +67,12 @@ def test_get_user_env_starts_the_job_from_the_login_environment(env, fresh):
         s.wait_state(jid, "COMPLETED")
         # the login's variable is there; the submitting LANG and the job's own variables win
         assert out.read_text() == f"FP=yes LANG=C.UTF-8 ID={jid}\n"
+        # --export=NONE: the plain PATH it would get yields to the login's (the job's bin directory still first)
+        none = s.gsub(s.a, "--export=NONE", "--get-user-env", "-o", str(out), "--wrap", 'echo "$PATH"; command -v srun')
+        s.wait_state(none, "COMPLETED")
+        path, srun = out.read_text().splitlines()
+        assert f":{home}/mybin:/usr/local/bin:/usr/bin:/bin" in path
+        assert path.startswith(os.path.dirname(srun) + ":")
         plain = s.gsub(s.a, "-o", str(out), "--wrap", 'echo "FP=$FROM_PROFILE"')
         s.wait_state(plain, "COMPLETED")
         assert out.read_text() == "FP=\n"
