@@ -252,3 +252,21 @@ def test_requeue_mail(mailgs):
     assert m["subject"] == f"Subject: gridsched Job_id={jid} Name=again Requeued"
     gs.run("gdel", str(jid), check=True)
     gs.wait_state(jid, "CANCELLED")
+
+
+@pytest.mark.parametrize(
+    "table, error",
+    [
+        ({"sendmail": "sendmail"}, "mail.sendmail = 'sendmail': must be an absolute path"),
+        ({"from": "a@b, c@d"}, "mail.from = 'a@b, c@d': must be one plain mail address"),
+        ({"from": "-f@x"}, "must be one plain mail address"),
+        ({"timeout": "soon"}, "mail.timeout = 'soon'"),
+    ],
+)
+def test_mail_configuration_is_checked(table, error):
+    from gridsched.config import ConfigError, parse
+
+    with pytest.raises(ConfigError) as e:
+        parse({"mail": table})
+    assert error in str(e.value)
+    assert parse({"mail": {"sendmail": "/usr/sbin/sendmail", "from": "batch@example.org"}}).mail_timeout == 30
