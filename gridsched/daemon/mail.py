@@ -92,7 +92,6 @@ class Mailer:
         self.wants: dict[int, Wants | None] = {}  # job id -> what it asked (None: no mail)
         self.children: list[_Child] = []
         self.arrays_begun: set[int] = set()
-        self.array_states: dict[int, Counter[str]] = {}
 
     # -- what a job asked for -------------------------------------------------------------------------
     def _wants(self, d: Daemon, rec: Rec) -> Wants | None:
@@ -153,12 +152,14 @@ class Mailer:
         if kind not in w.events:
             kind = ""
         if w.array_id is not None and "ARRAY_TASKS" not in w.events:
-            states = self.array_states.setdefault(w.array_id, Counter())
-            states[state.value] += 1
             if any(r.array_id == w.array_id for r in d.table.jobs.values()):
                 return  # tasks are left: the array's mail goes when the last one ends
-            del self.array_states[w.array_id]
             self.arrays_begun.discard(w.array_id)
+            try:
+                states = Counter(str(row["state"]) for row in d.db.by_spec("array_id", w.array_id))
+            except Exception as e:  # noqa: BLE001 - mail is advice: it never stops the daemon
+                log.warning("array %d: no mail: %s", w.array_id, safe(str(e)))
+                return
             failed = any(s not in (JobState.COMPLETED.value, JobState.CANCELLED.value) for s in states)
             kind = "FAIL" if failed and "FAIL" in w.events else ("END" if "END" in w.events else "")
             if kind:
