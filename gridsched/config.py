@@ -58,6 +58,9 @@ class Config:
     tmpdir: str = ""  # [jobs] tmpdir: where jobs' private directories are made; "" = the system's
     # scheduler.p / threshold / predictor = "auto" and the tune_* keys: what the daemon tunes, how often
     tuning: Tuning = field(default_factory=lambda: Tuning())
+    mail_sendmail: str = ""  # [mail] sendmail: absolute path of the sendmail program; "" = no mail
+    mail_from: str = ""  # [mail] from: the From: of the messages; "" = gridsched@HOST
+    mail_timeout: int = 30  # [mail] timeout: seconds a sendmail may run
 
     def share(self, dtype: str) -> int:
         dc = self.devices.get(dtype)
@@ -334,7 +337,29 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         device_enforce=device_enforce,
         resv_max_duration=duration("reservations", "max_duration"),
         tuning=tuning,
+        mail_sendmail=_sendmail(get("mail", "sendmail", str), path),
+        mail_from=_mail_from(get("mail", "from", str), path),
+        mail_timeout=duration("mail", "timeout"),
     )
+
+
+def _sendmail(value: str, path: str) -> str:
+    if value and not os.path.isabs(value):
+        raise ConfigError(f"{path}: mail.sendmail = {value!r}: must be an absolute path (or empty: no mail)")
+    return value
+
+
+def _mail_from(value: str, path: str) -> str:
+    if value:
+        from .requests import parse_mail_user
+
+        try:
+            if "," in value:
+                raise ValueError(value)
+            parse_mail_user(value)
+        except ValueError:
+            raise ConfigError(f"{path}: mail.from = {value!r}: must be one plain mail address") from None
+    return value
 
 
 def _tmpdir(value: str, path: str) -> str:

@@ -97,6 +97,11 @@ SPEC_OPTIONAL_KEYS = {
     "never a name the daemon sets for the job (gridsched.jobenv.owned) (private)",
     "exclusive": "bool: the job runs alone (gsub --exclusive): ncpus is all the machine's cores, and its tasks "
     "need only fit in them",
+    "mail_type": "str: mail events, comma-separated canonical sbatch --mail-type names (gsub --mail-type, "
+    "#SBATCH --mail-type, #PBS -m, #$ -m); mail is sent only where [mail] sendmail is configured",
+    "mail_user": "list[str]: mail recipients (gsub --mail-user, #PBS -M, #$ -M); absent: the job's owner",
+    "get_user_env": "str: TIMEOUT seconds and L (login shell) or S: the job starts from its owner's login "
+    "environment (gsub --get-user-env, #SBATCH --get-user-env)",
     "split_of": "int: a piece of a splittable job: the job its sub-tasks were taken from",
     "split_chains": "list[list[int]]: a piece's sub-task indices, one list per chain of ncpus cores, run in order",
     "split_widths": "list[int]: the cores of each of a piece's chains",

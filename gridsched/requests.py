@@ -161,6 +161,89 @@ def parse_signal(value: str, walltime: int | None = None) -> JobSignal:
     return JobSignal(num, secs, v[:2].upper() == "B:")
 
 
+# Mail events, as sbatch --mail-type names them.  ALL is BEGIN, END, FAIL, INVALID_DEPEND, REQUEUE, STAGE_OUT.
+MAIL_EVENTS = (
+    "BEGIN",
+    "END",
+    "FAIL",
+    "REQUEUE",
+    "INVALID_DEPEND",
+    "STAGE_OUT",
+    "TIME_LIMIT",
+    "TIME_LIMIT_90",
+    "TIME_LIMIT_80",
+    "TIME_LIMIT_50",
+    "ARRAY_TASKS",
+)
+MAIL_ALL = ("BEGIN", "END", "FAIL", "INVALID_DEPEND", "REQUEUE", "STAGE_OUT")
+MAX_MAIL_USERS = 16
+# A mail address or local user name a sendmail is given as an argument: no leading '-' (an option), no
+# whitespace, control characters, quotes, backslashes, commas or angle brackets.
+_MAIL_ADDRESS = re.compile(
+    r"[A-Za-z0-9_.+=%~][A-Za-z0-9_.+=%~-]{0,127}(@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63}){0,8})?\Z"
+)
+USER_ENV_DEFAULT = 8  # seconds: sbatch's --get-user-env default timeout
+USER_ENV_MAX = 600
+
+
+class UserEnv(NamedTuple):
+    """sbatch --get-user-env[=TIMEOUT][S|L]: the owner's login shell (``L``, the default) or plain shell
+    (``S``) is asked for its environment, given ``timeout`` seconds."""
+
+    timeout: int = USER_ENV_DEFAULT
+    login: bool = True
+
+    def text(self) -> str:
+        return f"{self.timeout}{'L' if self.login else 'S'}"
+
+
+def parse_mail_type(value: str) -> tuple[str, ...]:
+    """sbatch --mail-type: comma-separated event names (and ALL, NONE), in any case; their canonical set."""
+    out: set[str] = set()
+    for item in value.split(","):
+        name = item.strip().upper()
+        if name == "NONE":
+            out.clear()
+        elif name == "ALL":
+            out.update(MAIL_ALL)
+        elif name in MAIL_EVENTS:
+            out.add(name)
+        else:
+            raise ValueError(
+                f"'{shown(value)}': unknown mail event {shown(item.strip())!r} "
+                f"(known: {', '.join(MAIL_EVENTS)}, ALL, NONE)"
+            )
+    return tuple(sorted(out))
+
+
+def parse_mail_user(value: str) -> tuple[str, ...]:
+    """Mail recipients, comma-separated: at most :data:`MAX_MAIL_USERS`, each an address or a user name."""
+    out = [a.strip() for a in value.split(",")]
+    if len(out) > MAX_MAIL_USERS:
+        raise ValueError(f"more than {MAX_MAIL_USERS} mail recipients")
+    for a in out:
+        if not _MAIL_ADDRESS.match(a):
+            raise ValueError(
+                f"{safe(a, 80)!r} is not a mail address this machine sends to (letters, digits and . _ + = % - "
+                "before an optional @domain; no leading '-', spaces, quotes or control characters)"
+            )
+    return tuple(dict.fromkeys(out))
+
+
+_USER_ENV = re.compile(r"(\d{0,6})([SLsl]?)\Z")
+
+
+def parse_user_env(value: str) -> UserEnv:
+    """sbatch --get-user-env's value: ``[TIMEOUT][S|L]`` (empty: 8 seconds, login shell)."""
+    m = _USER_ENV.match(value.strip())
+    if not m:
+        raise ValueError(f"'{shown(value)}': use [TIMEOUT][S|L], TIMEOUT seconds (default {USER_ENV_DEFAULT})")
+    secs = int(m.group(1)) if m.group(1) else USER_ENV_DEFAULT
+    if not 1 <= secs <= USER_ENV_MAX:
+        raise ValueError(f"'{shown(value)}': the timeout must be from 1 to {USER_ENV_MAX} seconds")
+    return UserEnv(secs, m.group(2).upper() != "S")
+
+
 class JobSpec(NamedTuple):
     """A checked job submission (the keys of :data:`gridsched.jobs.SPEC_KEYS` and the optional ones)."""
 
@@ -206,6 +289,9 @@ class JobSpec(NamedTuple):
     priority: int | None = None  # gsub --priority: the job's priority, set by an admin (None: computed)
     env_set: tuple[tuple[str, str], ...] = ()  # variables set over env (gsub --export VAR=VALUE)
     exclusive: bool = False  # runs alone: ncpus is the whole machine (gsub --exclusive)
+    mail_type: tuple[str, ...] = ()  # mail events (sbatch --mail-type), canonical names, sorted
+    mail_user: tuple[str, ...] = ()  # mail recipients (sbatch --mail-user); none: the job's owner
+    get_user_env: UserEnv | None = None  # start from the owner's login environment (sbatch --get-user-env)
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -263,6 +349,12 @@ class JobSpec(NamedTuple):
             spec["env_set"] = dict(self.env_set)
         if self.exclusive:
             spec["exclusive"] = True
+        if self.mail_type:
+            spec["mail_type"] = ",".join(self.mail_type)
+        if self.mail_user:
+            spec["mail_user"] = list(self.mail_user)
+        if self.get_user_env is not None:
+            spec["get_user_env"] = self.get_user_env.text()
         if self.split is not None:
             sp: dict[str, Any] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
             if self.split.tasks:
@@ -772,6 +864,9 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         priority=f.integer("priority", 0, ADMIN_MAX, required=False),
         env_set=_env_set(f),
         exclusive=f.flag("exclusive", required=False),
+        mail_type=_mail_type_field(f),
+        mail_user=_mail_user_field(f),
+        get_user_env=_user_env_field(f),
     )
     _check_priority(spec, sender)
     _check_tasks(spec)
@@ -824,6 +919,38 @@ def _open_mode(f: _Fields) -> str | None:
     if v is not None and v not in ("append", "truncate"):
         raise f.bad("open_mode", "must be append or truncate")
     return None if v in (None, "truncate") else str(v)
+
+
+def _mail_type_field(f: _Fields) -> tuple[str, ...]:
+    v = f.text("mail_type", 512, required=False)
+    if v is None:
+        return ()
+    try:
+        return parse_mail_type(v)
+    except ValueError as e:
+        raise f.bad("mail_type", str(e)) from None
+
+
+def _mail_user_field(f: _Fields) -> tuple[str, ...]:
+    v = f.raw("mail_user")
+    if v is None:
+        return ()
+    if not isinstance(v, list) or not v or len(v) > MAX_MAIL_USERS:
+        raise f.bad("mail_user", f"must be a list of 1 to {MAX_MAIL_USERS} addresses")
+    try:
+        return parse_mail_user(",".join(text(a, "job: a mail address", 256) for a in v))
+    except ValueError as e:
+        raise f.bad("mail_user", str(e)) from None
+
+
+def _user_env_field(f: _Fields) -> UserEnv | None:
+    v = f.text("get_user_env", 16, required=False)
+    if v is None:
+        return None
+    try:
+        return parse_user_env(v)
+    except ValueError as e:
+        raise f.bad("get_user_env", str(e)) from None
 
 
 def _signal_field(f: _Fields, walltime: int) -> JobSignal | None:

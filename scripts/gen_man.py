@@ -336,6 +336,21 @@ ESTIMATES = para("""
     submitter's promise.
 """)
 
+MAIL_ENV = para("""
+    --mail-type EVENTS (#SBATCH --mail-type, #PBS -m, #$ -m) asks for mail about the job, sent by
+    the daemon with the sendmail program the admin names in [mail] sendmail; where none is named,
+    gsub warns that mail is not configured on this machine and submits the job.  The mail goes to
+    --mail-user (default: the submitting user's name), as the job's owner runs
+    "SENDMAIL -oi -- RECIPIENT...".  BEGIN, END, FAIL (instead of END for a job that failed, timed
+    out or ran out of memory), REQUEUE, TIME_LIMIT_50, _80, _90 and TIME_LIMIT are sbatch's events;
+    an array gets one mail for all its tasks unless ARRAY_TASKS is given.  A recipient with
+    spaces, quotes, control characters or a leading '-' is refused.
+    --get-user-env[=TIMEOUT][S|L] starts the job from its owner's login environment, as sbatch's:
+    the owner's login shell runs "env -0" (at most TIMEOUT seconds, default 8) and the job's own
+    variables go over what it printed; if it fails or is late, the job runs with the submitting
+    environment and its standard error says so.  docs/compat.md tells the whole of both.
+""")
+
 FOREIGN = (
     para("""
     A script without #GS lines may carry #SBATCH (Slurm), #PBS (PBS Pro, Torque) or #$ (Grid
@@ -964,6 +979,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
                 "DIRECTIVES": DIRECTIVES,
                 "SLURM AND PBS DIRECTIVES": FOREIGN,
                 "ENVIRONMENT EXPORT AND EXCLUSIVE JOBS": EXPORT,
+                "MAIL AND LOGIN ENVIRONMENT": MAIL_ENV,
                 "DEPENDENCIES": DEPENDENCIES,
                 "PRIORITY": PRIORITY,
                 "OUTPUT FILES": OUTPUT,

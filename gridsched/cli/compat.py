@@ -50,7 +50,7 @@ class Rule:
     optional: bool = False  # the value is optional: only --flag=VALUE gives one
 
 
-_MAIL = "no mail is sent"
+_MAIL_GS = "--mail-type (sent where [mail] sendmail is configured)"
 
 SLURM: tuple[Rule, ...] = (
     Rule(("-J", "--job-name"), "name", "job name", "-N NAME"),
@@ -92,10 +92,9 @@ SLURM: tuple[Rule, ...] = (
     ),
     Rule(
         ("--get-user-env",),
-        "ignore",
-        "the user's login environment",
-        "(warned)",
-        why="the job gets the submitting environment",
+        "get_user_env",
+        "start from the user's login environment ([TIMEOUT][S|L]; the submitting variables win)",
+        "--get-user-env",
         optional=True,
     ),
     Rule(("-v", "--verbose"), "quiet", "sbatch's own messages", "(no effect)", value=False),
@@ -104,8 +103,8 @@ SLURM: tuple[Rule, ...] = (
     Rule(("-A", "--account"), "ignore", "account", "(warned)", why="no accounts"),
     Rule(("-q", "--qos"), "ignore", "quality of service", "(warned)", why="no QOS"),
     Rule(("--nice",), "nice", "lower the job's priority by N (100 when no =N is given)", "--nice", optional=True),
-    Rule(("--mail-type",), "ignore", "mail events", "(warned)", why=_MAIL),
-    Rule(("--mail-user",), "ignore", "mail address", "(warned)", why=_MAIL),
+    Rule(("--mail-type",), "mail_type", "mail events (BEGIN, END, FAIL, REQUEUE, TIME_LIMIT..., ALL, NONE)", _MAIL_GS),
+    Rule(("--mail-user",), "mail_user", "mail recipients (default: the submitting user)", "--mail-user"),
     Rule(
         ("--exclusive",),
         "exclusive",
@@ -154,8 +153,8 @@ PBS: tuple[Rule, ...] = (
     Rule(("-n",), "exclusive", "node exclusive (Torque)", "--exclusive: all the machine's cores", value=False),
     Rule(("-q",), "ignore", "queue", "(warned)", why="one queue on one machine"),
     Rule(("-A",), "ignore", "account", "(warned)", why="no accounts"),
-    Rule(("-m",), "ignore", "mail events", "(warned)", why=_MAIL),
-    Rule(("-M",), "ignore", "mail address", "(warned)", why=_MAIL),
+    Rule(("-m",), "pbs_mail", "mail events: a (aborted), b (began), e (ended), j (each subjob), or n", _MAIL_GS),
+    Rule(("-M",), "mail_user", "mail recipients, comma-separated", "--mail-user"),
     Rule(
         ("-p",),
         "pbs_priority",
@@ -221,8 +220,8 @@ SGE: tuple[Rule, ...] = (
     Rule(("-q",), "ignore", "queue", "(warned)", why="one queue on one machine"),
     Rule(("-P",), "ignore", "project", "(warned)", why="no projects"),
     Rule(("-A",), "ignore", "account", "(warned)", why="no accounts"),
-    Rule(("-m",), "ignore", "mail events", "(warned)", why=_MAIL),
-    Rule(("-M",), "ignore", "mail address", "(warned)", why=_MAIL),
+    Rule(("-m",), "sge_mail", "mail events: b (began), e (ended), a (aborted, rescheduled), s (warned), n", _MAIL_GS),
+    Rule(("-M",), "mail_user", "mail recipients, comma-separated (user[@host])", "--mail-user"),
     Rule(("-R",), "ignore", "resource reservation", "(warned)", why="backfilling always reserves for the head job"),
     Rule(("-notify",), "ignore", "warn before suspend or kill", "(warned)", why="use --checkpoint signal", value=False),
 )
@@ -268,6 +267,8 @@ GS_FLAG = {
     "gpu_bind": "--gpu-bind",
     "export": "--export",
     "hold_jid": "--hold-jid",
+    "mail_type": "--mail-type",
+    "mail_user": "--mail-user",
 }
 GS_SWITCH = {"hold": "--hold", "wait": "--wait", "exclusive": "--exclusive"}
 
@@ -768,6 +769,13 @@ class _Reader:
                 self.set(lineno, "exclusive")
             else:
                 self.warn(lineno, shown, "only the whole machine (--exclusive without a value) is known")
+        elif key == "mail_user":
+            from ..requests import parse_mail_user
+
+            try:
+                self.set(lineno, "mail_user", ",".join(parse_mail_user(str(value))))
+            except ValueError as e:  # scripts carry placeholders such as <EMAIL>: the job goes, without it
+                self.warn(lineno, shown, f"{e}")
         elif key == "export_all":
             self.export_all = True
         elif key == "export_vars":
@@ -798,6 +806,16 @@ class _Reader:
                     raise CompatError(f"{where}: {shown}: {e}") from None
                 if ex != Export(True):  # ALL is the default
                     self.set(lineno, "export", ex.text())
+            elif key == "mail_type":
+                self.mail_type(lineno, where, shown, v)
+            elif key == "get_user_env":
+                from ..requests import parse_user_env
+
+                try:
+                    ue = parse_user_env("" if value is None else v)
+                except ValueError as e:
+                    raise CompatError(f"{where}: {shown}: {e}") from None
+                self.out.settings.append((lineno, [f"--get-user-env={ue.text()}"]))
             elif key == "nice":
                 self.set(lineno, "nice", "100" if value is None else _int_in(where, shown, v, -10000, 10000))
             elif key == "ntasks":
@@ -872,7 +890,9 @@ class _Reader:
             if self.common(lineno, where, shown, rule, value):
                 continue
             key, v = rule.key, str(value)
-            if key == "pbs_priority":
+            if key == "pbs_mail":
+                self.letters_mail(lineno, where, shown, v, {"a": "FAIL", "b": "BEGIN", "e": "END", "j": "ARRAY_TASKS"})
+            elif key == "pbs_priority":
                 n = int(_int_in(where, shown, v, -1024, 1023))
                 if n > 0:
                     self.warn(lineno, shown, "only an admin raises a job's priority (gsub --nice -N)")
@@ -907,6 +927,30 @@ class _Reader:
                 except ValueError as e:
                     raise CompatError(f"{where}: {shown}: {e}") from None
                 self.set(lineno, "begin", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)))
+
+    def mail_type(self, lineno: int, where: str, shown: str, value: str) -> None:
+        from ..requests import parse_mail_type
+
+        try:
+            events = parse_mail_type(value)
+        except ValueError as e:
+            raise CompatError(f"{where}: {shown}: {e}") from None
+        self.set(lineno, "mail_type", ",".join(events) or "NONE")
+
+    def letters_mail(self, lineno: int, where: str, shown: str, value: str, events: dict[str, str]) -> None:
+        """PBS and Grid Engine -m: one letter per event (n: none), Grid Engine's also comma-separated."""
+        letters = value.replace(",", "").strip()
+        if letters == "n":
+            self.set(lineno, "mail_type", "NONE")
+            return
+        bad = sorted({c for c in letters if c not in events and c != "s"})
+        if not letters or bad or "n" in letters:
+            raise CompatError(f"{where}: {shown}: use letters of {''.join(events)} (or n alone)")
+        if "s" in letters:
+            self.warn(lineno, shown, "s: no mail when a job is suspended")
+        out = {e for c in letters if c in events for e in events[c].split(",")}
+        if out:
+            self.set(lineno, "mail_type", ",".join(sorted(out)))
 
     def pbs_resource(self, lineno: int, where: str, item: str) -> None:
         name, eq, value = item.partition("=")
@@ -1002,7 +1046,9 @@ class _Reader:
             if self.common(lineno, where, shown, rule, value):
                 continue
             key, v = rule.key, str(value)
-            if key in ("output", "error"):
+            if key == "sge_mail":
+                self.letters_mail(lineno, where, shown, v, {"b": "BEGIN", "e": "END", "a": "FAIL,REQUEUE"})
+            elif key in ("output", "error"):
                 self.set(lineno, key, _sge_path(v))
             elif key == "join":
                 j = v.strip().lower()
@@ -1215,6 +1261,12 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
     ex = params.get("export")
     if ex is not None:
         out.append(f"#SBATCH --export={q(ex.text())}")
+    if params.get("mail_type") is not None:
+        out.append(f"#SBATCH --mail-type={','.join(params['mail_type']) or 'NONE'}")
+    if params.get("mail_user"):
+        out.append(f"#SBATCH --mail-user={q(','.join(params['mail_user']))}")
+    if params.get("get_user_env") is not None:
+        out.append(f"#SBATCH --get-user-env={params['get_user_env'].text()}")
     if params.get("hold"):
         out.append("#SBATCH --hold")
     if params.get("wait"):
@@ -1321,6 +1373,7 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
         out.append(f"#PBS -W depend={q(params['depend'])}")
     if params.get("array"):
         out.append(f"#PBS -J {q(params['array'])}")
+    out += _pbs_mail(params)
     if params.get("hold"):
         out.append("#PBS -h")
     if params.get("wait"):
@@ -1344,6 +1397,28 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
     if params.get("estimate") is not None:
         h, rest = divmod(int(params["estimate"]), 3600)
         out.append(f"#PBS -l soft_walltime={h:02d}:{rest // 60:02d}:{rest % 60:02d}")
+    return out
+
+
+_PBS_MAIL = {"FAIL": "a", "BEGIN": "b", "END": "e"}
+
+
+def _pbs_mail(params: dict[str, Any]) -> list[str]:
+    """``#PBS -m`` and ``-M`` for --mail-type and --mail-user (PBS has no requeue or time limit mail)."""
+    out: list[str] = []
+    events = params.get("mail_type")
+    if events is not None:
+        letters = "".join(c for e, c in _PBS_MAIL.items() if e in events)
+        if letters and "ARRAY_TASKS" in events:
+            letters += "j"
+        out.append(f"#PBS -m {letters or 'n'}")
+        other = [e for e in events if e not in _PBS_MAIL and e != "ARRAY_TASKS"]
+        if other:
+            out.append(f"# gridsched: dropped --mail-type {','.join(other)} (no PBS mail event)")
+    if params.get("mail_user"):
+        out.append(f"#PBS -M {shlex.quote(','.join(params['mail_user']))}")
+    if params.get("get_user_env") is not None:
+        out.append("# gridsched: dropped --get-user-env (PBS jobs start from the login environment without it)")
     return out
 
 

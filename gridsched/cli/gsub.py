@@ -103,6 +103,9 @@ JOB_PARAMS = (
     "exclusive",
     "export",
     "hold_jid",
+    "mail_type",
+    "mail_user",
+    "get_user_env",
 )
 
 
@@ -189,6 +192,79 @@ class SignalType(click.ParamType):
             return parse_signal(str(value)).text()
         except ValueError as e:
             self.fail(str(e), param, ctx)
+
+
+class MailTypeType(click.ParamType):
+    """sbatch's ``--mail-type`` (:func:`gridsched.requests.parse_mail_type`): the events, NONE for none."""
+
+    name = "EVENT[,EVENT...]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        from ..requests import parse_mail_type
+
+        try:
+            return parse_mail_type(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+class MailUserType(click.ParamType):
+    """``--mail-user``: addresses or user names (:func:`gridsched.requests.parse_mail_user`)."""
+
+    name = "ADDRESS[,ADDRESS...]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        from ..requests import parse_mail_user
+
+        try:
+            return parse_mail_user(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+class UserEnvType(click.ParamType):
+    """sbatch's ``--get-user-env`` value, ``[TIMEOUT][S|L]`` (:func:`gridsched.requests.parse_user_env`)."""
+
+    name = "[TIMEOUT][S|L]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from ..requests import UserEnv, parse_user_env
+
+        if isinstance(value, UserEnv):
+            return value
+        try:
+            return parse_user_env(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+class GsubCommand(Command):  # type: ignore[misc]
+    """gsub's command: a bare ``--get-user-env`` among the options is ``--get-user-env=`` (its default), so
+    that it never takes the script's name as its value."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes = {
+            name
+            for prm in self.params
+            if isinstance(prm, click.Option) and not prm.is_flag and not prm.count
+            for name in prm.opts
+        }
+        out = list(args)
+        i = 0
+        while i < len(out):
+            tok = out[i]
+            if tok == "--" or not tok.startswith("-") or tok == "-":
+                break  # the script: what follows is its arguments
+            if tok == "--get-user-env":
+                out[i] = "--get-user-env="
+            elif tok in takes:
+                i += 1
+            i += 1
+        return list(super().parse_args(ctx, out))
 
 
 class ExportType(click.ParamType):
@@ -289,7 +365,7 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
 
 @click.command(
     PROG,
-    cls=Command,
+    cls=GsubCommand,
     context_settings={"allow_interspersed_args": False, "help_option_names": ["-h", "--help"]},
     short_help="submit a job script",
 )
@@ -398,6 +474,36 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     "in the list, everything and these. A variable gridsched sets for the job (GS_*, SLURM_*, the PBS and "
     "Grid Engine ones, TMPDIR, CUDA_VISIBLE_DEVICES, ...) cannot be given a value; OMP_NUM_THREADS can, and "
     "wins. #PBS -v and #$ -v lists are --export ALL,LIST. See ENVIRONMENT EXPORT AND EXCLUSIVE JOBS.",
+)
+@click.option(
+    "--get-user-env",
+    "get_user_env",
+    type=UserEnvType(),
+    metavar="[=TIMEOUT][S|L]",
+    help="Start the job from its owner's login environment, as sbatch --get-user-env: the owner's login shell "
+    "is run as 'SHELL -l -c \"env -0\"' (S: without -l) for at most TIMEOUT seconds (default 8) when the job "
+    "starts, and the job gets what it prints, with the variables it was submitted with (and its own) over "
+    "them. If the shell fails or takes longer, the job runs with the submitting environment and its standard "
+    "error says so. See MAIL AND LOGIN ENVIRONMENT.",
+)
+@click.option(
+    "--mail-type",
+    "mail_type",
+    type=MailTypeType(),
+    help="Mail about the job, as sbatch --mail-type: BEGIN (it started), END (it ended: state and exit code), "
+    "FAIL (it failed, timed out or ran out of memory: instead of END), REQUEUE, TIME_LIMIT, TIME_LIMIT_90, "
+    "TIME_LIMIT_80, TIME_LIMIT_50 (it reached that part of its walltime), ARRAY_TASKS (a mail per task of an "
+    "array; else one for the array: BEGIN as its first task starts, END or FAIL as its last ends), "
+    "INVALID_DEPEND and STAGE_OUT (accepted: such a job's END mail), ALL (BEGIN, END, FAIL, REQUEUE), NONE. "
+    "Sent by the daemon only where the admin set [mail] sendmail; else gsub warns that no mail is sent. "
+    "#PBS -m and #$ -m letters are read as these. See MAIL AND LOGIN ENVIRONMENT.",
+)
+@click.option(
+    "--mail-user",
+    "mail_user",
+    type=MailUserType(),
+    help="Who gets the job's mail (default: the submitting user's name, delivered on this machine): up to 16 "
+    "comma-separated addresses or user names, letters, digits and . _ + = % ~ - before an optional @domain.",
 )
 @click.option("-D", "--chdir", metavar="DIR", help="Working directory of the job (default: the submit directory).")
 @click.option("--hold", is_flag=True, help="Submit the job held: it does not start until released (grls).")
@@ -697,12 +803,20 @@ def cli(
                 out["signal"] = parse_signal(p["signal"], spec["walltime"]).text()
             except ValueError as e:
                 raise SubmitError(f"--signal {e}", ExitCode.USAGE) from None
+        if p["mail_type"]:
+            out["mail_type"] = ",".join(p["mail_type"])
+        if p["mail_user"]:
+            out["mail_user"] = list(p["mail_user"])
+        if p["get_user_env"] is not None:
+            out["get_user_env"] = p["get_user_env"].text()
         if p["nice"]:
             out["nice"] = p["nice"]
         if p["priority"] is not None:
             out["priority"] = p["priority"]
         return out
 
+    if p["mail_type"] and not s.cfg.mail_sendmail:
+        warn(PROG, "warning: --mail-type: mail is not configured on this machine ([mail] sendmail): no mail is sent")
     if (p["priority"] is not None or (p["nice"] or 0) < 0) and not _admin(s.spool):
         what = "--priority" if p["priority"] is not None else f"--nice {p['nice']}"
         fail(PROG, f"{what}: only an admin may raise a job's priority", ExitCode.USAGE)

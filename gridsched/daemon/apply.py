@@ -305,7 +305,22 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         private=private.root if private else "",
         deny_devices=devcgroup.denied(d.machine.devices, rec.devices, d.cfg.device_enforce),
         device_enforce="required" if d.cfg.device_enforce == "required" and d.cfg.system else "auto",
+        user_env=_user_env(spec, env),
     )
+
+
+def _user_env(spec: dict[str, Any], env: dict[str, str]) -> tuple[int, bool, str] | None:
+    """--get-user-env: its timeout, login shell or not, and what goes before the login's PATH when the job
+    has only the plain PATH of --export=NONE (which yields to the login's, as Slurm's job gets it), else ""."""
+    v = spec.get("get_user_env")
+    if v is None:
+        return None
+    from ..submit import LOGIN_PATH
+
+    ue = rq.parse_user_env(str(v))
+    path = env.get("PATH", "")
+    plain = spec["env"].get("PATH") == LOGIN_PATH and path.endswith(LOGIN_PATH)
+    return ue.timeout, ue.login, path[: -len(LOGIN_PATH)] if plain else ""
 
 
 def private_dir(d: Daemon, rec: Rec, spec: dict[str, Any], job: jobenv.Job, mpi: bool) -> jobenv.Private:

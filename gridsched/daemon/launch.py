@@ -70,6 +70,8 @@ class Launch:
     private: str = ""  # the job's private directory (TMPDIR; jobtmp), removed when the job's processes are gone
     deny_devices: tuple[Node, ...] = ()  # the device nodes of the devices the job does not hold
     device_enforce: str = "auto"  # "required": the job fails if they cannot be refused to it
+    # --get-user-env: (timeout, login shell, what goes before the login's PATH; "": the job's PATH wins)
+    user_env: tuple[int, bool, str] | None = None
 
 
 def pid_file(job_dir: str | Path, segment: int) -> Path:
@@ -413,8 +415,11 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None, dcg: Path | None = 
             f"{','.join(map(str, spec.mem_nodes))}: {bind_warning}\n".encode(),
         )
     argv = [spec.script, *spec.args]
+    env = spec.env
+    if spec.user_env is not None:
+        env = _with_login_env(spec)
     try:
-        os.execve(spec.script, argv, spec.env)
+        os.execve(spec.script, argv, env)
     except OSError as e:
         if e.errno == errno.ENOENT:
             interp = _interpreter(spec.script)
@@ -431,6 +436,28 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None, dcg: Path | None = 
         except OSError:
             pass
         _fail(wr, why)
+
+
+def _with_login_env(spec: Launch) -> dict[str, str]:
+    """--get-user-env: the owner's login environment with the job's own over it; on failure the job's
+    own alone, said in one line on its standard error."""
+    from .loginenv import LoginEnvError, login_env
+
+    assert spec.user_env is not None
+    timeout, login, path_prefix = spec.user_env
+    try:
+        got = login_env(timeout, login)
+        env = {**got, **spec.env}
+        if path_prefix and got.get("PATH"):
+            env["PATH"] = path_prefix + got["PATH"]
+        return env
+    except (LoginEnvError, OSError, KeyError) as e:
+        msg = f"gridsched: job {spec.job_id}: --get-user-env: {e}: the job runs with the submitting environment\n"
+        try:
+            os.write(2, msg.encode(errors="replace"))
+        except OSError:
+            pass
+        return spec.env
 
 
 def _interpreter(script: str) -> str | None:

@@ -35,7 +35,7 @@ from ..state import StateDB
 from ..submit import machine_memory
 from ..topology import TopologyError, changed_map, load_machine
 from ..tune import label as tune_label
-from . import apply, devcgroup, handlers, intake, jobfiles, jobtmp, launch, outcome, reasons, reservations, split
+from . import apply, devcgroup, handlers, intake, jobfiles, jobtmp, launch, mail, outcome, reasons, reservations, split
 from .executor import Processes, Stub
 from .table import JobTable, Rec
 from .tree import Trees
@@ -85,6 +85,7 @@ class Daemon:
         self.senders = intake.Senders(admin_uids(spool.root))
         self.id_high = 0  # the highest id in use (requests.ID_WINDOW)
         self.full_logged = False
+        self.mail = mail.Mailer()  # mail about jobs' events ([mail] sendmail)
 
     # -- setup ------------------------------------------------------------------
     def lock(self) -> None:
@@ -243,6 +244,8 @@ class Daemon:
             self.ingest()
         self.timers(now)
         self.tuner.tick(self, now)
+        if self.mail.children:
+            self.mail.poll(now)
         if self.dirty or (self.wake_at is not None and now >= self.wake_at):
             apply.schedule(self, now)
         if self.table.commit():
@@ -265,10 +268,12 @@ class Daemon:
                 t = min(t, rec.due(now) or rec.deadline)
                 if rec.warn is not None and not rec.warned:
                     t = min(t, (rec.due(now) or rec.deadline) - rec.warn.secs)
+                t = min(t, self.mail.next_limit(self, rec, now, rec.due(now) or rec.deadline) or t)
             if rec.kill_at is not None:
                 t = min(t, rec.kill_at)
         if self.wake_at is not None:
             t = min(t, self.wake_at)
+        t = min(t, self.mail.next_deadline() or t)
         resv_end = self.book.next_end()
         if resv_end is not None:
             t = min(t, resv_end)
@@ -463,6 +468,7 @@ class Daemon:
             self.watch(rec, pid, ticks)
             self.table.save(rec)
             log.info("job %d started on cores %s (shepherd %d)", rec.id, cpuset.format(rec.cores), pid)
+            self.mail.began(self, rec, time.time())
 
     def watch(self, rec: Rec, pid: int, ticks: int | None) -> bool:
         rec.shepherd = pid
@@ -505,9 +511,12 @@ class Daemon:
                 rec.warned = True  # once a segment: saved before it is sent, so a restart does not send it again
                 self.table.save(rec)
                 self.warn(rec, warn)
+            if rec.state is JobState.RUNNING and rec.stop is None:
+                self.mail.timers(self, rec, now, due)
             if rec.state is JobState.RUNNING and rec.stop is None and due is not None and now >= due:
                 rec.stop = "timeout"
                 log.info("job %d reached its walltime", rec.id)
+                self.mail.time_limit(self, rec)
                 self.terminate(rec, now, signal.SIGTERM, self.cfg.kill_grace)
                 self.table.save(rec)
                 self.dirty = True
@@ -564,6 +573,7 @@ class Daemon:
         self.table.end(rec, state, end, code, signal_, reason)
         log.info("job %d %s%s", rec.id, state.value, f" ({rq.safe(reason, 300)})" if reason else "")
         self.trees.ended(rec, state, end)
+        self.mail.ended(self, rec, state, code, signal_, reason)
         if rec.split_of is not None:
             split.piece_ended(self, rec, end)
 
