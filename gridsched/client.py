@@ -1,13 +1,14 @@
-"""The Python API: submit, inspect, wait for and cancel jobs without the commands.
+"""The Python API: submit, inspect, wait for, change, requeue and cancel jobs without the commands.
 
     from gridsched.client import Client
     c = Client()
     job = c.submit(command="make -j4", ncpus=4, walltime="30m")
     print(c.wait(job.id).state)
 
-It does what gsub, gstat and gdel do, through the same functions
-(:mod:`gridsched.submit`, :mod:`gridsched.view`), so it refuses the same
-requests with the same messages (:class:`GridschedError`).
+It does what gsub, gstat, gdel, galter and grequeue do, through the same
+functions (:mod:`gridsched.submit`, :mod:`gridsched.view`, the commands'
+checks) and the same requests, so it refuses the same requests with the same
+messages (:class:`GridschedError`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .config import Config, ConfigError, load
 from .core.units import UnitError, parse_duration, parse_size
 from .spool import Spool, default_root
 from .submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
-from .view import TERMINAL_STATES, QueueError, control, load_jobs, private
+from .view import TERMINAL_STATES, QueueError, array_rows, control, load_jobs, private
 
 __all__ = ["Client", "GridschedError", "Job", "WaitTimeout"]
 
@@ -280,3 +281,118 @@ class Client:
     def release(self, job_id: int) -> None:
         """Release the held job ``job_id`` (as grls)."""
         self._control("release", job_id)
+
+    def alter(self, job_id: int, **changes: Any) -> None:
+        """Change job ``job_id`` as galter does: the same checks, the same request.
+
+        ``changes`` are keywords of :meth:`submit` and galter's options:
+        ``name``, ``ncpus``, ``walltime`` (seconds, or a duration such as
+        ``"2h"``), ``mem`` (bytes, or ``"4G"``), ``checkpoint``, ``depend``
+        (``""`` clears it), ``reservation``, ``begin`` (seconds since the
+        epoch, or one of gsub's forms such as ``"now+1hour"``), ``gpus``,
+        ``nice`` and ``priority`` (a negative nice and a priority are an
+        admin's).  A pending or held job takes any of them, a running job only
+        ``walltime``; the id of an array changes its pending tasks.  The
+        daemon applies the change at its next turn; :class:`GridschedError`
+        with galter's words for what either would refuse.
+        """
+        from . import requests as rq
+        from .admin import is_admin
+        from .cli import galter
+        from .topology import in_force
+
+        spec = self._alter_changes(changes)
+        uid = os.getuid()
+        sender = rq.Sender(uid, str(uid), frozenset(), is_admin(uid, self.spool.root))
+        try:
+            rq.parse({"type": "alter", "jobs": [job_id], "changes": spec}, "alter.json", sender)
+            machine = in_force(self.spool, self.config)
+        except (rq.Refused, ValueError) as e:
+            raise GridschedError(str(e)) from None
+        try:
+            everyone = {j["id"]: j for j in load_jobs(self.spool)}
+            tasks = array_rows(self.spool, job_id)
+            if tasks:
+                why = galter.check_array(tasks, spec, everyone, sender, machine, self.config.max_walltime)
+            else:
+                why = galter.check(everyone.get(job_id), spec, everyone, sender, machine, self.config.max_walltime)
+            if why:
+                raise GridschedError(f"job {job_id}: {why}")
+            arrays = [job_id] if tasks else []
+            self._request("alter", jobs=[] if tasks else [job_id], arrays=arrays, changes=spec)
+        except QueueError as e:
+            raise GridschedError(str(e)) from None
+
+    def requeue(self, job_id: int) -> None:
+        """Send the running or finished job ``job_id`` back to the queue, as grequeue does (the same
+        checks, the same request); :class:`GridschedError` with grequeue's words for a refusal."""
+        from .admin import is_admin
+        from .cli import grequeue
+
+        uid = os.getuid()
+        rows = self._rows([job_id])
+        why = grequeue._check(rows[0] if rows else None, uid, is_admin(uid, self.spool.root))
+        if why:
+            raise GridschedError(f"job {job_id}: {why}")
+        self._request("requeue", jobs=[job_id])
+
+    def _request(self, kind: str, **fields: Any) -> None:
+        try:
+            self.spool.request(kind, **fields)
+        except OSError as e:  # a full or read-only spool
+            raise GridschedError(f"cannot write the {kind} request to {self.spool.root}: {e.strerror or e}") from None
+
+    def _alter_changes(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """The alter request's ``changes`` (spec keys) for :meth:`alter`'s keywords."""
+        unknown = sorted(set(changes) - ALTER_KEYWORDS)
+        if unknown:
+            raise GridschedError(
+                f"alter: cannot change {', '.join(unknown)} (only {', '.join(sorted(ALTER_KEYWORDS))})"
+            )
+        if not changes:
+            raise GridschedError("alter: nothing to change")
+        out = {k: v for k, v in changes.items() if k not in ("walltime", "mem", "begin", "reservation", "gpus")}
+        try:
+            if "walltime" in changes:
+                w = changes["walltime"]
+                out["walltime"] = w if isinstance(w, int) else parse_duration(str(w))
+            if "mem" in changes:
+                m = changes["mem"]
+                out["mem"] = m if isinstance(m, int) else parse_size(str(m))
+        except UnitError as e:
+            raise GridschedError(str(e)) from None
+        if "reservation" in changes:
+            r = changes["reservation"]
+            try:
+                out["reservation"] = r if isinstance(r, int) else int(str(r).lstrip("R"))
+            except ValueError:
+                raise GridschedError(f"reservation {r!r}: not a reservation id") from None
+        if "begin" in changes:
+            b = changes["begin"]
+            if isinstance(b, str):
+                import time
+
+                from .cli import compat
+
+                try:
+                    b = compat.parse_begin(b, time.time())
+                except ValueError as e:
+                    raise GridschedError(f"begin {b!r}: {e}") from None
+            out["begin"] = b
+        if "gpus" in changes:
+            from .cli.devopts import device_spec
+            from .topology import in_force
+
+            try:
+                out["devices"] = device_spec(
+                    self.config, in_force(self.spool, self.config), {"gpus": str(changes["gpus"])}
+                )
+            except ValueError as e:
+                raise GridschedError(str(e)) from None
+        return out
+
+
+# The keywords of Client.alter (galter's options; ``gpus`` as Client.submit's).
+ALTER_KEYWORDS = frozenset(
+    {"name", "ncpus", "walltime", "mem", "checkpoint", "depend", "reservation", "begin", "gpus", "nice", "priority"}
+)

@@ -15,7 +15,7 @@ from typing import Any
 
 from .core import cpuset
 from .core.params import Params, Policy, Predictor, PriorityParams, YieldAffinity
-from .core.units import UnitError, parse_duration
+from .core.units import UnitError, format_duration, parse_duration
 
 PACKAGED = Path(__file__).with_name("data") / "gridsched.toml"
 SYSTEM = Path("/etc/gridsched/gridsched.toml")
@@ -52,7 +52,15 @@ class Config:
     # [devices.TYPE]: per device type, how many jobs may hold one device at once (share, default 1) and
     # whether whole-device requests are the default (exclusive, default false)
     devices: dict[str, DeviceConfig] = field(default_factory=dict)
+    # [devices] enforce: isolate jobs from the device nodes they do not hold ("auto": where the host allows it;
+    # "required": a job that cannot be isolated fails, in system mode; "off")
+    device_enforce: str = "auto"
     tmpdir: str = ""  # [jobs] tmpdir: where jobs' private directories are made; "" = the system's
+    # scheduler.p / threshold / predictor = "auto" and the tune_* keys: what the daemon tunes, how often
+    tuning: Tuning = field(default_factory=lambda: Tuning())
+    mail_sendmail: str = ""  # [mail] sendmail: absolute path of the sendmail program; "" = no mail
+    mail_from: str = ""  # [mail] from: the From: of the messages; "" = gridsched@HOST
+    mail_timeout: int = 30  # [mail] timeout: seconds a sendmail may run
 
     def share(self, dtype: str) -> int:
         dc = self.devices.get(dtype)
@@ -61,6 +69,38 @@ class Config:
     def exclusive(self, dtype: str) -> bool:
         dc = self.devices.get(dtype)
         return dc.exclusive if dc is not None else False
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """The settings of ``[scheduler]`` that are ``"auto"``: chosen by the tuner from the machine's history."""
+
+    p: bool = False
+    threshold: bool = False
+    predictor: bool = False
+    every: int = 6 * 3600  # tune_every
+    window: int = 14 * 86400  # tune_window
+    objective: str = "mix"  # tune_objective
+    margin: float = 0.02  # tune_margin
+
+    @property
+    def active(self) -> bool:
+        return self.p or self.threshold or self.predictor
+
+    def describe(self) -> str:
+        what = [k for k in ("p", "threshold", "predictor") if getattr(self, k)]
+        return (
+            f"{', '.join(what)} auto: tuned every {format_duration(self.every)} over the jobs of the last "
+            f"{format_duration(self.window)}, objective {self.objective}, margin {self.margin:.0%}"
+        )
+
+
+TUNE_EVERY_MIN = 60
+TUNE_EVERY_MAX = 365 * 86400
+TUNE_OBJECTIVES = ("bsld", "wait", "mix")
+PUBLISHED_P = 0.2
+PUBLISHED_THRESHOLD = 1800
+PUBLISHED_PREDICTOR = "scaled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +114,26 @@ class DeviceConfig:
 DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
 
 
+DEVICE_ENFORCE = ("auto", "required", "off")
+
+
+def _enforce(table: Any, path: str) -> str:
+    """``[devices] enforce``: ``auto`` (the default), ``required`` or ``off``."""
+    v = table.get("enforce", "auto") if isinstance(table, dict) else "auto"
+    if v not in DEVICE_ENFORCE:
+        raise ConfigError(f"{path}: devices.enforce = {v!r}: must be one of {', '.join(map(repr, DEVICE_ENFORCE))}")
+    return str(v)
+
+
 def _devices(table: Any, path: str) -> dict[str, DeviceConfig]:
-    """``[devices.TYPE]`` tables: ``share = N`` (N >= 1), ``exclusive = true|false``."""
+    """``[devices.TYPE]`` tables: ``share = N`` (N >= 1), ``exclusive = true|false`` (and ``enforce``, read by
+    :func:`_enforce`)."""
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [devices] must hold [devices.TYPE] tables such as [devices.gpu]")
     out = {}
     for dtype, t in table.items():
+        if dtype == "enforce":
+            continue
         if not DEVICE_TYPE.match(dtype) or not isinstance(t, dict):
             raise ConfigError(f"{path}: devices.{dtype}: must be a table [devices.TYPE] with a lower-case TYPE")
         for k in t:
@@ -133,7 +187,9 @@ def load(explicit: str | None = None, spool: str | Path | None = None) -> Config
 def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     base = _defaults()
     data = dict(data)
-    devices = _devices(data.pop("devices", {}), path)
+    device_table = data.pop("devices", {})
+    devices = _devices(device_table, path)
+    device_enforce = _enforce(device_table, path)
     for table, values in data.items():
         if table not in base or not isinstance(values, dict):
             raise ConfigError(f"{path}: unknown table [{table}]")
@@ -171,18 +227,40 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         policy = Policy(policy_s)
     except ValueError:
         raise bad("scheduler", "policy", "must be one of " + ", ".join(p.value for p in Policy)) from None
-    p = get("scheduler", "p", float)
+
+    def auto(key: str) -> bool:
+        v = base["scheduler"][key]
+        return isinstance(v, str) and v.strip().lower() == "auto"
+
+    p_auto = auto("p")
+    p = PUBLISHED_P if p_auto else get("scheduler", "p", float)
     if not 0.0 < p < 1.0:
-        raise bad("scheduler", "p", "must be between 0 and 1, both excluded")
+        raise bad("scheduler", "p", 'must be between 0 and 1, both excluded, or "auto"')
+    threshold_auto = auto("threshold")
     threshold_v = base["scheduler"]["threshold"]
-    if isinstance(threshold_v, (int, float)) and not isinstance(threshold_v, bool) and threshold_v == 0:
+    if threshold_auto:
+        threshold = PUBLISHED_THRESHOLD
+    elif isinstance(threshold_v, (int, float)) and not isinstance(threshold_v, bool) and threshold_v == 0:
         threshold = 0
     else:
         threshold = duration("scheduler", "threshold")
+    predictor_auto = auto("predictor")
     try:
-        predictor = Predictor(get("scheduler", "predictor", str))
+        predictor = Predictor(PUBLISHED_PREDICTOR if predictor_auto else get("scheduler", "predictor", str))
     except ValueError:
-        raise bad("scheduler", "predictor", "must be one of " + ", ".join(x.value for x in Predictor)) from None
+        choices = ", ".join(x.value for x in Predictor)
+        raise bad("scheduler", "predictor", f'must be one of {choices}, or "auto"') from None
+    tune_every = duration("scheduler", "tune_every")
+    if not TUNE_EVERY_MIN <= tune_every <= TUNE_EVERY_MAX:
+        raise bad("scheduler", "tune_every", "must be from a minute to a year")
+    tune_window = duration("scheduler", "tune_window")
+    objective = get("scheduler", "tune_objective", str)
+    if objective not in TUNE_OBJECTIVES:
+        raise bad("scheduler", "tune_objective", "must be one of " + ", ".join(TUNE_OBJECTIVES))
+    margin = get("scheduler", "tune_margin", float)
+    if not 0.0 <= margin < 1.0:
+        raise bad("scheduler", "tune_margin", "must be from 0 to 1 (a fraction; 1 excluded)")
+    tuning = Tuning(p_auto, threshold_auto, predictor_auto, tune_every, tune_window, objective, margin)
 
     try:
         affinity = YieldAffinity(get("scheduler", "yield_affinity", str))
@@ -256,8 +334,32 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         tmpdir=_tmpdir(get("jobs", "tmpdir", str), path),
         floating=floating,
         devices=devices,
+        device_enforce=device_enforce,
         resv_max_duration=duration("reservations", "max_duration"),
+        tuning=tuning,
+        mail_sendmail=_sendmail(get("mail", "sendmail", str), path),
+        mail_from=_mail_from(get("mail", "from", str), path),
+        mail_timeout=duration("mail", "timeout"),
     )
+
+
+def _sendmail(value: str, path: str) -> str:
+    if value and not os.path.isabs(value):
+        raise ConfigError(f"{path}: mail.sendmail = {value!r}: must be an absolute path (or empty: no mail)")
+    return value
+
+
+def _mail_from(value: str, path: str) -> str:
+    if value:
+        from .requests import parse_mail_user
+
+        try:
+            if "," in value:
+                raise ValueError(value)
+            parse_mail_user(value)
+        except ValueError:
+            raise ConfigError(f"{path}: mail.from = {value!r}: must be one plain mail address") from None
+    return value
 
 
 def _tmpdir(value: str, path: str) -> str:

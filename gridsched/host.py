@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 
 def criu_unavailable() -> str | None:
@@ -68,3 +69,27 @@ def facts() -> dict[str, object]:
         "criu": criu_unavailable(),
         "numa_nodes": sorted(p.name for p in Path("/sys/devices/system/node").glob("node[0-9]*")),
     }
+
+
+def device_isolation(devices: tuple[Any, ...], enforce: str, system: bool) -> dict[str, Any]:
+    """Whether (and how) jobs are kept from the device nodes of devices they do not hold, as far as the caller
+    can tell: the probe runs as the caller, so in system mode only root sees what the daemon can do."""
+    from .daemon import devcgroup
+
+    if not devices:
+        return {"enforced": False, "how": "nothing to isolate (no devices)", "enforce": enforce}
+    if system and os.geteuid() != 0 and enforce != "off":
+        how = (
+            f"not known: the system daemon runs as root, gctl info as uid {os.geteuid()} cannot try what root "
+            "can (run it as root)"
+        )
+        return {"enforced": None, "how": how, "enforce": enforce}
+    on, how = devcgroup.describe(enforce, system)
+    out: dict[str, Any] = {"enforced": on, "how": how, "enforce": enforce}
+    if on and enforce == "required" and not system:
+        out["how"] += ' (enforce = "required" fails jobs in system mode only)'
+    if enforce != "off":
+        m = devcgroup.nodes(tuple(devices))
+        out["nodes"] = {f"{t}:{i}": [str(n) for n in ns] for (t, i), ns in sorted(m.nodes.items())}
+        out["no_node"] = {f"{t}:{i}": why for (t, i), why in m.unknown}
+    return out

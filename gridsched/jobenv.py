@@ -50,6 +50,17 @@ ARRAY_NAMES = (
 ).split()
 MPI_NAMES = ("OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile", "HYDRA_HOST_FILE")
 GS_ARRAY_NAMES = ("GS_ARRAY_JOB_ID", "GS_ARRAY_TASK_ID", "GS_ARRAY_TASK_COUNT")
+DEVICE_NAMES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+# the names the daemon sets for a job, which a submission may not give a value (gsub --export VAR=VALUE, #PBS -v)
+OWNED_PREFIXES = ("GS_", "SLURM_")
+OWNED_NAMES = frozenset((*SLURM_NAMES, *PBS_NAMES, *SGE_NAMES, *ARRAY_NAMES, *MPI_NAMES, *DEVICE_NAMES, "TMPDIR"))
+# what the job may set for itself over what the daemon would give it
+USER_WINS = ("OMP_NUM_THREADS",)
+
+
+def owned(name: str) -> bool:
+    """Whether the daemon sets ``name`` for a job (who it is, its cores, devices, private directory)."""
+    return name.startswith(OWNED_PREFIXES) or name in OWNED_NAMES
 
 
 def host() -> str:
@@ -220,15 +231,23 @@ def mpi_env(private: Private) -> dict[str, str]:
 
 
 def job_environment(
-    base: Mapping[str, str], gs: Mapping[str, str], job: Job, private: Private | None, compat: bool, mpi: bool
+    base: Mapping[str, str],
+    gs: Mapping[str, str],
+    job: Job,
+    private: Private | None,
+    compat: bool,
+    mpi: bool,
+    user_set: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The whole environment of one start of a job.
 
-    ``base`` is its submitting environment (with the array variables the daemon added when it took the array
-    in), ``gs`` its ``GS_*`` variables; ``mpi``: an MPI of the machine's is on the job's ``PATH`` (it gets
-    the job's host file, and no ``mpirun`` of gridsched's is put before it).
+    ``base`` is what it has of its submitting environment (with the array variables the daemon added when
+    it took the array in), ``gs`` its ``GS_*`` variables; ``mpi``: an MPI of the machine's is on the job's
+    ``PATH`` (it gets the job's host file, and no ``mpirun`` of gridsched's is put before it).  ``user_set``:
+    the values the submission set (``gsub --export VAR=VALUE``), over ``base``; none of them is a name the
+    daemon sets (:func:`owned`, refused at submission) but ``OMP_NUM_THREADS``, where the user's value wins.
     """
-    env = dict(base)
+    env = {**base, **(user_set or {})}
     drop = [*SLURM_NAMES, *PBS_NAMES, *SGE_NAMES, *MPI_NAMES, "TMPDIR"]
     if job.array_id is None or not compat:
         drop += ARRAY_NAMES
@@ -237,7 +256,7 @@ def job_environment(
     for k in drop:
         env.pop(k, None)
     env.update(gs)
-    env.update(gs_env(job, private, own_path(base.get("PATH", ""))))
+    env.update(gs_env(job, private, own_path(env.get("PATH", ""))))
     if private is not None and mpi:
         env.update(mpi_env(private))
     if compat:
@@ -245,6 +264,9 @@ def job_environment(
         if job.array_id is None:
             env.update(SGE_TASK_ID="undefined", SGE_TASK_FIRST="undefined", SGE_TASK_LAST="undefined")
             env["SGE_TASK_STEPSIZE"] = "undefined"
+    for k in USER_WINS:
+        if user_set and k in user_set:
+            env[k] = user_set[k]
     return env
 
 

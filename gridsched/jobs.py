@@ -60,7 +60,9 @@ SPEC_KEYS = {
     "workdir": "str: absolute working directory (-D, default the submit directory)",
     "stdout": "str: absolute path of the output file, %j and %x substituted",
     "stderr": "str: absolute path of the error file, %j and %x substituted",
-    "env": "dict[str, str]: the submitting environment (as Slurm's --export=ALL)",
+    "env": "dict[str, str]: what the job gets of the submitting environment: all of it (as Slurm's "
+    "--export=ALL, the default), or with gsub --export NONE or a list without ALL only a login's HOME, USER, "
+    "LOGNAME, SHELL and PATH and the variables listed",
     "submit_time": "float: seconds since the epoch",
     "submit_dir": "str: absolute directory gsub ran in",
     "umask": "int: the submitter's umask, which the job runs with (its output and checkpoint files get it)",
@@ -91,6 +93,15 @@ SPEC_OPTIONAL_KEYS = {
     "retries (gsub --split-retries); the daemon adds left, the indices not yet run or taken out, and moves "
     "each sub-task's args to split_args",
     "split_args": "list[list[str]] (a piece: dict index -> list): each sub-task's own arguments (private)",
+    "env_set": "dict[str, str]: variables the submission set (gsub --export VAR=VALUE, #PBS -v, #$ -v), over env; "
+    "never a name the daemon sets for the job (gridsched.jobenv.owned) (private)",
+    "exclusive": "bool: the job runs alone (gsub --exclusive): ncpus is all the machine's cores, and its tasks "
+    "need only fit in them",
+    "mail_type": "str: mail events, comma-separated canonical sbatch --mail-type names (gsub --mail-type, "
+    "#SBATCH --mail-type, #PBS -m, #$ -m); mail is sent only where [mail] sendmail is configured",
+    "mail_user": "list[str]: mail recipients (gsub --mail-user, #PBS -M, #$ -M); absent: the job's owner",
+    "get_user_env": "str: TIMEOUT seconds and L (login shell) or S: the job starts from its owner's login "
+    "environment (gsub --get-user-env, #SBATCH --get-user-env)",
     "split_of": "int: a piece of a splittable job: the job its sub-tasks were taken from",
     "split_chains": "list[list[int]]: a piece's sub-task indices, one list per chain of ncpus cores, run in order",
     "split_widths": "list[int]: the cores of each of a piece's chains",
@@ -102,5 +113,5 @@ SPEC_OPTIONAL_KEYS = {
 # The parts of a job's spec only its owner (and root) may read: kept out of the
 # world-readable job table, in ``jobs/ID/private.json`` (mode 0600, owned by
 # the job's owner); see :func:`gridsched.view.private`.
-PRIVATE_KEYS = ("env", "args", "workdir", "stdout", "stderr", "submit_dir", "split_args")
+PRIVATE_KEYS = ("env", "env_set", "args", "workdir", "stdout", "stderr", "submit_dir", "split_args")
 PRIVATE_FILE = "private.json"

@@ -15,6 +15,7 @@ from __future__ import annotations
 # the core's types (tests check that every kind has its row).
 CODES: dict[str, tuple[str, str]] = {
     "Resources": ("Resources", "next to start, waiting for cores, memory or devices in use to come free"),
+    "Licenses": ("Licenses", "a licence (-l NAME=N) is all it lacks: other jobs hold the units it asks for"),
     "Priority": ("Priority", "jobs ahead of it in the queue start first"),
     "Drained": ("ReqNodeNotAvail", "it needs cores that are drained (gctl drain)"),
     "NeverFits": ("BadConstraints", "the machine in service can never hold what it asks for"),
@@ -36,7 +37,7 @@ def kind_of(state: str, reason: str) -> str | None:
     if state != "PENDING" or not reason:
         return None
     word, colon, _ = reason.partition(": ")
-    if colon and word in ("Resources", "Priority", "Reservation"):
+    if colon and word in ("Resources", "Licenses", "Priority", "Reservation"):
         return word
     if reason.startswith(("can never start while cores", "waiting for cores, while")):
         return "Drained"

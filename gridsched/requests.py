@@ -45,6 +45,8 @@ MAX_SCRIPT = 1 << 20  # bytes of a job script
 MAX_ARGS = 4096
 MAX_ARG = 128 << 10  # bytes of one argument or environment value (the kernel's MAX_ARG_STRLEN)
 MAX_ENV = 16384  # variables
+MAX_ENV_SET = 1024  # variables a submission sets (gsub --export VAR=VALUE)
+MAX_ENV_SET_BYTES = 1 << 20  # bytes of their names and values together
 MAX_PATH = 4095  # bytes of a path (PATH_MAX less the NUL)
 MAX_COMPONENT = 255  # bytes of one path component (NAME_MAX)
 MAX_NAME = 255  # bytes of a job or reservation name
@@ -57,6 +59,7 @@ PLACES = ("pack", "spread", "board")
 SUBMIT_PREFIX = "submit-"
 _ID_NAME = re.compile(r"submit-([0-9]{10,16})\.json\Z")
 _RESOURCE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _USER = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.@-]{0,63}\$?\Z")
 
 
@@ -158,6 +161,89 @@ def parse_signal(value: str, walltime: int | None = None) -> JobSignal:
     return JobSignal(num, secs, v[:2].upper() == "B:")
 
 
+# Mail events, as sbatch --mail-type names them.  ALL is BEGIN, END, FAIL, INVALID_DEPEND, REQUEUE, STAGE_OUT.
+MAIL_EVENTS = (
+    "BEGIN",
+    "END",
+    "FAIL",
+    "REQUEUE",
+    "INVALID_DEPEND",
+    "STAGE_OUT",
+    "TIME_LIMIT",
+    "TIME_LIMIT_90",
+    "TIME_LIMIT_80",
+    "TIME_LIMIT_50",
+    "ARRAY_TASKS",
+)
+MAIL_ALL = ("BEGIN", "END", "FAIL", "INVALID_DEPEND", "REQUEUE", "STAGE_OUT")
+MAX_MAIL_USERS = 16
+# A mail address or local user name a sendmail is given as an argument: no leading '-' (an option), no
+# whitespace, control characters, quotes, backslashes, commas or angle brackets.
+_MAIL_ADDRESS = re.compile(
+    r"[A-Za-z0-9_.+=%~][A-Za-z0-9_.+=%~-]{0,127}(@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63}){0,8})?\Z"
+)
+USER_ENV_DEFAULT = 8  # seconds: sbatch's --get-user-env default timeout
+USER_ENV_MAX = 600
+
+
+class UserEnv(NamedTuple):
+    """sbatch --get-user-env[=TIMEOUT][S|L]: the owner's login shell (``L``, the default) or plain shell
+    (``S``) is asked for its environment, given ``timeout`` seconds."""
+
+    timeout: int = USER_ENV_DEFAULT
+    login: bool = True
+
+    def text(self) -> str:
+        return f"{self.timeout}{'L' if self.login else 'S'}"
+
+
+def parse_mail_type(value: str) -> tuple[str, ...]:
+    """sbatch --mail-type: comma-separated event names (and ALL, NONE), in any case; their canonical set."""
+    out: set[str] = set()
+    for item in value.split(","):
+        name = item.strip().upper()
+        if name == "NONE":
+            out.clear()
+        elif name == "ALL":
+            out.update(MAIL_ALL)
+        elif name in MAIL_EVENTS:
+            out.add(name)
+        else:
+            raise ValueError(
+                f"'{shown(value)}': unknown mail event {shown(item.strip())!r} "
+                f"(known: {', '.join(MAIL_EVENTS)}, ALL, NONE)"
+            )
+    return tuple(sorted(out))
+
+
+def parse_mail_user(value: str) -> tuple[str, ...]:
+    """Mail recipients, comma-separated: at most :data:`MAX_MAIL_USERS`, each an address or a user name."""
+    out = [a.strip() for a in value.split(",")]
+    if len(out) > MAX_MAIL_USERS:
+        raise ValueError(f"more than {MAX_MAIL_USERS} mail recipients")
+    for a in out:
+        if not _MAIL_ADDRESS.match(a):
+            raise ValueError(
+                f"{safe(a, 80)!r} is not a mail address this machine sends to (letters, digits and . _ + = % - "
+                "before an optional @domain; no leading '-', spaces, quotes or control characters)"
+            )
+    return tuple(dict.fromkeys(out))
+
+
+_USER_ENV = re.compile(r"(\d{0,6})([SLsl]?)\Z")
+
+
+def parse_user_env(value: str) -> UserEnv:
+    """sbatch --get-user-env's value: ``[TIMEOUT][S|L]`` (empty: 8 seconds, login shell)."""
+    m = _USER_ENV.match(value.strip())
+    if not m:
+        raise ValueError(f"'{shown(value)}': use [TIMEOUT][S|L], TIMEOUT seconds (default {USER_ENV_DEFAULT})")
+    secs = int(m.group(1)) if m.group(1) else USER_ENV_DEFAULT
+    if not 1 <= secs <= USER_ENV_MAX:
+        raise ValueError(f"'{shown(value)}': the timeout must be from 1 to {USER_ENV_MAX} seconds")
+    return UserEnv(secs, m.group(2).upper() != "S")
+
+
 class JobSpec(NamedTuple):
     """A checked job submission (the keys of :data:`gridsched.jobs.SPEC_KEYS` and the optional ones)."""
 
@@ -201,6 +287,11 @@ class JobSpec(NamedTuple):
     estimate: int | None = None  # seconds the scheduler plans with, at most the walltime (PBS soft_walltime)
     nice: int = 0  # gsub --nice: subtracted from the priority; negative only from an admin
     priority: int | None = None  # gsub --priority: the job's priority, set by an admin (None: computed)
+    env_set: tuple[tuple[str, str], ...] = ()  # variables set over env (gsub --export VAR=VALUE)
+    exclusive: bool = False  # runs alone: ncpus is the whole machine (gsub --exclusive)
+    mail_type: tuple[str, ...] = ()  # mail events (sbatch --mail-type), canonical names, sorted
+    mail_user: tuple[str, ...] = ()  # mail recipients (sbatch --mail-user); none: the job's owner
+    get_user_env: UserEnv | None = None  # start from the owner's login environment (sbatch --get-user-env)
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -254,6 +345,16 @@ class JobSpec(NamedTuple):
             spec["nice"] = self.nice
         if self.priority is not None:
             spec["priority"] = self.priority
+        if self.env_set:
+            spec["env_set"] = dict(self.env_set)
+        if self.exclusive:
+            spec["exclusive"] = True
+        if self.mail_type:
+            spec["mail_type"] = ",".join(self.mail_type)
+        if self.mail_user:
+            spec["mail_user"] = list(self.mail_user)
+        if self.get_user_env is not None:
+            spec["get_user_env"] = self.get_user_env.text()
         if self.split is not None:
             sp: dict[str, Any] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
             if self.split.tasks:
@@ -293,6 +394,10 @@ class Release(NamedTuple):
 
 class Reload(NamedTuple):
     """Read the configuration again (an admin's request)."""
+
+
+class Tune(NamedTuple):
+    """Tune the settings that are "auto" now (an admin's request)."""
 
 
 class Drain(NamedTuple):
@@ -377,7 +482,7 @@ class ResvDelete(NamedTuple):
 
 class Changes(NamedTuple):
     """What an alter request changes in a job's spec: the fields given, each checked as a submission's
-    (:func:`_job`).  A field is one line here and one in :data:`ALTER_FIELDS`."""
+    (:func:`_job`).  A field is one line here and one in :func:`_changes`."""
 
     name: str | None = None
     ncpus: int | None = None
@@ -391,6 +496,8 @@ class Changes(NamedTuple):
     threads_per_core: int | None = None
     exclusive_board: bool | None = None
     devices: tuple[DeviceAsk, ...] | None = None
+    nice: int | None = None  # replaces the job's nice; negative only from an admin
+    priority: int | None = None  # the job's priority, set by an admin (as gsub --priority)
 
     def given(self) -> dict[str, Any]:
         """The fields given, as the job's spec keeps them."""
@@ -423,6 +530,7 @@ Request = (
     | Hold
     | Release
     | Reload
+    | Tune
     | Drain
     | Undrain
     | Yield
@@ -432,7 +540,7 @@ Request = (
     | Alter
     | Requeue
 )
-ADMIN_KINDS = ("reload", "drain", "undrain")
+ADMIN_KINDS = ("reload", "tune", "drain", "undrain")
 
 
 class Received(NamedTuple):
@@ -754,6 +862,11 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         estimate=_estimate_field(f, walltime),
         nice=f.integer("nice", NICE_MIN, NICE_MAX, required=False, default=0),
         priority=f.integer("priority", 0, ADMIN_MAX, required=False),
+        env_set=_env_set(f),
+        exclusive=f.flag("exclusive", required=False),
+        mail_type=_mail_type_field(f),
+        mail_user=_mail_user_field(f),
+        get_user_env=_user_env_field(f),
     )
     _check_priority(spec, sender)
     _check_tasks(spec)
@@ -808,6 +921,38 @@ def _open_mode(f: _Fields) -> str | None:
     return None if v in (None, "truncate") else str(v)
 
 
+def _mail_type_field(f: _Fields) -> tuple[str, ...]:
+    v = f.text("mail_type", 512, required=False)
+    if v is None:
+        return ()
+    try:
+        return parse_mail_type(v)
+    except ValueError as e:
+        raise f.bad("mail_type", str(e)) from None
+
+
+def _mail_user_field(f: _Fields) -> tuple[str, ...]:
+    v = f.raw("mail_user")
+    if v is None:
+        return ()
+    if not isinstance(v, list) or not v or len(v) > MAX_MAIL_USERS:
+        raise f.bad("mail_user", f"must be a list of 1 to {MAX_MAIL_USERS} addresses")
+    try:
+        return parse_mail_user(",".join(text(a, "job: a mail address", 256) for a in v))
+    except ValueError as e:
+        raise f.bad("mail_user", str(e)) from None
+
+
+def _user_env_field(f: _Fields) -> UserEnv | None:
+    v = f.text("get_user_env", 16, required=False)
+    if v is None:
+        return None
+    try:
+        return parse_user_env(v)
+    except ValueError as e:
+        raise f.bad("get_user_env", str(e)) from None
+
+
 def _signal_field(f: _Fields, walltime: int) -> JobSignal | None:
     v = f.text("signal", 64, required=False)
     if v is None:
@@ -830,13 +975,52 @@ def estimate_problem(estimate: int, walltime: int) -> str:
     return f"{estimate}s is longer than the walltime ({walltime}s): the walltime ends the job"
 
 
+def env_set_problem(name: str) -> str | None:
+    """Why a submission may not set the variable ``name`` (``gsub --export NAME=VALUE``), or None."""
+    from .jobenv import owned
+
+    if not _ENV_NAME.match(name) or len(name) > MAX_NAME:
+        return f"{safe(repr(name), 60)} is not a variable name (letters, digits and _, not starting with a digit)"
+    if owned(name):
+        return f"{name} is set by gridsched for every job (see docs/compat.md); it cannot be given a value"
+    return None
+
+
+def _env_set(f: _Fields) -> tuple[tuple[str, str], ...]:
+    """The variables a submission sets over its environment: names that are identifiers and not the daemon's,
+    bounded in number and bytes."""
+    raw = f.raw("env_set")
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or len(raw) > MAX_ENV_SET:
+        raise f.bad("env_set", f"must map at most {MAX_ENV_SET} names to strings")
+    out = []
+    total = 0
+    for k, v in raw.items():
+        k = text(k, "job: a variable's name", MAX_NAME)
+        why = env_set_problem(k)
+        if why:
+            raise Refused(f"job: env_set: {why}")
+        v = text(v, f"job: variable {k}", MAX_ARG, control=True)
+        total += len(k.encode()) + len(v.encode())
+        out.append((k, v))
+    if total > MAX_ENV_SET_BYTES:
+        raise f.bad("env_set", f"holds more than {MAX_ENV_SET_BYTES} bytes")
+    return tuple(out)
+
+
 def _check_tasks(spec: JobSpec) -> None:
-    """Tasks and cores per task, when given, divide the job's cores exactly (ntasks * cpus_per_task == ncpus)."""
+    """Tasks and cores per task, when given, divide the job's cores exactly (ntasks * cpus_per_task == ncpus);
+    an exclusive job's need only fit in them."""
     n, c = spec.ntasks, spec.cpus_per_task
     if n is None and c is None:
         return
     if spec.split is not None:
         raise Refused("job: ntasks and cpus_per_task describe a plain job, not a splittable one")
+    if spec.exclusive:
+        if (n or 1) * (c or 1) > spec.ncpus:
+            raise Refused(f"job: {n or 1} tasks of {c or 1} cores are more than its {spec.ncpus} cores")
+        return
     if n is not None and c is not None and n * c != spec.ncpus:
         raise Refused(f"job: ntasks {n} times cpus_per_task {c} is not its {spec.ncpus} cores")
     if spec.ncpus % (n or c or 1):
@@ -971,6 +1155,11 @@ def _reload(f: _Fields, new_id: int, sender: Sender) -> Reload:
     return Reload()
 
 
+def _tune(f: _Fields, new_id: int, sender: Sender) -> Tune:
+    f.done()
+    return Tune()
+
+
 def _cores(f: _Fields) -> frozenset[int]:
     raw = f.text("cores", MAX_TEXT)
     try:
@@ -1091,6 +1280,8 @@ def _changes(f: _Fields) -> Changes:
         threads_per_core=tpc if "threads_per_core" in f.data else None,
         exclusive_board=f.flag("exclusive_board", required=False) if "exclusive_board" in f.data else None,
         devices=devs,
+        nice=f.integer("nice", NICE_MIN, NICE_MAX, required=False),
+        priority=f.integer("priority", 0, ADMIN_MAX, required=False),
     )
     f.done()
     if out == Changes():
@@ -1106,7 +1297,13 @@ def _alter(f: _Fields, new_id: int, sender: Sender) -> Alter:
     f.done()
     if not jobs and not arrays:
         raise Refused("alter: no job named")
-    return Alter(jobs, arrays, _changes(_Fields(raw, "alter: changes")))
+    changes = _changes(_Fields(raw, "alter: changes"))
+    if not sender.admin:  # as a submission (_check_priority): only an admin raises a job above others
+        if changes.priority is not None:
+            raise Refused("alter: only an admin may set a job's priority (--priority)")
+        if changes.nice is not None and changes.nice < 0:
+            raise Refused(f"alter: nice {changes.nice}: only an admin may give a negative nice value")
+    return Alter(jobs, arrays, changes)
 
 
 def _requeue(f: _Fields, new_id: int, sender: Sender) -> Requeue:
@@ -1123,6 +1320,7 @@ _PARSERS: dict[str, Any] = {
     "hold": _jobs_request(Hold),
     "release": _jobs_request(Release),
     "reload": _reload,
+    "tune": _tune,
     "drain": _drain,
     "undrain": _undrain,
     "yield": _yield,

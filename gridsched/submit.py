@@ -87,6 +87,38 @@ class Options:
     no_index: str = "0"  # what %a is in the paths of a job that is not an array
     begin: float | None = None  # --begin: not before this time (seconds since the epoch)
     open_mode: str | None = None  # --open-mode: "append" or "truncate" (the default)
+    # --export: the whole submitting environment, or (False) a login's basics and export_names of it
+    export_all: bool = True
+    export_names: tuple[str, ...] = ()
+    env_set: tuple[tuple[str, str], ...] = ()  # --export VAR=VALUE: set over what the job gets
+    exclusive: bool = False  # --exclusive: the job takes all the machine's cores and runs alone
+
+
+LOGIN_PATH = "/usr/local/bin:/usr/bin:/bin"  # PATH of a job that gets none of the submitting environment
+
+
+def login_env(uid: int) -> dict[str, str]:
+    """What a login gives a user before any file of theirs is read: HOME, USER, LOGNAME, SHELL (from the
+    password database) and a standard PATH; the base of a job submitted with --export=NONE."""
+    import pwd
+
+    env = {"PATH": LOGIN_PATH}
+    try:
+        pw = pwd.getpwuid(uid)
+    except KeyError:
+        return env
+    env.update(HOME=pw.pw_dir, USER=pw.pw_name, LOGNAME=pw.pw_name, SHELL=pw.pw_shell or "/bin/sh")
+    return env
+
+
+def exported(source: Mapping[str, str], opts: Options, uid: int) -> dict[str, str]:
+    """What a job gets of its submitting environment ``source`` (sbatch --export): all of it, or a login's
+    basics (:func:`login_env`) and the variables ``opts.export_names`` names."""
+    if opts.export_all:
+        return dict(source)
+    env = login_env(uid)
+    env.update({k: source[k] for k in opts.export_names if k in source})
+    return env
 
 
 def read_script(arg: str | None, wrap: str | None) -> Script:
@@ -397,6 +429,33 @@ def check_depend(spool: Spool, spec_text: str, job_id: int, uid: int) -> str:
     return depend.normalize(deps)
 
 
+def hold_jid(spool: Spool, items: str, uid: int) -> tuple[list[int], list[str]]:
+    """Grid Engine's ``-hold_jid``: the ids of ``uid``'s jobs, pending, held or running, that the
+    comma-separated ``items`` name (a job id, a name, or a shell pattern of names such as ``prep*``), and the
+    items that name none of them.  Only the user's own jobs are matched by name, as Grid Engine does."""
+    from fnmatch import fnmatchcase
+
+    from .view import QueueError, load_jobs
+
+    try:
+        jobs = [j for j in load_jobs(spool) if j.get("uid") == uid and j.get("state") not in TERMINAL]
+    except QueueError as e:
+        raise SubmitError(str(e)) from None
+    ids: dict[int, None] = {}
+    unmatched = []
+    for item in (i.strip() for i in items.split(",")):
+        if not item:
+            continue
+        if item.isascii() and item.isdigit():
+            ids[int(item)] = None  # an id: checked as any dependency is
+            continue
+        found = [j["id"] for j in jobs if fnmatchcase(str(j.get("name", "")), item)]
+        if not found:
+            unmatched.append(item)
+        ids.update(dict.fromkeys(found))
+    return sorted(ids), unmatched
+
+
 def build_spec(
     spool: Spool,
     cfg: Config,
@@ -451,6 +510,10 @@ def build_spec(
     why = infeasible(ncpus, cores)
     if why:
         raise SubmitError(f"job can never run: it {why}")
+    if opts.exclusive:  # as Slurm gives an exclusive job the whole node: every core, so nothing else runs
+        if split is not None:
+            raise SubmitError("--exclusive goes with a plain job or an array, not --split or --split-file", USAGE)
+        ncpus = cores
     mem = opts.mem or None  # 0: the whole machine, as Slurm's --mem=0
     if mem is not None:
         why = too_much_memory(mem, machine_memory_of(spool, cfg))
@@ -511,7 +574,7 @@ def build_spec(
         "workdir": str(workdir),
         "stdout": str(stdout),
         "stderr": str(stderr),
-        "env": dict(os.environ if env is None else env),
+        "env": exported(os.environ if env is None else env, opts, uid),
         "submit_time": time.time(),
         "submit_dir": str(submit_dir),
         "umask": current_umask(),
@@ -523,6 +586,14 @@ def build_spec(
         spec["begin"] = float(opts.begin)
     if opts.open_mode == "append":
         spec["open_mode"] = "append"
+    if opts.env_set:
+        for k, _ in opts.env_set:
+            why = rq.env_set_problem(k)
+            if why:
+                raise SubmitError(f"--export {k}=...: {why}", USAGE)
+        spec["env_set"] = dict(opts.env_set)
+    if opts.exclusive:
+        spec["exclusive"] = True
     if array is not None:
         spec["array"] = array.text
     if split is not None:

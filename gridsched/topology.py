@@ -266,7 +266,9 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
         raise err(str(e)) from None
 
 
-DEVICE_KEYS = ("type", "index", "board", "model", "memory", "uuid", "pci")
+DEVICE_KEYS = ("type", "index", "board", "model", "memory", "uuid", "pci", "path")
+DEVICE_PATH = re.compile(r"/[A-Za-z0-9._+:/-]{1,254}\Z")
+MAX_DEVICE_PATHS = 16
 DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
 DEVICE_TEXT = re.compile(r"[A-Za-z0-9 ._:+/()-]{1,64}\Z")
 
@@ -311,8 +313,34 @@ def _devices(raw: Any, board_ids: set[int], lines: _Lines, err: Any) -> list[Dev
                 raise bad(f"{key} = {v!r}: must be a short name (letters, digits, . _ : + / - and spaces)", key)
             texts[key] = v
         memory = _memory(t.get("memory"), bad, "80G")
-        out.append(Device(dtype, idx, bid, texts["model"], memory, texts["uuid"], texts["pci"].lower()))
+        paths = _device_paths(t.get("path"), bad)
+        out.append(Device(dtype, idx, bid, texts["model"], memory, texts["uuid"], texts["pci"].lower(), paths=paths))
     return out
+
+
+def _device_paths(raw: object, bad: Callable[..., Exception]) -> tuple[str, ...]:
+    """A device's ``path``: one absolute path of a device node, or a list of them (its nodes)."""
+    if raw is None:
+        return ()
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not items or len(items) > MAX_DEVICE_PATHS:
+        raise bad(
+            f'path = {raw!r}: must be a device node such as "/dev/nvidia0", or a list of 1 to '
+            f"{MAX_DEVICE_PATHS} of them",
+            "path",
+        )
+    out: list[str] = []
+    for p in items:
+        if (
+            not isinstance(p, str)
+            or not DEVICE_PATH.match(p)
+            or any(part in (".", "..") for part in p.split("/"))
+            or "//" in p
+        ):
+            raise bad(f'path = {p!r}: must be the absolute path of a device node such as "/dev/nvidia0"', "path")
+        if p not in out:
+            out.append(p)
+    return tuple(out)
 
 
 def read(path: str | Path, host_cpus: Iterable[int] | None = None) -> MachineMap:

@@ -20,8 +20,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .core.params import Params, Policy, Predictor
+
+if TYPE_CHECKING:
+    from .sim.engine import Tuner
 
 OBJECTIVES = ("bsld", "wait", "mix")
 DEFAULT_PS = (0.1, 0.2, 0.3, 0.5)
@@ -67,6 +71,8 @@ class Decision:
 def label(p: Params) -> str:
     if p.policy is not Policy.CHECKPOINT_BACKFILL:
         return p.policy.value
+    if p.predictor is Predictor.USER_HISTORY:
+        return f"threshold={p.threshold:g}s predictor={p.predictor.value}"
     return f"p={p.p:g} threshold={p.threshold:g}s predictor={p.predictor.value}"
 
 
@@ -83,6 +89,23 @@ def grid(
             for th in thresholds:
                 out.append(
                     dataclasses.replace(base, policy=Policy.CHECKPOINT_BACKFILL, p=p, threshold=th, predictor=pred)
+                )
+    return out
+
+
+def grid_for(base: Params, p: bool = True, threshold: bool = True, predictor: bool = True) -> list[Params]:
+    """EASY, then the checkpoint-backfill settings with the ``"auto"`` ones varied and the others as in ``base``.
+
+    The user-history predictor does not read ``p``: it is varied by threshold only."""
+    ps = DEFAULT_PS if p else (base.p,)
+    ths = DEFAULT_THRESHOLDS if threshold else (base.threshold,)
+    preds = (Predictor.SCALED, Predictor.USER_HISTORY) if predictor else (base.predictor,)
+    out = [dataclasses.replace(base, policy=Policy.EASY)]
+    for pred in preds:
+        for pv in ps if pred is Predictor.SCALED else (base.p,):
+            for th in ths:
+                out.append(
+                    dataclasses.replace(base, policy=Policy.CHECKPOINT_BACKFILL, p=pv, threshold=th, predictor=pred)
                 )
     return out
 
@@ -175,4 +198,41 @@ def _same(a: Params, b: Params) -> bool:
         return False
     if a.policy is not Policy.CHECKPOINT_BACKFILL:
         return True
+    if a.predictor is Predictor.USER_HISTORY:
+        return (a.threshold, a.predictor) == (b.threshold, b.predictor)
     return (a.p, a.threshold, a.predictor) == (b.p, b.threshold, b.predictor)
+
+
+def in_replay(
+    trace: object,
+    every: float,
+    window: float,
+    settings: Sequence[Params],
+    objective: str = "mix",
+    margin: float = MARGIN,
+    min_jobs: int = MIN_JOBS,
+    overhead: float = 120.0,
+) -> Tuner:
+    """A tuner for gsim's replay of ``trace`` (:class:`gridsched.sim.engine.Tuner`): at each instant it
+    chooses from the jobs of the replay that ended in the last ``window`` seconds, and from nothing else
+    (no look-ahead: a job's run time is known once it has ended)."""
+    from .sim.swf import Trace
+
+    assert isinstance(trace, Trace)
+    submit, wall, run, size, user, ncores = (
+        trace.submit,
+        trace.walltime,
+        trace.run,
+        trace.size,
+        trace.user,
+        trace.ncores,
+    )
+
+    def pick(now: float, finished: list[int], end: list[float], current: Params) -> Params:
+        hist = [Job(submit[i], wall[i], run[i], size[i], user[i]) for i in finished if end[i] >= now - window]
+        d = choose(hist, ncores, current, settings, objective, margin, min_jobs, overhead)
+        return d.adopt if d.adopt is not None else current
+
+    from .sim.engine import Tuner
+
+    return Tuner(every, pick)

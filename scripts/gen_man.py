@@ -336,6 +336,21 @@ ESTIMATES = para("""
     submitter's promise.
 """)
 
+MAIL_ENV = para("""
+    --mail-type EVENTS (#SBATCH --mail-type, #PBS -m, #$ -m) asks for mail about the job, sent by
+    the daemon with the sendmail program the admin names in [mail] sendmail; where none is named,
+    gsub warns that mail is not configured on this machine and submits the job.  The mail goes to
+    --mail-user (default: the submitting user's name), as the job's owner runs
+    "SENDMAIL -oi -- RECIPIENT...".  BEGIN, END, FAIL (instead of END for a job that failed, timed
+    out or ran out of memory), REQUEUE, TIME_LIMIT_50, _80, _90 and TIME_LIMIT are sbatch's events;
+    an array gets one mail for all its tasks unless ARRAY_TASKS is given.  A recipient with
+    spaces, quotes, control characters or a leading '-' is refused.
+    --get-user-env[=TIMEOUT][S|L] starts the job from its owner's login environment, as sbatch's:
+    the owner's login shell runs "env -0" (at most TIMEOUT seconds, default 8) and the job's own
+    variables go over what it printed; if it fails or is late, the job runs with the submitting
+    environment and its standard error says so.  docs/compat.md tells the whole of both.
+""")
+
 FOREIGN = (
     para("""
     A script without #GS lines may carry #SBATCH (Slurm), #PBS (PBS Pro, Torque) or #$ (Grid
@@ -372,6 +387,33 @@ FOREIGN = (
 """)
 )
 
+EXPORT = para("""
+    --export (#SBATCH --export) says what the job gets of the environment gsub was called with, as
+    sbatch --export does: ALL (the default) all of it; NONE none of it: the job starts with HOME,
+    USER, LOGNAME and SHELL from the password database, PATH=/usr/local/bin:/usr/bin:/bin and its own
+    variables (GS_*, and the Slurm, PBS and Grid Engine ones); VAR1,VAR2=VALUE,... those basics, the
+    named variables copied from the submitting environment (a name that is not set there is left
+    out) and the given values; ALL,VAR2=VALUE,... everything and the given values.  A value with a
+    comma is quoted (--export=ALL,LIST='a,b').  #PBS -v and #$ -v lists (VAR[=VALUE],...) set their
+    values over the whole submitting environment, which a job gets whether or not #PBS -V or #$ -V
+    is given: gridsched keeps passing everything where qsub passes only its PBS_O_ variables by
+    default.  The values are checked at submission and again by the daemon: a name must be a shell
+    identifier, at most 1024 of them and 1 MiB in all, and none may be a variable gridsched sets
+    for the job (GS_*, SLURM_*, PBS_JOBID and the other PBS and Grid Engine names of
+    docs/compat.md, TMPDIR, CUDA_VISIBLE_DEVICES and the other device names): such a value is
+    refused with one line (gsub: error: ... SLURM_JOB_ID is set by gridsched for every job).
+    OMP_NUM_THREADS may be given a value, which wins over the job's cores per task.
+
+    --exclusive (#SBATCH --exclusive, #PBS -l place=excl or exclhost, Torque's #PBS -n) runs the
+    job alone, as Slurm gives an exclusive job every CPU of its node: the job takes all the
+    machine's cores, so no other job starts beside it, and GS_NCPUS, SLURM_CPUS_ON_NODE, NCPUS and
+    NSLOTS count them all.  The cores it asked (-n, --cpus-per-task, select=1:ncpus=8) stay the
+    shape of its tasks: -n 4 --exclusive is one task of 4 cores (SLURM_CPUS_PER_TASK and
+    OMP_NUM_THREADS are 4); a job that asked for no count is one task on every core.  Its GPUs
+    and memory are what it asked.  --emit writes --exclusive back as #SBATCH --exclusive and
+    #PBS -l place=excl, and --export as #SBATCH --export or #PBS -V and -v.
+""")
+
 PRIORITY = para("""
     The queue is ordered by each job's priority, as Slurm's priority/multifactor computes it:
     the weighted age, job size and fair-share factors of the [priority] table of gridsched.toml(5),
@@ -398,6 +440,15 @@ DEPENDENCIES = para("""
     never form a cycle; otherwise gsub refuses the job with one line.  A condition that can
     no longer hold (afterok on a job that failed) leaves the job waiting with the reason
     "dependency never satisfied", as Slurm's DependencyNeverSatisfied.
+
+    --hold-jid NAME|ID,... (#$ -hold_jid, Grid Engine's) makes the job wait until every job of the
+    submitting user, pending, held or running, whose name is one of the NAMEs (or matches one, as a
+    shell pattern such as 'prep*') has ended, in any state, as qsub -hold_jid does.  Names are
+    looked up by gsub at submission, among the user's own jobs only, and become afterany:ID...
+    added to -d; the daemon sees only ids, checked as above.  A NAME that no such job has is
+    warned of (gsub: warning: --hold-jid prep: no job of yours pending or running has this name;
+    not waited for) and the job is submitted.  A job submitted later with that name is not waited
+    for.  A #$ -hold_jid of ids only is -d afterany:ID....
 """)
 
 ARRAYS = para("""
@@ -572,6 +623,11 @@ GSTAT_JSON = (
                 "{of: the job, tasks: its sub-tasks}.",
             ),
             ("parent", "The id of the job's parent (a job submitted from inside another job), or null."),
+            (
+                "reason_code",
+                "squeue's REASON code of a pending or held job, as the REASON column shows it (Resources, "
+                'Licenses, Priority, ...: see WHY A JOB WAITS); "" for a job in any other state.',
+            ),
             ("daemon", '{"running": true or false, "pid": the daemon\'s pid or null, "spool": the spool directory}.'),
         ]
     )
@@ -649,9 +705,26 @@ GSTAT_WAITS = (
     + items(
         [
             (
+                "Resources: next to start, waiting for N cores (F of T free)",
+                "The job is next (it holds the reservation the backfill works around) and lacks cores now: it "
+                "asks for N, F of the T in service are free. Slurm: Resources.",
+            ),
+            (
+                "Resources: next to start, waiting for N gpu (U of T in use)",
+                "The job is next and lacks devices of a type (gpu, or gpu MODEL for --gpus MODEL:N): U of the T "
+                'are held by other jobs ("gpu slots" where [devices.gpu] share lets jobs share a GPU). Slurm '
+                "has no code of its own for GRES: Resources.",
+            ),
+            (
                 "Resources: next to start, waiting for the resources it needs to come free",
-                "The job is next (it holds the reservation the backfill works around) and waits for cores or "
-                "floating resources in use. Slurm: Resources.",
+                "The job is next, and by count nothing it asks for is short now: its layout (--place, or GPUs "
+                "beside its cores) cannot be met on what is free yet. Slurm: Resources.",
+            ),
+            (
+                "Licenses: waiting for NAME=N (F of T free)",
+                "A floating resource (-l NAME=N, a licence) is all the job lacks now: cores and devices are "
+                "free. Shown for the next job, and for a job behind it when the policy backfills (under fcfs "
+                "the jobs ahead of it come first whatever it lacks: Priority). Slurm: Licenses.",
             ),
             (
                 "Priority: waiting for jobs ahead of it in the queue to start first",
@@ -905,6 +978,8 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             "TOPICS": {
                 "DIRECTIVES": DIRECTIVES,
                 "SLURM AND PBS DIRECTIVES": FOREIGN,
+                "ENVIRONMENT EXPORT AND EXCLUSIVE JOBS": EXPORT,
+                "MAIL AND LOGIN ENVIRONMENT": MAIL_ENV,
                 "DEPENDENCIES": DEPENDENCIES,
                 "PRIORITY": PRIORITY,
                 "OUTPUT FILES": OUTPUT,
@@ -922,7 +997,8 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
             "ENVIRONMENT": ENVIRONMENT
             + "\n"
             + para("""
-            The job runs with the environment gsub was called with, plus GS_JOBID, GS_NCPUS, the
+            The job runs with the environment gsub was called with (all of it unless --export says
+            otherwise), plus GS_JOBID, GS_NCPUS, the
             cores it runs on, GS_NTASKS and GS_CPUS_PER_TASK (--ntasks, --cpus-per-task; a job that
             gives neither is one task on all its cores), OMP_NUM_THREADS (its cores per task),
             $GS_CHECKPOINT_DIR and $GS_RESTART_COUNT.  Each start of a job gets a private directory of

@@ -50,7 +50,7 @@ class Rule:
     optional: bool = False  # the value is optional: only --flag=VALUE gives one
 
 
-_MAIL = "no mail is sent"
+_MAIL_GS = "--mail-type (sent where [mail] sendmail is configured)"
 
 SLURM: tuple[Rule, ...] = (
     Rule(("-J", "--job-name"), "name", "job name", "-N NAME"),
@@ -84,13 +84,17 @@ SLURM: tuple[Rule, ...] = (
     Rule(("-b", "--begin"), "begin", "start no earlier than (now+1hour, 16:00, 2030-01-20T12:34)", "--begin"),
     Rule(("--requeue",), "requeue", "may be requeued", "--checkpoint requeue", value=False),
     Rule(("--no-requeue",), "norequeue", "never requeued", "--checkpoint none", value=False),
-    Rule(("--export",), "export", "environment passed (ALL)", "(always ALL; other values warned)"),
+    Rule(
+        ("--export",),
+        "export",
+        "environment passed: ALL, NONE, or [ALL,]VAR[=VALUE],...",
+        "--export",
+    ),
     Rule(
         ("--get-user-env",),
-        "ignore",
-        "the user's login environment",
-        "(warned)",
-        why="the job gets the submitting environment",
+        "get_user_env",
+        "start from the user's login environment ([TIMEOUT][S|L]; the submitting variables win)",
+        "--get-user-env",
         optional=True,
     ),
     Rule(("-v", "--verbose"), "quiet", "sbatch's own messages", "(no effect)", value=False),
@@ -99,14 +103,13 @@ SLURM: tuple[Rule, ...] = (
     Rule(("-A", "--account"), "ignore", "account", "(warned)", why="no accounts"),
     Rule(("-q", "--qos"), "ignore", "quality of service", "(warned)", why="no QOS"),
     Rule(("--nice",), "nice", "lower the job's priority by N (100 when no =N is given)", "--nice", optional=True),
-    Rule(("--mail-type",), "ignore", "mail events", "(warned)", why=_MAIL),
-    Rule(("--mail-user",), "ignore", "mail address", "(warned)", why=_MAIL),
+    Rule(("--mail-type",), "mail_type", "mail events (BEGIN, END, FAIL, REQUEUE, TIME_LIMIT..., ALL, NONE)", _MAIL_GS),
+    Rule(("--mail-user",), "mail_user", "mail recipients (default: the submitting user)", "--mail-user"),
     Rule(
         ("--exclusive",),
-        "ignore",
-        "whole node",
-        "(warned)",
-        why="a job gets exactly its own cores; ask for the whole machine with -c",
+        "exclusive",
+        "the whole node (=user and =mcs are warned)",
+        "--exclusive: all the machine's cores",
         optional=True,
     ),
     Rule(
@@ -145,12 +148,13 @@ PBS: tuple[Rule, ...] = (
     Rule(("-h",), "hold", "submit held", "--hold", value=False),
     Rule(("-S",), "shell", "shell of a script without #! on line 1", "--shell"),
     Rule(("-r",), "rerun", "rerunnable: y or n", "--checkpoint requeue (y) or none (n)"),
-    Rule(("-V",), "export", "export the environment", "(always done)", value=False),
-    Rule(("-v",), "ignore", "variables to export", "(warned)", why="the job gets the whole submitting environment"),
+    Rule(("-V",), "export_all", "export the whole environment", "(the default)", value=False),
+    Rule(("-v",), "export_vars", "variables to pass or set: VAR[=VALUE],...", "--export ALL,VAR[=VALUE],..."),
+    Rule(("-n",), "exclusive", "node exclusive (Torque)", "--exclusive: all the machine's cores", value=False),
     Rule(("-q",), "ignore", "queue", "(warned)", why="one queue on one machine"),
     Rule(("-A",), "ignore", "account", "(warned)", why="no accounts"),
-    Rule(("-m",), "ignore", "mail events", "(warned)", why=_MAIL),
-    Rule(("-M",), "ignore", "mail address", "(warned)", why=_MAIL),
+    Rule(("-m",), "pbs_mail", "mail events: a (aborted), b (began), e (ended), j (each subjob), or n", _MAIL_GS),
+    Rule(("-M",), "mail_user", "mail recipients, comma-separated", "--mail-user"),
     Rule(
         ("-p",),
         "pbs_priority",
@@ -178,7 +182,14 @@ PBS_RESOURCES: tuple[Rule, ...] = (
     Rule(("pmem",), "pmem", "memory per process (times the cores)", "--mem-per-cpu"),
     Rule(("vmem",), "vmem", "virtual memory of the job", "--mem (when mem= is not given)"),
     Rule(("pvmem",), "pvmem", "virtual memory per process", "--mem-per-cpu (when pmem= is not given)"),
-    Rule(("place", "host", "vnode", "arch"), "ignore", "placement", "(warned)", why="one machine"),
+    Rule(
+        ("place",),
+        "place",
+        "placement: excl and exclhost make the job exclusive (pack, free, shared: nothing to do on one machine; "
+        "scatter, vscatter, group= warned)",
+        "--exclusive",
+    ),
+    Rule(("host", "vnode", "arch"), "ignore", "placement", "(warned)", why="one machine"),
     Rule(("cput", "pcput"), "ignore", "CPU time", "(warned)", why="only walltime is enforced"),
     Rule(("soft_walltime",), "estimate", "the time the scheduler plans with (PBS Pro)", "--estimate"),
 )
@@ -194,20 +205,25 @@ SGE: tuple[Rule, ...] = (
     Rule(("-j",), "join", "y: error joined to the output", "--join oe"),
     Rule(("-cwd",), "quiet", "run in the submit directory", "(always: the default)", value=False),
     Rule(("-wd",), "chdir", "working directory", "-D DIR"),
-    Rule(("-V",), "export", "export the environment", "(always done)", value=False),
+    Rule(("-V",), "export_all", "export the whole environment", "(the default)", value=False),
+    Rule(("-v",), "export_vars", "variables to pass or set: VAR[=VALUE],...", "--export ALL,VAR[=VALUE],..."),
     Rule(("-S",), "shell", "shell of a script without #! on line 1", "--shell"),
-    Rule(("-hold_jid",), "hold_jid", "start after these jobs end", "-d afterany:ID"),
+    Rule(
+        ("-hold_jid",),
+        "hold_jid",
+        "start after these jobs end: ids, or names (and patterns) of your earlier jobs",
+        "-d afterany:ID; names: --hold-jid",
+    ),
     Rule(("-h",), "hold", "submit held", "--hold", value=False),
     Rule(("-r",), "rerun", "rerunnable: y or n", "--checkpoint requeue (y) or none (n)"),
     Rule(("-b",), "binary", "y: the command is a binary", "(y refused: gsub takes a script)"),
     Rule(("-q",), "ignore", "queue", "(warned)", why="one queue on one machine"),
     Rule(("-P",), "ignore", "project", "(warned)", why="no projects"),
     Rule(("-A",), "ignore", "account", "(warned)", why="no accounts"),
-    Rule(("-m",), "ignore", "mail events", "(warned)", why=_MAIL),
-    Rule(("-M",), "ignore", "mail address", "(warned)", why=_MAIL),
+    Rule(("-m",), "sge_mail", "mail events: b (began), e (ended), a (aborted, rescheduled), s (warned), n", _MAIL_GS),
+    Rule(("-M",), "mail_user", "mail recipients, comma-separated (user[@host])", "--mail-user"),
     Rule(("-R",), "ignore", "resource reservation", "(warned)", why="backfilling always reserves for the head job"),
     Rule(("-notify",), "ignore", "warn before suspend or kill", "(warned)", why="use --checkpoint signal", value=False),
-    Rule(("-v",), "ignore", "variables to export", "(warned)", why="the job gets the whole submitting environment"),
 )
 
 # Resources of SGE -l NAME=VALUE; any other NAME is warned.
@@ -219,6 +235,7 @@ SGE_RESOURCES: tuple[Rule, ...] = (
         "memory per slot (times the slots)",
         "--mem-per-cpu",
     ),
+    Rule(("gpu", "gpus"), "gpus", "GPUs: a count, or true (one) or false (none)", "--gpus N"),
 )
 
 DIALECTS = {"#SBATCH": "slurm", "#PBS": "pbs", "#$": "sge"}
@@ -248,8 +265,12 @@ GS_FLAG = {
     "gpus": "--gpus",
     "gres": "--gres",
     "gpu_bind": "--gpu-bind",
+    "export": "--export",
+    "hold_jid": "--hold-jid",
+    "mail_type": "--mail-type",
+    "mail_user": "--mail-user",
 }
-GS_SWITCH = {"hold": "--hold", "wait": "--wait"}
+GS_SWITCH = {"hold": "--hold", "wait": "--wait", "exclusive": "--exclusive"}
 
 
 def scan(text: str, prefix: str) -> list[tuple[int, str]]:
@@ -379,6 +400,96 @@ def _count(where: str, shown: str, value: str) -> int:
     if not (v.isascii() and v.isdigit()) or int(v) < 1:
         raise CompatError(f"{where}: {shown}: '{value}' is not a whole number of at least 1")
     return int(v)
+
+
+# -- environment export ----------------------------------------------------------------------
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    """What of the submitting environment a job gets (sbatch --export): all of it or only ``names``, and
+    ``values`` set over it."""
+
+    all: bool
+    names: tuple[str, ...] = ()
+    values: tuple[tuple[str, str], ...] = ()
+
+    def text(self) -> str:
+        """The --export value that gives this (values holding a comma or a quote are quoted)."""
+        items = ["ALL"] if self.all else []
+        items += list(self.names)
+        for k, v in self.values:
+            items.append(f"{k}={_quote_item(v)}")
+        return ",".join(items) if items else "NONE"
+
+    def merged(self, other: Export) -> Export:
+        """This with ``other``'s names and values added (a later value of a name wins)."""
+        values = dict(self.values)
+        values.update(other.values)
+        names = tuple(dict.fromkeys(n for n in (*self.names, *other.names) if n not in values))
+        return Export(self.all or other.all, names, tuple(values.items()))
+
+
+def _quote_item(v: str) -> str:
+    if not any(c in v for c in ",'\""):
+        return v
+    return "'" + v + "'" if "'" not in v else '"' + v + '"'
+
+
+def _items(text: str) -> list[str]:
+    """``text`` split at commas outside quotes; a quoted part loses its quotes (``A='x,y'`` is ``A=x,y``)."""
+    out: list[str] = []
+    cur: list[str] = []
+    quote = ""
+    for c in text:
+        if quote:
+            if c == quote:
+                quote = ""
+            else:
+                cur.append(c)
+        elif c in "'\"":
+            quote = c
+        elif c == ",":
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    if quote:
+        raise ValueError("a quote is not closed")
+    out.append("".join(cur))
+    return out
+
+
+def parse_export(text: str, listed: bool = False) -> Export:
+    """An sbatch ``--export`` value: ``ALL`` (the default), ``NONE``, or ``[ALL,]VAR[=VALUE],...``; with
+    ``listed`` a PBS or Grid Engine ``-v`` list, over the whole environment.  :class:`ValueError` with the
+    reason if it is none of these (a name must be a shell identifier)."""
+    v = text.strip()
+    if not v:
+        raise ValueError("empty: give ALL, NONE or VAR[=VALUE],...")
+    if not listed and v.upper() == "NONE":
+        return Export(False)
+    everything = listed
+    names: dict[str, None] = {}
+    values: dict[str, str] = {}
+    for item in _items(v):
+        name, eq, value = item.partition("=")
+        name = name.strip()
+        if not listed and not eq and name.upper() == "ALL":
+            everything = True
+            continue
+        if not listed and not eq and name.upper() == "NONE":
+            raise ValueError("NONE cannot be combined with variables (give the variables alone)")
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"{name!r} is not a variable name (letters, digits and _, not starting with a digit)")
+        if eq:
+            values[name] = value
+            names.pop(name, None)
+        elif name not in values:
+            names[name] = None
+    return Export(everything, tuple(names), tuple(values.items()))
 
 
 # -- values as each system reads them ------------------------------------------------------
@@ -615,6 +726,9 @@ class _Reader:
         self.vmem: tuple[str, int] | None = None
         self.pvmem: tuple[str, int] | None = None
         self.gpus_per_task: tuple[str, int] | None = None  # (value, line)
+        self.export: Export | None = None  # PBS and SGE -v: the variables named, over the whole environment
+        self.export_line = 0
+        self.export_all = False  # -V: the whole environment (the default here)
 
     def warn(self, lineno: int, shown: str, why: str) -> None:
         self.out.warnings.append(f"{self.label}:{lineno}: {shown} ignored: {why}")
@@ -650,9 +764,27 @@ class _Reader:
             if v not in ("y", "n", "yes", "no"):
                 raise CompatError(f"{where}: {shown}: must be y or n")
             self.set(lineno, "checkpoint", "requeue" if v.startswith("y") else "none")
-        elif key == "export":
-            if value is not None and value.strip().upper() != "ALL":
-                self.warn(lineno, shown, "the job always gets the whole submitting environment (ALL)")
+        elif key == "exclusive":
+            if value is None:
+                self.set(lineno, "exclusive")
+            else:
+                self.warn(lineno, shown, "only the whole machine (--exclusive without a value) is known")
+        elif key == "mail_user":
+            from ..requests import parse_mail_user
+
+            try:
+                self.set(lineno, "mail_user", ",".join(parse_mail_user(str(value))))
+            except ValueError as e:  # scripts carry placeholders such as <EMAIL>: the job goes, without it
+                self.warn(lineno, shown, f"{e}")
+        elif key == "export_all":
+            self.export_all = True
+        elif key == "export_vars":
+            try:
+                ex = parse_export(str(value), listed=True)
+            except ValueError as e:
+                raise CompatError(f"{where}: {shown}: {e}") from None
+            self.export = ex if self.export is None else self.export.merged(ex)
+            self.export_line = lineno
         else:
             return False
         return True
@@ -667,7 +799,24 @@ class _Reader:
             if self.common(lineno, where, shown, rule, value):
                 continue
             key, v = rule.key, str(value)
-            if key == "nice":
+            if key == "export":
+                try:
+                    ex = parse_export(v)
+                except ValueError as e:
+                    raise CompatError(f"{where}: {shown}: {e}") from None
+                if ex != Export(True):  # ALL is the default
+                    self.set(lineno, "export", ex.text())
+            elif key == "mail_type":
+                self.mail_type(lineno, where, shown, v)
+            elif key == "get_user_env":
+                from ..requests import parse_user_env
+
+                try:
+                    ue = parse_user_env("" if value is None else v)
+                except ValueError as e:
+                    raise CompatError(f"{where}: {shown}: {e}") from None
+                self.out.settings.append((lineno, [f"--get-user-env={ue.text()}"]))
+            elif key == "nice":
                 self.set(lineno, "nice", "100" if value is None else _int_in(where, shown, v, -10000, 10000))
             elif key == "ntasks":
                 self.ntasks = (_count(where, shown, v), lineno)
@@ -741,7 +890,9 @@ class _Reader:
             if self.common(lineno, where, shown, rule, value):
                 continue
             key, v = rule.key, str(value)
-            if key == "pbs_priority":
+            if key == "pbs_mail":
+                self.letters_mail(lineno, where, shown, v, {"a": "FAIL", "b": "BEGIN", "e": "END", "j": "ARRAY_TASKS"})
+            elif key == "pbs_priority":
                 n = int(_int_in(where, shown, v, -1024, 1023))
                 if n > 0:
                     self.warn(lineno, shown, "only an admin raises a job's priority (gsub --nice -N)")
@@ -777,6 +928,30 @@ class _Reader:
                     raise CompatError(f"{where}: {shown}: {e}") from None
                 self.set(lineno, "begin", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)))
 
+    def mail_type(self, lineno: int, where: str, shown: str, value: str) -> None:
+        from ..requests import parse_mail_type
+
+        try:
+            events = parse_mail_type(value)
+        except ValueError as e:
+            raise CompatError(f"{where}: {shown}: {e}") from None
+        self.set(lineno, "mail_type", ",".join(events) or "NONE")
+
+    def letters_mail(self, lineno: int, where: str, shown: str, value: str, events: dict[str, str]) -> None:
+        """PBS and Grid Engine -m: one letter per event (n: none), Grid Engine's also comma-separated."""
+        letters = value.replace(",", "").strip()
+        if letters == "n":
+            self.set(lineno, "mail_type", "NONE")
+            return
+        bad = sorted({c for c in letters if c not in events and c != "s"})
+        if not letters or bad or "n" in letters:
+            raise CompatError(f"{where}: {shown}: use letters of {''.join(events)} (or n alone)")
+        if "s" in letters:
+            self.warn(lineno, shown, "s: no mail when a job is suspended")
+        out = {e for c in letters if c in events for e in events[c].split(",")}
+        if out:
+            self.set(lineno, "mail_type", ",".join(sorted(out)))
+
     def pbs_resource(self, lineno: int, where: str, item: str) -> None:
         name, eq, value = item.partition("=")
         name = name.strip()
@@ -787,6 +962,8 @@ class _Reader:
             return
         if rule.key == "ignore":
             self.warn(lineno, shown, rule.why)
+        elif rule.key == "place":
+            self.pbs_place(lineno, shown, value)
         elif rule.key == "time":
             try:
                 self.set(lineno, "time", f"{pbs_time(value)}s")
@@ -813,6 +990,17 @@ class _Reader:
             self.set(lineno, "gpus", str(_count(where, shown, value)))
         elif rule.key in ("nodes", "select"):
             self.pbs_chunks(lineno, where, shown, name, value)
+
+    def pbs_place(self, lineno: int, shown: str, value: str) -> None:
+        """place=[ARRANGEMENT][:SHARING][:group=RES]: excl and exclhost make the job exclusive."""
+        other = []
+        for part in (p.strip().lower() for p in value.split(":")):
+            if part in ("excl", "exclhost"):
+                self.set(lineno, "exclusive")
+            elif part not in ("", "pack", "free", "shared"):
+                other.append(part)
+        if other:
+            self.warn(lineno, shown, f"{', '.join(other)}: one machine, nothing to place apart")
 
     def pbs_chunks(self, lineno: int, where: str, shown: str, name: str, value: str) -> None:
         """nodes=N[:ppn=M][+...] and select=N:ncpus=M[:mem=S][+...]: the cores (and memory) of every chunk."""
@@ -858,7 +1046,9 @@ class _Reader:
             if self.common(lineno, where, shown, rule, value):
                 continue
             key, v = rule.key, str(value)
-            if key in ("output", "error"):
+            if key == "sge_mail":
+                self.letters_mail(lineno, where, shown, v, {"b": "BEGIN", "e": "END", "a": "FAIL,REQUEUE"})
+            elif key in ("output", "error"):
                 self.set(lineno, key, _sge_path(v))
             elif key == "join":
                 j = v.strip().lower()
@@ -869,9 +1059,12 @@ class _Reader:
                 self.throttle = (_count(where, shown, v), lineno)
             elif key == "hold_jid":
                 ids = [i.strip() for i in v.split(",") if i.strip()]
-                if not ids or not all(i.isdigit() for i in ids):
-                    raise CompatError(f"{where}: {shown}: job ids only (job names are not supported)")
-                self.set(lineno, "depend", "afterany:" + ":".join(ids))
+                if not ids:
+                    raise CompatError(f"{where}: {shown}: needs job ids or names")
+                if all(i.isascii() and i.isdigit() for i in ids):
+                    self.set(lineno, "depend", "afterany:" + ":".join(ids))
+                else:  # names are looked up at submission, among the user's own jobs
+                    self.set(lineno, "hold_jid", ",".join(ids))
             elif key == "binary":
                 if v.strip().lower().startswith("y"):
                     raise CompatError(f"{where}: {shown}: gsub takes a script; use --wrap for a command")
@@ -894,6 +1087,12 @@ class _Reader:
         rule = _SGE_RES.get(name)
         if rule is None or not eq:
             self.warn(lineno, shown, f"resource {name!r} is not supported")
+        elif rule.key == "gpus":
+            v = value.strip().lower()
+            if v in ("true", "yes", "y", "1"):
+                self.set(lineno, "gpus", "1")
+            elif v not in ("false", "no", "n", "0"):
+                self.set(lineno, "gpus", str(_count(where, shown, v)))
         elif rule.key == "time":
             try:
                 self.set(lineno, "time", f"{pbs_time(value)}s")
@@ -952,6 +1151,8 @@ class _Reader:
                 text = text.split("%", 1)[0] + f"%{self.throttle[0]}"
             self.set(ln, "array", text)
             self.out.task_sep = {"#PBS -J": ".", "#PBS -t": "-", "#$ -t": "."}.get(self.array_flag, "_")
+        if self.export is not None:  # PBS and SGE: the whole environment here, and the variables -v names
+            self.set(self.export_line, "export", self.export.text())
         self.out.dialect = dialect
         self.out.settings.sort(key=lambda s: s[0])
         return self.out
@@ -1053,6 +1254,19 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
             out.append(f"#SBATCH {flag}={q(params[key])}")
     if params.get("estimate") is not None:
         out.append(f"# gridsched: dropped --estimate {format_duration(params['estimate'])} (--time-min differs)")
+    if params.get("hold_jid"):
+        out.append(f"# gridsched: dropped --hold-jid {q(params['hold_jid'])} (Slurm's dependencies name job ids)")
+    if params.get("exclusive"):
+        out.append("#SBATCH --exclusive")
+    ex = params.get("export")
+    if ex is not None:
+        out.append(f"#SBATCH --export={q(ex.text())}")
+    if params.get("mail_type") is not None:
+        out.append(f"#SBATCH --mail-type={','.join(params['mail_type']) or 'NONE'}")
+    if params.get("mail_user"):
+        out.append(f"#SBATCH --mail-user={q(','.join(params['mail_user']))}")
+    if params.get("get_user_env") is not None:
+        out.append(f"#SBATCH --get-user-env={params['get_user_env'].text()}")
     if params.get("hold"):
         out.append("#SBATCH --hold")
     if params.get("wait"):
@@ -1127,6 +1341,17 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
         select += f":ngpus={ngpus}"
     if params.get("ncpus") is not None or mem or ngpus:
         out.append(f"#PBS -l {select}")
+    if params.get("exclusive"):
+        out.append("#PBS -l place=excl")
+    ex = params.get("export")
+    if ex is not None:
+        if ex.all:
+            out.append("#PBS -V")
+        else:
+            out.append("# gridsched: --export without ALL: PBS passes only its PBS_O_ variables and those -v names")
+        listed = Export(True, ex.names, ex.values).text().removeprefix("ALL").lstrip(",")
+        if listed:
+            out.append(f"#PBS -v {q(listed)}")
     if params.get("gpus") and ":" in str(params["gpus"]):
         out.append(f"# gridsched: the GPU model of --gpus {q(str(params['gpus']))} is a site resource in PBS")
     if params.get("gres") or params.get("gpu_bind") or params.get("exclusive_gpu"):
@@ -1148,6 +1373,7 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
         out.append(f"#PBS -W depend={q(params['depend'])}")
     if params.get("array"):
         out.append(f"#PBS -J {q(params['array'])}")
+    out += _pbs_mail(params)
     if params.get("hold"):
         out.append("#PBS -h")
     if params.get("wait"):
@@ -1166,9 +1392,33 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
             out.append(f"# gridsched: dropped --{key.replace('_', '-')} {q(params[key])} (not translated to PBS)")
     if params.get("signal"):
         out.append(f"# gridsched: dropped --signal {q(params['signal'])} (PBS has no signal before the walltime)")
+    if params.get("hold_jid"):
+        out.append(f"# gridsched: dropped --hold-jid {q(params['hold_jid'])} (PBS dependencies name job ids)")
     if params.get("estimate") is not None:
         h, rest = divmod(int(params["estimate"]), 3600)
         out.append(f"#PBS -l soft_walltime={h:02d}:{rest // 60:02d}:{rest % 60:02d}")
+    return out
+
+
+_PBS_MAIL = {"FAIL": "a", "BEGIN": "b", "END": "e"}
+
+
+def _pbs_mail(params: dict[str, Any]) -> list[str]:
+    """``#PBS -m`` and ``-M`` for --mail-type and --mail-user (PBS has no requeue or time limit mail)."""
+    out: list[str] = []
+    events = params.get("mail_type")
+    if events is not None:
+        letters = "".join(c for e, c in _PBS_MAIL.items() if e in events)
+        if letters and "ARRAY_TASKS" in events:
+            letters += "j"
+        out.append(f"#PBS -m {letters or 'n'}")
+        other = [e for e in events if e not in _PBS_MAIL and e != "ARRAY_TASKS"]
+        if other:
+            out.append(f"# gridsched: dropped --mail-type {','.join(other)} (no PBS mail event)")
+    if params.get("mail_user"):
+        out.append(f"#PBS -M {shlex.quote(','.join(params['mail_user']))}")
+    if params.get("get_user_env") is not None:
+        out.append("# gridsched: dropped --get-user-env (PBS jobs start from the login environment without it)")
     return out
 
 

@@ -41,6 +41,8 @@ ALTERABLE = (
     "gres",
     "gpu_bind",
     "exclusive_gpu",
+    "nice",
+    "priority",
 )
 DEVICE_PARAMS = ("gpus", "gres", "gpu_bind", "exclusive_gpu")
 LIVE = ("PENDING", "HELD", "RUNNING")
@@ -53,8 +55,11 @@ LIVE = ("PENDING", "HELD", "RUNNING")
 def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None, **p: Any) -> int:
     """Change the jobs ID... with gsub's options: a pending or held job takes any of them; a running job
     only -t, which its owner may shorten and only an admin lengthen. ID of an array changes its pending
-    tasks, ARRAYID_INDEX one task. A job that another user owns, that has ended, that the machine could
-    never hold or whose dependencies would form a cycle is refused, and nothing is changed."""
+    tasks, ARRAYID_INDEX one task. --nice N replaces the job's nice value and --priority N sets its priority
+    (as scontrol update Nice= and Priority=, qalter -p): only an admin gives a negative nice or a priority; the
+    next scheduling pass orders the queue by the new value. A job that another user owns, that has ended,
+    that the machine could never hold or whose dependencies would form a cycle is refused, and nothing is
+    changed."""
     from . import select
 
     given = {k: v for k, v in p.items() if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE}
@@ -68,6 +73,9 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
         from ..admin import is_admin
 
         sender = rq.Sender(uid, str(uid), frozenset(), is_admin(uid, s.spool.root))
+        if not sender.admin and (changes.get("priority") is not None or changes.get("nice", 0) < 0):
+            what = "--priority" if changes.get("priority") is not None else f"--nice {changes['nice']}"
+            fail(PROG, f"{what}: only an admin may raise a job's priority", ExitCode.USAGE)
         rq.parse({"type": "alter", "jobs": [1], "changes": changes}, "alter.json", sender)
     except rq.Refused as e:
         fail(PROG, shown(e))
@@ -86,16 +94,7 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
         for ref in sel.refs:
             whole = ref.indices is None and view.array_rows(s.spool, ref.jid)
             if whole:
-                tasks = [t for t in whole if t["state"] in ("PENDING", "HELD")]
-                why = _owner(whole[0], uid) or (None if tasks else "no task is pending")
-                why = why or next(
-                    (
-                        w
-                        for t in tasks
-                        if (w := _check(t, changes, everyone, sender, machine, s.cfg.max_walltime)) is not None
-                    ),
-                    None,
-                )
+                why = check_array(whole, changes, everyone, sender, machine, s.cfg.max_walltime)
                 if why:
                     errors.append(f"job {ref.canonical}: {why}")
                 else:
@@ -107,7 +106,7 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
             except LookupError as e:
                 errors.append(shown(str(e)))
                 continue
-            why = _check(everyone.get(jid), changes, everyone, sender, machine, s.cfg.max_walltime)
+            why = check(everyone.get(jid), changes, everyone, sender, machine, s.cfg.max_walltime)
             if why:
                 errors.append(f"job {ref.canonical}: {why}")
             elif jid not in jobs:
@@ -131,7 +130,8 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
 
 def _changes(s: Any, given: dict[str, Any]) -> dict[str, Any]:
     """The request's ``changes`` for the options given (spec keys, checked as gsub checks them)."""
-    out: dict[str, Any] = {k: given[k] for k in ("name", "ncpus", "walltime", "depend", "reservation") if k in given}
+    keys = ("name", "ncpus", "walltime", "depend", "reservation", "nice", "priority")
+    out: dict[str, Any] = {k: given[k] for k in keys if k in given}
     if "name" in out and (not out["name"].strip() or "/" in out["name"]):
         fail(PROG, "-N: a job name must be non-empty, without '/'", ExitCode.USAGE)
     if "reservation" in out:
@@ -176,7 +176,23 @@ def _owner(job: dict[str, Any] | None, uid: int) -> str | None:
     return None
 
 
-def _check(
+def check_array(
+    tasks: list[dict[str, Any]],
+    changes: dict[str, Any],
+    everyone: dict[int, dict[str, Any]],
+    sender: rq.Sender,
+    machine: Any,
+    max_walltime: int,
+) -> str | None:
+    """Why the pending tasks of the array whose rows are ``tasks`` cannot take ``changes``, or None."""
+    pending = [t for t in tasks if t["state"] in ("PENDING", "HELD")]
+    why = _owner(tasks[0], sender.uid) or (None if pending else "no task is pending")
+    for t in pending:
+        why = why or check(t, changes, everyone, sender, machine, max_walltime)
+    return why
+
+
+def check(
     job: dict[str, Any] | None,
     changes: dict[str, Any],
     everyone: dict[int, dict[str, Any]],

@@ -156,91 +156,171 @@ def set_(settings: tuple[str, ...], spool_dir: str | None, config_file: str | No
     return ExitCode.OK
 
 
-@cli.command("tune", short_help="choose p and threshold from this machine's history")
+@cli.command("tune", short_help="choose p, threshold and predictor from this machine's history")
 @click.option("--dry-run", is_flag=True, help="Print the table and the choice; change nothing.")
 @click.option(
     "--window",
-    default="14d",
-    show_default=True,
     metavar="DURATION",
-    help="History: jobs that ended this long ago at most.",
+    help="History: jobs that ended this long ago at most (default: scheduler.tune_window, 14d).",
 )
 @click.option(
     "--objective",
     type=click.Choice(("bsld", "wait", "mix")),
-    default="mix",
-    show_default=True,
-    help="bsld (average bounded slowdown), wait (average wait), or mix (their mean, each relative to EASY's).",
+    help="bsld (average bounded slowdown), wait (average wait), or mix (their mean, each relative to EASY's); "
+    "default: scheduler.tune_objective, mix.",
 )
 @click.option(
     "--margin",
     type=click.FloatRange(0.0, 1.0),
-    default=0.02,
+    help="Adopt the best only if it beats both EASY and the setting in force by this fraction "
+    "(default: scheduler.tune_margin, 0.02).",
+)
+@click.option(
+    "--wait",
+    "wait_s",
+    type=click.FloatRange(0.0),
+    default=600.0,
     show_default=True,
-    help="Adopt the best only if it beats both EASY and the setting in force by this fraction.",
+    metavar="SECONDS",
+    help="With auto settings: how long to wait for the daemon's answer.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
 @spool_options
 def tune(
     dry_run: bool,
-    window: str,
-    objective: str,
-    margin: float,
+    window: str | None,
+    objective: str | None,
+    margin: float | None,
+    wait_s: float,
     as_json: bool,
     spool_dir: str | None,
     config_file: str | None,
 ) -> int:
     """Replay the jobs that ended in the last --window through EASY and a grid of checkpoint-backfill
-    settings (p 0.1-0.5, threshold 10 min-1 h), and adopt the best (written into the configuration as
-    gctl set writes, then reloaded) if it beats both EASY and the setting in force by --margin.  With
-    fewer than 100 jobs of history the setting in force is kept.  Root or the spool's owner only,
-    unless --dry-run."""
+    settings (p 0.1-0.5, threshold 10 min-1 h, both predictors) and adopt the best if it beats both EASY
+    and the setting in force by --margin; with fewer than 100 jobs of history the setting in force is kept.
+
+    When scheduler.p, threshold or predictor is "auto" (the default), only those vary, and the daemon
+    tunes: gctl tune asks it to tune now, waits for its answer and prints it (the daemon keeps the
+    setting it adopts; the configuration file is not changed).  Otherwise the setting adopted is
+    written into the configuration as gctl set writes, and the daemon reloads it.  Root or the spool's
+    owner only, unless --dry-run."""
+    import dataclasses
     import time
 
     from .. import tune as tuner
+    from .. import tuning
     from ..core.units import UnitError, format_duration, parse_duration
-    from ..state import StateDB
 
     s = setup(PROG, spool_dir, config_file)
     if not dry_run:
         require_admin(s.spool, "set")
+    auto = _tunes(s.cfg)
+    t = s.cfg.tuning
     try:
-        span = parse_duration(window)
+        span = parse_duration(window) if window is not None else t.window
     except UnitError as e:
         fail(PROG, f"--window {e}", ExitCode.USAGE)
-    now = time.time()
-    history: list[tuner.Job] = []
-    if s.spool.db.exists():
-        db = StateDB(s.spool.db)
-        try:
-            for j in db.jobs(states=("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED")):
-                if j["start_time"] is None or j["end_time"] is None or j["end_time"] < now - span:
-                    continue
-                run = max(0.0, float(j["elapsed"] or (j["end_time"] - j["start_time"])))
-                history.append(tuner.Job(j["submit_time"], float(j["walltime"]), run, j["ncpus"], j["user"]))
-        finally:
-            db.close()
+    t = dataclasses.replace(
+        t,
+        window=span,
+        objective=objective or t.objective,
+        margin=t.margin if margin is None else margin,
+    )
+    if not auto:  # the whole grid, as before settings could be auto
+        t = dataclasses.replace(t, p=True, threshold=True, predictor=True)
     machine = _machine(s.cfg, s.spool)
-    current = s.cfg.params
-    d = tuner.choose(history, machine.ncores, current, tuner.grid(current), objective, margin)
-    if as_json:
-        rows = [{"setting": r.label, "wait_avg": r.wait_avg, "bsld_avg": r.bsld_avg, "score": r.score} for r in d.rows]
-        click.echo(
-            dumps(
-                {"jobs": len(history), "rows": rows, "adopt": tuner.label(d.adopt) if d.adopt else None, "why": d.why},
-                indent=2,
-            )
-        )
-    else:
-        click.echo(f"{len(history)} jobs ended in the last {window} on {machine.ncores} cores; objective {objective}")
-        if d.rows:
-            click.echo(f"{'setting':48} {'wait':>10} {'bsld':>8} {'score':>7}")
-            for r in d.rows:
-                mark = " *" if d.best is r else ""
-                click.echo(f"{r.label:48} {format_duration(r.wait_avg):>10} {r.bsld_avg:8.2f} {r.score:7.3f}{mark}")
-        click.echo(f"{PROG}: {d.why}")
-    if d.adopt is None or dry_run:
+    current = _in_force(s)
+    if auto and not dry_run:
+        return _tune_by_daemon(s, wait_s, as_json)
+    now = time.time()
+    dec = tuning.decide(s.spool.db, now, machine.ncores, current, t)
+    _print_decision(dec, machine.ncores, format_duration(span), as_json)
+    if dec["adopt"] is None or dry_run or auto:
         return ExitCode.OK
+    d_adopt = tuning.applied(current, dec["adopt"])
+    return _write_tuned(s, d_adopt, tuner.label(d_adopt))
+
+
+def _in_force(s: Any) -> Any:
+    """The scheduler's settings in force: the configuration's, with the daemon's tuned ones if any."""
+    from .. import tuning
+
+    if not _tunes(s.cfg):
+        return s.cfg.params
+    rec = _tuning_state(s)
+    if rec.get("in_force"):
+        try:
+            return tuning.applied(s.cfg.params, rec["in_force"])
+        except (KeyError, ValueError, TypeError):
+            pass
+    return s.cfg.params
+
+
+def _print_decision(dec: dict[str, Any], ncores: int, window: str, as_json: bool) -> None:
+    from ..core.units import format_duration
+
+    if as_json:
+        keys = ("jobs", "objective", "rows", "best", "adopt_label", "beats_easy_by", "why", "time")
+        out = {k: dec.get(k) for k in keys}
+        out["adopt"] = out.pop("adopt_label")
+        click.echo(dumps(out, indent=2))
+        return
+    click.echo(f"{dec['jobs']} jobs ended in the last {window} on {ncores} cores; objective {dec['objective']}")
+    if dec["rows"]:
+        click.echo(f"{'setting':48} {'wait':>10} {'bsld':>8} {'score':>7}")
+        for r in dec["rows"]:
+            mark = " *" if dec["best"] == r["setting"] else ""
+            click.echo(
+                f"{r['setting']:48} {format_duration(r['wait_avg']):>10} {r['bsld_avg']:8.2f} {r['score']:7.3f}{mark}"
+            )
+    click.echo(f"{PROG}: {dec['why']}")
+
+
+def _tune_by_daemon(s: Any, wait_s: float, as_json: bool) -> int:
+    """Auto settings: the daemon tunes now; wait for its record of the decision and print it."""
+    import sqlite3
+    import time
+
+    from ..core.units import format_duration
+    from ..state import StateDB
+
+    info = s.spool.daemon_info()
+    if info is None:
+        fail(
+            PROG,
+            f"no daemon runs on {s.spool.root}: auto settings are tuned by the daemon "
+            "(gctl tune --dry-run prints the table now)",
+        )
+    asked = time.time()
+    send(s.spool, "tune")
+    click.echo(f"{PROG}: tuning requested from pid {shown(info.get('pid'))}", err=as_json)
+    deadline = time.monotonic() + wait_s
+    delay = 0.05
+    while True:
+        try:
+            db = StateDB(s.spool.db)
+            try:
+                rec = json.loads(db.meta().get("tuning") or "{}")
+            finally:
+                db.close()
+        except (OSError, ValueError, sqlite3.Error):
+            rec = {}
+        last = rec.get("last") or {}
+        if isinstance(last.get("time"), (int, float)) and last["time"] >= asked - 1.0:
+            break
+        if time.monotonic() > deadline:
+            fail(PROG, f"no answer from the daemon within {wait_s:g} s: it logs the choice when it has one")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 1.0)
+    _print_decision(last, _machine(s.cfg, s.spool).ncores, format_duration(s.cfg.tuning.window), as_json)
+    if last.get("adopt_label"):
+        click.echo(f"{PROG}: the daemon adopted {last['adopt_label']}", err=as_json)
+    return ExitCode.OK
+
+
+def _write_tuned(s: Any, a: Any, said: str) -> int:
+    """Settings that are not auto: the adopted ones written into the configuration, then reloaded."""
     from pathlib import Path
 
     from .. import configwrite
@@ -248,7 +328,6 @@ def tune(
     target = Path(s.cfg.path)
     if target == PACKAGED:
         target = s.spool.root / "gridsched.toml"
-    a = d.adopt
     settings: list[tuple[list[str], Any]] = [(["scheduler", "policy"], a.policy.value)]
     if a.policy.value == "checkpoint-backfill":
         settings += [
@@ -264,7 +343,7 @@ def tune(
         configwrite.write(target, data)
     except configwrite.SettingError as e:
         fail(PROG, shown(f"tune: {e}"))
-    click.echo(shown(f"{PROG}: adopted {tuner.label(a)} in {target}"))
+    click.echo(shown(f"{PROG}: adopted {said} in {target}"))
     if s.spool.daemon_info() is not None:
         send(s.spool, "reload")
         click.echo(f"{PROG}: reload requested")
@@ -294,10 +373,12 @@ def config(as_json: bool, spool_dir: str | None, config_file: str | None) -> int
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @spool_options
 def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
-    """Show what this host offers: CPUs, pidfds, cgroup v2, how --mem is enforced, NUMA nodes, CRIU, and the
-    devices (GPUs) and where they came from: declared in the topology file, nvidia-smi, sysfs, or none."""
+    """Show what this host offers: CPUs, pidfds, cgroup v2, how --mem is enforced, NUMA nodes, CRIU, the
+    devices (GPUs) and where they came from (declared in the topology file, nvidia-smi, sysfs, or none), and
+    whether jobs are kept from the device nodes of devices they do not hold: by the cgroup v1 devices
+    controller, by a cgroup v2 device program, or not (then only by CUDA_VISIBLE_DEVICES and the like)."""
     from ..core import cpuset
-    from ..host import facts
+    from ..host import device_isolation, facts
     from ..topology import declared
 
     s = setup(PROG, spool_dir, config_file)
@@ -309,8 +390,12 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     try:
         m, source = load_with_source(s.cfg)
         f["devices"] = {"summary": m.device_summary(), "source": source}
+        f["device_isolation"] = device_isolation(m.devices, s.cfg.device_enforce, s.cfg.system)
     except TopologyError as e:
         f["devices"] = {"summary": "", "source": f"the topology file cannot be read: {e}"}
+        f["device_isolation"] = {"enforced": False, "how": "not known: the topology file cannot be read"}
+    tuning_state = _tuning_state(s)
+    f["tuning"] = tuning_state
     if as_json:
         click.echo(dumps(f, indent=2))
         return ExitCode.OK
@@ -324,7 +409,73 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     dv = f["devices"]
     assert isinstance(dv, dict)
     click.echo(f"devices:        {dv['summary'] or 'none'} (from: {dv['source']})")
+    iso = f["device_isolation"]
+    assert isinstance(iso, dict)
+    click.echo(f"device access:  {iso['how']}")
+    for key, why in iso.get("no_node", {}).items():
+        click.echo(f"  {key.replace(':', ' ')} not isolated: {why}")
+    for line in _tuning_lines(tuning_state):
+        click.echo(line)
     return ExitCode.OK
+
+
+def _tunes(cfg: Any) -> bool:
+    """Whether the daemon tunes settings of ``cfg`` (some are "auto", under checkpoint-backfill)."""
+    return bool(cfg.tuning.active and cfg.params.policy.value == "checkpoint-backfill")
+
+
+def _tuning_state(s: Any) -> dict[str, Any]:
+    """What gctl info shows of tuning: the configuration's auto settings and the daemon's record."""
+    import sqlite3
+
+    from ..state import StateDB
+
+    out: dict[str, Any] = {"auto": _tunes(s.cfg)}
+    if not out["auto"]:
+        return out
+    out["describe"] = s.cfg.tuning.describe()
+    try:
+        db = StateDB(s.spool.db)
+        try:
+            rec = json.loads(db.meta().get("tuning") or "{}")
+        finally:
+            db.close()
+    except (OSError, ValueError, sqlite3.Error):
+        rec = {}
+    out["in_force"] = rec.get("in_force")
+    out["since"] = rec.get("since")
+    last = rec.get("last") or {}
+    out["last"] = {k: last.get(k) for k in ("time", "jobs", "objective", "best", "adopt_label", "beats_easy_by", "why")}
+    return out
+
+
+def _tuning_lines(t: dict[str, Any]) -> list[str]:
+    if not t.get("auto"):
+        return ["tuning:         off (no scheduler setting is auto under checkpoint-backfill)"]
+    import time
+
+    def when(t: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+    lines = [f"tuning:         {t['describe']}"]
+    s = t.get("in_force")
+    if s:
+        what = (
+            s["policy"]
+            if s["policy"] != "checkpoint-backfill"
+            else (f"p={s['p']:g} threshold={s['threshold']:g}s predictor={s['predictor']}")
+        )
+        lines.append(f"  in force:     {what}, since {when(t['since'])}")
+    else:
+        lines.append(
+            "  in force:     the published settings (p=0.2 threshold=1800s predictor=scaled), none adopted yet"
+        )
+    last = t.get("last") or {}
+    if last.get("time"):
+        lines.append(f"  last tuning:  {when(last['time'])}, {last.get('jobs')} jobs: {last.get('why')}")
+    else:
+        lines.append("  last tuning:  none yet")
+    return lines
 
 
 # -- the machine map: topology, drain, resume ---------------------------------------

@@ -132,7 +132,12 @@ def start(system: bool, spool_dir: str | None, config_file: str | None) -> int:
     if info is not None:
         fail(PROG, f"already running with pid {info.get('pid')}")
     proc = spawn_system(spool, s.cfg.path) if system else spawn_daemon(spool, s.config_file)
-    if not wait_until(lambda: spool.daemon_info() is not None or proc.poll() is not None, START_TIMEOUT):
+
+    def up() -> bool:  # the lock is taken a moment before the pid file is written: wait for both
+        i = spool.daemon_info()
+        return (i is not None and i.get("pid") is not None) or proc.poll() is not None
+
+    if not wait_until(up, START_TIMEOUT):
         fail(PROG, f"the daemon did not start within {START_TIMEOUT:.0f} s; see {spool.log}")
     info = spool.daemon_info()
     if info is None:

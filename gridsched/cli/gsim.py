@@ -24,7 +24,7 @@ from .common import COUNT, ChoiceType, ExitCode, Group, fail, warn
 
 PROG = "gsim"
 POLICIES = tuple(p.value for p in Policy)
-PREDICTORS = tuple(p.value for p in Predictor)
+PREDICTORS = (*(p.value for p in Predictor), "auto")
 MODES = ("checkpoint", "requeue", "none")
 # The Params field that selects the naive (cascading) reading of checkpoint-backfill, if the core has one.
 CASCADE_FIELD = "cascade"
@@ -90,6 +90,67 @@ class ListType(click.ParamType):
 
 SECONDS = SecondsType()
 FRACTION = FractionType()
+
+
+class AutoFractionType(FractionType):
+    """A fraction, or ``auto``: chosen during the replay from what has ended (``--tune-every``)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if str(value).strip().lower() == "auto":
+            return "auto"
+        return super().convert(value, param, ctx)
+
+
+class AutoSecondsType(SecondsType):
+    """A duration, or ``auto`` (as :class:`AutoFractionType`)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if str(value).strip().lower() == "auto":
+            return "auto"
+        return super().convert(value, param, ctx)
+
+
+def _tune_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--tune-every, --tune-window, --tune-objective, --tune-margin (kept in ctx.meta; used with --p auto)."""
+
+    def keep(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        ctx.meta[f"gsim.{param.name}"] = value
+
+    opts = [
+        click.option(
+            "--tune-every",
+            type=SECONDS,
+            expose_value=False,
+            callback=keep,
+            help="With auto settings: how often they are chosen again (default: the config's tune_every, 6h).",
+        ),
+        click.option(
+            "--tune-window",
+            type=SECONDS,
+            expose_value=False,
+            callback=keep,
+            help="With auto settings: the jobs that ended this long ago at most are replayed (default: the "
+            "config's tune_window, 14d).",
+        ),
+        click.option(
+            "--tune-objective",
+            type=click.Choice(("bsld", "wait", "mix")),
+            expose_value=False,
+            callback=keep,
+            help="With auto settings: what is optimized (default: the config's tune_objective, mix).",
+        ),
+        click.option(
+            "--tune-margin",
+            type=click.FloatRange(0.0, 1.0),
+            expose_value=False,
+            callback=keep,
+            help="With auto settings: adopt a setting only if it beats EASY and the one in force by this "
+            "fraction (default: the config's tune_margin, 0.02).",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
 
 
 class GsimGroup(Group):
@@ -234,6 +295,8 @@ def _params(
         kw["p"] = p
     if threshold is not None:
         kw["threshold"] = float(threshold)
+    if predictor == "auto":
+        fail(PROG, "--predictor auto: only gsim run tunes settings during the replay", ExitCode.USAGE)
     if predictor is not None:
         kw["predictor"] = Predictor(predictor)
     if cascade:
@@ -278,6 +341,7 @@ def _simulate(
     place: str | None = None,
     split_above: int | None = None,
     gates: Any = None,
+    tuner: Any = None,
     devices: tuple[Any, ...] = (),
 ) -> tuple[Any, Any, float]:
     from ..sim.engine import Mode, SimulationError, simulate
@@ -299,6 +363,7 @@ def _simulate(
                 place=place,
                 split_above=split_above,
                 gates=gates,
+                tuner=tuner,
                 devices=devices,
             )
     except NotImplementedError:
@@ -473,9 +538,17 @@ def _check_plot_available(path: str | None) -> None:
 @main.command("run")
 @_trace_options
 @click.option("--policy", type=ChoiceType(POLICIES, "POLICY"), help="Scheduling policy (default: checkpoint-backfill).")
-@click.option("--p", "p", type=FRACTION, help="checkpoint-backfill: factor of long estimates, 0 < P < 1 (default 0.2).")
 @click.option(
-    "--threshold", type=SECONDS, help="checkpoint-backfill: only walltimes above this are shortened (default 30m)."
+    "--p",
+    "p",
+    type=AutoFractionType(),
+    help="checkpoint-backfill: factor of long estimates, 0 < P < 1 (default 0.2); auto: chosen during the "
+    "replay, every --tune-every, from the jobs that have ended by then, as the daemon does (see TUNING).",
+)
+@click.option(
+    "--threshold",
+    type=AutoSecondsType(),
+    help="checkpoint-backfill: only walltimes above this are shortened (default 30m); or auto.",
 )
 @click.option("--jobs-out", metavar="FILE.csv", help="Write one CSV row per job.")
 @click.option("--plot", metavar="FILE.png", help="Plot utilization and queue length over time.")
@@ -541,6 +614,7 @@ def _check_plot_available(path: str | None) -> None:
     is_flag=True,
     help="Also print each user's (SWF field 12) job count and average wait; in --json as per_user.",
 )
+@_tune_options
 @_gate_options
 @_device_options
 def run_cmd(
@@ -583,9 +657,27 @@ def run_cmd(
     """
     from ..sim import report
 
-    params = _params(config_file, policy, p, threshold, predictor, cascade)
+    auto = _auto(config_file, p, threshold, predictor)
+    params = _params(
+        config_file,
+        policy,
+        None if p == "auto" else p,
+        None if threshold == "auto" else threshold,
+        None if predictor == "auto" else predictor,
+        cascade,
+    )
     _check_plot_available(plot or gantt)
     tr = _read(trace, procs, nodes, strict, limit)
+    explicit = "auto" in (p, threshold, predictor)
+    if explicit and params.policy is not Policy.CHECKPOINT_BACKFILL:
+        fail(
+            PROG,
+            f"auto settings tune checkpoint-backfill (against EASY): not with --policy {params.policy.value}",
+            ExitCode.USAGE,
+        )
+    # a config's auto settings apply under checkpoint-backfill only, as in the daemon
+    tuning = auto.active and params.policy is Policy.CHECKPOINT_BACKFILL
+    tuner = _tuner(tr, params, overhead, auto) if tuning else None
     resv = _reservations(resv_file, floating, tr.ncores) if resv_file or floating else None
     machine = _topology(topology, tr.ncores) if topology else None
     if place and machine is None:
@@ -610,9 +702,28 @@ def run_cmd(
         place=place,
         split_above=split_jobs_above,
         gates=gates,
+        tuner=tuner,
         devices=devs,
     )
     rec = report.record(res, met, secs)
+    if tuner is not None:
+        from ..tune import label
+
+        for key in ("p", "threshold", "predictor"):
+            if getattr(auto, key):
+                rec[key] = "auto"
+        # the settings in force from the start, then at each tuning instant that changed them
+        changed = [(0.0, params)] + [
+            (t, prm) for k, (t, prm) in enumerate(res.tunings) if prm != (res.tunings[k - 1][1] if k else params)
+        ]
+        rec["tunings"] = len(res.tunings)
+        rec["settings"] = [{"from": t, "setting": label(prm)} for t, prm in changed]
+        if not as_json:
+            warn(
+                PROG,
+                f"tuned {len(res.tunings)} times, {len(changed) - 1} changes of setting; "
+                f"at the end: {label(changed[-1][1])}",
+            )
     if jobs_out is not None:
         try:
             with open(jobs_out, "w", newline="") as f:
@@ -637,6 +748,53 @@ def run_cmd(
         report.print_run(rec)
         if per_user:
             report.print_per_user(rec["per_user"])
+
+
+def _auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None) -> Any:
+    """Which settings are tuned during the replay: the options' ``auto``, else the config file's."""
+    from ..config import Tuning
+
+    base = Tuning()
+    if config_file is not None:
+        try:
+            base = load_config(config_file).tuning
+        except ConfigError as e:
+            fail(PROG, f"config {e}")
+    meta = click.get_current_context().meta
+
+    def pick(given: Any, key: str) -> Any:
+        v = meta.get(f"gsim.tune_{key}")
+        return getattr(base, key) if v is None else v
+
+    return dataclasses.replace(
+        base,
+        p=p == "auto" or (p is None and base.p),
+        threshold=threshold == "auto" or (threshold is None and base.threshold),
+        predictor=predictor == "auto" or (predictor is None and base.predictor),
+        every=pick(None, "every"),
+        window=pick(None, "window"),
+        objective=pick(None, "objective"),
+        margin=pick(None, "margin"),
+    )
+
+
+def _tuner(tr: Any, params: Params, overhead: float, auto: Any) -> Any:
+    """Auto settings: the tuner of the replay (gridsched.tune's grid over the settings that are auto)."""
+    from .. import tune
+
+    if auto.every < 60:
+        fail(PROG, "--tune-every: must be at least a minute", ExitCode.USAGE)
+    if auto.window <= 0:
+        fail(PROG, "--tune-window: must be positive", ExitCode.USAGE)
+    return tune.in_replay(
+        tr,
+        auto.every,
+        auto.window,
+        tune.grid_for(params, auto.p, auto.threshold, auto.predictor),
+        auto.objective,
+        auto.margin,
+        overhead=overhead,
+    )
 
 
 def _topology(path: str, ncores: int) -> Any:

@@ -25,7 +25,7 @@ PROG = "gstat"
 JSON_KEYS = (
     "id name user state ncpus walltime submit_time start_time end_time elapsed predicted_start cores "
     "exit_code exit_signal reason restarts preemptions checkpoints backfilled stdout stderr workdir "
-    "resources reservation array_id array_index split parent devices"
+    "resources reservation array_id array_index split parent devices reason_code"
 ).split()
 ACTIVE_STATES = {JobState.RUNNING.value, JobState.STOPPING.value}
 STYLE = {
@@ -73,6 +73,7 @@ def record(job: dict[str, Any], now: float) -> dict[str, Any]:
     out["cores"] = job.get("cores") or ""
     out["devices"] = job.get("devices") or ""
     out["reason"] = job.get("reason") or ""
+    out["reason_code"] = reason_code(job)
     out["resources"] = dict(spec.get("resources") or {})
     out["reservation"] = spec.get("reservation")
     out["array_id"] = spec.get("array_id")

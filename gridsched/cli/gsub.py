@@ -22,6 +22,7 @@ from ..core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from ..core.units import UnitError
 from ..spool import Spool
 from ..submit import (  # noqa: F401 - output_path, job_exit_status, read_script: part of gsub's interface
+    LOGIN_PATH,
     Options,
     Script,
     ScriptError,
@@ -99,6 +100,12 @@ JOB_PARAMS = (
     "exclusive_gpu",
     "nice",
     "priority",
+    "exclusive",
+    "export",
+    "hold_jid",
+    "mail_type",
+    "mail_user",
+    "get_user_env",
 )
 
 
@@ -187,6 +194,101 @@ class SignalType(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
+class MailTypeType(click.ParamType):
+    """sbatch's ``--mail-type`` (:func:`gridsched.requests.parse_mail_type`): the events, NONE for none."""
+
+    name = "EVENT[,EVENT...]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        from ..requests import parse_mail_type
+
+        try:
+            return parse_mail_type(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+class MailUserType(click.ParamType):
+    """``--mail-user``: addresses or user names (:func:`gridsched.requests.parse_mail_user`)."""
+
+    name = "ADDRESS[,ADDRESS...]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        from ..requests import parse_mail_user
+
+        try:
+            return parse_mail_user(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+class UserEnvType(click.ParamType):
+    """sbatch's ``--get-user-env`` value, ``[TIMEOUT][S|L]`` (:func:`gridsched.requests.parse_user_env`)."""
+
+    name = "[TIMEOUT][S|L]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from ..requests import UserEnv, parse_user_env
+
+        if isinstance(value, UserEnv):
+            return value
+        try:
+            return parse_user_env(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+class GsubCommand(Command):  # type: ignore[misc]
+    """gsub's command: a bare ``--get-user-env`` among the options is ``--get-user-env=`` (its default), so
+    that it never takes the script's name as its value."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes = {
+            name
+            for prm in self.params
+            if isinstance(prm, click.Option) and not prm.is_flag and not prm.count
+            for name in prm.opts
+        }
+        out = list(args)
+        i = 0
+        while i < len(out):
+            tok = out[i]
+            if tok == "--" or not tok.startswith("-") or tok == "-":
+                break  # the script: what follows is its arguments
+            if tok == "--get-user-env":
+                out[i] = "--get-user-env="
+            elif tok in takes:
+                i += 1
+            i += 1
+        return list(super().parse_args(ctx, out))
+
+
+class ExportType(click.ParamType):
+    """sbatch's ``--export`` value (:func:`.compat.parse_export`); a variable the daemon sets for the job
+    cannot be given a value."""
+
+    name = "ALL|NONE|[ALL,]VAR[=VALUE],..."
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> compat.Export:
+        if isinstance(value, compat.Export):
+            return value
+        from ..requests import env_set_problem
+
+        try:
+            ex = compat.parse_export(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        for k, _ in ex.values:
+            why = env_set_problem(k)
+            if why:
+                self.fail(why, param, ctx)
+        return ex
+
+
 def directives(text: str) -> list[tuple[int, str]]:
     """``(line number, option text)`` of each ``#GS`` line at the top of ``text``.
 
@@ -263,7 +365,7 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
 
 @click.command(
     PROG,
-    cls=Command,
+    cls=GsubCommand,
     context_settings={"allow_interspersed_args": False, "help_option_names": ["-h", "--help"]},
     short_help="submit a job script",
 )
@@ -352,6 +454,57 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     help="Set the job's priority to N, as sbatch --priority (admins only): the queue's multifactor priority "
     "and nice do not count for this job.",
 )
+@click.option(
+    "--exclusive",
+    is_flag=True,
+    help="Run the job alone, as sbatch --exclusive gives a job the whole node: it takes all the machine's "
+    "cores (GS_NCPUS, SLURM_CPUS_ON_NODE, NSLOTS count them all), so no other job starts beside it. A core "
+    "count it asks (-n, or its tasks) stays its tasks' shape: -n 4 --exclusive is one task of 4 cores "
+    "(SLURM_CPUS_PER_TASK=4, OMP_NUM_THREADS=4) holding every core. Also #SBATCH --exclusive, "
+    "#PBS -l place=excl, #PBS -n. See ENVIRONMENT EXPORT AND EXCLUSIVE JOBS.",
+)
+@click.option(
+    "--export",
+    "export",
+    type=ExportType(),
+    metavar="ALL|NONE|[ALL,]VAR[=VALUE],...",
+    help="What the job gets of the submitting environment, as sbatch --export: ALL (the default) all of it; "
+    "NONE none of it (only HOME, USER, LOGNAME, SHELL of the password database, PATH=" + LOGIN_PATH + ", and "
+    "the job's own variables); a list copies the variables it names and sets those given a =VALUE; with ALL "
+    "in the list, everything and these. A variable gridsched sets for the job (GS_*, SLURM_*, the PBS and "
+    "Grid Engine ones, TMPDIR, CUDA_VISIBLE_DEVICES, ...) cannot be given a value; OMP_NUM_THREADS can, and "
+    "wins. #PBS -v and #$ -v lists are --export ALL,LIST. See ENVIRONMENT EXPORT AND EXCLUSIVE JOBS.",
+)
+@click.option(
+    "--get-user-env",
+    "get_user_env",
+    type=UserEnvType(),
+    metavar="[=TIMEOUT][S|L]",
+    help="Start the job from its owner's login environment, as sbatch --get-user-env: the owner's login shell "
+    "is run as 'SHELL -l -c \"env -0\"' (S: without -l) for at most TIMEOUT seconds (default 8) when the job "
+    "starts, and the job gets what it prints, with the variables it was submitted with (and its own) over "
+    "them. If the shell fails or takes longer, the job runs with the submitting environment and its standard "
+    "error says so. See MAIL AND LOGIN ENVIRONMENT.",
+)
+@click.option(
+    "--mail-type",
+    "mail_type",
+    type=MailTypeType(),
+    help="Mail about the job, as sbatch --mail-type: BEGIN (it started), END (it ended: state and exit code), "
+    "FAIL (it failed, timed out or ran out of memory: instead of END), REQUEUE, TIME_LIMIT, TIME_LIMIT_90, "
+    "TIME_LIMIT_80, TIME_LIMIT_50 (it reached that part of its walltime), ARRAY_TASKS (a mail per task of an "
+    "array; else one for the array: BEGIN as its first task starts, END or FAIL as its last ends), "
+    "INVALID_DEPEND and STAGE_OUT (accepted: such a job's END mail), ALL (BEGIN, END, FAIL, REQUEUE), NONE. "
+    "Sent by the daemon only where the admin set [mail] sendmail; else gsub warns that no mail is sent. "
+    "#PBS -m and #$ -m letters are read as these. See MAIL AND LOGIN ENVIRONMENT.",
+)
+@click.option(
+    "--mail-user",
+    "mail_user",
+    type=MailUserType(),
+    help="Who gets the job's mail (default: the submitting user's name, delivered on this machine): up to 16 "
+    "comma-separated addresses or user names, letters, digits and . _ + = % ~ - before an optional @domain.",
+)
 @click.option("-D", "--chdir", metavar="DIR", help="Working directory of the job (default: the submit directory).")
 @click.option("--hold", is_flag=True, help="Submit the job held: it does not start until released (grls).")
 @click.option(
@@ -389,6 +542,15 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     type=DependType(),
     help="Start the job only when SPEC holds: afterok:ID[:ID...], afterany:ID..., afternotok:ID..., "
     "after:ID..., singleton, or a comma-separated list of these (all must hold). See DEPENDENCIES.",
+)
+@click.option(
+    "--hold-jid",
+    "hold_jid",
+    metavar="NAME|ID,...",
+    help="Start the job after every job of yours, pending or running, that has one of these names (a shell "
+    "pattern such as 'prep*' matches several) or ids has ended, as Grid Engine's qsub -hold_jid (#$ "
+    "-hold_jid): names are looked up at submission and become -d afterany:ID... (a name no such job has is "
+    "warned of). See DEPENDENCIES.",
 )
 @click.option(
     "-a",
@@ -547,6 +709,12 @@ def cli(
                 f"warning: {opt} '{p[opt]}': {', '.join(dict.fromkeys(bad))} is not a file name pattern "
                 "(known: %A %a %j %J %N %n %s %t %u %x %%); it stays as written",
             )
+    if p["exclusive"] and p["ncpus"] is not None:  # the cores it asked stay its tasks' shape; it holds them all
+        n, c = p["ntasks"], p["cpus_per_task"]
+        n = n if n is not None else max(1, p["ncpus"] // (c or p["ncpus"]))
+        p["ntasks"], p["cpus_per_task"] = n, c if c is not None else max(1, p["ncpus"] // n)
+    export: compat.Export = p["export"] or compat.Export(True)
+    depend_spec = p["depend"]
     join, default_output = p["join"], None
     if dialect == "slurm":  # sbatch: slurm-%j.out in the working directory, standard error joined to it
         default_output = compat.slurm_output(p["array"] is not None)
@@ -567,6 +735,8 @@ def cli(
     spool = s.spool
     if p["ntasks"] and not p["ncpus"]:
         p["ncpus"] = p["ntasks"]
+    if p["hold_jid"]:
+        depend_spec = _hold_jid(s.spool, p["hold_jid"], depend_spec)
     resources, resv = _resv_options(s.spool, s.cfg, p)
     devices = _device_options(s.spool, s.cfg, p)
     opts = Options(
@@ -579,7 +749,7 @@ def cli(
         chdir=p["chdir"],
         hold=bool(p["hold"]),
         checkpoint=p["checkpoint"],
-        depend=p["depend"],
+        depend=depend_spec,
         array=p["array"],
         split=p["split"],
         task_time=p["task_time"],
@@ -600,6 +770,10 @@ def cli(
         no_index="4294967294" if dialect == "slurm" else "0",
         begin=begin,
         open_mode=p["open_mode"],
+        export_all=export.all,
+        export_names=export.names,
+        env_set=export.values,
+        exclusive=bool(p["exclusive"]),
     )
 
     def extra(spec: dict[str, Any]) -> dict[str, Any]:
@@ -629,12 +803,20 @@ def cli(
                 out["signal"] = parse_signal(p["signal"], spec["walltime"]).text()
             except ValueError as e:
                 raise SubmitError(f"--signal {e}", ExitCode.USAGE) from None
+        if p["mail_type"]:
+            out["mail_type"] = ",".join(p["mail_type"])
+        if p["mail_user"]:
+            out["mail_user"] = list(p["mail_user"])
+        if p["get_user_env"] is not None:
+            out["get_user_env"] = p["get_user_env"].text()
         if p["nice"]:
             out["nice"] = p["nice"]
         if p["priority"] is not None:
             out["priority"] = p["priority"]
         return out
 
+    if p["mail_type"] and not s.cfg.mail_sendmail:
+        warn(PROG, "warning: --mail-type: mail is not configured on this machine ([mail] sendmail): no mail is sent")
     if (p["priority"] is not None or (p["nice"] or 0) < 0) and not _admin(s.spool):
         what = "--priority" if p["priority"] is not None else f"--nice {p['nice']}"
         fail(PROG, f"{what}: only an admin may raise a job's priority", ExitCode.USAGE)
@@ -703,6 +885,24 @@ def _tasks(ctx: click.Context, p: dict[str, Any]) -> dict[str, Any]:
         return out
     tasks = " x ".join(f"{flag} {v}" for flag, v in (("--ntasks", n), ("--cpus-per-task", c)) if v is not None)
     fail(PROG, f"-n {ncpus} cores cannot be {tasks}: give -n as their product, or leave it out", ExitCode.USAGE)
+
+
+def _hold_jid(spool: Spool, items: str, depend_spec: str | None) -> str | None:
+    """``depend_spec`` with the jobs --hold-jid names added as afterany (a name that matches none is warned of)."""
+    import os
+
+    from ..submit import hold_jid
+
+    try:
+        ids, unmatched = hold_jid(spool, items, os.getuid())
+    except SubmitError as e:
+        fail(PROG, str(e), e.code)
+    for name in unmatched:
+        warn(PROG, f"warning: --hold-jid {name}: no job of yours pending or running has this name; not waited for")
+    if not ids:
+        return depend_spec
+    after = "afterany:" + ":".join(map(str, ids))
+    return f"{depend_spec},{after}" if depend_spec else after
 
 
 def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, int], int | None]:

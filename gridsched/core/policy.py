@@ -334,8 +334,17 @@ def forecast_reasons(snap: Snapshot) -> Forecast:
     * a job that the free cores cannot hold now but could with the drained
       cores: ``DRAINED``;
     * the head job (the one holding the reservation; without one, the first
-      waiting job in queue order): ``RESOURCES``; every other waiting job:
-      ``PRIORITY``.
+      waiting job in queue order): ``LICENSES`` if a floating resource (a
+      licence) is all it lacks now, else ``RESOURCES`` naming what it lacks
+      now (``"cores"``, a device type, or ``""``: nothing by count);
+    * every other waiting job: ``LICENSES`` if a licence is all it lacks now
+      and the policy backfills (under fcfs the jobs ahead of it come first
+      whatever it lacks), else ``PRIORITY``.
+
+    What a job lacks now is counted against what is free now (running jobs,
+    active reservations and the jobs this forecast starts now hold the rest);
+    Slurm's squeue shows ``Licenses`` for such a wait, and ``Resources`` for
+    cores and GRES alike.
     """
     if snap.ranked or snap.params.priority.weighted:  # the queue by priority, as in the pass
         snap = priority.prioritized(snap)
@@ -379,6 +388,8 @@ def _waiting_reasons(
 ) -> None:
     """The reasons of the eligible pending jobs that do not start now (see :func:`forecast_reasons`)."""
     ps: _Pass | None = None
+    free: list[int] | None = None  # what is free now, once asked (see _short)
+    backfills = snap.params.policy is not Policy.FCFS
     first = head
     for w in snap.pending:
         if w.id in why or w.id in started:
@@ -406,11 +417,57 @@ def _waiting_reasons(
             continue
         if first is None:
             first = w.id
-        why[w.id] = _RESOURCES if w.id == first else _PRIORITY
+        is_head = w.id == first
+        if not is_head and not (backfills and w.resources):
+            why[w.id] = _PRIORITY
+            continue
+        if ps is None:
+            ps = _Pass(snap, _USER)
+        if free is None:
+            free = _free_now(snap, ps, started)
+        short = _short(ps, free, w)
+        if short is not None and short.kind is WaitKind.LICENSES:
+            why[w.id] = short
+        elif is_head:
+            why[w.id] = short or _RESOURCES
+        else:
+            why[w.id] = _PRIORITY
 
 
 _RESOURCES = Wait(WaitKind.RESOURCES)
 _PRIORITY = Wait(WaitKind.PRIORITY)  # one value for the whole queue (a Wait is immutable)
+
+
+def _free_now(snap: Snapshot, ps: _Pass, started: set[int]) -> list[int]:
+    """What is free now in each dimension of ``ps``: less what the jobs started now take."""
+    free = list(ps.free_now)
+    if started:
+        for w in snap.pending:
+            if w.id in started:
+                for d, x in enumerate(ps.vec(w)):
+                    free[d] -= max(x, 0)
+    return free
+
+
+def _short(ps: _Pass, free: list[int], w: Waiting) -> Wait | None:
+    """What ``w`` lacks now, by count: ``LICENSES`` when floating resources alone are short, else
+    ``RESOURCES`` naming the cores (when short) or the first device type short; None when nothing is."""
+    v = ps.vec(w)
+    if v[0] < 0:
+        return None
+    short = [d for d in range(ps.dims) if v[d] > free[d]]
+    if not short:
+        return None
+    d = short[0]
+    if d == 0:
+        return Wait(WaitKind.RESOURCES, what="cores", asks=v[0], has=ps.cap[0], free=max(free[0], 0))
+    devs = [k for k in short if ps.names[k - 1].startswith(dev.PREFIX)]
+    if devs:
+        d = devs[0]
+        kind = WaitKind.RESOURCES
+    else:
+        kind = WaitKind.LICENSES
+    return Wait(kind, what=ps.names[d - 1], asks=v[d], has=ps.total[d], free=max(free[d], 0))
 
 
 def _placeable(snap: Snapshot, cores: frozenset[int], w: Waiting) -> bool:

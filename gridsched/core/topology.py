@@ -70,6 +70,7 @@ class Device:
     uuid: str = ""
     pci: str = ""
     share: int = 1
+    paths: tuple[str, ...] = ()  # its device nodes, when the topology file names them (``path``)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -240,6 +241,10 @@ class MachineMap:
                 out.append(f"uuid = {_quote(dv.uuid)}")
             if dv.pci:
                 out.append(f"pci = {_quote(dv.pci)}")
+            if len(dv.paths) == 1:
+                out.append(f"path = {_quote(dv.paths[0])}")
+            elif dv.paths:
+                out.append("path = [" + ", ".join(_quote(p) for p in dv.paths) + "]")
             out.append("")
         return "\n".join(out)
 

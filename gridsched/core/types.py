@@ -390,7 +390,8 @@ Decision = (
 class WaitKind(str, Enum):
     """Why a pending job waits, as Slurm's squeue REASON names it (the value)."""
 
-    RESOURCES = "Resources"  # next to start: waits for resources in use
+    RESOURCES = "Resources"  # next to start: waits for resources in use (``what``: cores or a device type)
+    LICENSES = "Licenses"  # waits only for a floating resource (a licence) that other jobs hold
     PRIORITY = "Priority"  # jobs ahead of it come first
     DRAINED = "Drained"  # would be placed if drained cores were in service (Slurm: ReqNodeNotAvail)
     NEVER_FITS = "NeverFits"  # the machine in service can never hold it (Slurm: BadConstraints)
@@ -421,6 +422,13 @@ class Wait:
     jobs) or ``"resv"`` (the reservation can never be activated).  The
     eligibility kinds carry the eligibility reason in ``text``
     (:mod:`gridsched.core.eligible`).
+    ``RESOURCES`` (not bound): ``what`` is what binds now -- ``"cores"`` (it
+    asks for ``asks``, ``free`` of the ``has`` in service are free), a device
+    dimension (``device:gpu``, ``device:gpu:H100``: ``asks`` slots, ``free``
+    of ``has`` free), or ``""`` (nothing it asks for is short now: its
+    placement, or the jobs ahead of it, keep it waiting).  ``LICENSES``: a
+    floating resource alone binds: ``what`` is its name, ``asks`` units,
+    ``free`` of ``has`` free now.
     """
 
     kind: WaitKind
@@ -431,6 +439,7 @@ class Wait:
     never: bool = False
     cores: frozenset[int] = frozenset()
     resv: int | None = None
+    free: int = 0
 
 
 @record

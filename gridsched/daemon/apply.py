@@ -36,7 +36,7 @@ from ..core.types import (
 )
 from ..devices import device_env, format_keys
 from ..jobs import JobState
-from . import jobfiles, jobtmp, launch, outcome, procs, reservations, split
+from . import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split
 from . import reasons as wording
 from .table import Rec
 
@@ -279,9 +279,10 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         array_index=spec.get("array_index"),
         host=jobenv.host(),
     )
-    mpi = jobtmp.has_mpi(jobenv.own_path(str(spec["env"].get("PATH", ""))))
+    user_set = spec.get("env_set") or {}
+    mpi = jobtmp.has_mpi(jobenv.own_path(str(user_set.get("PATH", spec["env"].get("PATH", "")))))
     private = private_dir(d, rec, spec, job, mpi)
-    env = jobenv.job_environment(spec["env"], gs, job, private, d.cfg.compat_env, mpi)
+    env = jobenv.job_environment(spec["env"], gs, job, private, d.cfg.compat_env, mpi, user_set)
     env.update(device_env(rec.devices, d.machine.devices, d.cfg.compat_env))
     return launch.Launch(
         job_id=rec.id,
@@ -302,7 +303,24 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         mem_nodes=mem_nodes(d, rec.cores),
         umask=int(spec.get("umask", 0o022)),
         private=private.root if private else "",
+        deny_devices=devcgroup.denied(d.machine.devices, rec.devices, d.cfg.device_enforce),
+        device_enforce="required" if d.cfg.device_enforce == "required" and d.cfg.system else "auto",
+        user_env=_user_env(spec, env),
     )
+
+
+def _user_env(spec: dict[str, Any], env: dict[str, str]) -> tuple[int, bool, str] | None:
+    """--get-user-env: its timeout, login shell or not, and what goes before the login's PATH when the job
+    has only the plain PATH of --export=NONE (which yields to the login's, as Slurm's job gets it), else ""."""
+    v = spec.get("get_user_env")
+    if v is None:
+        return None
+    from ..submit import LOGIN_PATH
+
+    ue = rq.parse_user_env(str(v))
+    path = env.get("PATH", "")
+    plain = spec["env"].get("PATH") == LOGIN_PATH and path.endswith(LOGIN_PATH)
+    return ue.timeout, ue.login, path[: -len(LOGIN_PATH)] if plain else ""
 
 
 def private_dir(d: Daemon, rec: Rec, spec: dict[str, Any], job: jobenv.Job, mpi: bool) -> jobenv.Private:

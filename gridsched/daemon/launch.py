@@ -12,7 +12,10 @@ umask.  The job ends when its script does: the shepherd records the script's
 status and kills whatever the script left running.  A job with ``--mem``
 runs in a memory cgroup of its own where the host allows it (see
 :mod:`.cgroup`); its exit file then says when the kernel killed it for want
-of memory (``"reason": "out of memory (limit 100M)"``).
+of memory (``"reason": "out of memory (limit 100M)"``).  On a machine with
+devices, a job that does not hold all of them runs in a cgroup that refuses
+the device nodes of the others, where the host allows it (see
+:mod:`.devcgroup`).
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.units import format_size
+from ..devices import Node
 from ..spool import atomic_write
-from . import cgroup, jobtmp
+from . import cgroup, devcgroup, jobtmp
 from .procs import kill_tree, start_ticks
 
 PR_SET_PDEATHSIG = 1
@@ -64,6 +68,10 @@ class Launch:
     mem_nodes: tuple[int, ...] = ()  # host NUMA nodes to bind the job's memory to (its boards')
     umask: int = 0o022  # the submitter's: for the output files and everything the job creates
     private: str = ""  # the job's private directory (TMPDIR; jobtmp), removed when the job's processes are gone
+    deny_devices: tuple[Node, ...] = ()  # the device nodes of the devices the job does not hold
+    device_enforce: str = "auto"  # "required": the job fails if they cannot be refused to it
+    # --get-user-env: (timeout, login shell, what goes before the login's PATH; "": the job's PATH wins)
+    user_env: tuple[int, bool, str] | None = None
 
 
 def pid_file(job_dir: str | Path, segment: int) -> Path:
@@ -117,6 +125,7 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         return  # the daemon died before the shepherd was armed: nothing ran
     me = os.getpid()
     cg = _memory_cgroup(spec)
+    dcg, dwhy = _device_cgroup(spec)
     rd, wr = os.pipe2(os.O_CLOEXEC)
     go_r, go_w = os.pipe2(os.O_CLOEXEC)
     child = os.fork()
@@ -126,7 +135,7 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         if os.read(go_r, 1) != b"g":
             os._exit(0)  # the shepherd is gone: the job never runs
         os.close(go_r)
-        _exec_job(spec, wr, cg)  # never returns
+        _exec_job(spec, wr, cg, dcg, dwhy)  # never returns
     os.close(wr)
     os.close(go_r)
     try:
@@ -136,14 +145,16 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     info: dict[str, int | str | None] = {"pid": me, "ticks": start_ticks(me), "pgid": child, "job": child}
     if cg is not None:
         info["cgroup"] = str(cg)
+    if dcg is not None and dcg != cg:
+        info["devcgroup"] = str(dcg)
     if _libc is not None:
         _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
     if os.getppid() != daemon:
         # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
         os.kill(child, signal.SIGKILL)
         os.waitpid(child, 0)
-        if cg is not None:
-            cgroup.remove(cg)
+        for path in {cg, dcg} - {None}:
+            cgroup.remove(path)  # type: ignore[arg-type]
         _remove_private(spec)
         return
     _write_json(pid_file(spec.job_dir, spec.segment), info)
@@ -180,6 +191,8 @@ def _shepherd(spec: Launch, daemon: int) -> None:
             result["reason"] = f"out of memory (limit {format_size(spec.mem)})"
             result["oom_kills"] = kills
         cgroup.remove(cg)
+    if dcg is not None and dcg != cg:
+        cgroup.remove(dcg)
     _remove_private(spec)
     _write_until_room(exit_file(spec.job_dir, spec.segment), result)
 
@@ -242,6 +255,20 @@ def _memory_cgroup(spec: Launch) -> Path | None:
         return cgroup.create(h, cgroup.job_name(spec.job_dir, spec.segment), spec.mem)
     except OSError:
         return None
+
+
+def _device_cgroup(spec: Launch) -> tuple[Path | None, str]:
+    """The cgroup that refuses the job the nodes of the devices it does not hold, or None (none to refuse,
+    or it cannot be done here) and why not ("" when nothing was to be done)."""
+    if not spec.deny_devices:
+        return None, ""
+    c, why = devcgroup.controller()
+    if c is None:
+        return None, why
+    try:
+        return devcgroup.create(c, cgroup.job_name(spec.job_dir, spec.segment), spec.deny_devices), ""
+    except OSError as e:
+        return None, e.strerror or str(e)
 
 
 def _read_ready(fd: int) -> bytes:
@@ -324,7 +351,7 @@ def _fail(wr: int, msg: str) -> None:
         os._exit(127)
 
 
-def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
+def _exec_job(spec: Launch, wr: int, cg: Path | None = None, dcg: Path | None = None, dwhy: str = "") -> None:
     try:
         os.setpgid(0, 0)
         for s in range(1, signal.NSIG):
@@ -342,6 +369,13 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
                 cgroup.join(cg)
             except OSError:
                 cg = None
+        if dcg is not None and dcg != cg:
+            try:
+                cgroup.join(dcg)
+            except OSError as e:
+                dwhy = f"cannot enter {dcg}: {e.strerror}"
+        if dwhy and spec.device_enforce == "required":
+            _fail(wr, f"cannot refuse it the devices it does not hold: {dwhy}")
         if spec.mem and cg is None:
             import resource
 
@@ -372,6 +406,8 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
     os.dup2(nul, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
+    if dwhy and devcgroup.controller()[0] is not None:  # the host can, but not for this job
+        os.write(2, f"gridsched: job {spec.job_id}: not isolated from the devices it does not hold: {dwhy}\n".encode())
     if bind_warning:
         os.write(
             2,
@@ -379,8 +415,11 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
             f"{','.join(map(str, spec.mem_nodes))}: {bind_warning}\n".encode(),
         )
     argv = [spec.script, *spec.args]
+    env = spec.env
+    if spec.user_env is not None:
+        env = _with_login_env(spec)
     try:
-        os.execve(spec.script, argv, spec.env)
+        os.execve(spec.script, argv, env)
     except OSError as e:
         if e.errno == errno.ENOENT:
             interp = _interpreter(spec.script)
@@ -397,6 +436,28 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None) -> None:
         except OSError:
             pass
         _fail(wr, why)
+
+
+def _with_login_env(spec: Launch) -> dict[str, str]:
+    """--get-user-env: the owner's login environment with the job's own over it; on failure the job's
+    own alone, said in one line on its standard error."""
+    from .loginenv import LoginEnvError, login_env
+
+    assert spec.user_env is not None
+    timeout, login, path_prefix = spec.user_env
+    try:
+        got = login_env(timeout, login)
+        env = {**got, **spec.env}
+        if path_prefix and got.get("PATH"):
+            env["PATH"] = path_prefix + got["PATH"]
+        return env
+    except (LoginEnvError, OSError, KeyError) as e:
+        msg = f"gridsched: job {spec.job_id}: --get-user-env: {e}: the job runs with the submitting environment\n"
+        try:
+            os.write(2, msg.encode(errors="replace"))
+        except OSError:
+            pass
+        return spec.env
 
 
 def _interpreter(script: str) -> str | None:

@@ -34,10 +34,12 @@ from ..spool import Spool, atomic_write
 from ..state import StateDB
 from ..submit import machine_memory
 from ..topology import TopologyError, changed_map, load_machine
-from . import apply, handlers, intake, jobfiles, jobtmp, launch, outcome, reasons, reservations, split
+from ..tune import label as tune_label
+from . import apply, devcgroup, handlers, intake, jobfiles, jobtmp, launch, mail, outcome, reasons, reservations, split
 from .executor import Processes, Stub
 from .table import JobTable, Rec
 from .tree import Trees
+from .tuner import Tuner
 
 log = logging.getLogger("gschedd")
 
@@ -59,7 +61,9 @@ class Daemon:
         self.spool = spool
         self.sel = selectors.DefaultSelector()
         self.ex: Processes | Stub = executor if executor is not None else Processes(self.sel)
+        self.file_cfg = cfg  # as read from its file; self.cfg has the tuned settings in force
         self.cfg = cfg
+        self.tuner = Tuner()
         self.config_path = config_path
         self.machine = load_machine(cfg)
         self.all_cores = frozenset(range(self.machine.ncores))
@@ -81,6 +85,7 @@ class Daemon:
         self.senders = intake.Senders(admin_uids(spool.root))
         self.id_high = 0  # the highest id in use (requests.ID_WINDOW)
         self.full_logged = False
+        self.mail = mail.Mailer()  # mail about jobs' events ([mail] sendmail)
 
     # -- setup ------------------------------------------------------------------
     def lock(self) -> None:
@@ -118,6 +123,8 @@ class Daemon:
     def open(self) -> None:
         """Open the job table and recover: the jobs, reservations and drained cores of the last run."""
         self.db = StateDB(self.spool.db, write=True)
+        self.tuner.load(self.db, time.time())
+        self.cfg = self.tuner.effective(self.file_cfg)
         self.table = JobTable(self.db, self.spool)
         self.table.devices = self.machine.devices
         if self.cfg.params.priority.weight_fairshare:
@@ -201,6 +208,10 @@ class Daemon:
             cpuset.format(self.machine.host_cpus),
             self.cfg.params.policy.value,
         )
+        for line in devcgroup.announce(self.machine.devices, self.cfg.device_enforce, self.cfg.system):
+            log.info("%s", line)
+        if self.tuner.tunes(self.file_cfg):
+            log.info("tuning: %s; in force: %s", self.file_cfg.tuning.describe(), tune_label(self.cfg.params))
         while not self.stop_requested:
             self.turn(time.time())
             if self.table.forecast_dirty and time.time() - self.last_forecast >= FORECAST_EVERY:
@@ -218,6 +229,7 @@ class Daemon:
                     self.job_ended(arg)
             if self.reload_requested:
                 self.reload()
+        self.tuner.stop()
         self.table.commit()
         log.info(
             "gschedd %d stopping; %d jobs still running keep running",
@@ -231,6 +243,9 @@ class Daemon:
         if scan or now - self.last_scan >= RESCAN:
             self.ingest()
         self.timers(now)
+        self.tuner.tick(self, now)
+        if self.mail.children:
+            self.mail.poll(now)
         if self.dirty or (self.wake_at is not None and now >= self.wake_at):
             apply.schedule(self, now)
         if self.table.commit():
@@ -253,15 +268,20 @@ class Daemon:
                 t = min(t, rec.due(now) or rec.deadline)
                 if rec.warn is not None and not rec.warned:
                     t = min(t, (rec.due(now) or rec.deadline) - rec.warn.secs)
+                t = min(t, self.mail.next_limit(self, rec, now, rec.due(now) or rec.deadline) or t)
             if rec.kill_at is not None:
                 t = min(t, rec.kill_at)
         if self.wake_at is not None:
             t = min(t, self.wake_at)
+        t = min(t, self.mail.next_deadline() or t)
         resv_end = self.book.next_end()
         if resv_end is not None:
             t = min(t, resv_end)
         if self.table.forecast_dirty:
             t = min(t, self.last_forecast + FORECAST_EVERY)
+        tune_at = self.tuner.due(self.file_cfg)
+        if tune_at is not None:
+            t = min(t, tune_at)
         return max(0.0, t - now)
 
     # -- requests ------------------------------------------------------------------------
@@ -418,10 +438,13 @@ class Daemon:
         old_pp, pp = self.cfg.params.priority, cfg.params.priority
         if pp.weight_fairshare and (pp.half_life != old_pp.half_life or not old_pp.weight_fairshare):
             self.table.load_usage(pp.half_life)  # usage read again with the half-life now in force
-        self.cfg = cfg
+        self.file_cfg = cfg
+        self.cfg = self.tuner.effective(cfg)
         self.dirty = True
-        p = cfg.params
+        p = self.cfg.params
         log.info("reloaded %s: policy %s, p %s, threshold %ss", cfg.path, p.policy.value, p.p, p.threshold)
+        if self.tuner.tunes(cfg):
+            log.info("tuning: %s; in force: %s", cfg.tuning.describe(), tune_label(p))
 
     # -- scheduling -------------------------------------------------------------------------
 
@@ -445,6 +468,7 @@ class Daemon:
             self.watch(rec, pid, ticks)
             self.table.save(rec)
             log.info("job %d started on cores %s (shepherd %d)", rec.id, cpuset.format(rec.cores), pid)
+            self.mail.began(self, rec, time.time())
 
     def watch(self, rec: Rec, pid: int, ticks: int | None) -> bool:
         rec.shepherd = pid
@@ -487,9 +511,12 @@ class Daemon:
                 rec.warned = True  # once a segment: saved before it is sent, so a restart does not send it again
                 self.table.save(rec)
                 self.warn(rec, warn)
+            if rec.state is JobState.RUNNING and rec.stop is None:
+                self.mail.timers(self, rec, now, due)
             if rec.state is JobState.RUNNING and rec.stop is None and due is not None and now >= due:
                 rec.stop = "timeout"
                 log.info("job %d reached its walltime", rec.id)
+                self.mail.time_limit(self, rec)
                 self.terminate(rec, now, signal.SIGTERM, self.cfg.kill_grace)
                 self.table.save(rec)
                 self.dirty = True
@@ -546,6 +573,7 @@ class Daemon:
         self.table.end(rec, state, end, code, signal_, reason)
         log.info("job %d %s%s", rec.id, state.value, f" ({rq.safe(reason, 300)})" if reason else "")
         self.trees.ended(rec, state, end)
+        self.mail.ended(self, rec, state, code, signal_, reason)
         if rec.split_of is not None:
             split.piece_ended(self, rec, end)
 

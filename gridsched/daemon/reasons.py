@@ -3,7 +3,9 @@
 The core decides why a job waits (:func:`gridsched.core.policy.forecast_reasons`);
 this module only words it.  Ordinary waiting jobs get Slurm's squeue reasons,
 first word first: ``Resources: ...`` (next to start, waiting for resources in
-use) and ``Priority: ...`` (jobs ahead of it start first).  A job that can never
+use: the cores, or the devices of a type, it lacks now, with how many are free
+or in use), ``Licenses: ...`` (a licence is all it lacks now) and
+``Priority: ...`` (jobs ahead of it start first).  A job that can never
 start says so (``can never start ...``), naming the drained cores or what the
 machine lacks.
 """
@@ -14,7 +16,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..core import cpuset, eligible
-from ..core.devices import PREFIX
+from ..core.devices import PREFIX, share_of
 from ..core.types import Wait, WaitKind
 from ..reservations import never_inside, place_text
 
@@ -48,7 +50,11 @@ def text(d: Daemon, rec: Rec, w: Wait) -> str:
     if k in ELIGIBILITY:
         return eligibility_text(rec, w.text)
     if k is WaitKind.RESOURCES:
-        return RESOURCES if w.resv is None else f"Resources: waiting for room in reservation {w.resv}"
+        if w.resv is not None:
+            return f"Resources: waiting for room in reservation {w.resv}"
+        return _resources(d, w)
+    if k is WaitKind.LICENSES:
+        return f"Licenses: waiting for {w.what}={w.asks} ({w.free} of {w.has} free)"
     if k is WaitKind.PRIORITY:
         return PRIORITY
     if k is WaitKind.DRAINED:
@@ -61,6 +67,19 @@ def text(d: Daemon, rec: Rec, w: Wait) -> str:
     if k is WaitKind.BOUND_NEVER:
         return f"{NEVER} in reservation {w.resv}: {_bound_never(d, rec, w)}"
     return _never_fits(rec, w)
+
+
+def _resources(d: Daemon | None, w: Wait) -> str:
+    """The next job's wait for what it lacks now: cores, devices of a type, or (by count) nothing."""
+    if w.what == "cores":
+        return f"Resources: next to start, waiting for {w.asks} cores ({w.free} of {w.has} free)"
+    if w.what.startswith(PREFIX):
+        dtype, _, model = w.what[len(PREFIX) :].partition(":")
+        share = share_of(d.table.devices, dtype) if d is not None else 1
+        what = f"{dtype} {model}" if model else dtype
+        unit = f"{what} slots" if share > 1 else what
+        return f"Resources: next to start, waiting for {w.asks} {unit} ({w.has - w.free} of {w.has} in use)"
+    return RESOURCES
 
 
 def _bound_never(d: Daemon, rec: Rec, w: Wait) -> str:

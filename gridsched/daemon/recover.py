@@ -107,8 +107,10 @@ def recover(d: Daemon) -> None:
             if cancels is None:
                 cancels = intake.pending_cancels(d.spool, d.senders)
             _unrecorded_stop(d, rec, result, cancels)
-        elif info.get("cgroup"):
-            d.ex.remove_cgroup(str(info["cgroup"]))  # its shepherd was killed before removing it
+        else:
+            for key in ("cgroup", "devcgroup"):  # its shepherd was killed before removing them
+                if info.get(key):
+                    d.ex.remove_cgroup(str(info[key]))
         rec.shepherd = None
         outcome.finish(d, rec, result)
         collected += 1

@@ -97,6 +97,8 @@ class Result:
     # reached), the effective submit from which its wait counts; None: every job at its submit.
     eligible: list[float] | None = None
     cancelled: list[int] = field(default_factory=list)  # jobs cancelled: their dependencies can never be met
+    # With a tuner: (time, the settings in force from then on) at each tuning instant
+    tunings: list[tuple[float, Params]] = field(default_factory=list)
     devices: tuple[Device, ...] = ()  # the machine's devices
     gpus: list[int] | None = None  # GPUs each job holds while it runs (None: no job asks for devices)
 
@@ -165,6 +167,7 @@ def simulate(
     place: str | None = None,
     split_above: int | None = None,
     gates: Gates | None = None,
+    tuner: Tuner | None = None,
     devices: tuple[Device, ...] = (),
 ) -> Result:
     """Replay ``trace`` under ``params``.
@@ -212,6 +215,11 @@ def simulate(
     resources of the pass, and the core chooses which devices a job gets at
     its start (``Start.devices``), as for the daemon.  A job asking for
     devices is never split.
+
+    With a ``tuner`` the settings are chosen again every ``tuner.every`` seconds from the first
+    submission: ``tuner.choose(now, finished, end, params)`` sees the jobs that have ended by then
+    (their indices in the order they ended, and the end times) -- nothing the replay has not yet
+    reached -- and returns the settings to use from then on.
     """
     n = len(trace)
     ncores = trace.ncores
@@ -285,6 +293,9 @@ def simulate(
     history: dict[str, tuple[float, ...]] = {}
     head: HeadReservation | None = None
     head_at = INF  # when the head's reservation asks for a pass
+    finished: list[int] = []  # jobs in the order they ended (for a tuner)
+    tunings: list[tuple[float, Params]] = []
+    next_tune = (submit[0] + tuner.every) if tuner is not None and n else INF
     wake = INF
     free = ncores
     overhead_cs = 0.0
@@ -394,6 +405,8 @@ def simulate(
             timer = head_at
         if timer < now:
             now = timer
+        if next_tune < now < INF:  # tuning instants only while the replay has events left
+            now = next_tune
         if now == INF:
             break
 
@@ -410,6 +423,8 @@ def simulate(
                 end[i] = now
             del running[i]
             run_dirty = True
+            if tuner is not None:
+                finished.append(i)
             n_i = size[i]
             free += n_i
             if free_set is not None:
@@ -450,6 +465,19 @@ def simulate(
                     free_set = free_set | held.pop(pid)
                 outstanding[i] -= 1
                 end[i] = max(end[i], now)  # a job ends with the last of its sub-tasks
+                need_pass = True
+        if now >= next_tune:  # a tuning instant: what has ended by now chooses the settings from now on
+            new = tuner.choose(now, finished, end, params)  # type: ignore[union-attr]
+            if gated:
+                new = _replace(new, cancel_never_satisfied=True)
+            while next_tune <= now:
+                next_tune += tuner.every  # type: ignore[union-attr]
+            tunings.append((now, new))
+            if new != params:
+                params = new
+                fcfs = params.policy is Policy.FCFS
+                quiet_full = quiet_when_full(params) and not splits
+                head, head_at, wake = None, INF, INF
                 need_pass = True
         arrived = nxt
         while nxt < n and submit[nxt] == now:
@@ -825,9 +853,20 @@ def simulate(
         n_tasks,
         eligible,
         cancelled,
-        devices,
-        gpus,
+        tunings,
+        devices=devices,
+        gpus=gpus,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Tuner:
+    """Settings chosen again during a replay (``simulate(tuner=...)``): every ``every`` seconds,
+    ``choose(now, finished, end, params)`` from the jobs ended by ``now`` (indices in the order they
+    ended; ``end`` their end times) and the settings in force."""
+
+    every: float
+    choose: Callable[[float, list[int], list[float], Params], Params]
 
 
 def _name(trace: Trace, i: int) -> str:

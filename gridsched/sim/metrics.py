@@ -129,3 +129,28 @@ def per_user(result: Result) -> list[dict[str, object]]:
         {"user": u, "jobs": len(w), "wait_avg": math.fsum(w) / len(w)}
         for u, w in sorted(waits.items(), key=lambda x: key(x[0]))
     ]
+
+
+def quarters(result: Result) -> list[dict[str, float]]:
+    """Average wait and bounded slowdown of the jobs submitted in each quarter of the trace's submit span."""
+    tr = result.trace
+    submit = result.eligible or tr.submit
+    gone = set(result.cancelled)
+    lo, hi = min(tr.submit), max(tr.submit)
+    span = (hi - lo) or 1.0
+    waits: list[list[float]] = [[], [], [], []]
+    bslds: list[list[float]] = [[], [], [], []]
+    for i in range(len(tr)):
+        if i in gone:
+            continue
+        q = min(3, int(4 * (tr.submit[i] - lo) / span))
+        waits[q].append(result.start[i] - submit[i])
+        bslds[q].append(max(1.0, (result.end[i] - submit[i]) / max(tr.run[i], BSLD_BOUND)))
+    return [
+        {
+            "jobs": len(w),
+            "wait_avg": math.fsum(w) / len(w) if w else 0.0,
+            "bsld_avg": math.fsum(b) / len(b) if b else 0.0,
+        }
+        for w, b in zip(waits, bslds)
+    ]

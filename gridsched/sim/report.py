@@ -100,7 +100,11 @@ def label(rec: dict[str, Any]) -> str:
     """A short name of the setting of a record: ``checkpoint-backfill p=0.2 30m``."""
     name = rec["policy"]
     if rec["policy"] == "checkpoint-backfill":
-        name += f" p={rec['p']:g} t={format_duration(rec['threshold'])}"
+        p, t = rec["p"], rec["threshold"]
+        name += f" p={p if isinstance(p, str) else format(p, 'g')}"
+        name += f" t={t if isinstance(t, str) else format_duration(t)}"
+        if rec.get("predictor") == "auto":
+            name += " predictor=auto"
         if rec["checkpoint"] != "checkpoint":
             name += f" {rec['checkpoint']}"
         else:

@@ -100,3 +100,38 @@ def test_requeue():
 def test_neither_brings_a_new_id():
     with pytest.raises(rq.Refused, match="cannot bring a new id"):
         rq.parse({"type": "requeue", "jobs": [1]}, rq.id_name(12), SENDER)
+
+
+ADMIN = rq.Sender(os.getuid(), "me", frozenset({os.getgid()}), admin=True)
+
+
+def test_nice_and_priority_raised_only_by_an_admin():
+    for changes, why in (
+        ({"priority": 5}, "alter: only an admin may set a job's priority (--priority)"),
+        ({"priority": 0, "nice": 3}, "alter: only an admin may set a job's priority (--priority)"),
+        ({"nice": -1}, "alter: nice -1: only an admin may give a negative nice value"),
+    ):
+        with pytest.raises(rq.Refused) as e:
+            parse({"type": "alter", "jobs": [1], "changes": changes})
+        assert str(e.value) == why
+        req = rq.parse({"type": "alter", "jobs": [1], "changes": changes}, "alter-1-1.json", ADMIN)
+        assert isinstance(req, rq.Alter) and req.changes.given() == changes
+    # anyone may lower their own job, or bring its nice back to 0
+    for nice in (0, 10000):
+        req = parse({"type": "alter", "jobs": [1], "changes": {"nice": nice}})
+        assert isinstance(req, rq.Alter) and req.changes.given() == {"nice": nice}
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({"nice": 10001}, "field 'nice' must lie between -10000 and 10000"),
+        ({"nice": "5"}, "field 'nice' must be a whole number"),
+        ({"priority": -1}, "field 'priority' must lie between 0 and"),
+        ({"priority": 1.5}, "field 'priority' must be a whole number"),
+    ],
+)
+def test_bad_nice_and_priority_are_refused_even_to_an_admin(changes, why):
+    with pytest.raises(rq.Refused) as e:
+        rq.parse({"type": "alter", "jobs": [1], "changes": changes}, "alter-1-1.json", ADMIN)
+    assert why in str(e.value)

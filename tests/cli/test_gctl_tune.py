@@ -7,8 +7,11 @@ import random
 import time
 import tomllib
 
+import pytest
+
 from gridsched.cli import gctl
 from gridsched.config import load
+from gridsched.tune import label
 
 
 def history(make_row, n: int, seed: int = 3) -> list[dict]:
@@ -37,24 +40,38 @@ def history(make_row, n: int, seed: int = 3) -> list[dict]:
     return rows
 
 
-def test_too_little_history_changes_nothing(env, run, put_rows, make_row):
+FIXED = '[scheduler]\np = 0.2\nthreshold = "30m"\npredictor = "scaled"\n'
+
+
+@pytest.fixture
+def fixed(env):
+    """A configuration whose settings are fixed (not auto): gctl tune writes what it adopts into it."""
+    with open(env / "cfg.toml", "a") as f:
+        f.write(FIXED)
+    return env
+
+
+def test_too_little_history_changes_nothing(fixed, run, put_rows, make_row):
+    env = fixed
     put_rows(*history(make_row, 40))
+    before = (env / "cfg.toml").read_text()
     r = run(gctl.cli, ["tune"])
     assert r.exit_code == 0, r.stderr
     assert r.stdout.splitlines() == [
-        "40 jobs ended in the last 14d on 16 cores; objective mix",
+        "40 jobs ended in the last 14-00:00:00 on 16 cores; objective mix",
         "gctl: 40 jobs of history, fewer than 100: kept",
     ]
-    assert "[scheduler]" not in (env / "cfg.toml").read_text()
+    assert (env / "cfg.toml").read_text() == before
 
 
-def test_dry_run_then_adoption(env, run, put_rows, make_row):
+def test_dry_run_then_adoption(fixed, run, put_rows, make_row):
+    env = fixed
     put_rows(*history(make_row, 150))
     before = (env / "cfg.toml").read_text()
     r = run(gctl.cli, ["tune", "--dry-run", "--json", "--margin", "0"])
     assert r.exit_code == 0, r.stderr
     table = json.loads(r.stdout)
-    assert table["jobs"] == 150 and table["rows"][0]["setting"] == "easy" and len(table["rows"]) == 13
+    assert table["jobs"] == 150 and table["rows"][0]["setting"] == "easy" and len(table["rows"]) == 16
     assert (env / "cfg.toml").read_text() == before  # a dry run writes nothing
     scores = [row["score"] for row in table["rows"]]
     best = table["rows"][scores.index(min(scores))]["setting"]
@@ -69,13 +86,14 @@ def test_dry_run_then_adoption(env, run, put_rows, make_row):
     data = tomllib.loads((env / "cfg.toml").read_text())["scheduler"]
     assert data["policy"] == cfg.params.policy.value
     if best != "easy":
-        assert best == f"p={cfg.params.p:g} threshold={cfg.params.threshold:g}s predictor={cfg.params.predictor.value}"
+        assert best == label(cfg.params)
     # tuned again at once, with the same history: the setting in force is now the best
     r = run(gctl.cli, ["tune", "--margin", "0", "--dry-run"])
     assert r.stdout.splitlines()[-1].startswith("gctl: the setting in force")
 
 
-def test_nothing_beats_by_a_whole_margin(env, run, put_rows, make_row):
+def test_nothing_beats_by_a_whole_margin(fixed, run, put_rows, make_row):
+    env = fixed
     put_rows(*history(make_row, 150))
     before = (env / "cfg.toml").read_text()
     r = run(gctl.cli, ["tune", "--margin", "1"])
@@ -83,3 +101,29 @@ def test_nothing_beats_by_a_whole_margin(env, run, put_rows, make_row):
     assert (env / "cfg.toml").read_text() == before
     r = run(gctl.cli, ["tune", "--window", "soon"])
     assert r.exit_code == 2 and r.stderr.startswith("gctl: error: --window")
+
+
+def test_auto_settings_vary_only_what_is_auto(env, run, put_rows, make_row):
+    """p auto, threshold and predictor fixed: the dry run's grid is EASY and the four values of p."""
+    with open(env / "cfg.toml", "a") as f:
+        f.write('[scheduler]\np = "auto"\nthreshold = "1h"\npredictor = "scaled"\ntune_objective = "bsld"\n')
+    put_rows(*history(make_row, 150))
+    r = run(gctl.cli, ["tune", "--dry-run", "--json"])
+    assert r.exit_code == 0, r.stderr
+    table = json.loads(r.stdout)
+    assert [row["setting"] for row in table["rows"]] == ["easy"] + [
+        f"p={p} threshold=3600s predictor=scaled" for p in ("0.1", "0.2", "0.3", "0.5")
+    ]
+    assert table["objective"] == "bsld"
+    assert [row["score"] for row in table["rows"]] == [row["bsld_avg"] for row in table["rows"]]
+
+
+def test_auto_settings_are_tuned_by_the_daemon(env, run, put_rows, make_row):
+    """Without a daemon, gctl tune of auto settings says who tunes them, in one line, and writes nothing."""
+    put_rows(*history(make_row, 150))
+    before = (env / "cfg.toml").read_text()
+    r = run(gctl.cli, ["tune"])
+    assert r.exit_code == 1
+    assert r.stderr.startswith("gctl: error: no daemon runs on ") and "tuned by the daemon" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert (env / "cfg.toml").read_text() == before

@@ -29,6 +29,7 @@ JSON_KEYS = {
     "exit_code",
     "exit_signal",
     "reason",
+    "reason_code",
     "restarts",
     "preemptions",
     "checkpoints",

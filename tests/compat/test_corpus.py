@@ -259,9 +259,10 @@ WANT: dict[str, Want | Refused] = {
         stderr="pbspro-blank-line-in-header.sh.e{id}",
         interpreter="/bin/bash",
     ),
-    # Two -l options on one line; place=pack:excl asks for the node to itself.
+    # Two -l options on one line; place=pack:excl asks for the node to itself: the job runs alone on
+    # every core of the machine (as Slurm's --exclusive; docs/compat.md, exclusive jobs).
     "pbspro-two-resource-options.sh": Want(
-        cores=8,
+        cores=16,
         walltime=24 * 60,
         mem=2 * G,
         stdout="pbspro-two-resource-options.sh.o{id}",
@@ -384,13 +385,6 @@ def expect_fail(reason: str, *cases: str) -> None:
         name, _, what = case.partition(":")
         assert name in WANT and (what in (*FIELDS, "verdict", "*")), case
         XFAIL[(name, what)] = reason
-
-
-expect_fail(
-    "Grid Engine GPU requests (-l gpu=N, gpu=true) are not read yet",
-    "sge-gpu-queue.sh:gpus",
-    "sge-shebang-after-directives.sh:gpus",
-)
 
 
 def xfail_for(name: str, what: str) -> str | None:
@@ -611,6 +605,8 @@ RUNS = (
     ),
     Run("slurm-partition-list-srun.sh", (HOSTNAME,)),
     Run("pbspro-no-shebang-shell-option.sh", ("bash arrays: 3",)),
+    # place=pack:excl: the job holds all 16 cores of the machine and runs alone
+    Run("pbspro-two-resource-options.sh", ("module load mpich-3.2", "gsa")),
     Run(
         "sge-smp-hvmem-repeated-pe.sh",
         ("threads 2", "run"),

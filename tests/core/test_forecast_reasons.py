@@ -25,6 +25,11 @@ MACHINE = topology.make(
 EVERY = frozenset(range(8))
 
 
+def cores(asks: int, has: int, free: int) -> Wait:
+    """The next job's wait for cores: it asks for ``asks``, ``free`` of the ``has`` in service are free."""
+    return Wait(WaitKind.RESOURCES, what="cores", asks=asks, has=has, free=free)
+
+
 def mapped(running=(), pending=(), *, drained=frozenset(), resvs=(), params=ALL[1], floating=None) -> Snapshot:
     """A snapshot on the two-board map: free = every core less running jobs, active reservations and drained."""
     running = tuple(running)
@@ -64,7 +69,7 @@ def test_the_next_job_waits_for_resources_the_others_for_priority(params):
     s = counted([R(9, 4, 0.0, 100.0)], [W(1, 2, 50.0), W(2, 2, 50.0), W(3, 4, 50.0)], params=params)
     fc = forecast_reasons(s)
     assert fc.reasons == {
-        1: Wait(WaitKind.RESOURCES),
+        1: cores(2, 4, 0),
         2: Wait(WaitKind.PRIORITY),
         3: Wait(WaitKind.PRIORITY),
     }
@@ -77,7 +82,8 @@ def test_a_job_that_starts_now_has_no_reason_and_a_backfilled_one_neither():
     s = counted([R(9, 6, 0.0, 100.0)], [W(1, 4, 50.0), W(2, 2, 50.0), W(3, 2, 50.0)], ncores=8)
     fc = forecast_reasons(s)
     assert fc.times[2] == 0.0 and 2 not in fc.reasons
-    assert fc.reasons == {1: Wait(WaitKind.RESOURCES), 3: Wait(WaitKind.PRIORITY)}
+    # (job 1 lacks cores: of the two free now, job 2 takes both)
+    assert fc.reasons == {1: cores(4, 8, 0), 3: Wait(WaitKind.PRIORITY)}
 
 
 def test_the_head_keeps_resources_when_a_job_ahead_of_it_was_requeued():
@@ -86,7 +92,7 @@ def test_the_head_keeps_resources_when_a_job_ahead_of_it_was_requeued():
     ckpt = Params(policy=Policy.CHECKPOINT_BACKFILL)
     s = replace(counted([R(9, 4, 0.0, 100.0)], [W(1, 4, 500.0), W(5, 4, 50.0)], params=ckpt), head=HR(5, 100.0))
     fc = forecast_reasons(s)
-    assert fc.reasons[5] == Wait(WaitKind.RESOURCES) and fc.reasons[1] == Wait(WaitKind.PRIORITY)
+    assert fc.reasons[5] == cores(4, 4, 0) and fc.reasons[1] == Wait(WaitKind.PRIORITY)
 
 
 def test_eligibility_reasons_are_typed():
@@ -177,3 +183,73 @@ def test_a_job_bound_to_a_waiting_reservation_waits_for_it():
     fc = forecast_reasons(s)
     assert fc.times[2] == 100.0
     assert fc.reasons[2] == Wait(WaitKind.RESERVATION, resv=1)
+
+
+# -- what binds: cores, a licence, a device type ------------------------------------------------
+
+
+@pytest.mark.parametrize("params", ALL, ids=lambda p: p.policy.value)
+def test_a_job_that_lacks_only_a_licence_waits_for_licenses(params):
+    # four cores, one busy; matlab=2, both held by job 9 until 100: job 1 (one core, one matlab) lacks
+    # only the licence; job 2 (one core, no licence) starts now, or under fcfs waits behind job 1
+    s = counted(
+        [R(9, 1, 0.0, 100.0, resources=(("matlab", 2),))],
+        [W(1, 1, 50.0, resources=(("matlab", 1),)), W(2, 1, 50.0)],
+        params=params,
+        floating={"matlab": 2},
+    )
+    fc = forecast_reasons(s)
+    assert fc.reasons[1] == Wait(WaitKind.LICENSES, what="matlab", asks=1, has=2, free=0)
+    assert fc.times[1] == 100.0
+    if params.policy is Policy.FCFS:
+        assert fc.reasons[2] == Wait(WaitKind.PRIORITY)
+    else:
+        assert fc.times[2] == 0.0 and 2 not in fc.reasons
+
+
+def test_a_job_that_lacks_cores_and_a_licence_waits_for_the_cores():
+    # four cores all busy, and the licence: the job needs both to come free, so it is Resources (cores)
+    s = counted(
+        [R(9, 4, 0.0, 100.0, resources=(("matlab", 2),))],
+        [W(1, 1, 50.0, resources=(("matlab", 1),))],
+        floating={"matlab": 2},
+    )
+    assert forecast_reasons(s).reasons == {1: cores(1, 4, 0)}
+
+
+@pytest.mark.parametrize("params", ALL, ids=lambda p: p.policy.value)
+def test_behind_the_head_a_job_lacking_a_licence_says_so_where_the_policy_backfills(params):
+    # four cores all busy until 100: job 1 (4 cores) is next; job 2 (1 core, matlab) comes after it.
+    # Then two cores free (job 8 ends): job 2 would backfill if matlab were free -- Licenses, but
+    # under fcfs it waits behind job 1 whatever it lacks (Priority)
+    running = [R(9, 2, 0.0, 100.0, resources=(("matlab", 1),)), R(8, 2, 0.0, 200.0)]
+    pending = [W(1, 4, 50.0), W(2, 1, 10.0, resources=(("matlab", 1),))]
+    fc = forecast_reasons(counted(running, pending, params=params, floating={"matlab": 1}))
+    assert fc.reasons[1] == cores(4, 4, 0)
+    assert fc.reasons[2] == Wait(WaitKind.PRIORITY)  # no core free: not the licence alone
+    fc = forecast_reasons(counted(running[:1], pending, params=params, floating={"matlab": 1}))
+    assert fc.reasons[1] == cores(4, 4, 2)
+    if params.policy is Policy.FCFS:
+        assert fc.reasons[2] == Wait(WaitKind.PRIORITY)
+    else:
+        assert fc.reasons[2] == Wait(WaitKind.LICENSES, what="matlab", asks=1, has=1, free=0)
+
+
+def test_a_job_that_lacks_only_gpus_waits_for_resources_naming_them():
+    from gridsched.core import devices as dev
+    from gridsched.core.devices import DeviceAsk
+    from gridsched.core.topology import Device
+
+    gpus = tuple(Device("gpu", i, i // 2) for i in range(4))
+    held = dev.held([("gpu", i) for i in range(4)], gpus, False)
+    gpu_job = R(9, 1, 0.0, 100.0, (0,), devices=tuple(("gpu", i) for i in range(4)), resources=held)
+    ask = (DeviceAsk("gpu", 2),)
+    w = W(1, 1, 50.0, devices=ask, resources=dev.slots(ask, gpus))
+    s = replace(mapped([gpu_job], [w]), devices=gpus)
+    fc = forecast_reasons(s)
+    assert fc.reasons == {1: Wait(WaitKind.RESOURCES, what="device:gpu", asks=2, has=4, free=0)}
+    assert fc.times[1] == 100.0
+    # two of the four come free: it starts now, without a reason
+    half = replace(gpu_job, devices=(("gpu", 0), ("gpu", 1)), resources=dev.held([("gpu", 0), ("gpu", 1)], gpus, False))
+    fc = forecast_reasons(replace(mapped([half], [w]), devices=gpus))
+    assert fc.times[1] == 0.0 and fc.reasons == {}

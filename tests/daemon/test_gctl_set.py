@@ -50,6 +50,12 @@ def test_set_writes_checks_and_reloads(gs):
         ("p=0.3", "'p': not TABLE.KEY"),
         ("scheduler.p=true", "scheduler.p = True: must be a float"),
         ("machine.cores=2", "machine"),
+        ("scheduler.tune_every=30s", "scheduler.tune_every = '30s': must be from a minute to a year"),
+        ("scheduler.tune_every=400d", "scheduler.tune_every = '400d': longer than a year"),
+        ("scheduler.tune_window=0", "scheduler.tune_window = 0: must be positive"),
+        ("scheduler.tune_objective=best", "must be one of bsld, wait, mix"),
+        ("scheduler.tune_margin=1.5", "scheduler.tune_margin = 1.5: must be from 0 to 1"),
+        ("scheduler.p=often", "scheduler.p = 'often': must be a float"),
     ],
 )
 def test_a_bad_setting_refuses_all_and_writes_nothing(gs, setting, words):

@@ -248,3 +248,65 @@ def test_fair_share_between_two_users_on_a_real_daemon(make_gs):
     first = gs.wait_state(theirs, "RUNNING", "COMPLETED", "FAILED")
     second = gs.wait_state(mine, "COMPLETED")
     assert first["start_time"] is not None and first["start_time"] <= second["start_time"]
+
+
+def _queue(gs) -> list[tuple[int, int, int, int | None]]:
+    """(id, priority, nice, admin priority) of the pending jobs, in the order gstat --priority gives."""
+    recs = json.loads(gs.run("gstat", "--priority", "--json", check=True).stdout)["jobs"]
+    return [(x["id"], x["priority"], x["nice"], x["admin_priority"]) for x in recs]
+
+
+def test_galter_nice_and_priority_reorder_pending_jobs(make_gs):
+    """An admin (a personal spool's owner) raises later jobs with galter: under fcfs they start first."""
+    gs = make_gs(ONE_CORE)
+    blocker = gs.gsub("--wrap", BLOCK)
+    gs.wait_state(blocker, "RUNNING")
+    a = gs.gsub("--wrap", "true")
+    b = gs.gsub("--nice", "30", "--wrap", "true")
+    c = gs.gsub("--wrap", "true")
+    assert [x[0] for x in _queue(gs)] == [a, c, b]
+
+    r = gs.run("galter", str(c), "--priority", "1000")
+    assert r.returncode == 0 and r.stdout == f"job {c}: changing\n", r.stderr
+    r = gs.run("galter", str(b), "--nice=-10")
+    assert r.returncode == 0, r.stderr
+    want = [(c, 1000, 0, 1000), (b, 10, -10, None), (a, 0, 0, None)]
+    wait_for(lambda: _queue(gs) == want, 15, "gstat --priority to show the new order")
+    # the change is kept in the state db: a restarted daemon orders the queue the same way
+    gs.kill9()
+    gs.start()
+    assert _queue(gs) == want
+    (gs.work / "go").touch()
+    assert _starts(gs, [a, b, c]) == [c, b, a]
+
+
+def test_galter_raises_the_pending_tasks_of_an_array(make_gs):
+    gs = make_gs(ONE_CORE)
+    blocker = gs.gsub("--wrap", BLOCK)
+    gs.wait_state(blocker, "RUNNING")
+    a = gs.gsub("--wrap", "true")
+    arr = gs.gsub("-a", "1-2", "--wrap", "true")
+    wait_for(lambda: len(_queue(gs)) == 3, 15, "the array's tasks to be queued")
+    assert gs.run("galter", str(arr), "--nice=-5").returncode == 0
+    wait_for(lambda: [x[2] for x in _queue(gs)] == [-5, -5, 0], 15, "the tasks' new nice value")
+    tasks = [x[0] for x in _queue(gs)[:2]]
+    assert a not in tasks
+    (gs.work / "go").touch()
+    assert _starts(gs, [a, *tasks])[-1] == a
+
+
+def test_galter_nice_of_a_running_job_and_bad_values_are_refused(make_gs):
+    gs = make_gs(ONE_CORE)
+    blocker = gs.gsub("--wrap", BLOCK)
+    gs.wait_state(blocker, "RUNNING")
+    r = gs.run("galter", str(blocker), "--nice", "5")
+    assert r.returncode == 1 and r.stderr == f"galter: error: job {blocker}: is RUNNING: only its walltime can change\n"
+    for args, line in (
+        (["--nice", "10001"], "galter: error: nice: 10001 is not between -10000 and 10000"),
+        (["--priority=-1"], "galter: error: priority: -1 is not between 0 and 1000000000"),
+    ):
+        r = gs.run("galter", str(blocker), *args)
+        assert r.returncode == 2 and r.stderr == line + "\n", r.stderr
+    assert gs.alive()
+    (gs.work / "go").touch()
+    gs.wait_state(blocker, "COMPLETED")

@@ -126,6 +126,9 @@ def test_every_reason_the_daemon_words_has_its_code():
     waits = [
         Wait(WaitKind.RESOURCES),
         Wait(WaitKind.RESOURCES, resv=9),
+        Wait(WaitKind.RESOURCES, what="cores", asks=4, has=8, free=2),
+        Wait(WaitKind.RESOURCES, what="device:gpu:H100", asks=2, has=4, free=0),
+        Wait(WaitKind.LICENSES, what="matlab", asks=1, has=2, free=0),
         Wait(WaitKind.PRIORITY),
         Wait(WaitKind.DRAINED, cores=frozenset({4, 5})),
         Wait(WaitKind.DRAINED, cores=frozenset({4, 5}), never=True),

@@ -3,11 +3,12 @@ running job's walltime but cannot lengthen it (root can), and a request written 
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
 from tests.conftest import wait_for
-from tests.security.conftest import check_intact
+from tests.security.conftest import as_user, check_intact
 
 
 def test_alter_and_requeue_only_as_the_owner_and_lengthen_only_as_root(system, targets):
@@ -57,4 +58,78 @@ def test_alter_and_requeue_only_as_the_owner_and_lengthen_only_as_root(system, t
     assert system.job(run)["uid"] == a.uid
     assert system.cmd(a, "gdel", str(run), str(held)).rc == 0
     system.wait_state(run, "CANCELLED")
+    check_intact(system, targets)
+
+
+def test_only_root_raises_a_job_with_galter(system, targets):
+    a = system.a
+    jobs = [system.gsub(a, "--hold", "-t", "1:00", "--wrap", "true") for _ in range(2)]
+    system.wait_state(jobs[1], "HELD")
+
+    # a negative nice or a priority from the owner: refused by the command, one line, nothing sent
+    for args, what in ((("--priority", "100"), "--priority"), (("--nice=-5",), "--nice -5")):
+        r = system.cmd(a, "galter", str(jobs[0]), *args)
+        assert r.one_line_error("galter") is None, r
+        assert r.rc == 2 and f"{what}: only an admin may raise a job's priority" in r.stderr, r
+    # and by the daemon when written by hand
+    for changes, why in (
+        ({"priority": 100}, "only an admin may set a job's priority"),
+        ({"nice": -5}, "nice -5: only an admin may give a negative nice value"),
+    ):
+        name = f"alter-{time.time_ns()}-{os.getpid()}.json"
+        system.put(a, name, {"type": "alter", "jobs": [jobs[0]], "changes": changes})
+        system.wait_taken(name)
+        why_file = system.spool_dir / "quarantine" / (name + ".why")
+        assert why in why_file.read_text()
+    system.settle()
+    spec = json.loads(system.job(jobs[0])["spec"])
+    assert spec.get("priority") is None and spec.get("nice", 0) == 0, spec
+
+    # the owner may lower a job (a positive nice); root may raise one
+    assert system.cmd(a, "galter", str(jobs[0]), "--nice", "50").rc == 0
+    assert system.cmd(None, "galter", str(jobs[1]), "--priority", "500").rc == 0
+    r = system.cmd(None, "galter", str(jobs[0]), "--nice=-20")
+    assert r.rc == 0, r
+
+    def shown() -> dict[int, tuple[int, int | None]]:
+        r = system.cmd(None, "gstat", "--priority", "--json", "-a")
+        assert r.rc == 0, r
+        return {x["id"]: (x["nice"], x["admin_priority"]) for x in json.loads(r.stdout)["jobs"] if x["id"] in jobs}
+
+    wait_for(lambda: shown() == {jobs[0]: (-20, None), jobs[1]: (0, 500)}, 15, "root's changes in gstat --priority")
+    assert system.cmd(a, "gdel", *map(str, jobs)).rc == 0
+    system.wait_state(jobs[1], "CANCELLED")
+    check_intact(system, targets)
+
+
+def _client_alter(spool: str, config: str, jid: int, changes: dict) -> str:
+    from gridsched.client import Client, GridschedError
+
+    try:
+        Client(spool=spool, config=config).alter(jid, **changes)
+    except GridschedError as e:
+        return f"refused: {e}"
+    return "sent"
+
+
+def test_the_python_client_raises_a_job_only_as_root(system, targets):
+    # what the forked child runs is loaded here (the user may not be able to read the interpreter's files)
+    import gridsched.cli.galter  # noqa: F401
+    import gridsched.client  # noqa: F401
+    import gridsched.topology  # noqa: F401
+
+    a = system.a
+    jid = system.gsub(a, "--hold", "-t", "1:00", "--wrap", "true")
+    system.wait_state(jid, "HELD")
+    args = (str(system.spool_dir), str(system.cfg), jid)
+    for changes, why in (
+        ({"priority": 5}, "alter: only an admin may set a job's priority (--priority)"),
+        ({"nice": -1}, "alter: nice -1: only an admin may give a negative nice value"),
+    ):
+        assert as_user(a, _client_alter, *args, changes) == {"ok": f"refused: {why}"}
+    assert as_user(a, _client_alter, *args, {"nice": 7}) == {"ok": "sent"}
+    wait_for(lambda: json.loads(system.job(jid)["spec"]).get("nice") == 7, 15, "the owner's nice value")
+    assert json.loads(system.job(jid)["spec"]).get("priority") is None
+    assert system.cmd(a, "gdel", str(jid)).rc == 0
+    system.wait_state(jid, "CANCELLED")
     check_intact(system, targets)

@@ -11,7 +11,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, assert_never
 
 from ... import requests as rq
-from . import alter, cancel, drain, hold, release, reload, requeue, resume, resv_create, resv_delete, submit, undrain
+from . import (
+    alter,
+    cancel,
+    drain,
+    hold,
+    release,
+    reload,
+    requeue,
+    resume,
+    resv_create,
+    resv_delete,
+    submit,
+    tune,
+    undrain,
+)
 from . import yield_ as yield_handler
 
 if TYPE_CHECKING:
@@ -31,6 +45,8 @@ def handle(d: Daemon, rcv: rq.Received) -> None:
             release.handle(d, rcv, req)
         case rq.Reload():
             reload.handle(d, rcv, req)
+        case rq.Tune():
+            tune.handle(d, rcv, req)
         case rq.Drain():
             drain.handle(d, rcv, req)
         case rq.Undrain():

@@ -1,0 +1,165 @@
+"""The daemon's tuning of its ``"auto"`` settings, in a background process that never holds up the loop.
+
+Every ``scheduler.tune_every`` (and at once on ``gctl tune``), while the
+configuration has an ``"auto"`` setting under checkpoint-backfill, the daemon
+starts ``python -m gridsched.tuning`` at the lowest CPU priority; the loop
+only polls it.  When it ends, its decision is logged, recorded in the state
+db (meta ``tuning``: what is in force and the last decision, which ``gctl
+info`` shows) and, if it adopts a setting, put in force for the next pass.
+The setting in force survives restarts and reloads; a configuration without
+``"auto"`` settings ends it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+from .. import config as configmod
+from ..core.params import Policy
+from ..tuning import applied, setting
+
+if TYPE_CHECKING:
+    from ..state import StateDB
+
+log = logging.getLogger("gschedd")
+
+META = "tuning"
+LIMIT = 3600.0  # a tuning process still running after this long is stopped (and tried again next time)
+
+
+class Tuner:
+    def __init__(self) -> None:
+        self.requested = False  # gctl tune: tune at the next turn
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+        self.last_at: float | None = None  # when the last tuning run started (or the daemon, before any)
+        self.record: dict[str, Any] = {}  # meta "tuning": {"in_force": setting | None, "last": decision}
+
+    @staticmethod
+    def tunes(cfg: configmod.Config) -> bool:
+        """Whether ``cfg`` (as read from its file) has settings to tune."""
+        return cfg.tuning.active and cfg.params.policy is Policy.CHECKPOINT_BACKFILL
+
+    def load(self, db: StateDB, now: float) -> None:
+        try:
+            rec = json.loads(db.meta().get(META) or "{}")
+        except ValueError:
+            rec = {}
+        self.record = rec if isinstance(rec, dict) else {}
+        last = self.record.get("last") or {}
+        t = last.get("time")
+        self.last_at = float(t) if isinstance(t, (int, float)) else now
+
+    def effective(self, cfg: configmod.Config) -> configmod.Config:
+        """``cfg`` with the tuned setting in force, if it tunes and one was adopted."""
+        s = self.record.get("in_force")
+        if not self.tunes(cfg) or not isinstance(s, dict):
+            return cfg
+        try:
+            return dataclasses.replace(cfg, params=applied(cfg.params, s))
+        except (KeyError, ValueError, TypeError):
+            return cfg
+
+    def due(self, cfg: configmod.Config) -> float | None:
+        """When the loop must next look at the tuner (None: never)."""
+        if self.proc is not None:
+            return self.started + 1.0
+        if not self.tunes(cfg):
+            return None
+        if self.requested:
+            return 0.0
+        return None if self.last_at is None else self.last_at + cfg.tuning.every
+
+    def stop(self) -> None:
+        """The daemon stops: so does a tuning run under way (the next daemon tunes again when due)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def tick(self, d: Any, now: float) -> None:
+        """One look from the loop: collect a finished tuning run, or start one that is due."""
+        base = d.file_cfg
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                if now - self.started > LIMIT:
+                    self.proc.kill()
+                    self.proc.wait()
+                    self.proc = None
+                    log.warning("tuning: stopped after %.0f s without an answer; the setting in force stays", LIMIT)
+                return
+            self._collect(d, base, now)
+            return
+        if not self.tunes(base):
+            self.requested = False
+            return
+        due = self.due(base)
+        if due is not None and now >= due:
+            self._start(d, base, now)
+
+    def _start(self, d: Any, base: configmod.Config, now: float) -> None:
+        self.requested = False
+        self.last_at = now
+        arg = {
+            "db": str(d.spool.db),
+            "now": now,
+            "ncores": d.machine.ncores,
+            "current": setting(d.cfg.params),
+            "tuning": dataclasses.asdict(base.tuning),
+        }
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "gridsched.tuning", json.dumps(arg)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                close_fds=True,
+                start_new_session=True,
+            )
+        except OSError as e:
+            log.warning("tuning: could not start the tuner: %s", e)
+            return
+        self.started = now
+        log.info("tuning: started (pid %d) over the jobs of the last %ss", self.proc.pid, base.tuning.window)
+
+    def _collect(self, d: Any, base: configmod.Config, now: float) -> None:
+        assert self.proc is not None
+        out, err = self.proc.communicate()
+        rc = self.proc.returncode
+        self.proc = None
+        try:
+            dec = json.loads(out.decode()) if rc == 0 else None
+        except ValueError:
+            dec = None
+        if not isinstance(dec, dict):
+            tail = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {rc}"]
+            log.warning("tuning: the tuner failed (%s); the setting in force stays", tail[0])
+            return
+        self.record["last"] = dec
+        adopt = dec.get("adopt")
+        took = now - self.started
+        if adopt is not None:
+            self.record["in_force"] = adopt
+            self.record["since"] = now
+            gain = dec.get("beats_easy_by")
+            log.info(
+                "tuning: %d jobs of history, objective %s: adopted %s (%s; %s EASY's score) in %.1f s",
+                dec.get("jobs", 0),
+                dec.get("objective"),
+                dec.get("adopt_label"),
+                dec.get("why"),
+                "equal to" if not gain else f"{gain:.1%} better than",
+                took,
+            )
+        else:
+            log.info("tuning: %d jobs of history: %s (%.1f s)", dec.get("jobs", 0), dec.get("why"), took)
+        d.table.begin()
+        d.db.set_meta(META, json.dumps(self.record))
+        if adopt is not None:
+            d.cfg = self.effective(base)
+            d.dirty = True

@@ -1,0 +1,114 @@
+"""Tuning the ``"auto"`` settings of a machine: its history read from the state db, the tuner run, its decision.
+
+The tuner itself (:mod:`gridsched.tune`) is a pure function of a job history;
+this module is what reads that history (the jobs that ended in the window, from
+the state db) and turns a decision into the record the daemon keeps and shows
+(``gctl info``, the log).  ``python -m gridsched.tuning`` is the background
+process the daemon starts: it lowers its own CPU priority to the lowest there
+is, reads the history, replays it and prints the decision as one JSON object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .core.params import Params, Policy, Predictor
+
+ENDED = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
+
+
+def history(db_path: str | Path, now: float, window: float) -> list[Any]:
+    """The jobs of the state db that ran and ended in the ``window`` seconds before ``now``."""
+    from . import tune
+    from .state import StateDB
+
+    out: list[tune.Job] = []
+    if not Path(db_path).exists():
+        return out
+    db = StateDB(db_path)
+    try:
+        for j in db.jobs(states=ENDED):
+            if j["start_time"] is None or j["end_time"] is None or j["end_time"] < now - window:
+                continue
+            run = max(0.0, float(j["elapsed"] or (j["end_time"] - j["start_time"])))
+            out.append(tune.Job(j["submit_time"], float(j["walltime"]), run, j["ncpus"], j["user"]))
+    finally:
+        db.close()
+    return out
+
+
+def setting(p: Params) -> dict[str, Any]:
+    """The tuned part of ``p`` as JSON."""
+    return {"policy": p.policy.value, "p": p.p, "threshold": p.threshold, "predictor": p.predictor.value}
+
+
+def applied(base: Params, s: dict[str, Any]) -> Params:
+    """``base`` with the tuned part ``s`` (from :func:`setting`) in force."""
+    return dataclasses.replace(
+        base,
+        policy=Policy(s["policy"]),
+        p=float(s["p"]),
+        threshold=float(s["threshold"]),
+        predictor=Predictor(s["predictor"]),
+    )
+
+
+def decide(db_path: str | Path, now: float, ncores: int, current: Params, tuning: Any) -> dict[str, Any]:
+    """Replay the history of ``db_path`` and say what to adopt: a JSON-ready record of the decision."""
+    from . import tune
+
+    hist = history(db_path, now, tuning.window)
+    settings = tune.grid_for(current, tuning.p, tuning.threshold, tuning.predictor)
+    d = tune.choose(hist, ncores, current, settings, tuning.objective, tuning.margin)
+    rows = [{"setting": r.label, "wait_avg": r.wait_avg, "bsld_avg": r.bsld_avg, "score": r.score} for r in d.rows]
+    easy = d.rows[0] if d.rows else None
+    gain_easy = None
+    if d.best is not None and easy is not None and easy.score > 0:
+        gain_easy = 1 - d.best.score / easy.score
+    return {
+        "time": now,
+        "jobs": len(hist),
+        "objective": tuning.objective,
+        "rows": rows,
+        "best": d.best.label if d.best is not None else None,
+        "adopt": setting(d.adopt) if d.adopt is not None else None,
+        "adopt_label": tune.label(d.adopt) if d.adopt is not None else None,
+        "beats_easy_by": gain_easy,
+        "why": d.why,
+    }
+
+
+def lowest_priority() -> None:
+    """This process at the lowest CPU priority there is (SCHED_IDLE where the host has it, and nice 19)."""
+    try:
+        os.nice(19)
+    except OSError:
+        pass
+    idle = getattr(os, "SCHED_IDLE", None)
+    if idle is not None:
+        try:
+            os.sched_setscheduler(0, idle, os.sched_param(0))
+        except OSError:
+            pass
+
+
+def main(argv: list[str]) -> int:
+    """The daemon's background tuner: ``python -m gridsched.tuning`` with one JSON argument."""
+    from .config import Tuning
+
+    lowest_priority()
+    a = json.loads(argv[0])
+    current = applied(Params(), a["current"])
+    tuning = Tuning(**a["tuning"])
+    out = decide(a["db"], float(a["now"]), int(a["ncores"]), current, tuning)
+    sys.stdout.write(json.dumps(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
