@@ -229,10 +229,13 @@ def test_functions_of_the_main_script(where, tmp_path):
     assert run_python(where, [str(script)]) == ["42", "KeyError 'inside' True", "True 3", "2.0", "True 6"]
 
 
-def test_functions_defined_interactively(where):
-    """Code read from standard input, as in an interactive session: no script to run in the job, its
-    functions and classes go by value, and the top-level code needs no guard."""
+def test_functions_defined_interactively(where, tmp_path):
+    """Code read from standard input, as in an interactive session, and a module run with ``python -m``:
+    no script to run in the job, their functions and classes go by value, and the top-level code needs
+    no guard."""
     assert run_python(where, ["-"], stdin=INTERACTIVE) == ["True 27"]
+    (tmp_path / "run_as_module.py").write_text(INTERACTIVE)  # the current directory: where's own
+    assert run_python(where, ["-m", "run_as_module"]) == ["True 27"]
 
 
 # -- Slurm only ----------------------------------------------------------------------
