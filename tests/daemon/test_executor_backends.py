@@ -98,6 +98,7 @@ def test_lambdas_closures_and_nested_functions(where):
         who = ex.submit(lambda: os.environ.get("GS_JOBID") or os.environ.get("SLURM_JOB_ID"))
         made = ex.submit(lambda n: lambda x: x * n, 5)  # a lambda as the result
         bad = ex.submit(lambda d: d["missing"], {})
+        locked = ex.submit(lambda: threading.Lock())  # a result that cannot be pickled
         assert lam.result(timeout=120) == 37
         assert closure.result(timeout=120) == 42
         assert nested.result(timeout=120) == 24
@@ -111,6 +112,8 @@ def test_lambdas_closures_and_nested_functions(where):
         assert isinstance(cause, RemoteTraceback)
         assert 'test_executor_backends.py", line' in cause.tb and "in <lambda>" in cause.tb
         assert 'bad = ex.submit(lambda d: d["missing"], {})' in cause.tb  # the source line, read in the job
+        with pytest.raises(RuntimeError, match=r"^the result cannot be sent back from the job: cannot pickle '_thread"):
+            locked.result(timeout=120)
 
 
 def test_a_call_killed_at_its_walltime(where):
