@@ -4,10 +4,16 @@
     with GridschedExecutor(ncpus=4, walltime="10m") as ex:
         print(ex.submit(sum, [1, 2, 3]).result())
 
-The callable and its arguments are pickled into a file in a directory of the
-executor's own; the job runs ``python -m gridsched.executor_worker IN OUT``
-with the same interpreter; the result (or the exception, with its traceback)
-comes back pickled.  A background thread polls the jobs, at bounded
+The callable and its arguments are pickled with cloudpickle into a file in a
+directory of the executor's own; the job runs ``python -m
+gridsched.executor_worker IN OUT`` with the same interpreter; the result (or
+the exception, with its traceback) comes back the same way.  A function or
+class that the job can find by name goes by name: one of an importable module,
+or one at the top level of the script that runs the executor (the job runs
+that script first, as ``__mp_main__``, as multiprocessing's "spawn" start
+method does).  Everything else (lambdas, closures, nested functions, functions
+defined under the script's ``if __name__ == "__main__":`` guard or in an
+interactive session) goes by value.  A background thread polls the jobs, at bounded
 intervals, and completes the futures.  ``backend`` chooses where the jobs run:
 ``"local"``, this machine's gridsched daemon; ``"slurm"``, a Slurm cluster
 through ``sbatch``, ``squeue`` and ``scontrol`` (:mod:`gridsched.slurm`);
@@ -16,6 +22,9 @@ through ``sbatch``, ``squeue`` and ``scontrol`` (:mod:`gridsched.slurm`);
 
 from __future__ import annotations
 
+import ast
+import functools
+import io
 import os
 import pickle
 import shlex
@@ -23,6 +32,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import types
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
@@ -124,6 +134,129 @@ def _main_file() -> str | None:
     return path if path.endswith(".py") and os.path.isfile(path) else None
 
 
+def _is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides) and any(
+        isinstance(x, ast.Constant) and x.value == "__main__" for x in sides
+    )
+
+
+def _bound_at_top(body: list[ast.stmt]) -> set[str]:
+    """The names the statements bind when they run as a module, leaving out what runs only under the guard."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, ast.If) and _is_main_guard(node.test):
+            names |= _bound_at_top(node.orelse)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With)):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        for block in ("body", "orelse", "finalbody"):
+            names |= _bound_at_top(getattr(node, block, None) or [])
+        for handler in getattr(node, "handlers", None) or []:
+            names |= _bound_at_top(handler.body)
+    return names
+
+
+@functools.lru_cache(maxsize=8)
+def _script_names(path: str, mtime_ns: int) -> frozenset[str]:
+    """The top-level names the script at ``path`` binds when a job runs it as ``__mp_main__``."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return frozenset()
+    return frozenset(_bound_at_top(tree.body))
+
+
+def _by_name_in_script(obj: object, names: frozenset[str]) -> bool:
+    """True when ``obj`` is a function or class the job finds by name in the script it runs first."""
+    if not isinstance(obj, (types.FunctionType, type)) or getattr(obj, "__module__", None) != "__main__":
+        return False
+    qualname = getattr(obj, "__qualname__", "")
+    if "<" in qualname or qualname.split(".")[0] not in names:
+        return False
+    found: object = sys.modules.get("__main__")
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found is obj
+
+
+@functools.cache
+def _pickler() -> type:
+    """cloudpickle's Pickler, but a function or class of the script's top level goes by name (see the module)."""
+    import cloudpickle  # type: ignore[import-untyped]  # no type information shipped
+
+    class CallPickler(cloudpickle.Pickler):  # type: ignore[misc]
+        def __init__(self, file: io.BytesIO, script: frozenset[str]) -> None:
+            super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+            self.script = script
+
+        def reducer_override(self, obj: object) -> Any:
+            if self.script and _by_name_in_script(obj, self.script):
+                return NotImplemented  # pickle's own way: __main__.NAME, found in the script the job runs
+            return super().reducer_override(obj)
+
+    return CallPickler
+
+
+def dumps(obj: object, main: str | None = None) -> bytes:
+    """``obj`` pickled with cloudpickle; with ``main`` (the running script), its top-level functions by name."""
+    script: frozenset[str] = frozenset()
+    if main is not None:
+        try:
+            script = _script_names(main, os.stat(main).st_mtime_ns)
+        except OSError:
+            pass
+    with io.BytesIO() as f:
+        _pickler()(f, script).dump(obj)
+        return f.getvalue()
+
+
+def _what_cannot_be_sent(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], main: str | None
+) -> str:
+    """Which part of a call cannot be pickled: "argument 2 (lock)", "keyword argument 'x' (generator)", "the
+    function: its variable 'conn' (Connection)" (a closure's variable or a global it uses), ..."""
+    parts: list[tuple[str, object]] = [("the function", fn)]
+    parts += [(f"argument {i}", a) for i, a in enumerate(args, 1)]
+    parts += [(f"keyword argument {k!r}", v) for k, v in kwargs.items()]
+    for label, part in parts:
+        if _picklable(part, main):
+            continue
+        if not isinstance(part, types.FunctionType):
+            return f"{label} ({type(part).__name__})"
+        used: dict[str, object] = {}
+        for var, cell in zip(part.__code__.co_freevars, part.__closure__ or ()):
+            try:
+                used[var] = cell.cell_contents
+            except ValueError:  # a variable not yet bound
+                continue
+        used |= {n: part.__globals__[n] for n in part.__code__.co_names if n in part.__globals__}
+        for var, value in used.items():
+            if not _picklable(value, main):
+                return f"{label}: its variable {var!r} ({type(value).__name__})"
+        return label
+    return "the call"
+
+
+def _picklable(obj: object, main: str | None) -> bool:
+    try:
+        dumps(obj, main)
+    except Exception:  # noqa: BLE001 - any failure means no
+        return False
+    return True
+
+
 # True while a job's worker runs the submitting script as __mp_main__ (gridsched.executor_worker): an
 # executor made then comes from top-level code that is not under `if __name__ == "__main__":`, and
 # would submit the script's calls again from every job.
@@ -208,19 +341,21 @@ class GridschedExecutor(Executor):
             self._seq += 1
             n = self._seq
         src, dst = self.dir / f"call-{n}.in", self.dir / f"call-{n}.out"
+        main = _main_file()
         try:
-            data = pickle.dumps((fn, args, kwargs))
-        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            data = dumps((fn, args, kwargs), main)
+        except Exception as e:  # noqa: BLE001 - cloudpickle raises many kinds (TypeError, PicklingError, ...)
+            what = _what_cannot_be_sent(fn, args, kwargs, main)
             raise pickle.PicklingError(
-                f"the call of {getattr(fn, '__qualname__', fn)!r} cannot be sent to a job: {e} (pickle sends "
-                "functions and classes by name: define them at the top level of a module or of the script)"
+                f"the call of {getattr(fn, '__qualname__', fn)!r} cannot be sent to a job: {what}: {e} (a call is "
+                "sent with cloudpickle: locks, open files and connections, generators and the like cannot be; "
+                "make them inside the function)"
             ) from e
         src.write_bytes(data)
         argv = [sys.executable, "-m", "gridsched.executor_worker", str(src), str(dst)]
-        main = _main_file()
         if main is not None:
             argv.append(main)
-        name = getattr(fn, "__name__", "call")
+        name = getattr(fn, "__name__", "call").strip("<>")
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "call"
         fut = _JobFuture(self, " ".join(shlex.quote(x) for x in argv), name, dst, self.dir / f"call-{n}.log")
         with self._lock:
@@ -264,6 +399,9 @@ class GridschedExecutor(Executor):
 
     def _finish(self, fut: _JobFuture, job: JobStatus) -> None:
         if fut.out.exists():
+            # the job pickles what the script defines under the name it ran it as (multiprocessing does the same)
+            if "__main__" in sys.modules:
+                sys.modules.setdefault("__mp_main__", sys.modules["__main__"])
             try:
                 ok, value, *tb = pickle.loads(fut.out.read_bytes())
             except Exception as e:  # noqa: BLE001 - e.g. an exception class this process cannot import

@@ -2,15 +2,17 @@
 
     python -m gridsched.executor_worker IN OUT [MAIN]
 
-IN holds ``pickle((fn, args, kwargs))``; OUT receives ``pickle((True, result))``
-or ``pickle((False, exception, traceback text))``, written atomically.  The exit
-status is 0 when OUT was written, whatever the call did.
+IN holds ``(fn, args, kwargs)`` pickled with cloudpickle; OUT receives
+``(True, result)`` or ``(False, exception, traceback text)``, pickled the same
+way and written atomically.  The exit status is 0 when OUT was written,
+whatever the call did.
 
 MAIN, when given, is the file the submitting program ran as ``__main__``: it is
 run first as ``__mp_main__`` and stands for ``__main__`` while the call is
 loaded, as :mod:`multiprocessing` does for its "spawn" start method, so that
-functions defined in a script can be sent (the script's top-level code must be
-under ``if __name__ == "__main__":``).
+the functions and classes at the script's top level, which the executor sends
+by name, are found (the script's top-level code must be under
+``if __name__ == "__main__":``).
 """
 
 from __future__ import annotations
@@ -43,16 +45,23 @@ def _load(src: str, main: str | None) -> tuple[object, tuple[object, ...], dict[
         if main:
             _main_module(main)
         with open(src, "rb") as f:
-            fn, args, kwargs = pickle.load(f)
+            fn, args, kwargs = pickle.load(f)  # cloudpickle's output needs only cloudpickle importable here
     except Exception as e:
+        text = str(e)
         hint = ""
-        if "__main__" in str(e) or "<lambda>" in str(e) or "<locals>" in str(e):
+        if isinstance(e, ModuleNotFoundError) and e.name == "cloudpickle":
+            hint = "; the job's Python must have cloudpickle (a dependency of gridsched) installed"
+        elif isinstance(e, ImportError):
             hint = (
-                "; a function must be importable by name in the job: defined at the top level of a module, or of the "
-                'script that runs the executor (under `if __name__ == "__main__":` guard), not a lambda or a '
-                "closure (pickle sends functions by name)"
+                "; a function or class of a module is sent by name: the module must be importable in the job "
+                "(PYTHONPATH, or the executor's env=)"
             )
-        raise RuntimeError(f"the call cannot be loaded in the job: {type(e).__name__}: {e}{hint}") from e
+        elif "__mp_main__" in text or "__main__" in text:
+            hint = (
+                "; a function or class at the top level of the script is sent by name: the script that runs the "
+                'executor must still define it, outside its `if __name__ == "__main__":` block'
+            )
+        raise RuntimeError(f"the call cannot be loaded in the job: {type(e).__name__}: {text}{hint}") from e
     return fn, args, kwargs
 
 
@@ -71,10 +80,13 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(text)
         outcome = (False, e, text)
     try:
-        data = pickle.dumps(outcome)
+        import cloudpickle  # type: ignore[import-untyped]  # no type information shipped
+
+        data = cloudpickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:  # noqa: BLE001 - a result or an exception that cannot be pickled
+        what = "result" if outcome[0] else f"exception {type(outcome[1]).__name__}"
         text = outcome[2] if len(outcome) == 3 else ""
-        data = pickle.dumps((False, RuntimeError(f"the result cannot be pickled: {e!r}"), text))
+        data = pickle.dumps((False, RuntimeError(f"the {what} cannot be sent back from the job: {e}"), text))
     tmp = f"{dst}.tmp"
     with open(tmp, "wb") as f:
         f.write(data)

@@ -64,7 +64,9 @@ def main(argv: list[str]) -> int:
         first = json.loads(msg.split(b"\n", 1)[0])
         pty = bool(first.get("pty"))
     except (OSError, ValueError, AttributeError) as e:
-        print(f"grun: error: cannot reach grun at {path}: {e}", file=sys.stderr)
+        print(
+            f"grun: error: cannot reach grun at {path}: {e} (has it ended? a grun job cannot be rerun)", file=sys.stderr
+        )
         return 1
     if len(fds) != (1 if pty else 3):
         print("grun: error: grun sent no terminal", file=sys.stderr)

@@ -1617,9 +1617,14 @@ FOREGROUND_PAGES: dict[str, tuple[click.Command, int, dict]] = {
                         "1",
                         "The job was refused or could not be submitted (one line says why).  A job that ended "
                         "without CMD's status (its walltime, gdel) gives the status gsub --wait gives for it "
-                        "(143 for a job stopped by SIGTERM), at least 1, with a line saying how it ended.",
+                        "(143 for a job stopped by SIGTERM), at least 1, with a line saying how it ended.  A job "
+                        "that was requeued is cancelled (a grun job cannot be rerun): 1.",
                     ),
-                    ("2", "Bad command line, or --pty without a terminal on standard input."),
+                    (
+                        "2",
+                        "Bad command line, --pty without a terminal on standard input, or --checkpoint signal "
+                        "or requeue.",
+                    ),
                 ]
             ),
             "EXAMPLES": verbatim("""

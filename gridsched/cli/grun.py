@@ -56,6 +56,8 @@ QUEUED_AFTER = 1.0  # seconds: then grun says that the job waits in the queue
 END_WAIT = 30.0  # seconds grun waits for the state db to show how a job ended that hung up
 MAX_SOCK_PATH = 100  # bytes of a Unix socket's path (sun_path holds 108)
 MAX_SHOWN = 4096  # bytes of the job side's own output shown when it ended before connecting
+# checkpoint modes that rerun a preempted job: a rerun cannot reconnect to the grun that waits
+RERUN_MODES = ("signal", "requeue")
 
 
 class Interrupted(Exception):
@@ -109,6 +111,16 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
         mem = p["mem_per_cpu"] * (p["ncpus"] or s.cfg.default_ncpus)
     if p["ntasks"] and not p["ncpus"]:
         p["ncpus"] = p["ntasks"]
+    checkpoint = p["checkpoint"]
+    if checkpoint in RERUN_MODES:
+        fail(
+            PROG,
+            f"--checkpoint {checkpoint}: a grun job cannot be rerun (the rerun could not reconnect to grun); "
+            "use none or suspend",
+            ExitCode.USAGE,
+        )
+    if checkpoint is None and s.cfg.checkpoint in RERUN_MODES:
+        checkpoint = "none"  # the configured default would let it be preempted and rerun
     resources, resv = gsub._resv_options(s.spool, s.cfg, p)
     devices = gsub._device_options(s.spool, s.cfg, p)
     text = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gridsched.grunjob "$@"\n'
@@ -121,7 +133,7 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
         output=str(sock.parent / "job.out"),  # the job side's own messages; grun removes the directory
         join="oe",
         chdir=p["chdir"],
-        checkpoint=p["checkpoint"],
+        checkpoint=checkpoint,
         depend=p["depend"],
         parent=p["parent"],
         no_parent=bool(p["no_parent"]),
@@ -364,6 +376,11 @@ def cli(cmd: tuple[str, ...], pty: bool, spool_dir: str | None, config_file: str
     With --pty, CMD (default: your $SHELL) runs on a pseudo-terminal: an interactive session on the
     job's cores.  Ctrl-C while the job waits cancels it (exit status 130).  The resource options are
     gsub's.
+
+    A grun job runs once: a rerun could not reconnect to grun.  So --checkpoint takes none or
+    suspend only (a configured default of signal or requeue becomes none), and a grun job that is
+    requeued all the same (grequeue, or preempted after galter --checkpoint) is cancelled, and grun
+    says so and exits with status 1.
     """
     import shutil
     import tempfile
@@ -401,6 +418,8 @@ def cli(cmd: tuple[str, ...], pty: bool, spool_dir: str | None, config_file: str
         if isinstance(got, int):
             return got
         listener.close()
+        row = _state(s.spool, job_id)[0]
+        restarts = row["restarts"] if row is not None else 0  # more later: the job was requeued
         with got:
             try:
                 result = _run_pty(got) if pty else _run_streams(got)
@@ -410,21 +429,31 @@ def cli(cmd: tuple[str, ...], pty: bool, spool_dir: str | None, config_file: str
             if result.get("error"):
                 warn(PROG, f"error: {result['error']}")
             return int(result["exit"])
-        return _hung_up(s.spool, job_id, workdir)
+        return _hung_up(s.spool, job_id, workdir, restarts)
     finally:
         listener.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _hung_up(spool: Any, job_id: int, workdir: Path) -> int:
-    """The job side went away without CMD's exit status: the job was killed. Say how it ended."""
-    from ..submit import SubmitError, WaitTimeout, wait_job
+def _hung_up(spool: Any, job_id: int, workdir: Path, restarts: int) -> int:
+    """The job side went away without CMD's exit status: the job was killed, or requeued. Say which."""
+    import time
 
-    try:
-        job = wait_job(spool, job_id, END_WAIT)
-    except (WaitTimeout, SubmitError) as e:
-        fail(PROG, f"job {job_id}: lost the connection to the job: {e}")
-    return _ended(spool, job_id, job, workdir)
+    from ..jobs import TERMINAL
+
+    terminal = {t.value for t in TERMINAL}
+    deadline = time.monotonic() + END_WAIT
+    while True:
+        job, _ = _state(spool, job_id)
+        if job is not None and (job["restarts"] > restarts or job["state"] in ("PENDING", "HELD", "STOPPING")):
+            if job["state"] not in terminal:
+                _cancel(spool, job_id)
+            fail(PROG, f"job {job_id} was requeued: a grun job cannot be rerun (it could not reconnect); cancelled")
+        if job is not None and job["state"] in terminal:
+            return _ended(spool, job_id, job, workdir)
+        if time.monotonic() > deadline:
+            fail(PROG, f"job {job_id}: lost the connection to the job: it has not ended after {END_WAIT:g} s")
+        time.sleep(POLL)
 
 
 cli.params[1:1] = _gsub_params()  # after CMD and --pty, before --spool and --config

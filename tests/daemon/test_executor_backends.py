@@ -60,10 +60,60 @@ def test_exceptions_tracebacks_and_logs(where):
         with pytest.raises(JobFailed, match=r"ended FAILED \(exit code 3\) without a result") as err2:
             dead.result(timeout=120)
         assert str(err2.value).endswith("\nthe last words")
-        with pytest.raises(pickle.PicklingError, match="cannot be sent to a job: .*lambda"):
-            ex.submit(lambda: 1)
-        with pytest.raises(pickle.PicklingError, match="cannot be sent to a job: cannot pickle '_thread.lock'"):
+        # what cannot be pickled is named: the part of the call and the object's type
+        lock = threading.Lock()
+        with pytest.raises(
+            pickle.PicklingError,
+            match=r"<lambda>' cannot be sent to a job: the function: its variable 'lock' \(lock\): "
+            r"cannot pickle '_thread.lock'",
+        ):
+            ex.submit(lambda: lock.locked())
+        with pytest.raises(
+            pickle.PicklingError, match=r"'square' cannot be sent to a job: argument 1 \(lock\): cannot pickle"
+        ):
             ex.submit(square, threading.Lock())
+        with pytest.raises(pickle.PicklingError, match=r"keyword argument 'x' \(generator\): cannot pickle"):
+            ex.submit(square, x=(i for i in range(3)))
+
+
+def test_lambdas_closures_and_nested_functions(where):
+    """What the standard pickle cannot send goes by value (cloudpickle), both ways."""
+    k = 7
+
+    def add_k(x):  # a closure over a local variable
+        return x + k
+
+    def outer(n):  # a nested function that defines and calls another
+        def inner(m):
+            return m * n
+
+        return sum(inner(i) for i in range(n))
+
+    with make(where, walltime="5m") as ex:
+        lam = ex.submit(lambda x: x * x + 1, 6)
+        closure = ex.submit(add_k, 35)
+        nested = ex.submit(outer, 4)
+        # a lambda that calls a function of a module, which goes by name
+        mixed = ex.submit(lambda x: square(x) + k, 3)
+        who = ex.submit(lambda: os.environ.get("GS_JOBID") or os.environ.get("SLURM_JOB_ID"))
+        made = ex.submit(lambda n: lambda x: x * n, 5)  # a lambda as the result
+        bad = ex.submit(lambda d: d["missing"], {})
+        locked = ex.submit(lambda: threading.Lock())  # a result that cannot be pickled
+        assert lam.result(timeout=120) == 37
+        assert closure.result(timeout=120) == 42
+        assert nested.result(timeout=120) == 24
+        assert mixed.result(timeout=120) == 16
+        assert who.result(timeout=120) == str(who.job_id)  # it ran as its own job
+        times5 = made.result(timeout=120)
+        assert times5.__name__ == "<lambda>" and times5(3) == 15
+        with pytest.raises(KeyError, match="missing") as err:
+            bad.result(timeout=120)
+        cause = err.value.__cause__
+        assert isinstance(cause, RemoteTraceback)
+        assert 'test_executor_backends.py", line' in cause.tb and "in <lambda>" in cause.tb
+        assert 'bad = ex.submit(lambda d: d["missing"], {})' in cause.tb  # the source line, read in the job
+        with pytest.raises(RuntimeError, match=r"^the result cannot be sent back from the job: cannot pickle '_thread"):
+            locked.result(timeout=120)
 
 
 def test_a_call_killed_at_its_walltime(where):
@@ -93,11 +143,16 @@ def test_a_cancelled_future_cancels_its_job(where):
         )
 
 
-MAIN_SCRIPT = """\\
+MAIN_SCRIPT = """\
 import json
 import sys
 
 from gridsched.executor import GridschedExecutor
+
+
+class Pair:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
 
 
 def triple(x):
@@ -108,31 +163,82 @@ def boom():
     raise KeyError("inside")
 
 
+def pair(a, b):
+    return Pair(a, b)
+
+
 if __name__ == "__main__":
+
+    def sixth(x):  # not defined when the job runs the script: sent by value
+        return triple(x) / 6
+
     with GridschedExecutor(**json.loads(sys.argv[1])) as ex:
         print(ex.submit(triple, 14).result(timeout=120))
         try:
             ex.submit(boom).result(timeout=120)
         except KeyError as e:
             print("KeyError", e, "in boom" in e.__cause__.tb)
+        p = ex.submit(pair, 1, 2).result(timeout=120)
+        print(type(p) is Pair, p.a + p.b)
+        print(ex.submit(sixth, 4).result(timeout=120))
+        q = ex.submit(lambda n: Pair(n, triple(n)), 2).result(timeout=120)
+        print(type(q) is Pair, q.b)
+"""
+
+INTERACTIVE = """\
+import json
+import sys
+
+from gridsched.executor import GridschedExecutor
+
+
+class Box:
+    def __init__(self, v):
+        self.v = v
+
+
+def cube(x):
+    return Box(x**3)
+
+
+ex = GridschedExecutor(**json.loads(sys.argv[1]))
+b = ex.submit(cube, 3).result(timeout=120)
+print(type(b) is Box, b.v)
+ex.shutdown()
 """
 
 
-def test_functions_of_the_main_script(where, tmp_path):
+def run_python(where: dict[str, Any], argv: list[str], stdin: str | None = None) -> list[str]:
     import json
 
-    script = tmp_path / "main_fns.py"
-    script.write_text(MAIN_SCRIPT)
     args = {k: v for k, v in where.items() if not k.startswith("_") and k != "env"}
     r = subprocess.run(
-        [sys.executable, str(script), json.dumps({**args, "walltime": "5m"})],
+        [sys.executable, *argv, json.dumps({**args, "walltime": "5m"})],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=300,
         env=job_env(),
     )
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["42", "KeyError 'inside' True"]
+    return r.stdout.splitlines()
+
+
+def test_functions_of_the_main_script(where, tmp_path):
+    """The script's top-level functions and classes go by name (the job runs the script first, as
+    multiprocessing's spawn does); a function under its guard and a lambda go by value; both agree."""
+    script = tmp_path / "main_fns.py"
+    script.write_text(MAIN_SCRIPT)
+    assert run_python(where, [str(script)]) == ["42", "KeyError 'inside' True", "True 3", "2.0", "True 6"]
+
+
+def test_functions_defined_interactively(where, tmp_path):
+    """Code read from standard input, as in an interactive session, and a module run with ``python -m``:
+    no script to run in the job, their functions and classes go by value, and the top-level code needs
+    no guard."""
+    assert run_python(where, ["-"], stdin=INTERACTIVE) == ["True 27"]
+    (tmp_path / "run_as_module.py").write_text(INTERACTIVE)  # the current directory: where's own
+    assert run_python(where, ["-m", "run_as_module"]) == ["True 27"]
 
 
 # -- Slurm only ----------------------------------------------------------------------

@@ -249,3 +249,48 @@ def test_walltime_of_a_pty_session_ends_it_and_grun_says_so(gs):
     text = out.decode(errors="replace")
     assert rc == 128 + signal.SIGTERM, text  # the job's status, as gsub --wait gives it
     assert re.search(r"grun: error: job \d+ ended: TIMEOUT \(walltime reached\)", text), text
+
+
+def test_a_grun_job_is_never_rerun(gs):
+    """A rerun could not reconnect to grun: a rerunning checkpoint mode is refused, and a grun job
+    requeued all the same is cancelled, with one line from grun."""
+    r = grun(gs, "--checkpoint", "requeue", "true")
+    assert (r.returncode, r.stderr.strip()) == (
+        2,
+        "grun: error: --checkpoint requeue: a grun job cannot be rerun (the rerun could not reconnect to grun); "
+        "use none or suspend",
+    )
+    ready = gs.work / "ready"
+    proc = subprocess.Popen(
+        [str(BIN / "grun"), "-t", "60s", "sh", "-c", f"touch {ready}; exec sleep 1003"],
+        env=gs.env,
+        cwd=gs.work,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(ready.exists, 30, "the command to start")
+        jid = next(j["id"] for j in _jobs(gs) if j["state"] == "RUNNING")
+        gs.run("grequeue", str(jid), check=True)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert proc.returncode == 1, err
+    assert err.strip().splitlines()[-1] == (
+        f"grun: error: job {jid} was requeued: a grun job cannot be rerun (it could not reconnect); cancelled"
+    )
+    assert gs.wait_state(jid, "CANCELLED", "FAILED", "COMPLETED", timeout=30)["state"] == "CANCELLED"
+
+
+def test_a_configured_rerunning_default_is_none_for_grun(make_gs):
+    gs = make_gs(FULL.replace('kill_grace = "1s"', 'kill_grace = "1s"\ncheckpoint = "requeue"'))
+    r = grun(gs, "true")
+    assert r.returncode == 0, r.stderr
+    jid = _jobs(gs)[0]["id"]
+    other = gs.gsub("--wrap", "true")
+    for job, mode in ((jid, "none"), (other, "requeue")):  # the default still holds for other jobs
+        shown = gs.run("gstat", "-f", str(job), check=True).stdout
+        assert re.search(rf"^\s*checkpoint\s*[:=]?\s*{mode}\s*$", shown, re.M), shown
