@@ -123,7 +123,10 @@ requirement (:meth:`_Pass.placed_earliest`).  A job that no such time exists
 for never starts and never blocks the queue.  Preemption for the head
 chooses, among the checkpointable backfilled jobs, the smallest set whose
 cores give it a placement (:func:`gridsched.core.preempt.victims`; most cores
-first among sets of one size); if none does, nothing is preempted.  A job
+first among sets of one size); if none does, nothing is preempted.  For a
+head asking for devices the set must also let
+:func:`gridsched.core.devices.choose` place it, with or without a map
+(:func:`gridsched.core.preempt.device_victims`).  A job
 backfilled past the shadow time must leave the head a placement then; once
 that time has come, on the cores free now or coming free (the victims'),
 whatever the count of extra cores allows (:meth:`_Pass.leaves_room`).
@@ -209,7 +212,7 @@ from .ends import USER as _USER
 from .ends import counted_end
 from .placement import Request, assign, claimed, place_inside
 from .predict import make_predictor
-from .preempt import victims
+from .preempt import device_victims, places_devices, victims
 from .profile import Profile, earliest_common_start, from_ends
 from .split import fill_mixed, fill_window
 from .tree import preempt_order
@@ -914,7 +917,24 @@ class _Pass:
             return False
         order = preempt_order(self.snap, cands)  # most cores first; leaves first in job trees
         chosen: list[Running] = []
-        if head is not None and self.machine is not None:
+        if head is not None and head.devices and not head.flex:  # distinct devices, on the right boards
+            got = device_victims(
+                self.snap,
+                order,
+                head,
+                self._by_count(order, vecs, short),
+                lambda rs: all(sum(vecs[r.id][d] for r in rs) >= short[d] for d in range(self.dims) if short[d] > 0),
+                self.busy_devices(),
+                self.coming_set() if self.free_set is not None else None,
+            )
+            if got is None:
+                return False
+            chosen = got
+            for r in chosen:
+                v = vecs[r.id]
+                for d in range(self.dims):
+                    short[d] -= v[d]
+        elif head is not None and self.machine is not None:
             got = victims(self.snap, order, head, self.coming_set(), short[0])
             if got is None:
                 return False
@@ -947,6 +967,39 @@ class _Pass:
             if self.machine is not None:
                 self.releases.append((self.now, r.cores))
         return True
+
+    def _by_count(self, order: list[Running], vecs: dict[int, Vec], short: list[int]) -> list[Running]:
+        """``order`` taken while some component of ``short`` is positive, each job that frees some of it."""
+        left = list(short)
+        out: list[Running] = []
+        for r in order:
+            if all(s <= 0 for s in left):
+                break
+            v = vecs[r.id]
+            if not any(v[d] > 0 and left[d] > 0 for d in range(self.dims)):
+                continue
+            out.append(r)
+            for d in range(self.dims):
+                left[d] -= v[d]
+        return out
+
+    def busy_devices(self) -> dict[tuple[str, int], int]:
+        """The slots in use per device by the jobs that stay: all but the stopping and just preempted ones."""
+        if self._dev_used is None:
+            self._dev_used = dev.used_slots(
+                ((r.devices, r.whole_devices) for r in self.snap.running if r.devices), self.snap.devices
+            )
+        used = dict(self._dev_used)
+        gone = [r for r in self.snap.running if r.devices and (r.stopping or r.id in self.preempted)]
+        for k, n in dev.used_slots(((r.devices, r.whole_devices) for r in gone), self.snap.devices).items():
+            used[k] -= n
+        return used
+
+    def head_devices_blocked(self, head: Waiting) -> bool:
+        """Whether ``head``, which asks for devices, cannot be placed on what is free now or coming free
+        (:func:`gridsched.core.devices.choose`), whatever the counts say."""
+        coming = self.coming_set() if self.free_set is not None else None
+        return not places_devices(self.snap, head, self.busy_devices(), coming, ())
 
     def coming(self) -> list[int]:
         """Free now plus held by stopping or just preempted jobs."""
@@ -1397,7 +1450,11 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     if ckpt and now >= shadow:
         have = ps.coming()
         short = [hv[d] - have[d] for d in range(ps.dims)]
-        if any(s > 0 for s in short) or not ps.placeable_on(head, ps.coming_set()):
+        if (
+            any(s > 0 for s in short)
+            or not ps.placeable_on(head, ps.coming_set())
+            or (head.devices and not head.flex and ps.head_devices_blocked(head))
+        ):
             cands = [
                 r for r in ps.general if r.backfilled and r.preemptable and not r.stopping and r.id not in ps.preempted
             ]
