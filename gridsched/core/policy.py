@@ -621,6 +621,11 @@ class _Pass:
                     ends0.append((e, n))
         for rv in active.values():
             self._acc(held, self.vec(rv))
+        for keys, whole in snap.kept.values():  # kept by suspended jobs: held, never released by a running end
+            for name, k in dev.held(keys, snap.devices, whole):
+                d = self.index.get(name, 0)
+                if d:
+                    held[d] += k
         for d in range(1, dims):
             free[d] = self.total[d] - held[d]
         if snap.free is not None:
@@ -824,14 +829,29 @@ class _Pass:
             return self._choose(w) is not None
         return self.free_set is None or self.placeable_on(w, self.free_set)
 
-    def _choose(self, w: Waiting) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
-        """The devices and cores ``w`` gets now (:func:`gridsched.core.devices.choose`), or None."""
+    def _device_use(self) -> dict[tuple[str, int], int]:
+        """The slots in use per device: by the running jobs, by the suspended jobs that keep theirs, and by
+        the jobs started in this pass (kept up to date by :meth:`_take_devices`)."""
         used = self._dev_used
         if used is None:
-            used = self._dev_used = dev.used_slots(
-                ((r.devices, r.whole_devices) for r in self.snap.running if r.devices), self.snap.devices
-            )
-        return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place)
+            snap = self.snap
+            holders = [(r.devices, r.whole_devices) for r in snap.running if r.devices]
+            holders.extend(snap.kept.values())
+            used = self._dev_used = dev.used_slots(holders, snap.devices)
+        return used
+
+    def _choose(self, w: Waiting) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
+        """The devices and cores ``w`` gets now (:func:`gridsched.core.devices.choose`), or None.
+
+        A suspended job that kept its devices is continued on them alone (they are its own)."""
+        used = self._device_use()
+        kept = self.snap.kept.get(w.id) if self.snap.kept else None
+        if kept is None:
+            return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place)
+        used = dict(used)
+        for k, n in dev.used_slots((kept,), self.snap.devices).items():
+            used[k] -= n
+        return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place, kept[0])
 
     def _take_devices(self, w: Waiting) -> tuple[int, ...] | None:
         """Take the devices (and the cores) :meth:`_choose` gives ``w``; its cores (None: not now)."""
@@ -840,9 +860,10 @@ class _Pass:
             return None
         keys, cores, held = got
         assert self._dev_used is not None
-        whole = any(a.exclusive for a in w.devices)
-        for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
-            self._dev_used[k] = self._dev_used.get(k, 0) + n
+        if not (self.snap.kept and w.id in self.snap.kept):  # a suspended job's kept slots are counted already
+            whole = any(a.exclusive for a in w.devices)
+            for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
+                self._dev_used[k] = self._dev_used.get(k, 0) + n
         self._picked = keys
         if self.free_set is not None:
             self.free_set = self.free_set.difference(held or cores)
@@ -909,7 +930,7 @@ class _Pass:
         smallest set that does, most cores first among sets of one size).
         Nothing is preempted unless the chosen jobs together would do.
         """
-        vecs = {r.id: self.vec(r) for r in cands}
+        vecs = {r.id: self.freed(r) for r in cands}
         total = [0] * self.dims
         for v in vecs.values():
             self._acc(total, v)
@@ -983,14 +1004,22 @@ class _Pass:
                 left[d] -= v[d]
         return out
 
+    def freed(self, r: Running) -> Vec:
+        """What preempting ``r`` frees: its vector, without its devices if it keeps them (suspended)."""
+        v = self.vec(r)
+        if not (r.keeps_devices and r.devices):
+            return v
+        return tuple(0 if d and self.names[d - 1].startswith(dev.PREFIX) else x for d, x in enumerate(v))
+
     def busy_devices(self) -> dict[tuple[str, int], int]:
-        """The slots in use per device by the jobs that stay: all but the stopping and just preempted ones."""
-        if self._dev_used is None:
-            self._dev_used = dev.used_slots(
-                ((r.devices, r.whole_devices) for r in self.snap.running if r.devices), self.snap.devices
-            )
-        used = dict(self._dev_used)
-        gone = [r for r in self.snap.running if r.devices and (r.stopping or r.id in self.preempted)]
+        """The slots in use per device by the jobs that stay: all but the stopping and just preempted ones
+        (a preempted job that keeps its devices stays with them)."""
+        used = dict(self._device_use())
+        gone = [
+            r
+            for r in self.snap.running
+            if r.devices and (r.stopping or (r.id in self.preempted and not r.keeps_devices))
+        ]
         for k, n in dev.used_slots(((r.devices, r.whole_devices) for r in gone), self.snap.devices).items():
             used[k] -= n
         return used
@@ -1005,8 +1034,10 @@ class _Pass:
         """Free now plus held by stopping or just preempted jobs."""
         acc = list(self.free_now)
         for r in self.general:
-            if r.stopping or r.id in self.preempted:
+            if r.stopping:
                 self._acc(acc, self.vec(r))
+            elif r.id in self.preempted:
+                self._acc(acc, self.freed(r))
         return acc
 
     def coming_set(self) -> frozenset[int]:
@@ -1339,7 +1370,13 @@ def _fcfs(snap: Snapshot, record: dict[int, float] | None) -> tuple[Plan, _Pass]
 
 def _loose_fit(ps: _Pass, w: Waiting, v: Vec) -> bool:
     """A checkpointable job that fits if it is preempted at the next fixed reservation."""
-    return ps.loose is not None and w.preemptable and not w.flex and ps.fits_now(v, w.estimate, ps.loose)
+    return (
+        ps.loose is not None
+        and w.preemptable
+        and not w.flex
+        and not w.keeps_devices
+        and ps.fits_now(v, w.estimate, ps.loose)
+    )
 
 
 def _plan(ps: _Pass, head: HeadReservation | None, wake: float = inf) -> Plan:
@@ -1547,7 +1584,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
                 if until is None:
                     until = cores.until(n)
                 fits = now + est <= until if est > 0 else until > now
-        shorten = predict is not None and w.preemptable and not w.flex
+        # a job that keeps its devices when preempted is not shortened for a head asking for devices
+        shorten = predict is not None and w.preemptable and not w.flex and not (w.keeps_devices and head.devices)
         planned: float | None = None
         if fits and (not shorten or now + est <= shadow):
             pass
@@ -1684,7 +1722,7 @@ def _meetable(ps: _Pass, v: Vec, duration: float, t: float) -> bool:
     extra = [0] * ps.dims
     for r in ps.general:
         if r.backfilled and r.preemptable and not r.stopping and counted_end(r, ps.now, ps.mode) > t:
-            ps._acc(extra, ps.vec(r))
+            ps._acc(extra, ps.freed(r))
     if ps._profs is None and ps._hold1 is None:  # cores only, rising: least free at t
         return ps._free_at(t) + extra[0] >= v[0]
     for d in range(ps.dims):

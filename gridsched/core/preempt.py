@@ -19,7 +19,8 @@ its cores on their boards.  For such a head :func:`device_victims` asks
 whether the head can be placed on what the candidates leave: the devices'
 slots no longer held by them (nor by stopping jobs) and the cores free or
 coming free.  The count choice is kept when it does; otherwise the smallest
-set that does, as above.
+set that does, as above.  A candidate that keeps its devices when preempted
+(suspended, ``keeps_devices``) frees only its cores.
 """
 
 from __future__ import annotations
@@ -118,12 +119,17 @@ def places_devices(
 ) -> bool:
     """Whether :func:`gridsched.core.devices.choose` places ``head`` once ``chosen`` are gone."""
     used = dict(busy)
-    if chosen:
-        for k, n in dev.used_slots(((r.devices, r.whole_devices) for r in chosen), snap.devices).items():
+    gone = [(r.devices, r.whole_devices) for r in chosen if not r.keeps_devices]  # a suspended job keeps its own
+    kept = snap.kept.get(head.id) if snap.kept else None
+    if kept is not None:  # a suspended head: its own devices, and only those
+        gone.append(kept)
+    if gone:
+        for k, n in dev.used_slots(gone, snap.devices).items():
             used[k] = used.get(k, 0) - n
     cores = coming.union(*(r.cores for r in chosen)) if coming is not None and chosen else coming
     machine = snap.machine if cores is not None else None
-    return dev.choose(head.devices, snap.devices, used, machine, cores, head.ncpus, head.place) is not None
+    only = kept[0] if kept is not None else ()
+    return dev.choose(head.devices, snap.devices, used, machine, cores, head.ncpus, head.place, only) is not None
 
 
 def _places(snap: Snapshot, head: Waiting, coming: frozenset[int], chosen: Sequence[Running]) -> bool:

@@ -236,8 +236,8 @@ def _lent_choice(
 ) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
     """The devices and cores ``w`` (asking for devices) gets from ``lender`` alone (but not the devices
     ``given`` to others in this pass), or None."""
-    if w.ncpus > len(own) or not on_top(snap, w, lender, keys):
-        return None
+    if w.ncpus > len(own) or not on_top(snap, w, lender, keys) or w.id in snap.kept:
+        return None  # (a suspended job is continued on the devices it kept)
     if any(a.exclusive for a in w.devices):
         me = next((r for r in snap.running if r.id == lender), None)
         if me is None or not me.whole_devices:

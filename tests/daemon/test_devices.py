@@ -387,3 +387,35 @@ def test_a_yielding_parent_lends_its_gpu_to_its_child_and_gets_it_back(make_gs):
     gs.wait_state(parent, "COMPLETED")
     gs.wait_state(other, "COMPLETED")
     assert gpus_of(env_of(gs, other)) == {0}
+
+
+def test_a_suspended_gpu_job_keeps_its_gpu_and_is_continued_on_it(make_gs):
+    gs = make_gs(start=False)
+    cfg = topo_config(gs.root, gpus=1, policy="checkpoint-backfill")
+    gs.cfgfile.write_text(
+        cfg.replace('policy = "checkpoint-backfill"', 'policy = "checkpoint-backfill"\np = 0.001\nthreshold = 1')
+    )
+    gs.start()
+    wait_head = "i=0; while [ ! -e go_head ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"
+    blocker = gs.gsub("-n", "7", "-t", "10m", "--wrap", "sleep 3")
+    gs.wait_state(blocker, "RUNNING")
+    head = gs.gsub("-n", "8", "-t", "10m", "--wrap", wait_head)  # cores only
+    # backfilled on its shortened estimate; suspended (not ended) when the head's time comes
+    bf = gs.gsub(
+        "-n", "1", "-t", "1h", "--gpus", "1", "--checkpoint", "suspend", "--nice", "100", "--wrap", REPORT + WAIT_GO
+    )
+    gs.wait_state(bf, "RUNNING")
+    # a GPU job of higher priority than the suspended one will be: it waits for the GPU
+    other = gs.gsub("-n", "1", "-t", "1m", "--gpus", "1", "--wrap", REPORT)
+    gs.wait_state(bf, "SUSPENDED", timeout=60)
+    gs.wait_state(head, "RUNNING")
+    (gs.work / "go_head").touch()
+    gs.wait_state(head, "COMPLETED")
+    # the GPU stayed the suspended job's: it is continued on it, the other job still waits
+    gs.wait_state(bf, "RUNNING", timeout=30)
+    assert gs.job(other)["state"] == "PENDING", gs.job(other)
+    assert gs.job(bf).get("devices") == "gpu:0"
+    (gs.work / "go").touch()
+    gs.wait_state(bf, "COMPLETED")
+    gs.wait_state(other, "COMPLETED")
+    assert gpus_of(env_of(gs, bf)) == gpus_of(env_of(gs, other)) == {0}
