@@ -1030,6 +1030,30 @@ class _Pass:
         coming = self.coming_set() if self.free_set is not None else None
         return not places_devices(self.snap, head, self.busy_devices(), coming, ())
 
+    def leaves_devices(self, w: Waiting, head: Waiting) -> bool:
+        """Whether ``head`` (asking for devices, its reservation time come) can still be placed on what is
+        free now or coming free once ``w`` runs on the devices and cores it would get now."""
+        busy = self.busy_devices()
+        if w.devices and not w.flex:
+            got = self._choose(w)
+            if got is None:
+                return True
+            keys, cores, held = got
+            if not (self.snap.kept and w.id in self.snap.kept):
+                whole = any(a.exclusive for a in w.devices)
+                for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
+                    busy[k] = busy.get(k, 0) + n
+            taken = held or frozenset(cores)
+        elif self.machine is not None and self.free_set is not None:
+            got_c = assign(self.machine, self.free_set, w.ncpus, w.place)
+            if got_c is None:
+                return True
+            taken = got_c[1]
+        else:
+            return True  # cores by count: the extra count keeps the head's
+        coming = self.coming_set().difference(taken) if self.free_set is not None else None
+        return places_devices(self.snap, head, busy, coming, ())
+
     def coming(self) -> list[int]:
         """Free now plus held by stopping or just preempted jobs."""
         acc = list(self.free_now)
@@ -1515,6 +1539,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     # on a map, requests (cores, requirement) that cannot be placed now, and those that would
     # leave the head no placement (asked again after each start)
     on_map = ps.machine is not None
+    # the same for a head asking for devices, once its time has come: distinct devices, cores near them
+    dguard = bool(head.devices) and not head.flex and shadow <= now and not ps.head_devices_blocked(head)
     unplaceable: set[tuple[int, object, bool, object]] = set()
     no_room: set[tuple[int, object, bool, object]] = set()
     lazy = ps._profs is None  # cores only: the profile is not built, its one later hold is the head's
@@ -1617,6 +1643,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
                 no_room.add(key)
                 continue  # it would sit on cores the head is placed on at its reservation
             no_room.clear()
+        if dguard and not ps.leaves_devices(w, head):
+            continue
         ps.start(w, v, est if planned is None else planned, True, planned)
         free0 = free_now[0]
         if not lazy:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -40,15 +41,15 @@ def head_job(ncpus, gpus, bind="closest", excl=False):
     return Waiting(1, ncpus, 100.0, devices=(dev.DeviceAsk("gpu", gpus, "", bind, excl),))
 
 
-def snap(devs, running, head, placed=True, now=50.0):
+def snap(devs, running, head, placed=True, now=50.0, more=()):
     m = machine(devs)
     busy = {c for r in running for c in r.cores}
-    w = replace(head, resources=dev.merge(head.resources, dev.slots(head.devices, devs)))
+    pend = tuple(replace(w, resources=dev.merge(w.resources, dev.slots(w.devices, devs))) for w in (head, *more))
     return Snapshot(
         now=now,
         ncores=8,
         running=tuple(running),
-        pending=(w,),
+        pending=pend,
         params=CKPT,
         free=frozenset(range(8)) - busy if placed else None,
         machine=m if placed else None,
@@ -135,6 +136,17 @@ def test_an_exclusive_head_needs_every_slot_of_a_gpu_freed():
     assert sorted(preempted(snap(devs, running, head_job(1, 1, excl=True)))) == [11, 12]
 
 
+def test_a_job_backfilled_beside_the_preemption_leaves_the_head_its_strict_cores():
+    devs = gpus(0)
+    running = [run(10, (0,), (), devs)]  # on board 0, where the head's GPU hangs
+    head = head_job(4, 1, "strict")  # board 0 whole: core 0 must come free
+    s = snap(devs, running, head, more=[Waiting(2, 1, 10.0)])
+    plan = schedule(s)
+    assert [p.job for p in plan.preempts] == [10]
+    # job 2 would be packed on board 0 (the fullest that holds it): it must not take the head's cores there
+    assert all(c >= 4 for x in plan.starts for c in x.cores)
+
+
 # -- property: a preemption decided places the head on exactly what it frees ---------------
 
 
@@ -167,11 +179,20 @@ def scenes(draw):
         draw(st.sampled_from(dev.BINDS)),
         draw(st.booleans()),
     )
-    return devs, running, head, draw(st.booleans())
+    more = [
+        Waiting(
+            2 + i,
+            draw(st.integers(1, 2)),
+            10.0,
+            devices=(dev.DeviceAsk("gpu", 1, "", draw(st.sampled_from(dev.BINDS))),),
+        )
+        for i in range(draw(st.integers(0, 3)))
+    ]
+    return devs, running, head, draw(st.booleans()), more
 
 
-def placeable_after(s: Snapshot, head: Waiting, gone: set[int]) -> bool:
-    stay = [r for r in s.running if r.id not in gone and not r.stopping]
+def placeable_after(s: Snapshot, head: Waiting, gone: set[int], new: Sequence[Running] = ()) -> bool:
+    stay = [r for r in s.running if r.id not in gone and not r.stopping] + list(new)
     used = dev.used_slots(((r.devices, r.whole_devices) for r in stay), s.devices)
     if s.free is None:  # cores by count
         if sum(r.ncpus for r in stay) + head.ncpus > s.ncores:
@@ -184,16 +205,23 @@ def placeable_after(s: Snapshot, head: Waiting, gone: set[int]) -> bool:
 @settings(max_examples=300, deadline=None)
 @given(scenes())
 def test_a_decided_preemption_places_the_head_on_what_it_frees(scene):
-    devs, running, head, placed = scene
-    s = snap(devs, running, head, placed=placed)
+    devs, running, head, placed, more = scene
+    s = snap(devs, running, head, placed=placed, more=more)
     plan = schedule(s)
     started = {x.job for x in plan.starts}
     gone = {p.job for p in plan.preempts}
     cands = {r.id for r in running if r.backfilled and r.preemptable and not r.stopping}
     assert gone <= cands
-    if gone:
-        assert 1 not in started
-        assert placeable_after(s, head, gone)
+    if gone:  # for the plan's head job (the first one that could not start)
+        assert plan.head is not None
+        hw = next(w for w in s.pending if w.id == plan.head.job)
+        assert hw.id not in started
+        # the jobs started beside the preemption leave the head what it is preempted for
+        new = [
+            Running(x.job, next(w.ncpus for w in s.pending if w.id == x.job), 50.0, 10.0, x.cores, devices=x.devices)
+            for x in plan.starts
+        ]
+        assert placeable_after(s, hw, gone, new)
     elif 1 not in started and placeable_after(s, head, cands):
         # preempting every candidate would place it: some set must have been chosen (or it waits for stopping
         # jobs alone to give it room)
