@@ -187,7 +187,7 @@ sub-tasks runs for its whole time, so no hold is ever broken and the head
 is never delayed; the job keeps the rest of its sub-tasks at its place in
 the queue.  Windows that open later (a running job ends before the head's
 reservation) are filled by the pass run then.  fcfs never backfills.  A job
-that also asks for floating resources is not split.
+that also asks for floating resources or devices is not split (it runs whole).
 
 Predictors: ``Params.predictor`` ``user-history`` replaces the scaled rule by
 the mean of the user's last two run times (see :mod:`gridsched.core.predict`);
