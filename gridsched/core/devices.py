@@ -170,9 +170,14 @@ def choose(
     free: frozenset[int] | None,
     ncpus: int,
     place: Request | None,
+    only: Iterable[tuple[str, int]] = (),
 ) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
     """The devices a job gets now, and its cores: ``(device keys, cores it runs on, cores it holds)``;
-    None when it cannot start now (see the module doc).  ``free`` None: count-only, no cores chosen."""
+    None when it cannot start now (see the module doc).  ``free`` None: count-only, no cores chosen.
+    ``only``: the devices it must have (a suspended job continued on the devices it kept)."""
+    if only:
+        keep = frozenset(only)
+        devices = [dv for dv in devices if dv.key in keep]
     taken: set[tuple[str, int]] = set()
     picked: list[tuple[str, int]] = []
     boards: list[int] = []

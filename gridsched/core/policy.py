@@ -123,7 +123,10 @@ requirement (:meth:`_Pass.placed_earliest`).  A job that no such time exists
 for never starts and never blocks the queue.  Preemption for the head
 chooses, among the checkpointable backfilled jobs, the smallest set whose
 cores give it a placement (:func:`gridsched.core.preempt.victims`; most cores
-first among sets of one size); if none does, nothing is preempted.  A job
+first among sets of one size); if none does, nothing is preempted.  For a
+head asking for devices the set must also let
+:func:`gridsched.core.devices.choose` place it, with or without a map
+(:func:`gridsched.core.preempt.device_victims`).  A job
 backfilled past the shadow time must leave the head a placement then; once
 that time has come, on the cores free now or coming free (the victims'),
 whatever the count of extra cores allows (:meth:`_Pass.leaves_room`).
@@ -184,7 +187,7 @@ sub-tasks runs for its whole time, so no hold is ever broken and the head
 is never delayed; the job keeps the rest of its sub-tasks at its place in
 the queue.  Windows that open later (a running job ends before the head's
 reservation) are filled by the pass run then.  fcfs never backfills.  A job
-that also asks for floating resources is not split.
+that also asks for floating resources or devices is not split (it runs whole).
 
 Predictors: ``Params.predictor`` ``user-history`` replaces the scaled rule by
 the mean of the user's last two run times (see :mod:`gridsched.core.predict`);
@@ -209,7 +212,7 @@ from .ends import USER as _USER
 from .ends import counted_end
 from .placement import Request, assign, claimed, place_inside
 from .predict import make_predictor
-from .preempt import victims
+from .preempt import device_victims, places_devices, victims
 from .profile import Profile, earliest_common_start, from_ends
 from .split import fill_mixed, fill_window
 from .tree import preempt_order
@@ -618,6 +621,11 @@ class _Pass:
                     ends0.append((e, n))
         for rv in active.values():
             self._acc(held, self.vec(rv))
+        for keys, whole in snap.kept.values():  # kept by suspended jobs: held, never released by a running end
+            for name, k in dev.held(keys, snap.devices, whole):
+                d = self.index.get(name, 0)
+                if d:
+                    held[d] += k
         for d in range(1, dims):
             free[d] = self.total[d] - held[d]
         if snap.free is not None:
@@ -821,14 +829,29 @@ class _Pass:
             return self._choose(w) is not None
         return self.free_set is None or self.placeable_on(w, self.free_set)
 
-    def _choose(self, w: Waiting) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
-        """The devices and cores ``w`` gets now (:func:`gridsched.core.devices.choose`), or None."""
+    def _device_use(self) -> dict[tuple[str, int], int]:
+        """The slots in use per device: by the running jobs, by the suspended jobs that keep theirs, and by
+        the jobs started in this pass (kept up to date by :meth:`_take_devices`)."""
         used = self._dev_used
         if used is None:
-            used = self._dev_used = dev.used_slots(
-                ((r.devices, r.whole_devices) for r in self.snap.running if r.devices), self.snap.devices
-            )
-        return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place)
+            snap = self.snap
+            holders = [(r.devices, r.whole_devices) for r in snap.running if r.devices]
+            holders.extend(snap.kept.values())
+            used = self._dev_used = dev.used_slots(holders, snap.devices)
+        return used
+
+    def _choose(self, w: Waiting) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
+        """The devices and cores ``w`` gets now (:func:`gridsched.core.devices.choose`), or None.
+
+        A suspended job that kept its devices is continued on them alone (they are its own)."""
+        used = self._device_use()
+        kept = self.snap.kept.get(w.id) if self.snap.kept else None
+        if kept is None:
+            return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place)
+        used = dict(used)
+        for k, n in dev.used_slots((kept,), self.snap.devices).items():
+            used[k] -= n
+        return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place, kept[0])
 
     def _take_devices(self, w: Waiting) -> tuple[int, ...] | None:
         """Take the devices (and the cores) :meth:`_choose` gives ``w``; its cores (None: not now)."""
@@ -837,9 +860,10 @@ class _Pass:
             return None
         keys, cores, held = got
         assert self._dev_used is not None
-        whole = any(a.exclusive for a in w.devices)
-        for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
-            self._dev_used[k] = self._dev_used.get(k, 0) + n
+        if not (self.snap.kept and w.id in self.snap.kept):  # a suspended job's kept slots are counted already
+            whole = any(a.exclusive for a in w.devices)
+            for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
+                self._dev_used[k] = self._dev_used.get(k, 0) + n
         self._picked = keys
         if self.free_set is not None:
             self.free_set = self.free_set.difference(held or cores)
@@ -906,7 +930,7 @@ class _Pass:
         smallest set that does, most cores first among sets of one size).
         Nothing is preempted unless the chosen jobs together would do.
         """
-        vecs = {r.id: self.vec(r) for r in cands}
+        vecs = {r.id: self.freed(r) for r in cands}
         total = [0] * self.dims
         for v in vecs.values():
             self._acc(total, v)
@@ -914,7 +938,24 @@ class _Pass:
             return False
         order = preempt_order(self.snap, cands)  # most cores first; leaves first in job trees
         chosen: list[Running] = []
-        if head is not None and self.machine is not None:
+        if head is not None and head.devices and not head.flex:  # distinct devices, on the right boards
+            got = device_victims(
+                self.snap,
+                order,
+                head,
+                self._by_count(order, vecs, short),
+                lambda rs: all(sum(vecs[r.id][d] for r in rs) >= short[d] for d in range(self.dims) if short[d] > 0),
+                self.busy_devices(),
+                self.coming_set() if self.free_set is not None else None,
+            )
+            if got is None:
+                return False
+            chosen = got
+            for r in chosen:
+                v = vecs[r.id]
+                for d in range(self.dims):
+                    short[d] -= v[d]
+        elif head is not None and self.machine is not None:
             got = victims(self.snap, order, head, self.coming_set(), short[0])
             if got is None:
                 return False
@@ -948,12 +989,79 @@ class _Pass:
                 self.releases.append((self.now, r.cores))
         return True
 
+    def _by_count(self, order: list[Running], vecs: dict[int, Vec], short: list[int]) -> list[Running]:
+        """``order`` taken while some component of ``short`` is positive, each job that frees some of it."""
+        left = list(short)
+        out: list[Running] = []
+        for r in order:
+            if all(s <= 0 for s in left):
+                break
+            v = vecs[r.id]
+            if not any(v[d] > 0 and left[d] > 0 for d in range(self.dims)):
+                continue
+            out.append(r)
+            for d in range(self.dims):
+                left[d] -= v[d]
+        return out
+
+    def freed(self, r: Running) -> Vec:
+        """What preempting ``r`` frees: its vector, without its devices if it keeps them (suspended)."""
+        v = self.vec(r)
+        if not (r.keeps_devices and r.devices):
+            return v
+        return tuple(0 if d and self.names[d - 1].startswith(dev.PREFIX) else x for d, x in enumerate(v))
+
+    def busy_devices(self) -> dict[tuple[str, int], int]:
+        """The slots in use per device by the jobs that stay: all but the stopping and just preempted ones
+        (a preempted job that keeps its devices stays with them)."""
+        used = dict(self._device_use())
+        gone = [
+            r
+            for r in self.snap.running
+            if r.devices and (r.stopping or (r.id in self.preempted and not r.keeps_devices))
+        ]
+        for k, n in dev.used_slots(((r.devices, r.whole_devices) for r in gone), self.snap.devices).items():
+            used[k] -= n
+        return used
+
+    def head_devices_blocked(self, head: Waiting) -> bool:
+        """Whether ``head``, which asks for devices, cannot be placed on what is free now or coming free
+        (:func:`gridsched.core.devices.choose`), whatever the counts say."""
+        coming = self.coming_set() if self.free_set is not None else None
+        return not places_devices(self.snap, head, self.busy_devices(), coming, ())
+
+    def leaves_devices(self, w: Waiting, head: Waiting) -> bool:
+        """Whether ``head`` (asking for devices, its reservation time come) can still be placed on what is
+        free now or coming free once ``w`` runs on the devices and cores it would get now."""
+        busy = self.busy_devices()
+        if w.devices and not w.flex:
+            got = self._choose(w)
+            if got is None:
+                return True
+            keys, cores, held = got
+            if not (self.snap.kept and w.id in self.snap.kept):
+                whole = any(a.exclusive for a in w.devices)
+                for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
+                    busy[k] = busy.get(k, 0) + n
+            taken = held or frozenset(cores)
+        elif self.machine is not None and self.free_set is not None:
+            got_c = assign(self.machine, self.free_set, w.ncpus, w.place)
+            if got_c is None:
+                return True
+            taken = got_c[1]
+        else:
+            return True  # cores by count: the extra count keeps the head's
+        coming = self.coming_set().difference(taken) if self.free_set is not None else None
+        return places_devices(self.snap, head, busy, coming, ())
+
     def coming(self) -> list[int]:
         """Free now plus held by stopping or just preempted jobs."""
         acc = list(self.free_now)
         for r in self.general:
-            if r.stopping or r.id in self.preempted:
+            if r.stopping:
                 self._acc(acc, self.vec(r))
+            elif r.id in self.preempted:
+                self._acc(acc, self.freed(r))
         return acc
 
     def coming_set(self) -> frozenset[int]:
@@ -1286,7 +1394,13 @@ def _fcfs(snap: Snapshot, record: dict[int, float] | None) -> tuple[Plan, _Pass]
 
 def _loose_fit(ps: _Pass, w: Waiting, v: Vec) -> bool:
     """A checkpointable job that fits if it is preempted at the next fixed reservation."""
-    return ps.loose is not None and w.preemptable and not w.flex and ps.fits_now(v, w.estimate, ps.loose)
+    return (
+        ps.loose is not None
+        and w.preemptable
+        and not w.flex
+        and not w.keeps_devices
+        and ps.fits_now(v, w.estimate, ps.loose)
+    )
 
 
 def _plan(ps: _Pass, head: HeadReservation | None, wake: float = inf) -> Plan:
@@ -1397,7 +1511,11 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     if ckpt and now >= shadow:
         have = ps.coming()
         short = [hv[d] - have[d] for d in range(ps.dims)]
-        if any(s > 0 for s in short) or not ps.placeable_on(head, ps.coming_set()):
+        if (
+            any(s > 0 for s in short)
+            or not ps.placeable_on(head, ps.coming_set())
+            or (head.devices and not head.flex and ps.head_devices_blocked(head))
+        ):
             cands = [
                 r for r in ps.general if r.backfilled and r.preemptable and not r.stopping and r.id not in ps.preempted
             ]
@@ -1421,6 +1539,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     # on a map, requests (cores, requirement) that cannot be placed now, and those that would
     # leave the head no placement (asked again after each start)
     on_map = ps.machine is not None
+    # the same for a head asking for devices, once its time has come: distinct devices, cores near them
+    dguard = bool(head.devices) and not head.flex and shadow <= now and not ps.head_devices_blocked(head)
     unplaceable: set[tuple[int, object, bool, object]] = set()
     no_room: set[tuple[int, object, bool, object]] = set()
     lazy = ps._profs is None  # cores only: the profile is not built, its one later hold is the head's
@@ -1490,7 +1610,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
                 if until is None:
                     until = cores.until(n)
                 fits = now + est <= until if est > 0 else until > now
-        shorten = predict is not None and w.preemptable and not w.flex
+        # a job that keeps its devices when preempted is not shortened for a head asking for devices
+        shorten = predict is not None and w.preemptable and not w.flex and not (w.keeps_devices and head.devices)
         planned: float | None = None
         if fits and (not shorten or now + est <= shadow):
             pass
@@ -1522,6 +1643,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
                 no_room.add(key)
                 continue  # it would sit on cores the head is placed on at its reservation
             no_room.clear()
+        if dguard and not ps.leaves_devices(w, head):
+            continue
         ps.start(w, v, est if planned is None else planned, True, planned)
         free0 = free_now[0]
         if not lazy:
@@ -1627,7 +1750,7 @@ def _meetable(ps: _Pass, v: Vec, duration: float, t: float) -> bool:
     extra = [0] * ps.dims
     for r in ps.general:
         if r.backfilled and r.preemptable and not r.stopping and counted_end(r, ps.now, ps.mode) > t:
-            ps._acc(extra, ps.vec(r))
+            ps._acc(extra, ps.freed(r))
     if ps._profs is None and ps._hold1 is None:  # cores only, rising: least free at t
         return ps._free_at(t) + extra[0] >= v[0]
     for d in range(ps.dims):

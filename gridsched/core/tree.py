@@ -43,6 +43,21 @@ Who may use the cores lent by P (``Params.yield_affinity``)
     Jobs bound to a reservation, flexible reservations, splittable jobs and
     jobs with floating resources never run on lent cores.
 
+Devices lent by P
+    A yielding parent lends the devices it holds (GPUs, ...) with its cores.
+    A job asking for devices runs on lent resources only if one lender --
+    the one whose candidates it is among -- has them all free: its cores on
+    that lender's free lent cores and its devices among that lender's free
+    lent devices (:func:`gridsched.core.devices.choose`, with the job's
+    ``--gpu-bind``; each lent device is one slot, the one the lender holds;
+    an exclusive ask only on devices the lender holds whole).  A lent device
+    is free when no job started on the lender's lent cores after it holds
+    it.  Sitting on the lender's cores, such a job keeps the lender from
+    being resumed until it ends, so the lender gets its devices back with
+    its cores.  The job holds no device slot of the pool: the lender's slot
+    is counted for it.  Jobs asking for devices are not pooled to unstall a
+    tree (below): they start from the lender they fit or from the pool.
+
 The pass (:func:`schedule`)
     Lenders are served deepest first (ties: lowest id).  For each, every
     candidate in the order above that fits is started now
@@ -96,7 +111,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from math import inf, nextafter
 
+from . import devices as dev
 from .placement import Reason, StatusMap, assign, usable
+from .topology import Device
 from .types import Plan, Running, Snapshot, Start, Waiting, YieldAffinity
 
 
@@ -186,7 +203,49 @@ def lent_tasks(snap: Snapshot) -> frozenset[int]:
 
 
 def _may_lend(w: Waiting) -> bool:
-    return w.bind is None and not w.flex and w.split is None and not w.resources
+    if w.bind is not None or w.flex or w.split is not None:
+        return False
+    return not w.resources or (bool(w.devices) and all(k.startswith(dev.PREFIX) for k, _ in w.resources))
+
+
+def lent_devices(snap: Snapshot, lender: int, keys: Mapping[int, Key] | None = None) -> tuple[Device, ...]:
+    """The devices ``lender`` lends that are free: those it holds that no job started on its lent cores after
+    it holds, each as one slot (the lender's)."""
+    by_id = {r.id: r for r in snap.running}
+    me = by_id.get(lender)
+    lent = next((x for x in snap.lent if x.parent == lender), None)
+    if me is None or not me.devices or lent is None:
+        return ()
+    keys = _keys(snap) if keys is None else keys
+    mine = keys[lender]
+    taken: set[tuple[str, int]] = set()
+    for r in snap.running:
+        if r.devices and r.id != lender and keys[r.id] > mine and not lent.cores.isdisjoint(r.cores):
+            taken.update(r.devices)
+    by_key = {dv.key: dv for dv in snap.devices}
+    return tuple(replace(by_key[k], share=1) for k in me.devices if k in by_key and k not in taken)
+
+
+def _lent_choice(
+    snap: Snapshot,
+    w: Waiting,
+    lender: int,
+    own: frozenset[int],
+    keys: Mapping[int, Key],
+    given: set[tuple[str, int]],
+) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
+    """The devices and cores ``w`` (asking for devices) gets from ``lender`` alone (but not the devices
+    ``given`` to others in this pass), or None."""
+    if w.ncpus > len(own) or not on_top(snap, w, lender, keys) or w.id in snap.kept:
+        return None  # (a suspended job is continued on the devices it kept)
+    if any(a.exclusive for a in w.devices):
+        me = next((r for r in snap.running if r.id == lender), None)
+        if me is None or not me.whole_devices:
+            return None
+    devs = tuple(dv for dv in lent_devices(snap, lender, keys) if dv.key not in given)
+    if not devs:
+        return None
+    return dev.choose(w.devices, devs, {}, snap.machine, own, w.ncpus, w.place)
 
 
 def candidates(snap: Snapshot, lender: int) -> list[Waiting]:
@@ -251,12 +310,24 @@ def lend(snap: Snapshot) -> tuple[Start, ...]:
     depth = {p: len(ancestors(snap.parents, p)) for p in free}
     starts: list[Start] = []
     started: set[int] = set()
+    given: set[tuple[str, int]] = set()  # lent devices given in this pass
     for lender in sorted(free, key=lambda p: (-depth[p], p)):
         for w in candidates(snap, lender):
             own = free[lender]
             if not own:
                 break
-            if w.id in started or w.devices:  # a job asking for devices starts from the pool (the pass)
+            if w.id in started:
+                continue
+            if w.devices:  # cores and devices from this lender alone (see "Devices lent by P")
+                chosen = _lent_choice(snap, w, lender, own, keys, given)
+                if chosen is None:
+                    continue
+                dkeys, cores, held = chosen
+                for p in free:
+                    free[p] = free[p] - held
+                given.update(dkeys)
+                starts.append(Start(w.id, cores, True, devices=dkeys))
+                started.add(w.id)
                 continue
             got = None
             if w.ncpus <= len(own) and on_top(snap, w, lender, keys):

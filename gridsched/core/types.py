@@ -95,8 +95,11 @@ class Waiting:
     # time it may not start before (``sbatch --begin``); None: any time.
     held: str = ""
     begin: float | None = None
-    # Devices asked for (GPUs, ...): their slots are also in ``resources`` (gridsched.core.devices.slots).
+    # Devices asked for (GPUs, ...): their slots are also in ``resources`` (gridsched.core.devices.slots),
+    # except for a suspended job that keeps its devices (``Snapshot.kept``): it needs them from no one.
     devices: tuple[DeviceAsk, ...] = ()
+    # Preempted, it is suspended (checkpoint ``suspend``) and keeps its devices: preempting it frees none.
+    keeps_devices: bool = False
     # Priority (gridsched.core.priority): when the job was submitted (the age factor), its nice value
     # (``gsub --nice``, subtracted) and the priority an admin set (``gsub --priority``; None: computed).
     submitted: float = 0.0
@@ -140,6 +143,8 @@ class Running:
     # of each when ``whole_devices`` (an exclusive ask).
     devices: tuple[tuple[str, int], ...] = ()
     whole_devices: bool = False
+    # Preempted, it is suspended (checkpoint ``suspend``) and keeps its devices: preempting it frees none.
+    keeps_devices: bool = False
 
     @property
     def end(self) -> float:
@@ -243,6 +248,9 @@ class Snapshot:
     # The machine's devices (GPUs, ...; gridsched.core.devices): counted as resources in the pass,
     # and the ones a started job gets are chosen among them (``Start.devices``).
     devices: tuple[Device, ...] = ()
+    # The devices suspended jobs keep (as Slurm keeps a suspended job's GRES): job -> (device keys, whole).
+    # They are held, never free, until the job is continued on them (and only on them) or ends.
+    kept: Mapping[int, tuple[tuple[tuple[str, int], ...], bool]] = field(default_factory=dict)
     # Fair share (gridsched.core.priority): each user's usage in core-seconds, decayed to ``now``.
     usage: Mapping[str, float] = field(default_factory=dict)
     # True: some pending job may have a nice value or an admin priority, so the queue is put in priority

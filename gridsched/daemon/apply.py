@@ -57,6 +57,12 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
     free = free_map(d.machine, status_maps(d.machine, running, resvs, d.drained))
     queued = [rec for rec in (d.table.jobs[i] for i in d.table.queue) if offered(rec)]
     waiting = tuple(r.waiting() for r in queued)
+    # suspended jobs keep their devices (their processes still hold them): gridsched.core.types.Snapshot.kept
+    kept = (
+        {r.id: (r.devices, r.whole) for r in queued if r.devices and r.state is JobState.SUSPENDED}
+        if d.machine.devices
+        else {}
+    )
     held = [r for r in d.table.jobs.values() if r.state is JobState.HELD and offered(r)]
     if held:  # held jobs wait in the core's eligibility (gridsched.core.eligible), in queue order
         queued = sorted(queued + held, key=lambda r: r.id)
@@ -75,6 +81,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             reservations=resvs,
             machine=d.machine,
             devices=d.machine.devices,
+            kept=kept,
             drained=d.drained,
             states=dep_states(d, [r for r in queued if r.deps]),
             usage=d.table.usage.now(now, d.table.half_life) if d.cfg.params.priority.weight_fairshare else {},

@@ -101,6 +101,16 @@ class Rec:
         self.dev_held = coredev.held(keys, machine_devices, self.whole) if keys else ()
 
     @property
+    def keeps_devices(self) -> bool:
+        """Preempted, it is suspended and keeps its devices (``--checkpoint suspend`` with devices)."""
+        return self.checkpoint == "suspend" and bool(self.dev_asks)
+
+    @property
+    def suspended_on_devices(self) -> bool:
+        """Suspended holding devices: they stay its own until it is continued on them."""
+        return self.state is JobState.SUSPENDED and bool(self.devices)
+
+    @property
     def preemptable(self) -> bool:
         return self.checkpoint != "none"
 
@@ -128,7 +138,8 @@ class Rec:
                 self.preemptable,
                 self.user,
                 self.elapsed,
-                coredev.merge(self.resources, self.dev_slots),
+                # suspended, it keeps its devices (Snapshot.kept): it needs none from the pool
+                self.resources if self.suspended_on_devices else coredev.merge(self.resources, self.dev_slots),
                 self.resv,
                 place=self.place,
                 split=split_info(self.split),
@@ -138,6 +149,7 @@ class Rec:
                 array_max=self.array_max,
                 begin=self.begin,
                 devices=self.dev_asks,
+                keeps_devices=self.keeps_devices,
                 submitted=self.submit_time,
                 nice=self.nice,
                 admin=self.admin_prio,
@@ -176,6 +188,7 @@ class Rec:
             held=frozenset(self.held),
             devices=self.devices,
             whole_devices=self.whole,
+            keeps_devices=self.keeps_devices,
         )
 
     def _planned_left(self, now: float) -> float:

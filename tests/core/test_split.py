@@ -7,8 +7,10 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gridsched.core import devices as dev
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.split import fill_mixed, fill_window
+from gridsched.core.topology import Device
 from gridsched.core.types import Params, Policy, Resv, Running, Snapshot, SplitInfo, StartTasks, Waiting
 
 H = 3600.0
@@ -331,3 +333,16 @@ def test_no_window_is_overfilled(run, later, sizes, mixed, placed, policy):
             assert after[j.id] <= before[j.id] + 1e-6
     elif rest and plan.head is not None and plan.head.job == rest[0].id:
         assert after[rest[0].id] <= plan.head.time + 1e-6
+
+
+def test_a_splittable_job_asking_for_gpus_is_never_split_it_runs_whole():
+    devs = tuple(Device("gpu", i, 0) for i in range(4))
+    base = blocked_scene(Policy.EASY, free=frozenset(range(4, 8)))
+    asks = (dev.DeviceAsk("gpu", 2),)
+    sp = replace(base.pending[1], devices=asks, resources=dev.slots(asks, devs))
+    s = replace(base, pending=(base.pending[0], sp), devices=devs)
+    assert not [d for d in schedule(s).decisions if isinstance(d, StartTasks)]  # the window is not filled
+    # once it fits whole it starts whole, with its devices
+    whole = replace(s, running=(), free=frozenset(range(8)), pending=(replace(sp, ncpus=4),))
+    [st_] = schedule(whole).starts
+    assert st_.job == 3 and len(st_.devices) == 2

@@ -16,7 +16,7 @@ import pytest
 
 from gridsched import requests as rq
 from gridsched.core import cpuset
-from tests.conftest import wait_for
+from tests.conftest import BIN, wait_for
 from tests.fuzz.test_requests import valid_job
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -350,3 +350,72 @@ def test_the_python_client_asks_for_gpus(gpu_gs, tmp_path, monkeypatch):
     assert len(gpus_of(env_of(gpu_gs, j.id))) == 2
     with pytest.raises(GridschedError, match="--gpus 9: the machine has 4 GPUs"):
         c.submit(command="true", gpus=9)
+
+
+TREE_PARENT = """#!/bin/sh
+PATH={bin}:$PATH
+{report}
+kid=$(gsub -N kid -n 1 -t 1m --gpus 1 --wrap '{report}') || exit 3
+gwait --yield $kid || exit 4
+touch resumed.$GS_JOBID
+i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+"""
+
+
+def test_a_yielding_parent_lends_its_gpu_to_its_child_and_gets_it_back(make_gs):
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(topo_config(gs.root, gpus=1))  # one GPU: the child can only have the parent's
+    gs.start()
+    s = gs.work / "parent.sh"
+    s.write_text(TREE_PARENT.format(bin=BIN, report=REPORT))
+    s.chmod(0o755)
+    parent = gs.gsub("-n", "1", "-t", "2m", "--gpus", "1", str(s))
+    gs.wait_state(parent, "RUNNING")
+    wait_for(lambda: (gs.work / f"resumed.{parent}").exists(), 30, "the parent to be resumed after its child")
+    kids = [int(p.name.split(".")[1]) for p in gs.work.glob("env.*") if p.name != f"env.{parent}"]
+    assert len(kids) == 1
+    kid = gs.job(kids[0])
+    assert kid["state"] == "COMPLETED", kid
+    pe, ke = env_of(gs, parent), env_of(gs, kids[0])
+    assert ke["CUDA"] == pe["CUDA"] == "0" and gpus_of(ke) == gpus_of(pe) == {0}  # the parent's GPU
+    assert cpuset.parse(ke["CORES"]) == cpuset.parse(pe["CORES"])  # on the parent's yielded core
+    # resumed, the parent holds its GPU again: a GPU job of its own waits for it
+    other = gs.gsub("--gpus", "1", "-t", "1m", "--wrap", REPORT)
+    wait_for(lambda: gs.job(other).get("reason"), 15, "the GPU job to be given a reason to wait")
+    assert gs.job(other)["state"] == "PENDING" and gs.job(parent)["state"] == "RUNNING"
+    (gs.work / "go").touch()
+    gs.wait_state(parent, "COMPLETED")
+    gs.wait_state(other, "COMPLETED")
+    assert gpus_of(env_of(gs, other)) == {0}
+
+
+def test_a_suspended_gpu_job_keeps_its_gpu_and_is_continued_on_it(make_gs):
+    gs = make_gs(start=False)
+    cfg = topo_config(gs.root, gpus=1, policy="checkpoint-backfill")
+    gs.cfgfile.write_text(
+        cfg.replace('policy = "checkpoint-backfill"', 'policy = "checkpoint-backfill"\np = 0.001\nthreshold = 1')
+    )
+    gs.start()
+    wait_head = "i=0; while [ ! -e go_head ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"
+    blocker = gs.gsub("-n", "7", "-t", "10m", "--wrap", "sleep 3")
+    gs.wait_state(blocker, "RUNNING")
+    head = gs.gsub("-n", "8", "-t", "10m", "--wrap", wait_head)  # cores only
+    # backfilled on its shortened estimate; suspended (not ended) when the head's time comes
+    bf = gs.gsub(
+        "-n", "1", "-t", "1h", "--gpus", "1", "--checkpoint", "suspend", "--nice", "100", "--wrap", REPORT + WAIT_GO
+    )
+    gs.wait_state(bf, "RUNNING")
+    # a GPU job of higher priority than the suspended one will be: it waits for the GPU
+    other = gs.gsub("-n", "1", "-t", "1m", "--gpus", "1", "--wrap", REPORT)
+    gs.wait_state(bf, "SUSPENDED", timeout=60)
+    gs.wait_state(head, "RUNNING")
+    (gs.work / "go_head").touch()
+    gs.wait_state(head, "COMPLETED")
+    # the GPU stayed the suspended job's: it is continued on it, the other job still waits
+    gs.wait_state(bf, "RUNNING", timeout=30)
+    assert gs.job(other)["state"] == "PENDING", gs.job(other)
+    assert gs.job(bf).get("devices") == "gpu:0"
+    (gs.work / "go").touch()
+    gs.wait_state(bf, "COMPLETED")
+    gs.wait_state(other, "COMPLETED")
+    assert gpus_of(env_of(gs, bf)) == gpus_of(env_of(gs, other)) == {0}
