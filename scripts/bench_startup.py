@@ -7,15 +7,18 @@ then times, alternating the commands, N runs each (wall clock, and the CPU time 
 which other load on the machine disturbs less):
 
 - ``python -c pass`` (this interpreter), the baseline;
+- ``python -c "import click"``: the floor of any command written with click;
 - ``gsub --wrap true`` (a real submission to the running daemon);
 - ``gstat`` on the short queue;
 - ``gstat --help``.
 
 The commands are the console scripts beside this interpreter (those of its virtual environment).
-Each runs once before timing.  ``PYTHONDONTWRITEBYTECODE`` is taken out of the children's
-environment, so they read and write ``.pyc`` files as an installed command does.
+``--against DIR`` times the same commands of another installation too (the ``bin`` directory of
+its virtual environment, such as one of the previous release), alternated with these in the same
+run, against the same daemons.  Each runs once before timing.  ``PYTHONDONTWRITEBYTECODE`` is taken
+out of the children's environment, so they read and write ``.pyc`` files as an installed command does.
 
-    python scripts/bench_startup.py [-n 9] [--queue 10]
+    python scripts/bench_startup.py [-n 9] [--queue 10] [--against OTHER_VENV/bin]
 
 Run it with the python of the installation to measure: that of a plain ``pip install .`` measures the
 commands as users get them; an editable install adds its import finder to every process,
@@ -107,7 +110,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("-n", "--runs", type=int, default=9, help="runs per command (default 9)")
     ap.add_argument("--queue", type=int, default=10, help="held jobs in gstat's queue (default 10)")
+    ap.add_argument("--against", type=Path, metavar="DIR", help="also time the commands in DIR (another venv's bin)")
     args = ap.parse_args()
+    if args.against is not None and not (args.against / "gsub").is_file():
+        sys.exit(f"{args.against}: no gsub there")
     tmp = Path(tempfile.mkdtemp(prefix="gs-bench-"))
     daemons: list[Daemon] = []
     try:
@@ -118,12 +124,20 @@ def main() -> int:
         for i in range(args.queue):
             timed([str(BIN / "gsub"), "--hold", "--name", f"q{i}", "--wrap", "true"], stat.env, stat.root)
         base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        cases: dict[str, tuple[list[str], dict[str, str], Path]] = {
-            "python -c pass": ([sys.executable, "-c", "pass"], base_env, tmp),
-            "gsub --wrap true": ([str(BIN / "gsub"), "--wrap", "true"], sub.env, sub.root),
-            f"gstat ({args.queue} jobs)": ([str(BIN / "gstat")], stat.env, stat.root),
-            "gstat --help": ([str(BIN / "gstat"), "--help"], stat.env, stat.root),
-        }
+        cases: dict[str, tuple[list[str], dict[str, str], Path]] = {}
+        for tag, bin_dir in (("", BIN), (" (against)", args.against)):
+            if bin_dir is None:
+                continue
+            py = str(bin_dir / "python")
+            cases.update(
+                {
+                    f"python -c pass{tag}": ([py, "-c", "pass"], base_env, tmp),
+                    f"import click{tag}": ([py, "-c", "import click"], base_env, tmp),
+                    f"gsub --wrap true{tag}": ([str(bin_dir / "gsub"), "--wrap", "true"], sub.env, sub.root),
+                    f"gstat ({args.queue} jobs){tag}": ([str(bin_dir / "gstat")], stat.env, stat.root),
+                    f"gstat --help{tag}": ([str(bin_dir / "gstat"), "--help"], stat.env, stat.root),
+                }
+            )
         for argv, env, cwd in cases.values():  # the page cache and the .pyc files
             timed(argv, env, cwd)
         wall: dict[str, list[float]] = {k: [] for k in cases}
@@ -138,6 +152,7 @@ def main() -> int:
             f"({sys.executable}); {args.runs} runs each, alternated, after one untimed run each; "
             "PYTHONDONTWRITEBYTECODE unset in the children (.pyc files used); load average "
             + " ".join(f"{x:.1f}" for x in os.getloadavg())
+            + (f"; (against): {args.against}, its ratios also over this python -c pass" if args.against else "")
         )
         base = statistics.median(wall["python -c pass"])
         base_cpu = statistics.median(cpu["python -c pass"])
@@ -145,11 +160,11 @@ def main() -> int:
         for name, ts in wall.items():
             med = statistics.median(ts)
             ratio = med / base
-            if name != "python -c pass":
+            if name.startswith(("gsub", "gstat")) and not name.endswith("(against)"):
                 worst = max(worst, ratio)
             med_cpu = statistics.median(cpu[name])
             print(
-                f"  {name:<20} median {med:6.1f} ms  min {min(ts):6.1f}  max {max(ts):6.1f}  x{ratio:4.1f}"
+                f"  {name:<30} median {med:6.1f} ms  min {min(ts):6.1f}  max {max(ts):6.1f}  x{ratio:4.1f}"
                 f"   cpu median {med_cpu:6.1f} ms  x{med_cpu / base_cpu:4.1f}"
             )
         verdict = "within" if worst <= TARGET_RATIO else "over"
