@@ -27,12 +27,14 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .core import cpuset, depend
-from .core.devices import BINDS, DeviceAsk
 from .core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from .text import shown
+
+if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
+    from .core.devices import DeviceAsk
 
 MAX_REQUEST = 8 << 20  # bytes of one request file
 MAX_ID = (1 << 53) - 1  # a job or reservation id (exact in JSON numbers and in SQLite)
@@ -1077,6 +1079,8 @@ def _devices(f: _Fields) -> tuple[DeviceAsk, ...]:
     raw = f.raw("devices")
     if raw is None:
         return ()
+    from .core.devices import BINDS, DeviceAsk
+
     if not isinstance(raw, list) or not 0 < len(raw) <= 8:
         raise f.bad("devices", "must be a list of 1 to 8 device requests")
     out: list[DeviceAsk] = []

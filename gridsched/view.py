@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .jobs import TERMINAL, JobState
-from .spool import Spool
+
+if TYPE_CHECKING:
+    from .spool import Spool
 
 TERMINAL_STATES = frozenset(s.value for s in TERMINAL)
 

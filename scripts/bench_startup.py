@@ -7,15 +7,20 @@ then times, alternating the commands, N runs each (wall clock, and the CPU time 
 which other load on the machine disturbs less):
 
 - ``python -c pass`` (this interpreter), the baseline;
+- ``python -c "import click"``: the floor of any command written with click;
 - ``gsub --wrap true`` (a real submission to the running daemon);
 - ``gstat`` on the short queue;
 - ``gstat --help``.
 
 The commands are the console scripts beside this interpreter (those of its virtual environment).
-Each runs once before timing.  ``PYTHONDONTWRITEBYTECODE`` is taken out of the children's
-environment, so they read and write ``.pyc`` files as an installed command does.
+``--against DIR`` times the same commands of another installation too (the ``bin`` directory of
+its virtual environment, such as one of the previous release), alternated with these in the same
+run, against the same daemons.  ``--instructions`` also counts the instructions of one run of each
+under valgrind (callgrind): a measure that other load on the machine does not change, to compare
+two versions on a busy machine.  Each runs once before timing.  ``PYTHONDONTWRITEBYTECODE`` is taken
+out of the children's environment, so they read and write ``.pyc`` files as an installed command does.
 
-    python scripts/bench_startup.py [-n 9] [--queue 10]
+    python scripts/bench_startup.py [-n 9] [--queue 10] [--against OTHER_VENV/bin] [--instructions]
 
 Run it with the python of the installation to measure: that of a plain ``pip install .`` measures the
 commands as users get them; an editable install adds its import finder to every process,
@@ -48,6 +53,16 @@ cores = 2
 [daemon]
 autostart = false
 """
+
+
+def instructions(argv: list[str], env: dict[str, str], cwd: Path) -> int:
+    """The instructions one run of ``argv`` executes in user space, as valgrind's callgrind counts them."""
+    vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    r = subprocess.run(vg + argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    counts = [line.split("refs:")[1] for line in r.stderr.splitlines() if "I   refs:" in line]
+    if r.returncode != 0 or not counts:
+        sys.exit(f"valgrind {' '.join(argv)} failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
+    return int(counts[0].replace(",", ""))
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
@@ -107,7 +122,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("-n", "--runs", type=int, default=9, help="runs per command (default 9)")
     ap.add_argument("--queue", type=int, default=10, help="held jobs in gstat's queue (default 10)")
+    ap.add_argument("--against", type=Path, metavar="DIR", help="also time the commands in DIR (another venv's bin)")
+    ap.add_argument("--instructions", action="store_true", help="also count instructions under valgrind")
     args = ap.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        sys.exit("--instructions needs valgrind")
+    if args.against is not None and not (args.against / "gsub").is_file():
+        sys.exit(f"{args.against}: no gsub there")
     tmp = Path(tempfile.mkdtemp(prefix="gs-bench-"))
     daemons: list[Daemon] = []
     try:
@@ -118,12 +139,20 @@ def main() -> int:
         for i in range(args.queue):
             timed([str(BIN / "gsub"), "--hold", "--name", f"q{i}", "--wrap", "true"], stat.env, stat.root)
         base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        cases: dict[str, tuple[list[str], dict[str, str], Path]] = {
-            "python -c pass": ([sys.executable, "-c", "pass"], base_env, tmp),
-            "gsub --wrap true": ([str(BIN / "gsub"), "--wrap", "true"], sub.env, sub.root),
-            f"gstat ({args.queue} jobs)": ([str(BIN / "gstat")], stat.env, stat.root),
-            "gstat --help": ([str(BIN / "gstat"), "--help"], stat.env, stat.root),
-        }
+        cases: dict[str, tuple[list[str], dict[str, str], Path]] = {}
+        for tag, bin_dir in (("", BIN), (" (against)", args.against)):
+            if bin_dir is None:
+                continue
+            py = str(bin_dir / "python")
+            cases.update(
+                {
+                    f"python -c pass{tag}": ([py, "-c", "pass"], base_env, tmp),
+                    f"import click{tag}": ([py, "-c", "import click"], base_env, tmp),
+                    f"gsub --wrap true{tag}": ([str(bin_dir / "gsub"), "--wrap", "true"], sub.env, sub.root),
+                    f"gstat ({args.queue} jobs){tag}": ([str(bin_dir / "gstat")], stat.env, stat.root),
+                    f"gstat --help{tag}": ([str(bin_dir / "gstat"), "--help"], stat.env, stat.root),
+                }
+            )
         for argv, env, cwd in cases.values():  # the page cache and the .pyc files
             timed(argv, env, cwd)
         wall: dict[str, list[float]] = {k: [] for k in cases}
@@ -138,6 +167,7 @@ def main() -> int:
             f"({sys.executable}); {args.runs} runs each, alternated, after one untimed run each; "
             "PYTHONDONTWRITEBYTECODE unset in the children (.pyc files used); load average "
             + " ".join(f"{x:.1f}" for x in os.getloadavg())
+            + (f"; (against): {args.against}, its ratios also over this python -c pass" if args.against else "")
         )
         base = statistics.median(wall["python -c pass"])
         base_cpu = statistics.median(cpu["python -c pass"])
@@ -145,13 +175,18 @@ def main() -> int:
         for name, ts in wall.items():
             med = statistics.median(ts)
             ratio = med / base
-            if name != "python -c pass":
+            if name.startswith(("gsub", "gstat")) and not name.endswith("(against)"):
                 worst = max(worst, ratio)
             med_cpu = statistics.median(cpu[name])
             print(
-                f"  {name:<20} median {med:6.1f} ms  min {min(ts):6.1f}  max {max(ts):6.1f}  x{ratio:4.1f}"
+                f"  {name:<30} median {med:6.1f} ms  min {min(ts):6.1f}  max {max(ts):6.1f}  x{ratio:4.1f}"
                 f"   cpu median {med_cpu:6.1f} ms  x{med_cpu / base_cpu:4.1f}"
             )
+        if args.instructions:
+            counts = {name: instructions(*case) for name, case in cases.items()}
+            print("instructions (valgrind, one run each):")
+            for name, n in counts.items():
+                print(f"  {name:<30} {n / 1e6:8.1f} M  x{n / counts['python -c pass']:4.1f}")
         verdict = "within" if worst <= TARGET_RATIO else "over"
         print(
             f"slowest command x{worst:.1f} of python -c pass (wall clock): {verdict} the target of x{TARGET_RATIO:.0f}"

@@ -382,27 +382,45 @@ def test_nothing_imports_the_daemons_loop():
 # What gsub and gstat load when imported, besides click and what they use, is kept small (their start is
 # timed by scripts/bench_startup.py): none of these is loaded by a module-level import of theirs, directly
 # or through another module.  Reading the config needs gridsched.core.params, not the core's record types
-# (gridsched.core.types); the spool wakes the daemon with _socket; array ids are parsed only when met.
+# (gridsched.core.types); a request asking for no device needs neither the device model nor the machine map
+# under it; the spool wakes the daemon with _socket; array ids are parsed only when met.
 NOT_AT_COMMAND_START = {
     "gridsched.core.types",
     "gridsched.core.policy",
+    "gridsched.core.devices",
+    "gridsched.core.placement",
+    "gridsched.core.topology",
     "gridsched.arrays",
     "socket",
     "sqlite3",
+    "signal",
     "rich",
     "psutil",
 }
+# gstat reads the config and the spool only when it runs (gridsched.cli.common.setup): its --help and a
+# usage error load neither, nor pathlib under the spool.
+NOT_AT_GSTAT_START = {"gridsched.config", "gridsched.spool", "pathlib", "tomllib"}
+
+
+def _loaded_of(command: str, names: set[str]) -> dict[str, str]:
+    """Which of ``names`` (or of rich, psutil) importing ``command`` loads, each with the chain that loads it."""
+    via = loaded_at_import(command, graph())
+    bad = {}
+    for m in sorted(x for x in via if x in names or x.split(".")[0] in {"rich", "psutil"}):
+        chain = [m]
+        while (up := via[chain[-1]]) is not None:
+            chain.append(up)
+        bad[m] = " <- ".join(chain)
+    return bad
 
 
 def test_gsub_and_gstat_start_light():
-    g = graph()
     for command in ("gridsched.cli.gsub", "gridsched.cli.gstat"):
-        via = loaded_at_import(command, g)
-        bad = {}
-        for m in sorted(x for x in via if x in NOT_AT_COMMAND_START or x.split(".")[0] in {"rich", "psutil"}):
-            chain = [m]
-            while (up := via[chain[-1]]) is not None:
-                chain.append(up)
-            bad[m] = " <- ".join(chain)
-        assert bad == {}, command
-        assert "gridsched.core.params" in via and "click" in via  # the graph is followed
+        assert _loaded_of(command, NOT_AT_COMMAND_START) == {}, command
+    assert _loaded_of("gridsched.cli.gstat", NOT_AT_GSTAT_START) == {}
+    # the graph is followed: gsub loads the config reader and the request checks at import, gstat the view
+    gsub = loaded_at_import("gridsched.cli.gsub", graph())
+    assert {"click", "gridsched.config", "gridsched.core.params", "gridsched.requests", "pathlib"} <= set(gsub)
+    assert {"click", "gridsched.view", "gridsched.cli.common", "json"} <= set(
+        loaded_at_import("gridsched.cli.gstat", graph())
+    )

@@ -5,7 +5,9 @@ standard error, including the errors click itself finds (unknown option, bad
 value), and exits with one of the :class:`ExitCode` values.
 
 This module is on the path of every command: it imports only click and the
-standard library (and the small gridsched modules the commands need anyway).
+standard library (and the small gridsched modules the commands need anyway);
+the configuration and the spool modules are loaded by :func:`setup`, so that
+``--help`` and a usage error need neither.
 """
 
 from __future__ import annotations
@@ -13,19 +15,18 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import IntEnum
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 import click
 
-from ..config import Config, ConfigError, load
 from ..core.units import UnitError, parse_duration, parse_size
-from ..spool import Spool, default_root
 
 if TYPE_CHECKING:
     import subprocess
+
+    from ..config import Config
+    from ..spool import Spool
 
 
 class ExitCode(IntEnum):
@@ -247,8 +248,7 @@ def spool_options(f: F) -> F:
     return f
 
 
-@dataclass(frozen=True, slots=True)
-class Setup:
+class Setup(NamedTuple):  # a named tuple: a dataclass costs every command a compile at start-up
     spool: Spool
     cfg: Config
     config_file: str | None  # the --config option as given, passed on to a daemon we start
@@ -262,6 +262,12 @@ def setup(prog: str, spool_dir: str | None, config_file: str | None) -> Setup:
     ``--config``, else the lookup of :func:`gridsched.config.find` (which
     includes the spool's own ``gridsched.toml``).
     """
+    # imported here: a command's --help and its usage errors need neither the configuration nor the spool
+    from pathlib import Path
+
+    from ..config import ConfigError, load
+    from ..spool import Spool, default_root
+
     root = spool_dir or os.environ.get("GRIDSCHED_SPOOL") or None
     try:
         if root:
@@ -284,6 +290,7 @@ def spawn_daemon(spool: Spool, config_file: str | None) -> subprocess.Popen[byte
     it to take the spool lock.
     """
     import subprocess
+    from pathlib import Path
 
     spool.ensure()
     cmd = [sys.executable, "-m", "gridsched.cli.gschedd", "run", "--spool", str(spool.root)]

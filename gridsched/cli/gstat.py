@@ -7,17 +7,19 @@ not taken in yet; works with no daemon and with no state db at all.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import view
 from ..core.units import format_duration, format_size
 from ..jobs import JobState
-from ..spool import Spool
 from ..text import dumps, shown
 from ..view import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
 from .common import Command, ExitCode, fail, setup, spool_options
+
+if TYPE_CHECKING:  # the spool (and pathlib) is loaded when a command reads it, not for --help
+    from ..spool import Spool
 
 PROG = "gstat"
 

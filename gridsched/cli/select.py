@@ -11,8 +11,7 @@ that the user may act on each one.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..text import shown
 from .common import ExitCode, fail
@@ -46,9 +45,11 @@ SHORT_OF = {v: k for k, v in SHORT_STATES.items()} | {"HELD": "PD"}
 _RANGE = re.compile(r"^\s*(\d+)_\[([0-9,\-:%]+)\]\s*$")
 
 
-@dataclass(frozen=True)
-class Ref:
-    """One job named by the user: ``text`` as written, ``jid``, and the array indices it names (None: all)."""
+class Ref(NamedTuple):
+    """One job named by the user: ``text`` as written, ``jid``, and the array indices it names (None: all).
+
+    Named tuples here, not dataclasses: gstat imports this module on every run, and a dataclass is compiled
+    when its module is imported."""
 
     text: str
     jid: int
@@ -62,8 +63,7 @@ class Ref:
         return f"{self.jid}_{min(self.indices)}" if len(self.indices) == 1 else self.text
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):
     refs: tuple[Ref, ...]
     users: frozenset[str]
     names: frozenset[str]

@@ -14,6 +14,9 @@ HEAVY = {"rich", "psutil", "gridsched.daemon"}
 # command sends its one datagram with _socket), the SQLite module (read only when there is a state
 # db), and array ids (parsed only when a command meets one).
 LIGHT = {"gridsched.core.types", "gridsched.core.policy", "socket", "sqlite3", "gridsched.arrays"}
+# A job that asks for no device is checked without the device model and the placement under it (the
+# machine map is read when no daemon has recorded the machine's size yet, as on this test's new spool).
+DEVICE_MODEL = {"gridsched.core.devices", "gridsched.core.placement"}
 
 
 def python(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -48,6 +51,18 @@ def test_gsub_run_loads_nothing_heavy(tmp_path, args):
     assert "click" in mods  # the report is real
     assert not {m for m in mods if m.split(".")[0] in {"rich", "psutil"} or m.startswith("gridsched.daemon")}
     assert sorted(mods & (LIGHT - {"sqlite3"})) == []  # sqlite3 reads the state db, when there is one
+    assert sorted(mods & DEVICE_MODEL) == []
+
+
+def test_gstat_help_reads_neither_config_nor_spool(tmp_path):
+    """--help (and a usage error) come before gridsched.cli.common.setup: the config reader, TOML, the spool
+    and pathlib stay out."""
+    for args in (["--help"], ["--xyzzy"]):
+        r = python("-X", "importtime", "-m", "gridsched.cli.gstat", *args)
+        assert r.returncode == (0 if args == ["--help"] else 2), r.stderr[-2000:]
+        mods = imported(r.stderr)
+        assert {"click", "gridsched.cli.common"} <= mods  # the report is real
+        assert sorted(mods & {"gridsched.config", "gridsched.spool", "tomllib", "pathlib"}) == []
 
 
 def test_gstat_run_loads_only_what_it_uses(tmp_path):
