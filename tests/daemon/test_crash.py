@@ -10,8 +10,15 @@ from tests.conftest import wait_for
 def test_kill9_during_a_run_loses_nothing_and_runs_nothing_twice(gs):
     gs.run("gsub", "--help", check=True)
     ledger = gs.work / "ledger"
-    # a: runs across the crash and ends after the restart
-    a = gs.gsub("-n", "4", "--wrap", f"echo start-$GS_JOBID >> {ledger}; sleep 3; echo end-$GS_JOBID >> {ledger}")
+    # a: runs across the crash and ends after the restart (it waits for this file, bounded)
+    go_a = gs.work / "go-a"
+    a = gs.gsub(
+        "-n",
+        "4",
+        "--wrap",
+        f"echo start-$GS_JOBID >> {ledger}; i=0; while [ ! -e {go_a} ] && "
+        f"[ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo end-$GS_JOBID >> {ledger}",
+    )
     # b: ends while the daemon is down
     go = gs.work / "go"  # b ends once the daemon is down: it waits for this file, bounded
     b = gs.gsub(
@@ -31,6 +38,7 @@ def test_kill9_during_a_run_loses_nothing_and_runs_nothing_twice(gs):
     wait_for(lambda: f"end-{b}" in ledger.read_text(), 15, "job b to end while the daemon is down")
     assert gs.job(a)["state"] == "RUNNING"  # gstat works while the daemon is down
     gs.start()
+    go_a.touch()
     assert gs.wait_state(b, "FAILED")["exit_code"] == 7
     assert gs.wait_state(a, "COMPLETED")["exit_code"] == 0
     assert gs.wait_state(c, "COMPLETED")["exit_code"] == 0

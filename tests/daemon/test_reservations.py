@@ -66,14 +66,17 @@ def test_bound_job_starts_on_the_reservations_cores_when_it_activates(make_gs):
 
 def test_job_needing_a_licence_waits_while_both_are_held(make_gs):
     gs = make_gs(CONFIG)
-    a = gs.gsub("-l", "matlab=1", "-t", "30s", "--wrap", "sleep 2")
-    b = gs.gsub("-l", "matlab=1", "-t", "30s", "--wrap", "sleep 3")
+    go = gs.work / "go"  # a and b hold their licences until the test makes this file (bounded)
+    hold = f"i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"
+    a = gs.gsub("-l", "matlab=1", "-t", "60s", "--wrap", hold)
+    b = gs.gsub("-l", "matlab=1", "-t", "60s", "--wrap", f"{hold}; sleep 0.5")
     c = gs.gsub("-l", "matlab=1", "-t", "30s", "--wrap", "sleep 0.1")
     free = gs.gsub("-t", "30s", "--wrap", "sleep 0.1")  # no licence: starts at once
-    gs.wait_state(a, "RUNNING", "COMPLETED")
-    gs.wait_state(b, "RUNNING", "COMPLETED")
+    gs.wait_state(a, "RUNNING")
+    gs.wait_state(b, "RUNNING")
     gs.wait_state(free, "RUNNING", "COMPLETED")
     assert gs.job(c)["state"] == "PENDING"
+    go.touch()
     jc = gs.wait_state(c, "COMPLETED")
     ja = gs.wait_state(a, "COMPLETED")
     assert jc["start_time"] >= ja["end_time"] - 0.2
