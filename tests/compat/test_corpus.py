@@ -671,3 +671,64 @@ def test_script_runs(daemon, run):
         found = [i for i in range(at, len(seen)) if line in seen[i]]
         assert found, f"{line!r} not in the output after line {at}:\n{out}"
         at = found[0] + 1
+
+
+# -- the same scripts, translated back for Slurm ----------------------------------------------------
+
+LOCAL_SLURM_MEM = 16000 * M  # RealMemory of the node of ../shared/tools/slurm-localhost (16 CPUs, no GRES)
+
+
+def emitted(name: str, root: Path) -> tuple[int, str, str]:
+    """``gsub --emit slurm NAME`` from a fresh submit directory, as :func:`submit` submits it."""
+    want = WANT[name]
+    work = root / "submit"
+    work.mkdir(parents=True)
+    for d in getattr(want, "mkdirs", ()):
+        (work / d).mkdir()
+    shutil.copyfile(SCRIPTS / name, work / name)
+    (root / "gridsched.toml").write_text(CONFIG)
+    (root / "topology.toml").write_text(TOPOLOGY)
+    env = {"GRIDSCHED_CONFIG": str(root / "gridsched.toml"), "GRIDSCHED_SPOOL": str(root / "spool")}
+    with environ(**env), contextlib.chdir(work):
+        r = CliRunner().invoke(gsub.cli, ["--emit", "slurm", name], prog_name="gsub")
+    return r.exit_code, r.stdout, r.stderr
+
+
+def local_max_array_size() -> int:
+    r = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=30)
+    for line in r.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "MaxArraySize" and value.strip().isdigit():
+            return int(value.strip())
+    return 1001  # Slurm's default
+
+
+@pytest.mark.parametrize("name", sorted(n for n, w in WANT.items() if isinstance(w, Want)))
+def test_sbatch_accepts_what_gsub_emits(tmp_path, slurm_cluster, name):
+    """Every accepted script, written back by ``gsub --emit slurm``, is accepted by ``sbatch --test-only``
+    of a real Slurm (where one answers).  The local Slurm's node has 16 CPUs, 16000 MB and no GRES:
+    device lines are left out (they are checked as text in tests/cli/test_compat.py), and a job asking
+    for more memory than that node has or an array index beyond its MaxArraySize is not sent (said in
+    the skip reason)."""
+    want = WANT[name]
+    assert isinstance(want, Want)
+    if want.mem is not None and want.mem > LOCAL_SLURM_MEM:
+        pytest.skip(f"{name} asks for {want.mem // M} MB; the local Slurm's node has {LOCAL_SLURM_MEM // M} MB")
+    if want.array is not None and max(want.array) >= local_max_array_size():
+        pytest.skip(f"{name}: index {max(want.array)} is beyond the local Slurm's MaxArraySize")
+    code, out, err = emitted(name, tmp_path)
+    assert code == 0, err
+    lines = [
+        ln
+        for ln in out.splitlines()
+        if not ln.startswith(("#SBATCH --gres", "#SBATCH --gpus", "#SBATCH -G", "#SBATCH --gpu-bind"))
+    ]
+    (tmp_path / "e.sh").write_text("\n".join(lines) + "\n")
+    s = subprocess.run(
+        ["sbatch", "--test-only", str(tmp_path / "e.sh")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path / "submit",
+    )
+    assert s.returncode == 0, f"{s.stderr}\n--- emitted:\n{out}"
