@@ -71,7 +71,7 @@ class Decision:
 def label(p: Params) -> str:
     if p.policy is not Policy.CHECKPOINT_BACKFILL:
         return p.policy.value
-    if p.predictor is Predictor.USER_HISTORY:
+    if p.predictor is not Predictor.SCALED:
         return f"threshold={p.threshold:g}s predictor={p.predictor.value}"
     return f"p={p.p:g} threshold={p.threshold:g}s predictor={p.predictor.value}"
 
@@ -96,10 +96,10 @@ def grid(
 def grid_for(base: Params, p: bool = True, threshold: bool = True, predictor: bool = True) -> list[Params]:
     """EASY, then the checkpoint-backfill settings with the ``"auto"`` ones varied and the others as in ``base``.
 
-    The user-history predictor does not read ``p``: it is varied by threshold only."""
+    The user-history and user-ratio predictors do not read ``p``: they are varied by threshold only."""
     ps = DEFAULT_PS if p else (base.p,)
     ths = DEFAULT_THRESHOLDS if threshold else (base.threshold,)
-    preds = (Predictor.SCALED, Predictor.USER_HISTORY) if predictor else (base.predictor,)
+    preds = (Predictor.SCALED, Predictor.USER_HISTORY, Predictor.USER_RATIO) if predictor else (base.predictor,)
     out = [dataclasses.replace(base, policy=Policy.EASY)]
     for pred in preds:
         for pv in ps if pred is Predictor.SCALED else (base.p,):
@@ -198,7 +198,7 @@ def _same(a: Params, b: Params) -> bool:
         return False
     if a.policy is not Policy.CHECKPOINT_BACKFILL:
         return True
-    if a.predictor is Predictor.USER_HISTORY:
+    if a.predictor is not Predictor.SCALED:
         return (a.threshold, a.predictor) == (b.threshold, b.predictor)
     return (a.p, a.threshold, a.predictor) == (b.p, b.threshold, b.predictor)
 

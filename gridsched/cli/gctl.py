@@ -197,7 +197,7 @@ def tune(
     config_file: str | None,
 ) -> int:
     """Replay the jobs that ended in the last --window through EASY and a grid of checkpoint-backfill
-    settings (p 0.1-0.5, threshold 10 min-1 h, both predictors) and adopt the best if it beats both EASY
+    settings (p 0.1-0.5, threshold 10 min-1 h, the three predictors) and adopt the best if it beats both EASY
     and the setting in force by --margin; with fewer than 100 jobs of history the setting in force is kept.
 
     When scheduler.p, threshold or predictor is "auto" (the default), only those vary, and the daemon

@@ -29,6 +29,7 @@ class YieldAffinity(str, Enum):
 class Predictor(str, Enum):
     SCALED = "scaled"  # estimate * p above the threshold
     USER_HISTORY = "user-history"  # mean of the user's last two run times (EASY++)
+    USER_RATIO = "user-ratio"  # walltime times the user's learned ratio of run time to walltime
 
 
 # gsub --nice (as Slurm's range) and --priority (an admin's)

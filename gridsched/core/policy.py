@@ -190,7 +190,8 @@ reservation) are filled by the pass run then.  fcfs never backfills.  A job
 that also asks for floating resources or devices is not split (it runs whole).
 
 Predictors: ``Params.predictor`` ``user-history`` replaces the scaled rule by
-the mean of the user's last two run times (see :mod:`gridsched.core.predict`);
+the mean of the user's last two run times, ``user-ratio`` by the walltime times
+the user's learned ratio of run time to walltime (see :mod:`gridsched.core.predict`);
 preemption and rules 2-4 are unchanged.  The predictor is used only by
 checkpoint-backfill.
 """
@@ -211,7 +212,7 @@ from .ends import PLANNED as _PLANNED
 from .ends import USER as _USER
 from .ends import counted_end
 from .placement import Request, assign, claimed, place_inside
-from .predict import make_predictor
+from .predict import READS_USER, make_predictor
 from .preempt import device_victims, places_devices, victims
 from .profile import Profile, earliest_common_start, from_ends
 from .split import fill_mixed, fill_window
@@ -224,7 +225,6 @@ from .types import (
     Params,
     Plan,
     Policy,
-    Predictor,
     Preempt,
     Resv,
     Running,
@@ -1217,7 +1217,6 @@ def _as_job(r: Resv) -> Waiting:
 
 # The members read on every pass, as plain names (reading a member of an Enum class is slow).
 _EASY, _CKPT, _FCFS, _CONS = Policy.EASY, Policy.CHECKPOINT_BACKFILL, Policy.FCFS, Policy.CONSERVATIVE
-_BY_USER = Predictor.USER_HISTORY
 
 
 def _one_pass(snap: Snapshot) -> Plan:
@@ -1522,7 +1521,7 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             ps.preempt(cands, short, head)
     if shadow < inf:
         ps.hold(max(shadow, now), head.estimate, hv)
-    predict = make_predictor(snap.params, snap.history) if ckpt else None
+    predict = make_predictor(snap.params, snap.history, snap.ratios) if ckpt else None
     reclaimable = ckpt and any(r.backfilled and r.preemptable and not r.stopping for r in ps.general)
     # Once the reservation time has come, only what is free now or coming free
     # (stopping, preempted) is left beyond the head, never jobs merely counted as ended.
@@ -1558,9 +1557,9 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     # with the profiles built (floating resources, reservations): what a job turned down by the
     # tests below (before placement) asked for, until a job starts.  Those tests read its cores,
     # estimate, resources, checkpointability, flex, and for the prediction its estimate (scaled)
-    # or its user and elapsed time (user-history).
+    # or also its user and elapsed time (user-history, user-ratio).
     refused: set[tuple[object, ...]] | None = None if lazy else set()
-    by_user = snap.params.predictor is _BY_USER
+    by_user = snap.params.predictor in READS_USER
     ask: tuple[object, ...] = ()
     # cores only, nothing to shorten, nothing loose, the head's reservation the one later hold:
     # a job turned down by the tests below is one of more cores than the head leaves (``_extra``)

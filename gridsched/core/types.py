@@ -257,6 +257,9 @@ class Snapshot:
     # order (gridsched.core.priority) even with every priority weight 0.  False (the default): with every
     # weight 0 the driver's order stands and the pass does not look at the jobs for it.
     ranked: bool = False
+    # The user-ratio predictor's input (gridsched.core.predict): for each user, the ratios of run
+    # time to walltime of their last finished jobs (at most ``predict.RATIO_JOBS``), newest last.
+    ratios: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

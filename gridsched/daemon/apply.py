@@ -26,6 +26,7 @@ from ..core.types import (
     CancelSubtree,
     EndReservation,
     HoldSubtree,
+    Predictor,
     Preempt,
     Reclaim,
     Resume,
@@ -77,6 +78,9 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             free=free,
             head=d.head,
             history={u: tuple(h) for u, h in d.table.history.items()},
+            ratios={u: tuple(r) for u, r in d.table.ratios.items()}
+            if d.cfg.params.predictor is Predictor.USER_RATIO
+            else {},
             floating=d.cfg.floating,
             reservations=resvs,
             machine=d.machine,

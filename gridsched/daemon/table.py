@@ -22,6 +22,7 @@ from ..core import devices as coredev
 from ..core.devices import DeviceAsk
 from ..core.ends import soft_left
 from ..core.placement import Request as PlaceRequest
+from ..core.predict import RATIO_JOBS, run_ratio
 from ..core.topology import Device
 from ..core.tree import walltime_credit
 from ..core.types import Running, Waiting
@@ -310,18 +311,23 @@ class JobTable:
         self.jobs: dict[int, Rec] = {}
         self.queue: list[int] = []
         self.history: dict[str, deque[float]] = {}  # the last run times of each user's completed jobs
+        # run time / walltime of each user's last completed jobs (the user-ratio predictor)
+        self.ratios: dict[str, deque[float]] = {}
         self.in_txn = False
         self.disk_trouble = False
         self.forecast_dirty = True  # a change the predicted start times do not reflect yet
         self.claims: list[int] = []  # ids the daemon took for itself (Spool.claim_ids), released once committed
         self.devices: tuple[Device, ...] = ()  # the machine's devices (set by the daemon)
         rows = db.conn.execute(
-            "SELECT user, elapsed FROM jobs WHERE state = 'COMPLETED' ORDER BY end_time DESC LIMIT 5000"
+            "SELECT user, elapsed, walltime FROM jobs WHERE state = 'COMPLETED' ORDER BY end_time DESC LIMIT 5000"
         )
-        for user, elapsed in rows:
+        for user, elapsed, walltime in rows:
             h = self.history.setdefault(user, deque(maxlen=2))
             if len(h) < 2:
                 h.appendleft(elapsed)
+            r = self.ratios.setdefault(user, deque(maxlen=RATIO_JOBS))
+            if len(r) < RATIO_JOBS:
+                r.appendleft(run_ratio(elapsed, walltime))
         # fair share's input, loaded by the daemon with its half-life when fair share is weighted (load_usage)
         self.usage = Usage()
         self.half_life = 0.0
@@ -434,3 +440,4 @@ class JobTable:
         self.usage.add(rec.user, rec.ncpus * rec.elapsed, end, self.half_life)
         if state is JobState.COMPLETED:
             self.history.setdefault(rec.user, deque(maxlen=2)).append(rec.elapsed)
+            self.ratios.setdefault(rec.user, deque(maxlen=RATIO_JOBS)).append(run_ratio(rec.elapsed, rec.walltime))

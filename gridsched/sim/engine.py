@@ -29,6 +29,7 @@ from ..core.eligible import throttled
 from ..core.placement import Request as PlaceRequest
 from ..core.placement import claimed
 from ..core.policy import quiet_when_full, schedule
+from ..core.predict import RATIO_JOBS, run_ratio
 from ..core.topology import Device, MachineMap
 from ..core.types import (
     Activate,
@@ -39,6 +40,7 @@ from ..core.types import (
     HoldSubtree,
     Params,
     Policy,
+    Predictor,
     Reclaim,
     Resume,
     Resv,
@@ -54,6 +56,7 @@ from .swf import Trace
 
 INF = math.inf
 MAX_REPASS = 16  # passes at one instant after preemptions, at most
+_BY_RATIO = Predictor.USER_RATIO
 
 # Job states.
 _FUTURE, _PENDING, _RUNNING, _DONE = 0, 1, 2, 3
@@ -291,6 +294,8 @@ def simulate(
     pending: list[Waiting] = []
     ends: list[tuple[float, int, int]] = []  # heap of (time, job, segment)
     history: dict[str, tuple[float, ...]] = {}
+    ratios: dict[str, tuple[float, ...]] = {}  # run time / walltime of each user's last jobs (user-ratio)
+    keep_ratios = RATIO_JOBS - 1
     head: HeadReservation | None = None
     head_at = INF  # when the head's reservation asks for a pass
     finished: list[int] = []  # jobs in the order they ended (for a tuner)
@@ -437,6 +442,9 @@ def simulate(
             u = users[i]
             h = history.get(u)
             history[u] = (h[-1], work[i]) if h else (work[i],)
+            rh = ratios.get(u)
+            rr = run_ratio(work[i], wall[i])
+            ratios[u] = (*rh[-keep_ratios:], rr) if rh else (rr,)
             if acc is not None:
                 acc.add(u, work[i] * n_i, now, pp.half_life)
             if gated:
@@ -572,6 +580,8 @@ def simulate(
                 )
                 if devices:
                     snap = _replace(snap, devices=devices)
+                if params.predictor is _BY_RATIO:
+                    snap = _replace(snap, ratios=ratios)
                 if acc is not None:
                     snap = _replace(snap, usage=acc.now(now, pp.half_life))
                 plan = schedule(snap)

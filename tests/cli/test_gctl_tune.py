@@ -71,7 +71,8 @@ def test_dry_run_then_adoption(fixed, run, put_rows, make_row):
     r = run(gctl.cli, ["tune", "--dry-run", "--json", "--margin", "0"])
     assert r.exit_code == 0, r.stderr
     table = json.loads(r.stdout)
-    assert table["jobs"] == 150 and table["rows"][0]["setting"] == "easy" and len(table["rows"]) == 16
+    # EASY, scaled at 4 p x 3 thresholds, user-history and user-ratio at 3 thresholds each
+    assert table["jobs"] == 150 and table["rows"][0]["setting"] == "easy" and len(table["rows"]) == 19
     assert (env / "cfg.toml").read_text() == before  # a dry run writes nothing
     scores = [row["score"] for row in table["rows"]]
     best = table["rows"][scores.index(min(scores))]["setting"]

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from gridsched.core import topology
 from gridsched.core.placement import Request
 from gridsched.core.policy import forecast, schedule
+from gridsched.core.predict import run_ratio
 from gridsched.core.types import Params, Policy, Predictor, Running, Snapshot, Waiting
 
 EPS = 1e-9
@@ -64,6 +65,7 @@ def drive(jobs: list[Job], ncores: int, params: Params, placement: bool, boards:
     running: dict[int, tuple[Running, float]] = {}  # id -> (segment, actual end)
     done_work: dict[int, float] = {j.id: 0.0 for j in jobs}  # work done before this segment
     history: dict[str, tuple[float, ...]] = {}
+    ratios: dict[str, tuple[float, ...]] = {}
     head = None
     now = 0.0
     nxt = 0
@@ -76,6 +78,7 @@ def drive(jobs: list[Job], ncores: int, params: Params, placement: bool, boards:
                 res.finished.setdefault(jid, []).append(now)
                 user = spec[jid].user
                 history[user] = history.get(user, ()) + (spec[jid].actual,)
+                ratios[user] = ratios.get(user, ()) + (run_ratio(spec[jid].actual, spec[jid].estimate),)
                 assert now <= seg.start + seg.estimate + EPS, "ran past its walltime"
         # 2. arrivals
         while nxt < len(arrivals) and arrivals[nxt].submit <= now:
@@ -100,6 +103,7 @@ def drive(jobs: list[Job], ncores: int, params: Params, placement: bool, boards:
                 head,
                 dict(history),
                 machine=machine,
+                ratios=dict(ratios),
             )
             plan = schedule(snap)
             if params.policy is Policy.CONSERVATIVE:

@@ -62,7 +62,8 @@ def test_gctl_tune_adopts_from_the_history_and_the_setting_survives_a_restart(ma
     assert "in force: p=0.2 threshold=1800s predictor=scaled" in gs.log()
     dry = gs.run("gctl", "tune", "--dry-run", "--json", check=True)
     table = json.loads(dry.stdout)
-    assert table["jobs"] == 150 and table["rows"][0]["setting"] == "easy" and len(table["rows"]) == 16
+    # EASY, scaled at 4 p x 3 thresholds, user-history and user-ratio at 3 thresholds each
+    assert table["jobs"] == 150 and table["rows"][0]["setting"] == "easy" and len(table["rows"]) == 19
     r = gs.run("gctl", "tune", "--json", timeout=300)
     assert r.returncode == 0, r.stderr
     dec = json.loads(r.stdout)

@@ -45,6 +45,7 @@ SETTINGS = [
     (Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.2, threshold=600), Mode.REQUEUE, 0.0),
     (Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.2, threshold=600, cascade=True), Mode.CHECKPOINT, 120.0),
     (Params(policy=Policy.CHECKPOINT_BACKFILL, threshold=60, predictor=Predictor.USER_HISTORY), Mode.CHECKPOINT, 120.0),
+    (Params(policy=Policy.CHECKPOINT_BACKFILL, threshold=60, predictor=Predictor.USER_RATIO), Mode.CHECKPOINT, 120.0),
 ]
 
 
