@@ -1,0 +1,91 @@
+"""Splittable jobs whose sub-tasks ask for GPUs (gsub --split N --gpus-per-task G) in the real daemon.
+
+The machine is declared: 8 cores on 2 boards with 2 GPUs, one per board.  Each sub-task records
+the GPUs it is told of and when it ran.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.daemon.test_devices import topo_config
+
+# one line per sub-task at its start and one at its end: what it sees, and its time
+RECORDER = """#!/bin/sh
+echo "start $GS_TASK_ID $(date +%s.%N) CUDA=$CUDA_VISIBLE_DEVICES GS_GPUS=$GS_GPUS \
+NCPUS=$GS_NCPUS JOB=$GS_JOBID" >> {log}
+sleep {sleep}
+echo "end $GS_TASK_ID $(date +%s.%N)" >> {log}
+"""
+
+
+def jobs(gs) -> list[dict]:
+    return json.loads(gs.run("gstat", "-a", "--json", check=True).stdout)["jobs"]
+
+
+def read_log(path) -> tuple[dict[int, tuple[float, dict[str, str]]], dict[int, float]]:
+    starts: dict[int, tuple[float, dict[str, str]]] = {}
+    ends: dict[int, float] = {}
+    for line in path.read_text().splitlines():
+        what, tid, when, *rest = line.split()
+        i = int(tid)
+        if what == "start":
+            assert i not in starts, f"sub-task {i} started twice:\n{path.read_text()}"
+            starts[i] = (float(when), dict(kv.split("=", 1) for kv in rest))
+        else:
+            assert i not in ends, f"sub-task {i} ended twice"
+            ends[i] = float(when)
+    return starts, ends
+
+
+def test_four_one_gpu_sub_tasks_on_two_gpus_run_two_at_a_time_each_on_its_own_gpu(make_gs):
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(topo_config(gs.root, gpus=2))
+    gs.start()
+    log = gs.work / "log"
+    script = gs.work / "task.sh"
+    script.write_text(RECORDER.format(log=log, sleep=2))
+    jid = gs.gsub("--split", "4", "--task-time", "60", "--gpus-per-task", "1", str(script))
+    job = gs.wait_state(jid, "COMPLETED", "FAILED", timeout=60)
+    assert job["state"] == "COMPLETED", gs.log()
+    starts, ends = read_log(log)
+    assert sorted(starts) == sorted(ends) == [0, 1, 2, 3]
+    for i, (_, env) in starts.items():  # one GPU each, told of it the same way as a whole job
+        assert env["GS_GPUS"] in ("0", "1"), (i, env)
+        assert env["CUDA"] == env["GS_GPUS"]
+        assert env["NCPUS"] == "1"
+    # never more than two at once; those running at once see different GPUs; two did run at once
+    spans = {i: (starts[i][0], ends[i]) for i in starts}
+    overlapped = 0
+    for i in spans:
+        at_once = [k for k in spans if spans[k][0] <= spans[i][0] < spans[k][1]]
+        assert len(at_once) <= 2, spans
+        for k in at_once:
+            if k != i:
+                overlapped += 1
+                assert starts[k][1]["GS_GPUS"] != starts[i][1]["GS_GPUS"], (starts, spans)
+    assert overlapped >= 1, spans
+    # each chain ran as a piece of its own, holding its one GPU (the job table's devices column)
+    pieces = {j["id"]: j for j in jobs(gs) if (j.get("split") or {}).get("of") == jid}
+    runners = {int(starts[i][1]["JOB"]) for i in starts}
+    assert jid not in runners  # the job never ran whole
+    assert len(runners) == 2 and runners == set(pieces), (starts, pieces)
+    assert {p["devices"] for p in pieces.values()} == {"gpu:0", "gpu:1"}
+    assert all(p["state"] == "COMPLETED" and p["ncpus"] == 1 for p in pieces.values())
+    for p in pieces.values():  # a piece runs the sub-tasks of its chain, on its GPU
+        assert {starts[i][1]["GS_GPUS"] for i in p["split"]["tasks"]} == {p["devices"].removeprefix("gpu:")}
+
+
+def test_gpus_per_task_is_refused_with_split_file_and_beyond_the_machine(make_gs):
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(topo_config(gs.root, gpus=2))
+    gs.start()
+    script = gs.work / "task.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    tasks = gs.work / "tasks.txt"
+    tasks.write_text("1 10\n")
+    r = gs.run("gsub", "--split-file", str(tasks), "--gpus-per-task", "1", str(script))
+    assert r.returncode != 0 and r.stderr.startswith("gsub: error: --gpus-per-task goes with --split"), r.stderr
+    r = gs.run("gsub", "--split", "2", "--task-time", "10", "--gpus-per-task", "3", str(script))
+    assert r.returncode != 0 and "the machine has 2 GPUs" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
