@@ -1439,7 +1439,7 @@ def _as_pieces(ps: _Pass, decisions: list[Decision]) -> list[Decision]:
         if not chains or not keys:
             out.append(d)
             continue
-        cores = chain_cores(d.cores, sp.ncpus, keys, ps.snap.devices, ps.snap.machine)
+        cores = chain_cores(d.cores, sp.ncpus, keys, ps.snap.devices, ps.snap.machine)[: len(chains) * sp.ncpus]
         tasks = tuple(i for c in chains for i in c)
         end = ps.now + max(map(len, chains)) * sp.task_time
         out.append(StartTasks(w.id, tasks, cores, tuple(chains), end, (), keys))
