@@ -7,7 +7,9 @@ the GPUs it is told of and when it ran.
 from __future__ import annotations
 
 import json
+import sys
 
+from tests.conftest import wait_for
 from tests.daemon.test_devices import topo_config
 
 # one line per sub-task at its start and one at its end: what it sees, and its time
@@ -89,3 +91,32 @@ def test_gpus_per_task_is_refused_with_split_file_and_beyond_the_machine(make_gs
     r = gs.run("gsub", "--split", "2", "--task-time", "10", "--gpus-per-task", "3", str(script))
     assert r.returncode != 0 and "the machine has 2 GPUs" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_each_sub_task_can_open_only_its_own_gpu_where_isolation_is_on(make_gs, tmp_path):
+    from tests.daemon.test_device_isolation import OPENER, config, job_cgroups, make_nodes, need_controller
+
+    c = need_controller()
+    before = job_cgroups(c)
+    nodes_dir = tmp_path / "dev"
+    nodes_dir.mkdir(mode=0o755)
+    paths = make_nodes(nodes_dir)
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(config(gs.root, paths))
+    gs.start()
+    script = gs.work / "open.py"
+    script.write_text(OPENER.format(python=sys.executable, paths=paths).replace('"GS_JOBID"', '"GS_TASK_ID"'))
+    script.chmod(0o755)
+    jid = gs.gsub("--split", "4", "--task-time", "30", "--gpus-per-task", "1", str(script))
+    job = gs.wait_state(jid, "COMPLETED", "FAILED", timeout=60)
+    assert job["state"] == "COMPLETED", gs.log()
+    seen = set()
+    for i in range(4):
+        text = (gs.work / f"open.{i}").read_text().strip()
+        gpus, _, errs = text.rpartition(" ")
+        (mine,) = {int(g) for g in gpus.split(",")}
+        assert errs.split(",")[mine] == "ENXIO", text  # its own GPU: the driver (absent here) answers
+        assert errs.split(",")[1 - mine] == "EPERM", text  # the other sub-task's GPU is refused
+        seen.add(mine)
+    assert seen == {0, 1}
+    wait_for(lambda: job_cgroups(c) == before, 10, "the pieces' cgroups to be removed")
