@@ -9,8 +9,12 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
+from gridsched import requests as rq
 from tests.conftest import wait_for
 from tests.daemon.test_devices import topo_config
+from tests.fuzz.test_requests import SENDER, valid_job
 
 # one line per sub-task at its start and one at its end: what it sees, and its time
 RECORDER = """#!/bin/sh
@@ -50,6 +54,7 @@ def test_four_one_gpu_sub_tasks_on_two_gpus_run_two_at_a_time_each_on_its_own_gp
     jid = gs.gsub("--split", "4", "--task-time", "60", "--gpus-per-task", "1", str(script))
     job = gs.wait_state(jid, "COMPLETED", "FAILED", timeout=60)
     assert job["state"] == "COMPLETED", gs.log()
+    assert job["ncpus"] == 2  # one wave: as many sub-tasks as the GPUs hold, not the 8 cores
     starts, ends = read_log(log)
     assert sorted(starts) == sorted(ends) == [0, 1, 2, 3]
     for i, (_, env) in starts.items():  # one GPU each, told of it the same way as a whole job
@@ -120,3 +125,29 @@ def test_each_sub_task_can_open_only_its_own_gpu_where_isolation_is_on(make_gs, 
         seen.add(mine)
     assert seen == {0, 1}
     wait_for(lambda: job_cgroups(c) == before, 10, "the pieces' cgroups to be removed")
+
+
+def _submit(job: dict) -> rq.Request:
+    return rq.parse({"type": "submit", "job": job}, rq.id_name(1), SENDER)
+
+
+def test_the_request_boundary_takes_each_sub_tasks_devices_and_refuses_what_gsub_refuses():
+    job = valid_job()
+    job.update(ncpus=2, walltime=120)
+    gpu = {"type": "gpu", "count": 1, "model": "", "bind": "closest", "exclusive": False}
+    job["split"] = {"n": 4, "ncpus": 1, "task_time": 60, "devices": [gpu]}
+    req = _submit(job)
+    assert isinstance(req, rq.Submit) and req.job.split is not None
+    assert [a.count for a in req.job.split.devices] == [1]
+    assert req.job.to_spec()["split"]["devices"] == [gpu]  # stored as it came
+    with_file = json.loads(json.dumps(job))
+    with_file["split"].update(n=1, tasks=[[1, 60, []]])
+    for bad, why in (
+        (with_file, "--gpus-per-task goes with --split, not --split-file"),
+        ({**job, "devices": [gpu]}, "exclude devices for the whole job"),
+        ({**job, "split": {**job["split"], "devices": [{**gpu, "count": 0}]}}, "at least 1 device"),
+        ({**job, "split": {**job["split"], "devices": "gpu"}}, "device requests"),
+    ):
+        with pytest.raises(rq.Refused, match=why) as e:
+            _submit(bad)
+        assert "\n" not in str(e.value)
