@@ -151,3 +151,26 @@ def test_the_request_boundary_takes_each_sub_tasks_devices_and_refuses_what_gsub
         with pytest.raises(rq.Refused, match=why) as e:
             _submit(bad)
         assert "\n" not in str(e.value)
+
+
+def test_pieces_holding_gpus_are_found_again_after_kill_9_and_every_sub_task_runs_once(make_gs):
+    gs = make_gs(start=False)
+    gs.cfgfile.write_text(topo_config(gs.root, gpus=2))
+    gs.start()
+    log = gs.work / "log"
+    script = gs.work / "task.sh"
+    wait_go = "i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"
+    script.write_text(RECORDER.format(log=log, sleep=0.1).replace("sleep 0.1\n", wait_go + "\n"))
+    jid = gs.gsub("--split", "4", "--task-time", "60", "--gpus-per-task", "1", str(script))
+    wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2, 20, "two sub-tasks to start")
+    running = [j for j in jobs(gs) if (j.get("split") or {}).get("of") == jid]
+    assert len(running) == 2 and {j["devices"] for j in running} == {"gpu:0", "gpu:1"}
+    gs.kill9()
+    gs.start()
+    for j in running:  # found again, holding their GPUs
+        row = gs.job(j["id"])
+        assert row["state"] == "RUNNING" and row["devices"] == j["devices"], row
+    (gs.work / "go").touch()
+    assert gs.wait_state(jid, "COMPLETED", "FAILED", timeout=60)["state"] == "COMPLETED", gs.log()
+    starts, ends = read_log(log)  # read_log refuses a sub-task started twice
+    assert sorted(starts) == sorted(ends) == [0, 1, 2, 3]
