@@ -37,11 +37,11 @@ def test_the_victims_free_two_distinct_gpus_not_two_slots_of_one(make_gs):
     gs.cfgfile.write_text(config(gs.root))
     gs.start()
     # B runs to its walltime, so the head's reservation is B's end, as the scheduler counts it
-    b = gs.gsub("-n", "4", "-t", "20s", "--wrap", "sleep 100")
+    b = gs.gsub("-n", "4", "-t", "30s", "--wrap", "sleep 100")
     gs.wait_state(b, "RUNNING")
     h = gs.gsub("-n", "5", "--gpus", "2", "-t", "1m", "--wrap", REPORT + "sleep 30")
-    # 40 s walltimes, counted as 10 s (p = 0.25): they end by the reservation, so they are backfilled
-    backfill = ("-t", "40s", "--checkpoint", "requeue", "--gpus", "1", "--gpu-bind", "none")
+    # 60 s walltimes, counted as 15 s (p = 0.25): they end by the reservation, so they are backfilled
+    backfill = ("-t", "60s", "--checkpoint", "requeue", "--gpus", "1", "--gpu-bind", "none")
     x1 = gs.gsub("-n", "1", *backfill, "--wrap", REPORT + "sleep 100")
     gs.wait_state(x1, "RUNNING")
     x2 = gs.gsub("-n", "1", *backfill, "--wrap", REPORT + "sleep 100")
@@ -50,7 +50,7 @@ def test_the_victims_free_two_distinct_gpus_not_two_slots_of_one(make_gs):
     gs.wait_state(y, "RUNNING")
     assert gs.job(h)["state"] == "PENDING"
     assert (gpus(gs, x1), gpus(gs, x2), gpus(gs, y)) == ("0", "0", "1"), gs.log()
-    gs.wait_state(b, "TIMEOUT", timeout=40)
+    gs.wait_state(b, "TIMEOUT", timeout=60)
     gs.wait_state(h, "RUNNING", timeout=20)
     assert gpus(gs, h) == "0,1"
     states = {j: gs.job(j)["state"] for j in (x1, x2, y)}
