@@ -1439,7 +1439,8 @@ def _as_pieces(ps: _Pass, decisions: list[Decision]) -> list[Decision]:
         if not chains or not keys:
             out.append(d)
             continue
-        cores = chain_cores(d.cores, sp.ncpus, keys, ps.snap.devices, ps.snap.machine)[: len(chains) * sp.ncpus]
+        spare = ps.free_set if ps.free_set is not None and w.place is None else ()
+        cores = chain_cores(d.cores, sp.ncpus, keys, ps.snap.devices, ps.snap.machine, spare)[: len(chains) * sp.ncpus]
         tasks = tuple(i for c in chains for i in c)
         end = ps.now + max(map(len, chains)) * sp.task_time
         out.append(StartTasks(w.id, tasks, cores, tuple(chains), end, (), keys))
@@ -1921,9 +1922,10 @@ def _split_fill(
                     continue
                 cores, held = got
                 free = free.difference(held)
+                if keys and w.place is None:  # each chain's cores on its devices' boards where free
+                    cores = chain_cores(cores, sp.ncpus, keys, snap.devices, snap.machine, free)
+                    free = free.union(held).difference(cores)
                 nfree = len(free)
-                if keys:
-                    cores = chain_cores(cores, sp.ncpus, keys, snap.devices, snap.machine)
             win[0] -= n
             tasks = tuple(i for c in chains for i in c)
             out.append(StartTasks(w.id, tasks, cores, tuple(chains), now + dur, widths, keys))

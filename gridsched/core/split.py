@@ -33,7 +33,7 @@ one chain each (:func:`as_chains`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from math import floor
 from typing import TYPE_CHECKING
 
@@ -128,22 +128,31 @@ def per_chain(asks: Sequence[DeviceAsk], keys: Keys, devices: Sequence[Device], 
 
 
 def chain_cores(
-    cores: Sequence[int], ncpus: int, chains: Sequence[Keys], devices: Sequence[Device], machine: MachineMap | None
+    cores: Sequence[int],
+    ncpus: int,
+    chains: Sequence[Keys],
+    devices: Sequence[Device],
+    machine: MachineMap | None,
+    spare: Iterable[int] = (),
 ) -> tuple[int, ...]:
-    """``cores`` ordered so that chain ``i``'s ``ncpus`` (``[i * ncpus:(i + 1) * ncpus]``) sit on the boards
-    of its devices ``chains[i]`` where there are enough of them, else the lowest left."""
+    """The cores of ``len(chains)`` chains of ``ncpus`` each, one chain after another: chain ``i``'s on the
+    boards of its devices ``chains[i]`` where ``cores`` (first) and the free ``spare`` cores have enough
+    of them there, else the lowest of ``cores`` left.  Without a map, ``cores`` as they are."""
     if machine is None or not chains:
         return tuple(cores)
     board = {dv.key: dv.board for dv in devices}
-    pool = sorted(cores)
+    own = sorted(cores)
+    extra = sorted(set(spare).difference(own))
     out: list[int] = []
     for keys in chains:
         near = {board[k] for k in keys if k in board}
-        mine = [c for c in pool if machine.board_of(c).id in near][:ncpus]
+        mine = [c for c in own if machine.board_of(c).id in near][:ncpus]
         if len(mine) < ncpus:
-            mine = pool[:ncpus]
+            mine += [c for c in extra if machine.board_of(c).id in near][: ncpus - len(mine)]
+        if len(mine) < ncpus:
+            mine = own[:ncpus]
         taken = set(mine)
-        pool = [c for c in pool if c not in taken]
+        own = [c for c in own if c not in taken]
+        extra = [c for c in extra if c not in taken]
         out.extend(mine)
-    out.extend(pool)
     return tuple(out)

@@ -470,3 +470,27 @@ def test_pieces_never_hold_more_device_slots_than_are_free(
             use[key] += 1
         for key, n in use.items():
             assert n <= slots[key]
+
+
+def test_on_a_map_each_chain_runs_on_the_board_of_its_gpu():
+    from gridsched import topology
+
+    m = topology.parse(
+        '[[board]]\nid = 0\ncores = "0-3"\n[[board]]\nid = 1\ncores = "4-7"\n'
+        '[[device]]\ntype = "gpu"\nindex = 0\nboard = 0\n[[device]]\ntype = "gpu"\nindex = 1\nboard = 1\n'
+    )
+    devs = m.devices
+    board = {0: {0, 1, 2, 3}, 1: {4, 5, 6, 7}}
+    # its turn: the whole start becomes a piece whose chains sit beside their GPUs
+    job = gpu_split_job(3, 2, range(4), devs=devs, estimate=2 * H)
+    s = replace(snap([], [job], free=frozenset(range(8))), devices=devs, machine=m)
+    [st_] = [d for d in schedule(s).decisions if isinstance(d, StartTasks)]
+    for (core,), (key,) in zip([st_.cores[:1], st_.cores[1:]], st_.devices, strict=True):
+        assert core in board[key[1]], st_
+    # a window: job 1 holds cores 0-1 and 4-5 until the head's time
+    running = [Running(1, 4, 0.0, 2 * H, cores=(0, 1, 4, 5))]
+    s = replace(snap(running, [Waiting(2, 8, H), job], free=frozenset({2, 3, 6, 7})), devices=devs, machine=m)
+    [st_] = [d for d in schedule(s).decisions if isinstance(d, StartTasks)]
+    assert len(st_.chains) == 2
+    for (core,), (key,) in zip([st_.cores[:1], st_.cores[1:]], st_.devices, strict=True):
+        assert core in board[key[1]], st_

@@ -19,7 +19,7 @@ from tests.fuzz.test_requests import SENDER, valid_job
 # one line per sub-task at its start and one at its end: what it sees, and its time
 RECORDER = """#!/bin/sh
 echo "start $GS_TASK_ID $(date +%s.%N) CUDA=$CUDA_VISIBLE_DEVICES GS_GPUS=$GS_GPUS \
-NCPUS=$GS_NCPUS JOB=$GS_JOBID" >> {log}
+NCPUS=$GS_NCPUS CORES=$GS_CORES JOB=$GS_JOBID" >> {log}
 sleep {sleep}
 echo "end $GS_TASK_ID $(date +%s.%N)" >> {log}
 """
@@ -61,6 +61,7 @@ def test_four_one_gpu_sub_tasks_on_two_gpus_run_two_at_a_time_each_on_its_own_gp
         assert env["GS_GPUS"] in ("0", "1"), (i, env)
         assert env["CUDA"] == env["GS_GPUS"]
         assert env["NCPUS"] == "1"
+        assert int(env["CORES"]) // 4 == int(env["GS_GPUS"])  # on its GPU's board (GPU i hangs on board i)
     # never more than two at once; those running at once see different GPUs; two did run at once
     spans = {i: (starts[i][0], ends[i]) for i in starts}
     overlapped = 0
