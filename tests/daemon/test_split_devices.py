@@ -55,6 +55,7 @@ def test_four_one_gpu_sub_tasks_on_two_gpus_run_two_at_a_time_each_on_its_own_gp
     job = gs.wait_state(jid, "COMPLETED", "FAILED", timeout=60)
     assert job["state"] == "COMPLETED", gs.log()
     assert job["ncpus"] == 2  # one wave: as many sub-tasks as the GPUs hold, not the 8 cores
+    assert job["walltime"] == 120  # by default the waves it needs: two of 60 s
     starts, ends = read_log(log)
     assert sorted(starts) == sorted(ends) == [0, 1, 2, 3]
     for i, (_, env) in starts.items():  # one GPU each, told of it the same way as a whole job
