@@ -99,6 +99,7 @@ class Split(NamedTuple):
     task_time: int
     tasks: tuple[SubTask, ...] = ()
     retries: int = 0
+    devices: tuple[DeviceAsk, ...] = ()  # each sub-task's own devices (gsub --split N --gpus-per-task G)
 
 
 class JobSignal(NamedTuple):
@@ -363,6 +364,10 @@ class JobSpec(NamedTuple):
                 sp["tasks"] = [[t.ncpus, t.time, list(t.args)] for t in self.split.tasks]
             if self.split.retries:
                 sp["retries"] = self.split.retries
+            if self.split.devices:
+                from .devices import asks_to_spec
+
+                sp["devices"] = asks_to_spec(self.split.devices)
             spec["split"] = sp
         if self.place is not None or self.threads_per_core or self.exclusive_board:
             spec.update(
@@ -807,8 +812,13 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
             g.integer("task_time", 1, MAX_SECONDS),
             _sub_tasks(g),
             g.integer("retries", 0, MAX_RETRIES, required=False, default=0),
+            _devices(g) if g.data.get("devices") is not None else (),
         )
         g.done()
+        if split.devices and split.tasks:
+            raise Refused("job: --gpus-per-task goes with --split, not --split-file")
+        if split.devices and f.data.get("devices") is not None:
+            raise Refused("job: devices for each sub-task exclude devices for the whole job")
         if split.tasks and (
             split.n != len(split.tasks)
             or split.ncpus != max(t.ncpus for t in split.tasks)

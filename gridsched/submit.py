@@ -75,6 +75,8 @@ class Options:
     task_time: int | None = None  # --task-time: walltime of one sub-task
     split_file: str | None = None  # --split-file: one sub-task per line (read_split_file)
     split_retries: int | None = None  # --split-retries: runs again of a failed or timed-out sub-task
+    split_devices: list[dict[str, Any]] | None = None  # --split with --gpus-per-task: each sub-task's devices
+    split_device_wave: int | None = None  # the sub-tasks those devices allow at once on the machine
     parent: int | None = None  # --parent: the job this one is a child of (default: the job gsub runs in)
     no_parent: bool = False  # --no-parent: not a child even inside a job
     recoverable: bool = False  # --recoverable: the subtree is kept (held) if this job fails
@@ -489,10 +491,15 @@ def build_spec(
         if array is not None:
             raise SubmitError("--array and --split exclude each other", USAGE)
         if infeasible(ncpus, cores) is None:
-            split, walltime = check_split(opts.split, opts.task_time, ncpus, walltime, cores, cfg)
-            ncpus *= min(opts.split, max(1, cores // ncpus))  # one wave on the whole machine
+            cap = opts.split_device_wave
+            split, walltime = check_split(opts.split, opts.task_time, ncpus, walltime, cores, cfg, cap)
+            ncpus *= min(opts.split, max(1, cores // ncpus), max(1, cap) if cap is not None else opts.split)
+            if opts.split_devices:
+                split["devices"] = opts.split_devices
     elif opts.task_time is not None:
         raise SubmitError("--task-time goes with --split", USAGE)
+    if opts.split_devices and opts.split is None:
+        raise SubmitError("--gpus-per-task goes with --split (or --ntasks), not --split-file", USAGE)
     if opts.split_retries is not None:
         if split is None:
             raise SubmitError("--split-retries goes with --split or --split-file", USAGE)
@@ -693,12 +700,20 @@ def check_array(text: str, cfg: Config) -> ArraySpec:
 
 
 def check_split(
-    n: int, task_time: int | None, ncpus: int, walltime: int | None, cores: int, cfg: Config
+    n: int,
+    task_time: int | None,
+    ncpus: int,
+    walltime: int | None,
+    cores: int,
+    cfg: Config,
+    device_wave: int | None = None,
 ) -> tuple[dict[str, Any], int]:
     """The ``split`` spec key of a splittable job and its walltime; :class:`SubmitError` if refused.
 
     The job's walltime (``-t``) covers all its sub-tasks run in waves of
-    ``cores // ncpus`` on the whole machine; without ``-t`` it is just that.
+    ``cores // ncpus`` on the whole machine (at most ``device_wave``, the
+    sub-tasks its devices hold at once, when each asks for devices); without
+    ``-t`` it is just that.
     """
     if n < 1:
         raise SubmitError(f"split {n}: the number of sub-tasks must be positive", USAGE)
@@ -707,6 +722,8 @@ def check_split(
     if task_time is None:
         raise SubmitError("--split needs --task-time, the walltime of one sub-task", USAGE)
     per_wave = max(1, cores // ncpus)
+    if device_wave is not None:
+        per_wave = max(1, min(per_wave, device_wave))
     waves = -(-n // per_wave)
     need = waves * task_time
     if walltime is None:
@@ -942,6 +959,11 @@ def never_runs(machine: Any, max_walltime: int, spec: dict[str, Any]) -> str | N
         from .devices import asks_from_spec, refusal
 
         why = refusal(asks_from_spec(spec["devices"]), machine.devices)
+        bad = f"can never run: {why}" if why else None
+    if bad is None and (spec.get("split") or {}).get("devices"):
+        from .devices import asks_from_spec, refusal
+
+        why = refusal(asks_from_spec(spec["split"]["devices"]), machine.devices)
         bad = f"can never run: {why}" if why else None
     if bad is None and spec["walltime"] > max_walltime:
         bad = "walltime longer than the maximum"

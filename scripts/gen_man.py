@@ -495,6 +495,17 @@ SPLIT = (
 """)
     + "\n"
     + para("""
+    --split N --task-time T --gpus-per-task G gives each sub-task G GPUs of its own (as Slurm's
+    --gpus-per-task gives each task): one wave is as many sub-tasks as both the cores and the
+    GPUs hold at once.  Every chain of sub-tasks then runs as a piece of its own holding its G
+    GPUs, and even the job's turn at the head of the queue starts it as such pieces, so each
+    sub-task sees only its GPUs (CUDA_VISIBLE_DEVICES, GS_GPUS, ...) and, where device access is
+    isolated, can open no other.  A window is filled only with as many chains as it has GPUs free
+    until its end.  --gpus N with --split is N GPUs for the whole job, which then runs whole, every
+    sub-task seeing all N.  --gpus-per-task does not go with --split-file.
+""")
+    + "\n"
+    + para("""
     --split-file TASKS (also #GS --split-file TASKS; a relative path is taken from the directory
     gsub runs in) submits sub-tasks that differ.  TASKS has one sub-task per line: NCPUS, its
     cores; WALLTIME, its own time (any form -t takes); ARGS, its own arguments, given to the

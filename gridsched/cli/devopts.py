@@ -27,7 +27,8 @@ def device_options(f: F) -> F:
             "--gpus-per-task",
             type=int,
             metavar="N",
-            help="N GPUs for each of the job's tasks (needs --ntasks): N times the tasks in all.",
+            help="N GPUs for each of the job's tasks (needs --ntasks): N times the tasks in all. "
+            "For a splittable job (gsub --split): N GPUs for each sub-task, which sees only its own.",
         ),
         click.option(
             "--gres",

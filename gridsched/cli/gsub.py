@@ -738,7 +738,13 @@ def cli(
     if p["hold_jid"]:
         depend_spec = _hold_jid(s.spool, p["hold_jid"], depend_spec)
     resources, resv = _resv_options(s.spool, s.cfg, p)
-    devices = _device_options(s.spool, s.cfg, p)
+    split_devices: list[dict[str, Any]] | None = None
+    split_wave: int | None = None
+    if p["gpus_per_task"] is not None and (p["split"] is not None or p["split_file"] is not None):
+        split_devices, split_wave = _split_devices(s.spool, s.cfg, p)
+        devices: list[dict[str, Any]] = []
+    else:
+        devices = _device_options(s.spool, s.cfg, p)
     opts = Options(
         name=p["name"],
         ncpus=p["ncpus"],
@@ -755,6 +761,8 @@ def cli(
         task_time=p["task_time"],
         split_file=p["split_file"],
         split_retries=p["split_retries"],
+        split_devices=split_devices,
+        split_device_wave=split_wave,
         parent=p["parent"],
         no_parent=bool(p["no_parent"]),
         recoverable=bool(p["recoverable"]),
@@ -958,6 +966,31 @@ def _device_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> list[dict[str,
         return device_spec(cfg, in_force(spool, cfg), p)
     except ValueError as e:  # a bad option, or the machine's topology file cannot be read
         fail(PROG, str(e))
+
+
+def _split_devices(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """--split with --gpus-per-task G: each sub-task's devices (G GPUs, as Slurm's --gpus-per-task gives
+    each task), and how many sub-tasks the machine's GPUs hold at once."""
+    if p["split_file"] is not None:
+        fail(PROG, "--gpus-per-task goes with --split, not --split-file", ExitCode.USAGE)
+    if p["gres"]:
+        fail(PROG, "--gres goes with a splittable job only as devices for the whole job, not with --gpus-per-task")
+    from ..core.devices import slots, totals
+    from ..devices import asks_from_spec
+    from ..topology import in_force
+
+    try:
+        machine = in_force(spool, cfg)
+        out = device_spec(cfg, machine, dict(p, ntasks=1))
+    except ValueError as e:
+        fail(PROG, str(e))
+    for x in out:
+        x.pop("per_task", None)
+        x.pop("tasks", None)
+    asks = asks_from_spec(out)
+    have = totals(machine.devices)
+    wave = min((have.get(k, 0) // n for k, n in slots(asks, machine.devices) if n > 0), default=0)
+    return out, max(1, wave)
 
 
 def _place_options(cfg: Any, spool: Spool, ncpus: int, p: dict[str, Any]) -> dict[str, Any]:

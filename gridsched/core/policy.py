@@ -187,7 +187,11 @@ sub-tasks runs for its whole time, so no hold is ever broken and the head
 is never delayed; the job keeps the rest of its sub-tasks at its place in
 the queue.  Windows that open later (a running job ends before the head's
 reservation) are filled by the pass run then.  fcfs never backfills.  A job
-that also asks for floating resources or devices is not split (it runs whole).
+that also asks for floating resources or devices is not split (it runs whole),
+except one whose sub-tasks ask for devices each (``split.devices``): a window
+then takes at most as many chains as the devices have slots free until its
+end, each chain on devices of its own (``StartTasks.devices``), and a whole
+start of such a job is made pieces of one chain each (:func:`_as_pieces`).
 
 Predictors: ``Params.predictor`` ``user-history`` replaces the scaled rule by
 the mean of the user's last two run times, ``user-ratio`` by the walltime times
@@ -215,7 +219,7 @@ from .placement import Request, assign, claimed, place_inside
 from .predict import READS_USER, make_predictor
 from .preempt import device_victims, places_devices, victims
 from .profile import Profile, earliest_common_start, from_ends
-from .split import fill_mixed, fill_window
+from .split import as_chains, chain_cores, fill_mixed, fill_window, per_chain
 from .tree import preempt_order
 from .types import (
     Activate,
@@ -229,6 +233,7 @@ from .types import (
     Resv,
     Running,
     Snapshot,
+    SplitInfo,
     Start,
     StartTasks,
     Wait,
@@ -1405,9 +1410,40 @@ def _loose_fit(ps: _Pass, w: Waiting, v: Vec) -> bool:
 def _plan(ps: _Pass, head: HeadReservation | None, wake: float = inf) -> Plan:
     w = ps.wake if ps.wake < wake else wake
     decisions = ps.decisions
+    if ps.snap.splitting and ps._dev_used is not None:
+        decisions = _as_pieces(ps, decisions)
     if ps.preempted:  # preemptions first
         decisions = [d for d in decisions if type(d) is Preempt] + [d for d in decisions if type(d) is not Preempt]
     return Plan(tuple(decisions), head, w if w < inf else None)
+
+
+def _as_pieces(ps: _Pass, decisions: list[Decision]) -> list[Decision]:
+    """``decisions`` with each whole start of a splittable job whose sub-tasks ask for devices made pieces:
+    the sub-tasks left dealt out to as many chains as it has slots (:func:`gridsched.core.split.as_chains`),
+    each chain on its own devices (:func:`gridsched.core.split.per_chain`) and cores near them, so each
+    sub-task sees only its devices.  Nothing else changes: the start took those cores and devices already."""
+    split = {w.id: w for w in ps.snap.pending if w.split is not None and w.split.devices and not w.split.sizes}
+    if not split:
+        return decisions
+    out: list[Decision] = []
+    for d in decisions:
+        w = split.get(d.job) if type(d) is Start else None
+        if w is None or type(d) is not Start or w.split is None:
+            out.append(d)
+            continue
+        sp = w.split
+        k = w.ncpus // sp.ncpus
+        chains = as_chains(sp.left, k, sp.task_time, w.estimate)
+        keys = per_chain(sp.devices, d.devices, ps.snap.devices, len(chains))
+        if not chains or not keys:
+            out.append(d)
+            continue
+        spare = ps.free_set if ps.free_set is not None and w.place is None else ()
+        cores = chain_cores(d.cores, sp.ncpus, keys, ps.snap.devices, ps.snap.machine, spare)[: len(chains) * sp.ncpus]
+        tasks = tuple(i for c in chains for i in c)
+        end = ps.now + max(map(len, chains)) * sp.task_time
+        out.append(StartTasks(w.id, tasks, cores, tuple(chains), end, (), keys))
+    return out
 
 
 def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
@@ -1684,7 +1720,9 @@ def _split(ps: _Pass, snap: Snapshot, rest: Sequence[Waiting]) -> None:
     The windows are the cores free now that nothing holds (the head's
     reservation, fixed reservations, conservative reservations), in bands by
     when something first needs them (:func:`_windows`); a job that also asks
-    for floating resources is not split.
+    for floating resources is not split.  Sub-tasks that ask for devices
+    (``SplitInfo.devices``) fill a window with at most as many chains as the
+    devices have slots free until its end, each chain on distinct devices.
     """
     if not snap.splitting:
         return
@@ -1692,7 +1730,7 @@ def _split(ps: _Pass, snap: Snapshot, rest: Sequence[Waiting]) -> None:
     width = min(ps.free_now[0], ps.profs[0].free_at(now))
     if width <= 0:
         return
-    cands = [w for w in rest if w.split is not None and not w.resources]
+    cands = [w for w in rest if w.split is not None and (not w.resources or _device_split(w))]
     if not cands:
         return
     windows = _windows(ps.profs[0], now, width)
@@ -1700,13 +1738,68 @@ def _split(ps: _Pass, snap: Snapshot, rest: Sequence[Waiting]) -> None:
         return
     started = [d for d in ps.decisions if type(d) is Start]
     pad = (0,) * (ps.dims - 1)
-    for d in _split_fill(snap, cands, started, ps.free_set, windows):
+    devs = _DeviceChains(ps) if any(w.split is not None and w.split.devices for w in cands) else None
+    whole = {w.id: any(a.exclusive for a in w.split.devices) for w in cands if w.split is not None and w.split.devices}
+    for d in _split_fill(snap, cands, started, ps.free_set, windows, devs):
         ps.decisions.append(d)
         n = len(d.cores) if ps.free_set is not None else _piece_cores(d, snap)
         ps.free_now[0] -= n
-        ps.hold(now, d.end - now, (n, *pad), taken=True)
+        if d.devices:
+            v = [0] * ps.dims
+            v[0] = n
+            for name, k in dev.held((key for ch in d.devices for key in ch), snap.devices, whole[d.job]):
+                v[ps.index[name]] += k
+            for i in range(1, ps.dims):
+                ps.free_now[i] -= v[i]
+            ps.hold(now, d.end - now, tuple(v), taken=True)
+        else:
+            ps.hold(now, d.end - now, (n, *pad), taken=True)
         if ps.free_set is not None:
             ps.free_set = ps.free_set.difference(d.cores)
+
+
+def _device_split(w: Waiting) -> bool:
+    """Whether ``w`` is a splittable job whose sub-tasks ask for devices and nothing floating."""
+    return w.split is not None and bool(w.split.devices) and all(n.startswith(dev.PREFIX) for n, _ in w.resources)
+
+
+class _DeviceChains:
+    """The devices the chains of sub-tasks get in the backfill windows of a pass."""
+
+    def __init__(self, ps: _Pass) -> None:
+        self.ps = ps
+
+    def cap(self, sp: SplitInfo, end: float) -> int:
+        """How many chains, each with the devices of one sub-task, the devices' slots hold from now to ``end``,
+        on distinct devices free now."""
+        ps = self.ps
+        snap = ps.snap
+        k = 1 << 30
+        for name, per in dev.slots(sp.devices, snap.devices):
+            d = ps.index.get(name)
+            if d is None or per <= 0:
+                return 0
+            k = min(k, ps.profs[d].min_free(ps.now, end) // per, ps.free_now[d] // per)
+        while k > 0 and self._choose(sp, k) is None:
+            k -= 1
+        return k
+
+    def _choose(self, sp: SplitInfo, k: int) -> tuple[tuple[str, int], ...] | None:
+        asks = [replace(a, count=a.count * k) for a in sp.devices]
+        got = dev.choose(asks, self.ps.snap.devices, self.ps._device_use(), None, None, 0, None)
+        return got[0] if got is not None else None
+
+    def take(self, sp: SplitInfo, k: int) -> tuple[tuple[tuple[str, int], ...], ...]:
+        """The devices of ``k`` chains, now taken: per chain (empty: not that many)."""
+        keys = self._choose(sp, k)
+        if keys is None:
+            return ()
+        snap = self.ps.snap
+        used = self.ps._device_use()
+        whole = any(a.exclusive for a in sp.devices)
+        for key, n in dev.used_slots(((keys, whole),), snap.devices).items():
+            used[key] = used.get(key, 0) + n
+        return per_chain(sp.devices, keys, snap.devices, k)
 
 
 def _piece_cores(d: StartTasks, snap: Snapshot) -> int:
@@ -1764,6 +1857,7 @@ def _split_fill(
     started: list[Start],
     free: frozenset[int] | None,
     windows: Sequence[tuple[int, float]],
+    devs: _DeviceChains | None = None,
 ) -> tuple[StartTasks, ...]:
     """Sub-tasks of splittable jobs in the backfill ``windows`` (``(cores, end)`` bands from now).
 
@@ -1773,6 +1867,8 @@ def _split_fill(
     :func:`gridsched.core.split.fill_mixed`), each window's share placed like
     one job of that many cores: one ``StartTasks`` decision per window used.
     Every chain ends by its window's end; a sub-task is taken at most once.
+    Sub-tasks that ask for devices (``devs``) get at most as many chains as
+    :meth:`_DeviceChains.cap` allows, each with its own devices.
     """
     now = snap.now
     room = [[c, e] for c, e in sorted(windows, key=lambda x: -x[1]) if c > 0 and now < e < inf]
@@ -1788,10 +1884,15 @@ def _split_fill(
         left = sp.left
         for win in room:
             width = min(int(win[0]), nfree)
+            if sp.devices:
+                if sp.sizes or devs is None:
+                    break
+                width = min(width, devs.cap(sp, win[1]) * sp.ncpus)
             if width <= 0 or (not sp.sizes and sp.ncpus > width):
                 continue
             length = win[1] - now
             widths: tuple[int, ...] = ()
+            keys: tuple[tuple[tuple[str, int], ...], ...] = ()
             if sp.sizes:
                 mixed = fill_mixed(left, sp.sizes, width, length)
                 if not mixed:
@@ -1807,6 +1908,10 @@ def _split_fill(
                     continue
                 n = len(chains) * sp.ncpus
                 dur = max(map(len, chains)) * sp.task_time
+                if sp.devices:
+                    keys = devs.take(sp, len(chains)) if devs is not None else ()
+                    if not keys:
+                        continue
             if free is None:
                 cores: tuple[int, ...] = ()
                 nfree -= n
@@ -1816,10 +1921,13 @@ def _split_fill(
                     continue
                 cores, held = got
                 free = free.difference(held)
+                if keys and w.place is None:  # each chain's cores on its devices' boards where free
+                    cores = chain_cores(cores, sp.ncpus, keys, snap.devices, snap.machine, free)
+                    free = free.union(held).difference(cores)
                 nfree = len(free)
             win[0] -= n
             tasks = tuple(i for c in chains for i in c)
-            out.append(StartTasks(w.id, tasks, cores, tuple(chains), now + dur, widths))
+            out.append(StartTasks(w.id, tasks, cores, tuple(chains), now + dur, widths, keys))
             if widths:
                 taken = set(tasks)
                 left = tuple(i for i in left if i not in taken)

@@ -21,12 +21,27 @@ order, joins the fullest chain of its core count in which it still ends
 within the window (best fit: the window's time is packed, emptier chains are
 kept for longer sub-tasks), else opens a new chain if the window has cores
 left for it; a sub-task that fits nowhere stays with the job.
+
+Sub-tasks that ask for devices (``gsub --split N --gpus-per-task G``) hold
+them per chain: each chain is its own piece with its own devices
+(:func:`per_chain` deals the devices chosen for ``k`` chains out, ``G`` of
+each type per chain, :func:`chain_cores` the cores, near each chain's
+devices), so a window holds at most as many chains as its devices have
+slots free until its end, and a job started whole is started as pieces of
+one chain each (:func:`as_chains`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from math import floor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .devices import DeviceAsk
+    from .topology import Device, MachineMap
+
+Keys = tuple[tuple[str, int], ...]
 
 
 def fill_window(
@@ -80,3 +95,64 @@ def fill_mixed(
             used.append(t)
             room -= c
     return [(wide[k], tuple(ch)) for k, ch in enumerate(chains)]
+
+
+def as_chains(tasks_left: Sequence[int], nchains: int, task_time: float, estimate: float) -> list[tuple[int, ...]]:
+    """The sub-tasks a whole start of ``nchains`` slots runs, as at most ``nchains`` chains.
+
+    The sub-tasks left are dealt out in order, as evenly as they go (as
+    :func:`fill_window` does), each chain ending within ``estimate`` (at
+    least one sub-task each); what does not fit stays with the job.
+    """
+    if nchains <= 0 or task_time <= 0 or not tasks_left:
+        return []
+    per_chain = max(1, floor(estimate / task_time))
+    k = min(len(tasks_left), per_chain * nchains)
+    per = -(-k // nchains)
+    return [tuple(tasks_left[i : i + per]) for i in range(0, k, per)]
+
+
+def per_chain(asks: Sequence[DeviceAsk], keys: Keys, devices: Sequence[Device], nchains: int) -> tuple[Keys, ...]:
+    """The devices ``keys`` (chosen for ``nchains`` chains of sub-tasks, each asking ``asks``) dealt out:
+    chain ``i`` gets, of each ask's type, the ``i``-th ``count`` of them in board then index order, so a
+    chain's devices sit together where they can.  Empty when ``keys`` are too few."""
+    board = {dv.key: dv.board for dv in devices}
+    out: list[list[tuple[str, int]]] = [[] for _ in range(nchains)]
+    for a in asks:
+        mine = sorted((k for k in keys if k[0] == a.type), key=lambda k: (board.get(k, 0), k[1]))
+        if len(mine) < a.count * nchains:
+            return ()
+        for i in range(nchains):
+            out[i].extend(mine[i * a.count : (i + 1) * a.count])
+    return tuple(tuple(sorted(ch)) for ch in out)
+
+
+def chain_cores(
+    cores: Sequence[int],
+    ncpus: int,
+    chains: Sequence[Keys],
+    devices: Sequence[Device],
+    machine: MachineMap | None,
+    spare: Iterable[int] = (),
+) -> tuple[int, ...]:
+    """The cores of ``len(chains)`` chains of ``ncpus`` each, one chain after another: chain ``i``'s on the
+    boards of its devices ``chains[i]`` where ``cores`` (first) and the free ``spare`` cores have enough
+    of them there, else the lowest of ``cores`` left.  Without a map, ``cores`` as they are."""
+    if machine is None or not chains:
+        return tuple(cores)
+    board = {dv.key: dv.board for dv in devices}
+    own = sorted(cores)
+    extra = sorted(set(spare).difference(own))
+    out: list[int] = []
+    for keys in chains:
+        near = {board[k] for k in keys if k in board}
+        mine = [c for c in own if machine.board_of(c).id in near][:ncpus]
+        if len(mine) < ncpus:
+            mine += [c for c in extra if machine.board_of(c).id in near][: ncpus - len(mine)]
+        if len(mine) < ncpus:
+            mine = own[:ncpus]
+        taken = set(mine)
+        own = [c for c in own if c not in taken]
+        extra = [c for c in extra if c not in taken]
+        out.extend(mine)
+    return tuple(out)

@@ -47,12 +47,19 @@ class SplitInfo:
     ``sizes``, when given, holds every sub-task's own ``(ncpus, time)``, by
     index (``left`` names indices into it); ``ncpus`` and ``task_time`` are
     then the largest of them.  Empty: every sub-task is ``(ncpus, task_time)``.
+
+    ``devices``: the devices each sub-task asks for (``gsub --gpus-per-task``).
+    The job's own :attr:`Waiting.devices` are then those of one wave (as many
+    sub-tasks as its ``ncpus`` holds), and it only ever starts as pieces of
+    one chain each, each chain with its own devices
+    (:attr:`StartTasks.devices`).
     """
 
     ncpus: int
     task_time: float
     left: tuple[int, ...]
     sizes: tuple[tuple[int, float], ...] = ()
+    devices: tuple[DeviceAsk, ...] = ()
 
 
 @record
@@ -319,6 +326,9 @@ class StartTasks:
     ``widths``, for sub-tasks of their own sizes, is the cores of each chain
     (every sub-task of chain ``i`` needs ``widths[i]``), laid out one after
     another in ``cores``; empty: every chain has ``ncpus``.
+    ``devices``, for sub-tasks that ask for devices, is the devices of each
+    chain (``((type, index), ...)`` per chain): each chain then runs as a
+    piece of its own, seeing and holding only its devices.
     """
 
     job: int
@@ -327,6 +337,7 @@ class StartTasks:
     chains: tuple[tuple[int, ...], ...]
     end: float = 0.0
     widths: tuple[int, ...] = ()
+    devices: tuple[tuple[tuple[str, int], ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,14 @@ nothing is left it leaves the queue and ends with its last piece:
 COMPLETED if every piece completed, FAILED otherwise.  Cancelling the parent
 cancels its running pieces.
 
+Sub-tasks that ask for devices (``gsub --split N --gpus-per-task G``: the
+spec's ``split`` has ``devices``, one sub-task's asks) make each chain a
+piece of its own, holding that chain's devices (the decision's
+``devices``): a piece is a job, so it is told of its devices and kept from
+the others exactly as any job is (``device_env``, the device cgroup).  The
+parent's ``ncpus`` is then one wave of as many sub-tasks as both the
+cores and the devices' slots hold, and it asks for that wave's devices.
+
 Both run through :mod:`gridsched.subtasks`: the job's ``script`` is a small
 stub that starts it, and the user's script is the file ``task-script``; a
 piece runs its chains, the parent (started whole) runs its ``left``
@@ -31,6 +39,7 @@ import logging
 import math
 import shlex
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..arrays import ArrayError, parse
@@ -38,6 +47,8 @@ from ..core.types import SplitInfo, Start, StartTasks
 from ..jobs import JobState
 
 if TYPE_CHECKING:
+    from ..core.devices import DeviceAsk
+    from ..core.topology import Device
     from .loop import Daemon
     from .table import Rec
 
@@ -52,7 +63,33 @@ def split_info(sp: dict[str, Any] | None) -> SplitInfo | None:
         return None
     tasks = sp.get("tasks")
     sizes = tuple((int(t[0]), float(t[1])) for t in tasks) if tasks else ()
-    return SplitInfo(int(sp["ncpus"]), float(sp["task_time"]), tuple(sp["left"]), sizes)
+    return SplitInfo(int(sp["ncpus"]), float(sp["task_time"]), tuple(sp["left"]), sizes, task_asks(sp))
+
+
+def task_asks(sp: dict[str, Any] | None) -> tuple[DeviceAsk, ...]:
+    """The devices each sub-task of the splittable job ``sp`` asks for (``()``: none)."""
+    if not sp or not sp.get("devices"):
+        return ()
+    from ..devices import asks_from_spec
+
+    return asks_from_spec(sp["devices"])
+
+
+def wave_asks(sp: dict[str, Any] | None, ncpus: int) -> tuple[DeviceAsk, ...]:
+    """The devices a wave of ``ncpus`` cores of sub-tasks asks for: one sub-task's times the sub-tasks."""
+    asks = task_asks(sp)
+    if not asks or sp is None:
+        return ()
+    k = max(1, ncpus // int(sp["ncpus"]))
+    return tuple(replace(a, count=a.count * k) for a in asks)
+
+
+def device_wave(asks: tuple[DeviceAsk, ...], devices: tuple[Device, ...]) -> int:
+    """How many sub-tasks asking ``asks`` each the machine's devices hold at once (their slots)."""
+    from ..core.devices import slots, totals
+
+    have = totals(devices)
+    return min((have.get(name, 0) // n for name, n in slots(asks, devices) if n > 0), default=0)
 
 
 def _count(v: Any) -> bool:
@@ -90,6 +127,11 @@ def take_in(d: Daemon, job: dict[str, Any], user: str, state: JobState, reason: 
     if sp.get("tasks"):  # sizes in the job table; the arguments are the owner's (private)
         job["split"]["tasks"] = [[t[0], t[1]] for t in sp["tasks"]]
         job["split_args"] = [list(t[2]) for t in sp["tasks"]]
+    if sp.get("devices"):  # one wave: as many sub-tasks as the cores and the devices hold at once
+        job["split"]["devices"] = sp["devices"]
+        per = int(sp["ncpus"])
+        k = min(int(job["ncpus"]) // per, device_wave(task_asks(sp), d.machine.devices), int(sp["n"]))
+        job["ncpus"] = max(1, k) * per
     d.take_in(job, user, state, reason, {"script": STUB, "task-script": job.pop("script")})
 
 
@@ -110,6 +152,54 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
     if len(widths) != len(st.chains):
         log.error("plan splits job %d with %d chains but %d widths", rec.id, len(st.chains), len(widths))
         return
+    if st.devices and (len(st.devices) != len(st.chains) or st.widths or len(st.cores) < c * len(st.chains)):
+        log.error("plan splits job %d with devices that do not match its chains", rec.id)
+        return
+    if st.devices:  # each chain a piece of its own, with its own devices
+        taken = set()
+        for i, ch in enumerate(st.chains):
+            n = len(ch) * float(sp["task_time"])
+            one = StartTasks(st.job, ch, st.cores[i * c : (i + 1) * c], (ch,), min(st.end, now + n))
+            if not _piece(d, rec, spec, one, [c], now, st.devices[i]):
+                break
+            taken.update(ch)
+        if not taken:
+            return
+    elif not _piece(d, rec, spec, st, widths, now, ()):
+        return
+    sp["left"] = [i for i in sp["left"] if i not in taken]
+    spec["split"] = sp
+    rec.ncpus = min(rec.ncpus, _wave(sp)) or rec.ncpus
+    if sp.get("devices"):
+        rec.dev_asks = wave_asks(sp, rec.ncpus)
+        from ..core.devices import slots
+
+        rec.dev_slots = slots(rec.dev_asks, d.machine.devices)
+    rec._waiting = None
+    d.table.begin()
+    d.db.update(rec.id, spec=spec, ncpus=rec.ncpus)
+    if not sp["left"]:
+        d.table.dequeue(rec)
+        rec.reason = "every sub-task runs in pieces"
+        d.table.save(rec, reason=rec.reason)
+    d.dirty = True
+    d.table.forecast_dirty = True
+
+
+def _piece(
+    d: Daemon,
+    rec: Rec,
+    spec: dict[str, Any],
+    st: StartTasks,
+    widths: list[int],
+    now: float,
+    devices: tuple[tuple[str, int], ...],
+) -> bool:
+    """Start the sub-tasks of ``st`` as one new piece job of ``rec`` (holding ``devices``); False if it
+    could not be taken in."""
+    sp = rec.split
+    assert sp is not None
+    c = int(sp["ncpus"])
     pid = d.new_ids(1)[0]
     piece = {k: v for k, v in spec.items() if k != "split"}
     task = {"n": sp["n"], "ncpus": c, "task_time": sp["task_time"]}
@@ -119,6 +209,8 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
         task["tasks"] = {str(i): sp["tasks"][i] for i in st.tasks}
         args = spec.get("split_args") or []
         piece["split_args"] = {str(i): args[i] for i in st.tasks if i < len(args)}
+    if devices:  # one chain: one sub-task's devices
+        piece["devices"] = sp["devices"]
     piece.update(
         id=pid,
         ncpus=sum(widths),
@@ -138,30 +230,19 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
         piece, rec.user, JobState.PENDING, "", {"script": pdir / "script", "task-script": pdir / "task-script"}
     )
     if prec is None:
-        return
+        return False
     from .apply import start
 
-    start(d, prec, Start(pid, st.cores, True, None), now)
-    sp["left"] = [i for i in sp["left"] if i not in taken]
-    spec["split"] = sp
-    rec.ncpus = min(rec.ncpus, _wave(sp)) or rec.ncpus
-    rec._waiting = None
-    d.table.begin()
-    d.db.update(rec.id, spec=spec, ncpus=rec.ncpus)
-    if not sp["left"]:
-        d.table.dequeue(rec)
-        rec.reason = "every sub-task runs in pieces"
-        d.table.save(rec, reason=rec.reason)
-    d.dirty = True
-    d.table.forecast_dirty = True
+    start(d, prec, Start(pid, st.cores, True, None, devices), now)
     log.info(
-        "job %d: sub-tasks %s taken out as job %d on cores %s; %d left",
+        "job %d: sub-tasks %s taken out as job %d on cores %s%s",
         rec.id,
         ",".join(map(str, st.tasks)),
         pid,
         ",".join(map(str, st.cores)),
-        len(sp["left"]),
+        f" with {','.join(f'{t}:{i}' for t, i in devices)}" if devices else "",
     )
+    return True
 
 
 def _wave(sp: dict[str, Any]) -> int:

@@ -290,6 +290,12 @@ class Rec:
             rec.dev_asks = asks_from_spec(spec["devices"])
             rec.whole = any(a.exclusive for a in rec.dev_asks)
             rec.dev_slots = coredev.slots(rec.dev_asks, machine_devices)
+        if rec.split and rec.split.get("devices"):  # a wave of sub-tasks that ask for devices
+            from .split import wave_asks
+
+            rec.dev_asks = wave_asks(rec.split, rec.ncpus)
+            rec.whole = any(a.exclusive for a in rec.dev_asks)
+            rec.dev_slots = coredev.slots(rec.dev_asks, machine_devices)
         if row.get("devices"):
             from ..devices import parse_keys
 

@@ -346,3 +346,151 @@ def test_a_splittable_job_asking_for_gpus_is_never_split_it_runs_whole():
     whole = replace(s, running=(), free=frozenset(range(8)), pending=(replace(sp, ncpus=4),))
     [st_] = schedule(whole).starts
     assert st_.job == 3 and len(st_.devices) == 2
+
+
+# -- sub-tasks that ask for devices each (gsub --split --gpus-per-task) ------------------------------
+
+
+def gpu_split_job(jid, wave, left, per=1, exclusive=False, ncpus=1, task_time=H, estimate=4 * H, devs=()):
+    """A splittable job whose sub-tasks ask for ``per`` GPUs each: it asks for one wave's worth."""
+    one = (dev.DeviceAsk("gpu", per, exclusive=exclusive),)
+    asks = (dev.DeviceAsk("gpu", per * wave, exclusive=exclusive),)
+    sp = SplitInfo(ncpus, task_time, tuple(left), devices=one)
+    return Waiting(jid, wave * ncpus, estimate, split=sp, devices=asks, resources=dev.slots(asks, devs))
+
+
+def test_a_window_takes_only_as_many_chains_as_gpus_are_free_each_with_its_own():
+    devs = tuple(Device("gpu", i, 0) for i in range(4))
+    running = [Running(1, 4, 0.0, 2 * H, cores=(0, 1, 2, 3), devices=(("gpu", 0), ("gpu", 1), ("gpu", 2)))]
+    head = Waiting(2, 8, H)
+    job = gpu_split_job(3, 4, range(16), devs=devs)
+    s = replace(snap(running, [head, job], free=frozenset(range(4, 8))), devices=devs)
+    plan = schedule(s)
+    [st_] = [d for d in plan.decisions if isinstance(d, StartTasks)]
+    assert st_.chains == ((0, 1),) and st_.devices == ((("gpu", 3),),)  # one GPU free: one chain
+    assert len(st_.cores) == 1 and st_.end == 2 * H
+
+
+def test_a_head_that_needs_the_gpus_keeps_them_from_the_window():
+    devs = tuple(Device("gpu", i, 0) for i in range(2))
+    running = [Running(1, 4, 0.0, 2 * H, cores=(0, 1, 2, 3))]
+    head = Waiting(2, 8, H, devices=(dev.DeviceAsk("gpu", 2),), resources=dev.slots((dev.DeviceAsk("gpu", 2),), devs))
+    job = gpu_split_job(3, 2, range(8), devs=devs)
+    s = replace(snap(running, [head, job], free=frozenset(range(4, 8))), devices=devs)
+    [st_] = [d for d in schedule(s).decisions if isinstance(d, StartTasks)]
+    assert len(st_.chains) == 2 and {k for ch in st_.devices for k in ch} == {("gpu", 0), ("gpu", 1)}
+    assert st_.end <= 2 * H  # the GPUs are back by the head's time
+    # with a third GPU held until after the head's time, the head needs both free ones then: none for pieces
+    running.append(Running(4, 0, 0.0, 5 * H, devices=(("gpu", 2),)))
+    devs3 = (*devs, Device("gpu", 2, 0))
+    head3 = replace(head, devices=(dev.DeviceAsk("gpu", 3),), resources=dev.slots((dev.DeviceAsk("gpu", 3),), devs3))
+    s3 = replace(s, running=tuple(running), pending=(head3, job), devices=devs3)
+    plan = schedule(s3)
+    for d in plan.decisions:
+        if isinstance(d, StartTasks):
+            assert d.end <= 5 * H
+
+
+def test_its_turn_starts_it_as_pieces_one_chain_each_on_distinct_gpus():
+    devs = (Device("gpu", 0, 0), Device("gpu", 1, 1))
+    job = gpu_split_job(3, 2, range(4), devs=devs, estimate=2 * H)
+    s = replace(snap([], [job], free=frozenset(range(8))), devices=devs)
+    plan = schedule(s)
+    assert plan.starts == ()
+    [st_] = [d for d in plan.decisions if isinstance(d, StartTasks)]
+    assert st_.chains == ((0, 1), (2, 3))
+    assert sorted(st_.devices) == [(("gpu", 0),), (("gpu", 1),)]
+    assert len(st_.cores) == 2 and st_.end == 2 * H
+    # a walltime that holds one sub-task per chain leaves the rest queued
+    short = replace(s, pending=(replace(job, estimate=H),))
+    [st_] = [d for d in schedule(short).decisions if isinstance(d, StartTasks)]
+    assert st_.chains == ((0,), (1,))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ngpus=st.integers(1, 4),
+    share=st.integers(1, 2),
+    held=st.lists(st.tuples(st.integers(0, 3), st.booleans()), max_size=4),
+    per=st.integers(1, 2),
+    exclusive=st.booleans(),
+    ntasks=st.integers(1, 12),
+    head_gpus=st.integers(0, 2),
+    policy=st.sampled_from([Policy.EASY, Policy.CHECKPOINT_BACKFILL, Policy.CONSERVATIVE]),
+    busy_until=st.floats(0.5 * H, 6 * H),
+)
+def test_pieces_never_hold_more_device_slots_than_are_free(
+    ngpus, share, held, per, exclusive, ntasks, head_gpus, policy, busy_until
+):
+    devs = tuple(Device("gpu", i, i % 2, share=share) for i in range(ngpus))
+    slots = {d.key: d.share for d in devs}
+    running = []
+    for k, (g, whole) in enumerate(held):  # jobs holding one GPU each, on no cores, while slots are left
+        key = ("gpu", g % ngpus)
+        n = share if whole else 1
+        if slots[key] < n:
+            continue
+        slots[key] -= n
+        running.append(Running(10 + k, 0, 0.0, busy_until, devices=(key,), whole_devices=whole))
+    running.append(Running(1, 4, 0.0, busy_until, cores=(0, 1, 2, 3)))
+    pending = []
+    if head_gpus and head_gpus <= ngpus:
+        a = (dev.DeviceAsk("gpu", head_gpus),)
+        pending.append(Waiting(2, 8, H, devices=a, resources=dev.slots(a, devs)))
+    else:
+        pending.append(Waiting(2, 8, H))
+    need = per * (share if exclusive else 1)
+    wave = min(8, ngpus * share // need if per <= ngpus else 0)
+    if wave < 1:
+        return
+    pending.append(gpu_split_job(3, wave, range(ntasks), per=per, exclusive=exclusive, devs=devs))
+    s = replace(snap(running, pending, policy, free=frozenset(range(4, 8))), devices=devs)
+    plan = schedule(s)
+    pieces = [d for d in plan.decisions if isinstance(d, StartTasks)]
+    assert not [d for d in plan.starts if d.job == 3]  # never whole
+    use = dict.fromkeys(slots, 0)
+    cores: list[int] = []
+    tasks: list[int] = []
+    for d in pieces:
+        assert len(d.devices) == len(d.chains) and all(d.chains)
+        assert len(d.cores) == len(d.chains)  # one core per chain
+        for ch in d.devices:
+            assert len(ch) == per == len(set(ch))  # distinct devices, as many as one sub-task asks
+            for key in ch:
+                use[key] += share if exclusive else 1
+        cores.extend(d.cores)
+        tasks.extend(d.tasks)
+    for key, n in use.items():
+        assert n <= slots[key], (key, use, slots)  # never more than the slots left free
+    assert len(cores) == len(set(cores)) and set(cores) <= set(range(4, 8))
+    assert len(tasks) == len(set(tasks)) and set(tasks) <= set(range(ntasks))
+    other = [d for d in plan.starts if d.devices]
+    for d in other:  # a head started beside the pieces gets devices not over-subscribed either
+        for key in d.devices:
+            use[key] += 1
+        for key, n in use.items():
+            assert n <= slots[key]
+
+
+def test_on_a_map_each_chain_runs_on_the_board_of_its_gpu():
+    from gridsched import topology
+
+    m = topology.parse(
+        '[[board]]\nid = 0\ncores = "0-3"\n[[board]]\nid = 1\ncores = "4-7"\n'
+        '[[device]]\ntype = "gpu"\nindex = 0\nboard = 0\n[[device]]\ntype = "gpu"\nindex = 1\nboard = 1\n'
+    )
+    devs = m.devices
+    board = {0: {0, 1, 2, 3}, 1: {4, 5, 6, 7}}
+    # its turn: the whole start becomes a piece whose chains sit beside their GPUs
+    job = gpu_split_job(3, 2, range(4), devs=devs, estimate=2 * H)
+    s = replace(snap([], [job], free=frozenset(range(8))), devices=devs, machine=m)
+    [st_] = [d for d in schedule(s).decisions if isinstance(d, StartTasks)]
+    for (core,), (key,) in zip([st_.cores[:1], st_.cores[1:]], st_.devices, strict=True):
+        assert core in board[key[1]], st_
+    # a window: job 1 holds cores 0-1 and 4-5 until the head's time
+    running = [Running(1, 4, 0.0, 2 * H, cores=(0, 1, 4, 5))]
+    s = replace(snap(running, [Waiting(2, 8, H), job], free=frozenset({2, 3, 6, 7})), devices=devs, machine=m)
+    [st_] = [d for d in schedule(s).decisions if isinstance(d, StartTasks)]
+    assert len(st_.chains) == 2
+    for (core,), (key,) in zip([st_.cores[:1], st_.cores[1:]], st_.devices, strict=True):
+        assert core in board[key[1]], st_
