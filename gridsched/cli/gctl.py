@@ -279,11 +279,9 @@ def _print_decision(dec: dict[str, Any], ncores: int, window: str, as_json: bool
 
 def _tune_by_daemon(s: Any, wait_s: float, as_json: bool) -> int:
     """Auto settings: the daemon tunes now; wait for its record of the decision and print it."""
-    import sqlite3
     import time
 
     from ..core.units import format_duration
-    from ..state import StateDB
 
     info = s.spool.daemon_info()
     if info is None:
@@ -298,15 +296,7 @@ def _tune_by_daemon(s: Any, wait_s: float, as_json: bool) -> int:
     deadline = time.monotonic() + wait_s
     delay = 0.05
     while True:
-        try:
-            db = StateDB(s.spool.db)
-            try:
-                rec = json.loads(db.meta().get("tuning") or "{}")
-            finally:
-                db.close()
-        except (OSError, ValueError, sqlite3.Error):
-            rec = {}
-        last = rec.get("last") or {}
+        last = _tuning_record(s).get("last") or {}
         if isinstance(last.get("time"), (int, float)) and last["time"] >= asked - 1.0:
             break
         if time.monotonic() > deadline:
@@ -424,16 +414,12 @@ def _tunes(cfg: Any) -> bool:
     return bool(cfg.tuning.active and cfg.params.policy.value == "checkpoint-backfill")
 
 
-def _tuning_state(s: Any) -> dict[str, Any]:
-    """What gctl info shows of tuning: the configuration's auto settings and the daemon's record."""
+def _tuning_record(s: Any) -> dict[str, Any]:
+    """The daemon's record of tuning in the state db (meta ``tuning``); {} where there is none."""
     import sqlite3
 
     from ..state import StateDB
 
-    out: dict[str, Any] = {"auto": _tunes(s.cfg)}
-    if not out["auto"]:
-        return out
-    out["describe"] = s.cfg.tuning.describe()
     try:
         db = StateDB(s.spool.db)
         try:
@@ -441,7 +427,18 @@ def _tuning_state(s: Any) -> dict[str, Any]:
         finally:
             db.close()
     except (OSError, ValueError, sqlite3.Error):
-        rec = {}
+        return {}
+    return rec if isinstance(rec, dict) else {}
+
+
+def _tuning_state(s: Any) -> dict[str, Any]:
+    """What gctl info shows of tuning: the configuration's auto settings and the daemon's record."""
+
+    out: dict[str, Any] = {"auto": _tunes(s.cfg)}
+    if not out["auto"]:
+        return out
+    out["describe"] = s.cfg.tuning.describe()
+    rec = _tuning_record(s)
     out["in_force"] = rec.get("in_force")
     out["since"] = rec.get("since")
     last = rec.get("last") or {}

@@ -92,8 +92,8 @@ SECONDS = SecondsType()
 FRACTION = FractionType()
 
 
-class AutoFractionType(FractionType):
-    """A fraction, or ``auto``: chosen during the replay from what has ended (``--tune-every``)."""
+class _OrAuto(click.ParamType):
+    """A value of the type it is mixed into, or ``auto``: chosen during the replay from what has ended."""
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         if str(value).strip().lower() == "auto":
@@ -101,13 +101,12 @@ class AutoFractionType(FractionType):
         return super().convert(value, param, ctx)
 
 
-class AutoSecondsType(SecondsType):
-    """A duration, or ``auto`` (as :class:`AutoFractionType`)."""
+class AutoFractionType(_OrAuto, FractionType):
+    pass
 
-    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        if str(value).strip().lower() == "auto":
-            return "auto"
-        return super().convert(value, param, ctx)
+
+class AutoSecondsType(_OrAuto, SecondsType):
+    pass
 
 
 def _tune_options(f: Callable[..., Any]) -> Callable[..., Any]:

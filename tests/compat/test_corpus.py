@@ -416,17 +416,22 @@ def environ(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def submit(name: str, root: Path) -> Outcome:
-    """gsub NAME from a fresh submit directory under ``root``, with no daemon: the spec it wrote."""
-    want = WANT[name]
+def submit_dir(name: str, root: Path) -> tuple[Path, dict[str, str]]:
+    """A fresh submit directory under ``root`` holding NAME, the configuration of :data:`MACHINE`, and the
+    environment that selects them."""
     work = root / "submit"
     work.mkdir(parents=True)
-    for d in want.mkdirs:
+    for d in WANT[name].mkdirs:
         (work / d).mkdir()
     shutil.copyfile(SCRIPTS / name, work / name)
     (root / "gridsched.toml").write_text(CONFIG)
     (root / "topology.toml").write_text(TOPOLOGY)
-    env = {"GRIDSCHED_CONFIG": str(root / "gridsched.toml"), "GRIDSCHED_SPOOL": str(root / "spool")}
+    return work, {"GRIDSCHED_CONFIG": str(root / "gridsched.toml"), "GRIDSCHED_SPOOL": str(root / "spool")}
+
+
+def submit(name: str, root: Path) -> Outcome:
+    """gsub NAME from a fresh submit directory under ``root``, with no daemon: the spec it wrote."""
+    work, env = submit_dir(name, root)
     with environ(**env), contextlib.chdir(work):
         r = CliRunner().invoke(gsub.cli, [name], prog_name="gsub")
     specs = submitted(Spool(root / "spool"))
@@ -680,15 +685,7 @@ LOCAL_SLURM_MEM = 16000 * M  # RealMemory of the node of ../shared/tools/slurm-l
 
 def emitted(name: str, root: Path) -> tuple[int, str, str]:
     """``gsub --emit slurm NAME`` from a fresh submit directory, as :func:`submit` submits it."""
-    want = WANT[name]
-    work = root / "submit"
-    work.mkdir(parents=True)
-    for d in getattr(want, "mkdirs", ()):
-        (work / d).mkdir()
-    shutil.copyfile(SCRIPTS / name, work / name)
-    (root / "gridsched.toml").write_text(CONFIG)
-    (root / "topology.toml").write_text(TOPOLOGY)
-    env = {"GRIDSCHED_CONFIG": str(root / "gridsched.toml"), "GRIDSCHED_SPOOL": str(root / "spool")}
+    work, env = submit_dir(name, root)
     with environ(**env), contextlib.chdir(work):
         r = CliRunner().invoke(gsub.cli, ["--emit", "slurm", name], prog_name="gsub")
     return r.exit_code, r.stdout, r.stderr

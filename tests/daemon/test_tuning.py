@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import random
 import time
 
 import pytest
 
 from gridsched.spool import Spool
 from tests.cli.conftest import job_row, write_rows
+from tests.cli.test_gctl_tune import history
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.daemon
@@ -28,35 +28,9 @@ autostart = false
 """
 
 
-def overestimated(n: int, seed: int = 3) -> list[dict]:
-    """``n`` jobs that ended within the last day, on up to 8 of 16 cores, each asking ten times its run time."""
-    r = random.Random(seed)
-    now = time.time()
-    t = now - 86400
-    rows = []
-    for k in range(1, n + 1):
-        t += r.expovariate(1 / 300)
-        run = r.choice([60, 300, 900, 3600]) * r.uniform(0.5, 1.5)
-        start = t + r.uniform(0, 600)
-        end = min(start + run, now - 1)
-        rows.append(
-            job_row(
-                k,
-                state="COMPLETED",
-                ncpus=r.choice([1, 2, 4, 8]),
-                walltime=int(run * 10),
-                submit_time=t,
-                start_time=start,
-                end_time=end,
-                elapsed=end - start,
-            )
-        )
-    return rows
-
-
 def test_gctl_tune_adopts_from_the_history_and_the_setting_survives_a_restart(make_gs):
     gs = make_gs(AUTO_CONFIG, start=False)
-    write_rows(Spool(gs.spool), *overestimated(150))
+    write_rows(Spool(gs.spool), *history(job_row, 150))  # walltimes ten times the run times
     gs.start()
     wait_for(lambda: "tuning: p, threshold, predictor auto" in gs.log(), 15, "the tuning line at start")
     assert "in force: p=0.2 threshold=1800s predictor=scaled" in gs.log()
