@@ -16,6 +16,11 @@ Common rules
   walltime); a job already past that counts as ending ``now``.  A job with
   ``stopping`` set counts as ending ``now``: its cores are "coming free"; no
   job is started on them and no more cores are taken for them.
+* A job of walltime 0 ends as it starts.  Reserved for a later time (the
+  head's shadow time, a conservative reservation), it holds the instant its
+  reservation begins: a job that would still run then must leave it its
+  cores (and units) as one of any other walltime, on every machine, with or
+  without floating resources or devices; a job ending then need not.
 * Placement: in placement mode (``Snapshot.free`` is a set) a started job gets
   the cores :func:`gridsched.core.placement.assign` chooses (the
   lowest-numbered free ones without a map); in count-only mode (``free is
@@ -200,7 +205,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from itertools import compress
-from math import inf
+from math import inf, nextafter
 from operator import attrgetter
 
 from . import devices as dev
@@ -798,7 +803,15 @@ class _Pass:
 
     def hold(self, start: float, duration: float, v: Vec, fixed: bool = False, taken: bool = False) -> None:
         """Hold ``v`` over ``[start, start + duration)`` (``fixed``: not in the loose profiles;
-        ``taken``: held from now on, and already taken from what is free now)."""
+        ``taken``: held from now on, and already taken from what is free now).
+
+        A hold of duration 0 from a later time (a job of walltime 0 due then) holds the instant it
+        begins, up to the next float: a job running across that instant must leave it room, as the
+        cores-only test (:meth:`_clear`) asks; a job ending then need not, and one that needs its
+        cores from then on is reserved just after it (the next float).  From now on it holds
+        nothing: such a job ends as it starts, and what it takes is out of what is free now."""
+        if duration <= 0 and start > self.now:
+            duration = nextafter(start, inf) - start
         if self._profs is None:  # cores only, the profile not built yet
             h = self._hold1
             if taken:  # one more end
