@@ -16,6 +16,11 @@ Common rules
   walltime); a job already past that counts as ending ``now``.  A job with
   ``stopping`` set counts as ending ``now``: its cores are "coming free"; no
   job is started on them and no more cores are taken for them.
+* A job of walltime 0 ends as it starts.  Reserved for a later time (the
+  head's shadow time, a conservative reservation), it holds the instant its
+  reservation begins: a job that would still run then must leave it its
+  cores (and units) as one of any other walltime, on every machine, with or
+  without floating resources or devices; a job ending then need not.
 * Placement: in placement mode (``Snapshot.free`` is a set) a started job gets
   the cores :func:`gridsched.core.placement.assign` chooses (the
   lowest-numbered free ones without a map); in count-only mode (``free is
@@ -129,7 +134,14 @@ head asking for devices the set must also let
 (:func:`gridsched.core.preempt.device_victims`).  A job
 backfilled past the shadow time must leave the head a placement then; once
 that time has come, on the cores free now or coming free (the victims'),
-whatever the count of extra cores allows (:meth:`_Pass.leaves_room`).
+whatever the count of extra cores allows (:meth:`_Pass.leaves_room`).  For a
+head asking for devices, a job that would still run at the shadow time starts
+only if :func:`gridsched.core.devices.choose` can still place the head then,
+on what is free then once that job holds what it would get now: the slots of
+the devices not held by a job running then and, on a map, the cores free by
+then (:meth:`_Pass.leaves_devices_at`; once the time has come, on what is free
+or coming free, :meth:`_Pass.leaves_devices`).  The guard holds only if the
+head can be placed then at all when the backfilling begins.
 
 Resources
 ---------
@@ -205,7 +217,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from itertools import compress
-from math import inf
+from math import inf, nextafter
 from operator import attrgetter
 
 from . import devices as dev
@@ -588,6 +600,9 @@ class _Pass:
         # slots in use per device (built when a job asking for devices is first looked at)
         self._dev_used: dict[tuple[str, int], int] | None = None
         self._picked: tuple[tuple[str, int], ...] = ()
+        # the devices of the jobs started in this pass: (counted end, device keys, whole)
+        self._dev_ends: list[tuple[float, tuple[tuple[str, int], ...], bool]] = []
+        self._busy_at: tuple[float, int, int, dict[tuple[str, int], int]] | None = None
 
     def _general_init(self, snap: Snapshot, mode: int) -> None:
         """The state with floating resources or reservations (one profile per resource)."""
@@ -803,7 +818,15 @@ class _Pass:
 
     def hold(self, start: float, duration: float, v: Vec, fixed: bool = False, taken: bool = False) -> None:
         """Hold ``v`` over ``[start, start + duration)`` (``fixed``: not in the loose profiles;
-        ``taken``: held from now on, and already taken from what is free now)."""
+        ``taken``: held from now on, and already taken from what is free now).
+
+        A hold of duration 0 from a later time (a job of walltime 0 due then) holds the instant it
+        begins, up to the next float: a job running across that instant must leave it room, as the
+        cores-only test (:meth:`_clear`) asks; a job ending then need not, and one that needs its
+        cores from then on is reserved just after it (the next float).  From now on it holds
+        nothing: such a job ends as it starts, and what it takes is out of what is free now."""
+        if duration <= 0 and start > self.now:
+            duration = nextafter(start, inf) - start
         if self._profs is None:  # cores only, the profile not built yet
             h = self._hold1
             if taken:  # one more end
@@ -923,6 +946,8 @@ class _Pass:
             self.decisions.append(Activate(w.id, cores, now + w.estimate))
             self.activated[w.id] = (cores, now + w.estimate)
         else:
+            if self._picked and not (self.snap.kept and w.id in self.snap.kept):  # (kept slots: in snap.kept)
+                self._dev_ends.append((now + duration, self._picked, any(a.exclusive for a in w.devices)))
             self.decisions.append(Start(w.id, cores, backfilled, planned, self._picked))
             if planned is not None and now < now + planned < self.wake:
                 self.wake = now + planned
@@ -1058,6 +1083,72 @@ class _Pass:
             return True  # cores by count: the extra count keeps the head's
         coming = self.coming_set().difference(taken) if self.free_set is not None else None
         return places_devices(self.snap, head, busy, coming, ())
+
+    def busy_devices_at(self, t: float) -> dict[tuple[str, int], int]:
+        """The slots in use per device at ``t`` (later than now): by the running jobs counted as ending
+        after ``t`` (stopping ones and those just preempted without keeping their devices are gone), by
+        the suspended jobs that keep theirs, and by the jobs started in this pass that end after ``t``."""
+        memo = self._busy_at
+        if memo is not None and memo[:3] == (t, len(self._dev_ends), len(self.preempted)):
+            return memo[3]
+        snap, now, mode = self.snap, self.now, self.mode
+        holders: list[tuple[Iterable[tuple[str, int]], bool]] = []
+        for r in snap.running:
+            if not r.devices:
+                continue
+            if r.id in self.preempted:
+                if r.keeps_devices:
+                    holders.append((r.devices, r.whole_devices))
+            elif not r.stopping and counted_end(r, now, mode) > t:
+                holders.append((r.devices, r.whole_devices))
+        holders.extend(snap.kept.values())
+        holders.extend((keys, whole) for end, keys, whole in self._dev_ends if end > t)
+        used = dev.used_slots(holders, snap.devices)
+        self._busy_at = (t, len(self._dev_ends), len(self.preempted), used)
+        return used
+
+    def head_devices_placeable_at(self, head: Waiting, t: float) -> bool:
+        """Whether ``head``, which asks for devices, can be placed at ``t`` (later than now) by
+        :func:`gridsched.core.devices.choose` on the devices and (on a map) the cores free then."""
+        return places_devices(self.snap, head, self.busy_devices_at(t), self._cores_at(t), ())
+
+    def leaves_devices_at(self, w: Waiting, head: Waiting, t: float) -> bool:
+        """Whether ``head`` (asking for devices, its reservation at ``t``, later than now) can still be
+        placed then by :func:`gridsched.core.devices.choose` once ``w``, running past ``t``, holds the
+        devices and cores it would get now: on the devices free at ``t`` and, on a map, the cores free
+        by then less ``w``'s.  Without a map the cores are only counted (the profile keeps them)."""
+        busy = self.busy_devices_at(t)
+        taken: frozenset[int] = frozenset()
+        if w.devices and not w.flex:
+            got = self._choose(w)
+            if got is None:
+                return True  # it does not start now anyway
+            keys, cores, held = got
+            if not (self.snap.kept and w.id in self.snap.kept):
+                busy = dict(busy)
+                whole = any(a.exclusive for a in w.devices)
+                for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
+                    busy[k] = busy.get(k, 0) + n
+            taken = held or frozenset(cores)
+        elif self.machine is not None and self.free_set is not None:
+            got_c = assign(self.machine, self.free_set, w.ncpus, w.place)
+            if got_c is None:
+                return True
+            taken = got_c[1]
+        else:
+            return True  # no devices, cores by count: the profile keeps the head's
+        then = self._cores_at(t)
+        return places_devices(self.snap, head, busy, then.difference(taken) if then is not None else None, ())
+
+    def _cores_at(self, t: float) -> frozenset[int] | None:
+        """On a map, the cores free at ``t``: free now, or held by a job counted as ending by then."""
+        if self.machine is None or self.free_set is None:
+            return None
+        cores = set(self.free_set)
+        for when, cs in self.releases:
+            if when <= t:
+                cores.update(cs)
+        return frozenset(cores)
 
     def coming(self) -> list[int]:
         """Free now plus held by stopping or just preempted jobs."""
@@ -1576,6 +1667,10 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     on_map = ps.machine is not None
     # the same for a head asking for devices, once its time has come: distinct devices, cores near them
     dguard = bool(head.devices) and not head.flex and shadow <= now and not ps.head_devices_blocked(head)
+    # and before it has come: a job that would still run at the shadow time must leave the head devices
+    # (and, on a map, cores near them) that devices.choose can give it then, on what is free then
+    fguard = bool(head.devices) and not head.flex and now < shadow < inf and ps.head_devices_placeable_at(head, shadow)
+    no_devices: set[tuple[int, object, bool, object, object]] = set()
     unplaceable: set[tuple[int, object, bool, object]] = set()
     no_room: set[tuple[int, object, bool, object]] = set()
     lazy = ps._profs is None  # cores only: the profile is not built, its one later hold is the head's
@@ -1680,6 +1775,13 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             no_room.clear()
         if dguard and not ps.leaves_devices(w, head):
             continue
+        if fguard and now + (est if planned is None else planned) > shadow:
+            dkey = (n, w.place, w.flex, w.devices, snap.kept.get(w.id) if snap.kept else None)
+            if dkey in no_devices:
+                continue
+            if not ps.leaves_devices_at(w, head, shadow):
+                no_devices.add(dkey)  # what is free only shrinks until a job starts
+                continue
         ps.start(w, v, est if planned is None else planned, True, planned)
         free0 = free_now[0]
         if not lazy:
@@ -1694,6 +1796,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             blocked.clear()
         if refused:
             refused.clear()
+        if no_devices:
+            no_devices.clear()
         if w.preemptable and not w.flex:
             reclaimable = True
         if free0 <= 0:

@@ -228,11 +228,6 @@ def test_an_all_zero_devices_file_changes_nothing(tr: Trace, params: Params) -> 
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the core's availability-profile path (taken when the machine has devices or floating "
-    "resources) lets backfilled jobs delay a head job of walltime 0, which the cores-only path does not",
-)
 def test_a_head_job_of_walltime_0_is_not_delayed_by_the_devices_of_the_machine() -> None:
     # 8 cores: job 1 holds 5 until 4000; job 2 (7 cores, walltime 0) is the head, due at 4000; job 3
     # (1 core) and job 4 (2 cores) would both run past 4000: only one core is left over for them then
