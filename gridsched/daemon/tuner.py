@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import config as configmod
 from ..core.params import Policy
-from ..tuning import applied, setting
+from ..tuning import applied, lowest_priority, setting
 
 if TYPE_CHECKING:
     from ..state import StateDB
@@ -120,6 +120,7 @@ class Tuner:
                 stderr=subprocess.PIPE,
                 close_fds=True,
                 start_new_session=True,
+                preexec_fn=lowest_priority,  # from its first instruction, not only once Python has started
             )
         except OSError as e:
             log.warning("tuning: could not start the tuner: %s", e)
