@@ -12,7 +12,9 @@ is not changed back and forth for noise); until the history holds
 ``min_jobs`` jobs it keeps the setting in force.
 
 Nothing here reads a clock, a file or the daemon: the caller (``gctl tune``,
-gsim) gives the history and the settings.
+gsim) gives the history and the settings.  The history is a set: jobs submitted
+at one instant are replayed in the order of their walltime, run time, cores and
+user, whatever order they are given in.
 """
 
 from __future__ import annotations
@@ -116,7 +118,9 @@ def replay(history: Sequence[Job], ncores: int, settings: Sequence[Params], over
     from .sim.metrics import compute
     from .sim.swf import Trace
 
-    jobs = sorted(history, key=lambda j: j.submit)
+    # by submission, and jobs submitted at one instant by their other fields: the queue order of the
+    # replay, and so the decision, does not depend on the order the history is given in
+    jobs = sorted(history, key=lambda j: (j.submit, j.walltime, j.run, j.ncpus, j.user))
     tr = Trace("history", ncores, ncores, None)
     t0 = jobs[0].submit if jobs else 0.0
     for k, j in enumerate(jobs):
