@@ -33,14 +33,27 @@ autostart = false
 """
 
 
-def submit_scenario(gs, e_mode: str = "signal", e_script: str = "checkpoint_counter.sh"):
-    a = gs.gsub("-N", "A", "-n", "2", "-t", "12s", "--wrap", "sleep 11")
+def submit_scenario(
+    gs, e_mode: str = "signal", e_script: str = "checkpoint_counter.sh", a_secs: int = 12, units: int = 40
+):
+    a = gs.gsub("-N", "A", "-n", "2", "-t", f"{a_secs}s", "--wrap", f"sleep {a_secs - 1}")
     b = gs.gsub("-N", "B", "-n", "2", "-t", "10m", "--wrap", "sleep 600")
     gs.wait_state(a, "RUNNING")
     gs.wait_state(b, "RUNNING")
     c = gs.gsub("-N", "C", "-n", "6", "-t", "1m", "--wrap", "sleep 2")
     d = gs.gsub("-N", "D", "-n", "2", "-t", "30s", "--checkpoint", "signal", "--wrap", "sleep 2")
-    e = gs.gsub("-N", "E", "-n", "2", "-t", "30s", "--checkpoint", e_mode, str(EXAMPLES / e_script), "40")
+    e = gs.gsub(
+        "-N",
+        "E",
+        "-n",
+        "2",
+        "-t",
+        f"{max(30, units // 2 + 10)}s",
+        "--checkpoint",
+        e_mode,
+        str(EXAMPLES / e_script),
+        str(units),
+    )
     return a, b, c, d, e
 
 
@@ -107,11 +120,13 @@ def test_suspend_mode_stops_and_continues_the_job(make_gs):
 def test_requeue_mode_reruns_from_scratch(make_gs):
     gs = make_gs(config("checkpoint-backfill"))
     gs.env["UNIT_SECONDS"] = "0.5"
-    a, b, c, d, e = submit_scenario(gs, e_mode="requeue")
-    gs.wait_state(c, "RUNNING", "COMPLETED", timeout=40)
-    je = gs.wait_state(e, "COMPLETED", timeout=90)
+    # a longer hole than the other scenarios (A holds its cores 30 s), so that E is backfilled however slowly
+    # the commands run, and a longer E (80 units of 0.5 s), so that it is still running at C's reservation
+    a, b, c, d, e = submit_scenario(gs, e_mode="requeue", a_secs=30, units=80)
+    gs.wait_state(c, "RUNNING", "COMPLETED", timeout=60)
+    je = gs.wait_state(e, "COMPLETED", timeout=180)
     assert je["preemptions"] == 1 and je["restarts"] == 1
     units = [u for u in (gs.work / "units.log").read_text().split("\n") if u]
     assert units.count("unit 1") == 2  # the first run's work was lost and done again
-    assert units[-40:] == [f"unit {i}" for i in range(1, 41)]
+    assert units[-80:] == [f"unit {i}" for i in range(1, 81)]
     gs.run("gdel", str(b))
