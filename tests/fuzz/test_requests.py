@@ -192,9 +192,9 @@ def test_the_id_in_the_request_must_be_the_one_in_its_name():
         rq.parse({"type": "submit", "job": valid_job(7)}, rq.id_name(1), SENDER)
 
 
-@pytest.mark.parametrize("kind", ["reload", "drain", "undrain"])
+@pytest.mark.parametrize("kind", ["reload", "tune", "drain", "undrain"])
 def test_admin_requests_are_refused_to_others(kind):
-    data = {"type": kind, **({"cores": "0-1"} if kind != "reload" else {})}
+    data = {"type": kind, **({"cores": "0-1"} if kind in ("drain", "undrain") else {})}
     with pytest.raises(rq.Refused, match="only root or the spool's owner"):
         rq.parse(data, f"{kind}-1-1.json", SENDER)
     rq.parse(data, f"{kind}-1-1.json", rq.Sender(0, "root", frozenset({0}), admin=True))

@@ -49,6 +49,7 @@ def test_b_cannot_reload_drain_resume_or_undrain(fresh):
     system.cfg.write_text(text)
     for payload in (
         {"type": "reload"},
+        {"type": "tune"},
         {"type": "drain", "cores": "0-3", "reason": "B was here"},
         {"type": "resume", "cores": "0-3"},
         {"type": "undrain", "cores": "0-3"},
@@ -64,6 +65,7 @@ def test_b_cannot_reload_drain_resume_or_undrain(fresh):
     assert after_drain == "3", f"B changed the drained cores: root drained 3, now {after_drain!r}"
     assert not state.startswith("FAILED"), f"B made the daemon reload its configuration: a 5-minute job is {state}"
     assert not reloaded, f"B made the daemon reload its configuration: {reloaded}"
+    assert "tuning: started" not in system.log(), "B made the daemon tune its settings"
     topo = system.cmd(a, "gctl", "topology", "--json")
     assert topo.rc == 0, topo
     assert system.cmd(None, "gctl", "resume", "3").rc == 0
@@ -75,7 +77,7 @@ def test_a_non_admin_gctl_drain_is_refused_in_one_line(system, targets):
     """gctl drain by a user who does not administer the spool: refused by the command itself (non-zero exit,
     one line), not written as a request the daemon then ignores."""
     a = system.a
-    for args in (("drain", "0-1"), ("resume", "0-1"), ("reload",)):
+    for args in (("drain", "0-1"), ("resume", "0-1"), ("reload",), ("tune",)):
         r = system.cmd(a, "gctl", *args)
         why = r.one_line_error("gctl")
         assert why is None, why
