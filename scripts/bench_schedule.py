@@ -23,11 +23,18 @@ With ``--gpus`` the map (implied) also has 16 GPUs, 2 on each board: a quarter
 of the pending jobs ask for 1 to 4 of them, and a quarter of the running jobs
 hold one.
 
+With ``--gpu-head`` (implies ``--gpus``) every GPU is held by a running job and
+the head job of each queue asks for 2 of them, with the quarter of the queue
+that asks for GPUs: the head's reservation waits for GPUs, and every job
+backfilled past it is checked for leaving the head distinct GPUs then.
+
 Prints the median of several runs of ``schedule`` (checkpoint-backfill unless
-``--policy`` says otherwise) and of ``forecast``.  Targets: one pass with
+``--policy`` says otherwise), its median CPU time (``time.process_time``), and
+the median of ``forecast``; ``--pending`` limits the queue lengths.  Targets: one pass with
 10,000 pending jobs in at most 5 ms with the map, with and without extras.
 
     python scripts/bench_schedule.py [--runs 7] [--policy checkpoint-backfill] [--map] [--extras] [--gpus]
+                                     [--gpu-head] [--pending 10000]
 """
 
 from __future__ import annotations
@@ -142,13 +149,36 @@ def with_gpus(machine, running: tuple[Running, ...], queue: tuple[Waiting, ...])
     return devs, tuple(run), tuple(out)
 
 
-def median_ms(fn, snap: Snapshot, runs: int) -> float:
+def gpu_head(devs, running: tuple[Running, ...], queue: tuple[Waiting, ...]):
+    """Every GPU held (those still free go to running jobs without one, on the GPU's board when one is
+    there) and the head asking for 2.  Returns (running, queue)."""
+    held = {k for r in running for k in r.devices}
+    free = [d for d in devs if d.key not in held]
+    run = list(running)
+    for d in free:
+        k = next((i for i, r in enumerate(run) if not r.devices), None)
+        if k is None:
+            break
+        r = run[k]
+        run[k] = replace(r, devices=(d.key,), resources=dev.merge(r.resources, dev.held((d.key,), devs, False)))
+    head = queue[0]
+    asks = (dev.DeviceAsk("gpu", 2),)
+    base = tuple((n, x) for n, x in head.resources if not n.startswith(dev.PREFIX))
+    head = replace(head, devices=asks, resources=dev.merge(base, dev.slots(asks, devs)))
+    return tuple(run), (head, *queue[1:])
+
+
+def median_ms(fn, snap: Snapshot, runs: int) -> tuple[float, float]:
+    """The median wall-clock and CPU time of ``runs`` calls, in ms."""
     times = []
+    cpu = []
     for _ in range(runs):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         fn(snap)
         times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000
+        cpu.append(time.process_time() - c0)
+    return statistics.median(times) * 1000, statistics.median(cpu) * 1000
 
 
 def main() -> None:
@@ -159,7 +189,13 @@ def main() -> None:
     ap.add_argument("--map", action="store_true", help=f"{BOARDS} boards, jobs placed")
     ap.add_argument("--extras", action="store_true", help="with --map: 2 licences and 3 reservations")
     ap.add_argument("--gpus", action="store_true", help=f"the map with {GPUS} GPUs, a quarter of the jobs asking")
+    ap.add_argument("--gpu-head", action="store_true", help="with --gpus: all GPUs held, the head asking for 2")
+    ap.add_argument(
+        "--pending", type=int, action="append", help="queue length (repeatable; default 1,000, 10,000 and 100,000)"
+    )
     args = ap.parse_args()
+    if args.gpu_head:
+        args.gpus = True
     if args.gpus:
         args.map = True
     rng = random.Random(20240601)
@@ -170,9 +206,11 @@ def main() -> None:
         what += ", 2 licences, 3 reservations"
     if args.gpus:
         what += f", {GPUS} GPUs"
+    if args.gpu_head:
+        what += " all held, the head asking for 2"
     print(f"policy {params.policy.value}, {NCORES} cores ({what}), {NRUNNING} running, median of {args.runs} runs")
-    print(f"{'queue':<7}{'pending':>9}{'schedule ms':>14}{'starts':>8}{'forecast ms':>14}")
-    for npending in (1_000, 10_000, 100_000):
+    print(f"{'queue':<7}{'pending':>9}{'schedule ms':>14}{'cpu ms':>9}{'starts':>8}{'forecast ms':>14}")
+    for npending in args.pending or (1_000, 10_000, 100_000):
         runs = args.runs if npending <= 10_000 else max(3, args.runs // 2)
         for name, queue in (("worst", worst_queue(npending)), ("mixed", mixed_queue(rng, npending))):
             snap = Snapshot(now=0.0, ncores=NCORES, running=running, pending=queue, params=params)
@@ -189,14 +227,16 @@ def main() -> None:
                 )
                 if args.gpus:
                     devs, run2, q2 = with_gpus(machine, run, q)
+                    if args.gpu_head:
+                        run2, q2 = gpu_head(devs, run2, q2)
                     snap = replace(snap, running=run2, pending=q2, devices=devs, machine=replace(machine, devices=devs))
-            ms = median_ms(schedule, snap, runs)
+            ms, cpu = median_ms(schedule, snap, runs)
             nstart = len(schedule(snap).starts)
             if args.no_forecast:
                 fc = "-"
             else:
-                fc = f"{median_ms(forecast, snap, max(1, runs // 2)):.1f}"
-            print(f"{name:<7}{npending:>9,}{ms:>14.2f}{nstart:>8}{fc:>14}")
+                fc = f"{median_ms(forecast, snap, max(1, runs // 2))[0]:.1f}"
+            print(f"{name:<7}{npending:>9,}{ms:>14.2f}{cpu:>9.2f}{nstart:>8}{fc:>14}")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,14 @@ starts now only if its earliest start is ``now`` (and its cores are free now,
 not merely coming free), so it delays no earlier job's reservation.  Queue
 order and running jobs ending by their estimates guarantee that no job starts
 later than its reservation.  The pass stops once nothing more can start now;
-``forecast`` computes every reservation.
+``forecast`` computes every reservation.  Counted device slots are not devices
+(two slots of one shared GPU are not two GPUs): a job asking for devices is
+reserved at the first time, from its count's on, at which
+:func:`gridsched.core.devices.choose` can also place it on the devices and (on a
+map) cores free then (:class:`_DeviceTimes`); a job that starts now and would
+still run at such a reservation's time must leave that job placeable then
+(:meth:`_Pass.leaves_devices_at`), else it is reserved later.  Other
+reservations are counted in the profile but get no devices of their own.
 
 checkpoint-backfill (the default)
 ---------------------------------
@@ -1542,6 +1549,10 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
     ps.fixed()
     now = snap.now
     head: HeadReservation | None = None
+    # the reservations of jobs asking for devices that devices.choose can place at their time
+    # (on what is free then): (time, job); a job started now must leave each of them so
+    guarded: list[tuple[float, Waiting]] = []
+    dtimes: _DeviceTimes | None = None
     for w in _queue(snap):
         v = ps.vec(w)
         if not ps.possible(v):
@@ -1549,14 +1560,23 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
                 record[w.id] = inf
             continue
         t = ps.earliest(v, w.estimate)
+        started = denied = False
         if (
             (t == now and all(v[d] <= ps.free_now[d] for d in range(ps.dims))) or _loose_fit(ps, w, v)
         ) and ps.placeable(w, v):
-            ps.start(w, v, w.estimate, head is not None, None)
-            t = now
-        else:
+            if not guarded or _leaves_reserved(ps, w, guarded):
+                ps.start(w, v, w.estimate, head is not None, None)
+                t, started = now, True
+            else:
+                denied = True
+        if not started:
             if ps.machine is not None:
                 t = ps.placed_earliest(w, v, w.estimate, t if t > now else None)
+            on_devices = bool(w.devices) and not w.flex
+            if on_devices and t < inf:
+                if dtimes is None:
+                    dtimes = _DeviceTimes(ps)
+                t = dtimes.start(w, v, t, denied)
             if t == inf:
                 if record is not None:
                     record[w.id] = inf
@@ -1564,6 +1584,8 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
             if head is None:
                 head = HeadReservation(w.id, t)
             ps.hold(t, w.estimate, v)
+            if on_devices and (t > now or not ps.head_devices_blocked(w)):  # (later: placeable then, see above)
+                guarded.append((t, w))
         if record is not None:
             record[w.id] = t
         elif head is not None and ps.free_now[0] <= 0:
@@ -1572,6 +1594,85 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
     if record is None and head is not None:
         _split(ps, snap, _queue(snap))
     return _plan(ps, head)
+
+
+def _leaves_reserved(ps: _Pass, w: Waiting, guarded: list[tuple[float, Waiting]]) -> bool:
+    """Whether ``w``, started now, leaves every job of ``guarded`` that it would still run beside at
+    the job's reservation time a placement then by :func:`gridsched.core.devices.choose`."""
+    end = ps.now + w.estimate
+    for t, r in guarded:
+        if end <= t:
+            continue  # over by then
+        if not (ps.leaves_devices_at(w, r, t) if t > ps.now else ps.leaves_devices(w, r)):
+            return False
+    return True
+
+
+class _DeviceTimes:
+    """When jobs asking for devices can first be placed, for conservative's reservations.
+
+    What :func:`gridsched.core.devices.choose` can place at a later time ``t``
+    is decided on the devices free then (:meth:`_Pass.busy_devices_at`) and, on
+    a map, the cores free by then (:meth:`_Pass._cores_at`): both only grow with
+    ``t`` while no job starts, so the first time a request can be placed is
+    found by bisection over the times devices or cores come free, and kept per
+    request until a job starts (or is preempted).
+    """
+
+    def __init__(self, ps: _Pass) -> None:
+        self.ps = ps
+        self.state: tuple[int, int, int] = (-1, -1, -1)
+        self.times: list[float] = []
+        self.first: dict[tuple[object, ...], float] = {}
+
+    def _fresh(self) -> None:
+        ps = self.ps
+        state = (len(ps._dev_ends), len(ps.releases), len(ps.preempted))
+        if state == self.state:
+            return
+        self.state = state
+        self.first.clear()
+        now = ps.now
+        events = {e for e, _keys, _whole in ps._dev_ends}
+        events.update(e for e, _cores in ps.releases)
+        events.update(counted_end(r, now, ps.mode) for r in ps.general if r.devices)
+        self.times = sorted(e for e in events if e > now)
+
+    def _places(self, w: Waiting, t: float) -> bool:
+        ps = self.ps
+        return places_devices(ps.snap, w, ps.busy_devices_at(t), ps._cores_at(t), ())
+
+    def start(self, w: Waiting, v: Vec, t: float, later: bool) -> float:
+        """The reservation time of ``w`` from ``t`` (its time by count and, on a map, placement) on: the
+        first time from then on at which devices.choose can also place it and the count still fits
+        (``later``: after now, for a job that may not start now)."""
+        self._fresh()
+        ps = self.ps
+        kept = ps.snap.kept.get(w.id) if ps.snap.kept else None
+        key = (w.devices, w.ncpus, w.place, later, kept)
+        first = self.first.get(key)
+        if first is None:
+            first = self.first[key] = self._first(w, later)
+        if t >= first:
+            return t
+        if first == inf:
+            return inf
+        return ps.placed_earliest(w, v, w.estimate, first)
+
+    def _first(self, w: Waiting, later: bool) -> float:
+        if not later and self._places(w, self.ps.now):
+            return self.ps.now
+        times = self.times
+        if not times or not self._places(w, times[-1]):
+            return inf
+        lo, hi = 0, len(times) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._places(w, times[mid]):
+                hi = mid
+            else:
+                lo = mid + 1
+        return times[lo]
 
 
 def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
