@@ -37,6 +37,7 @@ class Tuner:
         self.requested = False  # gctl tune: tune at the next turn
         self.proc: subprocess.Popen[bytes] | None = None
         self.started = 0.0
+        self.polled = 0.0  # when the loop last looked at a tuning run under way
         self.last_at: float | None = None  # when the last tuning run started (or the daemon, before any)
         self.record: dict[str, Any] = {}  # meta "tuning": {"in_force": setting | None, "last": decision}
 
@@ -67,8 +68,8 @@ class Tuner:
 
     def due(self, cfg: configmod.Config) -> float | None:
         """When the loop must next look at the tuner (None: never)."""
-        if self.proc is not None:
-            return self.started + 1.0
+        if self.proc is not None:  # polled about once a second while it runs
+            return self.polled + 1.0
         if not self.tunes(cfg):
             return None
         if self.requested:
@@ -86,6 +87,7 @@ class Tuner:
         """One look from the loop: collect a finished tuning run, or start one that is due."""
         base = d.file_cfg
         if self.proc is not None:
+            self.polled = now
             if self.proc.poll() is None:
                 if now - self.started > LIMIT:
                     self.proc.kill()
@@ -125,7 +127,7 @@ class Tuner:
         except OSError as e:
             log.warning("tuning: could not start the tuner: %s", e)
             return
-        self.started = now
+        self.started = self.polled = now
         log.info("tuning: started (pid %d) over the jobs of the last %ss", self.proc.pid, base.tuning.window)
 
     def _collect(self, d: Any, base: configmod.Config, now: float) -> None:

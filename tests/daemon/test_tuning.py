@@ -77,6 +77,11 @@ def test_the_tuner_runs_when_due_in_the_background(stub_daemon):
     d.tuner.tick(d, now + 61)
     assert d.tuner.proc is not None
     proc = d.tuner.proc
+    # while it runs, the loop looks at it about once a second, not at every turn (no busy loop)
+    assert d.tuner.due(d.file_cfg) == pytest.approx(now + 62)
+    if proc.poll() is None:
+        d.tuner.tick(d, now + 61.5)
+        assert d.tuner.due(d.file_cfg) == pytest.approx(now + 62.5)
     wait_for(lambda: proc.poll() is not None, 120, "the tuner to end")
     d.tuner.tick(d, now + 62)
     assert d.tuner.proc is None
