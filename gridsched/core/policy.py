@@ -221,7 +221,7 @@ checkpoint-backfill.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import compress
 from math import inf, nextafter
@@ -1070,26 +1070,37 @@ class _Pass:
     def leaves_devices(self, w: Waiting, head: Waiting) -> bool:
         """Whether ``head`` (asking for devices, its reservation time come) can still be placed on what is
         free now or coming free once ``w`` runs on the devices and cores it would get now."""
-        busy = self.busy_devices()
+        took = self._would_take(w, self.busy_devices())
+        if took is None:
+            return True  # it does not start now, or cores by count: the extra count keeps the head's
+        busy, taken = took
+        coming = self.coming_set().difference(taken) if self.free_set is not None else None
+        return places_devices(self.snap, head, busy, coming, ())
+
+    def _would_take(
+        self, w: Waiting, busy: Mapping[tuple[str, int], int]
+    ) -> tuple[Mapping[tuple[str, int], int], frozenset[int]] | None:
+        """The device slots in use (``busy`` and ``w``'s, in a new dict) and the cores ``w`` would hold if
+        it started now; None if it cannot start now, or when there is nothing to check (no devices asked
+        for and cores only counted)."""
         if w.devices and not w.flex:
             got = self._choose(w)
             if got is None:
-                return True
+                return None
             keys, cores, held = got
             if not (self.snap.kept and w.id in self.snap.kept):
+                more = dict(busy)
                 whole = any(a.exclusive for a in w.devices)
                 for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
-                    busy[k] = busy.get(k, 0) + n
-            taken = held or frozenset(cores)
-        elif self.machine is not None and self.free_set is not None:
+                    more[k] = more.get(k, 0) + n
+                busy = more
+            return busy, held or frozenset(cores)
+        if self.machine is not None and self.free_set is not None:
             got_c = assign(self.machine, self.free_set, w.ncpus, w.place)
             if got_c is None:
-                return True
-            taken = got_c[1]
-        else:
-            return True  # cores by count: the extra count keeps the head's
-        coming = self.coming_set().difference(taken) if self.free_set is not None else None
-        return places_devices(self.snap, head, busy, coming, ())
+                return None
+            return busy, got_c[1]
+        return None
 
     def busy_devices_at(self, t: float) -> dict[tuple[str, int], int]:
         """The slots in use per device at ``t`` (later than now): by the running jobs counted as ending
@@ -1124,26 +1135,10 @@ class _Pass:
         placed then by :func:`gridsched.core.devices.choose` once ``w``, running past ``t``, holds the
         devices and cores it would get now: on the devices free at ``t`` and, on a map, the cores free
         by then less ``w``'s.  Without a map the cores are only counted (the profile keeps them)."""
-        busy = self.busy_devices_at(t)
-        taken: frozenset[int] = frozenset()
-        if w.devices and not w.flex:
-            got = self._choose(w)
-            if got is None:
-                return True  # it does not start now anyway
-            keys, cores, held = got
-            if not (self.snap.kept and w.id in self.snap.kept):
-                busy = dict(busy)
-                whole = any(a.exclusive for a in w.devices)
-                for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
-                    busy[k] = busy.get(k, 0) + n
-            taken = held or frozenset(cores)
-        elif self.machine is not None and self.free_set is not None:
-            got_c = assign(self.machine, self.free_set, w.ncpus, w.place)
-            if got_c is None:
-                return True
-            taken = got_c[1]
-        else:
-            return True  # no devices, cores by count: the profile keeps the head's
+        took = self._would_take(w, self.busy_devices_at(t))
+        if took is None:
+            return True  # it does not start now, or no devices and cores by count: the profile keeps the head's
+        busy, taken = took
         then = self._cores_at(t)
         return places_devices(self.snap, head, busy, then.difference(taken) if then is not None else None, ())
 
