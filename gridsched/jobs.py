@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 
 class JobState(str, Enum):
@@ -68,6 +69,19 @@ SPEC_KEYS = {
     "umask": "int: the submitter's umask, which the job runs with (its output and checkpoint files get it)",
 }
 
+# Why grequeue (the command and the daemon) refuses a grun job.
+GRUN_NOT_REQUEUED = "a grun job cannot be requeued: its rerun could not reconnect to grun"
+# Checkpoint modes that rerun a job: a grun job (spec ``interactive``) takes neither.
+RERUN_MODES = ("signal", "requeue")
+
+
+def rerun_refused(spec: dict[str, Any]) -> str | None:
+    """Why a job spec's checkpoint mode is refused: a grun job that could be rerun; or None."""
+    if spec.get("interactive") is True and spec.get("checkpoint") in RERUN_MODES:
+        return f"--checkpoint {spec['checkpoint']}: a grun job cannot be rerun (the rerun could not reconnect to grun)"
+    return None
+
+
 # Keys of the job specification present only when the submission sets them.
 SPEC_OPTIONAL_KEYS = {
     "parent": "int: the job this one is a child of (gsub inside a job, --parent; see docs/trees.md)",
@@ -102,6 +116,8 @@ SPEC_OPTIONAL_KEYS = {
     "mail_user": "list[str]: mail recipients (gsub --mail-user, #PBS -M, #$ -M); absent: the job's owner",
     "get_user_env": "str: TIMEOUT seconds and L (login shell) or S: the job starts from its owner's login "
     "environment (gsub --get-user-env, #SBATCH --get-user-env)",
+    "interactive": "bool: a grun job, whose streams go to the grun that waits for it: it is never rerun "
+    "(grequeue refuses it)",
     "split_of": "int: a piece of a splittable job: the job its sub-tasks were taken from",
     "split_chains": "list[list[int]]: a piece's sub-task indices, one list per chain of ncpus cores, run in order",
     "split_widths": "list[int]: the cores of each of a piece's chains",

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .core import cpuset, depend
 from .core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
+from .jobs import rerun_refused
 from .text import shown
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
@@ -295,6 +296,7 @@ class JobSpec(NamedTuple):
     mail_type: tuple[str, ...] = ()  # mail events (sbatch --mail-type), canonical names, sorted
     mail_user: tuple[str, ...] = ()  # mail recipients (sbatch --mail-user); none: the job's owner
     get_user_env: UserEnv | None = None  # start from the owner's login environment (sbatch --get-user-env)
+    interactive: bool = False  # a grun job: its streams go to the grun that waits for it; never rerun
 
     def to_spec(self) -> dict[str, Any]:
         """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
@@ -358,6 +360,8 @@ class JobSpec(NamedTuple):
             spec["mail_user"] = list(self.mail_user)
         if self.get_user_env is not None:
             spec["get_user_env"] = self.get_user_env.text()
+        if self.interactive:
+            spec["interactive"] = True
         if self.split is not None:
             sp: dict[str, Any] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
             if self.split.tasks:
@@ -879,9 +883,12 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         mail_type=_mail_type_field(f),
         mail_user=_mail_user_field(f),
         get_user_env=_user_env_field(f),
+        interactive=f.flag("interactive", required=False),
     )
     _check_priority(spec, sender)
     _check_tasks(spec)
+    if spec.interactive and rerun_refused({"interactive": True, "checkpoint": spec.checkpoint}):
+        raise f.bad("checkpoint", "a grun job cannot be rerun: must be none or suspend")
     if "\0" in spec.script:
         raise f.bad("script", "holds a NUL character")
     if not spec.submit_dir:

@@ -1533,7 +1533,8 @@ ALTER_PAGES: dict[str, tuple[click.Command, int, dict]] = {
             gstat -f and gacct).
 
             A pending or held job is refused, one line (grequeue: error: job 7: is PENDING: only
-            running or finished jobs can be requeued); so are unknown jobs, splittable jobs and
+            running or finished jobs can be requeued); so are unknown jobs, splittable jobs, grun
+            jobs (their rerun could not reconnect to grun; Slurm requeues only batch jobs) and
             another user's job unless grequeue runs as an admin (root or the spool's owner)."""),
             "ENVIRONMENT": ENVIRONMENT,
             "FILES": FILES,
@@ -1629,7 +1630,7 @@ FOREGROUND_PAGES: dict[str, tuple[click.Command, int, dict]] = {
                         "The job was refused or could not be submitted (one line says why).  A job that ended "
                         "without CMD's status (its walltime, gdel) gives the status gsub --wait gives for it "
                         "(143 for a job stopped by SIGTERM), at least 1, with a line saying how it ended.  A job "
-                        "that was requeued is cancelled (a grun job cannot be rerun): 1.",
+                        "that restarted all the same is cancelled (a grun job cannot be rerun): 1.",
                     ),
                     (
                         "2",

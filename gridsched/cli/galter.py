@@ -216,9 +216,10 @@ def check(
     spec = {**(job.get("spec") or job), **changes}
     spec.setdefault("walltime", job["walltime"])
     spec.setdefault("ncpus", job["ncpus"])
+    from ..jobs import rerun_refused
     from ..submit import never_runs
 
-    why = never_runs(machine, max_walltime, spec)
+    why = rerun_refused(spec) or never_runs(machine, max_walltime, spec)
     if why:
         return why
     if "depend" in changes:

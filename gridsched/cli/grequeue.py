@@ -83,6 +83,10 @@ def _check(job: dict[str, Any] | None, uid: int, admin: bool) -> str | None:
     spec = job.get("spec") or {}
     if spec.get("split") is not None or spec.get("split_of") is not None:
         return "a splittable job and its pieces cannot be requeued"
+    if spec.get("interactive") is True:
+        from ..jobs import GRUN_NOT_REQUEUED
+
+        return GRUN_NOT_REQUEUED
     if state == "RUNNING":
         return None
     if state in FINISHED:

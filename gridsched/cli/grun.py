@@ -57,7 +57,6 @@ END_WAIT = 30.0  # seconds grun waits for the state db to show how a job ended t
 MAX_SOCK_PATH = 100  # bytes of a Unix socket's path (sun_path holds 108)
 MAX_SHOWN = 4096  # bytes of the job side's own output shown when it ended before connecting
 # checkpoint modes that rerun a preempted job: a rerun cannot reconnect to the grun that waits
-RERUN_MODES = ("signal", "requeue")
 
 
 class Interrupted(Exception):
@@ -99,6 +98,7 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
     """Submit the job that runs ``cmd`` through the job side connecting to ``sock``; its id."""
     import shlex
 
+    from ..jobs import RERUN_MODES, rerun_refused
     from ..submit import Options, Script, SubmitError, submit
     from . import gsub
 
@@ -112,13 +112,9 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
     if p["ntasks"] and not p["ncpus"]:
         p["ncpus"] = p["ntasks"]
     checkpoint = p["checkpoint"]
-    if checkpoint in RERUN_MODES:
-        fail(
-            PROG,
-            f"--checkpoint {checkpoint}: a grun job cannot be rerun (the rerun could not reconnect to grun); "
-            "use none or suspend",
-            ExitCode.USAGE,
-        )
+    why = rerun_refused({"interactive": True, "checkpoint": checkpoint})
+    if why:
+        fail(PROG, f"{why}; use none or suspend", ExitCode.USAGE)
     if checkpoint is None and s.cfg.checkpoint in RERUN_MODES:
         checkpoint = "none"  # the configured default would let it be preempted and rerun
     resources, resv = gsub._resv_options(s.spool, s.cfg, p)
@@ -140,7 +136,7 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
     )
 
     def extra(spec: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"interactive": True}
         if resources:
             out["resources"] = resources
         if resv is not None:
@@ -378,9 +374,9 @@ def cli(cmd: tuple[str, ...], pty: bool, spool_dir: str | None, config_file: str
     gsub's.
 
     A grun job runs once: a rerun could not reconnect to grun.  So --checkpoint takes none or
-    suspend only (a configured default of signal or requeue becomes none), and a grun job that is
-    requeued all the same (grequeue, or preempted after galter --checkpoint) is cancelled, and grun
-    says so and exits with status 1.
+    suspend only (a configured default of signal or requeue becomes none), galter does not change
+    that, and grequeue refuses a grun job (as Slurm requeues only batch jobs).  Should the job
+    restart all the same, grun cancels it, says so and exits with status 1.
     """
     import shutil
     import tempfile

@@ -84,6 +84,7 @@ class Rec:
     warned: bool = False  # this segment was sent ``warn`` (kept in the run info: sent once, across restarts)
     nice: int = 0  # spec ``nice`` (gsub --nice)
     admin_prio: int | None = None  # spec ``priority`` (gsub --priority, an admin's)
+    interactive: bool = False  # spec ``interactive``: a grun job, never rerun
     # This segment's yields: [since, until] (until None: it still lends its cores), see
     # gridsched.core.tree.walltime_credit
     lent: list[list[float | None]] = field(default_factory=list)
@@ -265,6 +266,7 @@ class Rec:
         rec.lent = [list(x) for x in run.get("lent") or ()]
         rec.nice = _int(spec.get("nice"), 0)
         rec.admin_prio = _int(spec.get("priority"), None)
+        rec.interactive = spec.get("interactive") is True
         begin = spec.get("begin")
         rec.begin = float(begin) if isinstance(begin, (int, float)) and not isinstance(begin, bool) else None
         rec.warned = bool(run.get("warned"))

@@ -252,17 +252,17 @@ def test_walltime_of_a_pty_session_ends_it_and_grun_says_so(gs):
 
 
 def test_a_grun_job_is_never_rerun(gs):
-    """A rerun could not reconnect to grun: a rerunning checkpoint mode is refused, and a grun job
-    requeued all the same is cancelled, with one line from grun."""
+    """A rerun could not reconnect to grun: a rerunning checkpoint mode is refused, and grequeue refuses a grun
+    job, running or finished, with one line (as Slurm requeues only batch jobs); the running one goes on."""
     r = grun(gs, "--checkpoint", "requeue", "true")
     assert (r.returncode, r.stderr.strip()) == (
         2,
         "grun: error: --checkpoint requeue: a grun job cannot be rerun (the rerun could not reconnect to grun); "
         "use none or suspend",
     )
-    ready = gs.work / "ready"
+    ready, go = gs.work / "ready", gs.work / "go"
     proc = subprocess.Popen(
-        [str(BIN / "grun"), "-t", "60s", "sh", "-c", f"touch {ready}; exec sleep 1003"],
+        [str(BIN / "grun"), "-t", "60s", "sh", "-c", f"touch {ready}; while [ ! -e {go} ]; do sleep 0.1; done"],
         env=gs.env,
         cwd=gs.work,
         stdout=subprocess.DEVNULL,
@@ -272,17 +272,22 @@ def test_a_grun_job_is_never_rerun(gs):
     try:
         wait_for(ready.exists, 30, "the command to start")
         jid = next(j["id"] for j in _jobs(gs) if j["state"] == "RUNNING")
-        gs.run("grequeue", str(jid), check=True)
+        refused = f"grequeue: error: job {jid}: a grun job cannot be requeued: its rerun could not reconnect to grun\n"
+        r = gs.run("grequeue", str(jid))
+        assert (r.returncode, r.stderr) == (1, refused)
+        assert next(j for j in _jobs(gs) if j["id"] == jid)["state"] == "RUNNING"
+        go.touch()
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
-    assert proc.returncode == 1, err
-    assert err.strip().splitlines()[-1] == (
-        f"grun: error: job {jid} was requeued: a grun job cannot be rerun (it could not reconnect); cancelled"
-    )
-    assert gs.wait_state(jid, "CANCELLED", "FAILED", "COMPLETED", timeout=30)["state"] == "CANCELLED"
+    assert proc.returncode == 0, err
+    job = gs.wait_state(jid, "COMPLETED", "FAILED", "CANCELLED", timeout=30)
+    assert (job["state"], job["restarts"]) == ("COMPLETED", 0)
+    r = gs.run("grequeue", str(jid))  # nor once it has ended
+    assert (r.returncode, r.stderr) == (1, refused)
+    assert gs.wait_state(jid, "COMPLETED", timeout=5)["restarts"] == 0
 
 
 def test_a_configured_rerunning_default_is_none_for_grun(make_gs):
@@ -294,3 +299,69 @@ def test_a_configured_rerunning_default_is_none_for_grun(make_gs):
     for job, mode in ((jid, "none"), (other, "requeue")):  # the default still holds for other jobs
         shown = gs.run("gstat", "-f", str(job), check=True).stdout
         assert re.search(rf"^\s*checkpoint\s*[:=]?\s*{mode}\s*$", shown, re.M), shown
+
+
+def test_a_pending_grun_job_cannot_be_made_rerunnable(make_gs):
+    """galter refuses a rerunning checkpoint mode for a waiting grun job, and so does the daemon for the same
+    request written by hand; it takes suspend. The daemon refuses a requeue request for it too."""
+    import json
+
+    gs = make_gs(FULL)  # two cores
+
+    go = gs.work / "go"
+    blocker = gs.gsub("-n", "2", "--wrap", f"while [ ! -e {go} ]; do sleep 0.1; done")
+    gs.wait_state(blocker, "RUNNING")
+    proc = subprocess.Popen(
+        [str(BIN / "grun"), "-t", "60s", "true"],
+        env=gs.env,
+        cwd=gs.work,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        jid = wait_for(
+            lambda: next((j["id"] for j in _jobs(gs) if j["id"] != blocker and j["state"] == "PENDING"), None),
+            30,
+            "the grun job to wait",
+        )
+        r = gs.run("galter", str(jid), "--checkpoint", "requeue")
+        assert (r.returncode, r.stderr) == (
+            1,
+            f"galter: error: job {jid}: --checkpoint requeue: a grun job cannot be rerun "
+            "(the rerun could not reconnect to grun)\n",
+        )
+        incoming = gs.spool / "incoming"
+        bad = {
+            "alter-signal": {"type": "alter", "jobs": [jid], "changes": {"checkpoint": "signal"}},
+            "requeue-grun": {"type": "requeue", "jobs": [jid]},
+        }
+        for key, req in bad.items():
+            (incoming / f"{key}.json").write_text(json.dumps(req))
+        why = {
+            k: wait_for(
+                lambda k=k: (
+                    (gs.spool / "quarantine" / f"{k}.json.why").exists()
+                    and (gs.spool / "quarantine" / f"{k}.json.why").read_text()
+                ),
+                what=f"the refusal of {k}",
+            )
+            for k in bad
+        }
+        assert "--checkpoint signal: a grun job cannot be rerun" in why["alter-signal"], why
+        assert "a grun job cannot be requeued" in why["requeue-grun"], why
+        assert gs.run("galter", str(jid), "--checkpoint", "suspend").returncode == 0
+        wait_for(
+            lambda: re.search(r"^\s*checkpoint\s*[:=]?\s*suspend\s*$", gs.run("gstat", "-f", str(jid)).stdout, re.M),
+            what="the change",
+        )
+        go.touch()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        go.touch()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert proc.returncode == 0, err
+    assert gs.wait_state(jid, "COMPLETED", "FAILED", "CANCELLED", timeout=30)["state"] == "COMPLETED"
+    assert gs.alive()

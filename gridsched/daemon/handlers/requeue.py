@@ -4,7 +4,9 @@ A running job is stopped as a preemption stops it: one that checkpoints on a
 signal is asked to and restarts from its checkpoint, any other is killed and
 restarts from the start.  A finished job is queued again as a new run of the
 same id.  Either way it goes back to PENDING and its next start counts as a
-restart.  A pending job is refused.  Only the job's owner or an admin may.
+restart.  A pending job is refused, and so is a grun job (its rerun could
+not reconnect to the grun waiting for it; Slurm requeues only batch jobs
+either).  Only the job's owner or an admin may.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ... import requests as rq
-from ...jobs import JobState
+from ...jobs import GRUN_NOT_REQUEUED, JobState
 from .. import arrays, procs
 from ..table import Rec
 
@@ -49,6 +51,8 @@ def requeue(d: Daemon, sender: rq.Sender, jid: int, now: float) -> None:
     uid = rec.uid if rec is not None else row["uid"]  # type: ignore[index]
     if sender.uid != uid and not sender.admin:
         raise rq.Refused("owned by another user")
+    if rec.interactive if rec is not None else row["spec"].get("interactive") is True:  # type: ignore[index]
+        raise rq.Refused(GRUN_NOT_REQUEUED)
     if rec is None:
         assert row is not None
         _run_again(d, row)
