@@ -168,10 +168,10 @@ def _changes(s: Any, given: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _owner(job: dict[str, Any] | None, uid: int) -> str | None:
+def _owner(job: dict[str, Any] | None, sender: rq.Sender) -> str | None:
     if job is None:
         return "no such job"
-    if uid != 0 and job.get("uid") not in (None, uid):
+    if not sender.admin and job.get("uid") not in (None, sender.uid):
         return f"owned by {job.get('user') or job.get('uid')}"
     return None
 
@@ -186,7 +186,7 @@ def check_array(
 ) -> str | None:
     """Why the pending tasks of the array whose rows are ``tasks`` cannot take ``changes``, or None."""
     pending = [t for t in tasks if t["state"] in ("PENDING", "HELD")]
-    why = _owner(tasks[0], sender.uid) or (None if pending else "no task is pending")
+    why = _owner(tasks[0], sender) or (None if pending else "no task is pending")
     for t in pending:
         why = why or check(t, changes, everyone, sender, machine, max_walltime)
     return why
@@ -201,7 +201,7 @@ def check(
     max_walltime: int,
 ) -> str | None:
     """Why ``job`` cannot take ``changes`` from ``sender`` (what the daemon refuses), or None."""
-    why = _owner(job, sender.uid)
+    why = _owner(job, sender)
     if why or job is None:
         return why
     state = job["state"]
