@@ -75,6 +75,15 @@ GRUN_NOT_REQUEUED = "a grun job cannot be requeued: its rerun could not reconnec
 RERUN_MODES = ("signal", "requeue")
 
 
+def change_refused(spec: dict[str, Any], changes: dict[str, Any]) -> str | None:
+    """Why a waiting job of ``spec`` cannot take ``changes`` whatever the machine (galter and the daemon
+    ask the same), or None."""
+    new = {**spec, **changes}
+    if spec.get("exclusive") is True and "ncpus" in changes and changes["ncpus"] != spec.get("ncpus"):
+        return f"an --exclusive job takes every core ({spec.get('ncpus')}): its cores cannot change"
+    return rerun_refused(new)
+
+
 def rerun_refused(spec: dict[str, Any]) -> str | None:
     """Why a job spec's checkpoint mode is refused: a grun job that could be rerun; or None."""
     if spec.get("interactive") is True and spec.get("checkpoint") in RERUN_MODES:

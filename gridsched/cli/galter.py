@@ -59,7 +59,8 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
     (as scontrol update Nice= and Priority=, qalter -p): only an admin gives a negative nice or a priority; the
     next scheduling pass orders the queue by the new value. A job that another user owns, that has ended,
     that the machine could never hold or whose dependencies would form a cycle is refused, and nothing is
-    changed."""
+    changed; so are -n for an --exclusive job (it takes every core) and --checkpoint signal or requeue for a
+    grun job (it could not be rerun)."""
     from . import select
 
     given = {k: v for k, v in p.items() if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE}
@@ -216,10 +217,10 @@ def check(
     spec = {**(job.get("spec") or job), **changes}
     spec.setdefault("walltime", job["walltime"])
     spec.setdefault("ncpus", job["ncpus"])
-    from ..jobs import rerun_refused
+    from ..jobs import change_refused
     from ..submit import never_runs
 
-    why = rerun_refused(spec) or never_runs(machine, max_walltime, spec)
+    why = change_refused(job.get("spec") or job, changes) or never_runs(machine, max_walltime, spec)
     if why:
         return why
     if "depend" in changes:

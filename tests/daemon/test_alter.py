@@ -269,3 +269,22 @@ def cpuset_of(j: dict) -> list[int]:
     from gridsched.core import cpuset
 
     return sorted(cpuset.parse(j["cores"]))
+
+
+def test_an_exclusive_job_keeps_every_core(make_gs):
+    """An --exclusive job takes the whole machine: galter refuses to change its cores, and so does the daemon for
+    the same request written by hand; its walltime still changes."""
+    gs = make_gs(ONE_CORE)
+    b = blocker(gs)
+    jid = gs.gsub("--exclusive", "-t", "10", "--wrap", "true")
+    r = gs.run("galter", str(jid), "-n", "1")
+    why = "an --exclusive job takes every core (2): its cores cannot change"
+    assert (r.returncode, r.stderr) == (1, f"galter: error: job {jid}: {why}\n")
+    req = {"type": "alter", "jobs": [jid], "changes": {"ncpus": 1}}
+    (gs.spool / "incoming" / "exclusive-ncpus.json").write_text(json.dumps(req))
+    assert why in wait_for(lambda: _why(gs, "exclusive-ncpus.json"), what="the refusal")
+    assert gs.run("galter", str(jid), "-t", "20").returncode == 0
+    wait_for(lambda: gs.job(jid)["walltime"] == 1200, what="the new walltime")
+    (gs.work / "go").touch()
+    gs.wait_state(b, "COMPLETED")
+    assert gs.wait_state(jid, "COMPLETED")["ncpus"] == 2

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ... import requests as rq
 from ...core import depend
-from ...jobs import JobState, rerun_refused
+from ...jobs import JobState, change_refused
 from ...submit import never_runs
 from .. import reservations
 from ..table import Rec
@@ -97,7 +97,7 @@ def _pending_spec(d: Daemon, rec: Rec, spec: dict[str, Any], changes: dict[str, 
     sp = new.get("split")
     if sp is not None and (sp["ncpus"] > new["ncpus"] or sp["task_time"] > new["walltime"]):
         raise rq.Refused("a sub-task would be larger than the job")
-    bad = rerun_refused(new) or never_runs(d.machine, d.cfg.max_walltime, new)
+    bad = change_refused(spec, changes) or never_runs(d.machine, d.cfg.max_walltime, new)
     if bad is None and "reservation" in changes:
         bad = reservations.check_submit(d, new, rec.uid, rec.user)
     if bad:
