@@ -201,6 +201,7 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     rec.kill_at = None
     rec.deadline = now + rec.remaining()
     rec.warned = False
+    rec.mailed = 0  # a new start: its time limit mails come again
     rec.lent = []
     rec._waiting = None
     rec.set_devices(tuple(dec.devices), d.machine.devices)

@@ -29,7 +29,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..jobs import JobState
@@ -55,7 +55,6 @@ class Wants:
     to: tuple[str, ...]
     name: str
     array_id: int | None
-    sent_limits: set[int] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -118,7 +117,6 @@ class Mailer:
         w = self._active(d, rec)
         if w is None:
             return
-        w.sent_limits.clear()  # a requeued job's new start: its time limit mails come again
         if "BEGIN" not in w.events:
             return
         if w.array_id is not None and "ARRAY_TASKS" not in w.events:
@@ -188,8 +186,9 @@ class Mailer:
             return
         used = rec.walltime - (due - now)
         for pct, event in LIMITS:
-            if event in w.events and pct not in w.sent_limits and used >= rec.walltime * pct / 100:
-                w.sent_limits.update(p for p, _ in LIMITS if p <= pct)
+            if event in w.events and pct > rec.mailed and used >= rec.walltime * pct / 100:
+                rec.mailed = pct  # saved before it is sent, so a restart does not send it again
+                d.table.save(rec)
                 self._send(d, rec, w, f"Job_id={rec.id} Name={clean(w.name)} Reached {pct}% of time limit", event)
 
     def next_limit(self, d: Daemon, rec: Rec, now: float, due: float) -> float | None:
@@ -198,7 +197,7 @@ class Mailer:
         if w is None:
             return None
         times = [
-            due - rec.walltime * (1 - pct / 100) for pct, e in LIMITS if e in w.events and pct not in w.sent_limits
+            due - rec.walltime * (1 - pct / 100) for pct, e in LIMITS if e in w.events and pct > rec.mailed
         ]
         return min(times) if times else None
 

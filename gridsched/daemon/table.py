@@ -81,6 +81,7 @@ class Rec:
     begin: float | None = None  # not before this time (spec ``begin``)
     warn: JobSignal | None = None  # sent before the walltime ends (spec ``signal``)
     estimate: int | None = None  # the job's own estimate the core plans with (spec ``estimate``, PBS soft_walltime)
+    mailed: int = 0  # the highest TIME_LIMIT_NN mailed this segment (kept in the run info, as ``warned``)
     warned: bool = False  # this segment was sent ``warn`` (kept in the run info: sent once, across restarts)
     nice: int = 0  # spec ``nice`` (gsub --nice)
     admin_prio: int | None = None  # spec ``priority`` (gsub --priority, an admin's)
@@ -216,6 +217,7 @@ class Rec:
             "held": list(self.held),
             "lent": self.lent,
             "warned": self.warned,
+            "mailed": self.mailed,
         }
 
     @classmethod
@@ -270,6 +272,7 @@ class Rec:
         begin = spec.get("begin")
         rec.begin = float(begin) if isinstance(begin, (int, float)) and not isinstance(begin, bool) else None
         rec.warned = bool(run.get("warned"))
+        rec.mailed = _int(run.get("mailed"), 0)
         est = spec.get("estimate")
         rec.estimate = est if isinstance(est, int) and not isinstance(est, bool) and est > 0 else None
         if isinstance(spec.get("signal"), str):
