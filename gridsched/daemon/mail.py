@@ -196,9 +196,7 @@ class Mailer:
         w = self.wants.get(rec.id) if d.cfg.mail_sendmail else None
         if w is None:
             return None
-        times = [
-            due - rec.walltime * (1 - pct / 100) for pct, e in LIMITS if e in w.events and pct > rec.mailed
-        ]
+        times = [due - rec.walltime * (1 - pct / 100) for pct, e in LIMITS if e in w.events and pct > rec.mailed]
         return min(times) if times else None
 
     def time_limit(self, d: Daemon, rec: Rec) -> None:

@@ -88,6 +88,22 @@ def test_get_user_env_starts_the_job_from_the_login_environment(env, fresh):
     wait_for(lambda: not any(p for p in _procs_of(s.a.uid) if "sleep" in p), 10, "the slow profile's sleep killed")
 
 
+def test_a_job_cancelled_while_its_login_shell_runs_takes_the_shell_with_it(env, fresh):
+    """The login shell runs in a session of its own (its leftovers are killed with it), out of reach of the job's
+    process group; a job cancelled while that shell hangs in the profile does not leave it behind until the
+    timeout: the daemon signals every process below the job's shepherd (a subreaper)."""
+    s = fresh()
+    home = s.home(s.a)
+    (home / ".profile").write_text("sleep 1009\n")
+    os.chmod(home / ".profile", 0o644)
+    with home_of(s.a, home):
+        jid = s.gsub(s.a, "--get-user-env=300", "--wrap", "true")
+        wait_for(lambda: any("sleep\x001009" in p for p in _procs_of(s.a.uid)), 30, "the profile's sleep")
+        assert s.cmd(s.a, "gdel", str(jid)).rc == 0
+        assert s.wait_state(jid, "CANCELLED", "FAILED", "COMPLETED", timeout=30)["state"] == "CANCELLED"
+    wait_for(lambda: not any("sleep\x001009" in p for p in _procs_of(s.a.uid)), 10, "the profile's sleep killed")
+
+
 def _procs_of(uid: int) -> list[str]:
     out = []
     for d in os.listdir("/proc"):
