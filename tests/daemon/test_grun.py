@@ -77,6 +77,13 @@ def grun(gs, *args: str, input: str | None = None, timeout: float = 60) -> subpr
     return gs.run("grun", *args, input=input, timeout=timeout)
 
 
+def grun_bg(gs, *args: str, stdout: int = subprocess.PIPE, stderr: int = subprocess.PIPE) -> subprocess.Popen[str]:
+    """grun started in the background, its output as text."""
+    return subprocess.Popen(
+        [str(BIN / "grun"), *args], env=gs.env, cwd=gs.work, stdout=stdout, stderr=stderr, text=True
+    )
+
+
 def test_pty_shell_runs_commands_on_the_job_cores_and_exits_with_the_shell_status(gs):
     env_shell = [str(BIN / "grun"), "-n", "2", "-t", "60s", "--pty", "env", "PS1=PROMPT> ", "bash"]
     rc, out = on_pty(
@@ -152,14 +159,7 @@ def test_pty_without_a_terminal_is_refused(gs):
 def test_signals_to_grun_reach_the_command(gs):
     ready = gs.work / "ready"
     cmd = f"trap 'echo got-term; exit 9' TERM; touch {ready}; while :; do sleep 0.1; done"
-    proc = subprocess.Popen(
-        [str(BIN / "grun"), "-t", "60s", "sh", "-c", cmd],
-        env=gs.env,
-        cwd=gs.work,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = grun_bg(gs, "-t", "60s", "sh", "-c", cmd)
     try:
         wait_for(ready.exists, 30, "the command to start")
         proc.send_signal(signal.SIGTERM)
@@ -176,14 +176,7 @@ def test_ctrl_c_while_waiting_cancels_the_job(make_gs):
     gs = make_gs(FULL)
     blocker = gs.gsub("-n", "2", "-t", "60s", "--wrap", "sleep 60")
     gs.wait_state(blocker, "RUNNING")
-    proc = subprocess.Popen(
-        [str(BIN / "grun"), "-n", "1", "-t", "60s", "true"],
-        env=gs.env,
-        cwd=gs.work,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = grun_bg(gs, "-n", "1", "-t", "60s", "true")
     try:
         mine = wait_for(lambda: [j for j in _jobs(gs) if j["id"] != blocker], 30, "grun's job to be queued")[0]
         assert mine["state"] == "PENDING"
@@ -215,10 +208,13 @@ def test_walltime_kills_the_job_and_grun_says_so(gs):
 
 def test_the_job_ends_when_grun_dies(gs):
     ready = gs.work / "ready"
-    proc = subprocess.Popen(
-        [str(BIN / "grun"), "-t", "60s", "sh", "-c", f"touch {ready}; exec sleep 1001"],
-        env=gs.env,
-        cwd=gs.work,
+    proc = grun_bg(
+        gs,
+        "-t",
+        "60s",
+        "sh",
+        "-c",
+        f"touch {ready}; exec sleep 1001",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -261,13 +257,14 @@ def test_a_grun_job_is_never_rerun(gs):
         "use none or suspend",
     )
     ready, go = gs.work / "ready", gs.work / "go"
-    proc = subprocess.Popen(
-        [str(BIN / "grun"), "-t", "60s", "sh", "-c", f"touch {ready}; while [ ! -e {go} ]; do sleep 0.1; done"],
-        env=gs.env,
-        cwd=gs.work,
+    proc = grun_bg(
+        gs,
+        "-t",
+        "60s",
+        "sh",
+        "-c",
+        f"touch {ready}; while [ ! -e {go} ]; do sleep 0.1; done",
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
     )
     try:
         wait_for(ready.exists, 30, "the command to start")
@@ -311,14 +308,7 @@ def test_a_pending_grun_job_cannot_be_made_rerunnable(make_gs):
     go = gs.work / "go"
     blocker = gs.gsub("-n", "2", "--wrap", f"while [ ! -e {go} ]; do sleep 0.1; done")
     gs.wait_state(blocker, "RUNNING")
-    proc = subprocess.Popen(
-        [str(BIN / "grun"), "-t", "60s", "true"],
-        env=gs.env,
-        cwd=gs.work,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = grun_bg(gs, "-t", "60s", "true", stdout=subprocess.DEVNULL)
     try:
         jid = wait_for(
             lambda: next((j["id"] for j in _jobs(gs) if j["id"] != blocker and j["state"] == "PENDING"), None),
