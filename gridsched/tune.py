@@ -129,7 +129,7 @@ def replay(
     """Every setting replayed over ``history`` on ``ncores`` cores (unscored: ``score`` is 0).
 
     With ``score_from``, the jobs submitted before it are replayed (they are the load the others find)
-    but left out of the averages."""
+    but left out of the averages; if no job was submitted from then on, every job is scored."""
     from .sim.engine import simulate
     from .sim.metrics import BSLD_BOUND
     from .sim.swf import Trace
