@@ -82,6 +82,7 @@ class Tuning:
     window: int = 14 * 86400  # tune_window
     objective: str = "mix"  # tune_objective
     margin: float = 0.02  # tune_margin
+    warmup: int = 7 * 86400  # tune_warmup: replayed before the window as its backlog, not scored
 
     @property
     def active(self) -> bool:
@@ -91,12 +92,14 @@ class Tuning:
         what = [k for k in ("p", "threshold", "predictor") if getattr(self, k)]
         return (
             f"{', '.join(what)} auto: tuned every {format_duration(self.every)} over the jobs of the last "
-            f"{format_duration(self.window)}, objective {self.objective}, margin {self.margin:.0%}"
+            f"{format_duration(self.window)} (after {format_duration(self.warmup)} of warm-up), "
+            f"objective {self.objective}, margin {self.margin:.0%}"
         )
 
 
 TUNE_EVERY_MIN = 60
 TUNE_EVERY_MAX = 365 * 86400
+TUNE_WARMUP_MAX = 365 * 86400
 TUNE_OBJECTIVES = ("bsld", "wait", "mix")
 PUBLISHED_P = 0.2
 PUBLISHED_THRESHOLD = 1800
@@ -260,7 +263,14 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     margin = get("scheduler", "tune_margin", float)
     if not 0.0 <= margin < 1.0:
         raise bad("scheduler", "tune_margin", "must be from 0 to 1 (a fraction; 1 excluded)")
-    tuning = Tuning(p_auto, threshold_auto, predictor_auto, tune_every, tune_window, objective, margin)
+    warmup_v = base["scheduler"]["tune_warmup"]
+    if (isinstance(warmup_v, int) and not isinstance(warmup_v, bool) and warmup_v == 0) or warmup_v == "0":
+        warmup = 0
+    else:
+        warmup = duration("scheduler", "tune_warmup")
+    if warmup > TUNE_WARMUP_MAX:
+        raise bad("scheduler", "tune_warmup", "must be at most a year")
+    tuning = Tuning(p_auto, threshold_auto, predictor_auto, tune_every, tune_window, objective, margin, warmup)
 
     try:
         affinity = YieldAffinity(get("scheduler", "yield_affinity", str))

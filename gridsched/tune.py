@@ -11,6 +11,12 @@ both EASY and the setting in force by ``margin`` (a hysteresis, so a setting
 is not changed back and forth for noise); until the history holds
 ``min_jobs`` jobs it keeps the setting in force.
 
+A history may start with a warm-up: jobs replayed before the part that is
+scored (``score_from``), so that the scored part starts with the queue and the
+running jobs it had rather than on an empty machine.  Where the queue is hours
+long, a replay from an empty machine judges every setting under less load than
+the machine had, and preemption most of all.
+
 Nothing here reads a clock, a file or the daemon: the caller (``gctl tune``,
 gsim) gives the history and the settings.  The history is a set: jobs submitted
 at one instant are replayed in the order of their walltime, run time, cores and
@@ -20,6 +26,7 @@ user, whatever order they are given in.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -112,10 +119,19 @@ def grid_for(base: Params, p: bool = True, threshold: bool = True, predictor: bo
     return out
 
 
-def replay(history: Sequence[Job], ncores: int, settings: Sequence[Params], overhead: float = 120.0) -> list[Row]:
-    """Every setting replayed over ``history`` on ``ncores`` cores (unscored: ``score`` is 0)."""
+def replay(
+    history: Sequence[Job],
+    ncores: int,
+    settings: Sequence[Params],
+    overhead: float = 120.0,
+    score_from: float | None = None,
+) -> list[Row]:
+    """Every setting replayed over ``history`` on ``ncores`` cores (unscored: ``score`` is 0).
+
+    With ``score_from``, the jobs submitted before it are replayed (they are the load the others find)
+    but left out of the averages; if no job was submitted from then on, every job is scored."""
     from .sim.engine import simulate
-    from .sim.metrics import compute
+    from .sim.metrics import BSLD_BOUND
     from .sim.swf import Trace
 
     # by submission, and jobs submitted at one instant by their other fields: the queue order of the
@@ -132,10 +148,15 @@ def replay(history: Sequence[Job], ncores: int, settings: Sequence[Params], over
         tr.walltime.append(max(j.walltime, j.run, 1.0))
         tr.run.append(min(j.run, max(j.walltime, j.run)))
         tr.user.append(j.user)
+    lo = -float("inf") if score_from is None else score_from - t0
+    scored = [k for k in range(len(tr.submit)) if tr.submit[k] >= lo] or list(range(len(tr.submit)))
     rows = []
     for prm in settings:
-        m = compute(simulate(tr, prm, overhead=overhead))
-        rows.append(Row(prm, m.wait_avg, m.bsld_avg, 0.0))
+        res = simulate(tr, prm, overhead=overhead)
+        n = len(scored) or 1
+        waits = [res.start[k] - tr.submit[k] for k in scored]
+        bslds = [max(1.0, (res.end[k] - tr.submit[k]) / max(tr.run[k], BSLD_BOUND)) for k in scored]
+        rows.append(Row(prm, math.fsum(waits) / n, math.fsum(bslds) / n, 0.0))
     return rows
 
 
@@ -169,6 +190,7 @@ def choose(
     margin: float = MARGIN,
     min_jobs: int = MIN_JOBS,
     overhead: float = 120.0,
+    score_from: float | None = None,
 ) -> Decision:
     """The setting to adopt after replaying ``history`` (``settings[0]`` must be EASY; see the module)."""
     if not settings or settings[0].policy is not Policy.EASY:
@@ -178,7 +200,7 @@ def choose(
     cand = list(settings)
     if not any(_same(current, s) for s in cand):
         cand.append(current)
-    rows = score(replay(history, ncores, cand, overhead), objective)
+    rows = score(replay(history, ncores, cand, overhead, score_from), objective)
     best = min(rows, key=lambda r: r.score)  # the first of equal scores: EASY before any other
     easy = rows[0]
     now = next(r for r in rows if _same(current, r.params))
@@ -216,10 +238,13 @@ def in_replay(
     margin: float = MARGIN,
     min_jobs: int = MIN_JOBS,
     overhead: float = 120.0,
+    warmup: float = 0.0,
 ) -> Tuner:
     """A tuner for gsim's replay of ``trace`` (:class:`gridsched.sim.engine.Tuner`): at each instant it
     chooses from the jobs of the replay that ended in the last ``window`` seconds, and from nothing else
-    (no look-ahead: a job's run time is known once it has ended)."""
+    (no look-ahead: a job's run time is known once it has ended).  With ``warmup``, the jobs that ended in
+    the ``warmup`` seconds before the window are replayed too, and only the jobs submitted in the window
+    are scored."""
     from .sim.swf import Trace
 
     assert isinstance(trace, Trace)
@@ -233,8 +258,10 @@ def in_replay(
     )
 
     def pick(now: float, finished: list[int], end: list[float], current: Params) -> Params:
-        hist = [Job(submit[i], wall[i], run[i], size[i], user[i]) for i in finished if end[i] >= now - window]
-        d = choose(hist, ncores, current, settings, objective, margin, min_jobs, overhead)
+        since = now - window - warmup
+        hist = [Job(submit[i], wall[i], run[i], size[i], user[i]) for i in finished if end[i] >= since]
+        frm = now - window if warmup > 0 else None
+        d = choose(hist, ncores, current, settings, objective, margin, min_jobs, overhead, frm)
         return d.adopt if d.adopt is not None else current
 
     from .sim.engine import Tuner

@@ -62,9 +62,11 @@ def decide(db_path: str | Path, now: float, ncores: int, current: Params, tuning
     """Replay the history of ``db_path`` and say what to adopt: a JSON-ready record of the decision."""
     from . import tune
 
-    hist = history(db_path, now, tuning.window)
+    hist = history(db_path, now, tuning.window + tuning.warmup)
+    in_window = len(history(db_path, now, tuning.window)) if tuning.warmup > 0 else len(hist)
     settings = tune.grid_for(current, tuning.p, tuning.threshold, tuning.predictor)
-    d = tune.choose(hist, ncores, current, settings, tuning.objective, tuning.margin)
+    score_from = now - tuning.window if tuning.warmup > 0 else None
+    d = tune.choose(hist, ncores, current, settings, tuning.objective, tuning.margin, score_from=score_from)
     rows = [{"setting": r.label, "wait_avg": r.wait_avg, "bsld_avg": r.bsld_avg, "score": r.score} for r in d.rows]
     easy = d.rows[0] if d.rows else None
     gain_easy = None
@@ -72,7 +74,8 @@ def decide(db_path: str | Path, now: float, ncores: int, current: Params, tuning
         gain_easy = 1 - d.best.score / easy.score
     return {
         "time": now,
-        "jobs": len(hist),
+        "jobs": in_window,  # ended in the window
+        "warmup_jobs": len(hist) - in_window,  # ended in the warm-up before it: replayed, not scored
         "objective": tuning.objective,
         "rows": rows,
         "best": d.best.label if d.best is not None else None,

@@ -41,6 +41,7 @@ from gridsched.tune import label as setting_label  # noqa: E402
 
 TUNE_EVERY = 7 * 86400.0  # the shipped default is 6 h; a week here keeps the run of the three traces within the hour
 TUNE_WINDOW = 14 * 86400.0
+TUNE_WARMUP = 7 * 86400.0  # the shipped tune_warmup
 DAY = 86400.0
 
 
@@ -53,7 +54,11 @@ def run(
     auto: bool = False,
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
-    tuner = in_replay(tr, TUNE_EVERY, TUNE_WINDOW, grid_for(params), "mix", 0.02, overhead=overhead) if auto else None
+    tuner = None
+    if auto:
+        tuner = in_replay(
+            tr, TUNE_EVERY, TUNE_WINDOW, grid_for(params), "mix", 0.02, overhead=overhead, warmup=TUNE_WARMUP
+        )
     res = simulate(tr, params, overhead=overhead, split_above=split_above, tuner=tuner)
     met = compute(res)
     rec = report.record(res, met, time.perf_counter() - t0)
@@ -257,6 +262,7 @@ def splitting(data: dict[str, list[dict[str, Any]]], split: dict[str, list[dict[
                 and b["checkpoint_overhead"] == 120.0
                 and abs(b["p"] - r["p"]) < 1e-9
                 and not b.get("cascade")
+                and not b.get("auto")
                 and b["predictor"] == r["predictor"]
             )
             cells = [f"{report.fmt(r[k], kind)} ({report.relative(r[k], base[k])})" for k, _, kind in COLS]
@@ -273,10 +279,11 @@ def splitting(data: dict[str, list[dict[str, Any]]], split: dict[str, list[dict[
 # Written after reading the numbers above; regenerate and re-read when the core changes.
 SPLIT_READING = [
     "Reading: utilization does not move (the load and the last arrival are fixed by the trace); waits",
-    "do.  Under easy, splitting lowers average wait by 10 to 27 % and bounded slowdown by 10 to 23 %.",
-    "Under checkpoint-backfill the gain is smaller (KTH-SP2, SDSC-SP2) or slightly negative (SDSC-BLUE:",
-    "+3 % wait, +5 % bounded slowdown).  A likely cause, not measured apart: the holes before the",
-    "head's reservation are already filled by jobs started on shortened estimates, and pieces, which",
+    "do.  Under easy, splitting lowers average wait by 11 to 22 % and bounded slowdown by 12 to 18 %.",
+    "Under checkpoint-backfill (p = 0.2, against the same setting unsplit) the gain is smaller: 2 to",
+    "13 % in wait and 4 to 10 % in bounded slowdown, least on SDSC-BLUE.  A likely cause, not measured",
+    "apart: the holes before the head's reservation are already filled by jobs started on shortened",
+    "estimates, and pieces, which",
     "are never preempted, take cores those jobs would have used.  The model is generous to splitting",
     "(every large job is made of independent 1-core sub-tasks), so these are upper bounds for real",
     "workloads.",
@@ -291,9 +298,11 @@ def goal(data: dict[str, list[dict[str, Any]]]) -> list[str]:
         "Goal: never worse than easy in average wait or average bounded slowdown, on each whole trace",
         "and on each quarter of it (by submit time), and at least 20 % better than easy in both on each",
         f"whole trace.  auto replays the daemon's tuner with no look-ahead: every {TUNE_EVERY / 3600:g} h",
-        f"it replays the jobs that ended in the last {TUNE_WINDOW / 86400:g} days under easy and the grid",
-        "of settings and adopts the best by the mean of both metrics relative to easy when it beats easy",
-        "and the setting in force by 2 %.  Changes against easy (negative is better):",
+        f"it replays the jobs that ended in the last {TUNE_WINDOW / 86400:g} days (after those of the "
+        f"{TUNE_WARMUP / 86400:g} days before,",
+        "replayed as the window's backlog and not scored) under easy and the grid of settings and adopts",
+        "the best by the mean of both metrics relative to easy when it beats easy and the setting in force",
+        "by 2 %.  Changes against easy (negative is better):",
         "",
         "| trace | whole: wait | whole: bsld | Q1 wait / bsld | Q2 wait / bsld | Q3 wait / bsld | Q4 wait / bsld "
         "| goal |",
@@ -320,7 +329,27 @@ def goal(data: dict[str, list[dict[str, Any]]]) -> list[str]:
             said = ", ".join(f"{k} ({v})" for k, v in most)
             out.append(f"- {name}: {auto['tunings']} tuning instants; the settings in force most often: {said}.")
     out.append("")
-    return out
+    return out + GOAL_READING
+
+
+# Written after reading the numbers above and those of the variants below (each measured the same way: the
+# auto row of this script with one change); regenerate and re-read when the core or the tuner changes.
+GOAL_READING = [
+    "Reading: the warm-up is what moved SDSC-SP2, whose queue is hours long under easy (average wait",
+    "5.7 h).  Replayed from an empty machine, the 14-day window judged every setting under less load",
+    "than the machine had: auto was -16.2 % / -6.1 % (wait / bsld) on SDSC-SP2, with the third",
+    "quarter worse than easy in bounded slowdown (+3.3 %); with the 7-day warm-up every quarter is",
+    "better than easy.  On KTH-SP2 and SDSC-BLUE the goal was met before and still is.  SDSC-SP2",
+    "remains short of 20 % in bounded slowdown: no setting of the grid gets there when fixed for the",
+    "whole trace either (the best, user-ratio, gives -13.9 %).  Variants measured on SDSC-SP2 and",
+    "not kept: adopting only a setting that beats easy in both metrics (-14.0 % / -6.0 %, with the",
+    "warm-up -16.5 % / -6.6 %); and, each with the warm-up, the bsld objective (-16.6 % / -5.9 %),",
+    "tuning twice a week (-15.8 % / -4.3 %, a quarter worse than easy: the decisions follow noise)",
+    "and a 28-day window (-20.4 % / -12.5 % on SDSC-SP2 and -21.9 % / -26.5 % on SDSC-BLUE, but",
+    "KTH-SP2 fell to -20.9 % / -20.7 %, a quarter at -7.3 % in bounded slowdown, and each tuning",
+    "replays 35 days instead of 21).",
+    "",
+]
 
 
 def comparison(data: dict[str, list[dict[str, Any]]]) -> list[str]:

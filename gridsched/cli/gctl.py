@@ -199,6 +199,8 @@ def tune(
     """Replay the jobs that ended in the last --window through EASY and a grid of checkpoint-backfill
     settings (p 0.1-0.5, threshold 10 min-1 h, the three predictors) and adopt the best if it beats both EASY
     and the setting in force by --margin; with fewer than 100 jobs of history the setting in force is kept.
+    The jobs that ended in the scheduler.tune_warmup before the window (7d) are replayed ahead of it, so that
+    it starts with the backlog it had, and are not scored.
 
     When scheduler.p, threshold or predictor is "auto" (the default), only those vary, and the daemon
     tunes: gctl tune asks it to tune now, waits for its answer and prints it (the daemon keeps the
@@ -261,12 +263,13 @@ def _print_decision(dec: dict[str, Any], ncores: int, window: str, as_json: bool
     from ..core.units import format_duration
 
     if as_json:
-        keys = ("jobs", "objective", "rows", "best", "adopt_label", "beats_easy_by", "why", "time")
+        keys = ("jobs", "warmup_jobs", "objective", "rows", "best", "adopt_label", "beats_easy_by", "why", "time")
         out = {k: dec.get(k) for k in keys}
         out["adopt"] = out.pop("adopt_label")
         click.echo(dumps(out, indent=2))
         return
-    click.echo(f"{dec['jobs']} jobs ended in the last {window} on {ncores} cores; objective {dec['objective']}")
+    warm = f" (after {dec['warmup_jobs']} of the warm-up before it)" if dec.get("warmup_jobs") else ""
+    click.echo(f"{dec['jobs']} jobs ended in the last {window}{warm} on {ncores} cores; objective {dec['objective']}")
     if dec["rows"]:
         click.echo(f"{'setting':48} {'wait':>10} {'bsld':>8} {'score':>7}")
         for r in dec["rows"]:

@@ -110,7 +110,8 @@ class AutoSecondsType(_OrAuto, SecondsType):
 
 
 def _tune_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--tune-every, --tune-window, --tune-objective, --tune-margin (kept in ctx.meta; used with --p auto)."""
+    """--tune-every, --tune-window, --tune-objective, --tune-margin, --tune-warmup (kept in ctx.meta; used with
+    --p auto)."""
 
     def keep(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         ctx.meta[f"gsim.{param.name}"] = value
@@ -145,6 +146,15 @@ def _tune_options(f: Callable[..., Any]) -> Callable[..., Any]:
             callback=keep,
             help="With auto settings: adopt a setting only if it beats EASY and the one in force by this "
             "fraction (default: the config's tune_margin, 0.02).",
+        ),
+        click.option(
+            "--tune-warmup",
+            type=SECONDS,
+            expose_value=False,
+            callback=keep,
+            help="With auto settings: the jobs that ended this long before the window are replayed ahead of "
+            "it, as its backlog, and not scored; 0: the window is replayed from an empty machine (default: "
+            "the config's tune_warmup, 7d).",
         ),
     ]
     for o in reversed(opts):
@@ -774,6 +784,7 @@ def _auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None
         window=pick(None, "window"),
         objective=pick(None, "objective"),
         margin=pick(None, "margin"),
+        warmup=pick(None, "warmup"),
     )
 
 
@@ -793,6 +804,7 @@ def _tuner(tr: Any, params: Params, overhead: float, auto: Any) -> Any:
         auto.objective,
         auto.margin,
         overhead=overhead,
+        warmup=auto.warmup,
     )
 
 

@@ -128,7 +128,12 @@ class Tuner:
             log.warning("tuning: could not start the tuner: %s", e)
             return
         self.started = self.polled = now
-        log.info("tuning: started (pid %d) over the jobs of the last %ss", self.proc.pid, base.tuning.window)
+        log.info(
+            "tuning: started (pid %d) over the jobs of the last %ss (after %ss of warm-up)",
+            self.proc.pid,
+            base.tuning.window,
+            base.tuning.warmup,
+        )
 
     def _collect(self, d: Any, base: configmod.Config, now: float) -> None:
         assert self.proc is not None

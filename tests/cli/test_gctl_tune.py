@@ -128,3 +128,34 @@ def test_auto_settings_are_tuned_by_the_daemon(env, run, put_rows, make_row):
     assert r.stderr.startswith("gctl: error: no daemon runs on ") and "tuned by the daemon" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert (env / "cfg.toml").read_text() == before
+
+
+@pytest.mark.parametrize(
+    "value, seconds",
+    [(None, 7 * 86400), ('"3d"', 3 * 86400), ("0", 0), ('"0"', 0), ("3600", 3600)],
+)
+def test_tune_warmup_is_read_from_the_configuration(tmp_path, value, seconds):
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[scheduler]\n" + (f"tune_warmup = {value}\n" if value is not None else ""))
+    assert load(str(cfg)).tuning.warmup == seconds
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("-1", "must be positive"),
+        ('"soon"', "tune_warmup"),
+        ('"400d"', "longer than a year"),
+        ("400000000", "must be at most a year"),
+        ("true", ""),
+    ],
+)
+def test_a_bad_tune_warmup_is_refused_in_one_line(tmp_path, value, words):
+    from gridsched.config import ConfigError
+
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(f"[scheduler]\ntune_warmup = {value}\n")
+    with pytest.raises(ConfigError) as e:
+        load(str(cfg))
+    said = str(e.value)
+    assert "scheduler.tune_warmup" in said and words in said and "\n" not in said

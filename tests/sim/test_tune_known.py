@@ -14,7 +14,7 @@ import random
 import pytest
 
 from gridsched.core.params import Params, Policy, Predictor
-from gridsched.tune import Decision, Job, Row, choose, grid, grid_for, label
+from gridsched.tune import Decision, Job, Row, choose, grid, grid_for, label, replay
 
 CKPT = Params(policy=Policy.CHECKPOINT_BACKFILL)  # the published setting: p 0.2, threshold 30 min
 EASY = Params(policy=Policy.EASY)
@@ -231,3 +231,33 @@ def test_rows_are_the_settings_in_order():
     d = choose(tenfold(), 2, CKPT, grid_for(CKPT))
     assert [r.label for r in d.rows] == [label(p) for p in grid_for(CKPT)]
     assert all(isinstance(r, Row) for r in d.rows)
+
+
+def test_a_warm_up_gives_the_window_the_backlog_it_had_and_is_not_scored():
+    """The jobs submitted before ``score_from`` are replayed but left out of the averages.
+
+    L (1 core, 1002 s) at 0 and H (both cores, 1000 s) at 1 are the warm-up; S (1 core, 4000 s, exact walltimes)
+    at 2 is the window (``score_from`` = 2).  With the warm-up, H is the head reserved at 1002 and S does not fit
+    before it on its walltime: under EASY S waits until H ends at 2002 (wait 2000 s, bounded slowdown
+    6000 / 4000).  p 0.1 and 0.2 (400 and 800 s) start S at 2, preempt it at 1002 with 1000 s done and 240 s owed;
+    S ends at 5242 (wait 0, bounded slowdown 5240 / 4000), so they beat EASY by every objective and p 0.1, the
+    first of the two in the grid, is adopted.  Replayed alone (no warm-up) S starts at once on the empty machine
+    under every setting: all tie and the setting in force is kept -- the window judged from an empty machine
+    misses the queue it really had."""
+    warm = [Job(0.0, 1002.0, 1002.0, 1, "l"), Job(1.0, 1000.0, 1000.0, 2, "h")]
+    window = [Job(2.0, 4000.0, 4000.0, 1, "s")]
+    settings = grid(CKPT)
+    easy_row, *ckpt_rows = replay(warm + window, 2, settings, score_from=2.0)
+    assert (easy_row.wait_avg, easy_row.bsld_avg) == pytest.approx((2000.0, 6000 / 4000))
+    for r in ckpt_rows:
+        shortened = r.params.p in (0.1, 0.2)
+        assert (r.wait_avg, r.bsld_avg) == pytest.approx((0.0, 5240 / 4000) if shortened else (2000.0, 1.5)), r.label
+    # the same jobs, all scored: L (wait 0), H (wait 1001 s, bsld 2001 / 1000) and S
+    unscored = replay(warm + window, 2, settings)
+    assert (unscored[0].wait_avg, unscored[0].bsld_avg) == pytest.approx((3001 / 3, (1 + 2.001 + 1.5) / 3))
+    for objective in OBJECTIVES:
+        d = choose(warm + window, 2, EASY, settings, objective, min_jobs=1, score_from=2.0)
+        assert d.adopt is not None and label(d.adopt) == "p=0.1 threshold=600s predictor=scaled", d.why
+        alone = choose(window, 2, EASY, settings, objective, min_jobs=1)
+        assert all((r.wait_avg, r.bsld_avg) == (0.0, 1.0) for r in alone.rows)
+        assert alone.adopt is None and alone.why == "the setting in force (easy) is the best: kept"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 from click.testing import CliRunner
 from simtraces import swf_line
 
@@ -44,8 +45,9 @@ def decisions(tr: Trace, tuner: Tuner) -> list[tuple[float, str]]:
     return [(t, tune.label(p)) for t, p in res.tunings]
 
 
-def honest(tr: Trace) -> Tuner:
-    return tune.in_replay(tr, DAY, 14 * DAY, tune.grid_for(CKPT, True, False, False), "mix", 0.0, min_jobs=100)
+def honest(tr: Trace, warmup: float = 0.0, window: float = 14 * DAY) -> Tuner:
+    grid = tune.grid_for(CKPT, True, False, False)
+    return tune.in_replay(tr, DAY, window, grid, "mix", 0.0, min_jobs=100, warmup=warmup)
 
 
 def peeking(tr: Trace) -> Tuner:
@@ -59,10 +61,12 @@ def peeking(tr: Trace) -> Tuner:
     return Tuner(DAY, pick)
 
 
-def test_a_history_changed_after_a_tuning_instant_does_not_change_that_decision():
+@pytest.mark.parametrize("warmup", [0.0, 2 * DAY], ids=["no-warmup", "warmup"])
+def test_a_history_changed_after_a_tuning_instant_does_not_change_that_decision(warmup: float):
     a, b = trace(10.0), trace(1.0)  # b's later jobs ask for exactly their run time
     assert a.submit == b.submit and a.walltime != b.walltime
-    da, db = decisions(a, honest(a)), decisions(b, honest(b))
+    window = 14 * DAY if not warmup else 3 * DAY  # with a warm-up: a window short enough for it to matter
+    da, db = decisions(a, honest(a, warmup, window)), decisions(b, honest(b, warmup, window))
     before = [d for d in da if d[0] <= CHANGE]
     assert len(before) >= 3 and before == [d for d in db if d[0] <= CHANGE]
     # the check can fail: a tuner that peeks at later jobs decides differently before the change
@@ -89,3 +93,43 @@ def test_gsim_run_p_auto(tmp_path):
     assert bad.exit_code == 2 and "auto settings tune checkpoint-backfill" in bad.output
     bad = CliRunner().invoke(main, ["run", str(path), "--p", "auto", "--tune-every", "10s"])
     assert bad.exit_code == 2 and "--tune-every: must be at least a minute" in bad.output
+
+
+def test_gsim_run_tune_warmup_replays_the_tuner_with_that_warm_up(tmp_path):
+    """--tune-warmup reaches the tuner: gsim's settings are those of in_replay with the same warm-up, and a
+    bad value is refused in one line.  On 16 cores the queue is long enough for the warm-up to change
+    decisions."""
+    tr = trace(10.0)
+    tr.ncores = tr.max_procs = 16
+    path = tmp_path / "t.swf"
+    path.write_text(
+        "; MaxProcs: 16\n"
+        + "\n".join(swf_line(tr.ids[i], tr.submit[i], tr.run[i], tr.size[i], tr.walltime[i]) for i in range(len(tr)))
+        + "\n"
+    )
+    args = [
+        "run",
+        str(path),
+        "--p",
+        "auto",
+        "--tune-every",
+        "1d",
+        "--tune-window",
+        "3d",
+        "--tune-margin",
+        "0",
+        "--json",
+    ]
+    got = {}
+    for warmup in (0.0, 2 * DAY):
+        r = CliRunner().invoke(main, [*args, "--tune-warmup", f"{warmup:g}"])
+        assert r.exit_code == 0, r.output
+        got[warmup] = json.loads(r.stdout)["settings"]
+        res = simulate(tr, CKPT, overhead=120.0, tuner=honest(tr, warmup, 3 * DAY))
+        want = [(0.0, CKPT)] + [
+            (t, p) for k, (t, p) in enumerate(res.tunings) if p != (res.tunings[k - 1][1] if k else CKPT)
+        ]
+        assert got[warmup] == [{"from": t, "setting": tune.label(p)} for t, p in want]
+    assert got[0.0] != got[2 * DAY]
+    bad = CliRunner().invoke(main, [*args, "--tune-warmup", "-1"])
+    assert bad.exit_code == 2 and "must be zero or more seconds" in bad.output
