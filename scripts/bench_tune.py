@@ -3,15 +3,17 @@
 
 1. CPU time of one tuning run (``gridsched.tune.choose``) over a synthetic 14-day history of a 256-core
    machine (``--jobs``, default 20,000 jobs: uniform arrivals, 1-64 cores, log-normal run times up to a
-   day, about 70 % of the machine offered, walltimes 1-10 times the run time), once with the grid the
-   daemon uses when every setting is "auto" (EASY + 15 settings) and once with a grid of 24
+   day, about 70 % of the machine offered, walltimes 1-10 times the run time), after a warm-up of
+   ``--warmup-days`` (default 7, the daemon's tune_warmup; as many jobs a day, replayed and not
+   scored), once with the grid the daemon uses when every setting is "auto" (EASY + 18 settings) and
+   once with a grid of 24
    checkpoint-backfill settings (EASY + 24); the median of ``--runs`` runs each.  Target: under 60 s of one core.
 2. ``--latency``: dispatch latency of a personal daemon (the time from the job's submission to its
    start, as recorded) for ``--submits`` one-core jobs submitted one after the other, with
    no tuning under way and while the daemon's tuner runs over the same history (``gctl tune``),
    alternating; medians and 95th percentiles.
 
-    python scripts/bench_tune.py [--jobs 20000] [--runs 3] [--latency] [--submits 30]
+    python scripts/bench_tune.py [--jobs 20000] [--warmup-days 7] [--runs 3] [--latency] [--submits 30]
 """
 
 from __future__ import annotations
@@ -39,15 +41,15 @@ NCORES = 256
 DAY = 86400.0
 
 
-def history(n: int, seed: int = 1) -> list[tune.Job]:
-    """``n`` jobs over 14 days offering about 70 % of the machine (jobs that ended in a window cannot offer
-    more than the machine had): mean size 16 cores, run times log-normal with a mean of about 12 minutes
-    for 20,000 jobs, scaled so that fewer jobs run longer."""
+def history(n: int, seed: int = 1, days: float = 14.0) -> list[tune.Job]:
+    """``n`` jobs in 14 days offering about 70 % of the machine (jobs that ended in a window cannot offer
+    more than the machine had), over ``days`` days (as many a day): mean size 16 cores, run times log-normal
+    with a mean of about 12 minutes for 20,000 jobs, scaled so that fewer jobs run longer."""
     r = random.Random(seed)
-    span = 14 * DAY
+    span = days * DAY
     scale = 20000 / n
     out = []
-    for _ in range(n):
+    for _ in range(round(n * days / 14)):
         t = r.uniform(0, span)
         run = min(DAY, scale * 60 * r.lognormvariate(1.5, 1.4))
         out.append(
@@ -77,13 +79,15 @@ def cpu_of(fn) -> float:  # type: ignore[no-untyped-def]
     return time.process_time() - t0
 
 
-def tuning_cost(jobs: int, runs: int) -> None:
-    hist = history(jobs)
+def tuning_cost(jobs: int, runs: int, warmup_days: float) -> None:
+    hist = history(jobs, days=14 + warmup_days)
+    frm = warmup_days * DAY if warmup_days > 0 else None
     base = Params(policy=Policy.CHECKPOINT_BACKFILL)
     for name, settings in (("auto grid", tune.grid_for(base)), ("24-setting grid", grid24(base))):
-        times = [cpu_of(lambda s=settings: tune.choose(hist, NCORES, base, s)) for _ in range(runs)]
+        times = [cpu_of(lambda s=settings: tune.choose(hist, NCORES, base, s, score_from=frm)) for _ in range(runs)]
         print(
-            f"{name}: {len(settings)} settings (EASY included), {jobs} jobs on {NCORES} cores: "
+            f"{name}: {len(settings)} settings (EASY included), {jobs} jobs on {NCORES} cores after a "
+            f"{warmup_days:g}-day warm-up of {len(hist) - jobs} jobs: "
             f"median {statistics.median(times):.1f} s of CPU (runs: {', '.join(f'{t:.1f}' for t in times)})",
             flush=True,
         )
@@ -187,6 +191,7 @@ def _dispatch(bin_: Path, env: dict, n: int) -> list[float]:  # type: ignore[typ
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=20000)
+    ap.add_argument("--warmup-days", type=float, default=7.0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--latency", action="store_true")
     ap.add_argument("--submits", type=int, default=30)
@@ -196,7 +201,7 @@ def main() -> int:
         f"{platform.platform()}"
     )
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
-    tuning_cost(opts.jobs, opts.runs)
+    tuning_cost(opts.jobs, opts.runs, opts.warmup_days)
     if opts.latency:
         latency(opts.jobs, opts.submits)
     print(f"peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
