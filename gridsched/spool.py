@@ -269,7 +269,7 @@ class Spool:
         finally:
             os.unlink(tmp)
         try:
-            taken = self._taken_meanwhile(path)
+            taken = self._taken_meanwhile(path, data)
         except OSError:
             path.unlink(missing_ok=True)  # cannot tell whether the id is ours: withdrawn
             raise
@@ -278,13 +278,17 @@ class Spool:
         self.wake()
         return path
 
-    def _taken_meanwhile(self, path: Path) -> bool:
+    def _taken_meanwhile(self, path: Path, data: bytes) -> bool:
         """Whether the id of ``path`` was taken in from someone else's request between choosing and
-        publishing it; then the request is withdrawn (the daemon would refuse it as a taken id)."""
+        publishing it; then the request is withdrawn (the daemon would refuse it as a taken id).  The
+        daemon may already have taken in this very request (``data``): the id is then ours."""
+        import hashlib
+
         from .requests import id_of_name
 
         nid = id_of_name(path.name)
-        if nid is None or not self.id_recorded(nid):
+        digest = None if nid is None else self.id_digest(nid)
+        if digest is None or digest == hashlib.sha256(data).hexdigest():
             return False
         try:
             os.unlink(path)
@@ -292,10 +296,11 @@ class Spool:
             pass  # already read and refused
         return True
 
-    def id_recorded(self, nid: int) -> bool:
-        """Whether the daemon has recorded ``nid`` as a job, a reservation or a request."""
+    def id_digest(self, nid: int) -> str | None:
+        """The digest of the request the daemon took id ``nid`` from ('' where it keeps none: a job or a
+        reservation recorded without it), or None if the daemon has not recorded ``nid``."""
         if not self.db.exists():
-            return False
+            return None
         import sqlite3
 
         from .state import connect_ro
@@ -303,13 +308,19 @@ class Spool:
         try:
             con = connect_ro(self.db)
             try:
-                for table in ("jobs", "reservations", "ids"):
+                try:
+                    row = con.execute("SELECT digest FROM ids WHERE id = ?", (nid,)).fetchone()
+                    if row is not None:
+                        return str(row[0] or "")
+                except sqlite3.OperationalError:
+                    pass
+                for table in ("jobs", "reservations"):
                     try:
                         if con.execute(f"SELECT 1 FROM {table} WHERE id = ?", (nid,)).fetchone():
-                            return True
+                            return ""
                     except sqlite3.OperationalError:
                         continue
-                return False
+                return None
             finally:
                 con.close()
         except sqlite3.Error as e:

@@ -699,7 +699,8 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
 
     from gridsched import config as configmod
     from gridsched.spool import Spool
-    from gridsched.submit import Options, Script, build_spec
+    from gridsched.submit import Options, Script
+    from gridsched.submit import submit as publish
 
     cfg = configmod.load(str(config_path))
     spool = Spool(spool_dir)
@@ -713,7 +714,8 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
         home, jenv = homes[j.owner.pw_uid if j.owner else os.getuid()]
         out = home / "out" / "%x.o%j"
         if j.owner is None or as_user is None:
-            spec = build_spec(
+            # as gsub does: the id is taken by publishing, and the next one tried if a job's own gsub took it
+            spec = publish(
                 spool,
                 cfg,
                 Script(j.script, f"soak-{j.index}", f"soak{j.kind}"),
@@ -721,7 +723,6 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
                 env=jenv,
                 cwd=home,
             )
-            spool.submit(spec)
             jid = int(spec["id"])
         else:
             args = [

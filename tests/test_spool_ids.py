@@ -1,0 +1,58 @@
+"""A new id is taken by publishing the request that brings it: the writer learns whether the id is its own."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+import pytest
+
+from gridsched import requests as rq
+from gridsched.spool import IdTaken, Spool
+from gridsched.state import StateDB
+from tests.fuzz.test_requests import valid_job
+
+
+def _recorded(spool: Spool, nid: int, digest: str) -> None:
+    """The daemon's record of taking id ``nid`` in from a request whose bytes have ``digest``."""
+    db = StateDB(spool.db, write=True)
+    db.begin()
+    db.put_id(nid, os.getuid(), digest, time.time())
+    db.commit()
+    db.close()
+
+
+def _request(nid: int) -> bytes:
+    return rq.encode({"type": "submit", "job": valid_job(nid)})
+
+
+def test_a_request_the_daemon_took_in_at_once_keeps_its_id(tmp_path):
+    """The daemon may take a request in between its publication and the writer's check that nobody took
+    its id meanwhile; the id recorded is then the writer's own (same bytes), not someone else's. (Taken for
+    someone else's, the submission was tried again under the next id: the job was submitted twice.)"""
+    spool = Spool(tmp_path / "spool")
+    spool.ensure()
+    data = _request(7)
+    _recorded(spool, 7, hashlib.sha256(data).hexdigest())
+    path = spool.publish_new(rq.id_name(7), data)
+    assert path.read_bytes() == data  # published, not withdrawn
+
+
+@pytest.mark.parametrize("digest", ["0" * 64, ""])
+def test_an_id_taken_from_another_request_is_refused_and_the_request_withdrawn(tmp_path, digest):
+    spool = Spool(tmp_path / "spool")
+    spool.ensure()
+    _recorded(spool, 7, digest)
+    with pytest.raises(IdTaken):
+        spool.publish_new(rq.id_name(7), _request(7))
+    assert not (spool.incoming / rq.id_name(7)).exists()
+    assert [n for n in os.listdir(spool.incoming)] == []  # no temporary file left either
+
+
+def test_an_id_nobody_recorded_is_the_writers(tmp_path):
+    spool = Spool(tmp_path / "spool")
+    spool.ensure()
+    _recorded(spool, 3, "0" * 64)
+    data = _request(8)
+    assert spool.publish_new(rq.id_name(8), data).read_bytes() == data
