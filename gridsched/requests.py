@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .core import cpuset, depend
 from .core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
-from .jobs import rerun_refused
+from .jobs import RERUN_MODES
 from .text import shown
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
@@ -887,7 +887,7 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
     )
     _check_priority(spec, sender)
     _check_tasks(spec)
-    if spec.interactive and rerun_refused({"interactive": True, "checkpoint": spec.checkpoint}):
+    if spec.interactive and spec.checkpoint in RERUN_MODES:
         raise f.bad("checkpoint", "a grun job cannot be rerun: must be none or suspend")
     if "\0" in spec.script:
         raise f.bad("script", "holds a NUL character")
