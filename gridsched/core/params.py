@@ -32,6 +32,13 @@ class Predictor(str, Enum):
     USER_RATIO = "user-ratio"  # walltime times the user's learned ratio of run time to walltime
 
 
+class BackfillOrder(str, Enum):
+    """In which order easy and checkpoint-backfill try the jobs behind the head ([scheduler] backfill_order)."""
+
+    QUEUE = "queue"  # the queue's (priority) order, as Slurm's backfill
+    SHORTEST = "shortest"  # shortest estimate first, ties in queue order (EASY++'s shortest job backfilled first)
+
+
 # gsub --nice (as Slurm's range) and --priority (an admin's)
 NICE_MIN = -10000
 NICE_MAX = 10000
@@ -80,3 +87,5 @@ class Params:
     cancel_never_satisfied: bool = False
     # The queue's order ([priority] of the config; gridsched.core.priority).
     priority: PriorityParams = PriorityParams()
+    # easy and checkpoint-backfill: the order in which the jobs behind the head are tried
+    backfill_order: BackfillOrder = BackfillOrder.QUEUE

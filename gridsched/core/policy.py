@@ -47,6 +47,13 @@ started earlier in the same pass count as running.  When the shadow time is
 ``now`` (the head waits only for stopping jobs), ``extra`` is the cores free
 now plus those of stopping jobs, beyond the head's need.
 
+The jobs behind the head are tried in queue order (``Params.backfill_order``
+``queue``), or shortest estimate first (``shortest``: the "shortest job
+backfilled first" of Tsafrir, Etsion and Feitelson's EASY++; equal estimates in
+queue order), in easy and checkpoint-backfill alike.  The order changes only
+which of the jobs that could backfill start first; the head's reservation is
+the same.
+
 conservative (conservative backfilling)
 ---------------------------------------
 The running jobs define an availability profile
@@ -242,6 +249,7 @@ from .split import as_chains, chain_cores, fill_mixed, fill_window, per_chain
 from .tree import preempt_order
 from .types import (
     Activate,
+    BackfillOrder,
     Decision,
     Forecast,
     HeadReservation,
@@ -261,6 +269,8 @@ from .types import (
 )
 
 _NCPUS = attrgetter("ncpus")
+_ESTIMATE = attrgetter("estimate")
+_SHORTEST = BackfillOrder.SHORTEST
 
 
 def free_count(snap: Snapshot) -> int:
@@ -1796,7 +1806,10 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     room = ps._extra if quick else inf
     # only the jobs that fit in what is free now are looked at (free only shrinks in this loop):
     # the others are passed over in C, which on a long queue is most of the pass
-    for w in compress(rest, map(free0.__ge__, map(_NCPUS, rest))) if free0 > 0 else ():
+    tried: Iterable[Waiting] = compress(rest, map(free0.__ge__, map(_NCPUS, rest))) if free0 > 0 else ()
+    if snap.params.backfill_order is _SHORTEST:
+        tried = sorted(tried, key=_ESTIMATE)  # stable: equal estimates stay in queue order
+    for w in tried:
         n = w.ncpus
         if n > free0 or (binding and w.bind is not None):  # cheap tests first: most of a long queue stops here
             continue

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, TypeVar, dataclass_transform
 
+from .params import BackfillOrder as BackfillOrder
 from .params import Params as Params
 from .params import Policy as Policy
 from .params import Predictor as Predictor

@@ -9,6 +9,7 @@ import pytest
 from gridsched.core.policy import forecast, free_count, pick, schedule
 from gridsched.core.predict import history_mean, make_predictor, user_history
 from gridsched.core.types import (
+    BackfillOrder,
     HeadReservation,
     Params,
     Plan,
@@ -122,6 +123,32 @@ def test_easy_starts_in_queue_order_before_the_head():
     assert plan.starts == (Start(1), Start(2))
     # job 3 needs 4: 0 free, +2 at 10 (jobs 1, 2 end), +2 at 50 -> 4: shadow 50
     assert plan.head == HeadReservation(3, 50.0)
+
+
+def test_shortest_backfill_order_tries_short_jobs_first():
+    # Head job 1 needs 7: shadow 100, extra 1; free 2.  Jobs 2 (2 cores, 90 s) and 3 (2 cores,
+    # 30 s) both end by the shadow time, but only one fits in the 2 free cores.  In queue order
+    # job 2 starts; shortest first, job 3 does.  Job 4 (1 core, 500 s) fits neither way (no core
+    # left).  The head's reservation is the same.
+    pending = [W(1, 7, 10), W(2, 2, 90), W(3, 2, 30), W(4, 1, 500)]
+    queue = schedule(snap(BUSY, pending))
+    shortest = schedule(snap(BUSY, pending, params=Params(policy=Policy.EASY, backfill_order=BackfillOrder.SHORTEST)))
+    assert started(queue) == [2]
+    assert started(shortest) == [3]
+    assert queue.head == shortest.head == HeadReservation(1, 100.0)
+
+
+def test_shortest_backfill_order_keeps_queue_order_among_equals_and_reads_the_estimate():
+    # 12 cores, BUSY holds 6: free 6; head 1 needs 9: shadow 100, extra 3.  Under
+    # checkpoint-backfill (p 0.1, threshold 100) job 2 (3 cores, 900 s, checkpointable) is
+    # predicted at 90 and job 3 (3 cores, 95 s) ends by 100 on its estimate; job 4 has job 3's
+    # estimate.  Shortest first by estimate: 3 (95), 4 (95, after 3 in the queue), then 2 (900):
+    # 3 and 4 take the 6 free cores and 2 waits; in queue order 2 and 3 start.
+    ckpt = Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.1, threshold=100.0)
+    pending = [W(1, 9, 10), W(2, 3, 900, True), W(3, 3, 95), W(4, 3, 95)]
+    assert started(schedule(snap(BUSY, pending, ncores=12, params=ckpt))) == [2, 3]
+    shortest = Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.1, threshold=100.0, backfill_order=BackfillOrder.SHORTEST)
+    assert started(schedule(snap(BUSY, pending, ncores=12, params=shortest))) == [3, 4]
 
 
 # -- conservative -----------------------------------------------------------------------

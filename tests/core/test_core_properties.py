@@ -19,7 +19,7 @@ from gridsched.core import topology
 from gridsched.core.placement import Request
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.predict import run_ratio
-from gridsched.core.types import Params, Policy, Predictor, Running, Snapshot, Waiting
+from gridsched.core.types import BackfillOrder, Params, Policy, Predictor, Running, Snapshot, Waiting
 
 EPS = 1e-9
 
@@ -233,11 +233,11 @@ def test_every_policy_is_safe_and_finishes_every_job(w, policy):
 
 
 @settings(max_examples=80, deadline=None)
-@given(w=workloads(exact=False))
-def test_easy_head_starts_by_its_reservation(w):
-    # holds also when jobs end before their estimates
+@given(w=workloads(exact=False), order=st.sampled_from(list(BackfillOrder)))
+def test_easy_head_starts_by_its_reservation(w, order):
+    # holds also when jobs end before their estimates, whatever the backfill order
     ncores, jobs, placement = w
-    res = drive(jobs, ncores, Params(policy=Policy.EASY), placement)
+    res = drive(jobs, ncores, Params(policy=Policy.EASY, backfill_order=order), placement)
     check_terminal(jobs, res)
     for jid, t in res.first_head.items():
         assert res.starts[jid][0] <= t + EPS, f"job {jid} reserved at {t}, started {res.starts[jid][0]}"
@@ -258,14 +258,14 @@ def test_conservative_jobs_start_by_their_reservations(w):
     w=workloads(exact=False),
     p=st.sampled_from([0.05, 0.2, 0.5]),
     predictor=st.sampled_from(list(Predictor)),
+    order=st.sampled_from(list(BackfillOrder)),
 )
-def test_checkpoint_backfill_head_starts_at_its_reservation(w, p, predictor):
+def test_checkpoint_backfill_head_starts_at_its_reservation(w, p, predictor, order):
     # Backfilled jobs overrun their shortened estimates all the time here (actual run
     # times are up to the full estimate): the head still starts by its reservation.
     ncores, jobs, placement = w
-    res = drive(
-        jobs, ncores, Params(policy=Policy.CHECKPOINT_BACKFILL, p=p, threshold=10.0, predictor=predictor), placement
-    )
+    prm = Params(policy=Policy.CHECKPOINT_BACKFILL, p=p, threshold=10.0, predictor=predictor, backfill_order=order)
+    res = drive(jobs, ncores, prm, placement)
     check_terminal(jobs, res)
     for jid, t in res.first_head.items():
         first = res.starts[jid][0]
