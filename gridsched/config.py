@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import cpuset
-from .core.params import Params, Policy, Predictor, PriorityParams, YieldAffinity
+from .core.params import BackfillOrder, Params, Policy, Predictor, PriorityParams, YieldAffinity
 from .core.units import UnitError, format_duration, parse_duration
 
 PACKAGED = Path(__file__).with_name("data") / "gridsched.toml"
@@ -84,12 +84,14 @@ class Tuning:
     margin: float = 0.02  # tune_margin
     warmup: int = 7 * 86400  # tune_warmup: replayed before the window as its backlog, not scored
 
+    backfill_order: bool = False
+
     @property
     def active(self) -> bool:
-        return self.p or self.threshold or self.predictor
+        return self.p or self.threshold or self.predictor or self.backfill_order
 
     def describe(self) -> str:
-        what = [k for k in ("p", "threshold", "predictor") if getattr(self, k)]
+        what = [k for k in ("p", "threshold", "predictor", "backfill_order") if getattr(self, k)]
         return (
             f"{', '.join(what)} auto: tuned every {format_duration(self.every)} over the jobs of the last "
             f"{format_duration(self.window)} (after {format_duration(self.warmup)} of warm-up), "
@@ -104,6 +106,7 @@ TUNE_OBJECTIVES = ("bsld", "wait", "mix")
 PUBLISHED_P = 0.2
 PUBLISHED_THRESHOLD = 1800
 PUBLISHED_PREDICTOR = "scaled"
+PUBLISHED_ORDER = "queue"
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +256,12 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     except ValueError:
         choices = ", ".join(x.value for x in Predictor)
         raise bad("scheduler", "predictor", f'must be one of {choices}, or "auto"') from None
+    order_auto = auto("backfill_order")
+    try:
+        order = BackfillOrder(PUBLISHED_ORDER if order_auto else get("scheduler", "backfill_order", str))
+    except ValueError:
+        choices = ", ".join(x.value for x in BackfillOrder)
+        raise bad("scheduler", "backfill_order", f'must be one of {choices}, or "auto"') from None
     tune_every = duration("scheduler", "tune_every")
     if not TUNE_EVERY_MIN <= tune_every <= TUNE_EVERY_MAX:
         raise bad("scheduler", "tune_every", "must be from a minute to a year")
@@ -270,7 +279,9 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         warmup = duration("scheduler", "tune_warmup")
     if warmup > TUNE_WARMUP_MAX:
         raise bad("scheduler", "tune_warmup", "must be at most a year")
-    tuning = Tuning(p_auto, threshold_auto, predictor_auto, tune_every, tune_window, objective, margin, warmup)
+    tuning = Tuning(
+        p_auto, threshold_auto, predictor_auto, tune_every, tune_window, objective, margin, warmup, order_auto
+    )
 
     try:
         affinity = YieldAffinity(get("scheduler", "yield_affinity", str))
@@ -319,6 +330,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
             p=p,
             threshold=float(threshold),
             predictor=predictor,
+            backfill_order=order,
             preempt_for_fixed=preempt_fixed,
             yield_affinity=affinity,
             cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .core.params import Params, Policy, Predictor
+from .core.params import BackfillOrder, Params, Policy, Predictor
 
 if TYPE_CHECKING:
     from .sim.engine import Tuner
@@ -78,11 +78,12 @@ class Decision:
 
 
 def label(p: Params) -> str:
+    order = "" if p.backfill_order is BackfillOrder.QUEUE else f" backfill={p.backfill_order.value}"
     if p.policy is not Policy.CHECKPOINT_BACKFILL:
-        return p.policy.value
+        return p.policy.value + order
     if p.predictor is not Predictor.SCALED:
-        return f"threshold={p.threshold:g}s predictor={p.predictor.value}"
-    return f"p={p.p:g} threshold={p.threshold:g}s predictor={p.predictor.value}"
+        return f"threshold={p.threshold:g}s predictor={p.predictor.value}{order}"
+    return f"p={p.p:g} threshold={p.threshold:g}s predictor={p.predictor.value}{order}"
 
 
 def grid(
@@ -102,20 +103,32 @@ def grid(
     return out
 
 
-def grid_for(base: Params, p: bool = True, threshold: bool = True, predictor: bool = True) -> list[Params]:
+def grid_for(
+    base: Params, p: bool = True, threshold: bool = True, predictor: bool = True, order: bool = False
+) -> list[Params]:
     """EASY, then the checkpoint-backfill settings with the ``"auto"`` ones varied and the others as in ``base``.
 
-    The user-history and user-ratio predictors do not read ``p``: they are varied by threshold only."""
+    The user-history and user-ratio predictors do not read ``p``: they are varied by threshold only.  EASY,
+    the reference, is plain EASY: the queue's backfill order, whatever ``base``'s."""
     ps = DEFAULT_PS if p else (base.p,)
     ths = DEFAULT_THRESHOLDS if threshold else (base.threshold,)
     preds = (Predictor.SCALED, Predictor.USER_HISTORY, Predictor.USER_RATIO) if predictor else (base.predictor,)
-    out = [dataclasses.replace(base, policy=Policy.EASY)]
-    for pred in preds:
-        for pv in ps if pred is Predictor.SCALED else (base.p,):
-            for th in ths:
-                out.append(
-                    dataclasses.replace(base, policy=Policy.CHECKPOINT_BACKFILL, p=pv, threshold=th, predictor=pred)
-                )
+    orders = (BackfillOrder.SHORTEST, BackfillOrder.QUEUE) if order else (base.backfill_order,)
+    out = [dataclasses.replace(base, policy=Policy.EASY, backfill_order=BackfillOrder.QUEUE)]
+    for bo in orders:
+        for pred in preds:
+            for pv in ps if pred is Predictor.SCALED else (base.p,):
+                for th in ths:
+                    out.append(
+                        dataclasses.replace(
+                            base,
+                            policy=Policy.CHECKPOINT_BACKFILL,
+                            p=pv,
+                            threshold=th,
+                            predictor=pred,
+                            backfill_order=bo,
+                        )
+                    )
     return out
 
 
@@ -220,7 +233,7 @@ def choose(
 
 
 def _same(a: Params, b: Params) -> bool:
-    if a.policy is not b.policy:
+    if a.policy is not b.policy or a.backfill_order is not b.backfill_order:
         return False
     if a.policy is not Policy.CHECKPOINT_BACKFILL:
         return True

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .core.params import Params, Policy, Predictor
+from .core.params import BackfillOrder, Params, Policy, Predictor
 
 ENDED = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
 
@@ -44,7 +44,13 @@ def history(db_path: str | Path, now: float, window: float) -> list[Any]:
 
 def setting(p: Params) -> dict[str, Any]:
     """The tuned part of ``p`` as JSON."""
-    return {"policy": p.policy.value, "p": p.p, "threshold": p.threshold, "predictor": p.predictor.value}
+    return {
+        "policy": p.policy.value,
+        "p": p.p,
+        "threshold": p.threshold,
+        "predictor": p.predictor.value,
+        "backfill_order": p.backfill_order.value,
+    }
 
 
 def applied(base: Params, s: dict[str, Any]) -> Params:
@@ -55,6 +61,7 @@ def applied(base: Params, s: dict[str, Any]) -> Params:
         p=float(s["p"]),
         threshold=float(s["threshold"]),
         predictor=Predictor(s["predictor"]),
+        backfill_order=BackfillOrder(s.get("backfill_order", "queue")),  # recorded before it was tuned: the queue's
     )
 
 
@@ -64,7 +71,7 @@ def decide(db_path: str | Path, now: float, ncores: int, current: Params, tuning
 
     hist = history(db_path, now, tuning.window + tuning.warmup)
     in_window = len(history(db_path, now, tuning.window)) if tuning.warmup > 0 else len(hist)
-    settings = tune.grid_for(current, tuning.p, tuning.threshold, tuning.predictor)
+    settings = tune.grid_for(current, tuning.p, tuning.threshold, tuning.predictor, tuning.backfill_order)
     score_from = now - tuning.window if tuning.warmup > 0 else None
     d = tune.choose(hist, ncores, current, settings, tuning.objective, tuning.margin, score_from=score_from)
     rows = [{"setting": r.label, "wait_avg": r.wait_avg, "bsld_avg": r.bsld_avg, "score": r.score} for r in d.rows]

@@ -197,12 +197,14 @@ def tune(
     config_file: str | None,
 ) -> int:
     """Replay the jobs that ended in the last --window through EASY and a grid of checkpoint-backfill
-    settings (p 0.1-0.5, threshold 10 min-1 h, the three predictors) and adopt the best if it beats both EASY
-    and the setting in force by --margin; with fewer than 100 jobs of history the setting in force is kept.
+    settings (p 0.1-0.5, threshold 10 min-1 h, the three predictors; the configured backfill order, or both
+    when scheduler.backfill_order is "auto") and adopt the best if it beats both EASY (in queue order) and
+    the setting in force by --margin; with fewer than 100 jobs of history the setting in force is kept.
     The jobs that ended in the scheduler.tune_warmup before the window (7d) are replayed ahead of it, so that
     it starts with the backlog it had, and are not scored.
 
-    When scheduler.p, threshold or predictor is "auto" (the default), only those vary, and the daemon
+    When scheduler.p, threshold, predictor or backfill_order is "auto" (the first three are by default),
+    only those vary, and the daemon
     tunes: gctl tune asks it to tune now, waits for its answer and prints it (the daemon keeps the
     setting it adopts; the configuration file is not changed).  Otherwise the setting adopted is
     written into the configuration as gctl set writes, and the daemon reloads it.  Root or the spool's
@@ -327,6 +329,7 @@ def _write_tuned(s: Any, a: Any, said: str) -> int:
             (["scheduler", "p"], a.p),
             (["scheduler", "threshold"], int(a.threshold)),
             (["scheduler", "predictor"], a.predictor.value),
+            (["scheduler", "backfill_order"], a.backfill_order.value),
         ]
     try:
         data = configwrite.applied(configwrite.read(target), settings)
@@ -465,6 +468,8 @@ def _tuning_lines(t: dict[str, Any]) -> list[str]:
             if s["policy"] != "checkpoint-backfill"
             else (f"p={s['p']:g} threshold={s['threshold']:g}s predictor={s['predictor']}")
         )
+        if s.get("backfill_order", "queue") != "queue":
+            what += f" backfill={s['backfill_order']}"
         lines.append(f"  in force:     {what}, since {when(t['since'])}")
     else:
         lines.append(

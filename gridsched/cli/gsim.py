@@ -18,13 +18,14 @@ import click
 
 from ..config import ConfigError
 from ..config import load as load_config
-from ..core.types import Params, Policy, Predictor
+from ..core.types import BackfillOrder, Params, Policy, Predictor
 from ..core.units import UnitError, parse_duration
 from .common import COUNT, ChoiceType, ExitCode, Group, fail, warn
 
 PROG = "gsim"
 POLICIES = tuple(p.value for p in Policy)
 PREDICTORS = (*(p.value for p in Predictor), "auto")
+ORDERS = (*(o.value for o in BackfillOrder), "auto")
 MODES = ("checkpoint", "requeue", "none")
 # The Params field that selects the naive (cascading) reading of checkpoint-backfill, if the core has one.
 CASCADE_FIELD = "cascade"
@@ -196,6 +197,13 @@ def _trace_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="How backfilling predicts run times (default: scaled).",
         ),
         click.option(
+            "--backfill-order",
+            "backfill_order",
+            type=ChoiceType(ORDERS, "ORDER"),
+            help="easy and checkpoint-backfill: the order in which jobs behind the head are tried: queue (the "
+            "default) or shortest (shortest walltime first).",
+        ),
+        click.option(
             "--checkpoint-overhead",
             "overhead",
             type=SECONDS,
@@ -218,7 +226,7 @@ def _trace_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--config",
             "config_file",
             metavar="FILE",
-            help="Take policy, p, threshold and predictor from this gridsched.toml.",
+            help="Take policy, p, threshold, predictor and backfill order from this gridsched.toml.",
         ),
         click.option(
             "--cascade", is_flag=True, help="checkpoint-backfill: the naive (cascading) reading, if the core offers it."
@@ -290,6 +298,7 @@ def _params(
     threshold: float | None,
     predictor: str | None,
     cascade: bool,
+    backfill_order: str | None = None,
 ) -> Params:
     base = Params()
     if config_file is not None:
@@ -308,6 +317,10 @@ def _params(
         fail(PROG, "--predictor auto: only gsim run tunes settings during the replay", ExitCode.USAGE)
     if predictor is not None:
         kw["predictor"] = Predictor(predictor)
+    if backfill_order == "auto":
+        fail(PROG, "--backfill-order auto: only gsim run tunes settings during the replay", ExitCode.USAGE)
+    if backfill_order is not None:
+        kw["backfill_order"] = BackfillOrder(backfill_order)
     if cascade:
         if CASCADE_FIELD not in {f.name for f in dataclasses.fields(Params)}:
             fail(PROG, "--cascade: this version of the scheduling core has no cascading reading", ExitCode.USAGE)
@@ -633,6 +646,7 @@ def run_cmd(
     limit: int | None,
     strict: bool,
     predictor: str | None,
+    backfill_order: str | None,
     overhead: float,
     mode: str,
     config_file: str | None,
@@ -666,7 +680,7 @@ def run_cmd(
     """
     from ..sim import report
 
-    auto = _auto(config_file, p, threshold, predictor)
+    auto = _auto(config_file, p, threshold, predictor, backfill_order)
     params = _params(
         config_file,
         policy,
@@ -674,10 +688,11 @@ def run_cmd(
         None if threshold == "auto" else threshold,
         None if predictor == "auto" else predictor,
         cascade,
+        None if backfill_order == "auto" else backfill_order,
     )
     _check_plot_available(plot or gantt)
     tr = _read(trace, procs, nodes, strict, limit)
-    explicit = "auto" in (p, threshold, predictor)
+    explicit = "auto" in (p, threshold, predictor, backfill_order)
     if explicit and params.policy is not Policy.CHECKPOINT_BACKFILL:
         fail(
             PROG,
@@ -718,7 +733,7 @@ def run_cmd(
     if tuner is not None:
         from ..tune import label
 
-        for key in ("p", "threshold", "predictor"):
+        for key in ("p", "threshold", "predictor", "backfill_order"):
             if getattr(auto, key):
                 rec[key] = "auto"
         # the settings in force from the start, then at each tuning instant that changed them
@@ -759,7 +774,7 @@ def run_cmd(
             report.print_per_user(rec["per_user"])
 
 
-def _auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None) -> Any:
+def _auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None, order: str | None = None) -> Any:
     """Which settings are tuned during the replay: the options' ``auto``, else the config file's."""
     from ..config import Tuning
 
@@ -780,6 +795,7 @@ def _auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None
         p=p == "auto" or (p is None and base.p),
         threshold=threshold == "auto" or (threshold is None and base.threshold),
         predictor=predictor == "auto" or (predictor is None and base.predictor),
+        backfill_order=order == "auto" or (order is None and base.backfill_order),
         every=pick(None, "every"),
         window=pick(None, "window"),
         objective=pick(None, "objective"),
@@ -800,7 +816,7 @@ def _tuner(tr: Any, params: Params, overhead: float, auto: Any) -> Any:
         tr,
         auto.every,
         auto.window,
-        tune.grid_for(params, auto.p, auto.threshold, auto.predictor),
+        tune.grid_for(params, auto.p, auto.threshold, auto.predictor, auto.backfill_order),
         auto.objective,
         auto.margin,
         overhead=overhead,
@@ -903,6 +919,7 @@ def compare_cmd(
     limit: int | None,
     strict: bool,
     predictor: str | None,
+    backfill_order: str | None,
     overhead: float,
     mode: str,
     config_file: str | None,
@@ -922,7 +939,8 @@ def compare_cmd(
 
     names = list(dict.fromkeys(policies))
     settings = [
-        _params(config_file, name, p, threshold, predictor, cascade and name == "checkpoint-backfill") for name in names
+        _params(config_file, name, p, threshold, predictor, cascade and name == "checkpoint-backfill", backfill_order)
+        for name in names
     ]
     tr = _read(trace, procs, nodes, strict, limit)
     devs = _devices(tr, devices_file, gpus, None, workload_file, config_file, strict)
@@ -990,6 +1008,7 @@ def tune_cmd(
     limit: int | None,
     strict: bool,
     predictor: str | None,
+    backfill_order: str | None,
     overhead: float,
     mode: str,
     config_file: str | None,
@@ -1011,7 +1030,7 @@ def tune_cmd(
     ps = list(dict.fromkeys(ps))
     thresholds = list(dict.fromkeys(thresholds))
     key, lower = OBJECTIVES[metric]
-    base = _params(config_file, policy, None, None, predictor, cascade)
+    base = _params(config_file, policy, None, None, predictor, cascade, backfill_order)
     _check_plot_available(plot)
     tr = _read(trace, procs, nodes, strict, limit)
     devs = _devices(tr, devices_file, gpus, None, None, config_file, strict)

@@ -32,6 +32,7 @@ def record(result: Result, metrics: Metrics, seconds: float | None = None) -> di
         "p": prm.p,
         "threshold": prm.threshold,
         "predictor": prm.predictor.value,
+        "backfill_order": prm.backfill_order.value,
         "checkpoint": result.mode.value,
         "checkpoint_overhead": result.overhead,
     }
@@ -113,6 +114,8 @@ def label(rec: dict[str, Any]) -> str:
             name += " cascade"
     if rec["predictor"] != "scaled":
         name += f" {rec['predictor']}"
+    if rec.get("backfill_order", "queue") != "queue":
+        name += f" backfill={rec['backfill_order']}"
     return name
 
 

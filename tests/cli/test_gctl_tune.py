@@ -105,7 +105,8 @@ def test_nothing_beats_by_a_whole_margin(fixed, run, put_rows, make_row):
 
 
 def test_auto_settings_vary_only_what_is_auto(env, run, put_rows, make_row):
-    """p auto, threshold and predictor fixed: the dry run's grid is EASY and the four values of p."""
+    """p auto, threshold and predictor fixed: the dry run's grid is EASY and the four values of p (in the
+    shipped backfill order, shortest first; EASY, the reference, in queue order)."""
     with open(env / "cfg.toml", "a") as f:
         f.write('[scheduler]\np = "auto"\nthreshold = "1h"\npredictor = "scaled"\ntune_objective = "bsld"\n')
     put_rows(*history(make_row, 150))
@@ -113,7 +114,7 @@ def test_auto_settings_vary_only_what_is_auto(env, run, put_rows, make_row):
     assert r.exit_code == 0, r.stderr
     table = json.loads(r.stdout)
     assert [row["setting"] for row in table["rows"]] == ["easy"] + [
-        f"p={p} threshold=3600s predictor=scaled" for p in ("0.1", "0.2", "0.3", "0.5")
+        f"p={p} threshold=3600s predictor=scaled backfill=shortest" for p in ("0.1", "0.2", "0.3", "0.5")
     ]
     assert table["objective"] == "bsld"
     assert [row["score"] for row in table["rows"]] == [row["bsld_avg"] for row in table["rows"]]

@@ -56,6 +56,7 @@ def test_set_writes_checks_and_reloads(gs):
         ("scheduler.tune_objective=best", "must be one of bsld, wait, mix"),
         ("scheduler.tune_margin=1.5", "scheduler.tune_margin = 1.5: must be from 0 to 1"),
         ("scheduler.p=often", "scheduler.p = 'often': must be a float"),
+        ("scheduler.backfill_order=longest", 'must be one of queue, shortest, or "auto"'),
     ],
 )
 def test_a_bad_setting_refuses_all_and_writes_nothing(gs, setting, words):

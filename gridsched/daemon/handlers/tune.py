@@ -12,5 +12,5 @@ if TYPE_CHECKING:
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Tune) -> None:
     if not d.tuner.tunes(d.cfg):
-        raise rq.Refused("tune: no setting of this daemon is auto (scheduler.p, threshold, predictor)")
+        raise rq.Refused("tune: no setting of this daemon is auto (scheduler.p, threshold, predictor, backfill_order)")
     d.tuner.requested = True
