@@ -49,7 +49,7 @@ from gridsched.core import devices as dev
 from gridsched.core import topology
 from gridsched.core.placement import Request
 from gridsched.core.policy import forecast, schedule
-from gridsched.core.types import Params, Policy, Resv, Running, Snapshot, Waiting
+from gridsched.core.types import BackfillOrder, Params, Policy, Resv, Running, Snapshot, Waiting
 
 NCORES = 256
 NRUNNING = 200
@@ -193,13 +193,19 @@ def main() -> None:
     ap.add_argument(
         "--pending", type=int, action="append", help="queue length (repeatable; default 1,000, 10,000 and 100,000)"
     )
+    ap.add_argument(
+        "--backfill-order",
+        default="queue",
+        choices=[o.value for o in BackfillOrder],
+        help="the order of the jobs behind the head (the shipped configuration's: shortest)",
+    )
     args = ap.parse_args()
     if args.gpu_head:
         args.gpus = True
     if args.gpus:
         args.map = True
     rng = random.Random(20240601)
-    params = Params(policy=Policy(args.policy))
+    params = Params(policy=Policy(args.policy), backfill_order=BackfillOrder(args.backfill_order))
     running = running_jobs(rng, NCORES - (32 if args.extras else 16))  # 16 cores free
     what = f"{BOARDS}-board map, placed" if args.map else "count-only"
     if args.extras:
@@ -208,7 +214,11 @@ def main() -> None:
         what += f", {GPUS} GPUs"
     if args.gpu_head:
         what += " all held, the head asking for 2"
-    print(f"policy {params.policy.value}, {NCORES} cores ({what}), {NRUNNING} running, median of {args.runs} runs")
+    order = params.backfill_order.value
+    print(
+        f"policy {params.policy.value}, backfill order {order}, {NCORES} cores ({what}), {NRUNNING} running, "
+        f"median of {args.runs} runs"
+    )
     print(f"{'queue':<7}{'pending':>9}{'schedule ms':>14}{'cpu ms':>9}{'starts':>8}{'forecast ms':>14}")
     for npending in args.pending or (1_000, 10_000, 100_000):
         runs = args.runs if npending <= 10_000 else max(3, args.runs // 2)

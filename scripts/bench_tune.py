@@ -82,8 +82,18 @@ def cpu_of(fn) -> float:  # type: ignore[no-untyped-def]
 def tuning_cost(jobs: int, runs: int, warmup_days: float) -> None:
     hist = history(jobs, days=14 + warmup_days)
     frm = warmup_days * DAY if warmup_days > 0 else None
-    base = Params(policy=Policy.CHECKPOINT_BACKFILL)
-    for name, settings in (("auto grid", tune.grid_for(base)), ("24-setting grid", grid24(base))):
+    import dataclasses
+
+    from gridsched.config import PACKAGED, load
+
+    # the shipped settings (their backfill order: shortest first)
+    base = dataclasses.replace(load(str(PACKAGED)).params, policy=Policy.CHECKPOINT_BACKFILL)
+    grids = (
+        ("auto grid", tune.grid_for(base)),
+        ("auto grid, backfill order auto too", tune.grid_for(base, order=True)),
+        ("24-setting grid", grid24(base)),
+    )
+    for name, settings in grids:
         times = [cpu_of(lambda s=settings: tune.choose(hist, NCORES, base, s, score_from=frm)) for _ in range(runs)]
         print(
             f"{name}: {len(settings)} settings (EASY included), {jobs} jobs on {NCORES} cores after a "
