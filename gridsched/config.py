@@ -10,12 +10,15 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .core import cpuset
 from .core.params import BackfillOrder, Params, Policy, Predictor, PriorityParams, YieldAffinity
 from .core.units import UnitError, format_duration, parse_duration
+
+E = TypeVar("E", bound=Enum)
 
 PACKAGED = Path(__file__).with_name("data") / "gridsched.toml"
 SYSTEM = Path("/etc/gridsched/gridsched.toml")
@@ -250,18 +253,18 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         threshold = 0
     else:
         threshold = duration("scheduler", "threshold")
-    predictor_auto = auto("predictor")
-    try:
-        predictor = Predictor(PUBLISHED_PREDICTOR if predictor_auto else get("scheduler", "predictor", str))
-    except ValueError:
-        choices = ", ".join(x.value for x in Predictor)
-        raise bad("scheduler", "predictor", f'must be one of {choices}, or "auto"') from None
-    order_auto = auto("backfill_order")
-    try:
-        order = BackfillOrder(PUBLISHED_ORDER if order_auto else get("scheduler", "backfill_order", str))
-    except ValueError:
-        choices = ", ".join(x.value for x in BackfillOrder)
-        raise bad("scheduler", "backfill_order", f'must be one of {choices}, or "auto"') from None
+
+    def choice_or_auto(key: str, kind: type[E], published: str) -> tuple[E, bool]:
+        """A ``[scheduler]`` choice among ``kind``'s values, or ``"auto"`` (then ``published`` until tuned)."""
+        is_auto = auto(key)
+        try:
+            return kind(published if is_auto else get("scheduler", key, str)), is_auto
+        except ValueError:
+            choices = ", ".join(x.value for x in kind)
+            raise bad("scheduler", key, f'must be one of {choices}, or "auto"') from None
+
+    predictor, predictor_auto = choice_or_auto("predictor", Predictor, PUBLISHED_PREDICTOR)
+    order, order_auto = choice_or_auto("backfill_order", BackfillOrder, PUBLISHED_ORDER)
     tune_every = duration("scheduler", "tune_every")
     if not TUNE_EVERY_MIN <= tune_every <= TUNE_EVERY_MAX:
         raise bad("scheduler", "tune_every", "must be from a minute to a year")
