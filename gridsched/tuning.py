@@ -53,15 +53,24 @@ def setting(p: Params) -> dict[str, Any]:
     }
 
 
-def applied(base: Params, s: dict[str, Any]) -> Params:
-    """``base`` with the tuned part ``s`` (from :func:`setting`) in force."""
+def applied(base: Params, s: dict[str, Any], order_tuned: bool = True) -> Params:
+    """``base`` with the tuned part ``s`` (from :func:`setting`) in force.
+
+    The backfill order is ``s``'s when it is tuned (``order_tuned``) or ``s`` is EASY (the tuner's EASY is
+    in queue order), else ``base``'s: a configured order is never overridden by a setting tuned under
+    another (or recorded before the order was a setting, when it was the queue's)."""
+    policy = Policy(s["policy"])
+    if order_tuned or policy is Policy.EASY:
+        order = BackfillOrder(s.get("backfill_order", "queue"))
+    else:
+        order = base.backfill_order
     return dataclasses.replace(
         base,
-        policy=Policy(s["policy"]),
+        policy=policy,
         p=float(s["p"]),
         threshold=float(s["threshold"]),
         predictor=Predictor(s["predictor"]),
-        backfill_order=BackfillOrder(s.get("backfill_order", "queue")),  # recorded before it was tuned: the queue's
+        backfill_order=order,
     )
 
 

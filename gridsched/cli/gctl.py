@@ -255,7 +255,7 @@ def _in_force(s: Any) -> Any:
     rec = _tuning_state(s)
     if rec.get("in_force"):
         try:
-            return tuning.applied(s.cfg.params, rec["in_force"])
+            return tuning.applied(s.cfg.params, rec["in_force"], s.cfg.tuning.backfill_order)
         except (KeyError, ValueError, TypeError):
             pass
     return s.cfg.params
@@ -445,7 +445,11 @@ def _tuning_state(s: Any) -> dict[str, Any]:
         return out
     out["describe"] = s.cfg.tuning.describe()
     rec = _tuning_record(s)
-    out["in_force"] = rec.get("in_force")
+    in_force = rec.get("in_force")
+    if isinstance(in_force, dict) and not s.cfg.tuning.backfill_order and in_force.get("policy") != "easy":
+        # a configured order is in force whatever order the record was tuned under (tuning.applied)
+        in_force = dict(in_force, backfill_order=s.cfg.params.backfill_order.value)
+    out["in_force"] = in_force
     out["since"] = rec.get("since")
     last = rec.get("last") or {}
     out["last"] = {k: last.get(k) for k in ("time", "jobs", "objective", "best", "adopt_label", "beats_easy_by", "why")}

@@ -62,7 +62,7 @@ class Tuner:
         if not self.tunes(cfg) or not isinstance(s, dict):
             return cfg
         try:
-            return dataclasses.replace(cfg, params=applied(cfg.params, s))
+            return dataclasses.replace(cfg, params=applied(cfg.params, s, cfg.tuning.backfill_order))
         except (KeyError, ValueError, TypeError):
             return cfg
 

@@ -88,3 +88,26 @@ def test_the_tuner_runs_when_due_in_the_background(stub_daemon):
     rec = json.loads(d.db.meta()["tuning"])
     assert rec["last"]["jobs"] == 0 and "fewer than 100" in rec["last"]["why"]
     assert d.tuner.due(d.file_cfg) == pytest.approx(now + 61 + 60)
+
+
+@pytest.mark.parametrize(
+    "order, recorded, want",
+    [
+        ("", None, "shortest"),  # recorded before the order was a setting: the configured order stays
+        ("", "queue", "shortest"),  # tuned under another configured order: the configured one stays
+        ('backfill_order = "auto"', None, "queue"),  # the order tuned: the record's (queue before it was)
+        ('backfill_order = "auto"', "shortest", "shortest"),
+        ('backfill_order = "queue"', "shortest", "queue"),
+    ],
+)
+def test_a_tuned_setting_in_force_keeps_the_configured_backfill_order(stub_daemon, order, recorded, want):
+    d = stub_daemon(AUTO_CONFIG.replace("[jobs]", f"{order}\n[jobs]"))
+    s = {"policy": "checkpoint-backfill", "p": 0.1, "threshold": 600.0, "predictor": "scaled"}
+    if recorded is not None:
+        s["backfill_order"] = recorded
+    d.tuner.record = {"in_force": s}
+    got = d.tuner.effective(d.file_cfg).params
+    assert (got.p, got.threshold, got.backfill_order.value) == (0.1, 600.0, want)
+    # EASY adopted is the tuner's EASY, in queue order, whatever the configuration's order
+    d.tuner.record = {"in_force": dict(s, policy="easy", backfill_order="queue")}
+    assert d.tuner.effective(d.file_cfg).params.backfill_order.value == "queue"
