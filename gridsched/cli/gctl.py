@@ -176,6 +176,12 @@ def set_(settings: tuple[str, ...], spool_dir: str | None, config_file: str | No
     "(default: scheduler.tune_margin, 0.02).",
 )
 @click.option(
+    "--warmup",
+    metavar="DURATION",
+    help="Jobs that ended this long before the window are replayed ahead of it, not scored; 0: none "
+    "(default: scheduler.tune_warmup, 7d).",
+)
+@click.option(
     "--wait",
     "wait_s",
     type=click.FloatRange(0.0),
@@ -191,6 +197,7 @@ def tune(
     window: str | None,
     objective: str | None,
     margin: float | None,
+    warmup: str | None,
     wait_s: float,
     as_json: bool,
     spool_dir: str | None,
@@ -221,15 +228,32 @@ def tune(
         require_admin(s.spool, "set")
     auto = _tunes(s.cfg)
     t = s.cfg.tuning
+    given = [o for o, v in (("--window", window), ("--objective", objective), ("--margin", margin)) if v is not None]
+    if warmup is not None:
+        given.append("--warmup")
+    if auto and not dry_run and given:
+        fail(
+            PROG,
+            f"{'/'.join(given)}: the daemon tunes its auto settings with its configuration's "
+            "(gctl set scheduler.tune_...); with --dry-run these try others",
+            ExitCode.USAGE,
+        )
     try:
         span = parse_duration(window) if window is not None else t.window
     except UnitError as e:
         fail(PROG, f"--window {e}", ExitCode.USAGE)
+    lead = t.warmup
+    if warmup is not None:
+        try:
+            lead = 0 if warmup.strip() == "0" else parse_duration(warmup)
+        except UnitError as e:
+            fail(PROG, f"--warmup {e}", ExitCode.USAGE)
     t = dataclasses.replace(
         t,
         window=span,
         objective=objective or t.objective,
         margin=t.margin if margin is None else margin,
+        warmup=lead,
     )
     if not auto:  # the whole grid, as before settings could be auto
         t = dataclasses.replace(t, p=True, threshold=True, predictor=True)
@@ -273,11 +297,11 @@ def _print_decision(dec: dict[str, Any], ncores: int, window: str, as_json: bool
     warm = f" (after {dec['warmup_jobs']} of the warm-up before it)" if dec.get("warmup_jobs") else ""
     click.echo(f"{dec['jobs']} jobs ended in the last {window}{warm} on {ncores} cores; objective {dec['objective']}")
     if dec["rows"]:
-        click.echo(f"{'setting':48} {'wait':>10} {'bsld':>8} {'score':>7}")
+        click.echo(f"{'setting':56} {'wait':>10} {'bsld':>8} {'score':>7}")
         for r in dec["rows"]:
             mark = " *" if dec["best"] == r["setting"] else ""
             click.echo(
-                f"{r['setting']:48} {format_duration(r['wait_avg']):>10} {r['bsld_avg']:8.2f} {r['score']:7.3f}{mark}"
+                f"{r['setting']:56} {format_duration(r['wait_avg']):>10} {r['bsld_avg']:8.2f} {r['score']:7.3f}{mark}"
             )
     click.echo(f"{PROG}: {dec['why']}")
 

@@ -160,3 +160,30 @@ def test_a_bad_tune_warmup_is_refused_in_one_line(tmp_path, value, words):
         load(str(cfg))
     said = str(e.value)
     assert "scheduler.tune_warmup" in said and words in said and "\n" not in said
+
+
+def test_warmup_option_of_a_dry_run(fixed, run, put_rows, make_row):
+    """--warmup replaces scheduler.tune_warmup for this run: the jobs ended in the day before a 12-hour window
+    are replayed ahead of it with the default 7 days, none with --warmup 0."""
+    put_rows(*history(make_row, 150))  # ended over the last day
+    with_warmup = json.loads(run(gctl.cli, ["tune", "--dry-run", "--json", "--window", "12h"]).stdout)
+    without = json.loads(run(gctl.cli, ["tune", "--dry-run", "--json", "--window", "12h", "--warmup", "0"]).stdout)
+    assert with_warmup["warmup_jobs"] > 0 and without["warmup_jobs"] == 0
+    assert with_warmup["jobs"] == without["jobs"] and with_warmup["jobs"] + with_warmup["warmup_jobs"] <= 150
+    for bad, words in (("soon", "--warmup"), ("400d", "longer than a year")):
+        r = run(gctl.cli, ["tune", "--dry-run", "--warmup", bad])
+        assert r.exit_code == 2 and r.stderr.startswith("gctl: error: --warmup") and words in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [["--window", "1d"], ["--warmup", "0"], ["--margin", "0.1", "--objective", "wait"]])
+def test_options_the_daemon_would_not_use_are_refused_without_dry_run(env, run, put_rows, make_row, args):
+    """With auto settings the daemon tunes with its configuration's window, warm-up, objective and margin: asking
+    it for others is refused in one line rather than silently ignored."""
+    put_rows(*history(make_row, 150))
+    before = (env / "cfg.toml").read_text()
+    r = run(gctl.cli, ["tune", *args])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert r.stderr.startswith("gctl: error: ") and args[0] in r.stderr and "--dry-run" in r.stderr
+    assert (env / "cfg.toml").read_text() == before
+    assert run(gctl.cli, ["tune", "--dry-run", *args]).exit_code == 0
