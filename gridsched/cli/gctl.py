@@ -468,6 +468,7 @@ def _tuning_state(s: Any) -> dict[str, Any]:
     if not out["auto"]:
         return out
     out["describe"] = s.cfg.tuning.describe()
+    out["order"] = s.cfg.params.backfill_order.value  # the configured (or, if auto, not yet tuned) order
     rec = _tuning_record(s)
     in_force = rec.get("in_force")
     if isinstance(in_force, dict) and not s.cfg.tuning.backfill_order and in_force.get("policy") != "easy":
@@ -500,9 +501,9 @@ def _tuning_lines(t: dict[str, Any]) -> list[str]:
             what += f" backfill={s['backfill_order']}"
         lines.append(f"  in force:     {what}, since {when(t['since'])}")
     else:
-        lines.append(
-            "  in force:     the published settings (p=0.2 threshold=1800s predictor=scaled), none adopted yet"
-        )
+        order = t.get("order", "queue")
+        what = "p=0.2 threshold=1800s predictor=scaled" + ("" if order == "queue" else f" backfill={order}")
+        lines.append(f"  in force:     the published settings ({what}), none adopted yet")
     last = t.get("last") or {}
     if last.get("time"):
         lines.append(f"  last tuning:  {when(last['time'])}, {last.get('jobs')} jobs: {last.get('why')}")

@@ -187,3 +187,17 @@ def test_options_the_daemon_would_not_use_are_refused_without_dry_run(env, run, 
     assert r.stderr.startswith("gctl: error: ") and args[0] in r.stderr and "--dry-run" in r.stderr
     assert (env / "cfg.toml").read_text() == before
     assert run(gctl.cli, ["tune", "--dry-run", *args]).exit_code == 0
+
+
+def test_info_names_the_backfill_order_of_the_published_settings(env, run):
+    """Before any tuning, gctl info says the published settings are in force, in the configured backfill order
+    (the shipped one, shortest first, or queue when the configuration says so)."""
+    r = run(gctl.cli, ["info"])
+    assert r.exit_code == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if "in force:" in ln)
+    assert "(p=0.2 threshold=1800s predictor=scaled backfill=shortest), none adopted yet" in line
+    with open(env / "cfg.toml", "a") as f:
+        f.write('[scheduler]\nbackfill_order = "queue"\n')
+    r = run(gctl.cli, ["info"])
+    line = next(ln for ln in r.stdout.splitlines() if "in force:" in ln)
+    assert "(p=0.2 threshold=1800s predictor=scaled), none adopted yet" in line
