@@ -24,10 +24,15 @@ ENDED = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
 
 def history(db_path: str | Path, now: float, window: float) -> list[Any]:
     """The jobs of the state db that ran and ended in the ``window`` seconds before ``now``."""
+    return [job for _, job in _ended(db_path, now, window)]
+
+
+def _ended(db_path: str | Path, now: float, window: float) -> list[tuple[float, Any]]:
+    """(end time, job) of each job of the state db that ran and ended in the ``window`` seconds before ``now``."""
     from . import tune
     from .state import StateDB
 
-    out: list[tune.Job] = []
+    out: list[tuple[float, tune.Job]] = []
     if not Path(db_path).exists():
         return out
     db = StateDB(db_path)
@@ -36,7 +41,7 @@ def history(db_path: str | Path, now: float, window: float) -> list[Any]:
             if j["start_time"] is None or j["end_time"] is None or j["end_time"] < now - window:
                 continue
             run = max(0.0, float(j["elapsed"] or (j["end_time"] - j["start_time"])))
-            out.append(tune.Job(j["submit_time"], float(j["walltime"]), run, j["ncpus"], j["user"]))
+            out.append((j["end_time"], tune.Job(j["submit_time"], float(j["walltime"]), run, j["ncpus"], j["user"])))
     finally:
         db.close()
     return out
@@ -78,8 +83,9 @@ def decide(db_path: str | Path, now: float, ncores: int, current: Params, tuning
     """Replay the history of ``db_path`` and say what to adopt: a JSON-ready record of the decision."""
     from . import tune
 
-    hist = history(db_path, now, tuning.window + tuning.warmup)
-    in_window = len(history(db_path, now, tuning.window)) if tuning.warmup > 0 else len(hist)
+    ended = _ended(db_path, now, tuning.window + tuning.warmup)  # the state db read once
+    hist = [job for _, job in ended]
+    in_window = sum(1 for end, _ in ended if end >= now - tuning.window)
     settings = tune.grid_for(current, tuning.p, tuning.threshold, tuning.predictor, tuning.backfill_order)
     score_from = now - tuning.window if tuning.warmup > 0 else None
     d = tune.choose(hist, ncores, current, settings, tuning.objective, tuning.margin, score_from=score_from)

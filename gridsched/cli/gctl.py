@@ -228,9 +228,8 @@ def tune(
         require_admin(s.spool, "set")
     auto = _tunes(s.cfg)
     t = s.cfg.tuning
-    given = [o for o, v in (("--window", window), ("--objective", objective), ("--margin", margin)) if v is not None]
-    if warmup is not None:
-        given.append("--warmup")
+    options = (("--window", window), ("--objective", objective), ("--margin", margin), ("--warmup", warmup))
+    given = [o for o, v in options if v is not None]
     if auto and not dry_run and given:
         fail(
             PROG,
@@ -463,6 +462,7 @@ def _tuning_record(s: Any) -> dict[str, Any]:
 
 def _tuning_state(s: Any) -> dict[str, Any]:
     """What gctl info shows of tuning: the configuration's auto settings and the daemon's record."""
+    from .. import tuning
 
     out: dict[str, Any] = {"auto": _tunes(s.cfg)}
     if not out["auto"]:
@@ -471,9 +471,11 @@ def _tuning_state(s: Any) -> dict[str, Any]:
     out["order"] = s.cfg.params.backfill_order.value  # the configured (or, if auto, not yet tuned) order
     rec = _tuning_record(s)
     in_force = rec.get("in_force")
-    if isinstance(in_force, dict) and not s.cfg.tuning.backfill_order and in_force.get("policy") != "easy":
-        # a configured order is in force whatever order the record was tuned under (tuning.applied)
-        in_force = dict(in_force, backfill_order=s.cfg.params.backfill_order.value)
+    if isinstance(in_force, dict):
+        try:  # as the daemon puts it in force (its configured backfill order, unless that is tuned)
+            in_force = tuning.setting(tuning.applied(s.cfg.params, in_force, s.cfg.tuning.backfill_order))
+        except (KeyError, ValueError, TypeError):
+            pass
     out["in_force"] = in_force
     out["since"] = rec.get("since")
     last = rec.get("last") or {}

@@ -84,6 +84,11 @@ def grun_bg(gs, *args: str, stdout: int = subprocess.PIPE, stderr: int = subproc
     )
 
 
+def grun_sh(gs, script: str, **out: int) -> subprocess.Popen[str]:
+    """``grun -t 60s sh -c SCRIPT`` in the background."""
+    return grun_bg(gs, "-t", "60s", "sh", "-c", script, **out)
+
+
 def test_pty_shell_runs_commands_on_the_job_cores_and_exits_with_the_shell_status(gs):
     env_shell = [str(BIN / "grun"), "-n", "2", "-t", "60s", "--pty", "env", "PS1=PROMPT> ", "bash"]
     rc, out = on_pty(
@@ -159,7 +164,7 @@ def test_pty_without_a_terminal_is_refused(gs):
 def test_signals_to_grun_reach_the_command(gs):
     ready = gs.work / "ready"
     cmd = f"trap 'echo got-term; exit 9' TERM; touch {ready}; while :; do sleep 0.1; done"
-    proc = grun_bg(gs, "-t", "60s", "sh", "-c", cmd)
+    proc = grun_sh(gs, cmd)
     try:
         wait_for(ready.exists, 30, "the command to start")
         proc.send_signal(signal.SIGTERM)
@@ -208,16 +213,7 @@ def test_walltime_kills_the_job_and_grun_says_so(gs):
 
 def test_the_job_ends_when_grun_dies(gs):
     ready = gs.work / "ready"
-    proc = grun_bg(
-        gs,
-        "-t",
-        "60s",
-        "sh",
-        "-c",
-        f"touch {ready}; exec sleep 1001",
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = grun_sh(gs, f"touch {ready}; exec sleep 1001", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(ready.exists, 30, "the command to start")
         jid = next(j["id"] for j in _jobs(gs) if j["state"] == "RUNNING")
@@ -257,15 +253,7 @@ def test_a_grun_job_is_never_rerun(gs):
         "use none or suspend",
     )
     ready, go = gs.work / "ready", gs.work / "go"
-    proc = grun_bg(
-        gs,
-        "-t",
-        "60s",
-        "sh",
-        "-c",
-        f"touch {ready}; while [ ! -e {go} ]; do sleep 0.1; done",
-        stdout=subprocess.DEVNULL,
-    )
+    proc = grun_sh(gs, f"touch {ready}; while [ ! -e {go} ]; do sleep 0.1; done", stdout=subprocess.DEVNULL)
     try:
         wait_for(ready.exists, 30, "the command to start")
         jid = next(j["id"] for j in _jobs(gs) if j["state"] == "RUNNING")
