@@ -384,8 +384,9 @@ GOAL_READING = [
     "shortened long jobs open holes and the short jobs fill them first.  Tuning adds little over a",
     'fixed p = 0.2 in that order (compare the rows "p=0.2 ... shortest first"): it guards against',
     "a site where checkpoint-backfill loses to easy rather than finding large gains.  Tuning the order",
-    'too (`backfill_order = "auto"`, twice the grid) gave -28.0 % / -30.7 % on SDSC-SP2, against',
-    "-27.2 % / -30.6 % with it fixed: not worth twice the tuning time here.",
+    'too (`backfill_order = "auto"`, twice the grid; `gsim run TRACE --config etc/gridsched.toml',
+    "--backfill-order auto --tune-every 7d`) gave -28.0 % / -30.7 % on SDSC-SP2, against -27.2 % /",
+    "-30.6 % with it fixed: not worth twice the tuning time here.",
     "",
 ]
 
