@@ -5,11 +5,22 @@ Layout (all under the spool root)::
     incoming/     requests from commands, one JSON file each, written atomically
     quarantine/   request files that could not be read, with a .why beside each
     jobs/ID/      per job: script, checkpoint/, shepherd pid and exit files
-    state.db      the job table (SQLite, written by the daemon only)
+    state.db      the job table (SQLite, written by the daemon only); in system
+                  mode a read-only copy the daemon publishes (see below)
     gschedd.lock  held by the running daemon (one per spool)
     gschedd.pid   the running daemon's pid and start time
+    private/      system mode only: root's alone (0700), the daemon's live job
+                  table (state.db) and its lock (gschedd.lock)
     gschedd.sock  datagram socket: a command sends a byte to wake the daemon
     gschedd.log   the daemon's log
+
+A system daemon keeps the files it writes and locks where no user can open
+them: a user who can open a file can lock it (a read lock on SQLite's
+shared-memory index stops every write of the database's writer; a shared
+``flock`` on the daemon's lock keeps the next daemon from starting).  The
+commands read ``state.db``, a copy the daemon replaces by ``rename`` after its
+writes and never opens again, so no lock on it reaches the daemon; they learn
+whether a daemon runs from the root-written pid file and the process it names.
 
 This module imports only the standard library: it is on the path of every
 command.
@@ -85,9 +96,31 @@ class IdTaken(Exception):
     """The new id a request was to bring is someone else's: choose another (:meth:`Spool.next_id`)."""
 
 
-def _alive(pid: Any) -> bool:
+def _start_ticks(pid: int) -> tuple[int, int] | None:
+    """(start time in clock ticks since boot, real uid) of ``pid``, or None if it is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        uid = os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+    rest = data[data.rfind(b")") + 2 :].split()  # the command name may hold spaces and parentheses
+    try:
+        if rest[0] == b"Z":
+            return None
+        return int(rest[19]), uid
+    except (IndexError, ValueError):
+        return None
+
+
+def _alive(pid: Any, ticks: Any = None, owner: int | None = None) -> bool:
+    """Whether ``pid`` runs; with ``ticks`` (and ``owner``), whether it is still the process that started then
+    (as ``owner``): a pid reused by another process is not the daemon."""
     if not isinstance(pid, int) or pid <= 0:
         return False
+    if isinstance(ticks, int) and not isinstance(ticks, bool):
+        got = _start_ticks(pid)
+        return got is not None and got[0] == ticks and (owner is None or got[1] == owner)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -104,10 +137,26 @@ class Spool:
         self.quarantine = self.root / "quarantine"
         self.jobs = self.root / "jobs"
         self.db = self.root / "state.db"
-        self.lock = self.root / "gschedd.lock"
+        self.private = self.root / "private"
         self.pidfile = self.root / "gschedd.pid"
         self.sock = self.root / "gschedd.sock"
         self.log = self.root / "gschedd.log"
+
+    @property
+    def system(self) -> bool:
+        """Whether the spool is laid out for a system daemon (it has the root-only ``private/``)."""
+        return self.private.is_dir()
+
+    @property
+    def lock(self) -> Path:
+        """The file the running daemon holds locked: root's alone in a system spool."""
+        return (self.private if self.system else self.root) / "gschedd.lock"
+
+    @property
+    def live_db(self) -> Path:
+        """The job table the daemon writes: ``state.db`` itself, or in a system spool its private original
+        (``state.db`` is then the copy the daemon publishes for the commands)."""
+        return self.private / "state.db" if self.system else self.db
 
     def ensure(self) -> None:
         for d in (self.root, self.incoming, self.quarantine, self.jobs):
@@ -117,14 +166,17 @@ class Spool:
         """Make the spool of a daemon that serves every user of the machine (run as root).
 
         ``incoming/`` is writable by all with the sticky bit (a user can
-        remove or replace only their own requests); ``state.db`` is readable
-        by all; ``jobs/`` and ``quarantine/`` can be passed through but not
-        listed.  Everything else is root's, and nothing in it is writable by
-        users.  Job ids need no shared counter: a new id is taken by creating
-        its request's name (:meth:`publish_new`).
+        remove or replace only their own requests); ``state.db``, the copy of
+        the job table the daemon publishes, is readable by all; ``jobs/`` and
+        ``quarantine/`` can be passed through but not listed; ``private/``
+        (the live job table and the daemon's lock) is root's alone.
+        Everything else is root's, and nothing in it is writable by users.
+        Job ids need no shared counter: a new id is taken by creating its
+        request's name (:meth:`publish_new`).
         """
         self.ensure()
-        modes = {self.root: 0o755, self.incoming: 0o1777, self.quarantine: 0o711, self.jobs: 0o711}
+        self.private.mkdir(mode=0o700, exist_ok=True)
+        modes = {self.root: 0o755, self.incoming: 0o1777, self.quarantine: 0o711, self.jobs: 0o711, self.private: 0o700}
         for d, m in modes.items():
             fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
             try:
@@ -139,13 +191,6 @@ class Spool:
                 os.unlink(old)
             except FileNotFoundError:
                 pass
-        # created before the daemon opens it, so it (and its -wal and -shm, which SQLite creates with
-        # the database's mode) is readable by every user's gstat
-        fd = os.open(self.db, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        try:
-            os.fchmod(fd, 0o644)
-        finally:
-            os.close(fd)
 
     def job_dir(self, job_id: int) -> Path:
         return self.jobs / str(job_id)
@@ -398,14 +443,21 @@ class Spool:
 
     # -- the daemon ----------------------------------------------------------
     def daemon_info(self) -> dict[str, Any] | None:
-        """``{"pid": ..., "started": ...}`` of the daemon holding this spool, or None."""
+        """``{"pid": ..., "started": ...}`` of the daemon holding this spool, or None.
+
+        Whoever may open the lock asks it (a daemon holds it while it runs).
+        Others (users of a system spool) read the pid file, which only the
+        daemon writes, and check that the process it names is still that one
+        (its start time) and root's: no user can fake a running daemon, and
+        none can hide one.
+        """
         try:
-            fd = os.open(self.lock, os.O_RDONLY)
+            fd = os.open(self.lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
         except PermissionError:
             info = self._pid_info()
-            return info if _alive(info.get("pid")) else None
+            return info if _alive(info.get("pid"), info.get("ticks"), self._pid_owner()) else None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -417,6 +469,13 @@ class Spool:
             return None
         finally:
             os.close(fd)
+
+    def _pid_owner(self) -> int | None:
+        """The owner the daemon of this spool runs as: the owner of the spool root (root for a system spool)."""
+        try:
+            return os.stat(self.root).st_uid
+        except OSError:
+            return None
 
     def _pid_info(self) -> dict[str, Any]:
         try:

@@ -205,6 +205,7 @@ class StateDB:
         self.failed: sqlite3.Error | None = None
         self.journal: list[tuple[str, Any, bool]] = []  # writes of the open transaction
         self.unsaved: list[tuple[str, Any, bool]] = []  # writes a failed commit left to do
+        self.version = 0  # how many writes were made (which of them a published copy shows)
         if write:
             self.conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
             self.conn.execute("PRAGMA journal_mode=WAL")
@@ -394,6 +395,7 @@ class StateDB:
         if many:
             args = list(args)
         self.journal.append((sql, args, many))
+        self.version += 1
         if self.failed is not None:
             return
         try:

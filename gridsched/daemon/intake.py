@@ -20,7 +20,7 @@ import os
 import pwd
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from .. import requests as rq
@@ -79,13 +79,16 @@ def _order(name: str) -> tuple[bool, str]:
     return (True, name.split("-", 1)[-1])
 
 
-def scan(spool: Spool, senders: Senders, room: bool = True) -> tuple[list[rq.Received], list[Refusal]]:
+def scan(
+    spool: Spool, senders: Senders, room: bool = True, skip: Collection[str] = ()
+) -> tuple[list[rq.Received], list[Refusal]]:
     """The requests waiting in the spool, read and parsed (at most :data:`MAX_BATCH` files), and the refusals.
 
-    Without ``room`` (the spool's disk is full) submissions are left waiting.
+    Without ``room`` (the spool's disk is full) submissions are left waiting; names in ``skip`` (served
+    already, waiting to be removed) are passed over.
     """
     try:
-        names = [n for n in os.listdir(spool.incoming) if not n.startswith(".")]
+        names = [n for n in os.listdir(spool.incoming) if not n.startswith(".") and n not in skip]
     except FileNotFoundError:
         return [], []
     names.sort(key=_order)

@@ -35,8 +35,23 @@ from ..state import StateDB
 from ..submit import machine_memory
 from ..topology import TopologyError, changed_map, load_machine
 from ..tune import label as tune_label
-from . import apply, devcgroup, handlers, intake, jobfiles, jobtmp, launch, mail, outcome, reasons, reservations, split
+from . import (
+    apply,
+    devcgroup,
+    handlers,
+    intake,
+    jobfiles,
+    jobtmp,
+    launch,
+    mail,
+    outcome,
+    reasons,
+    reservations,
+    snapshot,
+    split,
+)
 from .executor import Processes, Stub
+from .procs import start_ticks
 from .table import JobTable, Rec
 from .tree import Trees
 from .tuner import Tuner
@@ -86,11 +101,17 @@ class Daemon:
         self.id_high = 0  # the highest id in use (requests.ID_WINDOW)
         self.full_logged = False
         self.mail = mail.Mailer()  # mail about jobs' events ([mail] sendmail)
+        # what waits for the job table's next published copy (a system spool's state.db): request files to remove
+        # or quarantine once the copy shows what became of them; the scan passes over them meanwhile
+        self.publisher = snapshot.Publisher(spool)
+        self.settling: dict[str, str | None] = {}  # request name -> None (served) or the reason it was refused
 
     # -- setup ------------------------------------------------------------------
     def lock(self) -> None:
         self.spool.ensure()
-        self.lock_fd = os.open(self.spool.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        if self.spool.system:
+            self._let_go_of_old_lock()
+        self.lock_fd = os.open(self.spool.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -98,7 +119,35 @@ class Daemon:
             os.close(self.lock_fd)
             raise AlreadyRunning(info.get("pid")) from None
         self.started = time.time()
-        atomic_write(self.spool.pidfile, json.dumps({"pid": os.getpid(), "started": self.started}).encode())
+        info = {"pid": os.getpid(), "started": self.started, "ticks": start_ticks(os.getpid())}
+        atomic_write(self.spool.pidfile, json.dumps(info).encode())
+
+    def _let_go_of_old_lock(self) -> None:
+        """The world-readable lock an earlier release kept in the spool root: a daemon of that release still
+        holding it still runs (``AlreadyRunning``); anyone else's lock on it (a user's shared ``flock``) is
+        passed over, and the file removed."""
+        old = self.spool.root / "gschedd.lock"
+        try:
+            fd = os.open(old, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                info = self.spool._pid_info()
+                pid = info.get("pid")
+                if isinstance(pid, int) and pid > 0 and pid != os.getpid():
+                    try:
+                        owner = os.stat(f"/proc/{pid}").st_uid
+                    except OSError:
+                        owner = None
+                    if owner == os.geteuid():
+                        raise AlreadyRunning(pid) from None
+                log.warning("%s is locked by a process that is no daemon: passed over", old)
+            os.unlink(old)
+        finally:
+            os.close(fd)
 
     def listen(self) -> None:
         """Take the wake socket and the signals (SIGTERM and SIGINT stop, SIGHUP reloads)."""
@@ -122,7 +171,10 @@ class Daemon:
 
     def open(self) -> None:
         """Open the job table and recover: the jobs, reservations and drained cores of the last run."""
-        self.db = StateDB(self.spool.db, write=True)
+        if self.spool.system:
+            snapshot.adopt_old_table(self.spool)
+            snapshot.clear_old_index(self.spool)
+        self.db = StateDB(self.spool.live_db, write=True)
         self.tuner.load(self.db, time.time())
         self.cfg = self.tuner.effective(self.file_cfg)
         self.table = JobTable(self.db, self.spool)
@@ -152,10 +204,12 @@ class Daemon:
         recover(self)
         self.trees.load()
         self.table.commit()
+        self.settle(time.time(), force=True)
 
     def close(self) -> None:
         """Let go of the job table and the spool (the fast tests' daemons; a served daemon just exits)."""
         self.table.commit()
+        self.settle(time.time(), force=True)
         self.db.close()
         os.close(self.lock_fd)
         self.sel.close()
@@ -231,6 +285,7 @@ class Daemon:
                 self.reload()
         self.tuner.stop()
         self.table.commit()
+        self.settle(time.time(), force=True)
         log.info(
             "gschedd %d stopping; %d jobs still running keep running",
             os.getpid(),
@@ -251,6 +306,25 @@ class Daemon:
         if self.table.commit():
             self.launch_pending()
         self.table.commit()
+        self.settle(now)
+
+    def settle(self, now: float, force: bool = False) -> None:
+        """Publish the job table's copy when due (system spools), then let go of what waited for it: the request
+        files served or refused, the ids claimed for arrays.  Until then a command reading the copy and the
+        spool sees each request where it was (never neither, so an id is never taken twice)."""
+        if not self.settling and not self.table.settled_claims and self.publisher.due(self.db.version) is None:
+            return
+        if self.db.unsaved or not self.publisher.run(self.db.conn, self.db.version, now, force):
+            return
+        for name, why in self.settling.items():
+            if why is None:
+                intake.done(self.spool, name)
+            else:
+                intake.quarantine(self.spool, name, why)
+        self.settling = {}
+        if self.table.settled_claims:
+            self.spool.release_claims(self.table.settled_claims)
+            self.table.settled_claims = []
 
     @staticmethod
     def _drain(sock: socket.socket) -> None:
@@ -279,6 +353,9 @@ class Daemon:
             t = min(t, resv_end)
         if self.table.forecast_dirty:
             t = min(t, self.last_forecast + FORECAST_EVERY)
+        publish_at = self.publisher.due(self.db.version)
+        if publish_at is not None:
+            t = min(t, publish_at)
         tune_at = self.tuner.due(self.file_cfg)
         if tune_at is not None:
             t = min(t, tune_at)
@@ -289,7 +366,7 @@ class Daemon:
         """Take in the requests waiting in the spool: each is parsed at the boundary (intake) and served by the
         handler of its kind; a refused one is quarantined and, if it brought a new id, recorded as refused."""
         self.last_scan = time.time()
-        got, refused = intake.scan(self.spool, self.senders, room=self._room())
+        got, refused = intake.scan(self.spool, self.senders, room=self._room(), skip=self.settling)
         if not got and not refused:
             return
         got.sort(key=lambda r: not isinstance(r.request, rq.ResvCreate))  # a job may name a reservation made with it
@@ -319,13 +396,14 @@ class Daemon:
             served.append(rcv.name)
         if self.table.commit():
             for name in served:
-                intake.done(self.spool, name)
+                self.settling[name] = None
+        self.settle(time.time())
 
     def refuse(self, name: str, uid: int | None, new_id: int | None, why: str) -> None:
         """Quarantine a refused request; if it brought a new id that nobody has, record the refusal under it
         (``gsub --wait`` and ``gstat`` tell the submitter)."""
         why = rq.safe(why, 1000)
-        intake.quarantine(self.spool, name, why)
+        self.settling[name] = why  # moved to quarantine/ once the published table shows the refusal
         if new_id is None or new_id > self.id_high + rq.ID_WINDOW:
             return
         rec = self.db.id_record(new_id)

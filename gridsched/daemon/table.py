@@ -328,6 +328,7 @@ class JobTable:
         self.disk_trouble = False
         self.forecast_dirty = True  # a change the predicted start times do not reflect yet
         self.claims: list[int] = []  # ids the daemon took for itself (Spool.claim_ids), released once committed
+        self.settled_claims: list[int] = []  # committed claims, released once the published table shows them
         self.devices: tuple[Device, ...] = ()  # the machine's devices (set by the daemon)
         rows = db.conn.execute(
             "SELECT user, elapsed, walltime FROM jobs WHERE state = 'COMPLETED' ORDER BY end_time DESC LIMIT 5000"
@@ -373,8 +374,8 @@ class JobTable:
         elif ok and self.disk_trouble:
             self.disk_trouble = False
             log.info("the job table is written again")
-        if ok and self.claims:
-            self.spool.release_claims(self.claims)
+        if ok and self.claims:  # released by the daemon once the published table shows the ids (Daemon.settle)
+            self.settled_claims.extend(self.claims)
             self.claims = []
         return ok
 
