@@ -394,9 +394,11 @@ class Daemon:
                 self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), f"could not be served: {e}")
                 continue
             served.append(rcv.name)
-        if self.table.commit():
-            for name in served:
-                self.settling[name] = None
+        # served requests leave incoming/ once their writes are committed and published; a commit that fails
+        # (a full disk) keeps its writes to try again, and the requests are not read again meanwhile
+        for name in served:
+            self.settling[name] = None
+        self.table.commit()
         self.settle(time.time())
 
     def refuse(self, name: str, uid: int | None, new_id: int | None, why: str) -> None:
