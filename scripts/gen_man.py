@@ -169,7 +169,11 @@ FILES = items(
             "SPOOL/incoming/",
             "Requests (submit, cancel, hold, release, reload) waiting for the daemon, one JSON file each.",
         ),
-        ("SPOOL/state.db", "The job table (SQLite), written by the daemon, read by gstat and gdel."),
+        (
+            "SPOOL/state.db",
+            "The job table (SQLite), written by the daemon, read by gstat and gdel; for a system daemon, a "
+            "copy it publishes after its writes (its own table and lock are in SPOOL/private/, root's alone).",
+        ),
         ("SPOOL/gschedd.pid", "The running daemon's pid and start time (JSON)."),
         ("SPOOL/gschedd.log", "The daemon's log."),
         ("SPOOL/gridsched.toml", "A configuration file for this spool only."),
@@ -1344,7 +1348,7 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
         8,
         {
             "DESCRIPTION+": para("""
-            One daemon serves one spool; a lock (SPOOL/gschedd.lock) keeps a second one out.
+            One daemon serves one spool; a lock (SPOOL/gschedd.lock, or SPOOL/private/gschedd.lock for a system daemon) keeps a second one out.
             Commands work while the daemon is down: their requests wait in the spool and are
             served when it starts.  gsub starts a daemon itself when none runs, unless the
             configuration says daemon.autostart = false.  SIGTERM and SIGINT stop the daemon,
