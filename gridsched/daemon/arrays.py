@@ -8,7 +8,8 @@ another submission took an id between.  Each task's
 spec gets ``array_id``, ``array_index``, ``array_max`` (with ``%MAX``), its
 own output paths (``%j``, ``%a`` filled in) and, in its environment,
 ``GS_ARRAY_JOB_ID`` and ``GS_ARRAY_TASK_ID`` (and the Slurm and PBS names
-with ``[compat] env``).  The tasks share one script file (hard links).  After
+with ``[compat] env``).  The tasks share one script file (hard links; a new file for each
+:data:`LINKS_PER_SCRIPT` tasks, below the file system's limit on links).  After
 that a task is a job like any other: it is cancelled, held, started and
 accounted on its own.
 
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gschedd")
 
+# tasks that share one script file by hard links: a file system allows only so many links to a file (65,000 on
+# ext4), so each run of this many tasks starts from a file of its own
+LINKS_PER_SCRIPT = 10_000
+
 
 def take_in(d: Daemon, job: dict[str, Any], user: str, state: JobState, reason: str) -> None:
     """Take in a checked array submission as one job per index."""
@@ -41,7 +46,9 @@ def take_in(d: Daemon, job: dict[str, Any], user: str, state: JobState, reason: 
     first = job["id"]
     ids = [first, *d.new_ids(len(idx) - 1)]
     shared: Any = script
-    for tid, i in zip(ids, idx):
+    for k, (tid, i) in enumerate(zip(ids, idx)):
+        if k % LINKS_PER_SCRIPT == 0:
+            shared = script
         task = dict(job)
         task.update(
             id=tid,
