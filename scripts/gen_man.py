@@ -1348,7 +1348,8 @@ PAGES: dict[str, tuple[click.Command, int, dict]] = {
         8,
         {
             "DESCRIPTION+": para("""
-            One daemon serves one spool; a lock (SPOOL/gschedd.lock, or SPOOL/private/gschedd.lock for a system daemon) keeps a second one out.
+            One daemon serves one spool; a lock (SPOOL/gschedd.lock, or SPOOL/private/gschedd.lock
+            for a system daemon) keeps a second one out.
             Commands work while the daemon is down: their requests wait in the spool and are
             served when it starts.  gsub starts a daemon itself when none runs, unless the
             configuration says daemon.autostart = false.  SIGTERM and SIGINT stop the daemon,
