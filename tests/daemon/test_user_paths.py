@@ -33,16 +33,19 @@ autostart = false
 TURN_BOUND = 0.1  # seconds: a turn that starts a job, whatever its PATH
 
 
-def hostile_path(root: Path, entries: int = 300, depth: int = 39) -> str:
-    """A PATH of ``entries`` spellings of one directory reached through a chain of ``depth`` links, each link's
-    target a run of 1,900 ``./`` before the next link: every name looked up in any of its entries walks about
-    75,000 components.  Made of ``depth`` links, so it costs nothing to build."""
+def hostile_path(root: Path, entries: int = 300, depth: int = 38) -> str:
+    """A PATH of ``entries`` directories, each a link to a chain of ``depth`` more links (39 in all, within the
+    kernel's 40), each link's target a run of 1,900 ``./`` before the next: every name looked up in any entry
+    walks about 75,000 components.  It costs ``entries + depth`` links to make, and stays short (an entry is
+    ``ROOT/H7``)."""
     root.mkdir()
     (root / "real").mkdir()
     pad = "./" * 1900
     for k in range(depth):
         os.symlink(pad + (f"L{k + 1}" if k + 1 < depth else "real"), root / f"L{k}")
-    return ":".join(f"{root}{'/' * (1 + i)}L0" for i in range(entries))
+    for i in range(entries):
+        os.symlink(pad + "L0", root / f"H{i}")
+    return ":".join(f"{root}/H{i}" for i in range(entries))
 
 
 def submit(d: Daemon, **fields: object) -> int:
