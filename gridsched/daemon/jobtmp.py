@@ -156,32 +156,47 @@ def owner_gid(uid: int, gid: int = -1) -> int:
 
 def remove_left(segments: list[dict[str, Any]], uid: int) -> None:
     """Remove the private directories of a job's segments that are still there (its shepherd was killed
-    before it could remove them); the job's processes are gone."""
+    before it could remove them); the job's processes are gone.  For the daemon: it never waits for the
+    removal (what is there is the owner's to fill, and may take long to remove)."""
     for seg in segments:
         root = seg.get("tmpdir")
         if isinstance(root, str) and root:
-            remove(root, uid)
+            remove(root, uid, wait=False)
 
 
-def remove(root: str, uid: int, gid: int = -1) -> None:
+def remove(root: str, uid: int, gid: int = -1, wait: bool = True) -> None:
     """Remove a private directory and what is in it: as its owner ``uid`` when the caller is root (in a
-    child process that has dropped to the owner's ids), else as the caller.  Never raises."""
+    child process that has dropped to the owner's ids), else as the caller.  Never raises.
+
+    ``wait=False`` (the daemon's loop, which must always answer): the work is done by a process of its own
+    that nobody waits for, with none of the caller's files open, and this returns at once."""
     if not os.path.basename(root).startswith(PREFIX):
         return
     try:
         os.lstat(root)
     except OSError:
         return  # removed already
-    if os.geteuid() != 0 or uid == 0:
+    as_owner = os.geteuid() == 0 and uid != 0
+    if wait and not as_owner:
         _rmtree(root)
         return
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        return  # left for the next removal (a restarted daemon's, or the system's cleaning of BASE)
     if pid == 0:
         code = 1
         try:
-            os.setgroups([])
-            os.setgid(owner_gid(uid, gid))
-            os.setuid(uid)
+            if not wait:
+                if os.fork() != 0:  # the caller waits only for this child, which ends at once
+                    code = 0
+                    return
+                os.setsid()
+                os.closerange(3, 1 << 16)  # the daemon's lock, database and sockets stay with the daemon
+            if as_owner:
+                os.setgroups([])
+                os.setgid(owner_gid(uid, gid))
+                os.setuid(uid)
             _rmtree(root)
             code = 0
         finally:

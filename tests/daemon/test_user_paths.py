@@ -20,6 +20,7 @@ from pathlib import Path
 from gridsched import requests as rq
 from gridsched.daemon import jobtmp
 from gridsched.daemon.loop import Daemon
+from tests.conftest import wait_for
 
 CONFIG = """
 [scheduler]
@@ -133,3 +134,32 @@ def test_the_boundary_answers_the_same_for_a_shell_that_exists_and_one_that_does
     d.turn(time.time(), scan=True)
     assert [d.table.jobs[j].state.value for j in jobs] == ["RUNNING"] * 4
     assert [s.script for s in d.ex.started] == list(answers)  # each runs its script with the shell it named
+
+
+def test_the_loop_does_not_wait_for_a_private_directory_its_owner_filled(stub_daemon, tmp_path, monkeypatch):
+    """A job's private directory lies in a directory every user may write: its owner may put it back, filled
+    with as much as they like, after the shepherd removed it and before the daemon collects the job.  The
+    turn that collects the job leaves its removal to a process nobody waits for (here one that takes 3 s):
+    it takes under 100 ms, and the directory is gone soon after."""
+    real = jobtmp._rmtree
+
+    def slow(root: str) -> None:
+        time.sleep(3)
+        real(root)
+
+    monkeypatch.setattr(jobtmp, "_rmtree", slow)  # in the process that removes it, forked after this
+    d = stub_daemon(CONFIG + f'[jobs]\ntmpdir = "{tmp_path}"\n')
+    jid = submit(d)
+    d.turn(time.time(), scan=True)
+    private = Path(d.ex.started[0].private)
+    (private / "tmp").mkdir(parents=True)
+    (private / "tmp" / "f").write_text("x")
+    rec = d.table.jobs[jid]
+    d.ex.end(jid, rec.segment, end=time.time(), exit_code=0)
+    t0 = time.perf_counter()
+    d.job_ended(jid)
+    d.turn(time.time())
+    took = time.perf_counter() - t0
+    assert d.db.job(jid)["state"] == "COMPLETED"
+    assert took < TURN_BOUND, f"collecting the job took {took:.2f} s"
+    wait_for(lambda: not private.exists(), 30, "the private directory to be removed")
