@@ -66,7 +66,7 @@ def test_a_shell_in_a_s_private_directory_gets_the_same_answer_whether_it_exists
         return text.replace(str(p), "SHELL")
 
     said = {p: system.cmd(b, "gsub", "--shell", str(p), str(script)) for p in (there, absent)}
-    for p, r in said.items():
+    for r in said.values():
         assert r.one_line_error("gsub") is None, r
     assert same(said[there].stderr, there) == same(said[absent].stderr, absent), said
     jobs = {p: system.submit_as(b, shell=str(p), script="echo no shebang\n") for p in (there, absent)}
