@@ -241,8 +241,9 @@ INTERPRETER = para("""
     refuses it: gridsched never guesses an interpreter for it.  A #! line below line 1 (after a
     blank first line) is not read, by gridsched as by the kernel: when the interpreter chosen is
     not the one it names, gsub prints a warning naming the line and the interpreter used.  The
-    daemon checks the interpreter again when it takes the job in (an absolute path to an
-    executable file, or the job is refused with one line) and runs the script with it.
+    daemon checks only that the interpreter is an absolute path when it takes the job in; the
+    job, as its owner, runs the script with it, and fails with why if it cannot ("could not
+    start: shell /opt/ksh not found"), so the daemon never tells whether a path exists.
 """)
 
 TIMES = para("""

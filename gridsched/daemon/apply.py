@@ -259,7 +259,8 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
             shebang = f.read(2) == b"#!"
     except OSError:
         shebang = True  # let the exec fail and say why
-    if not shebang:  # what the submission chose (checked at the boundary), else /bin/sh
+    shell = not shebang
+    if shell:  # what the submission chose (its form checked at the boundary; the job's process runs it), else /bin/sh
         script, args = str(spec.get("shell") or "/bin/sh"), (script, *args)
     cores = cpuset.format(rec.cores)
     gs = dict(
@@ -292,9 +293,11 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         host=jobenv.host(),
     )
     user_set = spec.get("env_set") or {}
-    mpi = jobtmp.has_mpi(jobenv.own_path(str(user_set.get("PATH", spec["env"].get("PATH", "")))))
-    private = private_dir(d, rec, spec, job, mpi)
-    env = jobenv.job_environment(spec["env"], gs, job, private, d.cfg.compat_env, mpi, user_set)
+    # whether an MPI is on the job's PATH is found out by the job's own process, as its owner (launch.py):
+    # the daemon never walks a PATH a user wrote
+    mpi_path = jobenv.own_path(str(user_set.get("PATH", spec["env"].get("PATH", ""))))
+    private = private_dir(d, rec, spec, job)
+    env = jobenv.job_environment(spec["env"], gs, job, private, d.cfg.compat_env, False, user_set)
     env.update(device_env(rec.devices, d.machine.devices, d.cfg.compat_env))
     return launch.Launch(
         job_id=rec.id,
@@ -302,6 +305,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         job_dir=str(jdir),
         script=script,
         args=args,
+        shell=shell,
         workdir=spec["workdir"],
         stdout=spec["stdout"],
         stderr=spec["stderr"],
@@ -315,6 +319,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         mem_nodes=mem_nodes(d, rec.cores),
         umask=int(spec.get("umask", 0o022)),
         private=private.root if private else "",
+        mpi_path=mpi_path if private else "",
         deny_devices=devcgroup.denied(d.machine.devices, rec.devices, d.cfg.device_enforce),
         device_enforce="required" if d.cfg.device_enforce == "required" and d.cfg.system else "auto",
         user_env=_user_env(spec, env),
@@ -335,14 +340,14 @@ def _user_env(spec: dict[str, Any], env: dict[str, str]) -> tuple[int, bool, str
     return ue.timeout, ue.login, path[: -len(LOGIN_PATH)] if plain else ""
 
 
-def private_dir(d: Daemon, rec: Rec, spec: dict[str, Any], job: jobenv.Job, mpi: bool) -> jobenv.Private:
+def private_dir(d: Daemon, rec: Rec, spec: dict[str, Any], job: jobenv.Job) -> jobenv.Private:
     """The job's private directory for this start (its TMPDIR, host files and srun); OSError if it cannot be
     made (the job fails with why)."""
     ranks = jobenv.mpi_ranks(job)
     base = jobtmp.base_dir(d.cfg.tmpdir)
     try:
         return d.ex.make_private(
-            base, rec.id, rec.uid, jobtmp.owner_gid(rec.uid, spec.get("gid", -1)), job.host, rec.ncpus, ranks, mpi
+            base, rec.id, rec.uid, jobtmp.owner_gid(rec.uid, spec.get("gid", -1)), job.host, rec.ncpus, ranks
         )
     except OSError as e:
         raise jobfiles.JobFilesError(f"cannot make its private directory in {base}: {e.strerror or e}") from None

@@ -102,11 +102,9 @@ class Processes:
     def remove_cgroup(self, path: str) -> None:
         cgroup.remove(Path(path), timeout=0.0)
 
-    def make_private(
-        self, base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ranks: int, mpi: bool
-    ) -> Private:
+    def make_private(self, base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ranks: int) -> Private:
         """A job's private directory for one start (:mod:`.jobtmp`); OSError if it cannot be made."""
-        return jobtmp.create(base, job_id, uid, gid, host, ncpus, ranks, mpi)
+        return jobtmp.create(base, job_id, uid, gid, host, ncpus, ranks)
 
 
 @dataclass
@@ -155,9 +153,7 @@ class Stub:
     def remove_cgroup(self, path: str) -> None:
         pass
 
-    def make_private(
-        self, base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ranks: int, mpi: bool
-    ) -> Private:
+    def make_private(self, base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ranks: int) -> Private:
         return jobtmp.layout(f"{base}/{jobtmp.PREFIX}{job_id}.stub")  # named, never made
 
     def end(self, job_id: int, segment: int, **result: Any) -> None:

@@ -11,7 +11,8 @@ system's temporary directory), the job owner's, mode 0700, holding::
     nodefile      the host once per core (PBS_NODEFILE)
     mpi_hosts     the host once per task: the ranks an installed mpirun starts
     pe_hostfile   Grid Engine's "host slots queue processors" line (PE_HOSTFILE)
-    bin/          srun, and mpirun and mpiexec unless the job's PATH has an MPI's
+    bin/          srun, mpirun and mpiexec (the job removes the last two, as its
+                  owner, when its PATH has an MPI's: :func:`use_installed_mpi`)
 
 In system mode the daemon is root and ``BASE`` (``/tmp``) is writable by
 every user, who may plant anything under any name there.  So the directory
@@ -46,6 +47,7 @@ PREFIX = PRIVATE_PREFIX
 LAUNCHER = "#!{python} -I\nimport sys\n\nsys.path.insert(0, {code!r})\nfrom gridsched.launcher import main\n\nmain()\n"
 CODE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MPI_NAMES = ("mpirun", "mpiexec")
+BIN_NAMES = tuple(f"bin/{n}" for n in ("srun", *MPI_NAMES))
 
 
 def base_dir(configured: str) -> str:
@@ -54,8 +56,27 @@ def base_dir(configured: str) -> str:
 
 
 def has_mpi(path: str) -> bool:
-    """Whether an MPI's ``mpirun`` or ``mpiexec`` is on ``path`` (a job's PATH)."""
+    """Whether an MPI's ``mpirun`` or ``mpiexec`` is on ``path`` (a job's PATH).
+
+    It looks at every directory of ``path``, through whatever links the
+    owner of that PATH planted: it is run by the job's own process, after it
+    has dropped to its owner's ids (:func:`use_installed_mpi`), never by the
+    daemon."""
     return any(shutil.which(name, path=path) for name in MPI_NAMES) if path else False
+
+
+def use_installed_mpi(root: str, path: str) -> bool:
+    """In the job's process, as its owner, before its script runs: when an MPI's ``mpirun`` or ``mpiexec`` is
+    on ``path`` (the job's PATH), take gridsched's own out of the private directory ``root`` so that the
+    installed one is found; whether one is (the job then gets its host file as that MPI's default)."""
+    if not root or not has_mpi(path):
+        return False
+    for name in MPI_NAMES:
+        try:
+            os.unlink(os.path.join(root, "bin", name))
+        except FileNotFoundError:
+            pass
+    return True
 
 
 def layout(root: str) -> Private:
@@ -69,11 +90,9 @@ def layout(root: str) -> Private:
     )
 
 
-def create(
-    base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ntasks: int, mpi: bool, tries: int = 8
-) -> Private:
+def create(base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ntasks: int, tries: int = 8) -> Private:
     """Make a private directory for a start of job ``job_id`` under ``base``, the owner's (``uid``/``gid``
-    when the daemon is root); ``mpi``: an MPI is installed, so no ``mpirun`` of ours.  OSError if it cannot."""
+    when the daemon is root).  OSError if it cannot."""
     me = os.geteuid()
     give = me == 0 and uid != me
     bfd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -93,9 +112,9 @@ def create(
             if st.st_uid != me:
                 raise OSError(f"{base}/{name}: not the directory just made")
             os.fchmod(pfd, 0o700)
-            _fill(pfd, host, ncpus, ntasks, mpi)
+            _fill(pfd, host, ncpus, ntasks)
             if give:
-                for entry in ("tmp", "bin", "nodefile", "mpi_hosts", "pe_hostfile", *_bin_names(mpi)):
+                for entry in ("tmp", "bin", "nodefile", "mpi_hosts", "pe_hostfile", *BIN_NAMES):
                     os.chown(entry, uid, gid, dir_fd=pfd, follow_symlinks=False)
                 os.fchown(pfd, uid, gid)
         finally:
@@ -105,18 +124,14 @@ def create(
     return layout(os.path.join(base, name))
 
 
-def _bin_names(mpi: bool) -> list[str]:
-    return [f"bin/{n}" for n in ("srun", *(() if mpi else MPI_NAMES))]
-
-
-def _fill(pfd: int, host: str, ncpus: int, ntasks: int, mpi: bool) -> None:
+def _fill(pfd: int, host: str, ncpus: int, ntasks: int) -> None:
     os.mkdir("tmp", 0o700, dir_fd=pfd)
     os.mkdir("bin", 0o755, dir_fd=pfd)
     _write(pfd, "nodefile", f"{host}\n" * ncpus, 0o644)
     _write(pfd, "mpi_hosts", f"{host}\n" * ntasks, 0o644)
     _write(pfd, "pe_hostfile", f"{host} {ncpus} {SGE_QUEUE}@{host} UNDEFINED\n", 0o644)
     script = LAUNCHER.format(python=sys.executable, code=CODE)
-    for name in _bin_names(mpi):
+    for name in BIN_NAMES:
         _write(pfd, name, script, 0o755)
 
 
@@ -141,32 +156,47 @@ def owner_gid(uid: int, gid: int = -1) -> int:
 
 def remove_left(segments: list[dict[str, Any]], uid: int) -> None:
     """Remove the private directories of a job's segments that are still there (its shepherd was killed
-    before it could remove them); the job's processes are gone."""
+    before it could remove them); the job's processes are gone.  For the daemon: it never waits for the
+    removal (what is there is the owner's to fill, and may take long to remove)."""
     for seg in segments:
         root = seg.get("tmpdir")
         if isinstance(root, str) and root:
-            remove(root, uid)
+            remove(root, uid, wait=False)
 
 
-def remove(root: str, uid: int, gid: int = -1) -> None:
+def remove(root: str, uid: int, gid: int = -1, wait: bool = True) -> None:
     """Remove a private directory and what is in it: as its owner ``uid`` when the caller is root (in a
-    child process that has dropped to the owner's ids), else as the caller.  Never raises."""
+    child process that has dropped to the owner's ids), else as the caller.  Never raises.
+
+    ``wait=False`` (the daemon's loop, which must always answer): the work is done by a process of its own
+    that nobody waits for, with none of the caller's files open, and this returns at once."""
     if not os.path.basename(root).startswith(PREFIX):
         return
     try:
         os.lstat(root)
     except OSError:
         return  # removed already
-    if os.geteuid() != 0 or uid == 0:
+    as_owner = os.geteuid() == 0 and uid != 0
+    if wait and not as_owner:
         _rmtree(root)
         return
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        return  # left for the next removal (a restarted daemon's, or the system's cleaning of BASE)
     if pid == 0:
         code = 1
         try:
-            os.setgroups([])
-            os.setgid(owner_gid(uid, gid))
-            os.setuid(uid)
+            if not wait:
+                if os.fork() != 0:  # the caller waits only for this child, which ends at once
+                    code = 0
+                    return
+                os.setsid()
+                os.closerange(3, 1 << 16)  # the daemon's lock, database and sockets stay with the daemon
+            if as_owner:
+                os.setgroups([])
+                os.setgid(owner_gid(uid, gid))
+                os.setuid(uid)
             _rmtree(root)
             code = 0
         finally:

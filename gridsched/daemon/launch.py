@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import jobenv
 from ..core.units import format_size
 from ..devices import Node
 from ..spool import atomic_write
@@ -64,10 +65,13 @@ class Launch:
     uid: int
     gid: int
     user: str
+    shell: bool = False  # ``script`` is the shell that runs the job's script (it has no #! line)
     mem: int | None = None
     mem_nodes: tuple[int, ...] = ()  # host NUMA nodes to bind the job's memory to (its boards')
     umask: int = 0o022  # the submitter's: for the output files and everything the job creates
     private: str = ""  # the job's private directory (TMPDIR; jobtmp), removed when the job's processes are gone
+    # the PATH in which the job's process, as its owner, looks for an installed MPI (jobtmp.use_installed_mpi)
+    mpi_path: str = ""
     deny_devices: tuple[Node, ...] = ()  # the device nodes of the devices the job does not hold
     device_enforce: str = "auto"  # "required": the job fails if they cannot be refused to it
     # --get-user-env: (timeout, login shell, what goes before the login's PATH; "": the job's PATH wins)
@@ -415,13 +419,15 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None, dcg: Path | None = 
             f"{','.join(map(str, spec.mem_nodes))}: {bind_warning}\n".encode(),
         )
     argv = [spec.script, *spec.args]
-    env = spec.env
+    env = _with_mpi(spec)
     if spec.user_env is not None:
-        env = _with_login_env(spec)
+        env = _with_login_env(spec, env)
     try:
         os.execve(spec.script, argv, env)
     except OSError as e:
-        if e.errno == errno.ENOENT:
+        if spec.shell:  # found out here, as the owner: the daemon never looks at a path the user named
+            why = _shell_problem(spec.script, e)
+        elif e.errno == errno.ENOENT:
             interp = _interpreter(spec.script)
             why = f"interpreter {interp!r} not found" if interp else "script not found"
         elif e.errno == errno.EACCES:
@@ -438,16 +444,45 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None, dcg: Path | None = 
         _fail(wr, why)
 
 
-def _with_login_env(spec: Launch) -> dict[str, str]:
-    """--get-user-env: the owner's login environment with the job's own over it; on failure the job's
-    own alone, said in one line on its standard error."""
+def _shell_problem(shell: str, e: OSError) -> str:
+    """Why the shell that was to run a script without #! could not (as the job's owner found it)."""
+    from ..text import shown
+
+    name = shown(shell)
+    name = name if len(name) <= 200 else name[:197] + "..."
+    if e.errno in (errno.ENOENT, errno.ENOTDIR):
+        interp = _interpreter(shell)
+        return f"shell {name}: its interpreter {interp!r} not found" if interp else f"shell {name} not found"
+    if e.errno == errno.EACCES:
+        return f"shell {name}: permission denied (not an executable file the job's owner may run)"
+    if e.errno == errno.ENOEXEC:
+        return f"shell {name}: not an executable file"
+    return f"shell {name}: {e.strerror or e}"
+
+
+def _with_mpi(spec: Launch) -> dict[str, str]:
+    """The job's environment, with its host file as the default of an MPI installed on its PATH, if there is
+    one (gridsched's own mpirun and mpiexec are then taken out of its way).  Run as the job's owner, in its
+    working directory: the daemon never looks through a PATH a user wrote."""
+    try:
+        found = jobtmp.use_installed_mpi(spec.private, spec.mpi_path)
+    except (OSError, ValueError):
+        found = False
+    if not found:
+        return spec.env
+    return {**spec.env, **jobenv.mpi_env(jobtmp.layout(spec.private))}
+
+
+def _with_login_env(spec: Launch, own: dict[str, str]) -> dict[str, str]:
+    """--get-user-env: the owner's login environment with the job's own (``own``) over it; on failure the
+    job's own alone, said in one line on its standard error."""
     from .loginenv import LoginEnvError, login_env
 
     assert spec.user_env is not None
     timeout, login, path_prefix = spec.user_env
     try:
         got = login_env(timeout, login)
-        env = {**got, **spec.env}
+        env = {**got, **own}
         if path_prefix and got.get("PATH"):
             env["PATH"] = path_prefix + got["PATH"]
         return env
@@ -457,7 +492,7 @@ def _with_login_env(spec: Launch) -> dict[str, str]:
             os.write(2, msg.encode(errors="replace"))
         except OSError:
             pass
-        return spec.env
+        return own
 
 
 def _interpreter(script: str) -> str | None:

@@ -542,7 +542,7 @@ class Daemon:
                 pid, ticks = self.ex.spawn(spec)
             except OSError as e:
                 log.error("job %d: cannot fork: %s", rec.id, e)
-                jobtmp.remove(spec.private, rec.uid)
+                jobtmp.remove(spec.private, rec.uid, wait=False)
                 self.end(rec, JobState.FAILED, time.time(), reason=f"cannot start: {e}")
                 continue
             self.watch(rec, pid, ticks)

@@ -145,19 +145,23 @@ def test_too_much_memory_is_refused_by_gsub_and_by_the_daemon(gs):
     assert gs.alive()
 
 
-def test_the_daemon_refuses_a_shell_that_cannot_run(gs):
-    spool = Spool(gs.spool)
-    nid = raw_submit(gs, shell="/no/such/shell")
-
-    def refused():
-        db = StateDB(spool.db)
-        try:
-            return db.id_record(nid)
-        finally:
-            db.close()
-
-    rec = wait_for(lambda: (r := refused()) and r["refused"] and r, 15, "the refusal")
-    assert "field 'shell' must name an executable file: /no/such/shell" in rec["refused"]
+def test_a_shell_that_cannot_run_fails_the_job_with_why(gs):
+    """gsub (the user) refuses a shell that cannot run, in one line; a request written without gsub's check is
+    taken in (the daemon checks only the form of a path) and its job fails at its start, with why, as its
+    owner found out; a script with #! never uses the shell it names."""
+    script = gs.work / "plain.sh"
+    script.write_text("echo no shebang\n")
+    r = gs.run("gsub", "--shell", "/no/such/shell", str(script))
+    assert r.returncode != 0 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("gsub: error: shell '/no/such/shell': "), r.stderr
+    missing = raw_submit(gs, shell="/no/such/shell", script="echo no shebang\n")
+    notexec = raw_submit(gs, shell="/etc/passwd", script="echo no shebang\n")
+    unused = raw_submit(gs, shell="/no/such/shell")  # valid_job's script has a #! line
+    assert gs.wait_state(missing, "FAILED")["reason"] == "could not start: shell /no/such/shell not found"
+    assert gs.wait_state(notexec, "FAILED")["reason"] == (
+        "could not start: shell /etc/passwd: permission denied (not an executable file the job's owner may run)"
+    )
+    assert gs.wait_state(unused, "COMPLETED")
     assert gs.alive()
 
 
