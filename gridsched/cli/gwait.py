@@ -99,9 +99,9 @@ def gyield_cli() -> int:
 
     The job keeps running; it should do little until gresume, which blocks until the cores are
     its own again.  gyield and gresume may be used several times in one job.  Only a job with a
-    child that has not ended may yield (exit 1 otherwise), and it lends its cores at most until
-    its children have ended.  Its walltime is not charged only while a child of its runs, and
-    never past jobs.max_walltime from its start.
+    child that has not ended may yield (exit 1 otherwise); it lends its cores at most until its
+    children have ended, and only the time its children run meanwhile is not charged to its
+    walltime.
     """
     prog = "gyield"
     spool, me = _here(prog)
