@@ -130,7 +130,25 @@ class Trees:
         for rec in self.d.table.jobs.values():
             if rec.lent and rec.lent[-1][1] is None and rec.id not in self.yielded:
                 self._earn(rec, False, now)  # a job that no longer yields earns nothing
+        self._settle_downtime()
         self._save()
+
+    def _settle_downtime(self) -> None:
+        """After a restart: a yielding job none of whose children runs any more stopped earning when the last of
+        them ended (while the daemon was down), not now."""
+        jobs = self.d.table.jobs
+        running = {p for c, p in self.parents().items() if jobs[c].state in (JobState.RUNNING, JobState.STOPPING)}
+        for jid in self.yielded:
+            rec = jobs.get(jid)
+            if rec is None or not rec.lent or rec.lent[-1][1] is not None or jid in running:
+                continue
+            since = rec.lent[-1][0] or 0.0
+            row = self.d.db.conn.execute(
+                "SELECT MAX(end_time) FROM jobs WHERE json_extract(spec, '$.parent') = ? AND end_time >= ?",
+                (jid, since),
+            ).fetchone()
+            last = row[0] if row is not None and isinstance(row[0], (int, float)) else since
+            self._earn(rec, False, float(last))
 
     def load_ended(self) -> None:
         """Take back the jobs that ended before a restart whose subtrees no pass has dealt with (before the

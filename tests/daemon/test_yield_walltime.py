@@ -12,14 +12,19 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from gridsched import config as configmod
 from gridsched import requests as rq
 from gridsched.cli.gwait import gyield_cli
+from gridsched.daemon.executor import Stub
 from gridsched.daemon.loop import Daemon
 from gridsched.jobs import JobState
+from gridsched.spool import Spool
 from tests.fuzz.test_requests import valid_job
 
 CONFIG = """
@@ -180,3 +185,44 @@ def test_gyield_refuses_a_job_without_a_live_child(d):
     d.turn(t + 1, scan=True)
     request(d, t + 2, "cancel", jobs=[kid])
     assert p not in d.trees.yielded  # no child left: it lends its cores no more
+
+
+class Kept(Stub):
+    """The stub executor whose shepherds outlive a daemon: a restarted daemon finds them again."""
+
+    def pid_info(self, job_dir: Path, segment: int) -> dict[str, Any] | None:
+        jid = int(Path(job_dir).name)
+        return next(({"pid": pid, "ticks": 0} for pid, j in self.pids.items() if j == jid), None)
+
+
+def open_daemon(root: Path, ex: Stub) -> Daemon:
+    cfgfile = root / "gridsched.toml"
+    if not cfgfile.exists():
+        cfgfile.write_text(CONFIG.format(longest="1h"))
+    spool = Spool(root / "spool")
+    spool.ensure()
+    d = Daemon(spool, configmod.load(str(cfgfile)), str(cfgfile), executor=ex)
+    d.lock()
+    d.open()
+    return d
+
+
+def test_a_child_that_ended_while_the_daemon_was_down_earns_only_what_it_ran(tmp_path):
+    t = time.time()
+    ex = Kept()
+    d = open_daemon(tmp_path, ex)
+    try:
+        p = submit(d, t, walltime=10, ncpus=2)
+        kid = submit(d, t, parent=p, walltime=60)
+        request(d, t + 1, "yield", job=p)
+        assert d.table.jobs[p].lent == [[t + 1, None]]
+        ex.end(kid, d.table.jobs[kid].segment, end=t + 3, exit_code=0)  # ends while the daemon is down
+    finally:
+        d.close()
+    d = open_daemon(tmp_path, ex)
+    try:
+        assert d.db.job(kid)["state"] == "COMPLETED" and d.table.jobs[p].state is JobState.RUNNING
+        assert d.table.jobs[p].lent == [[t + 1, t + 3]]  # it stopped earning when its child ended
+        killed_between(d, p, t + 11.9, t + 12.1)
+    finally:
+        d.close()
