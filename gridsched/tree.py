@@ -130,6 +130,15 @@ def children(spool: Spool, jid: int) -> list[int]:
     return sorted(j["id"] for j in _jobs(spool).values() if (j.get("spec") or {}).get("parent") == jid)
 
 
+def live_children(spool: Spool, jid: int) -> list[int]:
+    """The ids of the children of ``jid`` that have not ended (those not yet taken in by the daemon too)."""
+    return sorted(
+        j["id"]
+        for j in _jobs(spool).values()
+        if (j.get("spec") or {}).get("parent") == jid and j["state"] not in TERMINAL_STATES
+    )
+
+
 def descendants(jobs: Mapping[int, dict[str, Any]], jid: int) -> list[int]:
     """The ids below ``jid`` among ``jobs``."""
     kids: dict[int, list[int]] = {}

@@ -886,11 +886,15 @@ TREES = para("""
     have ended.  So parents that fill the machine cannot deadlock their children.  When preempting,
     leaves go first, the deepest, then the most recently started.
 
-    A parent is not charged walltime while it lends all its cores: from gwait --yield (or gyield)
-    until it has its cores back, its walltime stands still, so its deadline moves later by that
-    time and a parent waiting on a long child does not time out and take its subtree with it.  A
-    parent that waits without yielding keeps its cores and its walltime runs as usual.  (Slurm and
-    PBS have no such rule: there a job's walltime runs while it waits.)
+    A job yields only while it has something to wait for: the jobs gwait --yield names that have
+    not ended, or (gyield) its children that have not ended; gyield in a job with none fails
+    with one line, and the lending stops once none is left.  Its walltime always holds, save for
+    the time its children ran while it yielded: its deadline moves later by that time, so a
+    parent waiting on a long child does not time out and take its subtree with it.  Children that
+    are held, pending or waiting for their begin time earn it nothing, and no run lasts longer
+    from its start than jobs.max_walltime (or its own walltime, if longer).  A parent that waits
+    without yielding keeps its cores and its walltime runs as usual.  (Slurm and PBS have no such
+    rule: there a job's walltime runs while it waits.)
 
     A parent that fails, is cancelled or times out takes its subtree with it: its pending
     descendants are cancelled and its running ones signalled as by gdel (reason "parent ID ended
@@ -901,9 +905,14 @@ TREES = para("""
 """)
 
 WALLTIME_RULE = para("""
-    The time between gyield (or gwait --yield) and the moment the job has its cores back again is
-    not charged to its walltime: its deadline moves later by that time.  gstat shows the job's
-    predicted end moving accordingly.
+    A job's walltime always holds, save for the time a child of the job ran while it yielded
+    (from gyield or gwait --yield until it has its cores back): its deadline moves later by that
+    time.  Time it yields while no child of its runs (children held, pending, or waiting for
+    their begin time) is charged as any other, and whatever it earned, a run never lasts longer
+    from its start than jobs.max_walltime (or its own walltime, if longer).  gyield fails, exit 1,
+    in a job with no child that has not ended: there is nothing to lend its cores to.  The job
+    lends its cores at most until its children have ended.  gstat shows the job's predicted end
+    moving accordingly.
 """)
 
 TREE_EXIT = [ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]

@@ -13,7 +13,7 @@ import click
 
 from .. import tree
 from ..spool import Spool
-from ..view import QueueError, load_jobs
+from ..view import TERMINAL_STATES, QueueError, load_jobs
 from .common import Command, ExitCode, fail, setup, spool_options
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
@@ -73,7 +73,9 @@ def gwait_cli(ids: tuple[int, ...], children: bool, yield_: bool, quiet: bool) -
             fail(prog, f"job {jid}: owned by {j.get('user') or j.get('uid')}")
     if not want:
         return ExitCode.OK
-    req = spool.request("yield", job=me, until=want) if yield_ else None
+    live = [j for j in want if known[j]["state"] not in TERMINAL_STATES]
+    # nothing left to wait for: no yield (the daemon would refuse it)
+    req = spool.request("yield", job=me, until=want) if yield_ and live else None
     try:
         final = tree.wait_ended(spool, want)
     except QueueError as e:
@@ -96,9 +98,19 @@ def gyield_cli() -> int:
     """Inside a job: lend the job's cores to other tasks (its descendants first) and return at once.
 
     The job keeps running; it should do little until gresume, which blocks until the cores are
-    its own again.  gyield and gresume may be used several times in one job.
+    its own again.  gyield and gresume may be used several times in one job.  Only a job with a
+    child that has not ended may yield (exit 1 otherwise); it lends its cores at most until its
+    children have ended, and only the time its children run meanwhile is not charged to its
+    walltime.
     """
-    spool, me = _here("gyield")
+    prog = "gyield"
+    spool, me = _here(prog)
+    try:
+        live = tree.live_children(spool, me)
+    except (tree.TreeError, QueueError) as e:
+        fail(prog, str(e))
+    if not live:
+        fail(prog, f"job {me} cannot yield: it has no live child, so there is nothing to lend its cores to")
     spool.request("yield", job=me)
     return ExitCode.OK
 

@@ -91,12 +91,21 @@ Deadlock freedom
     gives the cores back to the one below.
 
 Walltime of a yielding parent (:func:`walltime_credit`)
-    A parent is not charged walltime while it has lent all its cores: from
-    its yield until it is resumed (:class:`~gridsched.core.types.Resume`),
-    or until it ends.  Its walltime deadline moves later by that time, and
-    so does its end as the core sees it (the driver adds the credit to
-    ``Running.estimate``).  A parent that waits for its children without
-    yielding keeps its cores and is charged as any job.
+    A job's walltime always holds; the only time it is not charged is time
+    its children ran while it yielded.  The driver keeps, per running job,
+    the spans during which it *earns* credit (:func:`credit_spans`): it yields
+    (from its yield until it is resumed or ends) and at least one of its
+    children (jobs whose parent it is) runs.  Time it yields while its
+    children are pending, held or not yet begun earns nothing, so a child
+    that never runs cannot keep a parent's walltime paused, and yielding,
+    resuming and yielding again earns only what children ran meanwhile.  Its
+    walltime deadline moves later by the credit, and so does its end as the
+    core sees it (the driver adds the credit to ``Running.estimate``).  The
+    credit never carries a run past the longest walltime a job may have
+    (:func:`credit_limit`): a run lasts at most ``max(its walltime,
+    jobs.max_walltime)`` of wall-clock time from its start, whatever it
+    earned.  A parent that waits for its children without yielding keeps its
+    cores and is charged as any job.
 
 Preemption order (:func:`preempt_order`)
     With trees in the snapshot (``parents`` not empty): leaves first (jobs
@@ -164,18 +173,45 @@ def clear(running: Iterable[Running], parents: Mapping[int, int], job: int) -> b
     return all(top.get(c) == job for r in rs if r.id == job for c in r.cores)
 
 
-def walltime_credit(spans: Iterable[tuple[float, float | None]], now: float) -> float:
-    """The seconds by which a job's walltime deadline moves later: the time it lent all its cores.
+def walltime_credit(spans: Iterable[tuple[float, float | None]], now: float, limit: float = inf) -> float:
+    """The seconds by which a job's walltime deadline moves later: the time it earned credit, at most ``limit``.
 
-    ``spans`` are the driver's records of when the job yielded and when it was
-    resumed (None: it still yields, counted up to ``now``).
+    ``spans`` are the driver's records of when the job began and stopped
+    earning (:func:`credit_spans`; None: it still earns, counted up to
+    ``now``); ``limit``: :func:`credit_limit`.
     """
     total = 0.0
     for since, until in spans:
         end = now if until is None else min(until, now)
         if end > since:
             total += end - since
-    return total
+    return min(total, max(0.0, limit))
+
+
+def credit_limit(allowance: float, longest: float) -> float:
+    """The most credit a run may have: a run allowed ``allowance`` seconds (its walltime left when it started)
+    never lasts, in wall-clock time, past ``max(allowance, longest)`` (``longest``: jobs.max_walltime)."""
+    return max(0.0, longest - allowance)
+
+
+Span = tuple[float, float | None]
+
+
+def credit_spans(spans: Iterable[Span], earning: bool, now: float) -> tuple[Span, ...]:
+    """``spans`` brought up to ``now``: a span opens at ``now`` when the job starts earning, the open one closes
+    (never before it opened) when it stops.
+
+    ``earning``: the job yields and at least one of its children runs (a
+    fact the driver observes at ``now``).
+    """
+    out = tuple(spans)
+    is_open = bool(out) and out[-1][1] is None
+    if earning and not is_open:
+        return (*out, (now, None))
+    if not earning and is_open:
+        since = out[-1][0]
+        return (*out[:-1], (since, max(since, now)))
+    return out
 
 
 def lent_free(snap: Snapshot, resuming: bool = False) -> dict[int, frozenset[int]]:

@@ -49,7 +49,7 @@ log = logging.getLogger("gschedd")
 
 def snapshot(d: Daemon, now: float) -> Snapshot:
     running = tuple(
-        r.running(now)
+        r.running(now, d.cfg.max_walltime)
         for r in d.table.jobs.values()
         if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)
     )

@@ -297,12 +297,14 @@ class Daemon:
         walltimes, ask the core for a plan when anything changed and carry it out, commit, start the jobs."""
         if scan or now - self.last_scan >= RESCAN:
             self.ingest()
+        self.trees.account(now)  # yielding parents earn walltime credit only while a child of theirs runs
         self.timers(now)
         self.tuner.tick(self, now)
         if self.mail.children:
             self.mail.poll(now)
         if self.dirty or (self.wake_at is not None and now >= self.wake_at):
             apply.schedule(self, now)
+            self.trees.account(now)
         if self.table.commit():
             self.launch_pending()
         self.table.commit()
@@ -339,10 +341,11 @@ class Daemon:
         t = self.last_scan + RESCAN
         for rec in self.table.jobs.values():
             if rec.state is JobState.RUNNING and rec.stop is None and rec.deadline is not None:
-                t = min(t, rec.due(now) or rec.deadline)
+                due = rec.due(now, self.cfg.max_walltime) or rec.deadline
+                t = min(t, due)
                 if rec.warn is not None and not rec.warned:
-                    t = min(t, (rec.due(now) or rec.deadline) - rec.warn.secs)
-                t = min(t, self.mail.next_limit(self, rec, now, rec.due(now) or rec.deadline) or t)
+                    t = min(t, due - rec.warn.secs)
+                t = min(t, self.mail.next_limit(self, rec, now, due) or t)
             if rec.kill_at is not None:
                 t = min(t, rec.kill_at)
         if self.wake_at is not None:
@@ -578,7 +581,7 @@ class Daemon:
         for rec in list(self.table.jobs.values()):
             if rec.shepherd is None:
                 continue
-            due = rec.due(now)  # the deadline, later by the time the job lent all its cores
+            due = rec.due(now, self.cfg.max_walltime)  # the deadline, later by its credit as a yielding parent
             warn = rec.warn
             if (
                 warn is not None

@@ -132,7 +132,7 @@ def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[
     ckpt_sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
     if sig is not None and cancels.get(rec.id, set()) & {0, rec.uid}:
         rec.stop = "cancel"
-    elif sig is not None and rec.deadline is not None and end >= (rec.due(end) or rec.deadline):
+    elif sig is not None and rec.deadline is not None and end >= (rec.due(end, d.cfg.max_walltime) or rec.deadline):
         rec.stop = "timeout"
     elif (
         checkpointed

@@ -24,7 +24,7 @@ from ..core.ends import soft_left
 from ..core.placement import Request as PlaceRequest
 from ..core.predict import RATIO_JOBS, run_ratio
 from ..core.topology import Device
-from ..core.tree import walltime_credit
+from ..core.tree import credit_limit, walltime_credit
 from ..core.types import Running, Waiting
 from ..devices import format_keys
 from ..jobs import TERMINAL, JobState
@@ -86,8 +86,8 @@ class Rec:
     nice: int = 0  # spec ``nice`` (gsub --nice)
     admin_prio: int | None = None  # spec ``priority`` (gsub --priority, an admin's)
     interactive: bool = False  # spec ``interactive``: a grun job, never rerun
-    # This segment's yields: [since, until] (until None: it still lends its cores), see
-    # gridsched.core.tree.walltime_credit
+    # This segment's credit: [since, until] while it yielded and a child of it ran (until None: it still
+    # earns), see gridsched.core.tree.credit_spans and walltime_credit
     lent: list[list[float | None]] = field(default_factory=list)
     # Devices (gsub --gpus, --gres): what it asks for, the slots that counts for, the devices it holds
     # (or last held) and the slots they count for; ``whole``: it takes its devices whole (--exclusive-gpu).
@@ -159,25 +159,31 @@ class Rec:
             )
         return w
 
-    def credit(self, now: float) -> float:
-        """The seconds this segment's walltime deadline has moved: the time it lent all its cores."""
+    def credit(self, now: float, longest: float) -> float:
+        """The seconds this segment's walltime deadline has moved: the time its children ran while it yielded,
+        never carrying the segment past ``max(its walltime, longest)`` from its start (``longest``:
+        jobs.max_walltime; :func:`gridsched.core.tree.credit_limit`)."""
         if not self.lent:
             return 0.0
-        return walltime_credit(((s or 0.0, u) for s, u in self.lent), now)
+        if self.deadline is not None and self.start is not None:
+            allowance = self.deadline - self.start
+        else:
+            allowance = self.remaining()
+        return walltime_credit(((s or 0.0, u) for s, u in self.lent), now, credit_limit(allowance, longest))
 
-    def due(self, now: float) -> float | None:
-        """When this segment reaches its walltime (its deadline, later by the time it lent all its cores)."""
+    def due(self, now: float, longest: float) -> float | None:
+        """When this segment reaches its walltime (its deadline, later by its credit)."""
         if self.deadline is None or not self.lent:
             return self.deadline
-        return self.deadline + self.credit(now)
+        return self.deadline + self.credit(now, longest)
 
-    def running(self, now: float = 0.0) -> Running:
-        """The core's view of the running job (``now``: to count the time it lent its cores up to now)."""
+    def running(self, now: float, longest: float) -> Running:
+        """The core's view of the running job (``now``, ``longest``: to count its credit up to now)."""
         return Running(
             self.id,
             self.ncpus,
             self.start or 0.0,
-            self._planned_left(now) if self.start else 0.0,
+            self._planned_left(now, longest) if self.start else 0.0,
             self.cores,
             self.backfilled,
             self.preemptable,
@@ -194,9 +200,9 @@ class Rec:
             keeps_devices=self.keeps_devices,
         )
 
-    def _planned_left(self, now: float) -> float:
+    def _planned_left(self, now: float, longest: float) -> float:
         """The segment's length the core plans with: its walltime, or its own estimate (core.ends.soft_left)."""
-        credit = self.credit(now)
+        credit = self.credit(now, longest)
         if self.estimate is None:
             return self.remaining() + credit
         ran = max(0.0, now - (self.start or now) - credit)

@@ -8,9 +8,13 @@ gwait, gresume and gstat read::
     {"ID": {"cores": "0-1", "resuming": false, "until": [IDS] | null, "since": T}}
 
 * ``yield`` request ``{"type": "yield", "job": ID, "until": [IDS]}`` (from the
-  job's owner): the running job lends its cores (``until``: resume it
-  implicitly once all of those jobs have ended).  Yielding again cancels a
-  resume that has not completed.
+  job's owner): the running job lends its cores until it is resumed, and at
+  most while it has something to wait for: with ``until``, those of the jobs
+  that are live; without, its live children (jobs whose parent it is:
+  pending, held or running).  The core asks for the cores back once none is
+  left (``Lent.awaiting``, a ``Reclaim``).  A job with nothing to wait for
+  cannot yield: the request is refused (quarantined with its reason).
+  Yielding again cancels a resume that has not completed.
 * ``resume`` request ``{"type": "resume", "job": ID}``: the job stops lending
   at once (no new task starts on its cores); it *is* resumed, and its entry
   leaves ``yielded``, when the core says so (a ``Resume`` decision: no job
@@ -18,10 +22,14 @@ gwait, gresume and gstat read::
   So a parent is never resumed onto cores a task still uses.  Likewise the
   core decides when a parent that yields until given jobs asks for its cores
   back (``Reclaim``).
-* Walltime: the job's record keeps when it yielded and when it was resumed
-  (``Rec.lent``); its deadline moves later by that time
-  (:func:`gridsched.core.tree.walltime_credit`), and so does its end in the
-  snapshot.
+* Walltime: the job's record keeps the spans during which it earned credit
+  (``Rec.lent``): it yielded and at least one of its children ran
+  (:meth:`Trees.account`, at every turn of the loop and when a job ends;
+  :func:`gridsched.core.tree.credit_spans`).  Its deadline moves later by
+  that time, never past ``max(its walltime, jobs.max_walltime)`` from its
+  start (:func:`gridsched.core.tree.walltime_credit`), and so does its end in
+  the snapshot.  A child held, pending or waiting for its begin time earns
+  its parent nothing.
 * The snapshot gets ``parents`` (live child -> live parent), ``lent``
   (the yielding parents, resuming or not, and the jobs they still await) and
   ``ended`` (the jobs with live children that ended since the last pass);
@@ -47,14 +55,15 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core import cpuset
-from ..core.tree import ancestors
+from ..core.tree import ancestors, credit_spans
 from ..core.types import CancelSubtree, Ended, HoldSubtree, Lent, Snapshot
 from ..jobs import JobState
-from ..requests import MAX_ID
+from ..requests import MAX_ID, Refused
 
 if TYPE_CHECKING:
     from .. import requests as rq
@@ -117,7 +126,29 @@ class Trees:
             rec = self.d.table.jobs.get(jid)
             if rec is None or rec.state not in (JobState.RUNNING, JobState.STOPPING):
                 del self.yielded[jid]
+        now = time.time()
+        for rec in self.d.table.jobs.values():
+            if rec.lent and rec.lent[-1][1] is None and rec.id not in self.yielded:
+                self._earn(rec, False, now)  # a job that no longer yields earns nothing
+        self._settle_downtime()
         self._save()
+
+    def _settle_downtime(self) -> None:
+        """After a restart: a yielding job none of whose children runs any more stopped earning when the last of
+        them ended (while the daemon was down), not now."""
+        jobs = self.d.table.jobs
+        running = {p for c, p in self.parents().items() if jobs[c].state in (JobState.RUNNING, JobState.STOPPING)}
+        for jid in self.yielded:
+            rec = jobs.get(jid)
+            if rec is None or not rec.lent or rec.lent[-1][1] is not None or jid in running:
+                continue
+            since = rec.lent[-1][0] or 0.0
+            row = self.d.db.conn.execute(
+                "SELECT MAX(end_time) FROM jobs WHERE json_extract(spec, '$.parent') = ? AND end_time >= ?",
+                (jid, since),
+            ).fetchone()
+            last = row[0] if row is not None and isinstance(row[0], (int, float)) else since
+            self._earn(rec, False, float(last))
 
     def load_ended(self) -> None:
         """Take back the jobs that ended before a restart whose subtrees no pass has dealt with (before the
@@ -177,8 +208,11 @@ class Trees:
         if not parents and not self.yielded and not self.fallen:
             return snap
         jobs = self.d.table.jobs
+        kids: dict[int, list[int]] = {}
+        for c, p in parents.items():
+            kids.setdefault(p, []).append(c)
         lent = tuple(
-            Lent(p, frozenset(y.cores), y.resuming, None if y.until is None else tuple(i for i in y.until if i in jobs))
+            Lent(p, frozenset(y.cores), y.resuming, self.awaited(p, y, jobs, kids))
             for p, y in sorted(self.yielded.items())
         )
         ended = tuple(Ended(j, st, tuple(sorted(self._edges(j))), r) for j, (st, r) in sorted(self.fallen.items()))
@@ -200,15 +234,27 @@ class Trees:
             return None
         return rec
 
+    @staticmethod
+    def awaited(jid: int, y: Yield, jobs: Mapping[int, Rec], kids: Mapping[int, Iterable[int]]) -> tuple[int, ...]:
+        """The live jobs ``jid`` yields until: those of its ``until``, or else its live children."""
+        if y.until is not None:
+            return tuple(i for i in y.until if i in jobs and i != jid)
+        return tuple(sorted(kids.get(jid, ())))
+
+    def _children(self, jid: int) -> list[int]:
+        return [c for c, p in self.parents().items() if p == jid]
+
     def yield_cores(self, rcv: rq.Received, jid: int, until: tuple[int, ...] | None) -> None:
         rec = self._target(rcv, jid)
         if rec is None:
             return
-        now = time.time()
-        self.yielded[rec.id] = Yield(tuple(rec.cores), False, until, now)
-        if not rec.lent or rec.lent[-1][1] is not None:  # its walltime stops counting (core.tree.walltime_credit)
-            rec.lent.append([now, None])
-            self.d.table.save(rec)
+        jobs = self.d.table.jobs
+        y = Yield(tuple(rec.cores), False, until, time.time())
+        if not self.awaited(rec.id, y, jobs, {rec.id: self._children(rec.id)}):
+            what = "none of the jobs it would wait for is live" if until else "it has no live child"
+            log.info("yield of job %d refused: %s", rec.id, what)
+            raise Refused(f"job {rec.id} cannot yield: {what}, so there is nothing to lend its cores to")
+        self.yielded[rec.id] = y
         self._save()
         self.d.dirty = True
         log.info(
@@ -256,9 +302,34 @@ class Trees:
 
     def _close(self, jid: int, now: float) -> None:
         rec = self.d.table.jobs.get(jid)
-        if rec is not None and rec.lent and rec.lent[-1][1] is None:
-            rec.lent[-1][1] = now
+        if rec is not None:
+            self._earn(rec, False, now)
+
+    def _earn(self, rec: Rec, earning: bool, now: float) -> None:
+        spans = credit_spans(((s or 0.0, u) for s, u in rec.lent), earning, now)
+        new = [[s, u] for s, u in spans]
+        if new != rec.lent:
+            rec.lent = new
             self.d.table.save(rec)
+
+    def account(self, now: float, only: int | None = None) -> None:
+        """Bring the credit of the yielding jobs (or of ``only``) up to ``now``: each earns while at least one of
+        its children runs (:func:`gridsched.core.tree.credit_spans`)."""
+        if not self.yielded or (only is not None and only not in self.yielded):
+            return
+        jobs = self.d.table.jobs
+        busy = {
+            p
+            for r in jobs.values()
+            if r.state in (JobState.RUNNING, JobState.STOPPING)
+            and r.start is not None
+            and r.start <= now
+            and (p := self.parent_of(r.id)) is not None
+        }
+        for jid in self.yielded if only is None else (only,):
+            rec = jobs.get(jid)
+            if rec is not None:
+                self._earn(rec, jid in busy, now)
 
     def cancel_subtree(self, dec: CancelSubtree, now: float) -> None:
         log.info("job %d %s: cancelling its subtree (%d jobs)", dec.parent, self._state(dec.parent), len(dec.jobs))
@@ -326,12 +397,15 @@ class Trees:
         self.parent[job["id"]] = pid
         return None
 
-    def ended(self, rec: Rec, state: JobState, now: float) -> None:
+    def ended(self, rec: Rec, state: JobState, end_time: float) -> None:
         """``rec`` has ended in ``state``: forget its yield; cancel (or hold) its live subtree if it did not
         complete."""
         changed = self.yielded.pop(rec.id, None) is not None
         if changed:
             self._save()
+        parent = self.parent_of(rec.id)
+        if parent is not None:
+            self.account(end_time, parent)  # its parent earns no more unless another child runs
         self.parents()  # the parent links of the live jobs are known before this one leaves them
         if state not in ENDED_BADLY or not self._edges(rec.id):
             self.parent.pop(rec.id, None)

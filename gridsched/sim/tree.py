@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from math import inf
 
 from ..core.policy import schedule
-from ..core.tree import tops, walltime_credit
+from ..core.tree import credit_spans, tops, walltime_credit
 from ..core.types import Lent, Params, Policy, Reclaim, Resume, Running, Snapshot, Start, Waiting
 
 FIELDS = ("id", "parent", "submit", "ncpus", "walltime", "run")
@@ -167,7 +167,12 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
     head = None
     now = 0.0
 
-    spans: dict[int, list[tuple[float, float | None]]] = {}  # when each parent yielded and was resumed
+    spans: dict[int, tuple[tuple[float, float | None], ...]] = {}  # when each parent earned walltime credit
+
+    def account(t: float) -> None:
+        """A yielding parent earns credit while a child of its runs (gridsched.core.tree.credit_spans)."""
+        for p in list(lent):
+            spans[p] = credit_spans(spans.get(p, ()), any(c in running for c in kids.get(p, ())), t)
 
     def finish(jid: int, t: float) -> None:
         running.pop(jid, None)
@@ -208,7 +213,7 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
                     waiting.add(jid)
                     if yielding:
                         lent[jid] = False
-                        spans[jid] = [(now, None)]
+        account(now)
         for _ in range(64):
             parents = parents_now()
             used = {c for cs in running.values() for c in cs}
@@ -233,7 +238,7 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
                     lent[d.parent] = True  # resumed when its cores are clear
                     moved = True
                 elif isinstance(d, Resume):
-                    spans[d.parent] = [(s0, now if s1 is None else s1) for s0, s1 in spans.get(d.parent, ())]
+                    spans[d.parent] = credit_spans(spans.get(d.parent, ()), False, now)
                     lent.pop(d.parent, None)
                     finish(d.parent, now)  # resumed, with nothing left to compute
                     moved = True
@@ -252,5 +257,6 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
                 for c in kids.get(j.id, []):
                     push(now + by_id[c].submit, _SUBMIT, c)
                 push(now + j.run, _COMPUTED, j.id)
+            account(now)
     res.stuck = sorted(j for j in by_id if j not in done)
     return res

@@ -8,7 +8,7 @@ import pytest
 from gridsched.core import endings
 from gridsched.core.eligible import eligibility, not_before
 from gridsched.core.policy import forecast, schedule
-from gridsched.core.tree import walltime_credit
+from gridsched.core.tree import credit_limit, credit_spans, walltime_credit
 from gridsched.core.types import (
     CancelSubtree,
     Ended,
@@ -203,11 +203,29 @@ def test_a_held_job_holds_no_place_for_a_singleton():
 # -- walltime of a yielding parent ------------------------------------------------------------------
 
 
-def test_the_walltime_credit_is_the_time_all_cores_were_lent():
+def test_the_walltime_credit_is_the_time_earned_and_at_most_its_limit():
     assert walltime_credit((), 50.0) == 0.0
     assert walltime_credit(((10.0, 20.0), (30.0, None)), 50.0) == 30.0
     assert walltime_credit(((10.0, 20.0), (30.0, None)), 25.0) == 10.0  # nothing after now
     assert walltime_credit(((60.0, None),), 50.0) == 0.0
+    assert walltime_credit(((10.0, 20.0), (30.0, None)), 50.0, limit=12.0) == 12.0
+    assert walltime_credit(((10.0, 20.0),), 50.0, limit=-3.0) == 0.0
+    # a run of 100 s under a longest walltime of 250 s may earn 150 s; one of 300 s nothing
+    assert credit_limit(100.0, 250.0) == 150.0 and credit_limit(300.0, 250.0) == 0.0
+
+
+def test_credit_spans_open_and_close_with_the_fact_the_driver_sees():
+    spans = credit_spans((), False, 5.0)
+    assert spans == ()  # yields, but no child runs: nothing earned
+    spans = credit_spans(spans, True, 10.0)
+    assert spans == ((10.0, None),)
+    assert credit_spans(spans, True, 12.0) == spans  # still earning
+    spans = credit_spans(spans, False, 15.0)
+    assert spans == ((10.0, 15.0),)
+    assert credit_spans(spans, False, 20.0) == spans
+    spans = credit_spans(spans, True, 30.0)
+    assert credit_spans(spans, False, 25.0) == ((10.0, 15.0), (30.0, 30.0))  # never closed before it opened
+    assert walltime_credit(credit_spans(spans, False, 34.0), 100.0) == 9.0
 
 
 def test_forecasts_count_lent_cores_and_a_lending_parents_moved_end():

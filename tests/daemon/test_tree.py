@@ -233,12 +233,14 @@ exit 7
 
 
 def other_tree_case(gs) -> tuple[int, int, dict]:
-    """A parent on core 0 yields (gyield) and holds; a job of another tree waits for core 0 or 1."""
+    """A parent on core 0 with a held child yields (gyield) and holds; a job of another tree waits for core 0
+    or 1."""
     s = script(
         gs,
         "y.sh",
         """
 while [ ! -e "$GS_SUBMIT_DIR/yield" ]; do sleep 0.05; done
+gsub --hold -N kid -t 1m --wrap true > "$GS_SUBMIT_DIR/kid" || exit 3
 gyield || exit 3
 while [ ! -e "$GS_SUBMIT_DIR/stop" ]; do sleep 0.1; done
 gresume || exit 4
@@ -250,8 +252,9 @@ gresume || exit 4
     gs.wait_state(blocker, "RUNNING")
     (gs.work / "yield").write_text("")
     wait_for(lambda: str(parent) in meta_yielded(gs), 15, "the parent to yield")
+    kid = int((gs.work / "kid").read_text())
     other = gs.gsub("-t", "1m", "--wrap", "sleep 0.2")
-    return parent, other, {"blocker": blocker}
+    return parent, other, {"blocker": blocker, "kid": kid}
 
 
 def test_descendant_affinity_keeps_other_trees_off_yielded_cores(make_gs):
@@ -263,7 +266,7 @@ def test_descendant_affinity_keeps_other_trees_off_yielded_cores(make_gs):
         time.sleep(0.2)
     (gs.work / "stop").write_text("")
     assert gs.wait_state(parent, "COMPLETED")["state"] == "COMPLETED"
-    gs.run("gdel", str(extra["blocker"]), check=True)
+    gs.run("gdel", str(extra["blocker"]), str(extra["kid"]), check=True)
     assert gs.wait_state(other, "COMPLETED")["state"] == "COMPLETED"
 
 
@@ -274,7 +277,7 @@ def test_none_affinity_lets_another_tree_use_a_yielded_core(make_gs):
     assert j["cores"] == gs.job(parent)["cores"]  # it ran on the parent's core
     (gs.work / "stop").write_text("")
     assert gs.wait_state(parent, "COMPLETED")["state"] == "COMPLETED"
-    gs.run("gdel", str(extra["blocker"]), check=True)
+    gs.run("gdel", str(extra["blocker"]), str(extra["kid"]), check=True)
 
 
 def test_resume_waits_for_the_task_on_the_core_and_the_parent_keeps_its_cores(make_gs):
@@ -391,6 +394,7 @@ def test_gyield_and_gresume_several_times_in_one_job(make_gs):
         gs,
         "twice.sh",
         """
+gsub --hold -N kid -t 1m --wrap true > "$GS_SUBMIT_DIR/kid" || exit 3
 for round in 1 2 3; do
     gyield || exit 3
     gresume || exit 4
@@ -402,6 +406,7 @@ done
     assert gs.wait_state(p, "COMPLETED", "FAILED")["state"] == "COMPLETED", gs.log()
     assert (gs.work / "rounds").read_text().split() == ["1", "2", "3"]
     assert meta_yielded(gs) == {}
+    gs.run("gdel", (gs.work / "kid").read_text().strip(), check=True)
     assert gs.log().count(f"job {p} yields cores") == 3 and gs.log().count(f"job {p} resumed") == 3
 
 
