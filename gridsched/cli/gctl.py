@@ -467,9 +467,9 @@ def _confinement(s: Any) -> dict[str, Any]:
             "what root can"
         )
         return {"from": "gctl info", "lines": [f"job confinement: {why}"]}
-    from ..daemon import confine
+    from ..host import job_confinement
 
-    return {"from": "gctl info", "lines": confine.setup().lines(s.cfg.max_processes)}
+    return {"from": "gctl info", "lines": job_confinement(s.cfg.max_processes)}
 
 
 def _tunes(cfg: Any) -> bool:

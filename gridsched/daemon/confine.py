@@ -184,9 +184,6 @@ def _probe(place: Place, what: str) -> str:
 def find() -> Setup:
     """Where job cgroups for tracking, the process cap and the cores can be made on this host (tried on probe
     cgroups, which are removed), and why not where they cannot."""
-    if os.geteuid() != 0:
-        why = f"the daemon is not root (uid {os.geteuid()})"
-        return Setup(track_why=why, pids_why=why, cpuset_why=why)
     v2, v2_why = _v2_base()
     track: Place | None = None
     kill = False
@@ -220,6 +217,9 @@ def find() -> Setup:
         track = got["pids"] or got["cpuset"]
         if track is not None:
             track_why = ""
+    if os.geteuid() != 0:  # a personal daemon: only a cgroup subtree delegated to its user can serve
+        who = f"not root (uid {os.geteuid()}): "
+        track_why, whys = who + track_why if track_why else "", {k: who + w for k, w in whys.items()}
     return Setup(track, track_why, kill, got["pids"], whys.get("pids", ""), got["cpuset"], whys.get("cpuset", ""))
 
 
