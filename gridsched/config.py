@@ -23,6 +23,7 @@ E = TypeVar("E", bound=Enum)
 PACKAGED = Path(__file__).with_name("data") / "gridsched.toml"
 SYSTEM = Path("/etc/gridsched/gridsched.toml")
 CHECKPOINT_MODES = ("none", "signal", "suspend", "requeue")
+MAX_PROCESSES = 4_194_304  # the kernel's largest pid_max
 
 
 class ConfigError(Exception):
@@ -59,6 +60,7 @@ class Config:
     # "required": a job that cannot be isolated fails, in system mode; "off")
     device_enforce: str = "auto"
     tmpdir: str = ""  # [jobs] tmpdir: where jobs' private directories are made; "" = the system's
+    max_processes: int = 2048  # [jobs] max_processes: pids.max of each job's pids cgroup; 0 = no cap
     # scheduler.p / threshold / predictor = "auto" and the tune_* keys: what the daemon tunes, how often
     tuning: Tuning = field(default_factory=lambda: Tuning())
     mail_sendmail: str = ""  # [mail] sendmail: absolute path of the sendmail program; "" = no mail
@@ -325,6 +327,9 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     max_array = get("jobs", "max_array_size", int)
     if not 1 <= max_array <= 4_000_000:
         raise bad("jobs", "max_array_size", "must be a whole number from 1 to 4000000")
+    max_processes = get("jobs", "max_processes", int)
+    if not 0 <= max_processes <= MAX_PROCESSES:
+        raise bad("jobs", "max_processes", f"must be a whole number from 0 (no cap) to {MAX_PROCESSES}")
     prio = _priority(base, get, bad, duration)
     return Config(
         path=path,
@@ -357,6 +362,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
         max_array_size=max_array,
         tmpdir=_tmpdir(get("jobs", "tmpdir", str), path),
+        max_processes=max_processes,
         floating=floating,
         devices=devices,
         device_enforce=device_enforce,

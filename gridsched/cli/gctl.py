@@ -413,6 +413,7 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     except TopologyError as e:
         f["devices"] = {"summary": "", "source": f"the topology file cannot be read: {e}"}
         f["device_isolation"] = {"enforced": False, "how": "not known: the topology file cannot be read"}
+    f["confinement"] = _confinement(s)
     tuning_state = _tuning_state(s)
     f["tuning"] = tuning_state
     if as_json:
@@ -424,6 +425,10 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     click.echo(f"pidfd:          {'yes' if f['pidfd'] else 'no'}")
     click.echo(f"cgroup v2:      {f['cgroup_v2'] or 'not available (jobs are tracked by their shepherd)'}")
     click.echo(f"--mem enforced by: {f['memory_limit']}")
+    conf = f["confinement"]
+    assert isinstance(conf, dict)
+    for line in conf["lines"]:
+        click.echo(line)
     click.echo(f"checkpoint criu: not available: {f['criu']}")
     dv = f["devices"]
     assert isinstance(dv, dict)
@@ -436,6 +441,35 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     for line in _tuning_lines(tuning_state):
         click.echo(line)
     return ExitCode.OK
+
+
+def _confinement(s: Any) -> dict[str, Any]:
+    """How jobs are confined (their processes, a process cap, their cores): as the daemon found it when it
+    started (the state db's meta ``confinement``), else as this command can find it."""
+    import sqlite3
+
+    from ..state import StateDB
+
+    try:
+        db = StateDB(s.spool.db)
+        try:
+            rec = json.loads(db.meta().get("confinement") or "{}")
+        finally:
+            db.close()
+    except (OSError, ValueError, sqlite3.Error):
+        rec = {}
+    lines = rec.get("lines") if isinstance(rec, dict) else None
+    if isinstance(lines, list) and lines and all(isinstance(x, str) for x in lines):
+        return {"from": "the daemon, when it started", "lines": [shown(x) for x in lines]}
+    if s.cfg.system and os.geteuid() != 0:
+        why = (
+            f"not known: the system daemon has not recorded it, and gctl info as uid {os.geteuid()} cannot try "
+            "what root can"
+        )
+        return {"from": "gctl info", "lines": [f"job confinement: {why}"]}
+    from ..host import job_confinement
+
+    return {"from": "gctl info", "lines": job_confinement(s.cfg.max_processes)}
 
 
 def _tunes(cfg: Any) -> bool:

@@ -212,8 +212,8 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     cpus = frozenset(d.machine.host_set(rec.cores))
     if rec.state is JobState.SUSPENDED and rec.shepherd is not None:
         rec.state = JobState.RUNNING
-        d.ex.set_affinity(rec.shepherd, set(cpus))
-        d.ex.signal(rec.shepherd, rec.pgid, signal.SIGCONT)
+        d.ex.set_affinity(rec.shepherd, d.where(rec), set(cpus))
+        d.ex.signal(rec.shepherd, d.where(rec), signal.SIGCONT)
         rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "boards": boards, "resumed": True})
         d.table.save(rec)
         log.info("job %d resumed on cores %s", rec.id, cpuset.format(rec.cores))
@@ -323,6 +323,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         deny_devices=devcgroup.denied(d.machine.devices, rec.devices, d.cfg.device_enforce),
         device_enforce="required" if d.cfg.device_enforce == "required" and d.cfg.system else "auto",
         user_env=_user_env(spec, env),
+        max_processes=d.cfg.max_processes,
     )
 
 
@@ -359,7 +360,7 @@ def preempt(d: Daemon, rec: Rec, now: float) -> None:
     mode = rec.checkpoint
     rec.preemptions += 1
     if mode == "suspend":
-        d.ex.signal(rec.shepherd, rec.pgid, signal.SIGSTOP)
+        d.ex.signal(rec.shepherd, d.where(rec), signal.SIGSTOP)
         outcome.close_segment(d, rec, now, "suspended")
         rec.elapsed += now - (rec.start or now)
         rec.state = JobState.SUSPENDED

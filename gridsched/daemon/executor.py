@@ -2,8 +2,8 @@
 
 The daemon's loop decides; an executor acts.  :class:`Processes` is the real
 one: it forks a shepherd per job (:mod:`.launch`), watches it with a pidfd
-in the loop's selector, signals the job's process group through it
-(:mod:`.procs`) and reads the pid and exit files the shepherd writes.
+in the loop's selector, signals the job's processes
+(:mod:`.procs`: its cgroups and the processes below its shepherd) and reads the pid and exit files the shepherd writes.
 :class:`Stub` has the same methods and runs nothing: the fast tier of the
 tests drives the whole loop with it (a turn takes requests in, schedules,
 and "starts" jobs), and ends the jobs it chooses with the result it chooses.
@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..jobenv import Private
-from . import cgroup, jobtmp, launch, procs
+from . import cgroup, confine, jobtmp, launch, procs
+
+Where = tuple[Path, int]  # a job segment: the job's directory and the segment's number
 
 
 def _read_json(path: Path, owner: int | None = None) -> dict[str, Any] | None:
@@ -75,17 +77,32 @@ class Processes:
         except ChildProcessError:
             pass  # adopted after a restart: not our child
 
-    def signal(self, shepherd: int, pgid: int | None, sig: int) -> None:
-        procs.signal_job(shepherd, pgid, sig)
+    def job(self, shepherd: int, where: Where) -> procs.Job:
+        """The processes of the segment ``where`` (job directory, segment) run by ``shepherd``, as its pid file
+        names them: checked again at each signal (:mod:`.procs`)."""
+        info = self.pid_info(*where) or {}
+        if info.get("pid") != shepherd:
+            info = {}  # a file of another segment's shepherd, or none yet: only the tree below the shepherd
+        leader, ticks = info.get("job"), info.get("job_ticks")
+        cgroups = info.get("cgroups")
+        return procs.Job(
+            shepherd,
+            self.fds.get(shepherd),
+            info.get("ticks") if isinstance(info.get("ticks"), int) else None,
+            leader if isinstance(leader, int) and leader > 1 else None,
+            ticks if isinstance(ticks, int) else None,
+            tuple(c for c in cgroups if confine.valid(c)) if isinstance(cgroups, list) else (),
+        )
 
-    def signal_shell(self, shepherd: int, pgid: int | None, sig: int) -> None:
-        procs.signal_shell(shepherd, pgid, sig)
+    def signal(self, shepherd: int, where: Where, sig: int) -> None:
+        """Send ``sig`` once to every process of the job (never to a process group by a remembered number)."""
+        procs.signal_job(self.job(shepherd, where), sig)
 
-    def signal_once(self, shepherd: int, sig: int) -> None:
-        procs.signal_once(shepherd, sig)
+    def signal_shell(self, shepherd: int, where: Where, sig: int) -> None:
+        procs.signal_shell(self.job(shepherd, where), sig)
 
-    def set_affinity(self, shepherd: int, cpus: set[int]) -> None:
-        procs.set_affinity(shepherd, cpus)
+    def set_affinity(self, shepherd: int, where: Where, cpus: set[int]) -> None:
+        procs.set_affinity(self.job(shepherd, where), cpus)
 
     def alive(self, pid: int, ticks: int | None) -> bool:
         return procs.alive(pid, ticks)
@@ -101,6 +118,10 @@ class Processes:
 
     def remove_cgroup(self, path: str) -> None:
         cgroup.remove(Path(path), timeout=0.0)
+
+    def confinement(self, max_processes: int) -> list[str]:
+        """How jobs are confined on this host (:mod:`.confine`), found once and inherited by the shepherds."""
+        return confine.setup().lines(max_processes)
 
     def make_private(self, base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ranks: int) -> Private:
         """A job's private directory for one start (:mod:`.jobtmp`); OSError if it cannot be made."""
@@ -129,16 +150,13 @@ class Stub:
     def unwatch(self, pid: int) -> None:
         self.pids.pop(pid, None)
 
-    def signal(self, shepherd: int, pgid: int | None, sig: int) -> None:
+    def signal(self, shepherd: int, where: Where, sig: int) -> None:
         self.signals.append((self.pids.get(shepherd, -1), sig))
 
-    def signal_shell(self, shepherd: int, pgid: int | None, sig: int) -> None:
+    def signal_shell(self, shepherd: int, where: Where, sig: int) -> None:
         self.signals.append((self.pids.get(shepherd, -1), sig))
 
-    def signal_once(self, shepherd: int, sig: int) -> None:
-        self.signals.append((self.pids.get(shepherd, -1), sig))
-
-    def set_affinity(self, shepherd: int, cpus: set[int]) -> None:
+    def set_affinity(self, shepherd: int, where: Where, cpus: set[int]) -> None:
         pass
 
     def alive(self, pid: int, ticks: int | None) -> bool:
@@ -152,6 +170,9 @@ class Stub:
 
     def remove_cgroup(self, path: str) -> None:
         pass
+
+    def confinement(self, max_processes: int) -> list[str]:
+        return []
 
     def make_private(self, base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ranks: int) -> Private:
         return jobtmp.layout(f"{base}/{jobtmp.PREFIX}{job_id}.stub")  # named, never made

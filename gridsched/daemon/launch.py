@@ -35,7 +35,7 @@ from .. import jobenv
 from ..core.units import format_size
 from ..devices import Node
 from ..spool import atomic_write
-from . import cgroup, devcgroup, jobtmp
+from . import cgroup, confine, devcgroup, jobtmp
 from .procs import kill_tree, start_ticks
 
 PR_SET_PDEATHSIG = 1
@@ -76,6 +76,7 @@ class Launch:
     device_enforce: str = "auto"  # "required": the job fails if they cannot be refused to it
     # --get-user-env: (timeout, login shell, what goes before the login's PATH; "": the job's PATH wins)
     user_env: tuple[int, bool, str] | None = None
+    max_processes: int = 0  # jobs.max_processes: pids.max of the job's cgroup (0: no cap)
 
 
 def pid_file(job_dir: str | Path, segment: int) -> Path:
@@ -130,6 +131,8 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     me = os.getpid()
     cg = _memory_cgroup(spec)
     dcg, dwhy = _device_cgroup(spec)
+    more, notes = _confinement(spec)
+    joins = [p for p in dict.fromkeys([*more, dcg]) if p is not None and p != cg]  # cg: joined first, alone
     rd, wr = os.pipe2(os.O_CLOEXEC)
     go_r, go_w = os.pipe2(os.O_CLOEXEC)
     child = os.fork()
@@ -139,25 +142,31 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         if os.read(go_r, 1) != b"g":
             os._exit(0)  # the shepherd is gone: the job never runs
         os.close(go_r)
-        _exec_job(spec, wr, cg, dcg, dwhy)  # never returns
+        _exec_job(spec, wr, cg, dcg, dwhy, joins, notes)  # never returns
     os.close(wr)
     os.close(go_r)
     try:
         os.setpgid(child, child)
     except OSError:
         pass  # the child did it first
-    info: dict[str, int | str | None] = {"pid": me, "ticks": start_ticks(me), "pgid": child, "job": child}
+    # the job's first process (with its start time: a pid is reused), which leads its process group, and
+    # every cgroup of the job: the daemon signals the job's processes through them (procs.py)
+    info: dict[str, object] = {"pid": me, "ticks": start_ticks(me), "pgid": child, "job": child}
+    info["job_ticks"] = start_ticks(child)
     if cg is not None:
         info["cgroup"] = str(cg)
     if dcg is not None and dcg != cg:
         info["devcgroup"] = str(dcg)
+    cgroups = [str(p) for p in dict.fromkeys([cg, *joins]) if p is not None]
+    if cgroups:
+        info["cgroups"] = cgroups
     if _libc is not None:
         _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
     if os.getppid() != daemon:
         # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
         os.kill(child, signal.SIGKILL)
         os.waitpid(child, 0)
-        for path in {cg, dcg} - {None}:
+        for path in {cg, *joins} - {None}:
             cgroup.remove(path)  # type: ignore[arg-type]
         _remove_private(spec)
         return
@@ -195,8 +204,8 @@ def _shepherd(spec: Launch, daemon: int) -> None:
             result["reason"] = f"out of memory (limit {format_size(spec.mem)})"
             result["oom_kills"] = kills
         cgroup.remove(cg)
-    if dcg is not None and dcg != cg:
-        cgroup.remove(dcg)
+    for path in joins:
+        cgroup.remove(path)
     _remove_private(spec)
     _write_until_room(exit_file(spec.job_dir, spec.segment), result)
 
@@ -273,6 +282,16 @@ def _device_cgroup(spec: Launch) -> tuple[Path | None, str]:
         return devcgroup.create(c, cgroup.job_name(spec.job_dir, spec.segment), spec.deny_devices), ""
     except OSError as e:
         return None, e.strerror or str(e)
+
+
+def _confinement(spec: Launch) -> tuple[list[Path], list[str]]:
+    """The job's cgroups for tracking, its process cap and its cores (:mod:`.confine`), and what could not be
+    done of what the host allows."""
+    try:
+        s = confine.setup()
+        return confine.create(s, cgroup.job_name(spec.job_dir, spec.segment), spec.cpus, spec.max_processes)
+    except OSError as e:
+        return [], [f"not confined by cgroups: {e.strerror or e}"]
 
 
 def _read_ready(fd: int) -> bytes:
@@ -355,7 +374,16 @@ def _fail(wr: int, msg: str) -> None:
         os._exit(127)
 
 
-def _exec_job(spec: Launch, wr: int, cg: Path | None = None, dcg: Path | None = None, dwhy: str = "") -> None:
+def _exec_job(
+    spec: Launch,
+    wr: int,
+    cg: Path | None = None,
+    dcg: Path | None = None,
+    dwhy: str = "",
+    joins: list[Path] | None = None,
+    notes: list[str] | None = None,
+) -> None:
+    notes = list(notes or ())
     try:
         os.setpgid(0, 0)
         for s in range(1, signal.NSIG):
@@ -366,18 +394,22 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None, dcg: Path | None = 
             except (OSError, ValueError):
                 pass
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        os.sched_setaffinity(0, spec.cpus)
-        bind_warning = bind_memory(spec.mem_nodes) if spec.mem_nodes else None
         if cg is not None:
             try:
                 cgroup.join(cg)
             except OSError:
                 cg = None
-        if dcg is not None and dcg != cg:
+        for path in joins or ():
             try:
-                cgroup.join(dcg)
+                cgroup.join(path)
             except OSError as e:
-                dwhy = f"cannot enter {dcg}: {e.strerror}"
+                if path == dcg:
+                    dwhy = f"cannot enter {dcg}: {e.strerror}"
+                else:
+                    notes.append(f"cannot enter {path}: {e.strerror}")
+        # after the cgroups: entering a cpuset sets the affinity to its CPUs
+        os.sched_setaffinity(0, spec.cpus)
+        bind_warning = bind_memory(spec.mem_nodes) if spec.mem_nodes else None
         if dwhy and spec.device_enforce == "required":
             _fail(wr, f"cannot refuse it the devices it does not hold: {dwhy}")
         if spec.mem and cg is None:
@@ -410,6 +442,8 @@ def _exec_job(spec: Launch, wr: int, cg: Path | None = None, dcg: Path | None = 
     os.dup2(nul, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
+    for note in notes:  # the host can, but not for this job
+        os.write(2, f"gridsched: job {spec.job_id}: {note}\n".encode(errors="replace"))
     if dwhy and devcgroup.controller()[0] is not None:  # the host can, but not for this job
         os.write(2, f"gridsched: job {spec.job_id}: not isolated from the devices it does not hold: {dwhy}\n".encode())
     if bind_warning:

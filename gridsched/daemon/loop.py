@@ -21,6 +21,7 @@ import selectors
 import signal
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 from .. import config as configmod
@@ -99,6 +100,7 @@ class Daemon:
         self.trees = Trees(self)  # parent-child job trees (daemon/tree.py)
         self.senders = intake.Senders(admin_uids(spool.root))
         self.id_high = 0  # the highest id in use (requests.ID_WINDOW)
+        self.confinement: list[str] = []  # how jobs are confined on this host (found when the table is opened)
         self.full_logged = False
         self.mail = mail.Mailer()  # mail about jobs' events ([mail] sendmail)
         # what waits for the job table's next published copy (a system spool's state.db): request files to remove
@@ -194,6 +196,9 @@ class Daemon:
             ),
         )
         self.db.set_meta("daemon", json.dumps({"pid": os.getpid(), "started": self.started, "config": self.cfg.path}))
+        # how jobs are confined here (their processes, a process cap, their cores), found once: gctl info shows it
+        self.confinement = self.ex.confinement(self.cfg.max_processes)
+        self.db.set_meta("confinement", json.dumps({"lines": self.confinement, "at": self.started}))
         self.id_high = self.db.max_id()
         self._drop_stale_claims()
         from .recover import recover
@@ -263,6 +268,8 @@ class Daemon:
             self.cfg.params.policy.value,
         )
         for line in devcgroup.announce(self.machine.devices, self.cfg.device_enforce, self.cfg.system):
+            log.info("%s", line)
+        for line in self.confinement:
             log.info("%s", line)
         if self.tuner.tunes(self.file_cfg):
             log.info("tuning: %s; in force: %s", self.file_cfg.tuning.describe(), tune_label(self.cfg.params))
@@ -558,9 +565,13 @@ class Daemon:
         rec.ticks = ticks
         return self.ex.watch(rec.id, pid)
 
+    def where(self, rec: Rec) -> tuple[Path, int]:
+        """The job's running segment, as the executor finds its processes: job directory and segment number."""
+        return self.spool.job_dir(rec.id), rec.segment
+
     def terminate(self, rec: Rec, now: float, sig: int, grace: float) -> None:
         if rec.shepherd is not None:
-            self.ex.signal(rec.shepherd, rec.pgid, sig)
+            self.ex.signal(rec.shepherd, self.where(rec), sig)
         rec.kill_at = now + grace
 
     def warn(self, rec: Rec, warn: rq.JobSignal) -> None:
@@ -568,12 +579,10 @@ class Daemon:
         its processes as the walltime's SIGTERM is sent."""
         if rec.shepherd is None:
             return
-        if warn.shell_only:  # the shell leads the job's process group: its pid is in the shepherd's pid file
-            info = self.ex.pid_info(self.spool.job_dir(rec.id), rec.segment) if rec.pgid is None else None
-            pgid = rec.pgid if info is None else info.get("job")
-            self.ex.signal_shell(rec.shepherd, pgid if isinstance(pgid, int) else None, warn.num)
+        if warn.shell_only:  # the shepherd's child, named (with its start time) in the shepherd's pid file
+            self.ex.signal_shell(rec.shepherd, self.where(rec), warn.num)
         else:
-            self.ex.signal_once(rec.shepherd, warn.num)
+            self.ex.signal(rec.shepherd, self.where(rec), warn.num)
         log.info("job %d sent SIG%s, %d seconds before its walltime", rec.id, rq.signal_name(warn.num), warn.secs)
 
     def timers(self, now: float) -> None:
@@ -604,7 +613,7 @@ class Daemon:
                 self.table.save(rec)
                 self.dirty = True
             elif rec.kill_at is not None and now >= rec.kill_at:
-                self.ex.signal(rec.shepherd, rec.pgid, signal.SIGKILL)
+                self.ex.signal(rec.shepherd, self.where(rec), signal.SIGKILL)
                 rec.kill_at = now + 5.0  # again, should anything have escaped
                 self.table.save(rec)
 
@@ -625,7 +634,6 @@ class Daemon:
         if rec.shepherd is not None:
             self.ex.unwatch(rec.shepherd)
         rec.shepherd = None
-        rec.pgid = None
         rec.ticks = None
 
     def cancel(self, rec: Rec, now: float, why: str) -> None:
@@ -636,8 +644,8 @@ class Daemon:
         elif rec.shepherd is not None and rec.stop != "cancel":
             rec.stop = "cancel"
             if rec.state is JobState.SUSPENDED:
-                self.ex.signal(rec.shepherd, rec.pgid, signal.SIGKILL)
-                self.ex.signal(rec.shepherd, rec.pgid, signal.SIGCONT)
+                self.ex.signal(rec.shepherd, self.where(rec), signal.SIGKILL)
+                self.ex.signal(rec.shepherd, self.where(rec), signal.SIGCONT)
             else:
                 self.terminate(rec, now, signal.SIGTERM, self.cfg.kill_grace)
             self.table.save(rec)

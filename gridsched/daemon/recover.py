@@ -31,7 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..jobs import EXIT_CHECKPOINTED, JobState
-from . import intake, jobtmp, outcome, procs
+from . import confine, intake, jobtmp, outcome, procs
 
 if TYPE_CHECKING:
     from .loop import Daemon
@@ -98,7 +98,6 @@ def recover(d: Daemon) -> None:
                 d.table.save(rec)
                 requeued += 1
             continue
-        rec.pgid = info.get("pgid")
         if d.ex.alive(info["pid"], info.get("ticks")) and d.watch(rec, info["pid"], info.get("ticks")):
             adopted += 1
             continue
@@ -108,9 +107,11 @@ def recover(d: Daemon) -> None:
                 cancels = intake.pending_cancels(d.spool, d.senders)
             _unrecorded_stop(d, rec, result, cancels)
         else:
-            for key in ("cgroup", "devcgroup"):  # its shepherd was killed before removing them
-                if info.get(key):
-                    d.ex.remove_cgroup(str(info[key]))
+            listed = info.get("cgroups")
+            cgroups: list[Any] = listed if isinstance(listed, list) else []
+            for path in {info.get("cgroup"), info.get("devcgroup"), *cgroups}:  # its shepherd was killed first
+                if confine.valid(path):
+                    d.ex.remove_cgroup(str(path))
         rec.shepherd = None
         outcome.finish(d, rec, result)
         collected += 1

@@ -62,7 +62,6 @@ class Rec:
     planned: float | None = None
     shepherd: int | None = None
     ticks: int | None = None
-    pgid: int | None = None
     stop: str | None = None  # cancel | timeout | preempt
     kill_at: float | None = None
     deadline: float | None = None
@@ -214,7 +213,6 @@ class Rec:
             "start": self.start,
             "shepherd": self.shepherd,
             "ticks": self.ticks,
-            "pgid": self.pgid,
             "stop": self.stop,
             "kill_at": self.kill_at,
             "deadline": self.deadline,
@@ -259,7 +257,6 @@ class Rec:
         rec.start = run.get("start")
         rec.shepherd = run.get("shepherd")
         rec.ticks = run.get("ticks")
-        rec.pgid = run.get("pgid")
         rec.stop = run.get("stop")
         rec.kill_at = run.get("kill_at")
         rec.deadline = run.get("deadline")

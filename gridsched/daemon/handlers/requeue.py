@@ -92,7 +92,6 @@ def _run_again(d: Daemon, row: dict) -> None:  # type: ignore[type-arg]
     rec.deadline = None
     rec.kill_at = None
     rec.shepherd = None
-    rec.pgid = None
     rec.start = None
     rec.cores = ()
     d.table.jobs[rec.id] = rec
