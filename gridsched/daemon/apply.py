@@ -26,6 +26,7 @@ from ..core.types import (
     CancelSubtree,
     EndReservation,
     HoldSubtree,
+    Kill,
     Predictor,
     Preempt,
     Reclaim,
@@ -181,6 +182,8 @@ def schedule(d: Daemon, now: float) -> None:
             start(d, job, dec, now)
         elif isinstance(dec, Preempt):
             preempt(d, job, now)
+        elif isinstance(dec, Kill):
+            kill(d, job, dec.reason, now)
         elif isinstance(dec, StartTasks):
             split.start_tasks(d, job, dec, now)
     d.trees.decided()
@@ -346,6 +349,19 @@ def private_dir(d: Daemon, rec: Rec, spec: dict[str, Any], job: jobenv.Job, mpi:
         )
     except OSError as e:
         raise jobfiles.JobFilesError(f"cannot make its private directory in {base}: {e.strerror or e}") from None
+
+
+def kill(d: Daemon, rec: Rec, why: str, now: float) -> None:
+    """Carry out a :class:`~gridsched.core.types.Kill`: the job is stopped as at its walltime (SIGTERM, the
+    grace, SIGKILL) and ends TIMEOUT with the core's reason."""
+    if rec.shepherd is None or rec.state is not JobState.RUNNING or rec.stop is not None:
+        return
+    rec.stop = "overrun"
+    rec.reason = why
+    log.info("job %d %s: stopped", rec.id, why)
+    d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
+    d.table.save(rec, reason=why)
+    d.dirty = True
 
 
 def preempt(d: Daemon, rec: Rec, now: float) -> None:
