@@ -260,7 +260,7 @@ from operator import attrgetter
 
 from . import devices as dev
 from . import endings, priority, tree
-from .eligible import eligibility
+from .eligible import CPU_LIMIT, eligibility
 from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
 from .ends import USER as _USER
@@ -337,7 +337,7 @@ def schedule(snap: Snapshot) -> Plan:
         first, snap, stop = endings.settle(snap)
         if stop:  # the driver carries the endings out and passes again at once
             return Plan(first, snap.head, snap.now, eligibility(snap)[1])
-    if not snap.gated and not first:  # no pending job is gated: eligibility would keep them all
+    if not snap.gated and not first and not snap.params.max_cpus_per_user:  # eligibility would keep them all
         plan = tree.schedule(snap, _one_pass) if snap.lent else _one_pass(snap)
     else:
         pending, reasons, cancels = eligibility(snap)
@@ -442,6 +442,8 @@ def forecast_reasons(snap: Snapshot) -> Forecast:
 
 def _eligibility_wait(w: Waiting, text: str, now: float) -> Wait:
     """The typed reason of a job :func:`gridsched.core.eligible.eligibility` keeps waiting with ``text``."""
+    if text.startswith(CPU_LIMIT):
+        return Wait(WaitKind.CPU_LIMIT, text)
     if w.held:
         return Wait(WaitKind.HELD, text)
     if w.begin is not None and w.begin > now:

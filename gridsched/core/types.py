@@ -453,6 +453,7 @@ class WaitKind(str, Enum):
     DEPENDENCY = "Dependency"
     DEPENDENCY_NEVER = "DependencyNeverSatisfied"
     ARRAY_LIMIT = "JobArrayTaskLimit"
+    CPU_LIMIT = "QOSMaxCpuPerUserLimit"  # its user's running jobs hold the cores a user may (limits.max_cpus_per_user)
 
 
 @dataclass(frozen=True, slots=True)

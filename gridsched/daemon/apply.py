@@ -133,9 +133,10 @@ def note_reasons(d: Daemon, reasons: Mapping[int, str]) -> None:
     """Record why jobs with dependencies, an array throttle or a begin time wait (and clear it once they may
     start, unless the last forecast said why they wait beyond that); a begin time is shown as the local date
     and time."""
+    limited = bool(d.cfg.params.max_cpus_per_user)
     for jid in d.table.queue:
         rec = d.table.jobs[jid]
-        if not rec.deps and rec.array_max is None and rec.begin is None:
+        if not rec.deps and rec.array_max is None and rec.begin is None and not limited:
             continue
         why = reasons.get(jid, "")
         if not why and rec.reason and d.forecast_said.get(jid) == rec.reason:
