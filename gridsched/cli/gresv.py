@@ -240,7 +240,10 @@ def create_cmd(
     spool_dir: str | None,
     config_file: str | None,
 ) -> int:
-    """Create a reservation of NCPUS cores (and floating resources) for DURATION and print its id."""
+    """Create a reservation of NCPUS cores (and floating resources) for DURATION and print its id.
+
+    Only admins and the users named in reservations.users may, these within their caps; see RESERVATIONS.
+    """
     from ..submit import SubmitError, machine_cores, publish_new, user_name
 
     s = setup(PROG, spool_dir, config_file)

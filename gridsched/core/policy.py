@@ -357,7 +357,9 @@ def quiet_when_full(params: Params) -> bool:
     """Whether, under ``params``, a pass with fewer cores free than the smallest pending job needs
     decides nothing and keeps nothing for the next pass (no reservation, no splittable job, nothing lent
     or ended: the driver asks that much itself).  So under fcfs, easy and conservative, which keep no
-    head reservation from pass to pass and never preempt; not under checkpoint-backfill."""
+    head reservation from pass to pass and never preempt; not under checkpoint-backfill.  (Nor while a job runs on an
+    estimate a backfill relied on, ``Running.planned``, which may have to be stopped for the head: the driver
+    that asks this, gsim, replays no such estimates.)"""
     return params.policy in (Policy.FCFS, Policy.EASY, Policy.CONSERVATIVE)
 
 
