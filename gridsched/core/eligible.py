@@ -81,11 +81,12 @@ def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tu
             if st.verdict != "ready":
                 reasons[w.id] = st.reason
                 continue
-        throttle = w.array is not None and w.array_max is not None
-        if throttle:
-            n = running_arrays.get(w.array, 0)  # type: ignore[arg-type]
-            if n >= w.array_max:  # type: ignore[operator]
-                reasons[w.id] = f"{THROTTLED}{w.array}: {w.array_max} tasks already running (%{w.array_max})"
+        arr, cap = w.array, w.array_max
+        n = 0
+        if arr is not None and cap is not None:
+            n = running_arrays.get(arr, 0)
+            if n >= cap:
+                reasons[w.id] = f"{THROTTLED}{arr}: {cap} tasks already running (%{cap})"
                 continue
         if limit and not w.flex:
             u = used.get(w.user, 0)
@@ -93,8 +94,8 @@ def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tu
                 reasons[w.id] = cpu_limit(w.user, u, w.ncpus, limit)
                 continue
             used[w.user] = u + w.ncpus
-        if throttle:
-            running_arrays[w.array] = n + 1  # type: ignore[index]
+        if arr is not None and cap is not None:
+            running_arrays[arr] = n + 1
         keep.append(w)
     return tuple(keep), reasons, tuple(cancels)
 
