@@ -66,6 +66,16 @@ class Config:
     mail_sendmail: str = ""  # [mail] sendmail: absolute path of the sendmail program; "" = no mail
     mail_from: str = ""  # [mail] from: the From: of the messages; "" = gridsched@HOST
     mail_timeout: int = 30  # [mail] timeout: seconds a sendmail may run
+    # [reservations] users: who besides the admins may create reservations ("*": everyone), and their caps
+    # (0: none): live reservations at once, cores held together, duration of one
+    resv_users: tuple[str, ...] = ()
+    resv_max_per_user: int = 0
+    resv_max_cores_per_user: int = 0
+    resv_max_duration_per_user: int = 0
+    # [limits] (0: none): a user's jobs queued, held or running at once; tasks of one array.  The running
+    # cores per user limit is a scheduling decision: params.max_cpus_per_user.
+    max_submit_jobs_per_user: int = 0
+    max_array_tasks: int = 0
 
     def share(self, dtype: str) -> int:
         dc = self.devices.get(dtype)
@@ -331,6 +341,21 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     if not 0 <= max_processes <= MAX_PROCESSES:
         raise bad("jobs", "max_processes", f"must be a whole number from 0 (no cap) to {MAX_PROCESSES}")
     prio = _priority(base, get, bad, duration)
+
+    def cap(table: str, key: str) -> int:
+        v = get(table, key, int)
+        if not 0 <= v <= 2**31:
+            raise bad(table, key, "must be a whole number from 0 (no limit) to 2147483648")
+        return int(v)
+
+    resv_users = base["reservations"]["users"]
+    if not isinstance(resv_users, list) or not all(
+        isinstance(u, str) and u and len(u) <= 256 and not any(ord(c) < 32 for c in u) for u in resv_users
+    ):
+        raise bad("reservations", "users", 'must be a list of user names, or ["*"] for every user')
+    resv_dur_v = base["reservations"]["max_duration_per_user"]
+    zero = isinstance(resv_dur_v, int) and not isinstance(resv_dur_v, bool) and resv_dur_v == 0
+    resv_dur = 0 if zero or resv_dur_v == "0" else duration("reservations", "max_duration_per_user")
     return Config(
         path=path,
         params=Params(
@@ -343,6 +368,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
             yield_affinity=affinity,
             cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
             priority=prio,
+            max_cpus_per_user=cap("limits", "max_cpus_per_user"),
         ),
         default_walltime=default_wt,
         max_walltime=max_wt,
@@ -367,6 +393,12 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         devices=devices,
         device_enforce=device_enforce,
         resv_max_duration=duration("reservations", "max_duration"),
+        resv_users=tuple(resv_users),
+        resv_max_per_user=cap("reservations", "max_per_user"),
+        resv_max_cores_per_user=cap("reservations", "max_cores_per_user"),
+        resv_max_duration_per_user=resv_dur,
+        max_submit_jobs_per_user=cap("limits", "max_submit_jobs_per_user"),
+        max_array_tasks=cap("limits", "max_array_tasks"),
         tuning=tuning,
         mail_sendmail=_sendmail(get("mail", "sendmail", str), path),
         mail_from=_mail_from(get("mail", "from", str), path),

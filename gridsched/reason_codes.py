@@ -26,6 +26,10 @@ CODES: dict[str, tuple[str, str]] = {
     "Dependency": ("Dependency", "it waits for the jobs it depends on (gsub --dependency)"),
     "DependencyNeverSatisfied": ("DependencyNeverSatisfied", "its dependencies can never be met"),
     "JobArrayTaskLimit": ("JobArrayTaskLimit", "its array already runs as many tasks as its %MAX allows"),
+    "QOSMaxCpuPerUserLimit": (
+        "QOSMaxCpuPerUserLimit",
+        "its owner's running jobs hold as many cores as a user may ([limits] max_cpus_per_user)",
+    ),
 }
 HELD_ADMIN = "JobHeldAdmin"
 
@@ -49,6 +53,8 @@ def kind_of(state: str, reason: str) -> str | None:
         return "BeginTime"
     if reason.startswith("dependency never satisfied"):
         return "DependencyNeverSatisfied"
+    if reason.startswith("user core limit: "):
+        return "QOSMaxCpuPerUserLimit"
     if reason.startswith("array "):
         return "JobArrayTaskLimit"
     if reason.startswith(("waiting for dependency", "singleton:")):

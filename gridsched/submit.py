@@ -521,6 +521,11 @@ def build_spec(
         if split is not None:
             raise SubmitError("--exclusive goes with a plain job or an array, not --split or --split-file", USAGE)
         ncpus = cores
+    from .limits import array_refusal, cores_refusal  # [limits]: what the daemon would refuse
+
+    why = (array_refusal(len(array.indices), cfg) if array is not None else None) or cores_refusal(ncpus, cfg)
+    if why:
+        raise SubmitError(why)
     mem = opts.mem or None  # 0: the whole machine, as Slurm's --mem=0
     if mem is not None:
         why = too_much_memory(mem, machine_memory_of(spool, cfg))

@@ -336,9 +336,15 @@ ESTIMATES = para("""
     PBS walltime) and may not be longer than the walltime: gsub refuses it with one line, the
     daemon with the same words.  The name is gridsched's own: Slurm's --time-min is a different
     thing (the least time limit the scheduler may cut the job's limit down to), so #SBATCH
-    --time-min stays warned of and --emit slurm drops --estimate with a comment.  A job backfilled
-    on an estimate it then overruns may delay the head job, as under PBS: the estimate is the
-    submitter's promise.
+    --time-min stays warned of and --emit slurm drops --estimate with a comment.  The estimate
+    counts only while it holds: a job that is backfilled (started ahead of the head job, under
+    easy, checkpoint-backfill or conservative) only because of its estimate, and overruns it, is
+    stopped when the head job's reservation time comes and the head cannot start without its
+    cores: preempted if its checkpoint mode allows (signal, suspend, requeue), otherwise ended
+    as at its walltime, TIMEOUT, with the reason "overran the estimate it was backfilled on
+    (Ns) while job ID waited", as Slurm ends a job whose limit it lowered towards --time-min.
+    A job within its estimate, one that would have been backfilled on its walltime too, and one
+    started in its turn are never stopped for this.
 """)
 
 MAIL_ENV = para("""
@@ -805,6 +811,13 @@ SELECTING = para("""
 """)
 
 RESV_TOPIC = para("""
+    Who may reserve: the admins (root, and the owner of a personal daemon's spool) and the users
+    named in reservations.users of gridsched.toml(5) ("*": every user), these within the caps
+    reservations.max_per_user, max_cores_per_user and max_duration_per_user.  As in Slurm, where
+    scontrol create reservation is for operators and admins.  Anyone else's gresv create is
+    refused with one line and exit status 1, and the daemon refuses the same request written by
+    hand (gresv list -a shows it ENDED, "refused: ...").
+
     Flexible reservation (no --start): the daemon gives it a place in the queue, by its id,
     among the jobs (ids of jobs and reservations come from one sequence, so the place is the
     order of submission), and schedules it like a job of its cores, floating resources and

@@ -240,7 +240,10 @@ def create_cmd(
     spool_dir: str | None,
     config_file: str | None,
 ) -> int:
-    """Create a reservation of NCPUS cores (and floating resources) for DURATION and print its id."""
+    """Create a reservation of NCPUS cores (and floating resources) for DURATION and print its id.
+
+    Only admins and the users named in reservations.users may, these within their caps; see RESERVATIONS.
+    """
     from ..submit import SubmitError, machine_cores, publish_new, user_name
 
     s = setup(PROG, spool_dir, config_file)
@@ -265,6 +268,7 @@ def create_cmd(
     except (ResvError, SubmitError) as e:
         fail(PROG, str(e))
     uid = os.getuid()
+    may_create(s.spool, s.cfg, uid, user_name(uid), ncpus, duration)
     devices: list[dict[str, Any]] = []
     if gpus is not None:
         from ..core.devices import DeviceAsk
@@ -318,6 +322,25 @@ def create_cmd(
         else:
             warn(PROG, f"note: no daemon runs on {s.spool.root}; the reservation waits until one starts")
     return ExitCode.OK
+
+
+def may_create(spool: Spool, cfg: Any, uid: int, user: str, ncpus: int, duration: int) -> None:
+    """Refuse in one line (exit 1) what the daemon would refuse by the policy of ``[reservations]``: only admins
+    and the users it names create reservations, the latter within their caps (counting their live ones)."""
+    from ..admin import is_admin
+    from ..limits import may_reserve, resv_refusal
+    from ..reservations import LIVE, load
+
+    admin = is_admin(uid, spool.root)
+    live: list[int] = []
+    if not admin and may_reserve(user, admin, cfg) and (cfg.resv_max_per_user or cfg.resv_max_cores_per_user):
+        try:
+            live = [int(r["ncpus"]) for r in load(spool) if r.get("uid") == uid and r.get("state") in LIVE]
+        except Exception as e:  # noqa: BLE001 - sqlite3 errors, without importing sqlite3 up front
+            fail(PROG, f"cannot read {spool.db}: {e}")
+    why = resv_refusal(user, admin, ncpus, duration, live, cfg)
+    if why:
+        fail(PROG, why)
 
 
 @cli.command("list", short_help="list reservations")

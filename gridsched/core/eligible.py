@@ -18,6 +18,14 @@ other one waits:
 * a task of a throttled array (``Waiting.array_max``) is offered only while
   fewer than ``array_max`` tasks of its array run, counting the tasks offered
   before it in queue order;
+* under a limit on the cores a user's running jobs may hold together
+  (``Params.max_cpus_per_user``, Slurm's ``MaxTRESPerUser=cpu``), a job is
+  offered only while its user's running jobs, plus the jobs of that user
+  offered before it in queue order, plus itself stay within the limit; it
+  waits with the reason :func:`cpu_limit` gives (squeue's
+  ``QOSMaxCpuPerUserLimit``).  Jobs offered together may all start in one
+  pass, so they are counted as if they did, as the array throttle counts its
+  tasks.  Flexible reservations have caps of their own and are not counted;
 * a job whose dependencies can never be met is cancelled with the reason
   (a :class:`~gridsched.core.types.Cancel` decision) when
   ``Params.cancel_never_satisfied`` is set, as Slurm's
@@ -40,13 +48,19 @@ def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tu
     """The pending jobs that may be scheduled now (in queue order), why each other one waits, and the
     jobs to cancel because their dependencies can never be met."""
     pending = snap.pending
-    if not snap.gated or not any(w.deps or w.array_max is not None or w.held or w.begin is not None for w in pending):
+    limit = snap.params.max_cpus_per_user
+    if not limit and (
+        not snap.gated or not any(w.deps or w.array_max is not None or w.held or w.begin is not None for w in pending)
+    ):
         return pending, {}, ()
     now = snap.now
     running_arrays: dict[int, int] = {}
+    used: dict[str, int] = {}  # cores held by each user's running jobs and offered to their pending ones
     for r in snap.running:
         if r.array is not None:
             running_arrays[r.array] = running_arrays.get(r.array, 0) + 1
+        if limit:
+            used[r.user] = used.get(r.user, 0) + r.ncpus
     names = _queued_names(snap)
     keep: list[Waiting] = []
     reasons: dict[int, str] = {}
@@ -67,12 +81,21 @@ def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tu
             if st.verdict != "ready":
                 reasons[w.id] = st.reason
                 continue
-        if w.array is not None and w.array_max is not None:
-            n = running_arrays.get(w.array, 0)
-            if n >= w.array_max:
-                reasons[w.id] = f"{THROTTLED}{w.array}: {w.array_max} tasks already running (%{w.array_max})"
+        arr, cap = w.array, w.array_max
+        n = 0
+        if arr is not None and cap is not None:
+            n = running_arrays.get(arr, 0)
+            if n >= cap:
+                reasons[w.id] = f"{THROTTLED}{arr}: {cap} tasks already running (%{cap})"
                 continue
-            running_arrays[w.array] = n + 1
+        if limit and not w.flex:
+            u = used.get(w.user, 0)
+            if u + w.ncpus > limit:
+                reasons[w.id] = cpu_limit(w.user, u, w.ncpus, limit)
+                continue
+            used[w.user] = u + w.ncpus
+        if arr is not None and cap is not None:
+            running_arrays[arr] = n + 1
         keep.append(w)
     return tuple(keep), reasons, tuple(cancels)
 
@@ -82,6 +105,15 @@ def not_before(t: float) -> str:
     return f"{NOT_BEFORE}{t:.0f}"
 
 
+def cpu_limit(user: str, used: int, ncpus: int, limit: int) -> str:
+    """The reason of a job of ``ncpus`` cores that would take ``user`` (``used`` cores running or offered
+    before it) beyond the limit on the cores a user's running jobs may hold."""
+    if ncpus > limit:
+        return f"{CPU_LIMIT}it asks for {ncpus} cores, more than a user's running jobs may hold ({limit})"
+    return f"{CPU_LIMIT}{user}'s jobs hold {used} cores; {ncpus} more would be over the {limit} a user may hold"
+
+
+CPU_LIMIT = "user core limit: "
 NOT_BEFORE = "not before "
 THROTTLED = "array "
 

@@ -89,3 +89,6 @@ class Params:
     priority: PriorityParams = PriorityParams()
     # easy and checkpoint-backfill: the order in which the jobs behind the head are tried
     backfill_order: BackfillOrder = BackfillOrder.QUEUE
+    # The most cores a user's running jobs may hold together ([limits] max_cpus_per_user; 0: no limit): a job
+    # that would take its user beyond it waits (gridsched.core.eligible), as under Slurm's MaxTRESPerUser=cpu.
+    max_cpus_per_user: int = 0

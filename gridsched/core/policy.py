@@ -116,6 +116,30 @@ is kept, so a blocked head preempts at once whenever a backfilled job overruns
 its prediction, and a job preempted and requeued ahead of the head becomes the
 head in the same instant.
 
+Estimates (every backfilling policy)
+------------------------------------
+A job may give its own estimate, shorter than its walltime (PBS
+``soft_walltime``, ``gsub --estimate``): the pass plans with it
+(``Waiting.estimate``; ``Waiting.hard`` is the walltime left).  The estimate
+counts only while it holds.  A job started by a backfill step (after the head
+under easy and checkpoint-backfill, while a job ahead of it waits under
+conservative) that would not have been allowed on its walltime (it would not
+fit in the profile for ``hard``) relies on its estimate: it starts with
+``Start.planned`` set to the estimate, as a job started on a shortened
+prediction does.  Such a running job counts as ending at ``start + planned``
+while that is ahead; once it has overrun it, it counts as ending now under
+easy and conservative (so the head's reservation time is now), and at its
+counted end under checkpoint-backfill (whose head keeps its reservation time).
+When the head's reservation time has come and the head does not fit, the
+overrunning jobs are among the victims chosen as for checkpoint-backfill's
+preemption (rule 4): a checkpointable one is preempted (:class:`Preempt`), one
+that is not (checkpoint mode ``none``) is ended as at its walltime
+(:class:`Kill`, a TIMEOUT with the reason), as Slurm ends a job whose time
+limit was lowered towards ``--time-min`` to backfill it when it reaches that
+limit.  A job still within its estimate, or one that would have been allowed
+on its walltime, is never stopped for this.  ``Plan.wake_at`` includes the next
+``start + planned`` and the head's reservation time while such a job runs.
+
 ``Plan.wake_at`` (checkpoint-backfill only): the earliest future time at which
 the plan could change with no event -- the head's reservation time when some
 checkpointable backfilled job is running, or the next future ``start +
@@ -236,7 +260,7 @@ from operator import attrgetter
 
 from . import devices as dev
 from . import endings, priority, tree
-from .eligible import eligibility
+from .eligible import CPU_LIMIT, eligibility
 from .ends import NAIVE as _NAIVE
 from .ends import PLANNED as _PLANNED
 from .ends import USER as _USER
@@ -253,6 +277,7 @@ from .types import (
     Decision,
     Forecast,
     HeadReservation,
+    Kill,
     Params,
     Plan,
     Policy,
@@ -287,6 +312,17 @@ def pick(free: frozenset[int] | None, n: int) -> tuple[int, ...]:
     return tuple(sorted(free)[:n])
 
 
+def overrun(r: Running, now: float) -> bool:
+    """Whether ``r`` was started on an estimate a backfill relied on (``planned``) and has outlived it."""
+    return r.planned is not None and r.start + r.planned <= now
+
+
+def overran(r: Running, head: Waiting | None) -> str:
+    """Why ``r``, overrunning the estimate it was backfilled on, is ended (a :class:`Kill`'s reason)."""
+    waited = f" while job {head.id} waited" if head is not None else ""
+    return f"overran the estimate it was backfilled on ({r.planned:.0f}s){waited}"
+
+
 def schedule(snap: Snapshot) -> Plan:
     """Decide what to start (and, under checkpoint-backfill, preempt) now.
 
@@ -301,7 +337,7 @@ def schedule(snap: Snapshot) -> Plan:
         first, snap, stop = endings.settle(snap)
         if stop:  # the driver carries the endings out and passes again at once
             return Plan(first, snap.head, snap.now, eligibility(snap)[1])
-    if not snap.gated and not first:  # no pending job is gated: eligibility would keep them all
+    if not snap.gated and not first and not snap.params.max_cpus_per_user:  # eligibility would keep them all
         plan = tree.schedule(snap, _one_pass) if snap.lent else _one_pass(snap)
     else:
         pending, reasons, cancels = eligibility(snap)
@@ -321,7 +357,9 @@ def quiet_when_full(params: Params) -> bool:
     """Whether, under ``params``, a pass with fewer cores free than the smallest pending job needs
     decides nothing and keeps nothing for the next pass (no reservation, no splittable job, nothing lent
     or ended: the driver asks that much itself).  So under fcfs, easy and conservative, which keep no
-    head reservation from pass to pass and never preempt; not under checkpoint-backfill."""
+    head reservation from pass to pass and never preempt; not under checkpoint-backfill.  (Nor while a job runs on an
+    estimate a backfill relied on, ``Running.planned``, which may have to be stopped for the head: the driver
+    that asks this, gsim, replays no such estimates.)"""
     return params.policy in (Policy.FCFS, Policy.EASY, Policy.CONSERVATIVE)
 
 
@@ -406,6 +444,8 @@ def forecast_reasons(snap: Snapshot) -> Forecast:
 
 def _eligibility_wait(w: Waiting, text: str, now: float) -> Wait:
     """The typed reason of a job :func:`gridsched.core.eligible.eligibility` keeps waiting with ``text``."""
+    if text.startswith(CPU_LIMIT):
+        return Wait(WaitKind.CPU_LIMIT, text)
     if w.held:
         return Wait(WaitKind.HELD, text)
     if w.begin is not None and w.begin > now:
@@ -1022,7 +1062,10 @@ class _Pass:
             for d in range(self.dims):
                 short[d] -= v[d]
         for r in chosen:
-            self.decisions.append(Preempt(r.id))
+            if r.preemptable:
+                self.decisions.append(Preempt(r.id))
+            else:  # backfilled on its own estimate, which it overran: ended as at its walltime
+                self.decisions.append(Kill(r.id, overran(r, head)))
             self.preempted.add(r.id)
             e = counted_end(r, self.now, self.mode)
             v = vecs[r.id]
@@ -1515,8 +1558,9 @@ def _plan(ps: _Pass, head: HeadReservation | None, wake: float = inf) -> Plan:
     decisions = ps.decisions
     if ps.snap.splitting and ps._dev_used is not None:
         decisions = _as_pieces(ps, decisions)
-    if ps.preempted:  # preemptions first
-        decisions = [d for d in decisions if type(d) is Preempt] + [d for d in decisions if type(d) is not Preempt]
+    if ps.preempted:  # preemptions (and kills) first
+        first = (Preempt, Kill)
+        decisions = [d for d in decisions if type(d) in first] + [d for d in decisions if type(d) not in first]
     return Plan(tuple(decisions), head, w if w < inf else None)
 
 
@@ -1550,7 +1594,8 @@ def _as_pieces(ps: _Pass, decisions: list[Decision]) -> list[Decision]:
 
 
 def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
-    ps = _Pass(snap, _USER)
+    relied = any(r.planned is not None for r in snap.running)  # see "Estimates" in the module doc
+    ps = _Pass(snap, _NAIVE if relied else _USER)
     ps.fixed()
     now = snap.now
     head: HeadReservation | None = None
@@ -1570,7 +1615,9 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
             (t == now and all(v[d] <= ps.free_now[d] for d in range(ps.dims))) or _loose_fit(ps, w, v)
         ) and ps.placeable(w, v):
             if not guarded or _leaves_reserved(ps, w, guarded):
-                ps.start(w, v, w.estimate, head is not None, None)
+                # a job ahead waits: one that fits on its own estimate only is held to it
+                planned = w.estimate if head is not None and w.hard is not None and not ps.fits_now(v, w.hard) else None
+                ps.start(w, v, w.estimate, head is not None, planned)
                 t, started = now, True
             else:
                 denied = True
@@ -1588,6 +1635,8 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
                 continue
             if head is None:
                 head = HeadReservation(w.id, t)
+                if relied and t <= now:
+                    _make_room(ps, w, v, False)
             ps.hold(t, w.estimate, v)
             if on_devices and (t > now or not ps.head_devices_blocked(w)):  # (later: placeable then, see above)
                 guarded.append((t, w))
@@ -1598,7 +1647,8 @@ def _conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
     ps.bound_starts(snap.pending)
     if record is None and head is not None:
         _split(ps, snap, _queue(snap))
-    return _plan(ps, head)
+    wake = min((e for r in snap.running if r.planned is not None and (e := r.start + r.planned) > now), default=inf)
+    return _plan(ps, head, wake)
 
 
 def _leaves_reserved(ps: _Pass, w: Waiting, guarded: list[tuple[float, Waiting]]) -> bool:
@@ -1682,7 +1732,10 @@ class _DeviceTimes:
 
 def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
     now = snap.now
-    ps = _Pass(snap, (_NAIVE if naive else _PLANNED) if ckpt else _USER)
+    # jobs running on an estimate a backfill relied on (see "Estimates" in the module doc); under easy, such a
+    # job that overran it counts as ending now: its cores are the head's once the head's time has come
+    relied = any(r.planned is not None for r in snap.running)
+    ps = _Pass(snap, (_NAIVE if naive else _PLANNED) if ckpt else (_NAIVE if relied else _USER))
     if snap.reservations:
         ps.fixed()
     queue = snap.pending  # entries bound to a reservation are skipped as they come (see bound_starts)
@@ -1740,22 +1793,12 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
         rest = [w for k, w in enumerate(queue) if k != h and k != skip]
     head = queue[h]
     hv = ps.vec(head)
-    if ckpt and now >= shadow:
-        have = ps.coming()
-        short = [hv[d] - have[d] for d in range(ps.dims)]
-        if (
-            any(s > 0 for s in short)
-            or not ps.placeable_on(head, ps.coming_set())
-            or (head.devices and not head.flex and ps.head_devices_blocked(head))
-        ):
-            cands = [
-                r for r in ps.general if r.backfilled and r.preemptable and not r.stopping and r.id not in ps.preempted
-            ]
-            ps.preempt(cands, short, head)
+    if (ckpt or relied) and now >= shadow:
+        _make_room(ps, head, hv, ckpt)
     if shadow < inf:
         ps.hold(max(shadow, now), head.estimate, hv)
     predict = make_predictor(snap.params, snap.history, snap.ratios) if ckpt else None
-    reclaimable = ckpt and any(r.backfilled and r.preemptable and not r.stopping for r in ps.general)
+    reclaimable = relied or (ckpt and any(r.backfilled and r.preemptable and not r.stopping for r in ps.general))
     # Once the reservation time has come, only what is free now or coming free
     # (stopping, preempted) is left beyond the head, never jobs merely counted as ended.
     extra = [c - x for c, x in zip(ps.coming(), hv)] if shadow <= now else None
@@ -1868,6 +1911,8 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             if refused is not None:
                 refused.add(ask)
             continue
+        if planned is None and w.hard is not None and not ps.fits_now(v, w.hard):
+            planned = est  # it may start on its own estimate only: the estimate holds it (module doc, "Estimates")
         if w.resources and w.devices and not on_map and not ps.placeable(w, v):
             continue  # count-only: no distinct devices free now
         if on_map:  # the costliest tests last, each asked once per request while nothing starts
@@ -1907,12 +1952,12 @@ def _backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, _Pass]:
             refused.clear()
         if no_devices:
             no_devices.clear()
-        if w.preemptable and not w.flex:
+        if (w.preemptable and not w.flex) or planned is not None:
             reclaimable = True
         if free0 <= 0:
             break
     wake = inf
-    if ckpt:
+    if ckpt or relied or reclaimable:
         for r in ps.general:
             if r.planned is not None and not r.stopping:
                 pe = r.start + r.planned
@@ -2050,11 +2095,40 @@ def _windows(prof: Profile, now: float, width: int) -> list[tuple[int, float]]:
     return out
 
 
+def _make_room(ps: _Pass, head: Waiting, hv: Vec, ckpt: bool) -> None:
+    """The head's reservation time has come and it does not fit: preempt checkpointable backfilled jobs
+    (checkpoint-backfill) and stop those that overran the estimate they were backfilled on (every backfilling
+    policy), the fewest that leave it room (:meth:`_Pass.preempt`)."""
+    have = ps.coming()
+    short = [hv[d] - have[d] for d in range(ps.dims)]
+    if (
+        any(s > 0 for s in short)
+        or not ps.placeable_on(head, ps.coming_set())
+        or (head.devices and not head.flex and ps.head_devices_blocked(head))
+    ):
+        now = ps.now
+        cands = [
+            r
+            for r in ps.general
+            if r.backfilled
+            and not r.stopping
+            and r.id not in ps.preempted
+            and ((ckpt and r.preemptable) or overrun(r, now))
+        ]
+        if cands:
+            ps.preempt(cands, short, head)
+
+
 def _meetable(ps: _Pass, v: Vec, duration: float, t: float) -> bool:
     """Whether ``v`` can be had from ``t`` on, preempting every checkpointable backfilled job."""
     extra = [0] * ps.dims
     for r in ps.general:
-        if r.backfilled and r.preemptable and not r.stopping and counted_end(r, ps.now, ps.mode) > t:
+        if (
+            r.backfilled
+            and (r.preemptable or r.planned is not None)
+            and not r.stopping
+            and counted_end(r, ps.now, ps.mode) > t
+        ):
             ps._acc(extra, ps.freed(r))
     if ps._profs is None and ps._hold1 is None:  # cores only, rising: least free at t
         return ps._free_at(t) + extra[0] >= v[0]

@@ -113,6 +113,11 @@ class Waiting:
     submitted: float = 0.0
     nice: int = 0
     admin: int | None = None
+    # The job's own estimate (PBS soft_walltime, gsub --estimate) is shorter than its walltime: ``estimate`` is
+    # that estimate, and ``hard`` what is left of the walltime (None: ``estimate`` is the walltime).  A backfill
+    # that would not be allowed on ``hard`` relies on the estimate: it starts the job with ``planned`` set to
+    # it, and the job is stopped for the head when it overruns (see gridsched.core.policy, "Estimates").
+    hard: float | None = None
 
 
 @record
@@ -120,10 +125,14 @@ class Running:
     """A job in its current run segment.
 
     ``estimate`` is the user's walltime for this segment (the job is killed at
-    ``start + estimate``).  ``planned`` is the shorter estimate the backfill
-    step relied on when it started the job (``None`` if it relied on the user's
-    own); a backfilled job still running past ``start + planned`` is counted at
-    ``start + estimate``.  ``stopping`` marks a job that was told to stop
+    ``start + estimate``), or the time the job is planned to take by its own
+    estimate (:func:`gridsched.core.ends.soft_left`).  ``planned`` is the shorter
+    estimate the backfill step relied on when it started the job: a prediction
+    (checkpoint-backfill) or the job's own estimate (``Waiting.hard``); ``None``
+    if it relied on the walltime.  A backfilled job still running past
+    ``start + planned`` is counted at ``start + estimate`` (checkpoint-backfill),
+    or as ending now (the other backfilling policies), and is stopped for the
+    head when the head's reservation time has come.  ``stopping`` marks a job that was told to stop
     (preempted, cancelled, out of time) and has not exited yet: its cores are
     not free, but no more cores need be taken from it.
     """
@@ -308,6 +317,15 @@ class Preempt:
 
 
 @dataclass(frozen=True, slots=True)
+class Kill:
+    """End running job ``job`` at once, as at its walltime (TIMEOUT), for ``reason``: it was backfilled on its
+    own estimate, overran it, and cannot be preempted (checkpoint mode ``none``) while the head needs its cores."""
+
+    job: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Activate:
     """Reservation ``resv`` takes its resources now, on ``cores``, until ``end``."""
 
@@ -406,7 +424,17 @@ class HoldSubtree:
 
 
 Decision = (
-    Start | Preempt | Activate | StartTasks | Cancel | EndReservation | Reclaim | Resume | CancelSubtree | HoldSubtree
+    Start
+    | Preempt
+    | Kill
+    | Activate
+    | StartTasks
+    | Cancel
+    | EndReservation
+    | Reclaim
+    | Resume
+    | CancelSubtree
+    | HoldSubtree
 )
 
 
@@ -425,6 +453,7 @@ class WaitKind(str, Enum):
     DEPENDENCY = "Dependency"
     DEPENDENCY_NEVER = "DependencyNeverSatisfied"
     ARRAY_LIMIT = "JobArrayTaskLimit"
+    CPU_LIMIT = "QOSMaxCpuPerUserLimit"  # its user's running jobs hold the cores a user may (limits.max_cpus_per_user)
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,6 +517,10 @@ class Plan:
     @property
     def preempts(self) -> tuple[Preempt, ...]:
         return tuple(d for d in self.decisions if isinstance(d, Preempt))
+
+    @property
+    def kills(self) -> tuple[Kill, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Kill))
 
     @property
     def activations(self) -> tuple[Activate, ...]:

@@ -26,6 +26,7 @@ from ..core.types import (
     CancelSubtree,
     EndReservation,
     HoldSubtree,
+    Kill,
     Predictor,
     Preempt,
     Reclaim,
@@ -132,9 +133,10 @@ def note_reasons(d: Daemon, reasons: Mapping[int, str]) -> None:
     """Record why jobs with dependencies, an array throttle or a begin time wait (and clear it once they may
     start, unless the last forecast said why they wait beyond that); a begin time is shown as the local date
     and time."""
+    limited = bool(d.cfg.params.max_cpus_per_user)
     for jid in d.table.queue:
         rec = d.table.jobs[jid]
-        if not rec.deps and rec.array_max is None and rec.begin is None:
+        if not rec.deps and rec.array_max is None and rec.begin is None and not limited:
             continue
         why = reasons.get(jid, "")
         if not why and rec.reason and d.forecast_said.get(jid) == rec.reason:
@@ -181,6 +183,8 @@ def schedule(d: Daemon, now: float) -> None:
             start(d, job, dec, now)
         elif isinstance(dec, Preempt):
             preempt(d, job, now)
+        elif isinstance(dec, Kill):
+            kill(d, job, dec.reason, now)
         elif isinstance(dec, StartTasks):
             split.start_tasks(d, job, dec, now)
     d.trees.decided()
@@ -352,6 +356,19 @@ def private_dir(d: Daemon, rec: Rec, spec: dict[str, Any], job: jobenv.Job) -> j
         )
     except OSError as e:
         raise jobfiles.JobFilesError(f"cannot make its private directory in {base}: {e.strerror or e}") from None
+
+
+def kill(d: Daemon, rec: Rec, why: str, now: float) -> None:
+    """Carry out a :class:`~gridsched.core.types.Kill`: the job is stopped as at its walltime (SIGTERM, the
+    grace, SIGKILL) and ends TIMEOUT with the core's reason."""
+    if rec.shepherd is None or rec.state is not JobState.RUNNING or rec.stop is not None:
+        return
+    rec.stop = "overrun"
+    rec.reason = why
+    log.info("job %d %s: stopped", rec.id, why)
+    d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
+    d.table.save(rec, reason=why)
+    d.dirty = True
 
 
 def preempt(d: Daemon, rec: Rec, now: float) -> None:

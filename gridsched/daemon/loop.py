@@ -94,6 +94,9 @@ class Daemon:
         self.stop_requested = False
         self.reload_requested = False
         self.last_scan = 0.0
+        # each user's jobs queued, held or running, counted once a turn when a submission needs it
+        # ([limits] max_submit_jobs_per_user: daemon/handlers/submit.py)
+        self.queued_by_user: dict[str, int] | None = None
         self.last_forecast = 0.0
         self.pending_launches: list[tuple[Rec, launch.Launch]] = []
         self.book = reservations.Book()
@@ -376,6 +379,7 @@ class Daemon:
         """Take in the requests waiting in the spool: each is parsed at the boundary (intake) and served by the
         handler of its kind; a refused one is quarantined and, if it brought a new id, recorded as refused."""
         self.last_scan = time.time()
+        self.queued_by_user = None
         got, refused = intake.scan(self.spool, self.senders, room=self._room(), skip=self.settling)
         if not got and not refused:
             return

@@ -100,6 +100,9 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
     elif rec.stop == "timeout":
         close_segment(d, rec, end, "timeout")
         d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reached its walltime")
+    elif rec.stop == "overrun":  # backfilled on its own estimate, overran it while the head waited (core Kill)
+        close_segment(d, rec, end, "timeout")
+        d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason=rec.reason or "overran its estimate")
     elif result.get("oom_kills") and code != 0:
         # the kernel killed a process of the job's cgroup for want of memory, and the job did not succeed
         close_segment(d, rec, end, "out of memory")

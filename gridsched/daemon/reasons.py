@@ -33,7 +33,14 @@ TOPOLOGY = "(see gctl topology)"
 
 # the kinds eligibility decides (the daemon words them when it schedules: gridsched.daemon.apply.note_reasons)
 ELIGIBILITY = frozenset(
-    {WaitKind.HELD, WaitKind.BEGIN_TIME, WaitKind.DEPENDENCY, WaitKind.DEPENDENCY_NEVER, WaitKind.ARRAY_LIMIT}
+    {
+        WaitKind.HELD,
+        WaitKind.BEGIN_TIME,
+        WaitKind.DEPENDENCY,
+        WaitKind.DEPENDENCY_NEVER,
+        WaitKind.ARRAY_LIMIT,
+        WaitKind.CPU_LIMIT,
+    }
 )
 
 

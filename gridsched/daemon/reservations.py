@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .. import limits
 from ..core import cpuset
 from ..core.placement import Request
 from ..core.types import Activate, EndReservation, Resv, Waiting
@@ -195,8 +196,9 @@ def row_of(d: Daemon, rid: int) -> dict[str, Any] | None:
 # -- requests ------------------------------------------------------------------------
 
 
-def create(d: Daemon, spec: rq.ResvSpec, digest: str) -> None:
-    """Take in a checked reservation request: waiting (flexible or fixed), or ended at once as refused."""
+def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> None:
+    """Take in a checked reservation request: waiting (flexible or fixed), or ended at once as refused
+    (by the policy of ``[reservations]`` -- ``admin``: its sender administers the spool -- or the machine)."""
     now = time.time()
     rid = spec.id
     r = RRec(
@@ -214,6 +216,10 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str) -> None:
         place=place_request(spec.ncpus, spec._asdict()),
     )
     try:
+        live = (x.ncpus for x in d.book.resvs.values() if x.uid == spec.uid)
+        why = limits.resv_refusal(spec.user, admin, spec.ncpus, spec.duration, live, d.cfg)
+        if why:
+            raise ResvError(why)
         resources = dict(spec.resources)
         check_request(
             r.ncpus,

@@ -133,10 +133,12 @@ class Rec:
     def waiting(self) -> Waiting:
         w = self._waiting
         if w is None:
+            left = self.remaining()
+            est = left if self.estimate is None else soft_left(left, self.soft_remaining(), 0.0)
             w = self._waiting = Waiting(
                 self.id,
                 self.ncpus,
-                self.remaining() if self.estimate is None else soft_left(self.remaining(), self.soft_remaining(), 0.0),
+                est,
                 self.preemptable,
                 self.user,
                 self.elapsed,
@@ -155,6 +157,7 @@ class Rec:
                 submitted=self.submit_time,
                 nice=self.nice,
                 admin=self.admin_prio,
+                hard=left if est < left else None,  # its own estimate is shorter than its walltime
             )
         return w
 

@@ -216,7 +216,7 @@ class Trees:
             for p, y in sorted(self.yielded.items())
         )
         ended = tuple(Ended(j, st, tuple(sorted(self._edges(j))), r) for j, (st, r) in sorted(self.fallen.items()))
-        ending = {j for j, r in jobs.items() if r.stop in ("cancel", "timeout")}
+        ending = {j for j, r in jobs.items() if r.stop in ("cancel", "timeout", "overrun")}
         pending = snap.pending
         if ending:  # a job whose ancestor is being stopped does not start: it is about to be cancelled
             pending = tuple(w for w in pending if not ending.intersection(ancestors(parents, w.id)))

@@ -38,6 +38,7 @@ from ..core.types import (
     EndReservation,
     HeadReservation,
     HoldSubtree,
+    Kill,
     Params,
     Policy,
     Predictor,
@@ -104,6 +105,7 @@ class Result:
     tunings: list[tuple[float, Params]] = field(default_factory=list)
     devices: tuple[Device, ...] = ()  # the machine's devices
     gpus: list[int] | None = None  # GPUs each job holds while it runs (None: no job asks for devices)
+    killed: list[int] = field(default_factory=list)  # jobs ended as at their walltime for overrunning an estimate
 
     def runs(self, i: int) -> list[tuple[float, float]]:
         """The run segments of job ``i`` (start, end)."""
@@ -333,6 +335,7 @@ def simulate(
     ungated: set[int] = set()  # pending gated jobs not found eligible yet
     last_reasons: dict[int, str] = {}
     cancelled: list[int] = []
+    killed: list[int] = []
     g_names, g_arrays, g_deps, g_ended = g.names, g.arrays, g.deps, g.ended
     held_until: dict[int, float] = {}
     begin_at: dict[int, float] = {}
@@ -778,6 +781,21 @@ def simulate(
                             )
                         run_dirty = True
                         continue
+                    if type(d) is Kill:  # it overran the estimate it was backfilled on: it ends now, as timed out
+                        if not 0 <= i < n or state[i] != _RUNNING:
+                            raise SimulationError(f"policy killed job {_name(trace, i)}, which is not running")
+                        state[i] = _DONE
+                        end[i] = now
+                        del running[i]
+                        free += size[i]
+                        if free_set is not None:
+                            free_set = free_set | held.pop(i)
+                        if i in segs:
+                            segs[i].append((seg_begin[i], now))
+                        killed.append(i)
+                        preempted = True
+                        run_dirty = True
+                        continue
                     if not 0 <= i < n or state[i] != _RUNNING:
                         raise SimulationError(f"policy preempted job {_name(trace, i)}, which is not running")
                     if not preemptable:
@@ -866,6 +884,7 @@ def simulate(
         tunings,
         devices=devices,
         gpus=gpus,
+        killed=killed,
     )
 
 

@@ -582,6 +582,7 @@ class System:
         self.spool_dir = self.base / "spool"
         self.cfg = self.base / "gridsched.toml"
         merged = {k: dict(v) for k, v in BASE_CONFIG.items()}
+        merged["reservations"] = {"users": [self.a.name]}  # A may reserve (root is the admin); B may not
         for k, v in (config or {}).items():
             merged.setdefault(k, {}).update(v)
         self.cfg.write_text(toml(merged))

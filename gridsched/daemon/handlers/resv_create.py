@@ -1,4 +1,5 @@
-"""Creating a reservation: checked against the machine, then waiting (flexible or fixed) or refused."""
+"""Creating a reservation: checked against the policy (only admins and the users of ``reservations.users``, within
+their caps) and the machine, then waiting (flexible or fixed) or refused."""
 
 from __future__ import annotations
 
@@ -15,4 +16,4 @@ if TYPE_CHECKING:
 def handle(d: Daemon, rcv: rq.Received, req: rq.ResvCreate) -> None:
     if taken_again(d, rcv, req.resv.id, "reservation"):
         return
-    reservations.create(d, req.resv, rcv.digest)
+    reservations.create(d, req.resv, rcv.digest, rcv.sender.admin)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ... import limits
 from ... import requests as rq
+from ...arrays import parse as parse_array
 from ...jobs import JobState
 from ...submit import never_runs
 from .. import arrays, reservations, split
@@ -24,6 +26,7 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
         why = split.check(spec, d.cfg.max_array_size)
         if why:
             raise rq.Refused(why)
+    refuse_over_limits(d, job, spec)
     state, reason = (JobState.HELD, BY_OWNER) if job.hold else (JobState.PENDING, "")
     bad = never_runs(d.machine, d.cfg.max_walltime, spec)
     if bad is None:
@@ -38,3 +41,24 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
         split.take_in(d, spec, job.user, state, reason)
     else:
         d.take_in(spec, job.user, state, reason)
+
+
+def refuse_over_limits(d: Daemon, job: rq.JobSpec, spec: dict[str, object]) -> None:
+    """Refuse (:class:`~gridsched.requests.Refused`, one line) a submission over a per-user limit of ``[limits]``:
+    an array of too many tasks, a job of more cores than a user may run at once, or more queued jobs than a
+    user may have (each array task counts, as in Slurm)."""
+    cfg = d.cfg
+    tasks = len(parse_array(str(spec["array"]), cfg.max_array_size).indices) if job.array is not None else 1
+    why = limits.array_refusal(tasks, cfg) or limits.cores_refusal(job.ncpus, cfg)
+    if why is None and cfg.max_submit_jobs_per_user:
+        counts = d.queued_by_user
+        if counts is None:  # once a turn: each user's jobs queued, held or running (not the pieces of split jobs)
+            counts = d.queued_by_user = {}
+            for r in d.table.jobs.values():
+                if r.split_of is None:
+                    counts[r.user] = counts.get(r.user, 0) + 1
+        why = limits.queued_refusal(job.user, counts.get(job.user, 0), tasks, cfg)
+        if why is None:
+            counts[job.user] = counts.get(job.user, 0) + tasks  # taken in below (or recorded as failed)
+    if why:
+        raise rq.Refused(why)
