@@ -190,8 +190,8 @@ def gs(make_gs) -> Gridsched:
 
 @pytest.fixture
 def stub_daemon(tmp_path: Path):
-    """A factory: ``stub_daemon(config)`` gives a daemon object on a temporary spool with the stub executor
-    (nothing is forked; tests take its turns themselves); it is closed at teardown."""
+    """A factory: ``stub_daemon(config, system_layout=False)`` gives a daemon object on a temporary spool with
+    the stub executor (nothing is forked; tests take its turns themselves); it is closed at teardown."""
     from gridsched import config as configmod
     from gridsched.daemon.executor import Stub
     from gridsched.daemon.loop import Daemon
@@ -199,13 +199,15 @@ def stub_daemon(tmp_path: Path):
 
     made: list[Daemon] = []
 
-    def make(config: str) -> Daemon:
+    def make(config: str, system_layout: bool = False) -> Daemon:
         root = tmp_path / f"stub{len(made)}"
         root.mkdir()
         cfgfile = root / "gridsched.toml"
         cfgfile.write_text(config)
         spool = Spool(root / "spool")
         spool.ensure()
+        if system_layout:  # laid out as a system daemon's spool (private/), whoever runs the test
+            spool.private.mkdir(mode=0o700)
         d = Daemon(spool, configmod.load(str(cfgfile)), str(cfgfile), executor=Stub())
         d.lock()
         d.open()

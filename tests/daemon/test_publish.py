@@ -16,10 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gridsched import config as configmod
 from gridsched import requests as rq
 from gridsched.daemon import arrays, snapshot
-from gridsched.daemon.executor import Stub
 from gridsched.daemon.loop import Daemon
 from gridsched.spool import Spool
 from tests.fuzz.test_requests import valid_job
@@ -33,26 +31,9 @@ autostart = false
 
 
 @pytest.fixture
-def system_layout(tmp_path: Path):
-    """A daemon object on a spool laid out as a system daemon's (``private/``), closed at teardown."""
-    made: list[Daemon] = []
-
-    def make() -> Daemon:
-        root = tmp_path / f"d{len(made)}"
-        root.mkdir()
-        (root / "gridsched.toml").write_text(CONFIG)
-        spool = Spool(root / "spool")
-        spool.ensure()
-        spool.private.mkdir(mode=0o700)
-        d = Daemon(spool, configmod.load(str(root / "gridsched.toml")), str(root / "gridsched.toml"), executor=Stub())
-        d.lock()
-        d.open()
-        made.append(d)
-        return d
-
-    yield make
-    for d in made:
-        d.close()
+def system_layout(stub_daemon):
+    """A daemon object on a spool laid out as a system daemon's (``private/``)."""
+    return lambda: stub_daemon(CONFIG, system_layout=True)
 
 
 def submit(d: Daemon, now: float, **fields: object) -> tuple[int, Path]:

@@ -93,13 +93,13 @@ def test_b_s_locks_on_the_job_table_stop_no_write(system, targets):
     check_intact(system, targets)
 
 
-def _locked_by(pid: int) -> bool:
-    """Whether process ``pid`` holds a POSIX lock (as /proc/locks says)."""
+def _locked_by(pid: int, kind: str = "POSIX") -> bool:
+    """Whether process ``pid`` holds a lock of ``kind`` (POSIX: fcntl, FLOCK: flock), as /proc/locks says."""
     try:
         text = Path("/proc/locks").read_text()
     except OSError:
         return False
-    return any(f" {pid} " in line and "POSIX" in line for line in text.splitlines())
+    return any(f" {pid} " in line and kind in line for line in text.splitlines())
 
 
 def _flock_shared(path: str, release: str) -> str:
@@ -133,7 +133,7 @@ def test_a_shared_flock_does_not_keep_the_daemon_from_restarting(fresh):
         os.chmod(old, 0o644)
         holder = spawn_as(system.b, _flock_shared, str(old), str(release))
         held.append(holder)
-        wait_for(lambda: _flocked_by(holder.pid), 20, "B's shared flock on the old lock file")
+        wait_for(lambda: _locked_by(holder.pid, "FLOCK"), 20, "B's shared flock on the old lock file")
         system.start()
         for u in (system.a, system.b):
             st = system.cmd(u, "gschedd", "status", "--spool", str(system.spool_dir))
@@ -144,14 +144,6 @@ def test_a_shared_flock_does_not_keep_the_daemon_from_restarting(fresh):
         release.touch()
         for h in held:
             h.result(30)
-
-
-def _flocked_by(pid: int) -> bool:
-    try:
-        text = Path("/proc/locks").read_text()
-    except OSError:
-        return False
-    return any(f" {pid} " in line and "FLOCK" in line for line in text.splitlines())
 
 
 def test_b_cannot_fake_or_hide_a_running_daemon(fresh):
