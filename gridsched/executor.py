@@ -202,11 +202,26 @@ def _pickler() -> type:
             self.script = script
 
         def reducer_override(self, obj: object) -> Any:
+            if isinstance(obj, types.CodeType):
+                return _code_with_its_file(obj)
             if self.script and _by_name_in_script(obj, self.script):
                 return NotImplemented  # pickle's own way: __main__.NAME, found in the script the job runs
             return super().reducer_override(obj)
 
     return CallPickler
+
+
+def _code_with_its_file(code: types.CodeType) -> Any:
+    """cloudpickle's reduction of a code object, with the file it was written in: cloudpickle 3.1.3 and later name
+    every function sent by value ``<dynamic-code>``, and a traceback from the job would no longer say where the
+    failing line is."""
+    from cloudpickle import cloudpickle as cp  # type: ignore[import-untyped]
+
+    reduce = getattr(cp, "_code_reduce", None)
+    if reduce is None:  # a cloudpickle without it: its own way
+        return NotImplemented
+    ctor, args = reduce(code)
+    return ctor, tuple(code.co_filename if a == "<dynamic-code>" else a for a in args)
 
 
 def dumps(obj: object, main: str | None = None) -> bytes:

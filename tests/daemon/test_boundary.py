@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -106,6 +107,8 @@ def test_the_daemons_own_ids_skip_those_taken_by_waiting_requests(daemon):
     assert nid + 1 not in ids and len(set(ids)) == 3
     daemon.table.begin()
     assert daemon.table.commit()
+    assert all((daemon.spool.incoming / rq.id_name(i)).exists() for i in ids), "kept until the table is published"
+    daemon.settle(time.time())
     assert not any((daemon.spool.incoming / rq.id_name(i)).exists() for i in ids), "claims released"
 
 

@@ -144,6 +144,10 @@ def test_every_reason_the_daemon_words_has_its_code():
         Wait(WaitKind.DEPENDENCY, "singleton: another job named 'x' is queued or running"),
         Wait(WaitKind.DEPENDENCY_NEVER, "dependency never satisfied: afterok:3: job 3 ended FAILED"),
         Wait(WaitKind.ARRAY_LIMIT, "array 7: 2 tasks already running (%2)"),
+        Wait(
+            WaitKind.CPU_LIMIT,
+            "user core limit: alice's jobs hold 8 cores; 4 more would be over the 10 a user may hold",
+        ),
     ]
     assert {w.kind for w in waits} == set(WaitKind) - {WaitKind.HELD}
     assert set(CODES) == {k.value for k in WaitKind}  # every kind has its row
