@@ -8,6 +8,7 @@ import os
 import time
 
 import psutil
+import pytest
 
 from tests.conftest import wait_for
 from tests.security.conftest import TERMINAL, check_intact, spawn_as
@@ -56,4 +57,51 @@ def test_entries_that_cannot_be_quarantined_do_not_starve_a(system, targets):
     log = system.log().count("quarantined request submit-0000000000")
     wait_for(lambda: not any(os.path.lexists(inc / n) for n in names), 30, "B's directories to leave incoming/")
     assert system.log().count("quarantined request submit-0000000000") <= log + STUCK
+    check_intact(system, targets)
+
+
+def _front_run(inc: str, release: str, seconds: float) -> int:
+    """As B: watch ``incoming/`` and, the moment a submitter's hidden temporary file names the id it is about
+    to take (``..submit-N.json.PID.tmp.PID.TID.tmp``), create ``submit-N.json`` first; how many ids were taken so."""
+    taken: set[str] = set()
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        for n in os.listdir(inc):
+            if n.startswith(".") and n.lstrip(".").startswith("submit-") and ".json." in n:
+                name = n.lstrip(".")[: n.lstrip(".").index(".json.") + 5]
+                if name in taken:
+                    continue
+                taken.add(name)
+                try:
+                    fd = os.open(os.path.join(inc, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                    os.write(fd, b"x")
+                    os.close(fd)
+                except OSError:
+                    pass
+    return len(taken)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a new id is the first creator's, and the temporary file of gsub names it (any submitter's id is "
+    "also predictable from the published table): B, creating the name first each time, makes A's gsub give up "
+    "after MAX_TRIES ids",
+)
+def test_b_cannot_front_run_the_ids_of_a_s_submissions(system, targets):
+    """B watches ``incoming/`` and takes each id A's gsub is about to take, the moment A's temporary file shows
+    it: A's gsub must still submit (each lost id costs it one more try) and A's job run."""
+    a, b = system.a, system.b
+    release = system.shared / f"release-{time.time_ns()}"
+    racer = spawn_as(b, _front_run, str(system.spool_dir / "incoming"), str(release), 60.0)
+    try:
+        r = system.cmd(a, "gsub", "-t", "1m", "--wrap", "echo ran", timeout=60)
+    finally:
+        release.touch()
+        got = racer.result(30)
+    print(f"B took {got.get('ok')} ids ahead of A; A's gsub: {r}")
+    assert r.rc == 0, f"A's gsub: {r}"
+    jid = int(r.stdout.strip().splitlines()[-1])
+    system.ids[a.name].add(jid)
+    assert system.wait_state(jid, *TERMINAL, timeout=30)["state"] == "COMPLETED"
+    system.settle()
     check_intact(system, targets)
