@@ -105,3 +105,124 @@ def test_b_cannot_front_run_the_ids_of_a_s_submissions(system, targets):
     assert system.wait_state(jid, *TERMINAL, timeout=30)["state"] == "COMPLETED"
     system.settle()
     check_intact(system, targets)
+
+
+def _flood(spool: str, release: str, seconds: float, first_id: int) -> dict:
+    """As B, until ``release`` exists (at most ``seconds``): wake the daemon without pause, drop a bad
+    request under a new canonical id now and then (each refused one is recorded, so the table changes and the
+    daemon publishes a new copy), and keep every published copy of the table open.  What it did, and the
+    disk the copies it holds pin."""
+    import socket as _socket
+
+    inc = os.path.join(spool, "incoming")
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM)
+    s.setblocking(False)
+    held: dict[int, int] = {}  # inode -> size
+    fds = []
+    wakes = bad = 0
+    nid = first_id
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        for _ in range(50):
+            try:
+                s.sendto(b"!", os.path.join(spool, "gschedd.sock"))
+                wakes += 1
+            except OSError:
+                pass
+        try:
+            fd = os.open(os.path.join(inc, f"submit-{nid:010d}.json"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.write(fd, b"{}")
+            os.close(fd)
+            bad += 1
+        except OSError:
+            pass
+        nid += 1
+        try:
+            fd = os.open(os.path.join(spool, "state.db"), os.O_RDONLY)
+            st = os.fstat(fd)
+            if st.st_ino in held:
+                os.close(fd)
+            else:
+                held[st.st_ino] = st.st_size
+                fds.append(fd)
+        except OSError:
+            pass
+    for fd in fds:
+        os.close(fd)
+    return {"wakes": wakes, "bad": bad, "copies": len(held), "pinned": sum(held.values())}
+
+
+def test_a_flood_of_wake_ups_and_publications_does_not_delay_a(system, targets):
+    """B wakes the daemon without pause, makes it publish a new copy of the table again and again (bad
+    requests under new ids, each recorded) and holds every copy open.  A's job, submitted meanwhile, is taken
+    in and completes within seconds; the daemon's CPU time and the disk B's copies pin are printed."""
+    a, b = system.a, system.b
+    release = system.shared / f"release-{time.time_ns()}"
+    daemon = psutil.Process(system.proc.pid)  # type: ignore[union-attr]
+    cpu0, t0 = sum(daemon.cpu_times()[:2]), time.monotonic()
+    flooder = spawn_as(b, _flood, str(system.spool_dir), str(release), 30.0, system.next_id() + 10)
+    try:
+        wait_for(
+            lambda: (
+                (system.spool_dir / "quarantine").exists() and len(os.listdir(system.spool_dir / "quarantine")) > 20
+            ),
+            15,
+            "B's flood to be under way",
+        )
+        s0 = time.monotonic()
+        jid = system.gsub(a, "-t", "1m", "--wrap", "echo ran")
+        row = system.wait_state(jid, *TERMINAL, timeout=20)
+        took = time.monotonic() - s0
+        assert row["state"] == "COMPLETED", row
+    finally:
+        release.touch()
+        got = flooder.result(30)
+    cpu = (sum(daemon.cpu_times()[:2]) - cpu0) / (time.monotonic() - t0)
+    print(f"flood {got}; A's job completed {took:.2f} s after gsub; daemon CPU {cpu:.0%} of a core")
+    assert "ok" in got, got
+    assert took < 10, f"A's job took {took:.1f} s under B's flood"
+    system.settle(timeout=60)
+    check_intact(system, targets)
+
+
+LEAVE_CGROUPS = r"""
+for line in $(cat /proc/self/cgroup); do
+  c=$(echo "$line" | cut -d: -f2); p=$(echo "$line" | cut -d: -f3)
+  case "$c" in pids|cpuset) m=/sys/fs/cgroup/$c ;; "") m=/sys/fs/cgroup/unified ;; *) continue ;; esac
+  [ -d "$m$p" ] || continue
+  k=${c:-unified}
+  echo "$k before $p"
+  (echo $$ > "$m/cgroup.procs") 2>/dev/null && echo "$k root moved" || echo "$k root refused"
+  (echo $$ > "$m$(dirname "$p")/cgroup.procs") 2>/dev/null && echo "$k parent moved" || echo "$k parent refused"
+  (echo $$ > "$m$p/cgroup.procs") 2>/dev/null && echo "$k own rewritten" || echo "$k own refused"
+  mkdir "$m$p/esc" 2>/dev/null && echo "$k mkdir made" || echo "$k mkdir refused"
+  (echo max > "$m$p/pids.max") 2>/dev/null && echo "$k pids.max raised" || echo "$k pids.max refused"
+  (echo 0-1023 > "$m$p/cpuset.cpus") 2>/dev/null && echo "$k cpus widened" || echo "$k cpus refused"
+  (setsid sh -c 'cat /proc/self/cgroup' | grep -q ":$c:$p\$") && echo "$k setsid stays" || echo "$k setsid left"
+  echo "$k after $(grep ":$c:" /proc/self/cgroup | cut -d: -f3)"
+done
+"""
+
+
+def test_b_s_job_cannot_leave_or_widen_its_cgroups(system, targets):
+    """B's job writes its pid into the root and parent cgroups' ``cgroup.procs`` (pids, cpuset, the tracking
+    cgroup), makes a cgroup below its own, raises its ``pids.max`` and widens its ``cpuset.cpus``: every write
+    is refused, a ``setsid`` child stays in the job's cgroups, and A's job runs."""
+    b = system.b
+    jid = system.gsub(b, "-t", "1m", "-N", "esc", "--wrap", LEAVE_CGROUPS)
+    row = system.wait_state(jid, *TERMINAL, timeout=30)
+    assert row["state"] == "COMPLETED", row
+    out = (b.home / f"esc.o{jid}").read_text()
+    print(out)
+    lines = out.splitlines()
+    kinds = {line.split()[0] for line in lines if " before " in line}
+    if not kinds:
+        print("skipped: the job is in no cgroup of the daemon's here")
+        pytest.skip("no job cgroups on this host")
+    for k in kinds:
+        got = {" ".join(line.split()[1:2]): line.split(None, 2)[2] for line in lines if line.split()[0] == k}
+        assert got["before"] == got["after"], (k, got)
+        for what in ("root", "parent", "mkdir", "pids.max", "cpus"):
+            assert got[what] == "refused", (k, what, got)
+        assert got["setsid"] == "stays", (k, got)
+    check_intact(system, targets)
