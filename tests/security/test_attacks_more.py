@@ -226,3 +226,48 @@ def test_b_s_job_cannot_leave_or_widen_its_cgroups(system, targets):
             assert got[what] == "refused", (k, what, got)
         assert got["setsid"] == "stays", (k, got)
     check_intact(system, targets)
+
+
+STRETCH = """#!/bin/sh
+gsub -n 1 -t 1m -N kid --wrap 'sleep 50' > "$HOME/stretch.kid" || exit 3
+gyield 2> "$HOME/stretch.err"
+echo $? > "$HOME/stretch.rc"
+sleep 50
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a job backfilled on its walltime ahead of the head may yield: its child is started on the lent core "
+    "with a walltime of its own (beyond the lender's planned end, never preempted for the head) and the lender "
+    "earns walltime credit while the child runs, so the head waits for the child's walltime, not the lender's",
+)
+def test_b_s_backfilled_job_cannot_stretch_its_walltime_by_yielding(fresh):
+    """Four cores under easy.  A's job holds one core for a few seconds and A's four-core job waits for it (the
+    head).  B's one-core job of 3 s fits before the head's start and is backfilled on its walltime; it then
+    submits a one-minute child, yields its core to it and sleeps on, earning walltime credit while the child
+    runs.  A's head job must still start when the blocker ends, not a minute later."""
+    system = fresh({"scheduler": {"policy": "easy"}})
+    a, b = system.a, system.b
+    script = b.home / "stretch.sh"
+    script.write_text(STRETCH)
+    os.chown(script, b.uid, b.gid)
+    script.chmod(0o755)
+    blocker = system.gsub(a, "-n", "1", "-t", "20s", "--wrap", "sleep 5")
+    system.wait_state(blocker, "RUNNING", timeout=15)
+    head = system.gsub(a, "-n", "4", "-t", "1m", "--wrap", "true")
+    parent = system.gsub(b, "-n", "1", "-t", "3s", str(script))
+    try:
+        system.wait_state(parent, "RUNNING", *TERMINAL, timeout=15)
+        wait_for(lambda: (b.home / "stretch.rc").exists(), 15, "B's gyield")
+        kid = int((b.home / "stretch.kid").read_text())
+        system.ids[b.name].add(kid)
+        done = system.wait_state(head, *TERMINAL, timeout=25)
+        assert done["state"] == "COMPLETED", done
+        end_blocker = system.job(blocker)["end_time"]
+        print(f"A's head started {done['start_time'] - end_blocker:.1f} s after the blocker ended")
+        assert done["start_time"] - end_blocker < 10
+    finally:
+        system.cmd(b, "gdel", str(parent))
+        system.wait_state(parent, *TERMINAL, timeout=20)
+    check_intact(system)
