@@ -262,7 +262,7 @@ def test_b_s_backfilled_job_cannot_stretch_its_walltime_by_yielding(fresh):
         wait_for(lambda: (b.home / "stretch.rc").exists(), 15, "B's gyield")
         kid = int((b.home / "stretch.kid").read_text())
         system.ids[b.name].add(kid)
-        done = system.wait_state(head, *TERMINAL, timeout=25)
+        done = system.wait_state(head, *TERMINAL, timeout=15)
         assert done["state"] == "COMPLETED", done
         end_blocker = system.job(blocker)["end_time"]
         print(f"A's head started {done['start_time'] - end_blocker:.1f} s after the blocker ended")
@@ -270,4 +270,44 @@ def test_b_s_backfilled_job_cannot_stretch_its_walltime_by_yielding(fresh):
     finally:
         system.cmd(b, "gdel", str(parent))
         system.wait_state(parent, *TERMINAL, timeout=20)
+    check_intact(system)
+
+
+def test_b_s_split_job_and_array_stay_within_the_per_user_cores(fresh):
+    """Under ``[limits] max_cpus_per_user = 2`` on four cores, B submits a splittable job of 8 one-core
+    sub-tasks and an array of 4 one-core tasks, each task sleeping: B's running jobs never hold more than 2
+    cores together, and A's two-core job submitted after them runs at once."""
+    system = fresh({"limits": {"max_cpus_per_user": 2}})
+    a, b = system.a, system.b
+    split = system.cmd(b, "gsub", "-n", "1", "--split", "8", "--task-time", "20s", "--wrap", "sleep 4")
+    arr = system.cmd(b, "gsub", "-n", "1", "--array", "0-3", "-t", "20s", "--wrap", "sleep 4")
+    bs = []
+    for r in (split, arr):
+        if r.rc == 0:
+            bs.append(int(r.stdout.strip().splitlines()[-1]))
+            system.ids[b.name].add(bs[-1])
+        else:
+            assert r.one_line_error("gsub") is None, r
+    most = 0
+
+    def b_cores() -> int:
+        return sum(r["ncpus"] for r in system.rows().values() if r["uid"] == b.uid and r["state"] == "RUNNING")
+
+    def done() -> dict | None:
+        nonlocal most
+        most = max(most, b_cores())
+        j = system.job(jid)
+        return j if j and j["state"] in TERMINAL else None
+
+    try:
+        wait_for(lambda: b_cores() > 0, 15, "B's tasks to start")
+        t0 = time.monotonic()
+        jid = system.gsub(a, "-n", "2", "-t", "1m", "--wrap", "sleep 2")
+        row = wait_for(done, 15, "A's job to end")
+        assert row["state"] == "COMPLETED", row
+        assert most <= 2, f"B's running jobs held {most} cores under max_cpus_per_user = 2"
+        print(f"B held at most {most} cores; A's job completed {time.monotonic() - t0:.1f} s after gsub")
+    finally:
+        for j in bs:
+            system.cmd(b, "gdel", str(j))
     check_intact(system)
