@@ -311,3 +311,44 @@ def test_b_s_split_job_and_array_stay_within_the_per_user_cores(fresh):
         for j in bs:
             system.cmd(b, "gdel", str(j))
     check_intact(system)
+
+
+def _lure_beyond_the_window(inc: str, far: str, release: str, seconds: float) -> bool:
+    """As B: keep ``far`` (the highest id a submitter still counts) in ``incoming/`` and remove it the moment
+    another submitter's temporary file appears, before the daemon reads it: the submitter took the id above
+    it, beyond what the daemon accepts."""
+    path = os.path.join(inc, far)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, b"x")
+    os.close(fd)
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        if any(n.startswith("..submit-") for n in os.listdir(inc)):
+            os.unlink(path)
+            return True
+    os.unlink(path)
+    return False
+
+
+def test_b_cannot_lure_a_s_submission_beyond_the_id_window(system, targets):
+    """B puts a request name at the farthest id the daemon accepts and removes it as A's gsub writes, before the
+    daemon reads it: A's gsub does not take the id above it (which the daemon would drop as too far), and A's
+    job, which gsub reported submitted, is taken in and runs."""
+    from gridsched.requests import ID_WINDOW, id_name
+    from gridsched.spool import Spool
+
+    a, b = system.a, system.b
+    system.settle()
+    far = id_name(Spool(system.spool_dir).highest_id() + ID_WINDOW)
+    release = system.shared / f"release-{time.time_ns()}"
+    lure = spawn_as(b, _lure_beyond_the_window, str(system.spool_dir / "incoming"), far, str(release), 30.0)
+    try:
+        wait_for(lambda: (system.spool_dir / "incoming" / far).exists(), 15, "B's name at the window's edge")
+        jid = system.gsub(a, "-t", "1m", "--wrap", "echo ran")
+    finally:
+        release.touch()
+        got = lure.result(30)
+    print(f"B's lure: {got}; A's job {jid}")
+    row = system.wait_state(jid, *TERMINAL, timeout=10)
+    assert row["state"] == "COMPLETED", row
+    check_intact(system, targets)
