@@ -198,7 +198,7 @@ class Spool:
     # -- job ids -----------------------------------------------------------
     def next_id(self) -> int:
         """The id a new submission should try: above every id in the job and reservation tables and every
-        new id waiting in ``incoming/`` (ids far beyond those are ignored: the daemon refuses them).
+        new id waiting in ``incoming/`` (ids more than half the daemon's window beyond those are ignored).
 
         The id is only a candidate: it is taken by :meth:`publish_new`, which
         fails with :class:`IdTaken` if someone took it meanwhile.
@@ -213,9 +213,12 @@ class Spool:
             names = []
         base = self.highest_id()
         best = base
+        # names waiting up to half the daemon's window are counted: the daemon accepts ids up to ID_WINDOW beyond
+        # the highest it has (never below ``base``), so the id chosen is never one it drops as too far, whatever
+        # name someone put at the window's edge and took away again before the daemon read it
         for n in names:
             i = id_of_name(n)
-            if i is not None and best < i <= base + ID_WINDOW:
+            if i is not None and best < i <= base + ID_WINDOW // 2:
                 best = i
         return best + 1
 

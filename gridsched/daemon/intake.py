@@ -162,18 +162,47 @@ def quarantine(spool: Spool, name: str, why: str) -> None:
     why = rq.safe(why, 1000)
     log.warning("quarantined request %s: %s", rq.safe(name, 120), why)
     spool.quarantine.mkdir(parents=True, exist_ok=True)
-    try:
-        os.rename(spool.incoming / name, spool.quarantine / name)  # a link is moved, never followed
-    except OSError:
-        try:
-            os.unlink(spool.incoming / name)
-        except OSError:
-            pass
-    why_name = name + ".why" if len(name.encode()) <= 250 else name[:120] + "....why"
+    name_there = _move_aside(spool, name)
+    why_name = name_there + ".why" if len(name_there.encode()) <= 250 else name_there[:120] + "....why"
     try:
         atomic_write(spool.quarantine / why_name, (why + "\n").encode(), mode=0o644, fsync=False)
     except OSError:
         pass
+
+
+def _move_aside(spool: Spool, name: str) -> str:
+    """Move ``incoming/NAME`` into ``quarantine/`` (a link is moved, never followed); the name it has there.
+
+    Where the move fails because ``quarantine/`` holds an entry of that name that it cannot replace (a
+    directory sent under the name of a file quarantined before, or the other way round), it goes under a
+    new name: whatever a user puts in ``incoming/`` leaves it, so that it is not read again turn after turn
+    ahead of other users' requests.
+    """
+    src = spool.incoming / name
+    try:
+        os.rename(src, spool.quarantine / name)
+        return name
+    except FileNotFoundError:
+        return name
+    except OSError:
+        pass
+    stem = name if len(name.encode()) <= 200 else name[:60]
+    for k in range(100):
+        other = f"{stem}.{time.time_ns()}.{k}"
+        if os.path.lexists(spool.quarantine / other):  # only the daemon writes in quarantine/
+            continue
+        try:
+            os.rename(src, spool.quarantine / other)
+            return other
+        except FileNotFoundError:
+            return name
+        except OSError:
+            break
+    try:
+        os.unlink(src)
+    except OSError:
+        log.error("request %s cannot leave %s", rq.safe(name, 120), spool.incoming)
+    return name
 
 
 def done(spool: Spool, name: str) -> None:
