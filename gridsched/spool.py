@@ -308,7 +308,9 @@ class Spool:
         (:class:`IdTaken` otherwise), so the id is the writer's."""
         self.ensure()
         path = self.incoming / name
-        tmp = self.incoming / f".{name}.{os.getpid()}.tmp"
+        # the temporary name tells nobody which id is about to be taken (someone watching incoming/ could take it
+        # first, again and again)
+        tmp = self.incoming / f".new-{os.urandom(12).hex()}"
         atomic_write(tmp, data, mode=0o600)
         try:
             os.link(tmp, path)  # fails if the name exists: never replaces someone's request

@@ -628,6 +628,17 @@ def sender(spool: Spool) -> rq.Sender:
 
 
 MAX_TRIES = 20  # new ids tried before a submission gives up (each is lost only to a concurrent submitter)
+MAX_STEP = 1 << 16  # the largest step past the next free id a retry takes (well inside the daemon's id window)
+
+
+def retry_step(k: int) -> int:
+    """How far past the next free id try ``k`` of a submission goes: 0 at first (ids stay consecutive), then a
+    random step below 4, 8, 16, ... (at most :data:`MAX_STEP`), which a user taking the next ids cannot foresee."""
+    if k == 0:
+        return 0
+    import secrets
+
+    return secrets.randbelow(min(MAX_STEP, 2 << k))
 
 
 def publish_new(spool: Spool, kind: str, build: Callable[[int], dict[str, Any]]) -> dict[str, Any]:
@@ -635,12 +646,15 @@ def publish_new(spool: Spool, kind: str, build: Callable[[int], dict[str, Any]])
     which is checked exactly as the daemon will check it; the object as published.
 
     The id is taken by publishing (:meth:`Spool.publish_new`); when a
-    concurrent submitter took it first, the next one is tried.
+    concurrent submitter took it first, another is tried: the next one
+    after a random step that doubles with each try, so that nobody who
+    watches the spool and takes the next ids first can keep a submission
+    out (:func:`retry_step`).
     """
     who = sender(spool)
-    for _ in range(MAX_TRIES):
+    for k in range(MAX_TRIES):
         try:
-            nid = spool.next_id()
+            nid = spool.next_id() + retry_step(k)
         except OSError as e:  # a full or read-only spool: nothing was submitted
             raise SubmitError(f"cannot submit to {spool.root}: {e.strerror or e}") from None
         obj = build(nid)

@@ -174,12 +174,19 @@ class Daemon:
         signal.signal(signal.SIGINT, self._on_stop)
         signal.signal(signal.SIGHUP, self._on_hup)
 
-    def open(self) -> None:
-        """Open the job table and recover: the jobs, reservations and drained cores of the last run."""
+    def open_table(self) -> None:
+        """Open the job table (a system spool's: take an earlier release's over, and publish a first copy, so the
+        commands find one as soon as the daemon answers)."""
         if self.spool.system:
             snapshot.adopt_old_table(self.spool)
             snapshot.clear_old_index(self.spool)
         self.db = StateDB(self.spool.live_db, write=True)
+        self.publisher.run(self.db.conn, self.db.version, time.time(), force=True)
+
+    def open(self) -> None:
+        """Open the job table and recover: the jobs, reservations and drained cores of the last run."""
+        if not hasattr(self, "db"):
+            self.open_table()
         self.tuner.load(self.db, time.time())
         self.cfg = self.tuner.effective(self.file_cfg)
         self.table = JobTable(self.db, self.spool)
@@ -715,6 +722,7 @@ def serve(spool: Spool, cfg: configmod.Config, config_path: str | None = None) -
     d.lock()
     _setup_logging(spool, cfg.log_level)
     try:
+        d.open_table()
         d.listen()
         d.open()
         d.serve()

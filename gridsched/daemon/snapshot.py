@@ -70,6 +70,13 @@ def adopt_old_table(spool: Spool) -> None:
         src.close()
     os.chmod(tmp, 0o600)
     os.rename(tmp, live)
+    # the first copy for the commands, in place of the old table, before its WAL goes (a reader of the old file
+    # without its WAL would see an older table)
+    pub = spool.private / "state.db.publish"
+    pub.unlink(missing_ok=True)
+    _copy_file(live, pub)
+    os.chmod(pub, 0o644)
+    os.rename(pub, old)
     for extra in ("-wal", "-shm", "-journal"):
         Path(f"{old}{extra}").unlink(missing_ok=True)
     log.info("the job table of %s is now kept in %s; %s is the copy the commands read", old, live, old)
