@@ -188,9 +188,13 @@ def walltime_credit(spans: Iterable[tuple[float, float | None]], now: float, lim
     return min(total, max(0.0, limit))
 
 
-def credit_limit(allowance: float, longest: float) -> float:
+def credit_limit(allowance: float, longest: float, backfilled: bool = False) -> float:
     """The most credit a run may have: a run allowed ``allowance`` seconds (its walltime left when it started)
-    never lasts, in wall-clock time, past ``max(allowance, longest)`` (``longest``: jobs.max_walltime)."""
+    never lasts, in wall-clock time, past ``max(allowance, longest)`` (``longest``: jobs.max_walltime).  A run
+    started ahead of a waiting job (``backfilled``) earns none: that job's reservation counted on its walltime,
+    and a credit would carry it past the reserved start."""
+    if backfilled:
+        return 0.0
     return max(0.0, longest - allowance)
 
 

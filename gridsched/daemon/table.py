@@ -171,7 +171,9 @@ class Rec:
             allowance = self.deadline - self.start
         else:
             allowance = self.remaining()
-        return walltime_credit(((s or 0.0, u) for s, u in self.lent), now, credit_limit(allowance, longest))
+        return walltime_credit(
+            ((s or 0.0, u) for s, u in self.lent), now, credit_limit(allowance, longest, self.backfilled)
+        )
 
     def due(self, now: float, longest: float) -> float | None:
         """When this segment reaches its walltime (its deadline, later by its credit)."""

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from math import inf
 
 from ..core.policy import schedule
-from ..core.tree import credit_spans, tops, walltime_credit
+from ..core.tree import credit_limit, credit_spans, tops, walltime_credit
 from ..core.types import Lent, Params, Policy, Reclaim, Resume, Running, Snapshot, Start, Waiting
 
 FIELDS = ("id", "parent", "submit", "ncpus", "walltime", "run")
@@ -168,6 +168,7 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
     now = 0.0
 
     spans: dict[int, tuple[tuple[float, float | None], ...]] = {}  # when each parent earned walltime credit
+    backfilled: set[int] = set()  # jobs started ahead of a waiting job: they earn no credit
 
     def account(t: float) -> None:
         """A yielding parent earns credit while a child of its runs (gridsched.core.tree.credit_spans)."""
@@ -192,7 +193,13 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
 
     def runs(t: float) -> tuple[Running, ...]:
         return tuple(
-            Running(j, len(c), res.start[j], by_id[j].walltime + walltime_credit(spans.get(j, ()), t), c)
+            Running(
+                j,
+                len(c),
+                res.start[j],
+                by_id[j].walltime + walltime_credit(spans.get(j, ()), t, credit_limit(0.0, inf, j in backfilled)),
+                c,
+            )
             for j, c in running.items()
         )
 
@@ -250,6 +257,8 @@ def simulate(jobs: list[TreeJob], ncores: int, params: Params | None = None, yie
                 queue.remove(j.id)
                 running[j.id] = tuple(d.cores)
                 res.start[j.id] = now
+                if d.backfilled:
+                    backfilled.add(j.id)
                 res.cores[j.id] = tuple(d.cores)
                 res.busy += j.ncpus * j.run
                 if any(c in top for c in d.cores):  # on cores a yielding job holds

@@ -212,6 +212,8 @@ def test_the_walltime_credit_is_the_time_earned_and_at_most_its_limit():
     assert walltime_credit(((10.0, 20.0),), 50.0, limit=-3.0) == 0.0
     # a run of 100 s under a longest walltime of 250 s may earn 150 s; one of 300 s nothing
     assert credit_limit(100.0, 250.0) == 150.0 and credit_limit(300.0, 250.0) == 0.0
+    # a run started ahead of a waiting job earns nothing: the reservation counted on its walltime
+    assert credit_limit(100.0, 250.0, backfilled=True) == 0.0
 
 
 def test_credit_spans_open_and_close_with_the_fact_the_driver_sees():

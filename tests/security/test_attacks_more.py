@@ -250,12 +250,6 @@ sleep 50
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a job backfilled on its walltime ahead of the head may yield: its child is started on the lent core "
-    "with a walltime of its own (beyond the lender's planned end, never preempted for the head) and the lender "
-    "earns walltime credit while the child runs, so the head waits for the child's walltime, not the lender's",
-)
 def test_b_s_backfilled_job_cannot_stretch_its_walltime_by_yielding(fresh):
     """Four cores under easy.  A's job holds one core for a few seconds and A's four-core job waits for it (the
     head).  B's one-core job of 3 s fits before the head's start and is backfilled on its walltime; it then
