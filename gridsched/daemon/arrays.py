@@ -55,6 +55,7 @@ LINKS_PER_SCRIPT = 10_000
 META = "intake-"  # the state db's meta key of an array being taken in: META + its id
 CLAIM = 256  # ids claimed at a time while a slice is taken in (those left over are let go at once)
 RETRY = 1.0  # seconds before an intake that could not write its tasks tries again
+OFFER_EVERY = 1.0  # seconds between the scheduling passes the new tasks of an array ask for while it is taken in
 
 
 @dataclass(slots=True)
@@ -78,6 +79,8 @@ class Intake:
     step: int = 1
     wait_until: float = 0.0  # after a failed write: not before this (time.monotonic)
     trouble: int | None = None  # the errno last logged
+    cost: float = 0.001  # seconds a task takes to be taken in, as measured (how many ids a slice claims)
+    offered: float = 0.0  # when its tasks last asked for a scheduling pass (time.monotonic)
     started: float = field(default_factory=time.monotonic)
 
     def progress(self) -> str:
@@ -192,13 +195,16 @@ def advance(d: Daemon, it: Intake, budget: Budget) -> None:
     if it.wait_until > time.monotonic():
         return
     claimed: list[int] = []
+    t0, n0 = time.monotonic(), it.done
+    dirty = d.dirty
     try:
         while it.done < len(it.indices) and budget.left():
             if it.done == 0:
                 tid = it.first
             else:
-                if not claimed:
-                    claimed = d.new_ids(min(CLAIM, len(it.indices) - it.done, max(1, budget.left())))
+                if not claimed:  # as many as the time left is expected to take in
+                    fit = int(budget.time_left() / it.cost) + 1
+                    claimed = d.new_ids(min(CLAIM, len(it.indices) - it.done, budget.left(), max(1, fit)))
                     claimed.reverse()
                 tid = claimed[-1]
             _task(d, it, tid)
@@ -223,6 +229,13 @@ def advance(d: Daemon, it: Intake, budget: Budget) -> None:
     finally:
         if claimed:
             d.unclaim(claimed)
+    now = time.monotonic()
+    if it.done - n0 >= 8:
+        it.cost = 0.5 * it.cost + 0.5 * (now - t0) / (it.done - n0)
+    if n0 and it.done < len(it.indices) and now - it.offered < OFFER_EVERY:
+        d.dirty = dirty  # the tasks of a slice alone ask for a scheduling pass at most every OFFER_EVERY
+    elif d.dirty:
+        it.offered = now
     if it.done >= len(it.indices):
         _finish(d, it)
     else:

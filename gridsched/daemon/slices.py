@@ -44,6 +44,9 @@ class Budget:
             return 0
         return self.limit - self.used
 
+    def time_left(self) -> float:
+        return SLICE_TIME - (time.monotonic() - self.t0)
+
     def spend(self, n: int = 1) -> None:
         self.used += n
 

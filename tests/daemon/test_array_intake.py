@@ -16,7 +16,6 @@ from gridsched.arrays import task_path
 from gridsched.daemon import arrays, slices
 from gridsched.daemon.executor import Stub
 from gridsched.daemon.loop import Daemon
-from gridsched.jobs import JobState
 from tests.fuzz.test_requests import valid_job
 
 CONFIG = """
