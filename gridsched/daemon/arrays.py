@@ -198,13 +198,13 @@ def advance(d: Daemon, it: Intake, budget: Budget) -> None:
     t0, n0 = time.monotonic(), it.done
     dirty = d.dirty
     try:
-        while it.done < len(it.indices) and budget.left():
+        while it.done < len(it.indices) and (room := budget.left()) > 0:
             if it.done == 0:
                 tid = it.first
             else:
                 if not claimed:  # as many as the time left is expected to take in
                     fit = int(budget.time_left() / it.cost) + 1
-                    claimed = d.new_ids(min(CLAIM, len(it.indices) - it.done, budget.left(), max(1, fit)))
+                    claimed = d.new_ids(max(1, min(CLAIM, len(it.indices) - it.done, room, fit)))
                     claimed.reverse()
                 tid = claimed[-1]
             _task(d, it, tid)
@@ -257,8 +257,7 @@ def _task(d: Daemon, it: Intake, tid: int) -> None:
     )
     if it.max_running is not None:
         task["array_max"] = it.max_running
-    new_run = k % LINKS_PER_SCRIPT == 0 or it.link is None
-    if not new_run:
+    if k % LINKS_PER_SCRIPT and it.link is not None:
         try:
             d.take_in(dict(task), it.user, it.state, it.reason, {"script": d.spool.job_dir(it.link) / "script"})
             return

@@ -251,7 +251,7 @@ class Daemon:
         """``count`` new ids for the daemon's own use (array tasks, pieces of split jobs)."""
         ids = self.spool.claim_ids(count)
         self.table.claims.extend(ids)
-        self.id_high = max(self.id_high, *ids)
+        self.id_high = max(self.id_high, *ids, 0)
         return ids
 
     def unclaim(self, ids: list[int]) -> None:
