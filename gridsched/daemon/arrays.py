@@ -226,6 +226,9 @@ def advance(d: Daemon, it: Intake, budget: Budget) -> None:
                 it.done,
                 e.strerror or e,
             )
+    except Exception:  # noqa: BLE001 - a task that cannot be made never stops the daemon; the intake waits
+        it.wait_until = time.monotonic() + RETRY
+        log.exception("array %d: task %d could not be taken in; tried again later", it.first, it.done)
     finally:
         if claimed:
             d.unclaim(claimed)

@@ -65,7 +65,10 @@ class Sweep:
         while self.ids and budget.left():
             rec = d.table.jobs.get(self.ids.popleft())
             if rec is not None:  # ended meanwhile: nothing to do
-                self.act(rec)
+                try:
+                    self.act(rec)
+                except Exception:  # noqa: BLE001 - one job's trouble never stops the daemon or the rest
+                    log.exception("%s: job %d", self.what, rec.id)
             budget.spend()
         return not self.ids
 
