@@ -278,25 +278,27 @@ def array_step(indices: tuple[int, ...]) -> int:
     return step if all(b - a == step for a, b in zip(indices, indices[1:])) else 1
 
 
-def array_env(array_id: int, index: int, indices: tuple[int, ...], compat: bool) -> dict[str, str]:
+def array_env(
+    array_id: int, index: int, indices: tuple[int, ...], compat: bool, step: int | None = None
+) -> dict[str, str]:
     """The variables that tell an array task who it is (and the Slurm, PBS and Grid Engine names with
-    ``compat``)."""
+    ``compat``); ``step``: the array's :func:`array_step`, when the caller has it already."""
     aid, idx = str(array_id), str(index)
     env = {"GS_ARRAY_JOB_ID": aid, "GS_ARRAY_TASK_ID": idx, "GS_ARRAY_TASK_COUNT": str(len(indices))}
     if compat:
-        step = str(array_step(indices))
+        step_text = str(array_step(indices) if step is None else step)
         env.update(
             SLURM_ARRAY_JOB_ID=aid,
             SLURM_ARRAY_TASK_ID=idx,
             SLURM_ARRAY_TASK_COUNT=str(len(indices)),
             SLURM_ARRAY_TASK_MIN=str(indices[0]),
             SLURM_ARRAY_TASK_MAX=str(indices[-1]),
-            SLURM_ARRAY_TASK_STEP=step,
+            SLURM_ARRAY_TASK_STEP=step_text,
             PBS_ARRAY_INDEX=idx,
             PBS_ARRAYID=idx,
             SGE_TASK_ID=idx,
             SGE_TASK_FIRST=str(indices[0]),
             SGE_TASK_LAST=str(indices[-1]),
-            SGE_TASK_STEPSIZE=step,
+            SGE_TASK_STEPSIZE=step_text,
         )
     return env

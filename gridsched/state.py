@@ -432,3 +432,6 @@ class StateDB:
 
     def set_meta(self, key: str, value: str) -> None:
         self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def del_meta(self, key: str) -> None:
+        self._write("DELETE FROM meta WHERE key = ?", (key,))

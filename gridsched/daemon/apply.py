@@ -108,8 +108,8 @@ HELD = "held (grls releases it)"
 
 def offered(rec: Rec) -> bool:
     """Whether a queued job is offered to the core: all but a splittable job whose every sub-task went to
-    pieces (it ends with the last of them, split.piece_ended)."""
-    return rec.split is None or bool(rec.split.get("left"))
+    pieces (it ends with the last of them, split.piece_ended) and a job a cancel under way will end."""
+    return (rec.split is None or bool(rec.split.get("left"))) and not rec.withdrawn
 
 
 def dep_states(d: Daemon, pending: list[Rec]) -> dict[int, str]:

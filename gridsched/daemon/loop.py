@@ -21,6 +21,7 @@ import selectors
 import signal
 import socket
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from ..topology import TopologyError, changed_map, load_machine
 from ..tune import label as tune_label
 from . import (
     apply,
+    arrays,
     devcgroup,
     handlers,
     intake,
@@ -48,6 +50,7 @@ from . import (
     outcome,
     reasons,
     reservations,
+    slices,
     snapshot,
     split,
 )
@@ -110,6 +113,11 @@ class Daemon:
         # or quarantine once the copy shows what became of them; the scan passes over them meanwhile
         self.publisher = snapshot.Publisher(spool)
         self.settling: dict[str, str | None] = {}  # request name -> None (served) or the reason it was refused
+        # big work done a slice per turn (daemon/slices.py): arrays being taken in (by array id), requests acting
+        # on many jobs, and the names of their request files (kept in incoming/ until the work is done)
+        self.intakes: dict[int, arrays.Intake] = {}
+        self.sweeps: deque[slices.Sweep] = deque()
+        self.busy: set[str] = set()
 
     # -- setup ------------------------------------------------------------------
     def lock(self) -> None:
@@ -250,8 +258,14 @@ class Daemon:
         """``count`` new ids for the daemon's own use (array tasks, pieces of split jobs)."""
         ids = self.spool.claim_ids(count)
         self.table.claims.extend(ids)
-        self.id_high = max(self.id_high, *ids)
+        self.id_high = max(self.id_high, *ids, 0)
         return ids
+
+    def unclaim(self, ids: list[int]) -> None:
+        """Let go at once of ids claimed with :meth:`new_ids` and never used (nothing was written under them)."""
+        drop = set(ids)
+        self.table.claims = [i for i in self.table.claims if i not in drop]
+        self.spool.release_claims(ids)
 
     def _load_drained(self) -> None:
         try:
@@ -314,6 +328,7 @@ class Daemon:
         walltimes, ask the core for a plan when anything changed and carry it out, commit, start the jobs."""
         if scan or now - self.last_scan >= RESCAN:
             self.ingest()
+        slices.advance(self)  # a slice of the big work under way (arrays taken in, large cancels)
         self.trees.account(now)  # yielding parents earn walltime credit only while a child of theirs runs
         self.timers(now)
         self.tuner.tick(self, now)
@@ -354,6 +369,8 @@ class Daemon:
             pass
 
     def next_timeout(self) -> float:
+        if slices.pending(self):
+            return 0.0  # the next slice at once, after a look at what else came
         now = time.time()
         t = self.last_scan + RESCAN
         for rec in self.table.jobs.values():
@@ -387,7 +404,8 @@ class Daemon:
         handler of its kind; a refused one is quarantined and, if it brought a new id, recorded as refused."""
         self.last_scan = time.time()
         self.queued_by_user = None
-        got, refused = intake.scan(self.spool, self.senders, room=self._room(), skip=self.settling)
+        skip = self.settling.keys() | self.busy  # requests served, or whose work goes on over turns
+        got, refused = intake.scan(self.spool, self.senders, room=self._room(), skip=skip)
         if not got and not refused:
             return
         got.sort(key=lambda r: not isinstance(r.request, rq.ResvCreate))  # a job may name a reservation made with it
@@ -414,7 +432,8 @@ class Daemon:
                 log.exception("request %s failed", rq.safe(rcv.name, 120))
                 self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), f"could not be served: {e}")
                 continue
-            served.append(rcv.name)
+            if rcv.name not in self.busy:
+                served.append(rcv.name)
         # served requests leave incoming/ once their writes are committed and published; a commit that fails
         # (a full disk) keeps its writes to try again, and the requests are not read again meanwhile
         for name in served:

@@ -85,6 +85,7 @@ class Rec:
     nice: int = 0  # spec ``nice`` (gsub --nice)
     admin_prio: int | None = None  # spec ``priority`` (gsub --priority, an admin's)
     interactive: bool = False  # spec ``interactive``: a grun job, never rerun
+    withdrawn: bool = False  # a cancel under way will end it (handlers/cancel.py): offered to no pass meanwhile
     # This segment's credit: [since, until] while it yielded and a child of it ran (until None: it still
     # earns), see gridsched.core.tree.credit_spans and walltime_credit
     lent: list[list[float | None]] = field(default_factory=list)

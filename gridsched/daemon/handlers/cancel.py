@@ -1,4 +1,8 @@
-"""Cancelling jobs: pending ones end at once, running ones are signalled and end when they have exited."""
+"""Cancelling jobs: pending ones end at once, running ones are signalled and end when they have exited.
+
+Many jobs (a large array) are cancelled a slice per turn (:mod:`..slices`); those still to be cancelled
+are offered to no scheduling pass meanwhile.  An array still being taken in stops being taken in: the
+tasks still to come are never made."""
 
 from __future__ import annotations
 
@@ -6,13 +10,26 @@ import time
 from typing import TYPE_CHECKING
 
 from ... import requests as rq
+from .. import arrays, slices
 from .owned import owned_targets
 
 if TYPE_CHECKING:
     from ..loop import Daemon
+    from ..table import Rec
+
+WHY = "cancelled before it started"
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Cancel) -> None:
-    now = time.time()
-    for rec in owned_targets(d, rcv, req.jobs, req.arrays, pieces=True):
-        d.cancel(rec, now, "cancelled before it started")
+    for aid in req.arrays:
+        it = d.intakes.get(aid)
+        if it is not None and rcv.sender.uid in (0, it.uid):
+            arrays.stop(d, it, "cancelled")
+    recs = owned_targets(d, rcv, req.jobs, req.arrays, pieces=True)
+    for rec in recs:
+        rec.withdrawn = True
+
+    def act(rec: Rec) -> None:
+        d.cancel(rec, time.time(), WHY)
+
+    slices.sweep(d, rcv.name, f"cancel of {len(recs)} jobs", recs, act)

@@ -6,10 +6,12 @@ from typing import TYPE_CHECKING
 
 from ... import requests as rq
 from ...jobs import JobState
+from .. import arrays, slices
 from .owned import owned_targets
 
 if TYPE_CHECKING:
     from ..loop import Daemon
+    from ..table import Rec
 
 
 BY_OWNER = "held by its owner (grls releases it)"
@@ -17,10 +19,21 @@ BY_ADMIN = "held by an admin (grls releases it)"
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Hold) -> None:
-    for rec in owned_targets(d, rcv, req.jobs, req.arrays):
+    """Hold the pending jobs named (a slice per turn when they are many); an array still being taken in has its
+    tasks still to come made held."""
+    for aid in req.arrays:
+        it = d.intakes.get(aid)
+        if it is not None and rcv.sender.uid in (0, it.uid) and it.state is JobState.PENDING:
+            it.state, it.reason = JobState.HELD, BY_OWNER if rcv.sender.uid == it.uid else BY_ADMIN
+            arrays.save(d, it)
+
+    def act(rec: Rec) -> None:
         if rec.state is JobState.PENDING and rec.shepherd is None:
             d.table.dequeue(rec)
             rec.state = JobState.HELD
             rec.reason = BY_OWNER if rcv.sender.uid == rec.uid else BY_ADMIN  # the core reports it (core.eligible)
             d.table.save(rec, reason=rec.reason)
             d.dirty = True
+
+    recs = owned_targets(d, rcv, req.jobs, req.arrays)
+    slices.sweep(d, rcv.name, f"hold of {len(recs)} jobs", recs, act)

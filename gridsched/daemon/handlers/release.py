@@ -6,17 +6,30 @@ from typing import TYPE_CHECKING
 
 from ... import requests as rq
 from ...jobs import JobState
+from .. import arrays, slices
 from .owned import owned_targets
 
 if TYPE_CHECKING:
     from ..loop import Daemon
+    from ..table import Rec
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Release) -> None:
-    for rec in owned_targets(d, rcv, req.jobs, req.arrays):
+    """Release the held jobs named (a slice per turn when they are many); an array still being taken in has its
+    tasks still to come made pending."""
+    for aid in req.arrays:
+        it = d.intakes.get(aid)
+        if it is not None and rcv.sender.uid in (0, it.uid) and it.state is JobState.HELD:
+            it.state, it.reason = JobState.PENDING, ""
+            arrays.save(d, it)
+
+    def act(rec: Rec) -> None:
         if rec.state is JobState.HELD:
             rec.state = JobState.PENDING
             rec.reason = ""
             d.table.enqueue(rec)
             d.table.save(rec, reason="")
             d.dirty = True
+
+    recs = owned_targets(d, rcv, req.jobs, req.arrays)
+    slices.sweep(d, rcv.name, f"release of {len(recs)} jobs", recs, act)

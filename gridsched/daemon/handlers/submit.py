@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
     job = req.job
     if taken_again(d, rcv, job.id, "job"):
+        if job.array is not None:  # read again after a restart: an array taken in partly goes on
+            arrays.resume(d, rcv.name, job.to_spec(), job.user)
         return
     spec = job.to_spec()
     if job.array is not None or job.split is not None:
@@ -36,7 +38,7 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
     if bad:
         state, reason = JobState.FAILED, bad
     if job.array is not None:
-        arrays.take_in(d, spec, job.user, state, reason)
+        arrays.take_in(d, rcv.name, spec, job.user, state, reason)
     elif job.split is not None:
         split.take_in(d, spec, job.user, state, reason)
     else:
@@ -57,6 +59,8 @@ def refuse_over_limits(d: Daemon, job: rq.JobSpec, spec: dict[str, object]) -> N
             for r in d.table.jobs.values():
                 if r.split_of is None:
                     counts[r.user] = counts.get(r.user, 0) + 1
+            for it in d.intakes.values():  # the tasks of arrays still to be taken in count already
+                counts[it.user] = counts.get(it.user, 0) + len(it.indices) - it.done
         why = limits.queued_refusal(job.user, counts.get(job.user, 0), tasks, cfg)
         if why is None:
             counts[job.user] = counts.get(job.user, 0) + tasks  # taken in below (or recorded as failed)

@@ -1,0 +1,119 @@
+"""Big work in bounded slices, so that the daemon's loop always answers.
+
+Taking in a large array (:mod:`.arrays`) and acting on many jobs at once (a
+cancel, hold or release of a large array: :class:`Sweep`) are done a slice
+per turn of the loop: at most :data:`SLICE_MAX` jobs and about
+:data:`SLICE_TIME` seconds of such work in all, then the loop goes on with
+everything else (other requests, walltimes, the published table, a stop) and
+comes back at once for the next slice.  The request file that asked for the
+work stays in ``incoming/`` (the scan passes over it) until the work is done
+and committed: a daemon stopped or killed meanwhile reads it again at its
+next start and finishes the work from what was committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .loop import Daemon
+    from .table import Rec
+
+log = logging.getLogger("gschedd")
+
+SLICE_MAX = 1000  # jobs taken in or acted on in one turn of the loop, at most
+SLICE_TIME = 0.05  # seconds of such work in one turn, about (at least one job is done each turn)
+
+
+class Budget:
+    """What is left of one turn's slice: a count of jobs and a time."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.t0 = time.monotonic()
+        self.used = 0
+        self.limit = SLICE_MAX if limit is None else limit
+
+    def left(self) -> int:
+        """How many more jobs this turn may take: 0 once the count or the time is spent (the first is always
+        taken)."""
+        if self.used >= self.limit or (self.used and time.monotonic() - self.t0 >= SLICE_TIME):
+            return 0
+        return self.limit - self.used
+
+    def time_left(self) -> float:
+        return SLICE_TIME - (time.monotonic() - self.t0)
+
+    def spend(self, n: int = 1) -> None:
+        self.used += n
+
+
+class Sweep:
+    """One request's action on many live jobs (``act`` on each), a slice per turn."""
+
+    def __init__(self, name: str, what: str, recs: Iterable[Rec], act: Callable[[Rec], None]) -> None:
+        self.name = name
+        self.what = what
+        self.ids = deque(r.id for r in recs)
+        self.act = act
+
+    def run(self, d: Daemon, budget: Budget) -> bool:
+        """Act on the next jobs within ``budget``; True once every job has been done."""
+        while self.ids and budget.left():
+            rec = d.table.jobs.get(self.ids.popleft())
+            if rec is not None:  # ended meanwhile: nothing to do
+                try:
+                    self.act(rec)
+                except Exception:  # noqa: BLE001 - one job's trouble never stops the daemon or the rest
+                    log.exception("%s: job %d", self.what, rec.id)
+            budget.spend()
+        return not self.ids
+
+
+def sweep(d: Daemon, name: str, what: str, recs: list[Rec], act: Callable[[Rec], None]) -> None:
+    """Act on ``recs`` for the request ``name``: in this turn's slices, the rest in the next turns (the request
+    stays in ``incoming/`` until the last is done)."""
+    if not recs:
+        return
+    d.table.begin()
+    d.sweeps.append(Sweep(name, what, recs, act))
+    d.busy.add(name)
+    if len(recs) > SLICE_MAX:
+        log.info("%s: %d jobs, in slices of at most %d a turn", what, len(recs), SLICE_MAX)
+
+
+def advance(d: Daemon) -> None:
+    """One turn's slice of the work under way: the sweeps first (a cancel stops work), then the intakes,
+    oldest first.  A request whose work is done leaves ``incoming/`` once committed and published."""
+    if not d.sweeps and not d.intakes:
+        return
+    from . import arrays
+
+    budget = Budget()
+    d.table.begin()
+    while d.sweeps and budget.left():
+        s = d.sweeps[0]
+        if not s.run(d, budget):
+            break
+        d.sweeps.popleft()
+        d.busy.discard(s.name)
+        d.settling[s.name] = None
+    if d.table.disk_trouble or d.db.unsaved or not d.intakes:
+        return  # intakes wait while the table cannot be written (its writes are kept for the next commit)
+    for first in list(d.intakes):
+        if not budget.left():
+            break
+        arrays.advance(d, d.intakes[first], budget)
+
+
+def pending(d: Daemon) -> bool:
+    """Whether work waits that the next turn should do at once."""
+    if d.sweeps:
+        return True
+    if d.table.disk_trouble or d.db.unsaved:
+        return False
+    now = time.monotonic()
+    return any(i.wait_until <= now for i in d.intakes.values())
