@@ -27,10 +27,11 @@ container without delegation), the daemon says why when it starts and in
 ``gctl info``; jobs are then tracked by their shepherd (a child subreaper:
 every process of the job is below it) and pinned by affinity alone.
 
-``RLIMIT_NPROC`` is not used instead of the pids controller: the kernel
-checks it against every process of the user (all their jobs and logins
-together), not the job's, so it would fail a job for what the user runs
-elsewhere and would not hold one job to its share.
+Where no pids cgroup can be made, the job's process gets ``RLIMIT_NPROC``
+(:func:`cap_by_rlimit`): the kernel checks it against every process and
+thread of the user, not the job's, so it is set to what the user runs when
+the job starts plus ``jobs.max_processes``.  That stops a fork bomb, but
+it is shared: what the user starts elsewhere later counts against it too.
 
 Standard library only; everything here may run in a forked shepherd.
 """
@@ -92,8 +93,8 @@ class Setup:
             return "none (jobs.max_processes = 0)"
         if self.pids is None:
             return (
-                f"not enforced: no pids cgroup ({self.pids_why}); RLIMIT_NPROC is not used instead, as it counts "
-                "every process of the user, not the job's"
+                f"no pids cgroup ({self.pids_why}); instead RLIMIT_NPROC at what the user runs when a job starts "
+                f"plus {max_processes} (the kernel counts every process of the user against it, not the job's)"
             )
         return f"{max_processes} processes and threads per job (pids.max in {self.pids.describe()})"
 
@@ -246,6 +247,48 @@ def setup(refresh: bool = False) -> Setup:
     if _found is None or refresh:
         _found = find()
     return _found
+
+
+def user_tasks(uid: int) -> int:
+    """How many processes and threads ``uid`` runs now (what the kernel counts against ``RLIMIT_NPROC``)."""
+    n = 0
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status", "rb") as f:
+                text = f.read()
+        except OSError:
+            continue
+        real = threads = None
+        for line in text.splitlines():
+            if line.startswith(b"Uid:"):
+                real = int(line.split()[1])
+            elif line.startswith(b"Threads:"):
+                threads = int(line.split()[1])
+        if real == uid:
+            n += threads or 1
+    return n
+
+
+def cap_by_rlimit(uid: int, max_processes: int) -> None:
+    """Cap the processes a job of ``uid`` may make where no pids cgroup can (called in the job's process before
+    it drops to ``uid``): ``RLIMIT_NPROC`` at what the user runs now plus ``max_processes``, never above the
+    hard limit in force."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    want = user_tasks(uid) + max_processes
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (want, want))
+    except (OSError, ValueError):
+        pass
 
 
 def _fmt(cpus: frozenset[int]) -> str:

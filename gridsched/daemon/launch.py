@@ -399,14 +399,18 @@ def _exec_job(
                 cgroup.join(cg)
             except OSError:
                 cg = None
+        capped = False
         for path in joins or ():
             try:
                 cgroup.join(path)
+                capped = capped or (path / "pids.max").exists()
             except OSError as e:
                 if path == dcg:
                     dwhy = f"cannot enter {dcg}: {e.strerror}"
                 else:
                     notes.append(f"cannot enter {path}: {e.strerror}")
+        if not capped and spec.max_processes > 0 and spec.uid != 0:
+            confine.cap_by_rlimit(spec.uid, spec.max_processes)
         # after the cgroups: entering a cpuset sets the affinity to its CPUs
         os.sched_setaffinity(0, spec.cpus)
         bind_warning = bind_memory(spec.mem_nodes) if spec.mem_nodes else None

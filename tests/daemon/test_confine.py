@@ -92,19 +92,62 @@ def test_cgroup_members_are_signalled_only_while_they_are_in_the_job_s_cgroup(tm
 
 
 def test_without_cgroups_the_host_s_reasons_are_given(monkeypatch, tmp_path):
-    """Where no cgroup file system can be used, each part says why, the process cap says that RLIMIT_NPROC
-    is not a per-job cap, and a job gets no cgroup (it is still started)."""
+    """Where no cgroup file system can be used, each part says why, the process cap says it falls back to
+    RLIMIT_NPROC (shared with the user's other processes), and a job gets no cgroup (it is still started)."""
     monkeypatch.setattr(confine, "V2_MOUNTS", (str(tmp_path / "none"),))
     monkeypatch.setattr(confine, "V1_ROOT", str(tmp_path / "none"))
     s = confine.find()
     assert s.track is None and s.pids is None and s.cpuset is None
     lines = s.lines(2048)
     assert lines[0].startswith("job processes: by their shepherd only (")
-    assert "not enforced: no pids cgroup" in lines[1] and "RLIMIT_NPROC" in lines[1]
+    assert "no pids cgroup" in lines[1] and "RLIMIT_NPROC" in lines[1] and "plus 2048" in lines[1]
     assert lines[2].startswith("cores: pinned by CPU affinity only")
     assert all(s.track_why and s.pids_why and s.cpuset_why for _ in [0])
     assert confine.create(s, "gridsched-x-1", frozenset({0}), 2048) == ([], [])
     assert "none (jobs.max_processes = 0)" in confine.Setup().lines(0)[1]
+
+
+def _fork_many(uid: int, cap: int, tries: int) -> int:
+    """In a child: cap as the job's process is capped, drop to ``uid``, start ``tries`` sleeping children;
+    how many could be started (the exit status)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        started = 0
+        try:
+            confine.cap_by_rlimit(uid, cap)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            kids = []
+            for _ in range(tries):
+                try:
+                    k = os.fork()
+                except OSError:
+                    break
+                if k == 0:
+                    signal.pause()
+                    os._exit(0)
+                kids.append(k)
+            started = len(kids)
+            for k in kids:
+                os.kill(k, signal.SIGKILL)
+                os.waitpid(k, 0)
+        finally:
+            os._exit(min(started, 255))
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_without_a_pids_cgroup_rlimit_nproc_caps_the_job():
+    """The fallback cap: a job of a user who runs nothing else may have ``max_processes`` processes (itself
+    included), and a fork beyond fails in the job alone."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the cap is set before the job drops to its owner")
+    uid = 65534  # nobody: runs nothing here
+    if confine.user_tasks(uid):
+        pytest.skip(f"uid {uid} runs processes on this host: the cap would be shared with them")
+    started = _fork_many(uid, 10, 40)
+    assert started == 9, f"{started} children started under a cap of 10 (the job's own process is one)"
 
 
 def test_only_job_cgroups_are_read_back_from_a_pid_file():
