@@ -446,19 +446,8 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
 def _confinement(s: Any) -> dict[str, Any]:
     """How jobs are confined (their processes, a process cap, their cores): as the daemon found it when it
     started (the state db's meta ``confinement``), else as this command can find it."""
-    import sqlite3
-
-    from ..state import StateDB
-
-    try:
-        db = StateDB(s.spool.db)
-        try:
-            rec = json.loads(db.meta().get("confinement") or "{}")
-        finally:
-            db.close()
-    except (OSError, ValueError, sqlite3.Error):
-        rec = {}
-    lines = rec.get("lines") if isinstance(rec, dict) else None
+    rec = _meta_json(s, "confinement")
+    lines = rec.get("lines")
     if isinstance(lines, list) and lines and all(isinstance(x, str) for x in lines):
         return {"from": "the daemon, when it started", "lines": [shown(x) for x in lines]}
     if s.cfg.system and os.geteuid() != 0:
@@ -479,6 +468,11 @@ def _tunes(cfg: Any) -> bool:
 
 def _tuning_record(s: Any) -> dict[str, Any]:
     """The daemon's record of tuning in the state db (meta ``tuning``); {} where there is none."""
+    return _meta_json(s, "tuning")
+
+
+def _meta_json(s: Any, key: str) -> dict[str, Any]:
+    """The JSON object the daemon keeps under meta ``key`` of the state db; {} where there is none."""
     import sqlite3
 
     from ..state import StateDB
@@ -486,7 +480,7 @@ def _tuning_record(s: Any) -> dict[str, Any]:
     try:
         db = StateDB(s.spool.db)
         try:
-            rec = json.loads(db.meta().get("tuning") or "{}")
+            rec = json.loads(db.meta().get(key) or "{}")
         finally:
             db.close()
     except (OSError, ValueError, sqlite3.Error):
