@@ -3,8 +3,9 @@
 A submitted array (spec key ``array``) is taken in as one job per index.  It
 is checked whole when its request is read (:mod:`.handlers.submit`): it is
 refused whole, or accepted and then taken in whole.  The first task keeps
-the request's job id (which is the array's id) and is taken in at once; the
-others follow a slice per turn of the loop (:mod:`.slices`), each slice
+the request's job id (which is the array's id) and is taken in at once (a
+small array's other tasks with it, up to :data:`WHOLE_PER_TURN` tasks a turn);
+the others follow a slice per turn of the loop (:mod:`.slices`), each slice
 with the new ids it needs, claimed then (:meth:`gridsched.spool.Spool.claim_ids`),
 consecutive unless another submission took an id between.  Each task's
 spec gets ``array_id``, ``array_index``, ``array_max`` (with ``%MAX``), its
@@ -56,6 +57,7 @@ META = "intake-"  # the state db's meta key of an array being taken in: META + i
 CLAIM = 256  # ids claimed at a time while a slice is taken in (those left over are let go at once)
 RETRY = 1.0  # seconds before an intake that could not write its tasks tries again
 OFFER_EVERY = 1.0  # seconds between the scheduling passes the new tasks of an array ask for while it is taken in
+WHOLE_PER_TURN = 256  # tasks of small arrays a turn takes in whole with their requests (Daemon.whole_left)
 
 
 @dataclass(slots=True)
@@ -122,7 +124,14 @@ def take_in(d: Daemon, name: str, job: dict[str, Any], user: str, state: JobStat
 
     it = _intake(d, name, job, user, state, reason)
     start(d, it)
-    advance(d, it, Budget(limit=1))  # the first task alone: the other requests of this turn are served too
+    # a small array is taken in whole with its request (all its tasks show at once), while the small arrays of
+    # one turn together stay within WHOLE_PER_TURN tasks; a larger one begins with its first task alone, so the
+    # other requests of this turn are served too
+    n = len(it.indices)
+    whole = n <= d.whole_left
+    if whole:
+        d.whole_left -= n
+    advance(d, it, Budget(limit=n if whole else 1))
 
 
 def resume(d: Daemon, name: str, job: dict[str, Any], user: str) -> bool:

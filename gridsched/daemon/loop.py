@@ -100,6 +100,7 @@ class Daemon:
         # each user's jobs queued, held or running, counted once a turn when a submission needs it
         # ([limits] max_submit_jobs_per_user: daemon/handlers/submit.py)
         self.queued_by_user: dict[str, int] | None = None
+        self.whole_left = arrays.WHOLE_PER_TURN  # tasks of small arrays this turn may still take in whole
         self.last_forecast = 0.0
         self.pending_launches: list[tuple[Rec, launch.Launch]] = []
         self.book = reservations.Book()
@@ -404,6 +405,7 @@ class Daemon:
         handler of its kind; a refused one is quarantined and, if it brought a new id, recorded as refused."""
         self.last_scan = time.time()
         self.queued_by_user = None
+        self.whole_left = arrays.WHOLE_PER_TURN
         skip = self.settling.keys() | self.busy  # requests served, or whose work goes on over turns
         got, refused = intake.scan(self.spool, self.senders, room=self._room(), skip=skip)
         if not got and not refused:

@@ -230,3 +230,20 @@ def test_a_large_cancel_is_done_in_slices_and_no_task_it_will_end_starts_meanwhi
     assert max(added) == 0
     assert {state(d, r["id"]) for r in tasks(d, first)} == {"CANCELLED"}
     assert len(d.ex.started) == 1, "no task the cancel was to end started"
+
+
+def test_small_arrays_are_taken_in_whole_with_their_requests_within_a_turn_s_share(stub_daemon, monkeypatch):
+    """Arrays of a few tasks show whole at once (all their tasks in the turn of the request); once a turn's
+    share of such tasks is spent, the next small array begins with its first task alone and goes on a slice
+    per turn."""
+    monkeypatch.setattr(slices, "SLICE_MAX", 5)
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    small = [submit(d, t, array=f"0-{arrays.WHOLE_PER_TURN // 4 - 1}", hold=True) for _ in range(5)]
+    d.turn(t, scan=True)
+    sizes = [len(tasks(d, a)) for a in small]
+    assert sizes[:4] == [arrays.WHOLE_PER_TURN // 4] * 4, sizes
+    assert sizes[4] < arrays.WHOLE_PER_TURN // 4, "over the turn's share: begun, and a slice per turn"
+    for k in range(1, 20):
+        d.turn(t + k, scan=True)
+    assert len(tasks(d, small[4])) == arrays.WHOLE_PER_TURN // 4
