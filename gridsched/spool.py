@@ -96,21 +96,35 @@ class IdTaken(Exception):
     """The new id a request was to bring is someone else's: choose another (:meth:`Spool.next_id`)."""
 
 
-def _start_ticks(pid: int) -> tuple[int, int] | None:
-    """(start time in clock ticks since boot, real uid) of ``pid``, or None if it is gone or a zombie."""
+def start_ticks(pid: int) -> int | None:
+    """The start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
-        uid = os.stat(f"/proc/{pid}").st_uid
     except OSError:
         return None
-    rest = data[data.rfind(b")") + 2 :].split()  # the command name may hold spaces and parentheses
+    # the command name may hold spaces and parentheses: split after the last ')'
+    rest = data[data.rfind(b")") + 2 :].split()
     try:
-        if rest[0] == b"Z":
-            return None
-        return int(rest[19]), uid
+        return int(rest[19])
     except (IndexError, ValueError):
         return None
+
+
+def alive(pid: int, ticks: int | None) -> bool:
+    """Whether ``pid`` is still the process that started at ``ticks`` (pids are reused)."""
+    t = start_ticks(pid)
+    if t is None:
+        return False
+    if ticks is not None and t != ticks:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        state = data[data.rfind(b")") + 2 : data.rfind(b")") + 3]
+        return state != b"Z"
+    except OSError:
+        return False
 
 
 def _alive(pid: Any, ticks: Any = None, owner: int | None = None) -> bool:
@@ -119,8 +133,12 @@ def _alive(pid: Any, ticks: Any = None, owner: int | None = None) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
     if isinstance(ticks, int) and not isinstance(ticks, bool):
-        got = _start_ticks(pid)
-        return got is not None and got[0] == ticks and (owner is None or got[1] == owner)
+        if not alive(pid, ticks):
+            return False
+        try:
+            return owner is None or os.stat(f"/proc/{pid}").st_uid == owner
+        except OSError:
+            return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -17,36 +17,7 @@ from dataclasses import dataclass
 
 import psutil
 
-
-def start_ticks(pid: int) -> int | None:
-    """The start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    # the command name may hold spaces and parentheses: split after the last ')'
-    rest = data[data.rfind(b")") + 2 :].split()
-    try:
-        return int(rest[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def alive(pid: int, ticks: int | None) -> bool:
-    """Whether ``pid`` is still the process that started at ``ticks`` (pids are reused)."""
-    t = start_ticks(pid)
-    if t is None:
-        return False
-    if ticks is not None and t != ticks:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-        state = data[data.rfind(b")") + 2 : data.rfind(b")") + 3]
-        return state != b"Z"
-    except OSError:
-        return False
+from ..spool import alive, start_ticks  # noqa: F401 - the daemon's modules find them here too
 
 
 def tree(shepherd: int) -> list[psutil.Process]:

@@ -13,7 +13,8 @@ The copy is made from the database file itself after a checkpoint has moved
 every committed page into it (one ``copy_file_range`` of the file, its header
 marked as a rollback-journal database so readers need no WAL index), or with
 SQLite's backup API where the checkpoint could not finish.  Its cost grows
-with the table (about 30 ms for 27 MB of 20,000 jobs on a 2-core VM), so
+with the table (about 30 ms for 10,000 jobs on a 2-core VM:
+``scripts/bench_publish.py``), so
 publications are spaced: after one that took ``c`` seconds the next waits
 ``SPACING * c`` (the loop spends at most a fifth of its time copying), and
 everything a command must not see before the copy shows it (a request file
@@ -72,11 +73,7 @@ def adopt_old_table(spool: Spool) -> None:
     os.rename(tmp, live)
     # the first copy for the commands, in place of the old table, before its WAL goes (a reader of the old file
     # without its WAL would see an older table)
-    pub = spool.private / "state.db.publish"
-    pub.unlink(missing_ok=True)
-    _copy_file(live, pub)
-    os.chmod(pub, 0o644)
-    os.rename(pub, old)
+    _publish_file(spool)
     for extra in ("-wal", "-shm", "-journal"):
         Path(f"{old}{extra}").unlink(missing_ok=True)
     log.info("the job table of %s is now kept in %s; %s is the copy the commands read", old, live, old)
@@ -94,18 +91,28 @@ def clear_old_index(spool: Spool) -> None:
 
 def publish(conn: sqlite3.Connection, spool: Spool) -> None:
     """Publish a copy of the job table open as ``conn`` (the daemon's live connection) as ``state.db``."""
-    tmp = spool.private / "state.db.publish"
-    tmp.unlink(missing_ok=True)
     row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
     if row is not None and row[0] == 0 and row[1] >= 0 and row[1] == row[2]:
-        _copy_file(spool.live_db, tmp)
-    else:  # frames a checkpoint could not move (a reader of the live table): the backup API reads through them
-        dst = sqlite3.connect(str(tmp), isolation_level=None)
-        try:
-            conn.backup(dst)
-            dst.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            dst.close()
+        _publish_file(spool)
+        return
+    # frames a checkpoint could not move (a reader of the live table): the backup API reads through them
+    tmp = spool.private / "state.db.publish"
+    tmp.unlink(missing_ok=True)
+    dst = sqlite3.connect(str(tmp), isolation_level=None)
+    try:
+        conn.backup(dst)
+        dst.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        dst.close()
+    os.chmod(tmp, 0o644)
+    os.rename(tmp, spool.db)
+
+
+def _publish_file(spool: Spool) -> None:
+    """Publish a copy of the live table's file as it is (every committed page in it) as ``state.db``."""
+    tmp = spool.private / "state.db.publish"
+    tmp.unlink(missing_ok=True)
+    _copy_file(spool.live_db, tmp)
     os.chmod(tmp, 0o644)
     os.rename(tmp, spool.db)
 
