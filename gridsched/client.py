@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import Config, ConfigError, load
-from .core.units import UnitError, parse_duration, parse_size
-from .spool import Spool, default_root
-from .submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
-from .view import TERMINAL_STATES, QueueError, array_rows, control, load_jobs, private
+from gridsched.config import Config, ConfigError, load
+from gridsched.core.units import UnitError, parse_duration, parse_size
+from gridsched.spool import Spool, default_root
+from gridsched.submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
+from gridsched.view import TERMINAL_STATES, QueueError, array_rows, control, load_jobs, private
 
 __all__ = ["Client", "GridschedError", "Job", "WaitTimeout"]
 
@@ -115,8 +115,8 @@ def _with_directives(sc: Script, opts: Options) -> Options:
 
     import click
 
-    from .cli import gsub
-    from .submit import choose_shell
+    from gridsched.cli import gsub
+    from gridsched.submit import choose_shell
 
     ctx = gsub.cli.make_context(gsub.PROG, [sc.label], help_option_names=[])
     said = io.StringIO()
@@ -215,8 +215,8 @@ class Client:
                 opts = _with_directives(sc, opts)
             devices: list[dict[str, Any]] = []
             if gpus is not None:
-                from .cli.devopts import device_spec
-                from .topology import in_force
+                from gridsched.cli.devopts import device_spec
+                from gridsched.topology import in_force
 
                 try:
                     devices = device_spec(self.config, in_force(self.spool, self.config), {"gpus": str(gpus)})
@@ -231,7 +231,7 @@ class Client:
 
     def _ensure_daemon(self) -> None:
         if self.spool.daemon_info() is None and self.config.autostart:
-            from .cli.common import spawn_daemon
+            from gridsched.cli.common import spawn_daemon
 
             spawn_daemon(self.spool, self._config_file)
 
@@ -296,10 +296,10 @@ class Client:
         daemon applies the change at its next turn; :class:`GridschedError`
         with galter's words for what either would refuse.
         """
-        from . import requests as rq
-        from .admin import is_admin
-        from .cli import galter
-        from .topology import in_force
+        from gridsched import requests as rq
+        from gridsched.admin import is_admin
+        from gridsched.cli import galter
+        from gridsched.topology import in_force
 
         spec = self._alter_changes(changes)
         uid = os.getuid()
@@ -326,8 +326,8 @@ class Client:
     def requeue(self, job_id: int) -> None:
         """Send the running or finished job ``job_id`` back to the queue, as grequeue does (the same
         checks, the same request); :class:`GridschedError` with grequeue's words for a refusal."""
-        from .admin import is_admin
-        from .cli import grequeue
+        from gridsched.admin import is_admin
+        from gridsched.cli import grequeue
 
         uid = os.getuid()
         rows = self._rows([job_id])
@@ -372,7 +372,7 @@ class Client:
             if isinstance(b, str):
                 import time
 
-                from .cli import compat
+                from gridsched.cli import compat
 
                 try:
                     b = compat.parse_begin(b, time.time())
@@ -380,8 +380,8 @@ class Client:
                     raise GridschedError(f"begin {b!r}: {e}") from None
             out["begin"] = b
         if "gpus" in changes:
-            from .cli.devopts import device_spec
-            from .topology import in_force
+            from gridsched.cli.devopts import device_spec
+            from gridsched.topology import in_force
 
             try:
                 out["devices"] = device_spec(

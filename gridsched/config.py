@@ -14,9 +14,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .core import cpuset
-from .core.params import BackfillOrder, Params, Policy, Predictor, PriorityParams, YieldAffinity
-from .core.units import UnitError, format_duration, parse_duration
+from gridsched.core import cpuset
+from gridsched.core.params import BackfillOrder, Params, Policy, Predictor, PriorityParams, YieldAffinity
+from gridsched.core.units import UnitError, format_duration, parse_duration
 
 E = TypeVar("E", bound=Enum)
 
@@ -414,7 +414,7 @@ def _sendmail(value: str, path: str) -> str:
 
 def _mail_from(value: str, path: str) -> str:
     if value:
-        from .requests import parse_mail_user
+        from gridsched.requests import parse_mail_user
 
         try:
             if "," in value:

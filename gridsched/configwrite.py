@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .config import Config, ConfigError, parse
+from gridsched.config import Config, ConfigError, parse
 
 
 class SettingError(ValueError):

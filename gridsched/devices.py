@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .core.devices import DeviceAsk
-from .core.devices import never_fits as core_never_fits
-from .core.topology import Device, MachineMap
-from .core.units import UnitError, parse_size
+from gridsched.core.devices import DeviceAsk
+from gridsched.core.devices import never_fits as core_never_fits
+from gridsched.core.topology import Device, MachineMap
+from gridsched.core.units import UnitError, parse_size
 
 __all__ = ["device_env", "discover", "with_devices"]
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .client import Client, GridschedError
+from gridsched.client import Client, GridschedError
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between polls of the jobs
 BACKENDS = ("local", "slurm", "auto")
@@ -316,7 +316,7 @@ class GridschedExecutor(Executor):
         if max_jobs is not None and max_jobs < 1:
             raise ValueError(f"max_jobs {max_jobs}: must be at least 1")
         if backend != "local":
-            from . import slurm
+            from gridsched import slurm
 
             if backend == "slurm" or slurm.available():
                 if spool is not None or config is not None:

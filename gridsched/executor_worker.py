@@ -28,7 +28,7 @@ def _main_module(path: str) -> None:
     import runpy
     import types
 
-    from . import executor
+    from gridsched import executor
 
     executor.LOADING_MAIN = True
     try:

@@ -59,7 +59,7 @@ def describe() -> str:
 
 
 def facts() -> dict[str, object]:
-    from .daemon.cgroup import mechanism
+    from gridsched.daemon.cgroup import mechanism
 
     return {
         "host_cpus": sorted(os.sched_getaffinity(0)),
@@ -74,7 +74,7 @@ def facts() -> dict[str, object]:
 def job_confinement(max_processes: int) -> list[str]:
     """How jobs are confined here (their processes, a process cap, their cores), as the caller can find it:
     probed with cgroups the caller makes and removes (so only root sees what a system daemon can do)."""
-    from .daemon import confine
+    from gridsched.daemon import confine
 
     return confine.setup().lines(max_processes)
 
@@ -82,7 +82,7 @@ def job_confinement(max_processes: int) -> list[str]:
 def device_isolation(devices: tuple[Any, ...], enforce: str, system: bool) -> dict[str, Any]:
     """Whether (and how) jobs are kept from the device nodes of devices they do not hold, as far as the caller
     can tell: the probe runs as the caller, so in system mode only root sees what the daemon can do."""
-    from .daemon import devcgroup
+    from gridsched.daemon import devcgroup
 
     if not devices:
         return {"enforced": False, "how": "nothing to isolate (no devices)", "enforce": enforce}

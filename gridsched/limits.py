@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .core.units import format_duration
+from gridsched.core.units import format_duration
 
 if TYPE_CHECKING:
-    from .config import Config
+    from gridsched.config import Config
 
 
 def array_refusal(ntasks: int, cfg: Config) -> str | None:

@@ -29,13 +29,13 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .core import cpuset, depend
-from .core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
-from .jobs import RERUN_MODES
-from .text import shown
+from gridsched.core import cpuset, depend
+from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
+from gridsched.jobs import RERUN_MODES
+from gridsched.text import shown
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
-    from .core.devices import DeviceAsk
+    from gridsched.core.devices import DeviceAsk
 
 MAX_REQUEST = 8 << 20  # bytes of one request file
 MAX_ID = (1 << 53) - 1  # a job or reservation id (exact in JSON numbers and in SQLite)
@@ -369,7 +369,7 @@ class JobSpec(NamedTuple):
             if self.split.retries:
                 sp["retries"] = self.split.retries
             if self.split.devices:
-                from .devices import asks_to_spec
+                from gridsched.devices import asks_to_spec
 
                 sp["devices"] = asks_to_spec(self.split.devices)
             spec["split"] = sp
@@ -378,7 +378,7 @@ class JobSpec(NamedTuple):
                 place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
             )
         if self.devices:
-            from .devices import asks_to_spec
+            from gridsched.devices import asks_to_spec
 
             spec["devices"] = asks_to_spec(self.devices)
         return spec
@@ -476,7 +476,7 @@ class ResvSpec(NamedTuple):
                 place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
             )
         if self.devices:
-            from .devices import asks_to_spec
+            from gridsched.devices import asks_to_spec
 
             out["devices"] = asks_to_spec(self.devices)
         return out
@@ -514,7 +514,7 @@ class Changes(NamedTuple):
         """The fields given, as the job's spec keeps them."""
         out: dict[str, Any] = {k: v for k, v in self._asdict().items() if v is not None}
         if self.devices is not None:
-            from .devices import asks_to_spec
+            from gridsched.devices import asks_to_spec
 
             out["devices"] = asks_to_spec(self.devices)
         return out
@@ -996,7 +996,7 @@ def estimate_problem(estimate: int, walltime: int) -> str:
 
 def env_set_problem(name: str) -> str | None:
     """Why a submission may not set the variable ``name`` (``gsub --export NAME=VALUE``), or None."""
-    from .jobenv import owned
+    from gridsched.jobenv import owned
 
     if not _ENV_NAME.match(name) or len(name) > MAX_NAME:
         return f"{safe(repr(name), 60)} is not a variable name (letters, digits and _, not starting with a digit)"
@@ -1096,7 +1096,7 @@ def _devices(f: _Fields) -> tuple[DeviceAsk, ...]:
     raw = f.raw("devices")
     if raw is None:
         return ()
-    from .core.devices import BINDS, DeviceAsk
+    from gridsched.core.devices import BINDS, DeviceAsk
 
     if not isinstance(raw, list) or not 0 < len(raw) <= 8:
         raise f.bad("devices", "must be a list of 1 to 8 device requests")
@@ -1128,7 +1128,7 @@ def _devices(f: _Fields) -> tuple[DeviceAsk, ...]:
             if per_task * tasks != count:
                 raise Refused(f"{g.where}: count must be per_task times tasks")
         if count < 1:
-            from .devices import label
+            from gridsched.devices import label
 
             raise Refused(f"{label(ask)}: at least 1 device is needed")
         if any(a.type == dtype for a in out):

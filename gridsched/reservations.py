@@ -26,13 +26,13 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from .core import cpuset
-from .core.units import UnitError, format_duration, parse_duration
-from .spool import Spool
+from gridsched.core import cpuset
+from gridsched.core.units import UnitError, format_duration, parse_duration
+from gridsched.spool import Spool
 
 if TYPE_CHECKING:
-    from .core.placement import Request
-    from .core.topology import MachineMap
+    from gridsched.core.placement import Request
+    from gridsched.core.topology import MachineMap
 
 CREATE = "resv_create"
 DELETE = "resv_delete"
@@ -139,7 +139,7 @@ def check_request(
     if ncpus > ncores:
         raise ResvError(f"ncpus {ncpus}: the machine has {ncores} cores")
     if machine is not None and place is not None:
-        from .core.placement import never_fits
+        from gridsched.core.placement import never_fits
 
         why = never_fits(machine, place)
         if why:
@@ -171,7 +171,7 @@ def place_request(ncpus: int, fields: Mapping[str, Any]) -> Request | None:
     excl = bool(fields.get("exclusive_board"))
     if place is None and not tpc and not excl:
         return None
-    from .core.placement import Request
+    from gridsched.core.placement import Request
 
     return Request(ncpus, str(place or "pack"), tpc, excl)
 
@@ -197,7 +197,7 @@ def never_inside(resv: Mapping[str, Any], machine: MachineMap, req: Request | No
     """
     if req is None or resv.get("state") != RState.ACTIVE.value:
         return None
-    from .core.placement import claimed, place_inside
+    from gridsched.core.placement import claimed, place_inside
 
     try:
         cores = cpuset.parse(str(resv.get("cores") or ""))
@@ -255,7 +255,7 @@ def load(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, Any]]
     idl = None if ids is None else list(ids)
     rows: dict[int, dict[str, Any]] = {}
     if spool.db.exists():
-        from .state import StateDB
+        from gridsched.state import StateDB
 
         db = StateDB(spool.db)
         try:
@@ -398,7 +398,7 @@ def check_job(
     if why:
         raise ResvError(f"job cannot run in reservation {rid}: it {why}")
     if row["state"] == RState.ACTIVE.value and not wait_resv:
-        from .view import load_jobs
+        from gridsched.view import load_jobs
 
         n, used = in_use(row, load_jobs(spool))
         left = row["ncpus"] - n

@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import requests as rq
-from .config import Config
-from .core import depend
-from .core.request import infeasible, too_much_memory
-from .core.units import format_duration
-from .jobs import TERMINAL, JobState
-from .spool import IdTaken, Spool
+from gridsched import requests as rq
+from gridsched.config import Config
+from gridsched.core import depend
+from gridsched.core.request import infeasible, too_much_memory
+from gridsched.core.units import format_duration
+from gridsched.jobs import TERMINAL, JobState
+from gridsched.spool import IdTaken, Spool
 
 if TYPE_CHECKING:
-    from .arrays import ArraySpec
+    from gridsched.arrays import ArraySpec
 
 MAX_SCRIPT = 1 << 20  # bytes; a job script, not a data file
 WAIT_FIRST, WAIT_MAX = 0.05, 2.0  # seconds between state polls: growing, bounded
@@ -254,19 +254,19 @@ def check_output_dir(what: str, p: Path) -> None:
 
 def machine_cores(spool: Spool, cfg: Config) -> int:
     """Cores of the machine: as the running daemon recorded it, else as the config declares it."""
-    from .state import recorded_machine
+    from gridsched.state import recorded_machine
 
     n = recorded_machine(spool.db).get("ncores")
     if isinstance(n, int) and n > 0:
         return n
     if cfg.topology:
-        from .topology import load_machine
+        from gridsched.topology import load_machine
 
         try:
             return load_machine(cfg).ncores
         except ValueError as e:
             raise SubmitError(str(e)) from None
-    from .topology import declared
+    from gridsched.topology import declared
 
     return declared(cfg)[0]
 
@@ -302,13 +302,13 @@ def machine_memory(machine: Any) -> int | None:
 
 def machine_memory_of(spool: Spool, cfg: Config) -> int | None:
     """Memory of the machine: as the running daemon recorded it, else as the config and the host say."""
-    from .state import recorded_machine
+    from gridsched.state import recorded_machine
 
     n = recorded_machine(spool.db).get("memory")
     if isinstance(n, int) and not isinstance(n, bool) and n > 0:
         return n
     if cfg.topology:
-        from .topology import load_machine
+        from gridsched.topology import load_machine
 
         try:
             return machine_memory(load_machine(cfg))
@@ -408,7 +408,7 @@ def check_depend(spool: Spool, spec_text: str, job_id: int, uid: int) -> str:
     Each job must exist, belong to ``uid`` (root may name anyone's) and have
     an id lower than ``job_id``, so that dependencies can never form a cycle.
     """
-    from .view import QueueError, load_jobs
+    from gridsched.view import QueueError, load_jobs
 
     try:
         deps = depend.parse(spec_text)
@@ -437,7 +437,7 @@ def hold_jid(spool: Spool, items: str, uid: int) -> tuple[list[int], list[str]]:
     items that name none of them.  Only the user's own jobs are matched by name, as Grid Engine does."""
     from fnmatch import fnmatchcase
 
-    from .view import QueueError, load_jobs
+    from gridsched.view import QueueError, load_jobs
 
     try:
         jobs = [j for j in load_jobs(spool) if j.get("uid") == uid and j.get("state") not in TERMINAL]
@@ -521,7 +521,7 @@ def build_spec(
         if split is not None:
             raise SubmitError("--exclusive goes with a plain job or an array, not --split or --split-file", USAGE)
         ncpus = cores
-    from .limits import array_refusal, cores_refusal  # [limits]: what the daemon would refuse
+    from gridsched.limits import array_refusal, cores_refusal  # [limits]: what the daemon would refuse
 
     why = (array_refusal(len(array.indices), cfg) if array is not None else None) or cores_refusal(ncpus, cfg)
     if why:
@@ -533,7 +533,7 @@ def build_spec(
             raise SubmitError(f"job can never run: it {why}")
     checkpoint = opts.checkpoint or cfg.checkpoint
     if checkpoint == "criu":
-        from .host import criu_unavailable
+        from gridsched.host import criu_unavailable
 
         reason = criu_unavailable()
         if reason:
@@ -621,7 +621,7 @@ def current_umask() -> int:
 
 def sender(spool: Spool) -> rq.Sender:
     """The submitting user as the daemon will see them (the owner of the request file)."""
-    from .admin import is_admin
+    from gridsched.admin import is_admin
 
     uid = os.getuid()
     return rq.Sender(uid, user_name(uid), frozenset({os.getgid(), *os.getgroups()}), is_admin(uid, spool.root))
@@ -700,7 +700,7 @@ def submit(
 
 def tree_keys(spool: Spool, opts: Options, ncpus: int, uid: int, env: Mapping[str, str] | None) -> dict[str, Any]:
     """The spec keys ``parent`` and ``recoverable`` (:mod:`gridsched.tree`); :class:`SubmitError` if refused."""
-    from .tree import TreeError, submit_keys
+    from gridsched.tree import TreeError, submit_keys
 
     try:
         return submit_keys(spool, ncpus, uid, opts.parent, opts.no_parent, opts.recoverable, env)
@@ -710,7 +710,7 @@ def tree_keys(spool: Spool, opts: Options, ncpus: int, uid: int, env: Mapping[st
 
 def check_array(text: str, cfg: Config) -> ArraySpec:
     """The parsed ``--array`` range; :class:`SubmitError` (usage) if it cannot be used."""
-    from .arrays import ArrayError, parse
+    from gridsched.arrays import ArrayError, parse
 
     try:
         return parse(text, cfg.max_array_size)
@@ -773,7 +773,7 @@ def read_split_file(arg: str, cores: int, cfg: Config) -> list[tuple[int, int, t
     """
     import shlex
 
-    from .core.units import UnitError, parse_duration
+    from gridsched.core.units import UnitError, parse_duration
 
     try:
         with open(arg, "rb") as f:
@@ -906,7 +906,7 @@ def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> dict[st
     """
     import sqlite3
 
-    from .state import StateDB
+    from gridsched.state import StateDB
 
     db: StateDB | None = None
     delay = WAIT_FIRST
@@ -937,7 +937,7 @@ def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> dict[st
 
 def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = None) -> list[dict[str, Any]]:
     """Block until all ``tasks`` tasks of array ``array_id`` have ended; their rows (as :func:`wait_job`)."""
-    from .state import StateDB
+    from gridsched.state import StateDB
 
     first = wait_job(spool, array_id, timeout)  # the first task has the array's id
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -960,8 +960,8 @@ def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = 
 def never_runs(machine: Any, max_walltime: int, spec: dict[str, Any]) -> str | None:
     """Why a job of ``spec`` (as the daemon keeps it) can never run on ``machine``, or None: the checks of a
     submission the daemon makes, and galter before it asks for a change."""
-    from .core.placement import Request, never_fits
-    from .core.request import infeasible
+    from gridsched.core.placement import Request, never_fits
+    from gridsched.core.request import infeasible
 
     ncpus = spec["ncpus"]
     bad = infeasible(ncpus, machine.ncores)
@@ -975,12 +975,12 @@ def never_runs(machine: Any, max_walltime: int, spec: dict[str, Any]) -> str | N
         why = too_much_memory(spec["mem"], machine_memory(machine))
         bad = f"can never run: it {why}" if why else None
     if bad is None and spec.get("devices"):
-        from .devices import asks_from_spec, refusal
+        from gridsched.devices import asks_from_spec, refusal
 
         why = refusal(asks_from_spec(spec["devices"]), machine.devices)
         bad = f"can never run: {why}" if why else None
     if bad is None and (spec.get("split") or {}).get("devices"):
-        from .devices import asks_from_spec, refusal
+        from gridsched.devices import asks_from_spec, refusal
 
         why = refusal(asks_from_spec(spec["split"]["devices"]), machine.devices)
         bad = f"can never run: {why}" if why else None

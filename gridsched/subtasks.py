@@ -44,8 +44,8 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
-from .core import cpuset
-from .jobs import PRIVATE_FILE
+from gridsched.core import cpuset
+from gridsched.jobs import PRIVATE_FILE
 
 RESULTS = "gridsched-subtasks.jsonl"  # in the job's checkpoint directory
 GRACE = 3.0  # seconds between SIGTERM and SIGKILL for a sub-task past its time
@@ -215,7 +215,7 @@ def _signal(pgid: int, sig: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from .state import StateDB
+    from gridsched.state import StateDB
 
     t0 = time.monotonic()
     spool = Path(os.environ["GS_SPOOL"])

@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .config import Config
-from .core import cpuset
-from .core.topology import Board, Device, MachineMap, TopologyError, board, flat, make
-from .core.units import UnitError, parse_size
+from gridsched.config import Config
+from gridsched.core import cpuset
+from gridsched.core.topology import Board, Device, MachineMap, TopologyError, board, flat, make
+from gridsched.core.units import UnitError, parse_size
 
 __all__ = [
     "TopologyError",
@@ -487,7 +487,7 @@ def running_map(spool: Any) -> MachineMap | None:
     since takes effect only at the daemon's next start), so what a command
     accepts, the daemon accepts.
     """
-    from .state import recorded_machine
+    from gridsched.state import recorded_machine
 
     if spool.daemon_info() is None:
         return None
@@ -534,7 +534,7 @@ def load_machine(cfg: Config) -> MachineMap:
 def load_with_source(cfg: Config) -> tuple[MachineMap, str]:
     """:func:`load_machine`, and where its devices came from (``declared in FILE``, ``nvidia-smi``,
     ``sysfs``, ``none``)."""
-    from .devices import shared, with_devices
+    from gridsched.devices import shared, with_devices
 
     ncores, host = declared(cfg)
     where = ""

@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .core.params import BackfillOrder, Params, Policy, Predictor
+from gridsched.core.params import BackfillOrder, Params, Policy, Predictor
 
 if TYPE_CHECKING:
-    from .sim.engine import Tuner
+    from gridsched.sim.engine import Tuner
 
 OBJECTIVES = ("bsld", "wait", "mix")
 DEFAULT_PS = (0.1, 0.2, 0.3, 0.5)
@@ -143,9 +143,9 @@ def replay(
 
     With ``score_from``, the jobs submitted before it are replayed (they are the load the others find)
     but left out of the averages; if no job was submitted from then on, every job is scored."""
-    from .sim.engine import simulate
-    from .sim.metrics import BSLD_BOUND
-    from .sim.swf import Trace
+    from gridsched.sim.engine import simulate
+    from gridsched.sim.metrics import BSLD_BOUND
+    from gridsched.sim.swf import Trace
 
     # by submission, and jobs submitted at one instant by their other fields: the queue order of the
     # replay, and so the decision, does not depend on the order the history is given in
@@ -258,7 +258,7 @@ def in_replay(
     (no look-ahead: a job's run time is known once it has ended).  With ``warmup``, the jobs that ended in
     the ``warmup`` seconds before the window are replayed too, and only the jobs submitted in the window
     are scored."""
-    from .sim.swf import Trace
+    from gridsched.sim.swf import Trace
 
     assert isinstance(trace, Trace)
     submit, wall, run, size, user, ncores = (
@@ -277,6 +277,6 @@ def in_replay(
         d = choose(hist, ncores, current, settings, objective, margin, min_jobs, overhead, frm)
         return d.adopt if d.adopt is not None else current
 
-    from .sim.engine import Tuner
+    from gridsched.sim.engine import Tuner
 
     return Tuner(every, pick)

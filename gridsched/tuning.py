@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .core.params import BackfillOrder, Params, Policy, Predictor
+from gridsched.core.params import BackfillOrder, Params, Policy, Predictor
 
 ENDED = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
 
@@ -29,8 +29,8 @@ def history(db_path: str | Path, now: float, window: float) -> list[Any]:
 
 def _ended(db_path: str | Path, now: float, window: float) -> list[tuple[float, Any]]:
     """(end time, job) of each job of the state db that ran and ended in the ``window`` seconds before ``now``."""
-    from . import tune
-    from .state import StateDB
+    from gridsched import tune
+    from gridsched.state import StateDB
 
     out: list[tuple[float, tune.Job]] = []
     if not Path(db_path).exists():
@@ -81,7 +81,7 @@ def applied(base: Params, s: dict[str, Any], order_tuned: bool = True) -> Params
 
 def decide(db_path: str | Path, now: float, ncores: int, current: Params, tuning: Any) -> dict[str, Any]:
     """Replay the history of ``db_path`` and say what to adopt: a JSON-ready record of the decision."""
-    from . import tune
+    from gridsched import tune
 
     ended = _ended(db_path, now, tuning.window + tuning.warmup)  # the state db read once
     hist = [job for _, job in ended]
@@ -124,7 +124,7 @@ def lowest_priority() -> None:
 
 def main(argv: list[str]) -> int:
     """The daemon's background tuner: ``python -m gridsched.tuning`` with one JSON argument."""
-    from .config import Tuning
+    from gridsched.config import Tuning
 
     lowest_priority()
     a = json.loads(argv[0])

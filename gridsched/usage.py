@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .core.priority import decay
+from gridsched.core.priority import decay
 
 
 class Usage:

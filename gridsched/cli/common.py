@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 import click
 
-from ..core.units import UnitError, parse_duration, parse_size
+from gridsched.core.units import UnitError, parse_duration, parse_size
 
 if TYPE_CHECKING:
     import subprocess
 
-    from ..config import Config
-    from ..spool import Spool
+    from gridsched.config import Config
+    from gridsched.spool import Spool
 
 
 class ExitCode(IntEnum):
@@ -265,8 +265,8 @@ def setup(prog: str, spool_dir: str | None, config_file: str | None) -> Setup:
     # imported here: a command's --help and its usage errors need neither the configuration nor the spool
     from pathlib import Path
 
-    from ..config import ConfigError, load
-    from ..spool import Spool, default_root
+    from gridsched.config import ConfigError, load
+    from gridsched.spool import Spool, default_root
 
     root = spool_dir or os.environ.get("GRIDSCHED_SPOOL") or None
     try:

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.units import UnitError, format_duration, parse_duration, parse_size
+from gridsched.core.units import UnitError, format_duration, parse_duration, parse_size
 
 
 class CompatError(Exception):
@@ -770,7 +770,7 @@ class _Reader:
             else:
                 self.warn(lineno, shown, "only the whole machine (--exclusive without a value) is known")
         elif key == "mail_user":
-            from ..requests import parse_mail_user
+            from gridsched.requests import parse_mail_user
 
             try:
                 self.set(lineno, "mail_user", ",".join(parse_mail_user(str(value))))
@@ -809,7 +809,7 @@ class _Reader:
             elif key == "mail_type":
                 self.mail_type(lineno, where, shown, v)
             elif key == "get_user_env":
-                from ..requests import parse_user_env
+                from gridsched.requests import parse_user_env
 
                 try:
                     ue = parse_user_env("" if value is None else v)
@@ -853,7 +853,7 @@ class _Reader:
                     raise CompatError(f"{where}: {shown}: {e}") from None
                 self.set(lineno, "begin", v.strip())
             elif key == "signal":
-                from ..requests import parse_signal
+                from gridsched.requests import parse_signal
 
                 try:
                     self.set(lineno, "signal", parse_signal(v).text())
@@ -929,7 +929,7 @@ class _Reader:
                 self.set(lineno, "begin", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)))
 
     def mail_type(self, lineno: int, where: str, shown: str, value: str) -> None:
-        from ..requests import parse_mail_type
+        from gridsched.requests import parse_mail_type
 
         try:
             events = parse_mail_type(value)

@@ -14,12 +14,8 @@ from typing import Any
 
 import click
 
-from ..core.units import format_duration
-from ..jobs import TERMINAL
-from ..spool import Spool
-from ..text import dumps, shown
-from .common import Command, ExitCode, fail, setup, spool_options
-from .gacct_format import (
+from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options
+from gridsched.cli.gacct_format import (
     FormatError,
     alloc_tres,
     cpu_time,
@@ -30,9 +26,13 @@ from .gacct_format import (
     render,
     total_cpu,
 )
-from .gacct_format import parse as parse_format
-from .select import SHORT_STATES, Selection, label, parse_ref
-from .select import _split_ids as split_ids
+from gridsched.cli.gacct_format import parse as parse_format
+from gridsched.cli.select import SHORT_STATES, Selection, label, parse_ref
+from gridsched.cli.select import _split_ids as split_ids
+from gridsched.core.units import format_duration
+from gridsched.jobs import TERMINAL
+from gridsched.spool import Spool
+from gridsched.text import dumps, shown
 
 PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
@@ -285,7 +285,7 @@ def load(spool: Spool, ids: list[int] | None = None) -> tuple[list[dict[str, Any
         return [], None
     import sqlite3
 
-    from ..state import StateDB
+    from gridsched.state import StateDB
 
     try:
         db = StateDB(spool.db)

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.units import format_duration
-from ..text import shown
+from gridsched.core.units import format_duration
+from gridsched.text import shown
 
 Row = dict[str, Any]
 
@@ -66,7 +66,7 @@ def total_cpu(j: Row) -> float | None:
 
 def _counts(text: str) -> dict[str, int]:
     """Devices per type in a job's or a segment's ``devices`` (``gpu:0,1;fpga:2``)."""
-    from ..devices import parse_keys
+    from gridsched.devices import parse_keys
 
     out: dict[str, int] = {}
     for t, _ in parse_keys(text):

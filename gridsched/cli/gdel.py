@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import click
 
-from ..view import check_cancel
-from .common import Command, spool_options
-from .jobctl import act, complete_job_ids, selection_options
+from gridsched.cli.common import Command, spool_options
+from gridsched.cli.jobctl import act, complete_job_ids, selection_options
+from gridsched.view import check_cancel
 
 PROG = "gdel"
 

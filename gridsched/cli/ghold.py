@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import click
 
-from .common import Command, spool_options
-from .jobctl import act, complete_job_ids, selection_options
+from gridsched.cli.common import Command, spool_options
+from gridsched.cli.jobctl import act, complete_job_ids, selection_options
 
 PROG = "ghold"
 

@@ -14,8 +14,20 @@ from typing import Any
 
 import click
 
-from ..core.units import format_duration
-from ..reservations import (
+from gridsched.cli.common import (
+    COUNT,
+    DURATION,
+    ExitCode,
+    Group,
+    fail,
+    place_options,
+    setup,
+    spawn_daemon,
+    spool_options,
+    warn,
+)
+from gridsched.core.units import format_duration
+from gridsched.reservations import (
     CREATE,
     DELETE,
     LIVE,
@@ -29,19 +41,7 @@ from ..reservations import (
     place_text,
     resource_text,
 )
-from ..spool import Spool
-from .common import (
-    COUNT,
-    DURATION,
-    ExitCode,
-    Group,
-    fail,
-    place_options,
-    setup,
-    spawn_daemon,
-    spool_options,
-    warn,
-)
+from gridsched.spool import Spool
 
 PROG = "gresv"
 
@@ -72,7 +72,7 @@ def record(r: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def read(spool: Spool, ids: list[int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The reservations (and every job, for the bound ones) the spool knows of."""
-    from ..view import QueueError, load_jobs
+    from gridsched.view import QueueError, load_jobs
 
     try:
         return load(spool, ids), load_jobs(spool)
@@ -111,7 +111,7 @@ def print_table(recs: list[dict[str, Any]], now: float) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..text import shown
+    from gridsched.text import shown
 
     tty = sys.stdout.isatty()
     console = Console(highlight=False, width=None if tty else 4096, soft_wrap=not tty)
@@ -244,7 +244,7 @@ def create_cmd(
 
     Only admins and the users named in reservations.users may, these within their caps; see RESERVATIONS.
     """
-    from ..submit import SubmitError, machine_cores, publish_new, user_name
+    from gridsched.submit import SubmitError, machine_cores, publish_new, user_name
 
     s = setup(PROG, spool_dir, config_file)
     now = time.time()
@@ -252,8 +252,8 @@ def create_cmd(
         fail(PROG, f"name {name!r}: must be non-empty, without control characters", ExitCode.USAGE)
     req, machine = None, None
     if place is not None or threads_per_core or exclusive_board:
-        from ..core.placement import Request
-        from ..topology import in_force
+        from gridsched.core.placement import Request
+        from gridsched.topology import in_force
 
         req = Request(ncpus, place or "pack", threads_per_core or 0, exclusive_board)
         try:
@@ -271,9 +271,9 @@ def create_cmd(
     may_create(s.spool, s.cfg, uid, user_name(uid), ncpus, duration)
     devices: list[dict[str, Any]] = []
     if gpus is not None:
-        from ..core.devices import DeviceAsk
-        from ..devices import AskError, asks_to_spec, parse_gpus, refusal
-        from ..topology import in_force
+        from gridsched.core.devices import DeviceAsk
+        from gridsched.devices import AskError, asks_to_spec, parse_gpus, refusal
+        from gridsched.topology import in_force
 
         try:
             model, n = parse_gpus(gpus)
@@ -327,9 +327,9 @@ def create_cmd(
 def may_create(spool: Spool, cfg: Any, uid: int, user: str, ncpus: int, duration: int) -> None:
     """Refuse in one line (exit 1) what the daemon would refuse by the policy of ``[reservations]``: only admins
     and the users it names create reservations, the latter within their caps (counting their live ones)."""
-    from ..admin import is_admin
-    from ..limits import may_reserve, resv_refusal
-    from ..reservations import LIVE, load
+    from gridsched.admin import is_admin
+    from gridsched.limits import may_reserve, resv_refusal
+    from gridsched.reservations import LIVE, load
 
     admin = is_admin(uid, spool.root)
     live: list[int] = []

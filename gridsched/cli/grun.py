@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from .common import Command, ExitCode, fail, setup, spawn_daemon, spool_options, warn
+from gridsched.cli.common import Command, ExitCode, fail, setup, spawn_daemon, spool_options, warn
 
 PROG = "grun"
 # gsub's options that grun takes too (one definition: the option objects of gsub's command)
@@ -68,7 +68,7 @@ class Interrupted(Exception):
 
 
 def _gsub_params() -> list[click.Parameter]:
-    from . import gsub
+    from gridsched.cli import gsub
 
     by_name = {p.name: p for p in gsub.cli.params}
     return [by_name[n] for n in GSUB_PARAMS if n in by_name]
@@ -78,7 +78,7 @@ def _state(spool: Any, job_id: int) -> tuple[dict[str, Any] | None, str | None]:
     """The job's row (None before the daemon has taken it in) and why the daemon refused it (or None)."""
     import sqlite3
 
-    from ..state import StateDB
+    from gridsched.state import StateDB
 
     if not spool.db.exists():
         return None, None
@@ -98,9 +98,9 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
     """Submit the job that runs ``cmd`` through the job side connecting to ``sock``; its id."""
     import shlex
 
-    from ..jobs import RERUN_MODES, rerun_refused
-    from ..submit import Options, Script, SubmitError, submit
-    from . import gsub
+    from gridsched.cli import gsub
+    from gridsched.jobs import RERUN_MODES, rerun_refused
+    from gridsched.submit import Options, Script, SubmitError, submit
 
     gsub.PROG = PROG  # gsub's checks, run here, name the command that runs them in their error lines
     p = gsub._tasks(ctx, {**p, "split": None, "split_file": None})
@@ -164,7 +164,7 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
 
 
 def _cancel(spool: Any, job_id: int) -> None:
-    from .. import view
+    from gridsched import view
 
     try:
         view.control(spool, "cancel", [job_id], os.getuid())
@@ -174,7 +174,7 @@ def _cancel(spool: Any, job_id: int) -> None:
 
 def _ended(spool: Any, job_id: int, job: dict[str, Any], workdir: Path) -> int:
     """Say on standard error how job ``job_id`` ended without grun; grun's exit status."""
-    from ..submit import job_exit_status
+    from gridsched.submit import job_exit_status
 
     state = job["state"]
     why = {"TIMEOUT": "walltime reached", "CANCELLED": "cancelled"}.get(state, "")
@@ -435,7 +435,7 @@ def _hung_up(spool: Any, job_id: int, workdir: Path, restarts: int) -> int:
     """The job side went away without CMD's exit status: the job was killed, or requeued. Say which."""
     import time
 
-    from ..jobs import TERMINAL
+    from gridsched.jobs import TERMINAL
 
     terminal = {t.value for t in TERMINAL}
     deadline = time.monotonic() + END_WAIT

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import click
 
-from ..core.units import format_duration
-from ..spool import Spool
-from .common import ExitCode, Group, fail, setup, spawn_daemon, spool_options
+from gridsched.cli.common import ExitCode, Group, fail, setup, spawn_daemon, spool_options
+from gridsched.core.units import format_duration
+from gridsched.spool import Spool
 
 PROG = "gschedd"
 SYSTEM_SPOOL = "/var/spool/gridsched"
@@ -78,7 +78,7 @@ def system_setup(system: bool, spool_dir: str | None, config_file: str | None): 
         if not config_file and not os.environ.get("GRIDSCHED_CONFIG") and Path(SYSTEM_CONFIG).is_file():
             config_file = SYSTEM_CONFIG
         if not spool_dir and not os.environ.get("GRIDSCHED_SPOOL"):
-            from ..config import ConfigError, load
+            from gridsched.config import ConfigError, load
 
             try:  # the config's daemon.spool, else the system spool
                 spool_dir = os.path.expanduser(load(config_file, None).spool or "") or SYSTEM_SPOOL
@@ -107,7 +107,7 @@ def run(system: bool, spool_dir: str | None, config_file: str | None) -> int:
     """Run the daemon in the foreground until SIGTERM or SIGINT (SIGHUP
     reloads the configuration)."""
     s, system = system_setup(system, spool_dir, config_file)
-    from ..daemon.loop import AlreadyRunning, serve
+    from gridsched.daemon.loop import AlreadyRunning, serve
 
     s.spool.ensure()
     try:

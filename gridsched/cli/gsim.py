@@ -16,11 +16,11 @@ from typing import Any
 
 import click
 
-from ..config import ConfigError
-from ..config import load as load_config
-from ..core.types import BackfillOrder, Params, Policy, Predictor
-from ..core.units import UnitError, parse_duration
-from .common import COUNT, ChoiceType, ExitCode, Group, fail, warn
+from gridsched.cli.common import COUNT, ChoiceType, ExitCode, Group, fail, warn
+from gridsched.config import ConfigError
+from gridsched.config import load as load_config
+from gridsched.core.types import BackfillOrder, Params, Policy, Predictor
+from gridsched.core.units import UnitError, parse_duration
 
 PROG = "gsim"
 POLICIES = tuple(p.value for p in Policy)
@@ -329,11 +329,11 @@ def _params(
 
 
 def _read(trace: str, procs: int | None, nodes: bool, strict: bool, limit: int | None, quiet: bool = False):  # type: ignore[no-untyped-def]
-    from ..sim.swf import BAD_LINE, MAX_PROBLEMS, TraceError, read
+    from gridsched.sim.swf import BAD_LINE, MAX_PROBLEMS, TraceError, read
 
     try:
         if click.get_current_context().meta.get("gsim.sacct"):
-            from ..sim import sacct
+            from gridsched.sim import sacct
 
             if nodes:
                 fail(PROG, "--slurm-sacct: the history is replayed in CPUs; --nodes does not apply", ExitCode.USAGE)
@@ -366,8 +366,8 @@ def _simulate(
     tuner: Any = None,
     devices: tuple[Any, ...] = (),
 ) -> tuple[Any, Any, float]:
-    from ..sim.engine import Mode, SimulationError, simulate
-    from ..sim.metrics import compute
+    from gridsched.sim.engine import Mode, SimulationError, simulate
+    from gridsched.sim.metrics import compute
 
     t0 = time.perf_counter()
     try:
@@ -397,7 +397,7 @@ def _simulate(
 
 def _workload(path: str | None) -> Any:
     """The workload file of --workload (None: none), read once."""
-    from ..sim.workload import WorkloadError, read
+    from gridsched.sim.workload import WorkloadError, read
 
     if path is None:
         return None
@@ -422,7 +422,7 @@ def _devices(
 ) -> tuple[Any, ...]:
     """The simulated machine's devices (--gpus, or those of --topology), the [devices.TYPE] share of
     --config on them; the trace's jobs given the devices of --devices and of the workload file."""
-    from ..sim.devices import DevicesError, JobDevices, attach, machine_devices, read_csv, shared
+    from gridsched.sim.devices import DevicesError, JobDevices, attach, machine_devices, read_csv, shared
 
     devs: tuple[Any, ...] = ()
     if gpus is not None:
@@ -483,7 +483,7 @@ def _devices(
 
 def _gates(tr: Any, dependencies: bool, workload_file: str | None, quiet: bool = False) -> Any:
     """The dependencies, arrays and holds of --dependencies and --workload (None: none asked for)."""
-    from ..sim.workload import WorkloadError, gates
+    from gridsched.sim.workload import WorkloadError, gates
 
     if not dependencies and workload_file is None:
         if tr.preceding and not quiet:
@@ -532,7 +532,7 @@ def _emit_json(obj: Any) -> None:
 
 
 def _plot(fn: Callable[..., object], *args: Any) -> None:
-    from ..sim.plot import PlotError
+    from gridsched.sim.plot import PlotError
 
     try:
         fn(*args)
@@ -546,7 +546,7 @@ def _check_plot_available(path: str | None) -> None:
     """Fail before a long simulation if --plot cannot be honoured."""
     if path is None:
         return
-    from ..sim.plot import PlotError, _pyplot
+    from gridsched.sim.plot import PlotError, _pyplot
 
     try:
         _pyplot()
@@ -678,7 +678,7 @@ def run_cmd(
     their cores from their start; the metrics then include how long each
     waited to become active (from its creation, or from its start if fixed).
     """
-    from ..sim import report
+    from gridsched.sim import report
 
     auto = _auto(config_file, p, threshold, predictor, backfill_order)
     params = _params(
@@ -707,8 +707,8 @@ def run_cmd(
     if place and machine is None:
         fail(PROG, "--place needs --topology", ExitCode.USAGE)
     if machine is not None and place:
-        from ..core.placement import Request, never_fits
-        from ..sim.swf import UNPLACEABLE, keep_only
+        from gridsched.core.placement import Request, never_fits
+        from gridsched.sim.swf import UNPLACEABLE, keep_only
 
         keep_only(tr, [i for i, n in enumerate(tr.size) if never_fits(machine, Request(n, place)) is None], UNPLACEABLE)
     if resv is not None:
@@ -731,7 +731,7 @@ def run_cmd(
     )
     rec = report.record(res, met, secs)
     if tuner is not None:
-        from ..tune import label
+        from gridsched.tune import label
 
         for key in ("p", "threshold", "predictor", "backfill_order"):
             if getattr(auto, key):
@@ -755,15 +755,15 @@ def run_cmd(
         except OSError as e:
             fail(PROG, f"--jobs-out {jobs_out}: {e.strerror or e}")
     if plot is not None:
-        from ..sim.plot import run_plot
+        from gridsched.sim.plot import run_plot
 
         _plot(run_plot, plot, rec, res.series, min(tr.submit))
     if gantt is not None:
-        from ..sim.plot import gantt_plot
+        from gridsched.sim.plot import gantt_plot
 
         _plot(gantt_plot, gantt, res, min(tr.submit, default=0.0) + (gantt_from or 0.0), gantt_hours)
     if per_user:
-        from ..sim.metrics import per_user as by_user
+        from gridsched.sim.metrics import per_user as by_user
 
         rec["per_user"] = by_user(res)
     if as_json:
@@ -776,7 +776,7 @@ def run_cmd(
 
 def _auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None, order: str | None = None) -> Any:
     """Which settings are tuned during the replay: the options' ``auto``, else the config file's."""
-    from ..config import Tuning
+    from gridsched.config import Tuning
 
     base = Tuning()
     if config_file is not None:
@@ -806,7 +806,7 @@ def _auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None
 
 def _tuner(tr: Any, params: Params, overhead: float, auto: Any) -> Any:
     """Auto settings: the tuner of the replay (gridsched.tune's grid over the settings that are auto)."""
-    from .. import tune
+    from gridsched import tune
 
     if auto.every < 60:
         fail(PROG, "--tune-every: must be at least a minute", ExitCode.USAGE)
@@ -828,7 +828,7 @@ def _topology(path: str, ncores: int) -> Any:
     """The machine map of --topology FILE, with as many cores as the trace's machine."""
     from pathlib import Path
 
-    from ..topology import read
+    from gridsched.topology import read
 
     try:
         m = read(Path(path), None)  # a simulated machine: its cores are not checked against this host
@@ -841,7 +841,7 @@ def _topology(path: str, ncores: int) -> Any:
 
 def _check_placed(resv: Any, machine: Any, path: str | None) -> None:
     """A reservation with a mapping requirement needs --topology, and must fit the map."""
-    from ..core.placement import never_fits
+    from gridsched.core.placement import never_fits
 
     for k, r in enumerate(resv.reservations, start=1):
         if r.place is None:
@@ -858,7 +858,7 @@ def _check_placed(resv: Any, machine: Any, path: str | None) -> None:
 
 def _reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> Any:
     """The reservation list of --reservations, checked against the machine and --floating."""
-    from ..sim.reservations import ResvFileError, ResvList, read
+    from gridsched.sim.reservations import ResvFileError, ResvList, read
 
     totals: dict[str, int] = {}
     for item in floating:
@@ -935,7 +935,7 @@ def compare_cmd(
     gpus: str | None = None,
 ) -> None:
     """Replay TRACE under several policies; one row each, with the change against easy."""
-    from ..sim import report
+    from gridsched.sim import report
 
     names = list(dict.fromkeys(policies))
     settings = [
@@ -1024,8 +1024,8 @@ def tune_cmd(
     gpus: str | None = None,
 ) -> None:
     """Replay TRACE for each p and threshold of a grid and pick the best setting."""
-    from ..sim import report
-    from ..sim.metrics import OBJECTIVES
+    from gridsched.sim import report
+    from gridsched.sim.metrics import OBJECTIVES
 
     ps = list(dict.fromkeys(ps))
     thresholds = list(dict.fromkeys(thresholds))
@@ -1042,7 +1042,7 @@ def tune_cmd(
             recs.append(report.record(res, met, secs))
     best = (min if lower else max)(recs, key=lambda r: r[key])
     if plot is not None:
-        from ..sim.plot import tune_plot
+        from gridsched.sim.plot import tune_plot
 
         _plot(tune_plot, plot, recs, ps, thresholds, key, metric)
     if as_json:
@@ -1065,8 +1065,8 @@ def _write_best(path: str, policy: str, p: float, threshold: float) -> None:
     """``gsim tune --write``: the setting into ``path``, checked as the daemon loads it."""
     from pathlib import Path
 
-    from .. import configwrite
-    from ..core.units import format_duration
+    from gridsched import configwrite
+    from gridsched.core.units import format_duration
 
     th = int(threshold) if float(threshold).is_integer() else threshold
     settings = [(["scheduler", "policy"], policy), (["scheduler", "p"], p), (["scheduler", "threshold"], th)]
@@ -1085,7 +1085,7 @@ def _write_best(path: str, policy: str, p: float, threshold: float) -> None:
 
 def _add_tree_command() -> None:
     """gsim tree: parent-child tree workloads (gsim_tree.py)."""
-    from .gsim_tree import tree_cmd
+    from gridsched.cli.gsim_tree import tree_cmd
 
     main.add_command(tree_cmd)
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from ..core.types import Params, Policy, YieldAffinity
-from .common import COUNT, ChoiceType, Command, ExitCode, fail
+from gridsched.cli.common import COUNT, ChoiceType, Command, ExitCode, fail
+from gridsched.core.types import Params, Policy, YieldAffinity
 
 POLICIES = tuple(p.value for p in Policy)
 AFFINITIES = tuple(a.value for a in YieldAffinity)
@@ -49,7 +49,7 @@ def tree_cmd(workload: str, cores: int, policy: str, affinity: str, yielding: bo
     schedule deadlocks (jobs that can never start) and its makespan, utilization and mean wait.
     Exit status 0, or 1 if the file cannot be read.
     """
-    from ..sim.tree import TreeFormatError, parse, simulate
+    from gridsched.sim.tree import TreeFormatError, parse, simulate
 
     try:
         with open(workload, encoding="utf-8") as f:

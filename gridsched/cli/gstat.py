@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import view
-from ..core.units import format_duration, format_size
-from ..jobs import JobState
-from ..text import dumps, shown
-from ..view import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
-from .common import Command, ExitCode, fail, setup, spool_options
+from gridsched import view
+from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options
+from gridsched.core.units import format_duration, format_size
+from gridsched.jobs import JobState
+from gridsched.text import dumps, shown
+from gridsched.view import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
 
 if TYPE_CHECKING:  # the spool (and pathlib) is loaded when a command reads it, not for --help
-    from ..spool import Spool
+    from gridsched.spool import Spool
 
 PROG = "gstat"
 
@@ -132,7 +132,7 @@ NEVER = "can never start"
 
 def reason_code(job: dict[str, Any]) -> str:
     """squeue's REASON of a pending or held job (:mod:`gridsched.reason_codes`); "" for other states."""
-    from ..reason_codes import code
+    from gridsched.reason_codes import code
 
     return code(str(job["state"]), str(job.get("reason") or ""))
 
@@ -206,7 +206,7 @@ def cores_text(job: dict[str, Any]) -> str:
 
 def device_lines(job: dict[str, Any], spool: Any) -> tuple[str, str]:
     """gstat -f's ``devices`` (indices and models: ``gpu 0 (H100), gpu 1 (H100)``) and ``devices_asked``."""
-    from ..devices import asks_from_spec, label, parse_keys
+    from gridsched.devices import asks_from_spec, label, parse_keys
 
     asks = asks_from_spec((job.get("spec") or {}).get("devices"))
     asked = " ".join(label(a) + (" (exclusive)" if a.exclusive else "") for a in asks)
@@ -215,8 +215,8 @@ def device_lines(job: dict[str, Any], spool: Any) -> tuple[str, str]:
         return "", asked
     models: dict[tuple[str, int], str] = {}
     try:
-        from ..state import recorded_machine
-        from ..topology import parse
+        from gridsched.state import recorded_machine
+        from gridsched.topology import parse
 
         text = recorded_machine(spool.db).get("map")
         if isinstance(text, str):
@@ -300,7 +300,7 @@ def split_text(job: dict[str, Any]) -> str:
 
 def tree_fields(job: dict[str, Any]) -> list[tuple[str, Any]]:
     """gstat -f lines about the job's tree: parent, children, yielded, recoverable."""
-    from .gstat_tree import fields
+    from gridsched.cli.gstat_tree import fields
 
     return fields(job)
 
@@ -483,13 +483,13 @@ def cli(
     squeue's code (Resources, Priority, Dependency, BeginTime, JobHeldUser, ...:
     see WHY A JOB WAITS; the whole reason: gstat -f ID).
     """
-    from . import gstat_tasks, select
+    from gridsched.cli import gstat_tasks, select
 
     sel = select.parse(PROG, job_refs, (user,) if user else (), names, states)
 
     ids: list[int] | None = None
     if full_id is not None:
-        from ..arrays import ArrayError, parse_ref
+        from gridsched.arrays import ArrayError, parse_ref
 
         try:
             parse_ref(full_id)
@@ -526,11 +526,11 @@ def cli(
         if not show_all and not (sel.states & set(TERMINAL_STATES)):
             jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
     if prio_view:  # sprio: the core's priority function on the same inputs as the daemon's
-        from . import gstat_prio
+        from gridsched.cli import gstat_prio
 
         return gstat_prio.show(s.spool, s.cfg, jobs, now, as_json)
     if (fmt or sort_keys or start_view) and full_id is None and not as_json and not tree_view:
-        from . import gstat_format
+        from gridsched.cli import gstat_format
 
         if sort_keys:
             jobs = gstat_format.sort(PROG, sort_keys, jobs, now)
@@ -542,14 +542,14 @@ def cli(
             print_table(jobs, now)
         return ExitCode.OK
     if tree_view and full_id is None:  # parent-child trees (gstat_tree.py)
-        from . import gstat_tree
+        from gridsched.cli import gstat_tree
 
         return gstat_tree.show(s.spool, jobs, as_json)
     if as_json:
         doc = {"jobs": [record(view.private(s.spool, j), now) for j in jobs], "daemon": daemon_record(s.spool)}
         click.echo(dumps(doc, indent=2))
     elif full_id is not None:
-        from . import gstat_tree
+        from gridsched.cli import gstat_tree
 
         job = view.private(s.spool, jobs[0])
         gstat_tree.annotate(s.spool, job)
@@ -561,10 +561,10 @@ def cli(
 
 def show_reservations(spool: Spool, show_all: bool, as_json: bool) -> int:
     """gstat -r: the reservations, as gresv list shows them."""
-    from ..reservations import LIVE
-    from .gresv import print_table as resv_table
-    from .gresv import read
-    from .gresv import record as resv_record
+    from gridsched.cli.gresv import print_table as resv_table
+    from gridsched.cli.gresv import read
+    from gridsched.cli.gresv import record as resv_record
+    from gridsched.reservations import LIVE
 
     resvs, jobs = read(spool)
     recs = [resv_record(r, jobs) for r in resvs if show_all or r["state"] in LIVE]
@@ -579,7 +579,7 @@ def live(
     spool: Spool, show_all: bool, sel: Any, interval: float | None, count: int | None, chart: bool, hours: float
 ) -> int:
     """gstat --watch and --gantt (once, without --watch), of the jobs ``sel`` (a :class:`.select.Selection`) names."""
-    from . import gstat_live, select
+    from gridsched.cli import gstat_live, select
 
     def selected() -> list[dict[str, Any]]:
         jobs = load_jobs(spool)

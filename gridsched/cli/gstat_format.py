@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..core.units import format_duration
-from ..text import shown
-from .common import ExitCode, fail
+from gridsched.cli.common import ExitCode, fail
+from gridsched.core.units import format_duration
+from gridsched.text import shown
 
 Job = dict[str, Any]
 
@@ -20,8 +20,8 @@ def _date(t: Any) -> str:
 
 def _fields(now: float) -> dict[str, tuple[str, Callable[[Job], str], Callable[[Job], Any]]]:
     """letter -> (header, cell, sort key); the letters are squeue's (--format %X, --sort X)."""
-    from . import gstat
-    from .select import SHORT_OF
+    from gridsched.cli import gstat
+    from gridsched.cli.select import SHORT_OF
 
     def used(j: Job) -> float:
         return gstat.run_time(j, now)
@@ -65,7 +65,7 @@ def _gres(job: Job) -> str:
     """The devices a job asked for, as squeue's %b (``gpu:2``); the ones it holds once it runs (``gpu:0,1``)."""
     if job.get("devices"):
         return str(job["devices"])
-    from ..devices import asks_from_spec, label
+    from gridsched.devices import asks_from_spec, label
 
     return " ".join(label(a) for a in asks_from_spec((job.get("spec") or {}).get("devices")))
 

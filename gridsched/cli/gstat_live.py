@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from ..core.units import format_duration
-from ..text import shown
+from gridsched.core.units import format_duration
+from gridsched.text import shown
 
 GANTT_WIDTH = 60  # characters of the time axis
 RUN_MARK, PLAN_MARK = "#", "."

@@ -14,14 +14,14 @@ from typing import Any
 
 import click
 
-from ..config import Config
-from ..core.priority import factors
-from ..core.types import Snapshot, Waiting
-from ..spool import Spool
-from ..state import StateDB
-from ..text import dumps, shown
-from ..usage import Usage
-from .common import fail
+from gridsched.cli.common import fail
+from gridsched.config import Config
+from gridsched.core.priority import factors
+from gridsched.core.types import Snapshot, Waiting
+from gridsched.spool import Spool
+from gridsched.state import StateDB
+from gridsched.text import dumps, shown
+from gridsched.usage import Usage
 
 PROG = "gstat"
 PENDING = ("PENDING", "HELD")

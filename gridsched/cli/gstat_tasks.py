@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core import cpuset
+from gridsched.core import cpuset
 
 ORDER = ("RUNNING", "STOPPING", "SUSPENDED", "PENDING", "HELD")
 ENDED = ("FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
@@ -67,7 +67,7 @@ def fold(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if tasks is None:
             continue  # already folded
         states = Counter(t["state"] for t in tasks)
-        from ..arrays import format_indices  # only when the queue holds an array
+        from gridsched.arrays import format_indices  # only when the queue holds an array
 
         rng = format_indices(sorted(int((t.get("spec") or {}).get("array_index", 0)) for t in tasks))
         mx = spec.get("array_max")

@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
-from .. import tree
-from ..spool import Spool
-from ..text import dumps, shown
+from gridsched import tree
+from gridsched.spool import Spool
+from gridsched.text import dumps, shown
 
 COLUMNS = ("ID", "STATE", "CPUS", "CORES", "NAME")
 

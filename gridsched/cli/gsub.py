@@ -17,27 +17,8 @@ from typing import Any
 
 import click
 
-from ..core import depend
-from ..core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
-from ..core.units import UnitError
-from ..spool import Spool
-from ..submit import (  # noqa: F401 - output_path, job_exit_status, read_script: part of gsub's interface
-    LOGIN_PATH,
-    Options,
-    Script,
-    ScriptError,
-    SubmitError,
-    check_array,
-    choose_shell,
-    job_exit_status,
-    output_path,
-    read_script,
-    submit,
-    wait_array,
-    wait_job,
-)
-from . import compat
-from .common import (
+from gridsched.cli import compat
+from gridsched.cli.common import (
     COUNT,
     DURATION,
     SIZE,
@@ -52,7 +33,25 @@ from .common import (
     usage_message,
     warn,
 )
-from .devopts import asked, device_options, device_spec
+from gridsched.cli.devopts import asked, device_options, device_spec
+from gridsched.core import depend
+from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
+from gridsched.core.units import UnitError
+from gridsched.spool import Spool
+from gridsched.submit import (
+    LOGIN_PATH,
+    Options,
+    Script,
+    ScriptError,
+    SubmitError,
+    check_array,
+    choose_shell,
+    job_exit_status,
+    read_script,
+    submit,
+    wait_array,
+    wait_job,
+)
 
 PROG = "gsub"
 DIRECTIVE = "#GS"
@@ -186,7 +185,7 @@ class SignalType(click.ParamType):
     name = "[B:]SIG[@SECONDS]"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str:
-        from ..requests import parse_signal
+        from gridsched.requests import parse_signal
 
         try:
             return parse_signal(str(value)).text()
@@ -202,7 +201,7 @@ class MailTypeType(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
         if isinstance(value, tuple):
             return value
-        from ..requests import parse_mail_type
+        from gridsched.requests import parse_mail_type
 
         try:
             return parse_mail_type(str(value))
@@ -218,7 +217,7 @@ class MailUserType(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
         if isinstance(value, tuple):
             return value
-        from ..requests import parse_mail_user
+        from gridsched.requests import parse_mail_user
 
         try:
             return parse_mail_user(str(value))
@@ -232,7 +231,7 @@ class UserEnvType(click.ParamType):
     name = "[TIMEOUT][S|L]"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        from ..requests import UserEnv, parse_user_env
+        from gridsched.requests import UserEnv, parse_user_env
 
         if isinstance(value, UserEnv):
             return value
@@ -276,7 +275,7 @@ class ExportType(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> compat.Export:
         if isinstance(value, compat.Export):
             return value
-        from ..requests import env_set_problem
+        from gridsched.requests import env_set_problem
 
         try:
             ex = compat.parse_export(str(value))
@@ -799,13 +798,13 @@ def cli(
         if p["cpus_per_task"] is not None:
             out["cpus_per_task"] = p["cpus_per_task"]
         if p["estimate"] is not None:
-            from ..requests import estimate_problem
+            from gridsched.requests import estimate_problem
 
             if p["estimate"] > spec["walltime"]:
                 raise SubmitError(f"--estimate {estimate_problem(p['estimate'], spec['walltime'])}", ExitCode.USAGE)
             out["estimate"] = p["estimate"]
         if p["signal"] is not None:
-            from ..requests import parse_signal
+            from gridsched.requests import parse_signal
 
             try:
                 out["signal"] = parse_signal(p["signal"], spec["walltime"]).text()
@@ -899,7 +898,7 @@ def _hold_jid(spool: Spool, items: str, depend_spec: str | None) -> str | None:
     """``depend_spec`` with the jobs --hold-jid names added as afterany (a name that matches none is warned of)."""
     import os
 
-    from ..submit import hold_jid
+    from gridsched.submit import hold_jid
 
     try:
         ids, unmatched = hold_jid(spool, items, os.getuid())
@@ -918,16 +917,16 @@ def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, 
     import os
     import time
 
-    from ..reservations import ResvError, check_job
-    from ..submit import user_name
+    from gridsched.reservations import ResvError, check_job
+    from gridsched.submit import user_name
 
     ncpus = p["ncpus"] or cfg.default_ncpus
     walltime = p["walltime"] or cfg.default_walltime
     uid = os.getuid()
     machine, place = None, None
     if p["reservation"] is not None and (p["place"] or p["threads_per_core"] or p["exclusive_board"]):
-        from ..core.placement import Request
-        from ..topology import in_force
+        from gridsched.core.placement import Request
+        from gridsched.topology import in_force
 
         # a bound job's own requirement must be one the reservation's cores can hold
         place = Request(ncpus, p["place"] or "pack", p["threads_per_core"] or 0, bool(p["exclusive_board"]))
@@ -960,7 +959,7 @@ def _device_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> list[dict[str,
         if p["gpu_bind"] or p["exclusive_gpu"]:
             fail(PROG, f"{'--gpu-bind' if p['gpu_bind'] else '--exclusive-gpu'} needs --gpus or --gres")
         return []
-    from ..topology import in_force
+    from gridsched.topology import in_force
 
     try:
         return device_spec(cfg, in_force(spool, cfg), p)
@@ -975,9 +974,9 @@ def _split_devices(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[list[dict
         fail(PROG, "--gpus-per-task goes with --split, not --split-file", ExitCode.USAGE)
     if p["gres"]:
         fail(PROG, "--gres goes with a splittable job only as devices for the whole job, not with --gpus-per-task")
-    from ..core.devices import slots, totals
-    from ..devices import asks_from_spec
-    from ..topology import in_force
+    from gridsched.core.devices import slots, totals
+    from gridsched.devices import asks_from_spec
+    from gridsched.topology import in_force
 
     try:
         machine = in_force(spool, cfg)
@@ -995,8 +994,8 @@ def _split_devices(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[list[dict
 
 def _place_options(cfg: Any, spool: Spool, ncpus: int, p: dict[str, Any]) -> dict[str, Any]:
     """The mapping requirement of a submission, refused here if the machine can never meet it."""
-    from ..core.placement import Request, never_fits
-    from ..topology import in_force
+    from gridsched.core.placement import Request, never_fits
+    from gridsched.topology import in_force
 
     req = Request(ncpus, p["place"] or "pack", p["threads_per_core"] or 0, bool(p["exclusive_board"]))
     try:
@@ -1030,6 +1029,6 @@ def _admin(spool: Spool) -> bool:
     """Whether the submitter administers ``spool`` (root or its owner, gridsched.admin)."""
     import os
 
-    from ..admin import is_admin
+    from gridsched.admin import is_admin
 
     return is_admin(os.getuid(), spool.root)

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from .common import Command, ExitCode, fail, setup, spool_options, warn
+from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
 
 PROG = "gtail"
 CHUNK = 1 << 16  # bytes read at once
@@ -92,7 +92,7 @@ def copy(fd: int, offset: int) -> int:
 
 
 def _job(spool: Any, jid: int) -> dict[str, Any] | None:
-    from .. import view
+    from gridsched import view
 
     rows = view.load_jobs(spool, [jid])
     return rows[0] if rows else None
@@ -118,9 +118,9 @@ def cli(job_ref: str, errors: bool, lines: int, spool_dir: str | None, config_fi
     waits (and says so).  When the job has ended, gtail prints a line on standard error saying how and
     exits: 0 if the job COMPLETED, else the exit status gsub --wait gives for it (at least 1).
     """
-    from .. import view
-    from ..submit import job_exit_status
-    from ..text import shown
+    from gridsched import view
+    from gridsched.submit import job_exit_status
+    from gridsched.text import shown
 
     s = setup(PROG, spool_dir, config_file)
     try:

@@ -11,10 +11,10 @@ import os
 
 import click
 
-from .. import tree
-from ..spool import Spool
-from ..view import TERMINAL_STATES, QueueError, load_jobs
-from .common import Command, ExitCode, fail, setup, spool_options
+from gridsched import tree
+from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options
+from gridsched.spool import Spool
+from gridsched.view import TERMINAL_STATES, QueueError, load_jobs
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
 

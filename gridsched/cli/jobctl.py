@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from .. import view
-from ..text import shown
-from .common import ExitCode, fail, setup, warn
+from gridsched import view
+from gridsched.cli.common import ExitCode, fail, setup, warn
+from gridsched.text import shown
 
 
 def act(
@@ -31,7 +31,7 @@ def act(
     read, or a request that cannot be written (a full or read-only spool), is one error line and
     exit status 1.
     """
-    from . import select
+    from gridsched.cli import select
 
     sel = select.parse(prog, job_ids, users, names, states)
     if not sel.refs and not sel.filtered:

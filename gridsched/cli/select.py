@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from ..text import shown
-from .common import ExitCode, fail
+from gridsched.cli.common import ExitCode, fail
+from gridsched.text import shown
 
 # Slurm's short state codes (squeue %t) and the state each stands for
 SHORT_STATES = {
@@ -111,7 +111,7 @@ def label(job: dict[str, Any]) -> str:
 
 def parse_ref(prog: str, raw: str) -> Ref:
     """``ID``, ``ID_N`` or ``ID_[LIST]``; anything else is a usage error."""
-    from ..arrays import ArrayError, parse, parse_ref
+    from gridsched.arrays import ArrayError, parse, parse_ref
 
     m = _RANGE.match(raw)
     try:

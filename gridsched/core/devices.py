@@ -35,8 +35,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .placement import Request, assign
-from .topology import Device, MachineMap
+from gridsched.core.placement import Request, assign
+from gridsched.core.topology import Device, MachineMap
 
 __all__ = ["BINDS", "Device", "DeviceAsk", "choose", "held", "never_fits", "slots", "totals"]
 

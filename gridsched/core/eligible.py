@@ -40,8 +40,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import depend
-from .types import Cancel, Snapshot, Waiting
+from gridsched.core import depend
+from gridsched.core.types import Cancel, Snapshot, Waiting
 
 
 def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tuple[Cancel, ...]]:

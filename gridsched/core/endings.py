@@ -34,17 +34,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .tree import ancestors, clear
-from .types import (
-    CancelSubtree,
-    Decision,
-    EndReservation,
-    HoldSubtree,
-    Lent,
-    Reclaim,
-    Resume,
-    Snapshot,
-)
+from gridsched.core.tree import ancestors, clear
+from gridsched.core.types import CancelSubtree, Decision, EndReservation, HoldSubtree, Lent, Reclaim, Resume, Snapshot
 
 ENDED_BADLY = frozenset({"FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY"})
 NEVER_CAME = "its resources never came free before its end"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .types import Running
+from gridsched.core.types import Running
 
 # How a running job's end is counted.
 USER = 0  # start + estimate (its user walltime)

@@ -82,10 +82,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from .topology import MachineMap
+from gridsched.core.topology import MachineMap
 
 if TYPE_CHECKING:  # annotations only: gsub reaches this module and need not build the core's types
-    from .types import Lent, Resv, Running
+    from gridsched.core.types import Lent, Resv, Running
 
 
 class Reason(str, Enum):

@@ -258,20 +258,20 @@ from itertools import compress
 from math import inf, nextafter
 from operator import attrgetter
 
-from . import devices as dev
-from . import endings, priority, tree
-from .eligible import CPU_LIMIT, eligibility
-from .ends import NAIVE as _NAIVE
-from .ends import PLANNED as _PLANNED
-from .ends import USER as _USER
-from .ends import counted_end
-from .placement import Request, assign, claimed, place_inside
-from .predict import READS_USER, make_predictor
-from .preempt import device_victims, places_devices, victims
-from .profile import Profile, earliest_common_start, from_ends
-from .split import as_chains, chain_cores, fill_mixed, fill_window, per_chain
-from .tree import preempt_order
-from .types import (
+from gridsched.core import devices as dev
+from gridsched.core import endings, priority, tree
+from gridsched.core.eligible import CPU_LIMIT, eligibility
+from gridsched.core.ends import NAIVE as _NAIVE
+from gridsched.core.ends import PLANNED as _PLANNED
+from gridsched.core.ends import USER as _USER
+from gridsched.core.ends import counted_end
+from gridsched.core.placement import Request, assign, claimed, place_inside
+from gridsched.core.predict import READS_USER, make_predictor
+from gridsched.core.preempt import device_victims, places_devices, victims
+from gridsched.core.profile import Profile, earliest_common_start, from_ends
+from gridsched.core.split import as_chains, chain_cores, fill_mixed, fill_window, per_chain
+from gridsched.core.tree import preempt_order
+from gridsched.core.types import (
     Activate,
     BackfillOrder,
     Decision,

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .types import Params, Predictor, Waiting
+from gridsched.core.types import Params, Predictor, Waiting
 
 PredictFn = Callable[[Waiting], "float | None"]
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 
-from . import devices as dev
-from .placement import assign
-from .tree import preempt_order
-from .types import Running, Snapshot, Waiting
+from gridsched.core import devices as dev
+from gridsched.core.placement import assign
+from gridsched.core.tree import preempt_order
+from gridsched.core.types import Running, Snapshot, Waiting
 
 MAX_SEARCH = 8  # candidates searched set by set; beyond that only prefixes of the preemption order
 

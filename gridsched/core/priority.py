@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from .params import ADMIN_MAX, NICE_MAX, NICE_MIN
-from .types import Snapshot, Waiting
+from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
+from gridsched.core.types import Snapshot, Waiting
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,8 +38,8 @@ from math import floor
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .devices import DeviceAsk
-    from .topology import Device, MachineMap
+    from gridsched.core.devices import DeviceAsk
+    from gridsched.core.topology import Device, MachineMap
 
 Keys = tuple[tuple[str, int], ...]
 

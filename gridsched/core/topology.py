@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import cpuset
-from .units import UnitError, format_size, parse_size
+from gridsched.core import cpuset
+from gridsched.core.units import UnitError, format_size, parse_size
 
 LOCAL_DISTANCE = 10
 REMOTE_DISTANCE = 20

@@ -120,10 +120,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from math import inf, nextafter
 
-from . import devices as dev
-from .placement import Reason, StatusMap, assign, usable
-from .topology import Device
-from .types import Plan, Running, Snapshot, Start, Waiting, YieldAffinity
+from gridsched.core import devices as dev
+from gridsched.core.placement import Reason, StatusMap, assign, usable
+from gridsched.core.topology import Device
+from gridsched.core.types import Plan, Running, Snapshot, Start, Waiting, YieldAffinity
 
 
 def ancestors(parents: Mapping[int, int], job: int) -> tuple[int, ...]:

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, TypeVar, dataclass_transform
 
-from .params import BackfillOrder as BackfillOrder
-from .params import Params as Params
-from .params import Policy as Policy
-from .params import Predictor as Predictor
-from .params import PriorityParams as PriorityParams
-from .params import YieldAffinity as YieldAffinity
+from gridsched.core.params import BackfillOrder as BackfillOrder
+from gridsched.core.params import Params as Params
+from gridsched.core.params import Policy as Policy
+from gridsched.core.params import Predictor as Predictor
+from gridsched.core.params import PriorityParams as PriorityParams
+from gridsched.core.params import YieldAffinity as YieldAffinity
 
 _T = TypeVar("_T")
 
@@ -34,10 +34,10 @@ def record(cls: type[_T]) -> type[_T]:
 
 
 if TYPE_CHECKING:
-    from .depend import Dep
-    from .devices import DeviceAsk
-    from .placement import Request
-    from .topology import Device, MachineMap
+    from gridsched.core.depend import Dep
+    from gridsched.core.devices import DeviceAsk
+    from gridsched.core.placement import Request
+    from gridsched.core.topology import Device, MachineMap
 
 
 @dataclass(frozen=True, slots=True)

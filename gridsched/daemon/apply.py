@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .. import jobenv
-from .. import requests as rq
-from ..core import cpuset, depend
-from ..core import policy as corepolicy
-from ..core.placement import claimed, free_map, status_maps
-from ..core.types import (
+from gridsched import jobenv
+from gridsched import requests as rq
+from gridsched.core import cpuset, depend
+from gridsched.core import policy as corepolicy
+from gridsched.core.placement import claimed, free_map, status_maps
+from gridsched.core.types import (
     Activate,
     Cancel,
     CancelSubtree,
@@ -36,14 +36,14 @@ from ..core.types import (
     StartTasks,
     Waiting,
 )
-from ..devices import device_env, format_keys
-from ..jobs import JobState
-from . import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split
-from . import reasons as wording
-from .table import Rec
+from gridsched.daemon import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split
+from gridsched.daemon import reasons as wording
+from gridsched.daemon.table import Rec
+from gridsched.devices import device_env, format_keys
+from gridsched.jobs import JobState
 
 if TYPE_CHECKING:
-    from .loop import Daemon
+    from gridsched.daemon.loop import Daemon
 
 log = logging.getLogger("gschedd")
 
@@ -337,7 +337,7 @@ def _user_env(spec: dict[str, Any], env: dict[str, str]) -> tuple[int, bool, str
     v = spec.get("get_user_env")
     if v is None:
         return None
-    from ..submit import LOGIN_PATH
+    from gridsched.submit import LOGIN_PATH
 
     ue = rq.parse_user_env(str(v))
     path = env.get("PATH", "")

@@ -40,13 +40,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..arrays import parse, task_path
-from ..jobenv import array_env, array_step
-from ..jobs import JobState
+from gridsched.arrays import parse, task_path
+from gridsched.jobenv import array_env, array_step
+from gridsched.jobs import JobState
 
 if TYPE_CHECKING:
-    from .loop import Daemon
-    from .slices import Budget
+    from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.slices import Budget
 
 log = logging.getLogger("gschedd")
 
@@ -120,7 +120,7 @@ def _intake(d: Daemon, name: str, job: dict[str, Any], user: str, state: JobStat
 def take_in(d: Daemon, name: str, job: dict[str, Any], user: str, state: JobState, reason: str) -> None:
     """Begin to take in a checked array submission: its progress recorded, its first task taken in now, the
     others a slice per turn (:func:`advance`)."""
-    from .slices import Budget
+    from gridsched.daemon.slices import Budget
 
     it = _intake(d, name, job, user, state, reason)
     start(d, it)

@@ -43,7 +43,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cgroup
+from gridsched.daemon import cgroup
 
 V2_MOUNTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified")
 V1_ROOT = "/sys/fs/cgroup"

@@ -35,9 +35,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.topology import Device
-from ..devices import Node, NodeMap, node_map
-from . import cgroup
+from gridsched.core.topology import Device
+from gridsched.daemon import cgroup
+from gridsched.devices import Node, NodeMap, node_map
 
 V1_MOUNT = "/sys/fs/cgroup/devices"
 V2_MOUNTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified")

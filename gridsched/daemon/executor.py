@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..jobenv import Private
-from . import cgroup, confine, jobtmp, launch, procs
+from gridsched.daemon import cgroup, confine, jobtmp, launch, procs
+from gridsched.jobenv import Private
 
 Where = tuple[Path, int]  # a job segment: the job's directory and the segment's number
 

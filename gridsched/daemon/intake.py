@@ -23,8 +23,8 @@ import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from .. import requests as rq
-from ..spool import Spool, atomic_write
+from gridsched import requests as rq
+from gridsched.spool import Spool, atomic_write
 
 log = logging.getLogger("gschedd")
 

@@ -32,7 +32,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..jobs import PRIVATE_FILE, PRIVATE_KEYS
+from gridsched.jobs import PRIVATE_FILE, PRIVATE_KEYS
 
 LAUNCH_FILE = "launch.json"
 MAX_PRIVATE = 16 << 20

@@ -40,7 +40,7 @@ import sys
 import tempfile
 from typing import Any
 
-from ..jobenv import PRIVATE_PREFIX, SGE_QUEUE, Private
+from gridsched.jobenv import PRIVATE_PREFIX, SGE_QUEUE, Private
 
 PREFIX = PRIVATE_PREFIX
 # run by the daemon's own interpreter, isolated from the job's PYTHONPATH, with the daemon's own gridsched

@@ -31,12 +31,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import jobenv
-from ..core.units import format_size
-from ..devices import Node
-from ..spool import atomic_write
-from . import cgroup, confine, devcgroup, jobtmp
-from .procs import kill_tree, start_ticks
+from gridsched import jobenv
+from gridsched.core.units import format_size
+from gridsched.daemon import cgroup, confine, devcgroup, jobtmp
+from gridsched.daemon.procs import kill_tree, start_ticks
+from gridsched.devices import Node
+from gridsched.spool import atomic_write
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -484,7 +484,7 @@ def _exec_job(
 
 def _shell_problem(shell: str, e: OSError) -> str:
     """Why the shell that was to run a script without #! could not (as the job's owner found it)."""
-    from ..text import shown
+    from gridsched.text import shown
 
     name = shown(shell)
     name = name if len(name) <= 200 else name[:197] + "..."
@@ -514,7 +514,7 @@ def _with_mpi(spec: Launch) -> dict[str, str]:
 def _with_login_env(spec: Launch, own: dict[str, str]) -> dict[str, str]:
     """--get-user-env: the owner's login environment with the job's own (``own``) over it; on failure the
     job's own alone, said in one line on its standard error."""
-    from .loginenv import LoginEnvError, login_env
+    from gridsched.daemon.loginenv import LoginEnvError, login_env
 
     assert spec.user_env is not None
     timeout, login, path_prefix = spec.user_env

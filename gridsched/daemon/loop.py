@@ -25,19 +25,13 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from .. import config as configmod
-from .. import requests as rq
-from ..admin import admin_uids
-from ..core import cpuset
-from ..core import policy as corepolicy
-from ..core.types import HeadReservation
-from ..jobs import PRIVATE_KEYS, JobState
-from ..spool import Spool, atomic_write
-from ..state import StateDB
-from ..submit import machine_memory
-from ..topology import TopologyError, changed_map, load_machine
-from ..tune import label as tune_label
-from . import (
+from gridsched import config as configmod
+from gridsched import requests as rq
+from gridsched.admin import admin_uids
+from gridsched.core import cpuset
+from gridsched.core import policy as corepolicy
+from gridsched.core.types import HeadReservation
+from gridsched.daemon import (
     apply,
     arrays,
     devcgroup,
@@ -54,11 +48,17 @@ from . import (
     snapshot,
     split,
 )
-from .executor import Processes, Stub
-from .procs import start_ticks
-from .table import JobTable, Rec
-from .tree import Trees
-from .tuner import Tuner
+from gridsched.daemon.executor import Processes, Stub
+from gridsched.daemon.procs import start_ticks
+from gridsched.daemon.table import JobTable, Rec
+from gridsched.daemon.tree import Trees
+from gridsched.daemon.tuner import Tuner
+from gridsched.jobs import PRIVATE_KEYS, JobState
+from gridsched.spool import Spool, atomic_write
+from gridsched.state import StateDB
+from gridsched.submit import machine_memory
+from gridsched.topology import TopologyError, changed_map, load_machine
+from gridsched.tune import label as tune_label
 
 log = logging.getLogger("gschedd")
 
@@ -220,7 +220,7 @@ class Daemon:
         self.db.set_meta("confinement", json.dumps({"lines": self.confinement, "at": self.started}))
         self.id_high = self.db.max_id()
         self._drop_stale_claims()
-        from .recover import recover
+        from gridsched.daemon.recover import recover
 
         self.book.load(self)
         self._load_drained()

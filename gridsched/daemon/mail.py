@@ -32,12 +32,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..jobs import JobState
-from ..requests import parse_mail_type, parse_mail_user, safe
+from gridsched.jobs import JobState
+from gridsched.requests import parse_mail_type, parse_mail_user, safe
 
 if TYPE_CHECKING:
-    from .loop import Daemon
-    from .table import Rec
+    from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.table import Rec
 
 log = logging.getLogger("gschedd")
 

@@ -15,12 +15,12 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..jobs import EXIT_CHECKPOINTED, JobState
-from . import jobtmp
-from .table import Rec
+from gridsched.daemon import jobtmp
+from gridsched.daemon.table import Rec
+from gridsched.jobs import EXIT_CHECKPOINTED, JobState
 
 if TYPE_CHECKING:
-    from .loop import Daemon
+    from gridsched.daemon.loop import Daemon
 
 log = logging.getLogger("gschedd")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from ..spool import alive, start_ticks  # noqa: F401 - the daemon's modules find them here too
+from gridsched.spool import alive, start_ticks  # noqa: F401 - the daemon's modules find them here too
 
 
 def tree(shepherd: int) -> list[psutil.Process]:
@@ -187,7 +187,7 @@ def kill_tree(pid: int) -> None:
 def set_affinity(job: Job, cpus: set[int]) -> None:
     """Re-pin every process of a job (a suspended job resumed on other cores): its cpuset cgroups first, then
     the affinity of each thread."""
-    from .confine import set_cpus
+    from gridsched.daemon.confine import set_cpus
 
     set_cpus(job.cgroups, cpus)
     for pid in job_pids(job):

@@ -30,11 +30,11 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..jobs import EXIT_CHECKPOINTED, JobState
-from . import confine, intake, jobtmp, outcome, procs
+from gridsched.daemon import confine, intake, jobtmp, outcome, procs
+from gridsched.jobs import EXIT_CHECKPOINTED, JobState
 
 if TYPE_CHECKING:
-    from .loop import Daemon
+    from gridsched.daemon.loop import Daemon
 
 log = logging.getLogger("gschedd")
 
@@ -42,7 +42,7 @@ LIVE = [s.value for s in (JobState.PENDING, JobState.HELD, JobState.RUNNING, Job
 
 
 def recover(d: Daemon) -> None:
-    from .table import Rec
+    from gridsched.daemon.table import Rec
 
     adopted = collected = requeued = 0
     cancels: dict[int, set[int]] | None = None

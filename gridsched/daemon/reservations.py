@@ -29,17 +29,26 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import limits
-from ..core import cpuset
-from ..core.placement import Request
-from ..core.types import Activate, EndReservation, Resv, Waiting
-from ..jobs import JobState
-from ..reservations import LIVE, ResvError, RState, check_bind, check_fit, check_request, place_request, place_text
+from gridsched import limits
+from gridsched.core import cpuset
+from gridsched.core.placement import Request
+from gridsched.core.types import Activate, EndReservation, Resv, Waiting
+from gridsched.jobs import JobState
+from gridsched.reservations import (
+    LIVE,
+    ResvError,
+    RState,
+    check_bind,
+    check_fit,
+    check_request,
+    place_request,
+    place_text,
+)
 
 if TYPE_CHECKING:
-    from .. import requests as rq
-    from .loop import Daemon
-    from .table import Rec
+    from gridsched import requests as rq
+    from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.table import Rec
 
 log = logging.getLogger("gschedd")
 
@@ -232,8 +241,8 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> No
             r.place,
         )
         if spec.devices:  # held as their slots, as a job's (gridsched.core.devices)
-            from ..core.devices import slots
-            from ..devices import refusal
+            from gridsched.core.devices import slots
+            from gridsched.devices import refusal
 
             why = refusal(spec.devices, d.machine.devices)
             if why:

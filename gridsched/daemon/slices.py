@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .loop import Daemon
-    from .table import Rec
+    from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.table import Rec
 
 log = logging.getLogger("gschedd")
 
@@ -90,7 +90,7 @@ def advance(d: Daemon) -> None:
     oldest first.  A request whose work is done leaves ``incoming/`` once committed and published."""
     if not d.sweeps and not d.intakes:
         return
-    from . import arrays
+    from gridsched.daemon import arrays
 
     budget = Budget()
     d.table.begin()

@@ -30,7 +30,7 @@ import stat
 import time
 from pathlib import Path
 
-from ..spool import Spool
+from gridsched.spool import Spool
 
 log = logging.getLogger("gschedd")
 

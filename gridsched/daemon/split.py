@@ -42,15 +42,15 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..arrays import ArrayError, parse
-from ..core.types import SplitInfo, Start, StartTasks
-from ..jobs import JobState
+from gridsched.arrays import ArrayError, parse
+from gridsched.core.types import SplitInfo, Start, StartTasks
+from gridsched.jobs import JobState
 
 if TYPE_CHECKING:
-    from ..core.devices import DeviceAsk
-    from ..core.topology import Device
-    from .loop import Daemon
-    from .table import Rec
+    from gridsched.core.devices import DeviceAsk
+    from gridsched.core.topology import Device
+    from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.table import Rec
 
 log = logging.getLogger("gschedd")
 
@@ -70,7 +70,7 @@ def task_asks(sp: dict[str, Any] | None) -> tuple[DeviceAsk, ...]:
     """The devices each sub-task of the splittable job ``sp`` asks for (``()``: none)."""
     if not sp or not sp.get("devices"):
         return ()
-    from ..devices import asks_from_spec
+    from gridsched.devices import asks_from_spec
 
     return asks_from_spec(sp["devices"])
 
@@ -86,7 +86,7 @@ def wave_asks(sp: dict[str, Any] | None, ncpus: int) -> tuple[DeviceAsk, ...]:
 
 def device_wave(asks: tuple[DeviceAsk, ...], devices: tuple[Device, ...]) -> int:
     """How many sub-tasks asking ``asks`` each the machine's devices hold at once (their slots)."""
-    from ..core.devices import slots, totals
+    from gridsched.core.devices import slots, totals
 
     have = totals(devices)
     return min((have.get(name, 0) // n for name, n in slots(asks, devices) if n > 0), default=0)
@@ -172,7 +172,7 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
     rec.ncpus = min(rec.ncpus, _wave(sp)) or rec.ncpus
     if sp.get("devices"):
         rec.dev_asks = wave_asks(sp, rec.ncpus)
-        from ..core.devices import slots
+        from gridsched.core.devices import slots
 
         rec.dev_slots = slots(rec.dev_asks, d.machine.devices)
     rec._waiting = None
@@ -231,7 +231,7 @@ def _piece(
     )
     if prec is None:
         return False
-    from .apply import start
+    from gridsched.daemon.apply import start
 
     start(d, prec, Start(pid, st.cores, True, None, devices), now)
     log.info(

@@ -17,22 +17,22 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import cpuset, depend
-from ..core import devices as coredev
-from ..core.devices import DeviceAsk
-from ..core.ends import soft_left
-from ..core.placement import Request as PlaceRequest
-from ..core.predict import RATIO_JOBS, run_ratio
-from ..core.topology import Device
-from ..core.tree import credit_limit, walltime_credit
-from ..core.types import Running, Waiting
-from ..devices import format_keys
-from ..jobs import TERMINAL, JobState
-from ..requests import JobSignal, parse_signal
-from ..spool import Spool
-from ..state import StateDB, usage
-from ..usage import Usage
-from .split import split_info
+from gridsched.core import cpuset, depend
+from gridsched.core import devices as coredev
+from gridsched.core.devices import DeviceAsk
+from gridsched.core.ends import soft_left
+from gridsched.core.placement import Request as PlaceRequest
+from gridsched.core.predict import RATIO_JOBS, run_ratio
+from gridsched.core.topology import Device
+from gridsched.core.tree import credit_limit, walltime_credit
+from gridsched.core.types import Running, Waiting
+from gridsched.daemon.split import split_info
+from gridsched.devices import format_keys
+from gridsched.jobs import TERMINAL, JobState
+from gridsched.requests import JobSignal, parse_signal
+from gridsched.spool import Spool
+from gridsched.state import StateDB, usage
+from gridsched.usage import Usage
 
 log = logging.getLogger("gschedd")
 
@@ -299,19 +299,19 @@ class Rec:
                 bool(spec.get("exclusive_board")),
             )
         if spec.get("devices"):
-            from ..devices import asks_from_spec
+            from gridsched.devices import asks_from_spec
 
             rec.dev_asks = asks_from_spec(spec["devices"])
             rec.whole = any(a.exclusive for a in rec.dev_asks)
             rec.dev_slots = coredev.slots(rec.dev_asks, machine_devices)
         if rec.split and rec.split.get("devices"):  # a wave of sub-tasks that ask for devices
-            from .split import wave_asks
+            from gridsched.daemon.split import wave_asks
 
             rec.dev_asks = wave_asks(rec.split, rec.ncpus)
             rec.whole = any(a.exclusive for a in rec.dev_asks)
             rec.dev_slots = coredev.slots(rec.dev_asks, machine_devices)
         if row.get("devices"):
-            from ..devices import parse_keys
+            from gridsched.devices import parse_keys
 
             rec.set_devices(parse_keys(row["devices"]), machine_devices)
         return rec
@@ -390,7 +390,7 @@ class JobTable:
 
     def spec(self, jid: int) -> dict[str, Any]:
         """A job's whole spec: the public part from its row, the private part from the daemon's own file."""
-        from . import jobfiles
+        from gridsched.daemon import jobfiles
 
         spec = dict(self.db.job(jid)["spec"])  # type: ignore[index]
         spec.update(jobfiles.read_private(self.spool.job_dir(jid)))

@@ -59,16 +59,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core import cpuset
-from ..core.tree import ancestors, credit_spans
-from ..core.types import CancelSubtree, Ended, HoldSubtree, Lent, Snapshot
-from ..jobs import JobState
-from ..requests import MAX_ID, Refused
+from gridsched.core import cpuset
+from gridsched.core.tree import ancestors, credit_spans
+from gridsched.core.types import CancelSubtree, Ended, HoldSubtree, Lent, Snapshot
+from gridsched.jobs import JobState
+from gridsched.requests import MAX_ID, Refused
 
 if TYPE_CHECKING:
-    from .. import requests as rq
-    from .loop import Daemon
-    from .table import Rec
+    from gridsched import requests as rq
+    from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.table import Rec
 
 log = logging.getLogger("gschedd")
 
@@ -224,7 +224,7 @@ class Trees:
 
     # -- requests ----------------------------------------------------------------
     def _target(self, rcv: rq.Received, jid: int) -> Rec | None:
-        from .handlers.owned import kind, owned
+        from gridsched.daemon.handlers.owned import kind, owned
 
         rec = owned(self.d, rcv, jid)
         if rec is None:

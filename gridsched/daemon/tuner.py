@@ -19,12 +19,12 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .. import config as configmod
-from ..core.params import Policy
-from ..tuning import applied, lowest_priority, setting
+from gridsched import config as configmod
+from gridsched.core.params import Policy
+from gridsched.tuning import applied, lowest_priority, setting
 
 if TYPE_CHECKING:
-    from ..state import StateDB
+    from gridsched.state import StateDB
 
 log = logging.getLogger("gschedd")
 

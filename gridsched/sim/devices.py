@@ -27,9 +27,9 @@ import csv
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.devices import DeviceAsk, never_fits
-from ..core.topology import Device, MachineMap
-from .swf import TOO_MANY_DEVICES, Trace, keep_only
+from gridsched.core.devices import DeviceAsk, never_fits
+from gridsched.core.topology import Device, MachineMap
+from gridsched.sim.swf import TOO_MANY_DEVICES, Trace, keep_only
 
 COLUMNS = ("job", "gpus", "model")
 MAX_COUNT = 4096  # as gsub: at most this many devices for one job
@@ -103,7 +103,7 @@ def _count(text: str, where: str) -> int:
 
 
 def _model_ok(model: str) -> bool:
-    from ..devices import MODEL_NAME
+    from gridsched.devices import MODEL_NAME
 
     return bool(MODEL_NAME.match(model))
 
@@ -111,7 +111,7 @@ def _model_ok(model: str) -> bool:
 def from_workload(value: Any, key: str, where: str) -> DeviceAsk | None:
     """``gpus = N``, ``gpus = "MODEL:N"`` or ``gres = "TYPE[:MODEL][:N]"`` of a workload ``[[job]]`` table
     (None: 0 GPUs); ``ValueError`` with the line to print."""
-    from ..devices import AskError, parse_gpus, parse_gres
+    from gridsched.devices import AskError, parse_gpus, parse_gres
 
     if key == "gpus" and isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
@@ -134,7 +134,7 @@ def from_workload(value: Any, key: str, where: str) -> DeviceAsk | None:
 
 def machine_devices(spec: str, machine: MachineMap | None) -> tuple[Device, ...]:
     """``--gpus [MODEL:]N``: N GPUs, spread evenly over the boards of ``machine`` (board 0 without one)."""
-    from ..devices import AskError, parse_gpus
+    from gridsched.devices import AskError, parse_gpus
 
     try:
         model, n = parse_gpus(spec)
@@ -159,7 +159,7 @@ def attach(
     it is counted, the first one named in the message.  A job asking for devices when the machine has
     none is an error (:class:`DevicesError`), as is, with ``strict``, one the machine cannot hold.
     """
-    from .swf import MAX_PROBLEMS
+    from gridsched.sim.swf import MAX_PROBLEMS
 
     ids = set(trace.ids)
     unknown = [j for j in jobs if j.id not in ids]

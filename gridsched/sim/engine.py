@@ -23,15 +23,15 @@ from dataclasses import replace as _replace
 from enum import Enum
 from operator import attrgetter
 
-from ..core import devices as coredev
-from ..core.depend import Dep
-from ..core.eligible import throttled
-from ..core.placement import Request as PlaceRequest
-from ..core.placement import claimed
-from ..core.policy import quiet_when_full, schedule
-from ..core.predict import RATIO_JOBS, run_ratio
-from ..core.topology import Device, MachineMap
-from ..core.types import (
+from gridsched.core import devices as coredev
+from gridsched.core.depend import Dep
+from gridsched.core.eligible import throttled
+from gridsched.core.placement import Request as PlaceRequest
+from gridsched.core.placement import claimed
+from gridsched.core.policy import quiet_when_full, schedule
+from gridsched.core.predict import RATIO_JOBS, run_ratio
+from gridsched.core.topology import Device, MachineMap
+from gridsched.core.types import (
     Activate,
     Cancel,
     CancelSubtree,
@@ -52,8 +52,8 @@ from ..core.types import (
     StartTasks,
     Waiting,
 )
-from ..usage import Usage
-from .swf import Trace
+from gridsched.sim.swf import Trace
+from gridsched.usage import Usage
 
 INF = math.inf
 MAX_REPASS = 16  # passes at one instant after preemptions, at most

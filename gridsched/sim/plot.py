@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.units import format_duration
+from gridsched.core.units import format_duration
 
 INF = float("inf")
 BUCKETS = 400  # points on the time axis of a run plot

@@ -6,9 +6,9 @@ import csv
 from collections.abc import Sequence
 from typing import IO, Any
 
-from ..core.units import format_duration
-from .engine import Result
-from .metrics import Metrics, gpu_metrics
+from gridsched.core.units import format_duration
+from gridsched.sim.engine import Result
+from gridsched.sim.metrics import Metrics, gpu_metrics
 
 # (key in the record, column title, format, lower is better) of the compared metrics.
 COLUMNS: tuple[tuple[str, str, str, bool], ...] = (

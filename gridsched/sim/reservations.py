@@ -37,9 +37,9 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.placement import Request
-from ..core.units import UnitError, parse_duration
-from .engine import SimResv
+from gridsched.core.placement import Request
+from gridsched.core.units import UnitError, parse_duration
+from gridsched.sim.engine import SimResv
 
 
 class ResvFileError(Exception):

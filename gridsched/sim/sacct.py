@@ -42,8 +42,8 @@ from __future__ import annotations
 import calendar
 from datetime import datetime
 
-from ..core.devices import DeviceAsk
-from .swf import BAD_LINE, MAX_PROBLEMS, NO_PROCS, NO_RUNTIME, REASONS, TOO_LARGE, Trace, TraceError, _open
+from gridsched.core.devices import DeviceAsk
+from gridsched.sim.swf import BAD_LINE, MAX_PROBLEMS, NO_PROCS, NO_RUNTIME, REASONS, TOO_LARGE, Trace, TraceError, _open
 
 NEEDED = ("JobID", "Submit", "Elapsed")
 NOT_STARTED = {"", "Unknown", "None", "N/A"}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TypeVar
 
-from ..core.devices import DeviceAsk
+from gridsched.core.devices import DeviceAsk
 
 NFIELDS = 18
 # The fields the replay reads (1, 2, 4, 5, 8, 9, 11, 12, 17, 18, counted from 1) and what a line made

@@ -40,9 +40,9 @@ import io
 from dataclasses import dataclass, field
 from math import inf
 
-from ..core.policy import schedule
-from ..core.tree import credit_limit, credit_spans, tops, walltime_credit
-from ..core.types import Lent, Params, Policy, Reclaim, Resume, Running, Snapshot, Start, Waiting
+from gridsched.core.policy import schedule
+from gridsched.core.tree import credit_limit, credit_spans, tops, walltime_credit
+from gridsched.core.types import Lent, Params, Policy, Reclaim, Resume, Running, Snapshot, Start, Waiting
 
 FIELDS = ("id", "parent", "submit", "ncpus", "walltime", "run")
 

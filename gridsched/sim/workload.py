@@ -34,11 +34,11 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import depend
-from ..core.devices import DeviceAsk
-from ..core.units import UnitError, parse_duration
-from .engine import Gates
-from .swf import Trace
+from gridsched.core import depend
+from gridsched.core.devices import DeviceAsk
+from gridsched.core.units import UnitError, parse_duration
+from gridsched.sim.engine import Gates
+from gridsched.sim.swf import Trace
 
 ENDED = {0: "FAILED", 5: "CANCELLED"}
 
@@ -152,7 +152,7 @@ def read(path: str) -> Workload:
 
 def _devices(t: dict[str, Any], where: str) -> tuple[DeviceAsk, ...]:
     """The devices of a ``[[job]]`` table: ``gpus`` and ``gres`` (:func:`gridsched.sim.devices.from_workload`)."""
-    from .devices import from_workload
+    from gridsched.sim.devices import from_workload
 
     out: list[DeviceAsk] = []
     for key in ("gpus", "gres"):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, assert_never
 
-from ... import requests as rq
-from . import (
+from gridsched import requests as rq
+from gridsched.daemon.handlers import (
     alter,
     cancel,
     drain,
@@ -26,10 +26,10 @@ from . import (
     tune,
     undrain,
 )
-from . import yield_ as yield_handler
+from gridsched.daemon.handlers import yield_ as yield_handler
 
 if TYPE_CHECKING:
-    from ..loop import Daemon
+    from gridsched.daemon.loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received) -> None:

@@ -12,16 +12,16 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ... import requests as rq
-from ...core import depend
-from ...jobs import JobState, change_refused
-from ...submit import never_runs
-from .. import reservations
-from ..table import Rec
-from .owned import owned_targets
+from gridsched import requests as rq
+from gridsched.core import depend
+from gridsched.daemon import reservations
+from gridsched.daemon.handlers.owned import owned_targets
+from gridsched.daemon.table import Rec
+from gridsched.jobs import JobState, change_refused
+from gridsched.submit import never_runs
 
 if TYPE_CHECKING:
-    from ..loop import Daemon
+    from gridsched.daemon.loop import Daemon
 
 log = logging.getLogger("gschedd")
 

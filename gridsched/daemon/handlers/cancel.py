@@ -9,13 +9,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ... import requests as rq
-from .. import arrays, slices
-from .owned import owned_targets
+from gridsched import requests as rq
+from gridsched.daemon import arrays, slices
+from gridsched.daemon.handlers.owned import owned_targets
 
 if TYPE_CHECKING:
-    from ..loop import Daemon
-    from ..table import Rec
+    from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.table import Rec
 
 WHY = "cancelled before it started"
 

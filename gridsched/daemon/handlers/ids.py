@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ... import requests as rq
+from gridsched import requests as rq
 
 if TYPE_CHECKING:
-    from ..loop import Daemon
+    from gridsched.daemon.loop import Daemon
 
 
 def taken_again(d: Daemon, rcv: rq.Received, nid: int, what: str) -> bool:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ... import requests as rq
-from .. import arrays, split
+from gridsched import requests as rq
+from gridsched.daemon import arrays, split
 
 if TYPE_CHECKING:
-    from ..loop import Daemon
-    from ..table import Rec
+    from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.table import Rec
 
 log = logging.getLogger("gschedd")
 

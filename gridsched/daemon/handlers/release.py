@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ... import requests as rq
-from ...jobs import JobState
-from .. import arrays, slices
-from .owned import owned_targets
+from gridsched import requests as rq
+from gridsched.daemon import arrays, slices
+from gridsched.daemon.handlers.owned import owned_targets
+from gridsched.jobs import JobState
 
 if TYPE_CHECKING:
-    from ..loop import Daemon
-    from ..table import Rec
+    from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.table import Rec
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Release) -> None:

@@ -16,13 +16,13 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
-from ... import requests as rq
-from ...jobs import GRUN_NOT_REQUEUED, JobState
-from .. import arrays, procs
-from ..table import Rec
+from gridsched import requests as rq
+from gridsched.daemon import arrays, procs
+from gridsched.daemon.table import Rec
+from gridsched.jobs import GRUN_NOT_REQUEUED, JobState
 
 if TYPE_CHECKING:
-    from ..loop import Daemon
+    from gridsched.daemon.loop import Daemon
 
 log = logging.getLogger("gschedd")
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ... import requests as rq
+from gridsched import requests as rq
 
 if TYPE_CHECKING:
-    from ..loop import Daemon
+    from gridsched.daemon.loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Resume) -> None:

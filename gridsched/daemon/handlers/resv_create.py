@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ... import requests as rq
-from .. import reservations
-from .ids import taken_again
+from gridsched import requests as rq
+from gridsched.daemon import reservations
+from gridsched.daemon.handlers.ids import taken_again
 
 if TYPE_CHECKING:
-    from ..loop import Daemon
+    from gridsched.daemon.loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.ResvCreate) -> None:

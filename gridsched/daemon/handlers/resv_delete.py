@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ... import requests as rq
-from .. import reservations
+from gridsched import requests as rq
+from gridsched.daemon import reservations
 
 if TYPE_CHECKING:
-    from ..loop import Daemon
+    from gridsched.daemon.loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.ResvDelete) -> None:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ... import limits
-from ... import requests as rq
-from ...arrays import parse as parse_array
-from ...jobs import JobState
-from ...submit import never_runs
-from .. import arrays, reservations, split
-from .hold import BY_OWNER
-from .ids import taken_again
+from gridsched import limits
+from gridsched import requests as rq
+from gridsched.arrays import parse as parse_array
+from gridsched.daemon import arrays, reservations, split
+from gridsched.daemon.handlers.hold import BY_OWNER
+from gridsched.daemon.handlers.ids import taken_again
+from gridsched.jobs import JobState
+from gridsched.submit import never_runs
 
 if TYPE_CHECKING:
-    from ..loop import Daemon
+    from gridsched.daemon.loop import Daemon
 
 
 def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
