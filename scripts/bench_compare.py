@@ -46,7 +46,7 @@ def main() -> None:
                     raise SystemExit(f"{k} {what}: {out.stderr.strip()[-500:]}")
                 got[k][what].append(json.loads(out.stdout))
                 print(f"round {rnd}: {k} {WHAT[what]}: {got[k][what][-1]:.1f}", flush=True)
-    from gridsched.host import describe
+    from gridsched.host.facts import describe
 
     print(f"machine: {describe()}")
     for what, label in WHAT.items():

@@ -29,7 +29,7 @@ BIN = Path(sys.executable).parent
 
 
 def machine() -> str:
-    from gridsched.host import describe
+    from gridsched.host.facts import describe
 
     return describe()
 
@@ -141,7 +141,7 @@ def memory(n: int) -> float:
         sp.start()
         sp.gsub("-n", "16", "-t", "1h", "--wrap", "sleep 3600")
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from gridsched.spool import Spool as GSpool
+        from gridsched.protocol.spool import Spool as GSpool
 
         gsp = GSpool(sp.dir / "spool")
         env = dict(os.environ)

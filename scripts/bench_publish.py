@@ -34,8 +34,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gridsched.daemon import snapshot  # noqa: E402
-from gridsched.spool import Spool  # noqa: E402
-from gridsched.state import StateDB  # noqa: E402
+from gridsched.protocol.spool import Spool  # noqa: E402
+from gridsched.protocol.state import StateDB  # noqa: E402
 
 
 def row(jid: int, now: float) -> dict:

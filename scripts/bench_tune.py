@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cost of one tuning run, and whether it delays the daemon's loop.
 
-1. CPU time of one tuning run (``gridsched.tune.choose``) over a synthetic 14-day history of a 256-core
+1. CPU time of one tuning run (``gridsched.sim.tune.choose``) over a synthetic 14-day history of a 256-core
    machine (``--jobs``, default 20,000 jobs: uniform arrivals, 1-64 cores, log-normal run times up to a
    day, about 70 % of the machine offered, walltimes 1-10 times the run time), after a warm-up of
    ``--warmup-days`` (default 7, the daemon's tune_warmup; as many jobs a day, replayed and not
@@ -84,7 +84,7 @@ def tuning_cost(jobs: int, runs: int, warmup_days: float) -> None:
     frm = warmup_days * DAY if warmup_days > 0 else None
     import dataclasses
 
-    from gridsched.config import PACKAGED, load
+    from gridsched.protocol.config import PACKAGED, load
 
     # the shipped settings (their backfill order: shortest first)
     base = dataclasses.replace(load(str(PACKAGED)).params, policy=Policy.CHECKPOINT_BACKFILL)
@@ -115,8 +115,8 @@ autostart = false
 
 
 def latency(jobs: int, submits: int) -> None:
-    from gridsched.spool import Spool
-    from gridsched.state import StateDB
+    from gridsched.protocol.spool import Spool
+    from gridsched.protocol.state import StateDB
 
     bin_ = Path(sys.executable).parent
     with tempfile.TemporaryDirectory() as tmp:

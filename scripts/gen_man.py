@@ -24,7 +24,6 @@ sys.path.insert(0, str(ROOT))
 
 from gridsched import __version__  # noqa: E402
 from gridsched.cli import (  # noqa: E402
-    compat,
     gacct,
     galter,
     gctl,
@@ -42,9 +41,10 @@ from gridsched.cli import (  # noqa: E402
 )
 from gridsched.cli.common import EXIT_DOC, ExitCode  # noqa: E402
 from gridsched.cli.gstat import JSON_KEYS  # noqa: E402
-from gridsched.config import PACKAGED, parse  # noqa: E402
 from gridsched.core.units import format_duration  # noqa: E402
-from gridsched.jobs import EXIT_CHECKPOINTED  # noqa: E402
+from gridsched.protocol.config import PACKAGED, parse  # noqa: E402
+from gridsched.protocol.jobs import EXIT_CHECKPOINTED  # noqa: E402
+from gridsched.submission import compat  # noqa: E402
 
 SOURCE = f"gridsched {__version__}"
 DEFAULTS = parse({}, str(PACKAGED))
@@ -254,7 +254,7 @@ TIMES = para("""
     minutes, as Slurm keeps its limits (0:0:30 is one minute).  A PBS walltime (#PBS -l walltime=) and an SGE
     h_rt are read as there: a bare number is seconds, else [[HH:]MM:]SS.  --task-time and
     gresv durations keep gridsched's reading: a bare number is seconds.  In the Python API
-    (gridsched.client) a number is seconds too.
+    (gridsched.api.client) a number is seconds too.
 
     --mem is the memory of the whole job (a bare number is MiB; 0 is the whole machine, as
     sbatch --mem=0); --mem-per-cpu (#SBATCH --mem-per-cpu, #PBS -l pmem=, SGE h_vmem and
@@ -662,7 +662,7 @@ GSTAT_JSON = (
 
 
 def _reason_codes() -> str:
-    from gridsched.reason_codes import CODES
+    from gridsched.protocol.reason_codes import CODES
 
     pairs = [(code, f"{meaning}.") for code, meaning in CODES.values()]
     return items([("None", "Nothing said yet (a job just submitted, or one that is about to start)."), *pairs])

@@ -45,9 +45,9 @@ autostart = false
 
 
 def submitter(spool_dir: str, cfg_path: str, work: str, n: int, out: mp.Queue[list[int]]) -> None:
-    from gridsched import config as configmod
-    from gridsched.spool import Spool
-    from gridsched.submit import Options, Script, build_spec
+    from gridsched.protocol import config as configmod
+    from gridsched.protocol.spool import Spool
+    from gridsched.submission.submit import Options, Script, build_spec
 
     cfg = configmod.load(cfg_path)
     spool = Spool(spool_dir)
@@ -75,7 +75,7 @@ def counts(db: Path) -> dict[str, int]:
 
 
 def machine() -> str:
-    from gridsched.host import describe
+    from gridsched.host.facts import describe
 
     return describe()
 

@@ -32,15 +32,15 @@ OVERHEADS = (120.0, 0.0)
 
 sys.path.insert(0, str(ROOT))
 
-from gridsched.config import PACKAGED  # noqa: E402
-from gridsched.config import load as load_config  # noqa: E402
 from gridsched.core.types import BackfillOrder, Params, Policy, Predictor  # noqa: E402
 from gridsched.core.units import format_duration  # noqa: E402
+from gridsched.protocol.config import PACKAGED  # noqa: E402
+from gridsched.protocol.config import load as load_config  # noqa: E402
 from gridsched.sim import report, swf  # noqa: E402
 from gridsched.sim.engine import simulate  # noqa: E402
 from gridsched.sim.metrics import compute, quarters  # noqa: E402
-from gridsched.tune import grid_for, in_replay  # noqa: E402
-from gridsched.tune import label as setting_label  # noqa: E402
+from gridsched.sim.tune import grid_for, in_replay  # noqa: E402
+from gridsched.sim.tune import label as setting_label  # noqa: E402
 
 TUNE_EVERY = 7 * 86400.0  # the shipped default is 6 h; a week here keeps the run of the three traces within the hour
 DAY = 86400.0

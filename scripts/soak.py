@@ -286,15 +286,15 @@ def _preload() -> None:
 
     import click  # noqa: F401
 
-    import gridsched.admin  # noqa: F401
-    import gridsched.arrays  # noqa: F401
     import gridsched.cli.gdel  # noqa: F401
     import gridsched.cli.gsub  # noqa: F401
-    import gridsched.requests  # noqa: F401
-    import gridsched.reservations  # noqa: F401
-    import gridsched.topology  # noqa: F401
-    import gridsched.tree  # noqa: F401
-    import gridsched.view  # noqa: F401
+    import gridsched.host.topology  # noqa: F401
+    import gridsched.protocol.admin  # noqa: F401
+    import gridsched.protocol.arrays  # noqa: F401
+    import gridsched.protocol.requests  # noqa: F401
+    import gridsched.protocol.reservations  # noqa: F401
+    import gridsched.protocol.tree  # noqa: F401
+    import gridsched.protocol.view  # noqa: F401
 
 
 class AsUser:
@@ -399,7 +399,7 @@ class AsUser:
 
 
 def read_rows(spool: Path) -> dict[int, dict[str, Any]]:
-    from gridsched.state import StateDB
+    from gridsched.protocol.state import StateDB
 
     if not (spool / "state.db").exists():
         return {}
@@ -571,7 +571,7 @@ def leftover_processes(spool: Path) -> list[int]:
 
 
 def machine() -> str:
-    from gridsched.host import describe
+    from gridsched.host.facts import describe
 
     return describe()
 
@@ -697,10 +697,10 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
         ledger.touch()
         homes[os.getuid()] = (work, job_env(work))
 
-    from gridsched import config as configmod
-    from gridsched.spool import Spool
-    from gridsched.submit import Options, Script
-    from gridsched.submit import submit as publish
+    from gridsched.protocol import config as configmod
+    from gridsched.protocol.spool import Spool
+    from gridsched.submission.submit import Options, Script
+    from gridsched.submission.submit import submit as publish
 
     cfg = configmod.load(str(config_path))
     spool = Spool(spool_dir)

@@ -192,10 +192,10 @@ def gs(make_gs) -> Gridsched:
 def stub_daemon(tmp_path: Path):
     """A factory: ``stub_daemon(config, system_layout=False)`` gives a daemon object on a temporary spool with
     the stub executor (nothing is forked; tests take its turns themselves); it is closed at teardown."""
-    from gridsched import config as configmod
-    from gridsched.daemon.executor import Stub
     from gridsched.daemon.loop import Daemon
-    from gridsched.spool import Spool
+    from gridsched.daemon.spawn import Stub
+    from gridsched.protocol import config as configmod
+    from gridsched.protocol.spool import Spool
 
     made: list[Daemon] = []
 

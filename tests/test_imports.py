@@ -59,7 +59,7 @@ CLI_ALLOWED: dict[str, set[str]] = {
 # Command modules that break rule 2 today, with why; each must still break it (when one is
 # fixed, take it out).  None does: no command module imports the daemon or the passes, at
 # module level or in a function, nor through a module that loads them at module level.
-# (`gctl info` does load gridsched.daemon.cgroup at run time, through gridsched.host.facts(),
+# (`gctl info` does load gridsched.daemon.cgroup at run time, through gridsched.host.facts.facts(),
 # a lazy import inside a shared module: that is outside this rule, which follows lazy imports
 # only in the command module itself.)
 KNOWN_CLI_EXCEPTIONS: dict[str, str] = {}
@@ -173,7 +173,7 @@ def loaded_at_import(start: str, g: Mapping[str, list[Edge]]) -> dict[str, str |
 def forbidden_reach(module: str, g: Mapping[str, list[Edge]], forbidden: Iterable[str]) -> dict[str, str]:
     """The modules of the ``forbidden`` kinds (keys of FORBIDDEN_TO_COMMANDS) that ``module``'s imports
     (any: module level, lazy, typing-only) load, each with how, such as
-    ``"line 12 (lazy): gridsched.daemon.loop <- gridsched.submit"``."""
+    ``"line 12 (lazy): gridsched.daemon.loop <- gridsched.submission.submit"``."""
     tests = [FORBIDDEN_TO_COMMANDS[k] for k in forbidden]
 
     def bad(m: str) -> bool:
@@ -390,7 +390,7 @@ NOT_AT_COMMAND_START = {
     "gridsched.core.devices",
     "gridsched.core.placement",
     "gridsched.core.topology",
-    "gridsched.arrays",
+    "gridsched.protocol.arrays",
     "socket",
     "sqlite3",
     "signal",
@@ -399,7 +399,7 @@ NOT_AT_COMMAND_START = {
 }
 # gstat reads the config and the spool only when it runs (gridsched.cli.common.setup): its --help and a
 # usage error load neither, nor pathlib under the spool.
-NOT_AT_GSTAT_START = {"gridsched.config", "gridsched.spool", "pathlib", "tomllib"}
+NOT_AT_GSTAT_START = {"gridsched.protocol.config", "gridsched.protocol.spool", "pathlib", "tomllib"}
 
 
 def _loaded_of(command: str, names: set[str]) -> dict[str, str]:
@@ -420,7 +420,13 @@ def test_gsub_and_gstat_start_light():
     assert _loaded_of("gridsched.cli.gstat", NOT_AT_GSTAT_START) == {}
     # the graph is followed: gsub loads the config reader and the request checks at import, gstat the view
     gsub = loaded_at_import("gridsched.cli.gsub", graph())
-    assert {"click", "gridsched.config", "gridsched.core.params", "gridsched.requests", "pathlib"} <= set(gsub)
-    assert {"click", "gridsched.view", "gridsched.cli.common", "json"} <= set(
+    assert {
+        "click",
+        "gridsched.protocol.config",
+        "gridsched.core.params",
+        "gridsched.protocol.requests",
+        "pathlib",
+    } <= set(gsub)
+    assert {"click", "gridsched.protocol.view", "gridsched.cli.common", "json"} <= set(
         loaded_at_import("gridsched.cli.gstat", graph())
     )

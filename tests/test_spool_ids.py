@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from gridsched import requests as rq
-from gridsched.spool import IdTaken, Spool
-from gridsched.state import StateDB
+from gridsched.protocol import requests as rq
+from gridsched.protocol.spool import IdTaken, Spool
+from gridsched.protocol.state import StateDB
 from tests.fuzz.test_requests import valid_job
 
 

@@ -25,8 +25,8 @@ from gridsched.core.units import UnitError, parse_duration, parse_size
 if TYPE_CHECKING:
     import subprocess
 
-    from gridsched.config import Config
-    from gridsched.spool import Spool
+    from gridsched.protocol.config import Config
+    from gridsched.protocol.spool import Spool
 
 
 class ExitCode(IntEnum):
@@ -258,15 +258,15 @@ def setup(prog: str, spool_dir: str | None, config_file: str | None) -> Setup:
     """The spool and the configuration in force.
 
     Spool: ``--spool``, else ``$GRIDSCHED_SPOOL``, else the config's
-    ``daemon.spool``, else :func:`gridsched.spool.default_root`.  Config:
-    ``--config``, else the lookup of :func:`gridsched.config.find` (which
+    ``daemon.spool``, else :func:`gridsched.protocol.spool.default_root`.  Config:
+    ``--config``, else the lookup of :func:`gridsched.protocol.config.find` (which
     includes the spool's own ``gridsched.toml``).
     """
     # imported here: a command's --help and its usage errors need neither the configuration nor the spool
     from pathlib import Path
 
-    from gridsched.config import ConfigError, load
-    from gridsched.spool import Spool, default_root
+    from gridsched.protocol.config import ConfigError, load
+    from gridsched.protocol.spool import Spool, default_root
 
     root = spool_dir or os.environ.get("GRIDSCHED_SPOOL") or None
     try:

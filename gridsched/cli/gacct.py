@@ -30,9 +30,9 @@ from gridsched.cli.gacct_format import parse as parse_format
 from gridsched.cli.select import SHORT_STATES, Selection, label, parse_ref
 from gridsched.cli.select import _split_ids as split_ids
 from gridsched.core.units import format_duration
-from gridsched.jobs import TERMINAL
-from gridsched.spool import Spool
-from gridsched.text import dumps, shown
+from gridsched.protocol.jobs import TERMINAL
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.text import dumps, shown
 
 PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
@@ -217,7 +217,7 @@ def when(t: float | None) -> str:
 
 
 def print_table(jobs: list[dict[str, Any]], header: bool = True) -> None:
-    """The jobs as aligned columns; what a user wrote (name, user) is escaped (:func:`gridsched.text.shown`)."""
+    """The jobs as aligned columns; what a user wrote (name, user) is escaped (``text.shown``)."""
     rows = [COLUMNS]
     for j in jobs:
         w = wait_seconds(j)
@@ -285,7 +285,7 @@ def load(spool: Spool, ids: list[int] | None = None) -> tuple[list[dict[str, Any
         return [], None
     import sqlite3
 
-    from gridsched.state import StateDB
+    from gridsched.protocol.state import StateDB
 
     try:
         db = StateDB(spool.db)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridsched.core.units import format_duration
-from gridsched.text import shown
+from gridsched.protocol.text import shown
 
 Row = dict[str, Any]
 
@@ -66,7 +66,7 @@ def total_cpu(j: Row) -> float | None:
 
 def _counts(text: str) -> dict[str, int]:
     """Devices per type in a job's or a segment's ``devices`` (``gpu:0,1;fpga:2``)."""
-    from gridsched.devices import parse_keys
+    from gridsched.host.devices import parse_keys
 
     out: dict[str, int] = {}
     for t, _ in parse_keys(text):

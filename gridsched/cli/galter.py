@@ -15,13 +15,13 @@ from typing import Any
 
 import click
 
-from gridsched import requests as rq
-from gridsched import view
 from gridsched.cli import gsub
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
 from gridsched.cli.jobctl import complete_job_ids
 from gridsched.core import depend
-from gridsched.text import shown
+from gridsched.protocol import requests as rq
+from gridsched.protocol import view
+from gridsched.protocol.text import shown
 
 PROG = "galter"
 # gsub's parameters galter takes, and the spec keys they change.
@@ -71,7 +71,7 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
     changes = _changes(s, given)
     uid = os.getuid()
     try:
-        from gridsched.admin import is_admin
+        from gridsched.protocol.admin import is_admin
 
         sender = rq.Sender(uid, str(uid), frozenset(), is_admin(uid, s.spool.root))
         if not sender.admin and (changes.get("priority") is not None or changes.get("nice", 0) < 0):
@@ -80,7 +80,7 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
         rq.parse({"type": "alter", "jobs": [1], "changes": changes}, "alter.json", sender)
     except rq.Refused as e:
         fail(PROG, shown(e))
-    from gridsched.topology import in_force
+    from gridsched.host.topology import in_force
 
     try:
         machine = in_force(s.spool, s.cfg)
@@ -149,7 +149,7 @@ def _changes(s: Any, given: dict[str, Any]) -> dict[str, Any]:
             fail(PROG, "checkpoint mode 'criu': not driven yet", ExitCode.USAGE)
         out["checkpoint"] = given["checkpoint"]
     if "begin" in given:
-        from gridsched.cli import compat
+        from gridsched.submission import compat
 
         out["begin"] = compat.parse_begin(str(given["begin"]), time.time())
     if any(k in given for k in ("place", "threads_per_core", "exclusive_board")):
@@ -157,8 +157,8 @@ def _changes(s: Any, given: dict[str, Any]) -> dict[str, Any]:
         out["threads_per_core"] = given.get("threads_per_core") or 0
         out["exclusive_board"] = bool(given.get("exclusive_board"))
     if any(k in given for k in DEVICE_PARAMS):
-        from gridsched.cli.devopts import asked, device_spec
-        from gridsched.topology import in_force
+        from gridsched.host.topology import in_force
+        from gridsched.submission.devopts import asked, device_spec
 
         if not asked(given):
             fail(PROG, "--gpu-bind and --exclusive-gpu need --gpus or --gres", ExitCode.USAGE)
@@ -217,8 +217,8 @@ def check(
     spec = {**(job.get("spec") or job), **changes}
     spec.setdefault("walltime", job["walltime"])
     spec.setdefault("ncpus", job["ncpus"])
-    from gridsched.jobs import change_refused
-    from gridsched.submit import never_runs
+    from gridsched.protocol.jobs import change_refused
+    from gridsched.submission.submit import never_runs
 
     why = change_refused(job.get("spec") or job, changes) or never_runs(machine, max_walltime, spec)
     if why:

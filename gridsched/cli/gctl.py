@@ -11,9 +11,9 @@ from typing import Any
 import click
 
 from gridsched.cli.common import ExitCode, Group, fail, setup, spool_options
-from gridsched.config import PACKAGED
-from gridsched.spool import Spool
-from gridsched.text import dumps, shown
+from gridsched.protocol.config import PACKAGED
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.text import dumps, shown
 
 PROG = "gctl"
 
@@ -49,10 +49,10 @@ ADMIN_WHAT = {
 def require_admin(spool: Spool, kind: str) -> None:
     """Refuse ``kind`` (reload, drain, resume) in one line unless the caller administers the spool.
 
-    Admins are root and the owner of the spool's directory (:mod:`gridsched.admin`); the
+    Admins are root and the owner of the spool's directory (:mod:`gridsched.protocol.admin`); the
     check comes before anything is written into the spool.
     """
-    from gridsched.admin import admin_uids, is_admin
+    from gridsched.protocol.admin import admin_uids, is_admin
 
     if is_admin(os.getuid(), spool.root):
         return
@@ -90,7 +90,7 @@ def reload(spool_dir: str | None, config_file: str | None) -> int:
     if info is None:
         fail(PROG, shown(f"no daemon runs on {s.spool.root}"))
     new = _machine(s.cfg)  # a bad topology file is refused here, in the daemon's words
-    from gridsched.topology import changed_map, running_map
+    from gridsched.host.topology import changed_map, running_map
 
     running = running_map(s.spool)
     if running is not None and running.text() != new.text():  # canonical texts
@@ -118,7 +118,7 @@ def set_(settings: tuple[str, ...], spool_dir: str | None, config_file: str | No
     """
     from pathlib import Path
 
-    from gridsched import configwrite
+    from gridsched.protocol import configwrite
 
     s = setup(PROG, spool_dir, config_file)
     require_admin(s.spool, "set")
@@ -133,7 +133,7 @@ def set_(settings: tuple[str, ...], spool_dir: str | None, config_file: str | No
         fail(PROG, shown(f"set: {e}; nothing written"))
     info = s.spool.daemon_info()
     if info is not None:
-        from gridsched.topology import changed_map, running_map
+        from gridsched.host.topology import changed_map, running_map
 
         running = running_map(s.spool)
         fresh = _machine(new)
@@ -219,9 +219,9 @@ def tune(
     import dataclasses
     import time
 
-    from gridsched import tune as tuner
-    from gridsched import tuning
     from gridsched.core.units import UnitError, format_duration, parse_duration
+    from gridsched.sim import autotune as tuning
+    from gridsched.sim import tune as tuner
 
     s = setup(PROG, spool_dir, config_file)
     if not dry_run:
@@ -271,7 +271,7 @@ def tune(
 
 def _in_force(s: Any) -> Any:
     """The scheduler's settings in force: the configuration's, with the daemon's tuned ones if any."""
-    from gridsched import tuning
+    from gridsched.sim import autotune as tuning
 
     if not _tunes(s.cfg):
         return s.cfg.params
@@ -341,7 +341,7 @@ def _write_tuned(s: Any, a: Any, said: str) -> int:
     """Settings that are not auto: the adopted ones written into the configuration, then reloaded."""
     from pathlib import Path
 
-    from gridsched import configwrite
+    from gridsched.protocol import configwrite
 
     target = Path(s.cfg.path)
     if target == PACKAGED:
@@ -397,14 +397,14 @@ def info(as_json: bool, spool_dir: str | None, config_file: str | None) -> int:
     whether jobs are kept from the device nodes of devices they do not hold: by the cgroup v1 devices
     controller, by a cgroup v2 device program, or not (then only by CUDA_VISIBLE_DEVICES and the like)."""
     from gridsched.core import cpuset
-    from gridsched.host import device_isolation, facts
-    from gridsched.topology import declared
+    from gridsched.host.facts import device_isolation, facts
+    from gridsched.host.topology import declared
 
     s = setup(PROG, spool_dir, config_file)
     f = facts()
     ncores, host_cpus = declared(s.cfg)
     f["declared_cores"] = ncores
-    from gridsched.topology import TopologyError, load_with_source
+    from gridsched.host.topology import TopologyError, load_with_source
 
     try:
         m, source = load_with_source(s.cfg)
@@ -456,7 +456,7 @@ def _confinement(s: Any) -> dict[str, Any]:
             "what root can"
         )
         return {"from": "gctl info", "lines": [f"job confinement: {why}"]}
-    from gridsched.host import job_confinement
+    from gridsched.host.facts import job_confinement
 
     return {"from": "gctl info", "lines": job_confinement(s.cfg.max_processes)}
 
@@ -475,7 +475,7 @@ def _meta_json(s: Any, key: str) -> dict[str, Any]:
     """The JSON object the daemon keeps under meta ``key`` of the state db; {} where there is none."""
     import sqlite3
 
-    from gridsched.state import StateDB
+    from gridsched.protocol.state import StateDB
 
     try:
         db = StateDB(s.spool.db)
@@ -490,7 +490,7 @@ def _meta_json(s: Any, key: str) -> dict[str, Any]:
 
 def _tuning_state(s: Any) -> dict[str, Any]:
     """What gctl info shows of tuning: the configuration's auto settings and the daemon's record."""
-    from gridsched import tuning
+    from gridsched.sim import autotune as tuning
 
     out: dict[str, Any] = {"auto": _tunes(s.cfg)}
     if not out["auto"]:
@@ -569,7 +569,7 @@ CORES = CpuListType()
 
 def _machine(cfg: Any, spool: Any = None) -> Any:
     """The machine map of ``cfg`` (with ``spool``: the running daemon's, if one runs), or a one-line error."""
-    from gridsched.topology import TopologyError, in_force, load_machine
+    from gridsched.host.topology import TopologyError, in_force, load_machine
 
     try:
         return load_machine(cfg) if spool is None else in_force(spool, cfg)
@@ -633,14 +633,14 @@ def topology(as_json: bool, spool_dir: str | None, config_file: str | None) -> i
     job's board), lent by a yielding parent, drained, reserved, or free.
     --json adds "maps": one list of core ids per status map, and "free"."""
     from gridsched.cli.topoview import core_states, read_marks, tree_lines, view
-    from gridsched.topology import membind_unavailable
+    from gridsched.host.topology import membind_unavailable
 
     s = setup(PROG, spool_dir, config_file)
     m = _machine(s.cfg, s.spool)
     if m.devices and s.cfg.devices:  # the share is the configuration's, not the map's
         from dataclasses import replace
 
-        from gridsched.devices import shared
+        from gridsched.host.devices import shared
 
         m = replace(m, devices=shared(m, {t: dc.share for t, dc in s.cfg.devices.items()}))
     marks = read_marks(s.spool)

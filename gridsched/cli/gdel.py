@@ -10,7 +10,7 @@ import click
 
 from gridsched.cli.common import Command, spool_options
 from gridsched.cli.jobctl import act, complete_job_ids, selection_options
-from gridsched.view import check_cancel
+from gridsched.protocol.view import check_cancel
 
 PROG = "gdel"
 

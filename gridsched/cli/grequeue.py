@@ -14,10 +14,10 @@ from typing import Any
 
 import click
 
-from gridsched import view
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
 from gridsched.cli.jobctl import complete_job_ids
-from gridsched.text import shown
+from gridsched.protocol import view
+from gridsched.protocol.text import shown
 
 PROG = "grequeue"
 FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
@@ -31,8 +31,8 @@ def cli(job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None
     --checkpoint signal is asked to checkpoint and resumes from it; any other is killed and starts again
     from the beginning. A finished job (COMPLETED, FAILED, CANCELLED, TIMEOUT) runs again under the same
     id. A pending job is refused. Each new start counts as a restart (gstat -f, gacct)."""
-    from gridsched.admin import is_admin
     from gridsched.cli import select
+    from gridsched.protocol.admin import is_admin
 
     sel = select.parse(PROG, job_ids, (), (), ())
     s = setup(PROG, spool_dir, config_file)
@@ -84,7 +84,7 @@ def _check(job: dict[str, Any] | None, uid: int, admin: bool) -> str | None:
     if spec.get("split") is not None or spec.get("split_of") is not None:
         return "a splittable job and its pieces cannot be requeued"
     if spec.get("interactive") is True:
-        from gridsched.jobs import GRUN_NOT_REQUEUED
+        from gridsched.protocol.jobs import GRUN_NOT_REQUEUED
 
         return GRUN_NOT_REQUEUED
     if state == "RUNNING":

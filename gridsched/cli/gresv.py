@@ -2,7 +2,7 @@
 
 Like gsub, gresv validates a request, writes it into the spool and returns; the
 daemon decides when a flexible reservation becomes active.  See gresv(1) and
-:mod:`gridsched.reservations`.
+:mod:`gridsched.protocol.reservations`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from gridsched.cli.common import (
     warn,
 )
 from gridsched.core.units import format_duration
-from gridsched.reservations import (
+from gridsched.protocol.reservations import (
     CREATE,
     DELETE,
     LIVE,
@@ -41,7 +41,7 @@ from gridsched.reservations import (
     place_text,
     resource_text,
 )
-from gridsched.spool import Spool
+from gridsched.protocol.spool import Spool
 
 PROG = "gresv"
 
@@ -72,7 +72,7 @@ def record(r: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def read(spool: Spool, ids: list[int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The reservations (and every job, for the bound ones) the spool knows of."""
-    from gridsched.view import QueueError, load_jobs
+    from gridsched.protocol.view import QueueError, load_jobs
 
     try:
         return load(spool, ids), load_jobs(spool)
@@ -101,7 +101,7 @@ def note(r: dict[str, Any], now: float) -> str:
 def print_table(recs: list[dict[str, Any]], now: float) -> None:
     """The reservations as a table (also used by gstat -r).
 
-    Every cell is a rich ``Text`` of an escaped string (:func:`gridsched.text.shown`): no control character
+    Every cell is a rich ``Text`` of an escaped string (:func:`gridsched.protocol.text.shown`): no control character
     reaches the terminal and no markup in a name or reason is interpreted.
     """
     import sys
@@ -111,7 +111,7 @@ def print_table(recs: list[dict[str, Any]], now: float) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from gridsched.text import shown
+    from gridsched.protocol.text import shown
 
     tty = sys.stdout.isatty()
     console = Console(highlight=False, width=None if tty else 4096, soft_wrap=not tty)
@@ -244,7 +244,7 @@ def create_cmd(
 
     Only admins and the users named in reservations.users may, these within their caps; see RESERVATIONS.
     """
-    from gridsched.submit import SubmitError, machine_cores, publish_new, user_name
+    from gridsched.submission.submit import SubmitError, machine_cores, publish_new, user_name
 
     s = setup(PROG, spool_dir, config_file)
     now = time.time()
@@ -253,7 +253,7 @@ def create_cmd(
     req, machine = None, None
     if place is not None or threads_per_core or exclusive_board:
         from gridsched.core.placement import Request
-        from gridsched.topology import in_force
+        from gridsched.host.topology import in_force
 
         req = Request(ncpus, place or "pack", threads_per_core or 0, exclusive_board)
         try:
@@ -272,8 +272,8 @@ def create_cmd(
     devices: list[dict[str, Any]] = []
     if gpus is not None:
         from gridsched.core.devices import DeviceAsk
-        from gridsched.devices import AskError, asks_to_spec, parse_gpus, refusal
-        from gridsched.topology import in_force
+        from gridsched.host.devices import AskError, asks_to_spec, parse_gpus, refusal
+        from gridsched.host.topology import in_force
 
         try:
             model, n = parse_gpus(gpus)
@@ -327,9 +327,9 @@ def create_cmd(
 def may_create(spool: Spool, cfg: Any, uid: int, user: str, ncpus: int, duration: int) -> None:
     """Refuse in one line (exit 1) what the daemon would refuse by the policy of ``[reservations]``: only admins
     and the users it names create reservations, the latter within their caps (counting their live ones)."""
-    from gridsched.admin import is_admin
-    from gridsched.limits import may_reserve, resv_refusal
-    from gridsched.reservations import LIVE, load
+    from gridsched.protocol.admin import is_admin
+    from gridsched.protocol.limits import may_reserve, resv_refusal
+    from gridsched.protocol.reservations import LIVE, load
 
     admin = is_admin(uid, spool.root)
     live: list[int] = []

@@ -2,7 +2,7 @@
 
 grun submits a normal job, with gsub's resource options (the same option
 objects, taken from gsub's command), whose command is the job side of grun
-(:mod:`gridsched.grunjob`).  It listens on a Unix socket in a private directory
+(:mod:`gridsched.job.grun`).  It listens on a Unix socket in a private directory
 (mode 0700, the user's own); once the job starts, its job side connects and
 receives grun's standard streams, or the slave of a pseudo-terminal grun relays
 to its own terminal (``--pty``), as file descriptors.  Nothing new crosses the
@@ -78,7 +78,7 @@ def _state(spool: Any, job_id: int) -> tuple[dict[str, Any] | None, str | None]:
     """The job's row (None before the daemon has taken it in) and why the daemon refused it (or None)."""
     import sqlite3
 
-    from gridsched.state import StateDB
+    from gridsched.protocol.state import StateDB
 
     if not spool.db.exists():
         return None, None
@@ -99,8 +99,8 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
     import shlex
 
     from gridsched.cli import gsub
-    from gridsched.jobs import RERUN_MODES, rerun_refused
-    from gridsched.submit import Options, Script, SubmitError, submit
+    from gridsched.protocol.jobs import RERUN_MODES, rerun_refused
+    from gridsched.submission.submit import Options, Script, SubmitError, submit
 
     gsub.PROG = PROG  # gsub's checks, run here, name the command that runs them in their error lines
     p = gsub._tasks(ctx, {**p, "split": None, "split_file": None})
@@ -119,7 +119,7 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
         checkpoint = "none"  # the configured default would let it be preempted and rerun
     resources, resv = gsub._resv_options(s.spool, s.cfg, p)
     devices = gsub._device_options(s.spool, s.cfg, p)
-    text = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gridsched.grunjob "$@"\n'
+    text = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gridsched.job.grun "$@"\n'
     script = Script(text, "grun", os.path.basename(cmd[0]) or "grun")
     opts = Options(
         name=p["name"],
@@ -164,7 +164,7 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
 
 
 def _cancel(spool: Any, job_id: int) -> None:
-    from gridsched import view
+    from gridsched.protocol import view
 
     try:
         view.control(spool, "cancel", [job_id], os.getuid())
@@ -174,7 +174,7 @@ def _cancel(spool: Any, job_id: int) -> None:
 
 def _ended(spool: Any, job_id: int, job: dict[str, Any], workdir: Path) -> int:
     """Say on standard error how job ``job_id`` ended without grun; grun's exit status."""
-    from gridsched.submit import job_exit_status
+    from gridsched.submission.submit import job_exit_status
 
     state = job["state"]
     why = {"TIMEOUT": "walltime reached", "CANCELLED": "cancelled"}.get(state, "")
@@ -435,7 +435,7 @@ def _hung_up(spool: Any, job_id: int, workdir: Path, restarts: int) -> int:
     """The job side went away without CMD's exit status: the job was killed, or requeued. Say which."""
     import time
 
-    from gridsched.jobs import TERMINAL
+    from gridsched.protocol.jobs import TERMINAL
 
     terminal = {t.value for t in TERMINAL}
     deadline = time.monotonic() + END_WAIT

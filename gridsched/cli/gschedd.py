@@ -5,7 +5,7 @@ runs it in the background, detached, with its output in ``spool/gschedd.log``.
 With ``--system`` (or ``daemon.system = true``) the daemon serves every user
 of the machine: it runs as root on ``/var/spool/gridsched`` with
 ``/etc/gridsched/gridsched.toml``, and the spool is made shareable (see
-:meth:`gridsched.spool.Spool.ensure_system`).
+:meth:`gridsched.protocol.spool.Spool.ensure_system`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import click
 
 from gridsched.cli.common import ExitCode, Group, fail, setup, spawn_daemon, spool_options
 from gridsched.core.units import format_duration
-from gridsched.spool import Spool
+from gridsched.protocol.spool import Spool
 
 PROG = "gschedd"
 SYSTEM_SPOOL = "/var/spool/gridsched"
@@ -78,7 +78,7 @@ def system_setup(system: bool, spool_dir: str | None, config_file: str | None): 
         if not config_file and not os.environ.get("GRIDSCHED_CONFIG") and Path(SYSTEM_CONFIG).is_file():
             config_file = SYSTEM_CONFIG
         if not spool_dir and not os.environ.get("GRIDSCHED_SPOOL"):
-            from gridsched.config import ConfigError, load
+            from gridsched.protocol.config import ConfigError, load
 
             try:  # the config's daemon.spool, else the system spool
                 spool_dir = os.path.expanduser(load(config_file, None).spool or "") or SYSTEM_SPOOL

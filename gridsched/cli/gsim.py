@@ -17,10 +17,10 @@ from typing import Any
 import click
 
 from gridsched.cli.common import COUNT, ChoiceType, ExitCode, Group, fail, warn
-from gridsched.config import ConfigError
-from gridsched.config import load as load_config
 from gridsched.core.types import BackfillOrder, Params, Policy, Predictor
 from gridsched.core.units import UnitError, parse_duration
+from gridsched.protocol.config import ConfigError
+from gridsched.protocol.config import load as load_config
 
 PROG = "gsim"
 POLICIES = tuple(p.value for p in Policy)
@@ -731,7 +731,7 @@ def run_cmd(
     )
     rec = report.record(res, met, secs)
     if tuner is not None:
-        from gridsched.tune import label
+        from gridsched.sim.tune import label
 
         for key in ("p", "threshold", "predictor", "backfill_order"):
             if getattr(auto, key):
@@ -776,7 +776,7 @@ def run_cmd(
 
 def _auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None, order: str | None = None) -> Any:
     """Which settings are tuned during the replay: the options' ``auto``, else the config file's."""
-    from gridsched.config import Tuning
+    from gridsched.protocol.config import Tuning
 
     base = Tuning()
     if config_file is not None:
@@ -805,8 +805,8 @@ def _auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None
 
 
 def _tuner(tr: Any, params: Params, overhead: float, auto: Any) -> Any:
-    """Auto settings: the tuner of the replay (gridsched.tune's grid over the settings that are auto)."""
-    from gridsched import tune
+    """Auto settings: the tuner of the replay (gridsched.sim.tune's grid over the settings that are auto)."""
+    from gridsched.sim import tune
 
     if auto.every < 60:
         fail(PROG, "--tune-every: must be at least a minute", ExitCode.USAGE)
@@ -828,7 +828,7 @@ def _topology(path: str, ncores: int) -> Any:
     """The machine map of --topology FILE, with as many cores as the trace's machine."""
     from pathlib import Path
 
-    from gridsched.topology import read
+    from gridsched.host.topology import read
 
     try:
         m = read(Path(path), None)  # a simulated machine: its cores are not checked against this host
@@ -1065,8 +1065,8 @@ def _write_best(path: str, policy: str, p: float, threshold: float) -> None:
     """``gsim tune --write``: the setting into ``path``, checked as the daemon loads it."""
     from pathlib import Path
 
-    from gridsched import configwrite
     from gridsched.core.units import format_duration
+    from gridsched.protocol import configwrite
 
     th = int(threshold) if float(threshold).is_integer() else threshold
     settings = [(["scheduler", "policy"], policy), (["scheduler", "p"], p), (["scheduler", "threshold"], th)]

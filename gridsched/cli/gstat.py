@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gridsched import view
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options
 from gridsched.core.units import format_duration, format_size
-from gridsched.jobs import JobState
-from gridsched.text import dumps, shown
-from gridsched.view import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
+from gridsched.protocol import view
+from gridsched.protocol.jobs import JobState
+from gridsched.protocol.text import dumps, shown
+from gridsched.protocol.view import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
 
 if TYPE_CHECKING:  # the spool (and pathlib) is loaded when a command reads it, not for --help
-    from gridsched.spool import Spool
+    from gridsched.protocol.spool import Spool
 
 PROG = "gstat"
 
@@ -59,7 +59,7 @@ def run_time(job: dict[str, Any], now: float) -> float:
 
 
 def load_jobs(spool: Spool, ids: list[int] | None = None) -> list[dict[str, Any]]:
-    """Every job the spool knows of (see :func:`gridsched.view.load_jobs`); an unreadable db is an error."""
+    """Every job the spool knows of (see :func:`gridsched.protocol.view.load_jobs`); an unreadable db is an error."""
     try:
         return view.load_jobs(spool, ids)
     except view.QueueError as e:
@@ -131,8 +131,8 @@ NEVER = "can never start"
 
 
 def reason_code(job: dict[str, Any]) -> str:
-    """squeue's REASON of a pending or held job (:mod:`gridsched.reason_codes`); "" for other states."""
-    from gridsched.reason_codes import code
+    """squeue's REASON of a pending or held job (:mod:`gridsched.protocol.reason_codes`); "" for other states."""
+    from gridsched.protocol.reason_codes import code
 
     return code(str(job["state"]), str(job.get("reason") or ""))
 
@@ -177,7 +177,7 @@ COLUMNS = (
 
 
 def table_rows(jobs: list[dict[str, Any]], now: float) -> list[tuple[str, ...]]:
-    """The cells of the queue table, one tuple of strings per job, each safe to print (:func:`gridsched.text.shown`)."""
+    """The cells of the queue table, one tuple of strings per job, each safe to print (``text.shown``)."""
     return [
         (
             shown(j.get("label") or j["id"]),
@@ -206,7 +206,7 @@ def cores_text(job: dict[str, Any]) -> str:
 
 def device_lines(job: dict[str, Any], spool: Any) -> tuple[str, str]:
     """gstat -f's ``devices`` (indices and models: ``gpu 0 (H100), gpu 1 (H100)``) and ``devices_asked``."""
-    from gridsched.devices import asks_from_spec, label, parse_keys
+    from gridsched.host.devices import asks_from_spec, label, parse_keys
 
     asks = asks_from_spec((job.get("spec") or {}).get("devices"))
     asked = " ".join(label(a) + (" (exclusive)" if a.exclusive else "") for a in asks)
@@ -215,8 +215,8 @@ def device_lines(job: dict[str, Any], spool: Any) -> tuple[str, str]:
         return "", asked
     models: dict[tuple[str, int], str] = {}
     try:
-        from gridsched.state import recorded_machine
-        from gridsched.topology import parse
+        from gridsched.host.topology import parse
+        from gridsched.protocol.state import recorded_machine
 
         text = recorded_machine(spool.db).get("map")
         if isinstance(text, str):
@@ -489,7 +489,7 @@ def cli(
 
     ids: list[int] | None = None
     if full_id is not None:
-        from gridsched.arrays import ArrayError, parse_ref
+        from gridsched.protocol.arrays import ArrayError, parse_ref
 
         try:
             parse_ref(full_id)
@@ -564,7 +564,7 @@ def show_reservations(spool: Spool, show_all: bool, as_json: bool) -> int:
     from gridsched.cli.gresv import print_table as resv_table
     from gridsched.cli.gresv import read
     from gridsched.cli.gresv import record as resv_record
-    from gridsched.reservations import LIVE
+    from gridsched.protocol.reservations import LIVE
 
     resvs, jobs = read(spool)
     recs = [resv_record(r, jobs) for r in resvs if show_all or r["state"] in LIVE]

@@ -9,7 +9,7 @@ from typing import Any
 
 from gridsched.cli.common import ExitCode, fail
 from gridsched.core.units import format_duration
-from gridsched.text import shown
+from gridsched.protocol.text import shown
 
 Job = dict[str, Any]
 
@@ -65,7 +65,7 @@ def _gres(job: Job) -> str:
     """The devices a job asked for, as squeue's %b (``gpu:2``); the ones it holds once it runs (``gpu:0,1``)."""
     if job.get("devices"):
         return str(job["devices"])
-    from gridsched.devices import asks_from_spec, label
+    from gridsched.host.devices import asks_from_spec, label
 
     return " ".join(label(a) for a in asks_from_spec((job.get("spec") or {}).get("devices")))
 

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from gridsched.core.units import format_duration
-from gridsched.text import shown
+from gridsched.protocol.text import shown
 
 GANTT_WIDTH = 60  # characters of the time axis
 RUN_MARK, PLAN_MARK = "#", "."
@@ -20,7 +20,7 @@ def gantt(jobs: list[dict[str, Any]], now: float, hours: float, width: int = GAN
     """Running jobs (``#``, from now to their walltime end) and pending jobs with a predicted start
     (``.``, from that start for their walltime) on a time axis from now to ``hours`` ahead.
 
-    Job names are escaped (:func:`gridsched.text.shown`): the chart is safe to print as it is."""
+    Job names are escaped (:func:`gridsched.protocol.text.shown`): the chart is safe to print as it is."""
     span = hours * 3600.0
     rows: list[tuple[dict[str, Any], float, float, str]] = []
     for j in jobs:

@@ -2,7 +2,7 @@
 
 Computed by the core's own function (:func:`gridsched.core.priority.factors`) from what the daemon
 gives it: the jobs' rows, the machine's cores, the config's ``[priority]`` and each user's usage
-from the accounting table, decayed to now (:mod:`gridsched.usage`).  Imported only for this
+from the accounting table, decayed to now (:mod:`gridsched.protocol.usage`).  Imported only for this
 option.
 """
 
@@ -15,13 +15,13 @@ from typing import Any
 import click
 
 from gridsched.cli.common import fail
-from gridsched.config import Config
 from gridsched.core.priority import factors
 from gridsched.core.types import Snapshot, Waiting
-from gridsched.spool import Spool
-from gridsched.state import StateDB
-from gridsched.text import dumps, shown
-from gridsched.usage import Usage
+from gridsched.protocol.config import Config
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.state import StateDB
+from gridsched.protocol.text import dumps, shown
+from gridsched.protocol.usage import Usage
 
 PROG = "gstat"
 PENDING = ("PENDING", "HELD")

@@ -6,7 +6,7 @@ is ``ARRAYID_[RANGE%MAX]``, its state the most active one among its tasks
 completed, else FAILED, TIMEOUT or CANCELLED), and its note the number of
 tasks in each state.  A splittable job's note counts its sub-tasks: done,
 running, failed, timed out (killed at their own time) and left, from the
-results file each run of sub-tasks writes (:mod:`gridsched.subtasks`).
+results file each run of sub-tasks writes (:mod:`gridsched.job.subtasks`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def fold(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if tasks is None:
             continue  # already folded
         states = Counter(t["state"] for t in tasks)
-        from gridsched.arrays import format_indices  # only when the queue holds an array
+        from gridsched.protocol.arrays import format_indices  # only when the queue holds an array
 
         rng = format_indices(sorted(int((t.get("spec") or {}).get("array_index", 0)) for t in tasks))
         mx = spec.get("array_max")
@@ -100,7 +100,7 @@ def label_tasks(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-RESULTS = "gridsched-subtasks.jsonl"  # written by each run of sub-tasks (gridsched.subtasks)
+RESULTS = "gridsched-subtasks.jsonl"  # written by each run of sub-tasks (gridsched.job.subtasks)
 LIVE = ("RUNNING", "STOPPING", "SUSPENDED")
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
-from gridsched import tree
-from gridsched.spool import Spool
-from gridsched.text import dumps, shown
+from gridsched.protocol import tree
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.text import dumps, shown
 
 COLUMNS = ("ID", "STATE", "CPUS", "CORES", "NAME")
 

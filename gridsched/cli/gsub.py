@@ -17,7 +17,6 @@ from typing import Any
 
 import click
 
-from gridsched.cli import compat
 from gridsched.cli.common import (
     COUNT,
     DURATION,
@@ -33,12 +32,13 @@ from gridsched.cli.common import (
     usage_message,
     warn,
 )
-from gridsched.cli.devopts import asked, device_options, device_spec
 from gridsched.core import depend
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from gridsched.core.units import UnitError
-from gridsched.spool import Spool
-from gridsched.submit import (
+from gridsched.protocol.spool import Spool
+from gridsched.submission import compat
+from gridsched.submission.devopts import asked, device_options, device_spec
+from gridsched.submission.submit import (
     LOGIN_PATH,
     Options,
     Script,
@@ -91,7 +91,7 @@ JOB_PARAMS = (
     "open_mode",
     "signal",
     "estimate",
-    # devices (gridsched.cli.devopts.PARAMS)
+    # devices (gridsched.submission.devopts.PARAMS)
     "gpus",
     "gpus_per_task",
     "gres",
@@ -179,13 +179,13 @@ class BeginType(click.ParamType):
 
 
 class SignalType(click.ParamType):
-    """sbatch's ``--signal`` value, ``[B:]SIG[@SECONDS]`` (:func:`gridsched.requests.parse_signal`); checked
+    """sbatch's ``--signal`` value, ``[B:]SIG[@SECONDS]`` (:func:`gridsched.protocol.requests.parse_signal`); checked
     against the walltime once that is known."""
 
     name = "[B:]SIG[@SECONDS]"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str:
-        from gridsched.requests import parse_signal
+        from gridsched.protocol.requests import parse_signal
 
         try:
             return parse_signal(str(value)).text()
@@ -194,14 +194,14 @@ class SignalType(click.ParamType):
 
 
 class MailTypeType(click.ParamType):
-    """sbatch's ``--mail-type`` (:func:`gridsched.requests.parse_mail_type`): the events, NONE for none."""
+    """sbatch's ``--mail-type`` (:func:`gridsched.protocol.requests.parse_mail_type`): the events, NONE for none."""
 
     name = "EVENT[,EVENT...]"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
         if isinstance(value, tuple):
             return value
-        from gridsched.requests import parse_mail_type
+        from gridsched.protocol.requests import parse_mail_type
 
         try:
             return parse_mail_type(str(value))
@@ -210,14 +210,14 @@ class MailTypeType(click.ParamType):
 
 
 class MailUserType(click.ParamType):
-    """``--mail-user``: addresses or user names (:func:`gridsched.requests.parse_mail_user`)."""
+    """``--mail-user``: addresses or user names (:func:`gridsched.protocol.requests.parse_mail_user`)."""
 
     name = "ADDRESS[,ADDRESS...]"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
         if isinstance(value, tuple):
             return value
-        from gridsched.requests import parse_mail_user
+        from gridsched.protocol.requests import parse_mail_user
 
         try:
             return parse_mail_user(str(value))
@@ -226,12 +226,12 @@ class MailUserType(click.ParamType):
 
 
 class UserEnvType(click.ParamType):
-    """sbatch's ``--get-user-env`` value, ``[TIMEOUT][S|L]`` (:func:`gridsched.requests.parse_user_env`)."""
+    """sbatch's ``--get-user-env`` value, ``[TIMEOUT][S|L]`` (:func:`gridsched.protocol.requests.parse_user_env`)."""
 
     name = "[TIMEOUT][S|L]"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        from gridsched.requests import UserEnv, parse_user_env
+        from gridsched.protocol.requests import UserEnv, parse_user_env
 
         if isinstance(value, UserEnv):
             return value
@@ -275,7 +275,7 @@ class ExportType(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> compat.Export:
         if isinstance(value, compat.Export):
             return value
-        from gridsched.requests import env_set_problem
+        from gridsched.protocol.requests import env_set_problem
 
         try:
             ex = compat.parse_export(str(value))
@@ -798,13 +798,13 @@ def cli(
         if p["cpus_per_task"] is not None:
             out["cpus_per_task"] = p["cpus_per_task"]
         if p["estimate"] is not None:
-            from gridsched.requests import estimate_problem
+            from gridsched.protocol.requests import estimate_problem
 
             if p["estimate"] > spec["walltime"]:
                 raise SubmitError(f"--estimate {estimate_problem(p['estimate'], spec['walltime'])}", ExitCode.USAGE)
             out["estimate"] = p["estimate"]
         if p["signal"] is not None:
-            from gridsched.requests import parse_signal
+            from gridsched.protocol.requests import parse_signal
 
             try:
                 out["signal"] = parse_signal(p["signal"], spec["walltime"]).text()
@@ -898,7 +898,7 @@ def _hold_jid(spool: Spool, items: str, depend_spec: str | None) -> str | None:
     """``depend_spec`` with the jobs --hold-jid names added as afterany (a name that matches none is warned of)."""
     import os
 
-    from gridsched.submit import hold_jid
+    from gridsched.submission.submit import hold_jid
 
     try:
         ids, unmatched = hold_jid(spool, items, os.getuid())
@@ -917,8 +917,8 @@ def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, 
     import os
     import time
 
-    from gridsched.reservations import ResvError, check_job
-    from gridsched.submit import user_name
+    from gridsched.protocol.reservations import ResvError, check_job
+    from gridsched.submission.submit import user_name
 
     ncpus = p["ncpus"] or cfg.default_ncpus
     walltime = p["walltime"] or cfg.default_walltime
@@ -926,7 +926,7 @@ def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, 
     machine, place = None, None
     if p["reservation"] is not None and (p["place"] or p["threads_per_core"] or p["exclusive_board"]):
         from gridsched.core.placement import Request
-        from gridsched.topology import in_force
+        from gridsched.host.topology import in_force
 
         # a bound job's own requirement must be one the reservation's cores can hold
         place = Request(ncpus, p["place"] or "pack", p["threads_per_core"] or 0, bool(p["exclusive_board"]))
@@ -959,7 +959,7 @@ def _device_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> list[dict[str,
         if p["gpu_bind"] or p["exclusive_gpu"]:
             fail(PROG, f"{'--gpu-bind' if p['gpu_bind'] else '--exclusive-gpu'} needs --gpus or --gres")
         return []
-    from gridsched.topology import in_force
+    from gridsched.host.topology import in_force
 
     try:
         return device_spec(cfg, in_force(spool, cfg), p)
@@ -975,8 +975,8 @@ def _split_devices(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[list[dict
     if p["gres"]:
         fail(PROG, "--gres goes with a splittable job only as devices for the whole job, not with --gpus-per-task")
     from gridsched.core.devices import slots, totals
-    from gridsched.devices import asks_from_spec
-    from gridsched.topology import in_force
+    from gridsched.host.devices import asks_from_spec
+    from gridsched.host.topology import in_force
 
     try:
         machine = in_force(spool, cfg)
@@ -995,7 +995,7 @@ def _split_devices(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[list[dict
 def _place_options(cfg: Any, spool: Spool, ncpus: int, p: dict[str, Any]) -> dict[str, Any]:
     """The mapping requirement of a submission, refused here if the machine can never meet it."""
     from gridsched.core.placement import Request, never_fits
-    from gridsched.topology import in_force
+    from gridsched.host.topology import in_force
 
     req = Request(ncpus, p["place"] or "pack", p["threads_per_core"] or 0, bool(p["exclusive_board"]))
     try:
@@ -1026,9 +1026,9 @@ if __name__ == "__main__":
 
 
 def _admin(spool: Spool) -> bool:
-    """Whether the submitter administers ``spool`` (root or its owner, gridsched.admin)."""
+    """Whether the submitter administers ``spool`` (root or its owner, gridsched.protocol.admin)."""
     import os
 
-    from gridsched.admin import is_admin
+    from gridsched.protocol.admin import is_admin
 
     return is_admin(os.getuid(), spool.root)

@@ -92,7 +92,7 @@ def copy(fd: int, offset: int) -> int:
 
 
 def _job(spool: Any, jid: int) -> dict[str, Any] | None:
-    from gridsched import view
+    from gridsched.protocol import view
 
     rows = view.load_jobs(spool, [jid])
     return rows[0] if rows else None
@@ -118,9 +118,9 @@ def cli(job_ref: str, errors: bool, lines: int, spool_dir: str | None, config_fi
     waits (and says so).  When the job has ended, gtail prints a line on standard error saying how and
     exits: 0 if the job COMPLETED, else the exit status gsub --wait gives for it (at least 1).
     """
-    from gridsched import view
-    from gridsched.submit import job_exit_status
-    from gridsched.text import shown
+    from gridsched.protocol import view
+    from gridsched.protocol.text import shown
+    from gridsched.submission.submit import job_exit_status
 
     s = setup(PROG, spool_dir, config_file)
     try:

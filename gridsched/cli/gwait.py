@@ -2,7 +2,7 @@
 
 They run inside a job (``GS_JOBID`` and ``GS_SPOOL`` set by the daemon),
 write ``yield`` and ``resume`` requests into the spool and learn the outcome
-from the state db (:mod:`gridsched.tree`), polling with bounded pauses.
+from the state db (:mod:`gridsched.protocol.tree`), polling with bounded pauses.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import os
 
 import click
 
-from gridsched import tree
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options
-from gridsched.spool import Spool
-from gridsched.view import TERMINAL_STATES, QueueError, load_jobs
+from gridsched.protocol import tree
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.view import TERMINAL_STATES, QueueError, load_jobs
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
 

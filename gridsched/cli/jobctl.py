@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from gridsched import view
 from gridsched.cli.common import ExitCode, fail, setup, warn
-from gridsched.text import shown
+from gridsched.protocol import view
+from gridsched.protocol.text import shown
 
 
 def act(

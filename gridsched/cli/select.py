@@ -14,7 +14,7 @@ import re
 from typing import Any, NamedTuple
 
 from gridsched.cli.common import ExitCode, fail
-from gridsched.text import shown
+from gridsched.protocol.text import shown
 
 # Slurm's short state codes (squeue %t) and the state each stands for
 SHORT_STATES = {
@@ -81,7 +81,7 @@ class Selection(NamedTuple):
         return " ".join(parts)
 
     def matches(self, job: dict[str, Any]) -> bool:
-        """Whether ``job`` (a row of :func:`gridsched.view.load_jobs`) passes the filters (ids aside)."""
+        """Whether ``job`` (a row of :func:`gridsched.protocol.view.load_jobs`) passes the filters (ids aside)."""
         if self.users and str(job.get("user")) not in self.users:
             return False
         if self.names and str(job.get("name")) not in self.names:
@@ -111,7 +111,7 @@ def label(job: dict[str, Any]) -> str:
 
 def parse_ref(prog: str, raw: str) -> Ref:
     """``ID``, ``ID_N`` or ``ID_[LIST]``; anything else is a usage error."""
-    from gridsched.arrays import ArrayError, parse, parse_ref
+    from gridsched.protocol.arrays import ArrayError, parse, parse_ref
 
     m = _RANGE.match(raw)
     try:

@@ -25,8 +25,8 @@ from gridsched.core.placement import Reason, StatusMap, free_map, status_maps
 from gridsched.core.topology import MachineMap
 from gridsched.core.types import Lent, Resv, Running
 from gridsched.core.units import format_size
-from gridsched.spool import Spool
-from gridsched.text import shown
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.text import shown
 
 HOLDING = ("RUNNING", "STOPPING")
 # The per-core states, in the order they apply (a core in several maps shows the first).
@@ -75,7 +75,7 @@ def _running(job: dict[str, Any]) -> Running:
 
 
 def _resv(row: dict[str, Any]) -> Resv:
-    from gridsched.reservations import place_request
+    from gridsched.protocol.reservations import place_request
 
     cores = tuple(sorted(_cores(row["cores"])))
     return Resv(row["id"], row["ncpus"], 0.0, active=True, cores=cores, place=place_request(len(cores), row))
@@ -85,11 +85,11 @@ def read_marks(spool: Spool) -> Marks:
     """The state of the cores as the spool records it (nothing if there is no job table yet)."""
     marks = Marks()
     if spool.db.exists():
-        from gridsched.state import StateDB
+        from gridsched.protocol.state import StateDB
 
         db = StateDB(spool.db)
         try:
-            from gridsched.devices import parse_keys
+            from gridsched.host.devices import parse_keys
 
             held_jobs = db.jobs(states=HOLDING)
             marks.running = [_running(job) for job in held_jobs]

@@ -23,7 +23,7 @@ from typing import Literal, NamedTuple
 KINDS = ("after", "afterany", "afterok", "afternotok", "singleton")
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY"})
 NOT_STARTED = frozenset({"PENDING", "HELD"})
-MAX_JOB_ID = (1 << 53) - 1  # the largest job id (gridsched.requests.MAX_ID)
+MAX_JOB_ID = (1 << 53) - 1  # the largest job id (gridsched.protocol.requests.MAX_ID)
 
 Verdict = Literal["ready", "wait", "never"]
 

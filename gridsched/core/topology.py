@@ -11,7 +11,7 @@ distance: 10 = local).  Every declared core runs on one host CPU
 describe a bigger machine than the host for tests and demos.
 
 :meth:`MachineMap.text` is the canonical text form: a topology file (see
-``etc/topology.toml``) that :func:`gridsched.topology.parse` reads back to an
+``etc/topology.toml``) that :func:`gridsched.host.topology.parse` reads back to an
 equal map.
 
 A :class:`MachineMap` answers what a driver asks of the machine (``ncores``,
@@ -314,7 +314,7 @@ def board(
 def flat(ncores: int, host_cpus: Iterable[int]) -> MachineMap:
     """One board of ``ncores`` cores without SMT; core i runs on host CPU ``host_cpus[i % n]``.
 
-    This is the map of a machine declared by its number of cores (``gridsched.topology.declared``).
+    This is the map of a machine declared by its number of cores (``gridsched.host.topology.declared``).
     """
     host = tuple(host_cpus)
     if ncores <= 0 or not host:

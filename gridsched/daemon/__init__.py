@@ -1,7 +1,7 @@
 """The daemon (gschedd): carries out what the core decides, on the real clock.
 
 ``loop``        the loop: takes requests in, schedules, carries the plan out, commits (nothing imports it)
-``intake``      reads the spool's incoming files at the trust boundary (parsing: gridsched.requests)
+``intake``      reads the spool's incoming files at the trust boundary (parsing: gridsched.protocol.requests)
 ``handlers/``   one module per request kind, matched exhaustively on the typed request
 ``table``       the job table: the live jobs, the queue, their rows (the only place job rows change)
 ``apply``       the snapshot for the core, and what each decision of a plan does

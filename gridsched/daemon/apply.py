@@ -15,8 +15,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from gridsched import jobenv
-from gridsched import requests as rq
 from gridsched.core import cpuset, depend
 from gridsched.core import policy as corepolicy
 from gridsched.core.placement import claimed, free_map, status_maps
@@ -39,8 +37,10 @@ from gridsched.core.types import (
 from gridsched.daemon import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split
 from gridsched.daemon import reasons as wording
 from gridsched.daemon.table import Rec
-from gridsched.devices import device_env, format_keys
-from gridsched.jobs import JobState
+from gridsched.host.devices import device_env, format_keys
+from gridsched.job import env as jobenv
+from gridsched.protocol import requests as rq
+from gridsched.protocol.jobs import JobState
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -337,7 +337,7 @@ def _user_env(spec: dict[str, Any], env: dict[str, str]) -> tuple[int, bool, str
     v = spec.get("get_user_env")
     if v is None:
         return None
-    from gridsched.submit import LOGIN_PATH
+    from gridsched.submission.submit import LOGIN_PATH
 
     ue = rq.parse_user_env(str(v))
     path = env.get("PATH", "")

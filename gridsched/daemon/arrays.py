@@ -6,7 +6,7 @@ refused whole, or accepted and then taken in whole.  The first task keeps
 the request's job id (which is the array's id) and is taken in at once (a
 small array's other tasks with it, up to :data:`WHOLE_PER_TURN` tasks a turn);
 the others follow a slice per turn of the loop (:mod:`.slices`), each slice
-with the new ids it needs, claimed then (:meth:`gridsched.spool.Spool.claim_ids`),
+with the new ids it needs, claimed then (:meth:`gridsched.protocol.spool.Spool.claim_ids`),
 consecutive unless another submission took an id between.  Each task's
 spec gets ``array_id``, ``array_index``, ``array_max`` (with ``%MAX``), its
 own output paths (``%j``, ``%a`` filled in) and, in its environment,
@@ -40,9 +40,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gridsched.arrays import parse, task_path
-from gridsched.jobenv import array_env, array_step
-from gridsched.jobs import JobState
+from gridsched.job.env import array_env, array_step
+from gridsched.protocol.arrays import parse, task_path
+from gridsched.protocol.jobs import JobState
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

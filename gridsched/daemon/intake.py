@@ -2,8 +2,8 @@
 
 Each file is opened without following links and without blocking
 (``O_NOFOLLOW | O_NONBLOCK``) and ``fstat``-ed: only a regular file with one
-link and at most :data:`gridsched.requests.MAX_REQUEST` bytes is read.  Its
-writer is its owner, as the kernel says; :func:`gridsched.requests.parse`
+link and at most :data:`gridsched.protocol.requests.MAX_REQUEST` bytes is read.  Its
+writer is its owner, as the kernel says; :func:`gridsched.protocol.requests.parse`
 turns its JSON into a typed request.  A file that cannot be taken is a
 :class:`Refusal`: the daemon moves it to ``quarantine/`` (root's, where no user
 writes) with the reason beside it and, when it named a new id, records the
@@ -23,8 +23,8 @@ import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from gridsched import requests as rq
-from gridsched.spool import Spool, atomic_write
+from gridsched.protocol import requests as rq
+from gridsched.protocol.spool import Spool, atomic_write
 
 log = logging.getLogger("gschedd")
 

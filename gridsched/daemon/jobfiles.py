@@ -32,7 +32,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from gridsched.jobs import PRIVATE_FILE, PRIVATE_KEYS
+from gridsched.protocol.jobs import PRIVATE_FILE, PRIVATE_KEYS
 
 LAUNCH_FILE = "launch.json"
 MAX_PRIVATE = 16 << 20

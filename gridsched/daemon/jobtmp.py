@@ -40,11 +40,13 @@ import sys
 import tempfile
 from typing import Any
 
-from gridsched.jobenv import PRIVATE_PREFIX, SGE_QUEUE, Private
+from gridsched.job.env import PRIVATE_PREFIX, SGE_QUEUE, Private
 
 PREFIX = PRIVATE_PREFIX
 # run by the daemon's own interpreter, isolated from the job's PYTHONPATH, with the daemon's own gridsched
-LAUNCHER = "#!{python} -I\nimport sys\n\nsys.path.insert(0, {code!r})\nfrom gridsched.launcher import main\n\nmain()\n"
+LAUNCHER = (
+    "#!{python} -I\nimport sys\n\nsys.path.insert(0, {code!r})\nfrom gridsched.job.launcher import main\n\nmain()\n"
+)
 CODE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MPI_NAMES = ("mpirun", "mpiexec")
 BIN_NAMES = tuple(f"bin/{n}" for n in ("srun", *MPI_NAMES))

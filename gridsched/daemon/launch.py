@@ -31,12 +31,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gridsched import jobenv
 from gridsched.core.units import format_size
 from gridsched.daemon import cgroup, confine, devcgroup, jobtmp
 from gridsched.daemon.procs import kill_tree, start_ticks
-from gridsched.devices import Node
-from gridsched.spool import atomic_write
+from gridsched.host.devices import Node
+from gridsched.job import env as jobenv
+from gridsched.protocol.spool import atomic_write
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -484,7 +484,7 @@ def _exec_job(
 
 def _shell_problem(shell: str, e: OSError) -> str:
     """Why the shell that was to run a script without #! could not (as the job's owner found it)."""
-    from gridsched.text import shown
+    from gridsched.protocol.text import shown
 
     name = shown(shell)
     name = name if len(name) <= 200 else name[:197] + "..."

@@ -25,9 +25,6 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from gridsched import config as configmod
-from gridsched import requests as rq
-from gridsched.admin import admin_uids
 from gridsched.core import cpuset
 from gridsched.core import policy as corepolicy
 from gridsched.core.types import HeadReservation
@@ -48,17 +45,20 @@ from gridsched.daemon import (
     snapshot,
     split,
 )
-from gridsched.daemon.executor import Processes, Stub
 from gridsched.daemon.procs import start_ticks
+from gridsched.daemon.spawn import Processes, Stub
 from gridsched.daemon.table import JobTable, Rec
 from gridsched.daemon.tree import Trees
 from gridsched.daemon.tuner import Tuner
-from gridsched.jobs import PRIVATE_KEYS, JobState
-from gridsched.spool import Spool, atomic_write
-from gridsched.state import StateDB
-from gridsched.submit import machine_memory
-from gridsched.topology import TopologyError, changed_map, load_machine
-from gridsched.tune import label as tune_label
+from gridsched.host.topology import TopologyError, changed_map, load_machine
+from gridsched.protocol import config as configmod
+from gridsched.protocol import requests as rq
+from gridsched.protocol.admin import admin_uids
+from gridsched.protocol.jobs import PRIVATE_KEYS, JobState
+from gridsched.protocol.spool import Spool, atomic_write
+from gridsched.protocol.state import StateDB
+from gridsched.sim.tune import label as tune_label
+from gridsched.submission.submit import machine_memory
 
 log = logging.getLogger("gschedd")
 

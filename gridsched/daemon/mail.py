@@ -9,7 +9,7 @@ share one mail, BEGIN as its first task starts and END or FAIL as its last
 ends, unless the job asked for ARRAY_TASKS.
 
 The message is made here, from fixed headers: To (the recipients, checked at
-the boundary, :func:`gridsched.requests.parse_mail_user`), From and Subject,
+the boundary, :func:`gridsched.protocol.requests.parse_mail_user`), From and Subject,
 whose job name has every non-printable character removed, so a name cannot add
 a header.  sendmail runs as the job's owner (never as root for another user's
 job), as ``SENDMAIL -oi -- RECIPIENT...`` (never ``-t``), in a session of its
@@ -32,8 +32,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gridsched.jobs import JobState
-from gridsched.requests import parse_mail_type, parse_mail_user, safe
+from gridsched.protocol.jobs import JobState
+from gridsched.protocol.requests import parse_mail_type, parse_mail_user, safe
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

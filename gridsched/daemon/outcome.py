@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.daemon import jobtmp
 from gridsched.daemon.table import Rec
-from gridsched.jobs import EXIT_CHECKPOINTED, JobState
+from gridsched.protocol.jobs import EXIT_CHECKPOINTED, JobState
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from gridsched.spool import alive, start_ticks  # noqa: F401 - the daemon's modules find them here too
+from gridsched.protocol.spool import alive, start_ticks  # noqa: F401 - the daemon's modules find them here too
 
 
 def tree(shepherd: int) -> list[psutil.Process]:

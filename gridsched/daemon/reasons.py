@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from gridsched.core import cpuset, eligible
 from gridsched.core.devices import PREFIX, share_of
 from gridsched.core.types import Wait, WaitKind
-from gridsched.reservations import never_inside, place_text
+from gridsched.protocol.reservations import never_inside, place_text
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -102,7 +102,7 @@ def _bound_never(d: Daemon, rec: Rec, w: Wait) -> str:
 
 def _never_fits(rec: Rec, w: Wait) -> str:
     if (w.what.startswith(PREFIX) or (w.what == "unknown" and PREFIX in w.text)) and rec.dev_asks:
-        from gridsched.devices import label
+        from gridsched.host.devices import label
 
         asks = " ".join(label(a) for a in rec.dev_asks)
         return f"{NEVER}: {asks}: the machine does not have these devices (gctl topology)"

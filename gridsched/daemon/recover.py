@@ -31,7 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from gridsched.daemon import confine, intake, jobtmp, outcome, procs
-from gridsched.jobs import EXIT_CHECKPOINTED, JobState
+from gridsched.protocol.jobs import EXIT_CHECKPOINTED, JobState
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

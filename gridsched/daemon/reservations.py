@@ -29,12 +29,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gridsched import limits
 from gridsched.core import cpuset
 from gridsched.core.placement import Request
 from gridsched.core.types import Activate, EndReservation, Resv, Waiting
-from gridsched.jobs import JobState
-from gridsched.reservations import (
+from gridsched.protocol import limits
+from gridsched.protocol.jobs import JobState
+from gridsched.protocol.reservations import (
     LIVE,
     ResvError,
     RState,
@@ -46,9 +46,9 @@ from gridsched.reservations import (
 )
 
 if TYPE_CHECKING:
-    from gridsched import requests as rq
     from gridsched.daemon.loop import Daemon
     from gridsched.daemon.table import Rec
+    from gridsched.protocol import requests as rq
 
 log = logging.getLogger("gschedd")
 
@@ -242,7 +242,7 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> No
         )
         if spec.devices:  # held as their slots, as a job's (gridsched.core.devices)
             from gridsched.core.devices import slots
-            from gridsched.devices import refusal
+            from gridsched.host.devices import refusal
 
             why = refusal(spec.devices, d.machine.devices)
             if why:

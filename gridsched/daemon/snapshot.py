@@ -30,7 +30,7 @@ import stat
 import time
 from pathlib import Path
 
-from gridsched.spool import Spool
+from gridsched.protocol.spool import Spool
 
 log = logging.getLogger("gschedd")
 

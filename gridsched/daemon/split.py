@@ -25,7 +25,7 @@ the others exactly as any job is (``device_env``, the device cgroup).  The
 parent's ``ncpus`` is then one wave of as many sub-tasks as both the
 cores and the devices' slots hold, and it asks for that wave's devices.
 
-Both run through :mod:`gridsched.subtasks`: the job's ``script`` is a small
+Both run through :mod:`gridsched.job.subtasks`: the job's ``script`` is a small
 stub that starts it, and the user's script is the file ``task-script``; a
 piece runs its chains, the parent (started whole) runs its ``left``
 sub-tasks on ``ncpus / C`` slots of ``C`` cores, a new one as soon as a slot
@@ -42,9 +42,9 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from gridsched.arrays import ArrayError, parse
 from gridsched.core.types import SplitInfo, Start, StartTasks
-from gridsched.jobs import JobState
+from gridsched.protocol.arrays import ArrayError, parse
+from gridsched.protocol.jobs import JobState
 
 if TYPE_CHECKING:
     from gridsched.core.devices import DeviceAsk
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gschedd")
 
-STUB = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gridsched.subtasks "$@"\n'
+STUB = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gridsched.job.subtasks "$@"\n'
 
 
 def split_info(sp: dict[str, Any] | None) -> SplitInfo | None:
@@ -70,7 +70,7 @@ def task_asks(sp: dict[str, Any] | None) -> tuple[DeviceAsk, ...]:
     """The devices each sub-task of the splittable job ``sp`` asks for (``()``: none)."""
     if not sp or not sp.get("devices"):
         return ()
-    from gridsched.devices import asks_from_spec
+    from gridsched.host.devices import asks_from_spec
 
     return asks_from_spec(sp["devices"])
 

@@ -27,12 +27,12 @@ from gridsched.core.topology import Device
 from gridsched.core.tree import credit_limit, walltime_credit
 from gridsched.core.types import Running, Waiting
 from gridsched.daemon.split import split_info
-from gridsched.devices import format_keys
-from gridsched.jobs import TERMINAL, JobState
-from gridsched.requests import JobSignal, parse_signal
-from gridsched.spool import Spool
-from gridsched.state import StateDB, usage
-from gridsched.usage import Usage
+from gridsched.host.devices import format_keys
+from gridsched.protocol.jobs import TERMINAL, JobState
+from gridsched.protocol.requests import JobSignal, parse_signal
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.state import StateDB, usage
+from gridsched.protocol.usage import Usage
 
 log = logging.getLogger("gschedd")
 
@@ -73,7 +73,7 @@ class Rec:
     reason: str = ""
     resources: tuple[tuple[str, int], ...] = ()  # floating resources (gsub -l)
     resv: int | None = None  # the reservation the job is bound to (gsub --reservation)
-    array_id: int | None = None  # an array task: its array (gridsched.arrays)
+    array_id: int | None = None  # an array task: its array (gridsched.protocol.arrays)
     array_max: int | None = None  # most tasks of that array running at once
     split: dict[str, Any] | None = None  # a splittable job: n, ncpus, task_time, left (daemon/split.py)
     split_of: int | None = None  # a piece of a splittable job: that job's id
@@ -299,7 +299,7 @@ class Rec:
                 bool(spec.get("exclusive_board")),
             )
         if spec.get("devices"):
-            from gridsched.devices import asks_from_spec
+            from gridsched.host.devices import asks_from_spec
 
             rec.dev_asks = asks_from_spec(spec["devices"])
             rec.whole = any(a.exclusive for a in rec.dev_asks)
@@ -311,7 +311,7 @@ class Rec:
             rec.whole = any(a.exclusive for a in rec.dev_asks)
             rec.dev_slots = coredev.slots(rec.dev_asks, machine_devices)
         if row.get("devices"):
-            from gridsched.devices import parse_keys
+            from gridsched.host.devices import parse_keys
 
             rec.set_devices(parse_keys(row["devices"]), machine_devices)
         return rec

@@ -62,13 +62,13 @@ from typing import TYPE_CHECKING, Any
 from gridsched.core import cpuset
 from gridsched.core.tree import ancestors, credit_spans
 from gridsched.core.types import CancelSubtree, Ended, HoldSubtree, Lent, Snapshot
-from gridsched.jobs import JobState
-from gridsched.requests import MAX_ID, Refused
+from gridsched.protocol.jobs import JobState
+from gridsched.protocol.requests import MAX_ID, Refused
 
 if TYPE_CHECKING:
-    from gridsched import requests as rq
     from gridsched.daemon.loop import Daemon
     from gridsched.daemon.table import Rec
+    from gridsched.protocol import requests as rq
 
 log = logging.getLogger("gschedd")
 

@@ -2,7 +2,7 @@
 
 Every ``scheduler.tune_every`` (and at once on ``gctl tune``), while the
 configuration has an ``"auto"`` setting under checkpoint-backfill, the daemon
-starts ``python -m gridsched.tuning`` at the lowest CPU priority; the loop
+starts ``python -m gridsched.sim.autotune`` at the lowest CPU priority; the loop
 only polls it.  When it ends, its decision is logged, recorded in the state
 db (meta ``tuning``: what is in force and the last decision, which ``gctl
 info`` shows) and, if it adopts a setting, put in force for the next pass.
@@ -19,12 +19,12 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gridsched import config as configmod
 from gridsched.core.params import Policy
-from gridsched.tuning import applied, lowest_priority, setting
+from gridsched.protocol import config as configmod
+from gridsched.sim.autotune import applied, lowest_priority, setting
 
 if TYPE_CHECKING:
-    from gridsched.state import StateDB
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -116,7 +116,7 @@ class Tuner:
         }
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gridsched.tuning", json.dumps(arg)],
+                [sys.executable, "-m", "gridsched.sim.autotune", json.dumps(arg)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

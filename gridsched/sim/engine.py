@@ -52,8 +52,8 @@ from gridsched.core.types import (
     StartTasks,
     Waiting,
 )
+from gridsched.protocol.usage import Usage
 from gridsched.sim.swf import Trace
-from gridsched.usage import Usage
 
 INF = math.inf
 MAX_REPASS = 16  # passes at one instant after preemptions, at most

@@ -13,8 +13,8 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from gridsched.spool import Spool
-from gridsched.state import StateDB
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.state import StateDB
 
 MACHINE_CORES = 16  # the config below declares a 16-core machine
 

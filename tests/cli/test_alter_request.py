@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from gridsched import requests as rq
+from gridsched.protocol import requests as rq
 
 SENDER = rq.Sender(os.getuid(), "me", frozenset({os.getgid()}), admin=False)
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from gridsched import arrays
 from gridsched.cli import gdel, gstat, gsub
+from gridsched.protocol import arrays
 
 # -- the range syntax ------------------------------------------------------------------
 

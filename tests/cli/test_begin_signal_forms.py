@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gridsched import requests as rq
-from gridsched.cli import compat, gsub
+from gridsched.cli import gsub
+from gridsched.protocol import requests as rq
+from gridsched.submission import compat
 from tests.fuzz.test_requests import valid_job
 
 NOW = time.mktime((2026, 6, 10, 10, 0, 0, 0, 0, -1))  # a Wednesday, 10:00 local time

@@ -9,12 +9,13 @@ from pathlib import Path
 import click
 import pytest
 
-from gridsched.cli import compat, gsub
-from gridsched.config import parse
+from gridsched.cli import gsub
 from gridsched.daemon.jobtmp import layout
-from gridsched.jobenv import Job, array_env, compat_env, job_environment
-from gridsched.spool import Spool
-from gridsched.submit import SubmitError, check_depend
+from gridsched.job.env import Job, array_env, compat_env, job_environment
+from gridsched.protocol.config import parse
+from gridsched.protocol.spool import Spool
+from gridsched.submission import compat
+from gridsched.submission.submit import SubmitError, check_depend
 
 SLURM_SCRIPT = """#!/bin/bash
 #SBATCH --job-name=sim

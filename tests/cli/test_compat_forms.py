@@ -12,11 +12,12 @@ from pathlib import Path
 import click
 import pytest
 
-from gridsched import requests as rq
-from gridsched.arrays import task_path
-from gridsched.cli import compat, gsub
+from gridsched.cli import gsub
 from gridsched.core.units import UnitError
-from gridsched.submit import SubmitError, choose_shell, output_path
+from gridsched.protocol import requests as rq
+from gridsched.protocol.arrays import task_path
+from gridsched.submission import compat
+from gridsched.submission.submit import SubmitError, choose_shell, output_path
 from tests.fuzz.test_requests import valid_job
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gridsched.cli import compat, gsub
+from gridsched.cli import gsub
+from gridsched.submission import compat
 
 
 def opts(text: str) -> dict[str, str | bool]:

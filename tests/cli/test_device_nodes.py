@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gridsched import config
 from gridsched.core.topology import Device, TopologyError
-from gridsched.devices import Node, NodeError, node_map, nodes_of, stat_node
-from gridsched.topology import parse
+from gridsched.host.devices import Node, NodeError, node_map, nodes_of, stat_node
+from gridsched.host.topology import parse
+from gridsched.protocol import config
 
 BOARD = '[[board]]\ncores = "0-1"\n'
 

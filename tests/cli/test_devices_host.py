@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gridsched import devices, topology
-from gridsched.config import ConfigError
-from gridsched.config import parse as parse_config
 from gridsched.core.topology import board, make
+from gridsched.host import devices, topology
+from gridsched.protocol.config import ConfigError
+from gridsched.protocol.config import parse as parse_config
 
 SMI = """#!/bin/sh
 case "$*" in

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gridsched import requests as rq
-from gridsched.cli import compat, gsub
-from gridsched.submit import LOGIN_PATH
+from gridsched.cli import gsub
+from gridsched.protocol import requests as rq
+from gridsched.submission import compat
+from gridsched.submission.submit import LOGIN_PATH
 from tests.cli.conftest import MACHINE_CORES, job_row, write_rows
 from tests.fuzz.test_requests import SENDER, valid_job
 

@@ -23,13 +23,14 @@ from pathlib import Path
 import pytest
 import tomli_w  # noqa: F401 - gctl set writes with it
 
-# loaded here, before any fork: a child that is not root may be unable to import from the interpreter's directory
-import gridsched.admin  # noqa: F401
-import gridsched.configwrite  # noqa: F401
 import gridsched.core.cpuset  # noqa: F401
-import gridsched.topology  # noqa: F401
+import gridsched.host.topology  # noqa: F401
+
+# loaded here, before any fork: a child that is not root may be unable to import from the interpreter's directory
+import gridsched.protocol.admin  # noqa: F401
+import gridsched.protocol.configwrite  # noqa: F401
 from gridsched.cli import gctl
-from gridsched.spool import Spool
+from gridsched.protocol.spool import Spool
 
 BIN = Path(sys.executable).parent
 

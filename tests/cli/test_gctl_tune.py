@@ -10,8 +10,8 @@ import tomllib
 import pytest
 
 from gridsched.cli import gctl
-from gridsched.config import load
-from gridsched.tune import label
+from gridsched.protocol.config import load
+from gridsched.sim.tune import label
 
 
 def history(make_row, n: int, seed: int = 3) -> list[dict]:
@@ -152,7 +152,7 @@ def test_tune_warmup_is_read_from_the_configuration(tmp_path, value, seconds):
     ],
 )
 def test_a_bad_tune_warmup_is_refused_in_one_line(tmp_path, value, words):
-    from gridsched.config import ConfigError
+    from gridsched.protocol.config import ConfigError
 
     cfg = tmp_path / "cfg.toml"
     cfg.write_text(f"[scheduler]\ntune_warmup = {value}\n")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gridsched.cli import gresv, gstat, gsub
-from gridsched.spool import Spool
-from gridsched.state import StateDB
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.state import StateDB
 from tests.cli.conftest import MACHINE_CORES
 
 
@@ -200,7 +200,9 @@ def test_gsub_binding_rules(fenv, spool, run, monkeypatch, put_rows, make_row, s
         )
     )
     monkeypatch.setattr("os.getuid", lambda: 1002)
-    monkeypatch.setattr("gridsched.submit.user_name", lambda uid: {1000: "alice", 1001: "bob"}.get(uid, "eve"))
+    monkeypatch.setattr(
+        "gridsched.submission.submit.user_name", lambda uid: {1000: "alice", 1001: "bob"}.get(uid, "eve")
+    )
     r = run(gsub.cli, ["--reservation", "5", "--wrap", "true"])
     assert "owned by alice, and eve is not among its users" in r.stderr
     monkeypatch.setattr("os.getuid", lambda: 1001)  # bob is listed
@@ -258,7 +260,7 @@ def test_bad_placement_is_refused_as_gsub_refuses_it(fenv, spool, run, args, msg
 def test_a_reservation_table_of_an_older_spool_reads_without_a_placement_and_is_migrated(fenv, spool):
     import sqlite3
 
-    from gridsched.state import RESV_ADDED, RESV_SCHEMA
+    from gridsched.protocol.state import RESV_ADDED, RESV_SCHEMA
 
     spool.ensure()
     old = RESV_SCHEMA

@@ -13,7 +13,7 @@ import pytest
 
 from gridsched.cli import gsub
 from gridsched.core.request import infeasible
-from gridsched.jobs import SPEC_KEYS
+from gridsched.protocol.jobs import SPEC_KEYS
 
 SCRIPT = """#!/bin/sh
 #GS -N fromdirective -n 2

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gridsched.cli import gsub
-from gridsched.spool import Spool
+from gridsched.protocol.spool import Spool
 from tests.cli.conftest import submitted
 
 CPU = min(os.sched_getaffinity(0))

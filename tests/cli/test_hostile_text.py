@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from gridsched.spool import Spool
-from gridsched.state import StateDB
-from gridsched.text import dumps, shown
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.state import StateDB
+from gridsched.protocol.text import dumps, shown
 from tests.cli.conftest import job_row, write_rows
 
 BIN = Path(sys.executable).parent

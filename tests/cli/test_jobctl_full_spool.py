@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from gridsched import spool as spoolmod
 from gridsched.cli import gctl, gdel, ghold, grls
-from gridsched.spool import Spool
-from gridsched.state import StateDB
+from gridsched.protocol import spool as spoolmod
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.state import StateDB
 from tests.cli.conftest import job_row, write_rows
 
 BIN = Path(sys.executable).parent

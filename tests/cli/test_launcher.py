@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gridsched import launcher as L
+from gridsched.job import launcher as L
 
 
 def test_srun_options():

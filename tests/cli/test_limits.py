@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gridsched.cli import gsub
-from gridsched.config import ConfigError, parse
+from gridsched.protocol.config import ConfigError, parse
 from tests.cli.conftest import submitted
 from tests.cli.test_gsub import one_error_line
 

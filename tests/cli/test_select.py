@@ -10,7 +10,7 @@ import time
 import pytest
 
 from gridsched.cli import gdel, ghold, grls, gstat
-from gridsched.reason_codes import code
+from gridsched.protocol.reason_codes import code
 
 
 def requests(spool, kind: str) -> list[dict]:

@@ -13,7 +13,7 @@ HEAVY = {"rich", "psutil", "gridsched.daemon"}
 # (reading the config needs only gridsched.core.params), the scheduling pass, the socket module (a
 # command sends its one datagram with _socket), the SQLite module (read only when there is a state
 # db), and array ids (parsed only when a command meets one).
-LIGHT = {"gridsched.core.types", "gridsched.core.policy", "socket", "sqlite3", "gridsched.arrays"}
+LIGHT = {"gridsched.core.types", "gridsched.core.policy", "socket", "sqlite3", "gridsched.protocol.arrays"}
 # A job that asks for no device is checked without the device model and the placement under it (the
 # machine map is read when no daemon has recorded the machine's size yet, as on this test's new spool).
 DEVICE_MODEL = {"gridsched.core.devices", "gridsched.core.placement"}
@@ -63,7 +63,7 @@ def test_gstat_help_reads_neither_config_nor_spool(tmp_path):
         # what the interpreter itself loads at start (a site .pth file may load pathlib) is not gstat's
         mods = imported(r.stderr) - imported(python("-X", "importtime", "-c", "pass").stderr)
         assert {"click", "gridsched.cli.common"} <= mods  # the report is real
-        assert sorted(mods & {"gridsched.config", "gridsched.spool", "tomllib", "pathlib"}) == []
+        assert sorted(mods & {"gridsched.protocol.config", "gridsched.protocol.spool", "tomllib", "pathlib"}) == []
 
 
 def test_gstat_run_loads_only_what_it_uses(tmp_path):
@@ -139,7 +139,7 @@ def test_wake_sends_its_datagram_and_needs_no_daemon(tmp_path):
     """Spool.wake (through _socket) reaches a socket bound where the daemon's is, and is quiet without one."""
     import socket
 
-    from gridsched.spool import Spool
+    from gridsched.protocol.spool import Spool
 
     spool = Spool(tmp_path)
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as daemon:

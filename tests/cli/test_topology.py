@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gridsched.cli import gctl
 from gridsched.core import cpuset
-from gridsched.state import RESV_COLUMNS, StateDB
+from gridsched.protocol.state import RESV_COLUMNS, StateDB
 
 from .conftest import MACHINE_CORES
 

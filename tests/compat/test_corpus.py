@@ -37,9 +37,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from gridsched import arrays
 from gridsched.cli import gsub
-from gridsched.spool import Spool
+from gridsched.protocol import arrays
+from gridsched.protocol.spool import Spool
 from tests.cli.conftest import submitted
 from tests.conftest import BIN, Gridsched, wait_for
 

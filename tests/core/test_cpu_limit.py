@@ -9,7 +9,7 @@ from __future__ import annotations
 from gridsched.core.eligible import eligibility
 from gridsched.core.policy import forecast_reasons, schedule
 from gridsched.core.types import Params, Policy, Running, Snapshot, Waiting, WaitKind
-from gridsched.reason_codes import code
+from gridsched.protocol.reason_codes import code
 
 LIMIT = 4
 

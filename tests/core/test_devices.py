@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridsched import topology
 from gridsched.core import devices as dev
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.topology import Device, TopologyError, board, make
 from gridsched.core.types import HeadReservation, Params, Policy, Running, Snapshot, Start, Waiting
+from gridsched.host import topology
 
 TOPO = """\
 [[board]]

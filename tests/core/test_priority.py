@@ -143,7 +143,7 @@ def test_decay_halves_each_half_life() -> None:
 def test_the_priority_table_is_checked_one_line_per_key() -> None:
     import pytest
 
-    from gridsched.config import ConfigError, parse
+    from gridsched.protocol.config import ConfigError, parse
 
     pp = parse({"priority": {"weight_age": 1000, "max_age": "1d", "half_life": 0, "favor_small": True}}).params.priority
     assert (pp.weight_age, pp.max_age, pp.half_life, pp.favor_small) == (1000.0, 86400.0, 0.0, True)

@@ -473,7 +473,7 @@ def test_pieces_never_hold_more_device_slots_than_are_free(
 
 
 def test_on_a_map_each_chain_runs_on_the_board_of_its_gpu():
-    from gridsched import topology
+    from gridsched.host import topology
 
     m = topology.parse(
         '[[board]]\nid = 0\ncores = "0-3"\n[[board]]\nid = 1\ncores = "4-7"\n'

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridsched import topology
-from gridsched.config import parse as parse_config
 from gridsched.core import cpuset
 from gridsched.core.topology import Board, MachineMap, TopologyError, board, flat, make
-from gridsched.topology import declared
+from gridsched.host import topology
+from gridsched.host.topology import declared
+from gridsched.protocol.config import parse as parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = sorted(os.sched_getaffinity(0))

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from gridsched import requests as rq
-from gridsched.arrays import task_path
 from gridsched.daemon import arrays, slices
-from gridsched.daemon.executor import Stub
 from gridsched.daemon.loop import Daemon
+from gridsched.daemon.spawn import Stub
+from gridsched.protocol import requests as rq
+from gridsched.protocol.arrays import task_path
 from tests.fuzz.test_requests import valid_job
 
 CONFIG = """

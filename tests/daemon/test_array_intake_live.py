@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from gridsched import requests as rq
+from gridsched.protocol import requests as rq
 from tests.conftest import wait_for
 
 N = 20_000

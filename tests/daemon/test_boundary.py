@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gridsched import requests as rq
 from gridsched.daemon.loop import Daemon
+from gridsched.protocol import requests as rq
 from tests.fuzz.test_requests import json_values, valid_job
 
 CONFIG = '[scheduler]\npolicy = "fcfs"\n[machine]\ncores = 4\n[daemon]\nautostart = false\n'

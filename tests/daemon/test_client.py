@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gridsched.client import Client, GridschedError
-from gridsched.executor import GridschedExecutor
+from gridsched.api.client import Client, GridschedError
+from gridsched.api.executor import GridschedExecutor
 from tests.daemon.calls import cores_seen, fail, span, square
 
 pytestmark = pytest.mark.daemon
@@ -101,7 +101,7 @@ def test_cancelling_a_pending_future_cancels_its_job(gs):
 UNGUARDED = """\
 import sys
 
-from gridsched.executor import GridschedExecutor
+from gridsched.api.executor import GridschedExecutor
 
 
 def triple(x):

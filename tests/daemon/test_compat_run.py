@@ -9,9 +9,9 @@ import pwd
 
 import pytest
 
-from gridsched import requests as rq
-from gridsched.spool import Spool
-from gridsched.state import StateDB
+from gridsched.protocol import requests as rq
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.state import StateDB
 from tests.conftest import wait_for
 from tests.fuzz.test_requests import valid_job
 

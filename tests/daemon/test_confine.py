@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gridsched import config
 from gridsched.daemon import confine, procs
+from gridsched.protocol import config
 from tests.conftest import DEFAULT_CONFIG, wait_for
 
 

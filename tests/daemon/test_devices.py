@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gridsched import requests as rq
 from gridsched.core import cpuset
+from gridsched.protocol import requests as rq
 from tests.conftest import BIN, wait_for
 from tests.fuzz.test_requests import valid_job
 
@@ -256,8 +256,8 @@ def test_a_running_jobs_gpus_are_recovered_after_kill_9(make_gs):
 
 
 def test_an_older_job_table_gets_the_devices_column(tmp_path):
-    from gridsched import state
-    from gridsched.state import COLUMNS, StateDB
+    from gridsched.protocol import state
+    from gridsched.protocol.state import COLUMNS, StateDB
 
     path = tmp_path / "state.db"
     con = sqlite3.connect(path)
@@ -340,7 +340,7 @@ def test_array_tasks_each_get_their_own_gpus(gpu_gs):
 
 
 def test_the_python_client_asks_for_gpus(gpu_gs, tmp_path, monkeypatch):
-    from gridsched.client import Client, GridschedError
+    from gridsched.api.client import Client, GridschedError
 
     monkeypatch.chdir(gpu_gs.work)
     c = Client(spool=gpu_gs.spool, config=str(gpu_gs.cfgfile))

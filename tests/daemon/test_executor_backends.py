@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from gridsched.client import GridschedError
-from gridsched.executor import GridschedExecutor, JobFailed, RemoteTraceback
+from gridsched.api.client import GridschedError
+from gridsched.api.executor import GridschedExecutor, JobFailed, RemoteTraceback
 from tests.daemon.calls import die, env_of, fail, span, square
 
 pytestmark = pytest.mark.daemon
@@ -147,7 +147,7 @@ MAIN_SCRIPT = """\
 import json
 import sys
 
-from gridsched.executor import GridschedExecutor
+from gridsched.api.executor import GridschedExecutor
 
 
 class Pair:
@@ -189,7 +189,7 @@ INTERACTIVE = """\
 import json
 import sys
 
-from gridsched.executor import GridschedExecutor
+from gridsched.api.executor import GridschedExecutor
 
 
 class Box:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import pwd
 
-from gridsched.submit import LOGIN_PATH
+from gridsched.submission.submit import LOGIN_PATH
 from tests.conftest import wait_for
 from tests.daemon.test_jobenv import env_of, make
 

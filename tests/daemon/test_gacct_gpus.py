@@ -28,7 +28,7 @@ def acct(gs, *args: str) -> dict[str, dict]:
 
 def segments(gs, jid: int) -> list[tuple[float, float, str]]:
     """The job's run segments as the daemon recorded them: (start, end, devices)."""
-    from gridsched.state import StateDB
+    from gridsched.protocol.state import StateDB
 
     db = StateDB(gs.spool / "state.db")
     try:

@@ -159,8 +159,8 @@ def test_a_checkpointed_job_sums_its_segments(gs):
 def test_an_older_job_table_gets_the_usage_columns(tmp_path):
     import sqlite3
 
-    from gridsched import state
-    from gridsched.state import COLUMNS, StateDB
+    from gridsched.protocol import state
+    from gridsched.protocol.state import COLUMNS, StateDB
 
     path = tmp_path / "state.db"
     con = sqlite3.connect(path)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gridsched import requests as rq
+from gridsched.protocol import requests as rq
 from tests.fuzz.test_requests import valid_job
 
 pytestmark = pytest.mark.daemon

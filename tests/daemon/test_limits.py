@@ -14,10 +14,10 @@ import pwd
 import signal
 import time
 
-from gridsched import requests as rq
 from gridsched.daemon import intake
 from gridsched.daemon.loop import Daemon
-from gridsched.reason_codes import code
+from gridsched.protocol import requests as rq
+from gridsched.protocol.reason_codes import code
 from tests.daemon.test_loop import end, state, submit
 
 BASE = """

@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from gridsched import requests as rq
 from gridsched.daemon.loop import Daemon
-from gridsched.jobs import JobState
+from gridsched.protocol import requests as rq
+from gridsched.protocol.jobs import JobState
 from tests.fuzz.test_requests import valid_job
 
 CONFIG = """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gridsched import requests as rq
+from gridsched.protocol import requests as rq
 from tests.conftest import DEFAULT_CONFIG, wait_for
 
 FAKE = """#!/bin/sh
@@ -282,7 +282,7 @@ def test_requeue_mail(mailgs):
     ],
 )
 def test_mail_configuration_is_checked(table, error):
-    from gridsched.config import ConfigError, parse
+    from gridsched.protocol.config import ConfigError, parse
 
     with pytest.raises(ConfigError) as e:
         parse({"mail": table})

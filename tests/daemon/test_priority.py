@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from gridsched import requests as rq
-from gridsched.spool import Spool, atomic_write
+from gridsched.protocol import requests as rq
+from gridsched.protocol.spool import Spool, atomic_write
 from tests.conftest import wait_for
 from tests.fuzz.test_requests import valid_job
 

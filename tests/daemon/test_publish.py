@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from gridsched import requests as rq
 from gridsched.daemon import arrays, snapshot
 from gridsched.daemon.loop import Daemon
-from gridsched.spool import Spool
+from gridsched.protocol import requests as rq
+from gridsched.protocol.spool import Spool
 from tests.fuzz.test_requests import valid_job
 
 CONFIG = """

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from gridsched.core import cpuset
-from gridsched.spool import Spool, atomic_write
+from gridsched.protocol.spool import Spool, atomic_write
 from tests.conftest import wait_for
 
 CONFIG = """

@@ -10,7 +10,7 @@ import json
 import os
 
 from gridsched.core import cpuset
-from gridsched.spool import Spool, atomic_write
+from gridsched.protocol.spool import Spool, atomic_write
 from tests.conftest import wait_for
 from tests.daemon.test_reservations import resv, wait_resv
 from tests.daemon.test_topology import WAIT_GO, board, topo_config

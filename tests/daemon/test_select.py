@@ -119,7 +119,7 @@ def test_every_reason_the_daemon_words_has_its_code():
     from gridsched.core.placement import Request
     from gridsched.core.types import Wait, WaitKind
     from gridsched.daemon import reasons
-    from gridsched.reason_codes import CODES, code
+    from gridsched.protocol.reason_codes import CODES, code
 
     t = time.time() + 3600
     rec = SimpleNamespace(place=Request(5, "board"), begin=t)

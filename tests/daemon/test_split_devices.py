@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from gridsched import requests as rq
+from gridsched.protocol import requests as rq
 from tests.conftest import wait_for
 from tests.daemon.test_devices import topo_config
 from tests.fuzz.test_requests import SENDER, valid_job

@@ -348,8 +348,8 @@ def test_bad_input(make_gs):
 def test_another_users_parent_is_refused(make_gs):
     import os
 
-    from gridsched.spool import Spool
-    from gridsched.tree import TreeError, submit_keys
+    from gridsched.protocol.spool import Spool
+    from gridsched.protocol.tree import TreeError, submit_keys
 
     gs = make_gs(config())
     s = script(gs, "hold.sh", 'while [ ! -e "$GS_SUBMIT_DIR/stop" ]; do sleep 0.1; done')

@@ -7,12 +7,12 @@ import json
 import time
 from pathlib import Path
 
-from gridsched import config as configmod
-from gridsched import requests as rq
-from gridsched.daemon.executor import Stub
 from gridsched.daemon.loop import Daemon
-from gridsched.jobs import JobState
-from gridsched.spool import Spool
+from gridsched.daemon.spawn import Stub
+from gridsched.protocol import config as configmod
+from gridsched.protocol import requests as rq
+from gridsched.protocol.jobs import JobState
+from gridsched.protocol.spool import Spool
 from tests.fuzz.test_requests import valid_job
 
 CONFIG = '[scheduler]\npolicy = "fcfs"\n[machine]\ncores = 1\n[daemon]\nautostart = false\n'

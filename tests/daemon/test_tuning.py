@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gridsched.spool import Spool
+from gridsched.protocol.spool import Spool
 from tests.cli.conftest import job_row, write_rows
 from tests.cli.test_gctl_tune import history
 from tests.conftest import wait_for

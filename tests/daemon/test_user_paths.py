@@ -17,9 +17,9 @@ import statistics
 import time
 from pathlib import Path
 
-from gridsched import requests as rq
 from gridsched.daemon import jobtmp
 from gridsched.daemon.loop import Daemon
+from gridsched.protocol import requests as rq
 from tests.conftest import wait_for
 
 CONFIG = """
@@ -96,7 +96,7 @@ def test_the_job_s_process_takes_gridsched_s_mpirun_away_only_for_an_installed_o
     other.mkdir(parents=True)
     (other / "mpirun").write_text("#!/bin/sh\n")
     (other / "mpirun").chmod(0o755)
-    from gridsched.jobenv import own_path
+    from gridsched.job.env import own_path
 
     assert not jobtmp.use_installed_mpi(str(root), own_path(f"{root}/bin:{other}:/nonexistent"))
     assert sorted(os.listdir(root / "bin")) == sorted(jobtmp.MPI_NAMES)

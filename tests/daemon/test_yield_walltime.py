@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from gridsched import config as configmod
-from gridsched import requests as rq
 from gridsched.cli.gwait import gyield_cli
-from gridsched.daemon.executor import Stub
 from gridsched.daemon.loop import Daemon
-from gridsched.jobs import JobState
-from gridsched.spool import Spool
+from gridsched.daemon.spawn import Stub
+from gridsched.protocol import config as configmod
+from gridsched.protocol import requests as rq
+from gridsched.protocol.jobs import JobState
+from gridsched.protocol.spool import Spool
 from tests.fuzz.test_requests import valid_job
 
 CONFIG = """

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from gridsched import requests as rq
 from gridsched.daemon import intake
-from gridsched.spool import Spool
+from gridsched.protocol import requests as rq
+from gridsched.protocol.spool import Spool
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gridsched import requests as rq
+from gridsched.protocol import requests as rq
 from tests.fuzz.test_requests import FUZZ, SENDER, json_values, valid_job
 
 

@@ -52,7 +52,7 @@ from tests.conftest import wait_for
 
 # A child forked from the test and switched to an unprivileged user may not be able to read the
 # interpreter's own files (here they live under /root): what the children run is loaded now.
-for _m in ("gridsched.queue", "gridsched.state", "gridsched.submit", "gridsched.client"):
+for _m in ("gridsched.queue", "gridsched.protocol.state", "gridsched.submission.submit", "gridsched.api.client"):
     try:
         __import__(_m)
     except ImportError:  # pragma: no cover - only the older tests' children used them

@@ -103,7 +103,7 @@ def test_only_root_raises_a_job_with_galter(system, targets):
 
 
 def _client_alter(spool: str, config: str, jid: int, changes: dict) -> str:
-    from gridsched.client import Client, GridschedError
+    from gridsched.api.client import Client, GridschedError
 
     try:
         Client(spool=spool, config=config).alter(jid, **changes)
@@ -114,9 +114,9 @@ def _client_alter(spool: str, config: str, jid: int, changes: dict) -> str:
 
 def test_the_python_client_raises_a_job_only_as_root(system, targets):
     # what the forked child runs is loaded here (the user may not be able to read the interpreter's files)
+    import gridsched.api.client  # noqa: F401
     import gridsched.cli.galter  # noqa: F401
-    import gridsched.client  # noqa: F401
-    import gridsched.topology  # noqa: F401
+    import gridsched.host.topology  # noqa: F401
 
     a = system.a
     jid = system.gsub(a, "--hold", "-t", "1:00", "--wrap", "true")

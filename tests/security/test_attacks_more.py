@@ -342,8 +342,8 @@ def test_b_cannot_lure_a_s_submission_beyond_the_id_window(system, targets):
     """B puts a request name at the farthest id the daemon accepts and removes it as A's gsub writes, before the
     daemon reads it: A's gsub does not take the id above it (which the daemon would drop as too far), and A's
     job, which gsub reported submitted, is taken in and runs."""
-    from gridsched.requests import ID_WINDOW, id_name
-    from gridsched.spool import Spool
+    from gridsched.protocol.requests import ID_WINDOW, id_name
+    from gridsched.protocol.spool import Spool
 
     a, b = system.a, system.b
     system.settle()

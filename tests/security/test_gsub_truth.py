@@ -83,14 +83,14 @@ def test_a_nul_through_the_python_api(system, targets):
     """argv and the environment of a process cannot hold a NUL, but the Python API's arguments can."""
     a = system.a
     try:
-        import gridsched.client  # noqa: F401
+        import gridsched.api.client  # noqa: F401
     except ImportError as e:
-        print(f"skipped: no gridsched.client ({e})")
-        pytest.skip("no gridsched.client")
+        print(f"skipped: no gridsched.api.client ({e})")
+        pytest.skip("no gridsched.api.client")
     spool, cfg = str(system.spool_dir), str(system.cfg)
 
     def submit(**kw):
-        from gridsched.client import Client, GridschedError
+        from gridsched.api.client import Client, GridschedError
 
         os.chdir(a.home)
         try:

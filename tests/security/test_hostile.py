@@ -96,7 +96,7 @@ def test_a_hard_link_to_another_users_file_is_not_read_as_theirs(system, targets
 def test_atomic_write_never_writes_through_a_planted_link(tmp_path):
     import _thread
 
-    from gridsched.spool import atomic_write
+    from gridsched.protocol.spool import atomic_write
 
     target = tmp_path / "precious"
     target.write_text("keep\n")

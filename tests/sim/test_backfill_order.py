@@ -11,9 +11,11 @@ import pytest
 from click.testing import CliRunner, Result
 from simtraces import swf_line
 
-from gridsched import config, tune, tuning
 from gridsched.cli.gsim import main
 from gridsched.core.types import BackfillOrder, Params, Policy, Predictor
+from gridsched.protocol import config
+from gridsched.sim import autotune as tuning
+from gridsched.sim import tune
 
 
 def gsim(*args: str) -> Result:

@@ -74,7 +74,7 @@ def test_on_a_machine_map_the_same_starts_and_each_job_its_own_gpus(write_trace,
         '[[board]]\ncores = "0-1"\n[[board]]\ncores = "2-3"\n'
         '[[device]]\ntype = "gpu"\nindex = 0\nboard = 0\n[[device]]\ntype = "gpu"\nindex = 1\nboard = 1\n'
     )
-    from gridsched.topology import read as read_topology
+    from gridsched.host.topology import read as read_topology
 
     m = read_topology(topo, None)
     tr = hand_trace(write_trace, tmp_path)
@@ -370,7 +370,7 @@ def test_machine_devices_spread_over_the_boards(tmp_path):
     assert [d.board for d in machine_devices("3", None)] == [0, 0, 0]
     topo = tmp_path / "topo.toml"
     topo.write_text('[[board]]\ncores = "0-1"\n[[board]]\ncores = "2-3"\n')
-    from gridsched.topology import read as read_topology
+    from gridsched.host.topology import read as read_topology
 
     m = read_topology(topo, None)
     devs = machine_devices("H100:4", m)

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from simtraces import HAND
 
 from gridsched.cli.gsim import main
-from gridsched.config import load
+from gridsched.protocol.config import load
 
 
 def gsim(*args: str):

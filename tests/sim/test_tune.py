@@ -11,7 +11,7 @@ from simtraces import swf_line
 
 from gridsched.cli.gsim import main
 from gridsched.core.params import Params, Policy
-from gridsched.tune import Job, choose, grid, replay
+from gridsched.sim.tune import Job, choose, grid, replay
 
 CKPT = Params(policy=Policy.CHECKPOINT_BACKFILL)  # the published defaults: p 0.2, threshold 30 min
 

@@ -14,7 +14,7 @@ import random
 import pytest
 
 from gridsched.core.params import Params, Policy, Predictor
-from gridsched.tune import Decision, Job, Row, choose, grid, grid_for, label, replay
+from gridsched.sim.tune import Decision, Job, Row, choose, grid, grid_for, label, replay
 
 CKPT = Params(policy=Policy.CHECKPOINT_BACKFILL)  # the published setting: p 0.2, threshold 30 min
 EASY = Params(policy=Policy.EASY)

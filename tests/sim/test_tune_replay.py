@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 from simtraces import swf_line
 
-from gridsched import tune
 from gridsched.cli.gsim import main
 from gridsched.core.params import Params, Policy
+from gridsched.sim import tune
 from gridsched.sim.engine import Tuner, simulate
 from gridsched.sim.swf import Trace
 

@@ -1,16 +1,15 @@
 """One handler per request kind, dispatched by an exhaustive match on the typed request.
 
-Every handler receives a request :func:`gridsched.requests.parse` has
+Every handler receives a request :func:`gridsched.protocol.requests.parse` has
 checked, with its sender as the kernel says; it may refuse it for a reason
 that depends on the daemon's state by raising
-:class:`gridsched.requests.Refused`.
+:class:`gridsched.protocol.requests.Refused`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, assert_never
 
-from gridsched import requests as rq
 from gridsched.daemon.handlers import (
     alter,
     cancel,
@@ -27,6 +26,7 @@ from gridsched.daemon.handlers import (
     undrain,
 )
 from gridsched.daemon.handlers import yield_ as yield_handler
+from gridsched.protocol import requests as rq
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

@@ -12,13 +12,13 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
-from gridsched import requests as rq
 from gridsched.core import depend
 from gridsched.daemon import reservations
 from gridsched.daemon.handlers.owned import owned_targets
 from gridsched.daemon.table import Rec
-from gridsched.jobs import JobState, change_refused
-from gridsched.submit import never_runs
+from gridsched.protocol import requests as rq
+from gridsched.protocol.jobs import JobState, change_refused
+from gridsched.submission.submit import never_runs
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

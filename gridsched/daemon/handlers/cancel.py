@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from gridsched import requests as rq
 from gridsched.daemon import arrays, slices
 from gridsched.daemon.handlers.owned import owned_targets
+from gridsched.protocol import requests as rq
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

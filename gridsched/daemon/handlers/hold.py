@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gridsched import requests as rq
 from gridsched.daemon import arrays, slices
 from gridsched.daemon.handlers.owned import owned_targets
-from gridsched.jobs import JobState
+from gridsched.protocol import requests as rq
+from gridsched.protocol.jobs import JobState
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

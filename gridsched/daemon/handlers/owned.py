@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from gridsched import requests as rq
 from gridsched.daemon import arrays, split
+from gridsched.protocol import requests as rq
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

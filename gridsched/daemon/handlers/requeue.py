@@ -16,10 +16,10 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
-from gridsched import requests as rq
 from gridsched.daemon import arrays, procs
 from gridsched.daemon.table import Rec
-from gridsched.jobs import GRUN_NOT_REQUEUED, JobState
+from gridsched.protocol import requests as rq
+from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, JobState
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

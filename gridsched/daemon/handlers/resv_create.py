@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gridsched import requests as rq
 from gridsched.daemon import reservations
 from gridsched.daemon.handlers.ids import taken_again
+from gridsched.protocol import requests as rq
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gridsched import requests as rq
 from gridsched.daemon import reservations
+from gridsched.protocol import requests as rq
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

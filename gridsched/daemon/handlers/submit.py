@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gridsched import limits
-from gridsched import requests as rq
-from gridsched.arrays import parse as parse_array
 from gridsched.daemon import arrays, reservations, split
 from gridsched.daemon.handlers.hold import BY_OWNER
 from gridsched.daemon.handlers.ids import taken_again
-from gridsched.jobs import JobState
-from gridsched.submit import never_runs
+from gridsched.protocol import limits
+from gridsched.protocol import requests as rq
+from gridsched.protocol.arrays import parse as parse_array
+from gridsched.protocol.jobs import JobState
+from gridsched.submission.submit import never_runs
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -46,7 +46,7 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
 
 
 def refuse_over_limits(d: Daemon, job: rq.JobSpec, spec: dict[str, object]) -> None:
-    """Refuse (:class:`~gridsched.requests.Refused`, one line) a submission over a per-user limit of ``[limits]``:
+    """Refuse (``Refused``, one line) a submission over a per-user limit of ``[limits]``:
     an array of too many tasks, a job of more cores than a user may run at once, or more queued jobs than a
     user may have (each array task counts, as in Slurm)."""
     cfg = d.cfg

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gridsched import requests as rq
+from gridsched.protocol import requests as rq
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon

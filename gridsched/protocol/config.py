@@ -20,7 +20,7 @@ from gridsched.core.units import UnitError, format_duration, parse_duration
 
 E = TypeVar("E", bound=Enum)
 
-PACKAGED = Path(__file__).with_name("data") / "gridsched.toml"
+PACKAGED = Path(__file__).parents[1] / "data" / "gridsched.toml"
 SYSTEM = Path("/etc/gridsched/gridsched.toml")
 CHECKPOINT_MODES = ("none", "signal", "suspend", "requeue")
 MAX_PROCESSES = 4_194_304  # the kernel's largest pid_max
@@ -414,7 +414,7 @@ def _sendmail(value: str, path: str) -> str:
 
 def _mail_from(value: str, path: str) -> str:
     if value:
-        from gridsched.requests import parse_mail_user
+        from gridsched.protocol.requests import parse_mail_user
 
         try:
             if "," in value:

@@ -4,7 +4,7 @@ A personal spool is its user's, so that user is its admin; a system spool is
 root's.  Admin requests (reload, drain, undrain) are refused to anyone else,
 by the commands (one line, non-zero exit) and again by the daemon.  Reservations
 are the admins' too, and of the users the configuration names
-(``reservations.users``, :mod:`gridsched.limits`).
+(``reservations.users``, :mod:`gridsched.protocol.limits`).
 Standard library only: every command imports it.
 """
 

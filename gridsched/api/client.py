@@ -1,12 +1,12 @@
 """The Python API: submit, inspect, wait for, change, requeue and cancel jobs without the commands.
 
-    from gridsched.client import Client
+    from gridsched.api.client import Client
     c = Client()
     job = c.submit(command="make -j4", ncpus=4, walltime="30m")
     print(c.wait(job.id).state)
 
 It does what gsub, gstat, gdel, galter and grequeue do, through the same
-functions (:mod:`gridsched.submit`, :mod:`gridsched.view`, the commands'
+functions (:mod:`gridsched.submission.submit`, :mod:`gridsched.protocol.view`, the commands'
 checks) and the same requests, so it refuses the same requests with the same
 messages (:class:`GridschedError`).
 """
@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gridsched.config import Config, ConfigError, load
 from gridsched.core.units import UnitError, parse_duration, parse_size
-from gridsched.spool import Spool, default_root
-from gridsched.submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
-from gridsched.view import TERMINAL_STATES, QueueError, array_rows, control, load_jobs, private
+from gridsched.protocol.config import Config, ConfigError, load
+from gridsched.protocol.spool import Spool, default_root
+from gridsched.protocol.view import TERMINAL_STATES, QueueError, array_rows, control, load_jobs, private
+from gridsched.submission.submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
 
 __all__ = ["Client", "GridschedError", "Job", "WaitTimeout"]
 
@@ -116,7 +116,7 @@ def _with_directives(sc: Script, opts: Options) -> Options:
     import click
 
     from gridsched.cli import gsub
-    from gridsched.submit import choose_shell
+    from gridsched.submission.submit import choose_shell
 
     ctx = gsub.cli.make_context(gsub.PROG, [sc.label], help_option_names=[])
     said = io.StringIO()
@@ -215,8 +215,8 @@ class Client:
                 opts = _with_directives(sc, opts)
             devices: list[dict[str, Any]] = []
             if gpus is not None:
-                from gridsched.cli.devopts import device_spec
-                from gridsched.topology import in_force
+                from gridsched.host.topology import in_force
+                from gridsched.submission.devopts import device_spec
 
                 try:
                     devices = device_spec(self.config, in_force(self.spool, self.config), {"gpus": str(gpus)})
@@ -296,10 +296,10 @@ class Client:
         daemon applies the change at its next turn; :class:`GridschedError`
         with galter's words for what either would refuse.
         """
-        from gridsched import requests as rq
-        from gridsched.admin import is_admin
         from gridsched.cli import galter
-        from gridsched.topology import in_force
+        from gridsched.host.topology import in_force
+        from gridsched.protocol import requests as rq
+        from gridsched.protocol.admin import is_admin
 
         spec = self._alter_changes(changes)
         uid = os.getuid()
@@ -326,8 +326,8 @@ class Client:
     def requeue(self, job_id: int) -> None:
         """Send the running or finished job ``job_id`` back to the queue, as grequeue does (the same
         checks, the same request); :class:`GridschedError` with grequeue's words for a refusal."""
-        from gridsched.admin import is_admin
         from gridsched.cli import grequeue
+        from gridsched.protocol.admin import is_admin
 
         uid = os.getuid()
         rows = self._rows([job_id])
@@ -372,7 +372,7 @@ class Client:
             if isinstance(b, str):
                 import time
 
-                from gridsched.cli import compat
+                from gridsched.submission import compat
 
                 try:
                     b = compat.parse_begin(b, time.time())
@@ -380,8 +380,8 @@ class Client:
                     raise GridschedError(f"begin {b!r}: {e}") from None
             out["begin"] = b
         if "gpus" in changes:
-            from gridsched.cli.devopts import device_spec
-            from gridsched.topology import in_force
+            from gridsched.host.topology import in_force
+            from gridsched.submission.devopts import device_spec
 
             try:
                 out["devices"] = device_spec(

@@ -17,9 +17,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from gridsched.client import GridschedError
+from gridsched.api.client import GridschedError
+from gridsched.api.executor import JobStatus
 from gridsched.core.units import UnitError, parse_duration, parse_size
-from gridsched.executor import JobStatus
 
 # sbatch's options the executor takes as keyword arguments (name -> sbatch's long option)
 OPTIONS = {

@@ -3,7 +3,7 @@
 A setting is ``TABLE.KEY=VALUE`` (``scheduler.p=0.3``, ``devices.gpu.share=2``).
 VALUE is read as a TOML value where it is one (``0.3``, ``true``, ``"a b"``,
 ``[1, 2]``) and as a string otherwise (``45m``).  The file with the settings
-applied is checked as the daemon would load it (:func:`gridsched.config.parse`)
+applied is checked as the daemon would load it (:func:`gridsched.protocol.config.parse`)
 before anything is written; then it is written whole, with tomli-w, through a
 temporary file in the same directory renamed over it, with the old file's
 mode and owner.  tomli-w writes plain TOML: the file's comments and layout are
@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from gridsched.config import Config, ConfigError, parse
+from gridsched.protocol.config import Config, ConfigError, parse
 
 
 class SettingError(ValueError):

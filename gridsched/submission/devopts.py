@@ -62,7 +62,7 @@ def asked(p: dict[str, Any]) -> bool:
 def device_spec(cfg: Any, machine: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
     """The spec's ``devices`` for the options in ``p``; raises ``ValueError`` with the line gsub prints."""
     from gridsched.core.devices import DeviceAsk
-    from gridsched.devices import AskError, asks_to_spec, parse_gpus, parse_gres, refusal
+    from gridsched.host.devices import AskError, asks_to_spec, parse_gpus, parse_gres, refusal
 
     asks: list[DeviceAsk] = []
     bind = p.get("gpu_bind") or "closest"

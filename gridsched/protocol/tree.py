@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gridsched.spool import Spool
-from gridsched.view import TERMINAL_STATES, QueueError, load_jobs
+from gridsched.protocol.spool import Spool
+from gridsched.protocol.view import TERMINAL_STATES, QueueError, load_jobs
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between looks at the state db: growing, bounded
 RUNNING_STATES = ("RUNNING", "STOPPING")
@@ -162,7 +162,7 @@ def yielded(spool: Spool) -> dict[int, dict[str, Any]]:
         return {}
     import sqlite3
 
-    from gridsched.state import StateDB
+    from gridsched.protocol.state import StateDB
 
     try:
         db = StateDB(spool.db)

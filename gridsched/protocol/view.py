@@ -3,7 +3,7 @@
 The state db (written by the daemon) is read-only here; submit requests the
 daemon has not taken in yet are shown as pending jobs.  The per-job checks of
 gdel, ghold and grls live here too, so the commands and
-:mod:`gridsched.client` refuse the same things with the same words.
+:mod:`gridsched.api.client` refuse the same things with the same words.
 
 Standard library only (sqlite3 is imported when a db exists).
 """
@@ -14,10 +14,10 @@ import json
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
-from gridsched.jobs import TERMINAL, JobState
+from gridsched.protocol.jobs import TERMINAL, JobState
 
 if TYPE_CHECKING:
-    from gridsched.spool import Spool
+    from gridsched.protocol.spool import Spool
 
 TERMINAL_STATES = frozenset(s.value for s in TERMINAL)
 
@@ -61,7 +61,7 @@ def private(spool: Spool, job: dict[str, Any]) -> dict[str, Any]:
     The daemon keeps that part in ``jobs/ID/private.json``, readable by the
     job's owner and root only; for anyone else the job comes back unchanged.
     """
-    from gridsched.jobs import PRIVATE_FILE
+    from gridsched.protocol.jobs import PRIVATE_FILE
 
     try:
         with open(spool.job_dir(job["id"]) / PRIVATE_FILE, "rb") as f:
@@ -86,7 +86,7 @@ def load_jobs(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, 
     if spool.db.exists():
         import sqlite3
 
-        from gridsched.state import StateDB
+        from gridsched.protocol.state import StateDB
 
         try:
             db = StateDB(spool.db)
@@ -146,7 +146,7 @@ def array_rows(spool: Spool, array_id: int) -> list[dict[str, Any]]:
     if spool.db.exists():
         import sqlite3
 
-        from gridsched.state import StateDB
+        from gridsched.protocol.state import StateDB
 
         try:
             db = StateDB(spool.db)
@@ -163,7 +163,7 @@ def array_rows(spool: Spool, array_id: int) -> list[dict[str, Any]]:
 
 def resolve(spool: Spool, ref: str) -> int:
     """The job id of ``ID`` or of array task ``ARRAYID_INDEX``; :class:`LookupError` or ``ValueError`` (a bad form)."""
-    from gridsched.arrays import parse_ref
+    from gridsched.protocol.arrays import parse_ref
 
     jid, index = parse_ref(ref)
     if index is None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gridsched.daemon import cgroup, confine, jobtmp, launch, procs
-from gridsched.jobenv import Private
+from gridsched.job.env import Private
 
 Where = tuple[Path, int]  # a job segment: the job's directory and the segment's number
 

@@ -3,7 +3,7 @@ batch systems, the Slurm, PBS Pro, Torque and Grid Engine ones.
 
 The ``GS_*`` variables, ``TMPDIR`` (the job's private temporary directory) and
 the job's ``bin`` directory first on ``PATH`` (``srun``, and ``mpirun`` and
-``mpiexec`` where no MPI is installed; see :mod:`gridsched.launcher`) are
+``mpiexec`` where no MPI is installed; see :mod:`gridsched.job.launcher`) are
 always set.  With ``[compat] env = true`` in gridsched.toml (the default) a
 job also sees the names scripts written for Slurm, PBS Pro, Torque and Grid
 Engine read, with the values those systems give a one-node job of the same

@@ -221,7 +221,7 @@ class Spool:
         The id is only a candidate: it is taken by :meth:`publish_new`, which
         fails with :class:`IdTaken` if someone took it meanwhile.
         """
-        from gridsched.requests import ID_WINDOW, id_of_name
+        from gridsched.protocol.requests import ID_WINDOW, id_of_name
 
         self.ensure()
         self.check_space()
@@ -250,7 +250,7 @@ class Spool:
             return 0
         import sqlite3
 
-        from gridsched.state import connect_ro
+        from gridsched.protocol.state import connect_ro
 
         try:
             con = connect_ro(self.db)
@@ -284,7 +284,7 @@ class Spool:
         committed (:meth:`release_claims`).  Consecutive where nobody else
         took one meanwhile.
         """
-        from gridsched.requests import id_name
+        from gridsched.protocol.requests import id_name
 
         out: list[int] = []
         nid = self.next_id()
@@ -303,7 +303,7 @@ class Spool:
         return out
 
     def release_claims(self, ids: list[int]) -> None:
-        from gridsched.requests import id_name
+        from gridsched.protocol.requests import id_name
 
         for i in ids:
             try:
@@ -352,7 +352,7 @@ class Spool:
         daemon may already have taken in this very request (``data``): the id is then ours."""
         import hashlib
 
-        from gridsched.requests import id_of_name
+        from gridsched.protocol.requests import id_of_name
 
         nid = id_of_name(path.name)
         digest = None if nid is None else self.id_digest(nid)
@@ -371,7 +371,7 @@ class Spool:
             return None
         import sqlite3
 
-        from gridsched.state import connect_ro
+        from gridsched.protocol.state import connect_ro
 
         try:
             con = connect_ro(self.db)
@@ -397,11 +397,11 @@ class Spool:
     def submit(self, spec: dict[str, Any]) -> Path:
         """Publish the submission of the job spec ``spec`` under its id (:class:`IdTaken` if that is taken).
 
-        The commands go through :func:`gridsched.submit.submit`, which also
+        The commands go through :func:`gridsched.submission.submit.submit`, which also
         checks the request as the daemon will; this is for programs that
         build specs themselves (benchmarks, tests).
         """
-        from gridsched.requests import encode, id_name
+        from gridsched.protocol.requests import encode, id_name
 
         return self.publish_new(id_name(spec["id"]), encode({"type": "submit", "job": spec}))
 
@@ -411,7 +411,7 @@ class Spool:
 
     def request(self, kind: str, **fields: Any) -> Path:
         """A control request (cancel, hold, release, reload, ...)."""
-        from gridsched.requests import encode
+        from gridsched.protocol.requests import encode
 
         name = f"{kind}-{time.time_ns()}-{os.getpid()}.json"
         return self.publish(name, encode({"type": kind, **fields}))

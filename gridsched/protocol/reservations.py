@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.core import cpuset
 from gridsched.core.units import UnitError, format_duration, parse_duration
-from gridsched.spool import Spool
+from gridsched.protocol.spool import Spool
 
 if TYPE_CHECKING:
     from gridsched.core.placement import Request
@@ -255,7 +255,7 @@ def load(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, Any]]
     idl = None if ids is None else list(ids)
     rows: dict[int, dict[str, Any]] = {}
     if spool.db.exists():
-        from gridsched.state import StateDB
+        from gridsched.protocol.state import StateDB
 
         db = StateDB(spool.db)
         try:
@@ -398,7 +398,7 @@ def check_job(
     if why:
         raise ResvError(f"job cannot run in reservation {rid}: it {why}")
     if row["state"] == RState.ACTIVE.value and not wait_resv:
-        from gridsched.view import load_jobs
+        from gridsched.protocol.view import load_jobs
 
         n, used = in_use(row, load_jobs(spool))
         left = row["ncpus"] - n

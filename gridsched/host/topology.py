@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from gridsched.config import Config
 from gridsched.core import cpuset
 from gridsched.core.topology import Board, Device, MachineMap, TopologyError, board, flat, make
 from gridsched.core.units import UnitError, parse_size
+from gridsched.protocol.config import Config
 
 __all__ = [
     "TopologyError",
@@ -487,7 +487,7 @@ def running_map(spool: Any) -> MachineMap | None:
     since takes effect only at the daemon's next start), so what a command
     accepts, the daemon accepts.
     """
-    from gridsched.state import recorded_machine
+    from gridsched.protocol.state import recorded_machine
 
     if spool.daemon_info() is None:
         return None
@@ -525,7 +525,7 @@ def load_machine(cfg: Config) -> MachineMap:
     The host CPUs are those of :func:`declared`.  With a topology file,
     ``machine.cores`` must be 0 or the number of cores the file declares.
     Devices: those the file declares, else the host's
-    (:func:`gridsched.devices.with_devices`), each with the share
+    (:func:`gridsched.host.devices.with_devices`), each with the share
     ``[devices.TYPE]`` gives its type.
     """
     return load_with_source(cfg)[0]
@@ -534,7 +534,7 @@ def load_machine(cfg: Config) -> MachineMap:
 def load_with_source(cfg: Config) -> tuple[MachineMap, str]:
     """:func:`load_machine`, and where its devices came from (``declared in FILE``, ``nvidia-smi``,
     ``sysfs``, ``none``)."""
-    from gridsched.devices import shared, with_devices
+    from gridsched.host.devices import shared, with_devices
 
     ncores, host = declared(cfg)
     where = ""

@@ -12,7 +12,7 @@ DIRECTIVES" of gsub(1).
 
 The translation also says which system's script it is (``dialect``): that
 chooses what the job runs under when the script has no ``#!`` on its first
-line (:func:`gridsched.submit.choose_shell`) and, for Slurm, the default output
+line (:func:`gridsched.submission.submit.choose_shell`) and, for Slurm, the default output
 file ``slurm-%j.out`` with standard error joined to it.
 
 :func:`emit_slurm` and :func:`emit_pbs` go the other way: a script with
@@ -770,7 +770,7 @@ class _Reader:
             else:
                 self.warn(lineno, shown, "only the whole machine (--exclusive without a value) is known")
         elif key == "mail_user":
-            from gridsched.requests import parse_mail_user
+            from gridsched.protocol.requests import parse_mail_user
 
             try:
                 self.set(lineno, "mail_user", ",".join(parse_mail_user(str(value))))
@@ -809,7 +809,7 @@ class _Reader:
             elif key == "mail_type":
                 self.mail_type(lineno, where, shown, v)
             elif key == "get_user_env":
-                from gridsched.requests import parse_user_env
+                from gridsched.protocol.requests import parse_user_env
 
                 try:
                     ue = parse_user_env("" if value is None else v)
@@ -853,7 +853,7 @@ class _Reader:
                     raise CompatError(f"{where}: {shown}: {e}") from None
                 self.set(lineno, "begin", v.strip())
             elif key == "signal":
-                from gridsched.requests import parse_signal
+                from gridsched.protocol.requests import parse_signal
 
                 try:
                     self.set(lineno, "signal", parse_signal(v).text())
@@ -929,7 +929,7 @@ class _Reader:
                 self.set(lineno, "begin", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)))
 
     def mail_type(self, lineno: int, where: str, shown: str, value: str) -> None:
-        from gridsched.requests import parse_mail_type
+        from gridsched.protocol.requests import parse_mail_type
 
         try:
             events = parse_mail_type(value)

@@ -1,9 +1,9 @@
 """Tuning the ``"auto"`` settings of a machine: its history read from the state db, the tuner run, its decision.
 
-The tuner itself (:mod:`gridsched.tune`) is a pure function of a job history;
+The tuner itself (:mod:`gridsched.sim.tune`) is a pure function of a job history;
 this module is what reads that history (the jobs that ended in the window, from
 the state db) and turns a decision into the record the daemon keeps and shows
-(``gctl info``, the log).  ``python -m gridsched.tuning`` is the background
+(``gctl info``, the log).  ``python -m gridsched.sim.autotune`` is the background
 process the daemon starts: it lowers its own CPU priority to the lowest there
 is, reads the history, replays it and prints the decision as one JSON object.
 """
@@ -29,8 +29,8 @@ def history(db_path: str | Path, now: float, window: float) -> list[Any]:
 
 def _ended(db_path: str | Path, now: float, window: float) -> list[tuple[float, Any]]:
     """(end time, job) of each job of the state db that ran and ended in the ``window`` seconds before ``now``."""
-    from gridsched import tune
-    from gridsched.state import StateDB
+    from gridsched.protocol.state import StateDB
+    from gridsched.sim import tune
 
     out: list[tuple[float, tune.Job]] = []
     if not Path(db_path).exists():
@@ -81,7 +81,7 @@ def applied(base: Params, s: dict[str, Any], order_tuned: bool = True) -> Params
 
 def decide(db_path: str | Path, now: float, ncores: int, current: Params, tuning: Any) -> dict[str, Any]:
     """Replay the history of ``db_path`` and say what to adopt: a JSON-ready record of the decision."""
-    from gridsched import tune
+    from gridsched.sim import tune
 
     ended = _ended(db_path, now, tuning.window + tuning.warmup)  # the state db read once
     hist = [job for _, job in ended]
@@ -123,8 +123,8 @@ def lowest_priority() -> None:
 
 
 def main(argv: list[str]) -> int:
-    """The daemon's background tuner: ``python -m gridsched.tuning`` with one JSON argument."""
-    from gridsched.config import Tuning
+    """The daemon's background tuner: ``python -m gridsched.sim.autotune`` with one JSON argument."""
+    from gridsched.protocol.config import Tuning
 
     lowest_priority()
     a = json.loads(argv[0])

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from gridsched.core.units import format_duration
 
 if TYPE_CHECKING:
-    from gridsched.config import Config
+    from gridsched.protocol.config import Config
 
 
 def array_refusal(ntasks: int, cfg: Config) -> str | None:

@@ -1,7 +1,7 @@
 """Building and checking a job submission: what gsub and the Python API share.
 
 :func:`build_spec` turns a script and the submission options into the job
-spec of :data:`gridsched.jobs.SPEC_KEYS` (taking a job id), refusing what can
+spec of :data:`gridsched.protocol.jobs.SPEC_KEYS` (taking a job id), refusing what can
 never run with a :class:`SubmitError` whose message is one line.
 :func:`wait_job` polls the state db until a job has ended.
 
@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gridsched import requests as rq
-from gridsched.config import Config
 from gridsched.core import depend
 from gridsched.core.request import infeasible, too_much_memory
 from gridsched.core.units import format_duration
-from gridsched.jobs import TERMINAL, JobState
-from gridsched.spool import IdTaken, Spool
+from gridsched.protocol import requests as rq
+from gridsched.protocol.config import Config
+from gridsched.protocol.jobs import TERMINAL, JobState
+from gridsched.protocol.spool import IdTaken, Spool
 
 if TYPE_CHECKING:
-    from gridsched.arrays import ArraySpec
+    from gridsched.protocol.arrays import ArraySpec
 
 MAX_SCRIPT = 1 << 20  # bytes; a job script, not a data file
 WAIT_FIRST, WAIT_MAX = 0.05, 2.0  # seconds between state polls: growing, bounded
@@ -70,7 +70,7 @@ class Options:
     hold: bool = False
     checkpoint: str | None = None
     depend: str | None = None
-    array: str | None = None  # --array range text (gridsched.arrays)
+    array: str | None = None  # --array range text (gridsched.protocol.arrays)
     split: int | None = None  # --split: number of sub-tasks
     task_time: int | None = None  # --task-time: walltime of one sub-task
     split_file: str | None = None  # --split-file: one sub-task per line (read_split_file)
@@ -191,12 +191,12 @@ def output_path(
     ``%A`` is the id of the array (the job id of a job that is not an array)
     and ``%a`` its index (``no_index`` for a job that is not an array).  A number after
     the ``%`` pads with zeros (``%4a``).  Other ``%`` patterns stay as written
-    (:func:`gridsched.cli.compat.unknown_patterns` finds them for a warning).
+    (:func:`gridsched.submission.compat.unknown_patterns` finds them for a warning).
     A relative path is relative to the working directory; an existing
     directory receives the default file name.  No option: ``default`` in the
     submit directory.  For an array (``array``), ``%j``, ``%J``, ``%a`` and
     ``%%`` are left in the path (and a ``%`` of the other values doubled): the
-    daemon fills them in for each task (:func:`gridsched.arrays.task_path`).
+    daemon fills them in for each task (:func:`gridsched.protocol.arrays.task_path`).
     """
     if template is None:
         return submit_dir / default
@@ -254,19 +254,19 @@ def check_output_dir(what: str, p: Path) -> None:
 
 def machine_cores(spool: Spool, cfg: Config) -> int:
     """Cores of the machine: as the running daemon recorded it, else as the config declares it."""
-    from gridsched.state import recorded_machine
+    from gridsched.protocol.state import recorded_machine
 
     n = recorded_machine(spool.db).get("ncores")
     if isinstance(n, int) and n > 0:
         return n
     if cfg.topology:
-        from gridsched.topology import load_machine
+        from gridsched.host.topology import load_machine
 
         try:
             return load_machine(cfg).ncores
         except ValueError as e:
             raise SubmitError(str(e)) from None
-    from gridsched.topology import declared
+    from gridsched.host.topology import declared
 
     return declared(cfg)[0]
 
@@ -302,13 +302,13 @@ def machine_memory(machine: Any) -> int | None:
 
 def machine_memory_of(spool: Spool, cfg: Config) -> int | None:
     """Memory of the machine: as the running daemon recorded it, else as the config and the host say."""
-    from gridsched.state import recorded_machine
+    from gridsched.protocol.state import recorded_machine
 
     n = recorded_machine(spool.db).get("memory")
     if isinstance(n, int) and not isinstance(n, bool) and n > 0:
         return n
     if cfg.topology:
-        from gridsched.topology import load_machine
+        from gridsched.host.topology import load_machine
 
         try:
             return machine_memory(load_machine(cfg))
@@ -408,7 +408,7 @@ def check_depend(spool: Spool, spec_text: str, job_id: int, uid: int) -> str:
     Each job must exist, belong to ``uid`` (root may name anyone's) and have
     an id lower than ``job_id``, so that dependencies can never form a cycle.
     """
-    from gridsched.view import QueueError, load_jobs
+    from gridsched.protocol.view import QueueError, load_jobs
 
     try:
         deps = depend.parse(spec_text)
@@ -437,7 +437,7 @@ def hold_jid(spool: Spool, items: str, uid: int) -> tuple[list[int], list[str]]:
     items that name none of them.  Only the user's own jobs are matched by name, as Grid Engine does."""
     from fnmatch import fnmatchcase
 
-    from gridsched.view import QueueError, load_jobs
+    from gridsched.protocol.view import QueueError, load_jobs
 
     try:
         jobs = [j for j in load_jobs(spool) if j.get("uid") == uid and j.get("state") not in TERMINAL]
@@ -521,7 +521,7 @@ def build_spec(
         if split is not None:
             raise SubmitError("--exclusive goes with a plain job or an array, not --split or --split-file", USAGE)
         ncpus = cores
-    from gridsched.limits import array_refusal, cores_refusal  # [limits]: what the daemon would refuse
+    from gridsched.protocol.limits import array_refusal, cores_refusal  # [limits]: what the daemon would refuse
 
     why = (array_refusal(len(array.indices), cfg) if array is not None else None) or cores_refusal(ncpus, cfg)
     if why:
@@ -533,7 +533,7 @@ def build_spec(
             raise SubmitError(f"job can never run: it {why}")
     checkpoint = opts.checkpoint or cfg.checkpoint
     if checkpoint == "criu":
-        from gridsched.host import criu_unavailable
+        from gridsched.host.facts import criu_unavailable
 
         reason = criu_unavailable()
         if reason:
@@ -621,7 +621,7 @@ def current_umask() -> int:
 
 def sender(spool: Spool) -> rq.Sender:
     """The submitting user as the daemon will see them (the owner of the request file)."""
-    from gridsched.admin import is_admin
+    from gridsched.protocol.admin import is_admin
 
     uid = os.getuid()
     return rq.Sender(uid, user_name(uid), frozenset({os.getgid(), *os.getgroups()}), is_admin(uid, spool.root))
@@ -699,8 +699,8 @@ def submit(
 
 
 def tree_keys(spool: Spool, opts: Options, ncpus: int, uid: int, env: Mapping[str, str] | None) -> dict[str, Any]:
-    """The spec keys ``parent`` and ``recoverable`` (:mod:`gridsched.tree`); :class:`SubmitError` if refused."""
-    from gridsched.tree import TreeError, submit_keys
+    """The spec keys ``parent`` and ``recoverable`` (``protocol.tree``); :class:`SubmitError` if refused."""
+    from gridsched.protocol.tree import TreeError, submit_keys
 
     try:
         return submit_keys(spool, ncpus, uid, opts.parent, opts.no_parent, opts.recoverable, env)
@@ -710,7 +710,7 @@ def tree_keys(spool: Spool, opts: Options, ncpus: int, uid: int, env: Mapping[st
 
 def check_array(text: str, cfg: Config) -> ArraySpec:
     """The parsed ``--array`` range; :class:`SubmitError` (usage) if it cannot be used."""
-    from gridsched.arrays import ArrayError, parse
+    from gridsched.protocol.arrays import ArrayError, parse
 
     try:
         return parse(text, cfg.max_array_size)
@@ -906,7 +906,7 @@ def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> dict[st
     """
     import sqlite3
 
-    from gridsched.state import StateDB
+    from gridsched.protocol.state import StateDB
 
     db: StateDB | None = None
     delay = WAIT_FIRST
@@ -937,7 +937,7 @@ def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> dict[st
 
 def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = None) -> list[dict[str, Any]]:
     """Block until all ``tasks`` tasks of array ``array_id`` have ended; their rows (as :func:`wait_job`)."""
-    from gridsched.state import StateDB
+    from gridsched.protocol.state import StateDB
 
     first = wait_job(spool, array_id, timeout)  # the first task has the array's id
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -975,12 +975,12 @@ def never_runs(machine: Any, max_walltime: int, spec: dict[str, Any]) -> str | N
         why = too_much_memory(spec["mem"], machine_memory(machine))
         bad = f"can never run: it {why}" if why else None
     if bad is None and spec.get("devices"):
-        from gridsched.devices import asks_from_spec, refusal
+        from gridsched.host.devices import asks_from_spec, refusal
 
         why = refusal(asks_from_spec(spec["devices"]), machine.devices)
         bad = f"can never run: {why}" if why else None
     if bad is None and (spec.get("split") or {}).get("devices"):
-        from gridsched.devices import asks_from_spec, refusal
+        from gridsched.host.devices import asks_from_spec, refusal
 
         why = refusal(asks_from_spec(spec["split"]["devices"]), machine.devices)
         bad = f"can never run: {why}" if why else None

@@ -1,12 +1,12 @@
 """``concurrent.futures`` on the batch queue: each call runs as a job, here or on a Slurm cluster.
 
-    from gridsched.executor import GridschedExecutor
+    from gridsched.api.executor import GridschedExecutor
     with GridschedExecutor(ncpus=4, walltime="10m") as ex:
         print(ex.submit(sum, [1, 2, 3]).result())
 
 The callable and its arguments are pickled with cloudpickle into a file in a
 directory of the executor's own; the job runs ``python -m
-gridsched.executor_worker IN OUT`` with the same interpreter; the result (or
+gridsched.job.executor_worker IN OUT`` with the same interpreter; the result (or
 the exception, with its traceback) comes back the same way.  A function or
 class that the job can find by name goes by name: one of an importable module,
 or one at the top level of the script that runs the executor (the job runs
@@ -16,7 +16,7 @@ defined under the script's ``if __name__ == "__main__":`` guard or in an
 interactive session) goes by value.  A background thread polls the jobs, at bounded
 intervals, and completes the futures.  ``backend`` chooses where the jobs run:
 ``"local"``, this machine's gridsched daemon; ``"slurm"``, a Slurm cluster
-through ``sbatch``, ``squeue`` and ``scontrol`` (:mod:`gridsched.slurm`);
+through ``sbatch``, ``squeue`` and ``scontrol`` (:mod:`gridsched.api.slurm`);
 ``"auto"``, Slurm where ``sbatch`` answers, else the local daemon.
 """
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from gridsched.client import Client, GridschedError
+from gridsched.api.client import Client, GridschedError
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between polls of the jobs
 BACKENDS = ("local", "slurm", "auto")
@@ -272,7 +272,7 @@ def _picklable(obj: object, main: str | None) -> bool:
     return True
 
 
-# True while a job's worker runs the submitting script as __mp_main__ (gridsched.executor_worker): an
+# True while a job's worker runs the submitting script as __mp_main__ (gridsched.job.executor_worker): an
 # executor made then comes from top-level code that is not under `if __name__ == "__main__":`, and
 # would submit the script's calls again from every job.
 LOADING_MAIN = False
@@ -290,7 +290,7 @@ class GridschedExecutor(Executor):
     nodes must see it); ``max_jobs`` is how many of its calls may be submitted
     at once (as submitit's array parallelism: the rest wait in the executor);
     other keyword arguments are passed to :meth:`Client.submit` (local) or
-    name sbatch options (:class:`gridsched.slurm.SlurmBackend`: ``mem``,
+    name sbatch options (:class:`gridsched.api.slurm.SlurmBackend`: ``mem``,
     ``gpus``, ``env``, ``partition``, ...).
     """
 
@@ -316,7 +316,7 @@ class GridschedExecutor(Executor):
         if max_jobs is not None and max_jobs < 1:
             raise ValueError(f"max_jobs {max_jobs}: must be at least 1")
         if backend != "local":
-            from gridsched import slurm
+            from gridsched.api import slurm
 
             if backend == "slurm" or slurm.available():
                 if spool is not None or config is not None:
@@ -367,7 +367,7 @@ class GridschedExecutor(Executor):
                 "make them inside the function)"
             ) from e
         src.write_bytes(data)
-        argv = [sys.executable, "-m", "gridsched.executor_worker", str(src), str(dst)]
+        argv = [sys.executable, "-m", "gridsched.job.executor_worker", str(src), str(dst)]
         if main is not None:
             argv.append(main)
         name = getattr(fn, "__name__", "call").strip("<>")

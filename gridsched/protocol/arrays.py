@@ -5,7 +5,7 @@ An array is one submission that becomes one job per index.  Its spec carries
 in as one job per index: the first task keeps the submission's job id, which
 is also the id of the array (as Slurm's array job id), the others get new ids
 from the same sequence.  Every task's spec has ``array_id``, ``array_index``
-and, with a throttle, ``array_max`` (see :data:`gridsched.jobs.SPEC_OPTIONAL_KEYS`).
+and, with a throttle, ``array_max`` (see :data:`gridsched.protocol.jobs.SPEC_OPTIONAL_KEYS`).
 People name a task ``ARRAYID_INDEX`` (``12_7``) and the whole array by its id.
 
 Standard library only: gsub, gdel and gstat import it.

@@ -103,7 +103,7 @@ SPEC_OPTIONAL_KEYS = {
     "shell of a PBS or SGE script; absent: /bin/sh)",
     "open_mode": "str: 'append': output files are appended to, never truncated (gsub --open-mode)",
     "begin": "float: not before this time, seconds since the epoch (gsub --begin, #SBATCH --begin)",
-    "array": "str: a submitted array's range (gsub --array, canonical form of gridsched.arrays); the daemon "
+    "array": "str: a submitted array's range (gsub --array, canonical form of gridsched.protocol.arrays); the daemon "
     "takes it in as one job per index, whose specs have the three keys below instead",
     "ntasks": "int: tasks the job asked for (gsub --ntasks, #SBATCH -n); ncpus is a multiple of it",
     "cpus_per_task": "int: cores per task the job asked for (gsub --cpus-per-task, #SBATCH -c); ncpus is a "
@@ -117,7 +117,7 @@ SPEC_OPTIONAL_KEYS = {
     "each sub-task's args to split_args",
     "split_args": "list[list[str]] (a piece: dict index -> list): each sub-task's own arguments (private)",
     "env_set": "dict[str, str]: variables the submission set (gsub --export VAR=VALUE, #PBS -v, #$ -v), over env; "
-    "never a name the daemon sets for the job (gridsched.jobenv.owned) (private)",
+    "never a name the daemon sets for the job (gridsched.job.env.owned) (private)",
     "exclusive": "bool: the job runs alone (gsub --exclusive): ncpus is all the machine's cores, and its tasks "
     "need only fit in them",
     "mail_type": "str: mail events, comma-separated canonical sbatch --mail-type names (gsub --mail-type, "
@@ -137,6 +137,6 @@ SPEC_OPTIONAL_KEYS = {
 
 # The parts of a job's spec only its owner (and root) may read: kept out of the
 # world-readable job table, in ``jobs/ID/private.json`` (mode 0600, owned by
-# the job's owner); see :func:`gridsched.view.private`.
+# the job's owner); see :func:`gridsched.protocol.view.private`.
 PRIVATE_KEYS = ("env", "env_set", "args", "workdir", "stdout", "stderr", "submit_dir", "split_args")
 PRIVATE_FILE = "private.json"

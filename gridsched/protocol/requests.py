@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gridsched.core import cpuset, depend
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
-from gridsched.jobs import RERUN_MODES
-from gridsched.text import shown
+from gridsched.protocol.jobs import RERUN_MODES
+from gridsched.protocol.text import shown
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
     from gridsched.core.devices import DeviceAsk
@@ -76,7 +76,7 @@ class Sender(NamedTuple):
     uid: int
     user: str
     groups: frozenset[int]  # the groups the user may run a job with
-    admin: bool  # root or the spool's owner (gridsched.admin)
+    admin: bool  # root or the spool's owner (gridsched.protocol.admin)
 
 
 # -- the requests --------------------------------------------------------------------
@@ -249,7 +249,7 @@ def parse_user_env(value: str) -> UserEnv:
 
 
 class JobSpec(NamedTuple):
-    """A checked job submission (the keys of :data:`gridsched.jobs.SPEC_KEYS` and the optional ones)."""
+    """A checked job submission (the keys of :data:`gridsched.protocol.jobs.SPEC_KEYS` and the optional ones)."""
 
     id: int
     name: str
@@ -369,7 +369,7 @@ class JobSpec(NamedTuple):
             if self.split.retries:
                 sp["retries"] = self.split.retries
             if self.split.devices:
-                from gridsched.devices import asks_to_spec
+                from gridsched.host.devices import asks_to_spec
 
                 sp["devices"] = asks_to_spec(self.split.devices)
             spec["split"] = sp
@@ -378,7 +378,7 @@ class JobSpec(NamedTuple):
                 place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
             )
         if self.devices:
-            from gridsched.devices import asks_to_spec
+            from gridsched.host.devices import asks_to_spec
 
             spec["devices"] = asks_to_spec(self.devices)
         return spec
@@ -476,7 +476,7 @@ class ResvSpec(NamedTuple):
                 place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
             )
         if self.devices:
-            from gridsched.devices import asks_to_spec
+            from gridsched.host.devices import asks_to_spec
 
             out["devices"] = asks_to_spec(self.devices)
         return out
@@ -514,7 +514,7 @@ class Changes(NamedTuple):
         """The fields given, as the job's spec keeps them."""
         out: dict[str, Any] = {k: v for k, v in self._asdict().items() if v is not None}
         if self.devices is not None:
-            from gridsched.devices import asks_to_spec
+            from gridsched.host.devices import asks_to_spec
 
             out["devices"] = asks_to_spec(self.devices)
         return out
@@ -743,7 +743,7 @@ def path(v: Any, what: str) -> str:
 
 def safe(s: str, limit: int = 200) -> str:
     """``s`` fit for one line of a log or a message: escaped as the commands show it
-    (:func:`gridsched.text.shown`), cut to ``limit`` characters."""
+    (:func:`gridsched.protocol.text.shown`), cut to ``limit`` characters."""
     out = shown(s)
     return out if len(out) <= limit else out[: limit - 3] + "..."
 
@@ -996,7 +996,7 @@ def estimate_problem(estimate: int, walltime: int) -> str:
 
 def env_set_problem(name: str) -> str | None:
     """Why a submission may not set the variable ``name`` (``gsub --export NAME=VALUE``), or None."""
-    from gridsched.jobenv import owned
+    from gridsched.job.env import owned
 
     if not _ENV_NAME.match(name) or len(name) > MAX_NAME:
         return f"{safe(repr(name), 60)} is not a variable name (letters, digits and _, not starting with a digit)"
@@ -1128,7 +1128,7 @@ def _devices(f: _Fields) -> tuple[DeviceAsk, ...]:
             if per_task * tasks != count:
                 raise Refused(f"{g.where}: count must be per_task times tasks")
         if count < 1:
-            from gridsched.devices import label
+            from gridsched.host.devices import label
 
             raise Refused(f"{label(ask)}: at least 1 device is needed")
         if any(a.type == dtype for a in out):
