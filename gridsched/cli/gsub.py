@@ -38,7 +38,7 @@ from gridsched.core.units import UnitError
 from gridsched.protocol.spool import Spool
 from gridsched.submission import compat
 from gridsched.submission.devopts import asked, device_options, device_spec
-from gridsched.submission.submit import (
+from gridsched.submission.submit import (  # noqa: F401 - output_path, job_exit_status, read_script: part of gsub's interface
     LOGIN_PATH,
     Options,
     Script,
@@ -47,6 +47,7 @@ from gridsched.submission.submit import (
     check_array,
     choose_shell,
     job_exit_status,
+    output_path,
     read_script,
     submit,
     wait_array,
