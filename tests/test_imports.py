@@ -430,3 +430,73 @@ def test_gsub_and_gstat_start_light():
     assert {"click", "gridsched.protocol.view", "gridsched.cli.common", "json"} <= set(
         loaded_at_import("gridsched.cli.gstat", graph())
     )
+
+
+# -- the folders ----------------------------------------------------------------------------------
+
+# What each folder of the package may import from the others (docs/ARCHITECTURE.md, "The layout"),
+# lazily or not; the folders not listed may import any (cli: rule 2 above keeps the daemon out).
+FOLDER_MAY_IMPORT: dict[str, set[str]] = {
+    "core": set(),
+    "protocol": {"core", "host"},
+    "host": {"core", "protocol"},
+    "submission": {"core", "protocol", "host"},
+    "job": {"core", "protocol", "host"},
+    "sim": {"core", "protocol", "host"},
+    "daemon": {"core", "protocol", "host", "job", "submission", "sim"},
+    "api": {"core", "protocol", "host", "submission"},
+}
+# Imports across folders against those rules today, each with why; each must still be there (when
+# one goes, take it out).
+KNOWN_FOLDER_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("gridsched.protocol.requests", "gridsched.job.env"): "the names a job's environment owns, refused in --export",
+    ("gridsched.host.facts", "gridsched.daemon.cgroup"): "gctl info says how the daemon would confine jobs",
+    ("gridsched.host.facts", "gridsched.daemon.confine"): "the same",
+    ("gridsched.host.facts", "gridsched.daemon.devcgroup"): "the same, for device isolation",
+    ("gridsched.job.executor_worker", "gridsched.api.executor"): "the worker marks that a job runs the script",
+    ("gridsched.api.client", "gridsched.cli.gsub"): "the client submits with gsub's own option handling",
+    ("gridsched.api.client", "gridsched.cli.common"): "the client starts a daemon as the commands do",
+    ("gridsched.api.client", "gridsched.cli.galter"): "the client alters with galter's checks",
+    ("gridsched.api.client", "gridsched.cli.grequeue"): "the client requeues with grequeue's checks",
+}
+# The root of the package: its __init__ and the entry points that jobs queued by an earlier release run.
+ROOT_MODULES = {"gridsched", "gridsched.subtasks", "gridsched.grunjob", "gridsched.executor_worker"}
+
+
+def _folder(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "gridsched" else None
+
+
+def folder_breaks(g: Mapping[str, list[Edge]]) -> set[tuple[str, str]]:
+    out = set()
+    for src, edges in g.items():
+        allowed = FOLDER_MAY_IMPORT.get(_folder(src) or "")
+        if allowed is None:
+            continue
+        for e in edges:
+            dst = _folder(e.dst)
+            if dst is not None and dst != _folder(src) and dst not in allowed:
+                out.add((src, e.dst))
+    return out
+
+
+def test_folders_import_only_what_they_may():
+    breaks = folder_breaks(graph())
+    new = {b: "" for b in breaks if b not in KNOWN_FOLDER_EXCEPTIONS}
+    assert not new, f"imports across folders against docs/ARCHITECTURE.md's layout: {sorted(new)}"
+    gone = set(KNOWN_FOLDER_EXCEPTIONS) - breaks
+    assert not gone, f"no longer imported (take them out of KNOWN_FOLDER_EXCEPTIONS): {sorted(gone)}"
+
+
+def test_checker_finds_a_folder_break():
+    fake = {"gridsched.core.a": [Edge("gridsched.core.a", "gridsched.daemon.b", 1, True, False)]}
+    assert folder_breaks(fake) == {("gridsched.core.a", "gridsched.daemon.b")}
+
+
+def test_the_root_holds_only_entry_points():
+    root = {m for m in module_names() if m.count(".") <= 1 and not module_names()[m][1]} | {"gridsched"}
+    assert root == ROOT_MODULES
+    for m in ROOT_MODULES - {"gridsched"}:
+        path = module_names()[m][0]
+        assert len(path.read_text().splitlines()) <= 10, f"{m} is an entry point only"
