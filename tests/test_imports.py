@@ -455,9 +455,6 @@ KNOWN_FOLDER_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("gridsched.host.facts", "gridsched.daemon.devcgroup"): "the same, for device isolation",
     ("gridsched.job.executor_worker", "gridsched.api.executor"): "the worker marks that a job runs the script",
     ("gridsched.api.client", "gridsched.cli.gsub"): "the client submits with gsub's own option handling",
-    ("gridsched.api.client", "gridsched.cli.common"): "the client starts a daemon as the commands do",
-    ("gridsched.api.client", "gridsched.cli.galter"): "the client alters with galter's checks",
-    ("gridsched.api.client", "gridsched.cli.grequeue"): "the client requeues with grequeue's checks",
 }
 # The root of the package: its __init__ and the entry points that jobs queued by an earlier release run.
 ROOT_MODULES = {"gridsched", "gridsched.subtasks", "gridsched.grunjob", "gridsched.executor_worker"}

@@ -231,7 +231,7 @@ class Client:
 
     def _ensure_daemon(self) -> None:
         if self.spool.daemon_info() is None and self.config.autostart:
-            from gridsched.cli.common import spawn_daemon
+            from gridsched.protocol.spool import spawn_daemon
 
             spawn_daemon(self.spool, self._config_file)
 
@@ -296,10 +296,10 @@ class Client:
         daemon applies the change at its next turn; :class:`GridschedError`
         with galter's words for what either would refuse.
         """
-        from gridsched.cli import galter
         from gridsched.host.topology import in_force
         from gridsched.protocol import requests as rq
         from gridsched.protocol.admin import is_admin
+        from gridsched.submission.checks import alter_array_refused, alter_refused
 
         spec = self._alter_changes(changes)
         uid = os.getuid()
@@ -313,9 +313,9 @@ class Client:
             everyone = {j["id"]: j for j in load_jobs(self.spool)}
             tasks = array_rows(self.spool, job_id)
             if tasks:
-                why = galter.check_array(tasks, spec, everyone, sender, machine, self.config.max_walltime)
+                why = alter_array_refused(tasks, spec, everyone, sender, machine, self.config.max_walltime)
             else:
-                why = galter.check(everyone.get(job_id), spec, everyone, sender, machine, self.config.max_walltime)
+                why = alter_refused(everyone.get(job_id), spec, everyone, sender, machine, self.config.max_walltime)
             if why:
                 raise GridschedError(f"job {job_id}: {why}")
             arrays = [job_id] if tasks else []
@@ -326,12 +326,12 @@ class Client:
     def requeue(self, job_id: int) -> None:
         """Send the running or finished job ``job_id`` back to the queue, as grequeue does (the same
         checks, the same request); :class:`GridschedError` with grequeue's words for a refusal."""
-        from gridsched.cli import grequeue
         from gridsched.protocol.admin import is_admin
+        from gridsched.submission.checks import requeue_refused
 
         uid = os.getuid()
         rows = self._rows([job_id])
-        why = grequeue._check(rows[0] if rows else None, uid, is_admin(uid, self.spool.root))
+        why = requeue_refused(rows[0] if rows else None, uid, is_admin(uid, self.spool.root))
         if why:
             raise GridschedError(f"job {job_id}: {why}")
         self._request("requeue", jobs=[job_id])

@@ -23,8 +23,6 @@ import click
 from gridsched.core.units import UnitError, parse_duration, parse_size
 
 if TYPE_CHECKING:
-    import subprocess
-
     from gridsched.protocol.config import Config
     from gridsched.protocol.spool import Spool
 
@@ -281,33 +279,3 @@ def setup(prog: str, spool_dir: str | None, config_file: str | None) -> Setup:
     except ConfigError as e:
         fail(prog, f"config {e}")
     return Setup(Spool(root), cfg, config_file)
-
-
-def spawn_daemon(spool: Spool, config_file: str | None) -> subprocess.Popen[bytes]:
-    """Start ``gschedd run`` on ``spool`` in the background, detached; return the process.
-
-    The daemon's output goes to ``spool/gschedd.log``.  This does not wait for
-    it to take the spool lock.
-    """
-    import subprocess
-    from pathlib import Path
-
-    spool.ensure()
-    cmd = [sys.executable, "-m", "gridsched.cli.gschedd", "run", "--spool", str(spool.root)]
-    if config_file:
-        cmd += ["--config", str(Path(config_file).absolute())]
-    env = dict(os.environ)
-    if env.get("GRIDSCHED_CONFIG"):  # the daemon runs in /: a relative path would change meaning
-        env["GRIDSCHED_CONFIG"] = os.path.abspath(env["GRIDSCHED_CONFIG"])
-    with open(os.devnull, "rb") as devnull, open(spool.log, "ab") as log:
-        proc = subprocess.Popen(
-            cmd,
-            env=env,
-            stdin=devnull,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            close_fds=True,
-            cwd="/",
-        )
-    return proc

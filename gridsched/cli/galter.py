@@ -18,10 +18,10 @@ import click
 from gridsched.cli import gsub
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
 from gridsched.cli.jobctl import complete_job_ids
-from gridsched.core import depend
 from gridsched.protocol import requests as rq
 from gridsched.protocol import view
 from gridsched.protocol.text import shown
+from gridsched.submission.checks import alter_array_refused, alter_refused
 
 PROG = "galter"
 # gsub's parameters galter takes, and the spec keys they change.
@@ -45,7 +45,6 @@ ALTERABLE = (
     "priority",
 )
 DEVICE_PARAMS = ("gpus", "gres", "gpu_bind", "exclusive_gpu")
-LIVE = ("PENDING", "HELD", "RUNNING")
 
 
 @click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]}, short_help="change jobs")
@@ -95,7 +94,7 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
         for ref in sel.refs:
             whole = ref.indices is None and view.array_rows(s.spool, ref.jid)
             if whole:
-                why = check_array(whole, changes, everyone, sender, machine, s.cfg.max_walltime)
+                why = alter_array_refused(whole, changes, everyone, sender, machine, s.cfg.max_walltime)
                 if why:
                     errors.append(f"job {ref.canonical}: {why}")
                 else:
@@ -107,7 +106,7 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
             except LookupError as e:
                 errors.append(shown(str(e)))
                 continue
-            why = check(everyone.get(jid), changes, everyone, sender, machine, s.cfg.max_walltime)
+            why = alter_refused(everyone.get(jid), changes, everyone, sender, machine, s.cfg.max_walltime)
             if why:
                 errors.append(f"job {ref.canonical}: {why}")
             elif jid not in jobs:
@@ -167,74 +166,6 @@ def _changes(s: Any, given: dict[str, Any]) -> dict[str, Any]:
         except ValueError as e:
             fail(PROG, str(e))
     return out
-
-
-def _owner(job: dict[str, Any] | None, sender: rq.Sender) -> str | None:
-    if job is None:
-        return "no such job"
-    if not sender.admin and job.get("uid") not in (None, sender.uid):
-        return f"owned by {job.get('user') or job.get('uid')}"
-    return None
-
-
-def check_array(
-    tasks: list[dict[str, Any]],
-    changes: dict[str, Any],
-    everyone: dict[int, dict[str, Any]],
-    sender: rq.Sender,
-    machine: Any,
-    max_walltime: int,
-) -> str | None:
-    """Why the pending tasks of the array whose rows are ``tasks`` cannot take ``changes``, or None."""
-    pending = [t for t in tasks if t["state"] in ("PENDING", "HELD")]
-    why = _owner(tasks[0], sender) or (None if pending else "no task is pending")
-    for t in pending:
-        why = why or check(t, changes, everyone, sender, machine, max_walltime)
-    return why
-
-
-def check(
-    job: dict[str, Any] | None,
-    changes: dict[str, Any],
-    everyone: dict[int, dict[str, Any]],
-    sender: rq.Sender,
-    machine: Any,
-    max_walltime: int,
-) -> str | None:
-    """Why ``job`` cannot take ``changes`` from ``sender`` (what the daemon refuses), or None."""
-    why = _owner(job, sender)
-    if why or job is None:
-        return why
-    state = job["state"]
-    if state not in LIVE:
-        return f"is {state}: only pending, held or running jobs can be changed"
-    if state == "RUNNING":
-        if set(changes) != {"walltime"}:
-            return "is RUNNING: only its walltime can change"
-        if changes["walltime"] > job["walltime"] and not sender.admin:
-            return f"is RUNNING: only an admin may lengthen its walltime ({job['walltime']}s to {changes['walltime']}s)"
-        return None
-    spec = {**(job.get("spec") or job), **changes}
-    spec.setdefault("walltime", job["walltime"])
-    spec.setdefault("ncpus", job["ncpus"])
-    from gridsched.protocol.jobs import change_refused
-    from gridsched.submission.submit import never_runs
-
-    why = change_refused(job.get("spec") or job, changes) or never_runs(machine, max_walltime, spec)
-    if why:
-        return why
-    if "depend" in changes:
-        deps = depend.parse(changes["depend"])
-        for dep in depend.job_ids(deps):
-            other = everyone.get(dep)
-            if other is None:
-                return f"depend: job {dep}: no such job"
-        live = {i: depend.parse((j.get("spec") or {}).get("depend") or "") for i, j in everyone.items()}
-        live.pop(job["id"], None)
-        chain = depend.cycle(job["id"], deps, live)
-        if chain is not None:
-            return f"depend: a cycle ({' -> '.join(map(str, [job['id'], *chain]))})"
-    return None
 
 
 def main() -> None:

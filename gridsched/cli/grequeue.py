@@ -10,7 +10,6 @@ goes to the daemon.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import click
 
@@ -18,9 +17,9 @@ from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, 
 from gridsched.cli.jobctl import complete_job_ids
 from gridsched.protocol import view
 from gridsched.protocol.text import shown
+from gridsched.submission.checks import requeue_refused
 
 PROG = "grequeue"
-FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
 
 
 @click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]}, short_help="requeue jobs")
@@ -49,7 +48,7 @@ def cli(job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None
                 errors.append(shown(str(e)))
                 continue
             rows = view.load_jobs(s.spool, [jid])
-            why = _check(rows[0] if rows else None, uid, admin)
+            why = requeue_refused(rows[0] if rows else None, uid, admin)
             if why:
                 errors.append(f"job {ref.canonical}: {why}")
             elif jid not in jobs:
@@ -71,29 +70,6 @@ def cli(job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None
     if done and s.spool.daemon_info() is None:
         warn(PROG, f"note: no daemon runs on {shown(s.spool.root)}; the request is served when one starts")
     return ExitCode.ERROR if errors else ExitCode.OK
-
-
-def _check(job: dict[str, Any] | None, uid: int, admin: bool) -> str | None:
-    """Why ``uid`` cannot requeue ``job`` (what the daemon refuses), or None."""
-    if job is None:
-        return "no such job"
-    if uid != job.get("uid", uid) and not admin:
-        return f"owned by {job.get('user') or job.get('uid')}"
-    state = job["state"]
-    spec = job.get("spec") or {}
-    if spec.get("split") is not None or spec.get("split_of") is not None:
-        return "a splittable job and its pieces cannot be requeued"
-    if spec.get("interactive") is True:
-        from gridsched.protocol.jobs import GRUN_NOT_REQUEUED
-
-        return GRUN_NOT_REQUEUED
-    if state == "RUNNING":
-        return None
-    if state in FINISHED:
-        if not job.get("segments"):
-            return f"is {state} without having run: submit it again instead"
-        return None
-    return f"is {state}: only running or finished jobs can be requeued"
 
 
 def main() -> None:

@@ -22,7 +22,6 @@ from gridsched.cli.common import (
     fail,
     place_options,
     setup,
-    spawn_daemon,
     spool_options,
     warn,
 )
@@ -41,7 +40,7 @@ from gridsched.protocol.reservations import (
     place_text,
     resource_text,
 )
-from gridsched.protocol.spool import Spool
+from gridsched.protocol.spool import Spool, spawn_daemon
 
 PROG = "gresv"
 

@@ -22,7 +22,8 @@ from typing import Any
 
 import click
 
-from gridsched.cli.common import Command, ExitCode, fail, setup, spawn_daemon, spool_options, warn
+from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
+from gridsched.protocol.spool import spawn_daemon
 
 PROG = "grun"
 # gsub's options that grun takes too (one definition: the option objects of gsub's command)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import click
 
-from gridsched.cli.common import ExitCode, Group, fail, setup, spawn_daemon, spool_options
+from gridsched.cli.common import ExitCode, Group, fail, setup, spool_options
 from gridsched.core.units import format_duration
-from gridsched.protocol.spool import Spool
+from gridsched.protocol.spool import Spool, spawn_daemon
 
 PROG = "gschedd"
 SYSTEM_SPOOL = "/var/spool/gridsched"

@@ -27,7 +27,6 @@ from gridsched.cli.common import (
     fail,
     place_options,
     setup,
-    spawn_daemon,
     spool_options,
     usage_message,
     warn,
@@ -35,7 +34,7 @@ from gridsched.cli.common import (
 from gridsched.core import depend
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from gridsched.core.units import UnitError
-from gridsched.protocol.spool import Spool
+from gridsched.protocol.spool import Spool, spawn_daemon
 from gridsched.submission import compat
 from gridsched.submission.devopts import asked, device_options, device_spec
 from gridsched.submission.submit import (  # noqa: F401 - output_path, job_exit_status, read_script: part of gsub's interface

@@ -36,7 +36,10 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
 
 SUBMIT_PREFIX = "submit-"
 MIN_FREE = 256 << 10  # bytes the spool's file system must have free to take a submission
@@ -508,3 +511,33 @@ class Spool:
         except (OSError, ValueError, RecursionError):
             pass
         return {"pid": None, "started": None}
+
+
+def spawn_daemon(spool: Spool, config_file: str | None) -> subprocess.Popen[bytes]:
+    """Start ``gschedd run`` on ``spool`` in the background, detached; return the process.
+
+    The daemon's output goes to ``spool/gschedd.log``.  This does not wait for
+    it to take the spool lock.
+    """
+    import subprocess
+    import sys
+
+    spool.ensure()
+    cmd = [sys.executable, "-m", "gridsched.cli.gschedd", "run", "--spool", str(spool.root)]
+    if config_file:
+        cmd += ["--config", str(Path(config_file).absolute())]
+    env = dict(os.environ)
+    if env.get("GRIDSCHED_CONFIG"):  # the daemon runs in /: a relative path would change meaning
+        env["GRIDSCHED_CONFIG"] = os.path.abspath(env["GRIDSCHED_CONFIG"])
+    with open(os.devnull, "rb") as devnull, open(spool.log, "ab") as log:
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdin=devnull,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+            cwd="/",
+        )
+    return proc

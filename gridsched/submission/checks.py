@@ -1,0 +1,108 @@
+"""What the daemon would refuse of a request about a job, checked before the request is sent.
+
+galter, grequeue and the Python API (:mod:`gridsched.api.client`) make these checks so that a
+user hears a refusal at once, in the daemon's words; the daemon makes them again when it reads
+the request (its handlers in :mod:`gridsched.daemon.handlers`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridsched.core import depend
+from gridsched.protocol import requests as rq
+from gridsched.submission.submit import never_runs
+
+# The states in which a job can be changed, and those of a finished job.
+LIVE = ("PENDING", "HELD", "RUNNING")
+FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
+
+
+def _owner(job: dict[str, Any] | None, sender: rq.Sender) -> str | None:
+    if job is None:
+        return "no such job"
+    if not sender.admin and job.get("uid") not in (None, sender.uid):
+        return f"owned by {job.get('user') or job.get('uid')}"
+    return None
+
+
+def alter_array_refused(
+    tasks: list[dict[str, Any]],
+    changes: dict[str, Any],
+    everyone: dict[int, dict[str, Any]],
+    sender: rq.Sender,
+    machine: Any,
+    max_walltime: int,
+) -> str | None:
+    """Why the pending tasks of the array whose rows are ``tasks`` cannot take ``changes``, or None."""
+    pending = [t for t in tasks if t["state"] in ("PENDING", "HELD")]
+    why = _owner(tasks[0], sender) or (None if pending else "no task is pending")
+    for t in pending:
+        why = why or alter_refused(t, changes, everyone, sender, machine, max_walltime)
+    return why
+
+
+def alter_refused(
+    job: dict[str, Any] | None,
+    changes: dict[str, Any],
+    everyone: dict[int, dict[str, Any]],
+    sender: rq.Sender,
+    machine: Any,
+    max_walltime: int,
+) -> str | None:
+    """Why ``job`` cannot take ``changes`` from ``sender`` (what the daemon refuses), or None."""
+    why = _owner(job, sender)
+    if why or job is None:
+        return why
+    state = job["state"]
+    if state not in LIVE:
+        return f"is {state}: only pending, held or running jobs can be changed"
+    if state == "RUNNING":
+        if set(changes) != {"walltime"}:
+            return "is RUNNING: only its walltime can change"
+        if changes["walltime"] > job["walltime"] and not sender.admin:
+            return f"is RUNNING: only an admin may lengthen its walltime ({job['walltime']}s to {changes['walltime']}s)"
+        return None
+    spec = {**(job.get("spec") or job), **changes}
+    spec.setdefault("walltime", job["walltime"])
+    spec.setdefault("ncpus", job["ncpus"])
+    from gridsched.protocol.jobs import change_refused
+
+    why = change_refused(job.get("spec") or job, changes) or never_runs(machine, max_walltime, spec)
+    if why:
+        return why
+    if "depend" in changes:
+        deps = depend.parse(changes["depend"])
+        for dep in depend.job_ids(deps):
+            other = everyone.get(dep)
+            if other is None:
+                return f"depend: job {dep}: no such job"
+        live = {i: depend.parse((j.get("spec") or {}).get("depend") or "") for i, j in everyone.items()}
+        live.pop(job["id"], None)
+        chain = depend.cycle(job["id"], deps, live)
+        if chain is not None:
+            return f"depend: a cycle ({' -> '.join(map(str, [job['id'], *chain]))})"
+    return None
+
+
+def requeue_refused(job: dict[str, Any] | None, uid: int, admin: bool) -> str | None:
+    """Why ``uid`` cannot requeue ``job`` (what the daemon refuses), or None."""
+    if job is None:
+        return "no such job"
+    if uid != job.get("uid", uid) and not admin:
+        return f"owned by {job.get('user') or job.get('uid')}"
+    state = job["state"]
+    spec = job.get("spec") or {}
+    if spec.get("split") is not None or spec.get("split_of") is not None:
+        return "a splittable job and its pieces cannot be requeued"
+    if spec.get("interactive") is True:
+        from gridsched.protocol.jobs import GRUN_NOT_REQUEUED
+
+        return GRUN_NOT_REQUEUED
+    if state == "RUNNING":
+        return None
+    if state in FINISHED:
+        if not job.get("segments"):
+            return f"is {state} without having run: submit it again instead"
+        return None
+    return f"is {state}: only running or finished jobs can be requeued"
