@@ -1,10 +1,30 @@
 #!/usr/bin/env python3
-"""Generate the man pages in man/ from the commands' click definitions.
+"""Generate the man pages in man/ from the commands' click definitions and their manual sources.
 
-NAME, SYNOPSIS, DESCRIPTION and OPTIONS come from the click commands (their
-docstrings and option help); ENVIRONMENT, FILES, EXIT STATUS, EXAMPLES and the
-topic sections are kept here.  gridsched.toml(5) is generated from the
-packaged gridsched/data/gridsched.toml and its comments.
+Every page has a source beside the commands, gridsched/cli/man/PAGE.md, whose first line
+names the page and the click command it documents (``# gsub(1): gridsched.cli.gsub:cli``).
+NAME, SYNOPSIS, DESCRIPTION and OPTIONS (COMMANDS for a group) come from the command: its
+short help, usage, docstring and options' help.  The file's ``## TITLE`` sections follow, in
+their order; a ``## DESCRIPTION`` section continues the docstring's.  _shared.md holds what
+several pages say alike.  gridsched.toml(5) takes its keys, defaults and their comments from
+the packaged gridsched/data/gridsched.toml, and the rest from gridsched.toml.md.
+
+The manual is kept in files rather than in constants of the command modules because only
+this script reads it: gsub and gstat, started on every call, load none of it (nor does
+--help show it), and the prose is plain text, edited without Python's quoting.
+
+A source is a small part of Markdown; blocks are separated by blank lines:
+
+    paragraph              lines of text (filled as one paragraph)
+    code                   lines indented by four spaces (shown as they are)
+    TERM                   a definition (a tagged paragraph): the term, then its text,
+    :   TEXT               on lines after the first indented by four spaces
+    {{shared: TITLE}}      section TITLE of _shared.md
+    {{exit-status: NAME}}  the codes of gridsched.cli.common.ExitCode named, with their meaning
+    {{compat-directives}}  the Slurm, PBS and Grid Engine directives gsub reads
+    {{reason-codes}}       squeue's REASON codes, as gstat shows them
+
+and {{NAME}} in text is a value of the code (FACTS).  SEE ALSO is written as roff.
 
     python scripts/gen_man.py [--out DIR]      (default: man/ beside this script)
 """
@@ -12,6 +32,7 @@ packaged gridsched/data/gridsched.toml and its comments.
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
 import sys
 import textwrap
@@ -23,31 +44,25 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gridsched import __version__  # noqa: E402
-from gridsched.cli import (  # noqa: E402
-    gacct,
-    galter,
-    gctl,
-    gdel,
-    ghold,
-    grequeue,
-    gresv,
-    grls,
-    grun,
-    gschedd,
-    gstat,
-    gsub,
-    gtail,
-    gwait,
-)
+from gridsched.cli import gacct, gresv, gstat  # noqa: E402
 from gridsched.cli.common import EXIT_DOC, ExitCode  # noqa: E402
-from gridsched.cli.gstat import JSON_KEYS  # noqa: E402
 from gridsched.core.units import format_duration  # noqa: E402
 from gridsched.protocol.config import PACKAGED, parse  # noqa: E402
 from gridsched.protocol.jobs import EXIT_CHECKPOINTED  # noqa: E402
+from gridsched.protocol.reason_codes import CODES  # noqa: E402
 from gridsched.submission import compat  # noqa: E402
 
+SOURCES = ROOT / "gridsched" / "cli" / "man"
 SOURCE = f"gridsched {__version__}"
 DEFAULTS = parse({}, str(PACKAGED))
+FACTS = {
+    "checkpoint_signal": DEFAULTS.checkpoint_signal,
+    "checkpoint_grace": format_duration(DEFAULTS.checkpoint_grace),
+    "EXIT_CHECKPOINTED": str(EXIT_CHECKPOINTED),
+    "gstat.JSON_KEYS": ", ".join(gstat.JSON_KEYS),
+    "gresv.JSON_KEYS": ", ".join(gresv.JSON_KEYS),
+    "gacct.JSON_KEYS": ", ".join(gacct.JSON_KEYS),
+}
 
 
 # -- roff ---------------------------------------------------------------------
@@ -60,26 +75,16 @@ def esc(text: str) -> str:
     return text
 
 
+def line(text: str) -> str:
+    """An escaped text line that roff cannot take for a request."""
+    text = esc(text)
+    return "\\&" + text if text.startswith((".", "'")) else text
+
+
 def para(text: str) -> str:
-    """Paragraphs (blank-line separated) as roff, lines never starting with a dot."""
-    out = []
-    for p in textwrap.dedent(text).strip().split("\n\n"):
-        lines = [ln.strip() for ln in p.strip().splitlines()]
-        body = esc(" ".join(lines))
-        if body.startswith((".", "'")):
-            body = "\\&" + body
-        out.append(".PP\n" + body)
-    return "\n".join(out)
-
-
-def verbatim(text: str) -> str:
-    lines = []
-    for ln in textwrap.dedent(text).strip("\n").splitlines():
-        ln = esc(ln)
-        if ln.startswith((".", "'")):
-            ln = "\\&" + ln
-        lines.append(ln)
-    return ".PP\n.nf\n.RS 4\n" + "\n".join(lines) + "\n.RE\n.fi"
+    """Paragraphs (blank-line separated) as roff."""
+    paras = textwrap.dedent(text).strip().split("\n\n")
+    return "\n".join(".PP\n" + line(" ".join(ln.strip() for ln in p.strip().splitlines())) for p in paras)
 
 
 def items(pairs: list[tuple[str, str]]) -> str:
@@ -89,1365 +94,103 @@ def items(pairs: list[tuple[str, str]]) -> str:
 def header(name: str, section: int, title: str) -> str:
     manual = "System Administration" if section == 8 else "File Formats" if section == 5 else "User Commands"
     return (
-        f'.\\" Generated by scripts/gen_man.py from the command definitions; do not edit.\n'
+        f'.\\" Generated by scripts/gen_man.py from the command definitions and gridsched/cli/man/; do not edit.\n'
         f'.TH {name.upper()} {section} "" "{SOURCE}" "{manual}"\n'
         f".SH NAME\n{esc(name)} \\- {esc(title)}\n"
     )
 
 
-# -- commands -------------------------------------------------------------------
+# -- manual sources -------------------------------------------------------------
+
+
+def sections_of(text: str) -> dict[str, str]:
+    """A source's ``## TITLE`` sections, title -> text, with the code's values put in for {{NAME}}."""
+    chunks = re.split(r"^## (.+)\n", re.sub(r"\{\{([\w.]+)\}\}", lambda m: FACTS[m[1]], text), flags=re.M)
+    return dict(zip(chunks[1::2], chunks[2::2]))
+
+
+def read_source(path: Path) -> tuple[str, int, str, dict[str, str]]:
+    """The page's name, section, what its first line says after the colon, and its sections."""
+    first, _, rest = path.read_text().partition("\n")
+    m = re.fullmatch(r"# (\S+)\((\d)\): (.+)", first)
+    if not m:
+        raise SystemExit(f"{path}:1: expected '# NAME(SECTION): module:command'")
+    return m[1], int(m[2]), m[3], sections_of(rest)
+
+
+def block(text: str) -> str:
+    """One block of a source as roff."""
+    lines = text.splitlines()
+    directive = re.fullmatch(r"\{\{([\w-]+)(?:: (.+))?\}\}", text)
+    if directive:
+        name, arg = directive[1], directive[2] or ""
+        if name == "shared":
+            return render(SHARED[arg])
+        if name == "exit-status":
+            return items([(str(int(ExitCode[c])), EXIT_DOC[ExitCode[c]]) for c in arg.split()])
+        if name == "compat-directives":
+            return items([(d, f"{m}: {g}") for d, m, g in compat.manual_rows()])
+        if name == "reason-codes":
+            return items([(code, f"{meaning}.") for code, meaning in CODES.values()])
+        raise SystemExit(f"unknown block {text}")
+    if all(ln.startswith("    ") for ln in lines):
+        return ".PP\n.nf\n.RS 4\n" + "\n".join(line(ln) for ln in textwrap.dedent(text).splitlines()) + "\n.RE\n.fi"
+    if len(lines) > 1 and lines[1].startswith(":   "):
+        return items([(lines[0], " ".join(ln.strip() for ln in [lines[1][4:], *lines[2:]]))])
+    return para(text)
+
+
+def render(text: str) -> str:
+    """A section's text as roff."""
+    return "\n".join(block(b) for b in re.split(r"\n[ \t]*\n", text.strip("\n")))
+
+
+def section(title: str, text: str) -> str:
+    body = " ".join(text.split()) if title == "SEE ALSO" else render(text)
+    return f".SH {title}\n{body}"
+
+
+SHARED = sections_of((SOURCES / "_shared.md").read_text())
+
+
+# -- pages ----------------------------------------------------------------------
 
 
 def options_of(cmd: click.Command, ctx: click.Context) -> str:
     out = []
     for p in cmd.get_params(ctx):
-        if not isinstance(p, click.Option):
-            continue  # arguments are described in DESCRIPTION
-        rec = p.get_help_record(ctx)
-        if rec is None:
-            continue
-        opts, help_text = rec
-        out.append(f".TP\n.B {esc(opts)}\n{esc(' '.join(help_text.split()))}")
+        rec = p.get_help_record(ctx) if isinstance(p, click.Option) else None  # arguments: in DESCRIPTION
+        if rec is not None:
+            out.append(f".TP\n.B {esc(rec[0])}\n{esc(' '.join(rec[1].split()))}")
     return "\n".join(out)
 
 
 def synopsis(cmd: click.Command, ctx: click.Context, name: str) -> str:
-    pieces = cmd.collect_usage_pieces(ctx)
-    return f".B {esc(name)}\n{esc(' '.join(pieces))}"
+    return f".B {esc(name)}\n{esc(' '.join(cmd.collect_usage_pieces(ctx)))}"
 
 
-def command_page(cmd: click.Command, name: str, section: int, extra: dict[str, str]) -> str:
+def command_page(cmd: click.Command, name: str, sec: int, sections: dict[str, str]) -> str:
     ctx = click.Context(cmd, info_name=name, **cmd.context_settings)
-    doc = cmd.help or ""
-    parts = [header(name, section, cmd.short_help or "")]
-    parts.append(".SH SYNOPSIS")
-    if isinstance(cmd, click.Group):
-        for sub_name, sub in cmd.commands.items():
-            sctx = click.Context(sub, info_name=sub_name, parent=ctx)
-            parts.append(".PP\n" + synopsis(sub, sctx, f"{name} {sub_name}"))
-    else:
+    parts = [header(name, sec, cmd.short_help or ""), ".SH SYNOPSIS"]
+    subs = cmd.commands.items() if isinstance(cmd, click.Group) else []
+    for sub_name, sub in subs:
+        parts.append(".PP\n" + synopsis(sub, click.Context(sub, info_name=sub_name, parent=ctx), f"{name} {sub_name}"))
+    if not subs:
         parts.append(synopsis(cmd, ctx, name))
-    parts.append(".SH DESCRIPTION\n" + para(doc))
-    if extra.get("DESCRIPTION+"):
-        parts.append(extra["DESCRIPTION+"])
+    parts.append(".SH DESCRIPTION\n" + para(cmd.help or ""))
+    if "DESCRIPTION" in sections:
+        parts.append(render(sections.pop("DESCRIPTION")))
     if isinstance(cmd, click.Group):
         parts.append(".SH COMMANDS")
-        for sub_name, sub in cmd.commands.items():
+        for sub_name, sub in subs:
             sctx = click.Context(sub, info_name=sub_name, parent=ctx, **sub.context_settings)
             parts.append(f".SS {esc(name + ' ' + sub_name)}\n" + para(sub.help or ""))
-            opts = options_of(sub, sctx)
-            if opts:
+            if opts := options_of(sub, sctx):
                 parts.append(opts)
     else:
         parts.append(".SH OPTIONS\n" + options_of(cmd, ctx))
-    for title in ("TOPICS", "ENVIRONMENT", "FILES", "EXIT STATUS", "EXAMPLES", "SEE ALSO"):
-        if title == "TOPICS":
-            for sec_title, body in extra.get("TOPICS", {}).items():  # type: ignore[union-attr]
-                parts.append(f".SH {sec_title}\n{body}")
-        elif title in extra:
-            parts.append(f".SH {title}\n{extra[title]}")
+    parts += [section(title, text) for title, text in sections.items()]
     return "\n".join(parts) + "\n"
-
-
-def exit_status(codes: list[ExitCode], more: list[tuple[str, str]] | None = None) -> str:
-    pairs = [(str(int(c)), EXIT_DOC[c]) for c in codes]
-    return items(pairs + (more or []))
-
-
-ENVIRONMENT = items(
-    [
-        ("GRIDSCHED_SPOOL", "The spool directory, when --spool is not given."),
-        ("GRIDSCHED_CONFIG", "The configuration file, when --config is not given."),
-        ("XDG_STATE_HOME", "The default spool is $XDG_STATE_HOME/gridsched (else ~/.local/state/gridsched)."),
-    ]
-)
-
-FILES = items(
-    [
-        ("~/.local/state/gridsched/", "The default spool directory of a user's own daemon."),
-        (
-            "SPOOL/incoming/",
-            "Requests (submit, cancel, hold, release, reload) waiting for the daemon, one JSON file each.",
-        ),
-        (
-            "SPOOL/state.db",
-            "The job table (SQLite), written by the daemon, read by gstat and gdel; for a system daemon, a "
-            "copy it publishes after its writes (its own table and lock are in SPOOL/private/, root's alone).",
-        ),
-        ("SPOOL/gschedd.pid", "The running daemon's pid and start time (JSON)."),
-        ("SPOOL/gschedd.log", "The daemon's log."),
-        ("SPOOL/gridsched.toml", "A configuration file for this spool only."),
-        ("/etc/gridsched/gridsched.toml", "The system configuration file."),
-    ]
-)
-
-SEE_ALSO = {
-    "gsub": "gstat(1), gdel(1), ghold(1), grls(1), gacct(1), gschedd(8), gridsched.toml(5), sbatch(1), qsub(1)",
-    "ghold": "grls(1), gsub(1), gstat(1), gdel(1)",
-    "grls": "ghold(1), gsub(1), gstat(1)",
-    "gacct": "gstat(1), gsim(1), gsub(1)",
-    "gstat": "gsub(1), gdel(1), gschedd(8)",
-    "gdel": "gsub(1), gstat(1)",
-    "gctl": "gschedd(8), gridsched.toml(5)",
-    "gschedd": "gsub(1), gstat(1), gdel(1), gctl(8), gridsched.toml(5)",
-    "gresv": "gsub(1), gstat(1), gsim(1), gridsched.toml(5), scontrol(1), pbs_rsub(1)",
-}
-
-DIRECTIVES = para("""
-    Options can be written into the script itself, on lines that begin with #GS followed by a
-    space, at the top of the script: after the #! line, among blank lines and comments.  The
-    first line that is neither blank nor a comment ends the directives; #GS lines after it are
-    ordinary comments.  A directive line is split as the shell splits words (quotes work, a #
-    after a blank starts a comment) and parsed as the command line is, so every option and
-    value form is the same; --wrap, --spool, --config and arguments cannot be given there.
-    When the same option is given on the command line and in a directive, the command line
-    wins; a later directive wins over an earlier one.  A bad directive is an error that names
-    the script and the line (gsub: error: job.sh:3: ...).
-""")
-
-OUTPUT = para("""
-    Without -o and -e, the job's standard output goes to NAME.oJOBID and its standard error to
-    NAME.eJOBID in the directory gsub ran in (as PBS does; a script with #$ directives writes them
-    in its working directory, #$ -wd, as Grid Engine does).  A script with #SBATCH directives is
-    written as sbatch writes it: without -o its output goes to slurm-%j.out (slurm-%A_%a.out for
-    an array) in the working directory, and without -e its standard error goes into the output
-    file.  --join oe (#PBS -j oe, #$ -j y) sends standard error into the output file, --join eo
-    the output into the error file, --join n keeps two files.
-
-    The paths given to -o and -e take sbatch's patterns: %j (and %J) the job id, %x the job name,
-    %u the user name, %N the host name, %A the array's id and %a the task's index (for a job that
-    is not an array, its id and 0; in a script with #SBATCH directives %a is then 4294967294, as
-    sbatch writes it), %n and %t 0 (the one node, the one task), %s "batch", %% a
-    percent sign; a number after the % pads with zeros (%4a).  Another pattern, such as %q, stays
-    as written, with a warning naming it.  A relative path is relative to the job's working
-    directory (-D), as sbatch takes it; in a script with #PBS directives it is relative to the
-    directory gsub ran in, as qsub takes it whatever #PBS -d says.  In #PBS -o and -e a % is
-    itself and ^array_index^ is the subjob's index (PBS Pro).  A path that is an existing
-    directory receives the default file name (as PBS -o DIR).  The directory of each file must
-    exist when the job is submitted.  The files are
-    emptied when the job starts (--open-mode append keeps what they hold); they are written while
-    the job runs, straight into their final place, so PBS -k (keep them on the execution host) is
-    what always happens here and is accepted without a word.
-""")
-
-INTERPRETER = para("""
-    What runs the script, as the system whose directives it carries would run it: a #! on line 1
-    always wins (the kernel runs the interpreter it names).  Otherwise --shell PATH (#GS --shell,
-    #PBS -S, #$ -S), an absolute path to an executable; otherwise a script with #PBS or #$
-    directives runs under its owner's login shell, from the password database, as PBS and Grid
-    Engine run it; any other script runs under /bin/sh.  A script with #SBATCH directives and no
-    #! on line 1 is refused, with sbatch's words ("This does not look like a batch script.  The
-    first line must start with #! followed by the path to an interpreter."), because sbatch
-    refuses it: gridsched never guesses an interpreter for it.  A #! line below line 1 (after a
-    blank first line) is not read, by gridsched as by the kernel: when the interpreter chosen is
-    not the one it names, gsub prints a warning naming the line and the interpreter used.  The
-    daemon checks only that the interpreter is an absolute path when it takes the job in; the
-    job, as its owner, runs the script with it, and fails with why if it cannot ("could not
-    start: shell /opt/ksh not found"), so the daemon never tells whether a path exists.
-""")
-
-TIMES = para("""
-    -t and --walltime read a time as sbatch does: a bare number is MINUTES (-t 60 is one hour,
-    as sbatch -t 60), MM:SS, HH:MM:SS, D-HH, D-HH:MM and D-HH:MM:SS are sbatch's forms, and a
-    number with a unit (90s, 30m, 2h, 1.5d) means what it says; write -t 60s for a minute.  The
-    same holds for #GS -t and #SBATCH --time, except that #SBATCH --time is rounded up to whole
-    minutes, as Slurm keeps its limits (0:0:30 is one minute).  A PBS walltime (#PBS -l walltime=) and an SGE
-    h_rt are read as there: a bare number is seconds, else [[HH:]MM:]SS.  --task-time and
-    gresv durations keep gridsched's reading: a bare number is seconds.  In the Python API
-    (gridsched.api.client) a number is seconds too.
-
-    --mem is the memory of the whole job (a bare number is MiB; 0 is the whole machine, as
-    sbatch --mem=0); --mem-per-cpu (#SBATCH --mem-per-cpu, #PBS -l pmem=, SGE h_vmem and
-    mem_free, which are per slot) is multiplied by the job's cores.  A job asking for more
-    memory than the machine has is refused at submission, naming both numbers, and again by
-    the daemon.
-""")
-
-CHECKPOINT = para(f"""
-    A job's checkpoint mode says what may be done to it when the scheduler needs its cores back
-    (checkpoint-backfill policy): none, the default, means never: such a job is never
-    preempted, so it is only backfilled when it surely ends in time.  requeue: the job is
-    killed and rerun from the start.  suspend: its processes are stopped (SIGSTOP) and continued
-    later on the same cores.
-
-    signal: the job is sent the checkpoint signal (SIG{DEFAULTS.checkpoint_signal} unless the
-    configuration's jobs.checkpoint_signal says otherwise) and has jobs.checkpoint_grace
-    ({format_duration(DEFAULTS.checkpoint_grace)} by default) to save its state in the directory
-    $GS_CHECKPOINT_DIR and exit with status
-    {EXIT_CHECKPOINTED} (EX_TEMPFAIL), which means "state saved, restart me".  Any other exit
-    status means the job has finished.  A job still running after the grace time is killed.
-    When the job is started again, in the same checkpoint directory, $GS_RESTART_COUNT is
-    greater than 0, and the job should resume from what it saved.  The signal goes to every
-    process of the job and may come more than once (a daemon restarted during a preemption
-    asks again): ignore it while saving, and exit {EXIT_CHECKPOINTED} only once the state is saved,
-    as scripts/examples/checkpoint_counter.sh does.
-
-    criu (transparent checkpointing) is refused, with the reason: gridsched does not drive
-    CRIU yet, and gctl info says whether the host could (a criu binary whose criu check passes).
-""")
-
-BEGIN_TIMES = para("""
-    --begin TIME (#GS --begin, #SBATCH --begin, #PBS -a) keeps a job waiting until TIME; gstat shows
-    the reason BeginTime and, with --start, the begin time.  TIME is read at submission, in
-    sbatch's forms: now+N with a unit of seconds (the default: now+60 is a minute), minutes, hours,
-    days or weeks (now+2hours); HH:MM[:SS], today at that time or, once it has passed, tomorrow;
-    YYYY-MM-DD[THH:MM[:SS]] in local time; and the words today, tomorrow, midnight (the coming
-    one), noon, teatime (16:00) and fika (15:00), as sbatch reads them.  #PBS -a takes qsub's form,
-    [[[[CC]YY]MM]DD]hhmm[.SS]: the fields left out are the next ones that give a time ahead, as
-    qsub reads them (1600 is today at 16:00 or tomorrow; 151600 the next 15th; 12010800 the next
-    1 December).  A time already past starts the job at once, as under Slurm and PBS.  Anything
-    else, or a date that does not exist (2026-02-30), is refused with one line naming the value
-    and the forms, and exit status 2.
-""")
-
-SIGNALS = para(f"""
-    --signal [B:]SIG[@SECONDS] (#GS --signal, #SBATCH --signal) has the daemon send the job the
-    signal SIG SECONDS before its walltime ends, as sbatch --signal: SIG is a name, with or
-    without SIG (USR1, SIGUSR1), or a number; SECONDS is 60 unless given, at most 65535 and at
-    most the job's walltime.  Without B: the signal goes once to every process of the job; with
-    B: to the job's batch shell alone (its children get nothing unless the shell passes it on,
-    as under Slurm, where B: means the batch step).  It is sent once per run of the job: a daemon
-    restarted before it is due sends it when it is due, one restarted after it was sent does
-    not send it again; a job started again (requeued, or restarted from a checkpoint) gets it
-    again before its new deadline.  At the walltime the job is stopped as ever (SIGTERM, then
-    SIGKILL after jobs.kill_grace).  An unknown signal, SECONDS not a whole number, or SECONDS
-    longer than the walltime is refused by gsub with one line and exit status 2, and by the
-    daemon with the same words.  PBS has no such directive: the signal is dropped, with a
-    comment, by --emit pbs.
-
-    This signal is not the checkpoint signal.  A job with --checkpoint signal is sent
-    SIG{DEFAULTS.checkpoint_signal} (jobs.checkpoint_signal) when the scheduler preempts it, at
-    any time, and exit {EXIT_CHECKPOINTED} means "restart me"; the --signal signal comes only
-    before the walltime and means "your time is nearly up".  A job may ask for both, and may use
-    the same signal for both (--signal {DEFAULTS.checkpoint_signal}@120 --checkpoint signal) to
-    save its state in either case; it then cannot tell which one came.  A job with --checkpoint
-    signal that exits {EXIT_CHECKPOINTED} after the --signal signal is taken as checkpointed, as after
-    a preemption: it is queued again with what is left of its walltime (about SECONDS), not a new
-    walltime.  To go on for a whole walltime more, submit a new job from the script instead.
-""")
-
-ESTIMATES = para("""
-    --estimate DURATION (#GS --estimate, #PBS -l soft_walltime=) is how long the job is expected
-    to run: the scheduler plans with it in place of the walltime (backfilling decides whether a
-    job ends before the head job's reservation by it; predicted starts count running jobs as
-    ending at it), while the walltime (-t) still ends the job.  A job that outlives its estimate
-    is planned to run one estimate more, and again, never beyond its walltime, as PBS Pro extends
-    a soft walltime.  DURATION is read as -t (a bare number is minutes; #PBS soft_walltime as a
-    PBS walltime) and may not be longer than the walltime: gsub refuses it with one line, the
-    daemon with the same words.  The name is gridsched's own: Slurm's --time-min is a different
-    thing (the least time limit the scheduler may cut the job's limit down to), so #SBATCH
-    --time-min stays warned of and --emit slurm drops --estimate with a comment.  The estimate
-    counts only while it holds: a job that is backfilled (started ahead of the head job, under
-    easy, checkpoint-backfill or conservative) only because of its estimate, and overruns it, is
-    stopped when the head job's reservation time comes and the head cannot start without its
-    cores: preempted if its checkpoint mode allows (signal, suspend, requeue), otherwise ended
-    as at its walltime, TIMEOUT, with the reason "overran the estimate it was backfilled on
-    (Ns) while job ID waited", as Slurm ends a job whose limit it lowered towards --time-min.
-    A job within its estimate, one that would have been backfilled on its walltime too, and one
-    started in its turn are never stopped for this.
-""")
-
-MAIL_ENV = para("""
-    --mail-type EVENTS (#SBATCH --mail-type, #PBS -m, #$ -m) asks for mail about the job, sent by
-    the daemon with the sendmail program the admin names in [mail] sendmail; where none is named,
-    gsub warns that mail is not configured on this machine and submits the job.  The mail goes to
-    --mail-user (default: the submitting user's name), as the job's owner runs
-    "SENDMAIL -oi -- RECIPIENT...".  BEGIN, END, FAIL (instead of END for a job that failed, timed
-    out or ran out of memory), REQUEUE, TIME_LIMIT_50, _80, _90 and TIME_LIMIT are sbatch's events;
-    an array gets one mail for all its tasks unless ARRAY_TASKS is given.  A recipient with
-    spaces, quotes, control characters or a leading '-' is refused.
-    --get-user-env[=TIMEOUT][S|L] starts the job from its owner's login environment, as sbatch's:
-    the owner's login shell runs "env -0" (at most TIMEOUT seconds, default 8) and the job's own
-    variables go over what it printed; if it fails or is late, the job runs with the submitting
-    environment and its standard error says so.  docs/compat.md tells the whole of both.
-""")
-
-FOREIGN = (
-    para("""
-    A script without #GS lines may carry #SBATCH (Slurm), #PBS (PBS Pro, Torque) or #$ (Grid
-    Engine) directives; they are found by the same rule as #GS lines (at the top of the script,
-    among comments) and translated into the gsub options below, read as each system reads them
-    (see INTERPRETER, OUTPUT FILES and TIMES AND MEMORY).  Options on the command line win over
-    them.  A script that mixes them is read as the system of its first directive line, with a
-    warning naming the lines that are not read.  What has no meaning on one machine is never
-    dropped silently: gsub prints a warning naming the line and the directive (gsub: warning:
-    job.sh:4: #SBATCH --partition=gpu ignored: no partitions on one machine), an unknown
-    directive is a warning naming it, and the job is submitted.  A value of the wrong type is an
-    error naming the script, the line and the directive (gsub: error: job.sh:3: #SBATCH -c
-    zero: 'zero' is not a whole number of at least 1).  The cores of a Slurm job are ntasks (or
-    nodes times ntasks-per-node) times cpus-per-task; PBS -l nodes=N:ppn=M and select=N:ncpus=M
-    give N*M cores; SGE -pe NAME N gives N.  A request for more than one node (-N 2,
-    nodes=2:ppn=8, select=2:ncpus=4) is submitted with the cores of all its nodes, with a warning
-    saying that this is one machine and what the one-node request is (--nodes=1 --ntasks=16,
-    -l nodes=1:ppn=16): a job that starts one process per node gets all of them here.  Mail
-    (--mail-type, -m, -M) is warned of: gridsched sends no mail.
-""")
-    + "\n"
-    + items([(d, f"{m}: {g}") for d, m, g in compat.manual_rows()])
-    + "\n"
-    + para("""
-    gsub --emit slurm goes the other way: it prints the script with #SBATCH lines equivalent to
-    its directives and the options given, and submits nothing: devices as Slurm's own --gpus,
-    --gpus-per-task, --gres and --gpu-bind (strict as --gres-flags=enforce-binding), --begin,
-    dependencies and arrays with their %MAX as written, and --checkpoint signal as
-    --signal=B:SIG@GRACE (the configured checkpoint signal and grace) plus --requeue.  --emit pbs
-    prints #PBS lines (PBS Pro: -l select=1:ncpus=N:mem=M:ngpus=G, -l walltime=HH:MM:SS, -J for an
-    array, -r y|n).  What the other system lacks (--checkpoint suspend or signal for PBS; % patterns
-    in a PBS path; a GPU model for PBS) becomes a comment: # gridsched: dropped --checkpoint suspend
-    (no Slurm equivalent).
-""")
-)
-
-EXPORT = para("""
-    --export (#SBATCH --export) says what the job gets of the environment gsub was called with, as
-    sbatch --export does: ALL (the default) all of it; NONE none of it: the job starts with HOME,
-    USER, LOGNAME and SHELL from the password database, PATH=/usr/local/bin:/usr/bin:/bin and its own
-    variables (GS_*, and the Slurm, PBS and Grid Engine ones); VAR1,VAR2=VALUE,... those basics, the
-    named variables copied from the submitting environment (a name that is not set there is left
-    out) and the given values; ALL,VAR2=VALUE,... everything and the given values.  A value with a
-    comma is quoted (--export=ALL,LIST='a,b').  #PBS -v and #$ -v lists (VAR[=VALUE],...) set their
-    values over the whole submitting environment, which a job gets whether or not #PBS -V or #$ -V
-    is given: gridsched keeps passing everything where qsub passes only its PBS_O_ variables by
-    default.  The values are checked at submission and again by the daemon: a name must be a shell
-    identifier, at most 1024 of them and 1 MiB in all, and none may be a variable gridsched sets
-    for the job (GS_*, SLURM_*, PBS_JOBID and the other PBS and Grid Engine names of
-    docs/compat.md, TMPDIR, CUDA_VISIBLE_DEVICES and the other device names): such a value is
-    refused with one line (gsub: error: ... SLURM_JOB_ID is set by gridsched for every job).
-    OMP_NUM_THREADS may be given a value, which wins over the job's cores per task.
-
-    --exclusive (#SBATCH --exclusive, #PBS -l place=excl or exclhost, Torque's #PBS -n) runs the
-    job alone, as Slurm gives an exclusive job every CPU of its node: the job takes all the
-    machine's cores, so no other job starts beside it, and GS_NCPUS, SLURM_CPUS_ON_NODE, NCPUS and
-    NSLOTS count them all.  The cores it asked (-n, --cpus-per-task, select=1:ncpus=8) stay the
-    shape of its tasks: -n 4 --exclusive is one task of 4 cores (SLURM_CPUS_PER_TASK and
-    OMP_NUM_THREADS are 4); a job that asked for no count is one task on every core.  Its GPUs
-    and memory are what it asked.  --emit writes --exclusive back as #SBATCH --exclusive and
-    #PBS -l place=excl, and --export as #SBATCH --export or #PBS -V and -v.
-""")
-
-PRIORITY = para("""
-    The queue is ordered by each job's priority, as Slurm's priority/multifactor computes it:
-    the weighted age, job size and fair-share factors of the [priority] table of gridsched.toml(5),
-    minus the job's nice value; equal priorities keep submission order.  With the default
-    configuration (every weight 0) the queue is in submission order, changed only by --nice and
-    --priority.  --nice N (#SBATCH --nice[=N], 100 without N as in Slurm) lowers the job's
-    priority by N, from -10000 to 10000; a negative N raises it and is an admin's (root, or the
-    owner of a personal spool): anyone else gets one error line, and the daemon refuses such a
-    request written by hand too.  On the command line N is required (gsub --nice 100).  --priority N
-    (admins only, as sbatch --priority) sets the job's priority outright: its factors and nice
-    then do not count.  #PBS -p N (PBS's -1024 to 1023, higher first) becomes --nice -N when N is 0
-    or less; a positive N would raise the job, which only an admin may do, so it is ignored with a
-    warning naming the line.  gstat --priority shows each pending job's priority and factors.
-""")
-
-DEPENDENCIES = para("""
-    -d SPEC (--depend, #SBATCH --dependency, #PBS -W depend=) makes a job wait for others.
-    SPEC is a comma-separated list of conditions, all of which must hold: afterok:ID[:ID...]
-    (each job completed successfully), afterany:ID... (each job ended, in any state),
-    afternotok:ID... (each job failed, timed out or was cancelled), after:ID... (each job has
-    started, or ended without starting), singleton (no earlier job of the same user and name is
-    queued or running).  At submission every job named must exist, belong to the submitting
-    user (root may name anyone's) and have a lower id than the new job, so that dependencies
-    never form a cycle; otherwise gsub refuses the job with one line.  A condition that can
-    no longer hold (afterok on a job that failed) leaves the job waiting with the reason
-    "dependency never satisfied", as Slurm's DependencyNeverSatisfied.
-
-    --hold-jid NAME|ID,... (#$ -hold_jid, Grid Engine's) makes the job wait until every job of the
-    submitting user, pending, held or running, whose name is one of the NAMEs (or matches one, as a
-    shell pattern such as 'prep*') has ended, in any state, as qsub -hold_jid does.  Names are
-    looked up by gsub at submission, among the user's own jobs only, and become afterany:ID...
-    added to -d; the daemon sees only ids, checked as above.  A NAME that no such job has is
-    warned of (gsub: warning: --hold-jid prep: no job of yours pending or running has this name;
-    not waited for) and the job is submitted.  A job submitted later with that name is not waited
-    for.  A #$ -hold_jid of ids only is -d afterany:ID....
-""")
-
-ARRAYS = para("""
-    --array RANGE (#GS --array, #SBATCH --array, #PBS -J) submits one job per index of RANGE:
-    indices and ranges separated by commas, a range being START-END or START-END:STEP (1,3,5-7,
-    0-99:10), with %MAX at the end to run at most MAX tasks at once (0-99%4).  Indices go from 0
-    to jobs.max_array_size - 1 (100000 by default).  gsub prints the array's id, which is also
-    the job id of its first task; the daemon gives the other tasks job ids of their own and
-    each task is a job: task INDEX of array ID is named ID_INDEX (gdel 12_7, gstat -f 12_7),
-    sees GS_ARRAY_JOB_ID and GS_ARRAY_TASK_ID (and, with compat.env, SLURM_ARRAY_JOB_ID,
-    SLURM_ARRAY_TASK_ID and the other SLURM_ARRAY_* names, PBS_ARRAY_INDEX, PBS_ARRAYID,
-    PBS_ARRAY_ID, SGE_TASK_ID), and writes its output to NAME.oID_INDEX unless
-    -o says otherwise (NAME.oID.INDEX for #PBS -J and #$ -t, NAME.oID-INDEX for Torque's
-    #PBS -t, as those systems name a task's files), where %A is the array's id and %a the index.
-    gdel ID cancels every task, gstat shows an array as one row with the number of tasks in
-    each state (-t: one row per task).  A range that is empty, ends before it starts, has a step below 1 or an index too
-    large is refused with one line and exit status 2; gdel of a task that does not exist with
-    exit status 1.
-""")
-
-SPLIT = (
-    para("""
-    --split N --task-time T -n C submits a job made of N independent sub-tasks, each a run of the
-    script with GS_TASK_ID set (0 to N-1) on C cores for at most T (GS_NCPUS is C, GS_CORES its
-    cores).  At its turn it runs as a whole on as many cores as one wave needs (C times the
-    sub-tasks that fit on the machine), starting the next sub-task whenever C of its cores are
-    free; its walltime, -t, is that of the whole and defaults to the waves it needs.  While it
-    waits behind a job that cannot start yet (easy and checkpoint-backfill policies), the
-    backfill step may take sub-tasks out of it into the cores left free until that job's
-    reserved start: as many as end by then, chained one after another on the same cores.  They
-    run as a piece, a job of its own (gstat shows "piece of ID"; its output goes to the job's
-    files with .PIECEID appended), and the job keeps the others at its place in the queue.  A
-    job whose sub-tasks all went to pieces ends with the last of them.  gdel of the job cancels
-    its pieces too.
-""")
-    + "\n"
-    + para("""
-    The backfill windows are read from the plan: the cores free now that a reserved start (the
-    head's under easy and checkpoint-backfill, every job's under conservative, a fixed
-    reservation's) first needs at a later time are a window until then, so free cores needed at
-    different times are windows of different lengths, each filled with sub-tasks that end inside
-    it, the longest window first.  A window that opens later (a running job ends before the head
-    can start) is filled when it opens.  fcfs never backfills.
-""")
-    + "\n"
-    + para("""
-    --split N --task-time T --gpus-per-task G gives each sub-task G GPUs of its own (as Slurm's
-    --gpus-per-task gives each task): one wave is as many sub-tasks as both the cores and the
-    GPUs hold at once.  Every chain of sub-tasks then runs as a piece of its own holding its G
-    GPUs, and even the job's turn at the head of the queue starts it as such pieces, so each
-    sub-task sees only its GPUs (CUDA_VISIBLE_DEVICES, GS_GPUS, ...) and, where device access is
-    isolated, can open no other.  A window is filled only with as many chains as it has GPUs free
-    until its end.  --gpus N with --split is N GPUs for the whole job, which then runs whole, every
-    sub-task seeing all N.  --gpus-per-task does not go with --split-file.
-""")
-    + "\n"
-    + para("""
-    --split-file TASKS (also #GS --split-file TASKS; a relative path is taken from the directory
-    gsub runs in) submits sub-tasks that differ.  TASKS has one sub-task per line: NCPUS, its
-    cores; WALLTIME, its own time (any form -t takes); ARGS, its own arguments, given to the
-    script after the job's ARGS.  Words are split as the shell splits them; # starts a comment;
-    blank lines are skipped.  For example:
-""")
-    + "\n"
-    + verbatim("""
-    # NCPUS  WALLTIME  ARGS...
-    4        2:00:00   input-a.dat
-    1        10m       input-b.dat --quick
-    2        90s       'a file with spaces'
-""")
-    + "\n"
-    + para("""
-    Sub-task K is the K-th sub-task line (from 0); it runs on exactly NCPUS cores (GS_NCPUS,
-    GS_CORES, OMP_NUM_THREADS).  The job as a whole asks for the cores its sub-tasks need at
-    once, at most the machine's, and starts them in order as its cores free up; -t defaults to
-    what that takes.  In a backfill window a chain holds sub-tasks of one core count, each
-    sub-task joining the fullest chain in which it still ends inside the window.  A bad line is
-    refused with one line naming it (gsub: error: TASKS:3: cores 'x': not a whole number from
-    1), as are zero or negative cores or times, more cores than the machine has, lines longer
-    than 4096 bytes, more than 256 arguments on a line, more sub-tasks than
-    jobs.max_array_size, and a file without sub-tasks; exit status 2.  -n, --split and
-    --task-time cannot be given with it.
-""")
-    + "\n"
-    + para("""
-    Every sub-task runs in a process group of its own and is killed at its own time (SIGTERM to
-    its group, SIGKILL 3 seconds later), whether the time came from --task-time or a split file;
-    the job's walltime still bounds the whole.  A sub-task that exits non-zero or is killed at
-    its time is run again at once, on the same cores, up to --split-retries N times (GS_TASK_TRY
-    says which run it is, from 0); in a piece, only if the piece's time still holds that run and
-    the rest of its chain, since a piece must be out of the way of the job it backfills around.
-    Slurm and PBS have no such option: a failed array task is not rerun there unless it is
-    resubmitted.  The job, or piece, ends COMPLETED if every sub-task ended with status 0, else
-    FAILED, and its standard error names each sub-task that failed or ran out of time.  A job
-    that is requeued and started again does not rerun the sub-tasks it already completed.
-""")
-    + "\n"
-    + para("""
-    gstat shows how many sub-tasks are done, running, failed, timed out (killed at their own
-    time) and left, and how many runs again there were; gstat --json gives them as split.done,
-    split.running, split.failed, split.timeout, split.left and split.retried.  They are read from
-    the file each run of sub-tasks appends to in the job's checkpoint directory
-    (gridsched-subtasks.jsonl, one JSON line per start and end); where it cannot be read
-    (another user's job), sub-tasks are counted by the state of their job or piece.
-""")
-)
-
-DEVICES = para("""
-    --gpus N asks for N GPUs; --gpus MODEL:N for N of that model (as the topology file or
-    nvidia-smi names it); --gres NAME[:MODEL][:N] for devices of any type the machine declares
-    (gpu, fpga, ...); --gpus-per-task N with --ntasks T for N times T GPUs.  The job starts when
-    that many distinct devices are free (a device shared by [devices.TYPE] share = S in
-    gridsched.toml is S slots, never two of them for one job; --exclusive-gpu takes every slot of
-    its devices).  --gpu-bind closest (the default, as Slurm's) takes the job's cores on its
-    devices' boards when they fit there, strict waits until they do, none places cores as without
-    devices.  The job sees only its own devices: CUDA_VISIBLE_DEVICES (by UUID where known, else by
-    index), ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL, GS_GPUS and GS_DEVICES,
-    and with compat.env SLURM_JOB_GPUS and SLURM_GPUS_ON_NODE.  That isolation is by environment
-    variables only: a program that ignores them can reach every device of the host.  A request the
-    machine can never meet is refused (gsub: error: --gpus 5: the machine has 4 GPUs).  #SBATCH
-    --gres=gpu:N, --gpus, --gpus-per-node, --gpus-per-task and #PBS -l ngpus=N or select=...:ngpus=N
-    are read as these options.
-""")
-
-GSUB_EXAMPLES = verbatim("""
-    $ cat job.sh
-    #!/bin/sh
-    #GS -N render -n 4 -t 2:00:00
-    #GS -o logs/%x-%j.out
-    ./render --threads $GS_NCPUS
-    $ gsub job.sh
-    17
-    $ gsub -n 8 job.sh            # the command line wins: 8 cores
-    $ gsub --wrap 'make -j4' -n 4 -t 30m
-    $ echo 'sleep 60' | gsub -t 2m
-    $ gsub --wait job.sh && echo done
-""")
-
-GSTAT_JSON = (
-    para(f"""
-    gstat --json prints one JSON object: {{"jobs": [...], "daemon": {{...}}}}.  Each element of
-    "jobs" has exactly these keys: {", ".join(JSON_KEYS)}.  The schema is stable: keys are
-    only ever added.
-""")
-    + "\n"
-    + items(
-        [
-            ("id, ncpus, walltime", "Integers: the job id, its cores, its walltime in seconds."),
-            (
-                "name, user, state",
-                "Strings; state is one of PENDING, HELD, RUNNING, STOPPING, SUSPENDED, "
-                "COMPLETED, FAILED, CANCELLED, TIMEOUT, OUT_OF_MEMORY.",
-            ),
-            (
-                "submit_time, start_time, end_time, predicted_start",
-                "Seconds since the epoch (numbers) or null; start_time is null until the job first starts, "
-                "predicted_start is null unless the daemon predicted when a pending job starts (and for a job "
-                "that can never start: its reason says why).",
-            ),
-            ("elapsed", "Seconds the job has run so far (over all its run segments)."),
-            ("cores", "The cores the job runs on, as a cpu list such as 0-3,8 (empty when not running)."),
-            (
-                "exit_code, exit_signal",
-                "The exit status of a finished job, or the signal that killed it; null otherwise.",
-            ),
-            (
-                "reason",
-                "Why the job is in its state (for example why it waits: see WHY A JOB WAITS), or empty.",
-            ),
-            ("restarts, preemptions, checkpoints", "How often the job was restarted, preempted and checkpointed."),
-            ("backfilled", "true if the job was started by backfilling."),
-            ("stdout, stderr, workdir", "Absolute paths of the job's output files and working directory."),
-            (
-                "resources, reservation",
-                'The job\'s floating resources ({"matlab": 1}; {} for none) and the id of '
-                "the reservation it is bound to (null for none).",
-            ),
-            ("array_id, array_index", "For an array task, its array's id and its index; null otherwise."),
-            (
-                "split",
-                "null, or for a splittable job {n, ncpus, task_time, done, running, failed, left} (its sub-tasks "
-                "and how many are done, running, failed and left), for a piece of one "
-                "{of: the job, tasks: its sub-tasks}.",
-            ),
-            ("parent", "The id of the job's parent (a job submitted from inside another job), or null."),
-            (
-                "reason_code",
-                "squeue's REASON code of a pending or held job, as the REASON column shows it (Resources, "
-                'Licenses, Priority, ...: see WHY A JOB WAITS); "" for a job in any other state.',
-            ),
-            ("daemon", '{"running": true or false, "pid": the daemon\'s pid or null, "spool": the spool directory}.'),
-        ]
-    )
-    + "\n"
-    + para("""
-    Jobs submitted while the daemon has not yet taken them in are listed as PENDING (HELD if
-    submitted with --hold) with the reason "submitted, not yet taken in by the daemon".
-""")
-)
-
-
-def _reason_codes() -> str:
-    from gridsched.protocol.reason_codes import CODES
-
-    pairs = [(code, f"{meaning}.") for code, meaning in CODES.values()]
-    return items([("None", "Nothing said yet (a job just submitted, or one that is about to start)."), *pairs])
-
-
-GSTAT_FORMAT = (
-    para("""
-    --format FORMAT prints the fields FORMAT names, as squeue --format: %X is field X, %WX cuts
-    or pads it to width W, %.WX aligns it right, %% is a %; other text is printed as it is,
-    after a header line.  Any other % is refused with one line (exit status 2).  The letters:
-""")
-    + "\n"
-    + items(
-        [
-            ("%i, %A", "Job id (%i: ARRAYID_INDEX for an array task shown alone)."),
-            ("%j", "Job name."),
-            ("%u", "User."),
-            ("%T, %t", "State, in full and in Slurm's short form (PD, R, CG, S, CD, F, TO, CA; HELD is PD)."),
-            ("%M, %r", "Time used (run time so far)."),
-            ("%l", "Time limit (walltime), UNLIMITED for none."),
-            ("%C", "Cores (ncpus)."),
-            ("%D", "Nodes: always 1."),
-            ("%R", "REASON (below)."),
-            (
-                "%S",
-                "Start time; for a pending or held job its predicted start, or else its begin time (gsub --begin) "
-                "if still ahead; as YYYY-MM-DDTHH:MM:SS (N/A: none).",
-            ),
-            ("%e, %V", "End time and submit time, as %S."),
-            ("%P", "Partition: always gridsched."),
-            ("%c", "The cores the job runs on."),
-            ("%b", "The devices the job asked for (gpu:2), or the ones it holds once it runs (gpu:0,1)."),
-        ]
-    )
-    + "\n"
-    + para("""
-    --sort KEYS sorts by the same letters or by the names id, name, user, state, time, limit,
-    cpus, reason, start, end, submit, comma-separated, a - before one for descending order
-    (--sort=-t,i or --sort=-state,id: by state descending, then id).  --start lists pending and held jobs
-    with their predicted start as a full date and time (N/A when none is predicted) and their
-    REASON, soonest first, as squeue --start.  The table's NOTE shows a predicted start as a
-    time of day when it is today, and with its date otherwise.
-""")
-)
-
-GSTAT_WAITS = (
-    para("""
-    The REASON column gives squeue's reason code for a pending or held job, from one table
-    of the scheduling core's kinds of wait (the whole sentence is in gstat -f and --json):
-""")
-    + "\n"
-    + _reason_codes()
-    + "\n"
-    + para("""
-    The scheduling core says why each pending job waits, every time it refreshes the predicted
-    start times (every two seconds while anything changes); gstat shows it as the reason (gstat
-    -f, the "reason" of gstat --json), the REASON column its code (above), and the NOTE column
-    "can never start" for a job that never will.  A job that can never start has no predicted
-    start (null in --json).  The reasons, with their Slurm equivalents:
-""")
-    + "\n"
-    + items(
-        [
-            (
-                "Resources: next to start, waiting for N cores (F of T free)",
-                "The job is next (it holds the reservation the backfill works around) and lacks cores now: it "
-                "asks for N, F of the T in service are free. Slurm: Resources.",
-            ),
-            (
-                "Resources: next to start, waiting for N gpu (U of T in use)",
-                "The job is next and lacks devices of a type (gpu, or gpu MODEL for --gpus MODEL:N): U of the T "
-                'are held by other jobs ("gpu slots" where [devices.gpu] share lets jobs share a GPU). Slurm '
-                "has no code of its own for GRES: Resources.",
-            ),
-            (
-                "Resources: next to start, waiting for the resources it needs to come free",
-                "The job is next, and by count nothing it asks for is short now: its layout (--place, or GPUs "
-                "beside its cores) cannot be met on what is free yet. Slurm: Resources.",
-            ),
-            (
-                "Licenses: waiting for NAME=N (F of T free)",
-                "A floating resource (-l NAME=N, a licence) is all the job lacks now: cores and devices are "
-                "free. Shown for the next job, and for a job behind it when the policy backfills (under fcfs "
-                "the jobs ahead of it come first whatever it lacks: Priority). Slurm: Licenses.",
-            ),
-            (
-                "Priority: waiting for jobs ahead of it in the queue to start first",
-                "Jobs ahead of it wait too and come first; it starts earlier only by backfilling. Slurm: Priority.",
-            ),
-            (
-                "Resources: waiting for room in reservation R",
-                "Bound to active reservation R, whose cores are busy with its other jobs. Slurm: Resources.",
-            ),
-            (
-                "Reservation: waiting for reservation R to be activated",
-                "Bound to reservation R, which is not active yet. Slurm: Reservation.",
-            ),
-            (
-                "waiting for cores, while cores X are drained (see gctl topology)",
-                "It would be placed now if the drained cores X were in service. Slurm: ReqNodeNotAvail.",
-            ),
-            (
-                "can never start while cores X are drained (see gctl topology)",
-                "The cores in service can never hold it; with X back in service they could. Slurm: ReqNodeNotAvail.",
-            ),
-            (
-                "can never start with the cores of this machine: ...",
-                "It asks for more cores than are in service, or for a layout (--place board, "
-                "--threads-per-core, --exclusive-board) no board can hold; the reason names the numbers. "
-                'Also "can never start: it asks for NAME=N, the machine has NAME=M" for a floating '
-                "resource. Slurm: BadConstraints (Slurm usually refuses such a job at submission; so does gsub, "
-                "and this reason is for a job the machine shrank under, by a drain or a new configuration).",
-            ),
-            (
-                "can never start in reservation R: ...",
-                "Bound to R, it would not end before R ends its jobs, or R's cores can never hold its layout, or R "
-                "can never be activated.",
-            ),
-            (
-                "held ..., begin time ..., waiting for dependency ..., dependency never satisfied: ..., "
-                "array A: N tasks already running (%N)",
-                "Not yet eligible: held (Slurm: JobHeldUser, JobHeldAdmin), --begin (BeginTime), --dependency "
-                "(Dependency, DependencyNeverSatisfied), an array's %N throttle (JobArrayTaskLimit).",
-            ),
-        ]
-    )
-)
-
-SELECTING = para("""
-    Jobs are named by ID (a job, or every task of array ID), ARRAYID_INDEX (one array task,
-    17_3) or ARRAYID_[LIST] (the tasks LIST names, as gsub --array writes it: 17_[2-5],
-    17_[1,3-4]; quote it, or the shell may take the brackets as a pattern); several ids may be
-    given, also comma-separated outside brackets.  The filters
-    -u USER, -n NAME and -s STATE keep only the jobs that match every filter given (AND); each
-    may be repeated or list values with commas (any of them).  STATE is a state as gstat shows
-    it (PENDING, HELD, RUNNING, STOPPING, SUSPENDED, COMPLETED, FAILED, TIMEOUT, CANCELLED,
-    OUT_OF_MEMORY, any case) or Slurm's short form (PD, R, CG, S, CD, F, TO, CA, OOM).  Unlike Slurm, where a held job
-    is PENDING with reason JobHeldUser, a held job's state is HELD, and PD means PENDING only.
-    With filters and no id, the jobs not yet finished are searched (finished ones too when -s
-    names a finished state).  The command reads the job table to turn the selection into job
-    ids; each job is then checked as if named by its id (another user's job is refused, one
-    line each, unless the command runs as root).  ARRAYID_INDEX names that one task, also the
-    array's first task, whose job id is the array's.  No id and no filter is refused (as
-    scancel refuses it), and a selection that matches no job is one error line ("gdel:
-    error: no job matches -u alice -s PENDING") and exit status 1.
-""")
-
-RESV_TOPIC = para("""
-    Who may reserve: the admins (root, and the owner of a personal daemon's spool) and the users
-    named in reservations.users of gridsched.toml(5) ("*": every user), these within the caps
-    reservations.max_per_user, max_cores_per_user and max_duration_per_user.  As in Slurm, where
-    scontrol create reservation is for operators and admins.  Anyone else's gresv create is
-    refused with one line and exit status 1, and the daemon refuses the same request written by
-    hand (gresv list -a shows it ENDED, "refused: ...").
-
-    Flexible reservation (no --start): the daemon gives it a place in the queue, by its id,
-    among the jobs (ids of jobs and reservations come from one sequence, so the place is the
-    order of submission), and schedules it like a job of its cores, floating resources and
-    duration that can never be preempted.  When its turn comes and its cores and units are
-    free for the whole duration, it becomes ACTIVE: the cores and units pass to it and no
-    other job may use them until its end.  gstat -r and gresv list show the predicted
-    activation time of a waiting one.
-
-    Fixed reservation (--start): every policy keeps its cores and units free over its window.
-    A job may run before it only if its walltime ends by the start, or, with
-    reservations.preempt_for_fixed = true, if it is checkpointable (it is then preempted at
-    the start).  It is ACTIVE from the start, or from the moment its cores come free if a job
-    overran, until the start plus the duration.
-
-    Jobs: gsub --reservation R binds a job to R.  If R is active and has the cores, units and
-    time left the job asks for, the job starts at once on R's cores, without queueing;
-    otherwise gsub refuses it, unless --wait-resv is given, in which case it waits for R's own
-    cores.  A job bound to a waiting reservation starts the moment it becomes active.  Only
-    R's owner, the users given with --users and root may bind jobs to it; the daemon checks
-    again against the owner of the request file.  When R ends (or is deleted), its jobs still
-    running are stopped as at their walltime: SIGTERM, the jobs.kill_grace, SIGKILL, state
-    TIMEOUT with the reason "reservation ended" -- unless R was created with --no-kill, in
-    which case they go on as ordinary running jobs (and their walltime need not fit in R's
-    time left).  Its jobs still waiting are cancelled, or with gresv delete --release join
-    the normal queue.
-
-    Placement: without options a reservation is placed as a job without a requirement, on the
-    fewest boards.  --place, --threads-per-core and --exclusive-board mean what they mean for
-    gsub, and are checked the same way: it is activated only on cores laid out so (--place
-    board: all on one board; spread: round-robin over the boards; --threads-per-core 1: one
-    hardware thread of each physical core, the SMT siblings held idle, used by nobody else;
-    --exclusive-board: whole boards, nothing else on them).  A flexible one waits until such
-    cores are free; a fixed one is activated when they are (with
-    reservations.preempt_for_fixed, the checkpointable jobs preempted are chosen so that it
-    can be placed).  Jobs bound to it are placed inside its cores with their own --place
-    options; a job that its cores can never hold (a --place board -n 4 job in a reservation
-    spread two and two over two boards) is refused by gsub and the daemon, naming why.  While
-    the reservation waits its cores are not known and such a job is taken; once it is
-    active, gstat shows that the job can never start in it, and why.  Slurm's scontrol
-    create reservation takes nodes or cores, and PBS's pbs_rsub a select statement with
-    place=; here the reservation's layout is the same request a job makes.
-
-    Refused at once, with one line and exit status 1 (2 for a malformed option): a duration
-    of zero or beyond reservations.max_duration, more cores or units than the machine has, an
-    unknown floating resource, a --start in the past or that cannot be read, a placement the
-    machine can never meet ("can never be placed: --place board: no board has 5 cores
-    (largest: 4)", in the words gsub uses for a job), deleting another user's reservation.
-    The daemon refuses the same requests with the same words (the reservation is ENDED with
-    the reason "refused: ...").
-""")
-
-RESV_JSON = para(f"""
-    gresv list --json and gstat -r --json print {{"reservations": [...]}}; gresv show --json
-    prints one reservation.  Each has exactly these keys: {", ".join(gresv.JSON_KEYS)}.  Times
-    are seconds since the epoch or null; duration is in seconds; resources maps a floating
-    resource to its units; jobs lists the ids of the jobs bound to it; predicted is the
-    predicted activation time of a waiting one; place (pack, spread, board or null),
-    threads_per_core (0: any) and exclusive_board are its placement.
-""")
-
-# -- job trees: gsub JOB TREES, gwait(1), gyield(1), gresume(1), gresume-tree(1) --------------
-
-TREES = para("""
-    A job submitted from inside a running job ($GS_JOBID set, same spool) is a child of that job,
-    unless --no-parent is given; --parent ID attaches it to another running job of the same user.
-    gsub refuses, with one line, a parent that is unknown, another user's, or not running, and a
-    child that asks for more cores than the root of its tree has: the cores of a tree are
-    allocated to its root.  gstat --tree shows the jobs as trees and gstat -f ID the parent and
-    children of a job.
-
-    A parent waits for its children with gwait(1).  gwait --yield (or gyield(1) and gresume(1))
-    lends its cores meanwhile: it stays in memory, idle, and the scheduler runs other tasks on its
-    cores -- its descendants, the deepest first, then as scheduler.yield_affinity allows (tree:
-    jobs of the same tree, none: any job that is the root of its tree).  A task that may run on either a lent or a
-    free core is
-    put on the lent one; a task on a lent core needs no allocation of its own, holds it until it
-    ends and is never preempted for the parent.  When the children have ended (or on gresume) no
-    new task starts on the cores, and the parent gets them back when the tasks still running there
-    have ended.  So parents that fill the machine cannot deadlock their children.  When preempting,
-    leaves go first, the deepest, then the most recently started.
-
-    A job yields only while it has something to wait for: the jobs gwait --yield names that have
-    not ended, or (gyield) its children that have not ended; gyield in a job with none fails
-    with one line, and the lending stops once none is left.  Its walltime always holds, save for
-    the time its children ran while it yielded: its deadline moves later by that time, so a
-    parent waiting on a long child does not time out and take its subtree with it.  Children that
-    are held, pending or waiting for their begin time earn it nothing, and no run lasts longer
-    from its start than jobs.max_walltime (or its own walltime, if longer).  A parent that waits
-    without yielding keeps its cores and its walltime runs as usual.  (Slurm and PBS have no such
-    rule: there a job's walltime runs while it waits.)
-
-    A parent that fails, is cancelled or times out takes its subtree with it: its pending
-    descendants are cancelled and its running ones signalled as by gdel (reason "parent ID ended
-    STATE").  With --recoverable the subtree is kept instead: running descendants go on, pending
-    ones are held (reason "parent ID ended STATE: subtree held"), and gresume-tree ID releases
-    them, for instance from the job that takes over once it has checked its state.  The held
-    jobs keep their parent: they are not attached to the new job.
-""")
-
-WALLTIME_RULE = para("""
-    A job's walltime always holds, save for the time a child of the job ran while it yielded
-    (from gyield or gwait --yield until it has its cores back): its deadline moves later by that
-    time.  Time it yields while no child of its runs (children held, pending, or waiting for
-    their begin time) is charged as any other, and whatever it earned, a run never lasts longer
-    from its start than jobs.max_walltime (or its own walltime, if longer).  gyield fails, exit 1,
-    in a job with no child that has not ended: there is nothing to lend its cores to.  The job
-    lends its cores at most until its children have ended.  gstat shows the job's predicted end
-    moving accordingly.
-""")
-
-TREE_EXIT = [ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]
-TREE_SEE = "gsub(1), gstat(1), gwait(1), gyield(1), gresume(1), gresume-tree(1), gridsched.toml(5)"
-TREE_ENV = items(
-    [
-        ("GS_JOBID", "The job the command runs in (set by the daemon); without it the command refuses to run."),
-        ("GS_SPOOL", "The spool of that job (set by the daemon)."),
-    ]
-)
-GSTAT_PRIORITY = para("""
-    gstat --priority lists the pending and held jobs, highest priority first, as Slurm's sprio:
-    JOBID, USER, PRIORITY, then each factor times its weight (AGE, JOBSIZE, FAIRSHARE) and NICE;
-    a job whose priority an admin set (gsub --priority) shows (admin).  It computes them with the
-    scheduler's own function from the same inputs: the config's [priority] weights, the machine's
-    cores, and each user's usage from the accounting of ended jobs (cores times run time, halved
-    every priority.half_life).  With --json: {"jobs": [{"id", "user", "priority", "age",
-    "job_size", "fairshare", "nice", "admin_priority", "weights": {"age", "job_size",
-    "fairshare"}}]}, the factors from 0 to 1 before their weights.
-""")
-
-TREE_PAGES: dict[str, tuple[click.Command, int, dict]] = {
-    "gwait": (
-        gwait.gwait_cli,
-        1,
-        {
-            "TOPICS": {"JOB TREES": TREES},
-            "ENVIRONMENT": TREE_ENV,
-            "EXIT STATUS": exit_status(TREE_EXIT[1:], [("0", "Every job waited for COMPLETED (or there was none).")]),
-            "EXAMPLES": verbatim("""
-            #!/bin/sh
-            #GS -n 4
-            for part in 1 2 3 4; do gsub -n 1 work.sh $part; done
-            gwait --yield --children || exit 1     # the children run on this job's 4 cores
-            cat part.* > result
-        """),
-            "SEE ALSO": TREE_SEE,
-        },
-    ),
-    "gyield": (
-        gwait.gyield_cli,
-        1,
-        {
-            "TOPICS": {"WALLTIME": WALLTIME_RULE},
-            "ENVIRONMENT": TREE_ENV,
-            "EXIT STATUS": exit_status(TREE_EXIT),
-            "EXAMPLES": verbatim("""
-            gsub -n 2 stage.sh
-            gyield                 # lend the cores, return at once
-            wait_for_stage_output
-            gresume                # blocks until the cores are this job's again
-        """),
-            "SEE ALSO": TREE_SEE,
-        },
-    ),
-    "gresume": (
-        gwait.gresume_cli,
-        1,
-        {
-            "TOPICS": {"WALLTIME": WALLTIME_RULE},
-            "ENVIRONMENT": TREE_ENV,
-            "EXIT STATUS": exit_status(TREE_EXIT),
-            "SEE ALSO": TREE_SEE,
-        },
-    ),
-    "gresume-tree": (
-        gwait.gresume_tree_cli,
-        1,
-        {
-            "ENVIRONMENT": ENVIRONMENT,
-            "EXIT STATUS": exit_status(TREE_EXIT),
-            "EXAMPLES": verbatim("""
-            $ gsub --recoverable -n 4 driver.sh      # job 40; it fails, its children 41 and 42 are held
-            $ gresume-tree 40
-            job 41: releasing
-            job 42: releasing
-        """),
-            "SEE ALSO": TREE_SEE,
-        },
-    ),
-}
-
-PAGES: dict[str, tuple[click.Command, int, dict]] = {
-    "gsub": (
-        gsub.cli,
-        1,
-        {
-            "TOPICS": {
-                "DIRECTIVES": DIRECTIVES,
-                "SLURM AND PBS DIRECTIVES": FOREIGN,
-                "ENVIRONMENT EXPORT AND EXCLUSIVE JOBS": EXPORT,
-                "MAIL AND LOGIN ENVIRONMENT": MAIL_ENV,
-                "DEPENDENCIES": DEPENDENCIES,
-                "PRIORITY": PRIORITY,
-                "OUTPUT FILES": OUTPUT,
-                "INTERPRETER": INTERPRETER,
-                "TIMES AND MEMORY": TIMES,
-                "BEGIN TIMES": BEGIN_TIMES,
-                "SIGNALS BEFORE THE WALLTIME": SIGNALS,
-                "ESTIMATES": ESTIMATES,
-                "CHECKPOINTING": CHECKPOINT,
-                "JOB ARRAYS": ARRAYS,
-                "SPLITTABLE JOBS": SPLIT,
-                "JOB TREES": TREES,
-                "GPUS AND DEVICES": DEVICES,
-            },
-            "ENVIRONMENT": ENVIRONMENT
-            + "\n"
-            + para("""
-            The job runs with the environment gsub was called with (all of it unless --export says
-            otherwise), plus GS_JOBID, GS_NCPUS, the
-            cores it runs on, GS_NTASKS and GS_CPUS_PER_TASK (--ntasks, --cpus-per-task; a job that
-            gives neither is one task on all its cores), OMP_NUM_THREADS (its cores per task),
-            $GS_CHECKPOINT_DIR and $GS_RESTART_COUNT.  Each start of a job gets a private directory of
-            its own (mode 0700) under jobs.tmpdir (default: the system's temporary directory), removed
-            with everything in it when the job ends, also after a crash: TMPDIR is in it, and bin/,
-            first on PATH, with srun (N copies of a command, each pinned to its share of the job's
-            cores; default N: the job's tasks; -n more than that is refused) and, when no MPI is
-            installed on the job's PATH, mpirun and mpiexec that do the same with the MPI rank
-            variables set.  An installed MPI runs as it is, with the job's host file in
-            OMPI_MCA_orte_default_hostfile and HYDRA_HOST_FILE.  With compat.env = true in
-            gridsched.toml (the default) the job also sees what Slurm, PBS Pro, Torque and Grid
-            Engine give a one-node job of the same request: SLURM_JOB_ID, SLURM_NTASKS,
-            SLURM_CPUS_PER_TASK (only with --cpus-per-task, or without --ntasks), SLURM_TASKS_PER_NODE,
-            SLURM_JOB_NODELIST, SLURM_CPUS_ON_NODE, SLURM_MEM_PER_NODE, SLURM_RESTART_COUNT, PBS_JOBID
-            (ID.HOST), PBS_O_WORKDIR, PBS_NODEFILE (the host once per core), PBS_NUM_PPN, NCPUS, JOB_ID,
-            NSLOTS, PE_HOSTFILE and the rest listed in docs/compat.md; with compat.env = false none of
-            those names is set, nor passed on from the submitting environment.  It runs with the umask
-            gsub was called with, so its output and checkpoint files get the modes the submitter's
-            files would.  The job ends when its script ends: whatever the script left running is
-            killed, and the job's state and exit code are the script's (as under Slurm)."""),
-            "FILES": FILES,
-            "EXIT STATUS": exit_status(
-                [ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE],
-                [
-                    (
-                        "with --wait",
-                        "The job's exit status; 128 + N if it was killed by signal N; 1 if it was cancelled "
-                        "or failed without an exit status.",
-                    ),
-                ],
-            ),
-            "EXAMPLES": GSUB_EXAMPLES,
-            "SEE ALSO": SEE_ALSO["gsub"],
-        },
-    ),
-    "gresv": (
-        gresv.cli,
-        1,
-        {
-            "TOPICS": {"RESERVATIONS": RESV_TOPIC, "JSON OUTPUT": RESV_JSON},
-            "ENVIRONMENT": ENVIRONMENT,
-            "FILES": FILES,
-            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-            "EXAMPLES": verbatim("""
-            $ gresv create -n 8 -t 2h -l matlab=1 --users bob,carol
-            41
-            $ gsub --reservation 41 -n 4 -t 30m job.sh
-            $ gresv create -n 16 -t 3h --start 2026-11-22T14:00 --name course
-            $ gresv create -n 2 -t 30m --start +1h --no-kill
-            $ gresv create -n 4 -t 1h --place board --threads-per-core 1
-            $ gresv list
-            $ gresv show 41 --json
-            $ gresv delete 41 --release
-        """),
-            "SEE ALSO": SEE_ALSO["gresv"],
-        },
-    ),
-    "gstat": (
-        gstat.cli,
-        1,
-        {
-            "TOPICS": {
-                "SELECTING JOBS": SELECTING,
-                "WHY A JOB WAITS": GSTAT_WAITS,
-                "FORMAT, SORT AND START": GSTAT_FORMAT,
-                "JSON OUTPUT": GSTAT_JSON,
-                "PRIORITY": GSTAT_PRIORITY,
-            },
-            "ENVIRONMENT": ENVIRONMENT,
-            "FILES": FILES,
-            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-            "EXAMPLES": verbatim("""
-            $ gstat
-            $ gstat -a -u alice
-            $ gstat -f 17
-            $ gstat -s PD -u alice        # alice's pending jobs, with their REASON
-            $ gstat --start               # pending jobs and when they are predicted to start
-            $ gstat --format "%i %u %j %T %M %l %D %R" --sort=-t,i
-            $ gstat --json | jq '.jobs[] | select(.state == "RUNNING") | .id'
-            $ gstat --watch 5             # refreshed every 5 s until Ctrl-C
-            $ gstat --gantt --hours 8     # running jobs and predicted starts, 8 hours ahead
-        """),
-            "SEE ALSO": SEE_ALSO["gstat"],
-        },
-    ),
-    "gdel": (
-        gdel.cli,
-        1,
-        {
-            "DESCRIPTION+": para("""
-            Every id is checked first: an unknown job, a job that has already finished and another
-            user's job (unless gdel runs as root) are errors, one line each.  The others are
-            cancelled in one request, and gdel prints "job ID: cancelling" for each.  The daemon
-            carries the request out; gstat shows the result."""),
-            "TOPICS": {"SELECTING JOBS": SELECTING},
-            "ENVIRONMENT": ENVIRONMENT,
-            "FILES": FILES,
-            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-            "EXAMPLES": verbatim("""
-            $ gdel 17 18
-            job 17: cancelling
-            job 18: cancelling
-            $ gdel '20_[2-3]'
-            job 20_2: cancelling
-            job 20_3: cancelling
-            $ gdel -u alice -s PENDING
-            gdel: error: no job matches -u alice -s PENDING
-        """),
-            "SEE ALSO": SEE_ALSO["gdel"],
-        },
-    ),
-    "ghold": (
-        ghold.cli,
-        1,
-        {
-            "DESCRIPTION+": para("""
-            Every id is checked first: an unknown job, another user's job (unless ghold runs as
-            root) and a job that is not pending are errors, one line each (ghold: error: job 7: is
-            RUNNING, only pending jobs can be held).  The others are held in one request, and ghold
-            prints "job ID: holding" for each.  gsub --hold submits a job held.  gstat shows a held
-            job's reason: "held by its owner (grls releases it)", or "held by an admin" when root
-            held another user's job."""),
-            "TOPICS": {"SELECTING JOBS": SELECTING},
-            "ENVIRONMENT": ENVIRONMENT,
-            "FILES": FILES,
-            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-            "EXAMPLES": verbatim("""
-            $ ghold 17
-            job 17: holding
-            $ ghold -n nightly -s PD
-        """),
-            "SEE ALSO": SEE_ALSO["ghold"],
-        },
-    ),
-    "grls": (
-        grls.cli,
-        1,
-        {
-            "DESCRIPTION+": para("""
-            Every id is checked first: an unknown job, another user's job (unless grls runs as
-            root) and a job that is not held are errors, one line each.  The others are released
-            in one request, and grls prints "job ID: releasing" for each."""),
-            "TOPICS": {"SELECTING JOBS": SELECTING},
-            "ENVIRONMENT": ENVIRONMENT,
-            "FILES": FILES,
-            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-            "EXAMPLES": verbatim("""
-            $ grls 17
-            job 17: releasing
-            $ grls -s HELD
-        """),
-            "SEE ALSO": SEE_ALSO["grls"],
-        },
-    ),
-    "gacct": (
-        gacct.cli,
-        1,
-        {
-            "TOPICS": {
-                "TIMES": para("""
-                -S and -E take a date (2026-11-22, midnight local time), a date and time
-                (2026-11-22T10:00 or 2026-11-22T10:00:30, local time), now, today, or a time relative
-                to now: -1d, -12h, -30m, -2w (s, m, h, d, w; + for the future).  A job is shown when it
-                ended at or after -S and started (or, never started, was submitted) at or before -E."""),
-                "COLUMNS": items(
-                    [
-                        ("WAIT", "From submission to the first start."),
-                        ("RUN", "The sum of the job's run segments (a preempted and restarted job has several)."),
-                        ("EXIT", "The exit status, or sigN for a job killed by signal N."),
-                        ("CORES", "The cores, and the devices the job held (4 gpu:0,1)."),
-                        ("RESTARTS, PREEMPT, CKPTS", "How often the job was restarted, preempted and checkpointed."),
-                        ("LOST", "Run time lost to preemptions without a checkpoint."),
-                        ("MAXRSS", "The job's peak memory, as sacct prints MaxRSS (see USAGE); empty: not measured."),
-                        (
-                            "TOTALCPU",
-                            "The CPU time (user and system) of the job's processes, as sacct prints TotalCPU.",
-                        ),
-                    ]
-                )
-                + "\n"
-                + para(f"""
-                gacct --json prints {{"jobs": [...]}}; each job has exactly the keys
-                {", ".join(gacct.JSON_KEYS)}; times are seconds since the epoch, wait and run
-                seconds.  jobid is the id as the table shows it (17_3 for task 3 of array 17;
-                array_id and array_index are null for a job that is not an array task); max_rss and
-                req_mem are bytes, cpu_user, cpu_sys and total_cpu seconds; each is null when it was not
-                measured (or, for req_mem, not requested).  gpus is the number of GPUs the job held (0
-                for none), gpu_time its GPU time in seconds (see GPUS), alloc_tres its AllocTRES."""),
-                "GPUS": para("""
-                A job's GPU time is the GPUs it held times the time it held them, summed over its run
-                segments: a segment is counted with the devices it was started on (a job preempted and
-                restarted may get other GPUs, never another number of them), and a segment that continued
-                a suspended job with the devices of the segment before it.  Slurm has no such field;
-                sacct's AllocTRES shows the GPUs as gres/gpu=N, and so does gacct's.  Devices of other
-                types (gsub --gres fpga:1) show in AllocTRES as gres/TYPE=N and add nothing to the GPU
-                time."""),
-                "ARRAYS": para("""
-                An array task shows as ARRAYID_INDEX.  -j ID lists every task of array ID (or the job
-                ID), -j ID_N the one task, -j 'ID_[LIST]' the tasks LIST names (17_[2-5], 17_[1,3]), as
-                gstat and gdel take them; a task's own job id (JobIDRaw) names it too."""),
-                "USAGE": para("""
-                Each segment of a job (a run from a start to the end, or to a preemption that puts it
-                back in the queue) is run by a shepherd process that is the parent and child subreaper of
-                every process of the job.  When the segment ends and the shepherd has reaped them all, it
-                records what they used in the segment's exit file: the user and system CPU time of all
-                of them (getrusage RUSAGE_CHILDREN), and the peak memory: that of the job's memory cgroup
-                (memory.max_usage_in_bytes on cgroup v1, memory.peak on v2: all the processes together,
-                page cache included) for a job run with --mem in a cgroup, else the largest resident set
-                of one process (ru_maxrss), as Slurm's MaxRSS is the largest task's.  The shepherd goes on
-                when the daemon is restarted, so a job that ends while the daemon is down is measured too.
-                The job's usage is that of its segments, as sacct sums a job's steps: CPU times added, the
-                largest peak memory.  Not measured: a segment whose shepherd was killed (its job ends
-                FAILED, "outcome is unknown"), which adds nothing; a job with no measured segment (or
-                finished before this version) shows empty values, never zeros."""),
-                "OUT OF MEMORY": para("""
-                A job ends OUT_OF_MEMORY (short form OOM, as Slurm) when the kernel's OOM killer killed
-                a process of its memory cgroup (the job ran with --mem on a host where the daemon can
-                make memory cgroups: gctl info says how --mem is enforced) and the job's script did not
-                exit 0; a script that exits 0 although a child was killed is COMPLETED.  For dependencies
-                it counts as a failure: afterok is never satisfied, afternotok and afterany are.  Where
-                --mem falls back to RLIMIT_AS (no writable memory cgroup), an allocation over the limit
-                fails inside the program, which ends by itself (a MemoryError, a segfault, an exit code
-                of its choosing): such a job is FAILED, as it cannot be told apart reliably."""),
-                "FORMAT": para("""
-                --format (-o) takes fields named as sacct names them, in any case, separated by commas;
-                FIELD%N prints the field N characters wide, a longer value cut with a + as its last
-                character (sacct's form).  The table has a header line and a line of dashes (not with
-                --noheader); --parsable (-p) prints the fields separated by |, with a | after the last,
-                --parsable2 (-P) without it (sacct -p and -P); either one alone prints JobID, JobName,
-                User, AllocCPUS, State, ExitCode, Elapsed, MaxRSS and TotalCPU.  An unknown field is one
-                error line naming it and listing the fields, exit status 2; gacct --helpformat lists
-                them.  The fields:""")
-                + "\n"
-                + items(
-                    [
-                        ("JobID, JobIDRaw", "The id (ARRAYID_INDEX for an array task), the job's own id."),
-                        ("ArrayJobID, ArrayTaskID", "An array task's array and index (empty otherwise)."),
-                        ("JobName, User, UID, State, Reason", "As gstat shows them."),
-                        ("ExitCode", "CODE:SIGNAL, as sacct (0:9 for a job killed by SIGKILL)."),
-                        ("Submit, Start, End", "Local time, 2026-11-22T10:00:00; Unknown when it never happened."),
-                        ("Elapsed, ElapsedRaw", "The time run (the sum of its segments), [D-]HH:MM:SS, seconds."),
-                        ("Planned, Reserved", "The wait from submission to the first start (sacct's names)."),
-                        ("Timelimit, TimelimitRaw", "The walltime, [D-]HH:MM:SS, minutes (sacct's raw unit)."),
-                        ("AllocCPUS, NCPUS, ReqCPUS", "Cores (AllocCPUS is 0 for a job that never started)."),
-                        ("CPUTime, CPUTimeRAW", "Elapsed times the cores, [D-]HH:MM:SS and seconds."),
-                        (
-                            "AllocTRES, ReqTRES",
-                            "What the job was given (empty if it never started) and asked for, as sacct "
-                            "prints trackable resources: cpu=4,gres/gpu=2,mem=16G,node=1 (memory in M, G "
-                            "or T when exact; no mem without --mem; node is always 1).",
-                        ),
-                        ("AllocGPUS", "The GPUs the job held (0 for none); not a sacct field."),
-                        (
-                            "GPUTime, GPUTimeRAW",
-                            "Its GPU time (see GPUS), [D-]HH:MM:SS and seconds; not sacct fields.",
-                        ),
-                        (
-                            "TotalCPU, UserCPU, SystemCPU",
-                            "CPU time used, as sacct prints it: MM:SS.mmm under an hour, HH:MM:SS, D-HH:MM:SS.",
-                        ),
-                        (
-                            "MaxRSS, ReqMem",
-                            "Peak memory used and --mem asked for, as sacct prints them: kilobytes with a K "
-                            "(61524K), M, G or T when exact (60M); 0 when no --mem.",
-                        ),
-                        ("WorkDir, NodeList", "The working directory; the cores the job last ran on."),
-                    ]
-                ),
-                "STANDARD WORKLOAD FORMAT": para("""
-                gacct --swf prints the jobs as a Standard Workload Format 2.2 trace, sorted by
-                submission, for gsim(1) to replay.  The header gives MaxProcs (the cores the daemon
-                recorded) and UnixStartTime (the first job's submission).  The 18 fields of a job:
-                job id; submit time, in seconds after the first job's; wait; run time (the sum of
-                its segments); allocated cores; average CPU time (-1); used memory (-1); requested
-                cores; requested time (the walltime); requested memory in KiB per core, or -1;
-                status (1 completed, 0 failed, timed out or out of memory, 5 cancelled); user id; group id;
-                executable (-1); queue (-1); partition (-1); the first job it depends on, or -1;
-                think time (-1).  A job that never started has -1 as wait, run time and allocated
-                cores."""),
-            },
-            "ENVIRONMENT": ENVIRONMENT,
-            "FILES": FILES,
-            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-            "EXAMPLES": verbatim("""
-            $ gacct -S -1d
-            $ gacct -u alice -s failed,timeout -S 2026-11-01 -E 2026-11-30
-            $ gacct --swf > history.swf && gsim history.swf
-            $ gacct -j 17 --format JobID,State,Elapsed,MaxRSS,TotalCPU
-            $ gacct -S today -s oom -P -n -o jobid,reqmem,maxrss
-            $ gacct -S -1w -P -o JobID,User,AllocTRES,GPUTime
-        """),
-            "SEE ALSO": SEE_ALSO["gacct"],
-        },
-    ),
-    "gctl": (
-        gctl.cli,
-        8,
-        {
-            "TOPICS": {
-                "STATUS MAPS": para("""
-            gctl topology shows each core as the scheduler sees it, computed by the scheduler's
-            own function from what the daemon records, so the display and the decisions cannot
-            disagree.  A core's state is the first that applies: job (a job runs on it), backfill
-            (a backfilled, checkpointable job runs on it: the head job may preempt it), held (a
-            job holds it without running on it: the SMT siblings of a --threads-per-core 1 job,
-            the rest of an --exclusive-board job's boards), lent (a yielding parent lends it to
-            its children), drained (gctl drain), reserved (an active reservation holds it, with
-            the siblings or boards its own placement holds), free.
-
-            gctl topology --json has, besides the boards and every core's state, "maps": one key
-            per status map -- allocated, backfill, held, lent, drained, reserved -- and free (the
-            cores a job without a reservation, a parent or preemption may be started on), each a
-            sorted list of core ids.  A core may be in several maps (a drained core whose job still
-            runs, a lent core a child runs on).""")
-            },
-            "ENVIRONMENT": ENVIRONMENT,
-            "FILES": FILES,
-            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-            "EXAMPLES": verbatim("""
-            $ gctl config
-            $ gctl reload
-            $ gctl topology
-            $ gctl topology --json | jq -c .maps
-            $ gctl drain 4-7 --reason "fan failure"
-            $ gctl resume 4-7
-        """),
-            "SEE ALSO": SEE_ALSO["gctl"],
-        },
-    ),
-    "gschedd": (
-        gschedd.cli,
-        8,
-        {
-            "DESCRIPTION+": para("""
-            One daemon serves one spool; a lock (SPOOL/gschedd.lock, or SPOOL/private/gschedd.lock
-            for a system daemon) keeps a second one out.
-            Commands work while the daemon is down: their requests wait in the spool and are
-            served when it starts.  gsub starts a daemon itself when none runs, unless the
-            configuration says daemon.autostart = false.  SIGTERM and SIGINT stop the daemon,
-            SIGHUP makes it reload its configuration (as gctl reload)."""),
-            "ENVIRONMENT": ENVIRONMENT,
-            "FILES": FILES,
-            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.NOT_RUNNING]),
-            "EXAMPLES": verbatim("""
-            $ gschedd start
-            gschedd: started, pid 4242, spool /home/alice/.local/state/gridsched
-            $ gschedd status; echo $?
-            gschedd: running, pid 4242, spool /home/alice/.local/state/gridsched, up 00:00:07
-            0
-            $ gschedd stop
-        """),
-            "SEE ALSO": SEE_ALSO["gschedd"],
-        },
-    ),
-}
-
-
-# -- gridsched.toml(5) ----------------------------------------------------------
-
-TOPOLOGY_FILE = (
-    para("""
-    The file named by machine.topology describes the machine's boards (sockets or NUMA nodes) in
-    TOML, one [[board]] table per board; etc/topology.toml in the sources is a commented example
-    (two sockets of four cores, in SMT pairs, mapped onto a host with two CPUs).  A board has
-    these keys:
-""")
-    + "\n"
-    + items(
-        [
-            ("id", "The board's number (default: its position in the file, from 0)."),
-            (
-                "cores",
-                'Its cores, as a cpu list such as "0-7".  The cores of all the boards together are '
-                "numbered 0 to N-1, each on exactly one board.",
-            ),
-            (
-                "siblings",
-                "Optional: the SMT sibling groups, one cpu list per physical core of two or more "
-                'threads, e.g. ["0,4", "1,5"].  Cores in no group are physical cores of their own.',
-            ),
-            ("memory", 'Optional: the board\'s memory, a size ("64G") or a number of bytes.'),
-            ("node", "Optional: the host NUMA node the board stands for."),
-            (
-                "host_cpus",
-                "Optional: the host CPUs the board's cores run on, a cpu list cycled over its cores "
-                '("0" puts them all on CPU 0) or a list with one CPU per core.  Without it core N runs on host '
-                "CPU N, which the host must have.  Mapping lets a file describe a bigger machine than the host.",
-            ),
-            (
-                "distance",
-                "Optional: the board's row of the distance table, one entry per board in file order "
-                "(10 = local); on every board or on none (then 10 local, 20 remote).",
-            ),
-        ]
-    )
-    + "\n"
-    + para("""
-    One [[device]] table per device (a GPU, an FPGA, ...) attaches it to a board: type (a
-    lower-case name such as "gpu"), index (its number among the devices of its type), board (the
-    id of its board), and optionally model ("H100"), memory ("80G"), uuid and pci (its bus id).
-    Declared devices win; without any the daemon asks nvidia-smi, then sysfs (AMD GPUs), and
-    places each GPU on the board of its NUMA node (gctl info says where the devices came from).
-    A device on a board that does not exist or on no board, the same type and index twice, or an
-    unknown key is refused with the line.
-
-    A file that cannot be used is refused with the file and the line: a TOML syntax error, an
-    unknown key, a core listed twice, a core on two boards, an empty board, a sibling group
-    outside its board, a host CPU the host does not offer.  gctl topology shows the map in force
-    and the state of every core.
-""")
-)
 
 
 def comment_block(raw: list[str]) -> str:
@@ -1456,11 +199,12 @@ def comment_block(raw: list[str]) -> str:
     example = [x.strip() for x in raw if x.startswith("   ")]
     out = para(" ".join(prose)) if prose else ""
     if example:
-        out += ("\n" if out else "") + verbatim("\n".join(example))
+        out += ("\n" if out else "") + block("\n".join("    " + x for x in example))
     return out
 
 
-def toml_page() -> str:
+def toml_page(title: str, sections: dict[str, str]) -> str:
+    """gridsched.toml(5): the packaged file's keys, defaults and comments, then the source's sections."""
     lines = PACKAGED.read_text().splitlines()
     intro: list[str] = []
     i = 0
@@ -1468,18 +212,10 @@ def toml_page() -> str:
         intro.append(lines[i].lstrip("#").strip())
         i += 1
     intro_text = " ".join(x for x in intro[1:] if x)  # line 0 is the file's title
-    intro_text = intro_text.replace(" See gridsched.toml(5).", "")
-    parts = [header("gridsched.toml", 5, "configuration of the gridsched scheduler")]
+    parts = [header("gridsched.toml", 5, title)]
     parts.append(".SH SYNOPSIS\n.B /etc/gridsched/gridsched.toml\n.br\n.B SPOOL/gridsched.toml")
-    parts.append(".SH DESCRIPTION\n" + para(intro_text))
-    parts.append(
-        para("""
-        The file is TOML.  Every key is optional: a key left out takes the default shown below.
-        An unknown table or key, or a value of the wrong kind, is an error that names the key.
-        gctl config prints the values in force; gctl reload makes a running daemon read the file
-        again, except a changed machine map (machine.cores, machine.cpus, the topology file):
-        that reload is refused with the reason, and the map takes effect at the next start.""")
-    )
+    parts.append(".SH DESCRIPTION\n" + para(intro_text.replace(" See gridsched.toml(5).", "")))
+    parts.append(render(sections.pop("DESCRIPTION")))
     comment: list[str] = []
     raw: list[str] = []  # the comment lines as written (a table with no key: its text is kept)
     for ln in lines[i:]:
@@ -1498,217 +234,20 @@ def toml_page() -> str:
             key, _, default = s.partition("=")
             parts.append(f".TP\n\\fB{esc(key.strip())}\\fR = {esc(default.strip())}\n{esc(' '.join(comment))}")
             comment, raw = [], []
-    parts.append(".SH TOPOLOGY FILE\n" + TOPOLOGY_FILE)
-    parts.append(".SH SEE ALSO\ngsub(1), gstat(1), gschedd(8), gctl(8)")
+    parts += [section(t, text) for t, text in sections.items()]
     return "\n".join(parts) + "\n"
-
-
-ALTER_PAGES: dict[str, tuple[click.Command, int, dict]] = {
-    "galter": (
-        galter.cli,
-        1,
-        {
-            "DESCRIPTION+": para("""
-            The options are gsub's own, with gsub's forms (-t 30 is 30 minutes, as in sbatch); what
-            is given replaces the job's value, the rest stays.  -d replaces the whole dependency
-            spec (-d "" clears it) and may name later jobs than this one, unless the dependencies
-            would form a cycle.  A pending or held job takes any of them; the next scheduling pass
-            decides anew when and where it runs.  A running job takes -t alone: its owner may
-            shorten it (the job is stopped at the new limit, as at any walltime); only an admin
-            may lengthen it.  An admin is root or the owner of the spool: so with a personal
-            daemon its user may lengthen the walltime of a running job, as with a system daemon
-            root may.
-
-            Every id is checked first, as the daemon checks the request again: an unknown job,
-            another user's job (unless galter runs as root), a job that has ended, a size the
-            machine can never hold (more cores, memory or devices than it has, --place board
-            larger than a board) and a dependency cycle are errors, one line each (galter: error:
-            job 7: is RUNNING: only its walltime can change), and that job is not changed.  The
-            others are changed in one request, and galter prints "job ID: changing" for each.
-            gstat shows the new values.
-
-            Slurm's scontrol update and PBS qalter name fields differently (TimeLimit=, -l
-            walltime=); galter takes gsub's options instead, so a change is written as the
-            submission was."""),
-            "TOPICS": {"SELECTING JOBS": SELECTING},
-            "ENVIRONMENT": ENVIRONMENT,
-            "FILES": FILES,
-            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-            "EXAMPLES": verbatim("""
-            $ galter 17 -t 2:00:00 -n 8
-            job 17: changing
-            $ galter 18_3 -d afterok:17
-            job 18_3: changing
-            $ galter 12 -t 4:00:00
-            galter: error: job 12: is RUNNING: only an admin may lengthen its walltime (3600s to 14400s)
-        """),
-            "SEE ALSO": "gsub(1), gstat(1), ghold(1), grequeue(1), scontrol(1), qalter(1)",
-        },
-    ),
-    "grequeue": (
-        grequeue.cli,
-        1,
-        {
-            "DESCRIPTION+": para(f"""
-            A running job is stopped as a preemption stops it.  A job submitted with --checkpoint
-            signal gets the checkpoint signal (jobs.checkpoint_signal), saves its state in
-            $GS_CHECKPOINT_DIR and exits with status {EXIT_CHECKPOINTED}; it starts again from its
-            checkpoint.  Any other running job is sent SIGTERM, then SIGKILL after jobs.kill_grace,
-            and starts again from the beginning.  A finished job (COMPLETED, FAILED, CANCELLED or
-            TIMEOUT) is queued again as a new run under the same id, as Slurm requeues a finished
-            batch job; a job refused at submission never ran and is refused.  The job waits in the
-            queue as PENDING; its next start counts as a restart ($GS_RESTART_COUNT, the RESTARTS of
-            gstat -f and gacct).
-
-            A pending or held job is refused, one line (grequeue: error: job 7: is PENDING: only
-            running or finished jobs can be requeued); so are unknown jobs, splittable jobs, grun
-            jobs (their rerun could not reconnect to grun; Slurm requeues only batch jobs) and
-            another user's job unless grequeue runs as an admin (root or the spool's owner)."""),
-            "ENVIRONMENT": ENVIRONMENT,
-            "FILES": FILES,
-            "EXIT STATUS": exit_status([ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE]),
-            "EXAMPLES": verbatim("""
-            $ grequeue 17
-            job 17: requeueing
-        """),
-            "SEE ALSO": "galter(1), gsub(1), gstat(1), gacct(1), scontrol(1), qrerun(1)",
-        },
-    ),
-}
-PAGES.update(ALTER_PAGES)
-PAGES.update(TREE_PAGES)
-
-# -- foreground runs: grun(1), gtail(1) -----------------------------------------------------
-
-GRUN_HOW = para("""
-    grun submits an ordinary job (gsub's resource options; the job name is CMD's file name) and waits for
-    it as gsub --wait would, saying on standard error when it must queue ("job N queued and waiting for
-    resources") and when it starts.  The job runs the job side of grun, which connects back to grun
-    through a Unix socket in a private directory (mode 0700, under $TMPDIR) and receives grun's standard
-    input, output and error, or with --pty the slave of a new pseudo-terminal, as file descriptors; it then
-    runs CMD on them.  Nothing but the job's own processes can reach that socket, and the daemon carries no
-    new kind of request: the job is pinned to its cores, limited by its walltime and memory, shown by
-    gstat and recorded by gacct as any job is.
-
-    CMD's working directory is the directory grun runs in (-D changes it), and its environment is the one a
-    batch job gets: grun's environment, the GS_* variables, TMPDIR the job's private directory, the
-    Slurm, PBS and Grid Engine names of [compat] env, and srun first on PATH (see gsub(1), JOB ENVIRONMENT).
-
-    Without --pty, SIGINT, SIGTERM and SIGHUP sent to grun are passed on to CMD; grun goes on until CMD
-    has ended.  With --pty the terminal is in raw mode while CMD runs (its modes are restored on every way
-    out), so ^C, ^Z and ^\\ are typed into the job's terminal and reach its foreground process group, as
-    on a local terminal; window size changes are passed on.  SIGTERM or SIGHUP to grun ends grun and
-    hangs up the job's terminal.
-
-    When grun goes away while CMD runs (killed, or its terminal closed), the job side ends CMD: SIGHUP
-    with --pty (a terminal hang-up), SIGTERM without, SIGKILL 10 seconds later.  When the job is killed
-    (its walltime, gdel), grun says so in one line, "grun: error: job N ended: TIMEOUT (walltime
-    reached)", and exits non-zero.
-""")
-
-GRUN_SLURM = para("""
-    grun is srun and salloc in one, for one machine.  There is no allocation that several job steps
-    share: each grun is one job, and CMD is its only step (inside it, srun starts tasks as in a batch
-    job).  grun without CMD is refused unless --pty is given; then it runs $SHELL as salloc does.  No
-    output file is written (srun -o is not taken): CMD writes where grun's streams go.  --pty refuses to
-    run when grun's standard input is not a terminal, where srun --pty would go on without one.  The
-    environment is the batch job's one (above), not srun's step variables (SLURM_STEP_ID is 0).
-    Ctrl-C while the job waits cancels it; once CMD runs, a single Ctrl-C (SIGINT) is passed on to it,
-    where srun asks for a second one within a second.
-""")
-
-GTAIL_HOW = para("""
-    gtail reads the job's state as gstat does.  While the job is pending or held it waits, and says so
-    once on standard error.  Once the job runs it shows the last N lines (-n) of the file, then what the
-    job writes, until the job ends; then it prints "gtail: job N ended: STATE (exit status X)" on standard
-    error.  A file that shrinks (a requeued job starting again) is read again from its start.
-
-    The file is opened without following a symbolic link and without blocking, and read only if it is a
-    regular file; when gtail runs as root, only if the job's user owns it.  A job that replaces its output
-    file with a link or a FIFO gets one error line from gtail, not the file the link points at.  gtail
-    reads in blocks of 64 KiB: its memory does not grow with the file.
-
-    gtail is a command of its own rather than an option of gstat: it follows one file of one job.  Unlike
-    pueue follow, it exits non-zero when there is no file to follow.
-""")
-
-FOREGROUND_SEE = "gsub(1), gstat(1), gacct(1), gdel(1), srun(1), salloc(1), tail(1)"
-
-FOREGROUND_PAGES: dict[str, tuple[click.Command, int, dict]] = {
-    "grun": (
-        grun.cli,
-        1,
-        {
-            "TOPICS": {"HOW IT RUNS": GRUN_HOW, "SLURM": GRUN_SLURM},
-            "ENVIRONMENT": ENVIRONMENT
-            + "\n"
-            + items(
-                [
-                    ("SHELL", "What grun --pty runs when no CMD is given (default /bin/sh)."),
-                    ("TMPDIR", "Where grun makes its private directory (/tmp if that path is too long)."),
-                ]
-            ),
-            "EXIT STATUS": items(
-                [
-                    ("N", "CMD's exit status; 128+N when CMD was killed by signal N, as a shell reports it."),
-                    ("127", "CMD was not found (126: it could not be run)."),
-                    ("130", "Interrupted (SIGINT) while the job waited; the job is cancelled."),
-                    (
-                        "1",
-                        "The job was refused or could not be submitted (one line says why).  A job that ended "
-                        "without CMD's status (its walltime, gdel) gives the status gsub --wait gives for it "
-                        "(143 for a job stopped by SIGTERM), at least 1, with a line saying how it ended.  A job "
-                        "that restarted all the same is cancelled (a grun job cannot be rerun): 1.",
-                    ),
-                    (
-                        "2",
-                        "Bad command line, --pty without a terminal on standard input, or --checkpoint signal "
-                        "or requeue.",
-                    ),
-                ]
-            ),
-            "EXAMPLES": verbatim("""
-            $ grun -n 4 -t 30m make -j4          # make on 4 cores of its own, in the foreground
-            $ grun --pty -n 2 -t 2h              # an interactive $SHELL on 2 cores for at most 2 hours
-            $ grun --pty bash -l
-            $ seq 100 | grun -n 1 sort -n > sorted
-        """),
-            "SEE ALSO": FOREGROUND_SEE,
-        },
-    ),
-    "gtail": (
-        gtail.cli,
-        1,
-        {
-            "TOPICS": {"FOLLOWING": GTAIL_HOW},
-            "ENVIRONMENT": ENVIRONMENT,
-            "EXIT STATUS": items(
-                [
-                    ("0", "The job COMPLETED."),
-                    (
-                        "N",
-                        "The job did not complete: the exit status gsub --wait gives for it (its exit status, "
-                        "128+N for a signal), at least 1.",
-                    ),
-                    ("1", "An unknown job, another user's job, a job without its file, or a file not followed."),
-                    ("130", "Interrupted (SIGINT)."),
-                ]
-            ),
-            "EXAMPLES": verbatim("""
-            $ gtail 42                # the last 10 lines, then the job's output as it comes
-            $ gtail -e -n 100 42      # its standard error, from 100 lines back
-        """),
-            "SEE ALSO": FOREGROUND_SEE,
-        },
-    ),
-}
-PAGES.update(FOREGROUND_PAGES)
 
 
 def generate() -> dict[str, str]:
     """File name -> text of every man page."""
-    pages = {f"{name}.{sec}": command_page(cmd, name, sec, extra) for name, (cmd, sec, extra) in PAGES.items()}
-    pages["gridsched.toml.5"] = toml_page()
+    pages = {}
+    for path in sorted(SOURCES.glob("[!_]*.md")):
+        name, sec, what, sections = read_source(path)
+        if name == "gridsched.toml":
+            pages[f"{name}.{sec}"] = toml_page(what, sections)
+            continue
+        module, _, attr = what.partition(":")
+        pages[f"{name}.{sec}"] = command_page(getattr(importlib.import_module(module), attr), name, sec, sections)
     return pages
 
 

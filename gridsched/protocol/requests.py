@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gridsched.core import cpuset, depend
@@ -1335,7 +1335,7 @@ def _requeue(f: _Fields, new_id: int, sender: Sender) -> Requeue:
     return out
 
 
-_PARSERS: dict[str, Any] = {
+_PARSERS: dict[str, Callable[[_Fields, int, Sender], Request]] = {
     "submit": _submit,
     "cancel": _jobs_request(Cancel),
     "hold": _jobs_request(Hold),
