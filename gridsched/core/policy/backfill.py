@@ -18,7 +18,7 @@ from gridsched.core.policy.reservations import fixed_reservations, start_bound
 from gridsched.core.policy.room import Pass, overrun
 from gridsched.core.policy.state import Vec
 from gridsched.core.policy.windows import split_windows
-from gridsched.core.predict import READS_USER, make_predictor
+from gridsched.core.predict import READS_USER, PredictFn, make_predictor
 from gridsched.core.types import (
     BackfillOrder,
     HeadReservation,
@@ -33,6 +33,7 @@ _SHORTEST = BackfillOrder.SHORTEST
 
 
 def backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, Pass]:
+    """The pass of easy (``ckpt`` False) and checkpoint-backfill (``naive``: ``Params.cascade``)."""
     now = snap.now
     # jobs running on an estimate a backfill relied on (see "Estimates" in gridsched.core.policy); under easy, such a
     # job that overran it counts as ending now: its cores are the head's once the head's time has come
@@ -40,11 +41,50 @@ def backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, Pass]:
     ps = Pass(snap, (_NAIVE if naive else _PLANNED) if ckpt else (_NAIVE if relied else _USER))
     if snap.reservations:
         fixed_reservations(ps)
-    queue = snap.pending  # entries bound to a reservation are skipped as they come (see bound_starts)
+    found = _head(ps, snap.pending, snap.head if ckpt and not naive else None)
+    if found is None:
+        if ps.active or ps.activated:
+            start_bound(ps, snap.pending)
+        return make_plan(ps, None), ps
+    head, shadow, rest = found
+    hv = ps.vec(head)
+    if (ckpt or relied) and now >= shadow:
+        make_room(ps, head, hv, ckpt)
+    if shadow < inf:
+        ps.hold(max(shadow, now), head.estimate, hv)
+    predict = make_predictor(snap.params, snap.history, snap.ratios) if ckpt else None
+    reclaimable = relied or (ckpt and any(r.backfilled and r.preemptable and not r.stopping for r in ps.general))
+    if _behind(ps, head, hv, shadow, rest, predict):
+        reclaimable = True
+    wake = inf
+    if ckpt or relied or reclaimable:
+        for r in ps.general:
+            if r.planned is not None and not r.stopping:
+                pe = r.start + r.planned
+                if now < pe < wake:
+                    wake = pe
+        if now < shadow < wake and reclaimable:
+            wake = shadow
+    if ps.active or ps.activated:
+        start_bound(ps, snap.pending)
+    if snap.splitting:
+        split_windows(ps, snap, rest)
+    return make_plan(ps, HeadReservation(head.id, shadow), wake), ps
+
+
+def _head(
+    ps: Pass, queue: tuple[Waiting, ...], memo: HeadReservation | None
+) -> tuple[Waiting, float, list[Waiting]] | None:
+    """Start the jobs that fit in queue order up to the head; the head, its reservation (shadow) time and
+    the jobs behind it, or None when every job started or none can ever be placed.
+
+    ``memo`` (checkpoint-backfill): the previous pass's head, which stays the head while it waits and its
+    reservation can still be met, at the earlier of the remembered time and a fresh one."""
+    now = ps.now
+    # entries bound to a reservation are skipped as they come (see start_bound)
     h = -1
     shadow = inf
     skip = -1
-    memo = snap.head if ckpt and not naive else None
     if memo is not None:
         for i, w in enumerate(queue):
             if w.id != memo.job:
@@ -85,51 +125,37 @@ def backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, Pass]:
             h = i
             break
         if h < 0:
-            if ps.active or ps.activated:
-                start_bound(ps, snap.pending)
-            return make_plan(ps, None), ps
+            return None
         rest = list(queue[h + 1 :])
         if skip > h:
             del rest[skip - h - 1]
     else:
         rest = [w for k, w in enumerate(queue) if k != h and k != skip]
-    head = queue[h]
-    hv = ps.vec(head)
-    if (ckpt or relied) and now >= shadow:
-        make_room(ps, head, hv, ckpt)
-    if shadow < inf:
-        ps.hold(max(shadow, now), head.estimate, hv)
-    predict = make_predictor(snap.params, snap.history, snap.ratios) if ckpt else None
-    reclaimable = relied or (ckpt and any(r.backfilled and r.preemptable and not r.stopping for r in ps.general))
+    return queue[h], shadow, rest
+
+
+def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting], predict: PredictFn | None) -> bool:
+    """Backfill the jobs behind ``head`` (reserved at ``shadow``): each that fits now and ends by the shadow
+    time (on its estimate or, checkpointable, on ``predict``'s), or leaves the head what it needs then.
+    Whether a job started that may have to make room for the head (checkpointable, or on its estimate)."""
+    snap, now = ps.snap, ps.now
+    reclaimable = False
     # Once the reservation time has come, only what is free now or coming free
     # (stopping, preempted) is left beyond the head, never jobs merely counted as ended.
     extra = [c - x for c, x in zip(ps.coming(), hv)] if shadow <= now else None
     free_now = ps.free_now
     dims = ps.dims
-    # on a map, a job running past the shadow time must leave the head a placement then
-    # (once it has come: on the cores free now or coming free, as for extra)
-    guard = ps.machine is not None and (
-        ps.placeable_at(head, shadow)
-        if now < shadow < inf
-        else shadow <= now and ps.placeable_on(head, ps.coming_set())
-    )
+    guard, dguard, fguard = _guards(ps, head, shadow)
     # on a map, requests (cores, requirement) that cannot be placed now, and those that would
     # leave the head no placement (asked again after each start)
     on_map = ps.machine is not None
-    # the same for a head asking for devices, once its time has come: distinct devices, cores near them
-    dguard = bool(head.devices) and not head.flex and shadow <= now and not ps.head_devices_blocked(head)
-    # and before it has come: a job that would still run at the shadow time must leave the head devices
-    # (and, on a map, cores near them) that devices.choose can give it then, on what is free then
-    fguard = bool(head.devices) and not head.flex and now < shadow < inf and ps.head_devices_placeable_at(head, shadow)
     no_devices: set[tuple[int, object, bool, object, object]] = set()
     unplaceable: set[tuple[int, object, bool, object]] = set()
     no_room: set[tuple[int, object, bool, object]] = set()
     lazy = ps._profs is None  # cores only: the profile is not built, its one later hold is the head's
     h1 = ps._hold1
-    limits: dict[int, float] = {}
     cores = None if lazy else ps.profs[0]
-    if cores is not None:
-        limits = cores.limits()
+    limits: dict[int, float] = cores.limits() if cores is not None else {}
     pad = (0,) * (dims - 1)
     free0 = free_now[0]
     binding = bool(snap.reservations)
@@ -149,12 +175,7 @@ def backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, Pass]:
     quick = lazy and h1 is not None and predict is None and extra is None and ps.loose is None
     begins = h1[0] if quick and h1 is not None else -inf
     room = ps._extra if quick else inf
-    # only the jobs that fit in what is free now are looked at (free only shrinks in this loop):
-    # the others are passed over in C, which on a long queue is most of the pass
-    tried: Iterable[Waiting] = compress(rest, map(free0.__ge__, map(_NCPUS, rest))) if free0 > 0 else ()
-    if snap.params.backfill_order is _SHORTEST:
-        tried = sorted(tried, key=_ESTIMATE)  # stable: equal estimates stay in queue order
-    for w in tried:
+    for w in _tried(rest, free0, snap.params.backfill_order):
         n = w.ncpus
         if n > free0 or (binding and w.bind is not None):  # cheap tests first: most of a long queue stops here
             continue
@@ -214,9 +235,8 @@ def backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, Pass]:
                 refused.add(ask)
             continue
         if planned is None and w.hard is not None and not ps.fits_now(v, w.hard):
-            planned = (
-                est  # it may start on its own estimate only: the estimate holds it (gridsched.core.policy, "Estimates")
-            )
+            # it may start on its own estimate only: the estimate holds it (gridsched.core.policy, "Estimates")
+            planned = est
         if w.resources and w.devices and not on_map and not ps.placeable(w, v):
             continue  # count-only: no distinct devices free now
         if on_map:  # the costliest tests last, each asked once per request while nothing starts
@@ -260,20 +280,36 @@ def backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, Pass]:
             reclaimable = True
         if free0 <= 0:
             break
-    wake = inf
-    if ckpt or relied or reclaimable:
-        for r in ps.general:
-            if r.planned is not None and not r.stopping:
-                pe = r.start + r.planned
-                if now < pe < wake:
-                    wake = pe
-        if now < shadow < wake and reclaimable:
-            wake = shadow
-    if ps.active or ps.activated:
-        start_bound(ps, snap.pending)
-    if snap.splitting:
-        split_windows(ps, snap, rest)
-    return make_plan(ps, HeadReservation(head.id, shadow), wake), ps
+    return reclaimable
+
+
+def _guards(ps: Pass, head: Waiting, shadow: float) -> tuple[bool, bool, bool]:
+    """Which placement guards hold for the jobs backfilled past ``head``'s reservation time ``shadow``:
+    the cores (on a map), the devices once the time has come, the devices before it has come."""
+    now = ps.now
+    # on a map, a job running past the shadow time must leave the head a placement then
+    # (once it has come: on the cores free now or coming free, as for extra)
+    guard = ps.machine is not None and (
+        ps.placeable_at(head, shadow)
+        if now < shadow < inf
+        else shadow <= now and ps.placeable_on(head, ps.coming_set())
+    )
+    # the same for a head asking for devices, once its time has come: distinct devices, cores near them
+    dguard = bool(head.devices) and not head.flex and shadow <= now and not ps.head_devices_blocked(head)
+    # and before it has come: a job that would still run at the shadow time must leave the head devices
+    # (and, on a map, cores near them) that devices.choose can give it then, on what is free then
+    fguard = bool(head.devices) and not head.flex and now < shadow < inf and ps.head_devices_placeable_at(head, shadow)
+    return guard, dguard, fguard
+
+
+def _tried(rest: list[Waiting], free0: int, order: BackfillOrder) -> Iterable[Waiting]:
+    """The jobs behind the head that are looked at, in the order they are tried."""
+    # only the jobs that fit in what is free now are looked at (free only shrinks in this loop):
+    # the others are passed over in C, which on a long queue is most of the pass
+    tried: Iterable[Waiting] = compress(rest, map(free0.__ge__, map(_NCPUS, rest))) if free0 > 0 else ()
+    if order is _SHORTEST:
+        tried = sorted(tried, key=_ESTIMATE)  # stable: equal estimates stay in queue order
+    return tried
 
 
 def make_room(ps: Pass, head: Waiting, hv: Vec, ckpt: bool) -> None:
