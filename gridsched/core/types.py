@@ -126,7 +126,7 @@ class Running:
 
     ``estimate`` is the user's walltime for this segment (the job is killed at
     ``start + estimate``), or the time the job is planned to take by its own
-    estimate (:func:`gridsched.core.ends.soft_left`).  ``planned`` is the shorter
+    estimate (:func:`gridsched.core.end_time.soft_left`).  ``planned`` is the shorter
     estimate the backfill step relied on when it started the job: a prediction
     (checkpoint-backfill) or the job's own estimate (``Waiting.hard``); ``None``
     if it relied on the walltime.  A backfilled job still running past

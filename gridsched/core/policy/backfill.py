@@ -9,10 +9,10 @@ from itertools import compress
 from math import inf
 from operator import attrgetter
 
-from gridsched.core.ends import NAIVE as _NAIVE
-from gridsched.core.ends import PLANNED as _PLANNED
-from gridsched.core.ends import USER as _USER
-from gridsched.core.ends import counted_end
+from gridsched.core.end_time import NAIVE as _NAIVE
+from gridsched.core.end_time import PLANNED as _PLANNED
+from gridsched.core.end_time import USER as _USER
+from gridsched.core.end_time import counted_end
 from gridsched.core.policy.plan import loose_fit, make_plan
 from gridsched.core.policy.reservations import fixed_reservations, start_bound
 from gridsched.core.policy.room import Pass, overrun

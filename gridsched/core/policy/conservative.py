@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from math import inf
 
-from gridsched.core.ends import NAIVE as _NAIVE
-from gridsched.core.ends import USER as _USER
-from gridsched.core.ends import counted_end
+from gridsched.core.end_time import NAIVE as _NAIVE
+from gridsched.core.end_time import USER as _USER
+from gridsched.core.end_time import counted_end
 from gridsched.core.policy.backfill import make_room
 from gridsched.core.policy.plan import general_queue, loose_fit, make_plan
 from gridsched.core.policy.reservations import fixed_reservations, start_bound

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from math import inf
 
-from gridsched.core.ends import USER as _USER
+from gridsched.core.end_time import USER as _USER
 from gridsched.core.policy.plan import general_queue, loose_fit, make_plan
 from gridsched.core.policy.reservations import fixed_reservations, start_bound
 from gridsched.core.policy.room import Pass

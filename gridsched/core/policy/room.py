@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from gridsched.core import devices as dev
-from gridsched.core.ends import counted_end
+from gridsched.core.end_time import counted_end
 from gridsched.core.placement import assign
 from gridsched.core.policy.state import PassState, Vec
 from gridsched.core.preempt import device_victims, places_devices, victims

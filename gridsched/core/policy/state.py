@@ -13,7 +13,7 @@ from math import inf, nextafter
 from operator import attrgetter
 
 from gridsched.core import devices as dev
-from gridsched.core.ends import counted_end
+from gridsched.core.end_time import counted_end
 from gridsched.core.placement import assign
 from gridsched.core.profile import Profile, earliest_common_start, from_ends
 from gridsched.core.types import (

@@ -6,7 +6,7 @@ from math import inf
 
 from gridsched.core import devices as dev
 from gridsched.core.eligible import CPU_LIMIT
-from gridsched.core.ends import USER as _USER
+from gridsched.core.end_time import USER as _USER
 from gridsched.core.placement import assign
 from gridsched.core.policy.room import Pass
 from gridsched.core.types import (
