@@ -34,9 +34,7 @@ def record(cls: type[_T]) -> type[_T]:
 
 
 if TYPE_CHECKING:
-    from gridsched.core.depend import Dep
-    from gridsched.core.devices import DeviceAsk
-    from gridsched.core.placement import Request
+    from gridsched.core.model import Dep, DeviceAsk, Request
     from gridsched.core.topology import Device, MachineMap
 
 
