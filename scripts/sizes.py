@@ -105,4 +105,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # the reader stopped early (| head): no traceback
+        sys.stderr.close()
+        sys.exit(1)
