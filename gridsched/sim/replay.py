@@ -24,15 +24,7 @@ from gridsched.core.placement import Request as PlaceRequest
 from gridsched.core.policy import quiet_when_full
 from gridsched.core.predict import RATIO_JOBS
 from gridsched.core.topology import Device, MachineMap
-from gridsched.core.types import (
-    HeadReservation,
-    Params,
-    Policy,
-    Resv,
-    Running,
-    SplitInfo,
-    Waiting,
-)
+from gridsched.core.types import HeadReservation, Params, Policy, Resv, Running, SplitInfo, Waiting
 from gridsched.protocol.usage import Usage
 from gridsched.sim.records import Gates, Mode, SimResv, SimulationError, Tuner
 from gridsched.sim.swf import Trace

@@ -19,13 +19,7 @@ from gridsched.core.policy.room import Pass, overrun
 from gridsched.core.policy.state import Vec
 from gridsched.core.policy.windows import split_windows
 from gridsched.core.predict import READS_USER, PredictFn, make_predictor
-from gridsched.core.types import (
-    BackfillOrder,
-    HeadReservation,
-    Plan,
-    Snapshot,
-    Waiting,
-)
+from gridsched.core.types import BackfillOrder, HeadReservation, Plan, Snapshot, Waiting
 
 _NCPUS = attrgetter("ncpus")
 _ESTIMATE = attrgetter("estimate")

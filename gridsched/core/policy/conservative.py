@@ -15,12 +15,7 @@ from gridsched.core.policy.room import Pass
 from gridsched.core.policy.state import Vec
 from gridsched.core.policy.windows import split_windows
 from gridsched.core.preempt import places_devices
-from gridsched.core.types import (
-    HeadReservation,
-    Plan,
-    Snapshot,
-    Waiting,
-)
+from gridsched.core.types import HeadReservation, Plan, Snapshot, Waiting
 
 
 def conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:

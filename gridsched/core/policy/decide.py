@@ -9,15 +9,7 @@ from gridsched.core.eligible import eligibility
 from gridsched.core.policy.backfill import backfill
 from gridsched.core.policy.conservative import conservative
 from gridsched.core.policy.fcfs import fcfs
-from gridsched.core.types import (
-    Decision,
-    Params,
-    Plan,
-    Policy,
-    Snapshot,
-)
-
-# The members read on every pass, as plain names (reading a member of an Enum class is slow).
+from gridsched.core.types import Decision, Params, Plan, Policy, Snapshot
 
 
 def free_count(snap: Snapshot) -> int:
@@ -81,6 +73,7 @@ def _schedule(snap: Snapshot) -> Plan:
     return _one_pass(snap)
 
 
+# The members read on every pass, as plain names (reading a member of an Enum class is slow).
 _EASY, _CKPT, _FCFS, _CONS = Policy.EASY, Policy.CHECKPOINT_BACKFILL, Policy.FCFS, Policy.CONSERVATIVE
 
 

@@ -8,11 +8,7 @@ from gridsched.core.end_time import USER as _USER
 from gridsched.core.policy.plan import general_queue, loose_fit, make_plan
 from gridsched.core.policy.reservations import fixed_reservations, start_bound
 from gridsched.core.policy.room import Pass
-from gridsched.core.types import (
-    HeadReservation,
-    Plan,
-    Snapshot,
-)
+from gridsched.core.types import HeadReservation, Plan, Snapshot
 
 
 def fcfs(snap: Snapshot, record: dict[int, float] | None) -> tuple[Plan, Pass]:

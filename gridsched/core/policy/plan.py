@@ -8,17 +8,7 @@ from math import inf
 from gridsched.core.policy.room import Pass
 from gridsched.core.policy.state import Vec
 from gridsched.core.split import as_chains, chain_cores, per_chain
-from gridsched.core.types import (
-    Decision,
-    HeadReservation,
-    Kill,
-    Plan,
-    Preempt,
-    Snapshot,
-    Start,
-    StartTasks,
-    Waiting,
-)
+from gridsched.core.types import Decision, HeadReservation, Kill, Plan, Preempt, Snapshot, Start, StartTasks, Waiting
 
 
 def general_queue(snap: Snapshot) -> tuple[Waiting, ...]:

@@ -10,12 +10,7 @@ from math import inf
 from gridsched.core import devices as dev
 from gridsched.core.placement import claimed, place_inside
 from gridsched.core.policy.room import Pass
-from gridsched.core.types import (
-    Activate,
-    Resv,
-    Start,
-    Waiting,
-)
+from gridsched.core.types import Activate, Resv, Start, Waiting
 
 
 def fixed_reservations(ps: Pass) -> None:

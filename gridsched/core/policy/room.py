@@ -11,12 +11,7 @@ from gridsched.core.placement import assign
 from gridsched.core.policy.state import PassState, Vec
 from gridsched.core.preempt import device_victims, places_devices, victims
 from gridsched.core.tree import preempt_order
-from gridsched.core.types import (
-    Kill,
-    Preempt,
-    Running,
-    Waiting,
-)
+from gridsched.core.types import Kill, Preempt, Running, Waiting
 
 
 def overrun(r: Running, now: float) -> bool:

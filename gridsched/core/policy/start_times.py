@@ -15,15 +15,7 @@ from gridsched.core.policy.fcfs import fcfs
 from gridsched.core.policy.room import Pass
 from gridsched.core.policy.waits import eligibility_wait, waiting_reasons
 from gridsched.core.profile import Profile, earliest_common_start
-from gridsched.core.types import (
-    Forecast,
-    Policy,
-    Running,
-    Snapshot,
-    Wait,
-    Waiting,
-    WaitKind,
-)
+from gridsched.core.types import Forecast, Policy, Running, Snapshot, Wait, Waiting, WaitKind
 
 
 def forecast(snap: Snapshot) -> dict[int, float]:

@@ -16,15 +16,7 @@ from gridsched.core import devices as dev
 from gridsched.core.end_time import counted_end
 from gridsched.core.placement import assign
 from gridsched.core.profile import Profile, earliest_common_start, from_ends
-from gridsched.core.types import (
-    Activate,
-    Decision,
-    Resv,
-    Running,
-    Snapshot,
-    Start,
-    Waiting,
-)
+from gridsched.core.types import Activate, Decision, Resv, Running, Snapshot, Start, Waiting
 
 _NCPUS = attrgetter("ncpus")
 

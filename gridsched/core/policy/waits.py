@@ -9,13 +9,7 @@ from gridsched.core.eligible import CPU_LIMIT
 from gridsched.core.end_time import USER as _USER
 from gridsched.core.placement import assign
 from gridsched.core.policy.room import Pass
-from gridsched.core.types import (
-    Policy,
-    Snapshot,
-    Wait,
-    Waiting,
-    WaitKind,
-)
+from gridsched.core.types import Policy, Snapshot, Wait, Waiting, WaitKind
 
 
 def eligibility_wait(w: Waiting, text: str, now: float) -> Wait:

@@ -12,13 +12,7 @@ from gridsched.core.placement import assign
 from gridsched.core.policy.room import Pass
 from gridsched.core.profile import Profile
 from gridsched.core.split import chain_cores, fill_mixed, fill_window, per_chain
-from gridsched.core.types import (
-    Snapshot,
-    SplitInfo,
-    Start,
-    StartTasks,
-    Waiting,
-)
+from gridsched.core.types import Snapshot, SplitInfo, Start, StartTasks, Waiting
 
 
 def split_windows(ps: Pass, snap: Snapshot, rest: Sequence[Waiting]) -> None:
