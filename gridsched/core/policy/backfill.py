@@ -146,8 +146,8 @@ def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting]
     no_devices: set[tuple[int, object, bool, object, object]] = set()
     unplaceable: set[tuple[int, object, bool, object]] = set()
     no_room: set[tuple[int, object, bool, object]] = set()
-    lazy = ps._profs is None  # cores only: the profile is not built, its one later hold is the head's
-    h1 = ps._hold1
+    lazy = ps.profs_built is None  # cores only: the profile is not built, its one later hold is the head's
+    h1 = ps.later_hold
     cores = None if lazy else ps.profs[0]
     limits: dict[int, float] = cores.limits() if cores is not None else {}
     pad = (0,) * (dims - 1)
@@ -164,11 +164,11 @@ def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting]
     by_user = snap.params.predictor in READS_USER
     ask: tuple[object, ...] = ()
     # cores only, nothing to shorten, nothing loose, the head's reservation the one later hold:
-    # a job turned down by the tests below is one of more cores than the head leaves (``_extra``)
+    # a job turned down by the tests below is one of more cores than the head leaves (``left_at_hold``)
     # that would still run when the head's reservation begins; such a job is passed over at once
     quick = lazy and h1 is not None and predict is None and extra is None and ps.loose is None
     begins = h1[0] if quick and h1 is not None else -inf
-    room = ps._extra if quick else inf
+    room = ps.left_at_hold if quick else inf
     for w in _tried(rest, free0, snap.params.backfill_order):
         n = w.ncpus
         if n > free0 or (binding and w.bind is not None):  # cheap tests first: most of a long queue stops here
@@ -199,8 +199,8 @@ def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting]
             v = (n, *pad) if pad else (n,)
             if extra is not None and n > extra[0]:
                 continue
-            if lazy and ps._profs is None:  # ps._clear(n, est), inlined
-                fits = h1 is None or n <= ps._extra or (now + est <= h1[0] if est > 0 else h1[0] > now)
+            if lazy and ps.profs_built is None:  # ps.stays_free(n, est), inlined
+                fits = h1 is None or n <= ps.left_at_hold or (now + est <= h1[0] if est > 0 else h1[0] > now)
             else:
                 if cores is None:  # built since (nothing in this loop does so today)
                     lazy, cores = False, ps.profs[0]
@@ -260,7 +260,7 @@ def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting]
             cores = ps.profs[0]
             limits = cores.limits()
         if quick:
-            room = ps._extra if ps._profs is None else inf
+            room = ps.left_at_hold if ps.profs_built is None else inf
         if extra is not None:
             for d in range(ps.dims):
                 extra[d] -= v[d]
@@ -340,9 +340,9 @@ def _meetable(ps: Pass, v: Vec, duration: float, t: float) -> bool:
             and not r.stopping
             and counted_end(r, ps.now, ps.mode) > t
         ):
-            ps._acc(extra, ps.freed(r))
-    if ps._profs is None and ps._hold1 is None:  # cores only, rising: least free at t
-        return ps._free_at(t) + extra[0] >= v[0]
+            ps.accumulate(extra, ps.freed(r))
+    if ps.profs_built is None and ps.later_hold is None:  # cores only, rising: least free at t
+        return ps.free_at(t) + extra[0] >= v[0]
     for d in range(ps.dims):
         if v[d] and ps.profs[d].min_free(t, t + duration) + extra[d] < v[d]:
             return False

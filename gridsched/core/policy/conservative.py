@@ -93,7 +93,7 @@ class _DeviceTimes:
 
     What :func:`gridsched.core.devices.choose` can place at a later time ``t``
     is decided on the devices free then (:meth:`Pass.busy_devices_at`) and, on
-    a map, the cores free by then (:meth:`Pass._cores_at`): both only grow with
+    a map, the cores free by then (:meth:`Pass.cores_at`): both only grow with
     ``t`` while no job starts, so the first time a request can be placed is
     found by bisection over the times devices or cores come free, and kept per
     request until a job starts (or is preempted).
@@ -107,20 +107,20 @@ class _DeviceTimes:
 
     def _fresh(self) -> None:
         ps = self.ps
-        state = (len(ps._dev_ends), len(ps.releases), len(ps.preempted))
+        state = (len(ps.dev_ends), len(ps.releases), len(ps.preempted))
         if state == self.state:
             return
         self.state = state
         self.first.clear()
         now = ps.now
-        events = {e for e, _keys, _whole in ps._dev_ends}
+        events = {e for e, _keys, _whole in ps.dev_ends}
         events.update(e for e, _cores in ps.releases)
         events.update(counted_end(r, now, ps.mode) for r in ps.general if r.devices)
         self.times = sorted(e for e in events if e > now)
 
     def _places(self, w: Waiting, t: float) -> bool:
         ps = self.ps
-        return places_devices(ps.snap, w, ps.busy_devices_at(t), ps._cores_at(t), ())
+        return places_devices(ps.snap, w, ps.busy_devices_at(t), ps.cores_at(t), ())
 
     def start(self, w: Waiting, v: Vec, t: float, later: bool) -> float:
         """The reservation time of ``w`` from ``t`` (its time by count and, on a map, placement) on: the

@@ -32,7 +32,7 @@ def loose_fit(ps: Pass, w: Waiting, v: Vec) -> bool:
 def make_plan(ps: Pass, head: HeadReservation | None, wake: float = inf) -> Plan:
     w = ps.wake if ps.wake < wake else wake
     decisions = ps.decisions
-    if ps.snap.splitting and ps._dev_used is not None:
+    if ps.snap.splitting and ps.dev_used is not None:
         decisions = _as_pieces(ps, decisions)
     if ps.preempted:  # preemptions (and kills) first
         first = (Preempt, Kill)

@@ -95,7 +95,7 @@ def start_bound(ps: Pass, pending: tuple[Waiting, ...]) -> None:
         picked: tuple[int, ...] = ()
         keys: tuple[tuple[str, int], ...] = ()
         if w.devices:  # devices free now (the reservation's count keeps others off them)
-            chosen = ps._choose(replace(w, devices=tuple(replace(a, bind="none") for a in w.devices)))
+            chosen = ps.choose_devices(replace(w, devices=tuple(replace(a, bind="none") for a in w.devices)))
             if chosen is None:
                 continue
             keys = chosen[0]
@@ -106,10 +106,10 @@ def start_bound(ps: Pass, pending: tuple[Waiting, ...]) -> None:
             picked, held = got
             inside[w.bind] = (left, cores - held, extra - held, end)
         if keys:
-            assert ps._dev_used is not None
+            assert ps.dev_used is not None
             whole = any(a.exclusive for a in w.devices)
             for k, n in dev.used_slots(((keys, whole),), ps.snap.devices).items():
-                ps._dev_used[k] = ps._dev_used.get(k, 0) + n
+                ps.dev_used[k] = ps.dev_used.get(k, 0) + n
         for d in range(ps.dims):
             left[d] -= v[d]
         ps.decisions.append(Start(w.id, picked, devices=keys))

@@ -40,7 +40,7 @@ class Pass(PassState):
         vecs = {r.id: self.freed(r) for r in cands}
         total = [0] * self.dims
         for v in vecs.values():
-            self._acc(total, v)
+            self.accumulate(total, v)
         if any(short[d] > total[d] for d in range(self.dims)):
             return False
         order = preempt_order(self.snap, cands)  # most cores first; leaves first in job trees
@@ -124,7 +124,7 @@ class Pass(PassState):
     def busy_devices(self) -> dict[tuple[str, int], int]:
         """The slots in use per device by the jobs that stay: all but the stopping and just preempted ones
         (a preempted job that keeps its devices stays with them)."""
-        used = dict(self._device_use())
+        used = dict(self.device_use())
         gone = [
             r
             for r in self.snap.running
@@ -157,7 +157,7 @@ class Pass(PassState):
         it started now; None if it cannot start now, or when there is nothing to check (no devices asked
         for and cores only counted)."""
         if w.devices and not w.flex:
-            got = self._choose(w)
+            got = self.choose_devices(w)
             if got is None:
                 return None
             keys, cores, held = got
@@ -180,7 +180,7 @@ class Pass(PassState):
         after ``t`` (stopping ones and those just preempted without keeping their devices are gone), by
         the suspended jobs that keep theirs, and by the jobs started in this pass that end after ``t``."""
         memo = self._busy_at
-        if memo is not None and memo[:3] == (t, len(self._dev_ends), len(self.preempted)):
+        if memo is not None and memo[:3] == (t, len(self.dev_ends), len(self.preempted)):
             return memo[3]
         snap, now, mode = self.snap, self.now, self.mode
         holders: list[tuple[Iterable[tuple[str, int]], bool]] = []
@@ -193,15 +193,15 @@ class Pass(PassState):
             elif not r.stopping and counted_end(r, now, mode) > t:
                 holders.append((r.devices, r.whole_devices))
         holders.extend(snap.kept.values())
-        holders.extend((keys, whole) for end, keys, whole in self._dev_ends if end > t)
+        holders.extend((keys, whole) for end, keys, whole in self.dev_ends if end > t)
         used = dev.used_slots(holders, snap.devices)
-        self._busy_at = (t, len(self._dev_ends), len(self.preempted), used)
+        self._busy_at = (t, len(self.dev_ends), len(self.preempted), used)
         return used
 
     def head_devices_placeable_at(self, head: Waiting, t: float) -> bool:
         """Whether ``head``, which asks for devices, can be placed at ``t`` (later than now) by
         :func:`gridsched.core.devices.choose` on the devices and (on a map) the cores free then."""
-        return places_devices(self.snap, head, self.busy_devices_at(t), self._cores_at(t), ())
+        return places_devices(self.snap, head, self.busy_devices_at(t), self.cores_at(t), ())
 
     def leaves_devices_at(self, w: Waiting, head: Waiting, t: float) -> bool:
         """Whether ``head`` (asking for devices, its reservation at ``t``, later than now) can still be
@@ -212,10 +212,10 @@ class Pass(PassState):
         if took is None:
             return True  # it does not start now, or no devices and cores by count: the profile keeps the head's
         busy, taken = took
-        then = self._cores_at(t)
+        then = self.cores_at(t)
         return places_devices(self.snap, head, busy, then.difference(taken) if then is not None else None, ())
 
-    def _cores_at(self, t: float) -> frozenset[int] | None:
+    def cores_at(self, t: float) -> frozenset[int] | None:
         """On a map, the cores free at ``t``: free now, or held by a job counted as ending by then."""
         if self.machine is None or self.free_set is None:
             return None
@@ -230,9 +230,9 @@ class Pass(PassState):
         acc = list(self.free_now)
         for r in self.general:
             if r.stopping:
-                self._acc(acc, self.vec(r))
+                self.accumulate(acc, self.vec(r))
             elif r.id in self.preempted:
-                self._acc(acc, self.freed(r))
+                self.accumulate(acc, self.freed(r))
         return acc
 
     def coming_set(self) -> frozenset[int]:

@@ -43,7 +43,7 @@ class PassState:
     general: Sequence[Running]
     free_now: list[int]
     cap: list[int]
-    _profs: list[Profile] | None
+    profs_built: list[Profile] | None
 
     def __init__(self, snap: Snapshot, mode: int) -> None:
         self.snap = snap
@@ -77,24 +77,24 @@ class PassState:
             self.cap = [free0 + held0]
             # the profile is built when first read (see profs): a pass that only starts
             # jobs in queue order never reads it, and jobs started before are two numbers each
-            self._profs = None
+            self.profs_built = None
             self._ends = ends0
         else:
             self._general_init(snap, mode)
         # while the profile is not built: the one hold from a later time on (the head's
         # reservation: start, duration, cores) and the cores left free when it begins
-        self._hold1: tuple[float, float, int] | None = None
-        self._extra = 0
+        self.later_hold: tuple[float, float, int] | None = None
+        self.left_at_hold = 0
         self._at: tuple[float, int] | None = None
         self.decisions: list[Decision] = []
         self.preempted: set[int] = set()
         self.wake = inf
         self.activated: dict[int, tuple[tuple[int, ...], float]] = {}
         # slots in use per device (built when a job asking for devices is first looked at)
-        self._dev_used: dict[tuple[str, int], int] | None = None
+        self.dev_used: dict[tuple[str, int], int] | None = None
         self._picked: tuple[tuple[str, int], ...] = ()
         # the devices of the jobs started in this pass: (counted end, device keys, whole)
-        self._dev_ends: list[tuple[float, tuple[tuple[str, int], ...], bool]] = []
+        self.dev_ends: list[tuple[float, tuple[tuple[str, int], ...], bool]] = []
         self._busy_at: tuple[float, int, int, dict[tuple[str, int], int]] | None = None
 
     def _general_init(self, snap: Snapshot, mode: int) -> None:
@@ -133,7 +133,7 @@ class PassState:
                 if n:
                     ends0.append((e, n))
         for rv in active.values():
-            self._acc(held, self.vec(rv))
+            self.accumulate(held, self.vec(rv))
         for keys, whole in snap.kept.values():  # kept by suspended jobs: held, never released by a running end
             for name, k in dev.held(keys, snap.devices, whole):
                 d = self.index.get(name, 0)
@@ -164,7 +164,7 @@ class PassState:
                             v[d] -= bv[d]
                         release(max(b.end, now), bv)
             release(max(end, now), v)
-        self._profs = [from_ends(now, free[d], ends[d]) for d in range(dims)]
+        self.profs_built = [from_ends(now, free[d], ends[d]) for d in range(dims)]
 
     # -- vectors ------------------------------------------------------------
     def vec(self, x: Waiting | Running | Resv) -> Vec:
@@ -186,7 +186,7 @@ class PassState:
         return v[0] >= 0 and all(v[d] <= self.cap[d] for d in range(self.dims))
 
     @staticmethod
-    def _acc(acc: list[int], v: Vec) -> None:
+    def accumulate(acc: list[int], v: Vec) -> None:
         for d, x in enumerate(v):
             acc[d] += x
 
@@ -194,13 +194,13 @@ class PassState:
     def earliest(
         self, v: Vec, duration: float, profs: list[Profile] | None = None, not_before: float | None = None
     ) -> float:
-        if profs is None and self._profs is None and self._hold1 is None:
+        if profs is None and self.profs_built is None and self.later_hold is None:
             return self._first_free(v[0], self.now if not_before is None else not_before)
         ps = profs or self.profs
         req = [(ps[d], v[d]) for d in range(self.dims) if v[d] > 0]
         return earliest_common_start(req, duration, self.now if not_before is None else not_before)
 
-    def _free_at(self, t: float) -> int:
+    def free_at(self, t: float) -> int:
         """The cores free at ``t`` (from now on), the profile not built and nothing held later."""
         return self.free_now[0] + sum(x for e, x in self._ends if e <= t)
 
@@ -235,7 +235,7 @@ class PassState:
         """
         machine = self.machine
         if machine is None or (w.flex and w.place is None):
-            if self._profs is None and self._hold1 is None:  # earliest(), cores only, without a call
+            if self.profs_built is None and self.later_hold is None:  # earliest(), cores only, without a call
                 return self._first_free(v[0], self.now if not_before is None else not_before)
             return self.earliest(v, duration, None, not_before)
         # the cores free by a time only grow with it: the first release after which the
@@ -278,8 +278,8 @@ class PassState:
         free = self.free_now
         if self.rising and profs is None:  # nothing is free now that is not free later
             return all(x <= free[d] for d, x in enumerate(v))
-        if profs is None and self._profs is None:  # cores only, held from later on by one hold
-            return v[0] <= free[0] and self._clear(v[0], duration)
+        if profs is None and self.profs_built is None:  # cores only, held from later on by one hold
+            return v[0] <= free[0] and self.stays_free(v[0], duration)
         ps = profs or self.profs
         for d, x in enumerate(v):
             if x > free[d] or (x > 0 and not ps[d].fits_now(x, duration)):
@@ -290,22 +290,22 @@ class PassState:
     @property
     def profs(self) -> list[Profile]:
         """The availability profile of each resource (cores first)."""
-        profs = self._profs
+        profs = self.profs_built
         if profs is None:  # cores only: free now, and the ends of running and just started jobs
-            profs = self._profs = [from_ends(self.now, self.free_now[0], self._ends)]
-            if self._hold1 is not None:
-                profs[0].reserve(*self._hold1)
+            profs = self.profs_built = [from_ends(self.now, self.free_now[0], self._ends)]
+            if self.later_hold is not None:
+                profs[0].reserve(*self.later_hold)
         return profs
 
-    def _clear(self, n: int, duration: float) -> bool:
+    def stays_free(self, n: int, duration: float) -> bool:
         """Whether ``n`` cores free now stay free for ``duration``, the profile not built.
 
         What is free only grows until the one later hold begins, and is least
-        when it does (``_extra`` left then): so ``n`` stays free for ever if
+        when it does (``left_at_hold`` left then): so ``n`` stays free for ever if
         ``n`` is at most that, else until the hold begins.
         """
-        h = self._hold1
-        if h is None or n <= self._extra:
+        h = self.later_hold
+        if h is None or n <= self.left_at_hold:
             return True
         return self.now + duration <= h[0] if duration > 0 else h[0] > self.now
 
@@ -315,24 +315,24 @@ class PassState:
 
         A hold of duration 0 from a later time (a job of walltime 0 due then) holds the instant it
         begins, up to the next float: a job running across that instant must leave it room, as the
-        cores-only test (:meth:`_clear`) asks; a job ending then need not, and one that needs its
+        cores-only test (:meth:`stays_free`) asks; a job ending then need not, and one that needs its
         cores from then on is reserved just after it (the next float).  From now on it holds
         nothing: such a job ends as it starts, and what it takes is out of what is free now."""
         if duration <= 0 and start > self.now:
             duration = nextafter(start, inf) - start
-        if self._profs is None:  # cores only, the profile not built yet
-            h = self._hold1
+        if self.profs_built is None:  # cores only, the profile not built yet
+            h = self.later_hold
             if taken:  # one more end
                 self._at = None
                 end = start + duration
                 self._ends.append((end, v[0]))
                 if h is not None and end > h[0]:
-                    self._extra -= v[0]
+                    self.left_at_hold -= v[0]
                 return
             if h is None and start > self.now:  # the head's reservation: kept as the cores it leaves when it begins
-                self._hold1 = (start, duration, v[0])
+                self.later_hold = (start, duration, v[0])
                 at = self._at
-                self._extra = (at[1] if at is not None and at[0] == start else self._free_at(start)) - v[0]
+                self.left_at_hold = (at[1] if at is not None and at[0] == start else self.free_at(start)) - v[0]
                 self.rising = False
                 return
         if start > self.now:
@@ -347,25 +347,25 @@ class PassState:
         """Whether the free cores can hold ``w``'s mapping requirement now (always, without a map),
         and the free devices its devices (:func:`gridsched.core.devices.choose`)."""
         if w.devices and not w.flex:
-            return self._choose(w) is not None
+            return self.choose_devices(w) is not None
         return self.free_set is None or self.placeable_on(w, self.free_set)
 
-    def _device_use(self) -> dict[tuple[str, int], int]:
+    def device_use(self) -> dict[tuple[str, int], int]:
         """The slots in use per device: by the running jobs, by the suspended jobs that keep theirs, and by
         the jobs started in this pass (kept up to date by :meth:`_take_devices`)."""
-        used = self._dev_used
+        used = self.dev_used
         if used is None:
             snap = self.snap
             holders = [(r.devices, r.whole_devices) for r in snap.running if r.devices]
             holders.extend(snap.kept.values())
-            used = self._dev_used = dev.used_slots(holders, snap.devices)
+            used = self.dev_used = dev.used_slots(holders, snap.devices)
         return used
 
-    def _choose(self, w: Waiting) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
+    def choose_devices(self, w: Waiting) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
         """The devices and cores ``w`` gets now (:func:`gridsched.core.devices.choose`), or None.
 
         A suspended job that kept its devices is continued on them alone (they are its own)."""
-        used = self._device_use()
+        used = self.device_use()
         kept = self.snap.kept.get(w.id) if self.snap.kept else None
         if kept is None:
             return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place)
@@ -375,16 +375,16 @@ class PassState:
         return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place, kept[0])
 
     def _take_devices(self, w: Waiting) -> tuple[int, ...] | None:
-        """Take the devices (and the cores) :meth:`_choose` gives ``w``; its cores (None: not now)."""
-        got = self._choose(w)
+        """Take the devices (and the cores) :meth:`choose_devices` gives ``w``; its cores (None: not now)."""
+        got = self.choose_devices(w)
         if got is None:
             return None
         keys, cores, held = got
-        assert self._dev_used is not None
+        assert self.dev_used is not None
         if not (self.snap.kept and w.id in self.snap.kept):  # a suspended job's kept slots are counted already
             whole = any(a.exclusive for a in w.devices)
             for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
-                self._dev_used[k] = self._dev_used.get(k, 0) + n
+                self.dev_used[k] = self.dev_used.get(k, 0) + n
         self._picked = keys
         if self.free_set is not None:
             self.free_set = self.free_set.difference(held or cores)
@@ -419,16 +419,16 @@ class PassState:
     def start(self, w: Waiting, v: Vec, duration: float, backfilled: bool, planned: float | None) -> None:
         now = self.now
         self._picked = ()
-        if self._profs is None and self.free_set is None and not w.devices:  # cores counted, no profile:
+        if self.profs_built is None and self.free_set is None and not w.devices:  # cores counted, no profile:
             # take and hold, inlined
             n = v[0]
             self.free_now[0] -= n
             end = now + duration
             self._ends.append((end, n))
             self._at = None
-            h = self._hold1
+            h = self.later_hold
             if h is not None and end > h[0]:
-                self._extra -= n
+                self.left_at_hold -= n
             cores: tuple[int, ...] = ()
         else:
             cores = self.take(v, w)
@@ -440,7 +440,7 @@ class PassState:
             self.activated[w.id] = (cores, now + w.estimate)
         else:
             if self._picked and not (self.snap.kept and w.id in self.snap.kept):  # (kept slots: in snap.kept)
-                self._dev_ends.append((now + duration, self._picked, any(a.exclusive for a in w.devices)))
+                self.dev_ends.append((now + duration, self._picked, any(a.exclusive for a in w.devices)))
             self.decisions.append(Start(w.id, cores, backfilled, planned, self._picked))
             if planned is not None and now < now + planned < self.wake:
                 self.wake = now + planned

@@ -81,22 +81,22 @@ class _DeviceChains:
             if d is None or per <= 0:
                 return 0
             k = min(k, ps.profs[d].min_free(ps.now, end) // per, ps.free_now[d] // per)
-        while k > 0 and self._choose(sp, k) is None:
+        while k > 0 and self.choose_devices(sp, k) is None:
             k -= 1
         return k
 
-    def _choose(self, sp: SplitInfo, k: int) -> tuple[tuple[str, int], ...] | None:
+    def choose_devices(self, sp: SplitInfo, k: int) -> tuple[tuple[str, int], ...] | None:
         asks = [replace(a, count=a.count * k) for a in sp.devices]
-        got = dev.choose(asks, self.ps.snap.devices, self.ps._device_use(), None, None, 0, None)
+        got = dev.choose(asks, self.ps.snap.devices, self.ps.device_use(), None, None, 0, None)
         return got[0] if got is not None else None
 
     def take(self, sp: SplitInfo, k: int) -> tuple[tuple[tuple[str, int], ...], ...]:
         """The devices of ``k`` chains, now taken: per chain (empty: not that many)."""
-        keys = self._choose(sp, k)
+        keys = self.choose_devices(sp, k)
         if keys is None:
             return ()
         snap = self.ps.snap
-        used = self.ps._device_use()
+        used = self.ps.device_use()
         whole = any(a.exclusive for a in sp.devices)
         for key, n in dev.used_slots(((keys, whole),), snap.devices).items():
             used[key] = used.get(key, 0) + n
