@@ -27,7 +27,7 @@ from gridsched.core.types import (
     Waiting,
 )
 from gridsched.sim.records import SimulationError
-from gridsched.sim.replay import _NO_DEV, DONE, PENDING, RUNNING, Replay, job_name
+from gridsched.sim.replay import DONE, NO_DEV, PENDING, RUNNING, Replay, job_name
 
 
 def apply(r: Replay, plan: Plan, now: float) -> bool:
@@ -95,8 +95,8 @@ def start(r: Replay, d: Start, now: float) -> None:
         hold = claimed(r.machine, d.cores, r_i) if r_i is not None else frozenset(on)  # type: ignore[arg-type]
         r.held[i] = hold
         r.free_set = free_set - hold
-    d_keys: tuple[tuple[str, int], ...] = _NO_DEV
-    d_held: tuple[tuple[str, int], ...] = _NO_DEV
+    d_keys: tuple[tuple[str, int], ...] = NO_DEV
+    d_held: tuple[tuple[str, int], ...] = NO_DEV
     dev_asks = r.dev_asks
     if dev_asks and dev_asks[i]:
         d_keys = tuple(d.devices)

@@ -36,7 +36,7 @@ HELD = "held by its owner"
 FUTURE, PENDING, RUNNING, DONE = 0, 1, 2, 3
 
 by_id = attrgetter("id")
-_NO_DEV: tuple[()] = ()
+NO_DEV: tuple[()] = ()
 
 
 def job_name(trace: Trace, i: int) -> str:
@@ -136,7 +136,7 @@ class Replay:
         if dev_asks and not devices:
             raise SimulationError("jobs ask for devices, and the machine has none")
         self.dev_asks = dev_asks
-        self.dev_slots = [coredev.slots(a, devices) if a else _NO_DEV for a in dev_asks] if dev_asks else []
+        self.dev_slots = [coredev.slots(a, devices) if a else NO_DEV for a in dev_asks] if dev_asks else []
         self.gpus = [sum(a.count for a in asks if a.type == "gpu") for asks in dev_asks] if dev_asks else None
 
     def _jobs(self, reservations: list[SimResv] | None, split_above: int | None, series: bool) -> None:
@@ -239,11 +239,11 @@ class Replay:
 
     def dres(self, i: int) -> tuple[tuple[str, int], ...]:
         """The device slots job ``i`` asks for, as resources of the pass."""
-        return self.dev_slots[i] if self.dev_asks else _NO_DEV
+        return self.dev_slots[i] if self.dev_asks else NO_DEV
 
     def dask(self, i: int) -> tuple[coredev.DeviceAsk, ...]:
         """The devices job ``i`` asks for."""
-        return self.dev_asks[i] if self.dev_asks else _NO_DEV
+        return self.dev_asks[i] if self.dev_asks else NO_DEV
 
     def req_of(self, i: int) -> PlaceRequest | None:
         """Job ``i``'s mapping requirement (``place``, given to every job on a machine map), or None."""
