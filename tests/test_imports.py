@@ -5,7 +5,7 @@
    list of standard-library modules; this file extends that list (threading, signal) and adds the
    rule about the rest of gridsched.
 2. The commands (``gridsched/cli``) decide nothing: they load neither the daemon
-   (``gridsched.daemon``) nor the scheduling pass (``gridsched.core.policy``), whether they
+   (``gridsched.daemon``) nor the scheduling pass (``gridsched.core.policy`` and its modules), whether they
    import them at module level or inside a function, or through a module that imports them at
    module level.  ``gschedd`` starts the daemon; ``gsim`` and ``gsim_tree`` drive the
    simulator, so they reach the pass (not the daemon).
@@ -47,7 +47,7 @@ CORE_FORBIDDEN = frozenset(_purity.FORBIDDEN) | CORE_EXTRA_FORBIDDEN
 # What a command module may not load: the daemon, the scheduling passes.
 FORBIDDEN_TO_COMMANDS = {
     "daemon": lambda m: m == "gridsched.daemon" or m.startswith("gridsched.daemon."),
-    "passes": lambda m: m == "gridsched.core.policy",
+    "passes": lambda m: m == "gridsched.core.policy" or m.startswith("gridsched.core.policy."),
 }
 # The command modules that may load some of them.
 CLI_ALLOWED: dict[str, set[str]] = {

@@ -17,8 +17,9 @@ Slurm's DependencyNeverSatisfied), with the reason.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import Literal, NamedTuple
+
+from gridsched.core.model import Dep as Dep
 
 KINDS = ("after", "afterany", "afterok", "afternotok", "singleton")
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY"})
@@ -30,17 +31,6 @@ Verdict = Literal["ready", "wait", "never"]
 
 class DependError(ValueError):
     """A dependency spec that cannot be parsed; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class Dep:
-    """One condition: ``kind`` on the jobs ``ids`` (no ids for singleton)."""
-
-    kind: str
-    ids: tuple[int, ...] = ()
-
-    def __str__(self) -> str:
-        return ":".join([self.kind, *map(str, self.ids)])
 
 
 class Status(NamedTuple):

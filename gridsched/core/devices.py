@@ -33,27 +33,15 @@ the job's cores:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
-from gridsched.core.placement import Request, assign
+from gridsched.core.model import DeviceAsk, Request
+from gridsched.core.placement import assign
 from gridsched.core.topology import Device, MachineMap
 
 __all__ = ["BINDS", "Device", "DeviceAsk", "choose", "held", "never_fits", "slots", "totals"]
 
 BINDS = ("closest", "strict", "none")
 PREFIX = "device:"
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceAsk:
-    """``count`` devices of ``type`` (of ``model``; "" = any model), bound to the job's cores by ``bind``
-    (one of :data:`BINDS`); ``exclusive``: every slot of each device is the job's."""
-
-    type: str
-    count: int
-    model: str = ""
-    bind: str = "closest"
-    exclusive: bool = False
 
 
 def dim(dtype: str, model: str = "") -> str:

@@ -82,6 +82,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from gridsched.core.model import Request as Request
 from gridsched.core.topology import MachineMap
 
 if TYPE_CHECKING:  # annotations only: gsub reaches this module and need not build the core's types
@@ -107,16 +108,6 @@ class StatusMap:
 
 
 PLACES = ("pack", "spread", "board")
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """A job's mapping requirement: ``ncpus`` cores, how to lay them out (see the module doc)."""
-
-    ncpus: int
-    place: str = "pack"  # "pack" | "spread" | "board"
-    threads_per_core: int = 0  # 0 = any; t >= 1: at most t threads of each physical core
-    exclusive_board: bool = False
 
 
 def status_maps(

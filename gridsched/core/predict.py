@@ -37,7 +37,7 @@ are ever shortened, with either predictor.
     job is not shortened, as with ``user-history``.
 
 A job that outlives its prediction is not predicted again: while it runs it
-is counted at its user estimate end from then on (:mod:`gridsched.core.ends`,
+is counted at its user estimate end from then on (:mod:`gridsched.core.end_time`,
 ``PLANNED``), which is the correction upward of EASY++ in its simplest and
 safest form (Tsafrir, Etsion and Feitelson also tried extending the prediction
 in steps; counting the estimate never lets a prediction that proved wrong

@@ -34,9 +34,7 @@ def record(cls: type[_T]) -> type[_T]:
 
 
 if TYPE_CHECKING:
-    from gridsched.core.depend import Dep
-    from gridsched.core.devices import DeviceAsk
-    from gridsched.core.placement import Request
+    from gridsched.core.model import Dep, DeviceAsk, Request
     from gridsched.core.topology import Device, MachineMap
 
 
@@ -126,7 +124,7 @@ class Running:
 
     ``estimate`` is the user's walltime for this segment (the job is killed at
     ``start + estimate``), or the time the job is planned to take by its own
-    estimate (:func:`gridsched.core.ends.soft_left`).  ``planned`` is the shorter
+    estimate (:func:`gridsched.core.end_time.soft_left`).  ``planned`` is the shorter
     estimate the backfill step relied on when it started the job: a prediction
     (checkpoint-backfill) or the job's own estimate (``Waiting.hard``); ``None``
     if it relied on the walltime.  A backfilled job still running past

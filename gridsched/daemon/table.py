@@ -20,7 +20,7 @@ from typing import Any
 from gridsched.core import cpuset, depend
 from gridsched.core import devices as coredev
 from gridsched.core.devices import DeviceAsk
-from gridsched.core.ends import soft_left
+from gridsched.core.end_time import soft_left
 from gridsched.core.placement import Request as PlaceRequest
 from gridsched.core.predict import RATIO_JOBS, run_ratio
 from gridsched.core.topology import Device
@@ -206,7 +206,7 @@ class Rec:
         )
 
     def _planned_left(self, now: float, longest: float) -> float:
-        """The segment's length the core plans with: its walltime, or its own estimate (core.ends.soft_left)."""
+        """The segment's length the core plans with: its walltime, or its own estimate (core.end_time.soft_left)."""
         credit = self.credit(now, longest)
         if self.estimate is None:
             return self.remaining() + credit

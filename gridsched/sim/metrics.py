@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from gridsched.sim.engine import Result
+from gridsched.sim.records import Result
 
 BSLD_BOUND = 10.0  # seconds: the bound of the bounded slowdown (Feitelson et al.)
 

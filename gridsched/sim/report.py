@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from gridsched.core.units import format_duration
-from gridsched.sim.engine import Result
 from gridsched.sim.metrics import Metrics, gpu_metrics
+from gridsched.sim.records import Result
 
 # (key in the record, column title, format, lower is better) of the compared metrics.
 COLUMNS: tuple[tuple[str, str, str, bool], ...] = (

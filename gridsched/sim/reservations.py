@@ -39,7 +39,7 @@ from typing import Any
 
 from gridsched.core.placement import Request
 from gridsched.core.units import UnitError, parse_duration
-from gridsched.sim.engine import SimResv
+from gridsched.sim.records import SimResv
 
 
 class ResvFileError(Exception):

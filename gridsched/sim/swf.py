@@ -221,18 +221,7 @@ def read(
         except (OSError, EOFError, gzip.BadGzipFile) as e:
             raise TraceError(f"{path}: cannot read: {e}") from None
 
-    if nodes:
-        if not max_nodes or not max_procs:
-            raise TraceError(f"{path}: --nodes needs MaxNodes and MaxProcs in the header")
-        per_node = max(1, max_procs // max_nodes)
-        size = [-(-n // per_node) for n in size]
-        ncores = procs if procs is not None else max_nodes
-    else:
-        ncores = procs if procs is not None else (max_procs or 0)
-    if ncores <= 0:
-        what = "MaxNodes" if nodes else "MaxProcs"
-        raise TraceError(f"{path}: machine size unknown (no {what} in the header): give --procs")
-
+    ncores, size = _machine(path, procs, nodes, max_procs, max_nodes, size)
     trace = Trace(path, ncores, max_procs, max_nodes, skipped=skipped, problems=problems, cut=cut)
     trace.lines = njob_lines
     trace.preceding, trace.status = preceding, status
@@ -257,6 +246,25 @@ def read(
             raise TraceError(f"{path}: no jobs in the trace")
         raise TraceError(f"{path}: none of the {njob_lines} jobs can be simulated ({_skip_text(skipped)})")
     return trace
+
+
+def _machine(
+    path: str, procs: int | None, nodes: bool, max_procs: int | None, max_nodes: int | None, size: list[int]
+) -> tuple[int, list[int]]:
+    """The machine's size (``procs``, else the header's; in nodes with ``nodes``) and each job's size in
+    that unit (``size``: in processors)."""
+    if nodes:
+        if not max_nodes or not max_procs:
+            raise TraceError(f"{path}: --nodes needs MaxNodes and MaxProcs in the header")
+        per_node = max(1, max_procs // max_nodes)
+        size = [-(-n // per_node) for n in size]
+        ncores = procs if procs is not None else max_nodes
+    else:
+        ncores = procs if procs is not None else (max_procs or 0)
+    if ncores <= 0:
+        what = "MaxNodes" if nodes else "MaxProcs"
+        raise TraceError(f"{path}: machine size unknown (no {what} in the header): give --procs")
+    return ncores, size
 
 
 def _is_number(text: str) -> bool:

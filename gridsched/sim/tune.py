@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from gridsched.core.params import BackfillOrder, Params, Policy, Predictor
 
 if TYPE_CHECKING:
-    from gridsched.sim.engine import Tuner
+    from gridsched.sim.records import Tuner
 
 OBJECTIVES = ("bsld", "wait", "mix")
 DEFAULT_PS = (0.1, 0.2, 0.3, 0.5)
@@ -253,7 +253,7 @@ def in_replay(
     overhead: float = 120.0,
     warmup: float = 0.0,
 ) -> Tuner:
-    """A tuner for gsim's replay of ``trace`` (:class:`gridsched.sim.engine.Tuner`): at each instant it
+    """A tuner for gsim's replay of ``trace`` (:class:`gridsched.sim.records.Tuner`): at each instant it
     chooses from the jobs of the replay that ended in the last ``window`` seconds, and from nothing else
     (no look-ahead: a job's run time is known once it has ended).  With ``warmup``, the jobs that ended in
     the ``warmup`` seconds before the window are replayed too, and only the jobs submitted in the window
@@ -277,6 +277,6 @@ def in_replay(
         d = choose(hist, ncores, current, settings, objective, margin, min_jobs, overhead, frm)
         return d.adopt if d.adopt is not None else current
 
-    from gridsched.sim.engine import Tuner
+    from gridsched.sim.records import Tuner
 
     return Tuner(every, pick)

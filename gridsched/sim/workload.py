@@ -1,6 +1,6 @@
 """What decides when trace jobs may start besides the machine: dependencies, arrays, holds.
 
-Two sources, both turned into one :class:`~gridsched.sim.engine.Gates`
+Two sources, both turned into one :class:`~gridsched.sim.records.Gates`
 that the core's eligibility reads, as the daemon's does:
 
 * SWF fields 17 and 18 (``gsim run --dependencies``): a job that names a
@@ -37,7 +37,7 @@ from typing import Any
 from gridsched.core import depend
 from gridsched.core.devices import DeviceAsk
 from gridsched.core.units import UnitError, parse_duration
-from gridsched.sim.engine import Gates
+from gridsched.sim.records import Gates
 from gridsched.sim.swf import Trace
 
 ENDED = {0: "FAILED", 5: "CANCELLED"}

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gridsched.core import depend
-from gridsched.core.request import infeasible, too_much_memory
+from gridsched.core.feasible import infeasible, too_much_memory
 from gridsched.core.units import format_duration
 from gridsched.protocol import requests as rq
 from gridsched.protocol.config import Config
@@ -960,8 +960,8 @@ def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = 
 def never_runs(machine: Any, max_walltime: int, spec: dict[str, Any]) -> str | None:
     """Why a job of ``spec`` (as the daemon keeps it) can never run on ``machine``, or None: the checks of a
     submission the daemon makes, and galter before it asks for a change."""
+    from gridsched.core.feasible import infeasible
     from gridsched.core.placement import Request, never_fits
-    from gridsched.core.request import infeasible
 
     ncpus = spec["ncpus"]
     bad = infeasible(ncpus, machine.ncores)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gridsched.cli import gsub
-from gridsched.core.request import infeasible
+from gridsched.core.feasible import infeasible
 from gridsched.protocol.jobs import SPEC_KEYS
 
 SCRIPT = """#!/bin/sh

@@ -24,8 +24,8 @@ def imported_roots(tree: ast.AST) -> set[str]:
 
 
 def test_core_files_are_found():
-    names = {p.name for p in CORE.glob("*.py")}
-    assert {"policy.py", "profile.py", "predict.py", "types.py"} <= names
+    names = {p.relative_to(CORE).as_posix() for p in CORE.rglob("*.py")}
+    assert {"policy/__init__.py", "profile.py", "predict.py", "types.py"} <= names
 
 
 def test_core_imports_nothing_impure():

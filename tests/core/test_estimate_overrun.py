@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gridsched.core.ends import soft_left
+from gridsched.core.end_time import soft_left
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.types import Kill, Params, Policy, Preempt, Running, Snapshot, Start, Waiting
 

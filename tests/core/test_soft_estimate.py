@@ -1,12 +1,12 @@
 """A job's own estimate (PBS soft_walltime, gsub --estimate): the time the core plans with in place of the
-walltime (:func:`gridsched.core.ends.soft_left`), and the backfill decisions that follow from it."""
+walltime (:func:`gridsched.core.end_time.soft_left`), and the backfill decisions that follow from it."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gridsched.core.ends import soft_left
+from gridsched.core.end_time import soft_left
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.types import Params, Policy, Running, Snapshot, Waiting
 

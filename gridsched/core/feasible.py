@@ -1,4 +1,4 @@
-"""Checks of a job's resource request against the machine (pure).
+"""Whether a job's resource request can ever fit the machine (pure).
 
 Two kinds of "no": a request that does not fit *now* waits in the queue; a
 request that can *never* fit is refused at submission, with the reason.  This

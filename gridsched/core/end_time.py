@@ -1,4 +1,6 @@
-"""When a running job counts as ending, for the shadow time and the profiles (pure)."""
+"""When a running job counts as ending, for the shadow time and the profiles, and how long a job is
+planned to run with its own estimate (pure).  (What ends a reservation, a yield or a subtree is
+:mod:`gridsched.core.endings`.)"""
 
 from __future__ import annotations
 

@@ -1,0 +1,455 @@
+"""The state of one pass: the availability profiles, what is free now, and what the pass takes.
+
+:class:`PassState` holds one profile per resource (cores, then each floating resource), the cores
+free now and, with a machine map, where they are; it answers when a request fits (by count and by
+placement) and takes and holds what the pass starts.  :class:`gridsched.core.policy.room.Pass` adds
+what a pass leaves the head job (preemption, devices and cores free at a later time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from math import inf, nextafter
+from operator import attrgetter
+
+from gridsched.core import devices as dev
+from gridsched.core.end_time import counted_end
+from gridsched.core.placement import assign
+from gridsched.core.profile import Profile, earliest_common_start, from_ends
+from gridsched.core.types import Activate, Decision, Resv, Running, Snapshot, Start, Waiting
+
+_NCPUS = attrgetter("ncpus")
+
+
+Vec = tuple[int, ...]
+
+
+def pick(free: frozenset[int] | None, n: int) -> tuple[int, ...]:
+    """The cores for a job of ``n`` cores without a map: the lowest-numbered free ones."""
+    if free is None:
+        return ()
+    return tuple(sorted(free)[:n])
+
+
+class PassState:
+    """One pass over a snapshot: the profiles, what is free now, the decisions taken."""
+
+    names: list[str]  # the floating resources, in vector order after the cores
+    index: dict[str, int]
+    dims: int
+    total: tuple[int, ...]
+    active: dict[int, Resv]
+    bound: list[Running]
+    general: Sequence[Running]
+    free_now: list[int]
+    cap: list[int]
+    profs_built: list[Profile] | None
+
+    def __init__(self, snap: Snapshot, mode: int) -> None:
+        self.snap = snap
+        now = self.now = snap.now
+        self.free_set = snap.free
+        # with a machine map, jobs are placed, and the earliest start of a job is
+        # the earliest time its requirement can be met on the cores free by then
+        self.machine = snap.machine if snap.free is not None else None
+        # (time, cores) freed then: running jobs at their counted ends, jobs started in this pass
+        self.releases: list[tuple[float, tuple[int, ...]]] = []
+        self.loose: list[Profile] | None = None
+        # True while nothing is held from a later time on (only running jobs ending and
+        # jobs started now): the profiles never fall, so what is free now stays free
+        self.rising = True
+        self.mode = mode
+        if not snap.floating and not snap.reservations and not snap.devices:
+            # cores only, no reservation: the common case, in one sweep over the running jobs
+            self.names, self.index, self.dims, self.total = [], {}, 1, (snap.ncores,)
+            self.active, self.bound = {}, []
+            general = self.general = snap.running
+            # (an end before now may stay so: every reader counts it as free now)
+            if mode:
+                ends0 = [(counted_end(r, now, mode), r.ncpus) for r in general]
+            else:  # counted_end for the user's walltime
+                ends0 = [(now if r.stopping else r.start + r.estimate, r.ncpus) for r in general]
+            held0 = sum(map(_NCPUS, general))
+            if self.machine is not None:
+                self.releases = [(e if e > now else now, r.cores) for (e, _), r in zip(ends0, general)]
+            free0 = len(snap.free) if snap.free is not None else snap.ncores - held0
+            self.free_now = [free0]
+            self.cap = [free0 + held0]
+            # the profile is built when first read (see profs): a pass that only starts
+            # jobs in queue order never reads it, and jobs started before are two numbers each
+            self.profs_built = None
+            self._ends = ends0
+        else:
+            self._general_init(snap, mode)
+        # while the profile is not built: the one hold from a later time on (the head's
+        # reservation: start, duration, cores) and the cores left free when it begins
+        self.later_hold: tuple[float, float, int] | None = None
+        self.left_at_hold = 0
+        self._at: tuple[float, int] | None = None
+        self.decisions: list[Decision] = []
+        self.preempted: set[int] = set()
+        self.wake = inf
+        self.activated: dict[int, tuple[tuple[int, ...], float]] = {}
+        # slots in use per device (built when a job asking for devices is first looked at)
+        self.dev_used: dict[tuple[str, int], int] | None = None
+        self._picked: tuple[tuple[str, int], ...] = ()
+        # the devices of the jobs started in this pass: (counted end, device keys, whole)
+        self.dev_ends: list[tuple[float, tuple[tuple[str, int], ...], bool]] = []
+        self._busy_at: tuple[float, int, int, dict[tuple[str, int], int]] | None = None
+
+    def _general_init(self, snap: Snapshot, mode: int) -> None:
+        """The state with floating resources or reservations (one profile per resource)."""
+        now = self.now
+        floating = {**snap.floating, **dev.totals(snap.devices)} if snap.devices else snap.floating
+        self.names = names = sorted(floating)
+        self.index = {n: k + 1 for k, n in enumerate(names)}
+        self.dims = dims = len(names) + 1
+        self.total = (snap.ncores, *(floating[n] for n in names))
+        active = self.active = {r.id: r for r in snap.reservations if r.active}
+        if active:
+            general: Sequence[Running] = [r for r in snap.running if r.bind is None or r.bind not in active]
+            self.bound = [r for r in snap.running if r.bind is not None and r.bind in active]
+        else:
+            general, self.bound = snap.running, []
+        self.general = general
+        free = [0] * dims
+        held = [0] * dims
+        ends: list[list[tuple[float, int]]] = [[] for _ in range(dims)]
+        # the running jobs in one sweep: what they hold, and when they release it
+        ends0 = ends[0]
+        releases = self.releases if self.machine is not None else None
+        for r in general:
+            e = counted_end(r, now, mode)
+            if releases is not None:
+                releases.append((e, r.cores))
+            if r.resources:
+                for d, x in enumerate(self.vec(r)):
+                    if x:
+                        held[d] += x
+                        ends[d].append((e, x))
+            else:
+                n = r.ncpus
+                held[0] += n
+                if n:
+                    ends0.append((e, n))
+        for rv in active.values():
+            self.accumulate(held, self.vec(rv))
+        for keys, whole in snap.kept.values():  # kept by suspended jobs: held, never released by a running end
+            for name, k in dev.held(keys, snap.devices, whole):
+                d = self.index.get(name, 0)
+                if d:
+                    held[d] += k
+        for d in range(1, dims):
+            free[d] = self.total[d] - held[d]
+        if snap.free is not None:
+            free[0] = len(snap.free)
+        else:
+            free[0] = snap.ncores - held[0]
+        self.free_now = free
+        self.cap = [free[d] + held[d] for d in range(dims)]
+
+        def release(when: float, v: Iterable[int]) -> None:
+            for d, x in enumerate(v):
+                if x:
+                    ends[d].append((when, x))
+
+        for rv in active.values():
+            v = list(self.vec(rv))
+            end = rv.end if rv.end is not None else inf
+            if not rv.kill:
+                for b in self.bound:
+                    if b.bind == rv.id and b.end > end:
+                        bv = self.vec(b)
+                        for d in range(dims):
+                            v[d] -= bv[d]
+                        release(max(b.end, now), bv)
+            release(max(end, now), v)
+        self.profs_built = [from_ends(now, free[d], ends[d]) for d in range(dims)]
+
+    # -- vectors ------------------------------------------------------------
+    def vec(self, x: Waiting | Running | Resv) -> Vec:
+        if not x.resources:
+            return (x.ncpus,) + (0,) * (self.dims - 1)
+        v = [0] * self.dims
+        v[0] = x.ncpus
+        for name, k in x.resources:
+            d = self.index.get(name)
+            if d is None:
+                if k > 0:
+                    v[0] = -1  # unknown resource: never fits (see possible)
+                continue
+            v[d] += k
+        return tuple(v)
+
+    def possible(self, v: Vec) -> bool:
+        """Whether ``v`` can ever be had."""
+        return v[0] >= 0 and all(v[d] <= self.cap[d] for d in range(self.dims))
+
+    @staticmethod
+    def accumulate(acc: list[int], v: Vec) -> None:
+        for d, x in enumerate(v):
+            acc[d] += x
+
+    # -- questions --------------------------------------------------------
+    def earliest(
+        self, v: Vec, duration: float, profs: list[Profile] | None = None, not_before: float | None = None
+    ) -> float:
+        if profs is None and self.profs_built is None and self.later_hold is None:
+            return self._first_free(v[0], self.now if not_before is None else not_before)
+        ps = profs or self.profs
+        req = [(ps[d], v[d]) for d in range(self.dims) if v[d] > 0]
+        return earliest_common_start(req, duration, self.now if not_before is None else not_before)
+
+    def free_at(self, t: float) -> int:
+        """The cores free at ``t`` (from now on), the profile not built and nothing held later."""
+        return self.free_now[0] + sum(x for e, x in self._ends if e <= t)
+
+    def _first_free(self, n: int, since: float) -> float:
+        """The first time from ``since`` on that ``n`` cores are free, the profile not built.
+
+        Only running and just started jobs are held, so what is free then stays free.
+        """
+        if since < self.now:
+            since = self.now
+        acc = self.free_now[0]
+        for e, x in sorted(self._ends):
+            if e > since:
+                if acc >= n:
+                    break
+                if e == inf:
+                    return inf
+                since = e
+            acc += x
+        if acc < n:
+            return inf
+        self._at = (since, acc)  # what is free then, for a hold there (see hold)
+        return since
+
+    def placed_earliest(self, w: Waiting, v: Vec, duration: float, not_before: float | None = None) -> float:
+        """The earliest start of ``w``: when it fits by count and, on a map, can be placed.
+
+        On a machine map the cores free at a time ``t`` are those free now and
+        those of every job counted as ending by ``t``; the first ``t`` (from the
+        count's answer on, at the ends of jobs) at which they hold ``w``'s
+        mapping requirement, and the count still fits, is the answer.
+        """
+        machine = self.machine
+        if machine is None or (w.flex and w.place is None):
+            if self.profs_built is None and self.later_hold is None:  # earliest(), cores only, without a call
+                return self._first_free(v[0], self.now if not_before is None else not_before)
+            return self.earliest(v, duration, None, not_before)
+        # the cores free by a time only grow with it: the first release after which the
+        # requirement can be met is found by bisection, then the count is asked from there
+        rel = sorted(self.releases)
+        base = self.free_set or frozenset()
+        n = v[0]
+        # the cores in the order they come free: after the first k releases, the first count[k]
+        order = list(base)
+        seen = set(base)
+        count = [len(order)]
+        for _, cs in rel:
+            for c in cs:
+                if c not in seen:
+                    seen.add(c)
+                    order.append(c)
+            count.append(len(order))
+
+        def placeable(k: int) -> bool:
+            m = count[k]
+            return m >= n and assign(machine, frozenset(order[:m]) if k else base, n, w.place) is not None
+
+        if placeable(0):
+            since = self.now
+        elif not rel or not placeable(len(rel)):
+            return inf
+        else:
+            lo, hi = 1, len(rel)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if placeable(mid):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            since = rel[lo - 1][0]
+        return self.earliest(v, duration, None, since if not_before is None else max(since, not_before))
+
+    def fits_now(self, v: Vec, duration: float, profs: list[Profile] | None = None) -> bool:
+        """Whether ``v`` is free now and stays free for ``duration`` (nothing is promised to others)."""
+        free = self.free_now
+        if self.rising and profs is None:  # nothing is free now that is not free later
+            return all(x <= free[d] for d, x in enumerate(v))
+        if profs is None and self.profs_built is None:  # cores only, held from later on by one hold
+            return v[0] <= free[0] and self.stays_free(v[0], duration)
+        ps = profs or self.profs
+        for d, x in enumerate(v):
+            if x > free[d] or (x > 0 and not ps[d].fits_now(x, duration)):
+                return False
+        return True
+
+    # -- changes ----------------------------------------------------------
+    @property
+    def profs(self) -> list[Profile]:
+        """The availability profile of each resource (cores first)."""
+        profs = self.profs_built
+        if profs is None:  # cores only: free now, and the ends of running and just started jobs
+            profs = self.profs_built = [from_ends(self.now, self.free_now[0], self._ends)]
+            if self.later_hold is not None:
+                profs[0].reserve(*self.later_hold)
+        return profs
+
+    def stays_free(self, n: int, duration: float) -> bool:
+        """Whether ``n`` cores free now stay free for ``duration``, the profile not built.
+
+        What is free only grows until the one later hold begins, and is least
+        when it does (``left_at_hold`` left then): so ``n`` stays free for ever if
+        ``n`` is at most that, else until the hold begins.
+        """
+        h = self.later_hold
+        if h is None or n <= self.left_at_hold:
+            return True
+        return self.now + duration <= h[0] if duration > 0 else h[0] > self.now
+
+    def hold(self, start: float, duration: float, v: Vec, fixed: bool = False, taken: bool = False) -> None:
+        """Hold ``v`` over ``[start, start + duration)`` (``fixed``: not in the loose profiles;
+        ``taken``: held from now on, and already taken from what is free now).
+
+        A hold of duration 0 from a later time (a job of walltime 0 due then) holds the instant it
+        begins, up to the next float: a job running across that instant must leave it room, as the
+        cores-only test (:meth:`stays_free`) asks; a job ending then need not, and one that needs its
+        cores from then on is reserved just after it (the next float).  From now on it holds
+        nothing: such a job ends as it starts, and what it takes is out of what is free now."""
+        if duration <= 0 and start > self.now:
+            duration = nextafter(start, inf) - start
+        if self.profs_built is None:  # cores only, the profile not built yet
+            h = self.later_hold
+            if taken:  # one more end
+                self._at = None
+                end = start + duration
+                self._ends.append((end, v[0]))
+                if h is not None and end > h[0]:
+                    self.left_at_hold -= v[0]
+                return
+            if h is None and start > self.now:  # the head's reservation: kept as the cores it leaves when it begins
+                self.later_hold = (start, duration, v[0])
+                at = self._at
+                self.left_at_hold = (at[1] if at is not None and at[0] == start else self.free_at(start)) - v[0]
+                self.rising = False
+                return
+        if start > self.now:
+            self.rising = False
+        for d in range(self.dims):
+            if v[d]:
+                self.profs[d].reserve(start, duration, v[d])
+                if self.loose is not None and not fixed:
+                    self.loose[d].reserve(start, duration, v[d])
+
+    def placeable(self, w: Waiting, v: Vec) -> bool:
+        """Whether the free cores can hold ``w``'s mapping requirement now (always, without a map),
+        and the free devices its devices (:func:`gridsched.core.devices.choose`)."""
+        if w.devices and not w.flex:
+            return self.choose_devices(w) is not None
+        return self.free_set is None or self.placeable_on(w, self.free_set)
+
+    def device_use(self) -> dict[tuple[str, int], int]:
+        """The slots in use per device: by the running jobs, by the suspended jobs that keep theirs, and by
+        the jobs started in this pass (kept up to date by :meth:`_take_devices`)."""
+        used = self.dev_used
+        if used is None:
+            snap = self.snap
+            holders = [(r.devices, r.whole_devices) for r in snap.running if r.devices]
+            holders.extend(snap.kept.values())
+            used = self.dev_used = dev.used_slots(holders, snap.devices)
+        return used
+
+    def choose_devices(self, w: Waiting) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
+        """The devices and cores ``w`` gets now (:func:`gridsched.core.devices.choose`), or None.
+
+        A suspended job that kept its devices is continued on them alone (they are its own)."""
+        used = self.device_use()
+        kept = self.snap.kept.get(w.id) if self.snap.kept else None
+        if kept is None:
+            return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place)
+        used = dict(used)
+        for k, n in dev.used_slots((kept,), self.snap.devices).items():
+            used[k] -= n
+        return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place, kept[0])
+
+    def _take_devices(self, w: Waiting) -> tuple[int, ...] | None:
+        """Take the devices (and the cores) :meth:`choose_devices` gives ``w``; its cores (None: not now)."""
+        got = self.choose_devices(w)
+        if got is None:
+            return None
+        keys, cores, held = got
+        assert self.dev_used is not None
+        if not (self.snap.kept and w.id in self.snap.kept):  # a suspended job's kept slots are counted already
+            whole = any(a.exclusive for a in w.devices)
+            for k, n in dev.used_slots(((keys, whole),), self.snap.devices).items():
+                self.dev_used[k] = self.dev_used.get(k, 0) + n
+        self._picked = keys
+        if self.free_set is not None:
+            self.free_set = self.free_set.difference(held or cores)
+        return cores
+
+    def take(self, v: Vec, w: Waiting | None = None) -> tuple[int, ...]:
+        """Take ``v`` from what is free now; the cores picked.
+
+        A job's mapping requirement is met: the pass starts a job only where
+        :meth:`placeable` says the free cores can hold it.  So is a
+        reservation's (``w`` its flexible entry, or :func:`~gridsched.core.policy.reservations._as_job` of a fixed
+        one): it holds what a job so placed would.  A reservation without one
+        is placed as a job with no requirement is (pack: the fewest boards,
+        the best-fitting one first), or, if the free cores are too scattered
+        for that, on the lowest-numbered ones.
+        """
+        for d in range(self.dims):
+            self.free_now[d] -= v[d]
+        if w is not None and w.devices and not w.flex:
+            cores_d = self._take_devices(w)
+            if cores_d is not None:
+                return cores_d
+        if self.free_set is None:
+            return ()
+        got = None
+        if self.snap.machine is not None:
+            got = assign(self.snap.machine, self.free_set, v[0], w.place if w is not None else None)
+        cores, held = got if got is not None else (pick(self.free_set, v[0]), None)
+        self.free_set = self.free_set.difference(held if held is not None else cores)
+        return cores
+
+    def start(self, w: Waiting, v: Vec, duration: float, backfilled: bool, planned: float | None) -> None:
+        now = self.now
+        self._picked = ()
+        if self.profs_built is None and self.free_set is None and not w.devices:  # cores counted, no profile:
+            # take and hold, inlined
+            n = v[0]
+            self.free_now[0] -= n
+            end = now + duration
+            self._ends.append((end, n))
+            self._at = None
+            h = self.later_hold
+            if h is not None and end > h[0]:
+                self.left_at_hold -= n
+            cores: tuple[int, ...] = ()
+        else:
+            cores = self.take(v, w)
+            self.hold(now, duration, v, taken=True)
+            if self.machine is not None:
+                self.releases.append((now + duration, cores))
+        if w.flex:
+            self.decisions.append(Activate(w.id, cores, now + w.estimate))
+            self.activated[w.id] = (cores, now + w.estimate)
+        else:
+            if self._picked and not (self.snap.kept and w.id in self.snap.kept):  # (kept slots: in snap.kept)
+                self.dev_ends.append((now + duration, self._picked, any(a.exclusive for a in w.devices)))
+            self.decisions.append(Start(w.id, cores, backfilled, planned, self._picked))
+            if planned is not None and now < now + planned < self.wake:
+                self.wake = now + planned
+
+    def placeable_on(self, w: Waiting, cores: frozenset[int]) -> bool:
+        """Whether ``cores`` hold ``w``'s mapping requirement (always, without a map, and for a
+        reservation without one: it takes any free cores)."""
+        if self.machine is None or (w.flex and w.place is None):
+            return True
+        return assign(self.machine, cores, w.ncpus, w.place) is not None
+
+    # -- reservations -----------------------------------------------------
