@@ -8,27 +8,21 @@ See gsim(1).
 from __future__ import annotations
 
 import dataclasses
-import json
-import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+from gridsched.cli import gsim_inputs as inputs
 from gridsched.cli.common import COUNT, ChoiceType, ExitCode, Group, fail, warn
-from gridsched.core.types import BackfillOrder, Params, Policy, Predictor
+from gridsched.cli.gsim_inputs import PROG
+from gridsched.core.types import BackfillOrder, Policy, Predictor
 from gridsched.core.units import UnitError, parse_duration
-from gridsched.protocol.config import ConfigError
-from gridsched.protocol.config import load as load_config
 
-PROG = "gsim"
 POLICIES = tuple(p.value for p in Policy)
 PREDICTORS = (*(p.value for p in Predictor), "auto")
 ORDERS = (*(o.value for o in BackfillOrder), "auto")
 MODES = ("checkpoint", "requeue", "none")
-# The Params field that selects the naive (cascading) reading of checkpoint-backfill, if the core has one.
-CASCADE_FIELD = "cascade"
 
 
 class SecondsType(click.ParamType):
@@ -291,269 +285,6 @@ def main() -> None:
 # -- shared steps ----------------------------------------------------------------
 
 
-def _params(
-    config_file: str | None,
-    policy: str | None,
-    p: float | None,
-    threshold: float | None,
-    predictor: str | None,
-    cascade: bool,
-    backfill_order: str | None = None,
-) -> Params:
-    base = Params()
-    if config_file is not None:
-        try:
-            base = load_config(config_file).params
-        except ConfigError as e:
-            fail(PROG, f"config {e}")
-    kw: dict[str, Any] = {}
-    if policy is not None:
-        kw["policy"] = Policy(policy)
-    if p is not None:
-        kw["p"] = p
-    if threshold is not None:
-        kw["threshold"] = float(threshold)
-    if predictor == "auto":
-        fail(PROG, "--predictor auto: only gsim run tunes settings during the replay", ExitCode.USAGE)
-    if predictor is not None:
-        kw["predictor"] = Predictor(predictor)
-    if backfill_order == "auto":
-        fail(PROG, "--backfill-order auto: only gsim run tunes settings during the replay", ExitCode.USAGE)
-    if backfill_order is not None:
-        kw["backfill_order"] = BackfillOrder(backfill_order)
-    if cascade:
-        if CASCADE_FIELD not in {f.name for f in dataclasses.fields(Params)}:
-            fail(PROG, "--cascade: this version of the scheduling core has no cascading reading", ExitCode.USAGE)
-        kw[CASCADE_FIELD] = True
-    return dataclasses.replace(base, **kw)
-
-
-def _read(trace: str, procs: int | None, nodes: bool, strict: bool, limit: int | None, quiet: bool = False):  # type: ignore[no-untyped-def]
-    from gridsched.sim.swf import BAD_LINE, MAX_PROBLEMS, TraceError, read
-
-    try:
-        if click.get_current_context().meta.get("gsim.sacct"):
-            from gridsched.sim import sacct
-
-            if nodes:
-                fail(PROG, "--slurm-sacct: the history is replayed in CPUs; --nodes does not apply", ExitCode.USAGE)
-            tr = sacct.read(trace, procs, strict=strict, limit=limit)
-        else:
-            tr = read(trace, procs=procs, nodes=nodes, strict=strict, limit=limit)
-    except TraceError as e:
-        fail(PROG, str(e))
-    if not quiet:
-        for msg in tr.problems:
-            warn(PROG, f"warning: skipped {msg}")
-        more = tr.skipped[BAD_LINE] - min(tr.skipped[BAD_LINE], MAX_PROBLEMS)
-        if more > 0:
-            warn(PROG, f"warning: skipped {more} more bad lines")
-    return tr
-
-
-def _simulate(
-    tr: Any,
-    params: Params,
-    overhead: float,
-    mode: str,
-    series: bool = False,
-    task: str = "",
-    resv: Any = None,
-    machine: Any = None,
-    place: str | None = None,
-    split_above: int | None = None,
-    gates: Any = None,
-    tuner: Any = None,
-    devices: tuple[Any, ...] = (),
-) -> tuple[Any, Any, float]:
-    from gridsched.sim.engine import Mode, SimulationError, simulate
-    from gridsched.sim.metrics import compute
-
-    t0 = time.perf_counter()
-    try:
-        with _progress(len(tr), task or params.policy.value) as tick:
-            res = simulate(
-                tr,
-                params,
-                overhead=overhead,
-                mode=Mode(mode),
-                series=series,
-                progress=tick,
-                reservations=resv.reservations if resv else None,
-                floating=resv.floating if resv else None,
-                machine=machine,
-                place=place,
-                split_above=split_above,
-                gates=gates,
-                tuner=tuner,
-                devices=devices,
-            )
-    except NotImplementedError:
-        fail(PROG, f"policy {params.policy.value} is not available in this version of the scheduling core")
-    except SimulationError as e:
-        fail(PROG, str(e))
-    return res, compute(res), time.perf_counter() - t0
-
-
-def _workload(path: str | None) -> Any:
-    """The workload file of --workload (None: none), read once."""
-    from gridsched.sim.workload import WorkloadError, read
-
-    if path is None:
-        return None
-    cache = click.get_current_context().meta.setdefault("gsim.workload", {})
-    if path not in cache:
-        try:
-            cache[path] = read(path)
-        except WorkloadError as e:
-            fail(PROG, f"workload {e}")
-    return cache[path]
-
-
-def _devices(
-    tr: Any,
-    devices_file: str | None,
-    gpus: str | None,
-    machine: Any,
-    workload_file: str | None,
-    config_file: str | None,
-    strict: bool,
-    quiet: bool = False,
-) -> tuple[Any, ...]:
-    """The simulated machine's devices (--gpus, or those of --topology), the [devices.TYPE] share of
-    --config on them; the trace's jobs given the devices of --devices and of the workload file."""
-    from gridsched.sim.devices import DevicesError, JobDevices, attach, machine_devices, read_csv, shared
-
-    devs: tuple[Any, ...] = ()
-    if gpus is not None:
-        if machine is not None and machine.devices:
-            fail(PROG, "--gpus: the --topology file declares devices already", ExitCode.USAGE)
-        try:
-            devs = machine_devices(gpus, machine)
-        except DevicesError as e:
-            fail(PROG, str(e), ExitCode.USAGE)
-    elif machine is not None:
-        devs = machine.devices
-    if devs and config_file is not None:
-        try:
-            share = {t: dc.share for t, dc in load_config(config_file).devices.items()}
-        except ConfigError as e:
-            fail(PROG, f"config {e}")
-        devs = shared(devs, share)
-    # a Slurm history's GPUs (AllocTRES gres/gpu), replaced by what the files say of the same job
-    history = [JobDevices(j, a, f"{tr.path}: job {j}") for j, a in tr.devices.items()]
-    tr.devices = {}
-    if history and not devs:
-        if not quiet:
-            warn(PROG, f"note: {len(history)} jobs of the history held GPUs (AllocTRES); --gpus N replays them")
-        history = []
-    jobs: list[JobDevices] = []
-    if devices_file is not None:
-        try:
-            jobs = read_csv(devices_file)
-        except DevicesError as e:
-            fail(PROG, f"devices {e}")
-    wl = _workload(workload_file)
-    if wl is not None:
-        given = {j.id: j.where for j in jobs}
-        for k, jg in enumerate(wl.jobs, start=1):
-            if not jg.devices:
-                continue
-            if jg.id in given:
-                fail(PROG, f"workload {wl.path}: job {k}: job {jg.id}'s devices are given in {given[jg.id]} too")
-            jobs.append(JobDevices(jg.id, jg.devices, f"{wl.path}: job {k}"))
-    named = {j.id for j in jobs}
-    jobs = [j for j in history if j.id not in named] + jobs
-    if not jobs:
-        return devs
-    try:
-        problems, _unknown = attach(tr, jobs, devs, strict)
-    except DevicesError as e:
-        why = str(e)
-        if devices_file is not None and why.startswith(devices_file):
-            why = f"devices {why}"
-        elif wl is not None and why.startswith(wl.path):
-            why = f"workload {why}"
-        fail(PROG, why)
-    if not quiet:
-        for msg in problems:
-            warn(PROG, f"warning: {msg}")
-    return devs
-
-
-def _gates(tr: Any, dependencies: bool, workload_file: str | None, quiet: bool = False) -> Any:
-    """The dependencies, arrays and holds of --dependencies and --workload (None: none asked for)."""
-    from gridsched.sim.workload import WorkloadError, gates
-
-    if not dependencies and workload_file is None:
-        if tr.preceding and not quiet:
-            warn(
-                PROG, f"note: {len(tr.preceding)} jobs name a preceding job (SWF field 17); --dependencies replays them"
-            )
-        return None
-    try:
-        g, ignored = gates(tr, dependencies, _workload(workload_file))
-    except WorkloadError as e:
-        fail(PROG, f"workload {e}")
-    if ignored and not quiet:
-        warn(
-            PROG,
-            f"warning: {ignored} jobs name a preceding job that is not replayed; "
-            "they are replayed at their submit time",
-        )
-    return g
-
-
-class _progress:
-    """A rich progress bar on standard error when it is a terminal; otherwise nothing."""
-
-    def __init__(self, total: int, what: str) -> None:
-        self.total, self.what = total, what
-        self.bar: Any = None
-
-    def __enter__(self) -> Callable[[int], None] | None:
-        if not sys.stderr.isatty():
-            return None
-        from rich.console import Console
-        from rich.progress import Progress
-
-        bar = self.bar = Progress(console=Console(stderr=True), transient=True)
-        bar.start()
-        task = bar.add_task(self.what, total=self.total)
-        return lambda done: bar.update(task, completed=done)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
-def _emit_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, sort_keys=False))
-
-
-def _plot(fn: Callable[..., object], *args: Any) -> None:
-    from gridsched.sim.plot import PlotError
-
-    try:
-        fn(*args)
-    except PlotError as e:
-        fail(PROG, str(e))
-    except OSError as e:
-        fail(PROG, f"--plot {args[0]}: {e.strerror or e}")
-
-
-def _check_plot_available(path: str | None) -> None:
-    """Fail before a long simulation if --plot cannot be honoured."""
-    if path is None:
-        return
-    from gridsched.sim.plot import PlotError, _pyplot
-
-    try:
-        _pyplot()
-    except PlotError as e:
-        fail(PROG, str(e))
-
-
 # -- commands ----------------------------------------------------------------------
 
 
@@ -680,8 +411,8 @@ def run_cmd(
     """
     from gridsched.sim import report
 
-    auto = _auto(config_file, p, threshold, predictor, backfill_order)
-    params = _params(
+    auto = inputs.auto(config_file, p, threshold, predictor, backfill_order)
+    params = inputs.params(
         config_file,
         policy,
         None if p == "auto" else p,
@@ -690,8 +421,8 @@ def run_cmd(
         cascade,
         None if backfill_order == "auto" else backfill_order,
     )
-    _check_plot_available(plot or gantt)
-    tr = _read(trace, procs, nodes, strict, limit)
+    inputs.check_plot_available(plot or gantt)
+    tr = inputs.read_trace(trace, procs, nodes, strict, limit)
     explicit = "auto" in (p, threshold, predictor, backfill_order)
     if explicit and params.policy is not Policy.CHECKPOINT_BACKFILL:
         fail(
@@ -701,9 +432,9 @@ def run_cmd(
         )
     # a config's auto settings apply under checkpoint-backfill only, as in the daemon
     tuning = auto.active and params.policy is Policy.CHECKPOINT_BACKFILL
-    tuner = _tuner(tr, params, overhead, auto) if tuning else None
-    resv = _reservations(resv_file, floating, tr.ncores) if resv_file or floating else None
-    machine = _topology(topology, tr.ncores) if topology else None
+    tuner = inputs.tuner(tr, params, overhead, auto) if tuning else None
+    resv = inputs.reservations(resv_file, floating, tr.ncores) if resv_file or floating else None
+    machine = inputs.topology(topology, tr.ncores) if topology else None
     if place and machine is None:
         fail(PROG, "--place needs --topology", ExitCode.USAGE)
     if machine is not None and place:
@@ -712,10 +443,10 @@ def run_cmd(
 
         keep_only(tr, [i for i, n in enumerate(tr.size) if never_fits(machine, Request(n, place)) is None], UNPLACEABLE)
     if resv is not None:
-        _check_placed(resv, machine, resv_file)
-    devs = _devices(tr, devices_file, gpus, machine, workload_file, config_file, strict)
-    gates = _gates(tr, dependencies, workload_file)
-    res, met, secs = _simulate(
+        inputs.check_placed(resv, machine, resv_file)
+    devs = inputs.devices(tr, devices_file, gpus, machine, workload_file, config_file, strict)
+    gates = inputs.gates(tr, dependencies, workload_file)
+    res, met, secs = inputs.simulate(
         tr,
         params,
         overhead,
@@ -757,138 +488,21 @@ def run_cmd(
     if plot is not None:
         from gridsched.sim.plot import run_plot
 
-        _plot(run_plot, plot, rec, res.series, min(tr.submit))
+        inputs.plot(run_plot, plot, rec, res.series, min(tr.submit))
     if gantt is not None:
         from gridsched.sim.plot import gantt_plot
 
-        _plot(gantt_plot, gantt, res, min(tr.submit, default=0.0) + (gantt_from or 0.0), gantt_hours)
+        inputs.plot(gantt_plot, gantt, res, min(tr.submit, default=0.0) + (gantt_from or 0.0), gantt_hours)
     if per_user:
         from gridsched.sim.metrics import per_user as by_user
 
         rec["per_user"] = by_user(res)
     if as_json:
-        _emit_json(rec)
+        inputs.emit_json(rec)
     else:
         report.print_run(rec)
         if per_user:
             report.print_per_user(rec["per_user"])
-
-
-def _auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None, order: str | None = None) -> Any:
-    """Which settings are tuned during the replay: the options' ``auto``, else the config file's."""
-    from gridsched.protocol.config import Tuning
-
-    base = Tuning()
-    if config_file is not None:
-        try:
-            base = load_config(config_file).tuning
-        except ConfigError as e:
-            fail(PROG, f"config {e}")
-    meta = click.get_current_context().meta
-
-    def pick(given: Any, key: str) -> Any:
-        v = meta.get(f"gsim.tune_{key}")
-        return getattr(base, key) if v is None else v
-
-    return dataclasses.replace(
-        base,
-        p=p == "auto" or (p is None and base.p),
-        threshold=threshold == "auto" or (threshold is None and base.threshold),
-        predictor=predictor == "auto" or (predictor is None and base.predictor),
-        backfill_order=order == "auto" or (order is None and base.backfill_order),
-        every=pick(None, "every"),
-        window=pick(None, "window"),
-        objective=pick(None, "objective"),
-        margin=pick(None, "margin"),
-        warmup=pick(None, "warmup"),
-    )
-
-
-def _tuner(tr: Any, params: Params, overhead: float, auto: Any) -> Any:
-    """Auto settings: the tuner of the replay (gridsched.sim.tune's grid over the settings that are auto)."""
-    from gridsched.sim import tune
-
-    if auto.every < 60:
-        fail(PROG, "--tune-every: must be at least a minute", ExitCode.USAGE)
-    if auto.window <= 0:
-        fail(PROG, "--tune-window: must be positive", ExitCode.USAGE)
-    return tune.in_replay(
-        tr,
-        auto.every,
-        auto.window,
-        tune.grid_for(params, auto.p, auto.threshold, auto.predictor, auto.backfill_order),
-        auto.objective,
-        auto.margin,
-        overhead=overhead,
-        warmup=auto.warmup,
-    )
-
-
-def _topology(path: str, ncores: int) -> Any:
-    """The machine map of --topology FILE, with as many cores as the trace's machine."""
-    from pathlib import Path
-
-    from gridsched.host.topology import read
-
-    try:
-        m = read(Path(path), None)  # a simulated machine: its cores are not checked against this host
-    except (OSError, ValueError) as e:
-        fail(PROG, f"--topology {e}")
-    if m.ncores != ncores:
-        fail(PROG, f"--topology {path}: declares {m.ncores} cores, the machine has {ncores} (use --procs)")
-    return m
-
-
-def _check_placed(resv: Any, machine: Any, path: str | None) -> None:
-    """A reservation with a mapping requirement needs --topology, and must fit the map."""
-    from gridsched.core.placement import never_fits
-
-    for k, r in enumerate(resv.reservations, start=1):
-        if r.place is None:
-            continue
-        if machine is None:
-            fail(
-                PROG,
-                f"reservations {path}: reservation {k}: place, threads_per_core and exclusive_board need --topology",
-            )
-        why = never_fits(machine, r.place)
-        if why is not None:
-            fail(PROG, f"reservations {path}: reservation {k}: {why}")
-
-
-def _reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> Any:
-    """The reservation list of --reservations, checked against the machine and --floating."""
-    from gridsched.sim.reservations import ResvFileError, ResvList, read
-
-    totals: dict[str, int] = {}
-    for item in floating:
-        name, eq, count = item.partition("=")
-        if not eq or not name.strip() or not count.strip().isdigit() or int(count) < 1:
-            fail(PROG, f"floating '{item}': expected NAME=COUNT with a count of at least 1", ExitCode.USAGE)
-        totals[name.strip()] = int(count)
-    lst = ResvList([], {})
-    if path is not None:
-        try:
-            lst = read(path)
-        except ResvFileError as e:
-            fail(PROG, f"reservations {e}")
-    totals = {**lst.floating, **totals}
-    for k, r in enumerate(lst.reservations, start=1):
-        if r.ncpus > ncores:
-            fail(PROG, f"reservations {path}: reservation {k} asks for {r.ncpus} cores, the machine has {ncores}")
-        for rname, units in r.resources:
-            if rname not in totals:
-                fail(
-                    PROG,
-                    f"reservations {path}: reservation {k}: unknown floating resource '{rname}' "
-                    "(give it with --floating NAME=COUNT)",
-                )
-            if units > totals[rname]:
-                fail(
-                    PROG,
-                    f"reservations {path}: reservation {k} asks for {rname}={units}, the machine has {totals[rname]}",
-                )
-    return ResvList(lst.reservations, totals)
 
 
 @main.command("compare")
@@ -939,15 +553,19 @@ def compare_cmd(
 
     names = list(dict.fromkeys(policies))
     settings = [
-        _params(config_file, name, p, threshold, predictor, cascade and name == "checkpoint-backfill", backfill_order)
+        inputs.params(
+            config_file, name, p, threshold, predictor, cascade and name == "checkpoint-backfill", backfill_order
+        )
         for name in names
     ]
-    tr = _read(trace, procs, nodes, strict, limit)
-    devs = _devices(tr, devices_file, gpus, None, workload_file, config_file, strict)
-    gates = _gates(tr, dependencies, workload_file)
+    tr = inputs.read_trace(trace, procs, nodes, strict, limit)
+    devs = inputs.devices(tr, devices_file, gpus, None, workload_file, config_file, strict)
+    gates = inputs.gates(tr, dependencies, workload_file)
     recs = []
     for prm in settings:
-        res, met, secs = _simulate(tr, prm, overhead, mode, split_above=split_jobs_above, gates=gates, devices=devs)
+        res, met, secs = inputs.simulate(
+            tr, prm, overhead, mode, split_above=split_jobs_above, gates=gates, devices=devs
+        )
         recs.append(report.record(res, met, secs))
     base = next((r for r in recs if r["policy"] == "easy"), recs[0])
     if as_json:
@@ -955,7 +573,7 @@ def compare_cmd(
             r["change"] = {
                 key: (None if base[key] == 0 else (r[key] - base[key]) / base[key]) for key, _, _, _ in report.COLUMNS
             }
-        _emit_json({"trace": tr.path, "baseline": base["policy"], "results": recs})
+        inputs.emit_json({"trace": tr.path, "baseline": base["policy"], "results": recs})
     else:
         report.print_compare(recs, base)
 
@@ -1030,23 +648,23 @@ def tune_cmd(
     ps = list(dict.fromkeys(ps))
     thresholds = list(dict.fromkeys(thresholds))
     key, lower = OBJECTIVES[metric]
-    base = _params(config_file, policy, None, None, predictor, cascade, backfill_order)
-    _check_plot_available(plot)
-    tr = _read(trace, procs, nodes, strict, limit)
-    devs = _devices(tr, devices_file, gpus, None, None, config_file, strict)
+    base = inputs.params(config_file, policy, None, None, predictor, cascade, backfill_order)
+    inputs.check_plot_available(plot)
+    tr = inputs.read_trace(trace, procs, nodes, strict, limit)
+    devs = inputs.devices(tr, devices_file, gpus, None, None, config_file, strict)
     recs = []
     for pv in ps:
         for th in thresholds:
             prm = dataclasses.replace(base, p=pv, threshold=th)
-            res, met, secs = _simulate(tr, prm, overhead, mode, task=f"p={pv:g} threshold={th:g}s", devices=devs)
+            res, met, secs = inputs.simulate(tr, prm, overhead, mode, task=f"p={pv:g} threshold={th:g}s", devices=devs)
             recs.append(report.record(res, met, secs))
     best = (min if lower else max)(recs, key=lambda r: r[key])
     if plot is not None:
         from gridsched.sim.plot import tune_plot
 
-        _plot(tune_plot, plot, recs, ps, thresholds, key, metric)
+        inputs.plot(tune_plot, plot, recs, ps, thresholds, key, metric)
     if as_json:
-        _emit_json(
+        inputs.emit_json(
             {
                 "trace": tr.path,
                 "metric": metric,
