@@ -205,6 +205,63 @@ def load(explicit: str | None = None, spool: str | Path | None = None) -> Config
     return parse(data, str(path))
 
 
+class _Tables:
+    """The configuration's tables, defaults filled in, and how their values are read and refused."""
+
+    def __init__(self, base: dict[str, dict[str, Any]], path: str) -> None:
+        self.base, self.path = base, path
+
+    def get(self, table: str, key: str, kind: type) -> Any:
+        v = self.base[table][key]
+        if kind is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+            raise ConfigError(f"{self.path}: {table}.{key} = {v!r}: must be a {kind.__name__}")
+        return v
+
+    def bad(self, table: str, key: str, why: str) -> ConfigError:
+        return ConfigError(f"{self.path}: {table}.{key} = {self.base[table][key]!r}: {why}")
+
+    def duration(self, table: str, key: str) -> int:
+        v = self.base[table][key]
+        if isinstance(v, int) and not isinstance(v, bool):
+            if v <= 0:
+                raise self.bad(table, key, "must be positive")
+            return v
+        if not isinstance(v, str):
+            raise self.bad(table, key, 'must be a duration such as "30m"')
+        try:
+            return parse_duration(v)
+        except UnitError as e:
+            raise self.bad(table, key, str(e).split(": ", 1)[-1]) from None
+
+    def duration_or_zero(self, table: str, key: str) -> int:
+        """A duration, where 0 (a number or ``"0"``) means none."""
+        v = self.base[table][key]
+        if (isinstance(v, int) and not isinstance(v, bool) and v == 0) or v == "0":
+            return 0
+        return self.duration(table, key)
+
+    def auto(self, key: str) -> bool:
+        v = self.base["scheduler"][key]
+        return isinstance(v, str) and v.strip().lower() == "auto"
+
+    def choice_or_auto(self, key: str, kind: type[E], published: str) -> tuple[E, bool]:
+        """A ``[scheduler]`` choice among ``kind``'s values, or ``"auto"`` (then ``published`` until tuned)."""
+        is_auto = self.auto(key)
+        try:
+            return kind(published if is_auto else self.get("scheduler", key, str)), is_auto
+        except ValueError:
+            choices = ", ".join(x.value for x in kind)
+            raise self.bad("scheduler", key, f'must be one of {choices}, or "auto"') from None
+
+    def cap(self, table: str, key: str) -> int:
+        v = self.get(table, key, int)
+        if not 0 <= v <= 2**31:
+            raise self.bad(table, key, "must be a whole number from 0 (no limit) to 2147483648")
+        return int(v)
+
+
 def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     base = _defaults()
     data = dict(data)
@@ -218,92 +275,109 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
             if key not in base[table]:
                 raise ConfigError(f"{path}: unknown key {table}.{key}")
         base[table] = {**base[table], **values}
+    r = _Tables(base, path)
+    get, duration, cap = r.get, r.duration, r.cap
+    jobs = _jobs(r)
+    machine = _machine(r)
+    level = get("daemon", "log_level", str)
+    if level not in ("debug", "info", "warning", "error"):
+        raise r.bad("daemon", "log_level", "must be debug, info, warning or error")
+    resv_users = base["reservations"]["users"]
+    if not isinstance(resv_users, list) or not all(
+        isinstance(u, str) and u and len(u) <= 256 and not any(ord(c) < 32 for c in u) for u in resv_users
+    ):
+        raise r.bad("reservations", "users", 'must be a list of user names, or ["*"] for every user')
+    return Config(
+        path=path,
+        params=_params(r),
+        **jobs,
+        **machine,
+        spool=get("daemon", "spool", str),
+        autostart=get("daemon", "autostart", bool),
+        log_level=level,
+        compat_env=get("compat", "env", bool),
+        system=_system(get("daemon", "system", bool), get("daemon", "autostart", bool), path),
+        floating=_floating(base["resources"].get("floating"), path),
+        devices=devices,
+        device_enforce=device_enforce,
+        resv_max_duration=duration("reservations", "max_duration"),
+        resv_users=tuple(resv_users),
+        resv_max_per_user=cap("reservations", "max_per_user"),
+        resv_max_cores_per_user=cap("reservations", "max_cores_per_user"),
+        resv_max_duration_per_user=r.duration_or_zero("reservations", "max_duration_per_user"),
+        max_submit_jobs_per_user=cap("limits", "max_submit_jobs_per_user"),
+        max_array_tasks=cap("limits", "max_array_tasks"),
+        tuning=_tuning(r),
+        mail_sendmail=_sendmail(get("mail", "sendmail", str), path),
+        mail_from=_mail_from(get("mail", "from", str), path),
+        mail_timeout=duration("mail", "timeout"),
+    )
 
-    def get(table: str, key: str, kind: type) -> Any:
-        v = base[table][key]
-        if kind is float and isinstance(v, int) and not isinstance(v, bool):
-            v = float(v)
-        if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
-            raise ConfigError(f"{path}: {table}.{key} = {v!r}: must be a {kind.__name__}")
-        return v
 
-    def bad(table: str, key: str, why: str) -> ConfigError:
-        return ConfigError(f"{path}: {table}.{key} = {base[table][key]!r}: {why}")
-
-    def duration(table: str, key: str) -> int:
-        v = base[table][key]
-        if isinstance(v, int) and not isinstance(v, bool):
-            if v <= 0:
-                raise bad(table, key, "must be positive")
-            return v
-        if not isinstance(v, str):
-            raise bad(table, key, 'must be a duration such as "30m"')
-        try:
-            return parse_duration(v)
-        except UnitError as e:
-            raise bad(table, key, str(e).split(": ", 1)[-1]) from None
-
-    policy_s = get("scheduler", "policy", str)
+def _params(r: _Tables) -> Params:
+    """``[scheduler]``'s policy and its settings, with the priority and the per-user core limit."""
+    get, bad = r.get, r.bad
     try:
-        policy = Policy(policy_s)
+        policy = Policy(get("scheduler", "policy", str))
     except ValueError:
         raise bad("scheduler", "policy", "must be one of " + ", ".join(p.value for p in Policy)) from None
-
-    def auto(key: str) -> bool:
-        v = base["scheduler"][key]
-        return isinstance(v, str) and v.strip().lower() == "auto"
-
-    p_auto = auto("p")
-    p = PUBLISHED_P if p_auto else get("scheduler", "p", float)
+    p = PUBLISHED_P if r.auto("p") else get("scheduler", "p", float)
     if not 0.0 < p < 1.0:
         raise bad("scheduler", "p", 'must be between 0 and 1, both excluded, or "auto"')
-    threshold_auto = auto("threshold")
-    threshold_v = base["scheduler"]["threshold"]
-    if threshold_auto:
+    threshold_v = r.base["scheduler"]["threshold"]
+    if r.auto("threshold"):
         threshold = PUBLISHED_THRESHOLD
     elif isinstance(threshold_v, (int, float)) and not isinstance(threshold_v, bool) and threshold_v == 0:
         threshold = 0
     else:
-        threshold = duration("scheduler", "threshold")
-
-    def choice_or_auto(key: str, kind: type[E], published: str) -> tuple[E, bool]:
-        """A ``[scheduler]`` choice among ``kind``'s values, or ``"auto"`` (then ``published`` until tuned)."""
-        is_auto = auto(key)
-        try:
-            return kind(published if is_auto else get("scheduler", key, str)), is_auto
-        except ValueError:
-            choices = ", ".join(x.value for x in kind)
-            raise bad("scheduler", key, f'must be one of {choices}, or "auto"') from None
-
-    predictor, predictor_auto = choice_or_auto("predictor", Predictor, PUBLISHED_PREDICTOR)
-    order, order_auto = choice_or_auto("backfill_order", BackfillOrder, PUBLISHED_ORDER)
-    tune_every = duration("scheduler", "tune_every")
-    if not TUNE_EVERY_MIN <= tune_every <= TUNE_EVERY_MAX:
-        raise bad("scheduler", "tune_every", "must be from a minute to a year")
-    tune_window = duration("scheduler", "tune_window")
-    objective = get("scheduler", "tune_objective", str)
-    if objective not in TUNE_OBJECTIVES:
-        raise bad("scheduler", "tune_objective", "must be one of " + ", ".join(TUNE_OBJECTIVES))
-    margin = get("scheduler", "tune_margin", float)
-    if not 0.0 <= margin < 1.0:
-        raise bad("scheduler", "tune_margin", "must be from 0 to 1 (a fraction; 1 excluded)")
-    warmup_v = base["scheduler"]["tune_warmup"]
-    if (isinstance(warmup_v, int) and not isinstance(warmup_v, bool) and warmup_v == 0) or warmup_v == "0":
-        warmup = 0
-    else:
-        warmup = duration("scheduler", "tune_warmup")
-    if warmup > TUNE_WARMUP_MAX:
-        raise bad("scheduler", "tune_warmup", "must be at most a year")
-    tuning = Tuning(
-        p_auto, threshold_auto, predictor_auto, tune_every, tune_window, objective, margin, warmup, order_auto
-    )
-
+        threshold = r.duration("scheduler", "threshold")
+    predictor, _ = r.choice_or_auto("predictor", Predictor, PUBLISHED_PREDICTOR)
+    order, _ = r.choice_or_auto("backfill_order", BackfillOrder, PUBLISHED_ORDER)
     try:
         affinity = YieldAffinity(get("scheduler", "yield_affinity", str))
     except ValueError:
         choices = ", ".join(x.value for x in YieldAffinity)
         raise bad("scheduler", "yield_affinity", "must be one of " + choices) from None
+    return Params(
+        policy=policy,
+        p=p,
+        threshold=float(threshold),
+        predictor=predictor,
+        backfill_order=order,
+        preempt_for_fixed=get("reservations", "preempt_for_fixed", bool),
+        yield_affinity=affinity,
+        cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
+        priority=_priority(r.base, get, bad, r.duration),
+        max_cpus_per_user=r.cap("limits", "max_cpus_per_user"),
+    )
 
+
+def _tuning(r: _Tables) -> Tuning:
+    """``[scheduler]``'s settings left to the tuner (``"auto"``) and how it tunes them."""
+    bad = r.bad
+    tune_every = r.duration("scheduler", "tune_every")
+    if not TUNE_EVERY_MIN <= tune_every <= TUNE_EVERY_MAX:
+        raise bad("scheduler", "tune_every", "must be from a minute to a year")
+    tune_window = r.duration("scheduler", "tune_window")
+    objective = r.get("scheduler", "tune_objective", str)
+    if objective not in TUNE_OBJECTIVES:
+        raise bad("scheduler", "tune_objective", "must be one of " + ", ".join(TUNE_OBJECTIVES))
+    margin = r.get("scheduler", "tune_margin", float)
+    if not 0.0 <= margin < 1.0:
+        raise bad("scheduler", "tune_margin", "must be from 0 to 1 (a fraction; 1 excluded)")
+    warmup = r.duration_or_zero("scheduler", "tune_warmup")
+    if warmup > TUNE_WARMUP_MAX:
+        raise bad("scheduler", "tune_warmup", "must be at most a year")
+    _, predictor_auto = r.choice_or_auto("predictor", Predictor, PUBLISHED_PREDICTOR)
+    _, order_auto = r.choice_or_auto("backfill_order", BackfillOrder, PUBLISHED_ORDER)
+    return Tuning(
+        r.auto("p"), r.auto("threshold"), predictor_auto, tune_every, tune_window, objective, margin, warmup, order_auto
+    )
+
+
+def _jobs(r: _Tables) -> dict[str, Any]:
+    """``[jobs]``: the fields of :class:`Config` it gives."""
+    get, bad, duration = r.get, r.bad, r.duration
     default_wt = duration("jobs", "default_walltime")
     max_wt = duration("jobs", "max_walltime")
     if default_wt > max_wt:
@@ -319,57 +393,13 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
 
     if not hasattr(_signal, "SIG" + sig) or sig in ("KILL", "STOP"):
         raise bad("jobs", "checkpoint_signal", "not a signal a job can catch")
-    cores = get("machine", "cores", int)
-    if cores < 0 or cores > 65536:
-        raise bad("machine", "cores", "must be 0 (the host's) or a number of cores up to 65536")
-    cpus = get("machine", "cpus", str)
-    if cpus:
-        try:
-            if not cpuset.parse(cpus):
-                raise cpuset.CpuListError("empty")
-        except cpuset.CpuListError as e:
-            raise bad("machine", "cpus", f"not a cpu list ({e})") from None
-    level = get("daemon", "log_level", str)
-    if level not in ("debug", "info", "warning", "error"):
-        raise bad("daemon", "log_level", "must be debug, info, warning or error")
-    floating = _floating(base["resources"].get("floating"), path)
-    preempt_fixed = get("reservations", "preempt_for_fixed", bool)
     max_array = get("jobs", "max_array_size", int)
     if not 1 <= max_array <= 4_000_000:
         raise bad("jobs", "max_array_size", "must be a whole number from 1 to 4000000")
     max_processes = get("jobs", "max_processes", int)
     if not 0 <= max_processes <= MAX_PROCESSES:
         raise bad("jobs", "max_processes", f"must be a whole number from 0 (no cap) to {MAX_PROCESSES}")
-    prio = _priority(base, get, bad, duration)
-
-    def cap(table: str, key: str) -> int:
-        v = get(table, key, int)
-        if not 0 <= v <= 2**31:
-            raise bad(table, key, "must be a whole number from 0 (no limit) to 2147483648")
-        return int(v)
-
-    resv_users = base["reservations"]["users"]
-    if not isinstance(resv_users, list) or not all(
-        isinstance(u, str) and u and len(u) <= 256 and not any(ord(c) < 32 for c in u) for u in resv_users
-    ):
-        raise bad("reservations", "users", 'must be a list of user names, or ["*"] for every user')
-    resv_dur_v = base["reservations"]["max_duration_per_user"]
-    zero = isinstance(resv_dur_v, int) and not isinstance(resv_dur_v, bool) and resv_dur_v == 0
-    resv_dur = 0 if zero or resv_dur_v == "0" else duration("reservations", "max_duration_per_user")
-    return Config(
-        path=path,
-        params=Params(
-            policy=policy,
-            p=p,
-            threshold=float(threshold),
-            predictor=predictor,
-            backfill_order=order,
-            preempt_for_fixed=preempt_fixed,
-            yield_affinity=affinity,
-            cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
-            priority=prio,
-            max_cpus_per_user=cap("limits", "max_cpus_per_user"),
-        ),
+    return dict(
         default_walltime=default_wt,
         max_walltime=max_wt,
         default_ncpus=ncpus,
@@ -377,33 +407,26 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         checkpoint=ckpt,
         checkpoint_signal=sig,
         checkpoint_grace=duration("jobs", "checkpoint_grace"),
-        cores=cores,
-        cpus=cpus,
-        spool=get("daemon", "spool", str),
-        autostart=get("daemon", "autostart", bool),
-        log_level=level,
-        compat_env=get("compat", "env", bool),
-        system=_system(get("daemon", "system", bool), get("daemon", "autostart", bool), path),
-        topology=get("machine", "topology", str),
         cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),
         max_array_size=max_array,
-        tmpdir=_tmpdir(get("jobs", "tmpdir", str), path),
+        tmpdir=_tmpdir(get("jobs", "tmpdir", str), r.path),
         max_processes=max_processes,
-        floating=floating,
-        devices=devices,
-        device_enforce=device_enforce,
-        resv_max_duration=duration("reservations", "max_duration"),
-        resv_users=tuple(resv_users),
-        resv_max_per_user=cap("reservations", "max_per_user"),
-        resv_max_cores_per_user=cap("reservations", "max_cores_per_user"),
-        resv_max_duration_per_user=resv_dur,
-        max_submit_jobs_per_user=cap("limits", "max_submit_jobs_per_user"),
-        max_array_tasks=cap("limits", "max_array_tasks"),
-        tuning=tuning,
-        mail_sendmail=_sendmail(get("mail", "sendmail", str), path),
-        mail_from=_mail_from(get("mail", "from", str), path),
-        mail_timeout=duration("mail", "timeout"),
     )
+
+
+def _machine(r: _Tables) -> dict[str, Any]:
+    """``[machine]``: the fields of :class:`Config` it gives."""
+    cores = r.get("machine", "cores", int)
+    if cores < 0 or cores > 65536:
+        raise r.bad("machine", "cores", "must be 0 (the host's) or a number of cores up to 65536")
+    cpus = r.get("machine", "cpus", str)
+    if cpus:
+        try:
+            if not cpuset.parse(cpus):
+                raise cpuset.CpuListError("empty")
+        except cpuset.CpuListError as e:
+            raise r.bad("machine", "cpus", f"not a cpu list ({e})") from None
+    return dict(cores=cores, cpus=cpus, topology=r.get("machine", "topology", str))
 
 
 def _sendmail(value: str, path: str) -> str:
