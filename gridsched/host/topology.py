@@ -173,64 +173,14 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
             owner[c] = i
         cores = sorted(seen)
 
-        groups: list[list[int]] = []
-        sib = b.get("siblings", [])
-        if not isinstance(sib, list) or not all(isinstance(g, str) for g in sib):
-            raise bad('siblings must be a list of cpu lists such as ["0,4", "1,5"]', "siblings")
-        grouped: dict[int, str] = {}
-        for g in sib:
-            try:
-                members = _strict_cpulist(g)
-            except cpuset.CpuListError as e:
-                raise bad(f"siblings {g!r}: not a cpu list ({e})", "siblings") from None
-            if not members:
-                raise bad("siblings: an empty group", "siblings")
-            for c in members:
-                if c not in seen:
-                    raise bad(f"siblings {g!r}: core {c} is not a core of this board", "siblings")
-                if c in grouped:
-                    raise bad(f"siblings: core {c} is in {grouped[c]!r} and in {g!r}", "siblings")
-                grouped[c] = g
-            groups.append(members)
+        groups = _siblings(b.get("siblings", []), seen, bad)
 
         memory = _memory(b.get("memory"), bad, "64G")
         node = b.get("node")
         if node is not None and (not isinstance(node, int) or isinstance(node, bool) or node < 0):
             raise bad(f"node = {node!r}: must be a NUMA node number", "node")
 
-        hc = b.get("host_cpus")
-        if hc is None:
-            for c in cores:
-                if host is not None and c not in host:
-                    raise bad(
-                        f"core {c} would run on host CPU {c}, which this host does not offer "
-                        f"(it offers {cpuset.format(host)}); map the board's cores with host_cpus",
-                        "cores",
-                    )
-                mapped[c] = c
-        else:
-            if isinstance(hc, str):
-                try:
-                    cycle = sorted(cpuset.parse(hc))
-                except cpuset.CpuListError as e:
-                    raise bad(f"host_cpus = {hc!r}: not a cpu list ({e})", "host_cpus") from None
-                if not cycle:
-                    raise bad("host_cpus is empty", "host_cpus")
-                per_core = [cycle[k % len(cycle)] for k in range(len(cores))]
-            elif isinstance(hc, list) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in hc):
-                if len(hc) != len(cores):
-                    raise bad(
-                        f"host_cpus lists {len(hc)} CPUs for {len(cores)} cores (one per core, "
-                        "in core order, or a cpu list to cycle over)",
-                        "host_cpus",
-                    )
-                per_core = list(hc)
-            else:
-                raise bad(f'host_cpus = {hc!r}: must be a cpu list such as "0-1" or a list of CPU numbers', "host_cpus")
-            for c, cpu in zip(cores, per_core):
-                if host is not None and cpu not in host:
-                    raise bad(f"host CPU {cpu} is not one this host offers ({cpuset.format(host)})", "host_cpus")
-                mapped[c] = cpu
+        mapped.update(_host_cpus(b.get("host_cpus"), cores, host, bad))
 
         dist = b.get("distance")
         if dist is not None:
@@ -264,6 +214,68 @@ def parse(text: str, source: str = "<topology>", host_cpus: Iterable[int] | None
         return make(boards, [mapped[c] for c in range(n)], distance, devices)
     except TopologyError as e:  # should not happen: everything was checked above
         raise err(str(e)) from None
+
+
+def _siblings(sib: object, seen: set[int], bad: Any) -> list[list[int]]:
+    """A board's ``siblings``: groups of its cores that share a physical core (SMT threads)."""
+    groups: list[list[int]] = []
+    if not isinstance(sib, list) or not all(isinstance(g, str) for g in sib):
+        raise bad('siblings must be a list of cpu lists such as ["0,4", "1,5"]', "siblings")
+    grouped: dict[int, str] = {}
+    for g in sib:
+        try:
+            members = _strict_cpulist(g)
+        except cpuset.CpuListError as e:
+            raise bad(f"siblings {g!r}: not a cpu list ({e})", "siblings") from None
+        if not members:
+            raise bad("siblings: an empty group", "siblings")
+        for c in members:
+            if c not in seen:
+                raise bad(f"siblings {g!r}: core {c} is not a core of this board", "siblings")
+            if c in grouped:
+                raise bad(f"siblings: core {c} is in {grouped[c]!r} and in {g!r}", "siblings")
+            grouped[c] = g
+        groups.append(members)
+    return groups
+
+
+def _host_cpus(hc: object, cores: list[int], host: frozenset[int] | None, bad: Any) -> dict[int, int]:
+    """A board's cores -> the host CPUs they run on: its ``host_cpus`` (a cpu list cycled over, or one CPU per
+    core), else the same numbers; each one the host offers (``host``; None: unchecked)."""
+    mapped: dict[int, int] = {}
+    if hc is None:
+        for c in cores:
+            if host is not None and c not in host:
+                raise bad(
+                    f"core {c} would run on host CPU {c}, which this host does not offer "
+                    f"(it offers {cpuset.format(host)}); map the board's cores with host_cpus",
+                    "cores",
+                )
+            mapped[c] = c
+    else:
+        if isinstance(hc, str):
+            try:
+                cycle = sorted(cpuset.parse(hc))
+            except cpuset.CpuListError as e:
+                raise bad(f"host_cpus = {hc!r}: not a cpu list ({e})", "host_cpus") from None
+            if not cycle:
+                raise bad("host_cpus is empty", "host_cpus")
+            per_core = [cycle[k % len(cycle)] for k in range(len(cores))]
+        elif isinstance(hc, list) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in hc):
+            if len(hc) != len(cores):
+                raise bad(
+                    f"host_cpus lists {len(hc)} CPUs for {len(cores)} cores (one per core, "
+                    "in core order, or a cpu list to cycle over)",
+                    "host_cpus",
+                )
+            per_core = list(hc)
+        else:
+            raise bad(f'host_cpus = {hc!r}: must be a cpu list such as "0-1" or a list of CPU numbers', "host_cpus")
+        for c, cpu in zip(cores, per_core):
+            if host is not None and cpu not in host:
+                raise bad(f"host CPU {cpu} is not one this host offers ({cpuset.format(host)})", "host_cpus")
+            mapped[c] = cpu
+    return mapped
 
 
 DEVICE_KEYS = ("type", "index", "board", "model", "memory", "uuid", "pci", "path")
