@@ -179,7 +179,7 @@ if __name__ == "__main__":
         except KeyError as e:
             print("KeyError", e, "in boom" in e.__cause__.tb)
         p = ex.submit(pair, 1, 2).result(timeout=120)
-        print(type(p) is Pair, p.a + p.b)
+        print(type(p) is Pair and isinstance(p, Pair), p.a + p.b)
         print(ex.submit(sixth, 4).result(timeout=120))
         q = ex.submit(lambda n: Pair(n, triple(n)), 2).result(timeout=120)
         print(type(q) is Pair, q.b)
@@ -225,11 +225,20 @@ def run_python(where: dict[str, Any], argv: list[str], stdin: str | None = None)
 
 
 def test_functions_of_the_main_script(where, tmp_path):
-    """The script's top-level functions and classes go by name (the job runs the script first, as
-    multiprocessing's spawn does); a function under its guard and a lambda go by value; both agree."""
+    """The script's functions and classes go by value, at its top level or under its guard; an instance of
+    a script class comes back as an instance of the very class (isinstance holds)."""
     script = tmp_path / "main_fns.py"
     script.write_text(MAIN_SCRIPT)
     assert run_python(where, [str(script)]) == ["42", "KeyError 'inside' True", "True 3", "2.0", "True 6"]
+
+
+def test_a_script_without_the_main_guard(where, tmp_path):
+    """A script that makes its executor at its top level, as submitit's examples do, run as ``python
+    script.py``: the job never runs the script again (the executor is made once, test_client.py counts
+    the jobs) and the script's class comes back as itself."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(INTERACTIVE + "print(isinstance(b, Box))\n")
+    assert run_python(where, [str(script)]) == ["True 27", "True"]
 
 
 def test_functions_defined_interactively(where, tmp_path):
