@@ -114,13 +114,10 @@ class Backend(Protocol):
         """Cancel a task of an array (its own id ``job_id`` where known) if it has not started; True if it was."""
         ...
 
-    def checkpoint_signals(self) -> list[str]:
-        """The signals a checkpointable call's job may get to checkpoint (the worker catches them)."""
-        ...
-
-    def worker_checkpoint_args(self, state: Path) -> list[str]:
-        """The worker's options that say where a checkpointed call is kept and how its job runs again
-        (``state``: a file of the executor's, for a backend whose jobs have no checkpoint directory)."""
+    def worker_checkpoint_args(self, stem: Path, signal_delay: int | None) -> list[str]:
+        """The worker's options for a checkpointable call: the signals it catches, where it keeps the saved
+        call and how its job runs again (``stem``: the call's files in the executor's directory, less their
+        suffix; ``signal_delay``: the call is also warned of its walltime)."""
         ...
 
 
@@ -150,7 +147,7 @@ class LocalBackend:
         if checkpoint:
             options["checkpoint"] = "signal"
             if signal_delay is not None:
-                options["signal"] = f"{self.client.config.checkpoint_signal}@{signal_delay}"
+                options["signal"] = f"{self.warning_signal()}@{signal_delay}"
         job = self.client.submit(
             command=command,
             ncpus=ncpus,
@@ -197,11 +194,19 @@ class LocalBackend:
             job_id = job.id
         return self.cancel_pending(job_id)
 
-    def checkpoint_signals(self) -> list[str]:
-        return [self.client.config.checkpoint_signal]
+    def warning_signal(self) -> str:
+        """The signal that warns a call of its walltime: not the checkpoint signal, so that the worker tells
+        them apart (USR2, as submitit's, or USR1 where USR2 checkpoints)."""
+        return "USR1" if self.client.config.checkpoint_signal == "USR2" else "USR2"
 
-    def worker_checkpoint_args(self, state: Path) -> list[str]:
-        return []  # the daemon gives each job a checkpoint directory, kept when it runs again
+    def worker_checkpoint_args(self, stem: Path, signal_delay: int | None) -> list[str]:
+        # preempted or requeued: saved in the job's checkpoint directory, run again by the daemon (exit 75) with
+        # what is left of its walltime; warned of its walltime: saved in the executor's directory and
+        # submitted again by the executor as a new job, with a whole walltime
+        args = [f"--signal={self.client.config.checkpoint_signal}"]
+        if signal_delay is not None:
+            args += [f"--timeout-signal={self.warning_signal()}", f"--again={stem}.again"]
+        return args
 
 
 def _local_status(j: Any) -> JobStatus:
@@ -333,6 +338,7 @@ def checkpointable(fn: object) -> bool:
 LOADING_MAIN = False
 LOG_TAIL = 20  # lines of the log of a job that ended without a result, in the error
 WORKER = "gridsched.job.executor_worker"
+AGAIN = "again"  # the first item of a job's outcome whose call was saved, to run again as a new job
 
 
 class GridschedExecutor(Executor):
@@ -432,14 +438,15 @@ class GridschedExecutor(Executor):
                 "make them inside the function)"
             ) from e
 
-    def _command(self, stem: str, ckpt: bool, array: bool) -> str:
-        """The job's command: ``exec`` the worker (a signal then reaches the worker, not a shell it kills)."""
-        argv = [sys.executable, "-m", WORKER, str(self.dir / f"{stem}.in"), str(self.dir / f"{stem}.out")]
+    def _command(self, stem: str, ckpt: bool, array: bool, src: Path | None = None) -> str:
+        """The job's command: ``exec`` the worker (a signal then reaches the worker, not a shell it kills);
+        ``src``: the call to run, when not ``stem.in`` (one saved at a walltime warning)."""
+        src = src or self.dir / f"{stem}.in"
+        argv = [sys.executable, "-m", WORKER, str(src), str(self.dir / f"{stem}.out")]
         if array:
             argv.append("--array")
         if ckpt:
-            argv += [f"--signal={s}" for s in self.backend.checkpoint_signals()]
-            argv += self.backend.worker_checkpoint_args(self.dir / f"{stem}.ckpt")
+            argv += self.backend.worker_checkpoint_args(self.dir / stem, self.signal_delay_s)
         return "exec " + " ".join(shlex.quote(x) for x in argv)
 
     def _job_options(self, ckpt: bool) -> dict[str, Any]:
@@ -451,7 +458,7 @@ class GridschedExecutor(Executor):
         (self.dir / f"call-{n}.in").write_bytes(data)
         ckpt = checkpointable(fn)
         fut = _JobFuture(self, _name_of(fn), self.dir / f"call-{n}.out", self.dir / f"call-{n}.log")
-        fut.command, fut.ckpt = self._command(f"call-{n}", ckpt, False), ckpt
+        fut.command, fut.ckpt, fut.stem = self._command(f"call-{n}", ckpt, False), ckpt, f"call-{n}"
         with self._lock:
             now = self.max_jobs is None or len(self._live) < self.max_jobs
             if not now:
@@ -488,7 +495,7 @@ class GridschedExecutor(Executor):
             **self._job_options(ckpt),
         )
         for i, fut in enumerate(futs):
-            fut.array_id, fut.index, fut.ckpt = aid, i, ckpt
+            fut.array_id, fut.index, fut.ckpt, fut.stem = aid, i, ckpt, f"call-{n}-{i}"
         with self._lock:
             self._arrays[aid] = dict(enumerate(futs))
         self._wake.set()
@@ -567,8 +574,10 @@ class GridschedExecutor(Executor):
             except Exception as e:  # noqa: BLE001 - e.g. an exception class this process cannot import
                 ok, value = False, JobFailed(f"job {fut.job_id}: its result cannot be loaded here: {e!r}")
             info = tb[1] if len(tb) > 1 and isinstance(tb[1], dict) else {}
-            fut.restarts = int(info.get("restarts") or 0)
-            if ok:
+            fut.restarts = fut.runs_before + int(info.get("restarts") or 0)
+            if ok == AGAIN:
+                self._again(fut, Path(value))
+            elif ok:
                 fut.set_result(value)
             else:
                 if tb and tb[0] and isinstance(value, BaseException):
@@ -586,8 +595,21 @@ class GridschedExecutor(Executor):
                 msg += f"; the end of its log ({fut.log}):\n" + "\n".join(tail)
             fut.set_exception(JobFailed(msg))
 
+    def _again(self, fut: _JobFuture, saved: Path) -> None:
+        """Submit the call that its job saved when warned of its walltime as a new job (a whole walltime)."""
+        fut.runs_before = fut.restarts + 1
+        fut.restarts = fut.runs_before
+        fut.out.unlink(missing_ok=True)
+        fut.command = self._command(fut.stem, True, False, saved)
+        fut.array_id = None
+        try:
+            self._start(fut)
+        except GridschedError as e:
+            fut.set_exception(e)
+
     def _seen(self, fut: _JobFuture, job: JobStatus) -> bool:
-        """Bring ``fut`` up to date with its job; True once it is done (or was already)."""
+        """Bring ``fut`` up to date with its job; True once that job is no longer the future's (the call is
+        done, or was submitted again as another job)."""
         if fut.done():
             return True
         if job.running and not fut.running():
@@ -667,7 +689,9 @@ class _JobFuture(Future):  # type: ignore[type-arg]
         self.job_id: int | None = None  # the job that runs the call, once submitted (or known, for a task)
         self.array_id: int | None = None  # the array it is a task of (map_array), and its index there
         self.index: int | None = None
-        self.restarts = 0  # how many times its job started again after a checkpoint (or a requeue)
+        self.restarts = 0  # how many times the call started again after a checkpoint (or a requeue)
+        self.runs_before = 0  # runs of the call in the jobs before its present one
+        self.stem = ""  # its files in the executor's directory, less their suffix
         self.out = out
         self.log = log  # the job's output and errors
 

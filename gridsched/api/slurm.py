@@ -161,11 +161,11 @@ class SlurmBackend:
         except ValueError:
             raise GridschedError(f"sbatch: no job id in its answer {r.stdout.strip()!r}") from None
 
-    def checkpoint_signals(self) -> list[str]:
-        return [CHECKPOINT_SIGNAL]
-
-    def worker_checkpoint_args(self, state: Path) -> list[str]:
-        return [f"--state={state}", "--requeue=slurm"]
+    def worker_checkpoint_args(self, stem: Path, signal_delay: int | None) -> list[str]:
+        # preempted (the cluster sends the --signal signal at preemption where preempt_send_user_signal is set),
+        # warned of its time limit, or signalled by hand: the call is saved in the executor's directory (Slurm
+        # jobs have no checkpoint directory) and the job requeues itself, as submitit's do
+        return [f"--signal={CHECKPOINT_SIGNAL}", f"--state={stem}.ckpt", "--requeue=slurm"]
 
     def array_status(self, array_id: int, indices: list[int]) -> dict[int, JobStatus]:
         """The tasks of the array as ``scontrol show job`` lists them (a started or ended task on a line of

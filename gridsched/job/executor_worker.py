@@ -1,25 +1,30 @@
 """Run one call pickled by :class:`gridsched.api.executor.GridschedExecutor`, inside a job.
 
     python -m gridsched.job.executor_worker IN OUT [MAIN] [--array] [--signal=SIG]... [--state=FILE]
-                                            [--requeue=slurm]
+                                            [--requeue=slurm] [--timeout-signal=SIG --again=FILE]
 
 IN holds ``(fn, args, kwargs)`` pickled with cloudpickle; OUT receives
 ``(True, result, "", info)`` or ``(False, exception, traceback text, info)``
 (``info``: ``{"restarts": N}``, how many times the job ran again after a
 checkpoint), pickled the same way and written atomically.  The exit status is 0
-when OUT was written, whatever the call did.
+when OUT was written, whatever the call did.  A job whose OUT is written
+already (an earlier run of it ended the call) ends at once.
 
-``--array``: the job is a task of an array; ``%a`` in IN, OUT and FILE is its
-index (``$GS_ARRAY_TASK_ID``, or ``$SLURM_ARRAY_TASK_ID`` on Slurm).
+``--array``: the job is a task of an array; ``%a`` in IN, OUT and the FILEs is
+its index (``$GS_ARRAY_TASK_ID``, or ``$SLURM_ARRAY_TASK_ID`` on Slurm).
 
 ``--signal=SIG`` (a checkpointable call, one with a ``checkpoint`` method):
 on SIG the worker calls ``fn.checkpoint(*args, **kwargs)``, pickles the call
 it returns (a ``DelayedSubmission``: ``function``, ``args``, ``kwargs``)
-atomically into FILE (default ``$GS_CHECKPOINT_DIR/call.pkl``) and exits 75,
-which tells the daemon to requeue the job; with ``--requeue=slurm`` it asks
-Slurm to requeue its job (``scontrol requeue $SLURM_JOB_ID``) first.  On start,
-a call saved in FILE is run instead of IN's.  A checkpoint method that fails,
-or returns something that cannot be run again, fails the call with the reason.
+atomically into the ``--state`` FILE (default ``$GS_CHECKPOINT_DIR/call.pkl``)
+and exits 75, which tells the daemon to requeue the job; with
+``--requeue=slurm`` it asks Slurm to requeue its job (``scontrol requeue
+$SLURM_JOB_ID``) first.  On start, a call saved in that FILE is run instead of
+IN's.  ``--timeout-signal=SIG``: the walltime is near; the call is
+checkpointed the same way into the ``--again`` FILE and OUT says
+``("again", FILE, "", info)``: the executor submits it as a new job.  A
+checkpoint method that fails, or returns something that cannot be run again,
+fails the call with the reason (in OUT).
 
 MAIN, given only by calls queued by an earlier release, is the file the
 submitting program ran as ``__main__``: it is run first as ``__mp_main__`` and
@@ -39,8 +44,12 @@ from typing import Any
 
 from gridsched.protocol.jobs import EXIT_CHECKPOINTED
 
+AGAIN = "again"  # the first item of an outcome whose call was saved for the executor to submit again
 STATE_NAME = "call.pkl"  # the saved call, in the job's checkpoint directory
-USAGE = "usage: python -m gridsched.job.executor_worker IN OUT [MAIN] [--array] [--signal=SIG]... [--state=FILE]"
+USAGE = (
+    "usage: python -m gridsched.job.executor_worker IN OUT [MAIN] [--array] [--signal=SIG]... [--state=FILE] "
+    "[--requeue=slurm] [--timeout-signal=SIG --again=FILE]"
+)
 
 
 def _main_module(path: str) -> None:
@@ -93,6 +102,8 @@ class Args:
     signals: list[int] = field(default_factory=list)
     state: str | None = None
     requeue: str | None = None
+    timeout_signal: int | None = None
+    again: str | None = None
 
 
 def parse(argv: list[str]) -> Args | None:
@@ -100,16 +111,21 @@ def parse(argv: list[str]) -> Args | None:
     pos: list[str] = []
     array = False
     signals: list[int] = []
-    state = requeue = None
+    state = requeue = again = None
+    timeout_signal = None
     for a in argv:
         if a == "--array":
             array = True
-        elif a.startswith("--signal="):
-            name = a.split("=", 1)[1].upper()
-            try:
-                signals.append(int(name) if name.isdigit() else int(signal.Signals["SIG" + name.removeprefix("SIG")]))
-            except KeyError:
+        elif a.startswith(("--signal=", "--timeout-signal=")):
+            num = _signal_number(a.split("=", 1)[1])
+            if num is None:
                 return None
+            if a.startswith("--signal="):
+                signals.append(num)
+            else:
+                timeout_signal = num
+        elif a.startswith("--again="):
+            again = a.split("=", 1)[1]
         elif a.startswith("--state="):
             state = a.split("=", 1)[1]
         elif a.startswith("--requeue="):
@@ -122,13 +138,24 @@ def parse(argv: list[str]) -> Args | None:
         return None
     if state is None and signals and os.environ.get("GS_CHECKPOINT_DIR"):
         state = os.path.join(os.environ["GS_CHECKPOINT_DIR"], STATE_NAME)
-    paths = [pos[0], pos[1], state]
+    if (timeout_signal is None) != (again is None):
+        return None
+    paths = [pos[0], pos[1], state, again]
     if array:
         index = os.environ.get("GS_ARRAY_TASK_ID") or os.environ.get("SLURM_ARRAY_TASK_ID")
         if index is None:
             return None
         paths = [p.replace("%a", index) if p is not None else None for p in paths]
-    return Args(paths[0] or "", paths[1] or "", pos[2] if len(pos) == 3 else None, signals, paths[2], requeue)
+    main = pos[2] if len(pos) == 3 else None
+    return Args(paths[0] or "", paths[1] or "", main, signals, paths[2], requeue, timeout_signal, paths[3])
+
+
+def _signal_number(name: str) -> int | None:
+    name = name.upper()
+    if name.isdigit():
+        return int(name)
+    member = signal.Signals.__members__.get("SIG" + name.removeprefix("SIG"))
+    return None if member is None else int(member)
 
 
 def _write(path: str, data: bytes) -> None:
@@ -188,11 +215,19 @@ class Worker:
             data = pickle.dumps((False, err, outcome[2], self.info))
         _write(self.a.dst, data)
 
+    def caught(self) -> list[int]:
+        return [*self.a.signals, *([self.a.timeout_signal] if self.a.timeout_signal is not None else [])]
+
     def on_signal(self, signum: int, _frame: object) -> None:
-        for s in self.a.signals:  # once: a repeated request while saving changes nothing
+        for s in self.caught():  # once: a repeated request while saving changes nothing
             signal.signal(s, signal.SIG_IGN)
-        sys.stderr.write(f"executor_worker: signal {signal.Signals(signum).name}: checkpointing the call\n")
+        warned = signum == self.a.timeout_signal
+        why = "its walltime is near" if warned else "checkpointing the call"
+        sys.stderr.write(f"executor_worker: signal {signal.Signals(signum).name}: {why}\n")
         if self.call is None:  # not loaded yet: it runs again from IN (or the state it was loaded from)
+            if warned:  # the call as it was loaded: a new job runs it
+                self.finish((AGAIN, self.a.src, ""))
+                raise Checkpointed(0)
             raise Checkpointed(self.requeue())
         fn, args, kwargs = self.call
         try:
@@ -214,16 +249,13 @@ class Worker:
             err.__cause__ = e
             self.finish((False, err, text))
             raise Checkpointed(0) from None
+        if warned and self.a.again is not None:  # saved for the executor, which submits it as a new job
+            _write(self.a.again, data)
+            self.finish((AGAIN, self.a.again, ""))
+            raise Checkpointed(0)
         if self.a.state is None:
-            self.finish(
-                (
-                    False,
-                    RuntimeError(
-                        "the call could not be checkpointed: its job has no checkpoint directory ($GS_CHECKPOINT_DIR)"
-                    ),
-                    "",
-                )
-            )
+            why = "its job has no checkpoint directory ($GS_CHECKPOINT_DIR)"
+            self.finish((False, RuntimeError(f"the call could not be checkpointed: {why}"), ""))
             raise Checkpointed(0)
         _write(self.a.state, data)
         raise Checkpointed(self.requeue())
@@ -251,7 +283,10 @@ class Worker:
         return EXIT_CHECKPOINTED
 
     def run(self) -> int:
-        for s in self.a.signals:
+        if os.path.exists(self.a.dst):  # an earlier run of this job ended the call (a failed checkpoint, say)
+            sys.stderr.write(f"executor_worker: the call has ended already ({self.a.dst}): nothing to run\n")
+            return 0
+        for s in self.caught():
             signal.signal(s, self.on_signal)
         try:
             try:
@@ -268,7 +303,7 @@ class Worker:
                 text = traceback.format_exc()
                 sys.stderr.write(text)
                 outcome = (False, e, text)
-            for s in self.a.signals:  # done: a late request is too late to matter
+            for s in self.caught():  # done: a late request is too late to matter
                 signal.signal(s, signal.SIG_IGN)
         except Checkpointed as c:
             sys.stderr.flush()
