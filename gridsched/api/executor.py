@@ -554,8 +554,7 @@ class GridschedExecutor(Executor):
         if fut.array_id is not None:
             if not self.backend.cancel_task(fut.array_id, fut.index or 0, fut.job_id):
                 return False
-            with self._lock:
-                self._arrays.get(fut.array_id, {}).pop(fut.index or 0, None)
+            self._drop_task(fut.array_id, fut.index or 0)
             return True
         if fut.job_id is None or not self.backend.cancel_pending(fut.job_id):
             return False
@@ -594,6 +593,14 @@ class GridschedExecutor(Executor):
             if tail:
                 msg += f"; the end of its log ({fut.log}):\n" + "\n".join(tail)
             fut.set_exception(JobFailed(msg))
+
+    def _drop_task(self, array_id: int, index: int) -> None:
+        """Watch task ``index`` of the array no more (and the array, once none of its tasks is left)."""
+        with self._lock:
+            left = self._arrays.get(array_id, {})
+            left.pop(index, None)
+            if not left:
+                self._arrays.pop(array_id, None)
 
     def _again(self, fut: _JobFuture, saved: Path) -> None:
         """Submit the call that its job saved when warned of its walltime as a new job (a whole walltime)."""
@@ -645,11 +652,7 @@ class GridschedExecutor(Executor):
                     if task.job_id is not None:
                         fut.job_id = task.job_id
                     if self._seen(fut, task):
-                        with self._lock:
-                            left = self._arrays.get(aid, {})
-                            left.pop(index, None)
-                            if not left:
-                                self._arrays.pop(aid, None)
+                        self._drop_task(aid, index)
                         delay = POLL_FIRST
             self._wake.wait(delay)
             self._wake.clear()

@@ -49,6 +49,23 @@ def test_map_over_20_inputs(where):
     assert not ex.dir.exists()
 
 
+def test_map_array_is_one_throttled_array(where):
+    """map_array (and map) submit one job array, at most max_jobs of its tasks at once; one future per
+    element, in order; map's timeout is that of concurrent.futures."""
+    from concurrent.futures import TimeoutError as FuturesTimeout
+
+    with make(where, walltime="5m", max_jobs=2) as ex:
+        futs = ex.map_array(span, [0.5] * 4)
+        assert len(futs) == 4 and len({f.array_id for f in futs}) == 1 and futs[0].array_id is not None
+        spans = [f.result(timeout=120) for f in futs]
+        assert max(sum(1 for b in spans if b[0] <= a[0] < b[1]) for a in spans) <= 2, spans
+        assert [f.index for f in futs] == [0, 1, 2, 3]
+        assert ex.map_array(square, []) == []
+        assert list(ex.map(pow, [2, 3], [3, 2], timeout=120)) == [8, 9]  # several iterables, zipped
+        with pytest.raises(FuturesTimeout):
+            list(ex.map(span, [3], timeout=0.5))
+
+
 def test_exceptions_tracebacks_and_logs(where):
     with make(where, walltime="5m") as ex:
         bad = ex.submit(fail, "no good")
