@@ -33,7 +33,7 @@ class Units(Checkpointable):
         while self.done < n:
             time.sleep(pause)  # the work, where the checkpoint signal comes
             # the record and the progress change together: no checkpoint between them
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGUSR2})
             try:
                 with open(log, "a") as f:
                     f.write(f"{self.done}\n")
