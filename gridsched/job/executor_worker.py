@@ -46,6 +46,7 @@ from gridsched.protocol.jobs import EXIT_CHECKPOINTED
 
 AGAIN = "again"  # the first item of an outcome whose call was saved for the executor to submit again
 STATE_NAME = "call.pkl"  # the saved call, in the job's checkpoint directory
+REQUEUE_WAIT = 120.0  # seconds a Slurm job that asked to be requeued waits for Slurm to end it
 USAGE = (
     "usage: python -m gridsched.job.executor_worker IN OUT [MAIN] [--array] [--signal=SIG]... [--state=FILE] "
     "[--requeue=slurm] [--timeout-signal=SIG --again=FILE]"
@@ -264,22 +265,23 @@ class Worker:
         """The exit status that asks for the job to run again (Slurm: after asking it to requeue the job)."""
         if self.a.requeue == "slurm":
             import subprocess
+            import time
 
             jid = os.environ.get("SLURM_JOB_ID", "")
             r = subprocess.run(["scontrol", "requeue", jid], capture_output=True, text=True, check=False)
             if r.returncode != 0:
                 msg = (r.stderr or r.stdout).strip() or f"exit status {r.returncode}"
-                self.finish(
-                    (
-                        False,
-                        RuntimeError(
-                            f"the call was checkpointed but its job could not be requeued: "
-                            f"scontrol requeue {jid}: {msg}"
-                        ),
-                        "",
-                    )
+                err = RuntimeError(
+                    f"the call was checkpointed but its job could not be requeued: scontrol requeue {jid}: {msg}"
                 )
+                self.finish((False, err, ""))
                 return 0
+            # Slurm ends the job itself as it requeues it: a job that ended first would be seen failed for a moment
+            sys.stderr.flush()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            deadline = time.monotonic() + REQUEUE_WAIT
+            while time.monotonic() < deadline:
+                time.sleep(1.0)
         return EXIT_CHECKPOINTED
 
     def run(self) -> int:
