@@ -88,6 +88,24 @@ class Job:
         )
 
 
+def _signal_and_devices(keys: dict[str, Any]) -> Any:
+    """The ``extra`` of :func:`submit` that adds the spec keys ``devices`` and ``signal`` (checked as gsub's
+    ``--signal`` against the job's walltime)."""
+
+    def extra(spec: dict[str, Any]) -> dict[str, Any]:
+        out = dict(keys)
+        if "signal" in out:
+            from gridsched.protocol.requests import parse_signal
+
+            try:
+                out["signal"] = parse_signal(out["signal"], spec["walltime"]).text()
+            except ValueError as e:
+                raise SubmitError(f"signal {e}") from None
+        return out
+
+    return extra
+
+
 # What a directive may fill in of a submission: gsub's parameter -> the field of Options
 _FROM_DIRECTIVES = {
     "name": "name",
@@ -171,6 +189,8 @@ class Client:
         depend: str | None = None,
         env: dict[str, str] | None = None,
         gpus: int | str | None = None,
+        array: str | None = None,
+        signal: str | None = None,
     ) -> Job:
         """Submit the script file ``script``, or ``command`` run by /bin/sh; the job as submitted.
 
@@ -181,7 +201,10 @@ class Client:
         the configuration's defaults, as for gsub.  A script's ``#GS`` (or
         ``#SBATCH``, ``#PBS``) directives are read as gsub reads them, for the
         options this call leaves out, and choose what runs a script without
-        ``#!`` on its first line.
+        ``#!`` on its first line.  ``array`` is ``gsub --array`` (``"0-99%10"``:
+        the job is an array, its id the array's; :meth:`array_tasks`), ``signal``
+        is ``gsub --signal`` (``"USR1@60"``: that signal 60 seconds before the
+        walltime ends).
         """
         if (script is None) == (command is None):
             raise GridschedError("give a script file or a command, not both or neither")
@@ -210,6 +233,7 @@ class Client:
                 hold=hold,
                 checkpoint=checkpoint,
                 depend=depend,
+                array=array,
             )
             if script is not None:
                 opts = _with_directives(sc, opts)
@@ -222,12 +246,28 @@ class Client:
                     devices = device_spec(self.config, in_force(self.spool, self.config), {"gpus": str(gpus)})
                 except ValueError as e:
                     raise GridschedError(str(e)) from None
-            extra = (lambda _spec: {"devices": devices}) if devices else None
+            keys: dict[str, Any] = {"devices": devices} if devices else {}
+            if signal is not None:
+                keys["signal"] = str(signal)
+            extra = _signal_and_devices(keys) if keys else None
             spec = submit(self.spool, self.config, sc, opts, tuple(args), env=env, extra=extra)
         except (SubmitError, UnitError) as e:
             raise GridschedError(str(e)) from None
         self._ensure_daemon()
         return self.status(spec["id"])
+
+    def array_tasks(self, array_id: int) -> dict[int, Job]:
+        """The tasks of array ``array_id`` taken in so far, by index ({} while none is, or for no array)."""
+        out = {}
+        try:
+            rows = array_rows(self.spool, array_id)
+        except QueueError as e:
+            raise GridschedError(str(e)) from None
+        for row in rows:
+            index = (row.get("spec") or {}).get("array_index")
+            if index is not None and row.get("id") is not None:
+                out[int(index)] = Job.from_row(private(self.spool, row))
+        return out
 
     def _ensure_daemon(self) -> None:
         if self.spool.daemon_info() is None and self.config.autostart:

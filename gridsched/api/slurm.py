@@ -45,6 +45,7 @@ ENDED = {
     "SPECIAL_EXIT",
     "REVOKED",
 }
+CHECKPOINT_SIGNAL = "USR1"  # what tells a checkpointable call to save itself (submitit's is USR2)
 UNKNOWN_AFTER = 3  # polls in which no Slurm command knows a job before it counts as ended
 TIMEOUT = 30.0  # seconds a Slurm command may take
 
@@ -126,7 +127,18 @@ class SlurmBackend:
         if why:
             raise GridschedError(f"backend slurm: no Slurm answers here ({why})")
 
-    def submit(self, command: str, name: str, log: Path, ncpus: int, walltime: str | int | None) -> int:
+    def submit(
+        self,
+        command: str,
+        name: str,
+        log: Path,
+        ncpus: int,
+        walltime: str | int | None,
+        *,
+        array: str | None = None,
+        checkpoint: bool = False,
+        signal_delay: int | None = None,
+    ) -> int:
         argv = ["sbatch", "--parsable", "--export=ALL", f"--job-name={name}", f"--output={log}", f"--error={log}"]
         argv += ["--ntasks=1", f"--cpus-per-task={ncpus}", f"--chdir={os.getcwd()}"]
         if walltime is not None:
@@ -134,6 +146,13 @@ class SlurmBackend:
                 argv.append(f"--time={time_limit(walltime)}")
             except UnitError as e:
                 raise GridschedError(str(e)) from None
+        if array is not None:
+            argv.append(f"--array={array}")
+        if checkpoint:
+            # the job requeues itself after saving its call; its log goes on where the last run stopped
+            argv += ["--requeue", "--open-mode=append"]
+            if signal_delay is not None:  # to the batch shell, which the job's exec made the worker
+                argv.append(f"--signal=B:{CHECKPOINT_SIGNAL}@{signal_delay}")
         r = _run([*argv, *self.args, f"--wrap={command}"], self.env)
         if r.returncode != 0:
             raise GridschedError(f"sbatch: {(r.stderr or r.stdout).strip() or f'exit status {r.returncode}'}")
@@ -141,6 +160,59 @@ class SlurmBackend:
             return int(r.stdout.strip().split(";")[0])
         except ValueError:
             raise GridschedError(f"sbatch: no job id in its answer {r.stdout.strip()!r}") from None
+
+    def worker_checkpoint_args(self, stem: Path, signal_delay: int | None) -> list[str]:
+        # preempted (the cluster sends the --signal signal at preemption where preempt_send_user_signal is set),
+        # warned of its time limit, or signalled by hand: the call is saved in the executor's directory (Slurm
+        # jobs have no checkpoint directory) and the job requeues itself, as submitit's do
+        return [f"--signal={CHECKPOINT_SIGNAL}", f"--state={stem}.ckpt", "--requeue=slurm"]
+
+    def array_status(self, array_id: int, indices: list[int]) -> dict[int, JobStatus]:
+        """The tasks of the array as ``scontrol show job`` lists them (a started or ended task on a line of
+        its own, the pending ones on one line), else as ``sacct`` does; a task that neither knows for
+        :data:`UNKNOWN_AFTER` polls counts as ended."""
+        out: dict[int, JobStatus] = {}
+        pending = False
+        r = _run(["scontrol", "-o", "show", "job", str(array_id)])
+        for line in r.stdout.splitlines() if r.returncode == 0 else ():
+            fields = dict(f.partition("=")[::2] for f in line.split())
+            task, state = fields.get("ArrayTaskId", ""), fields.get("JobState", "")
+            if not task.isdigit():
+                pending = pending or bool(task)  # "3-19%2": tasks not started yet
+                continue
+            code, sig = _exit(fields.get("ExitCode", ""))
+            jid = fields.get("JobId", "")
+            out[int(task)] = JobStatus(
+                state, state in RUNNING, state in ENDED, code, sig, int(jid) if jid.isdigit() else None
+            )
+        missing = [i for i in indices if i not in out]
+        if missing and not pending:
+            r = _run(["sacct", "-n", "-P", "-X", "-j", str(array_id), "-o", "JobID,State,ExitCode,JobIDRaw"])
+            for line in r.stdout.splitlines() if r.returncode == 0 else ():
+                jobid, state, code_text, raw = (line.split("|") + ["", "", ""])[:4]
+                _, _, task = jobid.partition("_")
+                if task.isdigit() and int(task) not in out:
+                    state = state.split(" ")[0]
+                    code, sig = _exit(code_text)
+                    out[int(task)] = JobStatus(
+                        state, state in RUNNING, state in ENDED, code, sig, int(raw) if raw.isdigit() else None
+                    )
+            for i in missing:
+                key = -(array_id * 1_000_000 + i + 1)  # the unknown counts of tasks, apart from those of jobs
+                if i in out:
+                    self._unknown.pop(key, None)
+                    continue
+                self._unknown[key] = self._unknown.get(key, 0) + 1
+                if self._unknown[key] >= UNKNOWN_AFTER:
+                    self._unknown.pop(key, None)
+                    out[i] = JobStatus("UNKNOWN", False, True)
+        return out
+
+    def cancel_task(self, array_id: int, index: int, job_id: int | None) -> bool:
+        st = self.array_status(array_id, [index]).get(index)
+        if st is not None and st.state != "PENDING":
+            return False
+        return _run(["scancel", f"{array_id}_{index}"]).returncode == 0
 
     def status(self, ids: list[int]) -> dict[int, JobStatus]:
         out: dict[int, JobStatus] = {}

@@ -49,6 +49,23 @@ def test_map_over_20_inputs(where):
     assert not ex.dir.exists()
 
 
+def test_map_array_is_one_throttled_array(where):
+    """map_array (and map) submit one job array, at most max_jobs of its tasks at once; one future per
+    element, in order; map's timeout is that of concurrent.futures."""
+    from concurrent.futures import TimeoutError as FuturesTimeout
+
+    with make(where, walltime="5m", max_jobs=2) as ex:
+        futs = ex.map_array(span, [0.5] * 4)
+        assert len(futs) == 4 and len({f.array_id for f in futs}) == 1 and futs[0].array_id is not None
+        spans = [f.result(timeout=120) for f in futs]
+        assert max(sum(1 for b in spans if b[0] <= a[0] < b[1]) for a in spans) <= 2, spans
+        assert [f.index for f in futs] == [0, 1, 2, 3]
+        assert ex.map_array(square, []) == []
+        assert list(ex.map(pow, [2, 3], [3, 2], timeout=120)) == [8, 9]  # several iterables, zipped
+        with pytest.raises(FuturesTimeout):
+            list(ex.map(span, [3], timeout=0.5))
+
+
 def test_exceptions_tracebacks_and_logs(where):
     with make(where, walltime="5m") as ex:
         bad = ex.submit(fail, "no good")
@@ -179,7 +196,7 @@ if __name__ == "__main__":
         except KeyError as e:
             print("KeyError", e, "in boom" in e.__cause__.tb)
         p = ex.submit(pair, 1, 2).result(timeout=120)
-        print(type(p) is Pair, p.a + p.b)
+        print(type(p) is Pair and isinstance(p, Pair), p.a + p.b)
         print(ex.submit(sixth, 4).result(timeout=120))
         q = ex.submit(lambda n: Pair(n, triple(n)), 2).result(timeout=120)
         print(type(q) is Pair, q.b)
@@ -225,11 +242,20 @@ def run_python(where: dict[str, Any], argv: list[str], stdin: str | None = None)
 
 
 def test_functions_of_the_main_script(where, tmp_path):
-    """The script's top-level functions and classes go by name (the job runs the script first, as
-    multiprocessing's spawn does); a function under its guard and a lambda go by value; both agree."""
+    """The script's functions and classes go by value, at its top level or under its guard; an instance of
+    a script class comes back as an instance of the very class (isinstance holds)."""
     script = tmp_path / "main_fns.py"
     script.write_text(MAIN_SCRIPT)
     assert run_python(where, [str(script)]) == ["42", "KeyError 'inside' True", "True 3", "2.0", "True 6"]
+
+
+def test_a_script_without_the_main_guard(where, tmp_path):
+    """A script that makes its executor at its top level, as submitit's examples do, run as ``python
+    script.py``: the job never runs the script again (the executor is made once, test_client.py counts
+    the jobs) and the script's class comes back as itself."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(INTERACTIVE + "print(isinstance(b, Box))\n")
+    assert run_python(where, [str(script)]) == ["True 27", "True"]
 
 
 def test_functions_defined_interactively(where, tmp_path):
