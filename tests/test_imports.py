@@ -454,7 +454,10 @@ KNOWN_FOLDER_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("gridsched.host.facts", "gridsched.daemon.cgroup"): "gctl info says how the daemon would confine jobs",
     ("gridsched.host.facts", "gridsched.daemon.confine"): "the same",
     ("gridsched.host.facts", "gridsched.daemon.devcgroup"): "the same, for device isolation",
-    ("gridsched.job.executor_worker", "gridsched.api.executor"): "the worker marks that a job runs the script",
+    (
+        "gridsched.job.executor_worker",
+        "gridsched.api.executor",
+    ): "the worker reads the call types and names what cannot be pickled",
     ("gridsched.api.client", "gridsched.cli.gsub"): "the client submits with gsub's own option handling",
 }
 # The root of the package: its __init__ and the entry points that jobs queued by an earlier release run.
