@@ -10,12 +10,8 @@ import getpass
 import json
 import time
 
-import pytest
-
 from tests.conftest import wait_for
 from tests.daemon.test_topology import WAIT_GO
-
-pytestmark = pytest.mark.daemon
 
 
 def by_id(gs, *args: str) -> dict[str, list[str]]:
