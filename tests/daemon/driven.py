@@ -63,6 +63,8 @@ class Shepherds(Stub):
 
 
 class Driven:
+    """A stub daemon, the stand-in jobs it runs, and the driven clock (``now``, from ``t0``)."""
+
     def __init__(self, d: Daemon, t0: float | None = None) -> None:
         if type(d.ex) is Stub and not d.ex.started:  # the fixture's stub, nothing started yet: make it keep
             d.ex.__class__ = Shepherds  # its shepherds across a restart
@@ -197,10 +199,7 @@ class Driven:
         for jid, w in self.work.items():
             if w.since is None or w.ending or w.total is None:
                 continue
-            if w.mode == "requeue":
-                left = w.total - (self.now - w.since)
-            else:
-                left = w.total - w.done - (self.now - w.since)
+            left = w.total - w.done - (self.now - w.since)
             if left <= 1e-9:
                 if w.mode == "signal":
                     w.done = w.total
@@ -215,8 +214,8 @@ class Driven:
                 w = self.work.setdefault(spec.job_id, Work(self.default_work, "none"))
                 w.segment, w.since, w.ending = spec.segment, self.now, False
                 w.mode = self.d.table.jobs[spec.job_id].checkpoint
-                if w.mode == "requeue":
-                    w.done = 0.0  # from the start again
+                if w.mode != "signal":
+                    w.done = 0.0  # started again, it begins from the start (signal mode: from its checkpoint)
                 changed = True
             self.seen_starts = len(ex.started)
             for jid, sig in ex.signals[self.seen_signals :]:
@@ -232,8 +231,6 @@ class Driven:
                     w.done += self.now - w.since  # the work so far is saved
                     self._exit(jid, w, exit_code=EXIT_CHECKPOINTED)
                 elif sig in (signal.SIGTERM, signal.SIGKILL):
-                    if w.mode == "requeue":
-                        w.done = 0.0
                     self._exit(jid, w, signal=sig)
                 changed = True
             self.seen_signals = len(ex.signals)
