@@ -1,4 +1,10 @@
-"""Shared fixtures: a real daemon on a temporary spool, and bounded waits."""
+"""Shared fixtures: a real daemon on a temporary spool, the stub daemon, and bounded waits.
+
+Tests come in two tiers.  A test that starts a real daemon (``gschedd`` as a process, forking real jobs) is
+marked ``daemon``: the fixtures that start one mark the tests that use them (:func:`pytest_collection_modifyitems`),
+and :class:`Gridsched` refuses to start a daemon for a test without the marker, so none slips into the fast tier
+(``pytest -m "not daemon"``).  Scheduling scenarios run in the fast tier on the stub daemon (:func:`stub_daemon`),
+whose turns and clock the test drives."""
 
 from __future__ import annotations
 
@@ -16,6 +22,45 @@ import psutil
 import pytest
 
 BIN = Path(sys.executable).parent
+
+# Fixtures that start a real daemon: a test using one (directly or through another fixture) is marked ``daemon``;
+# a fixture of its own that starts one (as the compat corpus's) marks its tests explicitly.
+REAL_DAEMON_FIXTURES = frozenset({"gs", "make_gs"})
+# Folders whose every test runs a real daemon (the system-mode attack suite).
+REAL_DAEMON_DIRS = ("security",)
+
+_current: list[pytest.Item] = []  # the test being run, for the check in Gridsched.start
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        try:
+            top = Path(str(item.path)).relative_to(here).parts[0]
+        except ValueError:
+            top = ""
+        if fixtures & REAL_DAEMON_FIXTURES or top in REAL_DAEMON_DIRS:
+            item.add_marker(pytest.mark.daemon)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    _current.append(item)
+    try:
+        return (yield)
+    finally:
+        _current.pop()
+
+
+def check_marked(what: str) -> None:
+    """Fail a test that starts a real daemon without carrying the ``daemon`` marker (it would run in the fast
+    tier)."""
+    if _current and _current[-1].get_closest_marker("daemon") is None:
+        raise AssertionError(
+            f"{_current[-1].nodeid} {what} but is not marked daemon: use the gs/make_gs fixtures "
+            "(they mark the test) or mark it with @pytest.mark.daemon"
+        )
 
 
 def wait_for(cond: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
@@ -55,6 +100,7 @@ class Gridsched:
 
     # -- the daemon ---------------------------------------------------------
     def start(self) -> None:
+        check_marked("starts a real daemon")
         log = open(self.root / "daemon.out", "ab")
         self.proc = subprocess.Popen(
             [str(BIN / "gschedd"), "run"], env=self.env, stdout=log, stderr=log, start_new_session=True
@@ -102,6 +148,8 @@ class Gridsched:
     def run(
         self, *args: str, input: str | None = None, check: bool = False, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
+        if args[0] == "gschedd" and len(args) > 1 and args[1] in ("start", "run", "restart"):
+            check_marked("starts a real daemon")
         cmd = [str(BIN / args[0]), *args[1:]]
         r = subprocess.run(
             cmd, env=self.env, input=input, capture_output=True, text=True, cwd=self.work, timeout=timeout
@@ -191,7 +239,8 @@ def gs(make_gs) -> Gridsched:
 @pytest.fixture
 def stub_daemon(tmp_path: Path):
     """A factory: ``stub_daemon(config, system_layout=False)`` gives a daemon object on a temporary spool with
-    the stub executor (nothing is forked; tests take its turns themselves); it is closed at teardown."""
+    the stub executor (nothing is forked; tests take its turns themselves); it is closed at teardown.
+    ``stub_daemon.restart(d)`` stops one and starts another on the same spool (a restart of the daemon)."""
     from gridsched.daemon.loop import Daemon
     from gridsched.daemon.spawn import Stub
     from gridsched.protocol import config as configmod
@@ -214,6 +263,17 @@ def stub_daemon(tmp_path: Path):
         made.append(d)
         return d
 
+    def restart(d: Daemon) -> Daemon:
+        """Stop ``d`` and start a new daemon object on its spool, configuration and executor."""
+        made.remove(d)
+        d.close()
+        again = Daemon(d.spool, configmod.load(d.config_path), d.config_path, executor=d.ex)
+        again.lock()
+        again.open()
+        made.append(again)
+        return again
+
+    make.restart = restart  # type: ignore[attr-defined]
     yield make
     for d in made:
         d.close()

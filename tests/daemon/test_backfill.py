@@ -8,6 +8,11 @@ takes longer than the hole.  With threshold 10 s and p = 0.2 both count as
 6 s, which fits.  ``easy`` backfills neither; ``checkpoint-backfill``
 backfills both, D ends before C's reservation, E is checkpointed at that
 moment, C starts on time, and E resumes later from its checkpoint.
+
+Here the jobs are real processes (the example checkpointing jobs, which save
+and resume their work); the scheduling of the scenario under each policy and
+checkpoint mode is tested in process, on a driven clock, in
+test_backfill_driven.py.
 """
 
 from __future__ import annotations
@@ -84,49 +89,4 @@ def test_checkpoint_backfill_scenario(make_gs, e_script):
     out = open(je["stdout"]).read()
     assert "checkpointed at unit" in out and "done: 40 units" in out
     assert gs.job(c)["state"] == "COMPLETED"
-    gs.run("gdel", str(b))
-
-
-def test_easy_backfills_neither(make_gs):
-    gs = make_gs(config("easy"))
-    a, b, c, d, e = submit_scenario(gs)
-    jc = gs.wait_state(c, "RUNNING", "COMPLETED", timeout=40)
-    jd, je = gs.job(d), gs.job(e)
-    for j in (jd, je):
-        assert j["start_time"] is None or j["start_time"] >= jc["start_time"]
-        assert not j["backfilled"]
-    ja = gs.job(a)
-    assert jc["start_time"] >= ja["end_time"] - 0.5  # C starts when A's cores come free
-    gs.run("gdel", str(b), str(d), str(e))
-
-
-def test_suspend_mode_stops_and_continues_the_job(make_gs):
-    gs = make_gs(config("checkpoint-backfill"))
-    gs.env["UNIT_SECONDS"] = "0.5"
-    a, b, c, d, e = submit_scenario(gs, e_mode="suspend")
-    gs.wait_state(e, "RUNNING")
-    gs.wait_state(e, "SUSPENDED", timeout=40)
-    jc = gs.wait_state(c, "RUNNING", "COMPLETED", timeout=20)
-    je = gs.wait_state(e, "COMPLETED", timeout=60)
-    assert je["preemptions"] == 1 and je["checkpoints"] == 0
-    units = [u for u in (gs.work / "units.log").read_text().split("\n") if u]
-    assert units == [f"unit {i}" for i in range(1, 41)]
-    out = open(je["stdout"]).read()
-    assert out.count("start at unit") == 1  # the same process went on: never restarted
-    assert jc["start_time"] is not None
-    gs.run("gdel", str(b))
-
-
-def test_requeue_mode_reruns_from_scratch(make_gs):
-    gs = make_gs(config("checkpoint-backfill"))
-    gs.env["UNIT_SECONDS"] = "0.5"
-    # a longer hole than the other scenarios (A holds its cores 30 s), so that E is backfilled however slowly
-    # the commands run, and a longer E (80 units of 0.5 s), so that it is still running at C's reservation
-    a, b, c, d, e = submit_scenario(gs, e_mode="requeue", a_secs=30, units=80)
-    gs.wait_state(c, "RUNNING", "COMPLETED", timeout=60)
-    je = gs.wait_state(e, "COMPLETED", timeout=180)
-    assert je["preemptions"] == 1 and je["restarts"] == 1
-    units = [u for u in (gs.work / "units.log").read_text().split("\n") if u]
-    assert units.count("unit 1") == 2  # the first run's work was lost and done again
-    assert units[-80:] == [f"unit {i}" for i in range(1, 81)]
     gs.run("gdel", str(b))

@@ -1,17 +1,14 @@
 """Begin times and signals before the walltime against the real daemon: gsub --begin (and #PBS -a) keeps a
 job waiting with the reason BeginTime; gsub --signal [B:]SIG@SECONDS is sent once, SECONDS before the
 walltime, to every process of the job or (B:) to its batch shell alone, and a restart of the daemon
-neither loses it nor sends it again."""
+neither loses it nor sends it again.
+
+Begin times and estimates shorter than the walltime are tested in process, on a driven clock, in
+test_hold_begin_driven.py."""
 
 from __future__ import annotations
 
-import time
-
-import pytest
-
 from tests.conftest import wait_for
-
-pytestmark = pytest.mark.daemon
 
 # The script writes when it started; its USR1 trap writes when the signal came and ends the job.
 TRAP_USR1 = """#!/bin/sh
@@ -40,36 +37,6 @@ trap 'echo got >> got' USR1
 i=0
 while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 """
-
-
-def test_a_begin_time_holds_the_job_until_then(gs):
-    before = time.time()
-    jid = gs.gsub("-t", "60s", "--begin", "now+3", "--wrap", "true")
-    rows = gs.run("gstat", "--format", "%i %T %R", check=True).stdout.split()
-    assert rows[-3:] == [str(jid), "PENDING", "BeginTime"]
-    j = gs.wait_state(jid, "COMPLETED", timeout=20)
-    assert j["start_time"] >= before + 3
-    assert j["start_time"] <= time.time()
-
-
-def test_a_begin_time_in_the_past_starts_the_job_now(gs):
-    jid = gs.gsub("-t", "60s", "--begin", "2020-01-01T00:00", "--wrap", "true")
-    gs.wait_state(jid, "COMPLETED", timeout=20)
-
-
-def test_pbs_a_begin_time(gs):
-    t = time.localtime(time.time() + 120)
-    script = gs.work / "p.sh"
-    script.write_text(f"#!/bin/sh\n#PBS -a {time.strftime('%Y%m%d%H%M', t)}\n#PBS -l walltime=60\ntrue\n")
-    jid = gs.gsub(str(script))
-
-    def told() -> list[str] | None:
-        row = gs.run("gstat", "--start", check=True).stdout.splitlines()[-1].split()
-        return row if row[0] == str(jid) and row[5:] == ["BeginTime"] else None
-
-    row = wait_for(told, 15, "the reason BeginTime")
-    assert time.mktime(time.strptime(row[4], "%Y-%m-%dT%H:%M:%S")) == time.mktime((*t[:5], 0, 0, 0, -1))
-    gs.run("gdel", str(jid), check=True)
 
 
 def test_signal_comes_seconds_before_the_walltime(gs):
@@ -128,24 +95,3 @@ autostart = false
 """
 
 WAIT_GO = "i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"
-
-
-@pytest.mark.parametrize("how", ["--estimate", "#PBS -l soft_walltime"])
-def test_an_estimate_shorter_than_the_walltime_backfills(make_gs, how):
-    """One core is busy for up to 60 s and the head needs both: a one-core job with a walltime of 120 s
-    backfills only because its estimate (10 s) ends before the head's reservation."""
-    gs = make_gs(EASY_TWO_CORES)
-    busy = gs.gsub("-n", "1", "-t", "60s", "--wrap", WAIT_GO)
-    gs.wait_state(busy, "RUNNING")
-    head = gs.gsub("-n", "2", "-t", "60s", "--wrap", "true")
-    plain = gs.gsub("-n", "1", "-t", "120s", "--wrap", "true")
-    if how == "--estimate":
-        short = gs.gsub("-n", "1", "-t", "120s", "--estimate", "10s", "--wrap", "true")
-    else:
-        script = gs.work / "p.sh"
-        script.write_text("#!/bin/sh\n#PBS -l ncpus=1,walltime=00:02:00,soft_walltime=00:00:10\ntrue\n")
-        short = gs.gsub(str(script))
-    gs.wait_state(short, "COMPLETED", timeout=20)
-    assert gs.job(plain)["state"] == "PENDING" and gs.job(head)["state"] == "PENDING"
-    (gs.work / "go").touch()
-    gs.wait_state(head, "COMPLETED", timeout=30)

@@ -12,7 +12,6 @@ from gridsched.api.client import Client, GridschedError
 from gridsched.api.executor import GridschedExecutor
 from tests.daemon.calls import cores_seen, fail, span, square
 
-pytestmark = pytest.mark.daemon
 ROOT = Path(__file__).resolve().parents[2]
 HOST = len(os.sched_getaffinity(0))
 

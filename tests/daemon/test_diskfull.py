@@ -18,6 +18,8 @@ import pytest
 
 from tests.conftest import DEFAULT_CONFIG, Gridsched, wait_for
 
+pytestmark = pytest.mark.daemon
+
 
 def _mount(where: Path, size: str) -> str | None:
     """Mount a tmpfs at ``where``; None, or why it cannot be done."""

@@ -18,7 +18,6 @@ from gridsched.api.client import GridschedError
 from gridsched.api.executor import GridschedExecutor, JobFailed, RemoteTraceback
 from tests.daemon.calls import die, env_of, fail, span, square
 
-pytestmark = pytest.mark.daemon
 ROOT = Path(__file__).resolve().parents[2]
 HOST = len(os.sched_getaffinity(0))
 

@@ -10,8 +10,6 @@ import pytest
 from tests.conftest import wait_for
 from tests.daemon.test_devices import WAIT_GO, topo_config
 
-pytestmark = pytest.mark.daemon
-
 
 @pytest.fixture
 def gpu_gs(make_gs):

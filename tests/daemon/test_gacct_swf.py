@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
 from gridsched.sim import swf
-
-pytestmark = pytest.mark.daemon
 
 
 def test_two_jobs_export_as_swf(gs):

@@ -12,8 +12,6 @@ import pytest
 from gridsched.daemon import cgroup
 from tests.conftest import wait_for
 
-pytestmark = pytest.mark.daemon
-
 PY = sys.executable
 # touches every page of 60 MiB, so that it is resident, then holds it a moment
 ALLOC = f"{PY} -c 'import time; b = bytearray(60 << 20); b[::4096] = b\"x\" * len(b[::4096]); time.sleep(0.2)'"

@@ -12,7 +12,6 @@ import pytest
 
 from tests.conftest import wait_for
 
-pytestmark = pytest.mark.daemon
 BIN = Path(sys.executable).parent
 
 

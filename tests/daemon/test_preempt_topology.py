@@ -1,4 +1,5 @@
-"""Preemption on the machine map, in the real daemon: the job preempted is the one that frees a placement.
+"""Preemption on the machine map, in the daemon (in process: stub executor, driven clock): the job preempted
+is the one that frees a placement.
 
 Two boards of four cores.  B1 (2 cores) and B2 (3 cores) run on boards 0 and
 1; the head H wants 4 cores on one board; X (2 cores, board 0) and Y (1 core,
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from tests.conftest import wait_for
+from tests.daemon.driven import Driven
 
 HOST = sorted(os.sched_getaffinity(0))
 
@@ -36,29 +37,27 @@ autostart = false
 """
 
 
-def test_only_the_job_that_frees_a_board_is_preempted(make_gs):
-    gs = make_gs(start=False)
-    gs.cfgfile.write_text(config(gs.root))
-    gs.start()
-    b1 = gs.gsub("-n", "2", "-t", "2m", "--wrap", "sleep 60")
-    gs.wait_state(b1, "RUNNING")
+def test_only_the_job_that_frees_a_board_is_preempted(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(config(tmp_path)))
+    b1 = dr.submit(60, ncpus=2, walltime=120)
+    assert dr.running(b1)
     # B2 runs to its walltime, so the head's reservation is B2's end, as the scheduler counts it
-    b2 = gs.gsub("-n", "3", "-t", "16s", "--wrap", "sleep 60")
-    gs.wait_state(b2, "RUNNING")
-    h = gs.gsub("-n", "4", "--place", "board", "-t", "1m", "--wrap", "echo $GS_CORES > h.cores")
+    b2 = dr.submit(60, ncpus=3, walltime=16)
+    assert dr.running(b2)
+    dr.run_to(0.2)
+    h = dr.submit(1, ncpus=4, place="board", walltime=60)
     # 40 s walltimes, counted as 10 s (p = 0.25): they end by the reservation, so they are backfilled
-    x = gs.gsub("-n", "2", "-t", "40s", "--checkpoint", "requeue", "--wrap", "sleep 100")
-    y = gs.gsub("-n", "1", "-t", "40s", "--checkpoint", "requeue", "--wrap", "sleep 100")
-    gs.wait_state(x, "RUNNING")
-    gs.wait_state(y, "RUNNING")
-    assert gs.job(h)["state"] == "PENDING"
-    assert gs.job(x)["cores"] in ("2-3", "2,3") and gs.job(y)["cores"] == "7", (gs.job(x), gs.job(y))
-    b2_end = gs.wait_state(b2, "TIMEOUT", timeout=30)["end_time"]
-    row = gs.wait_state(h, "RUNNING", "COMPLETED", timeout=20)
-    assert row["start_time"] - b2_end < 2.0, (row["start_time"] - b2_end, gs.log())
-    assert (gs.work / "h.cores").exists() or wait_for(lambda: (gs.work / "h.cores").exists(), 10, "H's output")
-    assert (gs.work / "h.cores").read_text().split() == ["4-7"]
-    assert gs.job(y)["preemptions"] == 1 and gs.job(x)["preemptions"] == 0
-    assert gs.job(x)["state"] == "RUNNING"
-    for j in (b1, x, y):
-        gs.run("gdel", str(j))
+    x = dr.submit(100, ncpus=2, walltime=40, checkpoint="requeue")
+    y = dr.submit(100, ncpus=1, walltime=40, checkpoint="requeue")
+    assert dr.running(x) and dr.running(y)
+    assert dr.state(h) == "PENDING"
+    assert dr.job(x)["cores"] in ("2-3", "2,3") and dr.job(y)["cores"] == "7", (dr.job(x), dr.job(y))
+    dr.run_until(lambda: dr.state(b2) == "TIMEOUT", 30)
+    b2_end = dr.job(b2)["end_time"]
+    dr.run_until(lambda: dr.state(h) in ("RUNNING", "COMPLETED"), 50)
+    row = dr.job(h)
+    assert row["start_time"] - b2_end < 2.0, row["start_time"] - b2_end
+    launched = [s for s in dr.d.ex.started if s.job_id == h]
+    assert len(launched) == 1 and launched[0].env["GS_CORES"] == "4-7"  # the cores H is told it has
+    assert dr.job(y)["preemptions"] == 1 and dr.job(x)["preemptions"] == 0
+    assert dr.state(x) == "RUNNING"

@@ -1,63 +1,9 @@
-"""Why pending jobs wait, in the real daemon: the core's reasons as gstat shows them.
+"""Why pending jobs wait: the daemon's words for each reason the core gives.
 
-The default test machine: 8 declared cores, fcfs.
+gstat showing them for jobs in the daemon is tested in process, on a driven clock, in test_reasons_driven.py.
 """
 
 from __future__ import annotations
-
-import json
-
-from tests.conftest import wait_for
-from tests.daemon.test_topology import WAIT_GO
-
-
-def jobs(gs) -> tuple[str, dict[int, dict]]:
-    out = gs.run("gstat", "--json", check=True).stdout
-    return out, {j["id"]: j for j in json.loads(out)["jobs"]}
-
-
-def test_gstat_shows_resources_priority_and_never(gs):
-    gs.run("gctl", "drain", "6-7", "--reason", "fan", check=True)
-    blocker = gs.gsub("-n", "6", "-t", "60s", "--wrap", WAIT_GO)
-    gs.wait_state(blocker, "RUNNING")
-    nxt = gs.gsub("-n", "4", "-t", "60s", "--wrap", "true")
-    after = gs.gsub("-n", "4", "-t", "60s", "--wrap", "true")
-    never = gs.gsub("-n", "7", "-t", "60s", "--wrap", "true")
-
-    def told() -> tuple[str, dict[int, dict]] | None:
-        out, js = jobs(gs)
-        return (
-            (out, js)
-            if all(js[j]["reason"].startswith(("Resources", "Priority", "can")) for j in (nxt, after, never))
-            else None
-        )
-
-    out, js = wait_for(told, 20, "the reasons")
-    # the next job waits for the blocker's cores; the one after it for it (the drained cores would not
-    # be enough for either: both wait for the blocker, not for the drain)
-    assert js[nxt]["reason"] == "Resources: next to start, waiting for 4 cores (0 of 6 free)"
-    assert js[after]["reason"] == "Priority: waiting for jobs ahead of it in the queue to start first"
-    assert js[nxt]["predicted_start"] is not None and js[after]["predicted_start"] is not None
-    # seven cores, with two drained: never, no predicted start, and no Infinity in the JSON
-    assert js[never]["reason"] == "can never start while cores 6-7 are drained (see gctl topology)"
-    assert js[never]["predicted_start"] is None
-    assert "Infinity" not in out and "NaN" not in out
-    # the table's NOTE: Slurm's word for each
-    table = {
-        line.split()[0]: line
-        for line in gs.run("gstat", check=True).stdout.splitlines()[1:]
-        if line.split() and line.split()[0].isdigit()
-    }
-    assert "Resources" in table[str(nxt)] and "Priority" in table[str(after)]
-    assert "can never start" in table[str(never)]
-    # the blocker ends: both start and lose their reason; the 7-core job still never starts
-    (gs.work / "go").touch()
-    gs.wait_state(nxt, "COMPLETED", "RUNNING")
-    gs.wait_state(after, "COMPLETED", "RUNNING")
-    assert gs.job(nxt)["reason"] == "" and gs.job(after)["reason"] == ""
-    assert gs.job(never)["state"] == "PENDING"
-    gs.run("gctl", "resume", "6-7", check=True)
-    gs.wait_state(never, "RUNNING", "COMPLETED")
 
 
 def test_the_daemon_words_each_reason_the_core_gives():
@@ -115,59 +61,3 @@ matlab = 2
 [daemon]
 autostart = false
 """
-
-
-def _coded(gs, ids: list[int], want: dict[int, str]) -> dict[int, dict]:
-    """gstat --json's records of ``ids`` once each has the REASON code ``want`` gives it."""
-
-    def ok() -> dict[int, dict] | None:
-        _, js = jobs(gs)
-        return js if all(js[j]["reason_code"] == want[j] for j in ids) else None
-
-    try:
-        return wait_for(ok, 20, f"the reason codes {want}")
-    except AssertionError:
-        raise AssertionError(f"not the codes {want}: {jobs(gs)[0]}") from None
-
-
-def test_a_job_short_only_of_a_licence_shows_licenses(make_gs):
-    gs = make_gs(LICENCE)
-    holder = gs.gsub("-n", "1", "-l", "matlab=2", "--wrap", WAIT_GO)
-    gs.wait_state(holder, "RUNNING")
-    # next to start, it lacks cores (Resources, with the counts); behind it, a job that lacks only the
-    # licence (easy would backfill it on the free cores): Licenses
-    big = gs.gsub("-n", "4", "--wrap", "true")
-    lic = gs.gsub("-n", "1", "-l", "matlab=1", "--wrap", "true")
-    js = _coded(gs, [lic, big], {lic: "Licenses", big: "Resources"})
-    assert js[lic]["reason"] == "Licenses: waiting for matlab=1 (0 of 2 free)"
-    assert js[big]["reason"] == "Resources: next to start, waiting for 4 cores (3 of 4 free)"
-    assert js[holder]["reason_code"] == ""
-    # the table's REASON column has the same codes
-    table = {
-        line.split()[0]: line.split()
-        for line in gs.run("gstat", check=True).stdout.splitlines()[1:]
-        if line.split() and line.split()[0].isdigit()
-    }
-    assert "Licenses" in table[str(lic)] and "Resources" in table[str(big)]
-    (gs.work / "go").touch()
-    for j in (holder, lic, big):
-        gs.wait_state(j, "COMPLETED")
-    assert gs.job(lic)["reason"] == ""
-
-
-def test_a_job_short_only_of_gpus_names_them(make_gs):
-    from tests.daemon.test_devices import topo_config
-
-    gs = make_gs(start=False)
-    gs.cfgfile.write_text(topo_config(gs.root))
-    gs.start()
-    holders = [gs.gsub("-n", "1", "--gpus", "2", "--wrap", WAIT_GO) for _ in range(2)]
-    for j in holders:
-        gs.wait_state(j, "RUNNING")
-    gpu = gs.gsub("-n", "1", "--gpus", "2", "--wrap", "true")
-    js = _coded(gs, [gpu], {gpu: "Resources"})
-    assert js[gpu]["reason"] == "Resources: next to start, waiting for 2 gpu (4 of 4 in use)"
-    out = gs.run("gstat", "-f", str(gpu), check=True).stdout
-    assert "waiting for 2 gpu (4 of 4 in use)" in out
-    (gs.work / "go").touch()
-    gs.wait_state(gpu, "COMPLETED")

@@ -1,6 +1,8 @@
 """Reservations and floating resources in the real daemon, with real jobs.
 
-A declared 8-core machine with two ``matlab`` licences.
+A declared 8-core machine with two ``matlab`` licences.  The scheduling of reservations and licences (waiting
+for a licence, deleting an active reservation, one made with --no-kill) is tested in process, on a driven
+clock, in test_reservations_driven.py.
 """
 
 from __future__ import annotations
@@ -62,52 +64,6 @@ def test_bound_job_starts_on_the_reservations_cores_when_it_activates(make_gs):
     inside = cpuset.parse((gs.work / "cores.txt").read_text().strip())
     assert len(inside) == 2 and inside <= cpuset.parse(r["cores"])
     assert r["jobs"] == [job]
-
-
-def test_job_needing_a_licence_waits_while_both_are_held(make_gs):
-    gs = make_gs(CONFIG)
-    go = gs.work / "go"  # a and b hold their licences until the test makes this file (bounded)
-    hold = f"i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"
-    a = gs.gsub("-l", "matlab=1", "-t", "60s", "--wrap", hold)
-    b = gs.gsub("-l", "matlab=1", "-t", "60s", "--wrap", f"{hold}; sleep 0.5")
-    c = gs.gsub("-l", "matlab=1", "-t", "30s", "--wrap", "sleep 0.1")
-    free = gs.gsub("-t", "30s", "--wrap", "sleep 0.1")  # no licence: starts at once
-    gs.wait_state(a, "RUNNING")
-    gs.wait_state(b, "RUNNING")
-    gs.wait_state(free, "RUNNING", "COMPLETED")
-    assert gs.job(c)["state"] == "PENDING"
-    go.touch()
-    jc = gs.wait_state(c, "COMPLETED")
-    ja = gs.wait_state(a, "COMPLETED")
-    assert jc["start_time"] >= ja["end_time"] - 0.2
-    assert gs.job(c)["resources"] == {"matlab": 1}
-
-
-def test_deleting_an_active_reservation_ends_its_running_jobs(make_gs):
-    gs = make_gs(CONFIG)
-    rid = int(gs.run("gresv", "create", "-n", "2", "-t", "60", check=True).stdout)
-    wait_resv(gs, rid, "ACTIVE")
-    job = gs.gsub("--reservation", str(rid), "-n", "2", "-t", "30s", "--wrap", "sleep 30")
-    waiting = gs.gsub("--reservation", str(rid), "--wait-resv", "-n", "2", "-t", "30s", "--wrap", "sleep 1")
-    gs.wait_state(job, "RUNNING")
-    assert gs.job(waiting)["state"] == "PENDING"
-    gs.run("gresv", "delete", str(rid), check=True)
-    j = gs.wait_state(job, "TIMEOUT", timeout=15)
-    assert j["reason"] == "reservation ended"
-    w = gs.wait_state(waiting, "CANCELLED")
-    assert "reservation" in w["reason"]
-    assert resv(gs, rid)["state"] == "DELETED"
-
-
-def test_no_kill_reservation_lets_its_jobs_outlive_it(make_gs):
-    gs = make_gs(CONFIG)
-    rid = int(gs.run("gresv", "create", "-n", "2", "-t", "2", "--no-kill", check=True).stdout)
-    wait_resv(gs, rid, "ACTIVE")
-    job = gs.gsub("--reservation", str(rid), "-n", "1", "-t", "30s", "--wrap", "sleep 4")
-    gs.wait_state(job, "RUNNING")
-    wait_resv(gs, rid, "ENDED", timeout=10)
-    assert gs.job(job)["state"] == "RUNNING"
-    assert gs.wait_state(job, "COMPLETED", timeout=15)["exit_code"] == 0
 
 
 def test_daemon_refuses_binding_by_another_user(make_gs):

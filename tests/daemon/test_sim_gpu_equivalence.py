@@ -11,12 +11,8 @@ from __future__ import annotations
 import csv
 import subprocess
 
-import pytest
-
 from tests.conftest import BIN
 from tests.daemon.test_devices import topo_config
-
-pytestmark = pytest.mark.daemon
 
 SWF = """; MaxProcs: 8
 1 0 -1 3 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1

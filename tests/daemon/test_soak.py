@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.daemon  # scripts/soak.py starts and kills real daemons
+
 SOAK = Path(__file__).resolve().parents[2] / "scripts" / "soak.py"
 
 

@@ -1,4 +1,7 @@
-"""Parent-child job trees with a real daemon: children, gwait --yield, resume, subtree cancel, affinity."""
+"""Parent-child job trees with a real daemon: children, gwait --yield, resume, subtree cancel.
+
+Parents that fill the machine without yielding, and the yield affinities, are tested in process (stub
+executor, driven clock) in test_tree_driven.py."""
 
 from __future__ import annotations
 
@@ -10,8 +13,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BIN, wait_for
-
-pytestmark = pytest.mark.daemon
 
 CONFIG = """
 [scheduler]
@@ -71,34 +72,6 @@ gsub -N child -t 1m --wrap 'sleep 0.5' >/dev/null || exit 3
 gsub -N child -t 1m --wrap 'sleep 0.5' >/dev/null || exit 3
 gwait {flags} || exit 4
 """
-
-
-def test_two_parents_filling_the_machine_deadlock_without_yield(make_gs):
-    gs = make_gs(config())
-    s = script(gs, "parent.sh", PARENT.format(flags=""))
-    a, b = gs.gsub("-t", "2m", str(s)), gs.gsub("-t", "2m", str(s))
-    gs.wait_state(a, "RUNNING")
-    gs.wait_state(b, "RUNNING")
-    (gs.work / "go").write_text("")  # both parents hold a core before any child is submitted
-    kids = wait_for(
-        lambda: (
-            len(children_of(gs, a)) == 2 and len(children_of(gs, b)) == 2 and children_of(gs, a) + children_of(gs, b)
-        ),
-        15,
-        "four children taken in",
-    )
-    deadline = time.monotonic() + 5.0  # the bound: for 5 s nothing may progress
-    while time.monotonic() < deadline:
-        r = rows(gs)
-        assert all(r[k]["state"] == "PENDING" for k in kids), {k: r[k]["state"] for k in kids}
-        assert r[a]["state"] == r[b]["state"] == "RUNNING"
-        time.sleep(0.25)
-    # cancelling a parent cancels its subtree
-    gs.run("gdel", str(a), str(b), check=True)
-    for k in kids:
-        j = gs.wait_state(k, "CANCELLED")
-        assert j["reason"].startswith("parent ") and "CANCELLED" in j["reason"]
-    assert not rows(gs)[kids[0]]["segments"]  # never ran
 
 
 def test_two_parents_filling_the_machine_complete_with_gwait_yield(make_gs):
@@ -230,54 +203,6 @@ exit 7
     assert f"job {k2}: releasing" in r.stdout
     assert gs.wait_state(k2, "COMPLETED")["state"] == "COMPLETED"
     gs.run("gdel", str(k1), check=True)
-
-
-def other_tree_case(gs) -> tuple[int, int, dict]:
-    """A parent on core 0 with a held child yields (gyield) and holds; a job of another tree waits for core 0
-    or 1."""
-    s = script(
-        gs,
-        "y.sh",
-        """
-while [ ! -e "$GS_SUBMIT_DIR/yield" ]; do sleep 0.05; done
-gsub --hold -N kid -t 1m --wrap true > "$GS_SUBMIT_DIR/kid" || exit 3
-gyield || exit 3
-while [ ! -e "$GS_SUBMIT_DIR/stop" ]; do sleep 0.1; done
-gresume || exit 4
-""",
-    )
-    parent = gs.gsub("-t", "2m", str(s))
-    gs.wait_state(parent, "RUNNING")
-    blocker = gs.gsub("-t", "2m", "--wrap", "sleep 60")
-    gs.wait_state(blocker, "RUNNING")
-    (gs.work / "yield").write_text("")
-    wait_for(lambda: str(parent) in meta_yielded(gs), 15, "the parent to yield")
-    kid = int((gs.work / "kid").read_text())
-    other = gs.gsub("-t", "1m", "--wrap", "sleep 0.2")
-    return parent, other, {"blocker": blocker, "kid": kid}
-
-
-def test_descendant_affinity_keeps_other_trees_off_yielded_cores(make_gs):
-    gs = make_gs(config("descendant"))
-    parent, other, extra = other_tree_case(gs)
-    deadline = time.monotonic() + 3.0
-    while time.monotonic() < deadline:
-        assert gs.job(other)["state"] == "PENDING"
-        time.sleep(0.2)
-    (gs.work / "stop").write_text("")
-    assert gs.wait_state(parent, "COMPLETED")["state"] == "COMPLETED"
-    gs.run("gdel", str(extra["blocker"]), str(extra["kid"]), check=True)
-    assert gs.wait_state(other, "COMPLETED")["state"] == "COMPLETED"
-
-
-def test_none_affinity_lets_another_tree_use_a_yielded_core(make_gs):
-    gs = make_gs(config("none"))
-    parent, other, extra = other_tree_case(gs)
-    j = gs.wait_state(other, "COMPLETED")
-    assert j["cores"] == gs.job(parent)["cores"]  # it ran on the parent's core
-    (gs.work / "stop").write_text("")
-    assert gs.wait_state(parent, "COMPLETED")["state"] == "COMPLETED"
-    gs.run("gdel", str(extra["blocker"]), str(extra["kid"]), check=True)
 
 
 def test_resume_waits_for_the_task_on_the_core_and_the_parent_keeps_its_cores(make_gs):

@@ -12,8 +12,6 @@ from tests.cli.conftest import job_row, write_rows
 from tests.cli.test_gctl_tune import history
 from tests.conftest import wait_for
 
-pytestmark = pytest.mark.daemon
-
 AUTO_CONFIG = """
 [scheduler]
 policy = "checkpoint-backfill"

@@ -1,0 +1,170 @@
+"""Job priorities in the daemon, in process (stub executor, driven clock): gsub --nice and --priority and
+galter reorder the queue, gstat --priority shows it, fair share counts ended jobs across a restart.
+
+The commands run in process on the daemon's spool.  Requests written by another user (refused raises, fair
+share between two users) go to a real daemon in test_priority.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.daemon.driven import Driven
+from tests.daemon.test_priority import FAIRSHARE, ONE_CORE
+
+
+@pytest.fixture
+def dr(stub_daemon) -> Driven:
+    return Driven(stub_daemon(ONE_CORE))
+
+
+def blocker(dr: Driven) -> int:
+    jid = dr.gsub("--wrap", "wait for go", work=None)
+    assert dr.running(jid)
+    return jid
+
+
+def starts(dr: Driven, ids: list[int]) -> list[int]:
+    """``ids`` in the order they started (each run to completion)."""
+    dr.run_until(lambda: all(dr.state(j) == "COMPLETED" for j in ids), 60)
+    return [s.job_id for s in dr.d.ex.started if s.job_id in ids]
+
+
+def queue(dr: Driven) -> list[tuple[int, int, int, int | None]]:
+    """(id, priority, nice, admin priority) of the pending jobs, in the order gstat --priority gives."""
+    recs = json.loads(dr.command("gstat", "--priority", "--json", turn=False).stdout)["jobs"]
+    return [(x["id"], x["priority"], x["nice"], x["admin_priority"]) for x in recs]
+
+
+def test_nice_puts_a_job_behind_later_ones(dr):
+    b = blocker(dr)
+    niced = dr.gsub("--nice", "100", "--wrap", "true")
+    plain = dr.gsub("--wrap", "true")
+    niced2 = dr.gsub("--nice=50", "--wrap", "true")
+    assert dr.state(niced) == "PENDING"
+    dr.finish(b)
+    assert starts(dr, [niced, plain, niced2]) == [plain, niced2, niced]
+
+
+def test_an_admin_priority_and_a_negative_nice_go_first(dr):
+    b = blocker(dr)  # a personal spool: its owner is its admin
+    a = dr.gsub("--wrap", "true")
+    bb = dr.gsub("--nice=-10", "--wrap", "true")
+    c = dr.gsub("--priority", "1000", "--wrap", "true")
+    recs = json.loads(dr.command("gstat", "--priority", "--json").stdout)["jobs"]
+    assert [x["id"] for x in recs] == [c, bb, a]
+    assert [(x["priority"], x["nice"], x["admin_priority"]) for x in recs] == [
+        (1000, 0, 1000),
+        (10, -10, None),
+        (0, 0, None),
+    ]
+    text = dr.command("gstat", "--priority").stdout.splitlines()
+    assert text[0].split() == ["JOBID", "USER", "PRIORITY", "AGE", "JOBSIZE", "FAIRSHARE", "NICE"]
+    assert [int(line.split()[0]) for line in text[1:]] == [c, bb, a]
+    dr.finish(b)
+    assert starts(dr, [a, bb, c]) == [c, bb, a]
+
+
+def test_directives_set_nice(dr, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    b = blocker(dr)
+    (tmp_path / "slurm.sh").write_text("#!/bin/sh\n#SBATCH --nice\ntrue\n")  # 100, as Slurm
+    (tmp_path / "pbs.sh").write_text("#!/bin/sh\n#PBS -p -20\ntrue\n")
+    (tmp_path / "up.sh").write_text("#!/bin/sh\n#PBS -p 7\ntrue\n")
+    s = dr.gsub("slurm.sh")
+    p = dr.gsub("pbs.sh")
+    r = dr.command("gsub", "up.sh")
+    assert "#PBS -p 7 ignored: only an admin raises a job's priority" in r.stderr
+    recs = {x["id"]: x for x in json.loads(dr.command("gstat", "--priority", "--json").stdout)["jobs"]}
+    assert (recs[s]["nice"], recs[p]["nice"], recs[int(r.stdout.split()[-1])]["nice"]) == (100, 20, 0)
+    dr.finish(b)
+    dr.run_until(lambda: dr.state(s) == "COMPLETED", 10)
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["--nice", "10001"], "gsub: error: nice: 10001 is not between -10000 and 10000"),
+        (["--nice=-10001"], "gsub: error: nice: -10001 is not between -10000 and 10000"),
+        (["--nice", "x"], "gsub: error: nice: must be a whole number, not 'x'"),
+        (["--priority=-1"], "gsub: error: priority: -1 is not between 0 and 1000000000"),
+        (["--priority", "1e3"], "gsub: error: priority: must be a whole number, not '1e3'"),
+    ],
+)
+def test_gsub_refuses_bad_values_in_one_line(dr, args, line):
+    r = dr.command("gsub", *args, "--wrap", "true", check=False)
+    assert r.exit_code == 2
+    assert r.stderr == line + "\n"
+
+
+def test_gsub_refuses_a_bad_directive_in_one_line(dr, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.sh").write_text("#!/bin/sh\n#PBS -p 5000\ntrue\n")
+    r = dr.command("gsub", "bad.sh", check=False)
+    assert r.exit_code != 0
+    assert r.stderr == "gsub: error: bad.sh:2: #PBS -p 5000: must lie between -1024 and 1023\n"
+
+
+def test_gstat_priority_counts_ended_jobs_in_fair_share_across_a_restart(stub_daemon):
+    dr = Driven(stub_daemon(FAIRSHARE))
+    done = dr.gsub("-n", "1", "--wrap", "sleep 1", work=1)
+    dr.run_until(lambda: dr.state(done) == "COMPLETED", 5)
+    held = dr.gsub("--hold", "--wrap", "true")
+    assert dr.state(held) == "HELD"
+
+    def fairshare() -> float:
+        recs = json.loads(dr.command("gstat", "--priority", "--json", turn=False).stdout)["jobs"]
+        return next(x["fairshare"] for x in recs if x["id"] == held)
+
+    assert fairshare() == pytest.approx(0.5, abs=0.01)  # the only user, with all the usage: 2 ** -1
+    dr.restart(stub_daemon)
+    assert fairshare() == pytest.approx(0.5, abs=0.01)
+
+
+def test_galter_nice_and_priority_reorder_pending_jobs(dr, stub_daemon):
+    """An admin (a personal spool's owner) raises later jobs with galter: under fcfs they start first."""
+    b = blocker(dr)
+    a = dr.gsub("--wrap", "true")
+    bb = dr.gsub("--nice", "30", "--wrap", "true")
+    c = dr.gsub("--wrap", "true")
+    assert [x[0] for x in queue(dr)] == [a, c, bb]
+    r = dr.command("galter", str(c), "--priority", "1000")
+    assert r.exit_code == 0 and r.stdout == f"job {c}: changing\n", r.stderr
+    r = dr.command("galter", str(bb), "--nice=-10")
+    assert r.exit_code == 0, r.stderr
+    want = [(c, 1000, 0, 1000), (bb, 10, -10, None), (a, 0, 0, None)]
+    assert queue(dr) == want
+    # the change is kept in the state db: a restarted daemon orders the queue the same way
+    dr.restart(stub_daemon)
+    assert queue(dr) == want
+    dr.finish(b)
+    assert starts(dr, [a, bb, c]) == [c, bb, a]
+
+
+def test_galter_raises_the_pending_tasks_of_an_array(dr):
+    b = blocker(dr)
+    a = dr.gsub("--wrap", "true")
+    arr = dr.gsub("-a", "1-2", "--wrap", "true")
+    dr.run_until(lambda: len(queue(dr)) == 3, 5)
+    assert dr.command("galter", str(arr), "--nice=-5").exit_code == 0
+    assert [x[2] for x in queue(dr)] == [-5, -5, 0]  # the tasks' new nice value
+    tasks = [x[0] for x in queue(dr)[:2]]
+    assert a not in tasks
+    dr.finish(b)
+    assert starts(dr, [a, *tasks])[-1] == a
+
+
+def test_galter_nice_of_a_running_job_and_bad_values_are_refused(dr):
+    b = blocker(dr)
+    r = dr.command("galter", str(b), "--nice", "5", check=False)
+    assert r.exit_code == 1 and r.stderr == f"galter: error: job {b}: is RUNNING: only its walltime can change\n"
+    for args, line in (
+        (["--nice", "10001"], "galter: error: nice: 10001 is not between -10000 and 10000"),
+        (["--priority=-1"], "galter: error: priority: -1 is not between 0 and 1000000000"),
+    ):
+        r = dr.command("galter", str(b), *args, check=False)
+        assert r.exit_code == 2 and r.stderr == line + "\n", r.stderr
+    dr.finish(b)
+    assert dr.state(b) == "COMPLETED"
