@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gridsched.api.client import Client, GridschedError
+from gridsched.protocol.jobs import WAITING, JobState
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between polls of the jobs
 BACKENDS = ("local", "slurm", "auto")
@@ -110,12 +111,12 @@ class LocalBackend:
                 j = self.client.status(i)
             except GridschedError:
                 continue
-            out[i] = JobStatus(j.state, j.state == "RUNNING", j.done, j.exit_code, j.exit_signal)
+            out[i] = JobStatus(j.state, j.state == JobState.RUNNING, j.done, j.exit_code, j.exit_signal)
         return out
 
     def cancel_pending(self, job_id: int) -> bool:
         try:
-            if self.client.status(job_id).state not in ("PENDING", "HELD"):
+            if self.client.status(job_id).state not in WAITING:
                 return False
             self.client.cancel(job_id)
         except GridschedError:

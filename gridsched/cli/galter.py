@@ -21,6 +21,7 @@ from gridsched.cli.jobctl import complete_job_ids
 from gridsched.core import depend
 from gridsched.protocol import requests as rq
 from gridsched.protocol import view
+from gridsched.protocol.jobs import WAITING, JobState
 from gridsched.protocol.text import shown
 
 PROG = "galter"
@@ -186,7 +187,7 @@ def check_array(
     max_walltime: int,
 ) -> str | None:
     """Why the pending tasks of the array whose rows are ``tasks`` cannot take ``changes``, or None."""
-    pending = [t for t in tasks if t["state"] in ("PENDING", "HELD")]
+    pending = [t for t in tasks if t["state"] in WAITING]
     why = _owner(tasks[0], sender) or (None if pending else "no task is pending")
     for t in pending:
         why = why or check(t, changes, everyone, sender, machine, max_walltime)
@@ -208,7 +209,7 @@ def check(
     state = job["state"]
     if state not in LIVE:
         return f"is {state}: only pending, held or running jobs can be changed"
-    if state == "RUNNING":
+    if state == JobState.RUNNING:
         if set(changes) != {"walltime"}:
             return "is RUNNING: only its walltime can change"
         if changes["walltime"] > job["walltime"] and not sender.admin:

@@ -17,6 +17,7 @@ import click
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
 from gridsched.cli.jobctl import complete_job_ids
 from gridsched.protocol import view
+from gridsched.protocol.jobs import JobState
 from gridsched.protocol.text import shown
 
 PROG = "grequeue"
@@ -87,7 +88,7 @@ def _check(job: dict[str, Any] | None, uid: int, admin: bool) -> str | None:
         from gridsched.protocol.jobs import GRUN_NOT_REQUEUED
 
         return GRUN_NOT_REQUEUED
-    if state == "RUNNING":
+    if state == JobState.RUNNING:
         return None
     if state in FINISHED:
         if not job.get("segments"):

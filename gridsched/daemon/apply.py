@@ -40,7 +40,7 @@ from gridsched.daemon.table import Rec
 from gridsched.host.devices import device_env, format_keys
 from gridsched.job import env as jobenv
 from gridsched.protocol import requests as rq
-from gridsched.protocol.jobs import JobState
+from gridsched.protocol.jobs import Checkpoint, JobState
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -276,7 +276,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         GS_SUBMIT_DIR=spec.get("submit_dir", spec["workdir"]),
         GS_CHECKPOINT_DIR=str(jdir / "checkpoint"),
         GS_RESTART_COUNT=str(rec.restarts),
-        GS_CHECKPOINT_MODE=rec.checkpoint,
+        GS_CHECKPOINT_MODE=rec.checkpoint.value,
         GS_WALLTIME=str(rec.walltime),
         GS_SPOOL=str(d.spool.root),
     )
@@ -376,7 +376,7 @@ def preempt(d: Daemon, rec: Rec, now: float) -> None:
         return
     mode = rec.checkpoint
     rec.preemptions += 1
-    if mode == "suspend":
+    if mode is Checkpoint.SUSPEND:
         d.ex.signal(rec.shepherd, d.where(rec), signal.SIGSTOP)
         outcome.close_segment(d, rec, now, "suspended")
         rec.elapsed += now - (rec.start or now)
@@ -387,13 +387,13 @@ def preempt(d: Daemon, rec: Rec, now: float) -> None:
         d.table.enqueue(rec)
         d.dirty = True
         log.info("job %d suspended for the head job", rec.id)
-    elif mode == "signal":
+    elif mode is Checkpoint.SIGNAL:
         rec.state = JobState.STOPPING
         rec.stop = "preempt"
         sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
         d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
         log.info("job %d asked to checkpoint (SIG%s)", rec.id, d.cfg.checkpoint_signal)
-    elif mode == "requeue":
+    elif mode is Checkpoint.REQUEUE:
         rec.state = JobState.STOPPING
         rec.stop = "preempt"
         d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.daemon import jobtmp
 from gridsched.daemon.table import Rec
-from gridsched.protocol.jobs import EXIT_CHECKPOINTED, JobState
+from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -59,19 +59,24 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
         close_segment(d, rec, end, "failed")
         d.end(rec, JobState.FAILED, end, code=code, reason=f"could not start: {error.strip()}")
         return
-    if rec.stop is None and rec.checkpoint == "signal" and code == EXIT_CHECKPOINTED and rec.state is JobState.RUNNING:
+    if (
+        rec.stop is None
+        and rec.checkpoint is Checkpoint.SIGNAL
+        and code == EXIT_CHECKPOINTED
+        and rec.state is JobState.RUNNING
+    ):
         # saved its state and asked to be restarted: a preemption whose record a crash of the daemon lost
         rec.stop, rec.state = "preempt", JobState.STOPPING
         rec.preemptions += 1
     if rec.stop in ("preempt", "requeue") and rec.state is JobState.STOPPING:
-        checkpointed = rec.checkpoint == "signal" and code == EXIT_CHECKPOINTED
+        checkpointed = rec.checkpoint is Checkpoint.SIGNAL and code == EXIT_CHECKPOINTED
         asked = rec.stop == "requeue"  # grequeue: back to the queue however it ended
-        if checkpointed or rec.checkpoint == "requeue" or sig is not None or asked:
+        if checkpointed or rec.checkpoint is Checkpoint.REQUEUE or sig is not None or asked:
             if checkpointed:
                 rec.elapsed += ran
                 rec.checkpoints += 1
                 outcome = "checkpointed"
-            elif rec.checkpoint == "requeue" or (asked and rec.checkpoint != "signal"):
+            elif rec.checkpoint is Checkpoint.REQUEUE or (asked and rec.checkpoint is not Checkpoint.SIGNAL):
                 rec.lost += rec.elapsed + ran
                 rec.elapsed = 0.0
                 outcome = "requeued"

@@ -31,7 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from gridsched.daemon import confine, intake, jobtmp, outcome, procs
-from gridsched.protocol.jobs import EXIT_CHECKPOINTED, JobState
+from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -126,7 +126,7 @@ def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[
     if rec.stop is not None or rec.state is not JobState.RUNNING or result.get("error"):
         return
     code, sig = result.get("exit_code"), result.get("signal")
-    checkpointed = rec.checkpoint == "signal" and sig is None and code == EXIT_CHECKPOINTED
+    checkpointed = rec.checkpoint is Checkpoint.SIGNAL and sig is None and code == EXIT_CHECKPOINTED
     if sig is None and not checkpointed:
         return  # it ended by itself
     end = float(result.get("end", 0.0))
@@ -137,8 +137,8 @@ def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[
         rec.stop = "timeout"
     elif (
         checkpointed
-        or (rec.checkpoint == "signal" and sig == ckpt_sig)
-        or (rec.checkpoint == "requeue" and sig == signal.SIGTERM)
+        or (rec.checkpoint is Checkpoint.SIGNAL and sig == ckpt_sig)
+        or (rec.checkpoint is Checkpoint.REQUEUE and sig == signal.SIGTERM)
     ):
         rec.state = JobState.STOPPING
         rec.stop = "preempt"

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.core.types import SplitInfo, Start, StartTasks
 from gridsched.protocol.arrays import ArrayError, parse
-from gridsched.protocol.jobs import JobState
+from gridsched.protocol.jobs import Checkpoint, JobState
 
 if TYPE_CHECKING:
     from gridsched.core.devices import DeviceAsk
@@ -215,7 +215,7 @@ def _piece(
         id=pid,
         ncpus=sum(widths),
         walltime=max(1, math.ceil(st.end - now)),
-        checkpoint="none",
+        checkpoint=Checkpoint.NONE,
         hold=False,
         depend="",
         split_of=rec.id,

@@ -28,7 +28,7 @@ from gridsched.core.tree import credit_limit, walltime_credit
 from gridsched.core.types import Running, Waiting
 from gridsched.daemon.split import split_info
 from gridsched.host.devices import format_keys
-from gridsched.protocol.jobs import TERMINAL, JobState
+from gridsched.protocol.jobs import TERMINAL, Checkpoint, JobState
 from gridsched.protocol.requests import JobSignal, parse_signal
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.state import StateDB, usage
@@ -47,7 +47,7 @@ class Rec:
     ncpus: int
     walltime: int
     submit_time: float
-    checkpoint: str
+    checkpoint: Checkpoint
     state: JobState
     elapsed: float = 0.0
     lost: float = 0.0
@@ -106,7 +106,7 @@ class Rec:
     @property
     def keeps_devices(self) -> bool:
         """Preempted, it is suspended and keeps its devices (``--checkpoint suspend`` with devices)."""
-        return self.checkpoint == "suspend" and bool(self.dev_asks)
+        return self.checkpoint is Checkpoint.SUSPEND and bool(self.dev_asks)
 
     @property
     def suspended_on_devices(self) -> bool:
@@ -115,11 +115,11 @@ class Rec:
 
     @property
     def preemptable(self) -> bool:
-        return self.checkpoint != "none"
+        return self.checkpoint is not Checkpoint.NONE
 
     def remaining(self) -> float:
         """What is left of the user's walltime for the next segment."""
-        if self.checkpoint == "requeue":
+        if self.checkpoint is Checkpoint.REQUEUE:
             return float(self.walltime)
         return max(1.0, self.walltime - self.elapsed)
 
@@ -127,7 +127,7 @@ class Rec:
         """What is left of the job's own estimate (spec ``estimate``) for the next segment; None: none given."""
         if self.estimate is None:
             return None
-        if self.checkpoint == "requeue":
+        if self.checkpoint is Checkpoint.REQUEUE:
             return float(self.estimate)
         return max(1.0, self.estimate - self.elapsed)
 
@@ -241,7 +241,7 @@ class Rec:
             ncpus=row["ncpus"],
             walltime=row["walltime"],
             submit_time=row["submit_time"],
-            checkpoint=spec.get("checkpoint", "none"),
+            checkpoint=Checkpoint(spec.get("checkpoint", "none")),
             state=JobState(row["state"]),
             elapsed=row["elapsed"],
             lost=row["lost"],

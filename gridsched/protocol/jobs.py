@@ -6,7 +6,18 @@ from enum import Enum
 from typing import Any
 
 
-class JobState(str, Enum):
+class _Text(str, Enum):
+    """A str-valued enum whose members print as their value: stored, printed and compared as the plain text
+    (``JobState.RUNNING == "RUNNING"``), so the spool, the state db and the JSON they hold are unchanged."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class JobState(_Text):
     PENDING = "PENDING"
     HELD = "HELD"
     RUNNING = "RUNNING"
@@ -29,11 +40,23 @@ TERMINAL = frozenset(
 ACTIVE = frozenset({JobState.RUNNING, JobState.STOPPING})
 
 
-class Checkpoint(str, Enum):
+class Checkpoint(_Text):
+    """How a job is preempted: told to save its state and rerun from it (``signal``), stopped and continued
+    (``suspend``), rerun from the start (``requeue``), or never (``none``)."""
+
     NONE = "none"
     SIGNAL = "signal"
     SUSPEND = "suspend"
     REQUEUE = "requeue"
+
+    @property
+    def reruns(self) -> bool:
+        """Preempted, the job is run again (from its checkpoint or from the start)."""
+        return self in RERUN_MODES
+
+
+CHECKPOINT_MODES = tuple(m.value for m in Checkpoint)
+WAITING = frozenset({JobState.PENDING, JobState.HELD})
 
 
 # Exit status a job in `signal` mode uses to say "I saved my state, restart me"
@@ -72,7 +95,7 @@ SPEC_KEYS = {
 # Why grequeue (the command and the daemon) refuses a grun job.
 GRUN_NOT_REQUEUED = "a grun job cannot be requeued: its rerun could not reconnect to grun"
 # Checkpoint modes that rerun a job: a grun job (spec ``interactive``) takes neither.
-RERUN_MODES = ("signal", "requeue")
+RERUN_MODES = (Checkpoint.SIGNAL, Checkpoint.REQUEUE)
 
 
 def change_refused(spec: dict[str, Any], changes: dict[str, Any]) -> str | None:

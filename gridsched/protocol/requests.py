@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gridsched.core import cpuset, depend
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
-from gridsched.protocol.jobs import RERUN_MODES
+from gridsched.protocol.jobs import CHECKPOINT_MODES, RERUN_MODES, Checkpoint
 from gridsched.protocol.text import shown
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
@@ -57,7 +57,6 @@ MAX_TEXT = 4096  # bytes of other free text (dependency spec, array range, reaso
 MAX_UID = (1 << 32) - 2
 MAX_TASK_ARGS = 256  # arguments of one sub-task of a split file
 MAX_RETRIES = 100  # runs again of a failed sub-task
-CHECKPOINT_MODES = ("none", "signal", "suspend", "requeue")
 PLACES = ("pack", "spread", "board")
 SUBMIT_PREFIX = "submit-"
 _ID_NAME = re.compile(r"submit-([0-9]{10,16})\.json\Z")
@@ -259,7 +258,7 @@ class JobSpec(NamedTuple):
     ncpus: int
     walltime: int
     mem: int | None
-    checkpoint: str
+    checkpoint: Checkpoint
     hold: bool
     depend: str
     script: str
@@ -499,7 +498,7 @@ class Changes(NamedTuple):
     ncpus: int | None = None
     walltime: int | None = None
     mem: int | None = None
-    checkpoint: str | None = None
+    checkpoint: Checkpoint | None = None
     depend: str | None = None  # "" clears the dependencies
     reservation: int | None = None
     begin: float | None = None
@@ -846,7 +845,7 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         ncpus=ncpus,
         walltime=walltime,
         mem=mem,
-        checkpoint=checkpoint,
+        checkpoint=Checkpoint(checkpoint),
         hold=hold,
         depend=depend.normalize(deps),
         script=script,
@@ -1293,7 +1292,7 @@ def _changes(f: _Fields) -> Changes:
         ncpus=f.integer("ncpus", 1, MAX_COUNT, required=False),
         walltime=f.integer("walltime", 1, MAX_SECONDS, required=False),
         mem=f.integer("mem", 1, MAX_BYTES, required=False),
-        checkpoint=checkpoint,
+        checkpoint=None if checkpoint is None else Checkpoint(checkpoint),
         depend=dep_text,
         reservation=f.integer("reservation", 1, MAX_ID, required=False),
         begin=f.number("begin", 0, MAX_TIME, required=False),

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from gridsched.daemon import arrays, procs
 from gridsched.daemon.table import Rec
 from gridsched.protocol import requests as rq
-from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, JobState
+from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, Checkpoint, JobState
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -63,7 +63,7 @@ def requeue(d: Daemon, sender: rq.Sender, jid: int, now: float) -> None:
         raise rq.Refused(f"is {rec.state.value}: only running or finished jobs can be requeued")
     rec.state = JobState.STOPPING
     rec.stop = "requeue"
-    if rec.checkpoint == "signal":
+    if rec.checkpoint is Checkpoint.SIGNAL:
         sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
         d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
         log.info("job %d asked to checkpoint (SIG%s) to be requeued", rec.id, d.cfg.checkpoint_signal)
