@@ -40,7 +40,7 @@ from gridsched.daemon.table import Rec
 from gridsched.host.devices import device_env, format_keys
 from gridsched.job import env as jobenv
 from gridsched.protocol import requests as rq
-from gridsched.protocol.jobs import Checkpoint, JobState
+from gridsched.protocol.jobs import Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -363,7 +363,7 @@ def kill(d: Daemon, rec: Rec, why: str, now: float) -> None:
     grace, SIGKILL) and ends TIMEOUT with the core's reason."""
     if rec.shepherd is None or rec.state is not JobState.RUNNING or rec.stop is not None:
         return
-    rec.stop = "overrun"
+    rec.stop = Stop.OVERRUN
     rec.reason = why
     log.info("job %d %s: stopped", rec.id, why)
     d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
@@ -389,13 +389,13 @@ def preempt(d: Daemon, rec: Rec, now: float) -> None:
         log.info("job %d suspended for the head job", rec.id)
     elif mode is Checkpoint.SIGNAL:
         rec.state = JobState.STOPPING
-        rec.stop = "preempt"
+        rec.stop = Stop.PREEMPT
         sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
         d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
         log.info("job %d asked to checkpoint (SIG%s)", rec.id, d.cfg.checkpoint_signal)
     elif mode is Checkpoint.REQUEUE:
         rec.state = JobState.STOPPING
-        rec.stop = "preempt"
+        rec.stop = Stop.PREEMPT
         d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
         log.info("job %d stopped to be requeued", rec.id)
     else:

@@ -54,7 +54,7 @@ from gridsched.host.topology import TopologyError, changed_map, load_machine
 from gridsched.protocol import config as configmod
 from gridsched.protocol import requests as rq
 from gridsched.protocol.admin import admin_uids
-from gridsched.protocol.jobs import PRIVATE_KEYS, JobState
+from gridsched.protocol.jobs import PRIVATE_KEYS, JobState, Stop
 from gridsched.protocol.spool import Spool, atomic_write
 from gridsched.protocol.state import StateDB
 from gridsched.sim.tune import label as tune_label
@@ -638,7 +638,7 @@ class Daemon:
             if rec.state is JobState.RUNNING and rec.stop is None:
                 self.mail.timers(self, rec, now, due)
             if rec.state is JobState.RUNNING and rec.stop is None and due is not None and now >= due:
-                rec.stop = "timeout"
+                rec.stop = Stop.TIMEOUT
                 log.info("job %d reached its walltime", rec.id)
                 self.mail.time_limit(self, rec)
                 self.terminate(rec, now, signal.SIGTERM, self.cfg.kill_grace)
@@ -673,8 +673,8 @@ class Daemon:
         SIGKILL; a suspended one is killed) and ends CANCELLED when its shepherd reports it gone."""
         if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
             self.end(rec, JobState.CANCELLED, now, reason=why)
-        elif rec.shepherd is not None and rec.stop != "cancel":
-            rec.stop = "cancel"
+        elif rec.shepherd is not None and rec.stop is not Stop.CANCEL:
+            rec.stop = Stop.CANCEL
             if rec.state is JobState.SUSPENDED:
                 self.ex.signal(rec.shepherd, self.where(rec), signal.SIGKILL)
                 self.ex.signal(rec.shepherd, self.where(rec), signal.SIGCONT)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.daemon import jobtmp
 from gridsched.daemon.table import Rec
-from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState
+from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -66,11 +66,11 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
         and rec.state is JobState.RUNNING
     ):
         # saved its state and asked to be restarted: a preemption whose record a crash of the daemon lost
-        rec.stop, rec.state = "preempt", JobState.STOPPING
+        rec.stop, rec.state = Stop.PREEMPT, JobState.STOPPING
         rec.preemptions += 1
-    if rec.stop in ("preempt", "requeue") and rec.state is JobState.STOPPING:
+    if rec.stop in (Stop.PREEMPT, Stop.REQUEUE) and rec.state is JobState.STOPPING:
         checkpointed = rec.checkpoint is Checkpoint.SIGNAL and code == EXIT_CHECKPOINTED
-        asked = rec.stop == "requeue"  # grequeue: back to the queue however it ended
+        asked = rec.stop is Stop.REQUEUE  # grequeue: back to the queue however it ended
         if checkpointed or rec.checkpoint is Checkpoint.REQUEUE or sig is not None or asked:
             if checkpointed:
                 rec.elapsed += ran
@@ -96,16 +96,16 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
             d.mail.requeued(d, rec)
             return
     rec.elapsed += ran
-    if rec.stop == "cancel":
+    if rec.stop is Stop.CANCEL:
         close_segment(d, rec, end, "cancelled")
         d.end(rec, JobState.CANCELLED, end, code=code, signal_=sig, reason="cancelled")
-    elif rec.stop == "resvend":
+    elif rec.stop is Stop.RESVEND:
         close_segment(d, rec, end, "timeout")
         d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reservation ended")
-    elif rec.stop == "timeout":
+    elif rec.stop is Stop.TIMEOUT:
         close_segment(d, rec, end, "timeout")
         d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reached its walltime")
-    elif rec.stop == "overrun":  # backfilled on its own estimate, overran it while the head waited (core Kill)
+    elif rec.stop is Stop.OVERRUN:  # backfilled on its own estimate, overran it while the head waited (core Kill)
         close_segment(d, rec, end, "timeout")
         d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason=rec.reason or "overran its estimate")
     elif result.get("oom_kills") and code != 0:

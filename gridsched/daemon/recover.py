@@ -31,7 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from gridsched.daemon import confine, intake, jobtmp, outcome, procs
-from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState
+from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -132,16 +132,16 @@ def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[
     end = float(result.get("end", 0.0))
     ckpt_sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
     if sig is not None and cancels.get(rec.id, set()) & {0, rec.uid}:
-        rec.stop = "cancel"
+        rec.stop = Stop.CANCEL
     elif sig is not None and rec.deadline is not None and end >= (rec.due(end, d.cfg.max_walltime) or rec.deadline):
-        rec.stop = "timeout"
+        rec.stop = Stop.TIMEOUT
     elif (
         checkpointed
         or (rec.checkpoint is Checkpoint.SIGNAL and sig == ckpt_sig)
         or (rec.checkpoint is Checkpoint.REQUEUE and sig == signal.SIGTERM)
     ):
         rec.state = JobState.STOPPING
-        rec.stop = "preempt"
+        rec.stop = Stop.PREEMPT
         rec.preemptions += 1
     else:
         return

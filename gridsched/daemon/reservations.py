@@ -33,7 +33,7 @@ from gridsched.core import cpuset
 from gridsched.core.placement import Request
 from gridsched.core.types import Activate, EndReservation, Resv, Waiting
 from gridsched.protocol import limits
-from gridsched.protocol.jobs import JobState
+from gridsched.protocol.jobs import JobState, Stop
 from gridsched.protocol.reservations import (
     LIVE,
     ResvError,
@@ -399,7 +399,7 @@ def finish(
             and rec.stop is None
             and rec.state is JobState.RUNNING
         ):
-            rec.stop = "resvend"
+            rec.stop = Stop.RESVEND
             d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
             d.table.save(rec)
     d.dirty = True

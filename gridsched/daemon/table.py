@@ -28,7 +28,7 @@ from gridsched.core.tree import credit_limit, walltime_credit
 from gridsched.core.types import Running, Waiting
 from gridsched.daemon.split import split_info
 from gridsched.host.devices import format_keys
-from gridsched.protocol.jobs import TERMINAL, Checkpoint, JobState
+from gridsched.protocol.jobs import TERMINAL, Checkpoint, JobState, Stop
 from gridsched.protocol.requests import JobSignal, parse_signal
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.state import StateDB, usage
@@ -62,7 +62,7 @@ class Rec:
     planned: float | None = None
     shepherd: int | None = None
     ticks: int | None = None
-    stop: str | None = None  # cancel | timeout | preempt
+    stop: Stop | None = None  # why it was told to stop
     kill_at: float | None = None
     deadline: float | None = None
     segments: list[dict[str, Any]] = field(default_factory=list)
@@ -263,7 +263,7 @@ class Rec:
         rec.start = run.get("start")
         rec.shepherd = run.get("shepherd")
         rec.ticks = run.get("ticks")
-        rec.stop = run.get("stop")
+        rec.stop = Stop(run["stop"]) if run.get("stop") else None
         rec.kill_at = run.get("kill_at")
         rec.deadline = run.get("deadline")
         rec.planned = run.get("planned")

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 from gridsched.core import cpuset
 from gridsched.core.tree import ancestors, credit_spans
 from gridsched.core.types import CancelSubtree, Ended, HoldSubtree, Lent, Snapshot
-from gridsched.protocol.jobs import JobState
+from gridsched.protocol.jobs import JobState, Stop
 from gridsched.protocol.requests import MAX_ID, Refused
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ class Trees:
             for p, y in sorted(self.yielded.items())
         )
         ended = tuple(Ended(j, st, tuple(sorted(self._edges(j))), r) for j, (st, r) in sorted(self.fallen.items()))
-        ending = {j for j, r in jobs.items() if r.stop in ("cancel", "timeout", "overrun")}
+        ending = {j for j, r in jobs.items() if r.stop in (Stop.CANCEL, Stop.TIMEOUT, Stop.OVERRUN)}
         pending = snap.pending
         if ending:  # a job whose ancestor is being stopped does not start: it is about to be cancelled
             pending = tuple(w for w in pending if not ending.intersection(ancestors(parents, w.id)))

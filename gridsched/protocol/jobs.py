@@ -55,6 +55,17 @@ class Checkpoint(_Text):
         return self in RERUN_MODES
 
 
+class Stop(_Text):
+    """Why the daemon told a running job to stop (kept in its run info until it has exited)."""
+
+    CANCEL = "cancel"  # gdel
+    TIMEOUT = "timeout"  # its walltime ended
+    OVERRUN = "overrun"  # backfilled on its own estimate, it overran it while the head job waited
+    PREEMPT = "preempt"  # preempted for the head job (checkpoint or requeue)
+    REQUEUE = "requeue"  # grequeue
+    RESVEND = "resvend"  # its reservation ended
+
+
 CHECKPOINT_MODES = tuple(m.value for m in Checkpoint)
 WAITING = frozenset({JobState.PENDING, JobState.HELD})
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from gridsched.daemon import arrays, procs
 from gridsched.daemon.table import Rec
 from gridsched.protocol import requests as rq
-from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, Checkpoint, JobState
+from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -62,7 +62,7 @@ def requeue(d: Daemon, sender: rq.Sender, jid: int, now: float) -> None:
     if rec.state is not JobState.RUNNING or rec.stop is not None or rec.shepherd is None:
         raise rq.Refused(f"is {rec.state.value}: only running or finished jobs can be requeued")
     rec.state = JobState.STOPPING
-    rec.stop = "requeue"
+    rec.stop = Stop.REQUEUE
     if rec.checkpoint is Checkpoint.SIGNAL:
         sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
         d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
