@@ -221,7 +221,9 @@ def check(
     from gridsched.protocol.jobs import change_refused
     from gridsched.submission.submit import never_runs
 
-    why = change_refused(job.get("spec") or job, changes) or never_runs(machine, max_walltime, spec)
+    why = change_refused(job.get("spec") or job, changes) or never_runs(
+        machine, max_walltime, rq.JobSpec.from_spec(spec)
+    )
     if why:
         return why
     if "depend" in changes:

@@ -63,7 +63,7 @@ from gridsched.core import cpuset
 from gridsched.core.tree import ancestors, credit_spans
 from gridsched.core.types import CancelSubtree, Ended, HoldSubtree, Lent, Snapshot
 from gridsched.protocol.jobs import JobState, Stop
-from gridsched.protocol.requests import MAX_ID, Refused
+from gridsched.protocol.requests import MAX_ID, JobSpec, Refused
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -373,17 +373,15 @@ class Trees:
         row = self.d.db.conn.execute("SELECT uid, state, ncpus FROM jobs WHERE id = ?", (jid,)).fetchone()
         return None if row is None else {"uid": row[0], "state": row[1], "ncpus": row[2]}
 
-    def check_submit(self, job: dict[str, Any]) -> str | None:
-        """Why a submission's ``parent`` cannot be accepted, or None (see the module docstring)."""
-        if "parent" not in job or job["parent"] is None:
-            return None
-        pid = _job_id(job["parent"])
+    def check_submit(self, job: JobSpec) -> str | None:
+        """Why a checked submission's ``parent`` cannot be accepted, or None (see the module docstring)."""
+        pid = job.parent
         if pid is None:
-            return f"parent {job['parent']!r}: not a job id"
+            return None
         row = self._row(pid)
         if row is None:
             return f"parent {pid}: no such job"
-        if row["uid"] != job["uid"]:
+        if row["uid"] != job.uid:
             return f"parent {pid}: another user's job"
         if row["state"] in {s.value for s in ENDED_BADLY}:
             return f"parent {pid} ended {row['state']}"
@@ -392,9 +390,9 @@ class Trees:
             top = p
             seen.add(p)
         root = self._row(top) or row
-        if job["ncpus"] > root["ncpus"]:
-            return f"asks for {job['ncpus']} cores, its tree (root job {top}) has {root['ncpus']}"
-        self.parent[job["id"]] = pid
+        if job.ncpus > root["ncpus"]:
+            return f"asks for {job.ncpus} cores, its tree (root job {top}) has {root['ncpus']}"
+        self.parent[job.id] = pid
         return None
 
     def ended(self, rec: Rec, state: JobState, end_time: float) -> None:

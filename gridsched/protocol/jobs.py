@@ -145,6 +145,8 @@ SPEC_OPTIONAL_KEYS = {
     "array_id": "int: the array a task belongs to (the job id of its first task)",
     "array_index": "int: the task's index in its array",
     "array_max": "int: most tasks of the array running at once (the %MAX of the range)",
+    "array_range": "str: the array's range (canonical), from which the task's array variables are computed at "
+    "each start (a task taken in by an earlier release has them in env instead)",
     "split": "dict: a splittable job (gsub --split): n sub-tasks of ncpus cores and task_time seconds each; "
     "or (gsub --split-file) tasks, one [ncpus, seconds, args] each, ncpus and task_time then the largest; "
     "retries (gsub --split-retries); the daemon adds left, the indices not yet run or taken out, and moves "

@@ -88,7 +88,7 @@ def check_whole(d: Daemon, first: int, n: int) -> None:
     assert [by_index[i]["id"] for i in range(n)] == list(range(first, first + n)), "ids as they would have been"
     for i in (0, n // 2, n - 1):
         r = by_index[i]
-        assert d.table.spec(r["id"])["stdout"] == task_path("/tmp/o-%j-%a", r["id"], i) == f"/tmp/o-{r['id']}-{i}"
+        assert d.table.spec(r["id"]).stdout == task_path("/tmp/o-%j-%a", r["id"], i) == f"/tmp/o-{r['id']}-{i}"
 
 
 def test_a_large_array_is_taken_in_over_bounded_turns_and_others_are_served_between(stub_daemon):

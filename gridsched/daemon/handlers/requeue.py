@@ -78,8 +78,8 @@ def _run_again(d: Daemon, row: dict) -> None:  # type: ignore[type-arg]
     state = JobState(row["state"])
     if state not in FINISHED:
         raise rq.Refused(f"is {state.value}: only running or finished jobs can be requeued")
-    spec = row["spec"]
-    if spec.get("split") is not None or spec.get("split_of") is not None or spec.get("array") is not None:
+    job = rq.JobSpec.from_spec(row["spec"])
+    if job.split is not None or job.split_of is not None or job.array is not None:
         raise rq.Refused("a splittable job, its pieces and an array's submission cannot be requeued")
     if not row["segments"]:
         raise rq.Refused(f"is {state.value} without having run: submit it again instead")
