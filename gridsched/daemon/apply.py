@@ -34,7 +34,7 @@ from gridsched.core.types import (
     StartTasks,
     Waiting,
 )
-from gridsched.daemon import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split
+from gridsched.daemon import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split, transitions
 from gridsched.daemon import reasons as wording
 from gridsched.daemon.table import Rec
 from gridsched.host.devices import device_env, format_keys
@@ -215,7 +215,7 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     boards = ",".join(str(b) for b in sorted({d.machine.board_of(c).id for c in rec.cores}))
     cpus = frozenset(d.machine.host_set(rec.cores))
     if rec.state is JobState.SUSPENDED and rec.shepherd is not None:
-        rec.state = JobState.RUNNING
+        transitions.start(rec)
         d.ex.set_affinity(rec.shepherd, d.where(rec), set(cpus))
         d.ex.signal(rec.shepherd, d.where(rec), signal.SIGCONT)
         rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "boards": boards, "resumed": True})
@@ -230,7 +230,7 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
         rec.start = None
         d.end(rec, JobState.FAILED, now, reason=f"cannot start: {rq.safe(str(e))}")
         return
-    rec.state = JobState.RUNNING
+    transitions.start(rec)
     seg: dict[str, Any] = {"start": now, "cores": cpuset.format(rec.cores), "boards": boards}
     if rec.devices:
         seg["devices"] = format_keys(rec.devices)
@@ -357,7 +357,7 @@ def preempt(d: Daemon, rec: Rec, now: float) -> None:
         d.ex.signal(rec.shepherd, d.where(rec), signal.SIGSTOP)
         outcome.close_segment(d, rec, now, "suspended")
         rec.elapsed += now - (rec.start or now)
-        rec.state = JobState.SUSPENDED
+        transitions.suspend(rec)
         rec.start = None
         rec.cores = ()
         rec._waiting = None
@@ -365,14 +365,12 @@ def preempt(d: Daemon, rec: Rec, now: float) -> None:
         d.dirty = True
         log.info("job %d suspended for the head job", rec.id)
     elif mode is Checkpoint.SIGNAL:
-        rec.state = JobState.STOPPING
-        rec.stop = Stop.PREEMPT
+        transitions.stopping(rec, Stop.PREEMPT)
         sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
         d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
         log.info("job %d asked to checkpoint (SIG%s)", rec.id, d.cfg.checkpoint_signal)
     elif mode is Checkpoint.REQUEUE:
-        rec.state = JobState.STOPPING
-        rec.stop = Stop.PREEMPT
+        transitions.stopping(rec, Stop.PREEMPT)
         d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
         log.info("job %d stopped to be requeued", rec.id)
     else:

@@ -15,7 +15,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from gridsched.daemon import jobtmp
+from gridsched.daemon import jobtmp, transitions
 from gridsched.daemon.table import Rec
 from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState, Stop
 
@@ -66,7 +66,7 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
         and rec.state is JobState.RUNNING
     ):
         # saved its state and asked to be restarted: a preemption whose record a crash of the daemon lost
-        rec.stop, rec.state = Stop.PREEMPT, JobState.STOPPING
+        transitions.stopping(rec, Stop.PREEMPT)
         rec.preemptions += 1
     if rec.stop in (Stop.PREEMPT, Stop.REQUEUE) and rec.state is JobState.STOPPING:
         checkpointed = rec.checkpoint is Checkpoint.SIGNAL and code == EXIT_CHECKPOINTED
@@ -84,7 +84,7 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
                 rec.lost += ran
                 outcome = "killed before checkpoint"
             close_segment(d, rec, end, outcome)
-            rec.state = JobState.PENDING
+            transitions.requeued(rec)
             rec.start = None
             rec.stop = None
             rec.cores = ()

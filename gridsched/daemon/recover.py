@@ -30,7 +30,7 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
-from gridsched.daemon import confine, intake, jobtmp, outcome, procs
+from gridsched.daemon import confine, intake, jobtmp, outcome, procs, transitions
 from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def recover(d: Daemon) -> None:
                     rec.restarts = 0
                 elif rec.restarts:
                     rec.restarts -= 1
-                rec.state = JobState.PENDING
+                transitions.requeued(rec)
                 rec.start = None
                 rec.cores = ()
                 rec.set_devices((), ())
@@ -140,8 +140,7 @@ def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[
         or (rec.checkpoint is Checkpoint.SIGNAL and sig == ckpt_sig)
         or (rec.checkpoint is Checkpoint.REQUEUE and sig == signal.SIGTERM)
     ):
-        rec.state = JobState.STOPPING
-        rec.stop = Stop.PREEMPT
+        transitions.stopping(rec, Stop.PREEMPT)
         rec.preemptions += 1
     else:
         return

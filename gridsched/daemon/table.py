@@ -26,9 +26,10 @@ from gridsched.core.predict import RATIO_JOBS, run_ratio
 from gridsched.core.topology import Device
 from gridsched.core.tree import credit_limit, walltime_credit
 from gridsched.core.types import Running, Waiting
+from gridsched.daemon import transitions
 from gridsched.daemon.split import split_info
 from gridsched.host.devices import format_keys
-from gridsched.protocol.jobs import TERMINAL, Checkpoint, JobState, Stop
+from gridsched.protocol.jobs import Checkpoint, JobState, Stop
 from gridsched.protocol.requests import JobSignal, JobSpec, Split
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.state import StateDB, usage
@@ -444,9 +445,8 @@ class JobTable:
         reason: str = "",
     ) -> None:
         """Record the job's terminal state; it leaves the live jobs and the queue."""
-        assert state in TERMINAL
+        transitions.end(rec, state)
         self.dequeue(rec)
-        rec.state = state
         rec.stop = None
         rec.deadline = None
         self.save(rec, end_time=end, exit_code=code, exit_signal=signal_, reason=reason, predicted_start=None)

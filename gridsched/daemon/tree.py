@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 from gridsched.core import cpuset
 from gridsched.core.tree import ancestors, credit_spans
 from gridsched.core.types import CancelSubtree, Ended, HoldSubtree, Lent, Snapshot
+from gridsched.daemon import transitions
 from gridsched.protocol.jobs import JobState, Stop
 from gridsched.protocol.requests import MAX_ID, JobSpec, Refused
 
@@ -343,10 +344,7 @@ class Trees:
         for jid in dec.jobs:
             child = self.d.table.jobs.get(jid)
             if child is not None and child.state is JobState.PENDING and child.shepherd is None:
-                self.d.table.dequeue(child)
-                child.state = JobState.HELD
-                child.reason = dec.reason
-                self.d.table.save(child, reason=child.reason)
+                transitions.hold(self.d.table, child, dec.reason)
         log.info(
             "job %d %s: its subtree (%d jobs) is kept, pending ones held",
             dec.parent,

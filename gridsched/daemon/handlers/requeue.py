@@ -16,7 +16,7 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
-from gridsched.daemon import arrays, procs
+from gridsched.daemon import arrays, procs, transitions
 from gridsched.daemon.table import Rec
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, Checkpoint, JobState, Stop
@@ -61,8 +61,7 @@ def requeue(d: Daemon, sender: rq.Sender, jid: int, now: float) -> None:
         raise rq.Refused("a splittable job and its pieces cannot be requeued")
     if rec.state is not JobState.RUNNING or rec.stop is not None or rec.shepherd is None:
         raise rq.Refused(f"is {rec.state.value}: only running or finished jobs can be requeued")
-    rec.state = JobState.STOPPING
-    rec.stop = Stop.REQUEUE
+    transitions.stopping(rec, Stop.REQUEUE)
     if rec.checkpoint is Checkpoint.SIGNAL:
         sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
         d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
