@@ -300,8 +300,8 @@ def check_submit(d: Daemon, job: rq.JobSpec) -> str | None:
         return str(e)
     assert row is not None
     place = None
-    if job.place is not None:
-        place = Request(job.ncpus, job.place, job.threads_per_core, job.exclusive_board)
+    if job.placed:
+        place = Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board)
     why = check_fit(row, job.ncpus, job.walltime, dict(job.resources), time.time(), d.machine, place)
     return f"cannot run in reservation {rid}: it {why}" if why else None
 

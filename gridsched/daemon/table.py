@@ -297,8 +297,8 @@ class Rec:
         rec.mailed = int(run.get("mailed") or 0)
         rec.estimate = spec.estimate
         rec.warn = spec.signal
-        if spec.place is not None:
-            rec.place = PlaceRequest(rec.ncpus, spec.place, spec.threads_per_core, spec.exclusive_board)
+        if spec.placed:
+            rec.place = PlaceRequest(rec.ncpus, spec.place or "pack", spec.threads_per_core, spec.exclusive_board)
         if spec.devices:
             rec.dev_asks = spec.devices
         if spec.split is not None and spec.split.devices:  # a wave of sub-tasks that ask for devices

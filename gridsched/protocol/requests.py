@@ -428,6 +428,12 @@ class JobSpec(NamedTuple):
             split_args=g("split_args"),
         )
 
+    @property
+    def placed(self) -> bool:
+        """It has a mapping requirement (``place``, taken as ``pack`` when unset, ``threads_per_core`` or
+        ``exclusive_board``)."""
+        return self.place is not None or bool(self.threads_per_core) or self.exclusive_board
+
     def public(self) -> JobSpec:
         """The job without its private part (what the job table shows of it; the daemon's records keep this)."""
         return self._replace(

@@ -964,8 +964,8 @@ def never_runs(machine: Any, max_walltime: int, job: rq.JobSpec) -> str | None:
     from gridsched.core.request import infeasible
 
     bad = infeasible(job.ncpus, machine.ncores)
-    if bad is None and job.place is not None:
-        why = never_fits(machine, Request(job.ncpus, job.place, job.threads_per_core, job.exclusive_board))
+    if bad is None and job.placed:
+        why = never_fits(machine, Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board))
         bad = f"can never run: {why}" if why else None
     if bad is None and job.mem:
         why = too_much_memory(job.mem, machine_memory(machine))
