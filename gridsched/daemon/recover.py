@@ -60,6 +60,7 @@ def recover(d: Daemon) -> None:
             )
             log.error("job %s: its record cannot be read; marked FAILED", row.get("id"))
             continue
+        d.table.share(rec)
         d.table.jobs[rec.id] = rec
         if rec.state is JobState.PENDING:
             d.table.enqueue(rec)

@@ -75,6 +75,7 @@ class Rec:
     resources: tuple[tuple[str, int], ...] = ()  # floating resources (gsub -l)
     resv: int | None = None  # the reservation the job is bound to (gsub --reservation)
     array_id: int | None = None  # an array task: its array (gridsched.protocol.arrays)
+    array_index: int | None = None  # and its index in it
     array_max: int | None = None  # most tasks of that array running at once
     split: Split | None = None  # a splittable job: its sub-tasks and those left (daemon/split.py)
     split_of: int | None = None  # a piece of a splittable job: that job's id
@@ -97,14 +98,19 @@ class Rec:
     devices: tuple[tuple[str, int], ...] = ()
     dev_held: tuple[tuple[str, int], ...] = ()
     whole: bool = False
-    spec: JobSpec | None = None  # the job's spec (its public part: the private part is read at launch)
+    # the job's spec (its public part: the private part is read at launch); an array's tasks share one, of
+    # the array's id and no index (JobTable.share), which ``job`` makes the task's
+    spec: JobSpec | None = None
     _waiting: Waiting | None = None
 
     @property
     def job(self) -> JobSpec:
         """The job's spec (its public part), which every record has."""
-        assert self.spec is not None
-        return self.spec
+        s = self.spec
+        assert s is not None
+        if s.id != self.id or s.array_index != self.array_index:
+            return s._replace(id=self.id, array_index=self.array_index)
+        return s
 
     def set_devices(self, keys: tuple[tuple[str, int], ...], machine_devices: tuple[Device, ...]) -> None:
         """The devices the job now holds (``()``: none)."""
@@ -284,6 +290,7 @@ class Rec:
         rec.resources = spec.resources
         rec.resv = spec.reservation
         rec.array_id = spec.array_id
+        rec.array_index = spec.array_index
         rec.array_max = spec.array_max
         rec.split = spec.split
         rec.split_of = spec.split_of
@@ -332,6 +339,7 @@ class JobTable:
         self.claims: list[int] = []  # ids the daemon took for itself (Spool.claim_ids), released once committed
         self.settled_claims: list[int] = []  # committed claims, released once the published table shows them
         self.devices: tuple[Device, ...] = ()  # the machine's devices (set by the daemon)
+        self.shared: dict[int, JobSpec] = {}  # each array's spec its tasks' records share (share)
         rows = db.conn.execute(
             "SELECT user, elapsed, walltime FROM jobs WHERE state = 'COMPLETED' ORDER BY end_time DESC LIMIT 5000"
         )
@@ -345,6 +353,17 @@ class JobTable:
         # fair share's input, loaded by the daemon with its half-life when fair share is weighted (load_usage)
         self.usage = Usage()
         self.half_life = 0.0
+
+    def share(self, rec: Rec) -> None:
+        """Let an array task's record hold its array's one spec (an array of a million tasks keeps one)."""
+        spec = rec.spec
+        if spec is None or spec.array_id is None:
+            return
+        key = spec._replace(id=spec.array_id, array_index=None)
+        shared = self.shared.get(spec.array_id)
+        if shared != key:
+            self.shared[spec.array_id] = shared = key
+        rec.spec = shared
 
     def load_usage(self, half_life: float) -> None:
         """Each user's decayed usage from the accounting table (fair share, gridsched.core.priority)."""
@@ -399,6 +418,7 @@ class JobTable:
         if row["state"] == JobState.FAILED.value:
             return None
         rec = Rec.from_row(row, self.devices, spec)
+        self.share(rec)
         self.jobs[rec.id] = rec
         if rec.state is JobState.PENDING:
             self.enqueue(rec)
