@@ -35,6 +35,7 @@ from gridsched.cli.common import (
 from gridsched.core import depend
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from gridsched.core.units import UnitError
+from gridsched.protocol.jobs import Checkpoint
 from gridsched.protocol.spool import Spool
 from gridsched.submission import compat
 from gridsched.submission.devopts import asked, device_options, device_spec
@@ -695,7 +696,7 @@ def cli(
     if p["emit"] is not None:  # the script as the other system would read it, with the interpreter chosen here
         emit = compat.emit_slurm if p["emit"] == "slurm" else compat.emit_pbs
         emitted = {**given(ctx, p), **({"shell": shell} if shell else {})}
-        if emitted.get("checkpoint") == "signal":  # the signal and grace the daemon would use
+        if emitted.get("checkpoint") == Checkpoint.SIGNAL:  # the signal and grace the daemon would use
             cfg = setup(PROG, spool_dir, config_file).cfg
             emitted.update(_checkpoint_signal=cfg.checkpoint_signal, _checkpoint_grace=cfg.checkpoint_grace)
         click.echo(emit(sc.text, emitted), nl=False)
