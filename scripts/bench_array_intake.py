@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gridsched import config as configmod  # noqa: E402
-from gridsched import requests as rq  # noqa: E402
 from gridsched.daemon import loop  # noqa: E402
 from gridsched.daemon.spawn import Stub  # noqa: E402
+from gridsched.protocol import config as configmod  # noqa: E402
+from gridsched.protocol import requests as rq  # noqa: E402
 from gridsched.protocol.spool import Spool  # noqa: E402
 
 BIN = Path(sys.executable).parent

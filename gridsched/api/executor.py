@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from gridsched.api.client import Client, GridschedError
+from gridsched.protocol.jobs import WAITING
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between polls of the jobs
 BACKENDS = ("local", "slurm", "auto")
@@ -179,7 +180,7 @@ class LocalBackend:
 
     def cancel_pending(self, job_id: int) -> bool:
         try:
-            if self.client.status(job_id).state not in ("PENDING", "HELD"):
+            if self.client.status(job_id).state not in WAITING:
                 return False
             self.client.cancel(job_id)
         except GridschedError:

@@ -20,6 +20,7 @@ from typing import Any
 from gridsched.api.client import GridschedError
 from gridsched.api.executor import JobStatus
 from gridsched.core.units import UnitError, parse_duration, parse_size
+from gridsched.protocol.jobs import JobState
 
 # sbatch's options the executor takes as keyword arguments (name -> sbatch's long option)
 OPTIONS = {
@@ -253,6 +254,6 @@ class SlurmBackend:
 
     def cancel_pending(self, job_id: int) -> bool:
         st = self.status([job_id]).get(job_id)
-        if st is None or st.state != "PENDING":
+        if st is None or st.state != JobState.PENDING:
             return False
         return _run(["scancel", str(job_id)]).returncode == 0

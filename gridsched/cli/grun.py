@@ -23,6 +23,7 @@ from typing import Any
 import click
 
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
+from gridsched.protocol.jobs import JobState
 from gridsched.protocol.spool import spawn_daemon
 
 PROG = "grun"
@@ -180,7 +181,7 @@ def _ended(spool: Any, job_id: int, job: dict[str, Any], workdir: Path) -> int:
     state = job["state"]
     why = {"TIMEOUT": "walltime reached", "CANCELLED": "cancelled"}.get(state, "")
     code = job_exit_status(job) or 1
-    if state not in ("TIMEOUT", "CANCELLED"):
+    if state not in (JobState.TIMEOUT, JobState.CANCELLED):
         why = f"exit status {code}"
     warn(PROG, f"error: job {job_id} ended: {state}" + (f" ({why})" if why else ""))
     try:
@@ -215,7 +216,12 @@ def _wait_start(spool: Any, job_id: int, listener: socket.socket, workdir: Path)
         job, refused = _state(spool, job_id)
         if refused:
             fail(PROG, f"job {job_id}: refused by the daemon: {refused}")
-        if job is not None and job["state"] in ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"):
+        if job is not None and job["state"] in (
+            JobState.COMPLETED,
+            JobState.FAILED,
+            JobState.TIMEOUT,
+            JobState.CANCELLED,
+        ):
             return _ended(spool, job_id, job, workdir)
         if not said_queued and time.monotonic() - start >= QUEUED_AFTER:
             warn(PROG, f"job {job_id} queued and waiting for resources")
@@ -442,7 +448,9 @@ def _hung_up(spool: Any, job_id: int, workdir: Path, restarts: int) -> int:
     deadline = time.monotonic() + END_WAIT
     while True:
         job, _ = _state(spool, job_id)
-        if job is not None and (job["restarts"] > restarts or job["state"] in ("PENDING", "HELD", "STOPPING")):
+        if job is not None and (
+            job["restarts"] > restarts or job["state"] in (JobState.PENDING, JobState.HELD, JobState.STOPPING)
+        ):
             if job["state"] not in terminal:
                 _cancel(spool, job_id)
             fail(PROG, f"job {job_id} was requeued: a grun job cannot be rerun (it could not reconnect); cancelled")

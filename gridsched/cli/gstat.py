@@ -14,7 +14,7 @@ import click
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options
 from gridsched.core.units import format_duration, format_size
 from gridsched.protocol import view
-from gridsched.protocol.jobs import JobState
+from gridsched.protocol.jobs import ACTIVE, JobState
 from gridsched.protocol.text import dumps, shown
 from gridsched.protocol.view import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
 
@@ -111,7 +111,11 @@ def when(t: float | None) -> str:
 def time_column(job: dict[str, Any], now: float) -> str:
     """A running or finished job's run time; a pending one's time to its predicted start; a held one's run
     time so far (it does not count while held, and a held job has no predicted start)."""
-    if job["state"] in ACTIVE_STATES or job["state"] in TERMINAL_STATES or job["state"] in ("SUSPENDED", "HELD"):
+    if (
+        job["state"] in ACTIVE_STATES
+        or job["state"] in TERMINAL_STATES
+        or job["state"] in (JobState.SUSPENDED, JobState.HELD)
+    ):
         t = run_time(job, now)
         return format_duration(t) if t or job["state"] in ACTIVE_STATES else ""
     if job.get("predicted_start") is not None:
@@ -122,7 +126,7 @@ def time_column(job: dict[str, Any], now: float) -> str:
 def waits_for(job: dict[str, Any]) -> str:
     """``can never start`` for a pending job that never will (beside its REASON); "" otherwise (the whole
     reason is in gstat -f and --json)."""
-    if job["state"] != "PENDING":
+    if job["state"] != JobState.PENDING:
         return ""
     return NEVER if str(job.get("reason") or "").startswith(NEVER) else ""
 
@@ -157,7 +161,7 @@ def note(job: dict[str, Any], now: float | None = None) -> str:
         parts.append(f"preempted {job['preemptions']}")
     if job.get("restarts"):
         parts.append(f"restarts {job['restarts']}")
-    if job["state"] == "PENDING" and job.get("predicted_start") is not None:
+    if job["state"] == JobState.PENDING and job.get("predicted_start") is not None:
         parts.append("start " + moment(job["predicted_start"], time.time() if now is None else now))
     return ", ".join(parts)
 
@@ -199,7 +203,7 @@ def cores_text(job: dict[str, Any]) -> str:
     """The CORES cell: the cores, and the devices of a running job (``0-1 gpu:0,1``)."""
     cores = str(job.get("cores") or "")
     devs = job.get("devices") or ""
-    if devs and job.get("state") in ("RUNNING", "STOPPING"):
+    if devs and job.get("state") in ACTIVE:
         return f"{cores} {devs}" if cores else str(devs)
     return cores
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from gridsched.cli.common import ExitCode, fail
 from gridsched.core.units import format_duration
+from gridsched.protocol.jobs import WAITING
 from gridsched.protocol.text import shown
 
 Job = dict[str, Any]
@@ -28,7 +29,7 @@ def _fields(now: float) -> dict[str, tuple[str, Callable[[Job], str], Callable[[
 
     def start(j: Job) -> Any:
         """When the job started; for a pending one its predicted start, else its begin time still ahead."""
-        if j["state"] not in ("PENDING", "HELD"):
+        if j["state"] not in WAITING:
             return j.get("start_time")
         if j.get("predicted_start") is not None:
             return j["predicted_start"]
@@ -156,6 +157,6 @@ def sort(prog: str, keys: str, jobs: list[Job], now: float) -> list[Job]:
 def start_view(jobs: list[Job], now: float) -> str:
     """--start: the pending and held jobs with their predicted start (date and time) and REASON."""
     start = _fields(now)["S"][2]
-    waiting = [j for j in jobs if j["state"] in ("PENDING", "HELD")]
+    waiting = [j for j in jobs if j["state"] in WAITING]
     waiting.sort(key=lambda j: (not start(j), start(j), j["id"]))
     return render("gstat", "%i %j %u %T %S %R", waiting, now)

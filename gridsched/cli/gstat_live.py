@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from gridsched.core.units import format_duration
+from gridsched.protocol.jobs import ACTIVE, JobState
 from gridsched.protocol.text import shown
 
 GANTT_WIDTH = 60  # characters of the time axis
@@ -25,9 +26,9 @@ def gantt(jobs: list[dict[str, Any]], now: float, hours: float, width: int = GAN
     rows: list[tuple[dict[str, Any], float, float, str]] = []
     for j in jobs:
         wt = float(j.get("walltime") or 0)
-        if j["state"] in ("RUNNING", "STOPPING") and j.get("start_time") is not None:
+        if j["state"] in ACTIVE and j.get("start_time") is not None:
             rows.append((j, now, float(j["start_time"]) + wt, RUN_MARK))
-        elif j["state"] == "PENDING" and j.get("predicted_start") is not None:
+        elif j["state"] == JobState.PENDING and j.get("predicted_start") is not None:
             start = max(now, float(j["predicted_start"]))
             rows.append((j, start, start + wt, PLAN_MARK))
     labels = {id(j): shown(f"{j['id']} {j['name'] or ''}") for j, *_ in rows}

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gridsched.core import cpuset
+from gridsched.protocol.jobs import ACTIVE, WAITING, JobState
 
 ORDER = ("RUNNING", "STOPPING", "SUSPENDED", "PENDING", "HELD")
 ENDED = ("FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
@@ -42,7 +43,7 @@ def _counts(states: Counter[str]) -> str:
 def _cores(tasks: list[dict[str, Any]]) -> str:
     used: set[int] = set()
     for t in tasks:
-        if t.get("cores") and t["state"] in ("RUNNING", "STOPPING"):
+        if t.get("cores") and t["state"] in ACTIVE:
             used |= cpuset.parse(t["cores"])
     return cpuset.format(used)
 
@@ -171,7 +172,7 @@ def split_counts(
     for row in (job, *pieces):
         st = row["state"]
         tasks = _tasks_of(row)
-        waiting = row is job and st in ("PENDING", "HELD")
+        waiting = row is job and st in WAITING
         got = results(job_dir(int(row["id"]))) if job_dir is not None else None
         for i in tasks:
             what, k = got.get(i, ("", 0)) if got is not None else ("", 0)
@@ -180,9 +181,9 @@ def split_counts(
                 out[what] += 1
             elif waiting:
                 out["left"] += 1
-            elif st in LIVE or st == "PENDING":
+            elif st in LIVE or st == JobState.PENDING:
                 out["running" if what == "start" or got is None else "left"] += 1
-            elif st == "COMPLETED":
+            elif st == JobState.COMPLETED:
                 out["done"] += 1
             else:
                 out["failed"] += 1

@@ -34,6 +34,7 @@ from gridsched.cli.common import (
 from gridsched.core import depend
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from gridsched.core.units import UnitError
+from gridsched.protocol.jobs import Checkpoint
 from gridsched.protocol.spool import Spool, spawn_daemon
 from gridsched.submission import compat
 from gridsched.submission.devopts import asked, device_options, device_spec
@@ -695,7 +696,7 @@ def cli(
     if p["emit"] is not None:  # the script as the other system would read it, with the interpreter chosen here
         emit = compat.emit_slurm if p["emit"] == "slurm" else compat.emit_pbs
         emitted = {**given(ctx, p), **({"shell": shell} if shell else {})}
-        if emitted.get("checkpoint") == "signal":  # the signal and grace the daemon would use
+        if emitted.get("checkpoint") == Checkpoint.SIGNAL:  # the signal and grace the daemon would use
             cfg = setup(PROG, spool_dir, config_file).cfg
             emitted.update(_checkpoint_signal=cfg.checkpoint_signal, _checkpoint_grace=cfg.checkpoint_grace)
         click.echo(emit(sc.text, emitted), nl=False)
@@ -975,21 +976,18 @@ def _split_devices(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[list[dict
     if p["gres"]:
         fail(PROG, "--gres goes with a splittable job only as devices for the whole job, not with --gpus-per-task")
     from gridsched.core.devices import slots, totals
-    from gridsched.host.devices import asks_from_spec
+    from gridsched.host.devices import asks_to_spec
     from gridsched.host.topology import in_force
+    from gridsched.submission.devopts import device_asks
 
     try:
         machine = in_force(spool, cfg)
-        out = device_spec(cfg, machine, dict(p, ntasks=1))
+        asks, _ = device_asks(cfg, machine, dict(p, ntasks=1))
     except ValueError as e:
         fail(PROG, str(e))
-    for x in out:
-        x.pop("per_task", None)
-        x.pop("tasks", None)
-    asks = asks_from_spec(out)
     have = totals(machine.devices)
     wave = min((have.get(k, 0) // n for k, n in slots(asks, machine.devices) if n > 0), default=0)
-    return out, max(1, wave)
+    return asks_to_spec(asks), max(1, wave)
 
 
 def _place_options(cfg: Any, spool: Spool, ncpus: int, p: dict[str, Any]) -> dict[str, Any]:

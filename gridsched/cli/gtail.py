@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
+from gridsched.protocol.jobs import WAITING, JobState
 
 PROG = "gtail"
 CHUNK = 1 << 16  # bytes read at once
@@ -146,7 +147,7 @@ def cli(job_ref: str, errors: bool, lines: int, spool_dir: str | None, config_fi
     try:
         while True:
             state = job["state"]
-            if fd is None and state not in ("PENDING", "HELD"):
+            if fd is None and state not in WAITING:
                 try:
                     fd = open_user_file(path, owner)
                     offset = tail_start(fd, lines)
@@ -179,8 +180,8 @@ def cli(job_ref: str, errors: bool, lines: int, spool_dir: str | None, config_fi
     finally:
         if fd is not None:
             os.close(fd)
-    code = 0 if job["state"] == "COMPLETED" else (job_exit_status(job) or 1)
-    how = f"exit status {job_exit_status(job)}" if job["state"] in ("COMPLETED", "FAILED") else ""
+    code = 0 if job["state"] == JobState.COMPLETED else (job_exit_status(job) or 1)
+    how = f"exit status {job_exit_status(job)}" if job["state"] in (JobState.COMPLETED, JobState.FAILED) else ""
     if job.get("exit_signal"):
         how = f"signal {job['exit_signal']}"
     warn(PROG, f"job {shown(job_ref)} ended: {job['state']}" + (f" ({how})" if how else ""))

@@ -13,6 +13,7 @@ import click
 
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options
 from gridsched.protocol import tree
+from gridsched.protocol.jobs import JobState
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.view import TERMINAL_STATES, QueueError, load_jobs
 
@@ -86,7 +87,7 @@ def gwait_cli(ids: tuple[int, ...], children: bool, yield_: bool, quiet: bool) -
             tree.wait_resumed(spool, me, req)
         except tree.TreeError as e:
             fail(prog, str(e))
-    bad = {j: s for j, s in final.items() if s != "COMPLETED"}
+    bad = {j: s for j, s in final.items() if s != JobState.COMPLETED}
     if not quiet:
         for jid, state in sorted(bad.items()):
             click.echo(f"gwait: job {jid}: {state}", err=True)
@@ -146,7 +147,7 @@ def gresume_tree_cli(job_id: int, spool_dir: str | None, config_file: str | None
     uid = os.getuid()
     if uid != 0 and top.get("uid") not in (None, uid):
         fail(prog, f"job {job_id}: owned by {top.get('user') or top.get('uid')}")
-    held = [j for j in tree.descendants(jobs, job_id) if jobs[j]["state"] == "HELD"]
+    held = [j for j in tree.descendants(jobs, job_id) if jobs[j]["state"] == JobState.HELD]
     if not held:
         fail(prog, f"job {job_id}: no held job below it")
     spool.request("release", jobs=held)

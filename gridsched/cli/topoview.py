@@ -25,6 +25,7 @@ from gridsched.core.placement import Reason, StatusMap, free_map, status_maps
 from gridsched.core.topology import MachineMap
 from gridsched.core.types import Lent, Resv, Running
 from gridsched.core.units import format_size
+from gridsched.protocol.jobs import Checkpoint
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.text import shown
 
@@ -69,7 +70,7 @@ def _running(job: dict[str, Any]) -> Running:
         0.0,
         tuple(sorted(_cores(job["cores"]))),
         backfilled=bool(job.get("backfilled")),
-        preemptable=spec.get("checkpoint", "none") != "none",
+        preemptable=spec.get("checkpoint", Checkpoint.NONE) != Checkpoint.NONE,
         held=frozenset(c for c in held if isinstance(c, int)) if isinstance(held, list) else frozenset(),
     )
 

@@ -34,13 +34,13 @@ from gridsched.core.types import (
     StartTasks,
     Waiting,
 )
-from gridsched.daemon import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split
+from gridsched.daemon import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split, transitions
 from gridsched.daemon import reasons as wording
 from gridsched.daemon.table import Rec
 from gridsched.host.devices import device_env, format_keys
 from gridsched.job import env as jobenv
 from gridsched.protocol import requests as rq
-from gridsched.protocol.jobs import JobState
+from gridsched.protocol.jobs import Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -109,7 +109,7 @@ HELD = "held (grls releases it)"
 def offered(rec: Rec) -> bool:
     """Whether a queued job is offered to the core: all but a splittable job whose every sub-task went to
     pieces (it ends with the last of them, split.piece_ended) and a job a cancel under way will end."""
-    return (rec.split is None or bool(rec.split.get("left"))) and not rec.withdrawn
+    return (rec.split is None or bool(rec.split.left)) and not rec.withdrawn
 
 
 def dep_states(d: Daemon, pending: list[Rec]) -> dict[int, str]:
@@ -215,7 +215,7 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     boards = ",".join(str(b) for b in sorted({d.machine.board_of(c).id for c in rec.cores}))
     cpus = frozenset(d.machine.host_set(rec.cores))
     if rec.state is JobState.SUSPENDED and rec.shepherd is not None:
-        rec.state = JobState.RUNNING
+        transitions.start(rec)
         d.ex.set_affinity(rec.shepherd, d.where(rec), set(cpus))
         d.ex.signal(rec.shepherd, d.where(rec), signal.SIGCONT)
         rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "boards": boards, "resumed": True})
@@ -230,7 +230,7 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
         rec.start = None
         d.end(rec, JobState.FAILED, now, reason=f"cannot start: {rq.safe(str(e))}")
         return
-    rec.state = JobState.RUNNING
+    transitions.start(rec)
     seg: dict[str, Any] = {"start": now, "cores": cpuset.format(rec.cores), "boards": boards}
     if rec.devices:
         seg["devices"] = format_keys(rec.devices)
@@ -257,7 +257,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
     spec = d.table.spec(rec.id)
     jdir = d.spool.job_dir(rec.id)
     script = str(jdir / "script")
-    args = tuple(spec["args"])
+    args = spec.args
     try:
         with open(script, "rb") as f:
             shebang = f.read(2) == b"#!"
@@ -265,44 +265,24 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         shebang = True  # let the exec fail and say why
     shell = not shebang
     if shell:  # what the submission chose (its form checked at the boundary; the job's process runs it), else /bin/sh
-        script, args = str(spec.get("shell") or "/bin/sh"), (script, *args)
-    cores = cpuset.format(rec.cores)
-    gs = dict(
-        GS_JOBID=str(rec.id),
-        GS_JOBNAME=spec["name"],
-        GS_NCPUS=str(rec.ncpus),
-        GS_CORES=cores,
-        GS_HOST_CPUS=cpuset.format(d.machine.host_set(rec.cores)),
-        GS_SUBMIT_DIR=spec.get("submit_dir", spec["workdir"]),
-        GS_CHECKPOINT_DIR=str(jdir / "checkpoint"),
-        GS_RESTART_COUNT=str(rec.restarts),
-        GS_CHECKPOINT_MODE=rec.checkpoint,
-        GS_WALLTIME=str(rec.walltime),
-        GS_SPOOL=str(d.spool.root),
-    )
-    job = jobenv.Job(
-        id=rec.id,
-        name=spec["name"],
-        user=rec.user,
-        uid=rec.uid,
+        script, args = spec.shell or "/bin/sh", (script, *args)
+    start = jobenv.Start(
         ncpus=rec.ncpus,
-        submit_dir=spec.get("submit_dir", spec["workdir"]),
-        submit_env=spec["env"],
-        ntasks=spec.get("ntasks"),
-        cpus_per_task=spec.get("cpus_per_task"),
-        mem=spec.get("mem"),
+        walltime=rec.walltime,
+        cores=cpuset.format(rec.cores),
+        host_cpus=cpuset.format(d.machine.host_set(rec.cores)),
         restarts=rec.restarts,
-        array_id=spec.get("array_id"),
-        array_index=spec.get("array_index"),
+        job_dir=str(jdir),
+        spool=str(d.spool.root),
         host=jobenv.host(),
+        devices=device_env(rec.devices, d.machine.devices, d.cfg.compat_env),
     )
-    user_set = spec.get("env_set") or {}
+    user_set = dict(spec.env_set)
     # whether an MPI is on the job's PATH is found out by the job's own process, as its owner (launch.py):
     # the daemon never walks a PATH a user wrote
-    mpi_path = jobenv.own_path(str(user_set.get("PATH", spec["env"].get("PATH", ""))))
-    private = private_dir(d, rec, spec, job)
-    env = jobenv.job_environment(spec["env"], gs, job, private, d.cfg.compat_env, False, user_set)
-    env.update(device_env(rec.devices, d.machine.devices, d.cfg.compat_env))
+    mpi_path = jobenv.own_path(str(user_set.get("PATH", dict(spec.env).get("PATH", ""))))
+    private = private_dir(d, rec, spec, jobenv.job_of(spec, start))
+    env = jobenv.environment(spec, start, private, d.cfg.compat_env)
     return launch.Launch(
         job_id=rec.id,
         segment=rec.segment,
@@ -310,18 +290,18 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         script=script,
         args=args,
         shell=shell,
-        workdir=spec["workdir"],
-        stdout=spec["stdout"],
-        stderr=spec["stderr"],
-        append=rec.segment > 1 or spec.get("open_mode") == "append",
+        workdir=spec.workdir,
+        stdout=spec.stdout,
+        stderr=spec.stderr,
+        append=rec.segment > 1 or spec.open_mode == "append",
         env=env,
         cpus=frozenset(d.machine.host_set(rec.cores)),
         uid=rec.uid,
-        gid=spec.get("gid", -1),
+        gid=spec.gid,
         user=rec.user,
-        mem=spec.get("mem"),
+        mem=spec.mem,
         mem_nodes=mem_nodes(d, rec.cores),
-        umask=int(spec.get("umask", 0o022)),
+        umask=spec.umask,
         private=private.root if private else "",
         mpi_path=mpi_path if private else "",
         deny_devices=devcgroup.denied(d.machine.devices, rec.devices, d.cfg.device_enforce),
@@ -331,29 +311,26 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
     )
 
 
-def _user_env(spec: dict[str, Any], env: dict[str, str]) -> tuple[int, bool, str] | None:
+def _user_env(spec: rq.JobSpec, env: dict[str, str]) -> tuple[int, bool, str] | None:
     """--get-user-env: its timeout, login shell or not, and what goes before the login's PATH when the job
     has only the plain PATH of --export=NONE (which yields to the login's, as Slurm's job gets it), else ""."""
-    v = spec.get("get_user_env")
-    if v is None:
+    ue = spec.get_user_env
+    if ue is None:
         return None
     from gridsched.submission.submit import LOGIN_PATH
 
-    ue = rq.parse_user_env(str(v))
     path = env.get("PATH", "")
-    plain = spec["env"].get("PATH") == LOGIN_PATH and path.endswith(LOGIN_PATH)
+    plain = dict(spec.env).get("PATH") == LOGIN_PATH and path.endswith(LOGIN_PATH)
     return ue.timeout, ue.login, path[: -len(LOGIN_PATH)] if plain else ""
 
 
-def private_dir(d: Daemon, rec: Rec, spec: dict[str, Any], job: jobenv.Job) -> jobenv.Private:
+def private_dir(d: Daemon, rec: Rec, spec: rq.JobSpec, job: jobenv.Job) -> jobenv.Private:
     """The job's private directory for this start (its TMPDIR, host files and srun); OSError if it cannot be
     made (the job fails with why)."""
     ranks = jobenv.mpi_ranks(job)
     base = jobtmp.base_dir(d.cfg.tmpdir)
     try:
-        return d.ex.make_private(
-            base, rec.id, rec.uid, jobtmp.owner_gid(rec.uid, spec.get("gid", -1)), job.host, rec.ncpus, ranks
-        )
+        return d.ex.make_private(base, rec.id, rec.uid, jobtmp.owner_gid(rec.uid, spec.gid), job.host, rec.ncpus, ranks)
     except OSError as e:
         raise jobfiles.JobFilesError(f"cannot make its private directory in {base}: {e.strerror or e}") from None
 
@@ -363,7 +340,7 @@ def kill(d: Daemon, rec: Rec, why: str, now: float) -> None:
     grace, SIGKILL) and ends TIMEOUT with the core's reason."""
     if rec.shepherd is None or rec.state is not JobState.RUNNING or rec.stop is not None:
         return
-    rec.stop = "overrun"
+    rec.stop = Stop.OVERRUN
     rec.reason = why
     log.info("job %d %s: stopped", rec.id, why)
     d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
@@ -376,26 +353,24 @@ def preempt(d: Daemon, rec: Rec, now: float) -> None:
         return
     mode = rec.checkpoint
     rec.preemptions += 1
-    if mode == "suspend":
+    if mode is Checkpoint.SUSPEND:
         d.ex.signal(rec.shepherd, d.where(rec), signal.SIGSTOP)
         outcome.close_segment(d, rec, now, "suspended")
         rec.elapsed += now - (rec.start or now)
-        rec.state = JobState.SUSPENDED
+        transitions.suspend(rec)
         rec.start = None
         rec.cores = ()
         rec._waiting = None
         d.table.enqueue(rec)
         d.dirty = True
         log.info("job %d suspended for the head job", rec.id)
-    elif mode == "signal":
-        rec.state = JobState.STOPPING
-        rec.stop = "preempt"
+    elif mode is Checkpoint.SIGNAL:
+        transitions.stopping(rec, Stop.PREEMPT)
         sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
         d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
         log.info("job %d asked to checkpoint (SIG%s)", rec.id, d.cfg.checkpoint_signal)
-    elif mode == "requeue":
-        rec.state = JobState.STOPPING
-        rec.stop = "preempt"
+    elif mode is Checkpoint.REQUEUE:
+        transitions.stopping(rec, Stop.PREEMPT)
         d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
         log.info("job %d stopped to be requeued", rec.id)
     else:

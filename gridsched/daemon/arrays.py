@@ -8,10 +8,11 @@ small array's other tasks with it, up to :data:`WHOLE_PER_TURN` tasks a turn);
 the others follow a slice per turn of the loop (:mod:`.slices`), each slice
 with the new ids it needs, claimed then (:meth:`gridsched.protocol.spool.Spool.claim_ids`),
 consecutive unless another submission took an id between.  Each task's
-spec gets ``array_id``, ``array_index``, ``array_max`` (with ``%MAX``), its
-own output paths (``%j``, ``%a`` filled in) and, in its environment,
-``GS_ARRAY_JOB_ID`` and ``GS_ARRAY_TASK_ID`` (and the Slurm and PBS names
-with ``[compat] env``).  The tasks share one script file (hard links; a new file for each
+spec gets ``array_id``, ``array_index``, ``array_max`` (with ``%MAX``),
+``array_range`` and its own output paths (``%j``, ``%a`` filled in); its
+``GS_ARRAY_*`` variables (and the Slurm, PBS and Grid Engine names with
+``[compat] env``) are computed from them at each start
+(:func:`gridsched.job.env.environment`).  The tasks share one script file (hard links; a new file for each
 :data:`LINKS_PER_SCRIPT` tasks, below the file system's limit on links).  After
 that a task is a job like any other: it is cancelled, held, started and
 accounted on its own.
@@ -38,15 +39,15 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from gridsched.job.env import array_env, array_step
 from gridsched.protocol.arrays import parse, task_path
 from gridsched.protocol.jobs import JobState
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
     from gridsched.daemon.slices import Budget
+    from gridsched.protocol.requests import JobSpec
 
 log = logging.getLogger("gschedd")
 
@@ -68,7 +69,7 @@ class Intake:
     first: int  # the array's id (its first task's)
     uid: int
     user: str
-    job: dict[str, Any]  # the spec every task starts from (without ``array`` and ``script``)
+    job: JobSpec  # the job every task starts from (without its ``array`` and ``script``)
     script: str
     indices: tuple[int, ...]
     text: str  # the range, for the log
@@ -78,7 +79,6 @@ class Intake:
     done: int = 0  # tasks taken in
     link: int | None = None  # the task whose script the next tasks of its run link to
     last: int = 0  # the last task's id
-    step: int = 1
     wait_until: float = 0.0  # after a failed write: not before this (time.monotonic)
     trouble: int | None = None  # the errno last logged
     cost: float = 0.001  # seconds a task takes to be taken in, as measured (how many ids a slice claims)
@@ -98,26 +98,25 @@ class Intake:
         )
 
 
-def _intake(d: Daemon, name: str, job: dict[str, Any], user: str, state: JobState, reason: str) -> Intake:
-    spec = parse(job.pop("array"), 1 << 62)  # checked against jobs.max_array_size when the request was read
-    script = job.pop("script")
+def _intake(d: Daemon, name: str, job: JobSpec, user: str, state: JobState, reason: str) -> Intake:
+    assert job.array is not None
+    spec = parse(job.array, 1 << 62)  # checked against jobs.max_array_size when the request was read
     return Intake(
         name=name,
-        first=job["id"],
-        uid=job["uid"],
+        first=job.id,
+        uid=job.uid,
         user=user,
-        job=job,
-        script=script,
+        job=job._replace(array=None, script=""),
+        script=job.script,
         indices=spec.indices,
         text=spec.text,
         max_running=spec.max_running,
         state=state,
         reason=reason,
-        step=array_step(spec.indices),
     )
 
 
-def take_in(d: Daemon, name: str, job: dict[str, Any], user: str, state: JobState, reason: str) -> None:
+def take_in(d: Daemon, name: str, job: JobSpec, user: str, state: JobState, reason: str) -> None:
     """Begin to take in a checked array submission: its progress recorded, its first task taken in now, the
     others a slice per turn (:func:`advance`)."""
     from gridsched.daemon.slices import Budget
@@ -134,10 +133,10 @@ def take_in(d: Daemon, name: str, job: dict[str, Any], user: str, state: JobStat
     advance(d, it, Budget(limit=n if whole else 1))
 
 
-def resume(d: Daemon, name: str, job: dict[str, Any], user: str) -> bool:
+def resume(d: Daemon, name: str, job: JobSpec, user: str) -> bool:
     """Go on taking in the array of a request read again after a restart, from the progress its last committed
     slice recorded; False if it was taken in whole (or stopped by a cancel) before."""
-    raw = d.db.meta().get(META + str(job["id"]))
+    raw = d.db.meta().get(META + str(job.id))
     if raw is None:
         return False
     try:
@@ -145,7 +144,7 @@ def resume(d: Daemon, name: str, job: dict[str, Any], user: str) -> bool:
         it = _intake(d, name, job, user, JobState(got["state"]), str(got["reason"]))
         it.done, it.link, it.last = int(got["done"]), got["link"], int(got["last"])
     except (ValueError, KeyError, TypeError) as e:
-        log.error("array %d: its progress cannot be read (%s): taken in no further", job["id"], e)
+        log.error("array %d: its progress cannot be read (%s): taken in no further", job.id, e)
         return False
     log.info("array %d: taken in from task %d of %d on", it.first, it.done, len(it.indices))
     start(d, it)
@@ -258,20 +257,18 @@ def _task(d: Daemon, it: Intake, tid: int) -> None:
     """Write task number ``it.done`` (id ``tid``): its files and its row."""
     k = it.done
     i = it.indices[k]
-    task = dict(it.job)
-    task.update(
+    task = it.job._replace(
         id=tid,
         array_id=it.first,
         array_index=i,
-        stdout=task_path(it.job["stdout"], tid, i),
-        stderr=task_path(it.job["stderr"], tid, i),
-        env={**it.job["env"], **array_env(it.first, i, it.indices, d.cfg.compat_env, it.step)},
+        array_max=it.max_running,
+        stdout=task_path(it.job.stdout, tid, i),
+        stderr=task_path(it.job.stderr, tid, i),
+        array_range=it.text,
     )
-    if it.max_running is not None:
-        task["array_max"] = it.max_running
     if k % LINKS_PER_SCRIPT and it.link is not None:
         try:
-            d.take_in(dict(task), it.user, it.state, it.reason, {"script": d.spool.job_dir(it.link) / "script"})
+            d.take_in(task, it.user, it.state, it.reason, {"script": d.spool.job_dir(it.link) / "script"})
             return
         except OSError as e:
             if e.errno not in (errno.ENOENT, errno.EMLINK):

@@ -54,7 +54,7 @@ from gridsched.host.topology import TopologyError, changed_map, load_machine
 from gridsched.protocol import config as configmod
 from gridsched.protocol import requests as rq
 from gridsched.protocol.admin import admin_uids
-from gridsched.protocol.jobs import PRIVATE_KEYS, JobState
+from gridsched.protocol.jobs import JobState, Stop
 from gridsched.protocol.spool import Spool, atomic_write
 from gridsched.protocol.state import StateDB
 from gridsched.sim.tune import label as tune_label
@@ -474,35 +474,28 @@ class Daemon:
         return True
 
     def take_in(
-        self, job: dict[str, Any], user: str, state: JobState, reason: str, files: dict[str, Any] | None = None
+        self, job: rq.JobSpec, user: str, state: JobState, reason: str, files: dict[str, Any] | None = None
     ) -> Rec | None:
         """Write a checked job's files and row and queue it; its record (None if it is refused).
 
         ``files`` maps names in the job's directory to their text, or to a path
         to hard-link (the tasks of an array share their script); without it the
-        spec's ``script`` is the file ``script``.
+        job's ``script`` is the file ``script``.
         """
-        jid = job["id"]
+        jid = job.id
         if files is None:
-            files = {"script": job.pop("script")}
-        private = {k: job.pop(k) for k in PRIVATE_KEYS if k in job}
-        jobfiles.create(
-            self.spool.job_dir(jid),
-            job["uid"],
-            job.get("gid", -1),
-            job.get("umask", 0o022),
-            files,
-            json.dumps(private).encode(),
-        )
-        row = {
+            files = {"script": job.script}
+        spec, private = job.stored()
+        jobfiles.create(self.spool.job_dir(jid), job.uid, job.gid, job.umask, files, json.dumps(private).encode())
+        row: dict[str, Any] = {
             "id": jid,
             "state": state.value,
             "user": user,
-            "uid": job["uid"],
-            "name": job["name"],
-            "ncpus": job["ncpus"],
-            "walltime": job["walltime"],
-            "submit_time": float(job["submit_time"]),
+            "uid": job.uid,
+            "name": job.name,
+            "ncpus": job.ncpus,
+            "walltime": job.walltime,
+            "submit_time": job.submit_time,
             "start_time": None,
             "end_time": time.time() if state is JobState.FAILED else None,
             "cores": "",
@@ -518,10 +511,10 @@ class Daemon:
             "predicted_start": None,
             "segments": [],
             "run": {},
-            "spec": job,
+            "spec": spec,
         }
         self.id_high = max(self.id_high, jid)
-        rec = self.table.put(row)
+        rec = self.table.put(row, job.public())
         if rec is None:
             log.info("job %d refused: %s", jid, reason)
             return None
@@ -638,7 +631,7 @@ class Daemon:
             if rec.state is JobState.RUNNING and rec.stop is None:
                 self.mail.timers(self, rec, now, due)
             if rec.state is JobState.RUNNING and rec.stop is None and due is not None and now >= due:
-                rec.stop = "timeout"
+                rec.stop = Stop.TIMEOUT
                 log.info("job %d reached its walltime", rec.id)
                 self.mail.time_limit(self, rec)
                 self.terminate(rec, now, signal.SIGTERM, self.cfg.kill_grace)
@@ -673,8 +666,8 @@ class Daemon:
         SIGKILL; a suspended one is killed) and ends CANCELLED when its shepherd reports it gone."""
         if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
             self.end(rec, JobState.CANCELLED, now, reason=why)
-        elif rec.shepherd is not None and rec.stop != "cancel":
-            rec.stop = "cancel"
+        elif rec.shepherd is not None and rec.stop is not Stop.CANCEL:
+            rec.stop = Stop.CANCEL
             if rec.state is JobState.SUSPENDED:
                 self.ex.signal(rec.shepherd, self.where(rec), signal.SIGKILL)
                 self.ex.signal(rec.shepherd, self.where(rec), signal.SIGCONT)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gridsched.protocol.jobs import JobState
-from gridsched.protocol.requests import parse_mail_type, parse_mail_user, safe
+from gridsched.protocol.requests import parse_mail_user, safe
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -98,12 +98,12 @@ class Mailer:
             return self.wants[rec.id]
         w = None
         try:
-            spec = d.table.spec(rec.id)
-            events = frozenset(parse_mail_type(str(spec.get("mail_type", ""))) if spec.get("mail_type") else ())
+            spec = rec.job
+            events = frozenset(spec.mail_type)
             if events:
-                users = spec.get("mail_user")
+                users = spec.mail_user
                 to = parse_mail_user(",".join(users) if users else rec.user)  # checked again: never an option
-                w = Wants(events, to, str(spec.get("name", "")), spec.get("array_id"))
+                w = Wants(events, to, spec.name, spec.array_id)
         except (KeyError, TypeError, ValueError, OSError) as e:
             log.warning("job %d: no mail: %s", rec.id, safe(str(e)))
         self.wants[rec.id] = w

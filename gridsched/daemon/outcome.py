@@ -15,9 +15,9 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from gridsched.daemon import jobtmp
+from gridsched.daemon import jobtmp, transitions
 from gridsched.daemon.table import Rec
-from gridsched.protocol.jobs import EXIT_CHECKPOINTED, JobState
+from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -59,19 +59,24 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
         close_segment(d, rec, end, "failed")
         d.end(rec, JobState.FAILED, end, code=code, reason=f"could not start: {error.strip()}")
         return
-    if rec.stop is None and rec.checkpoint == "signal" and code == EXIT_CHECKPOINTED and rec.state is JobState.RUNNING:
+    if (
+        rec.stop is None
+        and rec.checkpoint is Checkpoint.SIGNAL
+        and code == EXIT_CHECKPOINTED
+        and rec.state is JobState.RUNNING
+    ):
         # saved its state and asked to be restarted: a preemption whose record a crash of the daemon lost
-        rec.stop, rec.state = "preempt", JobState.STOPPING
+        transitions.stopping(rec, Stop.PREEMPT)
         rec.preemptions += 1
-    if rec.stop in ("preempt", "requeue") and rec.state is JobState.STOPPING:
-        checkpointed = rec.checkpoint == "signal" and code == EXIT_CHECKPOINTED
-        asked = rec.stop == "requeue"  # grequeue: back to the queue however it ended
-        if checkpointed or rec.checkpoint == "requeue" or sig is not None or asked:
+    if rec.stop in (Stop.PREEMPT, Stop.REQUEUE) and rec.state is JobState.STOPPING:
+        checkpointed = rec.checkpoint is Checkpoint.SIGNAL and code == EXIT_CHECKPOINTED
+        asked = rec.stop is Stop.REQUEUE  # grequeue: back to the queue however it ended
+        if checkpointed or rec.checkpoint is Checkpoint.REQUEUE or sig is not None or asked:
             if checkpointed:
                 rec.elapsed += ran
                 rec.checkpoints += 1
                 outcome = "checkpointed"
-            elif rec.checkpoint == "requeue" or (asked and rec.checkpoint != "signal"):
+            elif rec.checkpoint is Checkpoint.REQUEUE or (asked and rec.checkpoint is not Checkpoint.SIGNAL):
                 rec.lost += rec.elapsed + ran
                 rec.elapsed = 0.0
                 outcome = "requeued"
@@ -79,7 +84,7 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
                 rec.lost += ran
                 outcome = "killed before checkpoint"
             close_segment(d, rec, end, outcome)
-            rec.state = JobState.PENDING
+            transitions.requeued(rec)
             rec.start = None
             rec.stop = None
             rec.cores = ()
@@ -91,16 +96,16 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
             d.mail.requeued(d, rec)
             return
     rec.elapsed += ran
-    if rec.stop == "cancel":
+    if rec.stop is Stop.CANCEL:
         close_segment(d, rec, end, "cancelled")
         d.end(rec, JobState.CANCELLED, end, code=code, signal_=sig, reason="cancelled")
-    elif rec.stop == "resvend":
+    elif rec.stop is Stop.RESVEND:
         close_segment(d, rec, end, "timeout")
         d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reservation ended")
-    elif rec.stop == "timeout":
+    elif rec.stop is Stop.TIMEOUT:
         close_segment(d, rec, end, "timeout")
         d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reached its walltime")
-    elif rec.stop == "overrun":  # backfilled on its own estimate, overran it while the head waited (core Kill)
+    elif rec.stop is Stop.OVERRUN:  # backfilled on its own estimate, overran it while the head waited (core Kill)
         close_segment(d, rec, end, "timeout")
         d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason=rec.reason or "overran its estimate")
     elif result.get("oom_kills") and code != 0:

@@ -30,8 +30,8 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
-from gridsched.daemon import confine, intake, jobtmp, outcome, procs
-from gridsched.protocol.jobs import EXIT_CHECKPOINTED, JobState
+from gridsched.daemon import confine, intake, jobtmp, outcome, procs, transitions
+from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -60,6 +60,7 @@ def recover(d: Daemon) -> None:
             )
             log.error("job %s: its record cannot be read; marked FAILED", row.get("id"))
             continue
+        d.table.share(rec)
         d.table.jobs[rec.id] = rec
         if rec.state is JobState.PENDING:
             d.table.enqueue(rec)
@@ -89,7 +90,7 @@ def recover(d: Daemon) -> None:
                     rec.restarts = 0
                 elif rec.restarts:
                     rec.restarts -= 1
-                rec.state = JobState.PENDING
+                transitions.requeued(rec)
                 rec.start = None
                 rec.cores = ()
                 rec.set_devices((), ())
@@ -126,22 +127,21 @@ def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[
     if rec.stop is not None or rec.state is not JobState.RUNNING or result.get("error"):
         return
     code, sig = result.get("exit_code"), result.get("signal")
-    checkpointed = rec.checkpoint == "signal" and sig is None and code == EXIT_CHECKPOINTED
+    checkpointed = rec.checkpoint is Checkpoint.SIGNAL and sig is None and code == EXIT_CHECKPOINTED
     if sig is None and not checkpointed:
         return  # it ended by itself
     end = float(result.get("end", 0.0))
     ckpt_sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
     if sig is not None and cancels.get(rec.id, set()) & {0, rec.uid}:
-        rec.stop = "cancel"
+        rec.stop = Stop.CANCEL
     elif sig is not None and rec.deadline is not None and end >= (rec.due(end, d.cfg.max_walltime) or rec.deadline):
-        rec.stop = "timeout"
+        rec.stop = Stop.TIMEOUT
     elif (
         checkpointed
-        or (rec.checkpoint == "signal" and sig == ckpt_sig)
-        or (rec.checkpoint == "requeue" and sig == signal.SIGTERM)
+        or (rec.checkpoint is Checkpoint.SIGNAL and sig == ckpt_sig)
+        or (rec.checkpoint is Checkpoint.REQUEUE and sig == signal.SIGTERM)
     ):
-        rec.state = JobState.STOPPING
-        rec.stop = "preempt"
+        transitions.stopping(rec, Stop.PREEMPT)
         rec.preemptions += 1
     else:
         return

@@ -33,7 +33,7 @@ from gridsched.core import cpuset
 from gridsched.core.placement import Request
 from gridsched.core.types import Activate, EndReservation, Resv, Waiting
 from gridsched.protocol import limits
-from gridsched.protocol.jobs import JobState
+from gridsched.protocol.jobs import JobState, Stop
 from gridsched.protocol.reservations import (
     LIVE,
     ResvError,
@@ -283,28 +283,26 @@ def delete(d: Daemon, rid: int, uid: int, release: bool) -> None:
     finish(d, r, time.time(), RState.DELETED, "deleted", release=release)
 
 
-def check_submit(d: Daemon, job: dict[str, Any], uid: int, user: str) -> str | None:
-    """Why a submitted job's floating resources or reservation binding are refused, or None."""
-    res = job.get("resources") or {}
-    if not isinstance(res, dict):
-        return "resources must map names to counts"
-    for name, count in res.items():
+def check_submit(d: Daemon, job: rq.JobSpec) -> str | None:
+    """Why a checked job's floating resources or reservation binding are refused, or None."""
+    for name, count in job.resources:
         if name not in d.cfg.floating:
             return f"unknown floating resource '{name}'"
-        if not isinstance(count, int) or not 1 <= count <= d.cfg.floating[name]:
+        if count > d.cfg.floating[name]:
             return f"resource '{name}={count}': the machine has {d.cfg.floating[name]}"
-    rid = job.get("reservation")
+    rid = job.reservation
     if rid is None:
         return None
-    if not isinstance(rid, int):
-        return "reservation must be an id"
     row = row_of(d, rid)
     try:
-        check_bind(row, rid, uid, user)
+        check_bind(row, rid, job.uid, job.user)
     except ResvError as e:
         return str(e)
     assert row is not None
-    why = check_fit(row, job["ncpus"], job["walltime"], res, time.time(), d.machine, place_request(job["ncpus"], job))
+    place = None
+    if job.placed:
+        place = Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board)
+    why = check_fit(row, job.ncpus, job.walltime, dict(job.resources), time.time(), d.machine, place)
     return f"cannot run in reservation {rid}: it {why}" if why else None
 
 
@@ -387,9 +385,8 @@ def finish(
             if release:
                 rec.resv = None
                 rec._waiting = None
-                spec = d.db.job(rec.id)["spec"]  # type: ignore[index]
-                spec["reservation"] = None
-                d.table.save(rec, spec=spec)
+                rec.spec = rec.job._replace(reservation=None, wait_resv=False)
+                d.table.save(rec, spec=rec.job.stored()[0])
                 log.info("job %d released from reservation %d to the queue", rec.id, r.id)
             else:
                 d.end(rec, JobState.CANCELLED, now, reason=f"reservation {r.id} {state.value.lower()}")
@@ -399,7 +396,7 @@ def finish(
             and rec.stop is None
             and rec.state is JobState.RUNNING
         ):
-            rec.stop = "resvend"
+            rec.stop = Stop.RESVEND
             d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
             d.table.save(rec)
     d.dirty = True

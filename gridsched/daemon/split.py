@@ -44,44 +44,34 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.core.types import SplitInfo, Start, StartTasks
 from gridsched.protocol.arrays import ArrayError, parse
-from gridsched.protocol.jobs import JobState
+from gridsched.protocol.jobs import Checkpoint, JobState
 
 if TYPE_CHECKING:
     from gridsched.core.devices import DeviceAsk
     from gridsched.core.topology import Device
     from gridsched.daemon.loop import Daemon
     from gridsched.daemon.table import Rec
+    from gridsched.protocol.requests import JobSpec, Split
 
 log = logging.getLogger("gschedd")
 
 STUB = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gridsched.job.subtasks "$@"\n'
 
 
-def split_info(sp: dict[str, Any] | None) -> SplitInfo | None:
-    """The core's view of a splittable job's ``split`` spec (None: not splittable, or nothing left)."""
-    if not sp or not sp.get("left"):
+def split_info(sp: Split | None) -> SplitInfo | None:
+    """The core's view of a splittable job's ``split`` (None: not splittable, or nothing left)."""
+    if sp is None or not sp.left:
         return None
-    tasks = sp.get("tasks")
-    sizes = tuple((int(t[0]), float(t[1])) for t in tasks) if tasks else ()
-    return SplitInfo(int(sp["ncpus"]), float(sp["task_time"]), tuple(sp["left"]), sizes, task_asks(sp))
+    sizes = tuple((t.ncpus, float(t.time)) for t in sp.tasks)
+    return SplitInfo(sp.ncpus, float(sp.task_time), sp.left, sizes, sp.devices)
 
 
-def task_asks(sp: dict[str, Any] | None) -> tuple[DeviceAsk, ...]:
-    """The devices each sub-task of the splittable job ``sp`` asks for (``()``: none)."""
-    if not sp or not sp.get("devices"):
-        return ()
-    from gridsched.host.devices import asks_from_spec
-
-    return asks_from_spec(sp["devices"])
-
-
-def wave_asks(sp: dict[str, Any] | None, ncpus: int) -> tuple[DeviceAsk, ...]:
+def wave_asks(sp: Split | None, ncpus: int) -> tuple[DeviceAsk, ...]:
     """The devices a wave of ``ncpus`` cores of sub-tasks asks for: one sub-task's times the sub-tasks."""
-    asks = task_asks(sp)
-    if not asks or sp is None:
+    if sp is None or not sp.devices:
         return ()
-    k = max(1, ncpus // int(sp["ncpus"]))
-    return tuple(replace(a, count=a.count * k) for a in asks)
+    k = max(1, ncpus // sp.ncpus)
+    return tuple(replace(a, count=a.count * k) for a in sp.devices)
 
 
 def device_wave(asks: tuple[DeviceAsk, ...], devices: tuple[Device, ...]) -> int:
@@ -92,47 +82,37 @@ def device_wave(asks: tuple[DeviceAsk, ...], devices: tuple[Device, ...]) -> int
     return min((have.get(name, 0) // n for name, n in slots(asks, devices) if n > 0), default=0)
 
 
-def _count(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v > 0
-
-
-def check(job: dict[str, Any], max_size: int) -> str | None:
-    """Why the ``array`` or ``split`` keys of a submitted spec cannot be taken, or None."""
-    if "array" in job and "split" in job:
+def check(job: JobSpec, max_size: int) -> str | None:
+    """Why the array or the split of a checked submission cannot be taken, or None."""
+    if job.array is not None and job.split is not None:
         return "an array cannot be splittable too"
-    if "array" in job:
-        if not isinstance(job["array"], str):
-            return "field 'array' has the wrong type"
+    if job.array is not None:
         try:
-            parse(job["array"], max_size)
+            parse(job.array, max_size)
         except ArrayError as e:
             return f"array {e}"
         return None
-    sp = job["split"]
-    if not isinstance(sp, dict) or not all(_count(sp.get(k)) for k in ("n", "ncpus", "task_time")):
-        return "field 'split' must hold positive whole numbers n, ncpus and task_time"
-    if sp["n"] > max_size:
-        return f"split into {sp['n']} sub-tasks, more than jobs.max_array_size ({max_size})"
-    if sp["ncpus"] > job["ncpus"] or sp["task_time"] > job["walltime"]:
+    sp = job.split
+    assert sp is not None
+    if sp.n > max_size:
+        return f"split into {sp.n} sub-tasks, more than jobs.max_array_size ({max_size})"
+    if sp.ncpus > job.ncpus or sp.task_time > job.walltime:
         return "a sub-task larger than the job"
     return None
 
 
-def take_in(d: Daemon, job: dict[str, Any], user: str, state: JobState, reason: str) -> None:
+def take_in(d: Daemon, job: JobSpec, state: JobState, reason: str) -> None:
     """Take in a checked splittable job: its stub, the user's script, every sub-task left."""
-    sp = job["split"]
-    job["split"] = {"n": sp["n"], "ncpus": sp["ncpus"], "task_time": sp["task_time"], "left": list(range(sp["n"]))}
-    if sp.get("retries"):
-        job["split"]["retries"] = sp["retries"]
-    if sp.get("tasks"):  # sizes in the job table; the arguments are the owner's (private)
-        job["split"]["tasks"] = [[t[0], t[1]] for t in sp["tasks"]]
-        job["split_args"] = [list(t[2]) for t in sp["tasks"]]
-    if sp.get("devices"):  # one wave: as many sub-tasks as the cores and the devices hold at once
-        job["split"]["devices"] = sp["devices"]
-        per = int(sp["ncpus"])
-        k = min(int(job["ncpus"]) // per, device_wave(task_asks(sp), d.machine.devices), int(sp["n"]))
-        job["ncpus"] = max(1, k) * per
-    d.take_in(job, user, state, reason, {"script": STUB, "task-script": job.pop("script")})
+    sp = job.split
+    assert sp is not None
+    ncpus = job.ncpus
+    if sp.devices:  # one wave: as many sub-tasks as the cores and the devices hold at once
+        k = min(ncpus // sp.ncpus, device_wave(sp.devices, d.machine.devices), sp.n)
+        ncpus = max(1, k) * sp.ncpus
+    # the sizes of its sub-tasks stay in the job table; their arguments are the owner's (private)
+    args = [list(t.args) for t in sp.tasks] if sp.tasks else None
+    job = job._replace(ncpus=ncpus, split=sp._replace(left=tuple(range(sp.n))), split_args=args)
+    d.take_in(job, job.user, state, reason, {"script": STUB, "task-script": job.script})
 
 
 def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
@@ -143,11 +123,11 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
         log.error("plan splits job %d, which is not a pending splittable job", rec.id)
         return
     taken = set(st.tasks)
-    if not taken <= set(sp["left"]) or len(taken) != len(st.tasks):
+    if not taken <= set(sp.left or ()) or len(taken) != len(st.tasks):
         log.error("plan takes sub-tasks %s of job %d, not all of them left", list(st.tasks), rec.id)
         return
     spec = d.table.spec(rec.id)
-    c = int(sp["ncpus"])
+    c = sp.ncpus
     widths = list(st.widths) or [c] * len(st.chains)
     if len(widths) != len(st.chains):
         log.error("plan splits job %d with %d chains but %d widths", rec.id, len(st.chains), len(widths))
@@ -158,7 +138,7 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
     if st.devices:  # each chain a piece of its own, with its own devices
         taken = set()
         for i, ch in enumerate(st.chains):
-            n = len(ch) * float(sp["task_time"])
+            n = len(ch) * float(sp.task_time)
             one = StartTasks(st.job, ch, st.cores[i * c : (i + 1) * c], (ch,), min(st.end, now + n))
             if not _piece(d, rec, spec, one, [c], now, st.devices[i]):
                 break
@@ -167,18 +147,18 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
             return
     elif not _piece(d, rec, spec, st, widths, now, ()):
         return
-    sp["left"] = [i for i in sp["left"] if i not in taken]
-    spec["split"] = sp
+    rec.split = sp = sp._replace(left=tuple(i for i in sp.left or () if i not in taken))
+    rec.spec = rec.job._replace(split=sp)
     rec.ncpus = min(rec.ncpus, _wave(sp)) or rec.ncpus
-    if sp.get("devices"):
+    if sp.devices:
         rec.dev_asks = wave_asks(sp, rec.ncpus)
         from gridsched.core.devices import slots
 
         rec.dev_slots = slots(rec.dev_asks, d.machine.devices)
     rec._waiting = None
     d.table.begin()
-    d.db.update(rec.id, spec=spec, ncpus=rec.ncpus)
-    if not sp["left"]:
+    d.db.update(rec.id, spec=rec.job.stored()[0], ncpus=rec.ncpus)
+    if not sp.left:
         d.table.dequeue(rec)
         rec.reason = "every sub-task runs in pieces"
         d.table.save(rec, reason=rec.reason)
@@ -189,7 +169,7 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
 def _piece(
     d: Daemon,
     rec: Rec,
-    spec: dict[str, Any],
+    spec: JobSpec,
     st: StartTasks,
     widths: list[int],
     now: float,
@@ -199,31 +179,32 @@ def _piece(
     could not be taken in."""
     sp = rec.split
     assert sp is not None
-    c = int(sp["ncpus"])
+    c = sp.ncpus
     pid = d.new_ids(1)[0]
-    piece = {k: v for k, v in spec.items() if k != "split"}
-    task = {"n": sp["n"], "ncpus": c, "task_time": sp["task_time"]}
-    if sp.get("retries"):
-        task["retries"] = sp["retries"]
-    if sp.get("tasks"):  # the sizes and arguments of its own sub-tasks only
-        task["tasks"] = {str(i): sp["tasks"][i] for i in st.tasks}
-        args = spec.get("split_args") or []
-        piece["split_args"] = {str(i): args[i] for i in st.tasks if i < len(args)}
-    if devices:  # one chain: one sub-task's devices
-        piece["devices"] = sp["devices"]
-    piece.update(
+    task: dict[str, Any] = {"n": sp.n, "ncpus": c, "task_time": sp.task_time}
+    if sp.retries:
+        task["retries"] = sp.retries
+    split_args = spec.split_args
+    if sp.tasks:  # the sizes and arguments of its own sub-tasks only
+        task["tasks"] = {str(i): [sp.tasks[i].ncpus, sp.tasks[i].time] for i in st.tasks}
+        args = spec.split_args or []
+        split_args = {str(i): args[i] for i in st.tasks if i < len(args)}
+    piece = spec._replace(
         id=pid,
         ncpus=sum(widths),
         walltime=max(1, math.ceil(st.end - now)),
-        checkpoint="none",
+        checkpoint=Checkpoint.NONE,
         hold=False,
         depend="",
+        split=None,
         split_of=rec.id,
-        split_chains=[list(ch) for ch in st.chains],
-        split_widths=widths,
+        split_chains=tuple(tuple(ch) for ch in st.chains),
+        split_widths=tuple(widths),
         split_task=task,
-        stdout=f"{spec['stdout']}.{pid}",
-        stderr=f"{spec['stderr']}.{pid}",
+        split_args=split_args,
+        stdout=f"{spec.stdout}.{pid}",
+        stderr=f"{spec.stderr}.{pid}",
+        devices=sp.devices if devices else spec.devices,  # one chain: one sub-task's devices
     )
     pdir = d.spool.job_dir(rec.id)
     prec = d.take_in(
@@ -245,12 +226,11 @@ def _piece(
     return True
 
 
-def _wave(sp: dict[str, Any]) -> int:
+def _wave(sp: Split) -> int:
     """The cores the sub-tasks left need all at once."""
-    tasks = sp.get("tasks")
-    if tasks:
-        return sum(int(tasks[i][0]) for i in sp["left"])
-    return len(sp["left"]) * int(sp["ncpus"])
+    if sp.tasks:
+        return sum(sp.tasks[i].ncpus for i in sp.left or ())
+    return len(sp.left or ()) * sp.ncpus
 
 
 def pieces_of(d: Daemon, ids: list[int]) -> list[int]:
@@ -262,7 +242,7 @@ def pieces_of(d: Daemon, ids: list[int]) -> list[int]:
 def piece_ended(d: Daemon, piece: Rec, end: float) -> None:
     """A piece has ended: its parent ends too if it has nothing left and this was its last live piece."""
     parent = d.table.jobs.get(piece.split_of) if piece.split_of is not None else None
-    if parent is None or parent.split is None or parent.split.get("left"):
+    if parent is None or parent.split is None or parent.split.left:
         return
     if any(r.split_of == parent.id for r in d.table.jobs.values()):
         return

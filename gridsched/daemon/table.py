@@ -26,10 +26,11 @@ from gridsched.core.predict import RATIO_JOBS, run_ratio
 from gridsched.core.topology import Device
 from gridsched.core.tree import credit_limit, walltime_credit
 from gridsched.core.types import Running, Waiting
+from gridsched.daemon import transitions
 from gridsched.daemon.split import split_info
 from gridsched.host.devices import format_keys
-from gridsched.protocol.jobs import TERMINAL, JobState
-from gridsched.protocol.requests import JobSignal, parse_signal
+from gridsched.protocol.jobs import Checkpoint, JobState, Stop
+from gridsched.protocol.requests import JobSignal, JobSpec, Split
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.state import StateDB, usage
 from gridsched.protocol.usage import Usage
@@ -47,7 +48,7 @@ class Rec:
     ncpus: int
     walltime: int
     submit_time: float
-    checkpoint: str
+    checkpoint: Checkpoint
     state: JobState
     elapsed: float = 0.0
     lost: float = 0.0
@@ -62,7 +63,7 @@ class Rec:
     planned: float | None = None
     shepherd: int | None = None
     ticks: int | None = None
-    stop: str | None = None  # cancel | timeout | preempt
+    stop: Stop | None = None  # why it was told to stop
     kill_at: float | None = None
     deadline: float | None = None
     segments: list[dict[str, Any]] = field(default_factory=list)
@@ -74,8 +75,9 @@ class Rec:
     resources: tuple[tuple[str, int], ...] = ()  # floating resources (gsub -l)
     resv: int | None = None  # the reservation the job is bound to (gsub --reservation)
     array_id: int | None = None  # an array task: its array (gridsched.protocol.arrays)
+    array_index: int | None = None  # and its index in it
     array_max: int | None = None  # most tasks of that array running at once
-    split: dict[str, Any] | None = None  # a splittable job: n, ncpus, task_time, left (daemon/split.py)
+    split: Split | None = None  # a splittable job: its sub-tasks and those left (daemon/split.py)
     split_of: int | None = None  # a piece of a splittable job: that job's id
     begin: float | None = None  # not before this time (spec ``begin``)
     warn: JobSignal | None = None  # sent before the walltime ends (spec ``signal``)
@@ -96,7 +98,19 @@ class Rec:
     devices: tuple[tuple[str, int], ...] = ()
     dev_held: tuple[tuple[str, int], ...] = ()
     whole: bool = False
+    # the job's spec (its public part: the private part is read at launch); an array's tasks share one, of
+    # the array's id and no index (JobTable.share), which ``job`` makes the task's
+    spec: JobSpec | None = None
     _waiting: Waiting | None = None
+
+    @property
+    def job(self) -> JobSpec:
+        """The job's spec (its public part), which every record has."""
+        s = self.spec
+        assert s is not None
+        if s.id != self.id or s.array_index != self.array_index:
+            return s._replace(id=self.id, array_index=self.array_index)
+        return s
 
     def set_devices(self, keys: tuple[tuple[str, int], ...], machine_devices: tuple[Device, ...]) -> None:
         """The devices the job now holds (``()``: none)."""
@@ -106,7 +120,7 @@ class Rec:
     @property
     def keeps_devices(self) -> bool:
         """Preempted, it is suspended and keeps its devices (``--checkpoint suspend`` with devices)."""
-        return self.checkpoint == "suspend" and bool(self.dev_asks)
+        return self.checkpoint is Checkpoint.SUSPEND and bool(self.dev_asks)
 
     @property
     def suspended_on_devices(self) -> bool:
@@ -115,11 +129,11 @@ class Rec:
 
     @property
     def preemptable(self) -> bool:
-        return self.checkpoint != "none"
+        return self.checkpoint is not Checkpoint.NONE
 
     def remaining(self) -> float:
         """What is left of the user's walltime for the next segment."""
-        if self.checkpoint == "requeue":
+        if self.checkpoint is Checkpoint.REQUEUE:
             return float(self.walltime)
         return max(1.0, self.walltime - self.elapsed)
 
@@ -127,7 +141,7 @@ class Rec:
         """What is left of the job's own estimate (spec ``estimate``) for the next segment; None: none given."""
         if self.estimate is None:
             return None
-        if self.checkpoint == "requeue":
+        if self.checkpoint is Checkpoint.REQUEUE:
             return float(self.estimate)
         return max(1.0, self.estimate - self.elapsed)
 
@@ -231,9 +245,14 @@ class Rec:
         }
 
     @classmethod
-    def from_row(cls, row: dict[str, Any], machine_devices: tuple[Device, ...] = ()) -> Rec:
+    def from_row(
+        cls, row: dict[str, Any], machine_devices: tuple[Device, ...] = (), spec: JobSpec | None = None
+    ) -> Rec:
+        """The record of a job row; its spec (``spec``, the public part of the typed job, when the caller has it)
+        is decoded once (:meth:`JobSpec.from_spec`) and kept typed."""
         run = row["run"]
-        spec = row["spec"]
+        if spec is None:
+            spec = JobSpec.from_spec(row["spec"])
         rec = cls(
             id=row["id"],
             user=row["user"],
@@ -241,7 +260,7 @@ class Rec:
             ncpus=row["ncpus"],
             walltime=row["walltime"],
             submit_time=row["submit_time"],
-            checkpoint=spec.get("checkpoint", "none"),
+            checkpoint=spec.checkpoint,
             state=JobState(row["state"]),
             elapsed=row["elapsed"],
             lost=row["lost"],
@@ -254,60 +273,46 @@ class Rec:
             segments=row["segments"],
             name=row["name"],
             reason=row["reason"],
+            spec=spec,
         )
         try:
-            rec.deps = depend.parse(spec.get("depend") or "")
+            rec.deps = depend.parse(spec.depend)
         except depend.DependError:
             rec.deps = ()
         rec.segment = run.get("segment", 0)
         rec.start = run.get("start")
         rec.shepherd = run.get("shepherd")
         rec.ticks = run.get("ticks")
-        rec.stop = run.get("stop")
+        rec.stop = Stop(run["stop"]) if run.get("stop") else None
         rec.kill_at = run.get("kill_at")
         rec.deadline = run.get("deadline")
         rec.planned = run.get("planned")
-        rec.resources = tuple(sorted((spec.get("resources") or {}).items()))
-        rec.resv = spec.get("reservation")
-        rec.array_id = spec.get("array_id")
-        rec.array_max = spec.get("array_max")
-        rec.split = spec.get("split")
-        rec.split_of = spec.get("split_of")
+        rec.resources = spec.resources
+        rec.resv = spec.reservation
+        rec.array_id = spec.array_id
+        rec.array_index = spec.array_index
+        rec.array_max = spec.array_max
+        rec.split = spec.split
+        rec.split_of = spec.split_of
         rec.held = tuple(run.get("held") or ())
         rec.lent = [list(x) for x in run.get("lent") or ()]
-        rec.nice = _int(spec.get("nice"), 0)
-        rec.admin_prio = _int(spec.get("priority"), None)
-        rec.interactive = spec.get("interactive") is True
-        begin = spec.get("begin")
-        rec.begin = float(begin) if isinstance(begin, (int, float)) and not isinstance(begin, bool) else None
+        rec.nice = spec.nice
+        rec.admin_prio = spec.priority
+        rec.interactive = spec.interactive
+        rec.begin = spec.begin
         rec.warned = bool(run.get("warned"))
-        rec.mailed = _int(run.get("mailed"), 0)
-        est = spec.get("estimate")
-        rec.estimate = est if isinstance(est, int) and not isinstance(est, bool) and est > 0 else None
-        if isinstance(spec.get("signal"), str):
-            try:
-                rec.warn = parse_signal(spec["signal"])
-            except ValueError:
-                rec.warn = None
-        if spec.get("place") not in (None, "pack", "spread", "board"):
-            raise ValueError(f"unknown placement {spec.get('place')!r}")
-        if spec.get("place") or spec.get("threads_per_core") or spec.get("exclusive_board"):
-            rec.place = PlaceRequest(
-                rec.ncpus,
-                spec.get("place") or "pack",
-                int(spec.get("threads_per_core") or 0),
-                bool(spec.get("exclusive_board")),
-            )
-        if spec.get("devices"):
-            from gridsched.host.devices import asks_from_spec
-
-            rec.dev_asks = asks_from_spec(spec["devices"])
-            rec.whole = any(a.exclusive for a in rec.dev_asks)
-            rec.dev_slots = coredev.slots(rec.dev_asks, machine_devices)
-        if rec.split and rec.split.get("devices"):  # a wave of sub-tasks that ask for devices
+        rec.mailed = int(run.get("mailed") or 0)
+        rec.estimate = spec.estimate
+        rec.warn = spec.signal
+        if spec.placed:
+            rec.place = PlaceRequest(rec.ncpus, spec.place or "pack", spec.threads_per_core, spec.exclusive_board)
+        if spec.devices:
+            rec.dev_asks = spec.devices
+        if spec.split is not None and spec.split.devices:  # a wave of sub-tasks that ask for devices
             from gridsched.daemon.split import wave_asks
 
-            rec.dev_asks = wave_asks(rec.split, rec.ncpus)
+            rec.dev_asks = wave_asks(spec.split, rec.ncpus)
+        if rec.dev_asks:
             rec.whole = any(a.exclusive for a in rec.dev_asks)
             rec.dev_slots = coredev.slots(rec.dev_asks, machine_devices)
         if row.get("devices"):
@@ -315,11 +320,6 @@ class Rec:
 
             rec.set_devices(parse_keys(row["devices"]), machine_devices)
         return rec
-
-
-def _int(v: Any, default: int | None) -> Any:
-    """A whole number kept in a spec (checked at the boundary when it came in), else ``default``."""
-    return v if isinstance(v, int) and not isinstance(v, bool) else default
 
 
 class JobTable:
@@ -339,6 +339,7 @@ class JobTable:
         self.claims: list[int] = []  # ids the daemon took for itself (Spool.claim_ids), released once committed
         self.settled_claims: list[int] = []  # committed claims, released once the published table shows them
         self.devices: tuple[Device, ...] = ()  # the machine's devices (set by the daemon)
+        self.shared: dict[int, JobSpec] = {}  # each array's spec its tasks' records share (share)
         rows = db.conn.execute(
             "SELECT user, elapsed, walltime FROM jobs WHERE state = 'COMPLETED' ORDER BY end_time DESC LIMIT 5000"
         )
@@ -352,6 +353,17 @@ class JobTable:
         # fair share's input, loaded by the daemon with its half-life when fair share is weighted (load_usage)
         self.usage = Usage()
         self.half_life = 0.0
+
+    def share(self, rec: Rec) -> None:
+        """Let an array task's record hold its array's one spec (an array of a million tasks keeps one)."""
+        spec = rec.spec
+        if spec is None or spec.array_id is None:
+            return
+        key = spec._replace(id=spec.array_id, array_index=None)
+        shared = self.shared.get(spec.array_id)
+        if shared != key:
+            self.shared[spec.array_id] = shared = key
+        rec.spec = shared
 
     def load_usage(self, half_life: float) -> None:
         """Each user's decayed usage from the accounting table (fair share, gridsched.core.priority)."""
@@ -388,23 +400,25 @@ class JobTable:
             self.claims = []
         return ok
 
-    def spec(self, jid: int) -> dict[str, Any]:
+    def spec(self, jid: int) -> JobSpec:
         """A job's whole spec: the public part from its row, the private part from the daemon's own file."""
         from gridsched.daemon import jobfiles
 
         spec = dict(self.db.job(jid)["spec"])  # type: ignore[index]
         spec.update(jobfiles.read_private(self.spool.job_dir(jid)))
-        return spec
+        return JobSpec.from_spec(spec)
 
     # -- changes --------------------------------------------------------------------
-    def put(self, row: dict[str, Any]) -> Rec | None:
-        """A new job's whole row; its record, queued if it is pending (None for a job refused at once)."""
+    def put(self, row: dict[str, Any], spec: JobSpec | None = None) -> Rec | None:
+        """A new job's whole row (and its typed spec, when the caller has it); its record, queued if it is
+        pending (None for a job refused at once)."""
         self.begin()
         self.db.put(row)
         self.forecast_dirty = True
         if row["state"] == JobState.FAILED.value:
             return None
-        rec = Rec.from_row(row, self.devices)
+        rec = Rec.from_row(row, self.devices, spec)
+        self.share(rec)
         self.jobs[rec.id] = rec
         if rec.state is JobState.PENDING:
             self.enqueue(rec)
@@ -451,9 +465,8 @@ class JobTable:
         reason: str = "",
     ) -> None:
         """Record the job's terminal state; it leaves the live jobs and the queue."""
-        assert state in TERMINAL
+        transitions.end(rec, state)
         self.dequeue(rec)
-        rec.state = state
         rec.stop = None
         rec.deadline = None
         self.save(rec, end_time=end, exit_code=code, exit_signal=signal_, reason=reason, predicted_start=None)

@@ -62,8 +62,9 @@ from typing import TYPE_CHECKING, Any
 from gridsched.core import cpuset
 from gridsched.core.tree import ancestors, credit_spans
 from gridsched.core.types import CancelSubtree, Ended, HoldSubtree, Lent, Snapshot
-from gridsched.protocol.jobs import JobState
-from gridsched.protocol.requests import MAX_ID, Refused
+from gridsched.daemon import transitions
+from gridsched.protocol.jobs import JobState, Stop
+from gridsched.protocol.requests import MAX_ID, JobSpec, Refused
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -216,7 +217,7 @@ class Trees:
             for p, y in sorted(self.yielded.items())
         )
         ended = tuple(Ended(j, st, tuple(sorted(self._edges(j))), r) for j, (st, r) in sorted(self.fallen.items()))
-        ending = {j for j, r in jobs.items() if r.stop in ("cancel", "timeout", "overrun")}
+        ending = {j for j, r in jobs.items() if r.stop in (Stop.CANCEL, Stop.TIMEOUT, Stop.OVERRUN)}
         pending = snap.pending
         if ending:  # a job whose ancestor is being stopped does not start: it is about to be cancelled
             pending = tuple(w for w in pending if not ending.intersection(ancestors(parents, w.id)))
@@ -343,10 +344,7 @@ class Trees:
         for jid in dec.jobs:
             child = self.d.table.jobs.get(jid)
             if child is not None and child.state is JobState.PENDING and child.shepherd is None:
-                self.d.table.dequeue(child)
-                child.state = JobState.HELD
-                child.reason = dec.reason
-                self.d.table.save(child, reason=child.reason)
+                transitions.hold(self.d.table, child, dec.reason)
         log.info(
             "job %d %s: its subtree (%d jobs) is kept, pending ones held",
             dec.parent,
@@ -373,17 +371,15 @@ class Trees:
         row = self.d.db.conn.execute("SELECT uid, state, ncpus FROM jobs WHERE id = ?", (jid,)).fetchone()
         return None if row is None else {"uid": row[0], "state": row[1], "ncpus": row[2]}
 
-    def check_submit(self, job: dict[str, Any]) -> str | None:
-        """Why a submission's ``parent`` cannot be accepted, or None (see the module docstring)."""
-        if "parent" not in job or job["parent"] is None:
-            return None
-        pid = _job_id(job["parent"])
+    def check_submit(self, job: JobSpec) -> str | None:
+        """Why a checked submission's ``parent`` cannot be accepted, or None (see the module docstring)."""
+        pid = job.parent
         if pid is None:
-            return f"parent {job['parent']!r}: not a job id"
+            return None
         row = self._row(pid)
         if row is None:
             return f"parent {pid}: no such job"
-        if row["uid"] != job["uid"]:
+        if row["uid"] != job.uid:
             return f"parent {pid}: another user's job"
         if row["state"] in {s.value for s in ENDED_BADLY}:
             return f"parent {pid} ended {row['state']}"
@@ -392,9 +388,9 @@ class Trees:
             top = p
             seen.add(p)
         root = self._row(top) or row
-        if job["ncpus"] > root["ncpus"]:
-            return f"asks for {job['ncpus']} cores, its tree (root job {top}) has {root['ncpus']}"
-        self.parent[job["id"]] = pid
+        if job.ncpus > root["ncpus"]:
+            return f"asks for {job.ncpus} cores, its tree (root job {top}) has {root['ncpus']}"
+        self.parent[job.id] = pid
         return None
 
     def ended(self, rec: Rec, state: JobState, end_time: float) -> None:

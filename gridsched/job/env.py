@@ -16,10 +16,15 @@ Standard library only: the daemon calls this for every job start.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gridsched.protocol.requests import JobSpec
 
 PRIVATE_PREFIX = "gridsched."  # a job's private directory is BASE/gridsched.JOBID.RANDOM
 QUEUE = "batch"  # the one queue (PBS_QUEUE) and partition (SLURM_JOB_PARTITION)
@@ -270,6 +275,78 @@ def job_environment(
     return env
 
 
+@dataclass(frozen=True, slots=True)
+class Start:
+    """What the daemon decided for one start of a job, beside its spec."""
+
+    ncpus: int  # its cores (a splittable job's: one wave)
+    walltime: int  # seconds
+    cores: str  # the cores it is pinned to (GS_CORES)
+    host_cpus: str  # the host CPUs under them (GS_HOST_CPUS)
+    restarts: int
+    job_dir: str  # the daemon's directory of the job (its checkpoint/ is in it)
+    spool: str
+    host: str = "localhost"
+    devices: Mapping[str, str] = field(default_factory=dict)  # the variables of its devices (host.devices)
+
+
+def job_of(spec: JobSpec, start: Start) -> Job:
+    """What the environment of this start of the job ``spec`` is made from."""
+    return Job(
+        id=spec.id,
+        name=spec.name,
+        user=spec.user,
+        uid=spec.uid,
+        ncpus=start.ncpus,
+        submit_dir=spec.submit_dir or spec.workdir,
+        submit_env=dict(spec.env),
+        ntasks=spec.ntasks,
+        cpus_per_task=spec.cpus_per_task,
+        mem=spec.mem,
+        restarts=start.restarts,
+        array_id=spec.array_id,
+        array_index=spec.array_index,
+        host=start.host,
+    )
+
+
+def environment(spec: JobSpec, start: Start, private: Private | None, compat: bool) -> dict[str, str]:
+    """The whole environment of one start of the job ``spec``: what it has of its submitting environment,
+    its array variables, its ``GS_*`` variables, the compatibility names with ``compat``, its devices'.
+
+    The array variables are computed here from the task's ``array_range``; a task taken in by an earlier
+    release has them in its ``env`` already (and no ``array_range``)."""
+    job = job_of(spec, start)
+    gs = dict(
+        GS_JOBID=str(spec.id),
+        GS_JOBNAME=spec.name,
+        GS_NCPUS=str(start.ncpus),
+        GS_CORES=start.cores,
+        GS_HOST_CPUS=start.host_cpus,
+        GS_SUBMIT_DIR=job.submit_dir,
+        GS_CHECKPOINT_DIR=os.path.join(start.job_dir, "checkpoint"),
+        GS_RESTART_COUNT=str(start.restarts),
+        GS_CHECKPOINT_MODE=spec.checkpoint.value,
+        GS_WALLTIME=str(start.walltime),
+        GS_SPOOL=start.spool,
+    )
+    base = dict(job.submit_env)
+    if spec.array_id is not None and spec.array_index is not None and spec.array_range:
+        base.update(array_vars(spec.array_id, spec.array_index, array_shape(spec.array_range), compat))
+    env = job_environment(base, gs, job, private, compat, False, dict(spec.env_set))
+    env.update(start.devices)
+    return env
+
+
+@functools.lru_cache(maxsize=256)
+def array_shape(text: str) -> tuple[int, int, int, int]:
+    """The number of tasks, first and last index and step (:func:`array_step`) of the array range ``text``."""
+    from gridsched.protocol.arrays import parse
+
+    indices = parse(text, 1 << 62).indices
+    return len(indices), indices[0], indices[-1], array_step(indices)
+
+
 def array_step(indices: tuple[int, ...]) -> int:
     """The step of an array's indices (1 unless they are evenly spaced)."""
     if len(indices) < 2:
@@ -283,22 +360,29 @@ def array_env(
 ) -> dict[str, str]:
     """The variables that tell an array task who it is (and the Slurm, PBS and Grid Engine names with
     ``compat``); ``step``: the array's :func:`array_step`, when the caller has it already."""
+    shape = (len(indices), indices[0], indices[-1], array_step(indices) if step is None else step)
+    return array_vars(array_id, index, shape, compat)
+
+
+def array_vars(array_id: int, index: int, shape: tuple[int, int, int, int], compat: bool) -> dict[str, str]:
+    """:func:`array_env` of an array of :func:`array_shape` ``shape``."""
+    count, first, last, step = shape
     aid, idx = str(array_id), str(index)
-    env = {"GS_ARRAY_JOB_ID": aid, "GS_ARRAY_TASK_ID": idx, "GS_ARRAY_TASK_COUNT": str(len(indices))}
+    env = {"GS_ARRAY_JOB_ID": aid, "GS_ARRAY_TASK_ID": idx, "GS_ARRAY_TASK_COUNT": str(count)}
     if compat:
-        step_text = str(array_step(indices) if step is None else step)
+        step_text = str(step)
         env.update(
             SLURM_ARRAY_JOB_ID=aid,
             SLURM_ARRAY_TASK_ID=idx,
-            SLURM_ARRAY_TASK_COUNT=str(len(indices)),
-            SLURM_ARRAY_TASK_MIN=str(indices[0]),
-            SLURM_ARRAY_TASK_MAX=str(indices[-1]),
+            SLURM_ARRAY_TASK_COUNT=str(count),
+            SLURM_ARRAY_TASK_MIN=str(first),
+            SLURM_ARRAY_TASK_MAX=str(last),
             SLURM_ARRAY_TASK_STEP=step_text,
             PBS_ARRAY_INDEX=idx,
             PBS_ARRAYID=idx,
             SGE_TASK_ID=idx,
-            SGE_TASK_FIRST=str(indices[0]),
-            SGE_TASK_LAST=str(indices[-1]),
+            SGE_TASK_FIRST=str(first),
+            SGE_TASK_LAST=str(last),
             SGE_TASK_STEPSIZE=step_text,
         )
     return env

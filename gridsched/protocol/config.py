@@ -17,12 +17,12 @@ from typing import Any, TypeVar
 from gridsched.core import cpuset
 from gridsched.core.params import BackfillOrder, Params, Policy, Predictor, PriorityParams, YieldAffinity
 from gridsched.core.units import UnitError, format_duration, parse_duration
+from gridsched.protocol.jobs import CHECKPOINT_MODES, Checkpoint
 
 E = TypeVar("E", bound=Enum)
 
 PACKAGED = Path(__file__).parents[1] / "data" / "gridsched.toml"
 SYSTEM = Path("/etc/gridsched/gridsched.toml")
-CHECKPOINT_MODES = ("none", "signal", "suspend", "requeue")
 MAX_PROCESSES = 4_194_304  # the kernel's largest pid_max
 
 
@@ -38,7 +38,7 @@ class Config:
     max_walltime: int
     default_ncpus: int
     kill_grace: int
-    checkpoint: str
+    checkpoint: Checkpoint
     checkpoint_signal: str
     checkpoint_grace: int
     cores: int
@@ -404,7 +404,7 @@ def _jobs(r: _Tables) -> dict[str, Any]:
         max_walltime=max_wt,
         default_ncpus=ncpus,
         kill_grace=duration("jobs", "kill_grace"),
-        checkpoint=ckpt,
+        checkpoint=Checkpoint(ckpt),
         checkpoint_signal=sig,
         checkpoint_grace=duration("jobs", "checkpoint_grace"),
         cancel_never_satisfied=get("jobs", "cancel_never_satisfied", bool),

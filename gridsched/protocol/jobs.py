@@ -6,7 +6,18 @@ from enum import Enum
 from typing import Any
 
 
-class JobState(str, Enum):
+class _Text(str, Enum):
+    """A str-valued enum whose members print as their value: stored, printed and compared as the plain text
+    (``JobState.RUNNING == "RUNNING"``), so the spool, the state db and the JSON they hold are unchanged."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class JobState(_Text):
     PENDING = "PENDING"
     HELD = "HELD"
     RUNNING = "RUNNING"
@@ -29,11 +40,34 @@ TERMINAL = frozenset(
 ACTIVE = frozenset({JobState.RUNNING, JobState.STOPPING})
 
 
-class Checkpoint(str, Enum):
+class Checkpoint(_Text):
+    """How a job is preempted: told to save its state and rerun from it (``signal``), stopped and continued
+    (``suspend``), rerun from the start (``requeue``), or never (``none``)."""
+
     NONE = "none"
     SIGNAL = "signal"
     SUSPEND = "suspend"
     REQUEUE = "requeue"
+
+    @property
+    def reruns(self) -> bool:
+        """Preempted, the job is run again (from its checkpoint or from the start)."""
+        return self in RERUN_MODES
+
+
+class Stop(_Text):
+    """Why the daemon told a running job to stop (kept in its run info until it has exited)."""
+
+    CANCEL = "cancel"  # gdel
+    TIMEOUT = "timeout"  # its walltime ended
+    OVERRUN = "overrun"  # backfilled on its own estimate, it overran it while the head job waited
+    PREEMPT = "preempt"  # preempted for the head job (checkpoint or requeue)
+    REQUEUE = "requeue"  # grequeue
+    RESVEND = "resvend"  # its reservation ended
+
+
+CHECKPOINT_MODES = tuple(m.value for m in Checkpoint)
+WAITING = frozenset({JobState.PENDING, JobState.HELD})
 
 
 # Exit status a job in `signal` mode uses to say "I saved my state, restart me"
@@ -72,7 +106,7 @@ SPEC_KEYS = {
 # Why grequeue (the command and the daemon) refuses a grun job.
 GRUN_NOT_REQUEUED = "a grun job cannot be requeued: its rerun could not reconnect to grun"
 # Checkpoint modes that rerun a job: a grun job (spec ``interactive``) takes neither.
-RERUN_MODES = ("signal", "requeue")
+RERUN_MODES = (Checkpoint.SIGNAL, Checkpoint.REQUEUE)
 
 
 def change_refused(spec: dict[str, Any], changes: dict[str, Any]) -> str | None:
@@ -111,6 +145,8 @@ SPEC_OPTIONAL_KEYS = {
     "array_id": "int: the array a task belongs to (the job id of its first task)",
     "array_index": "int: the task's index in its array",
     "array_max": "int: most tasks of the array running at once (the %MAX of the range)",
+    "array_range": "str: the array's range (canonical), from which the task's array variables are computed at "
+    "each start (a task taken in by an earlier release has them in env instead)",
     "split": "dict: a splittable job (gsub --split): n sub-tasks of ncpus cores and task_time seconds each; "
     "or (gsub --split-file) tasks, one [ncpus, seconds, args] each, ncpus and task_time then the largest; "
     "retries (gsub --split-retries); the daemon adds left, the indices not yet run or taken out, and moves "

@@ -10,6 +10,8 @@ code with its meaning.
 
 from __future__ import annotations
 
+from gridsched.protocol.jobs import WAITING, JobState
+
 # The value of each :class:`~gridsched.core.types.WaitKind` -> (squeue's code,
 # its meaning for gstat(1)).  Keyed by the value so that gstat need not import
 # the core's types (tests check that every kind has its row).
@@ -36,9 +38,9 @@ HELD_ADMIN = "JobHeldAdmin"
 
 def kind_of(state: str, reason: str) -> str | None:
     """The kind of wait (a WaitKind value) the reason a pending or held job carries tells; None when it tells none."""
-    if state == "HELD":
+    if state == JobState.HELD:
         return "Held"
-    if state != "PENDING" or not reason:
+    if state != JobState.PENDING or not reason:
         return None
     word, colon, _ = reason.partition(": ")
     if colon and word in ("Resources", "Licenses", "Priority", "Reservation"):
@@ -66,7 +68,7 @@ def code(state: str, reason: str) -> str:
     """squeue's REASON for a job in ``state`` that carries ``reason``: ``None`` when nothing holds it back."""
     kind = kind_of(state, reason)
     if kind is None:
-        return "None" if state in ("PENDING", "HELD") else ""
+        return "None" if state in WAITING else ""
     if kind == "Held" and "admin" in reason:
         return HELD_ADMIN
     return CODES[kind][0]

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gridsched.core import cpuset, depend
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
-from gridsched.protocol.jobs import RERUN_MODES
+from gridsched.protocol.jobs import CHECKPOINT_MODES, PRIVATE_KEYS, RERUN_MODES, Checkpoint
 from gridsched.protocol.text import shown
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
@@ -57,7 +57,6 @@ MAX_TEXT = 4096  # bytes of other free text (dependency spec, array range, reaso
 MAX_UID = (1 << 32) - 2
 MAX_TASK_ARGS = 256  # arguments of one sub-task of a split file
 MAX_RETRIES = 100  # runs again of a failed sub-task
-CHECKPOINT_MODES = ("none", "signal", "suspend", "requeue")
 PLACES = ("pack", "spread", "board")
 SUBMIT_PREFIX = "submit-"
 _ID_NAME = re.compile(r"submit-([0-9]{10,16})\.json\Z")
@@ -101,6 +100,45 @@ class Split(NamedTuple):
     tasks: tuple[SubTask, ...] = ()
     retries: int = 0
     devices: tuple[DeviceAsk, ...] = ()  # each sub-task's own devices (gsub --split N --gpus-per-task G)
+    # taken in by the daemon: the sub-tasks not yet run or taken out (their arguments are then the spec's
+    # split_args, the owner's, and ``tasks`` keep their sizes alone); None: as submitted
+    left: tuple[int, ...] | None = None
+
+    def to_spec(self) -> dict[str, Any]:
+        """The ``split`` of a job's spec."""
+        sp: dict[str, Any] = {"n": self.n, "ncpus": self.ncpus, "task_time": self.task_time}
+        if self.left is not None:
+            sp["left"] = list(self.left)
+        if self.retries:
+            sp["retries"] = self.retries
+        if self.tasks:
+            kept = self.left is not None  # the daemon's copy: sizes only
+            sp["tasks"] = [[t.ncpus, t.time] if kept else [t.ncpus, t.time, list(t.args)] for t in self.tasks]
+        if self.devices:
+            from gridsched.host.devices import asks_to_spec
+
+            sp["devices"] = asks_to_spec(self.devices)
+        return sp
+
+    @classmethod
+    def from_spec(cls, sp: Mapping[str, Any]) -> Split:
+        """The inverse of :meth:`to_spec` (a spec written by this release or the previous one)."""
+        tasks = tuple(SubTask(int(t[0]), int(t[1]), tuple(t[2]) if len(t) > 2 else ()) for t in sp.get("tasks") or ())
+        devices: tuple[DeviceAsk, ...] = ()
+        if sp.get("devices"):
+            from gridsched.host.devices import asks_from_spec
+
+            devices = asks_from_spec(sp["devices"])
+        left = sp.get("left")
+        return cls(
+            int(sp["n"]),
+            int(sp["ncpus"]),
+            int(sp["task_time"]),
+            tasks,
+            int(sp.get("retries") or 0),
+            devices,
+            None if left is None else tuple(left),
+        )
 
 
 class JobSignal(NamedTuple):
@@ -259,7 +297,7 @@ class JobSpec(NamedTuple):
     ncpus: int
     walltime: int
     mem: int | None
-    checkpoint: str
+    checkpoint: Checkpoint
     hold: bool
     depend: str
     script: str
@@ -297,9 +335,129 @@ class JobSpec(NamedTuple):
     mail_user: tuple[str, ...] = ()  # mail recipients (sbatch --mail-user); none: the job's owner
     get_user_env: UserEnv | None = None  # start from the owner's login environment (sbatch --get-user-env)
     interactive: bool = False  # a grun job: its streams go to the grun that waits for it; never rerun
+    # set by the daemon (never by a request): an array's task, a piece of a splittable job
+    array_id: int | None = None  # the array a task belongs to (the id of its first task)
+    array_index: int | None = None  # the task's index in its array
+    array_max: int | None = None  # most tasks of the array running at once (the %MAX of its range)
+    array_range: str | None = None  # the array's range, from which its variables are computed at each start
+    split_of: int | None = None  # a piece: the splittable job its sub-tasks were taken from
+    split_chains: tuple[tuple[int, ...], ...] = ()  # a piece's sub-task indices, one tuple per chain
+    split_widths: tuple[int, ...] = ()  # the cores of each of a piece's chains
+    split_task: Mapping[str, Any] | None = None  # a piece's sub-tasks, as gridsched.job.subtasks reads them
+    split_args: Any = None  # each sub-task's own arguments (private): a list, or a piece's index -> list
+
+    @classmethod
+    def from_spec(cls, data: Mapping[str, Any]) -> JobSpec:
+        """The job of a spec the daemon keeps (the inverse of :meth:`to_spec`): the job table's public part,
+        with or without the private part (absent, its fields are empty).
+
+        Only what the boundary (:func:`parse`) or the daemon wrote is read here, so nothing is checked again;
+        a key a spec of this release or the previous one lacks takes its default.
+        """
+        g = data.get
+        sig = g("signal")
+        warn: JobSignal | None = None
+        if sig:
+            try:
+                warn = parse_signal(str(sig))
+            except ValueError:
+                warn = None
+        uenv = g("get_user_env")
+        devices: tuple[DeviceAsk, ...] = ()
+        if g("devices"):
+            from gridsched.host.devices import asks_from_spec
+
+            devices = asks_from_spec(data["devices"])
+        placed = g("place") is not None or g("threads_per_core") or g("exclusive_board")
+        reservation = g("reservation")
+        return cls(
+            id=int(data["id"]),
+            name=str(g("name") or ""),
+            user=str(g("user") or ""),
+            uid=int(g("uid", -1)),
+            gid=int(g("gid", -1)),
+            ncpus=int(data["ncpus"]),
+            walltime=int(data["walltime"]),
+            mem=g("mem"),
+            checkpoint=Checkpoint(g("checkpoint") or "none"),
+            hold=bool(g("hold")),
+            depend=str(g("depend") or ""),
+            script=str(g("script") or ""),
+            args=tuple(g("args") or ()),
+            workdir=str(g("workdir") or ""),
+            stdout=str(g("stdout") or ""),
+            stderr=str(g("stderr") or ""),
+            env=tuple((g("env") or {}).items()),
+            submit_time=float(g("submit_time") or 0.0),
+            submit_dir=str(g("submit_dir") or g("workdir") or ""),
+            umask=int(g("umask", 0o022)),
+            parent=g("parent"),
+            recoverable=g("recoverable") is True,
+            resources=tuple(sorted((g("resources") or {}).items())),
+            reservation=reservation,
+            wait_resv=bool(g("wait_resv")) if reservation is not None else False,
+            array=g("array"),
+            split=Split.from_spec(data["split"]) if g("split") else None,
+            place=(g("place") or "pack") if placed else None,
+            threads_per_core=int(g("threads_per_core") or 0),
+            exclusive_board=bool(g("exclusive_board")),
+            begin=None if g("begin") is None else float(data["begin"]),
+            shell=g("shell"),
+            open_mode=g("open_mode"),
+            devices=devices,
+            ntasks=g("ntasks"),
+            cpus_per_task=g("cpus_per_task"),
+            signal=warn,
+            estimate=g("estimate"),
+            nice=int(g("nice") or 0),
+            priority=g("priority"),
+            env_set=tuple((g("env_set") or {}).items()),
+            exclusive=g("exclusive") is True,
+            mail_type=tuple(x for x in str(g("mail_type") or "").split(",") if x),
+            mail_user=tuple(g("mail_user") or ()),
+            get_user_env=parse_user_env(str(uenv)) if uenv else None,
+            interactive=g("interactive") is True,
+            array_id=g("array_id"),
+            array_index=g("array_index"),
+            array_max=g("array_max"),
+            array_range=g("array_range"),
+            split_of=g("split_of"),
+            split_chains=tuple(tuple(c) for c in g("split_chains") or ()),
+            split_widths=tuple(g("split_widths") or ()),
+            split_task=g("split_task"),
+            split_args=g("split_args"),
+        )
+
+    @property
+    def placed(self) -> bool:
+        """It has a mapping requirement (``place``, taken as ``pack`` when unset, ``threads_per_core`` or
+        ``exclusive_board``)."""
+        return self.place is not None or bool(self.threads_per_core) or self.exclusive_board
+
+    def public(self) -> JobSpec:
+        """The job without its private part (what the job table shows of it; the daemon's records keep this)."""
+        return self._replace(
+            script="",
+            args=(),
+            workdir="",
+            stdout="",
+            stderr="",
+            env=(),
+            submit_dir="",
+            env_set=(),
+            split_args=None,
+        )
+
+    def stored(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The job's spec as the daemon stores it: the public part (the job table's ``spec``) and the private
+        part (the job's own file), without the script (a file of its own)."""
+        spec = self.to_spec()
+        del spec["script"]
+        return spec, {k: spec.pop(k) for k in PRIVATE_KEYS if k in spec}
 
     def to_spec(self) -> dict[str, Any]:
-        """The job's spec as the daemon keeps it: every required key, the optional ones only when set."""
+        """The job's spec as the daemon keeps it (and as a submit request carries it): every required key, the
+        optional ones only when set.  The one encoder of a job; :meth:`from_spec` reads it back."""
         spec: dict[str, Any] = {
             "id": self.id,
             "name": self.name,
@@ -363,16 +521,7 @@ class JobSpec(NamedTuple):
         if self.interactive:
             spec["interactive"] = True
         if self.split is not None:
-            sp: dict[str, Any] = {"n": self.split.n, "ncpus": self.split.ncpus, "task_time": self.split.task_time}
-            if self.split.tasks:
-                sp["tasks"] = [[t.ncpus, t.time, list(t.args)] for t in self.split.tasks]
-            if self.split.retries:
-                sp["retries"] = self.split.retries
-            if self.split.devices:
-                from gridsched.host.devices import asks_to_spec
-
-                sp["devices"] = asks_to_spec(self.split.devices)
-            spec["split"] = sp
+            spec["split"] = self.split.to_spec()
         if self.place is not None or self.threads_per_core or self.exclusive_board:
             spec.update(
                 place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
@@ -381,6 +530,22 @@ class JobSpec(NamedTuple):
             from gridsched.host.devices import asks_to_spec
 
             spec["devices"] = asks_to_spec(self.devices)
+        if self.array_id is not None:
+            spec.update(array_id=self.array_id, array_index=self.array_index)
+        if self.array_max is not None:
+            spec["array_max"] = self.array_max
+        if self.array_range is not None:
+            spec["array_range"] = self.array_range
+        if self.split_of is not None:
+            spec["split_of"] = self.split_of
+        if self.split_chains:
+            spec["split_chains"] = [list(c) for c in self.split_chains]
+        if self.split_widths:
+            spec["split_widths"] = list(self.split_widths)
+        if self.split_task is not None:
+            spec["split_task"] = self.split_task
+        if self.split_args is not None:
+            spec["split_args"] = self.split_args
         return spec
 
 
@@ -499,7 +664,7 @@ class Changes(NamedTuple):
     ncpus: int | None = None
     walltime: int | None = None
     mem: int | None = None
-    checkpoint: str | None = None
+    checkpoint: Checkpoint | None = None
     depend: str | None = None  # "" clears the dependencies
     reservation: int | None = None
     begin: float | None = None
@@ -846,7 +1011,7 @@ def _job(f: _Fields, new_id: int, sender: Sender) -> JobSpec:
         ncpus=ncpus,
         walltime=walltime,
         mem=mem,
-        checkpoint=checkpoint,
+        checkpoint=Checkpoint(checkpoint),
         hold=hold,
         depend=depend.normalize(deps),
         script=script,
@@ -1293,7 +1458,7 @@ def _changes(f: _Fields) -> Changes:
         ncpus=f.integer("ncpus", 1, MAX_COUNT, required=False),
         walltime=f.integer("walltime", 1, MAX_SECONDS, required=False),
         mem=f.integer("mem", 1, MAX_BYTES, required=False),
-        checkpoint=checkpoint,
+        checkpoint=None if checkpoint is None else Checkpoint(checkpoint),
         depend=dep_text,
         reservation=f.integer("reservation", 1, MAX_ID, required=False),
         begin=f.number("begin", 0, MAX_TIME, required=False),

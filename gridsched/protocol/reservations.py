@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.core import cpuset
 from gridsched.core.units import UnitError, format_duration, parse_duration
+from gridsched.protocol.jobs import ACTIVE
 from gridsched.protocol.spool import Spool
 
 if TYPE_CHECKING:
@@ -346,7 +347,7 @@ def in_use(resv: Mapping[str, Any], jobs: Iterable[Mapping[str, Any]]) -> tuple[
     res: dict[str, int] = {}
     for j in jobs:
         spec = j.get("spec") or {}
-        if spec.get("reservation") == resv["id"] and j["state"] in ("RUNNING", "STOPPING"):
+        if spec.get("reservation") == resv["id"] and j["state"] in ACTIVE:
             n += j["ncpus"]
             for k, v in (spec.get("resources") or {}).items():
                 res[k] = res.get(k, 0) + v

@@ -11,6 +11,7 @@ from typing import Any
 
 from gridsched.core import depend
 from gridsched.protocol import requests as rq
+from gridsched.protocol.jobs import WAITING, JobState
 from gridsched.submission.submit import never_runs
 
 # The states in which a job can be changed, and those of a finished job.
@@ -35,7 +36,7 @@ def alter_array_refused(
     max_walltime: int,
 ) -> str | None:
     """Why the pending tasks of the array whose rows are ``tasks`` cannot take ``changes``, or None."""
-    pending = [t for t in tasks if t["state"] in ("PENDING", "HELD")]
+    pending = [t for t in tasks if t["state"] in WAITING]
     why = _owner(tasks[0], sender) or (None if pending else "no task is pending")
     for t in pending:
         why = why or alter_refused(t, changes, everyone, sender, machine, max_walltime)
@@ -57,7 +58,7 @@ def alter_refused(
     state = job["state"]
     if state not in LIVE:
         return f"is {state}: only pending, held or running jobs can be changed"
-    if state == "RUNNING":
+    if state == JobState.RUNNING:
         if set(changes) != {"walltime"}:
             return "is RUNNING: only its walltime can change"
         if changes["walltime"] > job["walltime"] and not sender.admin:
@@ -68,7 +69,9 @@ def alter_refused(
     spec.setdefault("ncpus", job["ncpus"])
     from gridsched.protocol.jobs import change_refused
 
-    why = change_refused(job.get("spec") or job, changes) or never_runs(machine, max_walltime, spec)
+    why = change_refused(job.get("spec") or job, changes) or never_runs(
+        machine, max_walltime, rq.JobSpec.from_spec(spec)
+    )
     if why:
         return why
     if "depend" in changes:
@@ -99,7 +102,7 @@ def requeue_refused(job: dict[str, Any] | None, uid: int, admin: bool) -> str | 
         from gridsched.protocol.jobs import GRUN_NOT_REQUEUED
 
         return GRUN_NOT_REQUEUED
-    if state == "RUNNING":
+    if state == JobState.RUNNING:
         return None
     if state in FINISHED:
         if not job.get("segments"):

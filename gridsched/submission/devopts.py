@@ -4,9 +4,12 @@ definition, and the ``devices`` of a job's spec they make, checked against the m
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from gridsched.core.devices import DeviceAsk
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,8 +64,20 @@ def asked(p: dict[str, Any]) -> bool:
 
 def device_spec(cfg: Any, machine: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
     """The spec's ``devices`` for the options in ``p``; raises ``ValueError`` with the line gsub prints."""
+    from gridsched.host.devices import asks_to_spec
+
+    asks, extra = device_asks(cfg, machine, p)
+    out = asks_to_spec(asks)
+    if extra:
+        out[0].update(extra)
+    return out
+
+
+def device_asks(cfg: Any, machine: Any, p: dict[str, Any]) -> tuple[list[DeviceAsk], dict[str, int]]:
+    """The devices the options in ``p`` ask for, checked against ``machine``, and the ``per_task`` and ``tasks``
+    of --gpus-per-task (empty without it); raises ``ValueError`` with the line gsub prints."""
     from gridsched.core.devices import DeviceAsk
-    from gridsched.host.devices import AskError, asks_to_spec, parse_gpus, parse_gres, refusal
+    from gridsched.host.devices import AskError, parse_gpus, parse_gres, refusal
 
     asks: list[DeviceAsk] = []
     bind = p.get("gpu_bind") or "closest"
@@ -96,7 +111,4 @@ def device_spec(cfg: Any, machine: Any, p: dict[str, Any]) -> list[dict[str, Any
     why = refusal(asks, machine.devices)
     if why:
         raise ValueError(why)
-    out = asks_to_spec(asks)
-    if extra:
-        out[0].update(extra)
-    return out
+    return asks, extra

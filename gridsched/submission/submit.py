@@ -957,33 +957,25 @@ def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = 
         delay = min(delay * 1.5, WAIT_MAX)
 
 
-def never_runs(machine: Any, max_walltime: int, spec: dict[str, Any]) -> str | None:
-    """Why a job of ``spec`` (as the daemon keeps it) can never run on ``machine``, or None: the checks of a
-    submission the daemon makes, and galter before it asks for a change."""
+def never_runs(machine: Any, max_walltime: int, job: rq.JobSpec) -> str | None:
+    """Why ``job`` can never run on ``machine``, or None: the checks of a submission the daemon makes, and
+    galter before it asks for a change."""
     from gridsched.core.feasible import infeasible
     from gridsched.core.placement import Request, never_fits
 
-    ncpus = spec["ncpus"]
-    bad = infeasible(ncpus, machine.ncores)
-    if bad is None and (spec.get("place") is not None or spec.get("threads_per_core") or spec.get("exclusive_board")):
-        req = Request(
-            ncpus, spec.get("place") or "pack", spec.get("threads_per_core") or 0, bool(spec.get("exclusive_board"))
-        )
-        why = never_fits(machine, req)
+    bad = infeasible(job.ncpus, machine.ncores)
+    if bad is None and job.placed:
+        why = never_fits(machine, Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board))
         bad = f"can never run: {why}" if why else None
-    if bad is None and spec.get("mem"):
-        why = too_much_memory(spec["mem"], machine_memory(machine))
+    if bad is None and job.mem:
+        why = too_much_memory(job.mem, machine_memory(machine))
         bad = f"can never run: it {why}" if why else None
-    if bad is None and spec.get("devices"):
-        from gridsched.host.devices import asks_from_spec, refusal
+    for asks in (job.devices, job.split.devices if job.split is not None else ()):
+        if bad is None and asks:
+            from gridsched.host.devices import refusal
 
-        why = refusal(asks_from_spec(spec["devices"]), machine.devices)
-        bad = f"can never run: {why}" if why else None
-    if bad is None and (spec.get("split") or {}).get("devices"):
-        from gridsched.host.devices import asks_from_spec, refusal
-
-        why = refusal(asks_from_spec(spec["split"]["devices"]), machine.devices)
-        bad = f"can never run: {why}" if why else None
-    if bad is None and spec["walltime"] > max_walltime:
+            why = refusal(asks, machine.devices)
+            bad = f"can never run: {why}" if why else None
+    if bad is None and job.walltime > max_walltime:
         bad = "walltime longer than the maximum"
     return bad

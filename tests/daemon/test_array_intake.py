@@ -88,7 +88,7 @@ def check_whole(d: Daemon, first: int, n: int) -> None:
     assert [by_index[i]["id"] for i in range(n)] == list(range(first, first + n)), "ids as they would have been"
     for i in (0, n // 2, n - 1):
         r = by_index[i]
-        assert d.table.spec(r["id"])["stdout"] == task_path("/tmp/o-%j-%a", r["id"], i) == f"/tmp/o-{r['id']}-{i}"
+        assert d.table.spec(r["id"]).stdout == task_path("/tmp/o-%j-%a", r["id"], i) == f"/tmp/o-{r['id']}-{i}"
 
 
 def test_a_large_array_is_taken_in_over_bounded_turns_and_others_are_served_between(stub_daemon):
@@ -247,3 +247,20 @@ def test_small_arrays_are_taken_in_whole_with_their_requests_within_a_turn_s_sha
     for k in range(1, 20):
         d.turn(t + k, scan=True)
     assert len(tasks(d, small[4])) == arrays.WHOLE_PER_TURN // 4
+
+
+def test_an_arrays_tasks_share_one_spec_and_each_reads_as_its_own(stub_daemon):
+    """The records of an array's tasks hold its one spec (a large array costs one), before and after a restart;
+    each task's spec, as read and written back, is its own (id, index)."""
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    first = submit(d, t, array="0-9:3", hold=True)
+    turns_until(d, t, lambda: first not in d.intakes)
+    for k in range(2):
+        again = d if k == 0 else restart(d, False)
+        recs = [r for r in again.table.jobs.values() if r.array_id == first]
+        assert len(recs) == 4 and len({id(r.spec) for r in recs}) == 1
+        for r in recs:
+            assert (r.job.id, r.job.array_index) == (r.id, r.array_index)
+            assert r.job.stored()[0] == again.db.job(r.id)["spec"]
+        assert sorted(r.array_index for r in recs) == [0, 3, 6, 9]

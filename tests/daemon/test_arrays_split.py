@@ -90,3 +90,15 @@ def test_split_job_fills_the_window_before_a_blocked_head(make_gs):
     starts = Counter(idx for _, what, idx, _ in events(log) if what == "start")
     assert starts == Counter(str(i) for i in range(16))  # every sub-task exactly once
     assert rows[s]["split"]["done"] == 16 and rows[s]["split"]["left"] == 0
+    # the job table (which every user reads) never gets the owner's environment, arguments or paths of the
+    # job its pieces were taken from
+    import sqlite3
+
+    from gridsched.protocol.jobs import PRIVATE_KEYS
+
+    con = sqlite3.connect(gs.spool / "state.db")
+    try:
+        spec = json.loads(con.execute("SELECT spec FROM jobs WHERE id = ?", (s,)).fetchone()[0])
+    finally:
+        con.close()
+    assert not set(spec) & set(PRIVATE_KEYS)

@@ -124,3 +124,11 @@ def test_a_placement_no_board_can_hold_is_refused_naming_the_largest_board(stub_
     assert job["reason"] == "can never run: --place board: no board has 5 cores (largest: 4)"
     ok = submit(d, ncpus=4, place="board")
     assert d.db.job(ok)["state"] == "PENDING"
+
+
+def test_a_requirement_without_place_is_the_jobs_in_its_record_at_once(daemon):
+    """--threads-per-core or --exclusive-board without --place is a pack requirement, as it is read again."""
+    nid = submit(daemon, threads_per_core=1, exclusive_board=True)
+    req = daemon.table.jobs[nid].place
+    assert req is not None and (req.place, req.threads_per_core, req.exclusive_board) == ("pack", 1, True)
+    assert daemon.db.job(nid)["spec"]["place"] == "pack"

@@ -54,11 +54,12 @@ def alter(d: Daemon, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) -> No
         raise rq.Refused("no such job")
     spec = dict(row["spec"])
     if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
-        new = _pending_spec(d, rec, spec, changes)
+        job = _pending_spec(d, rec, spec, changes)
+        new = job.stored()[0]
         fields = {k: new[k] for k in COLUMNS}
         d.table.begin()
         d.db.update(rec.id, spec=new, **fields)
-        fresh = Rec.from_row({**row, **fields, "spec": new}, d.table.devices)
+        fresh = Rec.from_row({**row, **fields, "spec": new}, d.table.devices, job)
         for f in dataclasses.fields(Rec):
             if f.name not in ("state", "reason"):
                 setattr(rec, f.name, getattr(fresh, f.name))
@@ -74,7 +75,8 @@ def alter(d: Daemon, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) -> No
             rec.deadline += wall - rec.walltime
         rec.walltime = wall
         rec._waiting = None
-        d.table.save(rec, walltime=wall, spec={**spec, "walltime": wall})
+        rec.spec = rec.job._replace(walltime=wall)
+        d.table.save(rec, walltime=wall, spec=rec.job.stored()[0])
     else:
         raise rq.Refused(f"is {rec.state.value}: only pending, held or running jobs can be changed")
     d.table.forecast_dirty = True
@@ -82,7 +84,7 @@ def alter(d: Daemon, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) -> No
     log.info("job %d changed: %s", rec.id, ", ".join(sorted(changes)))
 
 
-def _pending_spec(d: Daemon, rec: Rec, spec: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+def _pending_spec(d: Daemon, rec: Rec, spec: dict[str, Any], changes: dict[str, Any]) -> rq.JobSpec:
     """The spec of pending job ``rec`` after ``changes``, checked as a submission's."""
     new = {**spec, **changes}
     if any(k in changes for k in PLACEMENT):
@@ -97,9 +99,10 @@ def _pending_spec(d: Daemon, rec: Rec, spec: dict[str, Any], changes: dict[str, 
     sp = new.get("split")
     if sp is not None and (sp["ncpus"] > new["ncpus"] or sp["task_time"] > new["walltime"]):
         raise rq.Refused("a sub-task would be larger than the job")
-    bad = change_refused(spec, changes) or never_runs(d.machine, d.cfg.max_walltime, new)
+    job = rq.JobSpec.from_spec(new)
+    bad = change_refused(spec, changes) or never_runs(d.machine, d.cfg.max_walltime, job)
     if bad is None and "reservation" in changes:
-        bad = reservations.check_submit(d, new, rec.uid, rec.user)
+        bad = reservations.check_submit(d, job)
     if bad:
         raise rq.Refused(bad)
     if "depend" in changes:
@@ -108,4 +111,4 @@ def _pending_spec(d: Daemon, rec: Rec, spec: dict[str, Any], changes: dict[str, 
         chain = depend.cycle(rec.id, deps, others)
         if chain is not None:
             raise rq.Refused(f"depend: a cycle ({' -> '.join(map(str, [rec.id, *chain]))})")
-    return new
+    return job

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gridsched.daemon import arrays, slices
+from gridsched.daemon import arrays, slices, transitions
 from gridsched.daemon.handlers.owned import owned_targets
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import JobState
@@ -29,10 +29,8 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Hold) -> None:
 
     def act(rec: Rec) -> None:
         if rec.state is JobState.PENDING and rec.shepherd is None:
-            d.table.dequeue(rec)
-            rec.state = JobState.HELD
-            rec.reason = BY_OWNER if rcv.sender.uid == rec.uid else BY_ADMIN  # the core reports it (core.eligible)
-            d.table.save(rec, reason=rec.reason)
+            # the core reports the reason (core.eligible)
+            transitions.hold(d.table, rec, BY_OWNER if rcv.sender.uid == rec.uid else BY_ADMIN)
             d.dirty = True
 
     recs = owned_targets(d, rcv, req.jobs, req.arrays)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gridsched.daemon import arrays, slices
+from gridsched.daemon import arrays, slices, transitions
 from gridsched.daemon.handlers.owned import owned_targets
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import JobState
@@ -25,10 +25,7 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Release) -> None:
 
     def act(rec: Rec) -> None:
         if rec.state is JobState.HELD:
-            rec.state = JobState.PENDING
-            rec.reason = ""
-            d.table.enqueue(rec)
-            d.table.save(rec, reason="")
+            transitions.release(d.table, rec)
             d.dirty = True
 
     recs = owned_targets(d, rcv, req.jobs, req.arrays)

@@ -16,10 +16,10 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
-from gridsched.daemon import arrays, procs
+from gridsched.daemon import arrays, procs, transitions
 from gridsched.daemon.table import Rec
 from gridsched.protocol import requests as rq
-from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, JobState
+from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
@@ -61,9 +61,8 @@ def requeue(d: Daemon, sender: rq.Sender, jid: int, now: float) -> None:
         raise rq.Refused("a splittable job and its pieces cannot be requeued")
     if rec.state is not JobState.RUNNING or rec.stop is not None or rec.shepherd is None:
         raise rq.Refused(f"is {rec.state.value}: only running or finished jobs can be requeued")
-    rec.state = JobState.STOPPING
-    rec.stop = "requeue"
-    if rec.checkpoint == "signal":
+    transitions.stopping(rec, Stop.REQUEUE)
+    if rec.checkpoint is Checkpoint.SIGNAL:
         sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
         d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
         log.info("job %d asked to checkpoint (SIG%s) to be requeued", rec.id, d.cfg.checkpoint_signal)
@@ -78,8 +77,8 @@ def _run_again(d: Daemon, row: dict) -> None:  # type: ignore[type-arg]
     state = JobState(row["state"])
     if state not in FINISHED:
         raise rq.Refused(f"is {state.value}: only running or finished jobs can be requeued")
-    spec = row["spec"]
-    if spec.get("split") is not None or spec.get("split_of") is not None or spec.get("array") is not None:
+    job = rq.JobSpec.from_spec(row["spec"])
+    if job.split is not None or job.split_of is not None or job.array is not None:
         raise rq.Refused("a splittable job, its pieces and an array's submission cannot be requeued")
     if not row["segments"]:
         raise rq.Refused(f"is {state.value} without having run: submit it again instead")

@@ -21,36 +21,35 @@ def handle(d: Daemon, rcv: rq.Received, req: rq.Submit) -> None:
     job = req.job
     if taken_again(d, rcv, job.id, "job"):
         if job.array is not None:  # read again after a restart: an array taken in partly goes on
-            arrays.resume(d, rcv.name, job.to_spec(), job.user)
+            arrays.resume(d, rcv.name, job, job.user)
         return
-    spec = job.to_spec()
     if job.array is not None or job.split is not None:
-        why = split.check(spec, d.cfg.max_array_size)
+        why = split.check(job, d.cfg.max_array_size)
         if why:
             raise rq.Refused(why)
-    refuse_over_limits(d, job, spec)
+    refuse_over_limits(d, job)
     state, reason = (JobState.HELD, BY_OWNER) if job.hold else (JobState.PENDING, "")
-    bad = never_runs(d.machine, d.cfg.max_walltime, spec)
+    bad = never_runs(d.machine, d.cfg.max_walltime, job)
     if bad is None:
-        bad = reservations.check_submit(d, spec, job.uid, job.user)
+        bad = reservations.check_submit(d, job)
     if bad is None:
-        bad = d.trees.check_submit(spec)
+        bad = d.trees.check_submit(job)
     if bad:
         state, reason = JobState.FAILED, bad
     if job.array is not None:
-        arrays.take_in(d, rcv.name, spec, job.user, state, reason)
+        arrays.take_in(d, rcv.name, job, job.user, state, reason)
     elif job.split is not None:
-        split.take_in(d, spec, job.user, state, reason)
+        split.take_in(d, job, state, reason)
     else:
-        d.take_in(spec, job.user, state, reason)
+        d.take_in(job, job.user, state, reason)
 
 
-def refuse_over_limits(d: Daemon, job: rq.JobSpec, spec: dict[str, object]) -> None:
+def refuse_over_limits(d: Daemon, job: rq.JobSpec) -> None:
     """Refuse (``Refused``, one line) a submission over a per-user limit of ``[limits]``:
     an array of too many tasks, a job of more cores than a user may run at once, or more queued jobs than a
     user may have (each array task counts, as in Slurm)."""
     cfg = d.cfg
-    tasks = len(parse_array(str(spec["array"]), cfg.max_array_size).indices) if job.array is not None else 1
+    tasks = len(parse_array(job.array, cfg.max_array_size).indices) if job.array is not None else 1
     why = limits.array_refusal(tasks, cfg) or limits.cores_refusal(job.ncpus, cfg)
     if why is None and cfg.max_submit_jobs_per_user:
         counts = d.queued_by_user
