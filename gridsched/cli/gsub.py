@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from gridsched.cli.common import (
     ExitCode,
+    Setup,
     fail,
     setup,
     usage_message,
@@ -194,6 +196,32 @@ def cli(
     ones instead (see SLURM AND PBS DIRECTIVES).
     """
     ctx = click.get_current_context()
+    sc, p = _script_params(ctx, script, wrap)
+    shell = _shell(sc, p)
+    if p["emit"] is not None:
+        return _emit(ctx, sc, p, shell, spool_dir, config_file)
+    _warn_patterns(p)
+    s, opts, extra = _options(p, shell, spool_dir, config_file)
+    if p["mail_type"] and not s.cfg.mail_sendmail:
+        warn(PROG, "warning: --mail-type: mail is not configured on this machine ([mail] sendmail): no mail is sent")
+    if (p["priority"] is not None or (p["nice"] or 0) < 0) and not _admin(s.spool):
+        what = "--priority" if p["priority"] is not None else f"--nice {p['nice']}"
+        fail(PROG, f"{what}: only an admin may raise a job's priority", ExitCode.USAGE)
+
+    try:
+        spec = submit(s.spool, s.cfg, sc, opts, args, extra=extra)
+    except SubmitError as e:
+        fail(PROG, str(e), e.code)
+    _print_job(s.spool, spec, bool(p["as_json"]))
+    _daemon_note(s)
+    if p["wait"]:
+        return wait_for(s.spool, spec["id"], len(check_array(spec["array"], s.cfg).indices) if "array" in spec else 0)
+    return ExitCode.OK
+
+
+def _script_params(ctx: click.Context, script: str | None, wrap: str | None) -> tuple[Script, dict[str, Any]]:
+    """The job script and the parameters of the submission: the command line's, its directives' where the
+    command line set nothing, the tasks checked (:func:`_tasks`), and one of --mem and --mem-per-cpu."""
     if wrap is not None and script is not None:
         fail(PROG, "--wrap and a script file exclude each other", ExitCode.USAGE)
     try:
@@ -208,31 +236,58 @@ def cli(
         if cmd_mem == cmd_per:
             fail(PROG, "--mem and --mem-per-cpu exclude each other", ExitCode.USAGE)
         p["mem" if cmd_per else "mem_per_cpu"] = None  # the command line wins over a directive
-    dialect = p["_dialect"]
+    return sc, p
+
+
+def _shell(sc: Script, p: dict[str, Any]) -> str | None:
+    """What runs the script when it has no ``#!`` (:func:`.submit.choose_shell`), its notes warned of."""
     import os
 
     try:
-        shell, notes = choose_shell(sc.text, sc.label, dialect, p["shell"], os.getuid())
+        shell, notes = choose_shell(sc.text, sc.label, p["_dialect"], p["shell"], os.getuid())
     except SubmitError as e:
         fail(PROG, str(e), e.code)
     for n in notes:
         warn(PROG, f"warning: {n}")
-    if p["emit"] is not None:  # the script as the other system would read it, with the interpreter chosen here
-        emit = compat.emit_slurm if p["emit"] == "slurm" else compat.emit_pbs
-        emitted = {**given(ctx, p), **({"shell": shell} if shell else {})}
-        if emitted.get("checkpoint") == Checkpoint.SIGNAL:  # the signal and grace the daemon would use
-            cfg = setup(PROG, spool_dir, config_file).cfg
-            emitted.update(_checkpoint_signal=cfg.checkpoint_signal, _checkpoint_grace=cfg.checkpoint_grace)
-        click.echo(emit(sc.text, emitted), nl=False)
-        return ExitCode.OK
+    return shell
+
+
+def _emit(
+    ctx: click.Context,
+    sc: Script,
+    p: dict[str, Any],
+    shell: str | None,
+    spool_dir: str | None,
+    config_file: str | None,
+) -> int:
+    """--emit: print the script as the other system would read it, with the interpreter chosen here."""
+    emit = compat.emit_slurm if p["emit"] == "slurm" else compat.emit_pbs
+    emitted = {**given(ctx, p), **({"shell": shell} if shell else {})}
+    if emitted.get("checkpoint") == Checkpoint.SIGNAL:  # the signal and grace the daemon would use
+        cfg = setup(PROG, spool_dir, config_file).cfg
+        emitted.update(_checkpoint_signal=cfg.checkpoint_signal, _checkpoint_grace=cfg.checkpoint_grace)
+    click.echo(emit(sc.text, emitted), nl=False)
+    return ExitCode.OK
+
+
+def _warn_patterns(p: dict[str, Any]) -> None:
+    """Warn of each ``%`` in -o and -e that is not one of sbatch's file name patterns."""
     for opt in ("output", "error"):
-        bad = compat.unknown_patterns(p[opt] or "") if dialect in (None, "slurm") else []
+        bad = compat.unknown_patterns(p[opt] or "") if p["_dialect"] in (None, "slurm") else []
         if bad:
             warn(
                 PROG,
                 f"warning: {opt} '{p[opt]}': {', '.join(dict.fromkeys(bad))} is not a file name pattern "
                 "(known: %A %a %j %J %N %n %s %t %u %x %%); it stays as written",
             )
+
+
+def _options(
+    p: dict[str, Any], shell: str | None, spool_dir: str | None, config_file: str | None
+) -> tuple[Setup, Options, Callable[[dict[str, Any]], dict[str, Any]]]:
+    """The spool and configuration in force, the submission's :class:`.submit.Options`, and what adds the
+    spec keys they do not hold (the ``extra`` of :func:`.submit.submit`).  Changes ``p`` as it fills it in."""
+    dialect = p["_dialect"]
     if p["exclusive"] and p["ncpus"] is not None:  # the cores it asked stay its tasks' shape; it holds them all
         n, c = p["ntasks"], p["cpus_per_task"]
         n = n if n is not None else max(1, p["ncpus"] // (c or p["ncpus"]))
@@ -256,7 +311,6 @@ def cli(
     s = setup(PROG, spool_dir, config_file)
     if p["mem_per_cpu"] is not None and not p["ncpus"]:
         mem = p["mem_per_cpu"] * s.cfg.default_ncpus
-    spool = s.spool
     if p["ntasks"] and not p["ncpus"]:
         p["ncpus"] = p["ntasks"]
     if p["hold_jid"]:
@@ -307,6 +361,14 @@ def cli(
         env_set=export.values,
         exclusive=bool(p["exclusive"]),
     )
+    return s, opts, _extra(s, p, resources, resv, devices)
+
+
+def _extra(
+    s: Setup, p: dict[str, Any], resources: dict[str, int], resv: int | None, devices: list[dict[str, Any]]
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """What gives the spec keys of the options :class:`.submit.Options` does not hold, checked against
+    the spec's cores and walltime once they are known."""
 
     def extra(spec: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -347,49 +409,45 @@ def cli(
             out["priority"] = p["priority"]
         return out
 
-    if p["mail_type"] and not s.cfg.mail_sendmail:
-        warn(PROG, "warning: --mail-type: mail is not configured on this machine ([mail] sendmail): no mail is sent")
-    if (p["priority"] is not None or (p["nice"] or 0) < 0) and not _admin(s.spool):
-        what = "--priority" if p["priority"] is not None else f"--nice {p['nice']}"
-        fail(PROG, f"{what}: only an admin may raise a job's priority", ExitCode.USAGE)
+    return extra
 
-    try:
-        spec = submit(spool, s.cfg, sc, opts, args, extra=extra)
-    except SubmitError as e:
-        fail(PROG, str(e), e.code)
-    job_id = spec["id"]
-    if p["as_json"]:
-        shown = {
-            k: spec[k]
-            for k in (
-                "id",
-                "name",
-                "user",
-                "ncpus",
-                "walltime",
-                "mem",
-                "checkpoint",
-                "hold",
-                "depend",
-                "workdir",
-                "stdout",
-                "stderr",
-                "submit_time",
-            )
-        }
-        shown.update(array=spec.get("array"), split=spec.get("split"), shell=spec.get("shell"))
-        click.echo(json.dumps({**shown, "spool": str(spool.root)}))
-    else:
-        click.echo(job_id)
+
+def _print_job(spool: Spool, spec: dict[str, Any], as_json: bool) -> None:
+    """Print the submitted job: its id, or (--json) its main keys as JSON."""
+    if not as_json:
+        click.echo(spec["id"])
+        return
+    shown = {
+        k: spec[k]
+        for k in (
+            "id",
+            "name",
+            "user",
+            "ncpus",
+            "walltime",
+            "mem",
+            "checkpoint",
+            "hold",
+            "depend",
+            "workdir",
+            "stdout",
+            "stderr",
+            "submit_time",
+        )
+    }
+    shown.update(array=spec.get("array"), split=spec.get("split"), shell=spec.get("shell"))
+    click.echo(json.dumps({**shown, "spool": str(spool.root)}))
+
+
+def _daemon_note(s: Setup) -> None:
+    """When no daemon runs on the spool: start a personal one (config ``autostart``), or say that none runs."""
+    spool = s.spool
     if spool.daemon_info() is None:
         if s.cfg.autostart:
             spawn_daemon(spool, s.config_file)
             warn(PROG, f"note: started a personal daemon on {spool.root} (gschedd stop stops it; log: {spool.log})")
         else:
             warn(PROG, f"note: no daemon runs on {spool.root}; the job waits until one starts (gschedd start)")
-    if p["wait"]:
-        return wait_for(spool, job_id, len(check_array(spec["array"], s.cfg).indices) if "array" in spec else 0)
-    return ExitCode.OK
 
 
 def _tasks(ctx: click.Context, p: dict[str, Any]) -> dict[str, Any]:
@@ -539,14 +597,6 @@ def wait_for(spool: Spool, job_id: int, tasks: int = 0) -> int:
         fail(PROG, str(e), e.code)
 
 
-def main() -> None:
-    cli.main(prog_name=PROG)
-
-
-if __name__ == "__main__":
-    main()
-
-
 def _admin(spool: Spool) -> bool:
     """Whether the submitter administers ``spool`` (root or its owner, gridsched.protocol.admin)."""
     import os
@@ -554,3 +604,11 @@ def _admin(spool: Spool) -> bool:
     from gridsched.protocol.admin import is_admin
 
     return is_admin(os.getuid(), spool.root)
+
+
+def main() -> None:
+    cli.main(prog_name=PROG)
+
+
+if __name__ == "__main__":
+    main()
