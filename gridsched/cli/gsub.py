@@ -13,33 +13,26 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from gridsched.cli.common import (
-    COUNT,
-    DURATION,
-    SIZE,
-    ChoiceType,
-    Command,
     ExitCode,
+    Setup,
     fail,
-    place_options,
     setup,
-    spool_options,
     usage_message,
     warn,
 )
-from gridsched.core import depend
-from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
-from gridsched.core.units import UnitError
+from gridsched.cli.gsub_options import gsub_options
+from gridsched.cli.gsub_types import GsubCommand
 from gridsched.protocol.jobs import Checkpoint
 from gridsched.protocol.spool import Spool, spawn_daemon
 from gridsched.submission import compat
-from gridsched.submission.devopts import asked, device_options, device_spec
+from gridsched.submission.devopts import asked, device_spec
 from gridsched.submission.submit import (  # noqa: F401 - output_path, job_exit_status, read_script: part of gsub's interface
-    LOGIN_PATH,
     Options,
     Script,
     ScriptError,
@@ -56,10 +49,6 @@ from gridsched.submission.submit import (  # noqa: F401 - output_path, job_exit_
 
 PROG = "gsub"
 DIRECTIVE = "#GS"
-CHECKPOINT_CHOICES = ("none", "signal", "suspend", "requeue", "criu")
-EMIT_CHOICES = ("slurm", "pbs")
-JOIN_CHOICES = ("oe", "eo", "n")
-OPEN_MODES = ("append", "truncate")
 # Parameters a directive may not set: they choose what the script is or where it goes.
 NOT_IN_DIRECTIVES = {
     "script": "a script",
@@ -107,186 +96,6 @@ JOB_PARAMS = (
     "mail_user",
     "get_user_env",
 )
-
-
-class DependType(click.ParamType):
-    """A dependency spec, checked for form here and against the queue at submission."""
-
-    name = "SPEC"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> str:
-        try:
-            return depend.normalize(depend.parse(str(value)))
-        except depend.DependError as e:
-            self.fail(str(e), param, ctx)
-
-
-class WholeType(click.ParamType):
-    """A whole number from ``lo`` to ``hi`` (--nice, --priority)."""
-
-    name = "N"
-
-    def __init__(self, lo: int, hi: int) -> None:
-        self.lo, self.hi = lo, hi
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> int:
-        try:
-            n = int(str(value).strip())
-        except ValueError:
-            self.fail(f"must be a whole number, not '{value}'", param, ctx)
-        if not self.lo <= n <= self.hi:
-            self.fail(f"{n} is not between {self.lo} and {self.hi}", param, ctx)
-        return n
-
-
-class WalltimeType(click.ParamType):
-    """A walltime as sbatch reads it: a bare number is minutes (see :func:`.compat.sbatch_time`)."""
-
-    name = "DURATION"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> int:
-        if isinstance(value, int):
-            return value
-        try:
-            return compat.sbatch_time(str(value))
-        except UnitError as e:
-            self.fail(str(e), param, ctx)
-
-
-class MemType(click.ParamType):
-    """A memory size (see :data:`.common.SIZE`), or 0: the whole machine."""
-
-    name = "SIZE"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> int:
-        if isinstance(value, int) or str(value).strip() == "0":
-            return int(value)
-        return int(SIZE.convert(value, param, ctx))
-
-
-class BeginType(click.ParamType):
-    """A begin time as sbatch reads it; kept as written, read at submission."""
-
-    name = "TIME"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> str:
-        import time
-
-        try:
-            compat.parse_begin(str(value), time.time())
-        except ValueError as e:
-            self.fail(str(e), param, ctx)
-        return str(value).strip()
-
-
-class SignalType(click.ParamType):
-    """sbatch's ``--signal`` value, ``[B:]SIG[@SECONDS]`` (:func:`gridsched.protocol.requests.parse_signal`); checked
-    against the walltime once that is known."""
-
-    name = "[B:]SIG[@SECONDS]"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> str:
-        from gridsched.protocol.requests import parse_signal
-
-        try:
-            return parse_signal(str(value)).text()
-        except ValueError as e:
-            self.fail(str(e), param, ctx)
-
-
-class MailTypeType(click.ParamType):
-    """sbatch's ``--mail-type`` (:func:`gridsched.protocol.requests.parse_mail_type`): the events, NONE for none."""
-
-    name = "EVENT[,EVENT...]"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
-        if isinstance(value, tuple):
-            return value
-        from gridsched.protocol.requests import parse_mail_type
-
-        try:
-            return parse_mail_type(str(value))
-        except ValueError as e:
-            self.fail(str(e), param, ctx)
-
-
-class MailUserType(click.ParamType):
-    """``--mail-user``: addresses or user names (:func:`gridsched.protocol.requests.parse_mail_user`)."""
-
-    name = "ADDRESS[,ADDRESS...]"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
-        if isinstance(value, tuple):
-            return value
-        from gridsched.protocol.requests import parse_mail_user
-
-        try:
-            return parse_mail_user(str(value))
-        except ValueError as e:
-            self.fail(str(e), param, ctx)
-
-
-class UserEnvType(click.ParamType):
-    """sbatch's ``--get-user-env`` value, ``[TIMEOUT][S|L]`` (:func:`gridsched.protocol.requests.parse_user_env`)."""
-
-    name = "[TIMEOUT][S|L]"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        from gridsched.protocol.requests import UserEnv, parse_user_env
-
-        if isinstance(value, UserEnv):
-            return value
-        try:
-            return parse_user_env(str(value))
-        except ValueError as e:
-            self.fail(str(e), param, ctx)
-
-
-class GsubCommand(Command):  # type: ignore[misc]
-    """gsub's command: a bare ``--get-user-env`` among the options is ``--get-user-env=`` (its default), so
-    that it never takes the script's name as its value."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        takes = {
-            name
-            for prm in self.params
-            if isinstance(prm, click.Option) and not prm.is_flag and not prm.count
-            for name in prm.opts
-        }
-        out = list(args)
-        i = 0
-        while i < len(out):
-            tok = out[i]
-            if tok == "--" or not tok.startswith("-") or tok == "-":
-                break  # the script: what follows is its arguments
-            if tok == "--get-user-env":
-                out[i] = "--get-user-env="
-            elif tok in takes:
-                i += 1
-            i += 1
-        return list(super().parse_args(ctx, out))
-
-
-class ExportType(click.ParamType):
-    """sbatch's ``--export`` value (:func:`.compat.parse_export`); a variable the daemon sets for the job
-    cannot be given a value."""
-
-    name = "ALL|NONE|[ALL,]VAR[=VALUE],..."
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> compat.Export:
-        if isinstance(value, compat.Export):
-            return value
-        from gridsched.protocol.requests import env_set_problem
-
-        try:
-            ex = compat.parse_export(str(value))
-        except ValueError as e:
-            self.fail(str(e), param, ctx)
-        for k, _ in ex.values:
-            why = env_set_problem(k)
-            if why:
-                self.fail(why, param, ctx)
-        return ex
 
 
 def directives(text: str) -> list[tuple[int, str]]:
@@ -369,290 +178,7 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     context_settings={"allow_interspersed_args": False, "help_option_names": ["-h", "--help"]},
     short_help="submit a job script",
 )
-@click.argument("script", required=False, metavar="[SCRIPT | -]")
-@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]...")
-@click.option(
-    "-N",
-    "--name",
-    metavar="NAME",
-    help="Job name (default: the script's file name, 'wrap' for --wrap, "
-    "'stdin' for a script read from standard input).",
-)
-@click.option("-n", "--ncpus", type=COUNT, help="Number of cores (default: jobs.default_ncpus).")
-@click.option(
-    "--ntasks",
-    type=COUNT,
-    metavar="N",
-    help="Tasks of the job (as Slurm's -n): srun in the job starts N copies; the job's cores are N times "
-    "--cpus-per-task when -n is not given. See JOB ENVIRONMENT.",
-)
-@click.option(
-    "--cpus-per-task",
-    type=COUNT,
-    metavar="C",
-    help="Cores per task (as Slurm's -c); the job sees SLURM_CPUS_PER_TASK=C.",
-)
-@click.option(
-    "-t",
-    "--walltime",
-    type=WalltimeType(),
-    help="Walltime: the job is stopped when it has run this long. As in sbatch, a bare number is "
-    "MINUTES (-t 60 is one hour); also MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or 90s, 30m, 2h, 1d "
-    "(default: jobs.default_walltime, at most jobs.max_walltime).",
-)
-@click.option(
-    "--mem",
-    type=MemType(),
-    help="Memory of the job (512M, 4G; a bare number is MiB; 0 is the whole machine). More than the "
-    "machine has is refused.",
-)
-@click.option(
-    "--mem-per-cpu",
-    type=SIZE,
-    metavar="SIZE",
-    help="Memory per core: the job gets SIZE times its cores (as sbatch --mem-per-cpu). Excludes --mem.",
-)
-@click.option(
-    "-o",
-    "--output",
-    metavar="PATH",
-    help="Standard output file, with sbatch's patterns: %j the job id, %x the job name, %u the user, %N the "
-    "host, %A and %a the array id and index, %% a percent sign; an existing directory gets the default name "
-    "(default: NAME.oJOBID in the submit directory; slurm-%j.out in the working directory for an #SBATCH "
-    "script). See OUTPUT FILES.",
-)
-@click.option(
-    "-e",
-    "--error",
-    metavar="PATH",
-    help="Standard error file, with the patterns of -o (default: NAME.eJOBID in the submit directory; joined "
-    "to the output for an #SBATCH script).",
-)
-@click.option(
-    "-j",
-    "--join",
-    type=ChoiceType(JOIN_CHOICES, "JOIN"),
-    help="Join the two files, as PBS -j: oe (standard error into the output file), eo (output into the "
-    "error file), n (two files, the default but for an #SBATCH script without -e).",
-)
-@click.option(
-    "--open-mode",
-    type=ChoiceType(OPEN_MODES, "MODE"),
-    help="append: output files are appended to; truncate (the default): emptied when the job starts.",
-)
-@click.option(
-    "--nice",
-    type=WholeType(NICE_MIN, NICE_MAX),
-    metavar="N",
-    help="Lower the job's priority by N, as sbatch --nice=N: -10000 to 10000; only an admin gives a "
-    "negative N, which raises it (an #SBATCH --nice without a value is 100, as in Slurm).",
-)
-@click.option(
-    "--priority",
-    type=WholeType(0, ADMIN_MAX),
-    metavar="N",
-    help="Set the job's priority to N, as sbatch --priority (admins only): the queue's multifactor priority "
-    "and nice do not count for this job.",
-)
-@click.option(
-    "--exclusive",
-    is_flag=True,
-    help="Run the job alone, as sbatch --exclusive gives a job the whole node: it takes all the machine's "
-    "cores (GS_NCPUS, SLURM_CPUS_ON_NODE, NSLOTS count them all), so no other job starts beside it. A core "
-    "count it asks (-n, or its tasks) stays its tasks' shape: -n 4 --exclusive is one task of 4 cores "
-    "(SLURM_CPUS_PER_TASK=4, OMP_NUM_THREADS=4) holding every core. Also #SBATCH --exclusive, "
-    "#PBS -l place=excl, #PBS -n. See ENVIRONMENT EXPORT AND EXCLUSIVE JOBS.",
-)
-@click.option(
-    "--export",
-    "export",
-    type=ExportType(),
-    metavar="ALL|NONE|[ALL,]VAR[=VALUE],...",
-    help="What the job gets of the submitting environment, as sbatch --export: ALL (the default) all of it; "
-    "NONE none of it (only HOME, USER, LOGNAME, SHELL of the password database, PATH=" + LOGIN_PATH + ", and "
-    "the job's own variables); a list copies the variables it names and sets those given a =VALUE; with ALL "
-    "in the list, everything and these. A variable gridsched sets for the job (GS_*, SLURM_*, the PBS and "
-    "Grid Engine ones, TMPDIR, CUDA_VISIBLE_DEVICES, ...) cannot be given a value; OMP_NUM_THREADS can, and "
-    "wins. #PBS -v and #$ -v lists are --export ALL,LIST. See ENVIRONMENT EXPORT AND EXCLUSIVE JOBS.",
-)
-@click.option(
-    "--get-user-env",
-    "get_user_env",
-    type=UserEnvType(),
-    metavar="[=TIMEOUT][S|L]",
-    help="Start the job from its owner's login environment, as sbatch --get-user-env: the owner's login shell "
-    "is run as 'SHELL -l -c \"env -0\"' (S: without -l) for at most TIMEOUT seconds (default 8) when the job "
-    "starts, and the job gets what it prints, with the variables it was submitted with (and its own) over "
-    "them. If the shell fails or takes longer, the job runs with the submitting environment and its standard "
-    "error says so. See MAIL AND LOGIN ENVIRONMENT.",
-)
-@click.option(
-    "--mail-type",
-    "mail_type",
-    type=MailTypeType(),
-    help="Mail about the job, as sbatch --mail-type: BEGIN (it started), END (it ended: state and exit code), "
-    "FAIL (it failed, timed out or ran out of memory: instead of END), REQUEUE, TIME_LIMIT, TIME_LIMIT_90, "
-    "TIME_LIMIT_80, TIME_LIMIT_50 (it reached that part of its walltime), ARRAY_TASKS (a mail per task of an "
-    "array; else one for the array: BEGIN as its first task starts, END or FAIL as its last ends), "
-    "INVALID_DEPEND and STAGE_OUT (accepted: such a job's END mail), ALL (BEGIN, END, FAIL, REQUEUE), NONE. "
-    "Sent by the daemon only where the admin set [mail] sendmail; else gsub warns that no mail is sent. "
-    "#PBS -m and #$ -m letters are read as these. See MAIL AND LOGIN ENVIRONMENT.",
-)
-@click.option(
-    "--mail-user",
-    "mail_user",
-    type=MailUserType(),
-    help="Who gets the job's mail (default: the submitting user's name, delivered on this machine): up to 16 "
-    "comma-separated addresses or user names, letters, digits and . _ + = % ~ - before an optional @domain.",
-)
-@click.option("-D", "--chdir", metavar="DIR", help="Working directory of the job (default: the submit directory).")
-@click.option("--hold", is_flag=True, help="Submit the job held: it does not start until released (grls).")
-@click.option(
-    "--begin",
-    type=BeginType(),
-    help="Start the job no earlier than TIME, in sbatch's forms: now+N[seconds|minutes|hours|days|weeks] "
-    "(now+90 is 90 seconds), HH:MM[:SS] (the next such time), YYYY-MM-DD[THH:MM[:SS]] (local time), "
-    "midnight, noon, teatime, today, tomorrow.",
-)
-@click.option(
-    "--estimate",
-    type=WalltimeType(),
-    help="How long the job is expected to run, in the forms of -t (a bare number is minutes): the scheduler "
-    "plans with it (backfilling, predicted starts) in place of the walltime, which still ends the job; at "
-    "most the walltime. As PBS soft_walltime. See ESTIMATES.",
-)
-@click.option(
-    "--signal",
-    "signal",
-    type=SignalType(),
-    help="Send the job signal SIG (a name, with or without SIG, or a number) SECONDS (default 60, at most 65535, "
-    "not more than the walltime) before its walltime ends, as sbatch --signal: to all its processes, or with B: "
-    "to its batch shell alone. The walltime's SIGTERM follows as ever. See SIGNALS BEFORE THE WALLTIME.",
-)
-@click.option(
-    "--shell",
-    metavar="PATH",
-    help="What runs a script without #! on line 1 (an absolute path to an executable, as #PBS -S). "
-    "Default: /bin/sh; the login shell for a #PBS or #$ script; an #SBATCH script without #! is refused, "
-    "as sbatch refuses it. See INTERPRETER.",
-)
-@click.option(
-    "-d",
-    "--depend",
-    type=DependType(),
-    help="Start the job only when SPEC holds: afterok:ID[:ID...], afterany:ID..., afternotok:ID..., "
-    "after:ID..., singleton, or a comma-separated list of these (all must hold). See DEPENDENCIES.",
-)
-@click.option(
-    "--hold-jid",
-    "hold_jid",
-    metavar="NAME|ID,...",
-    help="Start the job after every job of yours, pending or running, that has one of these names (a shell "
-    "pattern such as 'prep*' matches several) or ids has ended, as Grid Engine's qsub -hold_jid (#$ "
-    "-hold_jid): names are looked up at submission and become -d afterany:ID... (a name no such job has is "
-    "warned of). See DEPENDENCIES.",
-)
-@click.option(
-    "-a",
-    "--array",
-    metavar="RANGE",
-    help="Submit a job array: one task per index of RANGE, such as 0-99, 1-9:2 (a step), 1,3,5-7, with "
-    "%MAX at the end to run at most MAX tasks at once (0-99%4). Task INDEX of array ID is ID_INDEX; it "
-    "sees GS_ARRAY_JOB_ID and GS_ARRAY_TASK_ID; in -o and -e, %A is the array id and %a the index. "
-    "Indices go up to jobs.max_array_size - 1. See JOB ARRAYS.",
-)
-@click.option(
-    "--split",
-    type=COUNT,
-    metavar="N",
-    help="A splittable job of N independent sub-tasks (each a run of the script with GS_TASK_ID set, "
-    "0 to N-1), each on -n cores for at most --task-time. It runs in waves on as many cores as the "
-    "machine has; while it waits, sub-tasks may be taken out of it to fill backfill windows. "
-    "See SPLITTABLE JOBS.",
-)
-@click.option(
-    "--task-time",
-    type=DURATION,
-    metavar="DURATION",
-    help="With --split: the walltime of one sub-task. -t, the walltime of the whole job, defaults to the "
-    "waves it needs on the whole machine.",
-)
-@click.option(
-    "--split-file",
-    metavar="TASKS",
-    help="A splittable job of the sub-tasks listed in the file TASKS, one per line: NCPUS WALLTIME "
-    "[ARGS...] (words as in the shell, # starts a comment). Sub-task K (GS_TASK_ID=K, from 0 in line "
-    "order) is a run of the script with the job's ARGS then its own, on NCPUS cores, killed at its "
-    "WALLTIME. Excludes --split, --task-time and -n. See SPLITTABLE JOBS.",
-)
-@click.option(
-    "--split-retries",
-    type=click.IntRange(0, 100),
-    metavar="N",
-    help="With --split or --split-file: run a sub-task that failed or was killed at its time again, up "
-    "to N more times (default 0).",
-)
-@click.option(
-    "--wait",
-    is_flag=True,
-    help="Wait until the job (every task of an array) has finished and exit with its exit status "
-    "(the highest of the tasks').",
-)
-@click.option(
-    "--checkpoint",
-    type=ChoiceType(CHECKPOINT_CHOICES, "MODE"),
-    help="How the job may be preempted: none (never), signal (the job saves its state when "
-    "signalled), suspend (stopped and continued), requeue (rerun from the start), criu "
-    "(transparent; refused with the reason: not driven yet). Default: jobs.checkpoint.",
-)
-@click.option(
-    "-l",
-    "--resource",
-    "resource",
-    metavar="NAME=COUNT",
-    multiple=True,
-    help="Floating resources (licences) from [resources.floating] of the configuration, such as "
-    "matlab=1; repeatable. The job starts only when its cores and every unit are free.",
-)
-@click.option(
-    "--reservation",
-    metavar="R",
-    help="Run in reservation R (gresv): at once if it is active and has the cores, units and time "
-    "left, when it becomes active if it waits. Only its owner and its listed users may.",
-)
-@click.option(
-    "--wait-resv",
-    is_flag=True,
-    help="With --reservation: wait for the reservation's cores and units instead of refusing "
-    "the job when too few are free now.",
-)
-@place_options("job")
-@device_options
-@click.option(
-    "--parent",
-    type=COUNT,
-    metavar="ID",
-    help="Make the job a child of ID, another running job of yours (default inside a job: the job "
-    "gsub runs in, $GS_JOBID). See JOB TREES.",
-)
-@click.option("--no-parent", is_flag=True, help="Inside a job: submit an independent job, not a child.")
-@click.option(
-    "--recoverable",
-    "--suspend-subtree-on-failure",
-    "recoverable",
-    is_flag=True,
-    help="If this job fails, is cancelled or times out, keep its subtree: running children finish, "
-    "pending ones are held until gresume-tree ID releases them (default: the subtree is cancelled).",
-)
-@click.option("--wrap", metavar="COMMAND", help="Run COMMAND with /bin/sh instead of a script file.")
-@click.option("--json", "as_json", is_flag=True, help="Print the submitted job as JSON.")
-@click.option(
-    "--emit",
-    type=ChoiceType(EMIT_CHOICES, "FORMAT"),
-    help="Print the script with #SBATCH (slurm) or #PBS (pbs) directives equivalent to its directives and "
-    "the options given, and submit nothing.",
-)
-@spool_options
+@gsub_options
 def cli(
     script: str | None,
     args: tuple[str, ...],
@@ -670,6 +196,32 @@ def cli(
     ones instead (see SLURM AND PBS DIRECTIVES).
     """
     ctx = click.get_current_context()
+    sc, p = _script_params(ctx, script, wrap)
+    shell = _shell(sc, p)
+    if p["emit"] is not None:
+        return _emit(ctx, sc, p, shell, spool_dir, config_file)
+    _warn_patterns(p)
+    s, opts, extra = _options(p, shell, spool_dir, config_file)
+    if p["mail_type"] and not s.cfg.mail_sendmail:
+        warn(PROG, "warning: --mail-type: mail is not configured on this machine ([mail] sendmail): no mail is sent")
+    if (p["priority"] is not None or (p["nice"] or 0) < 0) and not _admin(s.spool):
+        what = "--priority" if p["priority"] is not None else f"--nice {p['nice']}"
+        fail(PROG, f"{what}: only an admin may raise a job's priority", ExitCode.USAGE)
+
+    try:
+        spec = submit(s.spool, s.cfg, sc, opts, args, extra=extra)
+    except SubmitError as e:
+        fail(PROG, str(e), e.code)
+    _print_job(s.spool, spec, bool(p["as_json"]))
+    _daemon_note(s)
+    if p["wait"]:
+        return wait_for(s.spool, spec["id"], len(check_array(spec["array"], s.cfg).indices) if "array" in spec else 0)
+    return ExitCode.OK
+
+
+def _script_params(ctx: click.Context, script: str | None, wrap: str | None) -> tuple[Script, dict[str, Any]]:
+    """The job script and the parameters of the submission: the command line's, its directives' where the
+    command line set nothing, the tasks checked (:func:`_tasks`), and one of --mem and --mem-per-cpu."""
     if wrap is not None and script is not None:
         fail(PROG, "--wrap and a script file exclude each other", ExitCode.USAGE)
     try:
@@ -684,31 +236,58 @@ def cli(
         if cmd_mem == cmd_per:
             fail(PROG, "--mem and --mem-per-cpu exclude each other", ExitCode.USAGE)
         p["mem" if cmd_per else "mem_per_cpu"] = None  # the command line wins over a directive
-    dialect = p["_dialect"]
+    return sc, p
+
+
+def _shell(sc: Script, p: dict[str, Any]) -> str | None:
+    """What runs the script when it has no ``#!`` (:func:`.submit.choose_shell`), its notes warned of."""
     import os
 
     try:
-        shell, notes = choose_shell(sc.text, sc.label, dialect, p["shell"], os.getuid())
+        shell, notes = choose_shell(sc.text, sc.label, p["_dialect"], p["shell"], os.getuid())
     except SubmitError as e:
         fail(PROG, str(e), e.code)
     for n in notes:
         warn(PROG, f"warning: {n}")
-    if p["emit"] is not None:  # the script as the other system would read it, with the interpreter chosen here
-        emit = compat.emit_slurm if p["emit"] == "slurm" else compat.emit_pbs
-        emitted = {**given(ctx, p), **({"shell": shell} if shell else {})}
-        if emitted.get("checkpoint") == Checkpoint.SIGNAL:  # the signal and grace the daemon would use
-            cfg = setup(PROG, spool_dir, config_file).cfg
-            emitted.update(_checkpoint_signal=cfg.checkpoint_signal, _checkpoint_grace=cfg.checkpoint_grace)
-        click.echo(emit(sc.text, emitted), nl=False)
-        return ExitCode.OK
+    return shell
+
+
+def _emit(
+    ctx: click.Context,
+    sc: Script,
+    p: dict[str, Any],
+    shell: str | None,
+    spool_dir: str | None,
+    config_file: str | None,
+) -> int:
+    """--emit: print the script as the other system would read it, with the interpreter chosen here."""
+    emit = compat.emit_slurm if p["emit"] == "slurm" else compat.emit_pbs
+    emitted = {**given(ctx, p), **({"shell": shell} if shell else {})}
+    if emitted.get("checkpoint") == Checkpoint.SIGNAL:  # the signal and grace the daemon would use
+        cfg = setup(PROG, spool_dir, config_file).cfg
+        emitted.update(_checkpoint_signal=cfg.checkpoint_signal, _checkpoint_grace=cfg.checkpoint_grace)
+    click.echo(emit(sc.text, emitted), nl=False)
+    return ExitCode.OK
+
+
+def _warn_patterns(p: dict[str, Any]) -> None:
+    """Warn of each ``%`` in -o and -e that is not one of sbatch's file name patterns."""
     for opt in ("output", "error"):
-        bad = compat.unknown_patterns(p[opt] or "") if dialect in (None, "slurm") else []
+        bad = compat.unknown_patterns(p[opt] or "") if p["_dialect"] in (None, "slurm") else []
         if bad:
             warn(
                 PROG,
                 f"warning: {opt} '{p[opt]}': {', '.join(dict.fromkeys(bad))} is not a file name pattern "
                 "(known: %A %a %j %J %N %n %s %t %u %x %%); it stays as written",
             )
+
+
+def _options(
+    p: dict[str, Any], shell: str | None, spool_dir: str | None, config_file: str | None
+) -> tuple[Setup, Options, Callable[[dict[str, Any]], dict[str, Any]]]:
+    """The spool and configuration in force, the submission's :class:`.submit.Options`, and what adds the
+    spec keys they do not hold (the ``extra`` of :func:`.submit.submit`).  Changes ``p`` as it fills it in."""
+    dialect = p["_dialect"]
     if p["exclusive"] and p["ncpus"] is not None:  # the cores it asked stay its tasks' shape; it holds them all
         n, c = p["ntasks"], p["cpus_per_task"]
         n = n if n is not None else max(1, p["ncpus"] // (c or p["ncpus"]))
@@ -732,7 +311,6 @@ def cli(
     s = setup(PROG, spool_dir, config_file)
     if p["mem_per_cpu"] is not None and not p["ncpus"]:
         mem = p["mem_per_cpu"] * s.cfg.default_ncpus
-    spool = s.spool
     if p["ntasks"] and not p["ncpus"]:
         p["ncpus"] = p["ntasks"]
     if p["hold_jid"]:
@@ -783,6 +361,14 @@ def cli(
         env_set=export.values,
         exclusive=bool(p["exclusive"]),
     )
+    return s, opts, _extra(s, p, resources, resv, devices)
+
+
+def _extra(
+    s: Setup, p: dict[str, Any], resources: dict[str, int], resv: int | None, devices: list[dict[str, Any]]
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """What gives the spec keys of the options :class:`.submit.Options` does not hold, checked against
+    the spec's cores and walltime once they are known."""
 
     def extra(spec: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -823,49 +409,45 @@ def cli(
             out["priority"] = p["priority"]
         return out
 
-    if p["mail_type"] and not s.cfg.mail_sendmail:
-        warn(PROG, "warning: --mail-type: mail is not configured on this machine ([mail] sendmail): no mail is sent")
-    if (p["priority"] is not None or (p["nice"] or 0) < 0) and not _admin(s.spool):
-        what = "--priority" if p["priority"] is not None else f"--nice {p['nice']}"
-        fail(PROG, f"{what}: only an admin may raise a job's priority", ExitCode.USAGE)
+    return extra
 
-    try:
-        spec = submit(spool, s.cfg, sc, opts, args, extra=extra)
-    except SubmitError as e:
-        fail(PROG, str(e), e.code)
-    job_id = spec["id"]
-    if p["as_json"]:
-        shown = {
-            k: spec[k]
-            for k in (
-                "id",
-                "name",
-                "user",
-                "ncpus",
-                "walltime",
-                "mem",
-                "checkpoint",
-                "hold",
-                "depend",
-                "workdir",
-                "stdout",
-                "stderr",
-                "submit_time",
-            )
-        }
-        shown.update(array=spec.get("array"), split=spec.get("split"), shell=spec.get("shell"))
-        click.echo(json.dumps({**shown, "spool": str(spool.root)}))
-    else:
-        click.echo(job_id)
+
+def _print_job(spool: Spool, spec: dict[str, Any], as_json: bool) -> None:
+    """Print the submitted job: its id, or (--json) its main keys as JSON."""
+    if not as_json:
+        click.echo(spec["id"])
+        return
+    shown = {
+        k: spec[k]
+        for k in (
+            "id",
+            "name",
+            "user",
+            "ncpus",
+            "walltime",
+            "mem",
+            "checkpoint",
+            "hold",
+            "depend",
+            "workdir",
+            "stdout",
+            "stderr",
+            "submit_time",
+        )
+    }
+    shown.update(array=spec.get("array"), split=spec.get("split"), shell=spec.get("shell"))
+    click.echo(json.dumps({**shown, "spool": str(spool.root)}))
+
+
+def _daemon_note(s: Setup) -> None:
+    """When no daemon runs on the spool: start a personal one (config ``autostart``), or say that none runs."""
+    spool = s.spool
     if spool.daemon_info() is None:
         if s.cfg.autostart:
             spawn_daemon(spool, s.config_file)
             warn(PROG, f"note: started a personal daemon on {spool.root} (gschedd stop stops it; log: {spool.log})")
         else:
             warn(PROG, f"note: no daemon runs on {spool.root}; the job waits until one starts (gschedd start)")
-    if p["wait"]:
-        return wait_for(spool, job_id, len(check_array(spec["array"], s.cfg).indices) if "array" in spec else 0)
-    return ExitCode.OK
 
 
 def _tasks(ctx: click.Context, p: dict[str, Any]) -> dict[str, Any]:
@@ -1015,14 +597,6 @@ def wait_for(spool: Spool, job_id: int, tasks: int = 0) -> int:
         fail(PROG, str(e), e.code)
 
 
-def main() -> None:
-    cli.main(prog_name=PROG)
-
-
-if __name__ == "__main__":
-    main()
-
-
 def _admin(spool: Spool) -> bool:
     """Whether the submitter administers ``spool`` (root or its owner, gridsched.protocol.admin)."""
     import os
@@ -1030,3 +604,11 @@ def _admin(spool: Spool) -> bool:
     from gridsched.protocol.admin import is_admin
 
     return is_admin(os.getuid(), spool.root)
+
+
+def main() -> None:
+    cli.main(prog_name=PROG)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""gsub's parameter types: the values its options and ``#GS`` directives take, checked as they are read.
+
+Each checks the form of its value only; what depends on the queue, the machine or the configuration is
+checked at submission (:mod:`gridsched.submission.submit`).  Imports stay small: gsub runs often.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from gridsched.cli.common import SIZE, Command
+from gridsched.core import depend
+from gridsched.core.units import UnitError
+from gridsched.submission import compat
+
+
+class DependType(click.ParamType):
+    """A dependency spec, checked for form here and against the queue at submission."""
+
+    name = "SPEC"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        try:
+            return depend.normalize(depend.parse(str(value)))
+        except depend.DependError as e:
+            self.fail(str(e), param, ctx)
+
+
+class WholeType(click.ParamType):
+    """A whole number from ``lo`` to ``hi`` (--nice, --priority)."""
+
+    name = "N"
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo, self.hi = lo, hi
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        try:
+            n = int(str(value).strip())
+        except ValueError:
+            self.fail(f"must be a whole number, not '{value}'", param, ctx)
+        if not self.lo <= n <= self.hi:
+            self.fail(f"{n} is not between {self.lo} and {self.hi}", param, ctx)
+        return n
+
+
+class WalltimeType(click.ParamType):
+    """A walltime as sbatch reads it: a bare number is minutes (see :func:`.compat.sbatch_time`)."""
+
+    name = "DURATION"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return compat.sbatch_time(str(value))
+        except UnitError as e:
+            self.fail(str(e), param, ctx)
+
+
+class MemType(click.ParamType):
+    """A memory size (see :data:`.common.SIZE`), or 0: the whole machine."""
+
+    name = "SIZE"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int) or str(value).strip() == "0":
+            return int(value)
+        return int(SIZE.convert(value, param, ctx))
+
+
+class BeginType(click.ParamType):
+    """A begin time as sbatch reads it; kept as written, read at submission."""
+
+    name = "TIME"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        import time
+
+        try:
+            compat.parse_begin(str(value), time.time())
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        return str(value).strip()
+
+
+class SignalType(click.ParamType):
+    """sbatch's ``--signal`` value, ``[B:]SIG[@SECONDS]`` (:func:`gridsched.protocol.requests.parse_signal`); checked
+    against the walltime once that is known."""
+
+    name = "[B:]SIG[@SECONDS]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        from gridsched.protocol.requests import parse_signal
+
+        try:
+            return parse_signal(str(value)).text()
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+class MailTypeType(click.ParamType):
+    """sbatch's ``--mail-type`` (:func:`gridsched.protocol.requests.parse_mail_type`): the events, NONE for none."""
+
+    name = "EVENT[,EVENT...]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        from gridsched.protocol.requests import parse_mail_type
+
+        try:
+            return parse_mail_type(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+class MailUserType(click.ParamType):
+    """``--mail-user``: addresses or user names (:func:`gridsched.protocol.requests.parse_mail_user`)."""
+
+    name = "ADDRESS[,ADDRESS...]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        from gridsched.protocol.requests import parse_mail_user
+
+        try:
+            return parse_mail_user(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+class UserEnvType(click.ParamType):
+    """sbatch's ``--get-user-env`` value, ``[TIMEOUT][S|L]`` (:func:`gridsched.protocol.requests.parse_user_env`)."""
+
+    name = "[TIMEOUT][S|L]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from gridsched.protocol.requests import UserEnv, parse_user_env
+
+        if isinstance(value, UserEnv):
+            return value
+        try:
+            return parse_user_env(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+class GsubCommand(Command):  # type: ignore[misc]
+    """gsub's command: a bare ``--get-user-env`` among the options is ``--get-user-env=`` (its default), so
+    that it never takes the script's name as its value."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes = {
+            name
+            for prm in self.params
+            if isinstance(prm, click.Option) and not prm.is_flag and not prm.count
+            for name in prm.opts
+        }
+        out = list(args)
+        i = 0
+        while i < len(out):
+            tok = out[i]
+            if tok == "--" or not tok.startswith("-") or tok == "-":
+                break  # the script: what follows is its arguments
+            if tok == "--get-user-env":
+                out[i] = "--get-user-env="
+            elif tok in takes:
+                i += 1
+            i += 1
+        return list(super().parse_args(ctx, out))
+
+
+class ExportType(click.ParamType):
+    """sbatch's ``--export`` value (:func:`.compat.parse_export`); a variable the daemon sets for the job
+    cannot be given a value."""
+
+    name = "ALL|NONE|[ALL,]VAR[=VALUE],..."
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> compat.Export:
+        if isinstance(value, compat.Export):
+            return value
+        from gridsched.protocol.requests import env_set_problem
+
+        try:
+            ex = compat.parse_export(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        for k, _ in ex.values:
+            why = env_set_problem(k)
+            if why:
+                self.fail(why, param, ctx)
+        return ex
