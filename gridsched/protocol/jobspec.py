@@ -291,8 +291,8 @@ class JobSpec(NamedTuple):
         """The job of a spec the daemon keeps (the inverse of :meth:`to_spec`): the job table's public part,
         with or without the private part (absent, its fields are empty).
 
-        Only what the boundary (:func:`parse`) or the daemon wrote is read here, so nothing is checked again;
-        a key a spec of this release or the previous one lacks takes its default.
+        Only what the boundary (:func:`gridsched.protocol.requests.parse`) or the daemon wrote is read here, so
+        nothing is checked again; a key a spec of this release or the previous one lacks takes its default.
         """
         g = data.get
         sig = g("signal")
