@@ -3,7 +3,9 @@
 :func:`build_spec` turns a script and the submission options into the job
 spec of :data:`gridsched.protocol.jobs.SPEC_KEYS` (taking a job id), refusing what can
 never run with a :class:`SubmitError` whose message is one line.
-:func:`wait_job` polls the state db until a job has ended.
+:func:`wait_job` polls the state db until a job has ended (:mod:`gridsched.submission.waiting`); a
+splittable job's sub-tasks are read in :mod:`gridsched.submission.splits`, the refusal is
+:mod:`gridsched.submission.errors`'s (each name importable from here too).
 
 Imports stay small (no click, rich, psutil or daemon code): gsub runs often.
 """
@@ -24,27 +26,30 @@ from gridsched.core.feasible import infeasible, too_much_memory
 from gridsched.core.units import format_duration
 from gridsched.protocol import requests as rq
 from gridsched.protocol.config import Config
-from gridsched.protocol.jobs import TERMINAL, JobState
+from gridsched.protocol.jobs import TERMINAL
 from gridsched.protocol.spool import IdTaken, Spool
+from gridsched.submission.errors import USAGE, ScriptError, SubmitError
+from gridsched.submission.splits import (  # noqa: F401 - importable from here, as before
+    MAX_SPLIT_FILE,
+    MAX_SPLIT_LINE,
+    check_split,
+    check_split_file,
+    read_split_file,
+    waves_time,
+)
+from gridsched.submission.waiting import (  # noqa: F401 - importable from here, as before
+    WAIT_FIRST,
+    WAIT_MAX,
+    WaitTimeout,
+    job_exit_status,
+    wait_array,
+    wait_job,
+)
 
 if TYPE_CHECKING:
     from gridsched.protocol.arrays import ArraySpec
 
 MAX_SCRIPT = 1 << 20  # bytes; a job script, not a data file
-WAIT_FIRST, WAIT_MAX = 0.05, 2.0  # seconds between state polls: growing, bounded
-USAGE = 2  # exit status of a bad option value (as ExitCode.USAGE)
-
-
-class SubmitError(Exception):
-    """A submission that is refused; ``code`` is the exit status gsub gives."""
-
-    def __init__(self, msg: str, code: int = 1) -> None:
-        super().__init__(msg)
-        self.code = code
-
-
-class ScriptError(SubmitError):
-    """A script that cannot be submitted; the message names it."""
 
 
 class Script:
@@ -458,24 +463,12 @@ def hold_jid(spool: Spool, items: str, uid: int) -> tuple[list[int], list[str]]:
     return sorted(ids), unmatched
 
 
-def build_spec(
-    spool: Spool,
-    cfg: Config,
-    script: Script,
-    opts: Options,
-    args: tuple[str, ...] | list[str] = (),
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-    job_id: int | None = None,
-) -> dict[str, Any]:
-    """The job spec of a submission, with the id ``job_id`` (default: the next one, a candidate that
-    :func:`submit` takes); :class:`SubmitError` if it is refused."""
-    name = opts.name if opts.name is not None else script.default_name
-    if not name.strip() or "/" in name or any(ord(c) < 32 for c in name):
-        raise SubmitError(f"name {name!r}: must be non-empty, without '/' or control characters", USAGE)
-    array = check_array(opts.array, cfg) if opts.array is not None else None
-    ncpus = opts.ncpus if opts.ncpus is not None else cfg.default_ncpus
-    cores = machine_cores(spool, cfg)
+def split_spec(
+    cfg: Config, opts: Options, array: ArraySpec | None, ncpus: int, cores: int
+) -> tuple[dict[str, Any] | None, int | None, int]:
+    """The ``split`` spec key of a submission (None: not splittable), its walltime (None: the default) and its
+    cores, from ``--split``, ``--task-time``, ``--split-file``, ``--split-retries`` and ``--gpus-per-task``;
+    :class:`SubmitError` if they are refused."""
     split: dict[str, Any] | None = None
     walltime = opts.walltime
     if opts.split_file is not None:
@@ -507,6 +500,28 @@ def build_spec(
             raise SubmitError(f"split retries {opts.split_retries}: must lie between 0 and {rq.MAX_RETRIES}", USAGE)
         if opts.split_retries:
             split["retries"] = opts.split_retries
+    return split, walltime, ncpus
+
+
+def build_spec(
+    spool: Spool,
+    cfg: Config,
+    script: Script,
+    opts: Options,
+    args: tuple[str, ...] | list[str] = (),
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    job_id: int | None = None,
+) -> dict[str, Any]:
+    """The job spec of a submission, with the id ``job_id`` (default: the next one, a candidate that
+    :func:`submit` takes); :class:`SubmitError` if it is refused."""
+    name = opts.name if opts.name is not None else script.default_name
+    if not name.strip() or "/" in name or any(ord(c) < 32 for c in name):
+        raise SubmitError(f"name {name!r}: must be non-empty, without '/' or control characters", USAGE)
+    array = check_array(opts.array, cfg) if opts.array is not None else None
+    ncpus = opts.ncpus if opts.ncpus is not None else cfg.default_ncpus
+    cores = machine_cores(spool, cfg)
+    split, walltime, ncpus = split_spec(cfg, opts, array, ncpus, cores)
     if walltime is None:
         walltime = cfg.default_walltime
     if walltime > cfg.max_walltime:
@@ -716,245 +731,6 @@ def check_array(text: str, cfg: Config) -> ArraySpec:
         return parse(text, cfg.max_array_size)
     except ArrayError as e:
         raise SubmitError(f"array {e}", USAGE) from None
-
-
-def check_split(
-    n: int,
-    task_time: int | None,
-    ncpus: int,
-    walltime: int | None,
-    cores: int,
-    cfg: Config,
-    device_wave: int | None = None,
-) -> tuple[dict[str, Any], int]:
-    """The ``split`` spec key of a splittable job and its walltime; :class:`SubmitError` if refused.
-
-    The job's walltime (``-t``) covers all its sub-tasks run in waves of
-    ``cores // ncpus`` on the whole machine (at most ``device_wave``, the
-    sub-tasks its devices hold at once, when each asks for devices); without
-    ``-t`` it is just that.
-    """
-    if n < 1:
-        raise SubmitError(f"split {n}: the number of sub-tasks must be positive", USAGE)
-    if n > cfg.max_array_size:
-        raise SubmitError(f"split {n}: more sub-tasks than jobs.max_array_size ({cfg.max_array_size})", USAGE)
-    if task_time is None:
-        raise SubmitError("--split needs --task-time, the walltime of one sub-task", USAGE)
-    per_wave = max(1, cores // ncpus)
-    if device_wave is not None:
-        per_wave = max(1, min(per_wave, device_wave))
-    waves = -(-n // per_wave)
-    need = waves * task_time
-    if walltime is None:
-        walltime = min(need, cfg.max_walltime)
-    if task_time > walltime:
-        raise SubmitError(
-            f"task time {format_duration(task_time)} is longer than the walltime {format_duration(walltime)}", USAGE
-        )
-    if walltime < need:
-        raise SubmitError(
-            f"walltime {format_duration(walltime)} is too short for {n} sub-tasks of "
-            f"{format_duration(task_time)}: {waves} waves of {per_wave} on {cores} cores take "
-            f"{format_duration(need)}"
-        )
-    return {"n": n, "ncpus": ncpus, "task_time": task_time}, walltime
-
-
-MAX_SPLIT_FILE = 16 << 20  # bytes of a split file
-MAX_SPLIT_LINE = 4096  # bytes of one of its lines
-
-
-def read_split_file(arg: str, cores: int, cfg: Config) -> list[tuple[int, int, tuple[str, ...]]]:
-    """The sub-tasks of a split file: ``(ncpus, seconds, args)`` for each line ``NCPUS WALLTIME [ARGS...]``.
-
-    Words are split as the shell does (quotes, backslashes); ``#`` starts a
-    comment; blank lines are skipped.  A bad line is refused with
-    :class:`SubmitError` naming ``FILE:LINE``.
-    """
-    import shlex
-
-    from gridsched.core.units import UnitError, parse_duration
-
-    try:
-        with open(arg, "rb") as f:
-            data = f.read(MAX_SPLIT_FILE + 1)
-    except FileNotFoundError:
-        raise SubmitError(f"split file {arg}: no such file", USAGE) from None
-    except IsADirectoryError:
-        raise SubmitError(f"split file {arg}: is a directory", USAGE) from None
-    except OSError as e:
-        raise SubmitError(f"split file {arg}: {e.strerror or e}", USAGE) from None
-    if len(data) > MAX_SPLIT_FILE:
-        raise SubmitError(f"split file {arg}: larger than {MAX_SPLIT_FILE >> 20} MiB", USAGE)
-    if b"\0" in data:
-        raise SubmitError(f"split file {arg}: binary file (NUL bytes), not a list of sub-tasks", USAGE)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SubmitError(f"split file {arg}: not UTF-8 text", USAGE) from None
-    out: list[tuple[int, int, tuple[str, ...]]] = []
-    for lineno, line in enumerate(text.split("\n"), 1):
-
-        def bad(why: str, where: str = f"{arg}:{lineno}") -> SubmitError:
-            return SubmitError(f"{where}: {why}", USAGE)
-
-        if len(line.encode("utf-8")) > MAX_SPLIT_LINE:
-            raise bad(f"line longer than {MAX_SPLIT_LINE} bytes")
-        try:
-            words = shlex.split(line, comments=True)
-        except ValueError as e:
-            raise bad(str(e).lower()) from None
-        if not words:
-            continue
-        if len(words) < 2:
-            raise bad("expected NCPUS WALLTIME [ARGS...]")
-        c = words[0]
-        if not (c.isascii() and c.isdigit()) or int(c) < 1:
-            raise bad(f"cores {c!r}: not a whole number from 1")
-        ncpus = int(c)
-        if ncpus > cores:
-            raise bad(f"{ncpus} cores, more than the machine has ({cores})")
-        try:
-            secs = parse_duration(words[1])
-        except UnitError as e:
-            raise bad(f"walltime {e}") from None
-        if secs > cfg.max_walltime:
-            raise bad(
-                f"walltime {format_duration(secs)} is longer than the maximum {format_duration(cfg.max_walltime)}"
-            )
-        if len(words) - 2 > rq.MAX_TASK_ARGS:
-            raise bad(f"more than {rq.MAX_TASK_ARGS} arguments")
-        if any(ord(ch) < 32 and ch != "\t" for w in words for ch in w):
-            raise bad("control characters")
-        out.append((ncpus, secs, tuple(words[2:])))
-        if len(out) > cfg.max_array_size:
-            raise SubmitError(
-                f"split file {arg}: more than jobs.max_array_size ({cfg.max_array_size}) sub-tasks", USAGE
-            )
-    if not out:
-        raise SubmitError(f"split file {arg}: no sub-tasks (empty, or nothing but comments)", USAGE)
-    return out
-
-
-def waves_time(sizes: list[tuple[int, int]], ncpus: int) -> int:
-    """How long sub-tasks of ``(ncpus, seconds)`` take on ``ncpus`` cores, started in order as cores free up."""
-    import heapq
-
-    ends: list[tuple[int, int]] = []
-    free, now, last = ncpus, 0, 0
-    for c, t in sizes:
-        while free < c:
-            now, back = heapq.heappop(ends)
-            free += back
-        heapq.heappush(ends, (now + t, c))
-        free -= c
-        last = max(last, now + t)
-    return last
-
-
-def check_split_file(
-    tasks: list[tuple[int, int, tuple[str, ...]]], walltime: int | None, cores: int, cfg: Config
-) -> tuple[dict[str, Any], int, int]:
-    """The ``split`` spec key of a job of a split file's sub-tasks, its walltime and its cores.
-
-    The job as a whole runs on as many cores as its sub-tasks need at once,
-    at most the machine's, starting them in order as cores free up; its
-    walltime (``-t``) defaults to what that takes.
-    """
-    ncpus = min(cores, sum(c for c, _, _ in tasks))
-    need = waves_time([(c, t) for c, t, _ in tasks], ncpus)
-    if walltime is None:
-        walltime = min(need, cfg.max_walltime)
-    longest = max(t for _, t, _ in tasks)
-    if longest > walltime:
-        raise SubmitError(
-            f"a sub-task's time {format_duration(longest)} is longer than the walltime {format_duration(walltime)}",
-            USAGE,
-        )
-    if walltime < need:
-        raise SubmitError(
-            f"walltime {format_duration(walltime)} is too short for the {len(tasks)} sub-tasks: run in order "
-            f"on {ncpus} cores they take {format_duration(need)}"
-        )
-    split = {
-        "n": len(tasks),
-        "ncpus": max(c for c, _, _ in tasks),
-        "task_time": longest,
-        "tasks": [[c, t, list(a)] for c, t, a in tasks],
-    }
-    return split, walltime, ncpus
-
-
-def job_exit_status(job: dict[str, Any]) -> int:
-    """The exit status gsub --wait gives for a finished job (as a shell reports a child)."""
-    if job.get("exit_signal"):
-        return 128 + int(job["exit_signal"])
-    if job.get("exit_code") is not None:
-        return int(job["exit_code"])
-    return 0 if job["state"] == JobState.COMPLETED else 1
-
-
-class WaitTimeout(Exception):
-    """The job had not ended when the time given ran out."""
-
-
-def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> dict[str, Any]:
-    """Block until job ``job_id`` has ended (polling the state db); its row.
-
-    A submission the daemon refused is a :class:`SubmitError` with its
-    reason; no end within ``timeout`` seconds is :class:`WaitTimeout`.
-    """
-    import sqlite3
-
-    from gridsched.protocol.state import StateDB
-
-    db: StateDB | None = None
-    delay = WAIT_FIRST
-    deadline = None if timeout is None else time.monotonic() + timeout
-    terminal = {s.value for s in TERMINAL}
-    try:
-        while True:
-            if db is None and spool.db.exists():
-                db = StateDB(spool.db)
-            if db is not None:
-                try:
-                    job = db.job(job_id)
-                    why = db.id_record(job_id) if job is None else None
-                except sqlite3.OperationalError:  # a new daemon has not made its tables yet
-                    job = why = None
-                if job is not None and job["state"] in terminal:
-                    return job
-                if why is not None and why["refused"]:
-                    raise SubmitError(f"job {job_id}: refused by the daemon: {why['refused']}")
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(f"job {job_id} has not ended after {timeout}s")
-            time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
-            delay = min(delay * 1.5, WAIT_MAX)
-    finally:
-        if db is not None:
-            db.close()
-
-
-def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = None) -> list[dict[str, Any]]:
-    """Block until all ``tasks`` tasks of array ``array_id`` have ended; their rows (as :func:`wait_job`)."""
-    from gridsched.protocol.state import StateDB
-
-    first = wait_job(spool, array_id, timeout)  # the first task has the array's id
-    deadline = None if timeout is None else time.monotonic() + timeout
-    terminal = {s.value for s in TERMINAL}
-    delay = WAIT_FIRST
-    while True:
-        db = StateDB(spool.db)
-        try:
-            rows = db.by_spec("array_id", array_id)
-        finally:
-            db.close()
-        if len(rows) >= tasks and all(r["state"] in terminal for r in rows):
-            return rows or [first]
-        if deadline is not None and time.monotonic() >= deadline:
-            raise WaitTimeout(f"array {array_id} has not ended after {timeout}s")
-        time.sleep(delay)
-        delay = min(delay * 1.5, WAIT_MAX)
 
 
 def never_runs(machine: Any, max_walltime: int, job: rq.JobSpec) -> str | None:
