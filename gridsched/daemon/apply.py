@@ -43,7 +43,11 @@ from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
+    from gridsched.core.topology import MachineMap
     from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.table import JobTable
+    from gridsched.protocol.config import Config
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -88,7 +92,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             devices=d.machine.devices,
             kept=kept,
             drained=d.drained,
-            states=dep_states(d, [r for r in queued if r.deps]),
+            states=dep_states(d.table.jobs, d.db, [r for r in queued if r.deps]),
             usage=d.table.usage.now(now, d.table.half_life) if d.cfg.params.priority.weight_fairshare else {},
             ranked=any(r.nice or r.admin_prio is not None for r in queued),
         )
@@ -112,45 +116,45 @@ def offered(rec: Rec) -> bool:
     return (rec.split is None or bool(rec.split.left)) and not rec.withdrawn
 
 
-def dep_states(d: Daemon, pending: list[Rec]) -> dict[int, str]:
-    """The state of every job the dependencies of ``pending`` name (live, else from the table)."""
+def dep_states(jobs: Mapping[int, Rec], db: StateDB, pending: list[Rec]) -> dict[int, str]:
+    """The state of every job the dependencies of ``pending`` name (live in ``jobs``, else from ``db``)."""
     out: dict[int, str] = {}
     for rec in pending:
         for jid in depend.job_ids(rec.deps):
             if jid in out:
                 continue
-            live = d.table.jobs.get(jid)
+            live = jobs.get(jid)
             if live is not None:
                 out[jid] = live.state.value
             else:
-                row = d.db.conn.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
+                row = db.conn.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
                 if row is not None:
                     out[jid] = row[0]
     return out
 
 
-def note_reasons(d: Daemon, reasons: Mapping[int, str]) -> None:
+def note_reasons(table: JobTable, cfg: Config, said: Mapping[int, str], reasons: Mapping[int, str]) -> None:
     """Record why jobs with dependencies, an array throttle or a begin time wait (and clear it once they may
-    start, unless the last forecast said why they wait beyond that); a begin time is shown as the local date
-    and time."""
-    limited = bool(d.cfg.params.max_cpus_per_user)
-    for jid in d.table.queue:
-        rec = d.table.jobs[jid]
+    start, unless the last forecast said why they wait beyond that: ``said``); a begin time is shown as the
+    local date and time."""
+    limited = bool(cfg.params.max_cpus_per_user)
+    for jid in table.queue:
+        rec = table.jobs[jid]
         if not rec.deps and rec.array_max is None and rec.begin is None and not limited:
             continue
         why = reasons.get(jid, "")
-        if not why and rec.reason and d.forecast_said.get(jid) == rec.reason:
+        if not why and rec.reason and said.get(jid) == rec.reason:
             continue
         why = wording.eligibility_text(rec, why)
         if rec.reason != why:
             rec.reason = why
-            d.table.save(rec, reason=why)
+            table.save(rec, reason=why)
 
 
 def schedule(d: Daemon, now: float) -> None:
     d.dirty = False
     plan = corepolicy.schedule(snapshot(d, now))
-    note_reasons(d, plan.reasons)
+    note_reasons(d.table, d.cfg, d.forecast_said, plan.reasons)
     d.head = plan.head
     d.wake_at = plan.wake_at
     for dec in plan.decisions:
@@ -245,9 +249,9 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     d.pending_launches.append((rec, spec))
 
 
-def mem_nodes(d: Daemon, cores: tuple[int, ...]) -> tuple[int, ...]:
+def mem_nodes(machine: MachineMap, cores: tuple[int, ...]) -> tuple[int, ...]:
     """The host NUMA nodes of the boards a job runs on, when every one of them is a host node."""
-    nodes = {d.machine.board_of(c).node for c in cores}
+    nodes = {machine.board_of(c).node for c in cores}
     if not nodes or None in nodes:
         return ()
     return tuple(sorted(n for n in nodes if n is not None))
@@ -300,7 +304,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         gid=spec.gid,
         user=rec.user,
         mem=spec.mem,
-        mem_nodes=mem_nodes(d, rec.cores),
+        mem_nodes=mem_nodes(d.machine, rec.cores),
         umask=spec.umask,
         private=private.root if private else "",
         mpi_path=mpi_path if private else "",
