@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,7 @@ from gridsched.protocol.jobs import Checkpoint, JobState, Stop
 if TYPE_CHECKING:
     from gridsched.core.topology import MachineMap
     from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.spawn import Processes, Stub
     from gridsched.daemon.table import JobTable
     from gridsched.protocol.config import Config
     from gridsched.protocol.state import StateDB
@@ -188,7 +189,8 @@ def schedule(d: Daemon, now: float) -> None:
         elif isinstance(dec, Preempt):
             preempt(d, job, now)
         elif isinstance(dec, Kill):
-            kill(d, job, dec.reason, now)
+            if kill(d.table, d.terminate, d.cfg.kill_grace, job, dec.reason, now):
+                d.dirty = True
         elif isinstance(dec, StartTasks):
             split.start_tasks(d, job, dec, now)
     d.trees.decided()
@@ -285,7 +287,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
     # whether an MPI is on the job's PATH is found out by the job's own process, as its owner (launch.py):
     # the daemon never walks a PATH a user wrote
     mpi_path = jobenv.own_path(str(user_set.get("PATH", dict(spec.env).get("PATH", ""))))
-    private = private_dir(d, rec, spec, jobenv.job_of(spec, start))
+    private = private_dir(d.ex, d.cfg.tmpdir, rec, spec, jobenv.job_of(spec, start))
     env = jobenv.environment(spec, start, private, d.cfg.compat_env)
     return launch.Launch(
         job_id=rec.id,
@@ -328,28 +330,31 @@ def _user_env(spec: rq.JobSpec, env: dict[str, str]) -> tuple[int, bool, str] | 
     return ue.timeout, ue.login, path[: -len(LOGIN_PATH)] if plain else ""
 
 
-def private_dir(d: Daemon, rec: Rec, spec: rq.JobSpec, job: jobenv.Job) -> jobenv.Private:
-    """The job's private directory for this start (its TMPDIR, host files and srun); OSError if it cannot be
-    made (the job fails with why)."""
+def private_dir(ex: Processes | Stub, tmpdir: str, rec: Rec, spec: rq.JobSpec, job: jobenv.Job) -> jobenv.Private:
+    """The job's private directory for this start (its TMPDIR, host files and srun) under ``tmpdir`` (the
+    config's), made by the executor ``ex``; OSError if it cannot be made (the job fails with why)."""
     ranks = jobenv.mpi_ranks(job)
-    base = jobtmp.base_dir(d.cfg.tmpdir)
+    base = jobtmp.base_dir(tmpdir)
     try:
-        return d.ex.make_private(base, rec.id, rec.uid, jobtmp.owner_gid(rec.uid, spec.gid), job.host, rec.ncpus, ranks)
+        return ex.make_private(base, rec.id, rec.uid, jobtmp.owner_gid(rec.uid, spec.gid), job.host, rec.ncpus, ranks)
     except OSError as e:
         raise jobfiles.JobFilesError(f"cannot make its private directory in {base}: {e.strerror or e}") from None
 
 
-def kill(d: Daemon, rec: Rec, why: str, now: float) -> None:
+def kill(
+    table: JobTable, terminate: Callable[[Rec, float, int, float], None], grace: float, rec: Rec, why: str, now: float
+) -> bool:
     """Carry out a :class:`~gridsched.core.types.Kill`: the job is stopped as at its walltime (SIGTERM, the
-    grace, SIGKILL) and ends TIMEOUT with the core's reason."""
+    ``grace``, SIGKILL: ``terminate``) and ends TIMEOUT with the core's reason.  True if it is stopped now
+    (a scheduling pass is due)."""
     if rec.shepherd is None or rec.state is not JobState.RUNNING or rec.stop is not None:
-        return
+        return False
     rec.stop = Stop.OVERRUN
     rec.reason = why
     log.info("job %d %s: stopped", rec.id, why)
-    d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
-    d.table.save(rec, reason=why)
-    d.dirty = True
+    terminate(rec, now, signal.SIGTERM, grace)
+    table.save(rec, reason=why)
+    return True
 
 
 def preempt(d: Daemon, rec: Rec, now: float) -> None:
