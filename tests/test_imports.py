@@ -380,6 +380,31 @@ def test_nothing_imports_the_daemons_loop():
     assert users == ["gridsched.cli.gschedd"], users
 
 
+def test_handlers_see_no_daemon():
+    """A request handler sees only its context, the typed request and its envelope: no handler module imports
+    the loop (not even for a type hint) or names the ``Daemon``."""
+    g = graph()
+    names = module_names()
+    handlers = sorted(m for m in names if _inside(m, "gridsched.daemon.handlers"))
+    assert "gridsched.daemon.handlers.submit" in handlers
+    for m in handlers:
+        reach = [e for e in g[m] if e.dst == "gridsched.daemon.loop"]
+        assert not reach, f"{m} imports the daemon's loop (line {reach[0].line})"
+        tree = ast.parse(names[m][0].read_text(), m)
+        named = sorted({getattr(n, "lineno", 0) for n in ast.walk(tree) if _names_daemon(n)})
+        assert not named, f"{m} names Daemon (lines {named})"
+
+
+def _names_daemon(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == "Daemon"
+    if isinstance(node, ast.Attribute):
+        return node.attr == "Daemon"
+    if isinstance(node, ast.alias):
+        return "Daemon" in (node.name.split(".")[-1], node.asname)
+    return False
+
+
 # What gsub and gstat load when imported, besides click and what they use, is kept small (their start is
 # timed by scripts/bench_startup.py): none of these is loaded by a module-level import of theirs, directly
 # or through another module.  Reading the config needs gridsched.core.params, not the core's record types

@@ -2,7 +2,9 @@
 
 ``loop``        the loop: takes requests in, schedules, carries the plan out, commits (nothing imports it)
 ``intake``      reads the spool's incoming files at the trust boundary (parsing: gridsched.protocol.requests)
-``handlers/``   one module per request kind, matched exhaustively on the typed request
+``handlers/``   one module per request kind, matched exhaustively on the typed request; each sees a narrow
+                context (``handlers/context.py``) and returns what it changed
+``actions``     the daemon's work the handlers may ask for, carried out on the daemon
 ``table``       the job table: the live jobs, the queue, their rows (the only place job rows change)
 ``apply``       the snapshot for the core, and what each decision of a plan does
 ``outcome``     how a job's segment ended: requeued or its end state

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,12 @@ from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
+    from gridsched.core.topology import MachineMap
     from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.spawn import Processes, Stub
+    from gridsched.daemon.table import JobTable
+    from gridsched.protocol.config import Config
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -88,7 +93,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             devices=d.machine.devices,
             kept=kept,
             drained=d.drained,
-            states=dep_states(d, [r for r in queued if r.deps]),
+            states=dep_states(d.table.jobs, d.db, [r for r in queued if r.deps]),
             usage=d.table.usage.now(now, d.table.half_life) if d.cfg.params.priority.weight_fairshare else {},
             ranked=any(r.nice or r.admin_prio is not None for r in queued),
         )
@@ -112,45 +117,45 @@ def offered(rec: Rec) -> bool:
     return (rec.split is None or bool(rec.split.left)) and not rec.withdrawn
 
 
-def dep_states(d: Daemon, pending: list[Rec]) -> dict[int, str]:
-    """The state of every job the dependencies of ``pending`` name (live, else from the table)."""
+def dep_states(jobs: Mapping[int, Rec], db: StateDB, pending: list[Rec]) -> dict[int, str]:
+    """The state of every job the dependencies of ``pending`` name (live in ``jobs``, else from ``db``)."""
     out: dict[int, str] = {}
     for rec in pending:
         for jid in depend.job_ids(rec.deps):
             if jid in out:
                 continue
-            live = d.table.jobs.get(jid)
+            live = jobs.get(jid)
             if live is not None:
                 out[jid] = live.state.value
             else:
-                row = d.db.conn.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
+                row = db.conn.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
                 if row is not None:
                     out[jid] = row[0]
     return out
 
 
-def note_reasons(d: Daemon, reasons: Mapping[int, str]) -> None:
+def note_reasons(table: JobTable, cfg: Config, said: Mapping[int, str], reasons: Mapping[int, str]) -> None:
     """Record why jobs with dependencies, an array throttle or a begin time wait (and clear it once they may
-    start, unless the last forecast said why they wait beyond that); a begin time is shown as the local date
-    and time."""
-    limited = bool(d.cfg.params.max_cpus_per_user)
-    for jid in d.table.queue:
-        rec = d.table.jobs[jid]
+    start, unless the last forecast said why they wait beyond that: ``said``); a begin time is shown as the
+    local date and time."""
+    limited = bool(cfg.params.max_cpus_per_user)
+    for jid in table.queue:
+        rec = table.jobs[jid]
         if not rec.deps and rec.array_max is None and rec.begin is None and not limited:
             continue
         why = reasons.get(jid, "")
-        if not why and rec.reason and d.forecast_said.get(jid) == rec.reason:
+        if not why and rec.reason and said.get(jid) == rec.reason:
             continue
         why = wording.eligibility_text(rec, why)
         if rec.reason != why:
             rec.reason = why
-            d.table.save(rec, reason=why)
+            table.save(rec, reason=why)
 
 
 def schedule(d: Daemon, now: float) -> None:
     d.dirty = False
     plan = corepolicy.schedule(snapshot(d, now))
-    note_reasons(d, plan.reasons)
+    note_reasons(d.table, d.cfg, d.forecast_said, plan.reasons)
     d.head = plan.head
     d.wake_at = plan.wake_at
     for dec in plan.decisions:
@@ -184,7 +189,8 @@ def schedule(d: Daemon, now: float) -> None:
         elif isinstance(dec, Preempt):
             preempt(d, job, now)
         elif isinstance(dec, Kill):
-            kill(d, job, dec.reason, now)
+            if kill(d.table, d.terminate, d.cfg.kill_grace, job, dec.reason, now):
+                d.dirty = True
         elif isinstance(dec, StartTasks):
             split.start_tasks(d, job, dec, now)
     d.trees.decided()
@@ -245,9 +251,9 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     d.pending_launches.append((rec, spec))
 
 
-def mem_nodes(d: Daemon, cores: tuple[int, ...]) -> tuple[int, ...]:
+def mem_nodes(machine: MachineMap, cores: tuple[int, ...]) -> tuple[int, ...]:
     """The host NUMA nodes of the boards a job runs on, when every one of them is a host node."""
-    nodes = {d.machine.board_of(c).node for c in cores}
+    nodes = {machine.board_of(c).node for c in cores}
     if not nodes or None in nodes:
         return ()
     return tuple(sorted(n for n in nodes if n is not None))
@@ -281,7 +287,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
     # whether an MPI is on the job's PATH is found out by the job's own process, as its owner (launch.py):
     # the daemon never walks a PATH a user wrote
     mpi_path = jobenv.own_path(str(user_set.get("PATH", dict(spec.env).get("PATH", ""))))
-    private = private_dir(d, rec, spec, jobenv.job_of(spec, start))
+    private = private_dir(d.ex, d.cfg.tmpdir, rec, spec, jobenv.job_of(spec, start))
     env = jobenv.environment(spec, start, private, d.cfg.compat_env)
     return launch.Launch(
         job_id=rec.id,
@@ -300,7 +306,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         gid=spec.gid,
         user=rec.user,
         mem=spec.mem,
-        mem_nodes=mem_nodes(d, rec.cores),
+        mem_nodes=mem_nodes(d.machine, rec.cores),
         umask=spec.umask,
         private=private.root if private else "",
         mpi_path=mpi_path if private else "",
@@ -324,28 +330,31 @@ def _user_env(spec: rq.JobSpec, env: dict[str, str]) -> tuple[int, bool, str] | 
     return ue.timeout, ue.login, path[: -len(LOGIN_PATH)] if plain else ""
 
 
-def private_dir(d: Daemon, rec: Rec, spec: rq.JobSpec, job: jobenv.Job) -> jobenv.Private:
-    """The job's private directory for this start (its TMPDIR, host files and srun); OSError if it cannot be
-    made (the job fails with why)."""
+def private_dir(ex: Processes | Stub, tmpdir: str, rec: Rec, spec: rq.JobSpec, job: jobenv.Job) -> jobenv.Private:
+    """The job's private directory for this start (its TMPDIR, host files and srun) under ``tmpdir`` (the
+    config's), made by the executor ``ex``; OSError if it cannot be made (the job fails with why)."""
     ranks = jobenv.mpi_ranks(job)
-    base = jobtmp.base_dir(d.cfg.tmpdir)
+    base = jobtmp.base_dir(tmpdir)
     try:
-        return d.ex.make_private(base, rec.id, rec.uid, jobtmp.owner_gid(rec.uid, spec.gid), job.host, rec.ncpus, ranks)
+        return ex.make_private(base, rec.id, rec.uid, jobtmp.owner_gid(rec.uid, spec.gid), job.host, rec.ncpus, ranks)
     except OSError as e:
         raise jobfiles.JobFilesError(f"cannot make its private directory in {base}: {e.strerror or e}") from None
 
 
-def kill(d: Daemon, rec: Rec, why: str, now: float) -> None:
+def kill(
+    table: JobTable, terminate: Callable[[Rec, float, int, float], None], grace: float, rec: Rec, why: str, now: float
+) -> bool:
     """Carry out a :class:`~gridsched.core.types.Kill`: the job is stopped as at its walltime (SIGTERM, the
-    grace, SIGKILL) and ends TIMEOUT with the core's reason."""
+    ``grace``, SIGKILL: ``terminate``) and ends TIMEOUT with the core's reason.  True if it is stopped now
+    (a scheduling pass is due)."""
     if rec.shepherd is None or rec.state is not JobState.RUNNING or rec.stop is not None:
-        return
+        return False
     rec.stop = Stop.OVERRUN
     rec.reason = why
     log.info("job %d %s: stopped", rec.id, why)
-    d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
-    d.table.save(rec, reason=why)
-    d.dirty = True
+    terminate(rec, now, signal.SIGTERM, grace)
+    table.save(rec, reason=why)
+    return True
 
 
 def preempt(d: Daemon, rec: Rec, now: float) -> None:

@@ -45,8 +45,11 @@ from gridsched.protocol.arrays import parse, task_path
 from gridsched.protocol.jobs import JobState
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from gridsched.daemon.loop import Daemon
     from gridsched.daemon.slices import Budget
+    from gridsched.daemon.table import Rec
     from gridsched.protocol.requests import JobSpec
 
 log = logging.getLogger("gschedd")
@@ -279,7 +282,7 @@ def _task(d: Daemon, it: Intake, tid: int) -> None:
     it.link = tid
 
 
-def members(d: Daemon, arrays: list[int]) -> list[int]:
-    """The ids of the live tasks of ``arrays``."""
+def members(jobs: Mapping[int, Rec], arrays: list[int]) -> list[int]:
+    """The ids of the live tasks of ``arrays`` among ``jobs`` (the job table's)."""
     want = set(arrays)
-    return sorted(r.id for r in d.table.jobs.values() if r.array_id in want)
+    return sorted(r.id for r in jobs.values() if r.array_id in want)

@@ -29,6 +29,7 @@ from gridsched.core import cpuset
 from gridsched.core import policy as corepolicy
 from gridsched.core.types import HeadReservation
 from gridsched.daemon import (
+    actions,
     apply,
     arrays,
     devcgroup,
@@ -119,6 +120,7 @@ class Daemon:
         self.intakes: dict[int, arrays.Intake] = {}
         self.sweeps: deque[slices.Sweep] = deque()
         self.busy: set[str] = set()
+        self.actions = actions.DaemonActions(self)  # what the request handlers may ask of the daemon
 
     # -- setup ------------------------------------------------------------------
     def lock(self) -> None:
@@ -417,8 +419,11 @@ class Daemon:
             self.refuse(r.name, r.uid, r.new_id, r.reason)
         for rcv in got:
             try:
-                handlers.handle(self, rcv)
+                if handlers.handle(self.handler_context(), rcv):
+                    self.dirty = True
             except rq.Refused as e:
+                if isinstance(e, handlers.RefusedInPart) and e.changed:
+                    self.dirty = True
                 self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), str(e))
                 continue
             except OSError as e:
@@ -442,6 +447,21 @@ class Daemon:
             self.settling[name] = None
         self.table.commit()
         self.settle(time.time())
+
+    def handler_context(self) -> handlers.Context:
+        """What a request handler sees of the daemon, now."""
+        return handlers.Context(
+            table=self.table,
+            cfg=self.cfg,
+            machine=self.machine,
+            db=self.db,
+            now=time.time(),
+            intakes=self.intakes,
+            drained=self.drained,
+            drain_reason=self.drain_reason,
+            id_high=self.id_high,
+            act=self.actions,
+        )
 
     def refuse(self, name: str, uid: int | None, new_id: int | None, why: str) -> None:
         """Quarantine a refused request; if it brought a new id that nobody has, record the refusal under it
@@ -528,7 +548,6 @@ class Daemon:
         self.drain_reason = reason if self.drained else ""
         self.table.begin()
         self.db.set_meta("drained", json.dumps({"cores": cpuset.format(self.drained), "reason": self.drain_reason}))
-        self.dirty = True
         log.info("%s; drained now: %s", what, cpuset.format(self.drained) or "none")
 
     def reload(self) -> None:

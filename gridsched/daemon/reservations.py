@@ -205,9 +205,10 @@ def row_of(d: Daemon, rid: int) -> dict[str, Any] | None:
 # -- requests ------------------------------------------------------------------------
 
 
-def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> None:
+def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> bool:
     """Take in a checked reservation request: waiting (flexible or fixed), or ended at once as refused
-    (by the policy of ``[reservations]`` -- ``admin``: its sender administers the spool -- or the machine)."""
+    (by the policy of ``[reservations]`` -- ``admin``: its sender administers the spool -- or the machine).
+    True if it waits (a scheduling pass is due)."""
     now = time.time()
     rid = spec.id
     r = RRec(
@@ -255,12 +256,11 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> No
         r.state, r.reason, r.end_time = RState.ENDED, f"refused: {e}", now
         save(d, r)
         log.info("reservation %d refused: %s", rid, e)
-        return
+        return False
     d.book.resvs[rid] = r
     if r.start is None:
         bisect.insort(d.book.flex, rid)
     save(d, r)
-    d.dirty = True
     log.info(
         "reservation %d created: %d cores%s%s for %ss, %s",
         rid,
@@ -270,6 +270,7 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> No
         r.duration,
         "flexible" if r.start is None else f"fixed at {time.strftime('%F %T', time.localtime(r.start))}",
     )
+    return True
 
 
 def delete(d: Daemon, rid: int, uid: int, release: bool) -> None:

@@ -54,7 +54,7 @@ class Budget:
 class Sweep:
     """One request's action on many live jobs (``act`` on each), a slice per turn."""
 
-    def __init__(self, name: str, what: str, recs: Iterable[Rec], act: Callable[[Rec], None]) -> None:
+    def __init__(self, name: str, what: str, recs: Iterable[Rec], act: Callable[[Rec], object]) -> None:
         self.name = name
         self.what = what
         self.ids = deque(r.id for r in recs)
@@ -66,14 +66,15 @@ class Sweep:
             rec = d.table.jobs.get(self.ids.popleft())
             if rec is not None:  # ended meanwhile: nothing to do
                 try:
-                    self.act(rec)
+                    if self.act(rec):  # true: it changed what a scheduling pass sees
+                        d.dirty = True
                 except Exception:  # noqa: BLE001 - one job's trouble never stops the daemon or the rest
                     log.exception("%s: job %d", self.what, rec.id)
             budget.spend()
         return not self.ids
 
 
-def sweep(d: Daemon, name: str, what: str, recs: list[Rec], act: Callable[[Rec], None]) -> None:
+def sweep(d: Daemon, name: str, what: str, recs: list[Rec], act: Callable[[Rec], object]) -> None:
     """Act on ``recs`` for the request ``name``: in this turn's slices, the rest in the next turns (the request
     stays in ``incoming/`` until the last is done)."""
     if not recs:

@@ -47,6 +47,8 @@ from gridsched.protocol.arrays import ArrayError, parse
 from gridsched.protocol.jobs import Checkpoint, JobState
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from gridsched.core.devices import DeviceAsk
     from gridsched.core.topology import Device
     from gridsched.daemon.loop import Daemon
@@ -233,10 +235,10 @@ def _wave(sp: Split) -> int:
     return len(sp.left or ()) * sp.ncpus
 
 
-def pieces_of(d: Daemon, ids: list[int]) -> list[int]:
-    """The live pieces of the jobs ``ids``."""
+def pieces_of(jobs: Mapping[int, Rec], ids: list[int]) -> list[int]:
+    """The live pieces of the jobs ``ids`` among ``jobs`` (the job table's)."""
     want = set(ids)
-    return sorted(r.id for r in d.table.jobs.values() if r.split_of in want)
+    return sorted(r.id for r in jobs.values() if r.split_of in want)
 
 
 def piece_ended(d: Daemon, piece: Rec, end: float) -> None:

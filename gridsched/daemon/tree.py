@@ -227,7 +227,7 @@ class Trees:
     def _target(self, rcv: rq.Received, jid: int) -> Rec | None:
         from gridsched.daemon.handlers.owned import kind, owned
 
-        rec = owned(self.d, rcv, jid)
+        rec = owned(self.d.table.jobs, rcv, jid)
         if rec is None:
             return None
         if rec.state not in (JobState.RUNNING, JobState.STOPPING) or rec.start is None:
@@ -245,10 +245,12 @@ class Trees:
     def _children(self, jid: int) -> list[int]:
         return [c for c, p in self.parents().items() if p == jid]
 
-    def yield_cores(self, rcv: rq.Received, jid: int, until: tuple[int, ...] | None) -> None:
+    def yield_cores(self, rcv: rq.Received, jid: int, until: tuple[int, ...] | None) -> bool:
+        """Job ``jid`` lends its cores (to its children, or until the jobs ``until`` end); True if it does
+        now (a scheduling pass is due)."""
         rec = self._target(rcv, jid)
         if rec is None:
-            return
+            return False
         jobs = self.d.table.jobs
         y = Yield(tuple(rec.cores), False, until, time.time())
         if not self.awaited(rec.id, y, jobs, {rec.id: self._children(rec.id)}):
@@ -257,24 +259,26 @@ class Trees:
             raise Refused(f"job {rec.id} cannot yield: {what}, so there is nothing to lend its cores to")
         self.yielded[rec.id] = y
         self._save()
-        self.d.dirty = True
         log.info(
             "job %d yields cores %s%s",
             rec.id,
             cpuset.format(rec.cores),
             f" until jobs {','.join(map(str, until))} end" if until else "",
         )
+        return True
 
-    def resume(self, rcv: rq.Received, jid: int) -> None:
+    def resume(self, rcv: rq.Received, jid: int) -> bool:
+        """Job ``jid`` asks for its cores back; True if it does now (a scheduling pass is due)."""
         rec = self._target(rcv, jid)
         if rec is None:
-            return
+            return False
         y = self.yielded.get(rec.id)
-        if y is not None and not y.resuming:
-            y.resuming = True
-            self._save()
-            self.d.dirty = True
-            log.info("job %d asks for its cores back", rec.id)
+        if y is None or y.resuming:
+            return False
+        y.resuming = True
+        self._save()
+        log.info("job %d asks for its cores back", rec.id)
+        return True
 
     # -- the core's decisions -----------------------------------------------------------
     def reclaim(self, jid: int) -> None:

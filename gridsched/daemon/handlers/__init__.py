@@ -1,14 +1,16 @@
 """One handler per request kind, dispatched by an exhaustive match on the typed request.
 
-Every handler receives a request :func:`gridsched.protocol.requests.parse` has
-checked, with its sender as the kernel says; it may refuse it for a reason
-that depends on the daemon's state by raising
+Every handler receives a :class:`~.context.Context` (what it may see of the
+daemon and ask of it), a request :func:`gridsched.protocol.requests.parse` has
+checked, and the envelope it came in (its sender as the kernel says); it
+returns :class:`~.context.Changed`, or refuses the request for a reason that
+depends on the daemon's state by raising
 :class:`gridsched.protocol.requests.Refused`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, assert_never
+from typing import assert_never
 
 from gridsched.daemon.handlers import (
     alter,
@@ -26,42 +28,43 @@ from gridsched.daemon.handlers import (
     undrain,
 )
 from gridsched.daemon.handlers import yield_ as yield_handler
+from gridsched.daemon.handlers.context import Actions, Changed, Context, RefusedInPart
 from gridsched.protocol import requests as rq
 
-if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
+__all__ = ["Actions", "Changed", "Context", "RefusedInPart", "handle"]
 
 
-def handle(d: Daemon, rcv: rq.Received) -> None:
+def handle(ctx: Context, rcv: rq.Received) -> Changed:
+    """Serve ``rcv`` by the handler of its kind; what it changed."""
     req = rcv.request
     match req:
         case rq.Submit():
-            submit.handle(d, rcv, req)
+            return submit.handle(ctx, req, rcv)
         case rq.Cancel():
-            cancel.handle(d, rcv, req)
+            return cancel.handle(ctx, req, rcv)
         case rq.Hold():
-            hold.handle(d, rcv, req)
+            return hold.handle(ctx, req, rcv)
         case rq.Release():
-            release.handle(d, rcv, req)
+            return release.handle(ctx, req, rcv)
         case rq.Reload():
-            reload.handle(d, rcv, req)
+            return reload.handle(ctx, req, rcv)
         case rq.Tune():
-            tune.handle(d, rcv, req)
+            return tune.handle(ctx, req, rcv)
         case rq.Drain():
-            drain.handle(d, rcv, req)
+            return drain.handle(ctx, req, rcv)
         case rq.Undrain():
-            undrain.handle(d, rcv, req)
+            return undrain.handle(ctx, req, rcv)
         case rq.Yield():
-            yield_handler.handle(d, rcv, req)
+            return yield_handler.handle(ctx, req, rcv)
         case rq.Resume():
-            resume.handle(d, rcv, req)
+            return resume.handle(ctx, req, rcv)
         case rq.ResvCreate():
-            resv_create.handle(d, rcv, req)
+            return resv_create.handle(ctx, req, rcv)
         case rq.ResvDelete():
-            resv_delete.handle(d, rcv, req)
+            return resv_delete.handle(ctx, req, rcv)
         case rq.Alter():
-            alter.handle(d, rcv, req)
+            return alter.handle(ctx, req, rcv)
         case rq.Requeue():
-            requeue.handle(d, rcv, req)
+            return requeue.handle(ctx, req, rcv)
         case _:
             assert_never(req)

@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gridsched.core import depend
-from gridsched.daemon import reservations
+from gridsched.daemon.handlers.context import Changed, Context, RefusedInPart
 from gridsched.daemon.handlers.owned import owned_targets
 from gridsched.daemon.table import Rec
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import JobState, change_refused
 from gridsched.submission.submit import never_runs
-
-if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
 
 log = logging.getLogger("gschedd")
 
@@ -30,36 +27,38 @@ COLUMNS = ("name", "ncpus", "walltime")
 PLACEMENT = ("place", "threads_per_core", "exclusive_board")
 
 
-def handle(d: Daemon, rcv: rq.Received, req: rq.Alter) -> None:
+def handle(ctx: Context, req: rq.Alter, rcv: rq.Received) -> Changed:
     changes = req.changes.given()
-    targets = owned_targets(d, rcv, req.jobs, req.arrays)
+    targets = owned_targets(ctx.table.jobs, rcv, req.jobs, req.arrays)
     if req.arrays:  # an array's running tasks keep their values; its pending ones change
         whole = set(req.arrays)
         targets = [r for r in targets if r.array_id not in whole or r.state in (JobState.PENDING, JobState.HELD)]
     refused = []
+    changed = Changed.NOTHING
     for rec in targets:
         try:
-            alter(d, rcv.sender, rec, changes)
+            changed = alter(ctx, rcv.sender, rec, changes) or changed
         except rq.Refused as e:
             log.info("alter of job %d refused: %s", rec.id, e)
             refused.append(f"job {rec.id}: {e}")
     if refused:
-        raise rq.Refused("; ".join(refused))
+        raise RefusedInPart("; ".join(refused), changed)
+    return changed
 
 
-def alter(d: Daemon, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) -> None:
+def alter(ctx: Context, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) -> Changed:
     """Change job ``rec`` as ``changes`` (spec keys) say; :class:`Refused` with the reason, nothing changed."""
-    row = d.db.job(rec.id)
+    row = ctx.db.job(rec.id)
     if row is None:
         raise rq.Refused("no such job")
     spec = dict(row["spec"])
     if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
-        job = _pending_spec(d, rec, spec, changes)
+        job = _pending_spec(ctx, rec, spec, changes)
         new = job.stored()[0]
         fields = {k: new[k] for k in COLUMNS}
-        d.table.begin()
-        d.db.update(rec.id, spec=new, **fields)
-        fresh = Rec.from_row({**row, **fields, "spec": new}, d.table.devices, job)
+        ctx.table.begin()
+        ctx.db.update(rec.id, spec=new, **fields)
+        fresh = Rec.from_row({**row, **fields, "spec": new}, ctx.table.devices, job)
         for f in dataclasses.fields(Rec):
             if f.name not in ("state", "reason"):
                 setattr(rec, f.name, getattr(fresh, f.name))
@@ -69,22 +68,22 @@ def alter(d: Daemon, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) -> No
         wall = changes["walltime"]
         if wall > rec.walltime and not sender.admin:
             raise rq.Refused(f"is RUNNING: only an admin may lengthen its walltime ({rec.walltime}s to {wall}s)")
-        if wall > rec.walltime and wall > d.cfg.max_walltime:
+        if wall > rec.walltime and wall > ctx.cfg.max_walltime:
             raise rq.Refused("walltime longer than the maximum")
         if rec.deadline is not None:
             rec.deadline += wall - rec.walltime
         rec.walltime = wall
         rec._waiting = None
         rec.spec = rec.job._replace(walltime=wall)
-        d.table.save(rec, walltime=wall, spec=rec.job.stored()[0])
+        ctx.table.save(rec, walltime=wall, spec=rec.job.stored()[0])
     else:
         raise rq.Refused(f"is {rec.state.value}: only pending, held or running jobs can be changed")
-    d.table.forecast_dirty = True
-    d.dirty = True
+    ctx.table.forecast_dirty = True
     log.info("job %d changed: %s", rec.id, ", ".join(sorted(changes)))
+    return Changed.QUEUE
 
 
-def _pending_spec(d: Daemon, rec: Rec, spec: dict[str, Any], changes: dict[str, Any]) -> rq.JobSpec:
+def _pending_spec(ctx: Context, rec: Rec, spec: dict[str, Any], changes: dict[str, Any]) -> rq.JobSpec:
     """The spec of pending job ``rec`` after ``changes``, checked as a submission's."""
     new = {**spec, **changes}
     if any(k in changes for k in PLACEMENT):
@@ -100,14 +99,14 @@ def _pending_spec(d: Daemon, rec: Rec, spec: dict[str, Any], changes: dict[str, 
     if sp is not None and (sp["ncpus"] > new["ncpus"] or sp["task_time"] > new["walltime"]):
         raise rq.Refused("a sub-task would be larger than the job")
     job = rq.JobSpec.from_spec(new)
-    bad = change_refused(spec, changes) or never_runs(d.machine, d.cfg.max_walltime, job)
+    bad = change_refused(spec, changes) or never_runs(ctx.machine, ctx.cfg.max_walltime, job)
     if bad is None and "reservation" in changes:
-        bad = reservations.check_submit(d, job)
+        bad = ctx.act.resv_refusal(job)
     if bad:
         raise rq.Refused(bad)
     if "depend" in changes:
         deps = depend.parse(new["depend"])
-        others = {j: r.deps for j, r in d.table.jobs.items() if j != rec.id}
+        others = {j: r.deps for j, r in ctx.table.jobs.items() if j != rec.id}
         chain = depend.cycle(rec.id, deps, others)
         if chain is not None:
             raise rq.Refused(f"depend: a cycle ({' -> '.join(map(str, [rec.id, *chain]))})")

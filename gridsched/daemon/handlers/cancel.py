@@ -6,30 +6,29 @@ tasks still to come are never made."""
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
-from gridsched.daemon import arrays, slices
+from gridsched.daemon.handlers.context import Changed, Context
 from gridsched.daemon.handlers.owned import owned_targets
 from gridsched.protocol import requests as rq
 
 if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
     from gridsched.daemon.table import Rec
 
 WHY = "cancelled before it started"
 
 
-def handle(d: Daemon, rcv: rq.Received, req: rq.Cancel) -> None:
+def handle(ctx: Context, req: rq.Cancel, rcv: rq.Received) -> Changed:
     for aid in req.arrays:
-        it = d.intakes.get(aid)
+        it = ctx.intakes.get(aid)
         if it is not None and rcv.sender.uid in (0, it.uid):
-            arrays.stop(d, it, "cancelled")
-    recs = owned_targets(d, rcv, req.jobs, req.arrays, pieces=True)
+            ctx.act.stop_intake(it, "cancelled")
+    recs = owned_targets(ctx.table.jobs, rcv, req.jobs, req.arrays, pieces=True)
     for rec in recs:
         rec.withdrawn = True
 
     def act(rec: Rec) -> None:
-        d.cancel(rec, time.time(), WHY)
+        ctx.act.cancel(rec, WHY)  # the cancel asks for a scheduling pass
 
-    slices.sweep(d, rcv.name, f"cancel of {len(recs)} jobs", recs, act)
+    ctx.act.sweep(rcv.name, f"cancel of {len(recs)} jobs", recs, act)
+    return Changed.NOTHING

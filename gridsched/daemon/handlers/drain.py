@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gridsched.core import cpuset
+from gridsched.daemon.handlers.context import Changed, Context
 from gridsched.protocol import requests as rq
 
-if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
 
-
-def handle(d: Daemon, rcv: rq.Received, req: rq.Drain) -> None:
-    d.set_drained(
-        d.drained | (req.cores & d.all_cores),
-        req.reason or d.drain_reason or "drained",
+def handle(ctx: Context, req: rq.Drain, rcv: rq.Received) -> Changed:
+    ctx.act.set_drained(
+        ctx.drained | (req.cores & ctx.all_cores),
+        req.reason or ctx.drain_reason or "drained",
         f"cores {cpuset.format(req.cores)} drained",
     )
+    return Changed.QUEUE

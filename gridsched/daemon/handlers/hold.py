@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gridsched.daemon import arrays, slices, transitions
+from gridsched.daemon import transitions
+from gridsched.daemon.handlers.context import Changed, Context
 from gridsched.daemon.handlers.owned import owned_targets
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import JobState
 
 if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
     from gridsched.daemon.table import Rec
 
 
@@ -18,20 +18,22 @@ BY_OWNER = "held by its owner (grls releases it)"
 BY_ADMIN = "held by an admin (grls releases it)"
 
 
-def handle(d: Daemon, rcv: rq.Received, req: rq.Hold) -> None:
+def handle(ctx: Context, req: rq.Hold, rcv: rq.Received) -> Changed:
     """Hold the pending jobs named (a slice per turn when they are many); an array still being taken in has its
     tasks still to come made held."""
     for aid in req.arrays:
-        it = d.intakes.get(aid)
+        it = ctx.intakes.get(aid)
         if it is not None and rcv.sender.uid in (0, it.uid) and it.state is JobState.PENDING:
             it.state, it.reason = JobState.HELD, BY_OWNER if rcv.sender.uid == it.uid else BY_ADMIN
-            arrays.save(d, it)
+            ctx.act.save_intake(it)
 
-    def act(rec: Rec) -> None:
+    def act(rec: Rec) -> Changed:
         if rec.state is JobState.PENDING and rec.shepherd is None:
             # the core reports the reason (core.eligible)
-            transitions.hold(d.table, rec, BY_OWNER if rcv.sender.uid == rec.uid else BY_ADMIN)
-            d.dirty = True
+            transitions.hold(ctx.table, rec, BY_OWNER if rcv.sender.uid == rec.uid else BY_ADMIN)
+            return Changed.QUEUE
+        return Changed.NOTHING
 
-    recs = owned_targets(d, rcv, req.jobs, req.arrays)
-    slices.sweep(d, rcv.name, f"hold of {len(recs)} jobs", recs, act)
+    recs = owned_targets(ctx.table.jobs, rcv, req.jobs, req.arrays)
+    ctx.act.sweep(rcv.name, f"hold of {len(recs)} jobs", recs, act)
+    return Changed.NOTHING

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from gridsched.daemon import arrays, split
 from gridsched.protocol import requests as rq
 
 if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
     from gridsched.daemon.table import Rec
 
 log = logging.getLogger("gschedd")
@@ -19,8 +19,9 @@ def kind(req: object) -> str:
     return type(req).__name__.lower()
 
 
-def owned(d: Daemon, rcv: rq.Received, jid: int) -> Rec | None:
-    rec = d.table.jobs.get(jid)
+def owned(jobs: Mapping[int, Rec], rcv: rq.Received, jid: int) -> Rec | None:
+    """Live job ``jid`` of ``jobs`` if the sender of ``rcv`` owns it (or is root); else None, logged."""
+    rec = jobs.get(jid)
     what = kind(rcv.request)
     if rec is None:
         log.info("%s: job %d is not live", what, jid)
@@ -32,16 +33,16 @@ def owned(d: Daemon, rcv: rq.Received, jid: int) -> Rec | None:
 
 
 def owned_targets(
-    d: Daemon, rcv: rq.Received, jobs: tuple[int, ...], whole: tuple[int, ...], pieces: bool = False
+    jobs: Mapping[int, Rec], rcv: rq.Received, ids: tuple[int, ...], whole: tuple[int, ...], pieces: bool = False
 ) -> list[Rec]:
-    """The live jobs ``jobs`` and the live tasks of the arrays ``whole`` (with ``pieces``: and the running
-    pieces of splittable jobs among them) that the sender owns."""
-    ids = list(jobs) + arrays.members(d, list(whole))
+    """The live jobs ``ids`` and the live tasks of the arrays ``whole`` (with ``pieces``: and the running
+    pieces of splittable jobs among them) of ``jobs`` that the sender owns."""
+    want = list(ids) + arrays.members(jobs, list(whole))
     if pieces:
-        ids += split.pieces_of(d, ids)
+        want += split.pieces_of(jobs, want)
     out = []
-    for jid in dict.fromkeys(ids):
-        rec = owned(d, rcv, jid)
+    for jid in dict.fromkeys(want):
+        rec = owned(jobs, rcv, jid)
         if rec is not None:
             out.append(rec)
     return out

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from gridsched.daemon.handlers.context import Changed, Context
 from gridsched.protocol import requests as rq
 
-if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
 
-
-def handle(d: Daemon, rcv: rq.Received, req: rq.Reload) -> None:
-    d.reload_requested = True
+def handle(ctx: Context, req: rq.Reload, rcv: rq.Received) -> Changed:
+    ctx.act.reload()  # the reload itself asks for a scheduling pass
+    return Changed.NOTHING

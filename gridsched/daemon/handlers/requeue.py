@@ -13,39 +13,36 @@ from __future__ import annotations
 
 import logging
 import signal
-import time
-from typing import TYPE_CHECKING
 
 from gridsched.daemon import arrays, procs, transitions
+from gridsched.daemon.handlers.context import Changed, Context, RefusedInPart
 from gridsched.daemon.table import Rec
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, Checkpoint, JobState, Stop
-
-if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
 
 log = logging.getLogger("gschedd")
 
 FINISHED = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT)
 
 
-def handle(d: Daemon, rcv: rq.Received, req: rq.Requeue) -> None:
-    now = time.time()
+def handle(ctx: Context, req: rq.Requeue, rcv: rq.Received) -> Changed:
     refused = []
-    for jid in dict.fromkeys([*req.jobs, *arrays.members(d, list(req.arrays))]):
+    changed = Changed.NOTHING
+    for jid in dict.fromkeys([*req.jobs, *arrays.members(ctx.table.jobs, list(req.arrays))]):
         try:
-            requeue(d, rcv.sender, jid, now)
+            changed = requeue(ctx, rcv.sender, jid) or changed
         except rq.Refused as e:
             log.info("requeue of job %d refused: %s", jid, e)
             refused.append(f"job {jid}: {e}")
     if refused:
-        raise rq.Refused("; ".join(refused))
+        raise RefusedInPart("; ".join(refused), changed)
+    return changed
 
 
-def requeue(d: Daemon, sender: rq.Sender, jid: int, now: float) -> None:
+def requeue(ctx: Context, sender: rq.Sender, jid: int) -> Changed:
     """Requeue job ``jid`` for ``sender``; :class:`Refused` with the reason, nothing changed."""
-    rec = d.table.jobs.get(jid)
-    row = d.db.job(jid) if rec is None else None
+    rec = ctx.table.jobs.get(jid)
+    row = ctx.db.job(jid) if rec is None else None
     if rec is None and row is None:
         raise rq.Refused("no such job")
     uid = rec.uid if rec is not None else row["uid"]  # type: ignore[index]
@@ -55,25 +52,24 @@ def requeue(d: Daemon, sender: rq.Sender, jid: int, now: float) -> None:
         raise rq.Refused(GRUN_NOT_REQUEUED)
     if rec is None:
         assert row is not None
-        _run_again(d, row)
-        return
+        return _run_again(ctx, row)
     if rec.split is not None or rec.split_of is not None:
         raise rq.Refused("a splittable job and its pieces cannot be requeued")
     if rec.state is not JobState.RUNNING or rec.stop is not None or rec.shepherd is None:
         raise rq.Refused(f"is {rec.state.value}: only running or finished jobs can be requeued")
     transitions.stopping(rec, Stop.REQUEUE)
     if rec.checkpoint is Checkpoint.SIGNAL:
-        sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
-        d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
-        log.info("job %d asked to checkpoint (SIG%s) to be requeued", rec.id, d.cfg.checkpoint_signal)
+        sig = procs.SIGNALS.get(ctx.cfg.checkpoint_signal, signal.SIGUSR1)
+        ctx.act.terminate(rec, ctx.now, sig, ctx.cfg.checkpoint_grace)
+        log.info("job %d asked to checkpoint (SIG%s) to be requeued", rec.id, ctx.cfg.checkpoint_signal)
     else:
-        d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
+        ctx.act.terminate(rec, ctx.now, signal.SIGTERM, ctx.cfg.kill_grace)
         log.info("job %d stopped to be requeued from the start", rec.id)
-    d.table.save(rec)
-    d.dirty = True
+    ctx.table.save(rec)
+    return Changed.QUEUE
 
 
-def _run_again(d: Daemon, row: dict) -> None:  # type: ignore[type-arg]
+def _run_again(ctx: Context, row: dict) -> Changed:  # type: ignore[type-arg]
     state = JobState(row["state"])
     if state not in FINISHED:
         raise rq.Refused(f"is {state.value}: only running or finished jobs can be requeued")
@@ -82,19 +78,19 @@ def _run_again(d: Daemon, row: dict) -> None:  # type: ignore[type-arg]
         raise rq.Refused("a splittable job, its pieces and an array's submission cannot be requeued")
     if not row["segments"]:
         raise rq.Refused(f"is {state.value} without having run: submit it again instead")
-    d.table.begin()
-    d.db.update(row["id"], state=JobState.PENDING.value, end_time=None, exit_code=None, exit_signal=None, reason="")
-    fresh = d.db.job(row["id"])
+    ctx.table.begin()
+    ctx.db.update(row["id"], state=JobState.PENDING.value, end_time=None, exit_code=None, exit_signal=None, reason="")
+    fresh = ctx.db.job(row["id"])
     assert fresh is not None
-    rec = Rec.from_row(fresh, d.table.devices)
+    rec = Rec.from_row(fresh, ctx.table.devices)
     rec.stop = None
     rec.deadline = None
     rec.kill_at = None
     rec.shepherd = None
     rec.start = None
     rec.cores = ()
-    d.table.jobs[rec.id] = rec
-    d.table.enqueue(rec)
-    d.table.save(rec)
-    d.dirty = True
+    ctx.table.jobs[rec.id] = rec
+    ctx.table.enqueue(rec)
+    ctx.table.save(rec)
     log.info("job %d queued again (was %s)", rec.id, state.value)
+    return Changed.QUEUE

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from gridsched.daemon.handlers.context import Changed, Context
 from gridsched.protocol import requests as rq
 
-if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
 
-
-def handle(d: Daemon, rcv: rq.Received, req: rq.Resume) -> None:
-    d.trees.resume(rcv, req.job)
+def handle(ctx: Context, req: rq.Resume, rcv: rq.Received) -> Changed:
+    return Changed.when(ctx.act.resume(rcv, req.job))

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from gridsched.daemon import reservations
+from gridsched.daemon.handlers.context import Changed, Context
 from gridsched.protocol import requests as rq
 
-if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
 
-
-def handle(d: Daemon, rcv: rq.Received, req: rq.ResvDelete) -> None:
-    reservations.delete(d, req.id, rcv.sender.uid, req.release)
+def handle(ctx: Context, req: rq.ResvDelete, rcv: rq.Received) -> Changed:
+    ctx.act.delete_resv(req.id, rcv.sender.uid, req.release)  # its end asks for a scheduling pass
+    return Changed.NOTHING

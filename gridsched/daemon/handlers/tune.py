@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from gridsched.daemon.handlers.context import Changed, Context
 from gridsched.protocol import requests as rq
 
-if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
 
-
-def handle(d: Daemon, rcv: rq.Received, req: rq.Tune) -> None:
-    if not d.tuner.tunes(d.cfg):
+def handle(ctx: Context, req: rq.Tune, rcv: rq.Received) -> Changed:
+    if not ctx.act.tune():
         raise rq.Refused("tune: no setting of this daemon is auto (scheduler.p, threshold, predictor, backfill_order)")
-    d.tuner.requested = True
+    return Changed.NOTHING

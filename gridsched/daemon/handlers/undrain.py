@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gridsched.core import cpuset
+from gridsched.daemon.handlers.context import Changed, Context
 from gridsched.protocol import requests as rq
 
-if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
 
-
-def handle(d: Daemon, rcv: rq.Received, req: rq.Undrain) -> None:
-    d.set_drained(d.drained - req.cores, d.drain_reason, f"cores {cpuset.format(req.cores)} resumed")
+def handle(ctx: Context, req: rq.Undrain, rcv: rq.Received) -> Changed:
+    ctx.act.set_drained(ctx.drained - req.cores, ctx.drain_reason, f"cores {cpuset.format(req.cores)} resumed")
+    return Changed.QUEUE
