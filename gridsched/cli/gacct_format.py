@@ -66,7 +66,7 @@ def total_cpu(j: Row) -> float | None:
 
 def _counts(text: str) -> dict[str, int]:
     """Devices per type in a job's or a segment's ``devices`` (``gpu:0,1;fpga:2``)."""
-    from gridsched.host.devices import parse_keys
+    from gridsched.protocol.device_asks import parse_keys
 
     out: dict[str, int] = {}
     for t, _ in parse_keys(text):

@@ -271,8 +271,8 @@ def create_cmd(
     devices: list[dict[str, Any]] = []
     if gpus is not None:
         from gridsched.core.devices import DeviceAsk
-        from gridsched.host.devices import AskError, asks_to_spec, parse_gpus, refusal
         from gridsched.host.topology import in_force
+        from gridsched.protocol.device_asks import AskError, asks_to_spec, parse_gpus, refusal
 
         try:
             model, n = parse_gpus(gpus)

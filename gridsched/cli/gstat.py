@@ -210,7 +210,7 @@ def cores_text(job: dict[str, Any]) -> str:
 
 def device_lines(job: dict[str, Any], spool: Any) -> tuple[str, str]:
     """gstat -f's ``devices`` (indices and models: ``gpu 0 (H100), gpu 1 (H100)``) and ``devices_asked``."""
-    from gridsched.host.devices import asks_from_spec, label, parse_keys
+    from gridsched.protocol.device_asks import asks_from_spec, label, parse_keys
 
     asks = asks_from_spec((job.get("spec") or {}).get("devices"))
     asked = " ".join(label(a) + (" (exclusive)" if a.exclusive else "") for a in asks)

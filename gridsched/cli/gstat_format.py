@@ -66,7 +66,7 @@ def _gres(job: Job) -> str:
     """The devices a job asked for, as squeue's %b (``gpu:2``); the ones it holds once it runs (``gpu:0,1``)."""
     if job.get("devices"):
         return str(job["devices"])
-    from gridsched.host.devices import asks_from_spec, label
+    from gridsched.protocol.device_asks import asks_from_spec, label
 
     return " ".join(label(a) for a in asks_from_spec((job.get("spec") or {}).get("devices")))
 

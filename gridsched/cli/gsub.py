@@ -558,8 +558,8 @@ def _split_devices(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[list[dict
     if p["gres"]:
         fail(PROG, "--gres goes with a splittable job only as devices for the whole job, not with --gpus-per-task")
     from gridsched.core.devices import slots, totals
-    from gridsched.host.devices import asks_to_spec
     from gridsched.host.topology import in_force
+    from gridsched.protocol.device_asks import asks_to_spec
     from gridsched.submission.devopts import device_asks
 
     try:

@@ -90,7 +90,7 @@ def read_marks(spool: Spool) -> Marks:
 
         db = StateDB(spool.db)
         try:
-            from gridsched.host.devices import parse_keys
+            from gridsched.protocol.device_asks import parse_keys
 
             held_jobs = db.jobs(states=HOLDING)
             marks.running = [_running(job) for job in held_jobs]

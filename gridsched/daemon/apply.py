@@ -37,9 +37,10 @@ from gridsched.core.types import (
 from gridsched.daemon import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split, transitions
 from gridsched.daemon import reasons as wording
 from gridsched.daemon.table import Rec
-from gridsched.host.devices import device_env, format_keys
 from gridsched.job import env as jobenv
+from gridsched.job.env import device_env
 from gridsched.protocol import requests as rq
+from gridsched.protocol.device_asks import format_keys
 from gridsched.protocol.jobs import Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 On a machine with devices, each job that does not hold all of them runs in a
 cgroup of its own, made by its shepherd inside the daemon's cgroup (and
 removed after it), that denies the device nodes of every device the job does
-not hold (:meth:`gridsched.host.devices.NodeMap.denied`) and allows everything
+not hold (:meth:`gridsched.host.device_nodes.NodeMap.denied`) and allows everything
 else (``/dev/nvidiactl``, ``/dev/nvidia-uvm``, ``/dev/null``, ...):
 
 * cgroup v1, where the ``devices`` controller is mounted: one
@@ -37,7 +37,7 @@ from pathlib import Path
 
 from gridsched.core.topology import Device
 from gridsched.daemon import cgroup
-from gridsched.host.devices import Node, NodeMap, node_map
+from gridsched.host.device_nodes import Node, NodeMap, node_map
 
 V1_MOUNT = "/sys/fs/cgroup/devices"
 V2_MOUNTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified")

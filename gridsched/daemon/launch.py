@@ -34,7 +34,7 @@ from pathlib import Path
 from gridsched.core.units import format_size
 from gridsched.daemon import cgroup, confine, devcgroup, jobtmp
 from gridsched.daemon.procs import kill_tree, start_ticks
-from gridsched.host.devices import Node
+from gridsched.host.device_nodes import Node
 from gridsched.job import env as jobenv
 from gridsched.protocol.spool import atomic_write
 

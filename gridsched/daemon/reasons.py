@@ -102,7 +102,7 @@ def _bound_never(d: Daemon, rec: Rec, w: Wait) -> str:
 
 def _never_fits(rec: Rec, w: Wait) -> str:
     if (w.what.startswith(PREFIX) or (w.what == "unknown" and PREFIX in w.text)) and rec.dev_asks:
-        from gridsched.host.devices import label
+        from gridsched.protocol.device_asks import label
 
         asks = " ".join(label(a) for a in rec.dev_asks)
         return f"{NEVER}: {asks}: the machine does not have these devices (gctl topology)"

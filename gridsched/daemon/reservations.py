@@ -243,7 +243,7 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> bo
         )
         if spec.devices:  # held as their slots, as a job's (gridsched.core.devices)
             from gridsched.core.devices import slots
-            from gridsched.host.devices import refusal
+            from gridsched.protocol.device_asks import refusal
 
             why = refusal(spec.devices, d.machine.devices)
             if why:

@@ -28,7 +28,7 @@ from gridsched.core.tree import credit_limit, walltime_credit
 from gridsched.core.types import Running, Waiting
 from gridsched.daemon import transitions
 from gridsched.daemon.split import split_info
-from gridsched.host.devices import format_keys
+from gridsched.protocol.device_asks import format_keys
 from gridsched.protocol.jobs import Checkpoint, JobState, Stop
 from gridsched.protocol.requests import JobSignal, JobSpec, Split
 from gridsched.protocol.spool import Spool
@@ -316,7 +316,7 @@ class Rec:
             rec.whole = any(a.exclusive for a in rec.dev_asks)
             rec.dev_slots = coredev.slots(rec.dev_asks, machine_devices)
         if row.get("devices"):
-            from gridsched.host.devices import parse_keys
+            from gridsched.protocol.device_asks import parse_keys
 
             rec.set_devices(parse_keys(row["devices"]), machine_devices)
         return rec

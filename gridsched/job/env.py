@@ -19,11 +19,12 @@ from __future__ import annotations
 import functools
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gridsched.core.topology import Device
     from gridsched.protocol.requests import JobSpec
 
 PRIVATE_PREFIX = "gridsched."  # a job's private directory is BASE/gridsched.JOBID.RANDOM
@@ -385,4 +386,34 @@ def array_vars(array_id: int, index: int, shape: tuple[int, int, int, int], comp
             SGE_TASK_LAST=str(last),
             SGE_TASK_STEPSIZE=step_text,
         )
+    return env
+
+
+def device_env(keys: Iterable[tuple[str, int]], devices: Iterable[Device], compat: bool = True) -> dict[str, str]:
+    """The environment of a job holding the devices ``keys`` (empty when it holds none).
+
+    GPUs: ``CUDA_VISIBLE_DEVICES`` (UUIDs where known, else indices),
+    ``ROCR_VISIBLE_DEVICES`` and ``HIP_VISIBLE_DEVICES``, ``GPU_DEVICE_ORDINAL``
+    and ``GS_GPUS`` (indices), and with ``compat`` the Slurm names
+    ``SLURM_JOB_GPUS`` and ``SLURM_GPUS_ON_NODE``.  Every type: ``GS_DEVICES``
+    (``gpu:0,gpu:1,fpga:0``).
+    """
+    mine = sorted(set(keys))
+    if not mine:
+        return {}
+    by_key = {dv.key: dv for dv in devices}
+    env = {"GS_DEVICES": ",".join(f"{t}:{i}" for t, i in mine)}
+    gpus = [i for t, i in mine if t == "gpu"]
+    if gpus:
+        idx = ",".join(map(str, gpus))
+        uuids = [by_key[("gpu", i)].uuid if ("gpu", i) in by_key else "" for i in gpus]
+        env.update(
+            CUDA_VISIBLE_DEVICES=",".join(uuids) if all(uuids) else idx,
+            ROCR_VISIBLE_DEVICES=idx,
+            HIP_VISIBLE_DEVICES=idx,
+            GPU_DEVICE_ORDINAL=idx,
+            GS_GPUS=idx,
+        )
+        if compat:
+            env.update(SLURM_JOB_GPUS=idx, SLURM_GPUS_ON_NODE=str(len(gpus)))
     return env

@@ -248,7 +248,7 @@ def device_asks(f: Fields) -> tuple[DeviceAsk, ...]:
             if per_task * tasks != count:
                 raise Refused(f"{g.where}: count must be per_task times tasks")
         if count < 1:
-            from gridsched.host.devices import label
+            from gridsched.protocol.device_asks import label
 
             raise Refused(f"{label(ask)}: at least 1 device is needed")
         if any(a.type == dtype for a in out):

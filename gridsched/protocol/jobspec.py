@@ -55,7 +55,7 @@ class Split(NamedTuple):
             kept = self.left is not None  # the daemon's copy: sizes only
             sp["tasks"] = [[t.ncpus, t.time] if kept else [t.ncpus, t.time, list(t.args)] for t in self.tasks]
         if self.devices:
-            from gridsched.host.devices import asks_to_spec
+            from gridsched.protocol.device_asks import asks_to_spec
 
             sp["devices"] = asks_to_spec(self.devices)
         return sp
@@ -66,7 +66,7 @@ class Split(NamedTuple):
         tasks = tuple(SubTask(int(t[0]), int(t[1]), tuple(t[2]) if len(t) > 2 else ()) for t in sp.get("tasks") or ())
         devices: tuple[DeviceAsk, ...] = ()
         if sp.get("devices"):
-            from gridsched.host.devices import asks_from_spec
+            from gridsched.protocol.device_asks import asks_from_spec
 
             devices = asks_from_spec(sp["devices"])
         left = sp.get("left")
@@ -305,7 +305,7 @@ class JobSpec(NamedTuple):
         uenv = g("get_user_env")
         devices: tuple[DeviceAsk, ...] = ()
         if g("devices"):
-            from gridsched.host.devices import asks_from_spec
+            from gridsched.protocol.device_asks import asks_from_spec
 
             devices = asks_from_spec(data["devices"])
         placed = g("place") is not None or g("threads_per_core") or g("exclusive_board")
@@ -467,7 +467,7 @@ class JobSpec(NamedTuple):
                 place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
             )
         if self.devices:
-            from gridsched.host.devices import asks_to_spec
+            from gridsched.protocol.device_asks import asks_to_spec
 
             spec["devices"] = asks_to_spec(self.devices)
         if self.array_id is not None:

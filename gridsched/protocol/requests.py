@@ -291,7 +291,7 @@ class ResvSpec(NamedTuple):
                 place=self.place or "pack", threads_per_core=self.threads_per_core, exclusive_board=self.exclusive_board
             )
         if self.devices:
-            from gridsched.host.devices import asks_to_spec
+            from gridsched.protocol.device_asks import asks_to_spec
 
             out["devices"] = asks_to_spec(self.devices)
         return out
@@ -329,7 +329,7 @@ class Changes(NamedTuple):
         """The fields given, as the job's spec keeps them."""
         out: dict[str, Any] = {k: v for k, v in self._asdict().items() if v is not None}
         if self.devices is not None:
-            from gridsched.host.devices import asks_to_spec
+            from gridsched.protocol.device_asks import asks_to_spec
 
             out["devices"] = asks_to_spec(self.devices)
         return out

@@ -103,7 +103,7 @@ def _count(text: str, where: str) -> int:
 
 
 def _model_ok(model: str) -> bool:
-    from gridsched.host.devices import MODEL_NAME
+    from gridsched.protocol.device_asks import MODEL_NAME
 
     return bool(MODEL_NAME.match(model))
 
@@ -111,7 +111,7 @@ def _model_ok(model: str) -> bool:
 def from_workload(value: Any, key: str, where: str) -> DeviceAsk | None:
     """``gpus = N``, ``gpus = "MODEL:N"`` or ``gres = "TYPE[:MODEL][:N]"`` of a workload ``[[job]]`` table
     (None: 0 GPUs); ``ValueError`` with the line to print."""
-    from gridsched.host.devices import AskError, parse_gpus, parse_gres
+    from gridsched.protocol.device_asks import AskError, parse_gpus, parse_gres
 
     if key == "gpus" and isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
@@ -134,7 +134,7 @@ def from_workload(value: Any, key: str, where: str) -> DeviceAsk | None:
 
 def machine_devices(spec: str, machine: MachineMap | None) -> tuple[Device, ...]:
     """``--gpus [MODEL:]N``: N GPUs, spread evenly over the boards of ``machine`` (board 0 without one)."""
-    from gridsched.host.devices import AskError, parse_gpus
+    from gridsched.protocol.device_asks import AskError, parse_gpus
 
     try:
         model, n = parse_gpus(spec)

@@ -64,7 +64,7 @@ def asked(p: dict[str, Any]) -> bool:
 
 def device_spec(cfg: Any, machine: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
     """The spec's ``devices`` for the options in ``p``; raises ``ValueError`` with the line gsub prints."""
-    from gridsched.host.devices import asks_to_spec
+    from gridsched.protocol.device_asks import asks_to_spec
 
     asks, extra = device_asks(cfg, machine, p)
     out = asks_to_spec(asks)
@@ -77,7 +77,7 @@ def device_asks(cfg: Any, machine: Any, p: dict[str, Any]) -> tuple[list[DeviceA
     """The devices the options in ``p`` ask for, checked against ``machine``, and the ``per_task`` and ``tasks``
     of --gpus-per-task (empty without it); raises ``ValueError`` with the line gsub prints."""
     from gridsched.core.devices import DeviceAsk
-    from gridsched.host.devices import AskError, parse_gpus, parse_gres, refusal
+    from gridsched.protocol.device_asks import AskError, parse_gpus, parse_gres, refusal
 
     asks: list[DeviceAsk] = []
     bind = p.get("gpu_bind") or "closest"

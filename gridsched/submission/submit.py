@@ -748,7 +748,7 @@ def never_runs(machine: Any, max_walltime: int, job: rq.JobSpec) -> str | None:
         bad = f"can never run: it {why}" if why else None
     for asks in (job.devices, job.split.devices if job.split is not None else ()):
         if bad is None and asks:
-            from gridsched.host.devices import refusal
+            from gridsched.protocol.device_asks import refusal
 
             why = refusal(asks, machine.devices)
             bad = f"can never run: {why}" if why else None

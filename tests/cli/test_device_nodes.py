@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gridsched.core.topology import Device, TopologyError
-from gridsched.host.devices import Node, NodeError, node_map, nodes_of, stat_node
+from gridsched.host.device_nodes import Node, NodeError, node_map, nodes_of, stat_node
 from gridsched.host.topology import parse
 from gridsched.protocol import config
 

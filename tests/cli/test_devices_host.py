@@ -9,8 +9,10 @@ import pytest
 
 from gridsched.core.topology import board, make
 from gridsched.host import devices, topology
+from gridsched.job.env import device_env
 from gridsched.protocol.config import ConfigError
 from gridsched.protocol.config import parse as parse_config
+from gridsched.protocol.device_asks import format_keys, parse_keys
 
 SMI = """#!/bin/sh
 case "$*" in
@@ -85,19 +87,19 @@ def test_pci_bus_ids_are_normalised():
 
 def test_device_env_names_only_the_jobs_devices():
     devs = (topology.Device("gpu", 0, 0, uuid="GPU-1"), topology.Device("gpu", 2, 0, uuid="GPU-3"))
-    env = devices.device_env([("gpu", 2)], devs)
+    env = device_env([("gpu", 2)], devs)
     assert env["CUDA_VISIBLE_DEVICES"] == "GPU-3"
     assert env["ROCR_VISIBLE_DEVICES"] == env["HIP_VISIBLE_DEVICES"] == env["GS_GPUS"] == "2"
     assert env["SLURM_JOB_GPUS"] == "2" and env["SLURM_GPUS_ON_NODE"] == "1"
-    no_uuid = devices.device_env([("gpu", 0), ("gpu", 1)], (topology.Device("gpu", 1, 0),), compat=False)
+    no_uuid = device_env([("gpu", 0), ("gpu", 1)], (topology.Device("gpu", 1, 0),), compat=False)
     assert no_uuid["CUDA_VISIBLE_DEVICES"] == "0,1" and "SLURM_JOB_GPUS" not in no_uuid
-    assert devices.device_env([], devs) == {}
+    assert device_env([], devs) == {}
 
 
 def test_device_keys_text_round_trips():
     keys = (("fpga", 0), ("gpu", 1), ("gpu", 3))
-    assert devices.format_keys(keys) == "fpga:0;gpu:1,3"
-    assert devices.parse_keys(devices.format_keys(keys)) == keys
+    assert format_keys(keys) == "fpga:0;gpu:1,3"
+    assert parse_keys(format_keys(keys)) == keys
 
 
 def test_config_share_and_exclusive():

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from gridsched.daemon import cgroup, devcgroup, launch
-from gridsched.host.devices import Node
+from gridsched.host.device_nodes import Node
 from tests.conftest import wait_for
 
 HOST = sorted(os.sched_getaffinity(0))
