@@ -225,3 +225,20 @@ def choose(
     if anywhere is None:
         return None
     return keys, anywhere[0], anywhere[1]
+
+
+def label(ask: DeviceAsk) -> str:
+    """How a user asks for ``ask`` on gsub's command line: ``--gpus 2``, ``--gpus H100:2``, ``--gres fpga:1``."""
+    if ask.type == "gpu":
+        return f"--gpus {ask.model + ':' if ask.model else ''}{ask.count}"
+    return f"--gres {ask.type}:{ask.model + ':' if ask.model else ''}{ask.count}"
+
+
+def refusal(asks: Iterable[DeviceAsk], devices: Iterable[Device]) -> str | None:
+    """Why ``asks`` can never be met on a machine with ``devices``: ``--gpus 5: the machine has 4 GPUs``."""
+    devs = tuple(devices)
+    for a in asks:
+        why = never_fits((a,), devs)
+        if why:
+            return f"{label(a)}: {why}"
+    return None

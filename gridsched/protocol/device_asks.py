@@ -6,9 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gridsched.core.devices import DeviceAsk
-from gridsched.core.devices import never_fits as core_never_fits
-from gridsched.core.topology import Device
+from gridsched.core.devices import DeviceAsk, label, refusal  # noqa: F401 - how the commands and the daemon name them
 
 
 def format_keys(keys: Iterable[tuple[str, int]]) -> str:
@@ -79,23 +77,6 @@ def parse_gres(text: str, opt: str = "--gres") -> tuple[str, str, int]:
             raise AskError(f"{shown}: {parts[1]!r} is not a model name")
         return name, parts[1], _count(shown, parts[2])
     raise AskError(f"{shown}: expected NAME[:MODEL][:COUNT] such as gpu:2 or gpu:a100:2")
-
-
-def label(ask: DeviceAsk) -> str:
-    """How a user asks for ``ask`` on gsub's command line: ``--gpus 2``, ``--gpus H100:2``, ``--gres fpga:1``."""
-    if ask.type == "gpu":
-        return f"--gpus {ask.model + ':' if ask.model else ''}{ask.count}"
-    return f"--gres {ask.type}:{ask.model + ':' if ask.model else ''}{ask.count}"
-
-
-def refusal(asks: Iterable[DeviceAsk], devices: Iterable[Device]) -> str | None:
-    """Why ``asks`` can never be met on a machine with ``devices``: ``--gpus 5: the machine has 4 GPUs``."""
-    devs = tuple(devices)
-    for a in asks:
-        why = core_never_fits((a,), devs)
-        if why:
-            return f"{label(a)}: {why}"
-    return None
 
 
 def asks_to_spec(asks: Iterable[DeviceAsk]) -> list[dict[str, object]]:

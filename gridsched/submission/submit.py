@@ -734,24 +734,22 @@ def check_array(text: str, cfg: Config) -> ArraySpec:
 
 
 def never_runs(machine: Any, max_walltime: int, job: rq.JobSpec) -> str | None:
-    """Why ``job`` can never run on ``machine``, or None: the checks of a submission the daemon makes, and
-    galter before it asks for a change."""
-    from gridsched.core.feasible import infeasible
-    from gridsched.core.placement import Request, never_fits
+    """Why ``job`` can never run on ``machine``, or None: the core's admission
+    (:func:`gridsched.core.admission.never_runs`) asked of the typed job and the machine's memory, as the
+    daemon asks it of a submission and galter before it asks for a change."""
+    from gridsched.core.admission import never_runs as admission
+    from gridsched.core.placement import Request
 
-    bad = infeasible(job.ncpus, machine.ncores)
-    if bad is None and job.placed:
-        why = never_fits(machine, Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board))
-        bad = f"can never run: {why}" if why else None
-    if bad is None and job.mem:
-        why = too_much_memory(job.mem, machine_memory(machine))
-        bad = f"can never run: it {why}" if why else None
-    for asks in (job.devices, job.split.devices if job.split is not None else ()):
-        if bad is None and asks:
-            from gridsched.protocol.device_asks import refusal
-
-            why = refusal(asks, machine.devices)
-            bad = f"can never run: {why}" if why else None
-    if bad is None and job.walltime > max_walltime:
-        bad = "walltime longer than the maximum"
-    return bad
+    placement = (
+        Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board) if job.placed else None
+    )
+    return admission(
+        machine,
+        machine_memory(machine) if job.mem else None,
+        max_walltime,
+        ncpus=job.ncpus,
+        walltime=job.walltime,
+        placement=placement,
+        mem=job.mem,
+        devices=(job.devices, job.split.devices if job.split is not None else ()),
+    )
