@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the man pages in man/ from the commands' click definitions and their manual sources.
+"""Generate the man pages in data/share/man/ from the commands' click definitions and their manual sources.
 
 Every page has a source beside the commands, gridsched/cli/man/PAGE.md, whose first line
 names the page and the click command it documents (``# gsub(1): gridsched.cli.gsub:cli``).
@@ -26,7 +26,7 @@ A source is a small part of Markdown; blocks are separated by blank lines:
 
 and {{NAME}} in text is a value of the code (FACTS).  SEE ALSO is written as roff.
 
-    python scripts/gen_man.py [--out DIR]      (default: man/ beside this script)
+    python scripts/gen_man.py [--out DIR]      (default: data/share/man/ beside this script)
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from pathlib import Path
 import click
 
 ROOT = Path(__file__).resolve().parent.parent
+# The pages, as installed under the environment's prefix (pyproject.toml: [tool.flit.external-data]).
+MAN = ROOT / "data" / "share" / "man"
 sys.path.insert(0, str(ROOT))
 
 from gridsched import __version__  # noqa: E402
@@ -253,12 +255,18 @@ def generate() -> dict[str, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "man", help="output directory (default: man/)")
+    ap.add_argument("--out", type=Path, default=MAN, help="output directory (default: data/share/man/)")
     args = ap.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
     for fname, text in generate().items():
-        (args.out / fname).write_text(text)
-        print(args.out / fname)
+        path = page_path(fname, args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(path)
+
+
+def page_path(fname: str, root: Path = MAN) -> Path:
+    """Where a page goes: ``gsub.1`` in ``man1/`` (the layout man finds, and installs from data/)."""
+    return root / f"man{fname.rsplit('.', 1)[1]}" / fname
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The man pages in man/ are what scripts/gen_man.py makes of the current code, and render cleanly."""
+"""The man pages in data/share/man/ are what scripts/gen_man.py makes of the current code, and render cleanly."""
 
 from __future__ import annotations
 
@@ -32,6 +32,22 @@ PAGES = [
 ]
 
 
+def mod_path(page: str) -> Path:
+    """Where ``page`` lies in the source tree: data/share/man/manN/, as pip installs it under the prefix."""
+    return ROOT / "data" / "share" / "man" / f"man{page.rsplit('.', 1)[1]}" / page
+
+
+def test_pip_installs_the_pages_where_man_finds_them():
+    """pyproject.toml hands data/ to the installer as external data: each page lands in PREFIX/share/man/manN,
+    the directory man-db searches beside PREFIX/bin (so `man gsub` works in the environment)."""
+    import tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert conf["tool"]["flit"]["external-data"]["directory"] == "data"
+    for page in [*PAGES, "gsim.1"]:
+        assert mod_path(page).is_file(), page
+
+
 def generate() -> dict[str, str]:
     spec = importlib.util.spec_from_file_location("gen_man", ROOT / "scripts" / "gen_man.py")
     assert spec and spec.loader
@@ -43,11 +59,7 @@ def generate() -> dict[str, str]:
 def test_man_pages_are_up_to_date():
     pages = generate()
     assert sorted(pages) == sorted(PAGES)
-    stale = [
-        name
-        for name, text in pages.items()
-        if not (ROOT / "man" / name).is_file() or (ROOT / "man" / name).read_text() != text
-    ]
+    stale = [name for name, text in pages.items() if not mod_path(name).is_file() or mod_path(name).read_text() != text]
     assert not stale, f"stale man pages {stale}: run python scripts/gen_man.py"
 
 
@@ -73,6 +85,6 @@ def test_pages_document_what_they_must():
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_without_warnings(page):
     r = subprocess.run(
-        ["groff", "-man", "-Tutf8", "-ww", "-z", str(ROOT / "man" / page)], capture_output=True, text=True, timeout=60
+        ["groff", "-man", "-Tutf8", "-ww", "-z", str(mod_path(page))], capture_output=True, text=True, timeout=60
     )
     assert r.returncode == 0 and r.stderr == "", r.stderr
