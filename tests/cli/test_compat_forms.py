@@ -721,3 +721,25 @@ def test_pbs_mem_wins_over_pmem():
     tr = compat.translate("#!/bin/sh\n#PBS -l mem=4gb,pmem=1gb\ntrue\n", "j.sh")
     assert tr.params() == {"--mem": "4096M"}
     assert tr.warnings == ["j.sh:2: #PBS -l pmem=1gb ignored: mem= gives the memory of the whole job"]
+
+
+# Grid Engine reads #$ lines as qsub(1) of Grid Engine 8.1.9 was seen to, here: "#$-l h_rt=3:59:59" gave
+# h_rt=14399 and "#$-cwd" the submit directory (qstat -j), a "#$ -N late" below the first command named the
+# job "late", an indented "  #$ -N x" did not.
+def test_sge_lines_are_read_without_a_space_and_below_the_first_command():
+    tr = compat.translate("#!/bin/sh\n#$-l h_rt=3:59:59\n#$-cwd\necho hi\n#$ -N late\n  #$ -N indented\n", "g.sh")
+    assert tr.dialect == "sge" and tr.warnings == []
+    assert tr.params() == {"-t": "14399s", "-N": "late"}
+
+
+def test_a_hash_dollar_comment_is_no_directive():
+    assert compat.scan("#!/bin/sh\necho hi\n#$HOME is where it runs\n", "#$") == []
+    assert compat.translate("#!/bin/sh\n#SBATCH -N 1\ntrue\n#$HOME\n", "s.sh").dialect == "slurm"
+
+
+def test_an_sge_script_written_without_spaces_keeps_its_walltime_and_shell(env, run, submits):
+    write(env / "g.sh", "#$-l h_rt=3:59:59\n#$-cwd\ntrue\n")
+    assert run(gsub.cli, ["g.sh"]).exit_code == 0
+    [s] = submits()
+    assert s["walltime"] == 14399
+    assert s["shell"] == (LOGIN if os.access(LOGIN, os.X_OK) else "/bin/sh")
