@@ -644,7 +644,7 @@ def test_array_index_of_a_job_that_is_not_an_array(env, run, submits, lines, err
     [
         ("#PBS -u someone", "#PBS -u someone"),
         ("#SBATCH -F nodes.txt", "#SBATCH -F nodes.txt"),
-        ("#SBATCH --reservation resv1", "#SBATCH --reservation resv1"),
+        ("#SBATCH --wckey wk1", "#SBATCH --wckey wk1"),
         ("#$ -ac key=value", "#$ -ac key=value"),
     ],
 )
@@ -743,3 +743,8 @@ def test_an_sge_script_written_without_spaces_keeps_its_walltime_and_shell(env, 
     [s] = submits()
     assert s["walltime"] == 14399
     assert s["shell"] == (LOGIN if os.access(LOGIN, os.X_OK) else "/bin/sh")
+
+
+def test_an_sbatch_reservation_is_gsubs_reservation():
+    tr = compat.translate("#!/bin/sh\n#SBATCH --reservation=maint\ntrue\n", "r.sh")
+    assert tr.warnings == [] and tr.params() == {"--reservation": "maint"}

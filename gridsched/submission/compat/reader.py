@@ -297,7 +297,7 @@ class _Reader:
                 self.set(lineno, "mem", size_text(where, shown, v))
             elif key == "mem_per_cpu":
                 self.set(lineno, "mem_per_cpu", size_text(where, shown, v))
-            elif key in ("output", "error", "depend"):
+            elif key in ("output", "error", "depend", "reservation"):
                 self.set(lineno, key, v)
             elif key == "open_mode":
                 if v.strip().lower() not in ("append", "truncate"):
