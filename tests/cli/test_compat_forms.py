@@ -748,3 +748,20 @@ def test_an_sge_script_written_without_spaces_keeps_its_walltime_and_shell(env, 
 def test_an_sbatch_reservation_is_gsubs_reservation():
     tr = compat.translate("#!/bin/sh\n#SBATCH --reservation=maint\ntrue\n", "r.sh")
     assert tr.warnings == [] and tr.params() == {"--reservation": "maint"}
+
+
+# PBS Pro's and Torque's sizes (OpenPBS src/lib/Libattr/attr_fn_size.c, to_size): k/m/g/t/p in any case,
+# then an optional b or w (a word is 8 bytes); gsub's --mem takes the bytes rounded up to KiB.
+@pytest.mark.parametrize(
+    "value, mem",
+    [("12G", "12288M"), ("12gb", "12288M"), ("512m", "512M"), ("2kw", "16K"), ("4096", "4K"), ("1w", "1K")],
+)
+def test_pbs_sizes_take_every_unit_pbs_takes(value, mem):
+    tr = compat.translate(f"#!/bin/sh\n#PBS -l mem={value}\ntrue\n", "p.sh")
+    assert tr.warnings == [] and tr.params()["--mem"] == mem
+
+
+@pytest.mark.parametrize("value", ["12gbw", "12bb", "12x", "g"])
+def test_what_pbs_refuses_as_a_size_is_refused(value):
+    with pytest.raises(compat.CompatError, match="is not a PBS size"):
+        compat.translate(f"#!/bin/sh\n#PBS -l mem={value}\ntrue\n", "p.sh")

@@ -11,19 +11,11 @@ from dataclasses import dataclass
 from gridsched.core.units import UnitError, parse_duration, parse_size
 from gridsched.submission.compat.rules import CompatError
 
-_PBS_SIZE = re.compile(r"^(\d+)(b|kb|mb|gb|tb|pb|w|kw|mw|gw)?$")
-_PBS_MULT = {
-    "b": 1,
-    "kb": 1 << 10,
-    "mb": 1 << 20,
-    "gb": 1 << 30,
-    "tb": 1 << 40,
-    "pb": 1 << 50,
-    "w": 8,
-    "kw": 8 << 10,
-    "mw": 8 << 20,
-    "gw": 8 << 30,
-}
+# A PBS size as PBS Pro and Torque read it (OpenPBS src/lib/Libattr/attr_fn_size.c, to_size): a number,
+# then k, m, g, t or p (any case), then b (bytes) or w (words, 8 bytes); each part may be left out.
+_PBS_SIZE = re.compile(r"^(\d+)([kmgtp]?)([bw]?)$")
+_PBS_SHIFT = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40, "p": 50}
+_PBS_WORD = 8
 
 
 def whole_count(where: str, shown: str, value: str) -> int:
@@ -302,7 +294,7 @@ def pbs_size(where: str, shown: str, value: str) -> str:
     m = _PBS_SIZE.match(value.strip().lower())
     if not m:
         raise CompatError(f"{where}: {shown}: '{value}' is not a PBS size (such as 4gb, 512mb)")
-    n = int(m.group(1)) * _PBS_MULT[m.group(2) or "b"]
+    n = (int(m.group(1)) << _PBS_SHIFT[m.group(2)]) * (_PBS_WORD if m.group(3) == "w" else 1)
     if n == 0:
         return "0"
     return f"{n >> 20}M" if n % (1 << 20) == 0 else f"{math.ceil(n / 1024)}K"
