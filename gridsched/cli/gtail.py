@@ -105,6 +105,12 @@ def _job(spool: Any, jid: int) -> dict[str, Any] | None:
 @click.argument("job_ref", metavar="ID")
 @click.option("-e", "--stderr", "errors", is_flag=True, help="Follow the job's standard error file instead.")
 @click.option(
+    "-f",
+    "--follow",
+    is_flag=True,
+    help="Follow the file, as tail -f: what gtail always does (taken so that tail's habit works).",
+)
+@click.option(
     "-n",
     "--lines",
     type=click.IntRange(0, None),
@@ -113,7 +119,7 @@ def _job(spool: Any, jid: int) -> dict[str, Any] | None:
     help="Show the last N lines of what the file already holds first (default 10; 0: only what comes next).",
 )
 @spool_options
-def cli(job_ref: str, errors: bool, lines: int, spool_dir: str | None, config_file: str | None) -> int:
+def cli(job_ref: str, errors: bool, follow: bool, lines: int, spool_dir: str | None, config_file: str | None) -> int:
     """Follow the output file of job ID (ID, or ARRAYID_INDEX for a task of an array) as tail -f does:
     its last lines, then what the job writes, until the job ends.  While the job is pending, gtail
     waits (and says so).  When the job has ended, gtail prints a line on standard error saying how and

@@ -61,6 +61,8 @@ def test_gtail_n_shows_the_last_lines_of_an_ended_job_and_its_status(gs):
     assert e.stdout == "oops\n"
     z = gs.run("gtail", "-n", "0", str(jid))
     assert z.stdout == ""
+    f = gs.run("gtail", "-f", "-n", "2", str(jid))  # tail's habit: -f is what gtail does anyway
+    assert (f.stdout, f.returncode) == ("499\n500\n", 3)
 
 
 def test_gtail_of_an_unknown_job_is_one_line(gs):
