@@ -270,8 +270,16 @@ def _emit(
     return ExitCode.OK
 
 
+# sbatch's options gsub takes and ignores, with why (the words of the same #SBATCH lines)
+IGNORED = {"partition": "no partitions on one machine", "account": "no accounts", "qos": "no QOS"}
+
+
 def _warn_patterns(p: dict[str, Any]) -> None:
-    """Warn of each ``%`` in -o and -e that is not one of sbatch's file name patterns."""
+    """Warn of each ``%`` in -o and -e that is not one of sbatch's file name patterns, and of sbatch's options
+    that mean nothing here."""
+    for key, why in IGNORED.items():
+        if p.get(key) is not None:
+            warn(PROG, f"warning: --{key} {p[key]} ignored: {why}")
     for opt in ("output", "error"):
         bad = compat.unknown_patterns(p[opt] or "") if p["_dialect"] in (None, "slurm") else []
         if bad:

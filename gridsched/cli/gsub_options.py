@@ -56,6 +56,7 @@ _DECORATORS: tuple[Callable[[Any], Any], ...] = (
         "--cpus-per-task when -n is not given. See JOB ENVIRONMENT.",
     ),
     click.option(
+        "-c",
         "--cpus-per-task",
         type=COUNT,
         metavar="C",
@@ -315,6 +316,14 @@ _DECORATORS: tuple[Callable[[Any], Any], ...] = (
     ),
     click.option("--wrap", metavar="COMMAND", help="Run COMMAND with /bin/sh instead of a script file."),
     click.option("--json", "as_json", is_flag=True, help="Print the submitted job as JSON."),
+    click.option(
+        "--parsable",
+        is_flag=True,
+        help="Print the job id alone, as sbatch --parsable: what gsub prints anyway (taken for sbatch's habit).",
+    ),
+    click.option("-p", "--partition", metavar="P", help="sbatch's partition: warned of and ignored (one machine)."),
+    click.option("-A", "--account", metavar="A", help="sbatch's account: warned of and ignored (no accounts)."),
+    click.option("-q", "--qos", metavar="Q", help="sbatch's quality of service: warned of and ignored (no QOS)."),
     click.option(
         "--emit",
         type=ChoiceType(EMIT_CHOICES, "FORMAT"),
