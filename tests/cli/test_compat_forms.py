@@ -765,3 +765,14 @@ def test_pbs_sizes_take_every_unit_pbs_takes(value, mem):
 def test_what_pbs_refuses_as_a_size_is_refused(value):
     with pytest.raises(compat.CompatError, match="is not a PBS size"):
         compat.translate(f"#!/bin/sh\n#PBS -l mem={value}\ntrue\n", "p.sh")
+
+
+# Torque gives each subjob of a -t array its own -o and -e files, the path with -INDEX after it (Torque
+# src/server/job_func.c, job_clone); PBS Pro's -J keeps the path as written (^array_index^ names subjobs).
+def test_a_torque_arrays_files_are_one_per_task(env, run, submits):
+    tr = compat.translate("#!/bin/sh\n#PBS -t 1-3\n#PBS -o run.log\n#PBS -e err.log\ntrue\n", "t.sh")
+    assert tr.params() == {"--array": "1-3", "-o": "run.log-%a", "-e": "err.log-%a"}
+    assert compat.translate("#!/bin/sh\n#PBS -J 1-3\n#PBS -o run.log\ntrue\n", "p.sh").params()["-o"] == "run.log"
+    write(env / "t.sh", "#!/bin/sh\n#PBS -t 1-3\n#PBS -o run.log\ntrue\n")
+    assert run(gsub.cli, ["t.sh"]).exit_code == 0
+    assert submits()[0]["stdout"] == str(env / "run.log-%a")

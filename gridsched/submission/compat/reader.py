@@ -608,6 +608,11 @@ class _Reader:
                 text = text.split("%", 1)[0] + f"%{self.throttle[0]}"
             self.set(ln, "array", text)
             self.out.task_sep = {"#PBS -J": ".", "#PBS -t": "-", "#$ -t": "."}.get(self.array_flag, "_")
+            if self.array_flag == "#PBS -t":  # Torque gives each subjob its own files: the -o and -e paths
+                # with -INDEX after them (Torque src/server/job_func.c, job_clone), not one file for all
+                for _, tokens in self.out.settings:
+                    if tokens[0] in (GS_FLAG["output"], GS_FLAG["error"]):
+                        tokens[1] += "-%a"
         if self.export is not None:  # PBS and SGE: the whole environment here, and the variables -v names
             self.set(self.export_line, "export", self.export.text())
         self.out.dialect = dialect
