@@ -13,6 +13,7 @@ starts with ``FILE:LINE:`` when the error has a line.  :func:`detect` reads
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tomllib
@@ -400,16 +401,35 @@ def _node_memory(node_dir: Path) -> int | None:
     return int(m.group(1)) * 1024 if m else None
 
 
-def detect(cpus: Iterable[int] | None = None, sysfs: str | Path = SYSFS) -> MachineMap:
+def _nodes_add_up(sysfs: Path, meminfo: Path) -> bool:
+    """Whether the NUMA nodes' memory adds up to the host's (within 5 %); True where either is unknown."""
+    m = re.search(r"MemTotal:\s+(\d+)\s*kB", _read(meminfo) or "")
+    if not m:
+        return True
+    nodes = [_node_memory(d) for d in (sysfs / "node").glob("node[0-9]*")]
+    if not nodes or None in nodes:
+        return True
+    host = int(m.group(1)) * 1024
+    return abs(sum(n for n in nodes if n) - host) <= host // 20
+
+
+def detect(
+    cpus: Iterable[int] | None = None, sysfs: str | Path = SYSFS, meminfo: str | Path | None = None
+) -> MachineMap:
     """The host's topology, restricted to ``cpus`` (default: the CPUs this process may use).
 
     Declared core ``i`` runs on the ``i``-th of those CPUs in increasing order.
     Boards are the NUMA nodes when the CPUs span two or more of them (with
     their memory and distance table), else the sockets (physical packages).
     SMT siblings come from ``thread_siblings_list``.  Whatever sysfs does not
-    say is taken as: one socket, no SMT, memory of the whole host.
+    say is taken as: one socket, no SMT, memory of the whole host.  The NUMA
+    nodes' memory is the boards' only where the nodes' add up to the host's
+    (``meminfo``, default /proc/meminfo for the host's own sysfs; unchecked
+    for another): on some virtual machines node 0 reports a fraction of it.
     """
     sysfs = Path(sysfs)
+    if meminfo is None and sysfs == Path(SYSFS):
+        meminfo = "/proc/meminfo"
     host = sorted(set(cpus) if cpus is not None else os.sched_getaffinity(0))
     if not host:
         raise TopologyError("no host CPUs to build a machine from")
@@ -450,6 +470,8 @@ def detect(cpus: Iterable[int] | None = None, sysfs: str | Path = SYSFS) -> Mach
         else:
             node, memory = None, None
         boards.append(board(bid, [core_of[c] for c in bcpus], groups, memory=memory, node=node))
+    if meminfo is not None and not _nodes_add_up(sysfs, Path(meminfo)):
+        boards = [dataclasses.replace(b, memory=None) for b in boards]
 
     distance: Any = None
     if by_numa:

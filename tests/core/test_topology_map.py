@@ -264,3 +264,15 @@ def test_load_machine_without_a_file():
     assert sorted(host.host_cpus) == HOST
     one = topology.load_machine(parse_config({"machine": {"cores": 1}}))
     assert one.host_cpus == (HOST[0],)
+
+
+def test_numa_memory_is_the_boards_only_where_it_adds_up_to_the_hosts(tmp_path):
+    cpus = {c: (0, c, str(c)) for c in range(4)}
+    nodes = {0: ("0-1", "10 21", 1024), 1: ("2-3", "21 10", 2048)}
+    root = fake_sysfs(tmp_path / "sys", cpus, nodes)
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:        3072 kB\nMemFree:  1 kB\n")
+    assert [b.memory for b in topology.detect(range(4), root, meminfo).boards] == [1 << 20, 2 << 20]
+    # a virtual machine whose node 0 reports a fraction of the host's memory: the host's counts
+    meminfo.write_text("MemTotal:        24576000 kB\n")
+    assert [b.memory for b in topology.detect(range(4), root, meminfo).boards] == [None, None]
