@@ -382,7 +382,7 @@ class Daemon:
                 t = min(t, due)
                 if rec.warn is not None and not rec.warned:
                     t = min(t, due - rec.warn.secs)
-                t = min(t, self.mail.next_limit(self, rec, now, due) or t)
+                t = min(t, self.mail.next_limit(self.cfg, rec, now, due) or t)
             if rec.kill_at is not None:
                 t = min(t, rec.kill_at)
         if self.wake_at is not None:
@@ -602,7 +602,7 @@ class Daemon:
             self.watch(rec, pid, ticks)
             self.table.save(rec)
             log.info("job %d started on cores %s (shepherd %d)", rec.id, cpuset.format(rec.cores), pid)
-            self.mail.began(self, rec, time.time())
+            self.mail.began(self.cfg, self.table, rec, time.time())
 
     def watch(self, rec: Rec, pid: int, ticks: int | None) -> bool:
         rec.shepherd = pid
@@ -648,11 +648,11 @@ class Daemon:
                 self.table.save(rec)
                 self.warn(rec, warn)
             if rec.state is JobState.RUNNING and rec.stop is None:
-                self.mail.timers(self, rec, now, due)
+                self.mail.timers(self.cfg, self.table, rec, now, due)
             if rec.state is JobState.RUNNING and rec.stop is None and due is not None and now >= due:
                 rec.stop = Stop.TIMEOUT
                 log.info("job %d reached its walltime", rec.id)
-                self.mail.time_limit(self, rec)
+                self.mail.time_limit(self.cfg, rec)
                 self.terminate(rec, now, signal.SIGTERM, self.cfg.kill_grace)
                 self.table.save(rec)
                 self.dirty = True
@@ -708,7 +708,7 @@ class Daemon:
         self.table.end(rec, state, end, code, signal_, reason)
         log.info("job %d %s%s", rec.id, state.value, f" ({rq.safe(reason, 300)})" if reason else "")
         self.trees.ended(rec, state, end)
-        self.mail.ended(self, rec, state, code, signal_, reason)
+        self.mail.ended(self.cfg, self.table, self.db, rec, state, code, signal_, reason)
         if rec.split_of is not None:
             split.piece_ended(self, rec, end)
 
@@ -728,12 +728,13 @@ class Daemon:
         self.table.begin()
         self.db.set_predicted((_finite(pred.get(w.id)), w.id) for w in snap.pending)
         said: dict[int, str] = {}
+        facts = reasons.Facts(self.table.devices, self.book.resvs, self.machine)
         for w in snap.pending:
             rec = self.table.jobs.get(w.id)
             if rec is None or rec.state is not JobState.PENDING:
                 continue  # a reservation's entry, or a held job (its reason is its hold's)
             wait = fc.reasons.get(w.id)
-            why = reasons.text(self, rec, wait) if wait is not None else ""
+            why = reasons.text(rec, wait, facts) if wait is not None else ""
             if wait is not None and wait.kind not in reasons.ELIGIBILITY:
                 said[w.id] = why
             if rec.reason != why:

@@ -93,7 +93,7 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
             d.table.enqueue(rec)
             d.table.save(rec)
             log.info("job %d back in the queue (%s)", rec.id, outcome)
-            d.mail.requeued(d, rec)
+            d.mail.requeued(d.cfg, rec)
             return
     rec.elapsed += ran
     if rec.stop is Stop.CANCEL:
