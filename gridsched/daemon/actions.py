@@ -77,13 +77,14 @@ class DaemonActions:
         return d.queued_by_user
 
     def create_resv(self, spec: rq.ResvSpec, digest: str, admin: bool) -> bool:
-        return reservations.create(self._d, spec, digest, admin)
+        return reservations.create(self._d.resv_ctx(), spec, digest, admin)
 
     def delete_resv(self, rid: int, uid: int, release: bool) -> None:
-        reservations.delete(self._d, rid, uid, release)
+        if reservations.delete(self._d.resv_ctx(), rid, uid, release):
+            self._d.dirty = True
 
     def resv_refusal(self, job: rq.JobSpec) -> str | None:
-        return reservations.check_submit(self._d, job)
+        return reservations.check_submit(self._d.resv_ctx(), job)
 
     def parent_refusal(self, job: rq.JobSpec) -> str | None:
         return self._d.trees.check_submit(job)

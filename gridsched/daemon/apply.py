@@ -161,10 +161,11 @@ def schedule(d: Daemon, now: float) -> None:
     d.wake_at = plan.wake_at
     for dec in plan.decisions:
         if isinstance(dec, Activate):
-            reservations.activate(d, dec, now)
+            reservations.activate(d.resv_ctx(), dec, now)
             continue
         if isinstance(dec, EndReservation):
-            reservations.end(d, dec, now)
+            if reservations.end(d.resv_ctx(), dec, now):
+                d.dirty = True
             continue
         if isinstance(dec, Reclaim):
             d.trees.reclaim(dec.parent)

@@ -224,7 +224,7 @@ class Daemon:
         self._drop_stale_claims()
         from gridsched.daemon.recover import recover
 
-        self.book.load(self)
+        self.book.load(self.db)
         self._load_drained()
         self.trees.load_ended()
         recover(self)
@@ -613,6 +613,18 @@ class Daemon:
         """The job's running segment, as the executor finds its processes: job directory and segment number."""
         return self.spool.job_dir(rec.id), rec.segment
 
+    def resv_ctx(self) -> reservations.Ctx:
+        """What the reservations' work sees of the daemon (:class:`gridsched.daemon.reservations.Ctx`)."""
+        return reservations.Ctx(
+            self.book,
+            self.table,
+            self.db,
+            self.cfg,
+            self.machine,
+            lambda rec, state, now, why: self.end(rec, state, now, reason=why),
+            self.terminate,
+        )
+
     def terminate(self, rec: Rec, now: float, sig: int, grace: float) -> None:
         if rec.shepherd is not None:
             self.ex.signal(rec.shepherd, self.where(rec), sig)
@@ -630,7 +642,8 @@ class Daemon:
         log.info("job %d sent SIG%s, %d seconds before its walltime", rec.id, rq.signal_name(warn.num), warn.secs)
 
     def timers(self, now: float) -> None:
-        reservations.timers(self, now)
+        if reservations.timers(self.book, now):
+            self.dirty = True
         for rec in list(self.table.jobs.values()):
             if rec.shepherd is None:
                 continue
@@ -741,7 +754,7 @@ class Daemon:
                 rec.reason = why
                 self.table.save(rec, reason=why)
         self.forecast_said = said
-        reservations.set_predicted(self, pred, snap.now)
+        reservations.set_predicted(self.book, self.db, pred, snap.now)
 
 
 def _finite(t: float | None) -> float | None:

@@ -26,6 +26,7 @@ import heapq
 import logging
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,9 +47,11 @@ from gridsched.protocol.reservations import (
 )
 
 if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
-    from gridsched.daemon.table import Rec
+    from gridsched.core.topology import MachineMap
+    from gridsched.daemon.table import JobTable, Rec
     from gridsched.protocol import requests as rq
+    from gridsched.protocol.config import Config
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -161,8 +164,8 @@ class Book:
         self.resvs: dict[int, RRec] = {}
         self.flex: list[int] = []  # ids of waiting flexible reservations, ascending
 
-    def load(self, d: Daemon) -> None:
-        for row in d.db.reservations():
+    def load(self, db: StateDB) -> None:
+        for row in db.reservations():
             if row["state"] in LIVE:
                 r = RRec.from_row(row)
                 self.resvs[r.id] = r
@@ -188,13 +191,27 @@ class Book:
         return min(ends) if ends else None
 
 
-def save(d: Daemon, r: RRec) -> None:
+@dataclass(frozen=True)
+class Ctx:
+    """What the reservations' work sees of the daemon: the books, the job table, the state db, the
+    configuration and machine in force, and how a job is ended and signalled."""
+
+    book: Book
+    table: JobTable
+    db: StateDB
+    cfg: Config
+    machine: MachineMap
+    end: Callable[[Rec, JobState, float, str], None]  # end a job (state, when, reason)
+    terminate: Callable[[Rec, float, int, float], None]  # signal a running job (when, signal, grace)
+
+
+def save(d: Ctx, r: RRec) -> None:
     d.table.begin()
     d.db.put_resv(r.row())
     d.table.forecast_dirty = True
 
 
-def row_of(d: Daemon, rid: int) -> dict[str, Any] | None:
+def row_of(d: Ctx, rid: int) -> dict[str, Any] | None:
     r = d.book.resvs.get(rid)
     if r is not None:
         return r.row()
@@ -205,7 +222,7 @@ def row_of(d: Daemon, rid: int) -> dict[str, Any] | None:
 # -- requests ------------------------------------------------------------------------
 
 
-def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> bool:
+def create(d: Ctx, spec: rq.ResvSpec, digest: str, admin: bool = False) -> bool:
     """Take in a checked reservation request: waiting (flexible or fixed), or ended at once as refused
     (by the policy of ``[reservations]`` -- ``admin``: its sender administers the spool -- or the machine).
     True if it waits (a scheduling pass is due)."""
@@ -273,18 +290,20 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> bo
     return True
 
 
-def delete(d: Daemon, rid: int, uid: int, release: bool) -> None:
+def delete(d: Ctx, rid: int, uid: int, release: bool) -> bool:
+    """Delete reservation ``rid`` for ``uid`` (its owner or root); True if it was (a scheduling pass is due)."""
     r = d.book.resvs.get(rid)
     if r is None:
         log.info("resv_delete: reservation %s is not live", rid)
-        return
+        return False
     if uid not in (0, r.uid):
         log.warning("resv_delete of reservation %d by uid %d refused: owned by uid %d", r.id, uid, r.uid)
-        return
+        return False
     finish(d, r, time.time(), RState.DELETED, "deleted", release=release)
+    return True
 
 
-def check_submit(d: Daemon, job: rq.JobSpec) -> str | None:
+def check_submit(d: Ctx, job: rq.JobSpec) -> str | None:
     """Why a checked job's floating resources or reservation binding are refused, or None."""
     for name, count in job.resources:
         if name not in d.cfg.floating:
@@ -310,7 +329,7 @@ def check_submit(d: Daemon, job: rq.JobSpec) -> str | None:
 # -- lifecycle -------------------------------------------------------------------------
 
 
-def activate(d: Daemon, a: Activate, now: float) -> None:
+def activate(d: Ctx, a: Activate, now: float) -> None:
     r = d.book.resvs.get(a.resv)
     if r is None or r.state is not RState.WAITING:
         log.error("plan activates reservation %d, which is not waiting", a.resv)
@@ -333,28 +352,28 @@ def activate(d: Daemon, a: Activate, now: float) -> None:
     )
 
 
-def timers(d: Daemon, now: float) -> None:
-    """Ask for a pass when a reservation's time is up: the core ends it (:func:`end` carries that out)."""
-    due = d.book.next_end()
-    if due is not None and now >= due:
-        d.dirty = True
+def timers(book: Book, now: float) -> bool:
+    """Whether a pass is due because a reservation's time is up: the core ends it (:func:`end` carries that out)."""
+    due = book.next_end()
+    return due is not None and now >= due
 
 
-def end(d: Daemon, dec: EndReservation, now: float) -> None:
-    """Carry out the core's end of a reservation (module docstring)."""
+def end(d: Ctx, dec: EndReservation, now: float) -> bool:
+    """Carry out the core's end of a reservation (module docstring); True if it ended (a pass is due)."""
     r = d.book.resvs.get(dec.resv)
     if r is None:
         log.error("plan ends reservation %d, which is not live", dec.resv)
-        return
+        return False
     finish(d, r, now, RState.ENDED, dec.reason, kill=dec.kill, cancel=dec.cancel)
+    return True
 
 
-def bound(d: Daemon, rid: int) -> list[Rec]:
-    return [rec for rec in d.table.jobs.values() if rec.resv == rid]
+def bound(table: JobTable, rid: int) -> list[Rec]:
+    return [rec for rec in table.jobs.values() if rec.resv == rid]
 
 
 def finish(
-    d: Daemon,
+    d: Ctx,
     r: RRec,
     now: float,
     state: RState,
@@ -368,6 +387,7 @@ def finish(
     ``kill`` and ``cancel``: the bound jobs to stop and to cancel, as the core decided
     (:class:`~gridsched.core.types.EndReservation`); None (a deletion): all running ones if the reservation
     ends its jobs, and all waiting ones (or, with ``release``, those go back to the queue).
+    The caller asks for a scheduling pass.
     """
     was_active = r.state is RState.ACTIVE
     r.state = state
@@ -379,7 +399,7 @@ def finish(
         del d.book.flex[i]
     d.book.resvs.pop(r.id, None)
     save(d, r)
-    for rec in bound(d, r.id):
+    for rec in bound(d.table, r.id):
         if kill is not None and cancel is not None and rec.id not in kill and rec.id not in cancel:
             continue
         if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
@@ -390,7 +410,7 @@ def finish(
                 d.table.save(rec, spec=rec.job.stored()[0])
                 log.info("job %d released from reservation %d to the queue", rec.id, r.id)
             else:
-                d.end(rec, JobState.CANCELLED, now, reason=f"reservation {r.id} {state.value.lower()}")
+                d.end(rec, JobState.CANCELLED, now, f"reservation {r.id} {state.value.lower()}")
         elif (
             (r.kill if kill is None else rec.id in kill)
             and rec.shepherd is not None
@@ -400,13 +420,12 @@ def finish(
             rec.stop = Stop.RESVEND
             d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
             d.table.save(rec)
-    d.dirty = True
     log.info("reservation %d %s%s", r.id, state.value.lower(), f" ({why})" if why else "")
 
 
-def set_predicted(d: Daemon, pred: dict[int, float], now: float) -> None:
+def set_predicted(book: Book, db: StateDB, pred: dict[int, float], now: float) -> None:
     """Store the predicted activation time of each waiting reservation."""
-    for r in d.book.resvs.values():
+    for r in book.resvs.values():
         if r.state is not RState.WAITING:
             continue
         p = max(r.start, now) if r.start is not None and r.id not in pred else pred.get(r.id)
@@ -414,4 +433,4 @@ def set_predicted(d: Daemon, pred: dict[int, float], now: float) -> None:
             p = None
         if p != r.predicted:
             r.predicted = p
-            d.db.update_resv(r.id, predicted=p)
+            db.update_resv(r.id, predicted=p)
