@@ -366,7 +366,7 @@ def preempt(d: Daemon, rec: Rec, now: float) -> None:
     rec.preemptions += 1
     if mode is Checkpoint.SUSPEND:
         d.ex.signal(rec.shepherd, d.where(rec), signal.SIGSTOP)
-        outcome.close_segment(d, rec, now, "suspended")
+        outcome.close_segment(rec, now, "suspended")
         rec.elapsed += now - (rec.start or now)
         transitions.suspend(rec)
         rec.start = None

@@ -613,6 +613,10 @@ class Daemon:
         """The job's running segment, as the executor finds its processes: job directory and segment number."""
         return self.spool.job_dir(rec.id), rec.segment
 
+    def outcome_ctx(self) -> outcome.Ctx:
+        """What deciding a job's outcome sees of the daemon (:class:`gridsched.daemon.outcome.Ctx`)."""
+        return outcome.Ctx(self.table, self._unwatch, self.end, lambda rec: self.mail.requeued(self.cfg, rec))
+
     def resv_ctx(self) -> reservations.Ctx:
         """What the reservations' work sees of the daemon (:class:`gridsched.daemon.reservations.Ctx`)."""
         return reservations.Ctx(
@@ -682,7 +686,8 @@ class Daemon:
         result = self.read_exit(rec)
         if result is None and rec.shepherd is not None and self.ex.alive(rec.shepherd, rec.ticks):
             return  # spurious wake-up
-        outcome.finish(self, rec, result)
+        if outcome.finish(self.outcome_ctx(), rec, result):
+            self.dirty = True
 
     def read_exit(self, rec: Rec) -> dict[str, Any] | None:
         return self.ex.exit_info(self.spool.job_dir(rec.id), rec.segment)
