@@ -168,16 +168,20 @@ def schedule(d: Daemon, now: float) -> None:
                 d.dirty = True
             continue
         if isinstance(dec, Reclaim):
-            d.trees.reclaim(dec.parent)
+            if d.trees.reclaim(dec.parent):
+                d.dirty = True
             continue
         if isinstance(dec, Resume):
-            d.trees.resumed(dec.parent, dec.implicit, now)
+            if d.trees.resumed(dec.parent, dec.implicit, now):
+                d.dirty = True
             continue
         if isinstance(dec, CancelSubtree):
-            d.trees.cancel_subtree(dec, now)
+            if d.trees.cancel_subtree(dec, now):
+                d.dirty = True
             continue
         if isinstance(dec, HoldSubtree):
-            d.trees.hold_subtree(dec)
+            if d.trees.hold_subtree(dec):
+                d.dirty = True
             continue
         job = d.table.jobs.get(dec.job)
         if job is None:

@@ -105,7 +105,7 @@ class Daemon:
         self.last_forecast = 0.0
         self.pending_launches: list[tuple[Rec, launch.Launch]] = []
         self.book = reservations.Book()
-        self.trees = Trees(self)  # parent-child job trees (daemon/tree.py)
+        self.trees = Trees()  # parent-child job trees (daemon/tree.py), opened with the table
         self.senders = intake.Senders(admin_uids(spool.root))
         self.id_high = 0  # the highest id in use (requests.ID_WINDOW)
         self.confinement: list[str] = []  # how jobs are confined on this host (found when the table is opened)
@@ -202,6 +202,7 @@ class Daemon:
         self.cfg = self.tuner.effective(self.file_cfg)
         self.table = JobTable(self.db, self.spool)
         self.table.devices = self.machine.devices
+        self.trees.open(self.table, self.db, self.cancel)
         if self.cfg.params.priority.weight_fairshare:
             self.table.load_usage(self.cfg.params.priority.half_life)
         self.table.begin()
@@ -725,7 +726,8 @@ class Daemon:
         """End a job (table) and carry out what follows: its tree, the splittable job it is a piece of."""
         self.table.end(rec, state, end, code, signal_, reason)
         log.info("job %d %s%s", rec.id, state.value, f" ({rq.safe(reason, 300)})" if reason else "")
-        self.trees.ended(rec, state, end)
+        if self.trees.ended(rec, state, end):
+            self.dirty = True
         self.mail.ended(self.cfg, self.table, self.db, rec, state, code, signal_, reason)
         if rec.split_of is not None:
             split.piece_ended(self, rec, end)
