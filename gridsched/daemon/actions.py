@@ -52,7 +52,8 @@ class DaemonActions:
         arrays.stop(self._d, it, why)
 
     def sweep(self, name: str, what: str, recs: list[Rec], act: Callable[[Rec], object]) -> None:
-        slices.sweep(self._d, name, what, recs, act)
+        d = self._d
+        slices.sweep(d.table, d.sweeps, d.busy, name, what, recs, act)
 
     def set_drained(self, cores: frozenset[int], reason: str, what: str) -> None:
         self._d.set_drained(cores, reason, what)

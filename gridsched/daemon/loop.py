@@ -373,7 +373,7 @@ class Daemon:
             pass
 
     def next_timeout(self) -> float:
-        if slices.pending(self):
+        if slices.pending(self.sweeps, self.intakes, self.table, self.db):
             return 0.0  # the next slice at once, after a look at what else came
         now = time.time()
         t = self.last_scan + RESCAN
