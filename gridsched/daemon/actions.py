@@ -52,7 +52,8 @@ class DaemonActions:
         arrays.stop(self._d, it, why)
 
     def sweep(self, name: str, what: str, recs: list[Rec], act: Callable[[Rec], object]) -> None:
-        slices.sweep(self._d, name, what, recs, act)
+        d = self._d
+        slices.sweep(d.table, d.sweeps, d.busy, name, what, recs, act)
 
     def set_drained(self, cores: frozenset[int], reason: str, what: str) -> None:
         self._d.set_drained(cores, reason, what)
@@ -77,13 +78,14 @@ class DaemonActions:
         return d.queued_by_user
 
     def create_resv(self, spec: rq.ResvSpec, digest: str, admin: bool) -> bool:
-        return reservations.create(self._d, spec, digest, admin)
+        return reservations.create(self._d.resv_ctx(), spec, digest, admin)
 
     def delete_resv(self, rid: int, uid: int, release: bool) -> None:
-        reservations.delete(self._d, rid, uid, release)
+        if reservations.delete(self._d.resv_ctx(), rid, uid, release):
+            self._d.dirty = True
 
     def resv_refusal(self, job: rq.JobSpec) -> str | None:
-        return reservations.check_submit(self._d, job)
+        return reservations.check_submit(self._d.resv_ctx(), job)
 
     def parent_refusal(self, job: rq.JobSpec) -> str | None:
         return self._d.trees.check_submit(job)

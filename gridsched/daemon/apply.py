@@ -13,6 +13,7 @@ import logging
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from gridsched.core import cpuset, depend
@@ -161,22 +162,27 @@ def schedule(d: Daemon, now: float) -> None:
     d.wake_at = plan.wake_at
     for dec in plan.decisions:
         if isinstance(dec, Activate):
-            reservations.activate(d, dec, now)
+            reservations.activate(d.resv_ctx(), dec, now)
             continue
         if isinstance(dec, EndReservation):
-            reservations.end(d, dec, now)
+            if reservations.end(d.resv_ctx(), dec, now):
+                d.dirty = True
             continue
         if isinstance(dec, Reclaim):
-            d.trees.reclaim(dec.parent)
+            if d.trees.reclaim(dec.parent):
+                d.dirty = True
             continue
         if isinstance(dec, Resume):
-            d.trees.resumed(dec.parent, dec.implicit, now)
+            if d.trees.resumed(dec.parent, dec.implicit, now):
+                d.dirty = True
             continue
         if isinstance(dec, CancelSubtree):
-            d.trees.cancel_subtree(dec, now)
+            if d.trees.cancel_subtree(dec, now):
+                d.dirty = True
             continue
         if isinstance(dec, HoldSubtree):
-            d.trees.hold_subtree(dec)
+            if d.trees.hold_subtree(dec):
+                d.dirty = True
             continue
         job = d.table.jobs.get(dec.job)
         if job is None:
@@ -188,7 +194,8 @@ def schedule(d: Daemon, now: float) -> None:
         elif isinstance(dec, Start):
             start(d, job, dec, now)
         elif isinstance(dec, Preempt):
-            preempt(d, job, now)
+            if preempt(d.table, d.cfg, partial(_pause, d), d.terminate, job, now):
+                d.dirty = True
         elif isinstance(dec, Kill):
             if kill(d.table, d.terminate, d.cfg.kill_grace, job, dec.reason, now):
                 d.dirty = True
@@ -358,32 +365,50 @@ def kill(
     return True
 
 
-def preempt(d: Daemon, rec: Rec, now: float) -> None:
+def _pause(d: Daemon, rec: Rec) -> None:
+    """Stop the processes of running job ``rec`` (SIGSTOP to its shepherd's group)."""
+    assert rec.shepherd is not None
+    d.ex.signal(rec.shepherd, d.where(rec), signal.SIGSTOP)
+
+
+def preempt(
+    table: JobTable,
+    cfg: Config,
+    pause: Callable[[Rec], None],
+    terminate: Callable[[Rec, float, int, float], None],
+    rec: Rec,
+    now: float,
+) -> bool:
+    """Carry out a :class:`~gridsched.core.types.Preempt` as the job's checkpoint mode says: suspended
+    (``pause`` stops its processes, and it waits in the queue), asked to checkpoint, or stopped to be requeued
+    (``terminate``).  True if it went back to the queue now (a scheduling pass is due)."""
     if rec.shepherd is None or rec.state is not JobState.RUNNING:
-        return
+        return False
     mode = rec.checkpoint
     rec.preemptions += 1
+    queued = False
     if mode is Checkpoint.SUSPEND:
-        d.ex.signal(rec.shepherd, d.where(rec), signal.SIGSTOP)
-        outcome.close_segment(d, rec, now, "suspended")
+        pause(rec)
+        outcome.close_segment(rec, now, "suspended")
         rec.elapsed += now - (rec.start or now)
         transitions.suspend(rec)
         rec.start = None
         rec.cores = ()
         rec._waiting = None
-        d.table.enqueue(rec)
-        d.dirty = True
+        table.enqueue(rec)
+        queued = True
         log.info("job %d suspended for the head job", rec.id)
     elif mode is Checkpoint.SIGNAL:
         transitions.stopping(rec, Stop.PREEMPT)
-        sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
-        d.terminate(rec, now, sig, d.cfg.checkpoint_grace)
-        log.info("job %d asked to checkpoint (SIG%s)", rec.id, d.cfg.checkpoint_signal)
+        sig = procs.SIGNALS.get(cfg.checkpoint_signal, signal.SIGUSR1)
+        terminate(rec, now, sig, cfg.checkpoint_grace)
+        log.info("job %d asked to checkpoint (SIG%s)", rec.id, cfg.checkpoint_signal)
     elif mode is Checkpoint.REQUEUE:
         transitions.stopping(rec, Stop.PREEMPT)
-        d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
+        terminate(rec, now, signal.SIGTERM, cfg.kill_grace)
         log.info("job %d stopped to be requeued", rec.id)
     else:
         log.error("job %d has checkpoint mode none and cannot be preempted", rec.id)
-        return
-    d.table.save(rec)
+        return False
+    table.save(rec)
+    return queued

@@ -105,7 +105,7 @@ class Daemon:
         self.last_forecast = 0.0
         self.pending_launches: list[tuple[Rec, launch.Launch]] = []
         self.book = reservations.Book()
-        self.trees = Trees(self)  # parent-child job trees (daemon/tree.py)
+        self.trees = Trees()  # parent-child job trees (daemon/tree.py), opened with the table
         self.senders = intake.Senders(admin_uids(spool.root))
         self.id_high = 0  # the highest id in use (requests.ID_WINDOW)
         self.confinement: list[str] = []  # how jobs are confined on this host (found when the table is opened)
@@ -202,6 +202,7 @@ class Daemon:
         self.cfg = self.tuner.effective(self.file_cfg)
         self.table = JobTable(self.db, self.spool)
         self.table.devices = self.machine.devices
+        self.trees.open(self.table, self.db, self.cancel)
         if self.cfg.params.priority.weight_fairshare:
             self.table.load_usage(self.cfg.params.priority.half_life)
         self.table.begin()
@@ -224,7 +225,7 @@ class Daemon:
         self._drop_stale_claims()
         from gridsched.daemon.recover import recover
 
-        self.book.load(self)
+        self.book.load(self.db)
         self._load_drained()
         self.trees.load_ended()
         recover(self)
@@ -372,7 +373,7 @@ class Daemon:
             pass
 
     def next_timeout(self) -> float:
-        if slices.pending(self):
+        if slices.pending(self.sweeps, self.intakes, self.table, self.db):
             return 0.0  # the next slice at once, after a look at what else came
         now = time.time()
         t = self.last_scan + RESCAN
@@ -382,7 +383,7 @@ class Daemon:
                 t = min(t, due)
                 if rec.warn is not None and not rec.warned:
                     t = min(t, due - rec.warn.secs)
-                t = min(t, self.mail.next_limit(self, rec, now, due) or t)
+                t = min(t, self.mail.next_limit(self.cfg, rec, now, due) or t)
             if rec.kill_at is not None:
                 t = min(t, rec.kill_at)
         if self.wake_at is not None:
@@ -602,7 +603,7 @@ class Daemon:
             self.watch(rec, pid, ticks)
             self.table.save(rec)
             log.info("job %d started on cores %s (shepherd %d)", rec.id, cpuset.format(rec.cores), pid)
-            self.mail.began(self, rec, time.time())
+            self.mail.began(self.cfg, self.table, rec, time.time())
 
     def watch(self, rec: Rec, pid: int, ticks: int | None) -> bool:
         rec.shepherd = pid
@@ -612,6 +613,22 @@ class Daemon:
     def where(self, rec: Rec) -> tuple[Path, int]:
         """The job's running segment, as the executor finds its processes: job directory and segment number."""
         return self.spool.job_dir(rec.id), rec.segment
+
+    def outcome_ctx(self) -> outcome.Ctx:
+        """What deciding a job's outcome sees of the daemon (:class:`gridsched.daemon.outcome.Ctx`)."""
+        return outcome.Ctx(self.table, self._unwatch, self.end, lambda rec: self.mail.requeued(self.cfg, rec))
+
+    def resv_ctx(self) -> reservations.Ctx:
+        """What the reservations' work sees of the daemon (:class:`gridsched.daemon.reservations.Ctx`)."""
+        return reservations.Ctx(
+            self.book,
+            self.table,
+            self.db,
+            self.cfg,
+            self.machine,
+            lambda rec, state, now, why: self.end(rec, state, now, reason=why),
+            self.terminate,
+        )
 
     def terminate(self, rec: Rec, now: float, sig: int, grace: float) -> None:
         if rec.shepherd is not None:
@@ -630,7 +647,8 @@ class Daemon:
         log.info("job %d sent SIG%s, %d seconds before its walltime", rec.id, rq.signal_name(warn.num), warn.secs)
 
     def timers(self, now: float) -> None:
-        reservations.timers(self, now)
+        if reservations.timers(self.book, now):
+            self.dirty = True
         for rec in list(self.table.jobs.values()):
             if rec.shepherd is None:
                 continue
@@ -648,11 +666,11 @@ class Daemon:
                 self.table.save(rec)
                 self.warn(rec, warn)
             if rec.state is JobState.RUNNING and rec.stop is None:
-                self.mail.timers(self, rec, now, due)
+                self.mail.timers(self.cfg, self.table, rec, now, due)
             if rec.state is JobState.RUNNING and rec.stop is None and due is not None and now >= due:
                 rec.stop = Stop.TIMEOUT
                 log.info("job %d reached its walltime", rec.id)
-                self.mail.time_limit(self, rec)
+                self.mail.time_limit(self.cfg, rec)
                 self.terminate(rec, now, signal.SIGTERM, self.cfg.kill_grace)
                 self.table.save(rec)
                 self.dirty = True
@@ -669,7 +687,8 @@ class Daemon:
         result = self.read_exit(rec)
         if result is None and rec.shepherd is not None and self.ex.alive(rec.shepherd, rec.ticks):
             return  # spurious wake-up
-        outcome.finish(self, rec, result)
+        if outcome.finish(self.outcome_ctx(), rec, result):
+            self.dirty = True
 
     def read_exit(self, rec: Rec) -> dict[str, Any] | None:
         return self.ex.exit_info(self.spool.job_dir(rec.id), rec.segment)
@@ -707,8 +726,9 @@ class Daemon:
         """End a job (table) and carry out what follows: its tree, the splittable job it is a piece of."""
         self.table.end(rec, state, end, code, signal_, reason)
         log.info("job %d %s%s", rec.id, state.value, f" ({rq.safe(reason, 300)})" if reason else "")
-        self.trees.ended(rec, state, end)
-        self.mail.ended(self, rec, state, code, signal_, reason)
+        if self.trees.ended(rec, state, end):
+            self.dirty = True
+        self.mail.ended(self.cfg, self.table, self.db, rec, state, code, signal_, reason)
         if rec.split_of is not None:
             split.piece_ended(self, rec, end)
 
@@ -728,19 +748,20 @@ class Daemon:
         self.table.begin()
         self.db.set_predicted((_finite(pred.get(w.id)), w.id) for w in snap.pending)
         said: dict[int, str] = {}
+        facts = reasons.Facts(self.table.devices, self.book.resvs, self.machine)
         for w in snap.pending:
             rec = self.table.jobs.get(w.id)
             if rec is None or rec.state is not JobState.PENDING:
                 continue  # a reservation's entry, or a held job (its reason is its hold's)
             wait = fc.reasons.get(w.id)
-            why = reasons.text(self, rec, wait) if wait is not None else ""
+            why = reasons.text(rec, wait, facts) if wait is not None else ""
             if wait is not None and wait.kind not in reasons.ELIGIBILITY:
                 said[w.id] = why
             if rec.reason != why:
                 rec.reason = why
                 self.table.save(rec, reason=why)
         self.forecast_said = said
-        reservations.set_predicted(self, pred, snap.now)
+        reservations.set_predicted(self.book, self.db, pred, snap.now)
 
 
 def _finite(t: float | None) -> float | None:

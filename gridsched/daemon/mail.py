@@ -36,8 +36,9 @@ from gridsched.protocol.jobs import JobState
 from gridsched.protocol.requests import parse_mail_user, safe
 
 if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
-    from gridsched.daemon.table import Rec
+    from gridsched.daemon.table import JobTable, Rec
+    from gridsched.protocol.config import Config
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -93,7 +94,7 @@ class Mailer:
         self.arrays_begun: set[int] = set()
 
     # -- what a job asked for -------------------------------------------------------------------------
-    def _wants(self, d: Daemon, rec: Rec) -> Wants | None:
+    def _wants(self, rec: Rec) -> Wants | None:
         if rec.id in self.wants:
             return self.wants[rec.id]
         w = None
@@ -109,12 +110,12 @@ class Mailer:
         self.wants[rec.id] = w
         return w
 
-    def _active(self, d: Daemon, rec: Rec) -> Wants | None:
-        return self._wants(d, rec) if d.cfg.mail_sendmail else None
+    def _active(self, cfg: Config, rec: Rec) -> Wants | None:
+        return self._wants(rec) if cfg.mail_sendmail else None
 
     # -- events ------------------------------------------------------------------------------------
-    def began(self, d: Daemon, rec: Rec, now: float) -> None:
-        w = self._active(d, rec)
+    def began(self, cfg: Config, table: JobTable, rec: Rec, now: float) -> None:
+        w = self._active(cfg, rec)
         if w is None:
             return
         if "BEGIN" not in w.events:
@@ -122,26 +123,36 @@ class Mailer:
         if w.array_id is not None and "ARRAY_TASKS" not in w.events:
             aid = w.array_id
             if aid in self.arrays_begun or any(
-                r.array_id == aid and _began_before(r, rec) for r in d.table.jobs.values()
+                r.array_id == aid and _began_before(r, rec) for r in table.jobs.values()
             ):
                 self.arrays_begun.add(aid)
                 return
             self.arrays_begun.add(w.array_id)
-            self._send(d, rec, w, f"Array_job_id={w.array_id} Name={clean(w.name)} Began", "array began")
+            self._send(cfg, rec, w, f"Array_job_id={w.array_id} Name={clean(w.name)} Began", "array began")
             return
         queued = _hms(now - rec.submit_time)
-        self._send(d, rec, w, f"Job_id={rec.id} Name={clean(w.name)} Began, Queued time {queued}", "began")
+        self._send(cfg, rec, w, f"Job_id={rec.id} Name={clean(w.name)} Began, Queued time {queued}", "began")
 
-    def requeued(self, d: Daemon, rec: Rec) -> None:
-        w = self._active(d, rec)
+    def requeued(self, cfg: Config, rec: Rec) -> None:
+        w = self._active(cfg, rec)
         if w is not None and "REQUEUE" in w.events:
-            self._send(d, rec, w, f"Job_id={rec.id} Name={clean(w.name)} Requeued", "requeued")
+            self._send(cfg, rec, w, f"Job_id={rec.id} Name={clean(w.name)} Requeued", "requeued")
 
-    def ended(self, d: Daemon, rec: Rec, state: JobState, code: int | None, sig: int | None, reason: str) -> None:
-        if not d.cfg.mail_sendmail:
+    def ended(
+        self,
+        cfg: Config,
+        table: JobTable,
+        db: StateDB,
+        rec: Rec,
+        state: JobState,
+        code: int | None,
+        sig: int | None,
+        reason: str,
+    ) -> None:
+        if not cfg.mail_sendmail:
             self.wants.pop(rec.id, None)
             return
-        w = self._wants(d, rec)
+        w = self._wants(rec)
         self.wants.pop(rec.id, None)
         if w is None:
             return
@@ -150,11 +161,11 @@ class Mailer:
         if kind not in w.events:
             kind = ""
         if w.array_id is not None and "ARRAY_TASKS" not in w.events:
-            if any(r.array_id == w.array_id for r in d.table.jobs.values()):
+            if any(r.array_id == w.array_id for r in table.jobs.values()):
                 return  # tasks are left: the array's mail goes when the last one ends
             self.arrays_begun.discard(w.array_id)
             try:
-                states = Counter(str(row["state"]) for row in d.db.by_spec("array_id", w.array_id))
+                states = Counter(str(row["state"]) for row in db.by_spec("array_id", w.array_id))
             except Exception as e:  # noqa: BLE001 - mail is advice: it never stops the daemon
                 log.warning("array %d: no mail: %s", w.array_id, safe(str(e)))
                 return
@@ -164,7 +175,7 @@ class Mailer:
                 counts = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
                 word = "Failed" if kind == "FAIL" else "Ended"
                 subject = f"Array_job_id={w.array_id} Name={clean(w.name)} {word}, {counts}"
-                self._send(d, rec, w, subject, f"array {word.lower()}")
+                self._send(cfg, rec, w, subject, f"array {word.lower()}")
             return
         if not kind:
             return
@@ -175,42 +186,42 @@ class Mailer:
             how = f"ExitCode {code if code is not None else '-'}"
         word = "Failed" if kind == "FAIL" else "Ended"
         subject = f"Job_id={rec.id} Name={clean(w.name)} {word}, {ran}{state.value}, {how}"
-        self._send(d, rec, w, subject, word.lower(), body=reason)
+        self._send(cfg, rec, w, subject, word.lower(), body=reason)
 
-    def timers(self, d: Daemon, rec: Rec, now: float, due: float | None) -> None:
+    def timers(self, cfg: Config, table: JobTable, rec: Rec, now: float, due: float | None) -> None:
         """TIME_LIMIT_50/80/90 as a running job passes that part of its walltime."""
-        if not d.cfg.mail_sendmail or due is None:
+        if not cfg.mail_sendmail or due is None:
             return
-        w = self._wants(d, rec)
+        w = self._wants(rec)
         if w is None or not any(e.startswith("TIME_LIMIT_") for e in w.events):
             return
         used = rec.walltime - (due - now)
         for pct, event in LIMITS:
             if event in w.events and pct > rec.mailed and used >= rec.walltime * pct / 100:
                 rec.mailed = pct  # saved before it is sent, so a restart does not send it again
-                d.table.save(rec)
-                self._send(d, rec, w, f"Job_id={rec.id} Name={clean(w.name)} Reached {pct}% of time limit", event)
+                table.save(rec)
+                self._send(cfg, rec, w, f"Job_id={rec.id} Name={clean(w.name)} Reached {pct}% of time limit", event)
 
-    def next_limit(self, d: Daemon, rec: Rec, now: float, due: float) -> float | None:
+    def next_limit(self, cfg: Config, rec: Rec, now: float, due: float) -> float | None:
         """When the next TIME_LIMIT_NN of ``rec`` is due (the loop wakes for it)."""
-        w = self.wants.get(rec.id) if d.cfg.mail_sendmail else None
+        w = self.wants.get(rec.id) if cfg.mail_sendmail else None
         if w is None:
             return None
         times = [due - rec.walltime * (1 - pct / 100) for pct, e in LIMITS if e in w.events and pct > rec.mailed]
         return min(times) if times else None
 
-    def time_limit(self, d: Daemon, rec: Rec) -> None:
-        w = self._active(d, rec)
+    def time_limit(self, cfg: Config, rec: Rec) -> None:
+        w = self._active(cfg, rec)
         if w is not None and "TIME_LIMIT" in w.events:
-            self._send(d, rec, w, f"Job_id={rec.id} Name={clean(w.name)} Reached time limit", "time limit")
+            self._send(cfg, rec, w, f"Job_id={rec.id} Name={clean(w.name)} Reached time limit", "time limit")
 
     # -- sending ----------------------------------------------------------------------------------
-    def _send(self, d: Daemon, rec: Rec, w: Wants, subject: str, what: str, body: str = "") -> None:
+    def _send(self, cfg: Config, rec: Rec, w: Wants, subject: str, what: str, body: str = "") -> None:
         self.poll(time.time())
         if len(self.children) >= MAX_CHILDREN:
             log.warning("job %d: %s mail not sent: %d sendmails still running", rec.id, what, len(self.children))
             return
-        sender = d.cfg.mail_from or f"gridsched@{clean(socket.gethostname(), 200) or 'localhost'}"
+        sender = cfg.mail_from or f"gridsched@{clean(socket.gethostname(), 200) or 'localhost'}"
         text = (
             f"To: {', '.join(w.to)}\n"
             f"From: {sender}\n"
@@ -223,7 +234,7 @@ class Mailer:
         if body:
             text += f"\n{clean(body, 1000)}\n"
         msg = text.encode("utf-8", errors="replace")[:MAX_MESSAGE]
-        argv = [d.cfg.mail_sendmail, "-oi", "--", *w.to]
+        argv = [cfg.mail_sendmail, "-oi", "--", *w.to]
         kw: dict[str, Any] = {}
         home = "/"
         try:
@@ -254,14 +265,14 @@ class Mailer:
                 **kw,
             )
         except (OSError, subprocess.SubprocessError) as e:
-            log.warning("job %d: %s mail not sent: cannot run %s: %s", rec.id, what, d.cfg.mail_sendmail, e)
+            log.warning("job %d: %s mail not sent: cannot run %s: %s", rec.id, what, cfg.mail_sendmail, e)
             err.close()
             return
         finally:
             os.close(r)
             if wfd >= 0:
                 os.close(wfd)
-        self.children.append(_Child(proc, rec.id, what, time.time() + d.cfg.mail_timeout, err))
+        self.children.append(_Child(proc, rec.id, what, time.time() + cfg.mail_timeout, err))
         log.info("job %d: %s mail to %s", rec.id, what, safe(",".join(w.to), 300))
 
     def poll(self, now: float) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gridsched.daemon import jobtmp, transitions
@@ -20,20 +22,32 @@ from gridsched.daemon.table import Rec
 from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.table import JobTable
 
 log = logging.getLogger("gschedd")
 
 
-def close_segment(d: Daemon, rec: Rec, end: float, outcome: str) -> None:
+@dataclass(frozen=True)
+class Ctx:
+    """What deciding a job's outcome sees of the daemon: the job table, and how a job stops being watched,
+    ends (state, when, exit code, signal, reason) and is announced back in the queue."""
+
+    table: JobTable
+    unwatch: Callable[[Rec], None]
+    end: Callable[[Rec, JobState, float, int | None, int | None, str], None]
+    requeued: Callable[[Rec], None]
+
+
+def close_segment(rec: Rec, end: float, outcome: str) -> None:
     if rec.segments and "end" not in rec.segments[-1]:
         rec.segments[-1]["end"] = end
         rec.segments[-1]["outcome"] = outcome
 
 
-def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
-    """The shepherd of ``rec`` has gone: decide the job's new state from how it ended."""
-    d._unwatch(rec)
+def finish(ctx: Ctx, rec: Rec, result: dict[str, Any] | None) -> bool:
+    """The shepherd of ``rec`` has gone: decide the job's new state from how it ended.  True: a scheduling pass
+    is due (always: its cores are free, or it is back in the queue)."""
+    ctx.unwatch(rec)
     jobtmp.remove_left(rec.segments, rec.uid)  # its shepherd removes it; one that was killed could not
     now = time.time()
     end = float(result.get("end", now)) if result else now
@@ -47,18 +61,17 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
         rec.segments[-1]["usage"] = usage  # the job's usage sums these (gacct)
     was_queued = rec.state is JobState.SUSPENDED
     if was_queued:
-        d.table.dequeue(rec)
+        ctx.table.dequeue(rec)
     rec.kill_at = None
-    d.dirty = True
     if result is None:
-        close_segment(d, rec, end, "lost")
+        close_segment(rec, end, "lost")
         rec.elapsed += ran
-        d.end(rec, JobState.FAILED, end, reason="the job's shepherd was killed; its outcome is unknown")
-        return
+        ctx.end(rec, JobState.FAILED, end, None, None, "the job's shepherd was killed; its outcome is unknown")
+        return True
     if error:
-        close_segment(d, rec, end, "failed")
-        d.end(rec, JobState.FAILED, end, code=code, reason=f"could not start: {error.strip()}")
-        return
+        close_segment(rec, end, "failed")
+        ctx.end(rec, JobState.FAILED, end, code, None, f"could not start: {error.strip()}")
+        return True
     if (
         rec.stop is None
         and rec.checkpoint is Checkpoint.SIGNAL
@@ -83,41 +96,42 @@ def finish(d: Daemon, rec: Rec, result: dict[str, Any] | None) -> None:
             else:  # did not save its state in time: restarts from its last checkpoint
                 rec.lost += ran
                 outcome = "killed before checkpoint"
-            close_segment(d, rec, end, outcome)
+            close_segment(rec, end, outcome)
             transitions.requeued(rec)
             rec.start = None
             rec.stop = None
             rec.cores = ()
             rec.set_devices((), ())
             rec._waiting = None
-            d.table.enqueue(rec)
-            d.table.save(rec)
+            ctx.table.enqueue(rec)
+            ctx.table.save(rec)
             log.info("job %d back in the queue (%s)", rec.id, outcome)
-            d.mail.requeued(d, rec)
-            return
+            ctx.requeued(rec)
+            return True
     rec.elapsed += ran
     if rec.stop is Stop.CANCEL:
-        close_segment(d, rec, end, "cancelled")
-        d.end(rec, JobState.CANCELLED, end, code=code, signal_=sig, reason="cancelled")
+        close_segment(rec, end, "cancelled")
+        ctx.end(rec, JobState.CANCELLED, end, code, sig, "cancelled")
     elif rec.stop is Stop.RESVEND:
-        close_segment(d, rec, end, "timeout")
-        d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reservation ended")
+        close_segment(rec, end, "timeout")
+        ctx.end(rec, JobState.TIMEOUT, end, code, sig, "reservation ended")
     elif rec.stop is Stop.TIMEOUT:
-        close_segment(d, rec, end, "timeout")
-        d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason="reached its walltime")
+        close_segment(rec, end, "timeout")
+        ctx.end(rec, JobState.TIMEOUT, end, code, sig, "reached its walltime")
     elif rec.stop is Stop.OVERRUN:  # backfilled on its own estimate, overran it while the head waited (core Kill)
-        close_segment(d, rec, end, "timeout")
-        d.end(rec, JobState.TIMEOUT, end, code=code, signal_=sig, reason=rec.reason or "overran its estimate")
+        close_segment(rec, end, "timeout")
+        ctx.end(rec, JobState.TIMEOUT, end, code, sig, rec.reason or "overran its estimate")
     elif result.get("oom_kills") and code != 0:
         # the kernel killed a process of the job's cgroup for want of memory, and the job did not succeed
-        close_segment(d, rec, end, "out of memory")
-        d.end(rec, JobState.OUT_OF_MEMORY, end, code=code, signal_=sig, reason=why or "out of memory")
+        close_segment(rec, end, "out of memory")
+        ctx.end(rec, JobState.OUT_OF_MEMORY, end, code, sig, why or "out of memory")
     elif sig is not None:
-        close_segment(d, rec, end, "failed")
-        d.end(rec, JobState.FAILED, end, signal_=sig, reason=why or f"killed by signal {sig}")
+        close_segment(rec, end, "failed")
+        ctx.end(rec, JobState.FAILED, end, None, sig, why or f"killed by signal {sig}")
     elif code == 0:
-        close_segment(d, rec, end, "completed")
-        d.end(rec, JobState.COMPLETED, end, code=0)
+        close_segment(rec, end, "completed")
+        ctx.end(rec, JobState.COMPLETED, end, 0, None, "")
     else:
-        close_segment(d, rec, end, "failed")
-        d.end(rec, JobState.FAILED, end, code=code, reason=why or f"exit code {code}")
+        close_segment(rec, end, "failed")
+        ctx.end(rec, JobState.FAILED, end, code, None, why or f"exit code {code}")
+    return True

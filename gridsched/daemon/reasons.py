@@ -13,6 +13,8 @@ machine lacks.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gridsched.core import cpuset, eligible
@@ -21,7 +23,9 @@ from gridsched.core.types import Wait, WaitKind
 from gridsched.protocol.reservations import never_inside, place_text
 
 if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
+    from gridsched.core.devices import Device
+    from gridsched.core.topology import MachineMap
+    from gridsched.daemon.reservations import RRec
     from gridsched.daemon.table import Rec
 
 NEVER = "can never start"
@@ -44,6 +48,15 @@ ELIGIBILITY = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What the wording needs of the machine: its devices, its reservations and its map (None: not known)."""
+
+    devices: tuple[Device, ...] = ()
+    resvs: Mapping[int, RRec] = field(default_factory=dict)
+    machine: MachineMap | None = None
+
+
 def eligibility_text(rec: Rec, why: str) -> str:
     """An eligibility reason as gstat shows it: a begin time as the local date and time."""
     if rec.begin is not None and why == eligible.not_before(rec.begin):
@@ -51,7 +64,7 @@ def eligibility_text(rec: Rec, why: str) -> str:
     return why
 
 
-def text(d: Daemon, rec: Rec, w: Wait) -> str:
+def text(rec: Rec, w: Wait, facts: Facts | None = None) -> str:
     """The reason of pending job ``rec`` that waits for ``w``, in words."""
     k = w.kind
     if k in ELIGIBILITY:
@@ -59,7 +72,7 @@ def text(d: Daemon, rec: Rec, w: Wait) -> str:
     if k is WaitKind.RESOURCES:
         if w.resv is not None:
             return f"Resources: waiting for room in reservation {w.resv}"
-        return _resources(d, w)
+        return _resources(facts, w)
     if k is WaitKind.LICENSES:
         return f"Licenses: waiting for {w.what}={w.asks} ({w.free} of {w.has} free)"
     if k is WaitKind.PRIORITY:
@@ -72,29 +85,29 @@ def text(d: Daemon, rec: Rec, w: Wait) -> str:
     if k is WaitKind.RESERVATION:
         return f"Reservation: waiting for reservation {w.resv} to be activated"
     if k is WaitKind.BOUND_NEVER:
-        return f"{NEVER} in reservation {w.resv}: {_bound_never(d, rec, w)}"
+        return f"{NEVER} in reservation {w.resv}: {_bound_never(facts, rec, w)}"
     return _never_fits(rec, w)
 
 
-def _resources(d: Daemon | None, w: Wait) -> str:
+def _resources(facts: Facts | None, w: Wait) -> str:
     """The next job's wait for what it lacks now: cores, devices of a type, or (by count) nothing."""
     if w.what == "cores":
         return f"Resources: next to start, waiting for {w.asks} cores ({w.free} of {w.has} free)"
     if w.what.startswith(PREFIX):
         dtype, _, model = w.what[len(PREFIX) :].partition(":")
-        share = share_of(d.table.devices, dtype) if d is not None else 1
+        share = share_of(facts.devices, dtype) if facts is not None else 1
         what = f"{dtype} {model}" if model else dtype
         unit = f"{what} slots" if share > 1 else what
         return f"Resources: next to start, waiting for {w.asks} {unit} ({w.has - w.free} of {w.has} in use)"
     return RESOURCES
 
 
-def _bound_never(d: Daemon, rec: Rec, w: Wait) -> str:
+def _bound_never(facts: Facts | None, rec: Rec, w: Wait) -> str:
     if w.what == "resv":
         return "the reservation can never be activated"
-    if w.what == "place":
-        r = d.book.resvs.get(w.resv) if w.resv is not None else None
-        inside = never_inside(r.row(), d.machine, rec.place) if r is not None else None
+    if w.what == "place" and facts is not None and facts.machine is not None:
+        r = facts.resvs.get(w.resv) if w.resv is not None else None
+        inside = never_inside(r.row(), facts.machine, rec.place) if r is not None else None
         if inside:
             return f"it {inside}"
     return BOUND_NEVER

@@ -75,7 +75,8 @@ def recover(d: Daemon) -> None:
             if cancels is None:
                 cancels = intake.pending_cancels(d.spool, d.senders)
             _unrecorded_stop(d, rec, result, cancels)
-            outcome.finish(d, rec, result)
+            if outcome.finish(d.outcome_ctx(), rec, result):
+                d.dirty = True
             collected += 1
             continue
         info = d.ex.pid_info(jdir, rec.segment)
@@ -114,7 +115,8 @@ def recover(d: Daemon) -> None:
                 if confine.valid(path):
                     d.ex.remove_cgroup(str(path))
         rec.shepherd = None
-        outcome.finish(d, rec, result)
+        if outcome.finish(d.outcome_ctx(), rec, result):
+            d.dirty = True
         collected += 1
     if adopted or collected or requeued:
         log.info(

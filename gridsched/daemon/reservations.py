@@ -26,6 +26,7 @@ import heapq
 import logging
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,9 +47,11 @@ from gridsched.protocol.reservations import (
 )
 
 if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
-    from gridsched.daemon.table import Rec
+    from gridsched.core.topology import MachineMap
+    from gridsched.daemon.table import JobTable, Rec
     from gridsched.protocol import requests as rq
+    from gridsched.protocol.config import Config
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -161,8 +164,8 @@ class Book:
         self.resvs: dict[int, RRec] = {}
         self.flex: list[int] = []  # ids of waiting flexible reservations, ascending
 
-    def load(self, d: Daemon) -> None:
-        for row in d.db.reservations():
+    def load(self, db: StateDB) -> None:
+        for row in db.reservations():
             if row["state"] in LIVE:
                 r = RRec.from_row(row)
                 self.resvs[r.id] = r
@@ -188,24 +191,38 @@ class Book:
         return min(ends) if ends else None
 
 
-def save(d: Daemon, r: RRec) -> None:
-    d.table.begin()
-    d.db.put_resv(r.row())
-    d.table.forecast_dirty = True
+@dataclass(frozen=True)
+class Ctx:
+    """What the reservations' work sees of the daemon: the books, the job table, the state db, the
+    configuration and machine in force, and how a job is ended and signalled."""
+
+    book: Book
+    table: JobTable
+    db: StateDB
+    cfg: Config
+    machine: MachineMap
+    end: Callable[[Rec, JobState, float, str], None]  # end a job (state, when, reason)
+    terminate: Callable[[Rec, float, int, float], None]  # signal a running job (when, signal, grace)
 
 
-def row_of(d: Daemon, rid: int) -> dict[str, Any] | None:
-    r = d.book.resvs.get(rid)
+def save(ctx: Ctx, r: RRec) -> None:
+    ctx.table.begin()
+    ctx.db.put_resv(r.row())
+    ctx.table.forecast_dirty = True
+
+
+def row_of(ctx: Ctx, rid: int) -> dict[str, Any] | None:
+    r = ctx.book.resvs.get(rid)
     if r is not None:
         return r.row()
-    rows = d.db.reservations([rid])
+    rows = ctx.db.reservations([rid])
     return rows[0] if rows else None
 
 
 # -- requests ------------------------------------------------------------------------
 
 
-def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> bool:
+def create(ctx: Ctx, spec: rq.ResvSpec, digest: str, admin: bool = False) -> bool:
     """Take in a checked reservation request: waiting (flexible or fixed), or ended at once as refused
     (by the policy of ``[reservations]`` -- ``admin``: its sender administers the spool -- or the machine).
     True if it waits (a scheduling pass is due)."""
@@ -226,8 +243,8 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> bo
         place=place_request(spec.ncpus, spec._asdict()),
     )
     try:
-        live = (x.ncpus for x in d.book.resvs.values() if x.uid == spec.uid)
-        why = limits.resv_refusal(spec.user, admin, spec.ncpus, spec.duration, live, d.cfg)
+        live = (x.ncpus for x in ctx.book.resvs.values() if x.uid == spec.uid)
+        why = limits.resv_refusal(spec.user, admin, spec.ncpus, spec.duration, live, ctx.cfg)
         if why:
             raise ResvError(why)
         resources = dict(spec.resources)
@@ -235,32 +252,32 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> bo
             r.ncpus,
             r.duration,
             resources,
-            d.machine.ncores,
-            d.cfg.floating,
-            d.cfg.resv_max_duration,
-            d.machine,
+            ctx.machine.ncores,
+            ctx.cfg.floating,
+            ctx.cfg.resv_max_duration,
+            ctx.machine,
             r.place,
         )
         if spec.devices:  # held as their slots, as a job's (gridsched.core.devices)
             from gridsched.core.devices import slots
             from gridsched.protocol.device_asks import refusal
 
-            why = refusal(spec.devices, d.machine.devices)
+            why = refusal(spec.devices, ctx.machine.devices)
             if why:
                 raise ResvError(why)
-            resources.update(slots(spec.devices, d.machine.devices))
+            resources.update(slots(spec.devices, ctx.machine.devices))
         r.resources = dict(sorted(resources.items()))
         if r.start is not None and r.start + r.duration <= now:
             raise ResvError("its time had passed when the daemon took it in")
     except ResvError as e:
         r.state, r.reason, r.end_time = RState.ENDED, f"refused: {e}", now
-        save(d, r)
+        save(ctx, r)
         log.info("reservation %d refused: %s", rid, e)
         return False
-    d.book.resvs[rid] = r
+    ctx.book.resvs[rid] = r
     if r.start is None:
-        bisect.insort(d.book.flex, rid)
-    save(d, r)
+        bisect.insort(ctx.book.flex, rid)
+    save(ctx, r)
     log.info(
         "reservation %d created: %d cores%s%s for %ss, %s",
         rid,
@@ -273,28 +290,30 @@ def create(d: Daemon, spec: rq.ResvSpec, digest: str, admin: bool = False) -> bo
     return True
 
 
-def delete(d: Daemon, rid: int, uid: int, release: bool) -> None:
-    r = d.book.resvs.get(rid)
+def delete(ctx: Ctx, rid: int, uid: int, release: bool) -> bool:
+    """Delete reservation ``rid`` for ``uid`` (its owner or root); True if it was (a scheduling pass is due)."""
+    r = ctx.book.resvs.get(rid)
     if r is None:
         log.info("resv_delete: reservation %s is not live", rid)
-        return
+        return False
     if uid not in (0, r.uid):
         log.warning("resv_delete of reservation %d by uid %d refused: owned by uid %d", r.id, uid, r.uid)
-        return
-    finish(d, r, time.time(), RState.DELETED, "deleted", release=release)
+        return False
+    finish(ctx, r, time.time(), RState.DELETED, "deleted", release=release)
+    return True
 
 
-def check_submit(d: Daemon, job: rq.JobSpec) -> str | None:
+def check_submit(ctx: Ctx, job: rq.JobSpec) -> str | None:
     """Why a checked job's floating resources or reservation binding are refused, or None."""
     for name, count in job.resources:
-        if name not in d.cfg.floating:
+        if name not in ctx.cfg.floating:
             return f"unknown floating resource '{name}'"
-        if count > d.cfg.floating[name]:
-            return f"resource '{name}={count}': the machine has {d.cfg.floating[name]}"
+        if count > ctx.cfg.floating[name]:
+            return f"resource '{name}={count}': the machine has {ctx.cfg.floating[name]}"
     rid = job.reservation
     if rid is None:
         return None
-    row = row_of(d, rid)
+    row = row_of(ctx, rid)
     try:
         check_bind(row, rid, job.uid, job.user)
     except ResvError as e:
@@ -303,15 +322,15 @@ def check_submit(d: Daemon, job: rq.JobSpec) -> str | None:
     place = None
     if job.placed:
         place = Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board)
-    why = check_fit(row, job.ncpus, job.walltime, dict(job.resources), time.time(), d.machine, place)
+    why = check_fit(row, job.ncpus, job.walltime, dict(job.resources), time.time(), ctx.machine, place)
     return f"cannot run in reservation {rid}: it {why}" if why else None
 
 
 # -- lifecycle -------------------------------------------------------------------------
 
 
-def activate(d: Daemon, a: Activate, now: float) -> None:
-    r = d.book.resvs.get(a.resv)
+def activate(ctx: Ctx, a: Activate, now: float) -> None:
+    r = ctx.book.resvs.get(a.resv)
     if r is None or r.state is not RState.WAITING:
         log.error("plan activates reservation %d, which is not waiting", a.resv)
         return
@@ -321,10 +340,10 @@ def activate(d: Daemon, a: Activate, now: float) -> None:
     r.end_time = a.end
     r.predicted = None
     r.reason = ""
-    i = bisect.bisect_left(d.book.flex, r.id)
-    if i < len(d.book.flex) and d.book.flex[i] == r.id:
-        del d.book.flex[i]
-    save(d, r)
+    i = bisect.bisect_left(ctx.book.flex, r.id)
+    if i < len(ctx.book.flex) and ctx.book.flex[i] == r.id:
+        del ctx.book.flex[i]
+    save(ctx, r)
     log.info(
         "reservation %d active on cores %s until %s",
         r.id,
@@ -333,28 +352,28 @@ def activate(d: Daemon, a: Activate, now: float) -> None:
     )
 
 
-def timers(d: Daemon, now: float) -> None:
-    """Ask for a pass when a reservation's time is up: the core ends it (:func:`end` carries that out)."""
-    due = d.book.next_end()
-    if due is not None and now >= due:
-        d.dirty = True
+def timers(book: Book, now: float) -> bool:
+    """Whether a pass is due because a reservation's time is up: the core ends it (:func:`end` carries that out)."""
+    due = book.next_end()
+    return due is not None and now >= due
 
 
-def end(d: Daemon, dec: EndReservation, now: float) -> None:
-    """Carry out the core's end of a reservation (module docstring)."""
-    r = d.book.resvs.get(dec.resv)
+def end(ctx: Ctx, dec: EndReservation, now: float) -> bool:
+    """Carry out the core's end of a reservation (module docstring); True if it ended (a pass is due)."""
+    r = ctx.book.resvs.get(dec.resv)
     if r is None:
         log.error("plan ends reservation %d, which is not live", dec.resv)
-        return
-    finish(d, r, now, RState.ENDED, dec.reason, kill=dec.kill, cancel=dec.cancel)
+        return False
+    finish(ctx, r, now, RState.ENDED, dec.reason, kill=dec.kill, cancel=dec.cancel)
+    return True
 
 
-def bound(d: Daemon, rid: int) -> list[Rec]:
-    return [rec for rec in d.table.jobs.values() if rec.resv == rid]
+def bound(table: JobTable, rid: int) -> list[Rec]:
+    return [rec for rec in table.jobs.values() if rec.resv == rid]
 
 
 def finish(
-    d: Daemon,
+    ctx: Ctx,
     r: RRec,
     now: float,
     state: RState,
@@ -368,18 +387,19 @@ def finish(
     ``kill`` and ``cancel``: the bound jobs to stop and to cancel, as the core decided
     (:class:`~gridsched.core.types.EndReservation`); None (a deletion): all running ones if the reservation
     ends its jobs, and all waiting ones (or, with ``release``, those go back to the queue).
+    The caller asks for a scheduling pass.
     """
     was_active = r.state is RState.ACTIVE
     r.state = state
     r.end_time = now if not was_active or state is RState.DELETED or r.end_time is None else r.end_time
     r.reason = why
     r.predicted = None
-    i = bisect.bisect_left(d.book.flex, r.id)
-    if i < len(d.book.flex) and d.book.flex[i] == r.id:
-        del d.book.flex[i]
-    d.book.resvs.pop(r.id, None)
-    save(d, r)
-    for rec in bound(d, r.id):
+    i = bisect.bisect_left(ctx.book.flex, r.id)
+    if i < len(ctx.book.flex) and ctx.book.flex[i] == r.id:
+        del ctx.book.flex[i]
+    ctx.book.resvs.pop(r.id, None)
+    save(ctx, r)
+    for rec in bound(ctx.table, r.id):
         if kill is not None and cancel is not None and rec.id not in kill and rec.id not in cancel:
             continue
         if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
@@ -387,10 +407,10 @@ def finish(
                 rec.resv = None
                 rec._waiting = None
                 rec.spec = rec.job._replace(reservation=None, wait_resv=False)
-                d.table.save(rec, spec=rec.job.stored()[0])
+                ctx.table.save(rec, spec=rec.job.stored()[0])
                 log.info("job %d released from reservation %d to the queue", rec.id, r.id)
             else:
-                d.end(rec, JobState.CANCELLED, now, reason=f"reservation {r.id} {state.value.lower()}")
+                ctx.end(rec, JobState.CANCELLED, now, f"reservation {r.id} {state.value.lower()}")
         elif (
             (r.kill if kill is None else rec.id in kill)
             and rec.shepherd is not None
@@ -398,15 +418,14 @@ def finish(
             and rec.state is JobState.RUNNING
         ):
             rec.stop = Stop.RESVEND
-            d.terminate(rec, now, signal.SIGTERM, d.cfg.kill_grace)
-            d.table.save(rec)
-    d.dirty = True
+            ctx.terminate(rec, now, signal.SIGTERM, ctx.cfg.kill_grace)
+            ctx.table.save(rec)
     log.info("reservation %d %s%s", r.id, state.value.lower(), f" ({why})" if why else "")
 
 
-def set_predicted(d: Daemon, pred: dict[int, float], now: float) -> None:
+def set_predicted(book: Book, db: StateDB, pred: dict[int, float], now: float) -> None:
     """Store the predicted activation time of each waiting reservation."""
-    for r in d.book.resvs.values():
+    for r in book.resvs.values():
         if r.state is not RState.WAITING:
             continue
         p = max(r.start, now) if r.start is not None and r.id not in pred else pred.get(r.id)
@@ -414,4 +433,4 @@ def set_predicted(d: Daemon, pred: dict[int, float], now: float) -> None:
             p = None
         if p != r.predicted:
             r.predicted = p
-            d.db.update_resv(r.id, predicted=p)
+            db.update_resv(r.id, predicted=p)

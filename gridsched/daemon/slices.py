@@ -16,12 +16,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gridsched.daemon.arrays import Intake
     from gridsched.daemon.loop import Daemon
-    from gridsched.daemon.table import Rec
+    from gridsched.daemon.table import JobTable, Rec
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -60,28 +62,38 @@ class Sweep:
         self.ids = deque(r.id for r in recs)
         self.act = act
 
-    def run(self, d: Daemon, budget: Budget) -> bool:
-        """Act on the next jobs within ``budget``; True once every job has been done."""
+    def run(self, jobs: Mapping[int, Rec], budget: Budget) -> tuple[bool, bool]:
+        """Act on the next jobs within ``budget``: whether every job has been done, and whether what a
+        scheduling pass sees changed."""
+        changed = False
         while self.ids and budget.left():
-            rec = d.table.jobs.get(self.ids.popleft())
+            rec = jobs.get(self.ids.popleft())
             if rec is not None:  # ended meanwhile: nothing to do
                 try:
                     if self.act(rec):  # true: it changed what a scheduling pass sees
-                        d.dirty = True
+                        changed = True
                 except Exception:  # noqa: BLE001 - one job's trouble never stops the daemon or the rest
                     log.exception("%s: job %d", self.what, rec.id)
             budget.spend()
-        return not self.ids
+        return not self.ids, changed
 
 
-def sweep(d: Daemon, name: str, what: str, recs: list[Rec], act: Callable[[Rec], object]) -> None:
-    """Act on ``recs`` for the request ``name``: in this turn's slices, the rest in the next turns (the request
-    stays in ``incoming/`` until the last is done)."""
+def sweep(
+    table: JobTable,
+    sweeps: deque[Sweep],
+    busy: set[str],
+    name: str,
+    what: str,
+    recs: list[Rec],
+    act: Callable[[Rec], object],
+) -> None:
+    """Act on ``recs`` for the request ``name`` (kept ``busy``): in this turn's slices, the rest in the next
+    turns (the request stays in ``incoming/`` until the last is done)."""
     if not recs:
         return
-    d.table.begin()
-    d.sweeps.append(Sweep(name, what, recs, act))
-    d.busy.add(name)
+    table.begin()
+    sweeps.append(Sweep(name, what, recs, act))
+    busy.add(name)
     if len(recs) > SLICE_MAX:
         log.info("%s: %d jobs, in slices of at most %d a turn", what, len(recs), SLICE_MAX)
 
@@ -97,7 +109,10 @@ def advance(d: Daemon) -> None:
     d.table.begin()
     while d.sweeps and budget.left():
         s = d.sweeps[0]
-        if not s.run(d, budget):
+        done, changed = s.run(d.table.jobs, budget)
+        if changed:
+            d.dirty = True
+        if not done:
             break
         d.sweeps.popleft()
         d.busy.discard(s.name)
@@ -110,11 +125,12 @@ def advance(d: Daemon) -> None:
         arrays.advance(d, d.intakes[first], budget)
 
 
-def pending(d: Daemon) -> bool:
-    """Whether work waits that the next turn should do at once."""
-    if d.sweeps:
+def pending(sweeps: deque[Sweep], intakes: Mapping[int, Intake], table: JobTable, db: StateDB) -> bool:
+    """Whether work waits that the next turn should do at once: a sweep, or an intake (while the table can be
+    written)."""
+    if sweeps:
         return True
-    if d.table.disk_trouble or d.db.unsaved:
+    if table.disk_trouble or db.unsaved:
         return False
     now = time.monotonic()
-    return any(i.wait_until <= now for i in d.intakes.values())
+    return any(i.wait_until <= now for i in intakes.values())

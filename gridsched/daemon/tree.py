@@ -55,7 +55,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,9 +67,9 @@ from gridsched.protocol.jobs import JobState, Stop
 from gridsched.protocol.requests import MAX_ID, JobSpec, Refused
 
 if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
-    from gridsched.daemon.table import Rec
+    from gridsched.daemon.table import JobTable, Rec
     from gridsched.protocol import requests as rq
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -101,17 +101,26 @@ def _job_id(v: Any) -> int | None:
 class Trees:
     """The daemon's job trees (one per daemon, ``Daemon.trees``)."""
 
-    def __init__(self, d: Daemon) -> None:
-        self.d = d
+    table: JobTable
+    db: StateDB
+    cancel: Callable[[Rec, float, str], None]  # cancel a job (when, why)
+
+    def __init__(self) -> None:
         self.parent: dict[int, int | None] = {}  # job -> parent from its spec (cache)
         self.yielded: dict[int, Yield] = {}
         self.fallen: dict[int, tuple[str, bool]] = {}  # job that ended badly -> (state, recoverable)
+
+    def open(self, table: JobTable, db: StateDB, cancel: Callable[[Rec, float, str], None]) -> None:
+        """The daemon's job table and state db, once open, and how a job is cancelled."""
+        self.table = table
+        self.db = db
+        self.cancel = cancel
 
     # -- state -----------------------------------------------------------------
     def load(self) -> None:
         """Take the yielding parents back from the state db after a restart."""
         try:
-            raw = json.loads(self.d.db.meta().get(META_KEY) or "{}")
+            raw = json.loads(self.db.meta().get(META_KEY) or "{}")
             for k, v in raw.items():
                 until = v.get("until")
                 self.yielded[int(k)] = Yield(
@@ -124,11 +133,11 @@ class Trees:
             log.warning("meta %s unreadable: no job is yielding", META_KEY)
             self.yielded = {}
         for jid in list(self.yielded):
-            rec = self.d.table.jobs.get(jid)
+            rec = self.table.jobs.get(jid)
             if rec is None or rec.state not in (JobState.RUNNING, JobState.STOPPING):
                 del self.yielded[jid]
         now = time.time()
-        for rec in self.d.table.jobs.values():
+        for rec in self.table.jobs.values():
             if rec.lent and rec.lent[-1][1] is None and rec.id not in self.yielded:
                 self._earn(rec, False, now)  # a job that no longer yields earns nothing
         self._settle_downtime()
@@ -137,14 +146,14 @@ class Trees:
     def _settle_downtime(self) -> None:
         """After a restart: a yielding job none of whose children runs any more stopped earning when the last of
         them ended (while the daemon was down), not now."""
-        jobs = self.d.table.jobs
+        jobs = self.table.jobs
         running = {p for c, p in self.parents().items() if jobs[c].state in (JobState.RUNNING, JobState.STOPPING)}
         for jid in self.yielded:
             rec = jobs.get(jid)
             if rec is None or not rec.lent or rec.lent[-1][1] is not None or jid in running:
                 continue
             since = rec.lent[-1][0] or 0.0
-            row = self.d.db.conn.execute(
+            row = self.db.conn.execute(
                 "SELECT MAX(end_time) FROM jobs WHERE json_extract(spec, '$.parent') = ? AND end_time >= ?",
                 (jid, since),
             ).fetchone()
@@ -155,27 +164,27 @@ class Trees:
         """Take back the jobs that ended before a restart whose subtrees no pass has dealt with (before the
         recovery, which may end more)."""
         try:
-            raw = json.loads(self.d.db.meta().get(ENDED_KEY) or "{}")
+            raw = json.loads(self.db.meta().get(ENDED_KEY) or "{}")
             self.fallen = {int(k): (str(v["state"]), bool(v.get("recoverable"))) for k, v in raw.items()}
         except (ValueError, TypeError, AttributeError, KeyError):
             log.warning("meta %s unreadable: the subtrees of jobs that ended are left alone", ENDED_KEY)
             self.fallen = {}
 
     def _save_ended(self) -> None:
-        self.d.table.begin()
-        self.d.db.set_meta(
+        self.table.begin()
+        self.db.set_meta(
             ENDED_KEY,
             json.dumps({str(k): {"state": st, "recoverable": r} for k, (st, r) in sorted(self.fallen.items())}),
         )
 
     def _save(self) -> None:
-        self.d.table.begin()
-        self.d.db.set_meta(META_KEY, json.dumps({str(k): v.as_json() for k, v in sorted(self.yielded.items())}))
-        self.d.table.forecast_dirty = True
+        self.table.begin()
+        self.db.set_meta(META_KEY, json.dumps({str(k): v.as_json() for k, v in sorted(self.yielded.items())}))
+        self.table.forecast_dirty = True
 
     def parent_of(self, jid: int) -> int | None:
         if jid not in self.parent:
-            row = self.d.db.conn.execute(
+            row = self.db.conn.execute(
                 "SELECT json_extract(spec, '$.parent') FROM jobs WHERE id = ?", (jid,)
             ).fetchone()
             if row is None:
@@ -185,11 +194,11 @@ class Trees:
 
     def parents(self) -> dict[int, int]:
         """Live child -> live parent."""
-        jobs = self.d.table.jobs
+        jobs = self.table.jobs
         missing = [j for j in jobs if j not in self.parent]
         for i in range(0, len(missing), 500):
             chunk = missing[i : i + 500]
-            rows = self.d.db.conn.execute(
+            rows = self.db.conn.execute(
                 f"SELECT id, json_extract(spec, '$.parent') FROM jobs WHERE id IN ({','.join('?' * len(chunk))})", chunk
             )
             for jid, p in rows:
@@ -208,7 +217,7 @@ class Trees:
         parents = self.parents()
         if not parents and not self.yielded and not self.fallen:
             return snap
-        jobs = self.d.table.jobs
+        jobs = self.table.jobs
         kids: dict[int, list[int]] = {}
         for c, p in parents.items():
             kids.setdefault(p, []).append(c)
@@ -227,7 +236,7 @@ class Trees:
     def _target(self, rcv: rq.Received, jid: int) -> Rec | None:
         from gridsched.daemon.handlers.owned import kind, owned
 
-        rec = owned(self.d.table.jobs, rcv, jid)
+        rec = owned(self.table.jobs, rcv, jid)
         if rec is None:
             return None
         if rec.state not in (JobState.RUNNING, JobState.STOPPING) or rec.start is None:
@@ -251,7 +260,7 @@ class Trees:
         rec = self._target(rcv, jid)
         if rec is None:
             return False
-        jobs = self.d.table.jobs
+        jobs = self.table.jobs
         y = Yield(tuple(rec.cores), False, until, time.time())
         if not self.awaited(rec.id, y, jobs, {rec.id: self._children(rec.id)}):
             what = "none of the jobs it would wait for is live" if until else "it has no live child"
@@ -281,32 +290,34 @@ class Trees:
         return True
 
     # -- the core's decisions -----------------------------------------------------------
-    def reclaim(self, jid: int) -> None:
-        """The jobs ``jid`` yields until have ended: it asks for its cores back (a ``Reclaim``)."""
+    def reclaim(self, jid: int) -> bool:
+        """The jobs ``jid`` yields until have ended: it asks for its cores back (a ``Reclaim``).  True: a
+        scheduling pass is due."""
         y = self.yielded.get(jid)
         if y is None or y.resuming:
             log.error("plan reclaims the cores of job %d, which is not yielding", jid)
-            return
+            return False
         y.resuming = True
         self._save()
-        self.d.dirty = True
         log.info("job %d: the jobs it waits for have ended; it asks for its cores back", jid)
+        return True
 
-    def resumed(self, jid: int, implicit: bool, now: float) -> None:
-        """``jid`` is resumed on its cores (a ``Resume``): it stops lending, and its walltime counts again."""
+    def resumed(self, jid: int, implicit: bool, now: float) -> bool:
+        """``jid`` is resumed on its cores (a ``Resume``): it stops lending, and its walltime counts again.
+        True: a scheduling pass is due."""
         y = self.yielded.pop(jid, None)
         if y is None:
             log.error("plan resumes job %d, which is not yielding", jid)
-            return
+            return False
         if implicit:
             log.info("job %d: the jobs it waits for have ended; it asks for its cores back", jid)
         self._close(jid, now)
         self._save()
-        self.d.dirty = True
         log.info("job %d resumed on its cores %s", jid, cpuset.format(y.cores))
+        return True
 
     def _close(self, jid: int, now: float) -> None:
-        rec = self.d.table.jobs.get(jid)
+        rec = self.table.jobs.get(jid)
         if rec is not None:
             self._earn(rec, False, now)
 
@@ -315,14 +326,14 @@ class Trees:
         new = [[s, u] for s, u in spans]
         if new != rec.lent:
             rec.lent = new
-            self.d.table.save(rec)
+            self.table.save(rec)
 
     def account(self, now: float, only: int | None = None) -> None:
         """Bring the credit of the yielding jobs (or of ``only``) up to ``now``: each earns while at least one of
         its children runs (:func:`gridsched.core.tree.credit_spans`)."""
         if not self.yielded or (only is not None and only not in self.yielded):
             return
-        jobs = self.d.table.jobs
+        jobs = self.table.jobs
         busy = {
             p
             for r in jobs.values()
@@ -336,26 +347,28 @@ class Trees:
             if rec is not None:
                 self._earn(rec, jid in busy, now)
 
-    def cancel_subtree(self, dec: CancelSubtree, now: float) -> None:
+    def cancel_subtree(self, dec: CancelSubtree, now: float) -> bool:
+        """Cancel the subtree the core decided to cancel; True: a scheduling pass is due."""
         log.info("job %d %s: cancelling its subtree (%d jobs)", dec.parent, self._state(dec.parent), len(dec.jobs))
         for jid in dec.jobs:
-            child = self.d.table.jobs.get(jid)
+            child = self.table.jobs.get(jid)
             if child is not None:
-                self.d.cancel(child, now, dec.reason)
-        self.d.dirty = True
+                self.cancel(child, now, dec.reason)
+        return True
 
-    def hold_subtree(self, dec: HoldSubtree) -> None:
+    def hold_subtree(self, dec: HoldSubtree) -> bool:
+        """Hold the pending jobs of the subtree the core decided to keep; True: a scheduling pass is due."""
         for jid in dec.jobs:
-            child = self.d.table.jobs.get(jid)
+            child = self.table.jobs.get(jid)
             if child is not None and child.state is JobState.PENDING and child.shepherd is None:
-                transitions.hold(self.d.table, child, dec.reason)
+                transitions.hold(self.table, child, dec.reason)
         log.info(
             "job %d %s: its subtree (%d jobs) is kept, pending ones held",
             dec.parent,
             self._state(dec.parent),
             len(dec.jobs),
         )
-        self.d.dirty = True
+        return True
 
     def _state(self, jid: int) -> str:
         st = self.fallen.get(jid)
@@ -369,10 +382,10 @@ class Trees:
 
     # -- submissions and endings -------------------------------------------------------------
     def _row(self, jid: int) -> dict[str, Any] | None:
-        rec = self.d.table.jobs.get(jid)
+        rec = self.table.jobs.get(jid)
         if rec is not None:
             return {"uid": rec.uid, "state": rec.state.value, "ncpus": rec.ncpus}
-        row = self.d.db.conn.execute("SELECT uid, state, ncpus FROM jobs WHERE id = ?", (jid,)).fetchone()
+        row = self.db.conn.execute("SELECT uid, state, ncpus FROM jobs WHERE id = ?", (jid,)).fetchone()
         return None if row is None else {"uid": row[0], "state": row[1], "ncpus": row[2]}
 
     def check_submit(self, job: JobSpec) -> str | None:
@@ -397,9 +410,9 @@ class Trees:
         self.parent[job.id] = pid
         return None
 
-    def ended(self, rec: Rec, state: JobState, end_time: float) -> None:
+    def ended(self, rec: Rec, state: JobState, end_time: float) -> bool:
         """``rec`` has ended in ``state``: forget its yield; cancel (or hold) its live subtree if it did not
-        complete."""
+        complete.  True: a scheduling pass is due to decide that subtree."""
         changed = self.yielded.pop(rec.id, None) is not None
         if changed:
             self._save()
@@ -409,12 +422,12 @@ class Trees:
         self.parents()  # the parent links of the live jobs are known before this one leaves them
         if state not in ENDED_BADLY or not self._edges(rec.id):
             self.parent.pop(rec.id, None)
-            return
-        spec = (self.d.db.job(rec.id) or {}).get("spec") or {}
+            return False
+        spec = (self.db.job(rec.id) or {}).get("spec") or {}
         self.fallen[rec.id] = (state.value, bool(spec.get("recoverable")))
         self._save_ended()
-        self.d.dirty = True
+        return True
 
     def _edges(self, jid: int) -> dict[int, int]:
         """The parent links of the live children of ``jid`` (which has just left the live jobs)."""
-        return {j: jid for j in self.d.table.jobs if self.parent.get(j) == jid}
+        return {j: jid for j in self.table.jobs if self.parent.get(j) == jid}

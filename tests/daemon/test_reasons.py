@@ -36,7 +36,7 @@ def test_the_daemon_words_each_reason_the_core_gives():
         ),
     }
     for wait, text in words.items():
-        assert reasons.text(None, rec, wait) == text  # type: ignore[arg-type]
+        assert reasons.text(rec, wait) == text  # type: ignore[arg-type]
     from gridsched.core.devices import DeviceAsk
 
     gpu = SimpleNamespace(place=None, begin=None, dev_asks=(DeviceAsk("gpu", 3, "H100"),))
@@ -44,7 +44,7 @@ def test_the_daemon_words_each_reason_the_core_gives():
         Wait(WaitKind.NEVER_FITS, what="device:gpu:H100", asks=3, has=2),
         Wait(WaitKind.NEVER_FITS, what="unknown", text="device:gpu:H100"),
     ):
-        assert reasons.text(None, gpu, wait) == (  # type: ignore[arg-type]
+        assert reasons.text(gpu, wait) == (  # type: ignore[arg-type]
             "can never start: --gpus H100:3: the machine does not have these devices (gctl topology)"
         )
 

@@ -50,7 +50,7 @@ def test_every_reason_the_daemon_words_has_its_code():
     assert {w.kind for w in waits} == set(WaitKind) - {WaitKind.HELD}
     assert set(CODES) == {k.value for k in WaitKind}  # every kind has its row
     for w in waits:
-        text = reasons.text(None, rec, w)  # type: ignore[arg-type]
+        text = reasons.text(rec, w)  # type: ignore[arg-type]
         assert code("PENDING", text) == CODES[w.kind.value][0], text
     # a held job's reason is its hold's (gridsched.daemon.handlers.hold)
     from gridsched.daemon.handlers.hold import BY_ADMIN, BY_OWNER
