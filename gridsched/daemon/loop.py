@@ -38,6 +38,7 @@ from gridsched.daemon import (
     jobfiles,
     jobtmp,
     launch,
+    logs,
     mail,
     outcome,
     reasons,
@@ -774,7 +775,7 @@ def serve(spool: Spool, cfg: configmod.Config, config_path: str | None = None) -
     spool.ensure()
     d = Daemon(spool, cfg, config_path)
     d.lock()
-    _setup_logging(spool, cfg.log_level)
+    logs.setup(spool, cfg.log_level)
     try:
         d.open_table()
         d.listen()
@@ -786,20 +787,3 @@ def serve(spool: Spool, cfg: configmod.Config, config_path: str | None = None) -
         except OSError:
             pass
     return 0
-
-
-class OneLine(logging.Formatter):
-    """Each record's message on one line, whatever a user wrote into it (its traceback, if any, follows)."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
-        record.message = rq.safe(record.message, 4000)
-        return super().formatMessage(record)
-
-
-def _setup_logging(spool: Spool, level: str) -> None:
-    root = logging.getLogger("gschedd")
-    root.setLevel(level.upper())
-    if not root.handlers:
-        h = logging.FileHandler(spool.log)
-        h.setFormatter(OneLine("%(asctime)s %(levelname)s %(message)s"))
-        root.addHandler(h)
