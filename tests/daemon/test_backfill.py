@@ -65,7 +65,8 @@ def submit_scenario(
 @pytest.mark.parametrize("e_script", ["checkpoint_counter.sh", "checkpoint_counter.py"])
 def test_checkpoint_backfill_scenario(make_gs, e_script):
     gs = make_gs(config("checkpoint-backfill"))
-    gs.env["UNIT_SECONDS"] = "0.5"
+    # E's 40 units take 14 s: longer than the hole before C's reservation (under 12 s) even on an idle machine
+    gs.env["UNIT_SECONDS"] = "0.35"
     a, b, c, d, e = submit_scenario(gs, e_script=e_script)
     jd = gs.wait_state(d, "RUNNING", "COMPLETED")
     je = gs.wait_state(e, "RUNNING")

@@ -1,4 +1,7 @@
-"""The same workload through the daemon (real sleep jobs) and through gsim gives the same schedule."""
+"""The same workload through the daemon and through gsim gives the same schedule.
+
+The daemon runs in process (the stub executor, a driven clock: tests/daemon/driven.py): its scheduling
+decisions are the real daemon's, and the stand-in jobs do the work the trace says they do."""
 
 from __future__ import annotations
 
@@ -9,8 +12,8 @@ import subprocess
 import pytest
 
 from tests.conftest import BIN
-from tests.daemon.test_backfill import config, submit_scenario
-from tests.daemon.test_reservations import wait_resv
+from tests.daemon.driven import Driven
+from tests.daemon.test_backfill_driven import scenario
 from tests.daemon.test_topology import topo_config
 
 # The scenario of test_backfill as an SWF trace: A, B at t=0; C, D, E at t=1 (seconds).
@@ -55,25 +58,21 @@ def simulate(tmp_path, policy: str) -> tuple[list[str], dict[str, int]]:
 
 
 @pytest.mark.parametrize("policy", ["checkpoint-backfill", "easy"])
-def test_daemon_and_gsim_agree(make_gs, tmp_path, policy):
+def test_daemon_and_gsim_agree(stub_daemon, tmp_path, policy):
     sim_order, sim_ckpts = simulate(tmp_path, policy)
-    gs = make_gs(config(policy))
-    gs.env["UNIT_SECONDS"] = "0.5"
-    ids = submit_scenario(gs)
+    dr, ids = scenario(stub_daemon, policy)  # E does 40 units of 0.5 s of work, as in the trace
     names = dict(zip(ids, "ABCDE"))
     a, b, c, d, e = ids
     if policy == "easy":  # the order is settled once D and E have started; B would run for minutes
-        gs.wait_state(d, "RUNNING", "COMPLETED", timeout=60)
-        gs.wait_state(e, "RUNNING", timeout=60)
+        dr.run_until(lambda: dr.state(d) in ("RUNNING", "COMPLETED") and dr.state(e) == "RUNNING", 60)
     else:
-        gs.wait_state(e, "COMPLETED", timeout=90)
-    jobs = [gs.job(i) for i in ids]
+        dr.run_until(lambda: dr.state(e) == "COMPLETED", 90)
+    jobs = [dr.job(i) for i in ids]
     order = [names[j["id"]] for j in sorted(jobs, key=lambda j: (j["start_time"], j["id"]))]
     assert order == sim_order
     if policy != "easy":
         assert {names[j["id"]]: j["checkpoints"] for j in jobs} == sim_ckpts
         assert sim_ckpts["E"] == 1
-    gs.run("gdel", *map(str, ids))
 
 
 # A dependency, a placed reservation and a topology (two boards of four cores, test_topology's
@@ -90,13 +89,12 @@ SWF_GATED = """; MaxProcs: 8
 RESV_GATED = '[[reservation]]\ncreate = 0\nncpus = 4\nduration = 8\nplace = "board"\n'
 
 
-def test_daemon_and_gsim_agree_on_a_dependency_and_a_placed_reservation(make_gs, tmp_path):
-    gs = make_gs(start=False)
-    gs.cfgfile.write_text(topo_config(gs.root))
+def test_daemon_and_gsim_agree_on_a_dependency_and_a_placed_reservation(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(topo_config(tmp_path)))
     trace, resv_file, out = tmp_path / "gated.swf", tmp_path / "r.toml", tmp_path / "gated.csv"
     trace.write_text(SWF_GATED)
     resv_file.write_text(RESV_GATED)
-    args = ["run", str(trace), "--policy", "easy", "--dependencies", "--topology", str(gs.root / "topology.toml")]
+    args = ["run", str(trace), "--policy", "easy", "--dependencies", "--topology", str(tmp_path / "topology.toml")]
     args += ["--reservations", str(resv_file), "--jobs-out", str(out), "--json"]
     sim = subprocess.run([str(BIN / "gsim"), *args], check=True, capture_output=True, text=True)
     assert json.loads(sim.stdout)["reservations"]["activation_delays"] == [0.0]
@@ -105,16 +103,16 @@ def test_daemon_and_gsim_agree_on_a_dependency_and_a_placed_reservation(make_gs,
     assert sim_order == ["A", "B", "C"]
     assert [float(r["start"]) for r in rows] == [0.0, 3.0, 5.0]
 
-    gs.start()
-    a = gs.gsub("-N", "A", "-n", "4", "-t", "10s", "--wrap", "sleep 3")
-    b = gs.gsub("-N", "B", "-n", "2", "-t", "10s", "-d", f"afterany:{a}", "--wrap", "sleep 2")
-    gs.wait_state(a, "RUNNING")
-    rid = int(gs.run("gresv", "create", "-n", "4", "-t", "8", "--place", "board", check=True).stdout)
-    wait_resv(gs, rid, "ACTIVE")
-    c = gs.gsub("-N", "C", "-n", "4", "-t", "10s", "--wrap", "sleep 1")
-    gs.wait_state(c, "COMPLETED", timeout=60)
-    gs.wait_state(b, "COMPLETED", timeout=30)
-    jobs = [gs.job(i) for i in (a, b, c)]
+    a = dr.gsub("-N", "A", "-n", "4", "-t", "10s", "--wrap", "sleep 3", work=3)
+    b = dr.gsub("-N", "B", "-n", "2", "-t", "10s", "-d", f"afterany:{a}", "--wrap", "sleep 2", work=2)
+    assert dr.running(a)
+    r = dr.command("gresv", "create", "-n", "4", "-t", "8", "--place", "board")
+    rid = int(r.stdout.strip().splitlines()[-1])
+    assert dr.resv(rid)["state"] == "ACTIVE"
+    dr.run_to(1)
+    c = dr.gsub("-N", "C", "-n", "4", "-t", "10s", "--wrap", "sleep 1", work=1)
+    dr.run_until(lambda: dr.state(c) == "COMPLETED" and dr.state(b) == "COMPLETED", 30)
+    jobs = [dr.job(i) for i in (a, b, c)]
     names = dict(zip((a, b, c), "ABC"))
     assert [names[j["id"]] for j in sorted(jobs, key=lambda j: (j["start_time"], j["id"]))] == sim_order
     assert jobs[1]["start_time"] >= jobs[0]["end_time"]  # B waited for A's end

@@ -20,10 +20,11 @@ def test_requeue_and_restart_as_a_system_daemon(fresh):
     system = fresh(REQUEUE)
     a = system.a
     targets = Targets(system.base, a).snapshot()
-    j1 = system.gsub(a, "-n4", "-t20s", "--wrap", "sleep 18")
-    j2 = system.gsub(a, "-n8", "-t10s", "--wrap", "sleep 2")
-    j3 = system.gsub(a, "-n4", "-t60s", "--checkpoint", "requeue", "--wrap", "sleep 30")
-    system.wait_state(j3, "RUNNING", timeout=15)  # backfilled: it counts as 0.25 x 60 s = 15 s < 18 s
+    j1 = system.gsub(a, "-n4", "-t10s", "--wrap", "sleep 8")
+    j2 = system.gsub(a, "-n8", "-t10s", "--wrap", "sleep 1")
+    # longer than what is left of j1, so j1's end (the head's start) preempts it
+    j3 = system.gsub(a, "-n4", "-t24s", "--checkpoint", "requeue", "--wrap", "sleep 12")
+    system.wait_state(j3, "RUNNING", timeout=15)  # backfilled: it counts as 0.25 x 24 s = 6 s < ~9 s of j1 left
     for jid, timeout in ((j1, 30), (j2, 30)):
         row = system.wait_state(jid, *TERMINAL, timeout=timeout)
         assert system.alive(), system.why_dead()
