@@ -270,8 +270,10 @@ def _emit(
     return ExitCode.OK
 
 
-# sbatch's options gsub takes and ignores, with why (the words of the same #SBATCH lines)
-IGNORED = {"partition": "no partitions on one machine", "account": "no accounts", "qos": "no QOS"}
+# sbatch's options gsub takes and ignores, with why: the words of the same #SBATCH lines (compat.SLURM)
+IGNORED = {
+    r.flags[-1].removeprefix("--"): r.why for r in compat.SLURM if r.flags[-1] in ("--partition", "--account", "--qos")
+}
 
 
 def _warn_patterns(p: dict[str, Any]) -> None:

@@ -368,10 +368,16 @@ def _tuning(r: _Tables) -> Tuning:
     warmup = r.duration_or_zero("scheduler", "tune_warmup")
     if warmup > TUNE_WARMUP_MAX:
         raise bad("scheduler", "tune_warmup", "must be at most a year")
-    _, predictor_auto = r.choice_or_auto("predictor", Predictor, PUBLISHED_PREDICTOR)
-    _, order_auto = r.choice_or_auto("backfill_order", BackfillOrder, PUBLISHED_ORDER)
-    return Tuning(
-        r.auto("p"), r.auto("threshold"), predictor_auto, tune_every, tune_window, objective, margin, warmup, order_auto
+    return Tuning(  # the choices themselves were checked with the policy's settings (_params)
+        r.auto("p"),
+        r.auto("threshold"),
+        r.auto("predictor"),
+        tune_every,
+        tune_window,
+        objective,
+        margin,
+        warmup,
+        r.auto("backfill_order"),
     )
 
 
