@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
     from gridsched.daemon.table import Rec
     from gridsched.protocol import requests as rq
+    from gridsched.protocol.arrays import Indices
     from gridsched.protocol.jobs import JobState
 
 
@@ -36,20 +37,32 @@ class DaemonActions:
     def take_in(self, job: rq.JobSpec, state: JobState, reason: str) -> None:
         self._d.take_in(job, job.user, state, reason)
 
-    def take_in_array(self, name: str, job: rq.JobSpec, state: JobState, reason: str) -> None:
-        arrays.take_in(self._d, name, job, job.user, state, reason)
+    def take_in_array(self, job: rq.JobSpec, state: JobState, reason: str) -> None:
+        arrays.take_in(self._d, job, job.user, state, reason)
 
-    def resume_array(self, name: str, job: rq.JobSpec) -> None:
-        arrays.resume(self._d, name, job, job.user)
+    def resume_array(self, job: rq.JobSpec) -> None:
+        arrays.resume(self._d, job, job.user)
 
     def take_in_split(self, job: rq.JobSpec, state: JobState, reason: str) -> None:
         split.take_in(self._d, job, state, reason)
 
-    def save_intake(self, it: arrays.Intake) -> None:
-        arrays.save(self._d, it)
+    def hold_rest(self, rest: arrays.Rest, which: Indices | None, reason: str) -> bool:
+        return arrays.hold(self._d, rest, which, reason)
 
-    def stop_intake(self, it: arrays.Intake, why: str) -> None:
-        arrays.stop(self._d, it, why)
+    def release_rest(self, rest: arrays.Rest, which: Indices | None) -> bool:
+        if arrays.release(self._d, rest, which):
+            self._d.dirty = True
+            return True
+        return False
+
+    def cancel_rest(self, rest: arrays.Rest, which: Indices | None) -> int:
+        return arrays.cancel(self._d, rest, which)
+
+    def make_tasks(self, rest: arrays.Rest, which: Indices) -> list[Rec]:
+        return arrays.make_now(self._d, rest, which)
+
+    def alter_rest(self, rest: arrays.Rest, job: rq.JobSpec) -> None:
+        arrays.alter(self._d, rest, job)
 
     def sweep(self, name: str, what: str, recs: list[Rec], act: Callable[[Rec], object]) -> None:
         d = self._d
@@ -74,7 +87,7 @@ class DaemonActions:
     def queued_by_user(self) -> dict[str, int]:
         d = self._d
         if d.queued_by_user is None:
-            d.queued_by_user = count_queued(d.table.jobs.values(), d.intakes.values())
+            d.queued_by_user = count_queued(d.table.jobs.values(), d.rests.values())
         return d.queued_by_user
 
     def create_resv(self, spec: rq.ResvSpec, digest: str, admin: bool) -> bool:

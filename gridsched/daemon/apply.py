@@ -37,7 +37,7 @@ from gridsched.core.types import (
 )
 from gridsched.daemon import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split, transitions
 from gridsched.daemon import reasons as wording
-from gridsched.daemon.table import Rec
+from gridsched.daemon.table import Rec, queue_key
 from gridsched.job import env as jobenv
 from gridsched.job.env import device_env
 from gridsched.protocol import requests as rq
@@ -74,7 +74,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
     )
     held = [r for r in d.table.jobs.values() if r.state is JobState.HELD and offered(r)]
     if held:  # held jobs wait in the core's eligibility (gridsched.core.eligible), in queue order
-        queued = sorted(queued + held, key=lambda r: r.id)
+        queued = sorted(queued + held, key=queue_key)
         waiting = tuple(held_view(r) for r in queued)
     return d.trees.annotate(
         Snapshot(

@@ -1,30 +1,36 @@
-"""Job arrays in the daemon: one job per index, taken in a slice per turn, and the ``%MAX`` throttle.
+"""Job arrays in the daemon: one record for the tasks not started yet, a job for each task about to start.
 
-A submitted array (spec key ``array``) is taken in as one job per index.  It
-is checked whole when its request is read (:mod:`.handlers.submit`): it is
-refused whole, or accepted and then taken in whole.  The first task keeps
-the request's job id (which is the array's id) and is taken in at once (a
-small array's other tasks with it, up to :data:`WHOLE_PER_TURN` tasks a turn);
-the others follow a slice per turn of the loop (:mod:`.slices`), each slice
-with the new ids it needs, claimed then (:meth:`gridsched.protocol.spool.Spool.claim_ids`),
-consecutive unless another submission took an id between.  Each task's
-spec gets ``array_id``, ``array_index``, ``array_max`` (with ``%MAX``),
-``array_range`` and its own output paths (``%j``, ``%a`` filled in); its
-``GS_ARRAY_*`` variables (and the Slurm, PBS and Grid Engine names with
-``[compat] env``) are computed from them at each start
-(:func:`gridsched.job.env.environment`).  The tasks share one script file (hard links; a new file for each
-:data:`LINKS_PER_SCRIPT` tasks, below the file system's limit on links).  After
-that a task is a job like any other: it is cancelled, held, started and
-accounted on its own.
+An array (spec key ``array``) is checked whole when its request is read
+(:mod:`.handlers.submit`) and taken in whole, at once, whatever its size: its
+first task is made as a job of its own (it keeps the request's id, which is
+the array's id), and the others are one record, a :class:`Rest` (as Slurm
+keeps one record for an array's pending tasks): the spec they share once,
+and which indices are still pending, held, or were cancelled before they
+were made, kept as runs of indices (:class:`gridsched.protocol.arrays.Indices`).
+Its row is the ``arrays`` table's; its private part (environment, paths,
+the output templates, the script) is the daemon's own file in the first
+task's directory (:func:`gridsched.daemon.jobfiles.write_array`).
 
-While an array is taken in (an :class:`Intake`), its progress is kept in the
-state db (meta ``intake-ID``: the tasks taken in, the task whose script the
-next ones link to), written in the transaction of each slice, and its request
-stays in ``incoming/``: a daemon stopped or killed meanwhile reads the request
-again at its next start and goes on from the last committed slice (never
-making a task twice or leaving one out).  A hold or release of the array
-meanwhile applies to the tasks still to come; a cancel stops the intake (the
-tasks still to come are never made) and cancels those taken in.
+A task is made (a job row, directory and files, a new id) when it may be
+about to start: each turn, before the scheduling pass, every array with
+pending indices has a few of them made (:func:`fill`), enough for the
+machine to start as many as it could hold at once and one more (the next
+task waits first in the queue, as it would if every task were a job).  The
+core sees them as the jobs they are; the ones not made wait behind them in
+the array's place in the queue (:func:`gridsched.daemon.table.queue_key`),
+so a million-task array costs a scheduling pass what a few jobs do.  A task
+named on its own (``gdel 12_7``, ``ghold 12_[3-5]``) is acted on in the
+record (cancelled, held, released); ``galter`` and ``grequeue`` of a task
+not made yet make it first.  Holding, releasing and cancelling a whole
+array change the record and the tasks made: their cost does not grow with
+the array.
+
+Each task's spec gets ``array_id``, ``array_index``, ``array_max`` (with
+``%MAX``), ``array_range`` and its own output paths (``%j``, ``%a`` filled
+in); its ``GS_ARRAY_*`` variables are computed at each start
+(:func:`gridsched.job.env.environment`).  The tasks share one script file
+(hard links; a new file for each :data:`LINKS_PER_SCRIPT` tasks, below the
+file system's limit on links).
 
 The throttle: at most ``array_max`` tasks of an array run at once.  Each
 task's ``Waiting`` carries its array and ``array_max``; the core
@@ -37,12 +43,14 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from gridsched.protocol.arrays import parse, task_path
-from gridsched.protocol.jobs import JobState
+from gridsched.daemon import jobfiles
+from gridsched.protocol.arrays import Indices, parse, task_path
+from gridsched.protocol.jobs import PRIVATE_KEYS, JobState
+from gridsched.protocol.requests import JobSpec
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -50,236 +58,289 @@ if TYPE_CHECKING:
     from gridsched.daemon.loop import Daemon
     from gridsched.daemon.slices import Budget
     from gridsched.daemon.table import Rec
-    from gridsched.protocol.requests import JobSpec
 
 log = logging.getLogger("gschedd")
 
 # tasks that share one script file by hard links: a file system allows only so many links to a file (65,000 on
 # ext4), so each run of this many tasks starts from a file of its own
 LINKS_PER_SCRIPT = 10_000
-META = "intake-"  # the state db's meta key of an array being taken in: META + its id
-CLAIM = 256  # ids claimed at a time while a slice is taken in (those left over are let go at once)
-RETRY = 1.0  # seconds before an intake that could not write its tasks tries again
-OFFER_EVERY = 1.0  # seconds between the scheduling passes the new tasks of an array ask for while it is taken in
-WHOLE_PER_TURN = 256  # tasks of small arrays a turn takes in whole with their requests (Daemon.whole_left)
+OLD_INTAKE = "intake-"  # the state db's meta key of an array an earlier release was taking in a slice per turn
 
 
 @dataclass(slots=True)
-class Intake:
-    """An array being taken in: its checked spec and how far it has come."""
+class Rest:
+    """The tasks of an array not made yet."""
 
-    name: str  # its request file, in incoming/ until the last task is committed
-    first: int  # the array's id (its first task's)
+    aid: int  # the array's id (its first task's)
     uid: int
     user: str
-    job: JobSpec  # the job every task starts from (without its ``array`` and ``script``)
-    script: str
-    indices: tuple[int, ...]
-    text: str  # the range, for the log
-    max_running: int | None
-    state: JobState  # what its tasks are made in: PENDING, HELD, or FAILED (with ``reason``)
-    reason: str
-    done: int = 0  # tasks taken in
-    link: int | None = None  # the task whose script the next tasks of its run link to
-    last: int = 0  # the last task's id
-    wait_until: float = 0.0  # after a failed write: not before this (time.monotonic)
-    trouble: int | None = None  # the errno last logged
-    cost: float = 0.001  # seconds a task takes to be taken in, as measured (how many ids a slice claims)
-    offered: float = 0.0  # when its tasks last asked for a scheduling pass (time.monotonic)
-    started: float = field(default_factory=time.monotonic)
+    job: JobSpec  # every task's spec before its index: its output paths are the templates, its script ""
+    script: str  # the script's text, for a task that cannot link to a file of an earlier one
+    total: int  # tasks in all
+    pending: Indices
+    held: Indices
+    cancelled: Indices
+    reason: str  # why the held ones are held
+    link: int  # the task whose script file the next task made links to
+    linked: int = 0  # tasks made that link to it
 
-    def progress(self) -> str:
-        return json.dumps(
-            {
-                "name": self.name,
-                "done": self.done,
-                "link": self.link,
-                "last": self.last,
-                "state": self.state.value,
-                "reason": self.reason,
-            }
-        )
+    @property
+    def live(self) -> bool:
+        return bool(self.pending or self.held)
+
+    def row(self) -> dict[str, Any]:
+        j = self.job
+        return {
+            "id": self.aid,
+            "user": self.user,
+            "uid": self.uid,
+            "name": j.name,
+            "ncpus": j.ncpus,
+            "walltime": j.walltime,
+            "submit_time": j.submit_time,
+            "total": self.total,
+            "pending": self.pending.text,
+            "held": self.held.text,
+            "cancelled": self.cancelled.text,
+            "reason": self.reason,
+            "spec": j.stored()[0],
+        }
 
 
-def _intake(d: Daemon, name: str, job: JobSpec, user: str, state: JobState, reason: str) -> Intake:
+def take_in(d: Daemon, job: JobSpec, user: str, state: JobState, reason: str) -> None:
+    """Take in a checked array submission whole: its first task made, the others one :class:`Rest`."""
     assert job.array is not None
     spec = parse(job.array, 1 << 62)  # checked against jobs.max_array_size when the request was read
-    return Intake(
-        name=name,
-        first=job.id,
-        uid=job.uid,
+    base = job._replace(array=None, array_id=job.id, array_max=spec.max_running, array_range=spec.text)
+    first = spec.indices[0]
+    d.take_in(_task(base, job.id, first), user, state, reason, {"script": job.script})
+    others = spec.indices.without(Indices((range(first, first + 1),)))
+    if others:
+        _begin(d, base, user, len(spec.indices), others, state, reason)
+    log.info("array %d: %d tasks (%s)", job.id, len(spec.indices), spec.text)
+
+
+def _begin(d: Daemon, base: JobSpec, user: str, total: int, others: Indices, state: JobState, reason: str) -> Rest:
+    """Record the tasks ``others`` of an array, not made yet, made in ``state``."""
+    none = Indices()
+    rest = Rest(
+        aid=base.id,
+        uid=base.uid,
         user=user,
-        job=job._replace(array=None, script=""),
-        script=job.script,
-        indices=spec.indices,
-        text=spec.text,
-        max_running=spec.max_running,
-        state=state,
+        job=base._replace(script=""),
+        script=base.script,
+        total=total,
+        pending=others if state is JobState.PENDING else none,
+        held=others if state is JobState.HELD else none,
+        cancelled=others if state is JobState.FAILED else none,
         reason=reason,
+        link=base.id,
     )
+    private = {k: v for k, v in base.to_spec().items() if k in PRIVATE_KEYS or k == "script"}
+    jobfiles.write_array(d.spool.job_dir(base.id), json.dumps(private).encode())
+    d.table.begin()
+    d.db.put_array(rest.row())
+    if rest.live:
+        d.rests[rest.aid] = rest
+    return rest
 
 
-def take_in(d: Daemon, name: str, job: JobSpec, user: str, state: JobState, reason: str) -> None:
-    """Begin to take in a checked array submission: its progress recorded, its first task taken in now, the
-    others a slice per turn (:func:`advance`)."""
-    from gridsched.daemon.slices import Budget
-
-    it = _intake(d, name, job, user, state, reason)
-    start(d, it)
-    # a small array is taken in whole with its request (all its tasks show at once), while the small arrays of
-    # one turn together stay within WHOLE_PER_TURN tasks; a larger one begins with its first task alone, so the
-    # other requests of this turn are served too
-    n = len(it.indices)
-    whole = n <= d.whole_left
-    if whole:
-        d.whole_left -= n
-    advance(d, it, Budget(limit=n if whole else 1))
-
-
-def resume(d: Daemon, name: str, job: JobSpec, user: str) -> bool:
-    """Go on taking in the array of a request read again after a restart, from the progress its last committed
-    slice recorded; False if it was taken in whole (or stopped by a cancel) before."""
-    raw = d.db.meta().get(META + str(job.id))
-    if raw is None:
+def resume(d: Daemon, job: JobSpec, user: str) -> bool:
+    """Go on with an array an earlier release was taking in a slice per turn when it stopped: the tasks it had
+    not made become the array's record.  False if there is none (the request was served whole)."""
+    raw = d.db.meta().get(OLD_INTAKE + str(job.id))
+    if raw is None or job.array is None or job.id in d.rests:
         return False
     try:
         got = json.loads(raw)
-        it = _intake(d, name, job, user, JobState(got["state"]), str(got["reason"]))
-        it.done, it.link, it.last = int(got["done"]), got["link"], int(got["last"])
+        done, state, reason = int(got["done"]), JobState(got["state"]), str(got["reason"])
     except (ValueError, KeyError, TypeError) as e:
         log.error("array %d: its progress cannot be read (%s): taken in no further", job.id, e)
         return False
-    log.info("array %d: taken in from task %d of %d on", it.first, it.done, len(it.indices))
-    start(d, it)
+    spec = parse(job.array, 1 << 62)
+    left = Indices.of(spec.indices[k] for k in range(done, len(spec.indices)))  # an earlier release's: <= 100,000
+    base = job._replace(array=None, array_id=job.id, array_max=spec.max_running, array_range=spec.text)
+    d.table.begin()
+    d.db.del_meta(OLD_INTAKE + str(job.id))
+    if left:
+        _begin(d, base, user, len(spec.indices), left, state, reason)
+    log.info(
+        "array %d: taken in by an earlier release up to task %d of %d; the others go on",
+        job.id,
+        done,
+        len(spec.indices),
+    )
     return True
 
 
-def start(d: Daemon, it: Intake) -> None:
-    d.intakes[it.first] = it
-    d.busy.add(it.name)
-    save(d, it)
-
-
-def save(d: Daemon, it: Intake) -> None:
-    """Record the intake's progress in the open transaction (with the rows of the tasks it counts)."""
-    d.table.begin()
-    d.db.set_meta(META + str(it.first), it.progress())
-
-
-def stop(d: Daemon, it: Intake, why: str) -> None:
-    """End the intake of an array before its last task (a cancel): the tasks still to come are never made."""
-    d.intakes.pop(it.first, None)
-    d.busy.discard(it.name)
-    d.table.begin()
-    d.db.del_meta(META + str(it.first))
-    d.settling[it.name] = None
-    log.info(
-        "array %d: %s after %d of its %d tasks were taken in; the other %d are not made",
-        it.first,
-        why,
-        it.done,
-        len(it.indices),
-        len(it.indices) - it.done,
-    )
-
-
-def _finish(d: Daemon, it: Intake) -> None:
-    d.intakes.pop(it.first, None)
-    d.busy.discard(it.name)
-    d.table.begin()
-    d.db.del_meta(META + str(it.first))
-    d.settling[it.name] = None  # leaves incoming/ once the last slice is committed and published
-    log.info(
-        "array %d: %d tasks (%s), job ids %d to %d, taken in in %.2fs",
-        it.first,
-        len(it.indices),
-        it.text,
-        it.first,
-        it.last,
-        time.monotonic() - it.started,
-    )
-
-
-def advance(d: Daemon, it: Intake, budget: Budget) -> None:
-    """Take in the array's next tasks within ``budget``.  A write that fails (a full disk) leaves the tasks
-    written so far counted and the rest for a later turn; the intake is never given up for it."""
-    if it.wait_until > time.monotonic():
-        return
-    claimed: list[int] = []
-    t0, n0 = time.monotonic(), it.done
-    dirty = d.dirty
-    try:
-        while it.done < len(it.indices) and (room := budget.left()) > 0:
-            if it.done == 0:
-                tid = it.first
-            else:
-                if not claimed:  # as many as the time left is expected to take in
-                    fit = int(budget.time_left() / it.cost) + 1
-                    claimed = d.new_ids(max(1, min(CLAIM, len(it.indices) - it.done, room, fit)))
-                    claimed.reverse()
-                tid = claimed[-1]
-            _task(d, it, tid)
-            if claimed and claimed[-1] == tid:
-                claimed.pop()
-            it.done += 1
-            it.last = tid
-            budget.spend()
-        if it.trouble is not None:
-            log.info("array %d: tasks are taken in again", it.first)
-            it.trouble = None
-    except OSError as e:
-        it.wait_until = time.monotonic() + RETRY
-        if it.trouble != e.errno:
-            it.trouble = e.errno
-            log.error(
-                "array %d: cannot write task %d (%s): its intake waits and tries again",
-                it.first,
-                it.done,
-                e.strerror or e,
-            )
-    except Exception:  # noqa: BLE001 - a task that cannot be made never stops the daemon; the intake waits
-        it.wait_until = time.monotonic() + RETRY
-        log.exception("array %d: task %d could not be taken in; tried again later", it.first, it.done)
-    finally:
-        if claimed:
-            d.unclaim(claimed)
-    now = time.monotonic()
-    if it.done - n0 >= 8:
-        it.cost = 0.5 * it.cost + 0.5 * (now - t0) / (it.done - n0)
-    if n0 and it.done < len(it.indices) and now - it.offered < OFFER_EVERY:
-        d.dirty = dirty  # the tasks of a slice alone ask for a scheduling pass at most every OFFER_EVERY
-    elif d.dirty:
-        it.offered = now
-    if it.done >= len(it.indices):
-        _finish(d, it)
-    else:
-        save(d, it)
-
-
-def _task(d: Daemon, it: Intake, tid: int) -> None:
-    """Write task number ``it.done`` (id ``tid``): its files and its row."""
-    k = it.done
-    i = it.indices[k]
-    task = it.job._replace(
-        id=tid,
-        array_id=it.first,
-        array_index=i,
-        array_max=it.max_running,
-        stdout=task_path(it.job.stdout, tid, i),
-        stderr=task_path(it.job.stderr, tid, i),
-        array_range=it.text,
-    )
-    if k % LINKS_PER_SCRIPT and it.link is not None:
+def load(d: Daemon) -> None:
+    """Read the records of the arrays whose tasks are not all made (a restart)."""
+    for row in d.db.array_rests():
+        pending, held = Indices.from_text(row["pending"]), Indices.from_text(row["held"])
+        if not pending and not held:
+            continue
+        aid = int(row["id"])
         try:
-            d.take_in(task, it.user, it.state, it.reason, {"script": d.spool.job_dir(it.link) / "script"})
-            return
+            private = jobfiles.read_array(d.spool.job_dir(aid))
+        except jobfiles.JobFilesError as e:
+            log.error("array %d: %s: its %d tasks not started are lost", aid, e, len(pending) + len(held))
+            continue
+        job = JobSpec.from_spec({**row["spec"], **private})
+        d.rests[aid] = Rest(
+            aid=aid,
+            uid=int(row["uid"]),
+            user=str(row["user"]),
+            job=job._replace(script=""),
+            script=job.script,
+            total=int(row["total"]),
+            pending=pending,
+            held=held,
+            cancelled=Indices.from_text(row["cancelled"]),
+            reason=str(row["reason"]),
+            link=aid,
+        )
+    if d.rests:
+        log.info(
+            "%d arrays have tasks not started: %d of them",
+            len(d.rests),
+            sum(len(r.pending) + len(r.held) for r in d.rests.values()),
+        )
+
+
+def save(d: Daemon, rest: Rest) -> None:
+    """Write the record's indices (in the open transaction); a record with no task left to make is dropped."""
+    d.table.begin()
+    d.db.update_array(
+        rest.aid, pending=rest.pending.text, held=rest.held.text, cancelled=rest.cancelled.text, reason=rest.reason
+    )
+    if not rest.live:
+        d.rests.pop(rest.aid, None)
+
+
+def window(rest: Rest, ncores: int) -> int:
+    """How many of an array's pending tasks are made ahead of their start: as many as the machine could run at
+    once and one more, within the array's throttle."""
+    n = ncores // max(1, rest.job.ncpus) + 1
+    if rest.job.array_max is not None:
+        n = min(n, rest.job.array_max + 1)
+    return max(1, n)
+
+
+def fill(d: Daemon, budget: Budget) -> None:
+    """Make the next pending tasks of each array up to its :func:`window` (within ``budget``)."""
+    if not any(r.pending for r in d.rests.values()):
+        return
+    made = Counter(r.array_id for r in d.table.jobs.values() if r.state is JobState.PENDING and r.array_id in d.rests)
+    for rest in list(d.rests.values()):
+        want = min(window(rest, d.machine.ncores) - made[rest.aid], len(rest.pending), budget.left())
+        if want <= 0:
+            continue
+        indices = rest.pending.head(want)
+        ids = d.new_ids(len(indices))
+        done: list[int] = []
+        try:
+            for tid, i in zip(ids, indices):
+                make(d, rest, tid, i, JobState.PENDING, "")
+                done.append(i)
+                budget.spend()
+        except OSError as e:
+            log.error(
+                "array %d: cannot make task %d (%s): tried again later", rest.aid, indices[len(done)], e.strerror or e
+            )
+        finally:
+            if len(done) < len(ids):
+                d.unclaim(ids[len(done) :])
+            if done:
+                rest.pending = rest.pending.without(Indices.of(done))
+                save(d, rest)
+        if not budget.left():
+            break
+
+
+def make_now(d: Daemon, rest: Rest, indices: Indices) -> list[Rec]:
+    """Make the tasks ``indices`` of ``rest`` now (pending or held as they are; those not in it are skipped)."""
+    out: list[Rec] = []
+    todo = [(i, JobState.PENDING, "") for i in rest.pending.only(indices)]
+    todo += [(i, JobState.HELD, rest.reason) for i in rest.held.only(indices)]
+    if not todo:
+        return out
+    todo.sort()
+    ids = d.new_ids(len(todo))
+    for tid, (i, state, reason) in zip(ids, todo):
+        rec = make(d, rest, tid, i, state, reason)
+        if rec is not None:
+            out.append(rec)
+    made = Indices.of(i for i, _, _ in todo)
+    rest.pending, rest.held = rest.pending.without(made), rest.held.without(made)
+    save(d, rest)
+    return out
+
+
+def make(d: Daemon, rest: Rest, tid: int, index: int, state: JobState, reason: str) -> Rec | None:
+    """Make task ``index`` of the array as job ``tid``: its files (its script a link where it can be) and row."""
+    task = _task(rest.job, tid, index)
+    if rest.linked < LINKS_PER_SCRIPT:
+        try:
+            rec = d.take_in(task, rest.user, state, reason, {"script": d.spool.job_dir(rest.link) / "script"})
+            rest.linked += 1
+            return rec
         except OSError as e:
             if e.errno not in (errno.ENOENT, errno.EMLINK):
                 raise
-            # the file the run links to is gone (its task's directory was removed) or has all the links it may
-            # have: a new run starts here
-    d.take_in(task, it.user, it.state, it.reason, {"script": it.script})
-    it.link = tid
+            # the file it links to is gone or has all the links it may have: a new run starts here
+    rec = d.take_in(task, rest.user, state, reason, {"script": rest.script})
+    rest.link, rest.linked = tid, 1
+    return rec
+
+
+def _task(base: JobSpec, tid: int, index: int) -> JobSpec:
+    return base._replace(
+        id=tid,
+        array_index=index,
+        stdout=task_path(base.stdout, tid, index),
+        stderr=task_path(base.stderr, tid, index),
+    )
+
+
+# -- acting on a whole array, or on tasks not made yet ------------------------------------------------------
+def hold(d: Daemon, rest: Rest, which: Indices | None, reason: str) -> bool:
+    """Hold the pending tasks ``which`` (None: all) of the record; whether any was."""
+    moved = rest.pending if which is None else rest.pending.only(which)
+    if not moved:
+        return False
+    rest.pending, rest.held, rest.reason = rest.pending.without(moved), rest.held.union(moved), reason
+    save(d, rest)
+    return True
+
+
+def release(d: Daemon, rest: Rest, which: Indices | None) -> bool:
+    """Release the held tasks ``which`` (None: all) of the record; whether any was."""
+    moved = rest.held if which is None else rest.held.only(which)
+    if not moved:
+        return False
+    rest.held, rest.pending = rest.held.without(moved), rest.pending.union(moved)
+    save(d, rest)
+    return True
+
+
+def cancel(d: Daemon, rest: Rest, which: Indices | None) -> int:
+    """Cancel the tasks ``which`` (None: all) of the record: they are never made; how many were."""
+    gone = rest.pending.union(rest.held) if which is None else rest.pending.union(rest.held).only(which)
+    if not gone:
+        return 0
+    rest.pending, rest.held = rest.pending.without(gone), rest.held.without(gone)
+    rest.cancelled = rest.cancelled.union(gone)
+    save(d, rest)
+    log.info("array %d: %d tasks not started cancelled", rest.aid, len(gone))
+    return len(gone)
+
+
+def alter(d: Daemon, rest: Rest, job: JobSpec) -> None:
+    """The tasks not made yet of the record take ``job`` (the altered spec of the array's tasks)."""
+    rest.job = job._replace(id=rest.aid, array_index=None, script="", stdout=rest.job.stdout, stderr=rest.job.stderr)
+    row = rest.row()
+    d.table.begin()
+    d.db.update_array(rest.aid, name=row["name"], ncpus=row["ncpus"], walltime=row["walltime"], spec=row["spec"])
 
 
 def members(jobs: Mapping[int, Rec], arrays: list[int]) -> list[int]:

@@ -114,3 +114,52 @@ def read_private(job_dir: Path) -> dict[str, Any]:
             raise JobFilesError(f"its {name} is incomplete")
         return {k: data[k] for k in PRIVATE_KEYS if k in data}
     raise JobFilesError("its launch file is missing")
+
+
+ARRAY_FILE = "array.json"  # in an array's directory (its first task's): what the tasks not made yet are made from
+
+
+def write_array(job_dir: Path, data: bytes) -> None:
+    """Write (or replace) the array file of ``job_dir``: the daemon's own, ``0600``, on disk before it returns
+    (the array's row in the job table, committed next, counts on it)."""
+    dfd = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if os.fstat(dfd).st_uid != os.geteuid():
+            raise OSError(f"{job_dir}: not the daemon's directory")
+        tmp = f".{ARRAY_FILE}.new"
+        try:
+            os.unlink(tmp, dir_fd=dfd)
+        except FileNotFoundError:
+            pass
+        _new_file(dfd, tmp, data, 0o600, -1, -1)
+        fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, ARRAY_FILE, src_dir_fd=dfd, dst_dir_fd=dfd)
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def read_array(job_dir: Path) -> dict[str, Any]:
+    """The array file of ``job_dir`` (:func:`write_array`); :class:`JobFilesError` if it cannot be read or is
+    not the daemon's own."""
+    try:
+        fd = os.open(job_dir / ARRAY_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise JobFilesError(f"cannot open its {ARRAY_FILE}: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or st.st_size > MAX_PRIVATE or st.st_mode & 0o170000 != 0o100000:
+            raise JobFilesError(f"its {ARRAY_FILE} is not the daemon's own file")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = json.loads(f.read(MAX_PRIVATE))
+    except (OSError, ValueError, RecursionError) as e:
+        raise JobFilesError(f"cannot read its {ARRAY_FILE}: {e}") from None
+    finally:
+        os.close(fd)
+    if not isinstance(data, dict):
+        raise JobFilesError(f"its {ARRAY_FILE} is not an object")
+    return data

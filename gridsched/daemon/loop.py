@@ -102,7 +102,6 @@ class Daemon:
         # each user's jobs queued, held or running, counted once a turn when a submission needs it
         # ([limits] max_submit_jobs_per_user: daemon/handlers/submit.py)
         self.queued_by_user: dict[str, int] | None = None
-        self.whole_left = arrays.WHOLE_PER_TURN  # tasks of small arrays this turn may still take in whole
         self.last_forecast = 0.0
         self.pending_launches: list[tuple[Rec, launch.Launch]] = []
         self.book = reservations.Book()
@@ -116,9 +115,10 @@ class Daemon:
         # or quarantine once the copy shows what became of them; the scan passes over them meanwhile
         self.publisher = snapshot.Publisher(spool)
         self.settling: dict[str, str | None] = {}  # request name -> None (served) or the reason it was refused
-        # big work done a slice per turn (daemon/slices.py): arrays being taken in (by array id), requests acting
-        # on many jobs, and the names of their request files (kept in incoming/ until the work is done)
-        self.intakes: dict[int, arrays.Intake] = {}
+        # the tasks of arrays not made yet, by array id (daemon/arrays.py); big work done a slice per turn
+        # (daemon/slices.py): requests acting on many jobs, and the names of their request files (kept in
+        # incoming/ until the work is done)
+        self.rests: dict[int, arrays.Rest] = {}
         self.sweeps: deque[slices.Sweep] = deque()
         self.busy: set[str] = set()
         self.actions = actions.DaemonActions(self)  # what the request handlers may ask of the daemon
@@ -227,6 +227,7 @@ class Daemon:
         from gridsched.daemon.recover import recover
 
         self.book.load(self.db)
+        arrays.load(self)
         self._load_drained()
         self.trees.load_ended()
         recover(self)
@@ -333,7 +334,7 @@ class Daemon:
         walltimes, ask the core for a plan when anything changed and carry it out, commit, start the jobs."""
         if scan or now - self.last_scan >= RESCAN:
             self.ingest()
-        slices.advance(self)  # a slice of the big work under way (arrays taken in, large cancels)
+        slices.advance(self)  # a slice of the big work under way (large cancels), the tasks of arrays to start
         self.trees.account(now)  # yielding parents earn walltime credit only while a child of theirs runs
         self.timers(now)
         self.tuner.tick(self, now)
@@ -374,7 +375,7 @@ class Daemon:
             pass
 
     def next_timeout(self) -> float:
-        if slices.pending(self.sweeps, self.intakes, self.table, self.db):
+        if slices.pending(self.sweeps):
             return 0.0  # the next slice at once, after a look at what else came
         now = time.time()
         t = self.last_scan + RESCAN
@@ -409,7 +410,6 @@ class Daemon:
         handler of its kind; a refused one is quarantined and, if it brought a new id, recorded as refused."""
         self.last_scan = time.time()
         self.queued_by_user = None
-        self.whole_left = arrays.WHOLE_PER_TURN
         skip = self.settling.keys() | self.busy  # requests served, or whose work goes on over turns
         got, refused = intake.scan(self.spool, self.senders, room=self._room(), skip=skip)
         if not got and not refused:
@@ -458,7 +458,7 @@ class Daemon:
             machine=self.machine,
             db=self.db,
             now=time.time(),
-            intakes=self.intakes,
+            rests=self.rests,
             drained=self.drained,
             drain_reason=self.drain_reason,
             id_high=self.id_high,
@@ -729,7 +729,7 @@ class Daemon:
         log.info("job %d %s%s", rec.id, state.value, f" ({rq.safe(reason, 300)})" if reason else "")
         if self.trees.ended(rec, state, end):
             self.dirty = True
-        self.mail.ended(self.cfg, self.table, self.db, rec, state, code, signal_, reason)
+        self.mail.ended(self.cfg, self.table, self.db, rec, state, code, signal_, reason, self.rests)
         if rec.split_of is not None:
             split.piece_ended(self, rec, end)
 

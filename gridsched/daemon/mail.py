@@ -29,9 +29,11 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gridsched.protocol.arrays import Indices
 from gridsched.protocol.jobs import JobState
 from gridsched.protocol.requests import parse_mail_user, safe
 
@@ -148,7 +150,9 @@ class Mailer:
         code: int | None,
         sig: int | None,
         reason: str,
+        unmade: Container[int] = (),
     ) -> None:
+        """Mail about job ``rec``'s end; ``unmade``: the arrays with tasks not made yet."""
         if not cfg.mail_sendmail:
             self.wants.pop(rec.id, None)
             return
@@ -161,11 +165,14 @@ class Mailer:
         if kind not in w.events:
             kind = ""
         if w.array_id is not None and "ARRAY_TASKS" not in w.events:
-            if any(r.array_id == w.array_id for r in table.jobs.values()):
+            if w.array_id in unmade or any(r.array_id == w.array_id for r in table.jobs.values()):
                 return  # tasks are left: the array's mail goes when the last one ends
             self.arrays_begun.discard(w.array_id)
             try:
                 states = Counter(str(row["state"]) for row in db.by_spec("array_id", w.array_id))
+                for row in db.array_rests([w.array_id]):  # tasks cancelled before they were made
+                    if row["cancelled"]:
+                        states[JobState.CANCELLED.value] += len(Indices.from_text(row["cancelled"]))
             except Exception as e:  # noqa: BLE001 - mail is advice: it never stops the daemon
                 log.warning("array %d: no mail: %s", w.array_id, safe(str(e)))
                 return

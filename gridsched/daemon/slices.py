@@ -1,7 +1,7 @@
 """Big work in bounded slices, so that the daemon's loop always answers.
 
-Taking in a large array (:mod:`.arrays`) and acting on many jobs at once (a
-cancel, hold or release of a large array: :class:`Sweep`) are done a slice
+Acting on many jobs at once (a cancel, hold or release of many jobs:
+:class:`Sweep`) and making the tasks of arrays about to start (:mod:`.arrays`) are done a slice
 per turn of the loop: at most :data:`SLICE_MAX` jobs and about
 :data:`SLICE_TIME` seconds of such work in all, then the loop goes on with
 everything else (other requests, walltimes, the published table, a stop) and
@@ -20,10 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gridsched.daemon.arrays import Intake
     from gridsched.daemon.loop import Daemon
     from gridsched.daemon.table import JobTable, Rec
-    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -99,9 +97,10 @@ def sweep(
 
 
 def advance(d: Daemon) -> None:
-    """One turn's slice of the work under way: the sweeps first (a cancel stops work), then the intakes,
-    oldest first.  A request whose work is done leaves ``incoming/`` once committed and published."""
-    if not d.sweeps and not d.intakes:
+    """One turn's slice of the work under way: the sweeps first (a cancel stops work), then the tasks of arrays
+    about to start (:func:`gridsched.daemon.arrays.fill`).  A request whose work is done leaves ``incoming/``
+    once committed and published."""
+    if not d.sweeps and not d.rests:
         return
     from gridsched.daemon import arrays
 
@@ -117,20 +116,11 @@ def advance(d: Daemon) -> None:
         d.sweeps.popleft()
         d.busy.discard(s.name)
         d.settling[s.name] = None
-    if d.table.disk_trouble or d.db.unsaved or not d.intakes:
-        return  # intakes wait while the table cannot be written (its writes are kept for the next commit)
-    for first in list(d.intakes):
-        if not budget.left():
-            break
-        arrays.advance(d, d.intakes[first], budget)
+    if d.table.disk_trouble or d.db.unsaved or not d.rests or not budget.left():
+        return  # no task is made while the table cannot be written (its writes are kept for the next commit)
+    arrays.fill(d, budget)
 
 
-def pending(sweeps: deque[Sweep], intakes: Mapping[int, Intake], table: JobTable, db: StateDB) -> bool:
-    """Whether work waits that the next turn should do at once: a sweep, or an intake (while the table can be
-    written)."""
-    if sweeps:
-        return True
-    if table.disk_trouble or db.unsaved:
-        return False
-    now = time.monotonic()
-    return any(i.wait_until <= now for i in intakes.values())
+def pending(sweeps: deque[Sweep]) -> bool:
+    """Whether work waits that the next turn should do at once: a sweep."""
+    return bool(sweeps)

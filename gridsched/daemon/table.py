@@ -329,7 +329,8 @@ class JobTable:
         self.db = db
         self.spool = spool
         self.jobs: dict[int, Rec] = {}
-        self.queue: list[int] = []
+        self.queue: list[int] = []  # in queue order (queue_key), with ``_keys`` beside it
+        self._keys: list[tuple[int, int, int]] = []
         self.history: dict[str, deque[float]] = {}  # the last run times of each user's completed jobs
         # run time / walltime of each user's last completed jobs (the user-ratio predictor)
         self.ratios: dict[str, deque[float]] = {}
@@ -446,13 +447,17 @@ class JobTable:
         self.forecast_dirty = True
 
     def enqueue(self, rec: Rec) -> None:
-        i = bisect.bisect_left(self.queue, rec.id)
-        if i == len(self.queue) or self.queue[i] != rec.id:
+        k = queue_key(rec)
+        i = bisect.bisect_left(self._keys, k)
+        if i == len(self._keys) or self._keys[i] != k:
+            self._keys.insert(i, k)
             self.queue.insert(i, rec.id)
 
     def dequeue(self, rec: Rec) -> None:
-        i = bisect.bisect_left(self.queue, rec.id)
-        if i < len(self.queue) and self.queue[i] == rec.id:
+        k = queue_key(rec)
+        i = bisect.bisect_left(self._keys, k)
+        if i < len(self._keys) and self._keys[i] == k:
+            del self._keys[i]
             del self.queue[i]
 
     def end(
@@ -475,3 +480,11 @@ class JobTable:
         if state is JobState.COMPLETED:
             self.history.setdefault(rec.user, deque(maxlen=2)).append(rec.elapsed)
             self.ratios.setdefault(rec.user, deque(maxlen=RATIO_JOBS)).append(run_ratio(rec.elapsed, rec.walltime))
+
+
+def queue_key(rec: Rec) -> tuple[int, int, int]:
+    """A job's place in the queue: by id, an array's tasks at their array's place in the order of their indices
+    (a task made when it is about to start has a newer id than jobs submitted after its array)."""
+    if rec.array_id is not None and rec.array_index is not None:
+        return (rec.array_id, rec.array_index, rec.id)
+    return (rec.id, -1, rec.id)

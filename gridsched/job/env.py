@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -348,16 +348,21 @@ def array_shape(text: str) -> tuple[int, int, int, int]:
     return len(indices), indices[0], indices[-1], array_step(indices)
 
 
-def array_step(indices: tuple[int, ...]) -> int:
+def array_step(indices: Sequence[int]) -> int:
     """The step of an array's indices (1 unless they are evenly spaced)."""
     if len(indices) < 2:
         return 1
+    runs = getattr(indices, "runs", None)
+    if runs is not None:  # Indices: runs of one step that follow each other at that step
+        step = runs[0].step if len(runs[0]) > 1 else runs[1].start - runs[0].start
+        even = all((len(r) == 1 or r.step == step) for r in runs)
+        return step if even and all(b.start - a[-1] == step for a, b in zip(runs, runs[1:])) else 1
     step = indices[1] - indices[0]
     return step if all(b - a == step for a, b in zip(indices, indices[1:])) else 1
 
 
 def array_env(
-    array_id: int, index: int, indices: tuple[int, ...], compat: bool, step: int | None = None
+    array_id: int, index: int, indices: Sequence[int], compat: bool, step: int | None = None
 ) -> dict[str, str]:
     """The variables that tell an array task who it is (and the Slurm, PBS and Grid Engine names with
     ``compat``); ``step``: the array's :func:`array_step`, when the caller has it already."""

@@ -52,7 +52,7 @@ class Config:
     resv_max_duration: int = 7 * 86400  # [reservations] max_duration
     topology: str = ""  # topology file (relative to the config file's directory); "" = the host's
     cancel_never_satisfied: bool = False
-    max_array_size: int = 100_000  # [jobs] max_array_size: array indices are below it
+    max_array_size: int = 4_000_001  # [jobs] max_array_size: array indices are below it
     # [devices.TYPE]: per device type, how many jobs may hold one device at once (share, default 1) and
     # whether whole-device requests are the default (exclusive, default false)
     devices: dict[str, DeviceConfig] = field(default_factory=dict)
@@ -400,8 +400,8 @@ def _jobs(r: _Tables) -> dict[str, Any]:
     if not hasattr(_signal, "SIG" + sig) or sig in ("KILL", "STOP"):
         raise bad("jobs", "checkpoint_signal", "not a signal a job can catch")
     max_array = get("jobs", "max_array_size", int)
-    if not 1 <= max_array <= 4_000_000:
-        raise bad("jobs", "max_array_size", "must be a whole number from 1 to 4000000")
+    if not 1 <= max_array <= 4_000_001:
+        raise bad("jobs", "max_array_size", "must be a whole number from 1 to 4000001")
     max_processes = get("jobs", "max_processes", int)
     if not 0 <= max_processes <= MAX_PROCESSES:
         raise bad("jobs", "max_processes", f"must be a whole number from 0 (no cap) to {MAX_PROCESSES}")

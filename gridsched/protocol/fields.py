@@ -17,11 +17,13 @@ from gridsched.protocol.text import shown
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
     from gridsched.core.devices import DeviceAsk
+    from gridsched.protocol.arrays import Indices
 
 MAX_REQUEST = 8 << 20  # bytes of one request file
 MAX_ID = (1 << 53) - 1  # a job or reservation id (exact in JSON numbers and in SQLite)
 ID_WINDOW = 1_000_000  # a new id may lie at most this far beyond the highest id in use
 MAX_COUNT = 1 << 20  # cores, sub-tasks, ids in one list
+MAX_RANGE = 1 << 16  # characters of a range of array indices in a request
 MAX_SECONDS = 100 * 366 * 86400  # a walltime, duration or task time
 MAX_TIME = 1 << 34  # seconds since the epoch (the year 2514)
 MAX_BYTES = 1 << 62  # memory
@@ -131,6 +133,32 @@ class Fields:
             if not isinstance(i, int) or isinstance(i, bool) or not 0 < i <= MAX_ID:
                 raise self.bad(key, "must hold job ids (whole numbers from 1)")
         return tuple(dict.fromkeys(v))
+
+    def tasks(self, key: str) -> tuple[tuple[int, Indices], ...]:
+        """Array tasks named by index: a list of ``[ARRAY_ID, "RANGE"]`` (``RANGE`` as gsub --array, without
+        ``%``); the indices of one array named twice are joined."""
+        from gridsched.protocol.arrays import ArrayError, parse
+
+        v = self._take(key, False)
+        if v is None:
+            return ()
+        if not isinstance(v, list) or len(v) > MAX_COUNT:
+            raise self.bad(key, f"must be a list of at most {MAX_COUNT} [array id, range] pairs")
+        out: dict[int, Indices] = {}
+        for item in v:
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], str)):
+                raise self.bad(key, "must hold [array id, range] pairs")
+            aid, text = item
+            if not isinstance(aid, int) or isinstance(aid, bool) or not 0 < aid <= MAX_ID:
+                raise self.bad(key, "must hold job ids (whole numbers from 1)")
+            if len(text) > MAX_RANGE or "%" in text:
+                raise self.bad(key, f"array {aid}: not a range of indices")
+            try:
+                got = parse(text, MAX_ID).indices
+            except ArrayError as e:
+                raise self.bad(key, f"array {aid}: {e}") from None
+            out[aid] = out[aid].union(got) if aid in out else got
+        return tuple(out.items())
 
     def raw(self, key: str, required: bool = False) -> Any:
         return self._take(key, required)

@@ -193,6 +193,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
     from gridsched.core.devices import DeviceAsk
+    from gridsched.protocol.arrays import Indices
 
 SUBMIT_PREFIX = "submit-"
 _ID_NAME = re.compile(r"submit-([0-9]{10,16})\.json\Z")
@@ -206,16 +207,19 @@ class Submit(NamedTuple):
 class Cancel(NamedTuple):
     jobs: tuple[int, ...]
     arrays: tuple[int, ...] = ()
+    tasks: tuple[tuple[int, Indices], ...] = ()  # array tasks not made yet, named by index
 
 
 class Hold(NamedTuple):
     jobs: tuple[int, ...]
     arrays: tuple[int, ...] = ()
+    tasks: tuple[tuple[int, Indices], ...] = ()  # array tasks not made yet, named by index
 
 
 class Release(NamedTuple):
     jobs: tuple[int, ...]
     arrays: tuple[int, ...] = ()
+    tasks: tuple[tuple[int, Indices], ...] = ()  # array tasks not made yet, named by index
 
 
 class Reload(NamedTuple):
@@ -341,6 +345,7 @@ class Alter(NamedTuple):
     jobs: tuple[int, ...]
     arrays: tuple[int, ...]
     changes: Changes
+    tasks: tuple[tuple[int, Indices], ...] = ()
 
 
 class Requeue(NamedTuple):
@@ -348,6 +353,7 @@ class Requeue(NamedTuple):
 
     jobs: tuple[int, ...]
     arrays: tuple[int, ...] = ()
+    tasks: tuple[tuple[int, Indices], ...] = ()
 
 
 Request = (
@@ -449,7 +455,7 @@ def _submit(f: Fields, new_id: int, sender: Sender) -> Submit:
 
 def _jobs_request(cls: Any) -> Any:
     def parse_it(f: Fields, new_id: int, sender: Sender) -> Any:
-        out = cls(f.ids("jobs"), f.ids("arrays"))
+        out = cls(f.ids("jobs"), f.ids("arrays"), f.tasks("tasks"))
         f.done()
         return out
 
@@ -596,12 +602,12 @@ def _changes(f: Fields) -> Changes:
 
 
 def _alter(f: Fields, new_id: int, sender: Sender) -> Alter:
-    jobs, arrays = f.ids("jobs"), f.ids("arrays")
+    jobs, arrays, tasks = f.ids("jobs"), f.ids("arrays"), f.tasks("tasks")
     raw = f.raw("changes", required=True)
     if not isinstance(raw, dict):
         raise f.bad("changes", "must be an object")
     f.done()
-    if not jobs and not arrays:
+    if not jobs and not arrays and not tasks:
         raise Refused("alter: no job named")
     changes = _changes(Fields(raw, "alter: changes"))
     if not sender.admin:  # as a submission (_check_priority): only an admin raises a job above others
@@ -609,13 +615,13 @@ def _alter(f: Fields, new_id: int, sender: Sender) -> Alter:
             raise Refused("alter: only an admin may set a job's priority (--priority)")
         if changes.nice is not None and changes.nice < 0:
             raise Refused(f"alter: nice {changes.nice}: only an admin may give a negative nice value")
-    return Alter(jobs, arrays, changes)
+    return Alter(jobs, arrays, changes, tasks)
 
 
 def _requeue(f: Fields, new_id: int, sender: Sender) -> Requeue:
-    out = Requeue(f.ids("jobs"), f.ids("arrays"))
+    out = Requeue(f.ids("jobs"), f.ids("arrays"), f.tasks("tasks"))
     f.done()
-    if not out.jobs and not out.arrays:
+    if not out.jobs and not out.arrays and not out.tasks:
         raise Refused("requeue: no job named")
     return out
 

@@ -97,6 +97,21 @@ CREATE TABLE IF NOT EXISTS reservations (
     threads_per_core INTEGER NOT NULL DEFAULT 0,
     exclusive_board INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS arrays (
+    id INTEGER PRIMARY KEY,
+    user TEXT NOT NULL,
+    uid INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    ncpus INTEGER NOT NULL,
+    walltime INTEGER NOT NULL,
+    submit_time REAL NOT NULL,
+    total INTEGER NOT NULL,
+    pending TEXT NOT NULL DEFAULT '',
+    held TEXT NOT NULL DEFAULT '',
+    cancelled TEXT NOT NULL DEFAULT '',
+    reason TEXT NOT NULL DEFAULT '',
+    spec TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS ids (
     id INTEGER PRIMARY KEY,
     uid INTEGER,
@@ -110,6 +125,10 @@ RESV_COLUMNS = (
     "cores users kill reason place threads_per_core exclusive_board"
 ).split()
 RESV_JSON = ("resources", "users")
+# The tasks of each array not made yet (a job row is made for a task when it is about to start or is named on
+# its own): the indices still pending, held (``reason`` says why) and cancelled before they were made, as range
+# text; the array's public spec and the fields commands show of it.
+ARRAY_COLUMNS = "id user uid name ncpus walltime submit_time total pending held cancelled reason spec".split()
 # Columns added to the reservations table after its first form: the daemon adds them to the
 # table of an older spool when it opens it (ALTER TABLE); readers of a table without them see
 # these values.
@@ -429,6 +448,41 @@ class StateDB:
 
     def set_predicted(self, items: Iterable[tuple[float | None, int]]) -> None:
         self._write("UPDATE jobs SET predicted_start = ? WHERE id = ?", items, many=True)
+
+    # -- the tasks of arrays not made yet (gridsched.daemon.arrays) ---------------------------------
+    def array_rests(self, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+        """The rows of the ``arrays`` table (those of ``ids``), ``spec`` decoded; [] from a table of an earlier
+        release, which has none."""
+        sql = f"SELECT {', '.join(ARRAY_COLUMNS)} FROM arrays"
+        args: list[int] = []
+        if ids is not None:
+            args = list(ids)
+            if not args:
+                return []
+            sql += f" WHERE id IN ({', '.join('?' * len(args))})"
+        try:
+            got = self.conn.execute(sql + " ORDER BY id", args).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        out = []
+        for row in got:
+            d = dict(zip(ARRAY_COLUMNS, row))
+            d["spec"] = json.loads(d["spec"])
+            out.append(d)
+        return out
+
+    def put_array(self, row: dict[str, Any]) -> None:
+        vals = [json.dumps(row[c], separators=(",", ":")) if c == "spec" else row[c] for c in ARRAY_COLUMNS]
+        self._write(
+            f"INSERT OR REPLACE INTO arrays ({', '.join(ARRAY_COLUMNS)}) VALUES ({', '.join('?' * len(vals))})", vals
+        )
+
+    def update_array(self, array_id: int, **fields: Any) -> None:
+        for k in fields:
+            if k not in ARRAY_COLUMNS or k == "id":
+                raise KeyError(k)
+        vals = [json.dumps(v, separators=(",", ":")) if k == "spec" else v for k, v in fields.items()]
+        self._write(f"UPDATE arrays SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?", [*vals, array_id])
 
     def set_meta(self, key: str, value: str) -> None:
         self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))

@@ -14,7 +14,7 @@ from typing import Any
 
 from gridsched.core import depend
 from gridsched.daemon.handlers.context import Changed, Context, RefusedInPart
-from gridsched.daemon.handlers.owned import owned_targets
+from gridsched.daemon.handlers.owned import owned_rests, owned_targets
 from gridsched.daemon.table import Rec
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import JobState, change_refused
@@ -29,12 +29,24 @@ PLACEMENT = ("place", "threads_per_core", "exclusive_board")
 
 def handle(ctx: Context, req: rq.Alter, rcv: rq.Received) -> Changed:
     changes = req.changes.given()
-    targets = owned_targets(ctx.table.jobs, rcv, req.jobs, req.arrays)
+    refused = []
+    changed = Changed.NOTHING
+    for rest, which in owned_rests(ctx.rests, rcv, req.arrays, req.tasks):
+        if which is not None:  # tasks named on their own are made, then changed as jobs (below)
+            ctx.act.make_tasks(rest, which)
+            continue
+        try:
+            job = _pending_spec(ctx, None, rest.job.stored()[0], changes)
+        except rq.Refused as e:
+            log.info("alter of array %d refused: %s", rest.aid, e)
+            refused.append(f"array {rest.aid}: {e}")
+            continue
+        ctx.act.alter_rest(rest, job)
+        changed = Changed.QUEUE
+    targets = owned_targets(ctx.table.jobs, rcv, req.jobs, req.arrays, tasks=req.tasks)
     if req.arrays:  # an array's running tasks keep their values; its pending ones change
         whole = set(req.arrays)
         targets = [r for r in targets if r.array_id not in whole or r.state in (JobState.PENDING, JobState.HELD)]
-    refused = []
-    changed = Changed.NOTHING
     for rec in targets:
         try:
             changed = alter(ctx, rcv.sender, rec, changes) or changed
@@ -83,8 +95,9 @@ def alter(ctx: Context, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) ->
     return Changed.QUEUE
 
 
-def _pending_spec(ctx: Context, rec: Rec, spec: dict[str, Any], changes: dict[str, Any]) -> rq.JobSpec:
-    """The spec of pending job ``rec`` after ``changes``, checked as a submission's."""
+def _pending_spec(ctx: Context, rec: Rec | None, spec: dict[str, Any], changes: dict[str, Any]) -> rq.JobSpec:
+    """The spec of pending job ``rec`` (None: the tasks of an array not made yet) after ``changes``, checked as
+    a submission's."""
     new = {**spec, **changes}
     if any(k in changes for k in PLACEMENT):
         new.setdefault("place", "pack")
@@ -106,8 +119,9 @@ def _pending_spec(ctx: Context, rec: Rec, spec: dict[str, Any], changes: dict[st
         raise rq.Refused(bad)
     if "depend" in changes:
         deps = depend.parse(new["depend"])
-        others = {j: r.deps for j, r in ctx.table.jobs.items() if j != rec.id}
-        chain = depend.cycle(rec.id, deps, others)
+        me = rec.id if rec is not None else job.id
+        others = {j: r.deps for j, r in ctx.table.jobs.items() if j != me}
+        chain = depend.cycle(me, deps, others)
         if chain is not None:
-            raise rq.Refused(f"depend: a cycle ({' -> '.join(map(str, [rec.id, *chain]))})")
+            raise rq.Refused(f"depend: a cycle ({' -> '.join(map(str, [me, *chain]))})")
     return job

@@ -20,8 +20,9 @@ from gridsched.protocol import requests as rq
 
 if TYPE_CHECKING:
     from gridsched.core.topology import MachineMap
-    from gridsched.daemon.arrays import Intake
+    from gridsched.daemon.arrays import Rest
     from gridsched.daemon.table import JobTable, Rec
+    from gridsched.protocol.arrays import Indices
     from gridsched.protocol.config import Config
     from gridsched.protocol.jobs import JobState
     from gridsched.protocol.state import StateDB
@@ -63,20 +64,29 @@ class Actions(Protocol):
     def take_in(self, job: rq.JobSpec, state: JobState, reason: str) -> None:
         """Write a checked job's files and row and queue it."""
 
-    def take_in_array(self, name: str, job: rq.JobSpec, state: JobState, reason: str) -> None:
-        """Begin to take in a checked array submission (request file ``name``), a slice per turn."""
+    def take_in_array(self, job: rq.JobSpec, state: JobState, reason: str) -> None:
+        """Take in a checked array submission whole: its first task, and a record of the others."""
 
-    def resume_array(self, name: str, job: rq.JobSpec) -> None:
-        """Go on taking in the array of a request read again after a restart."""
+    def resume_array(self, job: rq.JobSpec) -> None:
+        """Go on with the array of a request read again after a restart that an earlier release was taking in."""
 
     def take_in_split(self, job: rq.JobSpec, state: JobState, reason: str) -> None:
         """Take in a checked splittable job."""
 
-    def save_intake(self, it: Intake) -> None:
-        """Record a changed array intake."""
+    def hold_rest(self, rest: Rest, which: Indices | None, reason: str) -> bool:
+        """Hold the pending tasks ``which`` (None: all) of an array not made yet; whether any was."""
 
-    def stop_intake(self, it: Intake, why: str) -> None:
-        """End an array's intake before its last task: the tasks still to come are never made."""
+    def release_rest(self, rest: Rest, which: Indices | None) -> bool:
+        """Release the held tasks ``which`` (None: all) of an array not made yet; whether any was."""
+
+    def cancel_rest(self, rest: Rest, which: Indices | None) -> int:
+        """Cancel the tasks ``which`` (None: all) of an array not made yet; how many were."""
+
+    def make_tasks(self, rest: Rest, which: Indices) -> list[Rec]:
+        """Make the tasks ``which`` of an array now (to act on them as jobs)."""
+
+    def alter_rest(self, rest: Rest, job: rq.JobSpec) -> None:
+        """The tasks of an array not made yet take the altered spec ``job``."""
 
     def sweep(self, name: str, what: str, recs: list[Rec], act: Callable[[Rec], object]) -> None:
         """Act on ``recs`` a slice per turn for the request ``name`` (``act`` true: the queue changed)."""
@@ -124,7 +134,7 @@ class Context:
     machine: MachineMap
     db: StateDB
     now: float  # when the request is served
-    intakes: Mapping[int, Intake]  # the arrays still being taken in, by array id
+    rests: Mapping[int, Rest]  # the arrays with tasks not made yet, by array id
     drained: frozenset[int]
     drain_reason: str
     id_high: int  # the highest id in use

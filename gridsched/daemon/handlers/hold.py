@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from gridsched.daemon import transitions
 from gridsched.daemon.handlers.context import Changed, Context
-from gridsched.daemon.handlers.owned import owned_targets
+from gridsched.daemon.handlers.owned import owned_rests, owned_targets
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import JobState
 
@@ -19,13 +19,10 @@ BY_ADMIN = "held by an admin (grls releases it)"
 
 
 def handle(ctx: Context, req: rq.Hold, rcv: rq.Received) -> Changed:
-    """Hold the pending jobs named (a slice per turn when they are many); an array still being taken in has its
-    tasks still to come made held."""
-    for aid in req.arrays:
-        it = ctx.intakes.get(aid)
-        if it is not None and rcv.sender.uid in (0, it.uid) and it.state is JobState.PENDING:
-            it.state, it.reason = JobState.HELD, BY_OWNER if rcv.sender.uid == it.uid else BY_ADMIN
-            ctx.act.save_intake(it)
+    """Hold the pending jobs named (a slice per turn when they are many); the tasks of an array not made yet
+    are held in its record."""
+    for rest, which in owned_rests(ctx.rests, rcv, req.arrays, req.tasks):
+        ctx.act.hold_rest(rest, which, BY_OWNER if rcv.sender.uid == rest.uid else BY_ADMIN)
 
     def act(rec: Rec) -> Changed:
         if rec.state is JobState.PENDING and rec.shepherd is None:
@@ -34,6 +31,6 @@ def handle(ctx: Context, req: rq.Hold, rcv: rq.Received) -> Changed:
             return Changed.QUEUE
         return Changed.NOTHING
 
-    recs = owned_targets(ctx.table.jobs, rcv, req.jobs, req.arrays)
+    recs = owned_targets(ctx.table.jobs, rcv, req.jobs, req.arrays, tasks=req.tasks)
     ctx.act.sweep(rcv.name, f"hold of {len(recs)} jobs", recs, act)
     return Changed.NOTHING

@@ -28,7 +28,9 @@ FINISHED = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TI
 def handle(ctx: Context, req: rq.Requeue, rcv: rq.Received) -> Changed:
     refused = []
     changed = Changed.NOTHING
-    for jid in dict.fromkeys([*req.jobs, *arrays.members(ctx.table.jobs, list(req.arrays))]):
+    named = dict(req.tasks)  # tasks not made yet have not run: only those made are requeued
+    tasks = [r.id for r in ctx.table.jobs.values() if r.array_id in named and r.array_index in named[r.array_id]]
+    for jid in dict.fromkeys([*req.jobs, *arrays.members(ctx.table.jobs, list(req.arrays)), *tasks]):
         try:
             changed = requeue(ctx, rcv.sender, jid) or changed
         except rq.Refused as e:

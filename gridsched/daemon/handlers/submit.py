@@ -16,7 +16,7 @@ from gridsched.protocol.jobs import JobState
 from gridsched.submission.submit import never_runs
 
 if TYPE_CHECKING:
-    from gridsched.daemon.arrays import Intake
+    from gridsched.daemon.arrays import Rest
     from gridsched.daemon.table import Rec
 
 
@@ -25,8 +25,8 @@ def handle(ctx: Context, req: rq.Submit, rcv: rq.Received) -> Changed:
     scheduling pass."""
     job = req.job
     if taken_again(ctx, rcv, job.id, "job"):
-        if job.array is not None:  # read again after a restart: an array taken in partly goes on
-            ctx.act.resume_array(rcv.name, job)
+        if job.array is not None:  # read again after a restart: an array an earlier release took in partly
+            ctx.act.resume_array(job)
         return Changed.NOTHING
     if job.array is not None or job.split is not None:
         why = split.check(job, ctx.cfg.max_array_size)
@@ -42,7 +42,7 @@ def handle(ctx: Context, req: rq.Submit, rcv: rq.Received) -> Changed:
     if bad:
         state, reason = JobState.FAILED, bad
     if job.array is not None:
-        ctx.act.take_in_array(rcv.name, job, state, reason)
+        ctx.act.take_in_array(job, state, reason)
     elif job.split is not None:
         ctx.act.take_in_split(job, state, reason)
     else:
@@ -50,15 +50,15 @@ def handle(ctx: Context, req: rq.Submit, rcv: rq.Received) -> Changed:
     return Changed.NOTHING
 
 
-def count_queued(jobs: Iterable[Rec], intakes: Iterable[Intake]) -> dict[str, int]:
-    """Each user's jobs queued, held or running (not the pieces of split jobs), with the tasks of the arrays
-    still being taken in."""
+def count_queued(jobs: Iterable[Rec], rests: Iterable[Rest]) -> dict[str, int]:
+    """Each user's jobs queued, held or running (not the pieces of split jobs), with the tasks of arrays not
+    made yet."""
     counts: dict[str, int] = {}
     for r in jobs:
         if r.split_of is None:
             counts[r.user] = counts.get(r.user, 0) + 1
-    for it in intakes:  # the tasks of arrays still to be taken in count already
-        counts[it.user] = counts.get(it.user, 0) + len(it.indices) - it.done
+    for rest in rests:  # the tasks of arrays not made yet count already
+        counts[rest.user] = counts.get(rest.user, 0) + len(rest.pending) + len(rest.held)
     return counts
 
 

@@ -1,0 +1,294 @@
+"""An array is one record until its tasks start, in process (the stub executor): taken in whole in one turn
+whatever its size, its tasks made a few at a time as the machine can start them, held, released and cancelled
+in the record, every task made exactly once across restarts and crashes, and a submission refused whole."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from gridsched.daemon import arrays
+from gridsched.daemon.loop import Daemon
+from gridsched.daemon.spawn import Stub
+from gridsched.protocol import requests as rq
+from gridsched.protocol.arrays import Indices, task_path
+from gridsched.protocol.jobs import JobState
+from tests.fuzz.test_requests import valid_job
+
+CORES = 8
+CONFIG = f"""
+[scheduler]
+policy = "fcfs"
+[machine]
+cores = {CORES}
+[daemon]
+autostart = false
+"""
+BIG = 1_000_000
+
+
+def submit(d: Daemon, now: float, uid: int | None = None, **fields: object) -> int:
+    nid = d.spool.next_id()
+    job = {**valid_job(nid), "submit_time": now, "stdout": "/tmp/o-%j-%a", **fields}
+    if uid is not None:
+        job.update(uid=uid, gid=uid, user="nobody")
+    p = d.spool.incoming / rq.id_name(nid)
+    p.write_text(json.dumps({"type": "submit", "job": job}))
+    if uid is not None:
+        os.chown(p, uid, -1)
+    return nid
+
+
+def request(d: Daemon, kind: str, **fields: object) -> None:
+    p = d.spool.incoming / f"{kind}-{time.time_ns()}-1.json"
+    p.write_text(json.dumps({"type": kind, **fields}))
+
+
+def rows(d: Daemon, aid: int) -> list[dict]:
+    return d.db.by_spec("array_id", aid)
+
+
+def rest_row(d: Daemon, aid: int) -> dict:
+    (row,) = d.db.array_rests([aid])
+    return row
+
+
+def end_running(d: Daemon, now: float) -> int:
+    """Let every running job of the stub executor end well; how many did."""
+    n = 0
+    for rec in list(d.table.jobs.values()):
+        if rec.state.value == "RUNNING":
+            assert isinstance(d.ex, Stub)
+            d.ex.end(rec.id, rec.segment, exit_code=0, end=now)
+            d.job_ended(rec.id)
+            n += 1
+    return n
+
+
+def accounted(d: Daemon, aid: int, total: int) -> dict[str, int]:
+    """Every index of the array exactly once: as a job row or in the record; the count of each state."""
+    seen: dict[int, str] = {}
+    for r in rows(d, aid):
+        i = r["spec"]["array_index"]
+        assert i not in seen, f"task {aid}_{i} made twice"
+        seen[i] = r["state"]
+    for row in d.db.array_rests([aid]):
+        for col in ("pending", "held", "cancelled"):
+            for i in Indices.from_text(row[col]):
+                assert i not in seen, f"task {aid}_{i} both made and in the record ({col})"
+                seen[i] = f"rest-{col}"
+    assert sorted(seen) == list(range(total)), "each index once"
+    out: dict[str, int] = {}
+    for s in seen.values():
+        out[s] = out.get(s, 0) + 1
+    return out
+
+
+def test_a_million_task_array_is_taken_in_whole_in_one_turn_and_only_what_can_start_is_made(stub_daemon):
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array=f"0-{BIG - 1}")
+    d.turn(t, scan=True)
+    d.settle(time.time(), force=True)
+    assert not (d.spool.incoming / rq.id_name(aid)).exists(), "the request is served whole"
+    counts = accounted(d, aid, BIG)
+    made = len(rows(d, aid))
+    assert CORES <= made <= CORES + arrays.window(d.rests[aid], CORES), made
+    assert counts["RUNNING"] == CORES and counts["rest-pending"] == BIG - made
+    assert d.db.conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == made
+    # as tasks end, the next are made and started, in index order
+    for k in range(1, 4):
+        assert end_running(d, t + k) == CORES
+        d.turn(t + k, scan=True)
+    got = sorted(r["spec"]["array_index"] for r in rows(d, aid) if r["state"] in ("COMPLETED", "RUNNING"))
+    assert got == list(range(4 * CORES))
+    assert accounted(d, aid, BIG)["COMPLETED"] == 3 * CORES
+
+
+def test_tasks_made_later_keep_their_array_s_place_before_jobs_submitted_after_it(stub_daemon):
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array="0-99", ncpus=CORES)
+    later = submit(d, t + 1, ncpus=1)
+    d.turn(t + 2, scan=True)
+    for k in range(3):  # FCFS: the array's tasks start one after another, the later job waits behind them all
+        assert d.table.jobs[later].state.value == "PENDING"
+        end_running(d, t + 3 + k)
+        d.turn(t + 3 + k, scan=True)
+    done = [r for r in rows(d, aid) if r["state"] == "COMPLETED"]
+    assert sorted(r["spec"]["array_index"] for r in done) == [0, 1, 2]
+    assert max(r["id"] for r in rows(d, aid)) > later, "tasks made after the later job have newer ids"
+
+
+def test_hold_release_and_cancel_of_a_whole_array_change_the_record_at_once(stub_daemon):
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array=f"0-{BIG - 1}")
+    d.turn(t, scan=True)
+    request(d, "hold", jobs=[], arrays=[aid])
+    d.turn(t + 1, scan=True)
+    counts = accounted(d, aid, BIG)
+    assert counts["RUNNING"] == CORES and counts.get("PENDING", 0) == 0
+    assert counts["HELD"] + counts["rest-held"] == BIG - CORES and "held by its owner" in rest_row(d, aid)["reason"]
+    end_running(d, t + 2)
+    d.turn(t + 2, scan=True)
+    assert not any(r.state.value == "RUNNING" for r in d.table.jobs.values()), "nothing held starts"
+    request(d, "release", jobs=[], arrays=[aid])
+    d.turn(t + 3, scan=True)
+    d.turn(t + 3.1, scan=True)
+    counts = accounted(d, aid, BIG)
+    assert counts["RUNNING"] == CORES and counts.get("rest-held", 0) == 0 and counts.get("HELD", 0) == 0
+    request(d, "cancel", jobs=[], arrays=[aid])
+    for k in range(3):
+        d.turn(t + 4 + k, scan=True)
+    counts = accounted(d, aid, BIG)
+    assert counts.get("PENDING", 0) == counts.get("rest-pending", 0) == 0
+    assert counts["rest-cancelled"] + counts.get("CANCELLED", 0) + counts["COMPLETED"] + counts.get("RUNNING", 0) == BIG
+    assert aid not in d.rests
+    assert all(s.value != "PENDING" for s in (r.state for r in d.table.jobs.values()))
+
+
+def test_tasks_named_by_index_are_acted_on_in_the_record(stub_daemon):
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array="0-999")
+    d.turn(t, scan=True)
+    request(d, "cancel", jobs=[], tasks=[[aid, "500-599"]])
+    request(d, "hold", jobs=[], tasks=[[aid, "700,702"]])
+    d.turn(t + 1, scan=True)
+    row = rest_row(d, aid)
+    assert row["cancelled"] == "500-599" and row["held"] == "700,702"
+    request(d, "release", jobs=[], tasks=[[aid, "702"]])
+    d.turn(t + 2, scan=True)
+    assert rest_row(d, aid)["held"] == "700"
+    counts = accounted(d, aid, 1000)
+    assert counts["rest-cancelled"] == 100 and counts["rest-held"] == 1
+
+
+def test_a_task_named_for_a_change_is_made_and_changed_alone(stub_daemon):
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array="0-999", hold=True)
+    d.turn(t, scan=True)
+    request(d, "alter", jobs=[], tasks=[[aid, "900"]], changes={"name": "odd"})
+    request(d, "alter", jobs=[], arrays=[aid], changes={"walltime": 77})
+    d.turn(t + 1, scan=True)
+    (made,) = [r for r in rows(d, aid) if r["spec"]["array_index"] == 900]
+    assert made["name"] == "odd" and made["state"] == "HELD" and made["walltime"] == 77
+    assert rest_row(d, aid)["walltime"] == 77 and d.rests[aid].job.walltime == 77
+    request(d, "release", jobs=[], arrays=[aid])
+    d.turn(t + 2, scan=True)
+    d.turn(t + 2.1, scan=True)
+    assert {r["walltime"] for r in rows(d, aid)} == {77}, "tasks made later take the change"
+    accounted(d, aid, 1000)
+
+
+def restart(d: Daemon, crash: bool) -> Daemon:
+    """The daemon stopped (``crash``: killed, what it had not committed lost) and started again on its spool."""
+    if crash:
+        d.db.conn.rollback()
+        d.db.close()
+        os.close(d.lock_fd)
+        d.sel.close()
+    else:
+        d.close()
+    d.close = lambda: None  # type: ignore[method-assign]  # the fixture's teardown: closed here already
+    again = Daemon(d.spool, d.file_cfg, d.config_path, executor=Stub())
+    again.lock()
+    again.open()
+    return again
+
+
+@pytest.mark.parametrize("crash", [False, True])
+def test_every_task_exists_once_after_a_stop_or_a_kill(stub_daemon, crash):
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array=f"0-{BIG - 1}")
+    d.turn(t, scan=True)
+    d.settle(time.time(), force=True)
+    request(d, "cancel", jobs=[], tasks=[[aid, "10-19"]])
+    if crash:  # the cancel served and tasks made, never committed
+        d.ingest()
+        d.table.begin()
+        end_running(d, t + 1)
+        d.timers(t + 1)
+    d2 = restart(d, crash)
+    try:
+        for k in range(3):
+            d2.turn(t + 2 + k, scan=True)
+        counts = accounted(d2, aid, BIG)
+        assert counts["rest-cancelled"] == 10
+        assert aid in d2.rests and len(d2.rests[aid].pending) == counts["rest-pending"]
+    finally:
+        d2.close()
+
+
+def test_an_array_an_earlier_release_was_taking_in_goes_on_as_a_record(stub_daemon):
+    """The progress an earlier release kept (meta ``intake-ID``, its request still in incoming/) is read: the
+    tasks it made stay, the others become the array's record."""
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array="0-99", hold=True)
+    req = d.spool.incoming / rq.id_name(aid)
+    text = req.read_text()
+    d.turn(t, scan=True)
+    # as the earlier release left it: tasks 0-29 made, the rest to come
+    d.table.begin()
+    d.db.conn.execute("DELETE FROM arrays")
+    d.db.conn.execute("DELETE FROM jobs WHERE id != ?", (aid,))
+    ids = d.new_ids(29)
+    base = d.table.spec(aid)
+    for k, tid in enumerate(ids, start=1):
+        d.take_in(
+            base._replace(id=tid, array_index=k, stdout=task_path("/tmp/o-%j-%a", tid, k)),
+            "me",
+            JobState.HELD,
+            "held",
+            {"script": "#!/bin/sh\n"},
+        )
+    d.db.set_meta(
+        arrays.OLD_INTAKE + str(aid),
+        json.dumps({"name": req.name, "done": 30, "link": aid, "last": ids[-1], "state": "HELD", "reason": "held"}),
+    )
+    d.table.commit()
+    req.write_text(text)
+    d2 = restart(d, False)
+    try:
+        d2.turn(t + 1, scan=True)
+        counts = accounted(d2, aid, 100)
+        assert counts["HELD"] == 30 and counts["rest-held"] == 70
+        assert arrays.OLD_INTAKE + str(aid) not in d2.db.meta()
+    finally:
+        d2.close()
+
+
+def test_an_array_over_a_limit_is_refused_whole(stub_daemon):
+    d = stub_daemon(CONFIG + "[limits]\nmax_submit_jobs_per_user = 1500\n")
+    t = time.time()
+    ok = submit(d, t, array="0-999")
+    over = submit(d, t, array="0-999")
+    d.turn(t, scan=True)
+    accounted(d, ok, 1000)
+    assert rows(d, over) == [] and d.db.array_rests([over]) == []
+    assert "1500" in d.db.id_record(over)["refused"]
+
+
+def test_tasks_made_share_one_spec_and_each_reads_as_its_own(stub_daemon):
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array="0-9:3", hold=True)
+    d.turn(t, scan=True)
+    request(d, "alter", jobs=[], tasks=[[aid, "0-9:3"]], changes={"nice": 5})
+    d.turn(t + 1, scan=True)
+    for k in range(2):
+        again = d if k == 0 else restart(d, False)
+        recs = [r for r in again.table.jobs.values() if r.array_id == aid]
+        assert sorted(r.array_index for r in recs) == [0, 3, 6, 9]
+        for r in recs:
+            assert (r.job.id, r.job.array_index) == (r.id, r.array_index)
+            assert r.job.stored()[0] == again.db.job(r.id)["spec"]
+            assert r.job.stdout == "" or "%" not in r.job.stdout
+        d = again
