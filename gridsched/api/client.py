@@ -22,6 +22,7 @@ from gridsched.core.units import UnitError, parse_duration, parse_size
 from gridsched.protocol.config import Config, ConfigError, load
 from gridsched.protocol.spool import Spool, default_root
 from gridsched.protocol.view import TERMINAL_STATES, QueueError, array_rows, control, load_jobs, private
+from gridsched.protocol.view import unmade_tasks as view_unmade_tasks
 from gridsched.submission.submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
 
 __all__ = ["Client", "GridschedError", "Job", "WaitTimeout"]
@@ -268,6 +269,17 @@ class Client:
             if index is not None and row.get("id") is not None:
                 out[int(index)] = Job.from_row(private(self.spool, row))
         return out
+
+    def cancel_unmade(self, array_id: int, index: int) -> bool:
+        """Cancel task ``index`` of array ``array_id`` if it has not been made yet; whether it was asked."""
+        try:
+            text, why = view_unmade_tasks(self.spool, array_id, [index], "cancel", os.getuid())
+        except QueueError as e:
+            raise GridschedError(str(e)) from None
+        if not text or why:
+            return False
+        self._request("cancel", jobs=[], tasks=[[array_id, text]])
+        return True
 
     def _ensure_daemon(self) -> None:
         if self.spool.daemon_info() is None and self.config.autostart:

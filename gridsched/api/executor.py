@@ -190,8 +190,8 @@ class LocalBackend:
     def cancel_task(self, array_id: int, index: int, job_id: int | None) -> bool:
         if job_id is None:
             job = self.client.array_tasks(array_id).get(index)
-            if job is None:
-                return False
+            if job is None:  # not started yet: cancelled in its array's record
+                return self.client.cancel_unmade(array_id, index)
             job_id = job.id
         return self.cancel_pending(job_id)
 

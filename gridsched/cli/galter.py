@@ -87,11 +87,26 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
         fail(PROG, str(e))
     jobs: list[int] = []
     arrays: list[int] = []
+    unmade: dict[int, str] = {}  # array tasks not made yet, by index (made by the daemon, then changed)
     errors: list[str] = []
     done: list[str] = []
     try:
         everyone = {j["id"]: j for j in view.load_jobs(s.spool)}
         for ref in sel.refs:
+            if ref.indices is not None:
+                text, why = view.unmade_tasks(s.spool, ref.jid, ref.indices, "alter", uid)
+                if why:
+                    errors.append(f"job {ref.canonical}: {why}")
+                    continue
+                if text:
+                    rows = view.unmade_rows(s.spool, [ref.jid])
+                    why = alter_array_refused(rows, changes, everyone, sender, machine, s.cfg.max_walltime)
+                    if why:
+                        errors.append(f"job {ref.canonical}: {why}")
+                        continue
+                    unmade[ref.jid] = f"{unmade[ref.jid]},{text}" if ref.jid in unmade else text
+                    done.append(ref.canonical)
+                    continue
             whole = ref.indices is None and view.array_rows(s.spool, ref.jid)
             if whole:
                 why = alter_array_refused(whole, changes, everyone, sender, machine, s.cfg.max_walltime)
@@ -112,9 +127,10 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
             elif jid not in jobs:
                 jobs.append(jid)
                 done.append(ref.canonical)
-        if jobs or arrays:
+        if jobs or arrays or unmade:
             try:
-                s.spool.request("alter", jobs=jobs, arrays=arrays, changes=changes)
+                extra = {"tasks": [[a, t] for a, t in unmade.items()]} if unmade else {}
+                s.spool.request("alter", jobs=jobs, arrays=arrays, changes=changes, **extra)
             except OSError as e:
                 raise view.QueueError(f"cannot write the alter request to {s.spool.root}: {e.strerror or e}") from None
     except view.QueueError as e:

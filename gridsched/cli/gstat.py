@@ -521,6 +521,7 @@ def cli(
         if "split" in (jobs[0].get("spec") or {}):
             gstat_tasks.annotate(jobs, load_jobs(s.spool), s.spool.job_dir)
     else:
+        jobs += view.unmade_rows(s.spool, ids)  # the tasks of arrays not made yet
         gstat_tasks.annotate(jobs, jobs, s.spool.job_dir)
         if sel.filtered or sel.refs:  # on the tasks; an array then shows as the tasks selected
             jobs = [j for j, _ in select.pick(sel, jobs)]

@@ -67,10 +67,18 @@ def fold(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         tasks = groups.pop(aid, None)
         if tasks is None:
             continue  # already folded
-        states = Counter(t["state"] for t in tasks)
-        from gridsched.protocol.arrays import format_indices  # only when the queue holds an array
+        states: Counter[str] = Counter()
+        for t in tasks:
+            states[t["state"]] += t.get("count", 1)  # a row of tasks not made yet counts them all
+        from gridsched.protocol.arrays import Indices  # only when the queue holds an array
 
-        rng = format_indices(sorted(int((t.get("spec") or {}).get("array_index", 0)) for t in tasks))
+        made = Indices.of(
+            int(s["array_index"]) for t in tasks if (s := t.get("spec") or {}).get("array_index") is not None
+        )
+        for t in tasks:
+            if t.get("unmade"):
+                made = made.union(Indices.from_text(t["unmade"]))
+        rng = made.text
         mx = spec.get("array_max")
         row = dict(tasks[0])
         row.update(
@@ -95,7 +103,9 @@ def label_tasks(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for j in jobs:
         spec = j.get("spec") or {}
-        if spec.get("array_id") is not None:
+        if j.get("unmade"):  # tasks not made yet: one row for them all
+            j = {**j, "label": f"{spec['array_id']}_[{j['unmade']}]", "note": f"{j['count']} tasks not started yet"}
+        elif spec.get("array_id") is not None:
             j = {**j, "label": f"{spec['array_id']}_{spec.get('array_index')}"}
         out.append(j)
     return out

@@ -41,7 +41,26 @@ def act(
     named: dict[int, str] = {}  # job id -> as the user named it
     missing: list[str] = []
     single: set[int] = set()  # ids of one job each, also an array's first task (which has the array's id)
+    unmade: dict[int, str] = {}  # array tasks not made yet, by index: array id -> range text
+    unmade_names: list[str] = []
     try:
+        if not sel.filtered:  # tasks named by index that are still in their array's record
+            refs = []
+            for ref in sel.refs:
+                left = ref.indices
+                if ref.indices is not None:
+                    text, why = view.unmade_tasks(s.spool, ref.jid, ref.indices, kind, os.getuid())
+                    if why:
+                        missing.append(f"job {ref.text}: {why}")
+                        continue
+                    if text:
+                        unmade[ref.jid] = f"{unmade[ref.jid]},{text}" if ref.jid in unmade else text
+                        unmade_names.append(ref.text if len(ref.indices) > 1 else ref.canonical)
+                        left = ref.indices - _indices(text)
+                        if not left:
+                            continue
+                refs.append(ref if left is ref.indices else ref._replace(indices=left))
+            sel = sel._replace(refs=tuple(refs))
         if not sel.filtered and all(r.indices is None or len(r.indices) == 1 for r in sel.refs):
             for ref in sel.refs:
                 try:
@@ -62,9 +81,17 @@ def act(
                 ids.append(job["id"])
                 single.add(job["id"])
                 named[job["id"]] = name
-            if not ids:
+            applies = {"cancel": ("PENDING", "HELD"), "hold": ("PENDING",), "release": ("HELD",)}[kind]
+            for row in view.unmade_rows(s.spool):  # the tasks of arrays not made yet that match
+                if row["state"] in applies and sel.matches(row) and not view.CHECKS[kind](row, os.getuid()):
+                    if sel.refs and not any(r.jid == row["id"] for r in sel.refs):
+                        continue
+                    aid = int(row["id"])
+                    unmade[aid] = f"{unmade[aid]},{row['unmade']}" if aid in unmade else row["unmade"]
+                    unmade_names.append(f"{aid}_[{row['unmade']}]")
+            if not ids and not unmade:
                 fail(prog, f"no job matches {shown(sel.describe())}")
-        good, bad = view.control(s.spool, kind, ids, os.getuid(), single) if ids else ([], [])
+        good, bad = view.control(s.spool, kind, ids, os.getuid(), single, unmade) if ids or unmade else ([], [])
     except view.QueueError as e:
         fail(prog, shown(e))
     for why in missing:
@@ -73,7 +100,9 @@ def act(
         click.echo(f"{prog}: error: job {named.get(jid, jid)}: {shown(why)}", err=True)
     for jid in good:
         click.echo(f"job {named.get(jid, jid)}: {verb}")
-    if good and s.spool.daemon_info() is None:
+    for name in unmade_names:
+        click.echo(f"job {name}: {verb}")
+    if (good or unmade) and s.spool.daemon_info() is None:
         warn(prog, f"note: no daemon runs on {shown(s.spool.root)}; the request is served when one starts")
     return ExitCode.ERROR if bad or missing else ExitCode.OK
 
@@ -102,3 +131,9 @@ def complete_job_ids(ctx: click.Context, param: click.Parameter, incomplete: str
     return [
         str(j["id"]) for j in jobs if j["state"] not in view.TERMINAL_STATES and str(j["id"]).startswith(incomplete)
     ]
+
+
+def _indices(text: str) -> frozenset[int]:
+    from gridsched.protocol.arrays import Indices
+
+    return frozenset(Indices.from_text(text))

@@ -99,7 +99,16 @@ class Selection(NamedTuple):
                 return r.text if job["id"] == r.jid and aid is None else label(job)
             if r.indices is not None and aid == r.jid and index in r.indices:
                 return label(job)
+            if r.indices is not None and aid == r.jid and job.get("unmade") and _overlap(r.indices, job["unmade"]):
+                return r.text
         return None
+
+
+def _overlap(indices: frozenset[int], text: str) -> bool:
+    from gridsched.protocol.arrays import Indices
+
+    got = Indices.from_text(text)
+    return any(i in got for i in indices)
 
 
 def label(job: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ Standard library only (sqlite3 is imported when a db exists).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gridsched.protocol.jobs import TERMINAL, JobState
@@ -141,7 +141,9 @@ NONE_LEFT = {"cancel": "every task has ended", "hold": "no task is pending", "re
 
 
 def array_rows(spool: Spool, array_id: int) -> list[dict[str, Any]]:
-    """The tasks of array ``array_id`` (the submission itself while the daemon has not taken it in); [] if none."""
+    """The tasks of array ``array_id`` (the submission itself while the daemon has not taken it in); [] if none.
+
+    Its tasks not made yet are a row for each of their states (:func:`unmade_rows`)."""
     rows: list[dict[str, Any]] = []
     if spool.db.exists():
         import sqlite3
@@ -152,6 +154,7 @@ def array_rows(spool: Spool, array_id: int) -> list[dict[str, Any]]:
             db = StateDB(spool.db)
             try:
                 rows = db.by_spec("array_id", array_id)
+                rows += _unmade(db.array_rests([array_id]))
             finally:
                 db.close()
         except sqlite3.Error as e:
@@ -159,6 +162,89 @@ def array_rows(spool: Spool, array_id: int) -> list[dict[str, Any]]:
     if not rows:
         rows = [from_submit(s) for s in spool.pending_submits() if s.get("id") == array_id and "array" in s]
     return rows
+
+
+UNMADE_STATES = (("pending", "PENDING"), ("held", "HELD"), ("cancelled", "CANCELLED"))
+
+
+def unmade_rows(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+    """The tasks of arrays not made yet (of the arrays ``ids``): a row for each array and state, as a job row
+    with the array's id and no index, and ``unmade`` (their indices, range text) and ``count``."""
+    if not spool.db.exists():
+        return []
+    import sqlite3
+
+    from gridsched.protocol.state import StateDB
+
+    try:
+        db = StateDB(spool.db)
+        try:
+            return _unmade(db.array_rests(ids))
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        raise QueueError(f"cannot read {spool.db}: {e}") from None
+
+
+def _unmade(rests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from gridsched.protocol.arrays import Indices
+
+    out = []
+    for r in rests:
+        for col, state in UNMADE_STATES:
+            if not r[col]:
+                continue
+            out.append(
+                {
+                    "id": r["id"],
+                    "state": state,
+                    "user": r["user"],
+                    "uid": r["uid"],
+                    "name": r["name"],
+                    "ncpus": r["ncpus"],
+                    "walltime": r["walltime"],
+                    "submit_time": r["submit_time"],
+                    "start_time": None,
+                    "end_time": None,
+                    "cores": "",
+                    "exit_code": None,
+                    "exit_signal": None,
+                    "reason": r["reason"]
+                    if state == "HELD"
+                    else ("cancelled before it started" if col == "cancelled" else ""),
+                    "backfilled": 0,
+                    "restarts": 0,
+                    "preemptions": 0,
+                    "checkpoints": 0,
+                    "elapsed": 0.0,
+                    "lost": 0.0,
+                    "predicted_start": None,
+                    "segments": [],
+                    "run": {},
+                    "spec": {**r["spec"], "array_index": None},
+                    "devices": "",
+                    "unmade": r[col],
+                    "count": len(Indices.from_text(r[col])),
+                }
+            )
+    return out
+
+
+def unmade_tasks(spool: Spool, array_id: int, indices: Iterable[int], kind: str, uid: int) -> tuple[str, str | None]:
+    """Of the tasks ``indices`` of array ``array_id``, those not made yet that a ``kind`` request (cancel,
+    hold, release, alter) applies to, as range text ("" for none), and why the sender may not act on them."""
+    from gridsched.protocol.arrays import Indices
+
+    rows = unmade_rows(spool, [array_id])
+    if not rows:
+        return "", None
+    want = indices if isinstance(indices, Indices) else Indices.of(indices)
+    states = {"cancel": ("PENDING", "HELD"), "hold": ("PENDING",), "release": ("HELD",), "alter": ("PENDING", "HELD")}
+    got = Indices()
+    for r in rows:
+        if r["state"] in states[kind]:
+            got = got.union(Indices.from_text(r["unmade"]).only(want))
+    return got.text, _owner_check(rows[0], uid) if got else None
 
 
 def resolve(spool: Spool, ref: str) -> int:
@@ -172,11 +258,26 @@ def resolve(spool: Spool, ref: str) -> int:
         spec = row.get("spec") or {}
         if spec.get("array_index") == index:
             return int(row["id"])
+        if row.get("unmade") and _has(row["unmade"], index):
+            raise LookupError(
+                f"job {jid}_{index}: {row['state'].lower()}, not started yet (gstat {jid} shows its array)"
+            )
     raise LookupError(f"job {jid}_{index}: no such array task")
 
 
+def _has(text: str, index: int) -> bool:
+    from gridsched.protocol.arrays import Indices
+
+    return index in Indices.from_text(text)
+
+
 def control(
-    spool: Spool, kind: str, ids: list[int], uid: int, single: Collection[int] = ()
+    spool: Spool,
+    kind: str,
+    ids: list[int],
+    uid: int,
+    single: Collection[int] = (),
+    unmade: Mapping[int, str] | None = None,
 ) -> tuple[list[int], list[tuple[int, str]]]:
     """Send a ``kind`` request (cancel, hold, release) for the ids ``uid`` may act on.
 
@@ -208,12 +309,14 @@ def control(
             bad.append((jid, why))
         else:
             good.append(jid)
-    if good or whole:
+    if good or whole or unmade:
         try:
+            extra: dict[str, Any] = {}
             if whole:
-                spool.request(kind, jobs=good, arrays=whole)
-            else:
-                spool.request(kind, jobs=good)
+                extra["arrays"] = whole
+            if unmade:  # array tasks not made yet, by index
+                extra["tasks"] = [[aid, text] for aid, text in unmade.items()]
+            spool.request(kind, jobs=good, **extra)
         except OSError as e:  # a full or read-only spool, or an incoming/ the caller may not write
             raise QueueError(f"cannot write the {kind} request to {spool.root}: {e.strerror or e}") from None
     return good + whole, bad

@@ -66,6 +66,7 @@ def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> dict[st
 
 def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = None) -> list[dict[str, Any]]:
     """Block until all ``tasks`` tasks of array ``array_id`` have ended; their rows (as :func:`wait_job`)."""
+    from gridsched.protocol.arrays import Indices
     from gridsched.protocol.state import StateDB
 
     first = wait_job(spool, array_id, timeout)  # the first task has the array's id
@@ -76,9 +77,12 @@ def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = 
         db = StateDB(spool.db)
         try:
             rows = db.by_spec("array_id", array_id)
+            rest = db.array_rests([array_id])  # its tasks not made yet: ended only if cancelled
         finally:
             db.close()
-        if len(rows) >= tasks and all(r["state"] in terminal for r in rows):
+        cancelled = sum(len(Indices.from_text(r["cancelled"])) for r in rest)
+        unmade = any(r["pending"] or r["held"] for r in rest)
+        if not unmade and len(rows) + cancelled >= tasks and all(r["state"] in terminal for r in rows):
             return rows or [first]
         if deadline is not None and time.monotonic() >= deadline:
             raise WaitTimeout(f"array {array_id} has not ended after {timeout}s")

@@ -103,7 +103,7 @@ def test_gsub_array_spec(env, run, submits):
         ("", "array '': empty"),
         ("9-3", "array '9-3': the range ends before it starts"),
         ("0-9:0", "array '0-9:0': the step must be positive"),
-        ("0-100000", "array '0-100000': index 100000 is too large"),
+        ("0-4000001", "array '0-4000001': index 4000001 is too large"),
         ("0-3%0", "the number of tasks running at once must be a positive whole number"),
     ],
 )
