@@ -135,6 +135,7 @@ def _begin(d: Daemon, base: JobSpec, user: str, total: int, others: Indices, sta
         cancelled=others if state is JobState.FAILED else none,
         reason=reason,
         link=base.id,
+        linked=1,  # the first task's own file
     )
     private = {k: v for k, v in base.to_spec().items() if k in PRIVATE_KEYS or k == "script"}
     jobfiles.write_array(d.spool.job_dir(base.id), json.dumps(private).encode())
@@ -226,14 +227,18 @@ def window(rest: Rest, ncores: int) -> int:
     return max(1, n)
 
 
-def fill(d: Daemon, budget: Budget) -> None:
-    """Make the next pending tasks of each array up to its :func:`window` (within ``budget``)."""
+def fill(d: Daemon, budget: Budget) -> bool:
+    """Make the next pending tasks of each array up to its :func:`window` (within ``budget``); whether some are
+    left for the next turn (the budget ran out first)."""
     if not any(r.pending for r in d.rests.values()):
-        return
+        return False
     made = Counter(r.array_id for r in d.table.jobs.values() if r.state is JobState.PENDING and r.array_id in d.rests)
     for rest in list(d.rests.values()):
-        want = min(window(rest, d.machine.ncores) - made[rest.aid], len(rest.pending), budget.left())
+        short = min(window(rest, d.machine.ncores) - made[rest.aid], len(rest.pending))
+        want = min(short, budget.left())
         if want <= 0:
+            if short > 0:
+                return True
             continue
         indices = rest.pending.head(want)
         ids = d.new_ids(len(indices))
@@ -253,8 +258,9 @@ def fill(d: Daemon, budget: Budget) -> None:
             if done:
                 rest.pending = rest.pending.without(Indices.of(done))
                 save(d, rest)
-        if not budget.left():
-            break
+        if len(done) < short:
+            return True
+    return False
 
 
 def make_now(d: Daemon, rest: Rest, indices: Indices) -> list[Rec]:

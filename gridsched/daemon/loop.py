@@ -119,6 +119,7 @@ class Daemon:
         # (daemon/slices.py): requests acting on many jobs, and the names of their request files (kept in
         # incoming/ until the work is done)
         self.rests: dict[int, arrays.Rest] = {}
+        self.more_tasks = False  # tasks of arrays to make that the last turn's slice had no room for
         self.sweeps: deque[slices.Sweep] = deque()
         self.busy: set[str] = set()
         self.actions = actions.DaemonActions(self)  # what the request handlers may ask of the daemon
@@ -375,7 +376,7 @@ class Daemon:
             pass
 
     def next_timeout(self) -> float:
-        if slices.pending(self.sweeps):
+        if slices.pending(self.sweeps, self.more_tasks):
             return 0.0  # the next slice at once, after a look at what else came
         now = time.time()
         t = self.last_scan + RESCAN

@@ -100,6 +100,7 @@ def advance(d: Daemon) -> None:
     """One turn's slice of the work under way: the sweeps first (a cancel stops work), then the tasks of arrays
     about to start (:func:`gridsched.daemon.arrays.fill`).  A request whose work is done leaves ``incoming/``
     once committed and published."""
+    d.more_tasks = False
     if not d.sweeps and not d.rests:
         return
     from gridsched.daemon import arrays
@@ -116,11 +117,12 @@ def advance(d: Daemon) -> None:
         d.sweeps.popleft()
         d.busy.discard(s.name)
         d.settling[s.name] = None
-    if d.table.disk_trouble or d.db.unsaved or not d.rests or not budget.left():
+    if d.table.disk_trouble or d.db.unsaved or not d.rests:
         return  # no task is made while the table cannot be written (its writes are kept for the next commit)
-    arrays.fill(d, budget)
+    d.more_tasks = arrays.fill(d, budget)
 
 
-def pending(sweeps: deque[Sweep]) -> bool:
-    """Whether work waits that the next turn should do at once: a sweep."""
-    return bool(sweeps)
+def pending(sweeps: deque[Sweep], more_tasks: bool) -> bool:
+    """Whether work waits that the next turn should do at once: a sweep, or tasks of arrays to make that this
+    turn's slice had no room for."""
+    return bool(sweeps) or more_tasks

@@ -292,3 +292,25 @@ def test_tasks_made_share_one_spec_and_each_reads_as_its_own(stub_daemon):
             assert r.job.stored()[0] == again.db.job(r.id)["spec"]
             assert r.job.stdout == "" or "%" not in r.job.stdout
         d = again
+
+
+def test_a_window_larger_than_a_turn_s_slice_is_made_over_the_next_turns_at_once(stub_daemon, monkeypatch):
+    from gridsched.daemon import slices
+
+    monkeypatch.setattr(slices, "SLICE_MAX", 5)
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array="0-999", hold=True)
+    d.turn(t, scan=True)
+    request(d, "release", jobs=[], arrays=[aid])
+    d.turn(t + 1, scan=True)
+    assert d.more_tasks and slices.pending(d.sweeps, d.more_tasks), "the loop comes back at once"
+    assert d.next_timeout() == 0.0
+    for k in range(10):
+        if not d.more_tasks:
+            break
+        d.turn(t + 1 + k * 0.01)
+    assert not d.more_tasks
+    made = [r for r in d.table.jobs.values() if r.array_id == aid]
+    running = sum(r.state.value == "RUNNING" for r in made)
+    assert running == CORES and len(made) - running == arrays.window(d.rests[aid], CORES)

@@ -168,7 +168,8 @@ def test_an_array_takes_its_task_ids_without_colliding(d):
     d.turn(t, scan=True)
     rows = d.db.by_spec("array_id", a)
     ids = sorted(r["id"] for r in rows)
-    assert len(ids) == 4 and waiting not in ids
+    # the tasks that may start soon are made: as many as the %2 throttle lets run, and one more
+    assert len(ids) == 3 and waiting not in ids
     assert state(d, waiting) in ("PENDING", "RUNNING")
     assert sum(state(d, i) == "RUNNING" for i in ids) == 2, "the %2 throttle"
     assert not [n for n in os.listdir(d.spool.incoming) if n.startswith("submit-")], "claims released"

@@ -113,6 +113,11 @@ def test_array_tasks_share_their_script_in_runs_below_the_link_limit(system_layo
     t = time.time()
     first, _ = submit(d, t, array="0-7", hold=True)
     d.turn(t, scan=True)
+    # held, its tasks are made when named on their own (a change of each)
+    (d.spool.incoming / "alter-1-1.json").write_text(
+        json.dumps({"type": "alter", "jobs": [], "tasks": [[first, "1-7"]], "changes": {"nice": 1}})
+    )
+    d.turn(t + 1, scan=True)
     tasks = sorted(r["id"] for r in d.db.by_spec("array_id", first))
     assert len(tasks) == 8
     scripts = [d.spool.job_dir(i) / "script" for i in tasks]
