@@ -49,6 +49,7 @@ import pwd
 import random
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -280,7 +281,9 @@ def _preload() -> None:
     """Import what gsub and gdel load, before any fork: a child that has become another user may be unable to
     read the interpreter's directory (under /root, 0700) to import it then."""
     import difflib  # noqa: F401
+    import hashlib  # noqa: F401
     import heapq  # noqa: F401
+    import secrets  # noqa: F401
     import socket  # noqa: F401
     import sqlite3  # noqa: F401
 
@@ -417,14 +420,73 @@ def count_terminal(spool: Path, ids: list[int]) -> int:
         return 0
     con = sqlite3.connect(f"file:{spool / 'state.db'}?mode=ro", uri=True, timeout=10)
     try:
-        row = con.execute(
-            "SELECT COUNT(*) FROM jobs WHERE state IN ('COMPLETED','FAILED','CANCELLED','TIMEOUT','OUT_OF_MEMORY')"
-        ).fetchone()
-        return int(row[0])
+        want = set(ids)  # the soak's jobs (not the tasks of its array)
+        got = con.execute(
+            "SELECT id FROM jobs WHERE state IN ('COMPLETED','FAILED','CANCELLED','TIMEOUT','OUT_OF_MEMORY')"
+        ).fetchall()
+        return sum(1 for (jid,) in got if jid in want)
     except sqlite3.Error:
         return -1
     finally:
         con.close()
+
+
+def array_done(spool: Path, aid: int) -> bool:
+    """Whether array ``aid`` has no task left to make and every task made has ended."""
+    try:
+        con = sqlite3.connect(f"file:{spool / 'state.db'}?mode=ro", uri=True, timeout=5)
+        try:
+            rest = con.execute("SELECT pending, held FROM arrays WHERE id = ?", (aid,)).fetchone()
+            live = con.execute(
+                "SELECT COUNT(*) FROM jobs WHERE json_extract(spec, '$.array_id') = ? AND state NOT IN "
+                f"({', '.join('?' * len(TERMINAL))})",
+                (aid, *TERMINAL),
+            ).fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return (rest is None or rest == ("", "")) and live == 0
+
+
+def check_array(spool: Path, aid: int, n: int, rows: dict[int, dict[str, Any]], ledger: Path, v: Verdict) -> None:
+    """Every index of the array once (a job row, or cancelled in its record before it was made), every task
+    made ended, none run twice and every run a task made."""
+    from gridsched.protocol.arrays import Indices
+
+    seen: dict[int, str] = {}
+    for jid, r in rows.items():
+        i = r["spec"].get("array_index")
+        if i in seen:
+            v.duplicated.append(f"array {aid}: task {i} made twice (job {jid})")
+        seen[i] = r["state"]
+        if r["state"] not in TERMINAL:
+            v.lost.append(f"array {aid}: task {i} (job {jid}) still {r['state']}")
+    con = sqlite3.connect(f"file:{spool / 'state.db'}?mode=ro", uri=True, timeout=5)
+    try:
+        got = con.execute("SELECT pending, held, cancelled FROM arrays WHERE id = ?", (aid,)).fetchone()
+    finally:
+        con.close()
+    pending, held, cancelled = (Indices.from_text(t) for t in (got or ("", "", "")))
+    if pending or held:
+        v.lost.append(f"array {aid}: {len(pending) + len(held)} tasks neither made nor cancelled")
+    for i in cancelled:
+        if i in seen:
+            v.duplicated.append(f"array {aid}: task {i} both made and cancelled before it was made")
+        seen[i] = "CANCELLED"
+    missing = n - sum(1 for i in seen if 0 <= i < n)
+    if missing:
+        v.lost.append(f"array {aid}: {missing} indices neither made nor cancelled")
+    runs = Counter(int(x) for x in ledger.read_text().split())
+    for i, k in runs.items():
+        if k > 1:
+            v.duplicated.append(f"array {aid}: task {i} ran {k} times")
+        if seen.get(i) not in ("COMPLETED", "CANCELLED", "FAILED", "TIMEOUT"):
+            v.mismatched.append(f"array {aid}: task {i} ran but is {seen.get(i)}")
+    for i, st in seen.items():
+        if st == "COMPLETED" and i not in runs:
+            v.mismatched.append(f"array {aid}: task {i} COMPLETED but never ran")
+    v.unobserved.append(f"array {aid}: {len(rows)} tasks made, {len(runs)} ran, {len(cancelled)} cancelled unmade")
 
 
 def read_ledger(path: Path) -> dict[int, dict[int, dict[str, list[int]]]]:
@@ -589,6 +651,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the daemon in system mode (as root) and the jobs as two throwaway users made for "
         "the run (useradd) and removed at its end",
+    )
+    ap.add_argument(
+        "--array",
+        type=int,
+        default=100_000,
+        help="also submit one array of this many tasks at the start, at most 2 running at once, cancelled once "
+        "the jobs have ended: every index must then exist once, and no task have run twice (0: none; "
+        "default 100000)",
     )
     ap.add_argument("--keep", action="store_true", help="keep the temporary spool and ledger")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -781,6 +851,37 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
                 if "error" in line and ": already " not in line:
                     refused.append(f"gdel as {pw.pw_name}: {line.strip()}")
 
+    array_ledger = root / "array-ledger"
+    array_id = 0
+
+    def submit_array() -> int:
+        """One array of ``a.array`` tasks, each appending its index to the array's ledger."""
+        array_ledger.touch()
+        os.chmod(array_ledger, 0o666)
+        script = root / "array.sh"
+        script.write_text(f'#!/bin/sh\necho "$GS_ARRAY_TASK_ID" >> {array_ledger}\n')
+        os.chmod(script, 0o755)
+        args = ["--spool", str(spool_dir), "--config", str(config_path), "-N", "soakarray", "-t", "60s"]
+        home, jenv = homes[jobs[0].owner.pw_uid if jobs[0].owner else os.getuid()]
+        out = str(home / "out" / "soakarray.o%A_%a")
+        args += ["--array", f"0-{a.array - 1}%2", "-o", out, "-e", out, str(script)]
+        if as_user is None:
+            out = subprocess.run([str(BIN / "gsub"), *args], env=env, cwd=work, capture_output=True, text=True)
+            code, stdout, stderr = out.returncode, out.stdout, out.stderr
+        else:
+            code, stdout, stderr = as_user.run(jobs[0].owner, "gsub", args, jenv, home)  # type: ignore[arg-type]
+        if code != 0 or not stdout.strip().isdigit():
+            raise SystemExit(f"soak: gsub --array failed (exit {code}): {(stderr.strip() or stdout.strip())[-2000:]}")
+        return int(stdout.strip())
+
+    def cancel_array() -> None:
+        if as_user is None:
+            subprocess.run([str(BIN / "gdel"), str(array_id)], env=env, cwd=work, capture_output=True, timeout=60)
+        else:
+            home, jenv = homes[jobs[0].owner.pw_uid]  # type: ignore[union-attr]
+            args = ["--spool", str(spool_dir), "--config", str(config_path), str(array_id)]
+            as_user.run(jobs[0].owner, "gdel", args, jenv, home)  # type: ignore[arg-type]
+
     refused: list[str] = []  # gdel refusals other than of a job that had ended
     t0 = time.monotonic()
     kills = 0
@@ -791,6 +892,9 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
     left: list[int] = []
     try:
         daemon.start()
+        if a.array:
+            array_id = submit_array()
+        array_cancelled = False
         pending = list(jobs)
         cancels: list[tuple[float, Job]] = []
         next_kill = t0 + rng.uniform(0.3, 2 * kill_mean) if a.kills else float("inf")
@@ -829,7 +933,10 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
             if now - last_check >= 1.0:
                 last_check = now
                 if not pending and not cancels and count_terminal(spool_dir, submitted) >= len(jobs):
-                    if restart_at is None:
+                    if array_id and not array_cancelled and restart_at is None:
+                        cancel_array()
+                        array_cancelled = True
+                    elif restart_at is None and (not array_id or array_done(spool_dir, array_id)):
                         break
             time.sleep(0.02)
         wall = time.monotonic() - t0
@@ -861,8 +968,11 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
         check_owner(j, rows.get(j.id), led.get(j.id, {}), v)
     v.wrong_owner += refused
     known = {j.id for j in jobs}
+    array_rows = {jid: r for jid, r in rows.items() if (r.get("spec") or {}).get("array_id") == array_id}
+    if array_id:
+        check_array(spool_dir, array_id, a.array, array_rows, array_ledger, v)
     for jid in rows:
-        if jid not in known:
+        if jid not in known and jid not in array_rows:
             v.mismatched.append(f"job {jid}: in the state db but never submitted")
     for jid in led:
         if jid not in known:
