@@ -20,6 +20,7 @@ from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, 
 from gridsched.cli.jobctl import complete_job_ids
 from gridsched.protocol import requests as rq
 from gridsched.protocol import view
+from gridsched.protocol.arrays import MAKE_AT_ONCE, Indices
 from gridsched.protocol.text import shown
 from gridsched.submission.checks import alter_array_refused, alter_refused
 
@@ -97,6 +98,11 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
                 text, why = view.unmade_tasks(s.spool, ref.jid, ref.indices, "alter", uid)
                 if why:
                     errors.append(f"job {ref.canonical}: {why}")
+                    continue
+                if text and len(_indices(text)) > MAKE_AT_ONCE:
+                    errors.append(
+                        f"job {ref.text}: more than {MAKE_AT_ONCE} tasks not started yet: change the whole array"
+                    )
                     continue
                 if text:
                     rows = view.unmade_rows(s.spool, [ref.jid])
@@ -192,3 +198,7 @@ cli.params[1:1] = [p for p in gsub.cli.params if p.name in ALTERABLE]
 
 if __name__ == "__main__":
     main()
+
+
+def _indices(text: str) -> Indices:
+    return Indices.from_text(text)

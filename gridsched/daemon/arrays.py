@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gridsched.daemon import jobfiles
-from gridsched.protocol.arrays import Indices, parse, task_path
+from gridsched.protocol.arrays import MAKE_AT_ONCE, Indices, parse, task_path
 from gridsched.protocol.jobs import PRIVATE_KEYS, JobState
-from gridsched.protocol.requests import JobSpec
+from gridsched.protocol.requests import JobSpec, Refused
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -256,7 +256,7 @@ def fill(d: Daemon, budget: Budget) -> bool:
             if len(done) < len(ids):
                 d.unclaim(ids[len(done) :])
             if done:
-                rest.pending = rest.pending.without(Indices.of(done))
+                rest.pending = rest.pending.after(len(done))  # the first ones, in order
                 save(d, rest)
         if len(done) < short:
             return True
@@ -264,10 +264,17 @@ def fill(d: Daemon, budget: Budget) -> bool:
 
 
 def make_now(d: Daemon, rest: Rest, indices: Indices) -> list[Rec]:
-    """Make the tasks ``indices`` of ``rest`` now (pending or held as they are; those not in it are skipped)."""
+    """Make the tasks ``indices`` of ``rest`` now (pending or held as they are; those not in it are skipped);
+    :class:`gridsched.protocol.requests.Refused` for more than :data:`MAKE_AT_ONCE`."""
     out: list[Rec] = []
-    todo = [(i, JobState.PENDING, "") for i in rest.pending.only(indices)]
-    todo += [(i, JobState.HELD, rest.reason) for i in rest.held.only(indices)]
+    pending, held = rest.pending.only(indices), rest.held.only(indices)
+    if len(pending) + len(held) > MAKE_AT_ONCE:
+        raise Refused(
+            f"{len(pending) + len(held)} tasks not started yet named on their own (at most {MAKE_AT_ONCE}): "
+            "name the whole array"
+        )
+    todo = [(i, JobState.PENDING, "") for i in pending]
+    todo += [(i, JobState.HELD, rest.reason) for i in held]
     if not todo:
         return out
     todo.sort()
@@ -309,12 +316,25 @@ def _task(base: JobSpec, tid: int, index: int) -> JobSpec:
 
 
 # -- acting on a whole array, or on tasks not made yet ------------------------------------------------------
+MAX_RUNS = 100_000  # runs of indices a record may be cut into by tasks named on their own (each act costs them)
+
+
+def _scattered(rest: Rest, *parts: Indices) -> bool:
+    if sum(len(p.runs) for p in parts) <= MAX_RUNS:
+        return False
+    log.warning("array %d: tasks named on their own would cut it into more than %d runs: not done", rest.aid, MAX_RUNS)
+    return True
+
+
 def hold(d: Daemon, rest: Rest, which: Indices | None, reason: str) -> bool:
     """Hold the pending tasks ``which`` (None: all) of the record; whether any was."""
     moved = rest.pending if which is None else rest.pending.only(which)
     if not moved:
         return False
-    rest.pending, rest.held, rest.reason = rest.pending.without(moved), rest.held.union(moved), reason
+    pending, held = rest.pending.without(moved), rest.held.union(moved)
+    if _scattered(rest, pending, held):
+        return False
+    rest.pending, rest.held, rest.reason = pending, held, reason
     save(d, rest)
     return True
 
@@ -324,7 +344,10 @@ def release(d: Daemon, rest: Rest, which: Indices | None) -> bool:
     moved = rest.held if which is None else rest.held.only(which)
     if not moved:
         return False
-    rest.held, rest.pending = rest.held.without(moved), rest.pending.union(moved)
+    held, pending = rest.held.without(moved), rest.pending.union(moved)
+    if _scattered(rest, pending, held):
+        return False
+    rest.held, rest.pending = held, pending
     save(d, rest)
     return True
 
@@ -334,8 +357,10 @@ def cancel(d: Daemon, rest: Rest, which: Indices | None) -> int:
     gone = rest.pending.union(rest.held) if which is None else rest.pending.union(rest.held).only(which)
     if not gone:
         return 0
-    rest.pending, rest.held = rest.pending.without(gone), rest.held.without(gone)
-    rest.cancelled = rest.cancelled.union(gone)
+    pending, held, cancelled = rest.pending.without(gone), rest.held.without(gone), rest.cancelled.union(gone)
+    if _scattered(rest, pending, held, cancelled):
+        return 0
+    rest.pending, rest.held, rest.cancelled = pending, held, cancelled
     save(d, rest)
     log.info("array %d: %d tasks not started cancelled", rest.aid, len(gone))
     return len(gone)

@@ -24,6 +24,7 @@ DEFAULT_MAX_SIZE = 4_000_001  # [jobs] max_array_size: indices 0 to 4,000,000 (S
 _ITEM = re.compile(r"(\d+)(?:-(\d+)(?::(-?\d+))?)?\Z")
 _REF = re.compile(r"(\d+)(?:_(\d+))?\Z")
 _EXPAND = 1 << 22  # at most this many indices are ever listed one by one (overlapping stepped ranges)
+MAKE_AT_ONCE = 1000  # tasks not started yet that one request may change on their own (galter ID_[LIST])
 _LISTED = 100_000  # up to this many indices, the text is written from the list (the shortest form)
 
 
@@ -145,6 +146,17 @@ class Indices(Sequence[int]):
         """The first ``n`` indices."""
         return list(itertools.islice(iter(self), max(0, n)))
 
+    def after(self, n: int) -> Indices:
+        """These indices but the first ``n``."""
+        runs = list(self.runs)
+        k = 0
+        while k < len(runs) and n >= len(runs[k]):
+            n -= len(runs[k])
+            k += 1
+        if k < len(runs) and n:
+            runs[k] = runs[k][n:]
+        return Indices(runs[k:])
+
     def without(self, other: Iterable[int]) -> Indices:
         """These indices but those in ``other``."""
         drop = other if isinstance(other, Indices) else Indices.of(other)
@@ -168,6 +180,14 @@ class Indices(Sequence[int]):
         runs = sorted(self.runs + other.runs, key=lambda r: r.start)
         if all(a[-1] < b.start for a, b in zip(runs, runs[1:])):
             return Indices(runs)
+        if all(len(r) == 1 or r.step == 1 for r in runs):  # stretches: joined where they overlap
+            out: list[range] = []
+            for r in runs:
+                if out and r.start <= out[-1][-1] + 1:
+                    out[-1] = range(out[-1].start, max(out[-1][-1], r[-1]) + 1)
+                else:
+                    out.append(range(r.start, r[-1] + 1))
+            return Indices(out)
         return Indices.of(itertools.chain(self, other.without(self)))
 
 
@@ -207,11 +227,12 @@ class ArraySpec:
         return out if self.max_running is None else f"{out}%{self.max_running}"
 
 
-def parse(text: str, max_size: int = DEFAULT_MAX_SIZE) -> ArraySpec:
+def parse(text: str, max_size: int = DEFAULT_MAX_SIZE, expand: int = _EXPAND) -> ArraySpec:
     """An :class:`ArraySpec` from ``START-END[:STEP]`` items and single indices, comma separated, ``%MAX`` at the end.
 
     As in Slurm (``MaxArraySize``), indices run from 0 to ``max_size - 1``,
-    so an array has at most ``max_size`` tasks.  Raises :class:`ArrayError`.
+    so an array has at most ``max_size`` tasks; ranges that overlap are listed one index at a time, at most
+    ``expand`` of them.  Raises :class:`ArrayError`.
     """
     raw = text.strip()
     if not raw:
@@ -243,16 +264,16 @@ def parse(text: str, max_size: int = DEFAULT_MAX_SIZE) -> ArraySpec:
         if hi >= max_size:
             raise ArrayError(f"'{raw}': index {hi} is too large (indices go up to {max_size - 1}, jobs.max_array_size)")
         runs.append(range(lo, hi + 1, step))
-    return ArraySpec(_fold(runs, raw), max_running)
+    return ArraySpec(_fold(runs, raw, expand), max_running)
 
 
-def _fold(runs: list[range], raw: str) -> Indices:
+def _fold(runs: list[range], raw: str, expand: int) -> Indices:
     """The indices of the runs of one range text: as they are when they do not overlap, else listed and folded
     again (a range text whose runs overlap in more than :data:`_EXPAND` indices is refused)."""
     runs.sort(key=lambda r: r.start)
     if all(a[-1] < b.start for a, b in zip(runs, runs[1:])):
         return Indices.of(i for r in runs for i in r) if _fragmented(runs) else Indices(runs)
-    if sum(len(r) for r in runs) > _EXPAND:
+    if sum(len(r) for r in runs) > expand:
         raise ArrayError(f"'{raw}': its ranges overlap: give each index once")
     return Indices.of(i for r in runs for i in r)
 

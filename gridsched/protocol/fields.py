@@ -24,6 +24,7 @@ MAX_ID = (1 << 53) - 1  # a job or reservation id (exact in JSON numbers and in 
 ID_WINDOW = 1_000_000  # a new id may lie at most this far beyond the highest id in use
 MAX_COUNT = 1 << 20  # cores, sub-tasks, ids in one list
 MAX_RANGE = 1 << 16  # characters of a range of array indices in a request
+MAX_LISTED = 100_000  # runs and indices of stepped runs that the array tasks of one request may name
 MAX_SECONDS = 100 * 366 * 86400  # a walltime, duration or task time
 MAX_TIME = 1 << 34  # seconds since the epoch (the year 2514)
 MAX_BYTES = 1 << 62  # memory
@@ -145,6 +146,7 @@ class Fields:
         if not isinstance(v, list) or len(v) > MAX_COUNT:
             raise self.bad(key, f"must be a list of at most {MAX_COUNT} [array id, range] pairs")
         out: dict[int, Indices] = {}
+        listed = 0  # indices named by stepped runs: what acting on them costs grows with them
         for item in v:
             if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], str)):
                 raise self.bad(key, "must hold [array id, range] pairs")
@@ -153,11 +155,16 @@ class Fields:
                 raise self.bad(key, "must hold job ids (whole numbers from 1)")
             if len(text) > MAX_RANGE or "%" in text:
                 raise self.bad(key, f"array {aid}: not a range of indices")
+            if aid in out:
+                raise self.bad(key, f"array {aid} is named twice")
             try:
-                got = parse(text, MAX_ID).indices
+                got = parse(text, MAX_ID, MAX_LISTED).indices
             except ArrayError as e:
                 raise self.bad(key, f"array {aid}: {e}") from None
-            out[aid] = out[aid].union(got) if aid in out else got
+            listed += sum(len(r) for r in got.runs if r.step != 1 and len(r) > 1) + len(got.runs)
+            if listed > MAX_LISTED:
+                raise self.bad(key, f"names tasks too scattered (more than {MAX_LISTED} runs and stepped indices)")
+            out[aid] = got
         return tuple(out.items())
 
     def raw(self, key: str, required: bool = False) -> Any:

@@ -314,3 +314,67 @@ def test_a_window_larger_than_a_turn_s_slice_is_made_over_the_next_turns_at_once
     made = [r for r in d.table.jobs.values() if r.array_id == aid]
     running = sum(r.state.value == "RUNNING" for r in made)
     assert running == CORES and len(made) - running == arrays.window(d.rests[aid], CORES)
+
+
+# -- the commands, on tasks not started yet (in process, against the stub daemon) -------------------------------
+def test_commands_show_and_act_on_tasks_not_started_yet(stub_daemon):
+    from tests.daemon.driven import Driven
+
+    g = Driven(stub_daemon(CONFIG))
+    g.default_work = None  # its tasks run until stopped
+    aid = g.gsub("--array", "0-99999", "--wrap", "true", work=None)
+    d = g.d
+    out = g.command("gstat").stdout
+    assert f"{aid}_[0-99999]" in out and f"{100000 - CORES} pending" in out and f"{CORES} running" in out, out
+    r = g.command("gdel", f"{aid}_[500-599]")
+    assert f"job {aid}_[500-599]: cancelling" in r.stdout, r.stdout
+    g.command("ghold", f"{aid}_700")
+    assert rest_row(d, aid)["cancelled"] == "500-599" and rest_row(d, aid)["held"] == "700"
+    tasks = g.command("gstat", "-t").stdout
+    assert f"{aid}_[700]" in tasks and "1 tasks not started yet" in tasks, tasks
+    r = g.command("gdel", f"{aid}_700", check=False)
+    assert r.exit_code == 0 and rest_row(d, aid)["held"] == "" and "500-599,700" == rest_row(d, aid)["cancelled"]
+    r = g.command("galter", "-N", "renamed", f"{aid}_[900-901]")
+    made = {x["spec"]["array_index"]: x for x in rows(d, aid)}
+    assert made[900]["name"] == made[901]["name"] == "renamed"
+    r = g.command("galter", "-N", "x", f"{aid}_[1000-9999]", check=False)
+    assert r.exit_code == 1 and "more than 1000 tasks not started yet" in r.stderr, r.stderr
+    r = g.command("gstat", "-f", f"{aid}_5000", check=False)
+    assert r.exit_code == 1 and "pending, not started yet" in r.stderr, r.stderr
+    g.command("gdel", str(aid))
+    counts = accounted(d, aid, 100000)
+    assert counts.get("rest-pending", 0) == 0 and counts["rest-cancelled"] == 100000 - len(rows(d, aid))
+
+
+@pytest.mark.parametrize(
+    "tasks, why",
+    [
+        ("x", "must be a list"),
+        ([[1, "0-9"], [1, "20"]], "array 1 is named twice"),
+        ([[1, 5]], "pairs"),
+        ([[0, "1"]], "job ids"),
+        ([[1, "0-9%2"]], "not a range of indices"),
+        ([[1, "0-4000000,1-4000000"]], "overlap"),
+        ([[1, "0-999999:3"]], "too scattered"),
+        ([[k, "1"] for k in range(1, 100_002)], "too scattered"),
+    ],
+)
+def test_array_tasks_named_in_a_request_are_checked_at_the_boundary(tasks, why):
+    sender = rq.Sender(1000, "u", frozenset(), False)
+    with pytest.raises(rq.Refused) as e:
+        rq.parse({"type": "cancel", "jobs": [], "tasks": tasks}, "cancel-1-1.json", sender)
+    assert why in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_record_cut_too_fine_is_refused_and_left_as_it_was(stub_daemon, monkeypatch):
+    monkeypatch.setattr(arrays, "MAX_RUNS", 10)
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array="0-999", hold=True)
+    d.turn(t, scan=True)
+    request(d, "release", jobs=[], tasks=[[aid, "100-140:2"]])
+    d.turn(t + 1, scan=True)
+    assert rest_row(d, aid)["pending"] == "" and rest_row(d, aid)["held"] == "1-999"
+    request(d, "release", jobs=[], tasks=[[aid, "100-102:2"]])
+    d.turn(t + 2, scan=True)
+    assert rest_row(d, aid)["held"] == "1-99,101,103-999"

@@ -33,7 +33,10 @@ def handle(ctx: Context, req: rq.Alter, rcv: rq.Received) -> Changed:
     changed = Changed.NOTHING
     for rest, which in owned_rests(ctx.rests, rcv, req.arrays, req.tasks):
         if which is not None:  # tasks named on their own are made, then changed as jobs (below)
-            ctx.act.make_tasks(rest, which)
+            try:
+                ctx.act.make_tasks(rest, which)
+            except rq.Refused as e:
+                refused.append(f"array {rest.aid}: {e}")
             continue
         try:
             job = _pending_spec(ctx, None, rest.job.stored()[0], changes)
