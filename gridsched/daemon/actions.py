@@ -38,31 +38,31 @@ class DaemonActions:
         self._d.take_in(job, job.user, state, reason)
 
     def take_in_array(self, job: rq.JobSpec, state: JobState, reason: str) -> None:
-        arrays.take_in(self._d, job, job.user, state, reason)
+        arrays.take_in(self._d.arrays_ctx(), job, job.user, state, reason)
 
     def resume_array(self, job: rq.JobSpec) -> None:
-        arrays.resume(self._d, job, job.user)
+        arrays.resume(self._d.arrays_ctx(), job, job.user)
 
     def take_in_split(self, job: rq.JobSpec, state: JobState, reason: str) -> None:
         split.take_in(self._d, job, state, reason)
 
     def hold_rest(self, rest: arrays.Rest, which: Indices | None, reason: str) -> bool:
-        return arrays.hold(self._d, rest, which, reason)
+        return arrays.hold(self._d.arrays_ctx(), rest, which, reason)
 
     def release_rest(self, rest: arrays.Rest, which: Indices | None) -> bool:
-        if arrays.release(self._d, rest, which):
+        if arrays.release(self._d.arrays_ctx(), rest, which):
             self._d.dirty = True
             return True
         return False
 
     def cancel_rest(self, rest: arrays.Rest, which: Indices | None) -> int:
-        return arrays.cancel(self._d, rest, which)
+        return arrays.cancel(self._d.arrays_ctx(), rest, which)
 
     def make_tasks(self, rest: arrays.Rest, which: Indices) -> list[Rec]:
-        return arrays.make_now(self._d, rest, which)
+        return arrays.make_now(self._d.arrays_ctx(), rest, which)
 
     def alter_rest(self, rest: arrays.Rest, job: rq.JobSpec) -> None:
-        arrays.alter(self._d, rest, job)
+        arrays.alter(self._d.arrays_ctx(), rest, job)
 
     def sweep(self, name: str, what: str, recs: list[Rec], act: Callable[[Rec], object]) -> None:
         d = self._d

@@ -44,6 +44,7 @@ import errno
 import json
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,9 +56,10 @@ from gridsched.protocol.requests import JobSpec, Refused
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from gridsched.daemon.loop import Daemon
     from gridsched.daemon.slices import Budget
-    from gridsched.daemon.table import Rec
+    from gridsched.daemon.table import JobTable, Rec
+    from gridsched.protocol.spool import Spool
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -65,6 +67,21 @@ log = logging.getLogger("gschedd")
 # ext4), so each run of this many tasks starts from a file of its own
 LINKS_PER_SCRIPT = 10_000
 OLD_INTAKE = "intake-"  # the state db's meta key of an array an earlier release was taking in a slice per turn
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What the work on arrays sees of the daemon: the job table, the state db, the spool, the records of the
+    arrays, the machine's size, and how a job is taken in and ids are claimed and let go."""
+
+    table: JobTable
+    db: StateDB
+    spool: Spool
+    rests: dict[int, Rest]
+    ncores: int
+    take_in: Callable[[JobSpec, str, JobState, str, dict[str, Any] | None], Rec | None]
+    new_ids: Callable[[int], list[int]]
+    unclaim: Callable[[list[int]], None]
 
 
 @dataclass(slots=True)
@@ -107,20 +124,20 @@ class Rest:
         }
 
 
-def take_in(d: Daemon, job: JobSpec, user: str, state: JobState, reason: str) -> None:
+def take_in(ctx: Ctx, job: JobSpec, user: str, state: JobState, reason: str) -> None:
     """Take in a checked array submission whole: its first task made, the others one :class:`Rest`."""
     assert job.array is not None
     spec = parse(job.array, 1 << 62)  # checked against jobs.max_array_size when the request was read
     base = job._replace(array=None, array_id=job.id, array_max=spec.max_running, array_range=spec.text)
     first = spec.indices[0]
-    d.take_in(_task(base, job.id, first), user, state, reason, {"script": job.script})
+    ctx.take_in(_task(base, job.id, first), user, state, reason, {"script": job.script})
     others = spec.indices.without(Indices((range(first, first + 1),)))
     if others:
-        _begin(d, base, user, len(spec.indices), others, state, reason)
+        _begin(ctx, base, user, len(spec.indices), others, state, reason)
     log.info("array %d: %d tasks (%s)", job.id, len(spec.indices), spec.text)
 
 
-def _begin(d: Daemon, base: JobSpec, user: str, total: int, others: Indices, state: JobState, reason: str) -> Rest:
+def _begin(ctx: Ctx, base: JobSpec, user: str, total: int, others: Indices, state: JobState, reason: str) -> Rest:
     """Record the tasks ``others`` of an array, not made yet, made in ``state``."""
     none = Indices()
     rest = Rest(
@@ -138,19 +155,19 @@ def _begin(d: Daemon, base: JobSpec, user: str, total: int, others: Indices, sta
         linked=1,  # the first task's own file
     )
     private = {k: v for k, v in base.to_spec().items() if k in PRIVATE_KEYS or k == "script"}
-    jobfiles.write_array(d.spool.job_dir(base.id), json.dumps(private).encode())
-    d.table.begin()
-    d.db.put_array(rest.row())
+    jobfiles.write_array(ctx.spool.job_dir(base.id), json.dumps(private).encode())
+    ctx.table.begin()
+    ctx.db.put_array(rest.row())
     if rest.live:
-        d.rests[rest.aid] = rest
+        ctx.rests[rest.aid] = rest
     return rest
 
 
-def resume(d: Daemon, job: JobSpec, user: str) -> bool:
+def resume(ctx: Ctx, job: JobSpec, user: str) -> bool:
     """Go on with an array an earlier release was taking in a slice per turn when it stopped: the tasks it had
     not made become the array's record.  False if there is none (the request was served whole)."""
-    raw = d.db.meta().get(OLD_INTAKE + str(job.id))
-    if raw is None or job.array is None or job.id in d.rests:
+    raw = ctx.db.meta().get(OLD_INTAKE + str(job.id))
+    if raw is None or job.array is None or job.id in ctx.rests:
         return False
     try:
         got = json.loads(raw)
@@ -161,10 +178,10 @@ def resume(d: Daemon, job: JobSpec, user: str) -> bool:
     spec = parse(job.array, 1 << 62)
     left = Indices.of(spec.indices[k] for k in range(done, len(spec.indices)))  # an earlier release's: <= 100,000
     base = job._replace(array=None, array_id=job.id, array_max=spec.max_running, array_range=spec.text)
-    d.table.begin()
-    d.db.del_meta(OLD_INTAKE + str(job.id))
+    ctx.table.begin()
+    ctx.db.del_meta(OLD_INTAKE + str(job.id))
     if left:
-        _begin(d, base, user, len(spec.indices), left, state, reason)
+        _begin(ctx, base, user, len(spec.indices), left, state, reason)
     log.info(
         "array %d: taken in by an earlier release up to task %d of %d; the others go on",
         job.id,
@@ -174,20 +191,20 @@ def resume(d: Daemon, job: JobSpec, user: str) -> bool:
     return True
 
 
-def load(d: Daemon) -> None:
+def load(ctx: Ctx) -> None:
     """Read the records of the arrays whose tasks are not all made (a restart)."""
-    for row in d.db.array_rests():
+    for row in ctx.db.array_rests():
         pending, held = Indices.from_text(row["pending"]), Indices.from_text(row["held"])
         if not pending and not held:
             continue
         aid = int(row["id"])
         try:
-            private = jobfiles.read_array(d.spool.job_dir(aid))
+            private = jobfiles.read_array(ctx.spool.job_dir(aid))
         except jobfiles.JobFilesError as e:
             log.error("array %d: %s: its %d tasks not started are lost", aid, e, len(pending) + len(held))
             continue
         job = JobSpec.from_spec({**row["spec"], **private})
-        d.rests[aid] = Rest(
+        ctx.rests[aid] = Rest(
             aid=aid,
             uid=int(row["uid"]),
             user=str(row["user"]),
@@ -200,22 +217,22 @@ def load(d: Daemon) -> None:
             reason=str(row["reason"]),
             link=aid,
         )
-    if d.rests:
+    if ctx.rests:
         log.info(
             "%d arrays have tasks not started: %d of them",
-            len(d.rests),
-            sum(len(r.pending) + len(r.held) for r in d.rests.values()),
+            len(ctx.rests),
+            sum(len(r.pending) + len(r.held) for r in ctx.rests.values()),
         )
 
 
-def save(d: Daemon, rest: Rest) -> None:
+def save(ctx: Ctx, rest: Rest) -> None:
     """Write the record's indices (in the open transaction); a record with no task left to make is dropped."""
-    d.table.begin()
-    d.db.update_array(
+    ctx.table.begin()
+    ctx.db.update_array(
         rest.aid, pending=rest.pending.text, held=rest.held.text, cancelled=rest.cancelled.text, reason=rest.reason
     )
     if not rest.live:
-        d.rests.pop(rest.aid, None)
+        ctx.rests.pop(rest.aid, None)
 
 
 def window(rest: Rest, ncores: int) -> int:
@@ -227,25 +244,27 @@ def window(rest: Rest, ncores: int) -> int:
     return max(1, n)
 
 
-def fill(d: Daemon, budget: Budget) -> bool:
+def fill(ctx: Ctx, budget: Budget) -> bool:
     """Make the next pending tasks of each array up to its :func:`window` (within ``budget``); whether some are
     left for the next turn (the budget ran out first)."""
-    if not any(r.pending for r in d.rests.values()):
+    if not any(r.pending for r in ctx.rests.values()):
         return False
-    made = Counter(r.array_id for r in d.table.jobs.values() if r.state is JobState.PENDING and r.array_id in d.rests)
-    for rest in list(d.rests.values()):
-        short = min(window(rest, d.machine.ncores) - made[rest.aid], len(rest.pending))
+    made = Counter(
+        r.array_id for r in ctx.table.jobs.values() if r.state is JobState.PENDING and r.array_id in ctx.rests
+    )
+    for rest in list(ctx.rests.values()):
+        short = min(window(rest, ctx.ncores) - made[rest.aid], len(rest.pending))
         want = min(short, budget.left())
         if want <= 0:
             if short > 0:
                 return True
             continue
         indices = rest.pending.head(want)
-        ids = d.new_ids(len(indices))
+        ids = ctx.new_ids(len(indices))
         done: list[int] = []
         try:
             for tid, i in zip(ids, indices):
-                make(d, rest, tid, i, JobState.PENDING, "")
+                make(ctx, rest, tid, i, JobState.PENDING, "")
                 done.append(i)
                 budget.spend()
         except OSError as e:
@@ -254,16 +273,16 @@ def fill(d: Daemon, budget: Budget) -> bool:
             )
         finally:
             if len(done) < len(ids):
-                d.unclaim(ids[len(done) :])
+                ctx.unclaim(ids[len(done) :])
             if done:
                 rest.pending = rest.pending.after(len(done))  # the first ones, in order
-                save(d, rest)
+                save(ctx, rest)
         if len(done) < short:
             return True
     return False
 
 
-def make_now(d: Daemon, rest: Rest, indices: Indices) -> list[Rec]:
+def make_now(ctx: Ctx, rest: Rest, indices: Indices) -> list[Rec]:
     """Make the tasks ``indices`` of ``rest`` now (pending or held as they are; those not in it are skipped);
     :class:`gridsched.protocol.requests.Refused` for more than :data:`MAKE_AT_ONCE`."""
     out: list[Rec] = []
@@ -278,30 +297,30 @@ def make_now(d: Daemon, rest: Rest, indices: Indices) -> list[Rec]:
     if not todo:
         return out
     todo.sort()
-    ids = d.new_ids(len(todo))
+    ids = ctx.new_ids(len(todo))
     for tid, (i, state, reason) in zip(ids, todo):
-        rec = make(d, rest, tid, i, state, reason)
+        rec = make(ctx, rest, tid, i, state, reason)
         if rec is not None:
             out.append(rec)
     made = Indices.of(i for i, _, _ in todo)
     rest.pending, rest.held = rest.pending.without(made), rest.held.without(made)
-    save(d, rest)
+    save(ctx, rest)
     return out
 
 
-def make(d: Daemon, rest: Rest, tid: int, index: int, state: JobState, reason: str) -> Rec | None:
+def make(ctx: Ctx, rest: Rest, tid: int, index: int, state: JobState, reason: str) -> Rec | None:
     """Make task ``index`` of the array as job ``tid``: its files (its script a link where it can be) and row."""
     task = _task(rest.job, tid, index)
     if rest.linked < LINKS_PER_SCRIPT:
         try:
-            rec = d.take_in(task, rest.user, state, reason, {"script": d.spool.job_dir(rest.link) / "script"})
+            rec = ctx.take_in(task, rest.user, state, reason, {"script": ctx.spool.job_dir(rest.link) / "script"})
             rest.linked += 1
             return rec
         except OSError as e:
             if e.errno not in (errno.ENOENT, errno.EMLINK):
                 raise
             # the file it links to is gone or has all the links it may have: a new run starts here
-    rec = d.take_in(task, rest.user, state, reason, {"script": rest.script})
+    rec = ctx.take_in(task, rest.user, state, reason, {"script": rest.script})
     rest.link, rest.linked = tid, 1
     return rec
 
@@ -326,7 +345,7 @@ def _scattered(rest: Rest, *parts: Indices) -> bool:
     return True
 
 
-def hold(d: Daemon, rest: Rest, which: Indices | None, reason: str) -> bool:
+def hold(ctx: Ctx, rest: Rest, which: Indices | None, reason: str) -> bool:
     """Hold the pending tasks ``which`` (None: all) of the record; whether any was."""
     moved = rest.pending if which is None else rest.pending.only(which)
     if not moved:
@@ -335,11 +354,11 @@ def hold(d: Daemon, rest: Rest, which: Indices | None, reason: str) -> bool:
     if _scattered(rest, pending, held):
         return False
     rest.pending, rest.held, rest.reason = pending, held, reason
-    save(d, rest)
+    save(ctx, rest)
     return True
 
 
-def release(d: Daemon, rest: Rest, which: Indices | None) -> bool:
+def release(ctx: Ctx, rest: Rest, which: Indices | None) -> bool:
     """Release the held tasks ``which`` (None: all) of the record; whether any was."""
     moved = rest.held if which is None else rest.held.only(which)
     if not moved:
@@ -348,11 +367,11 @@ def release(d: Daemon, rest: Rest, which: Indices | None) -> bool:
     if _scattered(rest, pending, held):
         return False
     rest.held, rest.pending = held, pending
-    save(d, rest)
+    save(ctx, rest)
     return True
 
 
-def cancel(d: Daemon, rest: Rest, which: Indices | None) -> int:
+def cancel(ctx: Ctx, rest: Rest, which: Indices | None) -> int:
     """Cancel the tasks ``which`` (None: all) of the record: they are never made; how many were."""
     gone = rest.pending.union(rest.held) if which is None else rest.pending.union(rest.held).only(which)
     if not gone:
@@ -361,17 +380,17 @@ def cancel(d: Daemon, rest: Rest, which: Indices | None) -> int:
     if _scattered(rest, pending, held, cancelled):
         return 0
     rest.pending, rest.held, rest.cancelled = pending, held, cancelled
-    save(d, rest)
+    save(ctx, rest)
     log.info("array %d: %d tasks not started cancelled", rest.aid, len(gone))
     return len(gone)
 
 
-def alter(d: Daemon, rest: Rest, job: JobSpec) -> None:
+def alter(ctx: Ctx, rest: Rest, job: JobSpec) -> None:
     """The tasks not made yet of the record take ``job`` (the altered spec of the array's tasks)."""
     rest.job = job._replace(id=rest.aid, array_index=None, script="", stdout=rest.job.stdout, stderr=rest.job.stderr)
     row = rest.row()
-    d.table.begin()
-    d.db.update_array(rest.aid, name=row["name"], ncpus=row["ncpus"], walltime=row["walltime"], spec=row["spec"])
+    ctx.table.begin()
+    ctx.db.update_array(rest.aid, name=row["name"], ncpus=row["ncpus"], walltime=row["walltime"], spec=row["spec"])
 
 
 def members(jobs: Mapping[int, Rec], arrays: list[int]) -> list[int]:

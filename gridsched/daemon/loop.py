@@ -228,7 +228,7 @@ class Daemon:
         from gridsched.daemon.recover import recover
 
         self.book.load(self.db)
-        arrays.load(self)
+        arrays.load(self.arrays_ctx())
         self._load_drained()
         self.trees.load_ended()
         recover(self)
@@ -619,6 +619,12 @@ class Daemon:
     def outcome_ctx(self) -> outcome.Ctx:
         """What deciding a job's outcome sees of the daemon (:class:`gridsched.daemon.outcome.Ctx`)."""
         return outcome.Ctx(self.table, self._unwatch, self.end, lambda rec: self.mail.requeued(self.cfg, rec))
+
+    def arrays_ctx(self) -> arrays.Ctx:
+        """What the work on arrays sees of the daemon (:class:`gridsched.daemon.arrays.Ctx`)."""
+        return arrays.Ctx(
+            self.table, self.db, self.spool, self.rests, self.machine.ncores, self.take_in, self.new_ids, self.unclaim
+        )
 
     def resv_ctx(self) -> reservations.Ctx:
         """What the reservations' work sees of the daemon (:class:`gridsched.daemon.reservations.Ctx`)."""

@@ -119,7 +119,7 @@ def advance(d: Daemon) -> None:
         d.settling[s.name] = None
     if d.table.disk_trouble or d.db.unsaved or not d.rests:
         return  # no task is made while the table cannot be written (its writes are kept for the next commit)
-    d.more_tasks = arrays.fill(d, budget)
+    d.more_tasks = arrays.fill(d.arrays_ctx(), budget)
 
 
 def pending(sweeps: deque[Sweep], more_tasks: bool) -> bool:
