@@ -168,3 +168,27 @@ def test_galter_nice_of_a_running_job_and_bad_values_are_refused(dr):
         assert r.exit_code == 2 and r.stderr == line + "\n", r.stderr
     dr.finish(b)
     assert dr.state(b) == "COMPLETED"
+
+
+CKPT_FOUR = """
+[scheduler]
+policy = "checkpoint-backfill"
+[machine]
+cores = 4
+[daemon]
+autostart = false
+"""
+
+
+def test_a_job_of_higher_priority_submitted_after_the_head_starts_before_it(stub_daemon):
+    """Under checkpoint-backfill, the remembered head gives way to a job of higher priority submitted later:
+    when the cores free, that job starts first (it used to start after the head it came behind)."""
+    dr = Driven(stub_daemon(CKPT_FOUR))
+    blocker = dr.gsub("-n", "4", "-t", "30", "--wrap", "long", work=20.0)
+    low = dr.gsub("-n", "4", "--nice", "500", "--wrap", "low", work=1.0)
+    dr.run_to(2.0)
+    high = dr.gsub("-n", "4", "--priority", "750", "--wrap", "high", work=1.0)
+    assert dr.running(blocker) and dr.state(low) == dr.state(high) == "PENDING"
+    dr.run_until(lambda: dr.state(low) == "COMPLETED" and dr.state(high) == "COMPLETED", 120)
+    order = [s.job_id for s in dr.d.ex.started if s.job_id in (low, high)]
+    assert order == [high, low], order

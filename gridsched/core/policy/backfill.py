@@ -4,7 +4,7 @@ and preemption for it when its time has come (see "easy" and "checkpoint-backfil
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import compress
 from math import inf
 from operator import attrgetter
@@ -79,6 +79,9 @@ def _head(
     h = -1
     shadow = inf
     skip = -1
+    kept = memo
+    if memo is not None and _outranked(ps.snap.priorities, queue, memo.job):
+        memo = None  # a job of higher priority takes the head (below); the old head keeps its time if again head
     if memo is not None:
         for i, w in enumerate(queue):
             if w.id != memo.job:
@@ -116,6 +119,8 @@ def _head(
             shadow = ps.placed_earliest(w, v, w.estimate)
             if shadow == inf:
                 continue  # can never be placed: never blocks the queue
+            if kept is not None and w.id == kept.job and _meetable(ps, v, w.estimate, max(kept.time, now)):
+                shadow = min(shadow, kept.time)  # head again: its reservation never moves later
             h = i
             break
         if h < 0:
@@ -126,6 +131,24 @@ def _head(
     else:
         rest = [w for k, w in enumerate(queue) if k != h and k != skip]
     return queue[h], shadow, rest
+
+
+def _outranked(priorities: Mapping[int, float], queue: tuple[Waiting, ...], head: int) -> bool:
+    """Whether a job of higher priority than the remembered ``head`` waits ahead of it in the queue and has
+    never run: one submitted or raised since, or one that could not be scheduled when ``head`` became the head.
+    A job that has run (preempted and requeued, perhaps for this very head) never takes the head back: no
+    cascade."""
+    if not priorities:
+        return False
+    mine = priorities.get(head)
+    if mine is None:
+        return False
+    for w in queue:
+        if w.id == head:
+            return False
+        if w.bind is None and w.elapsed <= 0 and priorities.get(w.id, mine) > mine:
+            return True
+    return False
 
 
 def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting], predict: PredictFn | None) -> bool:
