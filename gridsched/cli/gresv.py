@@ -25,6 +25,7 @@ from gridsched.cli.common import (
     spool_options,
     warn,
 )
+from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from gridsched.core.units import format_duration
 from gridsched.protocol.reservations import (
     CREATE,
@@ -220,6 +221,19 @@ def cli() -> None:
     "Without it the reservation is flexible.",
 )
 @click.option("--no-kill", is_flag=True, help="Jobs still running at the end go on as ordinary jobs.")
+@click.option(
+    "--nice",
+    type=click.IntRange(NICE_MIN, NICE_MAX),
+    default=0,
+    metavar="N",
+    help="A flexible reservation's place among the jobs, as gsub --nice: N lower (only an admin gives a negative N).",
+)
+@click.option(
+    "--priority",
+    type=click.IntRange(0, ADMIN_MAX),
+    metavar="N",
+    help="A flexible reservation's priority outright, as gsub --priority (an admin's).",
+)
 @place_options("reservation")
 @click.option("--json", "as_json", is_flag=True, help="Print the reservation as JSON.")
 @spool_options
@@ -232,6 +246,8 @@ def create_cmd(
     users: list[str] | None,
     start: str | None,
     no_kill: bool,
+    nice: int,
+    priority: int | None,
     place: str | None,
     threads_per_core: int | None,
     exclusive_board: bool,
@@ -268,6 +284,12 @@ def create_cmd(
         fail(PROG, str(e))
     uid = os.getuid()
     may_create(s.spool, s.cfg, uid, user_name(uid), ncpus, duration)
+    if priority is not None or nice < 0:
+        from gridsched.protocol.admin import is_admin
+
+        if not is_admin(uid, s.spool.root):
+            what = "--priority" if priority is not None else f"--nice {nice}"
+            fail(PROG, f"{what}: only an admin may raise a reservation above others", ExitCode.USAGE)
     devices: list[dict[str, Any]] = []
     if gpus is not None:
         from gridsched.core.devices import DeviceAsk
@@ -298,6 +320,8 @@ def create_cmd(
             "kill": not no_kill,
             "create_time": now,
             **({"devices": devices} if devices else {}),
+            **({"nice": nice} if nice else {}),
+            **({"priority": priority} if priority is not None else {}),
             **(
                 {"place": req.place, "threads_per_core": req.threads_per_core, "exclusive_board": req.exclusive_board}
                 if req is not None

@@ -225,6 +225,12 @@ def _trace_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--cascade", is_flag=True, help="checkpoint-backfill: the naive (cascading) reading, if the core offers it."
         ),
+        click.option(
+            "--early-room",
+            is_flag=True,
+            help="checkpoint-backfill: the head makes room as soon as the jobs that cannot be preempted have freed "
+            "theirs, not at its reservation time.",
+        ),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
     ]
     for o in reversed(opts):
@@ -382,6 +388,7 @@ def run_cmd(
     mode: str,
     config_file: str | None,
     cascade: bool,
+    early_room: bool,
     as_json: bool,
     policy: str | None,
     p: float | None,
@@ -420,6 +427,7 @@ def run_cmd(
         None if predictor == "auto" else predictor,
         cascade,
         None if backfill_order == "auto" else backfill_order,
+        early_room,
     )
     inputs.check_plot_available(plot or gantt)
     tr = inputs.read_trace(trace, procs, nodes, strict, limit)
@@ -538,6 +546,7 @@ def compare_cmd(
     mode: str,
     config_file: str | None,
     cascade: bool,
+    early_room: bool,
     as_json: bool,
     policies: list[str],
     p: float | None,
@@ -554,7 +563,14 @@ def compare_cmd(
     names = list(dict.fromkeys(policies))
     settings = [
         inputs.params(
-            config_file, name, p, threshold, predictor, cascade and name == "checkpoint-backfill", backfill_order
+            config_file,
+            name,
+            p,
+            threshold,
+            predictor,
+            cascade and name == "checkpoint-backfill",
+            backfill_order,
+            early_room and name == "checkpoint-backfill",
         )
         for name in names
     ]
@@ -631,6 +647,7 @@ def tune_cmd(
     mode: str,
     config_file: str | None,
     cascade: bool,
+    early_room: bool,
     as_json: bool,
     policy: str,
     ps: list[float],
@@ -648,7 +665,7 @@ def tune_cmd(
     ps = list(dict.fromkeys(ps))
     thresholds = list(dict.fromkeys(thresholds))
     key, lower = OBJECTIVES[metric]
-    base = inputs.params(config_file, policy, None, None, predictor, cascade, backfill_order)
+    base = inputs.params(config_file, policy, None, None, predictor, cascade, backfill_order, early_room)
     inputs.check_plot_available(plot)
     tr = inputs.read_trace(trace, procs, nodes, strict, limit)
     devs = inputs.devices(tr, devices_file, gpus, None, None, config_file, strict)

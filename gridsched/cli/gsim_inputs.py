@@ -30,6 +30,7 @@ def params(
     predictor: str | None,
     cascade: bool,
     backfill_order: str | None = None,
+    early_room: bool = False,
 ) -> Params:
     base = Params()
     if config_file is not None:
@@ -56,6 +57,8 @@ def params(
         if CASCADE_FIELD not in {f.name for f in dataclasses.fields(Params)}:
             fail(PROG, "--cascade: this version of the scheduling core has no cascading reading", ExitCode.USAGE)
         kw[CASCADE_FIELD] = True
+    if early_room:
+        kw["early_room"] = True
     return dataclasses.replace(base, **kw)
 
 

@@ -41,8 +41,37 @@ def _waiting(job: dict[str, Any]) -> Waiting:
     )
 
 
+def _flexible(spool: Spool) -> list[Waiting]:
+    """The waiting flexible reservations, each as the queue entry that holds its place among the jobs."""
+    from gridsched.protocol.reservations import load
+
+    try:
+        resvs = load(spool)
+    except Exception as e:  # noqa: BLE001 - sqlite3 errors
+        fail(PROG, shown(f"cannot read {spool.db}: {e}"))
+    out = []
+    for r in resvs:
+        if r.get("state") != "WAITING" or r.get("start") is not None:
+            continue
+        nice, prio = r.get("nice") or 0, r.get("priority")
+        out.append(
+            Waiting(
+                int(r["id"]),
+                int(r.get("ncpus") or 1),
+                float(r.get("duration") or 0),
+                user=str(r.get("user") or ""),
+                submitted=float(r.get("create_time") or 0.0),
+                flex=True,
+                nice=nice if isinstance(nice, int) else 0,
+                admin=prio if isinstance(prio, int) else None,
+            )
+        )
+    return out
+
+
 def rows(spool: Spool, cfg: Config, jobs: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
-    """One record per pending or held job of ``jobs``, highest priority first (ties: submission order)."""
+    """One record per pending or held job of ``jobs`` and per waiting flexible reservation (whose place among
+    the jobs is decided by the same function), highest priority first (ties: submission order)."""
     pp = cfg.params.priority
     usage = Usage()
     ncores = cfg.cores or 1
@@ -62,7 +91,9 @@ def rows(spool: Spool, cfg: Config, jobs: list[dict[str, Any]], now: float) -> l
                 ncores = int(json.loads(raw)["ncores"])
             except (ValueError, KeyError, TypeError):
                 pass
-    pending = tuple(_waiting(j) for j in sorted(jobs, key=lambda j: j["id"]) if j["state"] in PENDING)
+    waiting = [_waiting(j) for j in jobs if j["state"] in PENDING] + _flexible(spool)
+    pending = tuple(sorted(waiting, key=lambda w: w.id))
+    flex = {w.id for w in pending if w.flex}
     snap = Snapshot(now, ncores, (), pending, params=cfg.params, usage=usage.now(now, pp.half_life))
     fs = factors(snap)
     users = {w.id: w.user for w in pending}
@@ -73,6 +104,7 @@ def rows(spool: Spool, cfg: Config, jobs: list[dict[str, Any]], now: float) -> l
         out.append(
             {
                 "id": f.job,
+                **({"reservation": True} if f.job in flex else {}),
                 "user": users[f.job],
                 "priority": f.priority,
                 "age": f.age,
@@ -106,8 +138,9 @@ def show(spool: Spool, cfg: Config, jobs: list[dict[str, Any]], now: float, as_j
                 f"{pp.weight_job_size * r['job_size']:.0f}",
                 f"{pp.weight_fairshare * r['fairshare']:.0f}",
             )
+        name = f"R{r['id']}" if r.get("reservation") else str(r["id"])
         click.echo(
-            f"{r['id']:>8} {shown(r['user'])[:10]:<10} {r['priority']:>12.0f} "
+            f"{name:>8} {shown(r['user'])[:10]:<10} {r['priority']:>12.0f} "
             f"{parts[0]:>10} {parts[1]:>10} {parts[2]:>10} {r['nice']:>6}"
         )
     return 0

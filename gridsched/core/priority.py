@@ -108,22 +108,27 @@ def ranked(snap: Snapshot) -> bool:
 def ordered(snap: Snapshot) -> tuple[Waiting, ...]:
     """The pending jobs by decreasing priority, equal ones in the driver's order (``snap.pending`` itself
     when no priority differs)."""
+    return _ordered(snap)[0]
+
+
+def _ordered(snap: Snapshot) -> tuple[tuple[Waiting, ...], list[float] | None]:
     if not ranked(snap):
-        return snap.pending
+        return snap.pending, None
     prio = [f.priority for f in factors(snap)]
     order = sorted(range(len(prio)), key=lambda i: -prio[i])
     if all(i == k for k, i in enumerate(order)):
-        return snap.pending
+        return snap.pending, prio
     pend = snap.pending
-    return tuple(pend[i] for i in order)
+    return tuple(pend[i] for i in order), prio
 
 
 def prioritized(snap: Snapshot) -> Snapshot:
-    """``snap`` with its pending jobs in priority order (``snap`` itself when that is its order)."""
-    pending = ordered(snap)
-    if pending is snap.pending:
-        return snap
-    return replace(snap, pending=pending)
+    """``snap`` with its pending jobs in priority order and their priorities (``Snapshot.priorities``, where
+    they differ); ``snap`` itself when every job has the same priority."""
+    pending, prio = _ordered(snap)
+    if prio is None or len(set(prio)) <= 1:
+        return snap if pending is snap.pending else replace(snap, pending=pending)
+    return replace(snap, pending=pending, priorities={w.id: p for w, p in zip(snap.pending, prio)})
 
 
 __all__ = [

@@ -272,6 +272,10 @@ class Snapshot:
     # order (gridsched.core.priority) even with every priority weight 0.  False (the default): with every
     # weight 0 the driver's order stands and the pass does not look at the jobs for it.
     ranked: bool = False
+    # Each pending job's priority, where priorities may differ (set with the queue's priority order by
+    # gridsched.core.priority.prioritized; empty: every job has the same): a remembered head gives way to a
+    # job of higher priority (see "The head keeps its reservation" in gridsched.core.policy).
+    priorities: Mapping[int, float] = field(default_factory=dict)
     # The user-ratio predictor's input (gridsched.core.predict): for each user, the ratios of run
     # time to walltime of their last finished jobs (at most ``predict.RATIO_JOBS``), newest last.
     ratios: Mapping[str, tuple[float, ...]] = field(default_factory=dict)

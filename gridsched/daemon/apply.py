@@ -97,7 +97,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             drained=d.drained,
             states=dep_states(d.table.jobs, d.db, [r for r in queued if r.deps]),
             usage=d.table.usage.now(now, d.table.half_life) if d.cfg.params.priority.weight_fairshare else {},
-            ranked=any(r.nice or r.admin_prio is not None for r in queued),
+            ranked=any(r.nice or r.admin_prio is not None for r in queued) or d.book.ranked(),
         )
     )
 

@@ -78,6 +78,8 @@ class RRec:
     kill: bool = True
     reason: str = ""
     place: Request | None = None  # its mapping requirement; None: the fewest boards, any thread
+    nice: int = 0  # a flexible one's place among the jobs: as a job's nice and admin priority
+    priority: int | None = None
 
     def core(self) -> Resv:
         return Resv(
@@ -107,6 +109,8 @@ class RRec:
             True,
             self.place,
             submitted=self.create_time,
+            nice=self.nice,
+            admin=self.priority,
         )
 
     def row(self) -> dict[str, Any]:
@@ -131,6 +135,8 @@ class RRec:
             "place": self.place.place if self.place is not None else None,
             "threads_per_core": self.place.threads_per_core if self.place is not None else 0,
             "exclusive_board": self.place.exclusive_board if self.place is not None else False,
+            "nice": self.nice,
+            "priority": self.priority,
         }
 
     @classmethod
@@ -154,6 +160,8 @@ class RRec:
             kill=row["kill"],
             reason=row["reason"],
             place=place_request(row["ncpus"], row),
+            nice=int(row.get("nice") or 0),
+            priority=row.get("priority"),
         )
 
 
@@ -183,7 +191,12 @@ class Book:
         if not self.flex:
             return pending
         flex = [self.resvs[i].waiting() for i in self.flex]
-        return tuple(heapq.merge(pending, flex, key=lambda w: w.id))
+        # at their places by id (an array's tasks are at their array's: gridsched.daemon.table.queue_key)
+        return tuple(heapq.merge(pending, flex, key=lambda w: w.id if w.array is None else w.array))
+
+    def ranked(self) -> bool:
+        """Whether a waiting flexible reservation has a nice value or a priority of its own."""
+        return any(self.resvs[i].nice or self.resvs[i].priority is not None for i in self.flex)
 
     def next_end(self) -> float | None:
         ends = [r.end_time for r in self.resvs.values() if r.state is RState.ACTIVE and r.end_time is not None]
@@ -241,6 +254,8 @@ def create(ctx: Ctx, spec: rq.ResvSpec, digest: str, admin: bool = False) -> boo
         users=list(spec.users),
         kill=spec.kill,
         place=place_request(spec.ncpus, spec._asdict()),
+        nice=spec.nice,
+        priority=spec.priority,
     )
     try:
         live = (x.ncpus for x in ctx.book.resvs.values() if x.uid == spec.uid)

@@ -270,6 +270,10 @@ class ResvSpec(NamedTuple):
     threads_per_core: int = 0
     exclusive_board: bool = False
     devices: tuple[DeviceAsk, ...] = ()  # GPUs the reservation holds (gresv create --gpus)
+    # A flexible reservation's place in the queue among the jobs, as a job's (gresv create --nice, --priority;
+    # only an admin raises one above others)
+    nice: int = 0
+    priority: int | None = None
 
     @property
     def placed(self) -> bool:
@@ -298,6 +302,10 @@ class ResvSpec(NamedTuple):
             from gridsched.protocol.device_asks import asks_to_spec
 
             out["devices"] = asks_to_spec(self.devices)
+        if self.nice:
+            out["nice"] = self.nice
+        if self.priority is not None:
+            out["priority"] = self.priority
         return out
 
 
@@ -549,8 +557,14 @@ def _resv_create(f: Fields, new_id: int, sender: Sender) -> ResvCreate:
         threads_per_core=tpc,
         exclusive_board=g.flag("exclusive_board", required=False),
         devices=device_asks(g),
+        nice=g.integer("nice", NICE_MIN, NICE_MAX, required=False, default=0),
+        priority=g.integer("priority", 0, ADMIN_MAX, required=False),
     )
     g.done()
+    if not sender.admin and resv.priority is not None:
+        raise Refused("reservation: only an admin may set a reservation's priority (--priority)")
+    if not sender.admin and resv.nice < 0:
+        raise Refused(f"reservation: nice {resv.nice}: only an admin may give a negative nice value")
     return ResvCreate(resv)
 
 

@@ -122,7 +122,7 @@ CREATE TABLE IF NOT EXISTS ids (
 """
 RESV_COLUMNS = (
     "id state user uid name ncpus resources duration start create_time activate_time end_time predicted "
-    "cores users kill reason place threads_per_core exclusive_board"
+    "cores users kill reason place threads_per_core exclusive_board nice priority"
 ).split()
 RESV_JSON = ("resources", "users")
 # The tasks of each array not made yet (a job row is made for a task when it is about to start or is named on
@@ -136,6 +136,8 @@ RESV_ADDED: dict[str, tuple[str, Any]] = {
     "place": ("TEXT", None),
     "threads_per_core": ("INTEGER NOT NULL DEFAULT 0", 0),
     "exclusive_board": ("INTEGER NOT NULL DEFAULT 0", 0),
+    "nice": ("INTEGER NOT NULL DEFAULT 0", 0),
+    "priority": ("INTEGER", None),
 }
 
 

@@ -36,7 +36,7 @@ def record(result: Result, metrics: Metrics, seconds: float | None = None) -> di
         "checkpoint": result.mode.value,
         "checkpoint_overhead": result.overhead,
     }
-    for extra in ("cascade",):
+    for extra in ("cascade", "early_room"):
         if hasattr(prm, extra):
             rec[extra] = getattr(prm, extra)
     rec.update(metrics.as_dict())
@@ -112,6 +112,8 @@ def label(rec: dict[str, Any]) -> str:
             name += f" o={rec['checkpoint_overhead']:g}s"
         if rec.get("cascade"):
             name += " cascade"
+        if rec.get("early_room"):
+            name += " early-room"
     if rec["predictor"] != "scaled":
         name += f" {rec['predictor']}"
     if rec.get("backfill_order", "queue") != "queue":

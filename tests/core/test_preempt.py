@@ -181,3 +181,29 @@ def test_before_the_reservation_a_short_job_backfills_where_a_long_one_like_it_m
     starts = {s.job: s.cores for s in plan.starts}
     assert 4 not in starts or starts[4] == (5,)
     assert 5 in starts
+
+
+def test_the_head_makes_room_as_soon_as_the_jobs_that_cannot_be_preempted_have_freed_theirs():
+    """With ``early_room``, B2 (30 s of walltime) ends at 26 s: board 1 lacks only Y's core, which Y would
+    have to give up at the reservation time (30 s) anyway.  Y is preempted at once and the head starts then,
+    not 4 s later with board 1 idle meanwhile."""
+    s = scenario(27.0)
+    s = replace(
+        s,
+        running=tuple(r for r in s.running if r.id != 2),
+        free=frozenset(range(8)) - {c for r in s.running if r.id != 2 for c in r.cores},
+    )
+    assert schedule(s).preempts == (), "by default, room is made at the reservation time"
+    s = replace(s, params=replace(CKPT, early_room=True))
+    plan = schedule(s)
+    assert [p.job for p in plan.preempts] == [5]
+    assert plan.head is not None and plan.head.time == 27.0
+    nxt = schedule(replace(s, running=tuple(r for r in s.running if r.id != 5), free=s.free | {7}, head=plan.head))
+    assert [(st.job, st.cores) for st in nxt.starts] == [(3, (4, 5, 6, 7))]
+
+
+def test_no_job_is_preempted_early_that_the_reservation_time_would_not_need():
+    """At 27 s B2 still runs (until 30 s) and X and Y would count beyond it: the head fits at 30 s only by
+    preempting; but with B2 running, what is free now and X and Y do not make a board now: nothing early."""
+    plan = schedule(replace(scenario(27.0), params=replace(CKPT, early_room=True)))
+    assert plan.preempts == () and plan.head is not None and plan.head.time == 30.0

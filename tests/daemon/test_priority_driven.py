@@ -168,3 +168,56 @@ def test_galter_nice_of_a_running_job_and_bad_values_are_refused(dr):
         assert r.exit_code == 2 and r.stderr == line + "\n", r.stderr
     dr.finish(b)
     assert dr.state(b) == "COMPLETED"
+
+
+CKPT_FOUR = """
+[scheduler]
+policy = "checkpoint-backfill"
+[machine]
+cores = 4
+[daemon]
+autostart = false
+"""
+
+
+def test_a_job_of_higher_priority_submitted_after_the_head_starts_before_it(stub_daemon):
+    """Under checkpoint-backfill, the remembered head gives way to a job of higher priority submitted later:
+    when the cores free, that job starts first (it used to start after the head it came behind)."""
+    dr = Driven(stub_daemon(CKPT_FOUR))
+    blocker = dr.gsub("-n", "4", "-t", "30", "--wrap", "long", work=20.0)
+    low = dr.gsub("-n", "4", "--nice", "500", "--wrap", "low", work=1.0)
+    dr.run_to(2.0)
+    high = dr.gsub("-n", "4", "--priority", "750", "--wrap", "high", work=1.0)
+    assert dr.running(blocker) and dr.state(low) == dr.state(high) == "PENDING"
+    dr.run_until(lambda: dr.state(low) == "COMPLETED" and dr.state(high) == "COMPLETED", 120)
+    order = [s.job_id for s in dr.d.ex.started if s.job_id in (low, high)]
+    assert order == [high, low], order
+
+
+def test_a_flexible_reservation_takes_its_place_among_the_jobs_by_its_priority(stub_daemon):
+    """gresv create --priority puts a flexible reservation ahead of jobs of lower priority submitted before
+    it; gstat --priority lists it (R<id>) with the jobs, in the order the pass uses."""
+    dr = Driven(stub_daemon(CKPT_FOUR))
+    blocker = dr.gsub("-n", "4", "-t", "30", "--wrap", "long", work=10.0)
+    job = dr.gsub("-n", "4", "--wrap", "first", work=1.0)
+    r = dr.command("gresv", "create", "-n", "4", "-t", "60", "--priority", "900")
+    rid = int(r.stdout.strip())
+    low = dr.command("gresv", "create", "-n", "4", "-t", "60", "--nice", "100")
+    lid = int(low.stdout.strip())
+    recs = json.loads(dr.command("gstat", "--priority", "--json", turn=False).stdout)["jobs"]
+    assert [(x["id"], x.get("reservation", False)) for x in recs] == [(rid, True), (job, False), (lid, True)]
+    out = dr.command("gstat", "--priority", turn=False).stdout
+    assert f"R{rid}" in out and f"R{lid}" in out
+    dr.run_until(lambda: dr.resv(rid)["state"] == "ACTIVE", 60)
+    assert dr.running(blocker) is False and dr.state(job) == "PENDING", "the reservation went first"
+
+
+def test_only_an_admin_raises_a_reservation(stub_daemon):
+    from gridsched.protocol import requests as rq
+
+    user = rq.Sender(1000, "u", frozenset(), False)
+    for extra, why in (({"priority": 5}, "only an admin may set"), ({"nice": -5}, "only an admin may give")):
+        resv = {"id": 7, "ncpus": 1, "duration": 60, "uid": 1000, "user": "u", **extra}
+        with pytest.raises(rq.Refused) as e:
+            rq.parse({"type": "resv_create", "resv": resv}, rq.id_name(7), user)
+        assert why in str(e.value)

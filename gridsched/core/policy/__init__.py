@@ -92,7 +92,14 @@ EASY, with four changes.
 3. *The head keeps its reservation.*  ``Snapshot.head`` is the previous pass's
    ``Plan.head``.  While that job is pending it stays the head, wherever it is
    in the queue (a job preempted and requeued ahead of it does not take its
-   place; jobs ahead of it are backfill candidates like the others).  If it
+   place; jobs ahead of it are backfill candidates like the others) -- unless
+   a job of higher priority (``Snapshot.priorities``) that has never run waits
+   ahead of it: one submitted or raised since, or one that could not be
+   scheduled when the head was chosen.  That job takes the head (the pass is
+   EASY's, with a fresh head); the old head, when it is the head again, keeps
+   the earlier of its remembered time and a fresh one.  A job that has run
+   never takes the head back, so a job preempted for the head cannot start a
+   cascade.  If it
    fits now it starts first and the pass goes on as EASY without memo.  If not,
    its reservation is the earlier of the remembered time and a fresh shadow
    time: it may move earlier, never later -- unless it can no longer be met at

@@ -4,7 +4,7 @@ and preemption for it when its time has come (see "easy" and "checkpoint-backfil
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import compress
 from math import inf
 from operator import attrgetter
@@ -42,8 +42,12 @@ def backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, Pass]:
         return make_plan(ps, None), ps
     head, shadow, rest = found
     hv = ps.vec(head)
+    early = ckpt and not naive and snap.params.early_room
     if (ckpt or relied) and now >= shadow:
         make_room(ps, head, hv, ckpt)
+    elif early and now < shadow < inf and not _room_at(ps, hv, shadow, head.estimate):
+        if make_room(ps, head, hv, ckpt, by=shadow):
+            shadow = now  # room is being made: the head's time has come (nothing else takes what it waits for)
     if shadow < inf:
         ps.hold(max(shadow, now), head.estimate, hv)
     predict = make_predictor(snap.params, snap.history, snap.ratios) if ckpt else None
@@ -79,6 +83,9 @@ def _head(
     h = -1
     shadow = inf
     skip = -1
+    kept = memo
+    if memo is not None and _outranked(ps.snap.priorities, queue, memo.job):
+        memo = None  # a job of higher priority takes the head (below); the old head keeps its time if again head
     if memo is not None:
         for i, w in enumerate(queue):
             if w.id != memo.job:
@@ -116,6 +123,8 @@ def _head(
             shadow = ps.placed_earliest(w, v, w.estimate)
             if shadow == inf:
                 continue  # can never be placed: never blocks the queue
+            if kept is not None and w.id == kept.job and _meetable(ps, v, w.estimate, max(kept.time, now)):
+                shadow = min(shadow, kept.time)  # head again: its reservation never moves later
             h = i
             break
         if h < 0:
@@ -126,6 +135,24 @@ def _head(
     else:
         rest = [w for k, w in enumerate(queue) if k != h and k != skip]
     return queue[h], shadow, rest
+
+
+def _outranked(priorities: Mapping[int, float], queue: tuple[Waiting, ...], head: int) -> bool:
+    """Whether a job of higher priority than the remembered ``head`` waits ahead of it in the queue and has
+    never run: one submitted or raised since, or one that could not be scheduled when ``head`` became the head.
+    A job that has run (preempted and requeued, perhaps for this very head) never takes the head back: no
+    cascade."""
+    if not priorities:
+        return False
+    mine = priorities.get(head)
+    if mine is None:
+        return False
+    for w in queue:
+        if w.id == head:
+            return False
+        if w.bind is None and w.elapsed <= 0 and priorities.get(w.id, mine) > mine:
+            return True
+    return False
 
 
 def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting], predict: PredictFn | None) -> bool:
@@ -306,10 +333,15 @@ def _tried(rest: list[Waiting], free0: int, order: BackfillOrder) -> Iterable[Wa
     return tried
 
 
-def make_room(ps: Pass, head: Waiting, hv: Vec, ckpt: bool) -> None:
+def make_room(ps: Pass, head: Waiting, hv: Vec, ckpt: bool, by: float | None = None) -> bool:
     """The head's reservation time has come and it does not fit: preempt checkpointable backfilled jobs
     (checkpoint-backfill) and stop those that overran the estimate they were backfilled on (every backfilling
-    policy), the fewest that leave it room (:meth:`Pass.preempt`)."""
+    policy), the fewest that leave it room (:meth:`Pass.preempt`).
+
+    ``by``: the reservation time, not come yet, at which the head will not fit without preempting (the
+    caller checks that).  The head starts as early as it can: if what is free now and the checkpointable
+    backfilled jobs that would have to make room at ``by`` anyway (they count as running beyond it) are
+    enough, those are preempted now.  Whether any job was told to stop."""
     have = ps.coming()
     short = [hv[d] - have[d] for d in range(ps.dims)]
     if (
@@ -325,9 +357,18 @@ def make_room(ps: Pass, head: Waiting, hv: Vec, ckpt: bool) -> None:
             and not r.stopping
             and r.id not in ps.preempted
             and ((ckpt and r.preemptable) or overrun(r, now))
+            and (by is None or (r.preemptable and counted_end(r, now, ps.mode) > by))
         ]
         if cands:
-            ps.preempt(cands, short, head)
+            return ps.preempt(cands, short, head)
+    return False
+
+
+def _room_at(ps: Pass, v: Vec, t: float, duration: float) -> bool:
+    """Whether ``v`` is free from ``t`` on for ``duration`` without preempting anything (by count)."""
+    if ps.profs_built is None and ps.later_hold is None:  # cores only, rising: least free at t
+        return ps.free_at(t) >= v[0]
+    return all(not v[d] or ps.profs[d].min_free(t, t + duration) >= v[d] for d in range(ps.dims))
 
 
 def _meetable(ps: Pass, v: Vec, duration: float, t: float) -> bool:
