@@ -71,7 +71,7 @@ def context(acts: Acts, table: Table | None = None, drained: frozenset[int] = fr
         machine=cast(Any, SimpleNamespace(ncores=8)),
         db=cast(Any, DB()),
         now=100.0,
-        intakes={},
+        rests={},
         drained=drained,
         drain_reason="",
         id_high=0,
