@@ -14,7 +14,7 @@ import signal
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from gridsched.core import cpuset, depend
 from gridsched.core import policy as corepolicy
@@ -23,6 +23,7 @@ from gridsched.core.types import (
     Activate,
     Cancel,
     CancelSubtree,
+    Decision,
     EndReservation,
     HoldSubtree,
     Kill,
@@ -161,47 +162,56 @@ def schedule(d: Daemon, now: float) -> None:
     d.head = plan.head
     d.wake_at = plan.wake_at
     for dec in plan.decisions:
-        if isinstance(dec, Activate):
+        if carry_out(d, dec, now):
+            d.dirty = True
+    d.trees.decided()
+
+
+def carry_out(d: Daemon, dec: Decision, now: float) -> bool:
+    """Carry out one decision of the core; whether it changed what a scheduling pass sees (beyond a start).
+    Every kind of decision has its case (``assert_never``: a new kind is a type error until it has one)."""
+    match dec:
+        case Activate():
             reservations.activate(d.resv_ctx(), dec, now)
-            continue
-        if isinstance(dec, EndReservation):
-            if reservations.end(d.resv_ctx(), dec, now):
-                d.dirty = True
-            continue
-        if isinstance(dec, Reclaim):
-            if d.trees.reclaim(dec.parent):
-                d.dirty = True
-            continue
-        if isinstance(dec, Resume):
-            if d.trees.resumed(dec.parent, dec.implicit, now):
-                d.dirty = True
-            continue
-        if isinstance(dec, CancelSubtree):
-            if d.trees.cancel_subtree(dec, now):
-                d.dirty = True
-            continue
-        if isinstance(dec, HoldSubtree):
-            if d.trees.hold_subtree(dec):
-                d.dirty = True
-            continue
-        job = d.table.jobs.get(dec.job)
-        if job is None:
-            log.error("plan names unknown job %d", dec.job)
-            continue
-        if isinstance(dec, Cancel):
+            return False
+        case EndReservation():
+            return reservations.end(d.resv_ctx(), dec, now)
+        case Reclaim():
+            return d.trees.reclaim(dec.parent)
+        case Resume():
+            return d.trees.resumed(dec.parent, dec.implicit, now)
+        case CancelSubtree():
+            return d.trees.cancel_subtree(dec, now)
+        case HoldSubtree():
+            return d.trees.hold_subtree(dec)
+        case Cancel() | Start() | Preempt() | Kill() | StartTasks():
+            job = d.table.jobs.get(dec.job)
+            if job is None:
+                log.error("plan names unknown job %d", dec.job)
+                return False
+            return _on_job(d, job, dec, now)
+        case _:
+            assert_never(dec)
+
+
+def _on_job(d: Daemon, job: Rec, dec: Cancel | Start | Preempt | Kill | StartTasks, now: float) -> bool:
+    match dec:
+        case Cancel():
             if job.state is JobState.PENDING and job.shepherd is None:
                 d.end(job, JobState.CANCELLED, now, reason=dec.reason)
-        elif isinstance(dec, Start):
+            return False
+        case Start():
             start(d, job, dec, now)
-        elif isinstance(dec, Preempt):
-            if preempt(d.table, d.cfg, partial(_pause, d), d.terminate, job, now):
-                d.dirty = True
-        elif isinstance(dec, Kill):
-            if kill(d.table, d.terminate, d.cfg.kill_grace, job, dec.reason, now):
-                d.dirty = True
-        elif isinstance(dec, StartTasks):
+            return False
+        case Preempt():
+            return preempt(d.table, d.cfg, partial(_pause, d), d.terminate, job, now)
+        case Kill():
+            return kill(d.table, d.terminate, d.cfg.kill_grace, job, dec.reason, now)
+        case StartTasks():
             split.start_tasks(d, job, dec, now)
-    d.trees.decided()
+            return False
+        case _:
+            assert_never(dec)
 
 
 def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bisect import insort
 from heapq import heappush
+from typing import assert_never
 
 from gridsched.core import devices as coredev
 from gridsched.core.placement import claimed
@@ -17,6 +18,7 @@ from gridsched.core.types import (
     HoldSubtree,
     Kill,
     Plan,
+    Preempt,
     Reclaim,
     Resume,
     Resv,
@@ -37,33 +39,36 @@ def apply(r: Replay, plan: Plan, now: float) -> bool:
     again = False
     n = r.n
     for d in plan.decisions:
-        if isinstance(d, Start):  # the common decision first
+        if type(d) is Start:  # the common decision first
             start(r, d, now)
             started.append(d.job)
             continue
         r.smallest = None  # the queue changes in other ways than by starts
-        if isinstance(d, EndReservation):  # its resources return; the core passes again
-            end_reservation(r, d)
-            again = True
-            continue
-        if isinstance(d, Activate):  # isinstance: the type checker narrows d below
-            if activate(r, d, now):
-                started.append(d.resv)
-            continue
-        if isinstance(d, Cancel) and r.gated and 0 <= d.job < n and r.state[d.job] == PENDING:
-            cancel(r, d.job)
-            again = True  # a job waiting for it may be eligible now: pass again
-            continue
-        if isinstance(d, (Cancel, Reclaim, Resume, CancelSubtree, HoldSubtree)):
-            raise SimulationError(f"policy decided {d}, which a trace has no part for")
-        if type(d) is StartTasks:
-            start_tasks(r, d, now)
-            continue
-        if type(d) is Kill:  # it overran the estimate it was backfilled on: it ends now, as timed out
-            kill(r, d.job, now)
-        else:
-            preempt(r, d.job, now)
-        again = True
+        match d:  # every kind of decision (assert_never: a new kind is a type error until handled)
+            case Start():
+                start(r, d, now)
+                started.append(d.job)
+            case EndReservation():  # its resources return; the core passes again
+                end_reservation(r, d)
+                again = True
+            case Activate():
+                if activate(r, d, now):
+                    started.append(d.resv)
+            case Cancel() if r.gated and 0 <= d.job < n and r.state[d.job] == PENDING:
+                cancel(r, d.job)
+                again = True  # a job waiting for it may be eligible now: pass again
+            case Cancel() | Reclaim() | Resume() | CancelSubtree() | HoldSubtree():
+                raise SimulationError(f"policy decided {d}, which a trace has no part for")
+            case StartTasks():
+                start_tasks(r, d, now)
+            case Kill():  # it overran the estimate it was backfilled on: it ends now, as timed out
+                kill(r, d.job, now)
+                again = True
+            case Preempt():
+                preempt(r, d.job, now)
+                again = True
+            case _:
+                assert_never(d)
     pending, state = r.pending, r.state
     for i in started:  # pending stays sorted by job id (= submit order)
         if i >= n:  # a flexible reservation's entry
