@@ -386,6 +386,7 @@ FREED_OF_DAEMON = {
     "gridsched.daemon.mail",
     "gridsched.daemon.reasons",
     "gridsched.daemon.reservations",
+    "gridsched.daemon.split",
     "gridsched.daemon.outcome",
     "gridsched.daemon.tree",
 }

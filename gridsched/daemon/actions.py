@@ -44,7 +44,7 @@ class DaemonActions:
         arrays.resume(self._d.arrays_ctx(), job, job.user)
 
     def take_in_split(self, job: rq.JobSpec, state: JobState, reason: str) -> None:
-        split.take_in(self._d, job, state, reason)
+        split.take_in(self._d.split_ctx(), job, state, reason)
 
     def hold_rest(self, rest: arrays.Rest, which: Indices | None, reason: str) -> bool:
         return arrays.hold(self._d.arrays_ctx(), rest, which, reason)

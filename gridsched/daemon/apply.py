@@ -208,8 +208,7 @@ def _on_job(d: Daemon, job: Rec, dec: Cancel | Start | Preempt | Kill | StartTas
         case Kill():
             return kill(d.table, d.terminate, d.cfg.kill_grace, job, dec.reason, now)
         case StartTasks():
-            split.start_tasks(d, job, dec, now)
-            return False
+            return split.start_tasks(d.split_ctx(), job, dec, now)
         case _:
             assert_never(dec)
 

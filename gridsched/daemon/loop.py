@@ -626,6 +626,19 @@ class Daemon:
             self.table, self.db, self.spool, self.rests, self.machine.ncores, self.take_in, self.new_ids, self.unclaim
         )
 
+    def split_ctx(self) -> split.Ctx:
+        """What the work on splittable jobs sees of the daemon (:class:`gridsched.daemon.split.Ctx`)."""
+        return split.Ctx(
+            self.table,
+            self.db,
+            self.spool,
+            self.machine.devices,
+            self.take_in,
+            lambda rec, dec, now: apply.start(self, rec, dec, now),
+            self.end,
+            self.new_ids,
+        )
+
     def resv_ctx(self) -> reservations.Ctx:
         """What the reservations' work sees of the daemon (:class:`gridsched.daemon.reservations.Ctx`)."""
         return reservations.Ctx(
@@ -738,7 +751,7 @@ class Daemon:
             self.dirty = True
         self.mail.ended(self.cfg, self.table, self.db, rec, state, code, signal_, reason, self.rests)
         if rec.split_of is not None:
-            split.piece_ended(self, rec, end)
+            split.piece_ended(self.split_ctx(), rec, end)
 
     # -- forecast -------------------------------------------------------------------------------------
     def forecast(self) -> None:

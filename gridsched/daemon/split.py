@@ -39,7 +39,8 @@ import logging
 import math
 import shlex
 import sys
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gridsched.core.types import SplitInfo, Start, StartTasks
@@ -51,9 +52,10 @@ if TYPE_CHECKING:
 
     from gridsched.core.devices import DeviceAsk
     from gridsched.core.topology import Device
-    from gridsched.daemon.loop import Daemon
-    from gridsched.daemon.table import Rec
+    from gridsched.daemon.table import JobTable, Rec
     from gridsched.protocol.requests import JobSpec, Split
+    from gridsched.protocol.spool import Spool
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -103,52 +105,67 @@ def check(job: JobSpec, max_size: int) -> str | None:
     return None
 
 
-def take_in(d: Daemon, job: JobSpec, state: JobState, reason: str) -> None:
+@dataclass(frozen=True)
+class Ctx:
+    """What the work on splittable jobs sees of the daemon: the job table, the state db, the spool, the
+    machine's devices, and how a job is taken in, started and ended and ids are claimed."""
+
+    table: JobTable
+    db: StateDB
+    spool: Spool
+    devices: tuple[Device, ...]
+    take_in: Callable[[JobSpec, str, JobState, str, dict[str, Any] | None], Rec | None]
+    start: Callable[[Rec, Start, float], None]
+    end: Callable[..., None]  # end a job: (rec, state, when, code=..., reason=...)
+    new_ids: Callable[[int], list[int]]
+
+
+def take_in(ctx: Ctx, job: JobSpec, state: JobState, reason: str) -> None:
     """Take in a checked splittable job: its stub, the user's script, every sub-task left."""
     sp = job.split
     assert sp is not None
     ncpus = job.ncpus
     if sp.devices:  # one wave: as many sub-tasks as the cores and the devices hold at once
-        k = min(ncpus // sp.ncpus, device_wave(sp.devices, d.machine.devices), sp.n)
+        k = min(ncpus // sp.ncpus, device_wave(sp.devices, ctx.devices), sp.n)
         ncpus = max(1, k) * sp.ncpus
     # the sizes of its sub-tasks stay in the job table; their arguments are the owner's (private)
     args = [list(t.args) for t in sp.tasks] if sp.tasks else None
     job = job._replace(ncpus=ncpus, split=sp._replace(left=tuple(range(sp.n))), split_args=args)
-    d.take_in(job, job.user, state, reason, {"script": STUB, "task-script": job.script})
+    ctx.take_in(job, job.user, state, reason, {"script": STUB, "task-script": job.script})
 
 
-def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
+def start_tasks(ctx: Ctx, rec: Rec, st: StartTasks, now: float) -> bool:
     """Carry out a ``StartTasks`` decision: a new piece job for the sub-tasks, started now; the parent keeps
-    the rest."""
+    the rest.  Whether it changed what a scheduling pass sees."""
     sp = rec.split
     if sp is None or rec.state is not JobState.PENDING:
         log.error("plan splits job %d, which is not a pending splittable job", rec.id)
-        return
+        return False
     taken = set(st.tasks)
     if not taken <= set(sp.left or ()) or len(taken) != len(st.tasks):
         log.error("plan takes sub-tasks %s of job %d, not all of them left", list(st.tasks), rec.id)
-        return
-    spec = d.table.spec(rec.id)
+        return False
+    spec = ctx.table.spec(rec.id)
     c = sp.ncpus
     widths = list(st.widths) or [c] * len(st.chains)
     if len(widths) != len(st.chains):
         log.error("plan splits job %d with %d chains but %d widths", rec.id, len(st.chains), len(widths))
-        return
+        return False
     if st.devices and (len(st.devices) != len(st.chains) or st.widths or len(st.cores) < c * len(st.chains)):
         log.error("plan splits job %d with devices that do not match its chains", rec.id)
-        return
+        return False
     if st.devices:  # each chain a piece of its own, with its own devices
         taken = set()
         for i, ch in enumerate(st.chains):
             n = len(ch) * float(sp.task_time)
             one = StartTasks(st.job, ch, st.cores[i * c : (i + 1) * c], (ch,), min(st.end, now + n))
-            if not _piece(d, rec, spec, one, [c], now, st.devices[i]):
+            if not _piece(ctx, rec, spec, one, [c], now, st.devices[i]):
                 break
             taken.update(ch)
         if not taken:
-            return
-    elif not _piece(d, rec, spec, st, widths, now, ()):
-        return
+            return False
+    elif not _piece(ctx, rec, spec, st, widths, now, ()):
+        return False
     rec.split = sp = sp._replace(left=tuple(i for i in sp.left or () if i not in taken))
     rec.spec = rec.job._replace(split=sp)
     rec.ncpus = min(rec.ncpus, _wave(sp)) or rec.ncpus
@@ -156,20 +173,20 @@ def start_tasks(d: Daemon, rec: Rec, st: StartTasks, now: float) -> None:
         rec.dev_asks = wave_asks(sp, rec.ncpus)
         from gridsched.core.devices import slots
 
-        rec.dev_slots = slots(rec.dev_asks, d.machine.devices)
+        rec.dev_slots = slots(rec.dev_asks, ctx.devices)
     rec._waiting = None
-    d.table.begin()
-    d.db.update(rec.id, spec=rec.job.stored()[0], ncpus=rec.ncpus)
+    ctx.table.begin()
+    ctx.db.update(rec.id, spec=rec.job.stored()[0], ncpus=rec.ncpus)
     if not sp.left:
-        d.table.dequeue(rec)
+        ctx.table.dequeue(rec)
         rec.reason = "every sub-task runs in pieces"
-        d.table.save(rec, reason=rec.reason)
-    d.dirty = True
-    d.table.forecast_dirty = True
+        ctx.table.save(rec, reason=rec.reason)
+    ctx.table.forecast_dirty = True
+    return True  # what a scheduling pass sees changed
 
 
 def _piece(
-    d: Daemon,
+    ctx: Ctx,
     rec: Rec,
     spec: JobSpec,
     st: StartTasks,
@@ -182,7 +199,7 @@ def _piece(
     sp = rec.split
     assert sp is not None
     c = sp.ncpus
-    pid = d.new_ids(1)[0]
+    pid = ctx.new_ids(1)[0]
     task: dict[str, Any] = {"n": sp.n, "ncpus": c, "task_time": sp.task_time}
     if sp.retries:
         task["retries"] = sp.retries
@@ -208,15 +225,13 @@ def _piece(
         stderr=f"{spec.stderr}.{pid}",
         devices=sp.devices if devices else spec.devices,  # one chain: one sub-task's devices
     )
-    pdir = d.spool.job_dir(rec.id)
-    prec = d.take_in(
+    pdir = ctx.spool.job_dir(rec.id)
+    prec = ctx.take_in(
         piece, rec.user, JobState.PENDING, "", {"script": pdir / "script", "task-script": pdir / "task-script"}
     )
     if prec is None:
         return False
-    from gridsched.daemon.apply import start
-
-    start(d, prec, Start(pid, st.cores, True, None, devices), now)
+    ctx.start(prec, Start(pid, st.cores, True, None, devices), now)
     log.info(
         "job %d: sub-tasks %s taken out as job %d on cores %s%s",
         rec.id,
@@ -241,18 +256,18 @@ def pieces_of(jobs: Mapping[int, Rec], ids: list[int]) -> list[int]:
     return sorted(r.id for r in jobs.values() if r.split_of in want)
 
 
-def piece_ended(d: Daemon, piece: Rec, end: float) -> None:
+def piece_ended(ctx: Ctx, piece: Rec, end: float) -> None:
     """A piece has ended: its parent ends too if it has nothing left and this was its last live piece."""
-    parent = d.table.jobs.get(piece.split_of) if piece.split_of is not None else None
+    parent = ctx.table.jobs.get(piece.split_of) if piece.split_of is not None else None
     if parent is None or parent.split is None or parent.split.left:
         return
-    if any(r.split_of == parent.id for r in d.table.jobs.values()):
+    if any(r.split_of == parent.id for r in ctx.table.jobs.values()):
         return
-    states = [r["state"] for r in d.db.by_spec("split_of", parent.id)]
+    states = [r["state"] for r in ctx.db.by_spec("split_of", parent.id)]
     bad = [s for s in states if s != JobState.COMPLETED.value]
-    d.table.dequeue(parent)
+    ctx.table.dequeue(parent)
     if parent.state is JobState.PENDING or parent.state is JobState.HELD:
         if bad:
-            d.end(parent, JobState.FAILED, end, reason=f"{len(bad)} of its {len(states)} pieces did not complete")
+            ctx.end(parent, JobState.FAILED, end, reason=f"{len(bad)} of its {len(states)} pieces did not complete")
         else:
-            d.end(parent, JobState.COMPLETED, end, code=0)
+            ctx.end(parent, JobState.COMPLETED, end, code=0)
