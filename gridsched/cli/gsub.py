@@ -413,6 +413,8 @@ def _extra(
             out["mail_user"] = list(p["mail_user"])
         if p["get_user_env"] is not None:
             out["get_user_env"] = p["get_user_env"].text()
+        if p.get("_dialect"):
+            out["dialect"] = p["_dialect"]
         if p["nice"]:
             out["nice"] = p["nice"]
         if p["priority"] is not None:

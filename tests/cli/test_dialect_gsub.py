@@ -1,0 +1,21 @@
+"""gsub records whose directives a script has (the spec's dialect), which chooses the job's environment."""
+
+from __future__ import annotations
+
+import pytest
+
+from gridsched.cli import gsub
+from gridsched.protocol.jobspec import JobSpec
+
+
+@pytest.mark.parametrize(
+    "header, dialect",
+    [("#SBATCH -n 2", "slurm"), ("#PBS -l ncpus=2", "pbs"), ("#$ -pe smp 2", "sge"), ("#GS -n 2", None), ("", None)],
+)
+def test_gsub_records_the_dialect(env, run, submits, header, dialect):
+    (env / "job.sh").write_text(f"#!/bin/sh\n{header}\ntrue\n")
+    r = run(gsub.cli, ["job.sh"])
+    assert r.exit_code == 0, r.output
+    [spec] = submits()
+    assert spec.get("dialect") == dialect
+    assert JobSpec.from_spec(spec).dialect == dialect
