@@ -106,7 +106,8 @@ class Private:
     nodefile: str  # the host once per core (PBS_NODEFILE)
     mpi_hosts: str  # the host once per MPI rank (jobenv.mpi_ranks)
     pe_hostfile: str  # Grid Engine's "host slots queue processors"
-    bin: str  # srun (and mpirun, mpiexec without an MPI of the machine's)
+    bin: str  # srun (and mpirun, mpiexec without an MPI of the machine's), sbatch, scontrol, qsub, ...
+    bash_env: str = ""  # BASH_ENV: bin first on PATH again after a login shell's profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,6 +314,8 @@ def job_environment(
         env.pop(k, None)
     env.update(gs)
     env.update(gs_env(job, private, own_path(env.get("PATH", ""))))
+    if private is not None and private.bash_env and "BASH_ENV" not in env:
+        env["BASH_ENV"] = private.bash_env  # a job that has its own keeps it (it then puts bin/ back itself)
     if private is not None and mpi:
         env.update(mpi_env(private))
     if compat:
