@@ -38,7 +38,8 @@ SLURM_NAMES = (
     "SLURM_CLUSTER_NAME SLURM_JOB_PARTITION SLURM_CPUS_PER_TASK SLURM_NTASKS SLURM_NPROCS SLURM_NTASKS_PER_NODE "
     "SLURM_TASKS_PER_NODE SLURM_NNODES SLURM_JOB_NUM_NODES SLURM_JOB_NODELIST SLURM_NODELIST SLURMD_NODENAME "
     "SLURM_CPUS_ON_NODE SLURM_JOB_CPUS_PER_NODE SLURM_MEM_PER_NODE SLURM_MEM_PER_CPU SLURM_RESTART_COUNT "
-    "SLURM_NODEID SLURM_PROCID SLURM_LOCALID SLURM_STEP_ID SLURM_STEPID SLURM_JOB_GID SLURM_GPUS"
+    "SLURM_NODEID SLURM_PROCID SLURM_LOCALID SLURM_STEP_ID SLURM_STEPID SLURM_JOB_GID SLURM_GPUS "
+    "SLURM_GPUS_PER_TASK SLURM_JOB_ACCOUNT"
 ).split()
 PBS_NAMES = (
     "PBS_JOBID PBS_JOBNAME PBS_O_WORKDIR PBS_O_HOST PBS_O_HOME PBS_O_PATH PBS_O_LOGNAME PBS_O_SHELL PBS_O_LANG "
@@ -130,6 +131,8 @@ class Job:
     host: str = "localhost"
     gid: int = -1
     dialect: str | None = None  # whose directives the script has (JobSpec.dialect)
+    mem_per_cpu: int | None = None  # bytes, as asked (--mem-per-cpu)
+    gpus_per_task: int | None = None  # as asked (--gpus-per-task)
 
 
 def tasks(ncpus: int, ntasks: int | None, cpus_per_task: int | None) -> tuple[int, int]:
@@ -244,7 +247,9 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
     }
     if job.cpus_per_task is not None or job.ntasks is None:
         env["SLURM_CPUS_PER_TASK"] = str(c)  # Slurm sets it only when -c was given (gsub -n N is -c N)
-    if job.mem is not None:
+    if job.mem_per_cpu is not None:
+        env["SLURM_MEM_PER_CPU"] = str(max(1, job.mem_per_cpu >> 20))  # MiB, as --mem-per-cpu (and no _PER_NODE)
+    elif job.mem is not None:
         env["SLURM_MEM_PER_NODE"] = str(max(1, job.mem >> 20))  # MiB, as --mem
     for var in ("HOME", "PATH", "SHELL", "LANG", "MAIL"):
         if var in senv:
@@ -257,6 +262,8 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         # a PBS Pro subjob is ID[INDEX].server, its array ID[].server; Grid Engine's tasks share the array's id
         aid = str(job.array_id)
         env.update(PBS_JOBID=f"{aid}[{job.array_index}].{h}", PBS_ARRAY_ID=f"{aid}[].{h}", JOB_ID=aid)
+    if job.gpus_per_task is not None:
+        env["SLURM_GPUS_PER_TASK"] = str(job.gpus_per_task)
     if job.dialect == "slurm":
         slurm_as_asked(env, job)
     return of_dialect(env, job.dialect)
@@ -363,6 +370,8 @@ def job_of(spec: JobSpec, start: Start) -> Job:
         host=start.host,
         gid=spec.gid,
         dialect=spec.dialect,
+        mem_per_cpu=spec.mem_per_cpu,
+        gpus_per_task=spec.gpus_per_task,
     )
 
 

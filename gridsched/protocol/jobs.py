@@ -138,6 +138,9 @@ SPEC_OPTIONAL_KEYS = {
     "shell of a PBS or SGE script; absent: /bin/sh)",
     "dialect": "str: whose directives the script was read from: 'slurm', 'pbs' or 'sge' (the job's environment "
     "and in-job commands are that system's; absent: gridsched's own, with every system's names)",
+    "mem_per_cpu": "int: bytes per core, when the job asked its memory so (gsub --mem-per-cpu); mem is the total "
+    "(SLURM_MEM_PER_CPU)",
+    "gpus_per_task": "int: GPUs per task, when the job asked so (gsub --gpus-per-task; SLURM_GPUS_PER_TASK)",
     "open_mode": "str: 'append': output files are appended to, never truncated (gsub --open-mode)",
     "begin": "float: not before this time, seconds since the epoch (gsub --begin, #SBATCH --begin)",
     "array": "str: a submitted array's range (gsub --array, canonical form of gridsched.protocol.arrays); the daemon "

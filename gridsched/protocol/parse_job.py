@@ -177,6 +177,8 @@ def job_spec(f: Fields, new_id: int, sender: Sender) -> JobSpec:
         get_user_env=_user_env_field(f),
         interactive=f.flag("interactive", required=False),
         dialect=_dialect(f),
+        mem_per_cpu=f.integer("mem_per_cpu", 1, 1 << 60, required=False),
+        gpus_per_task=f.integer("gpus_per_task", 1, MAX_COUNT, required=False),
     )
     _check_priority(spec, sender)
     _check_tasks(spec)

@@ -19,3 +19,11 @@ def test_gsub_records_the_dialect(env, run, submits, header, dialect):
     [spec] = submits()
     assert spec.get("dialect") == dialect
     assert JobSpec.from_spec(spec).dialect == dialect
+
+
+def test_gsub_records_memory_per_core_and_gpus_per_task(env, run, submits):
+    (env / "job.sh").write_text("#!/bin/sh\n#SBATCH -n 2 --mem-per-cpu=100M\ntrue\n")
+    assert run(gsub.cli, ["job.sh"]).exit_code == 0
+    [spec] = submits()
+    assert (spec["mem_per_cpu"], spec["mem"], spec.get("gpus_per_task")) == (100 << 20, 200 << 20, None)
+    assert JobSpec.from_spec(spec).mem_per_cpu == 100 << 20

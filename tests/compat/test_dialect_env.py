@@ -78,3 +78,12 @@ def test_visible_config_key(tmp_path):
         assert "devices.visible" in str(e)
     else:
         raise AssertionError("visible = 'serial' was taken")
+
+
+def test_memory_per_core_and_gpus_per_task_as_asked():
+    """--mem-per-cpu=100M: SLURM_MEM_PER_CPU=100 and no SLURM_MEM_PER_NODE; --gpus-per-task=1: its count."""
+    per = env_of(replace(JOB, dialect="slurm", mem=400 << 20, mem_per_cpu=100 << 20, ntasks=1, gpus_per_task=1))
+    assert (per["SLURM_MEM_PER_CPU"], per["SLURM_GPUS_PER_TASK"]) == ("100", "1") and "SLURM_MEM_PER_NODE" not in per
+    whole = env_of(replace(JOB, dialect="slurm", mem=200 << 20))
+    assert whole["SLURM_MEM_PER_NODE"] == "200" and "SLURM_MEM_PER_CPU" not in whole
+    assert "SLURM_GPUS_PER_TASK" not in whole
