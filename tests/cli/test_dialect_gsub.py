@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from gridsched.cli import gsub
+from gridsched.protocol import requests as rq
 from gridsched.protocol.jobspec import JobSpec
+from tests.fuzz.test_requests import valid_job
 
 
 @pytest.mark.parametrize(
@@ -27,3 +31,21 @@ def test_gsub_records_memory_per_core_and_gpus_per_task(env, run, submits):
     [spec] = submits()
     assert (spec["mem_per_cpu"], spec["mem"], spec.get("gpus_per_task")) == (100 << 20, 200 << 20, None)
     assert JobSpec.from_spec(spec).mem_per_cpu == 100 << 20
+
+
+@pytest.mark.parametrize(
+    "fields, why",
+    [
+        ({"dialect": "lsf"}, "'dialect' must be one of slurm, pbs, sge"),
+        ({"mem_per_cpu": 0}, "mem_per_cpu"),
+        ({"gpus_per_task": -1}, "gpus_per_task"),
+    ],
+)
+def test_the_boundary_checks_the_dialect_and_per_task_counts(fields, why):
+    sender = rq.Sender(os.getuid(), "me", frozenset({os.getgid()}), False)
+    with pytest.raises(rq.Refused, match=why):
+        rq.parse({"type": "submit", "job": {**valid_job(5), **fields}}, rq.id_name(5), sender)
+    ok = rq.parse(
+        {"type": "submit", "job": {**valid_job(5), "dialect": "sge", "mem_per_cpu": 1 << 20}}, rq.id_name(5), sender
+    )
+    assert ok.job.dialect == "sge" and ok.job.mem_per_cpu == 1 << 20  # type: ignore[union-attr]
