@@ -275,7 +275,7 @@ SQUEUE_FIELDS: dict[str, Callable[[Any], str]] = {
     "C": lambda j: str(j.ncpus),
     "R": _reason,
     "N": lambda j: _host() if j.state == "RUNNING" else "",
-    "r": lambda j: j.reason or "None",
+    "r": lambda j: _reason(j).strip("()") if j.state != "RUNNING" else "None",
 }
 SQUEUE_HEADS = {
     "i": "JOBID",

@@ -176,7 +176,11 @@ def seen(jid: int, work: Path, text: str) -> dict[str, str]:
     return got
 
 
-def compare(ran: dict[str, tuple], output: str = "slurm-{id}.out") -> dict[str, dict[str, str]]:
+def compare(
+    ran: dict[str, tuple], output: str = "slurm-{id}.out", only_slurm: frozenset[str] = frozenset()
+) -> dict[str, dict[str, str]]:
+    """The two runs' views (files, end state, variables), asserted equal; ``only_slurm``: the names
+    docs/compat.md says gridsched does not set for this script."""
     views = {}
     for system, (jid, work, state, code) in ran.items():
         files = sorted(p.name.replace(str(jid), "ID") for p in work.iterdir() if p.suffix != ".sh")
@@ -186,7 +190,7 @@ def compare(ran: dict[str, tuple], output: str = "slurm-{id}.out") -> dict[str, 
     s, g = views["slurm"], views["gridsched"]
     assert g["state"] == s["state"]
     assert g["files"] == s["files"]
-    assert g["env"] == s["env"], {
+    assert g["env"] == {k: v for k, v in s["env"].items() if k not in only_slurm}, {
         "only Slurm": {k: v for k, v in s["env"].items() if k not in g["env"]},
         "only gridsched": {k: v for k, v in g["env"].items() if k not in s["env"]},
         "differ": {
@@ -204,10 +208,14 @@ def compare(ran: dict[str, tuple], output: str = "slurm-{id}.out") -> dict[str, 
         "#SBATCH -n 2 -c 3 --mem-per-cpu=100M",
         "#SBATCH -c 2 --mem=200M",
         "#SBATCH -n 4",
+        "#SBATCH -n 2 --ntasks-per-node=2 --mem=100M",
     ],
 )
 def test_the_environment_is_slurms(slurm, gs, tmp_path, header):
-    view = compare(both(slurm, gs, tmp_path, "job.sh", f"#!/bin/bash\n{header}\n{ENV_DUMP}"))
+    # gridsched keeps no count of tasks per node: SLURM_NTASKS_PER_NODE is Slurm's alone (docs/compat.md)
+    only = frozenset({"SLURM_NTASKS_PER_NODE"}) if "--ntasks-per-node" in header else frozenset()
+    view = compare(both(slurm, gs, tmp_path, "job.sh", f"#!/bin/bash\n{header}\n{ENV_DUMP}"), only_slurm=only)
+    assert only <= set(view["slurm"]["env"])
     assert "OMP_NUM_THREADS" not in view["gridsched"]["env"]
 
 
@@ -217,6 +225,14 @@ def test_gpus_are_indices(slurm, gs, tmp_path):
         pytest.skip(f"the local Slurm has {slurm.gpus} GRES GPUs, not 2 (start it with GS_SLURM_GPUS=2)")
     view = compare(both(slurm, gs, tmp_path, "g.sh", f"#!/bin/bash\n#SBATCH --gres=gpu:2\n{ENV_DUMP}"))
     assert view["gridsched"]["env"]["CUDA_VISIBLE_DEVICES"] == "0,1"
+
+
+@pytest.mark.daemon
+def test_gpus_per_task(slurm, gs, tmp_path):
+    if slurm.gpus < 2:
+        pytest.skip(f"the local Slurm has {slurm.gpus} GRES GPUs, not 2 (start it with GS_SLURM_GPUS=2)")
+    view = compare(both(slurm, gs, tmp_path, "t.sh", f"#!/bin/bash\n#SBATCH -n 2 --gpus-per-task=1\n{ENV_DUMP}"))
+    assert view["gridsched"]["env"]["SLURM_GPUS_PER_TASK"] == "1"
 
 
 @pytest.mark.daemon
@@ -261,3 +277,22 @@ def test_commands_files_and_exit_states(slurm, gs, tmp_path):
     assert view["gridsched"]["state"] == ("FAILED", 3)
     assert view["gridsched"]["env"]["SLURM_MASTER_ADDR"] == "HOST"
     assert view["gridsched"]["env"]["SLURM_TEST_SQUEUE"] == "R"
+
+
+@pytest.mark.daemon
+def test_login_shell_srun_and_sbatch_inside(slurm, gs, tmp_path):
+    """``#!/bin/bash -l`` (this host's /etc/profile sets PATH anew): srun still runs the tasks, and sbatch,
+    squeue and scancel work on a job submitted from inside, under both."""
+    text = (
+        "#!/bin/bash -l\n#SBATCH -n 2\n"
+        "echo \"SLURM_TEST_SRUN=$(srun hostname | sort | tr '\\n' ,)\"\n"
+        "said=$(sbatch --hold -J child --wrap true)\n"
+        'echo "SLURM_TEST_SBATCH=${said% *} N"\n'
+        "child=${said##* }\n"
+        "echo \"SLURM_TEST_CHILD=$(squeue -h -j $child -o '%j %t %r')\"\n"
+        'scancel $child && echo "SLURM_TEST_SCANCEL=$?"\n'
+    )
+    view = compare(both(slurm, gs, tmp_path, "l.sh", text))
+    env = view["gridsched"]["env"]
+    assert env["SLURM_TEST_SRUN"] == "HOST,HOST," and env["SLURM_TEST_SBATCH"] == "Submitted batch job N"
+    assert env["SLURM_TEST_CHILD"] == "child PD JobHeldUser" and env["SLURM_TEST_SCANCEL"] == "0"
