@@ -247,6 +247,14 @@ def clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def hms(seconds: float) -> str:
+    """scontrol's times: ``HH:MM:SS``, ``D-HH:MM:SS``."""
+    s = max(0, int(seconds))
+    d, s = divmod(s, 86400)
+    text = f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+    return f"{d}-{text}" if d else text
+
+
 def _used(j: Any) -> float:
     if j.start_time is None:
         return 0.0
@@ -408,7 +416,7 @@ def show_job(j: Any) -> str:
         f"UserId={name_of(pwd.getpwuid, uid)} GroupId={name_of(grp.getgrgid, gid)}",
         f"JobState={state} Reason={'JobHeldUser' if j.state == 'HELD' else j.reason or 'None'}",
         f"Requeue=1 Restarts={j.restarts} BatchFlag=1 ExitCode={exit_code}",
-        f"RunTime={clock(_used(j))} TimeLimit={clock(j.walltime)}",
+        f"RunTime={hms(_used(j))} TimeLimit={hms(j.walltime)}",
         f"SubmitTime={stamp(j.submit_time)} StartTime={stamp(j.start_time)} EndTime={stamp(j.end_time)}",
         f"Partition={PARTITION} NodeList={_host() if running else '(null)'}",
         f"NumNodes=1 NumCPUs={j.ncpus}",

@@ -31,6 +31,11 @@ def test_elapsed_times_in_slurms_form(secs, text):
     assert injob.clock(secs) == text
 
 
+@pytest.mark.parametrize("secs, text", [(0, "00:00:00"), (600, "00:10:00"), (90061, "1-01:01:01")])
+def test_scontrol_times(secs, text):
+    assert injob.hms(secs) == text
+
+
 def test_squeue_fields_and_widths():
     row = {"i": "12", "j": "train", "t": "R"}.__getitem__
     assert injob.squeue_line("%.5i %6j|%t", row) == "   12 train |R"

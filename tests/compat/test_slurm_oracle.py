@@ -153,8 +153,9 @@ def both(slurm: Slurm, gs: Gridsched, tmp_path: Path, name: str, text: str, *arg
     return out
 
 
-def seen(jid: int, work: Path, text: str) -> dict[str, str]:
-    """The variables a job printed, its id, host names and directory set apart."""
+def seen(jid: int, work: Path, text: str, array: bool = False) -> dict[str, str]:
+    """The variables a job printed, its id, host names and directory set apart (of an array task: ``jid``
+    is the array's id, and the task's own id is only checked to be a number)."""
     hosts = {socket.gethostname().split(".")[0], socket.gethostname(), "localhost"}
     got = {}
     for line in text.splitlines():
@@ -169,7 +170,9 @@ def seen(jid: int, work: Path, text: str) -> dict[str, str]:
             v = "PARTITION"
         v = v.replace(str(work), "DIR")
         if k in ("SLURM_JOB_ID", "SLURM_JOBID"):
-            v = v.replace(str(jid), "ID")
+            v = "ID" if array and v.isdigit() else v.replace(str(jid), "ID")
+        elif k == "SLURM_ARRAY_JOB_ID":
+            v = v.replace(str(jid), "AID")
         for h in hosts:
             v = re.sub(rf"(?<![\w.-]){re.escape(h)}(?![\w.-])", "HOST", v)
         got[k] = v
@@ -268,12 +271,20 @@ def test_commands_files_and_exit_states(slurm, gs, tmp_path):
     """scontrol show hostnames (the line of distributed-training scripts), an output file name with %x and
     %j, and a script that fails: FAILED with its exit code under both."""
     text = (
-        "#!/bin/bash\n#SBATCH -J named\n#SBATCH -o out-%x-%j.log\n"
+        "#!/bin/bash\n#SBATCH -J named\n#SBATCH -o out-%x-%j.log\n#SBATCH -t 10\n"
         'echo "SLURM_MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)"\n'
         'echo "SLURM_TEST_SQUEUE=$(squeue -h -j $SLURM_JOB_ID -o %t)"\n'
+        "scontrol show job $SLURM_JOB_ID > showjob.txt\n"
         "exit 3\n"
     )
-    view = compare(both(slurm, gs, tmp_path, "c.sh", text), output="out-named-{id}.log")
+    ran = both(slurm, gs, tmp_path, "c.sh", text)
+    view = compare(ran, output="out-named-{id}.log")
+    shown = {}
+    for system, (_, work, _, _) in ran.items():
+        shown[system] = dict(w.split("=", 1) for w in (work / "showjob.txt").read_text().split() if "=" in w)
+    assert set(shown["gridsched"]) <= set(shown["slurm"]), set(shown["gridsched"]) - set(shown["slurm"])
+    same = ("JobName", "JobState", "Restarts", "BatchFlag", "ExitCode", "NumNodes", "NumCPUs", "TimeLimit")
+    assert {k: shown["gridsched"][k] for k in same} == {k: shown["slurm"][k] for k in same}
     assert view["gridsched"]["state"] == ("FAILED", 3)
     assert view["gridsched"]["env"]["SLURM_MASTER_ADDR"] == "HOST"
     assert view["gridsched"]["env"]["SLURM_TEST_SQUEUE"] == "R"
@@ -296,3 +307,29 @@ def test_login_shell_srun_and_sbatch_inside(slurm, gs, tmp_path):
     env = view["gridsched"]["env"]
     assert env["SLURM_TEST_SRUN"] == "HOST,HOST," and env["SLURM_TEST_SBATCH"] == "Submitted batch job N"
     assert env["SLURM_TEST_CHILD"] == "child PD JobHeldUser" and env["SLURM_TEST_SCANCEL"] == "0"
+
+
+@pytest.mark.daemon
+def test_array_tasks(slurm, gs, tmp_path):
+    """--array=1-5:2: each task's variables and its output file slurm-ARRAYID_INDEX.out."""
+    text = f"#!/bin/bash\n#SBATCH --array=1-5:2\n{ENV_DUMP}"
+    views = {}
+    for system in ("slurm", "gridsched"):
+        work = tmp_path / system
+        work.mkdir()
+        (work / "a.sh").write_text(text)
+        if system == "slurm":
+            aid = slurm.sbatch(work, "a.sh")
+        else:
+            aid = gsub(gs, work, "a.sh")
+
+        def done(work: Path = work, aid: int = aid) -> bool:
+            files = [work / f"slurm-{aid}_{i}.out" for i in (1, 3, 5)]
+            return all(f.exists() and "SLURM_ARRAY_TASK_ID" in f.read_text() for f in files)
+
+        wait_for(done, 90, f"the {system} array's three tasks to write their output")
+        files = sorted(p.name.replace(str(aid), "AID") for p in work.iterdir() if p.suffix != ".sh")
+        envs = {i: seen(aid, work, (work / f"slurm-{aid}_{i}.out").read_text(), array=True) for i in (1, 3, 5)}
+        views[system] = (files, envs)
+    assert views["gridsched"] == views["slurm"]
+    assert views["gridsched"][1][3]["SLURM_ARRAY_TASK_STEP"] == "2"
