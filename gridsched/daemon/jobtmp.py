@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import pwd
 import secrets
+import shlex
 import shutil
 import stat
 import sys
@@ -133,7 +134,7 @@ def create(base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, nt
 
 # Read by every non-interactive bash of the job (BASH_ENV), after a login shell's /etc/profile: the job's
 # bin/ first on PATH again when the profile dropped it.
-BASH_ENV = 'case ":$PATH:" in *":{bin}:"*) ;; *) PATH="{bin}:$PATH" ;; esac\n'
+BASH_ENV = 'case ":$PATH:" in *:{bin}:*) ;; *) PATH={bin}:"$PATH" ;; esac\n'
 
 
 def _fill(pfd: int, host: str, ncpus: int, ntasks: int, bin_dir: str) -> None:
@@ -142,7 +143,7 @@ def _fill(pfd: int, host: str, ncpus: int, ntasks: int, bin_dir: str) -> None:
     _write(pfd, "nodefile", f"{host}\n" * ncpus, 0o644)
     _write(pfd, "mpi_hosts", f"{host}\n" * ntasks, 0o644)
     _write(pfd, "pe_hostfile", f"{host} {ncpus} {SGE_QUEUE}@{host} UNDEFINED\n", 0o644)
-    _write(pfd, "bash_env", BASH_ENV.format(bin=bin_dir.replace("'", "")), 0o644)
+    _write(pfd, "bash_env", BASH_ENV.format(bin=shlex.quote(bin_dir)), 0o644)
     launcher = LAUNCHER.format(python=sys.executable, code=CODE, module="gridsched.job.launcher")
     commands = LAUNCHER.format(python=sys.executable, code=CODE, module="gridsched.cli.injob")
     for name in BIN_NAMES:

@@ -117,3 +117,24 @@ def test_a_jobs_own_bash_env_is_kept(make_gs, tmp_path):
 
 
 assert config  # the daemon's configuration of these tests is test_jobenv's
+
+
+def test_grid_engine_script_uses_its_qsub_and_qstat(make_gs, tmp_path):
+    """In a #$ job, qsub reads Grid Engine's options (-terse, -N, -h) and qstat shows Grid Engine's states."""
+    gs, _ = make(make_gs, tmp_path)
+    (gs.work / "kid.sh").write_text("#!/bin/sh\nsleep 30\n")
+    script = gs.work / "g.sh"
+    script.write_text(
+        "#!/bin/sh\n#$ -N ge\n#$ -cwd\n"
+        "id=$(qsub -terse -h -N kid kid.sh) || exit 3\n"
+        'echo "$id" > qsub.out\n'
+        "qstat > qstat.out\n"
+        'qdel "$id" || exit 4\n'
+    )
+    jid = gs.gsub(str(script))
+    gs.wait_state(jid, "COMPLETED")
+    kid = int((gs.work / "qsub.out").read_text().strip())
+    rows = [ln.split() for ln in (gs.work / "qstat.out").read_text().splitlines()[2:]]
+    assert [kid, "kid", "hqw"] in [[int(r[0]), r[1], r[3]] for r in rows]
+    assert [jid, "ge", "r"] in [[int(r[0]), r[1], r[3]] for r in rows]
+    assert gs.job(kid)["state"] == "CANCELLED"
