@@ -321,6 +321,9 @@ def job_environment(
         env.pop(k, None)
     env.update(gs)
     env.update(gs_env(job, private, own_path(env.get("PATH", ""))))
+    head, tail = os.path.split(env.get("BASH_ENV", ""))
+    if tail == "bash_env" and os.path.basename(head).startswith(PRIVATE_PREFIX):
+        del env["BASH_ENV"]  # another job's (a job submitted from inside a job): it names that job's bin/
     if private is not None and private.bash_env and "BASH_ENV" not in env:
         env["BASH_ENV"] = private.bash_env  # a job that has its own keeps it (it then puts bin/ back itself)
     if private is not None and mpi:

@@ -87,3 +87,13 @@ def test_memory_per_core_and_gpus_per_task_as_asked():
     whole = env_of(replace(JOB, dialect="slurm", mem=200 << 20))
     assert whole["SLURM_MEM_PER_NODE"] == "200" and "SLURM_MEM_PER_CPU" not in whole
     assert "SLURM_GPUS_PER_TASK" not in whole
+
+
+def test_bash_env_is_the_jobs_own():
+    """A job submitted from inside a job does not keep its parent's BASH_ENV (it names the parent's bin/);
+    a BASH_ENV of the user's own is kept, and gridsched sets none over it."""
+    parent = {**JOB.submit_env, "BASH_ENV": "/t/gridsched.3.abc/bash_env"}
+    env = env_of(replace(JOB, submit_env=parent))
+    assert env["BASH_ENV"] == "/t/gridsched.17.x/bash_env"
+    mine = env_of(replace(JOB, submit_env={**JOB.submit_env, "BASH_ENV": "/home/ann/.bashenv"}))
+    assert mine["BASH_ENV"] == "/home/ann/.bashenv"
