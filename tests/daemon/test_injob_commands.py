@@ -29,6 +29,9 @@ def test_slurm_script_uses_sbatch_scontrol_squeue_scancel(make_gs, tmp_path):
         "  squeue -h -o '%i %t %j' -j $SLURM_JOB_ID,$next\n"
         "  scontrol show job $SLURM_JOB_ID | head -n 3\n"
         "  scancel $next || exit 4\n"
+        "  fed=$(printf '#!/bin/sh\\n#SBATCH -J fed\\ntrue\\n' | sbatch --hold) || exit 5\n"
+        '  echo "fed=${fed##* }"\n'
+        "  scancel ${fed##* } || exit 6\n"
         "fi\n"
     )
     jid = gs.gsub(str(script))
@@ -41,6 +44,8 @@ def test_slurm_script_uses_sbatch_scontrol_squeue_scancel(make_gs, tmp_path):
     assert f"JobId={jid} JobName=chain" in out and "JobState=RUNNING" in out
     assert gs.job(nxt)["state"] == "CANCELLED"
     assert gs.job(nxt)["name"] == "follower"
+    fed = int(lines[-1].removeprefix("fed="))  # a script on sbatch's standard input
+    assert (gs.job(fed)["name"], gs.job(fed)["state"]) == ("fed", "CANCELLED")
 
 
 def test_sbatch_and_qsub_refuse_what_they_do_not_know(make_gs, tmp_path):
