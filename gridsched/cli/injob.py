@@ -126,14 +126,15 @@ def gsub_tokens(prog: str, prefix: str, opts: list[list[str]]) -> list[str]:
     return [tok for _, toks in tr.settings for tok in toks]
 
 
-def gsub(args: list[str]) -> tuple[int, str]:
-    """Run gsub with ``args`` in this process: its exit status and what it printed (its errors go to
-    standard error)."""
+def gsub(args: list[str], stdin: str | None = None) -> tuple[int, str]:
+    """Run gsub with ``args`` in this process (``stdin``: the script it reads on its standard input): its
+    exit status and what it printed (its errors go to standard error)."""
     from gridsched.cli import gsub as gsub_cli
 
     out = io.StringIO()
     code: Any = 0
-    with contextlib.redirect_stdout(out):
+    feed = io.TextIOWrapper(io.BytesIO(stdin.encode())) if stdin is not None else sys.stdin
+    with contextlib.redirect_stdout(out), _stdin(feed):
         try:
             gsub_cli.cli.main(args=args, prog_name=gsub_cli.PROG)
         except SystemExit as e:
@@ -141,16 +142,35 @@ def gsub(args: list[str]) -> tuple[int, str]:
     return (code if isinstance(code, int) else 1), out.getvalue()
 
 
+@contextlib.contextmanager
+def _stdin(stream: Any) -> Any:
+    saved, sys.stdin = sys.stdin, stream
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
+def wrapped(command: str, opts: list[list[str]]) -> str:
+    """The script ``sbatch --wrap`` makes of ``command``, with the options as ``#SBATCH`` lines: a Slurm
+    script, so its job is named ``wrap`` (unless ``-J`` says otherwise), writes ``slurm-%j.out`` and
+    sees Slurm's environment, as under sbatch."""
+    lines = ["#!/bin/sh", "#SBATCH --job-name=wrap", *(f"#SBATCH {shlex.join(o)}" for o in opts)]
+    return "\n".join([*lines, "# This script was created by sbatch --wrap.", "", command, ""])
+
+
 def sbatch(args: list[str]) -> int:
     """``sbatch [OPTIONS] [SCRIPT [ARGS...]]`` (standard input without SCRIPT); ``--wrap CMD``, ``--parsable``."""
     opts, rest = split_options(args, "#SBATCH", ("--parsable", "--wrap"))
     own = [o for o in opts if o[0].split("=", 1)[0] in ("--parsable", "--wrap")]
     parsable = any(o[0] == "--parsable" for o in own)
-    wrap = [w for o in own if o[0].startswith("--wrap") for w in (["--wrap", o[1]] if len(o) > 1 else [o[0]])]
+    wrap = [o[1] if len(o) > 1 else o[0].split("=", 1)[1] for o in own if o[0].startswith("--wrap")]
     if wrap and rest:
         raise Refused("--wrap takes no script")
-    tokens = gsub_tokens("sbatch", "#SBATCH", [o for o in opts if o not in own])
-    code, said = gsub([*tokens, *wrap, *rest])
+    if wrap:
+        code, said = gsub([], stdin=wrapped(wrap[-1], [o for o in opts if o not in own]))
+    else:
+        code, said = gsub([*gsub_tokens("sbatch", "#SBATCH", [o for o in opts if o not in own]), *rest])
     if code:
         return code
     jid = said.split()[0] if said.split() else ""

@@ -68,3 +68,15 @@ def test_unknown_commands_say_what_is_carried_out(capsys):
     assert injob.run("scontrol", ["show", "partition"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("scontrol: error: show partition: not carried out")
+
+
+def test_sbatch_wrap_makes_a_slurm_script():
+    """The options become #SBATCH lines after the default name, so that -J wins and gsub reads a Slurm
+    script (named wrap, slurm-%j.out, Slurm's environment)."""
+    text = injob.wrapped("echo 'a b'", [["-J", "x y"], ["-c", "2"]])
+    assert text.splitlines()[:4] == ["#!/bin/sh", "#SBATCH --job-name=wrap", "#SBATCH -J 'x y'", "#SBATCH -c 2"]
+    assert text.splitlines()[-1] == "echo 'a b'"
+    from gridsched.submission import compat
+
+    tr = compat.translate(text, "stdin")
+    assert tr.dialect == "slurm" and tr.params()["-N"] == "x y"

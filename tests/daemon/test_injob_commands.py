@@ -143,3 +143,23 @@ def test_grid_engine_script_uses_its_qsub_and_qstat(make_gs, tmp_path):
     assert [kid, "kid", "hqw"] in [[int(r[0]), r[1], r[3]] for r in rows]
     assert [jid, "ge", "r"] in [[int(r[0]), r[1], r[3]] for r in rows]
     assert gs.job(kid)["state"] == "CANCELLED"
+
+
+def test_sbatch_wrap_makes_a_slurm_job(make_gs, tmp_path):
+    """sbatch --wrap inside a job: a job named wrap (or -J), writing slurm-ID.out, with Slurm's
+    environment (no OMP_NUM_THREADS of gridsched's), as under sbatch."""
+    gs, _ = make(make_gs, tmp_path)
+    script = gs.work / "w.sh"
+    script.write_text(
+        "#!/bin/sh\n#SBATCH -J parent\n#SBATCH -o parent.out\n"
+        "cmd='echo \"name=$SLURM_JOB_NAME omp=${OMP_NUM_THREADS:-unset} pbs=${PBS_JOBID:-unset}\"'\n"
+        'sbatch --parsable --wrap "$cmd"\n'
+        'sbatch --parsable -J named --wrap "$cmd"\n'
+    )
+    jid = gs.gsub(str(script))
+    gs.wait_state(jid, "COMPLETED")
+    kids = [int(x) for x in (gs.work / "parent.out").read_text().split()]
+    for kid, name in zip(kids, ("wrap", "named"), strict=True):
+        gs.wait_state(kid, "COMPLETED")
+        out = gs.work / f"slurm-{kid}.out"
+        assert out.read_text().strip() == f"name={name} omp=unset pbs=unset"
