@@ -413,6 +413,12 @@ def _extra(
             out["mail_user"] = list(p["mail_user"])
         if p["get_user_env"] is not None:
             out["get_user_env"] = p["get_user_env"].text()
+        if p.get("_dialect"):
+            out["dialect"] = p["_dialect"]
+        if p["mem_per_cpu"] is not None:
+            out["mem_per_cpu"] = p["mem_per_cpu"]
+        if p["gpus_per_task"] is not None:
+            out["gpus_per_task"] = int(p["gpus_per_task"])
         if p["nice"]:
             out["nice"] = p["nice"]
         if p["priority"] is not None:

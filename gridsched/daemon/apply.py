@@ -298,7 +298,7 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         job_dir=str(jdir),
         spool=str(d.spool.root),
         host=jobenv.host(),
-        devices=device_env(rec.devices, d.machine.devices, d.cfg.compat_env),
+        devices=device_env(rec.devices, d.machine.devices, d.cfg.compat_env, d.cfg.device_visible == "uuid"),
     )
     user_set = dict(spec.env_set)
     # whether an MPI is on the job's PATH is found out by the job's own process, as its owner (launch.py):

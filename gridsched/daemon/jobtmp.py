@@ -12,7 +12,11 @@ system's temporary directory), the job owner's, mode 0700, holding::
     mpi_hosts     the host once per task: the ranks an installed mpirun starts
     pe_hostfile   Grid Engine's "host slots queue processors" line (PE_HOSTFILE)
     bin/          srun, mpirun and mpiexec (the job removes the last two, as its
-                  owner, when its PATH has an MPI's: :func:`use_installed_mpi`)
+                  owner, when its PATH has an MPI's: :func:`use_installed_mpi`);
+                  sbatch, scontrol, squeue, scancel, qsub, qstat, qdel
+                  (:mod:`gridsched.cli.injob`)
+    bash_env      BASH_ENV: puts bin/ back first on PATH where a login shell's
+                  profile set PATH anew (``#!/bin/bash -l``)
 
 In system mode the daemon is root and ``BASE`` (``/tmp``) is writable by
 every user, who may plant anything under any name there.  So the directory
@@ -34,6 +38,7 @@ from __future__ import annotations
 import os
 import pwd
 import secrets
+import shlex
 import shutil
 import stat
 import sys
@@ -44,12 +49,12 @@ from gridsched.job.env import PRIVATE_PREFIX, SGE_QUEUE, Private
 
 PREFIX = PRIVATE_PREFIX
 # run by the daemon's own interpreter, isolated from the job's PYTHONPATH, with the daemon's own gridsched
-LAUNCHER = (
-    "#!{python} -I\nimport sys\n\nsys.path.insert(0, {code!r})\nfrom gridsched.job.launcher import main\n\nmain()\n"
-)
+LAUNCHER = "#!{python} -I\nimport sys\n\nsys.path.insert(0, {code!r})\nfrom {module} import main\n\nmain()\n"
 CODE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MPI_NAMES = ("mpirun", "mpiexec")
-BIN_NAMES = tuple(f"bin/{n}" for n in ("srun", *MPI_NAMES))
+# Slurm's, PBS's and Grid Engine's commands a job's scripts call (gridsched.cli.injob)
+IN_JOB_NAMES = ("sbatch", "scontrol", "squeue", "scancel", "qsub", "qstat", "qdel")
+BIN_NAMES = tuple(f"bin/{n}" for n in ("srun", *MPI_NAMES, *IN_JOB_NAMES))
 
 
 def base_dir(configured: str) -> str:
@@ -89,6 +94,7 @@ def layout(root: str) -> Private:
         mpi_hosts=f"{root}/mpi_hosts",
         pe_hostfile=f"{root}/pe_hostfile",
         bin=f"{root}/bin",
+        bash_env=f"{root}/bash_env",
     )
 
 
@@ -114,9 +120,9 @@ def create(base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, nt
             if st.st_uid != me:
                 raise OSError(f"{base}/{name}: not the directory just made")
             os.fchmod(pfd, 0o700)
-            _fill(pfd, host, ncpus, ntasks)
+            _fill(pfd, host, ncpus, ntasks, os.path.join(base, name, "bin"))
             if give:
-                for entry in ("tmp", "bin", "nodefile", "mpi_hosts", "pe_hostfile", *BIN_NAMES):
+                for entry in ("tmp", "bin", "nodefile", "mpi_hosts", "pe_hostfile", "bash_env", *BIN_NAMES):
                     os.chown(entry, uid, gid, dir_fd=pfd, follow_symlinks=False)
                 os.fchown(pfd, uid, gid)
         finally:
@@ -126,15 +132,22 @@ def create(base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, nt
     return layout(os.path.join(base, name))
 
 
-def _fill(pfd: int, host: str, ncpus: int, ntasks: int) -> None:
+# Read by every non-interactive bash of the job (BASH_ENV), after a login shell's /etc/profile: the job's
+# bin/ first on PATH again when the profile dropped it.
+BASH_ENV = 'case ":$PATH:" in *:{bin}:*) ;; *) PATH={bin}:"$PATH" ;; esac\n'
+
+
+def _fill(pfd: int, host: str, ncpus: int, ntasks: int, bin_dir: str) -> None:
     os.mkdir("tmp", 0o700, dir_fd=pfd)
     os.mkdir("bin", 0o755, dir_fd=pfd)
     _write(pfd, "nodefile", f"{host}\n" * ncpus, 0o644)
     _write(pfd, "mpi_hosts", f"{host}\n" * ntasks, 0o644)
     _write(pfd, "pe_hostfile", f"{host} {ncpus} {SGE_QUEUE}@{host} UNDEFINED\n", 0o644)
-    script = LAUNCHER.format(python=sys.executable, code=CODE)
+    _write(pfd, "bash_env", BASH_ENV.format(bin=shlex.quote(bin_dir)), 0o644)
+    launcher = LAUNCHER.format(python=sys.executable, code=CODE, module="gridsched.job.launcher")
+    commands = LAUNCHER.format(python=sys.executable, code=CODE, module="gridsched.cli.injob")
     for name in BIN_NAMES:
-        _write(pfd, name, script, 0o755)
+        _write(pfd, name, commands if name.removeprefix("bin/") in IN_JOB_NAMES else launcher, 0o755)
 
 
 def _write(dfd: int, name: str, text: str, mode: int) -> None:

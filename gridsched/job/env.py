@@ -38,7 +38,8 @@ SLURM_NAMES = (
     "SLURM_CLUSTER_NAME SLURM_JOB_PARTITION SLURM_CPUS_PER_TASK SLURM_NTASKS SLURM_NPROCS SLURM_NTASKS_PER_NODE "
     "SLURM_TASKS_PER_NODE SLURM_NNODES SLURM_JOB_NUM_NODES SLURM_JOB_NODELIST SLURM_NODELIST SLURMD_NODENAME "
     "SLURM_CPUS_ON_NODE SLURM_JOB_CPUS_PER_NODE SLURM_MEM_PER_NODE SLURM_MEM_PER_CPU SLURM_RESTART_COUNT "
-    "SLURM_NODEID SLURM_PROCID SLURM_LOCALID SLURM_STEP_ID SLURM_STEPID"
+    "SLURM_NODEID SLURM_PROCID SLURM_LOCALID SLURM_STEP_ID SLURM_STEPID SLURM_JOB_GID SLURM_GPUS "
+    "SLURM_GPUS_PER_TASK SLURM_JOB_ACCOUNT"
 ).split()
 PBS_NAMES = (
     "PBS_JOBID PBS_JOBNAME PBS_O_WORKDIR PBS_O_HOST PBS_O_HOME PBS_O_PATH PBS_O_LOGNAME PBS_O_SHELL PBS_O_LANG "
@@ -62,6 +63,29 @@ OWNED_PREFIXES = ("GS_", "SLURM_")
 OWNED_NAMES = frozenset((*SLURM_NAMES, *PBS_NAMES, *SGE_NAMES, *ARRAY_NAMES, *MPI_NAMES, *DEVICE_NAMES, "TMPDIR"))
 # what the job may set for itself over what the daemon would give it
 USER_WINS = ("OMP_NUM_THREADS",)
+# Grid Engine's names that do not start with SGE_
+SGE_PLAIN = frozenset(n for n in SGE_NAMES if not n.startswith("SGE_"))
+# the systems that set no OMP_NUM_THREADS (PBS Pro sets it from the chunk's ncpus; gridsched's own jobs get it)
+NO_OMP = ("slurm", "sge")
+
+
+def system_of(name: str) -> str | None:
+    """Which batch system's name ``name`` is: "slurm", "pbs", "sge", or None (gridsched's, or no system's)."""
+    if name.startswith(("SLURM_", "SLURMD_")):
+        return "slurm"
+    if name.startswith("PBS_") or name == "NCPUS":
+        return "pbs"
+    if name.startswith("SGE_") or name in SGE_PLAIN:
+        return "sge"
+    return None
+
+
+def of_dialect(env: Mapping[str, str], dialect: str | None) -> dict[str, str]:
+    """``env`` without the names of other systems than ``dialect`` (None, a script without another system's
+    directives: every system's names are kept)."""
+    if dialect is None:
+        return dict(env)
+    return {k: v for k, v in env.items() if system_of(k) in (None, dialect)}
 
 
 def owned(name: str) -> bool:
@@ -83,7 +107,8 @@ class Private:
     nodefile: str  # the host once per core (PBS_NODEFILE)
     mpi_hosts: str  # the host once per MPI rank (jobenv.mpi_ranks)
     pe_hostfile: str  # Grid Engine's "host slots queue processors"
-    bin: str  # srun (and mpirun, mpiexec without an MPI of the machine's)
+    bin: str  # srun (and mpirun, mpiexec without an MPI of the machine's), sbatch, scontrol, qsub, ...
+    bash_env: str = ""  # BASH_ENV: bin first on PATH again after a login shell's profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +129,10 @@ class Job:
     array_id: int | None = None
     array_index: int | None = None
     host: str = "localhost"
+    gid: int = -1
+    dialect: str | None = None  # whose directives the script has (JobSpec.dialect)
+    mem_per_cpu: int | None = None  # bytes, as asked (--mem-per-cpu)
+    gpus_per_task: int | None = None  # as asked (--gpus-per-task)
 
 
 def tasks(ncpus: int, ntasks: int | None, cpus_per_task: int | None) -> tuple[int, int]:
@@ -137,9 +166,12 @@ def own_path(path: str) -> str:
 
 
 def gs_env(job: Job, private: Private | None, path: str) -> dict[str, str]:
-    """The variables every job gets whatever ``[compat] env`` says: tasks, the private directory, ``PATH``."""
+    """The variables every job gets whatever ``[compat] env`` says: tasks, the private directory, ``PATH``;
+    ``OMP_NUM_THREADS`` but for a Slurm or Grid Engine script (those systems do not set it)."""
     n, c = tasks(job.ncpus, job.ntasks, job.cpus_per_task)
-    env = {"GS_NTASKS": str(n), "GS_CPUS_PER_TASK": str(c), "OMP_NUM_THREADS": str(c)}
+    env = {"GS_NTASKS": str(n), "GS_CPUS_PER_TASK": str(c)}
+    if job.dialect not in NO_OMP:
+        env["OMP_NUM_THREADS"] = str(c)
     if private is not None:
         env.update(
             TMPDIR=private.tmpdir,
@@ -152,7 +184,8 @@ def gs_env(job: Job, private: Private | None, path: str) -> dict[str, str]:
 
 
 def compat_env(job: Job, private: Private | None) -> dict[str, str]:
-    """The Slurm, PBS Pro, Torque and Grid Engine variables of one start of ``job`` (a one-node job)."""
+    """The Slurm, PBS Pro, Torque and Grid Engine variables of one start of ``job`` (a one-node job); of a
+    script with another system's directives, that system's only (:func:`slurm_as_asked`)."""
     n, c = tasks(job.ncpus, job.ntasks, job.cpus_per_task)
     jid, cores, h = str(job.id), str(job.ncpus), job.host
     senv = job.submit_env
@@ -214,7 +247,9 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
     }
     if job.cpus_per_task is not None or job.ntasks is None:
         env["SLURM_CPUS_PER_TASK"] = str(c)  # Slurm sets it only when -c was given (gsub -n N is -c N)
-    if job.mem is not None:
+    if job.mem_per_cpu is not None:
+        env["SLURM_MEM_PER_CPU"] = str(max(1, job.mem_per_cpu >> 20))  # MiB, as --mem-per-cpu (and no _PER_NODE)
+    elif job.mem is not None:
         env["SLURM_MEM_PER_NODE"] = str(max(1, job.mem >> 20))  # MiB, as --mem
     for var in ("HOME", "PATH", "SHELL", "LANG", "MAIL"):
         if var in senv:
@@ -227,7 +262,30 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         # a PBS Pro subjob is ID[INDEX].server, its array ID[].server; Grid Engine's tasks share the array's id
         aid = str(job.array_id)
         env.update(PBS_JOBID=f"{aid}[{job.array_index}].{h}", PBS_ARRAY_ID=f"{aid}[].{h}", JOB_ID=aid)
-    return env
+    if job.gpus_per_task is not None:
+        env["SLURM_GPUS_PER_TASK"] = str(job.gpus_per_task)
+    if job.dialect == "slurm":
+        slurm_as_asked(env, job)
+    return of_dialect(env, job.dialect)
+
+
+def slurm_as_asked(env: dict[str, str], job: Job) -> None:
+    """A Slurm script's names as sbatch sets them (seen with Slurm 22.05): the task counts only when the job
+    gave them (``SLURM_NTASKS`` and ``SLURM_NPROCS`` with ``-n``, ``SLURM_CPUS_PER_TASK`` with ``-c``),
+    ``SLURM_TASKS_PER_NODE`` the tasks on the node (1 without ``-n``), no ``SLURM_NTASKS_PER_NODE``
+    (only ``--ntasks-per-node`` sets it), ``SLURM_RESTART_COUNT`` only once the job was started again, and
+    the job's group."""
+    for k in ("SLURM_NTASKS_PER_NODE", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_CPUS_PER_TASK"):
+        env.pop(k, None)
+    if job.ntasks is not None:
+        env.update(SLURM_NTASKS=str(job.ntasks), SLURM_NPROCS=str(job.ntasks))
+    if job.cpus_per_task is not None:
+        env["SLURM_CPUS_PER_TASK"] = str(job.cpus_per_task)
+    env["SLURM_TASKS_PER_NODE"] = str(job.ntasks or 1)
+    if not job.restarts:
+        env.pop("SLURM_RESTART_COUNT", None)
+    if job.gid >= 0:
+        env["SLURM_JOB_GID"] = str(job.gid)
 
 
 def mpi_env(private: Private) -> dict[str, str]:
@@ -263,11 +321,16 @@ def job_environment(
         env.pop(k, None)
     env.update(gs)
     env.update(gs_env(job, private, own_path(env.get("PATH", ""))))
+    head, tail = os.path.split(env.get("BASH_ENV", ""))
+    if tail == "bash_env" and os.path.basename(head).startswith(PRIVATE_PREFIX):
+        del env["BASH_ENV"]  # another job's (a job submitted from inside a job): it names that job's bin/
+    if private is not None and private.bash_env and "BASH_ENV" not in env:
+        env["BASH_ENV"] = private.bash_env  # a job that has its own keeps it (it then puts bin/ back itself)
     if private is not None and mpi:
         env.update(mpi_env(private))
     if compat:
         env.update(compat_env(job, private))
-        if job.array_id is None:
+        if job.array_id is None and job.dialect in (None, "sge"):
             env.update(SGE_TASK_ID="undefined", SGE_TASK_FIRST="undefined", SGE_TASK_LAST="undefined")
             env["SGE_TASK_STEPSIZE"] = "undefined"
     for k in USER_WINS:
@@ -308,6 +371,10 @@ def job_of(spec: JobSpec, start: Start) -> Job:
         array_id=spec.array_id,
         array_index=spec.array_index,
         host=start.host,
+        gid=spec.gid,
+        dialect=spec.dialect,
+        mem_per_cpu=spec.mem_per_cpu,
+        gpus_per_task=spec.gpus_per_task,
     )
 
 
@@ -333,9 +400,13 @@ def environment(spec: JobSpec, start: Start, private: Private | None, compat: bo
     )
     base = dict(job.submit_env)
     if spec.array_id is not None and spec.array_index is not None and spec.array_range:
-        base.update(array_vars(spec.array_id, spec.array_index, array_shape(spec.array_range), compat))
+        base.update(
+            of_dialect(array_vars(spec.array_id, spec.array_index, array_shape(spec.array_range), compat), job.dialect)
+        )
     env = job_environment(base, gs, job, private, compat, False, dict(spec.env_set))
-    env.update(start.devices)
+    env.update(of_dialect(start.devices, job.dialect))
+    if job.dialect == "slurm":
+        env.pop("HIP_VISIBLE_DEVICES", None)  # Slurm sets CUDA_ and ROCR_VISIBLE_DEVICES, not HIP's
     return env
 
 
@@ -394,10 +465,13 @@ def array_vars(array_id: int, index: int, shape: tuple[int, int, int, int], comp
     return env
 
 
-def device_env(keys: Iterable[tuple[str, int]], devices: Iterable[Device], compat: bool = True) -> dict[str, str]:
+def device_env(
+    keys: Iterable[tuple[str, int]], devices: Iterable[Device], compat: bool = True, uuids: bool = False
+) -> dict[str, str]:
     """The environment of a job holding the devices ``keys`` (empty when it holds none).
 
-    GPUs: ``CUDA_VISIBLE_DEVICES`` (UUIDs where known, else indices),
+    GPUs: ``CUDA_VISIBLE_DEVICES`` (the indices, as Slurm gives them; with
+    ``uuids``, ``[devices] visible = "uuid"``, the UUIDs where all are known),
     ``ROCR_VISIBLE_DEVICES`` and ``HIP_VISIBLE_DEVICES``, ``GPU_DEVICE_ORDINAL``
     and ``GS_GPUS`` (indices), and with ``compat`` the Slurm names
     ``SLURM_JOB_GPUS`` and ``SLURM_GPUS_ON_NODE``.  Every type: ``GS_DEVICES``
@@ -411,9 +485,9 @@ def device_env(keys: Iterable[tuple[str, int]], devices: Iterable[Device], compa
     gpus = [i for t, i in mine if t == "gpu"]
     if gpus:
         idx = ",".join(map(str, gpus))
-        uuids = [by_key[("gpu", i)].uuid if ("gpu", i) in by_key else "" for i in gpus]
+        ids = [by_key[("gpu", i)].uuid if ("gpu", i) in by_key else "" for i in gpus]
         env.update(
-            CUDA_VISIBLE_DEVICES=",".join(uuids) if all(uuids) else idx,
+            CUDA_VISIBLE_DEVICES=",".join(ids) if uuids and all(ids) else idx,
             ROCR_VISIBLE_DEVICES=idx,
             HIP_VISIBLE_DEVICES=idx,
             GPU_DEVICE_ORDINAL=idx,

@@ -59,6 +59,8 @@ class Config:
     # [devices] enforce: isolate jobs from the device nodes they do not hold ("auto": where the host allows it;
     # "required": a job that cannot be isolated fails, in system mode; "off")
     device_enforce: str = "auto"
+    # [devices] visible: what CUDA_VISIBLE_DEVICES names, "index" (as Slurm) or "uuid" (the GPUs' UUIDs)
+    device_visible: str = "index"
     tmpdir: str = ""  # [jobs] tmpdir: where jobs' private directories are made; "" = the system's
     max_processes: int = 2048  # [jobs] max_processes: pids.max of each job's pids cgroup; 0 = no cap
     # scheduler.p / threshold / predictor = "auto" and the tune_* keys: what the daemon tunes, how often
@@ -146,6 +148,17 @@ def _enforce(table: Any, path: str) -> str:
     return str(v)
 
 
+DEVICE_VISIBLE = ("index", "uuid")
+
+
+def _visible(table: Any, path: str) -> str:
+    """``[devices] visible``: ``index`` (the default) or ``uuid``."""
+    v = table.get("visible", "index") if isinstance(table, dict) else "index"
+    if v not in DEVICE_VISIBLE:
+        raise ConfigError(f"{path}: devices.visible = {v!r}: must be one of {', '.join(map(repr, DEVICE_VISIBLE))}")
+    return str(v)
+
+
 def _devices(table: Any, path: str) -> dict[str, DeviceConfig]:
     """``[devices.TYPE]`` tables: ``share = N`` (N >= 1), ``exclusive = true|false`` (and ``enforce``, read by
     :func:`_enforce`)."""
@@ -153,7 +166,7 @@ def _devices(table: Any, path: str) -> dict[str, DeviceConfig]:
         raise ConfigError(f"{path}: [devices] must hold [devices.TYPE] tables such as [devices.gpu]")
     out = {}
     for dtype, t in table.items():
-        if dtype == "enforce":
+        if dtype in ("enforce", "visible"):
             continue
         if not DEVICE_TYPE.match(dtype) or not isinstance(t, dict):
             raise ConfigError(f"{path}: devices.{dtype}: must be a table [devices.TYPE] with a lower-case TYPE")
@@ -268,6 +281,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
     device_table = data.pop("devices", {})
     devices = _devices(device_table, path)
     device_enforce = _enforce(device_table, path)
+    device_visible = _visible(device_table, path)
     for table, values in data.items():
         if table not in base or not isinstance(values, dict):
             raise ConfigError(f"{path}: unknown table [{table}]")
@@ -300,6 +314,7 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         floating=_floating(base["resources"].get("floating"), path),
         devices=devices,
         device_enforce=device_enforce,
+        device_visible=device_visible,
         resv_max_duration=duration("reservations", "max_duration"),
         resv_users=tuple(resv_users),
         resv_max_per_user=cap("reservations", "max_per_user"),

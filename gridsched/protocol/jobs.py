@@ -67,6 +67,7 @@ class Stop(_Text):
 
 
 CHECKPOINT_MODES = tuple(m.value for m in Checkpoint)
+DIALECTS = ("slurm", "pbs", "sge")  # the batch systems whose scripts gsub reads (JobSpec.dialect)
 WAITING = frozenset({JobState.PENDING, JobState.HELD})
 
 
@@ -135,6 +136,11 @@ SPEC_OPTIONAL_KEYS = {
     "wait_resv": "bool: with reservation, wait for its cores instead of being refused (gsub --wait-resv)",
     "shell": "str: absolute path of what runs a script without #! on line 1 (gsub --shell, #PBS -S, the login "
     "shell of a PBS or SGE script; absent: /bin/sh)",
+    "dialect": "str: whose directives the script was read from: 'slurm', 'pbs' or 'sge' (the job's environment "
+    "and in-job commands are that system's; absent: gridsched's own, with every system's names)",
+    "mem_per_cpu": "int: bytes per core, when the job asked its memory so (gsub --mem-per-cpu); mem is the total "
+    "(SLURM_MEM_PER_CPU)",
+    "gpus_per_task": "int: GPUs per task, when the job asked so (gsub --gpus-per-task; SLURM_GPUS_PER_TASK)",
     "open_mode": "str: 'append': output files are appended to, never truncated (gsub --open-mode)",
     "begin": "float: not before this time, seconds since the epoch (gsub --begin, #SBATCH --begin)",
     "array": "str: a submitted array's range (gsub --array, canonical form of gridsched.protocol.arrays); the daemon "

@@ -275,6 +275,9 @@ class JobSpec(NamedTuple):
     mail_user: tuple[str, ...] = ()  # mail recipients (sbatch --mail-user); none: the job's owner
     get_user_env: UserEnv | None = None  # start from the owner's login environment (sbatch --get-user-env)
     interactive: bool = False  # a grun job: its streams go to the grun that waits for it; never rerun
+    dialect: str | None = None  # whose directives the script has: "slurm", "pbs", "sge" (None: none or #GS)
+    mem_per_cpu: int | None = None  # bytes per core, when the job asked so (--mem-per-cpu); mem is the total
+    gpus_per_task: int | None = None  # GPUs per task, when the job asked so (--gpus-per-task)
     # set by the daemon (never by a request): an array's task, a piece of a splittable job
     array_id: int | None = None  # the array a task belongs to (the id of its first task)
     array_index: int | None = None  # the task's index in its array
@@ -357,6 +360,9 @@ class JobSpec(NamedTuple):
             mail_user=tuple(g("mail_user") or ()),
             get_user_env=parse_user_env(str(uenv)) if uenv else None,
             interactive=g("interactive") is True,
+            dialect=g("dialect"),
+            mem_per_cpu=g("mem_per_cpu"),
+            gpus_per_task=g("gpus_per_task"),
             array_id=g("array_id"),
             array_index=g("array_index"),
             array_max=g("array_max"),
@@ -460,6 +466,12 @@ class JobSpec(NamedTuple):
             spec["get_user_env"] = self.get_user_env.text()
         if self.interactive:
             spec["interactive"] = True
+        if self.dialect is not None:
+            spec["dialect"] = self.dialect
+        if self.mem_per_cpu is not None:
+            spec["mem_per_cpu"] = self.mem_per_cpu
+        if self.gpus_per_task is not None:
+            spec["gpus_per_task"] = self.gpus_per_task
         if self.split is not None:
             spec["split"] = self.split.to_spec()
         if self.place is not None or self.threads_per_core or self.exclusive_board:

@@ -39,7 +39,7 @@ from gridsched.protocol.fields import (
     safe,
     text,
 )
-from gridsched.protocol.jobs import CHECKPOINT_MODES, RERUN_MODES, Checkpoint
+from gridsched.protocol.jobs import CHECKPOINT_MODES, DIALECTS, RERUN_MODES, Checkpoint
 from gridsched.protocol.jobspec import (
     MAX_MAIL_USERS,
     JobSignal,
@@ -176,6 +176,9 @@ def job_spec(f: Fields, new_id: int, sender: Sender) -> JobSpec:
         mail_user=_mail_user_field(f),
         get_user_env=_user_env_field(f),
         interactive=f.flag("interactive", required=False),
+        dialect=_dialect(f),
+        mem_per_cpu=f.integer("mem_per_cpu", 1, 1 << 60, required=False),
+        gpus_per_task=f.integer("gpus_per_task", 1, MAX_COUNT, required=False),
     )
     _check_priority(spec, sender)
     _check_tasks(spec)
@@ -230,6 +233,13 @@ def _open_mode(f: Fields) -> str | None:
     if v is not None and v not in ("append", "truncate"):
         raise f.bad("open_mode", "must be append or truncate")
     return None if v in (None, "truncate") else str(v)
+
+
+def _dialect(f: Fields) -> str | None:
+    v = f.text("dialect", 16, required=False)
+    if v is not None and v not in DIALECTS:
+        raise f.bad("dialect", f"must be one of {', '.join(DIALECTS)}")
+    return None if v is None else str(v)
 
 
 def _mail_type_field(f: Fields) -> tuple[str, ...]:

@@ -88,7 +88,8 @@ def test_pci_bus_ids_are_normalised():
 def test_device_env_names_only_the_jobs_devices():
     devs = (topology.Device("gpu", 0, 0, uuid="GPU-1"), topology.Device("gpu", 2, 0, uuid="GPU-3"))
     env = device_env([("gpu", 2)], devs)
-    assert env["CUDA_VISIBLE_DEVICES"] == "GPU-3"
+    assert env["CUDA_VISIBLE_DEVICES"] == "2"  # the index, as Slurm gives it
+    assert device_env([("gpu", 2)], devs, uuids=True)["CUDA_VISIBLE_DEVICES"] == "GPU-3"  # [devices] visible
     assert env["ROCR_VISIBLE_DEVICES"] == env["HIP_VISIBLE_DEVICES"] == env["GS_GPUS"] == "2"
     assert env["SLURM_JOB_GPUS"] == "2" and env["SLURM_GPUS_ON_NODE"] == "1"
     no_uuid = device_env([("gpu", 0), ("gpu", 1)], (topology.Device("gpu", 1, 0),), compat=False)

@@ -72,7 +72,7 @@ def test_slurm_script_sees_its_tasks_and_cores(make_gs, tmp_path):
         "SLURM_CPUS_PER_TASK": "2",
         "SLURM_NTASKS": "4",
         "SLURM_NPROCS": "4",
-        "SLURM_NTASKS_PER_NODE": "4",
+        "SLURM_NTASKS_PER_NODE": None,  # only --ntasks-per-node sets it
         "SLURM_TASKS_PER_NODE": "4",
         "SLURM_NNODES": "1",
         "SLURM_JOB_NUM_NODES": "1",
@@ -82,15 +82,16 @@ def test_slurm_script_sees_its_tasks_and_cores(make_gs, tmp_path):
         "SLURM_CPUS_ON_NODE": "8",
         "SLURM_JOB_CPUS_PER_NODE": "8",
         "SLURM_MEM_PER_NODE": "1024",
-        "SLURM_RESTART_COUNT": "0",
-        "OMP_NUM_THREADS": "2",
+        "SLURM_RESTART_COUNT": None,  # Slurm sets it once the job was requeued
+        "OMP_NUM_THREADS": "2",  # the script's own export (gridsched sets none for a Slurm script)
         "GS_NTASKS": "4",
         "GS_CPUS_PER_TASK": "2",
-        "PBS_JOBID": f"{jid}.{NAME}",
-        "PBS_NP": "8",
-        "NCPUS": "8",
-        "NSLOTS": "8",
-        "SGE_TASK_ID": "undefined",
+        # a Slurm script sees Slurm's names only
+        "PBS_JOBID": None,
+        "PBS_NP": None,
+        "NCPUS": None,
+        "NSLOTS": None,
+        "SGE_TASK_ID": None,
     }
     assert {k: e.get(k) for k in want} == want
     assert "SLURM_ARRAY_TASK_ID" not in e and "SLURM_MEM_PER_CPU" not in e
@@ -98,12 +99,13 @@ def test_slurm_script_sees_its_tasks_and_cores(make_gs, tmp_path):
 
 def test_pbs_script_sees_pbs_names_and_its_nodefile(make_gs, tmp_path):
     """#PBS -l nodes=1:ppn=3: PBS_NODEFILE lists the host once per core and is gone after the job, as is
-    TMPDIR, which is the job's own (mode 0700) while it runs; PE_HOSTFILE says the same for Grid Engine."""
+    TMPDIR, which is the job's own (mode 0700) while it runs; it sees PBS's names, not Slurm's or Grid
+    Engine's."""
     gs, base = make(make_gs, tmp_path)
     script = gs.work / "p.sh"
     script.write_text(
         "#!/bin/sh\n#PBS -N pj\n#PBS -l nodes=1:ppn=3\ncd $PBS_O_WORKDIR\n"
-        "env -0 > env.out\ncp $PBS_NODEFILE nodes.out\ncp $PE_HOSTFILE pe.out\n"
+        "env -0 > env.out\ncp $PBS_NODEFILE nodes.out\n"
         'stat -c "%a %u %F" "$TMPDIR" > tmpdir.out\necho data > "$TMPDIR/scratch"\n'
         "ls $TMPDIR >> tmpdir.out\n"
     )
@@ -123,13 +125,14 @@ def test_pbs_script_sees_pbs_names_and_its_nodefile(make_gs, tmp_path):
         "PBS_NP": "3",
         "NCPUS": "3",
         "OMP_NUM_THREADS": "3",
-        "JOB_ID": str(jid),
-        "JOB_NAME": "pj",
-        "NSLOTS": "3",
+        "JOB_ID": None,  # a PBS script sees no Grid Engine names
+        "JOB_NAME": None,
+        "NSLOTS": None,
+        "PE_HOSTFILE": None,
+        "SLURM_JOB_ID": None,
     }
     assert {k: e.get(k) for k in want} == want
     assert (gs.work / "nodes.out").read_text() == f"{NAME}\n" * 3
-    assert (gs.work / "pe.out").read_text() == f"{NAME} 3 all.q@{NAME} UNDEFINED\n"
     mode, uid, kind = (gs.work / "tmpdir.out").read_text().splitlines()[0].split(" ", 2)
     assert (mode, int(uid), kind) == ("700", os.getuid(), "directory")
     assert (gs.work / "tmpdir.out").read_text().splitlines()[1:] == ["scratch"]

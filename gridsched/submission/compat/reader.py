@@ -585,8 +585,12 @@ class _Reader:
             model, _, per = v.rpartition(":")
             n_nodes = self.nodes[0] if self.nodes else 1
             tasks = self.ntasks[0] if self.ntasks else (self.per_node[0] * n_nodes if self.per_node else n_nodes)
-            total = str(whole_count(f"{self.label}:{ln}", "--gpus-per-task", per) * tasks)
-            self.set(ln, "gpus", f"{model}:{total}" if model else total)
+            count = whole_count(f"{self.label}:{ln}", "--gpus-per-task", per)
+            if not model and (self.ntasks or self.per_node):  # gsub's own: the same GPUs, and the job knows
+                self.set(ln, "gpus_per_task", str(count))  # its count (SLURM_GPUS_PER_TASK)
+            else:
+                total = str(count * tasks)
+                self.set(ln, "gpus", f"{model}:{total}" if model else total)
         if self.chunks is not None:
             nodes, ln, shown, one = self.chunks
             self.note(

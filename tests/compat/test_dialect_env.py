@@ -1,0 +1,99 @@
+"""The environment of a job by the dialect of its script: a Slurm script sees Slurm's names as sbatch sets
+them (seen with Slurm 22.05), a PBS script PBS's, a Grid Engine script Grid Engine's, and every job its
+``GS_*`` variables."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gridsched.core.topology import Device
+from gridsched.daemon.jobtmp import layout
+from gridsched.job.env import Job, device_env, job_environment, of_dialect, system_of
+from gridsched.protocol import config
+
+JOB = Job(17, "render", "ann", 1000, 4, "/w", {"PATH": "/usr/bin", "OMP_NUM_THREADS": "3"}, host="node1", gid=100)
+
+
+def env_of(job: Job) -> dict[str, str]:
+    return job_environment(
+        dict(job.submit_env), {"GS_JOBID": str(job.id)}, job, layout("/t/gridsched.17.x"), True, False
+    )
+
+
+def test_slurm_script_gets_slurms_names_only():
+    """No -n, no -c: no SLURM_NTASKS, SLURM_NPROCS, SLURM_CPUS_PER_TASK; no OMP_NUM_THREADS of gridsched's
+    (the submitting one passes through, as sbatch passes it); no PBS or Grid Engine names."""
+    env = env_of(replace(JOB, dialect="slurm"))
+    for k in ("SLURM_NTASKS", "SLURM_NPROCS", "SLURM_CPUS_PER_TASK", "SLURM_NTASKS_PER_NODE", "SLURM_RESTART_COUNT"):
+        assert k not in env, k
+    assert (env["SLURM_TASKS_PER_NODE"], env["SLURM_CPUS_ON_NODE"], env["SLURM_JOB_GID"]) == ("1", "4", "100")
+    assert env["OMP_NUM_THREADS"] == "3"  # the submitting environment's, untouched
+    assert not [k for k in env if system_of(k) in ("pbs", "sge")]
+    assert env["GS_JOBID"] == "17" and env["GS_NTASKS"] == "1" and env["TMPDIR"] == "/t/gridsched.17.x/tmp"
+
+
+def test_slurm_script_task_counts_as_asked():
+    env = env_of(replace(JOB, dialect="slurm", ntasks=2, cpus_per_task=2, restarts=1))
+    assert [env[k] for k in ("SLURM_NTASKS", "SLURM_NPROCS", "SLURM_CPUS_PER_TASK", "SLURM_TASKS_PER_NODE")] == [
+        "2",
+        "2",
+        "2",
+        "2",
+    ]
+    assert env["SLURM_RESTART_COUNT"] == "1"
+    only_c = env_of(replace(JOB, dialect="slurm", cpus_per_task=4))
+    assert "SLURM_NTASKS" not in only_c and only_c["SLURM_CPUS_PER_TASK"] == "4"
+
+
+def test_pbs_and_sge_scripts():
+    pbs = env_of(replace(JOB, dialect="pbs"))
+    assert pbs["PBS_JOBID"] == "17.node1" and pbs["NCPUS"] == "4" and pbs["OMP_NUM_THREADS"] == "4"
+    assert not [k for k in pbs if system_of(k) in ("slurm", "sge")]
+    sge = env_of(replace(JOB, dialect="sge", submit_env={"PATH": "/usr/bin"}))
+    assert sge["NSLOTS"] == "4" and sge["SGE_TASK_ID"] == "undefined" and "OMP_NUM_THREADS" not in sge
+    assert not [k for k in sge if system_of(k) in ("slurm", "pbs")]
+
+
+def test_own_jobs_keep_every_systems_names():
+    """A script without another system's directives (gsub's own) sees them all, and OMP_NUM_THREADS."""
+    env = env_of(JOB)
+    assert {system_of(k) for k in env} == {None, "slurm", "pbs", "sge"}
+    assert env["SLURM_NTASKS"] == "1" and env["SLURM_CPUS_PER_TASK"] == "4" and env["OMP_NUM_THREADS"] == "4"
+
+
+def test_devices_by_index_unless_asked():
+    devs = (Device("gpu", 0, 0, uuid="GPU-a"), Device("gpu", 1, 0, uuid="GPU-b"))
+    env = device_env([("gpu", 0), ("gpu", 1)], devs)
+    assert env["CUDA_VISIBLE_DEVICES"] == env["SLURM_JOB_GPUS"] == env["GPU_DEVICE_ORDINAL"] == "0,1"
+    assert device_env([("gpu", 1)], devs, uuids=True)["CUDA_VISIBLE_DEVICES"] == "GPU-b"
+    assert "SLURM_JOB_GPUS" not in of_dialect(env, "pbs") and "CUDA_VISIBLE_DEVICES" in of_dialect(env, "pbs")
+
+
+def test_visible_config_key(tmp_path):
+    assert config.parse({}).device_visible == "index"
+    assert config.parse({"devices": {"visible": "uuid"}}).device_visible == "uuid"
+    try:
+        config.parse({"devices": {"visible": "serial"}})
+    except config.ConfigError as e:
+        assert "devices.visible" in str(e)
+    else:
+        raise AssertionError("visible = 'serial' was taken")
+
+
+def test_memory_per_core_and_gpus_per_task_as_asked():
+    """--mem-per-cpu=100M: SLURM_MEM_PER_CPU=100 and no SLURM_MEM_PER_NODE; --gpus-per-task=1: its count."""
+    per = env_of(replace(JOB, dialect="slurm", mem=400 << 20, mem_per_cpu=100 << 20, ntasks=1, gpus_per_task=1))
+    assert (per["SLURM_MEM_PER_CPU"], per["SLURM_GPUS_PER_TASK"]) == ("100", "1") and "SLURM_MEM_PER_NODE" not in per
+    whole = env_of(replace(JOB, dialect="slurm", mem=200 << 20))
+    assert whole["SLURM_MEM_PER_NODE"] == "200" and "SLURM_MEM_PER_CPU" not in whole
+    assert "SLURM_GPUS_PER_TASK" not in whole
+
+
+def test_bash_env_is_the_jobs_own():
+    """A job submitted from inside a job does not keep its parent's BASH_ENV (it names the parent's bin/);
+    a BASH_ENV of the user's own is kept, and gridsched sets none over it."""
+    parent = {**JOB.submit_env, "BASH_ENV": "/t/gridsched.3.abc/bash_env"}
+    env = env_of(replace(JOB, submit_env=parent))
+    assert env["BASH_ENV"] == "/t/gridsched.17.x/bash_env"
+    mine = env_of(replace(JOB, submit_env={**JOB.submit_env, "BASH_ENV": "/home/ann/.bashenv"}))
+    assert mine["BASH_ENV"] == "/home/ann/.bashenv"
