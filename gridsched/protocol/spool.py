@@ -353,13 +353,15 @@ class Spool:
         """Whether the id of ``path`` was taken in from someone else's request between choosing and
         publishing it; then the request is withdrawn (the daemon would refuse it as a taken id).  The
         daemon may already have taken in this very request (``data``): the id is then ours."""
-        import hashlib
-
         from gridsched.protocol.requests import id_of_name
 
         nid = id_of_name(path.name)
         digest = None if nid is None else self.id_digest(nid)
-        if digest is None or digest == hashlib.sha256(data).hexdigest():
+        if digest is None:
+            return False  # the common case: nobody has the id (hashlib is loaded only to compare)
+        import hashlib
+
+        if digest == hashlib.sha256(data).hexdigest():
             return False
         try:
             os.unlink(path)

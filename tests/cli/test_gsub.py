@@ -351,3 +351,20 @@ def test_sbatchs_everyday_options_on_the_command_line(env, run, submits):
         "gsub: warning: --account proj ignored: no accounts",
         "gsub: warning: --qos high ignored: no QOS",
     ]
+
+
+def test_short_and_long_options_submit_the_same_and_errors_name_the_option_as_typed(env, run, submits):
+    write(env / "job.sh", "#!/bin/sh\ntrue\n")
+    short = run(gsub.cli, ["-n", "2", "-t", "30", "-N", "x", "-j", "oe", "job.sh"])
+    long = run(gsub.cli, ["--ncpus", "2", "--walltime", "30", "--name", "x", "--join", "oe", "job.sh"])
+    assert short.exit_code == long.exit_code == 0, short.stderr + long.stderr
+    a, b = submits()
+    for k in ("ncpus", "walltime", "name"):
+        assert a[k] == b[k]
+    assert (a["ncpus"], a["walltime"], a["name"]) == (2, 1800, "x")
+    assert a["stderr"] == a["stdout"] and b["stderr"] == b["stdout"]  # -j oe as --join oe
+    r = run(gsub.cli, ["job.sh", "-n"])  # after the script: the script's own argument
+    assert r.exit_code == 0
+    r = run(gsub.cli, ["-n"])
+    assert r.exit_code == 2
+    assert "'-n' requires an argument" in one_error_line(r.stderr)
