@@ -56,3 +56,18 @@ def test_an_id_nobody_recorded_is_the_writers(tmp_path):
     _recorded(spool, 3, "0" * 64)
     data = _request(8)
     assert spool.publish_new(rq.id_name(8), data).read_bytes() == data
+
+
+def test_a_published_request_is_on_disk_name_and_all_before_its_id_is_reported(tmp_path, monkeypatch):
+    spool = Spool(tmp_path / "spool")
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    spool.publish_new(rq.id_name(3), _request(3))
+    assert synced[-1] == str(spool.incoming), "the directory holding the new name, after the file's data"
+    assert any(p.startswith(str(spool.incoming)) and ".new-" in p for p in synced[:-1])

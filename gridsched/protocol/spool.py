@@ -86,6 +86,15 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, fsync: bool = True)
         raise
 
 
+def sync_dir(path: Path) -> None:
+    """fsync a directory: the names made and removed in it survive a power loss (``OSError`` if it cannot)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _user_name(uid: int) -> str:
     import pwd
 
@@ -339,14 +348,17 @@ class Spool:
             raise IdTaken(name) from None
         finally:
             os.unlink(tmp)
+        # the daemon may start on it while the name is made durable and the id checked: a request whose id
+        # turns out taken is withdrawn below, and the daemon refuses it as it would have at its next scan
+        self.wake()
         try:
+            sync_dir(self.incoming)  # the new name survives a power loss before the id is reported
             taken = self._taken_meanwhile(path, data)
         except OSError:
             path.unlink(missing_ok=True)  # cannot tell whether the id is ours: withdrawn
             raise
         if taken:
             raise IdTaken(name)
-        self.wake()
         return path
 
     def _taken_meanwhile(self, path: Path, data: bytes) -> bool:
