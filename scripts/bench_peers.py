@@ -155,6 +155,13 @@ class Gridsched(Peer):
         )
         subprocess.run([str(self.bin / "python"), "-c", code, cmd], env=self.env, cwd=self.dir, check=True)
 
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds of the daemon itself, and of its children it has reaped (shepherds and their jobs)."""
+        assert self.proc is not None
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        tick = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+
     def close(self) -> None:
         if self.db is not None:
             self.db.close()
@@ -288,17 +295,24 @@ def dispatch(peer: Peer, i: int) -> tuple[float, float]:
     return t - t0, t - acked
 
 
-def drain(peer: Peer, n: int) -> float:
+def drain(peer: Peer, n: int) -> tuple[float, tuple[float, float] | None]:
+    """Jobs a second; for gridsched also the CPU milliseconds a job cost the daemon itself and its children
+    (the shepherds, with the jobs and what they left, as the daemon reaps them)."""
     go = peer.dir / "go"
     go.unlink(missing_ok=True)
     blockers = 1 if isinstance(peer, Nq) else peer.cores
     for _ in range(blockers):
         peer.submit(f"while [ ! -e {go} ]; do sleep 0.01; done")
     peer.submit_many("true", n)
+    cpu0 = peer.cpu() if isinstance(peer, Gridsched) else None
     t0 = time.perf_counter()
     go.touch()
     peer.wait_idle()
-    return n / (time.perf_counter() - t0)
+    rate = n / (time.perf_counter() - t0)
+    if cpu0 is None or not isinstance(peer, Gridsched):
+        return rate, None
+    cpu1 = peer.cpu()
+    return rate, ((cpu1[0] - cpu0[0]) * 1000 / n, (cpu1[1] - cpu0[1]) * 1000 / n)
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -377,7 +391,11 @@ def main() -> None:
                     res[p.name].setdefault("loop", []).append(loop(p, args.loop))
             if "drain" in figures:
                 for p in order:
-                    res[p.name].setdefault("drain", []).append(drain(p, args.drain))
+                    rate, cpu = drain(p, args.drain)
+                    res[p.name].setdefault("drain", []).append(rate)
+                    if cpu is not None:
+                        res[p.name].setdefault("drain_daemon_cpu", []).append(cpu[0])
+                        res[p.name].setdefault("drain_children_cpu", []).append(cpu[1])
             print(f"round {rnd + 1}/{args.rounds} done, load average {load()}", flush=True)
     finally:
         for p in peers:
@@ -393,6 +411,8 @@ def report(res: dict[str, dict[str, list[float]]], peers: list[Peer], floor: lis
         ("dispatch", "dispatch, from before the command (ms)", "{:.1f}"),
         ("dispatch_after", "dispatch, from the acknowledgement (ms)", "{:.1f}"),
         ("drain", f"drain of {args.drain} `true`, {args.cores} slots (jobs/s)", "{:.0f}"),
+        ("drain_daemon_cpu", "  CPU a job costs the daemon (ms)", "{:.1f}"),
+        ("drain_children_cpu", "  CPU a job costs shepherd and job (ms)", "{:.1f}"),
     ]
     names = [p.name for p in peers]
     width = max(len(r[1]) for r in rows)

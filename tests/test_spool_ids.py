@@ -60,14 +60,15 @@ def test_an_id_nobody_recorded_is_the_writers(tmp_path):
 
 def test_a_published_request_is_on_disk_name_and_all_before_its_id_is_reported(tmp_path, monkeypatch):
     spool = Spool(tmp_path / "spool")
-    synced: list[str] = []
+    synced: list[tuple[str, int]] = []
     real = os.fsync
 
     def fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), os.fstat(fd).st_ino))
         real(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    spool.publish_new(rq.id_name(3), _request(3))
-    assert synced[-1] == str(spool.incoming), "the directory holding the new name, after the file's data"
-    assert any(p.startswith(str(spool.incoming)) and ".new-" in p for p in synced[:-1])
+    path = spool.publish_new(rq.id_name(3), _request(3))
+    assert synced[-1][0] == str(spool.incoming), "the directory holding the new name, after the file's data"
+    assert synced[-2][1] == path.stat().st_ino, "the request's data"
+    assert not [p for p in os.listdir(spool.incoming) if p.startswith(".")], "no temporary name left"

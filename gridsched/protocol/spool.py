@@ -341,22 +341,32 @@ class Spool:
         # the temporary name tells nobody which id is about to be taken (someone watching incoming/ could take it
         # first, again and again)
         tmp = self.incoming / f".new-{os.urandom(12).hex()}"
-        atomic_write(tmp, data, mode=0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            os.link(tmp, path)  # fails if the name exists: never replaces someone's request
-        except FileExistsError:
-            raise IdTaken(name) from None
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.link(tmp, path)  # fails if the name exists: never replaces someone's request
+            except FileExistsError:
+                raise IdTaken(name) from None
+            finally:
+                os.unlink(tmp)
+            # the daemon may start on it while it is made durable and its id checked: a request whose id turns
+            # out taken is withdrawn below, and the daemon refuses it as it would have at its next scan
+            self.wake()
+            try:
+                # before the id is reported: the data, the new name and the temporary one gone, in one sync on
+                # the usual file systems (ext4, XFS: the file's sync carries the names made and removed before
+                # it), and the directory's sync that POSIX asks for the names, with little left to do
+                os.fsync(fd)
+                sync_dir(self.incoming)
+                taken = self._taken_meanwhile(path, data)
+            except OSError:
+                path.unlink(missing_ok=True)  # cannot tell whether the id is ours: withdrawn
+                raise
         finally:
-            os.unlink(tmp)
-        # the daemon may start on it while the name is made durable and the id checked: a request whose id
-        # turns out taken is withdrawn below, and the daemon refuses it as it would have at its next scan
-        self.wake()
-        try:
-            sync_dir(self.incoming)  # the new name survives a power loss before the id is reported
-            taken = self._taken_meanwhile(path, data)
-        except OSError:
-            path.unlink(missing_ok=True)  # cannot tell whether the id is ours: withdrawn
-            raise
+            os.close(fd)
         if taken:
             raise IdTaken(name)
         return path

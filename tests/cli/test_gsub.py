@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import pytest
 from gridsched.cli import gsub
 from gridsched.core.feasible import infeasible
 from gridsched.protocol.jobs import SPEC_KEYS
+from gridsched.protocol.state import StateDB
 
 SCRIPT = """#!/bin/sh
 #GS -N fromdirective -n 2
@@ -295,14 +297,26 @@ def test_autostart(env, run, monkeypatch):
 
 
 def finish_job_later(spool, put_rows, row) -> threading.Thread:
-    """Stand in for the daemon: once the submit request appears, record the job as finished."""
+    """Stand in for the daemon: once the submit request appears, record the job as finished, and its id as
+    taken from that request (the digest of its bytes, as the daemon records it: gsub then knows the id is its
+    own, however early the daemon takes the request in)."""
 
     def work() -> None:
         deadline = time.monotonic() + 20
-        while not list(spool.incoming.glob(f"submit-{row['id']:010d}.json")):
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.01)
+        path = spool.incoming / f"submit-{row['id']:010d}.json"
+        while True:
+            try:
+                data = path.read_bytes()
+                break
+            except FileNotFoundError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.01)
+        db = StateDB(spool.db, write=True)
+        db.begin()
+        db.put_id(row["id"], os.getuid(), hashlib.sha256(data).hexdigest(), time.time())
+        db.commit()
+        db.close()
         put_rows(row)
 
     t = threading.Thread(target=work, daemon=True)
