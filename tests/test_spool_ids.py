@@ -56,3 +56,19 @@ def test_an_id_nobody_recorded_is_the_writers(tmp_path):
     _recorded(spool, 3, "0" * 64)
     data = _request(8)
     assert spool.publish_new(rq.id_name(8), data).read_bytes() == data
+
+
+def test_a_published_request_is_on_disk_name_and_all_before_its_id_is_reported(tmp_path, monkeypatch):
+    spool = Spool(tmp_path / "spool")
+    synced: list[tuple[str, int]] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), os.fstat(fd).st_ino))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    path = spool.publish_new(rq.id_name(3), _request(3))
+    assert synced[-1][0] == str(spool.incoming), "the directory holding the new name, after the file's data"
+    assert synced[-2][1] == path.stat().st_ino, "the request's data"
+    assert not [p for p in os.listdir(spool.incoming) if p.startswith(".")], "no temporary name left"

@@ -513,6 +513,8 @@ def _hold_jid(spool: Spool, items: str, depend_spec: str | None) -> str | None:
 
 def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, int], int | None]:
     """The checked -l, --reservation and --wait-resv of a submission."""
+    if not p["resource"] and p["reservation"] is None and not p["wait_resv"]:
+        return {}, None  # nothing asked: what check_job would say, without loading the reservations
     import os
     import time
 

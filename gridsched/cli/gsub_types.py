@@ -154,12 +154,16 @@ class GsubCommand(Command):  # type: ignore[misc]
     that it never takes the script's name as its value."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        takes = {
-            name
-            for prm in self.params
-            if isinstance(prm, click.Option) and not prm.is_flag and not prm.count
-            for name in prm.opts
-        }
+        takes: set[str] = set()
+        longer: dict[str, str] = {}  # a short option's long name
+        for prm in self.params:
+            if not isinstance(prm, click.Option):
+                continue
+            if not prm.is_flag and not prm.count:
+                takes.update(prm.opts)
+            long = next((o for o in prm.opts if o.startswith("--")), None)
+            if long is not None:
+                longer.update((o, long) for o in prm.opts if not o.startswith("--"))
         out = list(args)
         i = 0
         while i < len(out):
@@ -169,7 +173,14 @@ class GsubCommand(Command):  # type: ignore[misc]
             if tok == "--get-user-env":
                 out[i] = "--get-user-env="
             elif tok in takes:
+                if tok in longer and i + 1 < len(out):
+                    out[i] = longer[tok]  # see below; with no value, click's message names the option as typed
                 i += 1
+            elif tok in longer:
+                # click tries every option as a long one first, and a short one fails that try with an error
+                # that looks for close matches among all the long names: given by its long name, it is found
+                # at once (click's messages name an option by all its names, whichever was typed)
+                out[i] = longer[tok]
             i += 1
         return list(super().parse_args(ctx, out))
 

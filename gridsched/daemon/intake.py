@@ -22,6 +22,7 @@ import stat
 import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from gridsched.protocol import requests as rq
 from gridsched.protocol.spool import Spool, atomic_write
@@ -203,6 +204,32 @@ def _move_aside(spool: Spool, name: str) -> str:
     except OSError:
         log.error("request %s cannot leave %s", rq.safe(name, 120), spool.incoming)
     return name
+
+
+def make_durable(db: Path) -> bool:
+    """Put the job table's committed writes on disk before the requests they answer leave ``incoming/``;
+    False (logged) if that fails: the requests then stay, to be let go of after a later sync.
+
+    The table is SQLite in WAL mode with ``synchronous=NORMAL``: a commit survives the death of the daemon
+    but reaches the disk only at the next checkpoint, so a power loss could undo it.  One fsync of the log
+    covers every commit made since the last, however many requests they served."""
+    for path in (db.with_name(db.name + "-wal"), db):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            log.error("cannot sync the job table %s (%s): served requests stay in incoming/", path, e)
+            return False
+        try:
+            os.fsync(fd)
+        except OSError as e:
+            log.error("cannot sync the job table %s (%s): served requests stay in incoming/", path, e)
+            return False
+        finally:
+            os.close(fd)
+        return True
+    return True
 
 
 def done(spool: Spool, name: str) -> None:

@@ -114,8 +114,9 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     A daemon killed before this shepherd has written its pid file must not
     leave a job running that the restarted daemon cannot know of (it would
     start the job again): until the pid file is written, the shepherd dies
-    with the daemon (``PR_SET_PDEATHSIG``), and the job waits for a go from
-    the shepherd before it does anything.
+    with the daemon (``PR_SET_PDEATHSIG``), and the job's process waits for
+    a go from the shepherd before it takes its owner's ids, opens its files
+    and runs anything (it enters its cgroups meanwhile: :func:`_exec_job`).
     """
     os.setsid()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
@@ -139,10 +140,7 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     if child == 0:
         os.close(rd)
         os.close(go_w)
-        if os.read(go_r, 1) != b"g":
-            os._exit(0)  # the shepherd is gone: the job never runs
-        os.close(go_r)
-        _exec_job(spec, wr, cg, dcg, dwhy, joins, notes)  # never returns
+        _exec_job(spec, wr, cg, dcg, dwhy, joins, notes, go_r)  # never returns
     os.close(wr)
     os.close(go_r)
     try:
@@ -171,7 +169,10 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         _remove_private(spec)
         return
     _write_json(pid_file(spec.job_dir, spec.segment), info)
-    os.write(go_w, b"g")
+    try:
+        os.write(go_w, b"g")
+    except OSError:
+        pass  # the job failed while it was being prepared: its status and message are collected below
     os.close(go_w)
     # the job ends when its script does, whatever it left running: take the
     # script's status first, then what it wrote to the pipe, then kill the rest
@@ -382,7 +383,11 @@ def _exec_job(
     dwhy: str = "",
     joins: list[Path] | None = None,
     notes: list[str] | None = None,
+    go: int | None = None,
 ) -> None:
+    """Prepare the job's process and exec its script.  Its cgroups, affinity and memory binding (the slow
+    part: entering a cgroup may wait for the kernel's RCU grace period) are set while the shepherd writes its
+    pid file; the rest, from the owner's ids on, once the shepherd says go on ``go``."""
     notes = list(notes or ())
     try:
         os.setpgid(0, 0)
@@ -416,6 +421,10 @@ def _exec_job(
         bind_warning = bind_memory(spec.mem_nodes) if spec.mem_nodes else None
         if dwhy and spec.device_enforce == "required":
             _fail(wr, f"cannot refuse it the devices it does not hold: {dwhy}")
+        if go is not None:
+            if os.read(go, 1) != b"g":
+                os._exit(0)  # the shepherd is gone: the job never runs
+            os.close(go)
         if spec.mem and cg is None:
             import resource
 

@@ -314,7 +314,7 @@ class Daemon:
                 kind, arg = key.data
                 if kind == "wake":
                     self._drain(self.sock)
-                    self.ingest()
+                    self.ingest(settle=False)  # settled by the turn that follows, after the jobs it starts
                 elif kind == "signal":
                     self._drain(self.sig_r)
                 elif kind == "job":
@@ -356,6 +356,8 @@ class Daemon:
         if not self.settling and not self.table.settled_claims and self.publisher.due(self.db.version) is None:
             return
         if self.db.unsaved or not self.publisher.run(self.db.conn, self.db.version, now, force):
+            return
+        if self.settling and not intake.make_durable(self.db.path):  # one fsync for all served since the last
             return
         for name, why in self.settling.items():
             if why is None:
@@ -406,9 +408,10 @@ class Daemon:
         return max(0.0, t - now)
 
     # -- requests ------------------------------------------------------------------------
-    def ingest(self) -> None:
+    def ingest(self, settle: bool = True) -> None:
         """Take in the requests waiting in the spool: each is parsed at the boundary (intake) and served by the
-        handler of its kind; a refused one is quarantined and, if it brought a new id, recorded as refused."""
+        handler of its kind; a refused one is quarantined and, if it brought a new id, recorded as refused.
+        ``settle``: let go of the requests served (:meth:`settle`) now rather than at the end of the turn."""
         self.last_scan = time.time()
         self.queued_by_user = None
         skip = self.settling.keys() | self.busy  # requests served, or whose work goes on over turns
@@ -449,7 +452,8 @@ class Daemon:
         for name in served:
             self.settling[name] = None
         self.table.commit()
-        self.settle(time.time())
+        if settle:
+            self.settle(time.time())
 
     def handler_context(self) -> handlers.Context:
         """What a request handler sees of the daemon, now."""

@@ -86,6 +86,15 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, fsync: bool = True)
         raise
 
 
+def sync_dir(path: Path) -> None:
+    """fsync a directory: the names made and removed in it survive a power loss (``OSError`` if it cannot)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _user_name(uid: int) -> str:
     import pwd
 
@@ -332,34 +341,49 @@ class Spool:
         # the temporary name tells nobody which id is about to be taken (someone watching incoming/ could take it
         # first, again and again)
         tmp = self.incoming / f".new-{os.urandom(12).hex()}"
-        atomic_write(tmp, data, mode=0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            os.link(tmp, path)  # fails if the name exists: never replaces someone's request
-        except FileExistsError:
-            raise IdTaken(name) from None
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.link(tmp, path)  # fails if the name exists: never replaces someone's request
+            except FileExistsError:
+                raise IdTaken(name) from None
+            finally:
+                os.unlink(tmp)
+            # the daemon may start on it while it is made durable and its id checked: a request whose id turns
+            # out taken is withdrawn below, and the daemon refuses it as it would have at its next scan
+            self.wake()
+            try:
+                # before the id is reported: the data, the new name and the temporary one gone, in one sync on
+                # the usual file systems (ext4, XFS: the file's sync carries the names made and removed before
+                # it), and the directory's sync that POSIX asks for the names, with little left to do
+                os.fsync(fd)
+                sync_dir(self.incoming)
+                taken = self._taken_meanwhile(path, data)
+            except OSError:
+                path.unlink(missing_ok=True)  # cannot tell whether the id is ours: withdrawn
+                raise
         finally:
-            os.unlink(tmp)
-        try:
-            taken = self._taken_meanwhile(path, data)
-        except OSError:
-            path.unlink(missing_ok=True)  # cannot tell whether the id is ours: withdrawn
-            raise
+            os.close(fd)
         if taken:
             raise IdTaken(name)
-        self.wake()
         return path
 
     def _taken_meanwhile(self, path: Path, data: bytes) -> bool:
         """Whether the id of ``path`` was taken in from someone else's request between choosing and
         publishing it; then the request is withdrawn (the daemon would refuse it as a taken id).  The
         daemon may already have taken in this very request (``data``): the id is then ours."""
-        import hashlib
-
         from gridsched.protocol.requests import id_of_name
 
         nid = id_of_name(path.name)
         digest = None if nid is None else self.id_digest(nid)
-        if digest is None or digest == hashlib.sha256(data).hexdigest():
+        if digest is None:
+            return False  # the common case: nobody has the id (hashlib is loaded only to compare)
+        import hashlib
+
+        if digest == hashlib.sha256(data).hexdigest():
             return False
         try:
             os.unlink(path)

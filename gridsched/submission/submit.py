@@ -172,9 +172,8 @@ _SUBST = re.compile(r"%(\d*)([AajJNnstux%])")
 
 
 def host_name() -> str:
-    import socket
-
-    return socket.gethostname().split(".", 1)[0]
+    # uname's node name is what gethostname() returns on Linux, without loading the socket module
+    return os.uname().nodename.split(".", 1)[0]
 
 
 def output_path(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import pytest
 from gridsched.cli import gsub
 from gridsched.core.feasible import infeasible
 from gridsched.protocol.jobs import SPEC_KEYS
+from gridsched.protocol.state import StateDB
 
 SCRIPT = """#!/bin/sh
 #GS -N fromdirective -n 2
@@ -295,14 +297,26 @@ def test_autostart(env, run, monkeypatch):
 
 
 def finish_job_later(spool, put_rows, row) -> threading.Thread:
-    """Stand in for the daemon: once the submit request appears, record the job as finished."""
+    """Stand in for the daemon: once the submit request appears, record the job as finished, and its id as
+    taken from that request (the digest of its bytes, as the daemon records it: gsub then knows the id is its
+    own, however early the daemon takes the request in)."""
 
     def work() -> None:
         deadline = time.monotonic() + 20
-        while not list(spool.incoming.glob(f"submit-{row['id']:010d}.json")):
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.01)
+        path = spool.incoming / f"submit-{row['id']:010d}.json"
+        while True:
+            try:
+                data = path.read_bytes()
+                break
+            except FileNotFoundError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.01)
+        db = StateDB(spool.db, write=True)
+        db.begin()
+        db.put_id(row["id"], os.getuid(), hashlib.sha256(data).hexdigest(), time.time())
+        db.commit()
+        db.close()
         put_rows(row)
 
     t = threading.Thread(target=work, daemon=True)
@@ -351,3 +365,20 @@ def test_sbatchs_everyday_options_on_the_command_line(env, run, submits):
         "gsub: warning: --account proj ignored: no accounts",
         "gsub: warning: --qos high ignored: no QOS",
     ]
+
+
+def test_short_and_long_options_submit_the_same_and_errors_name_the_option_as_typed(env, run, submits):
+    write(env / "job.sh", "#!/bin/sh\ntrue\n")
+    short = run(gsub.cli, ["-n", "2", "-t", "30", "-N", "x", "-j", "oe", "job.sh"])
+    long = run(gsub.cli, ["--ncpus", "2", "--walltime", "30", "--name", "x", "--join", "oe", "job.sh"])
+    assert short.exit_code == long.exit_code == 0, short.stderr + long.stderr
+    a, b = submits()
+    for k in ("ncpus", "walltime", "name"):
+        assert a[k] == b[k]
+    assert (a["ncpus"], a["walltime"], a["name"]) == (2, 1800, "x")
+    assert a["stderr"] == a["stdout"] and b["stderr"] == b["stdout"]  # -j oe as --join oe
+    r = run(gsub.cli, ["job.sh", "-n"])  # after the script: the script's own argument
+    assert r.exit_code == 0
+    r = run(gsub.cli, ["-n"])
+    assert r.exit_code == 2
+    assert "'-n' requires an argument" in one_error_line(r.stderr)

@@ -132,3 +132,23 @@ def test_a_requirement_without_place_is_the_jobs_in_its_record_at_once(daemon):
     req = daemon.table.jobs[nid].place
     assert req is not None and (req.place, req.threads_per_core, req.exclusive_board) == ("pack", 1, True)
     assert daemon.db.job(nid)["spec"]["place"] == "pack"
+
+
+def test_a_served_request_leaves_incoming_only_once_the_table_is_synced(daemon, monkeypatch):
+    """The job's row is put on disk (its write-ahead log fsynced) before its request is removed: while the
+    sync fails the request stays, and goes once a sync succeeds."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def failing_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    nid = submit(daemon)
+    name = daemon.spool.incoming / rq.id_name(nid)
+    assert nid in daemon.table.jobs and name.exists(), "taken in, kept while the table is not synced"
+    assert synced and synced[-1].endswith("-wal")
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    daemon.settle(time.time())
+    assert not name.exists()
