@@ -48,12 +48,13 @@ def wait_resv(gs, rid: int, *states: str, timeout: float = 20) -> dict:
 def test_bound_job_starts_on_the_reservations_cores_when_it_activates(make_gs):
     gs = make_gs(CONFIG)
     # a long job holds the whole machine; the flexible reservation waits behind it
-    long = gs.gsub("-n", "8", "-t", "30s", "--wrap", "sleep 2")
+    long = gs.gsub("-n", "8", "-t", "30s", "--wrap", "while [ ! -e go ]; do sleep 0.05; done")
     gs.wait_state(long, "RUNNING")
     rid = int(gs.run("gresv", "create", "-n", "4", "-t", "20", check=True).stdout)
     job = gs.gsub("--reservation", str(rid), "-n", "2", "-t", "10s", "--wrap", 'echo "$GS_CORES" > cores.txt')
     assert resv(gs, rid)["state"] == "WAITING"
     assert gs.job(job)["state"] == "PENDING"
+    (gs.work / "go").touch()  # the long job ends now (not after a sleep a loaded machine may outlast)
     r = wait_resv(gs, rid, "ACTIVE")
     j = gs.wait_state(job, "RUNNING", "COMPLETED")
     lj = gs.job(long)
