@@ -256,3 +256,33 @@ def test_gstat_counts_sub_tasks(env, run, make_row, put_rows):
         "retried": 0,
     }
     assert doc["jobs"][1]["split"] == {"of": 1, "tasks": [3, 4, 5]}
+
+
+# -- indices kept as runs ----------------------------------------------------------------------------------------
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as hs  # noqa: E402
+
+SETS = hs.sets(hs.integers(0, 300), max_size=120)
+
+
+@given(SETS, SETS, hs.integers(0, 130))
+def test_indices_behave_as_the_sets_they_hold(a, b, n):
+    x, y = arrays.Indices.of(a), arrays.Indices.of(b)
+    assert list(x) == sorted(a) and len(x) == len(a)
+    assert list(x.without(y)) == sorted(a - b)
+    assert list(x.union(y)) == sorted(a | b)
+    assert list(x.only(y)) == sorted(a & b)
+    assert list(x.after(n)) == sorted(a)[n:] and x.head(n) == sorted(a)[:n]
+    assert all((i in x) == (i in a) for i in range(-1, 302))
+    if a:
+        assert arrays.Indices.from_text(x.text) == x
+        assert x[0] == min(a) and x[-1] == max(a)
+
+
+def test_a_million_indices_are_a_few_runs():
+    big = arrays.parse("0-3999999").indices
+    assert len(big) == 4_000_000 and len(big.runs) == 1
+    cut = big.without(arrays.Indices.of([5, 7, 100])).without(arrays.parse("10-3999990").indices)
+    assert cut.text == "0-4,6,8-9,3999991-3999999" and len(cut.runs) == 4
+    with pytest.raises(arrays.ArrayError, match="overlap"):
+        arrays.parse("0-3999999,1-3999999", 1 << 62, 1000)
