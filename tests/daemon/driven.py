@@ -26,6 +26,13 @@ from gridsched.protocol.jobs import JobState
 from tests.fuzz.test_requests import valid_job
 
 EXIT_CHECKPOINTED = 75
+# Commands whose click command is not ``cli`` in ``gridsched.cli.<name>``.
+COMMANDS = {
+    "gwait": "gridsched.cli.gwait:gwait_cli",
+    "gyield": "gridsched.cli.gwait:gyield_cli",
+    "gresume": "gridsched.cli.gwait:gresume_cli",
+    "gresume-tree": "gridsched.cli.gwait:gresume_tree_cli",
+}
 
 
 @dataclass
@@ -132,17 +139,21 @@ class Driven:
         self.turn()
         return jid
 
-    def command(self, prog: str, *args: str, check: bool = True, turn: bool = True) -> Any:
+    def command(
+        self, prog: str, *args: str, check: bool = True, turn: bool = True, env: dict[str, str] | None = None
+    ) -> Any:
         """Run a command (``galter``, ``gstat``, ...) in process against this daemon's spool, then take a turn
-        (the daemon serves what it wrote) unless ``turn`` is false.  The click result: ``exit_code``, ``stdout``,
+        (the daemon serves what it wrote) unless ``turn`` is false.  ``env``: more variables (``GS_JOBID``
+        and ``GS_SPOOL`` for a command run inside a job).  The click result: ``exit_code``, ``stdout``,
         ``stderr``."""
         import importlib
 
         from click.testing import CliRunner
 
-        mod = importlib.import_module(f"gridsched.cli.{prog}")
-        env = {"GRIDSCHED_SPOOL": str(self.d.spool.root), "GRIDSCHED_CONFIG": str(self.d.config_path)}
-        r = CliRunner().invoke(mod.cli, list(args), env=env, prog_name=prog)
+        module, _, attr = COMMANDS.get(prog, f"gridsched.cli.{prog}:cli").partition(":")
+        cli = getattr(importlib.import_module(module), attr)
+        env = {"GRIDSCHED_SPOOL": str(self.d.spool.root), "GRIDSCHED_CONFIG": str(self.d.config_path), **(env or {})}
+        r = CliRunner().invoke(cli, list(args), env=env, prog_name=prog)
         if check and r.exit_code != 0:
             raise AssertionError(f"{prog} {' '.join(args)} exited {r.exit_code}: {r.stderr}")
         if turn:
