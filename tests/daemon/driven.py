@@ -126,9 +126,10 @@ class Driven:
         self._exit(jid, w, exit_code=exit_code)
         self.turn()
 
-    def restart(self, stub_daemon: Any) -> None:
-        """Stop the daemon and start it again on the same spool (``stub_daemon``: the fixture)."""
-        self.d = stub_daemon.restart(self.d)
+    def restart(self, stub_daemon: Any, crash: bool = False) -> None:
+        """Stop the daemon (``crash``: kill it, as ``kill -9``) and start it again on the same spool
+        (``stub_daemon``: the fixture); the jobs' shepherds go on."""
+        self.d = stub_daemon.restart(self.d, crash=crash)
         self.turn()
 
     def gsub(self, *args: str, work: float | None = 0.0) -> int:
