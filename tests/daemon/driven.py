@@ -173,6 +173,8 @@ class Driven:
         """One turn of the loop at the driven clock's time, requests taken in; then the jobs play their part."""
         self.d.turn(self.now, scan=True)
         self._play()
+        if self.d.reload_requested:  # as the loop does after its turns: a reload asked for (gctl, SIGHUP)
+            self.d.reload()
         if self.d.table.forecast_dirty:  # as the loop does after its turns: predicted starts and reasons
             self.d.forecast()
             self.d.table.commit()
