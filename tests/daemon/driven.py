@@ -132,9 +132,10 @@ class Driven:
         self.d = stub_daemon.restart(self.d, crash=crash)
         self.turn()
 
-    def gsub(self, *args: str, work: float | None = 0.0) -> int:
-        """Submit with ``gsub ARGS`` (in process); the job does ``work`` seconds of work.  Its id."""
-        r = self.command("gsub", *args, turn=False)
+    def gsub(self, *args: str, work: float | None = 0.0, env: dict[str, str] | None = None) -> int:
+        """Submit with ``gsub ARGS`` (in process; ``env``: more variables, as for :meth:`command`); the job does
+        ``work`` seconds of work.  Its id."""
+        r = self.command("gsub", *args, turn=False, env=env)
         jid = int(r.stdout.strip().splitlines()[-1])
         self.work[jid] = Work(work, "none")
         self.turn()
