@@ -2,7 +2,8 @@
 
 Jobs print their environment; each sees only its own devices, placed beside its cores.  The scheduling of
 GPUs (cores on a GPU's board, #SBATCH --gres and #PBS ngpus, shared GPUs, a reservation holding GPUs, a
-yielding parent lending its GPU) is tested in process, on a driven clock, in test_devices_driven.py.
+yielding parent lending its GPU, bad device requests refused by gsub) is tested in process, on a driven
+clock, in test_devices_driven.py.
 """
 
 from __future__ import annotations
@@ -96,23 +97,6 @@ def test_two_gpu_jobs_run_on_disjoint_gpus_the_third_waits_a_cpu_job_does_not(gp
     assert len(gpus_of(env_of(gs, ids[2]))) == 2
     row = gs.job(ids[0])
     assert row.get("devices") == "gpu:" + ",".join(map(str, sorted(g1)))
-
-
-def test_bad_device_requests_are_refused_at_gsub(gpu_gs):
-    gs = gpu_gs
-    for args, msg in (
-        (("--gpus", "5"), "gsub: error: --gpus 5: the machine has 4 GPUs"),
-        (("--gpus", "0"), "gsub: error: --gpus 0: at least 1 device is needed"),
-        (("--gpus", "V100:1"), "gsub: error: --gpus V100:1: the machine has no gpu of model V100 (models: H100)"),
-        (("--gres", "fpga:1"), "gsub: error: --gres fpga:1: the machine has no FPGAs"),
-        (("--gpus-per-task", "1"), "gsub: error: --gpus-per-task 1: needs a task count (--ntasks)"),
-        (("--gpu-bind", "strict"), "gsub: error: --gpu-bind needs --gpus or --gres"),
-    ):
-        r = gs.run("gsub", *args, "--wrap", "true")
-        assert r.returncode != 0 and r.stderr.strip() == msg, (args, r.stderr)
-    ok = gs.gsub("--gpus-per-task", "1", "--ntasks", "2", "--wrap", REPORT)
-    gs.wait_state(ok, "COMPLETED")
-    assert len(gpus_of(env_of(gs, ok))) == 2
 
 
 def test_bad_device_requests_written_directly_are_refused_with_the_same_words(stub_daemon, tmp_path):

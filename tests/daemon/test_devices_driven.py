@@ -101,3 +101,21 @@ def test_a_yielding_parent_lends_its_gpu_to_its_child_and_gets_it_back(stub_daem
     assert dr.state(parent) == "COMPLETED"
     dr.run_until(lambda: dr.state(other) == "COMPLETED", 10)
     assert gpus_of(env_of(dr, other)) == {0}
+
+
+def test_bad_device_requests_are_refused_at_gsub(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(topo_config(tmp_path)))
+    for args, msg in (
+        (("--gpus", "5"), "gsub: error: --gpus 5: the machine has 4 GPUs"),
+        (("--gpus", "0"), "gsub: error: --gpus 0: at least 1 device is needed"),
+        (("--gpus", "V100:1"), "gsub: error: --gpus V100:1: the machine has no gpu of model V100 (models: H100)"),
+        (("--gres", "fpga:1"), "gsub: error: --gres fpga:1: the machine has no FPGAs"),
+        (("--gpus-per-task", "1"), "gsub: error: --gpus-per-task 1: needs a task count (--ntasks)"),
+        (("--gpu-bind", "strict"), "gsub: error: --gpu-bind needs --gpus or --gres"),
+    ):
+        r = dr.command("gsub", *args, "--wrap", "true", check=False)
+        assert r.exit_code != 0 and r.stderr.strip() == msg, (args, r.stderr)
+    assert not list(dr.d.spool.incoming.glob("submit-*"))
+    ok = dr.gsub("--gpus-per-task", "1", "--ntasks", "2", "--wrap", "true")
+    assert dr.state(ok) == "COMPLETED"
+    assert len(gpus_of(env_of(dr, ok))) == 2
