@@ -119,3 +119,17 @@ def test_bad_device_requests_are_refused_at_gsub(stub_daemon, tmp_path):
     ok = dr.gsub("--gpus-per-task", "1", "--ntasks", "2", "--wrap", "true")
     assert dr.state(ok) == "COMPLETED"
     assert len(gpus_of(env_of(dr, ok))) == 2
+
+
+def test_gpus_per_task_is_refused_with_split_file_and_beyond_the_machine(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(topo_config(tmp_path, gpus=2)))
+    script = tmp_path / "task.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text("1 10\n")
+    r = dr.command("gsub", "--split-file", str(tasks), "--gpus-per-task", "1", str(script), check=False)
+    assert r.exit_code != 0 and r.stderr.startswith("gsub: error: --gpus-per-task goes with --split"), r.stderr
+    r = dr.command("gsub", "--split", "2", "--task-time", "10", "--gpus-per-task", "3", str(script), check=False)
+    assert r.exit_code != 0 and "the machine has 2 GPUs" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not list(dr.d.spool.incoming.glob("submit-*"))
