@@ -263,10 +263,16 @@ def stub_daemon(tmp_path: Path):
         made.append(d)
         return d
 
-    def restart(d: Daemon) -> Daemon:
-        """Stop ``d`` and start a new daemon object on its spool, configuration and executor."""
+    def restart(d: Daemon, crash: bool = False) -> Daemon:
+        """Stop ``d`` and start a new daemon object on its spool, configuration and executor; ``crash``: ``d``
+        dies as after ``kill -9`` (it neither commits nor publishes anything more: it lets go of its files)."""
         made.remove(d)
-        d.close()
+        if crash:
+            d.db.close()
+            os.close(d.lock_fd)
+            d.sel.close()
+        else:
+            d.close()
         again = Daemon(d.spool, configmod.load(d.config_path), d.config_path, executor=d.ex)
         again.lock()
         again.open()

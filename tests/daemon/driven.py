@@ -26,6 +26,13 @@ from gridsched.protocol.jobs import JobState
 from tests.fuzz.test_requests import valid_job
 
 EXIT_CHECKPOINTED = 75
+# Commands whose click command is not ``cli`` in ``gridsched.cli.<name>``.
+COMMANDS = {
+    "gwait": "gridsched.cli.gwait:gwait_cli",
+    "gyield": "gridsched.cli.gwait:gyield_cli",
+    "gresume": "gridsched.cli.gwait:gresume_cli",
+    "gresume-tree": "gridsched.cli.gwait:gresume_tree_cli",
+}
 
 
 @dataclass
@@ -119,30 +126,36 @@ class Driven:
         self._exit(jid, w, exit_code=exit_code)
         self.turn()
 
-    def restart(self, stub_daemon: Any) -> None:
-        """Stop the daemon and start it again on the same spool (``stub_daemon``: the fixture)."""
-        self.d = stub_daemon.restart(self.d)
+    def restart(self, stub_daemon: Any, crash: bool = False) -> None:
+        """Stop the daemon (``crash``: kill it, as ``kill -9``) and start it again on the same spool
+        (``stub_daemon``: the fixture); the jobs' shepherds go on."""
+        self.d = stub_daemon.restart(self.d, crash=crash)
         self.turn()
 
-    def gsub(self, *args: str, work: float | None = 0.0) -> int:
-        """Submit with ``gsub ARGS`` (in process); the job does ``work`` seconds of work.  Its id."""
-        r = self.command("gsub", *args, turn=False)
+    def gsub(self, *args: str, work: float | None = 0.0, env: dict[str, str] | None = None) -> int:
+        """Submit with ``gsub ARGS`` (in process; ``env``: more variables, as for :meth:`command`); the job does
+        ``work`` seconds of work.  Its id."""
+        r = self.command("gsub", *args, turn=False, env=env)
         jid = int(r.stdout.strip().splitlines()[-1])
         self.work[jid] = Work(work, "none")
         self.turn()
         return jid
 
-    def command(self, prog: str, *args: str, check: bool = True, turn: bool = True) -> Any:
+    def command(
+        self, prog: str, *args: str, check: bool = True, turn: bool = True, env: dict[str, str] | None = None
+    ) -> Any:
         """Run a command (``galter``, ``gstat``, ...) in process against this daemon's spool, then take a turn
-        (the daemon serves what it wrote) unless ``turn`` is false.  The click result: ``exit_code``, ``stdout``,
+        (the daemon serves what it wrote) unless ``turn`` is false.  ``env``: more variables (``GS_JOBID``
+        and ``GS_SPOOL`` for a command run inside a job).  The click result: ``exit_code``, ``stdout``,
         ``stderr``."""
         import importlib
 
         from click.testing import CliRunner
 
-        mod = importlib.import_module(f"gridsched.cli.{prog}")
-        env = {"GRIDSCHED_SPOOL": str(self.d.spool.root), "GRIDSCHED_CONFIG": str(self.d.config_path)}
-        r = CliRunner().invoke(mod.cli, list(args), env=env, prog_name=prog)
+        module, _, attr = COMMANDS.get(prog, f"gridsched.cli.{prog}:cli").partition(":")
+        cli = getattr(importlib.import_module(module), attr)
+        env = {"GRIDSCHED_SPOOL": str(self.d.spool.root), "GRIDSCHED_CONFIG": str(self.d.config_path), **(env or {})}
+        r = CliRunner().invoke(cli, list(args), env=env, prog_name=prog)
         if check and r.exit_code != 0:
             raise AssertionError(f"{prog} {' '.join(args)} exited {r.exit_code}: {r.stderr}")
         if turn:
@@ -161,6 +174,8 @@ class Driven:
         """One turn of the loop at the driven clock's time, requests taken in; then the jobs play their part."""
         self.d.turn(self.now, scan=True)
         self._play()
+        if self.d.reload_requested:  # as the loop does after its turns: a reload asked for (gctl, SIGHUP)
+            self.d.reload()
         if self.d.table.forecast_dirty:  # as the loop does after its turns: predicted starts and reasons
             self.d.forecast()
             self.d.table.commit()

@@ -9,15 +9,15 @@ takes longer than the hole.  With threshold 10 s and p = 0.2 both count as
 backfills both, D ends before C's reservation, E is checkpointed at that
 moment, C starts on time, and E resumes later from its checkpoint.
 
-Here the jobs are real processes (the example checkpointing jobs, which save
-and resume their work); the scheduling of the scenario under each policy and
-checkpoint mode is tested in process, on a driven clock, in
-test_backfill_driven.py.
+Here the jobs are real processes (E is the Python example checkpointing job,
+which saves and resumes its work); the scheduling of the scenario under each
+policy and checkpoint mode is tested in process, on a driven clock, in
+test_backfill_driven.py.  The shell example checkpointing job is checkpointed
+and resumed as a real process in tests/test_examples.py and, through a real
+daemon, in test_alter.py (grequeue).
 """
 
 from __future__ import annotations
-
-import pytest
 
 EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "scripts" / "examples"
 
@@ -62,12 +62,11 @@ def submit_scenario(
     return a, b, c, d, e
 
 
-@pytest.mark.parametrize("e_script", ["checkpoint_counter.sh", "checkpoint_counter.py"])
-def test_checkpoint_backfill_scenario(make_gs, e_script):
+def test_checkpoint_backfill_scenario(make_gs):
     gs = make_gs(config("checkpoint-backfill"))
     # E's 40 units take 14 s: longer than the hole before C's reservation (under 12 s) even on an idle machine
     gs.env["UNIT_SECONDS"] = "0.35"
-    a, b, c, d, e = submit_scenario(gs, e_script=e_script)
+    a, b, c, d, e = submit_scenario(gs, e_script="checkpoint_counter.py")
     jd = gs.wait_state(d, "RUNNING", "COMPLETED")
     je = gs.wait_state(e, "RUNNING")
     assert gs.job(c)["state"] == "PENDING"

@@ -1,8 +1,10 @@
-"""The Python API and the executor against a real daemon."""
+"""The Python API and the executor against a real daemon.
+
+The client's alter and requeue (changes, refusals in galter's and grequeue's words, a job run again) are
+tested in process, on a driven clock, in test_client_driven.py."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -179,54 +181,6 @@ def test_executor_max_jobs_and_auto_backend(gs, tmp_path, monkeypatch):
         GridschedExecutor(backend="pbs", spool=str(gs.spool), config=str(gs.cfgfile))
 
 
-def test_alter_changes_a_pending_job_as_galter(gs):
-    from tests.conftest import wait_for
-
-    c = client(gs)
-    blocker = c.submit(command="sleep 60", ncpus=8, walltime="2m")
-    gs.wait_state(blocker.id, "RUNNING")
-    j = c.submit(command='echo "$GS_NCPUS $GS_WALLTIME $GS_JOBNAME"', walltime=60)
-    later = c.submit(command="true")
-    c.alter(j.id, ncpus=2, walltime="5m", name="new", nice=10)
-    wait_for(lambda: c.status(j.id).name == "new", 15, "the change")
-    now = c.status(j.id)
-    assert (now.ncpus, now.walltime, now.state) == (2, 300, "PENDING")
-    # the spool's owner is its admin: it may raise a job above the others
-    c.alter(later.id, priority=100)
-
-    def admin_priority() -> int | None:
-        recs = json.loads(gs.run("gstat", "--priority", "--json", check=True).stdout)["jobs"]
-        return next(x["admin_priority"] for x in recs if x["id"] == later.id)
-
-    wait_for(lambda: admin_priority() == 100, 15, "the new priority")
-    c.cancel(blocker.id)
-    done = c.wait(j.id, timeout=30)
-    assert done.state == "COMPLETED" and open(done.stdout).read().split() == ["2", "300", "new"]
-    assert c.wait(later.id, timeout=30).state == "COMPLETED"
-
-
-def test_alter_refuses_with_galters_words(gs):
-    c = client(gs)
-    running = c.submit(command="sleep 60", ncpus=1, walltime="2m")
-    gs.wait_state(running.id, "RUNNING")
-    for job_id, changes, message in (
-        (running.id, {"ncpus": 2}, f"^job {running.id}: is RUNNING: only its walltime can change$"),
-        (running.id, {"walltime": "-5"}, "'-5': must be positive"),
-        (running.id, {"colour": "red"}, "^alter: cannot change colour "),
-        (running.id, {}, "^alter: nothing to change$"),
-        (77, {"walltime": 60}, "^job 77: no such job$"),
-        (running.id, {"nice": 10**6}, "field 'nice' must lie between -10000 and 10000"),
-    ):
-        with pytest.raises(GridschedError, match=message):
-            c.alter(job_id, **changes)
-    # a running job's walltime is its owner's to shorten (and the admin's to lengthen)
-    c.alter(running.id, walltime=30)
-    from tests.conftest import wait_for
-
-    wait_for(lambda: c.status(running.id).walltime == 30, 15, "the shorter walltime")
-    c.cancel(running.id)
-
-
 def test_alter_an_array_changes_its_pending_tasks(gs):
     from tests.conftest import wait_for
 
@@ -239,26 +193,3 @@ def test_alter_an_array_changes_its_pending_tasks(gs):
     wait_for(lambda: [j.walltime for j in c.jobs() if j.id != blocker.id] == [120] * 3, 15, "every task changed")
     c.cancel(blocker.id)
     c.cancel(arr)
-
-
-def test_requeue_runs_a_finished_job_again_and_refuses_a_pending_one(gs):
-    c = client(gs)
-    j = c.submit(command="echo run >> runs.txt", walltime="1m")
-    assert c.wait(j.id, timeout=30).state == "COMPLETED"
-    c.requeue(j.id)
-    from tests.conftest import wait_for
-
-    again = wait_for(lambda: (x := c.status(j.id)).restarts == 1 and x.done and x, 30, "the second run")
-    assert again.state == "COMPLETED"
-    assert open(Path(again.stdout).parent / "runs.txt").read() == "run\nrun\n"
-    blocker = c.submit(command="sleep 60", ncpus=8, walltime="2m")
-    gs.wait_state(blocker.id, "RUNNING")
-    waiting = c.submit(command="true")
-    with pytest.raises(GridschedError, match=f"^job {waiting.id}: is PENDING: only running or finished jobs"):
-        c.requeue(waiting.id)
-    with pytest.raises(GridschedError, match="^job 99: no such job$"):
-        c.requeue(99)
-    c.requeue(blocker.id)  # a running job: stopped and queued again
-    wait_for(lambda: c.status(blocker.id).restarts == 1, 30, "the running job's second start")
-    c.cancel(blocker.id)
-    c.cancel(waiting.id)

@@ -1,5 +1,6 @@
 """Slurm, PBS and Torque scripts submitted with gsub and run by the real daemon as those systems run them:
-the interpreter, the output files, the walltime and memory read from the directives."""
+the interpreter, the output files.  The walltime, memory and begin time read from the directives are tested in
+process, on a driven clock, in test_compat_driven.py."""
 
 from __future__ import annotations
 
@@ -105,22 +106,6 @@ def test_pbs_j_oe_joins_the_error_into_the_output(gs):
     assert not (gs.work / f"pj.e{jid}").exists()
 
 
-def test_gsub_t_60_is_60_minutes(gs):
-    jid = gs.gsub("-t", "60", "--hold", "--wrap", "true")
-    short = gs.gsub("-t", "60s", "--hold", "--wrap", "true")
-    assert gs.wait_state(jid, "HELD")["walltime"] == 3600
-    assert gs.wait_state(short, "HELD")["walltime"] == 60
-
-
-def test_mem_per_cpu_becomes_the_job_memory(gs):
-    script = gs.work / "m.sh"
-    script.write_text("#!/bin/sh\n#SBATCH --mem-per-cpu=64M\n#SBATCH -c 3\ntrue\n")
-    jid = gs.gsub(str(script))
-    assert gs.wait_state(jid, *DONE)["state"] == "COMPLETED", gs.log()
-    assert gs.job(jid)["ncpus"] == 3
-    assert spec(gs, jid)["mem"] == 3 * 64 << 20
-
-
 def test_a_torque_t_array_runs_its_tasks(gs):
     script = gs.work / "t.sh"
     script.write_text('#!/bin/sh\n#PBS -N tq\n#PBS -t 1-3\necho "task $PBS_ARRAYID"\n')
@@ -131,18 +116,6 @@ def test_a_torque_t_array_runs_its_tasks(gs):
     assert [(t["array_index"], t["state"]) for t in tasks] == [(1, "COMPLETED"), (2, "COMPLETED"), (3, "COMPLETED")]
     for t in tasks:
         assert (gs.work / f"tq.o{aid}-{t['array_index']}").exists()  # Torque: JOBNAME.oJOBID-INDEX
-
-
-def test_too_much_memory_is_refused_by_gsub_and_by_the_daemon(gs):
-    r = gs.run("gsub", "--mem", "300T", "--wrap", "true")
-    assert r.returncode == 1
-    assert r.stderr.startswith("gsub: error: job can never run: it asks for 300T of memory, the machine has ")
-    assert len(r.stderr.splitlines()) == 1
-    # a request written without gsub's check: the daemon refuses it the same way
-    nid = raw_submit(gs, mem=300 << 40)
-    j = gs.wait_state(nid, "FAILED")
-    assert "asks for 300T of memory, the machine has" in j["reason"]
-    assert gs.alive()
 
 
 def test_a_shell_that_cannot_run_fails_the_job_with_why(gs):
@@ -163,14 +136,6 @@ def test_a_shell_that_cannot_run_fails_the_job_with_why(gs):
     )
     assert gs.wait_state(unused, "COMPLETED")
     assert gs.alive()
-
-
-def test_sbatch_begin_makes_the_job_wait_for_its_time(gs):
-    script = gs.work / "b.sh"
-    script.write_text("#!/bin/sh\n#SBATCH --begin=now+1hour\ntrue\n")
-    jid = gs.gsub(str(script))
-    j = wait_for(lambda: (j := gs.job(jid))["reason"].startswith("begin time") and j, 15, "the begin time reason")
-    assert j["state"] == "PENDING"
 
 
 def test_open_mode_append_keeps_what_the_output_file_held(gs):

@@ -1,6 +1,9 @@
 """GPUs in the real daemon: a declared machine of 8 cores on 2 boards with 4 GPUs (2 per board).
 
-Jobs print their environment; each sees only its own devices, placed beside its cores.
+Jobs print their environment; each sees only its own devices, placed beside its cores.  The scheduling of
+GPUs (cores on a GPU's board, #SBATCH --gres and #PBS ngpus, shared GPUs, a reservation holding GPUs, a
+yielding parent lending its GPU, bad device requests refused by gsub) is tested in process, on a driven
+clock, in test_devices_driven.py.
 """
 
 from __future__ import annotations
@@ -14,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from gridsched.core import cpuset
 from gridsched.protocol import requests as rq
-from tests.conftest import BIN, wait_for
+from tests.conftest import wait_for
 from tests.fuzz.test_requests import valid_job
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,62 +97,6 @@ def test_two_gpu_jobs_run_on_disjoint_gpus_the_third_waits_a_cpu_job_does_not(gp
     assert len(gpus_of(env_of(gs, ids[2]))) == 2
     row = gs.job(ids[0])
     assert row.get("devices") == "gpu:" + ",".join(map(str, sorted(g1)))
-
-
-def test_a_one_gpu_job_gets_its_cores_on_its_gpus_board(gpu_gs):
-    gs = gpu_gs
-    jid = gs.gsub("--gpus", "1", "-n", "2", "--wrap", REPORT)
-    gs.wait_state(jid, "COMPLETED")
-    e = env_of(gs, jid)
-    (g,) = gpus_of(e)
-    cores = cpuset.parse(e["CORES"])
-    assert len(cores) == 2 and {0 if c < 4 else 1 for c in cores} == {board_of_gpu(g)}
-
-
-def test_sbatch_gres_and_pbs_ngpus_scripts_get_one_gpu(gpu_gs):
-    gs = gpu_gs
-    slurm = gs.work / "s.sh"
-    slurm.write_text("#!/bin/sh\n#SBATCH --gres=gpu:1\n" + REPORT + "\n")
-    pbs = gs.work / "p.sh"
-    pbs.write_text("#!/bin/sh\n#PBS -l select=1:ncpus=1:ngpus=1\n" + REPORT + "\n")
-    for script in (slurm, pbs):
-        jid = gs.gsub(str(script))
-        gs.wait_state(jid, "COMPLETED")
-        assert len(gpus_of(env_of(gs, jid))) == 1
-
-
-def test_with_share_two_four_one_gpu_jobs_run_on_two_gpus(make_gs):
-    gs = make_gs(start=False)
-    gs.cfgfile.write_text(topo_config(gs.root, gpus=2, share=2))
-    gs.start()
-    ids = [gs.gsub("--gpus", "1", "--wrap", REPORT + WAIT_GO) for _ in range(5)]
-    for jid in ids[:4]:
-        gs.wait_state(jid, "RUNNING")
-    assert gs.job(ids[4])["state"] == "PENDING"
-    used: dict[int, int] = {}
-    for jid in ids[:4]:
-        for g in gpus_of(env_of(gs, jid)):
-            used[g] = used.get(g, 0) + 1
-    assert used == {0: 2, 1: 2}
-    (gs.work / "go").touch()
-    gs.wait_state(ids[4], "COMPLETED")
-
-
-def test_bad_device_requests_are_refused_at_gsub(gpu_gs):
-    gs = gpu_gs
-    for args, msg in (
-        (("--gpus", "5"), "gsub: error: --gpus 5: the machine has 4 GPUs"),
-        (("--gpus", "0"), "gsub: error: --gpus 0: at least 1 device is needed"),
-        (("--gpus", "V100:1"), "gsub: error: --gpus V100:1: the machine has no gpu of model V100 (models: H100)"),
-        (("--gres", "fpga:1"), "gsub: error: --gres fpga:1: the machine has no FPGAs"),
-        (("--gpus-per-task", "1"), "gsub: error: --gpus-per-task 1: needs a task count (--ntasks)"),
-        (("--gpu-bind", "strict"), "gsub: error: --gpu-bind needs --gpus or --gres"),
-    ):
-        r = gs.run("gsub", *args, "--wrap", "true")
-        assert r.returncode != 0 and r.stderr.strip() == msg, (args, r.stderr)
-    ok = gs.gsub("--gpus-per-task", "1", "--ntasks", "2", "--wrap", REPORT)
-    gs.wait_state(ok, "COMPLETED")
-    assert len(gpus_of(env_of(gs, ok))) == 2
 
 
 def test_bad_device_requests_written_directly_are_refused_with_the_same_words(stub_daemon, tmp_path):
@@ -305,28 +251,6 @@ def test_views_show_each_jobs_devices(gpu_gs):
     assert f"with gpu:{g}" in segs
 
 
-def test_a_reservation_holds_gpus_and_its_jobs_get_them_inside(gpu_gs):
-    from tests.daemon.test_reservations import wait_resv
-
-    gs = gpu_gs
-    rid = int(gs.run("gresv", "create", "-n", "2", "-t", "1h", "--gpus", "2", check=True).stdout)
-    r = wait_resv(gs, rid, "ACTIVE")
-    assert r["resources"].get("device:gpu") == 2
-    assert "gpu=2" in gs.run("gresv", "list", check=True).stdout
-    outside = gs.gsub("--gpus", "3", "--wrap", REPORT)  # only 2 of the 4 GPUs are outside it
-    inside = gs.gsub("--reservation", str(rid), "-t", "5m", "--gpus", "2", "--wrap", REPORT + WAIT_GO)
-    gs.wait_state(inside, "RUNNING")
-    assert len(gpus_of(env_of(gs, inside))) == 2
-    assert gs.job(outside)["state"] == "PENDING"
-    small = gs.gsub("--gpus", "2", "-t", "10m", "--wrap", REPORT)  # ends before the reservation: backfilled
-    gs.wait_state(small, "COMPLETED")
-    assert not gpus_of(env_of(gs, small)) & gpus_of(env_of(gs, inside))
-    (gs.work / "go").touch()
-    gs.wait_state(inside, "COMPLETED")
-    r = gs.run("gresv", "create", "-n", "1", "-t", "60", "--gpus", "5")
-    assert r.returncode != 0 and r.stderr.strip() == "gresv: error: --gpus 5: the machine has 4 GPUs"
-
-
 def test_array_tasks_each_get_their_own_gpus(gpu_gs):
     gs = gpu_gs
     arr = gs.gsub("--array", "0-2", "--gpus", "2", "--wrap", 'echo "$GS_GPUS" > g.$GS_ARRAY_TASK_ID; ' + WAIT_GO)
@@ -350,43 +274,6 @@ def test_the_python_client_asks_for_gpus(gpu_gs, tmp_path, monkeypatch):
     assert len(gpus_of(env_of(gpu_gs, j.id))) == 2
     with pytest.raises(GridschedError, match="--gpus 9: the machine has 4 GPUs"):
         c.submit(command="true", gpus=9)
-
-
-TREE_PARENT = """#!/bin/sh
-PATH={bin}:$PATH
-{report}
-kid=$(gsub -N kid -n 1 -t 1m --gpus 1 --wrap '{report}') || exit 3
-gwait --yield $kid || exit 4
-touch resumed.$GS_JOBID
-i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
-"""
-
-
-def test_a_yielding_parent_lends_its_gpu_to_its_child_and_gets_it_back(make_gs):
-    gs = make_gs(start=False)
-    gs.cfgfile.write_text(topo_config(gs.root, gpus=1))  # one GPU: the child can only have the parent's
-    gs.start()
-    s = gs.work / "parent.sh"
-    s.write_text(TREE_PARENT.format(bin=BIN, report=REPORT))
-    s.chmod(0o755)
-    parent = gs.gsub("-n", "1", "-t", "2m", "--gpus", "1", str(s))
-    gs.wait_state(parent, "RUNNING")
-    wait_for(lambda: (gs.work / f"resumed.{parent}").exists(), 30, "the parent to be resumed after its child")
-    kids = [int(p.name.split(".")[1]) for p in gs.work.glob("env.*") if p.name != f"env.{parent}"]
-    assert len(kids) == 1
-    kid = gs.job(kids[0])
-    assert kid["state"] == "COMPLETED", kid
-    pe, ke = env_of(gs, parent), env_of(gs, kids[0])
-    assert ke["CUDA"] == pe["CUDA"] == "0" and gpus_of(ke) == gpus_of(pe) == {0}  # the parent's GPU
-    assert cpuset.parse(ke["CORES"]) == cpuset.parse(pe["CORES"])  # on the parent's yielded core
-    # resumed, the parent holds its GPU again: a GPU job of its own waits for it
-    other = gs.gsub("--gpus", "1", "-t", "1m", "--wrap", REPORT)
-    wait_for(lambda: gs.job(other).get("reason"), 15, "the GPU job to be given a reason to wait")
-    assert gs.job(other)["state"] == "PENDING" and gs.job(parent)["state"] == "RUNNING"
-    (gs.work / "go").touch()
-    gs.wait_state(parent, "COMPLETED")
-    gs.wait_state(other, "COMPLETED")
-    assert gpus_of(env_of(gs, other)) == {0}
 
 
 def test_a_suspended_gpu_job_keeps_its_gpu_and_is_continued_on_it(make_gs):

@@ -1,4 +1,7 @@
-"""A real daemon runs real jobs: pinning, environment, walltime, cancel, failures."""
+"""A real daemon runs real jobs: pinning, environment, walltime, cancel, failures.
+
+The queue's order on a full machine and gdel of a pending job are tested in process, on a driven clock, in
+test_queue_driven.py."""
 
 from __future__ import annotations
 
@@ -107,17 +110,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_gdel_of_a_pending_job(gs):
-    blocker = gs.gsub("-n", "8", "--wrap", "sleep 300")
-    gs.wait_state(blocker, "RUNNING")
-    waiting = gs.gsub("-n", "1", "--wrap", "touch ran")
-    assert gs.job(waiting)["state"] == "PENDING"
-    assert gs.run("gdel", str(waiting), str(blocker)).returncode == 0
-    gs.wait_state(waiting, "CANCELLED")
-    gs.wait_state(blocker, "CANCELLED")
-    assert not (gs.work / "ran").exists()
-
-
 def test_exit_codes_and_a_script_that_cannot_start(gs):
     ok = gs.gsub("--wrap", "exit 0")
     bad = gs.gsub("--wrap", "exit 3")
@@ -131,15 +123,6 @@ def test_exit_codes_and_a_script_that_cannot_start(gs):
     assert "/nonexistent/interpreter" in open(j["stderr"]).read()
     after = gs.gsub("--wrap", "true")
     gs.wait_state(after, "COMPLETED")  # the daemon went on
-
-
-def test_fifo_order_on_a_full_machine(gs):
-    ids = [gs.gsub("-n", "8", "--wrap", f"echo {i} >> order") for i in range(4)]
-    for jid in ids:
-        gs.wait_state(jid, "COMPLETED")
-    assert (gs.work / "order").read_text().split() == ["0", "1", "2", "3"]
-    starts = [gs.job(j)["start_time"] for j in ids]
-    assert starts == sorted(starts)
 
 
 def test_script_without_interpreter_line_runs_with_sh(gs):

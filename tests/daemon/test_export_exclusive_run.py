@@ -1,5 +1,5 @@
 """What a real daemon does with gsub --export and --exclusive: the environment the job runs with, and a job
-that runs alone on every core."""
+that runs alone on every core.  SGE's -hold_jid by name is tested in process in test_queue_driven.py."""
 
 from __future__ import annotations
 
@@ -106,21 +106,3 @@ def test_an_exclusive_job_runs_alone_on_every_core(make_gs, tmp_path):
     gs.wait_state(x, "COMPLETED")
     done = gs.wait_state(one, "COMPLETED")
     assert done["start_time"] >= gs.job(x)["end_time"]
-
-
-def test_hold_jid_by_name_waits_for_the_named_jobs(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path, cores=CORES)
-    flag = gs.work / "go"
-    (gs.work / "prep.sh").write_text(
-        f"#!/bin/sh\ni=0; while [ ! -e {flag} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n"
-    )
-    (gs.work / "post.sh").write_text("#!/bin/sh\n#$ -N post\n#$ -hold_jid prep\n#$ -cwd\necho posted\n")
-    prep = gs.gsub("-N", "prep", str(gs.work / "prep.sh"))
-    post = gs.gsub(str(gs.work / "post.sh"))
-    gs.wait_state(prep, "RUNNING")
-    # cores are free, but post waits for the job named prep
-    held = wait_for(lambda: (j := gs.job(post))["reason"] and j, 20, f"job {post} to get a reason to wait")
-    assert held["state"] == "PENDING"
-    flag.touch()
-    done = gs.wait_state(post, "COMPLETED")
-    assert done["start_time"] >= gs.job(prep)["end_time"]

@@ -1,40 +1,40 @@
-"""gctl set against a real daemon: the file is written, checked first, and the daemon reloads it."""
+"""gctl set against the daemon, in process (stub executor; gctl runs in process on its spool): the file is
+written, checked first, and the daemon reloads it."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import os
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import wait_for
-
-BIN = Path(sys.executable).parent
-
-
-def gctl(gs, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "gctl"), *args], env=gs.env, capture_output=True, text=True, timeout=60)
+from tests.conftest import DEFAULT_CONFIG
+from tests.daemon.driven import Driven
 
 
-def test_set_writes_checks_and_reloads(gs):
-    gs.cfgfile.write_text("# tuned by hand\n" + gs.cfgfile.read_text())
-    before = gs.cfgfile.read_text()
-    r = gctl(gs, "set", "scheduler.p=0.3", "scheduler.threshold=45m")
-    assert r.returncode == 0, r.stderr
+@pytest.fixture
+def dr(stub_daemon) -> Driven:
+    return Driven(stub_daemon(DEFAULT_CONFIG))
+
+
+def test_set_writes_checks_and_reloads(dr, caplog):
+    caplog.set_level("INFO", logger="gschedd")
+    cfgfile = Path(dr.d.config_path)
+    cfgfile.write_text("# tuned by hand\n" + cfgfile.read_text())
+    before = cfgfile.read_text()
+    r = dr.command("gctl", "set", "scheduler.p=0.3", "scheduler.threshold=45m")
     assert r.stdout.splitlines()[0] == (
-        f'gctl: set scheduler.p = 0.3, scheduler.threshold = "45m" in {gs.cfgfile} '
-        f"(the previous file: {gs.cfgfile}.bak)"
+        f'gctl: set scheduler.p = 0.3, scheduler.threshold = "45m" in {cfgfile} (the previous file: {cfgfile}.bak)'
     )
-    assert r.stdout.splitlines()[1].startswith("gctl: reload requested from pid ")
-    data = tomllib.loads(gs.cfgfile.read_text())
+    assert r.stdout.splitlines()[1] == f"gctl: reload requested from pid {os.getpid()}"
+    data = tomllib.loads(cfgfile.read_text())
     assert data["scheduler"]["p"] == 0.3 and data["scheduler"]["threshold"] == "45m"
-    assert Path(f"{gs.cfgfile}.bak").read_text() == before  # comments are not kept: the old text is
-    # the daemon has reloaded it: gctl info reports the settings in force
-    wait_for(lambda: "reload" in (gs.spool / "gschedd.log").read_text(), timeout=30, what="the reload in the log")
-    info = json.loads(gctl(gs, "config", "--json").stdout)
+    assert Path(f"{cfgfile}.bak").read_text() == before  # comments are not kept: the old text is
+    # the daemon has reloaded it (at its turn): gctl config reports the settings in force
+    assert "reloaded" in caplog.text and dr.d.cfg.params.p == 0.3
+    info = json.loads(dr.command("gctl", "config", "--json").stdout)
     assert info["config"]["scheduler"]["p"] == 0.3
 
 
@@ -58,10 +58,12 @@ def test_set_writes_checks_and_reloads(gs):
         ("scheduler.backfill_order=longest", 'must be one of queue, shortest, or "auto"'),
     ],
 )
-def test_a_bad_setting_refuses_all_and_writes_nothing(gs, setting, words):
-    before = gs.cfgfile.read_bytes()
-    r = gctl(gs, "set", "scheduler.threshold=10m", setting)
-    assert r.returncode == 1 and r.stdout == ""
+def test_a_bad_setting_refuses_all_and_writes_nothing(dr, setting, words):
+    cfgfile = Path(dr.d.config_path)
+    before = cfgfile.read_bytes()
+    r = dr.command("gctl", "set", "scheduler.threshold=10m", setting, check=False)
+    assert r.exit_code == 1 and r.stdout == ""
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("gctl: error: set: ")
     assert words in r.stderr and r.stderr.rstrip().endswith("nothing written")
-    assert gs.cfgfile.read_bytes() == before and not Path(f"{gs.cfgfile}.bak").exists()
+    assert cfgfile.read_bytes() == before and not Path(f"{cfgfile}.bak").exists()
+    assert not list(dr.d.spool.incoming.glob("reload-*"))

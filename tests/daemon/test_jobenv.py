@@ -271,29 +271,27 @@ def test_compat_off_sets_no_foreign_names_but_tmpdir_and_srun(make_gs, tmp_path)
 
 
 def test_restart_count_and_a_fresh_tmpdir_after_a_requeue(make_gs, tmp_path):
-    """A job preempted in requeue mode (checkpoint-based backfill, for the head job's reservation) starts
-    again with SLURM_RESTART_COUNT 1 and a TMPDIR of its own; the first one is gone."""
+    """A running job sent back to the queue (grequeue) starts again with SLURM_RESTART_COUNT 1 and a TMPDIR of
+    its own; the first one is gone.  (A job preempted in requeue mode for a head's reservation is requeued the
+    same way: that scheduling is tested in process in test_backfill_driven.py.)"""
     base = tmp_path / "jobtmp"
     base.mkdir()
-    cfg = config(base, cores=4).replace('policy = "fcfs"', 'policy = "checkpoint-backfill"\np = 0.2\nthreshold = "10s"')
-    gs = make_gs(cfg)
-    a = gs.gsub("-n", "2", "-t", "6s", "--wrap", "sleep 5")
-    gs.wait_state(a, "RUNNING")
-    c = gs.gsub("-n", "4", "-t", "1m", "--wrap", "sleep 1")  # the head: its reservation is A's end
+    gs = make_gs(config(base, cores=4))
     e = gs.gsub(
         "-n",
         "2",
         "-t",
         "20s",
-        "--checkpoint",
-        "requeue",
         "--wrap",
         'echo "$SLURM_RESTART_COUNT $GS_RESTART_COUNT $TMPDIR" >> runs.out; '
         '[ "$SLURM_RESTART_COUNT" = 0 ] && sleep 100; true',
     )
+    out = gs.work / "runs.out"
+    wait_for(lambda: out.exists() and out.read_text().endswith("\n"), 20, "the first run to start")
+    gs.run("grequeue", str(e), check=True)
     je = gs.wait_state(e, "COMPLETED", timeout=60)
-    assert je["restarts"] == 1 and gs.wait_state(c, "COMPLETED")
-    runs = [line.split() for line in (gs.work / "runs.out").read_text().splitlines()]
+    assert je["restarts"] == 1
+    runs = [line.split() for line in out.read_text().splitlines()]
     assert [r[:2] for r in runs] == [["0", "0"], ["1", "1"]] and runs[0][2] != runs[1][2]
     wait_for(lambda: list(base.iterdir()) == [], 10, "both private directories to be removed")
 

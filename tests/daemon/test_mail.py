@@ -1,4 +1,7 @@
-"""Mail about jobs' events: a real daemon with a fake sendmail that records how it was run."""
+"""Mail about jobs' events: a real daemon with a fake sendmail that records how it was run.
+
+The time-limit mails (sent as a job passes parts of its walltime, not again after a restart) are tested in
+process, on a driven clock, in test_mail_driven.py."""
 
 from __future__ import annotations
 
@@ -135,34 +138,6 @@ def test_array_gets_one_mail_unless_array_tasks(mailgs):
     assert sorted(m["subject"].split(" Name=")[0] for m in got) == [
         f"Subject: gridsched Job_id={j}" for j in range(arr2, arr2 + 3)
     ]
-
-
-def test_time_limit_mails(mailgs):
-    gs, box = mailgs
-    jid = gs.gsub("-t", "4s", "--mail-type=TIME_LIMIT_50,TIME_LIMIT", "--wrap", "sleep 30")
-    got = wait_mails(box, 1)
-    assert got[0]["subject"].endswith("Reached 50% of time limit")
-    gs.wait_state(jid, "TIMEOUT")
-    got = wait_mails(box, 2)
-    assert sorted(m["subject"].rsplit(" ", 3)[-3:] == ["Reached", "time", "limit"] for m in got) == [False, True]
-
-
-def test_time_limit_mail_is_not_sent_again_after_a_daemon_restart(mailgs):
-    """What was mailed this segment is kept with the job's run: a daemon killed and started again after the 50%
-    mail sends the 80% one, and not the 50% one again."""
-    gs, box = mailgs
-    go = gs.work / "go"
-    jid = gs.gsub(
-        "-t", "10s", "--mail-type=TIME_LIMIT_50,TIME_LIMIT_80", "--wrap", f"while [ ! -e {go} ]; do sleep 0.1; done"
-    )
-    assert wait_mails(box, 1)[0]["subject"].endswith("Reached 50% of time limit")
-    gs.kill9()
-    gs.start()
-    got = wait_mails(box, 2)
-    go.touch()
-    gs.wait_state(jid, "COMPLETED", "TIMEOUT")
-    subjects = [m["subject"].split(" Reached ")[-1] for m in mails(box)]
-    assert subjects == ["50% of time limit", "80% of time limit"], got
 
 
 def test_hostile_job_name_makes_no_header(mailgs):

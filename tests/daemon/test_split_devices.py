@@ -1,7 +1,8 @@
 """Splittable jobs whose sub-tasks ask for GPUs (gsub --split N --gpus-per-task G) in the real daemon.
 
 The machine is declared: 8 cores on 2 boards with 2 GPUs, one per board.  Each sub-task records
-the GPUs it is told of and when it ran.
+the GPUs it is told of and when it ran.  gsub refusing --gpus-per-task with a split file or beyond the
+machine is tested in process in test_devices_driven.py.
 """
 
 from __future__ import annotations
@@ -83,21 +84,6 @@ def test_four_one_gpu_sub_tasks_on_two_gpus_run_two_at_a_time_each_on_its_own_gp
     assert all(p["state"] == "COMPLETED" and p["ncpus"] == 1 for p in pieces.values())
     for p in pieces.values():  # a piece runs the sub-tasks of its chain, on its GPU
         assert {starts[i][1]["GS_GPUS"] for i in p["split"]["tasks"]} == {p["devices"].removeprefix("gpu:")}
-
-
-def test_gpus_per_task_is_refused_with_split_file_and_beyond_the_machine(make_gs):
-    gs = make_gs(start=False)
-    gs.cfgfile.write_text(topo_config(gs.root, gpus=2))
-    gs.start()
-    script = gs.work / "task.sh"
-    script.write_text("#!/bin/sh\ntrue\n")
-    tasks = gs.work / "tasks.txt"
-    tasks.write_text("1 10\n")
-    r = gs.run("gsub", "--split-file", str(tasks), "--gpus-per-task", "1", str(script))
-    assert r.returncode != 0 and r.stderr.startswith("gsub: error: --gpus-per-task goes with --split"), r.stderr
-    r = gs.run("gsub", "--split", "2", "--task-time", "10", "--gpus-per-task", "3", str(script))
-    assert r.returncode != 0 and "the machine has 2 GPUs" in r.stderr, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_each_sub_task_can_open_only_its_own_gpu_where_isolation_is_on(make_gs, tmp_path):

@@ -1,4 +1,8 @@
-"""Topology-aware placement in the real daemon: a declared 2-board x 4-core machine mapped onto the host."""
+"""Topology-aware placement in the real daemon: a declared 2-board x 4-core machine mapped onto the host, real
+jobs pinned to their boards' CPUs and bound to their memory, a changed map refused at reload.
+
+Drained cores and a board job larger than every board are tested in process, on a driven clock, in
+test_topology_driven.py."""
 
 from __future__ import annotations
 
@@ -62,30 +66,6 @@ def test_place_board_keeps_a_job_on_one_board(make_gs, tmp_path):
     assert f"boards {1 - board(min(ca))}" in segs, segs
 
 
-def test_drained_cores_take_no_new_job(make_gs):
-    gs = make_gs(start=False)
-    gs.cfgfile.write_text(topo_config(gs.root))
-    gs.start()
-    gs.run("gctl", "drain", "0-3", "--reason", "maintenance", check=True)
-    wait_for(lambda: "drained now: 0-3" in gs.log(), 10, "the drain to be applied")
-    ids = [gs.gsub("-n", "1", "--wrap", "echo $GS_CORES > c.$GS_JOBID; " + WAIT_GO) for _ in range(5)]
-    for jid in ids[:4]:
-        gs.wait_state(jid, "RUNNING")
-    assert gs.job(ids[4])["state"] == "PENDING"  # only the four undrained cores
-    used = set()
-    for jid in ids[:4]:
-        used |= cpuset.parse(gs.job(jid)["cores"])
-    assert used == {4, 5, 6, 7}
-    topo = gs.run("gctl", "topology", check=True).stdout
-    assert "drained" in topo
-    gs.run("gctl", "resume", "0-3", check=True)
-    j = gs.wait_state(ids[4], "RUNNING", "COMPLETED")
-    assert board(int(j["cores"])) == 0
-    (gs.work / "go").touch()
-    for jid in ids:
-        gs.wait_state(jid, "COMPLETED")
-
-
 def test_memory_is_bound_to_the_numa_node_of_the_job_board(make_gs):
     gs = make_gs(start=False)
     topo = gs.root / "topology.toml"
@@ -138,12 +118,3 @@ def test_a_changed_topology_file_is_refused_at_reload_and_the_running_map_stays(
     topo.write_text(good)
     r = gs.run("gctl", "reload")
     assert r.returncode == 0, r.stderr
-
-
-def test_gsub_refuses_a_board_job_larger_than_every_board(make_gs):
-    gs = make_gs(start=False)
-    gs.cfgfile.write_text(topo_config(gs.root))
-    gs.start()
-    r = gs.run("gsub", "-n", "5", "--place", "board", "--wrap", "true")
-    assert r.returncode != 0
-    assert r.stderr == "gsub: error: job can never run: --place board: no board has 5 cores (largest: 4)\n"
