@@ -65,6 +65,8 @@ COLUMNS = (
     "MAXRSS",
     "TOTALCPU",
 )
+# The keys of a job's spec gacct shows (the rest of it is not read).
+SPEC_KEYS = ("array_id", "array_index", "mem", "devices", "gid", "depend", "workdir")
 SWF_STATUS = {"COMPLETED": 1, "FAILED": 0, "TIMEOUT": 0, "OUT_OF_MEMORY": 0, "CANCELLED": 5}
 # The fields of --parsable without --format (sacct's own default, less what one machine has not).
 DEFAULT_FORMAT = "JobID,JobName,User,AllocCPUS,State,ExitCode,Elapsed,MaxRSS,TotalCPU"
@@ -247,9 +249,12 @@ def print_table(jobs: list[dict[str, Any]], header: bool = True) -> None:
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     left = {1, 2, 3}
+    lines = []
     for r in rows if header else rows[1:]:
         cells = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
-        click.echo("  ".join(cells).rstrip())
+        lines.append("  ".join(cells).rstrip())
+    if lines:
+        click.echo("\n".join(lines))
 
 
 def parse_ids(raw: str | None) -> Selection | None:
@@ -279,18 +284,29 @@ def parse_states(raw: str | None) -> set[str] | None:
     return out
 
 
-def load(spool: Spool, ids: list[int] | None = None) -> tuple[list[dict[str, Any]], int | None]:
-    """The jobs in the state db and the machine's cores as the daemon recorded them."""
+def load(
+    spool: Spool,
+    ids: list[int] | None = None,
+    user: str | None = None,
+    states: set[str] | None = None,
+    window: tuple[float | None, float | None] = (None, None),
+) -> tuple[list[dict[str, Any]], int | None]:
+    """The finished jobs in the state db (of ``user``, in ``states``, in the time ``window`` of
+    :func:`select`: only those rows are read) and the machine's cores as the daemon recorded them."""
     if not spool.db.exists():
         return [], None
     import sqlite3
 
     from gridsched.protocol.state import StateDB
 
+    start, end = window
     try:
         db = StateDB(spool.db)
         try:
-            jobs = db.jobs(states=TERMINAL_STATES, ids=ids)
+            st = sorted(states) if states is not None else TERMINAL_STATES
+            # a window that starts at or before the epoch takes the rows that have no end time too (as select)
+            ended = (start if start is not None and start > 0 else None, end)
+            jobs = list(db.iter_jobs(states=st, user=user, ids=ids, ended=ended, spec_keys=SPEC_KEYS))
             raw = db.meta().get("machine")
         finally:
             db.close()
@@ -405,7 +421,7 @@ def cli(
     sel = parse_ids(job_ids)
     st = parse_states(states)
     s = setup(PROG, spool_dir, config_file)
-    jobs, procs = load(s.spool)
+    jobs, procs = load(s.spool, user=user, states=st, window=(starttime, endtime))
     if sel is not None:
         jobs = [j for j in jobs if sel.named(j) is not None]
     jobs = select(jobs, user, st, starttime, endtime)
