@@ -14,8 +14,9 @@ run segments, usage).  Scenarios:
 Then each command runs as a whole process, the commands alternated, RUNS times each (after one run
 each, not timed): ``python -c "import click"`` (the floor of any click command), ``gstat``,
 ``gstat --json``, ``gstat -t`` and ``gacct`` (with no option: every finished job), their output
-thrown away.  Reported per command: the median wall time, its ratio to ``import click``, and the
-peak resident memory of the process (the largest of its runs).
+thrown away.  Reported per command: the median wall time and the median CPU time (user and system:
+less disturbed by other load on the machine), each with its ratio to ``import click``, and the peak
+resident memory of the process (the largest of its runs).
 
 ``--against DIR`` runs the same commands of another source tree too (such as a checkout of the
 previous release: ``git archive`` it into a folder), alternated with these in the same run.
@@ -164,32 +165,40 @@ def argv(tree: Path, name: str) -> list[str]:
     return [sys.executable, "-c", code, *args]
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one run of ``cmd``; a failed run stops the benchmark."""
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user and system) and peak RSS (KiB) of one run of ``cmd``; a failed run
+    stops the benchmark."""
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert p.stderr is not None
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
-    err = p.stderr.decode()
+    p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0 or "VmHWM " not in err:
         raise SystemExit(f"{cmd[-1]}: exit {p.returncode}: {err.strip()}")
-    return wall, int(err.rsplit("VmHWM ", 1)[1].split()[0])
+    return wall, usage.ru_utime + usage.ru_stime, int(err.rsplit("VmHWM ", 1)[1].split()[0])
 
 
-def bench(env: dict[str, str], trees: dict[str, Path], runs: int) -> dict[str, tuple[float, int]]:
+def bench(env: dict[str, str], trees: dict[str, Path], runs: int) -> dict[str, tuple[float, float, int]]:
+    """Per command: the median wall and CPU seconds and the largest peak RSS (KiB) of ``runs`` runs."""
     cmds: dict[str, list[str]] = {"import click": [sys.executable, "-c", HWM + "import click"]}
     for label, tree in trees.items():
         for name in COMMANDS:
             cmds[f"{name}{label}"] = argv(tree, name)
     walls: dict[str, list[float]] = {k: [] for k in cmds}
+    cpus: dict[str, list[float]] = {k: [] for k in cmds}
     rss: dict[str, int] = dict.fromkeys(cmds, 0)
     for c in cmds.values():  # one run each first: .pyc files written, the db in the page cache
         timed(c, env)
     for _ in range(runs):
         for k, c in cmds.items():
-            w, m = timed(c, env)
+            w, cpu, m = timed(c, env)
             walls[k].append(w)
+            cpus[k].append(cpu)
             rss[k] = max(rss[k], m)
-    return {k: (statistics.median(v), rss[k]) for k, v in walls.items()}
+    return {k: (statistics.median(walls[k]), statistics.median(cpus[k]), rss[k]) for k in cmds}
 
 
 def main() -> None:
@@ -213,9 +222,13 @@ def main() -> None:
                 mib = (top / "spool" / "state.db").stat().st_size / (1 << 20)
                 res = bench(env, trees, a.runs)
                 print(f"\n{scenario} {size}: db {mib:.0f} MiB (built in {made:.1f} s), load {os.getloadavg()[0]:.2f}")
-                base = res["import click"][0]
-                for k, (wall, rss) in res.items():
-                    print(f"  {k:<28} {wall * 1000:8.0f} ms  {wall / base:5.2f}x click  {rss / 1024:7.1f} MiB")
+                base, base_cpu, _ = res["import click"]
+                print(f"  {'':<24} {'wall':>8}  {'x click':>7}  {'cpu':>8}  {'x click':>7}  {'peak RSS':>9}")
+                for k, (wall, cpu, rss) in res.items():
+                    print(
+                        f"  {k:<24} {wall * 1000:5.0f} ms  {wall / base:6.2f}x  {cpu * 1000:5.0f} ms  "
+                        f"{cpu / base_cpu:6.2f}x  {rss / 1024:5.1f} MiB"
+                    )
             finally:
                 shutil.rmtree(top, ignore_errors=True)
 
