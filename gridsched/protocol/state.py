@@ -176,9 +176,14 @@ def _spec_sql(keys: tuple[str, ...]) -> str:
     return f"json_valid(spec), CASE WHEN json_valid(spec) THEN json_extract(spec, {paths}) ELSE spec END"
 
 
+_NONE = {n: "[" + ",".join(["null"] * n) + "]" for n in range(2, 16)}  # what json_extract gives of n missing keys
+
+
 def _spec_keys(valid: int, text: str, keys: tuple[str, ...]) -> dict[str, Any]:
     """The spec of a row read with :func:`_spec_sql`: the ``keys`` it has (not null)."""
     if valid:
+        if text == _NONE.get(len(keys)):  # none of them (most jobs: no array, no split)
+            return {}
         return {k: v for k, v in zip(keys, json.loads(text)) if v is not None}
     whole = json.loads(text)
     return {k: whole[k] for k in keys if isinstance(whole, dict) and whole.get(k) is not None}

@@ -91,6 +91,10 @@ def test_default_views_never_read_a_finished_row(tmp_path, penv):
     r = command(penv, "gacct", "-S", "-1d", "--json")
     assert r.returncode == 0, r.stderr
     assert [j["id"] for j in json.loads(r.stdout)["jobs"]] == [40]
+    assert r.stdout == dumps(json.loads(r.stdout), indent=2) + "\n"  # streamed, the same text as one dumps
+    r = command(penv, "gacct", "-S", "now", "--json")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == dumps({"jobs": []}, indent=2) + "\n"
     r = command(penv, "gacct", "-S", "-1d")
     assert r.returncode == 0, r.stderr
     assert ids_in(r.stdout) == ["40"]
