@@ -246,12 +246,9 @@ def print_table(jobs: Iterable[dict[str, Any]], header: bool = True) -> None:
                 cpu_time(total_cpu(j)),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    left = {1, 2, 3}
-    lines = []
-    for r in rows if header else rows[1:]:
-        cells = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
-        lines.append("  ".join(cells).rstrip())
+    widths = [max(map(len, col)) for col in zip(*rows)]
+    line = "  ".join(f"{{:{'<' if i in (1, 2, 3) else '>'}{w}}}" for i, w in enumerate(widths)).format
+    lines = [line(*r).rstrip() for r in (rows if header else rows[1:])]
     if lines:
         click.echo("\n".join(lines))
 

@@ -278,14 +278,9 @@ def print_table(jobs: list[dict[str, Any]], now: float) -> None:
         Console(highlight=False).print(make_table(jobs, now, True, rows))
         return
     cells = [tuple(c for c, _ in COLUMNS), *rows]
-    widths = [max(len(r[k]) for r in cells) for k in range(len(COLUMNS))]
-    out = []
-    for r in cells:
-        parts = [
-            r[k].rjust(widths[k]) if COLUMNS[k][1] == "right" else r[k].ljust(widths[k]) for k in range(len(COLUMNS))
-        ]
-        out.append("  ".join(parts).rstrip())
-    click.echo("\n".join(out))
+    widths = [max(map(len, col)) for col in zip(*cells)]
+    line = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(COLUMNS, widths)).format
+    click.echo("\n".join(line(*r).rstrip() for r in cells))
 
 
 def make_table(jobs: list[dict[str, Any]], now: float, tty: bool, rows: list[tuple[str, ...]] | None = None) -> Any:
