@@ -111,12 +111,12 @@ def small_spool():
 
 
 def fill(path: Path) -> None:
-    """Write zeros to ``path`` until the file system is full."""
-    with open(path, "wb") as f:
+    """Write zeros to ``path`` until the file system is full (unbuffered: a last block that did not fit is
+    not written again when the file is closed)."""
+    with open(path, "wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * (64 << 10))
-                f.flush()
         except OSError:
             pass
 
