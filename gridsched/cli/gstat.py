@@ -90,8 +90,7 @@ def print_json(spool: Spool, sel: Any, live: bool, now: float) -> int:
                 continue
             if "split" in (j.get("spec") or {}):
                 annotate([j], split_pieces(spool, j["id"]), spool.job_dir)
-            text = dumps(record(view.private(spool, j), now), indent=2).replace("\n", "\n    ")
-            out.write(("\n    " if first else ",\n    ") + text)
+            out.write(("\n    " if first else ",\n    ") + record_text(record(view.private(spool, j), now)))
             first = False
     except view.QueueError as e:
         out.flush()
@@ -100,6 +99,24 @@ def print_json(spool: Spool, sel: Any, live: bool, now: float) -> int:
     out.write(("]" if first else "\n  ]") + f',\n  "daemon": {daemon}\n}}\n')
     out.flush()
     return ExitCode.OK
+
+
+def record_text(rec: dict[str, Any]) -> str:
+    """A --json record as ``dumps(doc, indent=2)`` writes it inside the document (at depth 2), made faster:
+    each value that is not a non-empty object or list by the C encoder."""
+    import json
+    import math
+
+    lines = []
+    for k, v in rec.items():  # the keys are JSON_KEYS: plain ASCII names
+        if isinstance(v, (dict, list, tuple)) and v:
+            text = dumps(v, indent=2).replace("\n", "\n      ")
+        elif isinstance(v, float) and not math.isfinite(v):
+            text = "null"
+        else:
+            text = json.dumps(v)
+        lines.append(f'      "{k}": {text}')
+    return "{\n" + ",\n".join(lines) + "\n    }"
 
 
 def record(job: dict[str, Any], now: float) -> dict[str, Any]:

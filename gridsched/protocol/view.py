@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 TERMINAL_STATES = frozenset(s.value for s in TERMINAL)
 LIVE_STATES = tuple(s.value for s in JobState if s not in TERMINAL)
+CHUNK = 500  # ids in one SQL statement at most (within SQLite's limit on the number of parameters)
 
 
 class QueueError(Exception):
@@ -185,20 +186,24 @@ def split_pieces(spool: Spool, jid: int) -> list[dict[str, Any]]:
 def _not_taken(db: StateDB, submits: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The ``submits`` whose id has no row in the db (a read of live rows alone does not show it)."""
     ids = [jid for s in submits if isinstance(jid := s.get("id"), int)]
-    if not ids:
-        return submits
-    taken = {r[0] for r in db.conn.execute(f"SELECT id FROM jobs WHERE id IN ({','.join('?' * len(ids))})", ids)}
+    taken: set[int] = set()
+    for lo in range(0, len(ids), CHUNK):
+        part = ids[lo : lo + CHUNK]
+        taken.update(
+            r[0] for r in db.conn.execute(f"SELECT id FROM jobs WHERE id IN ({','.join('?' * len(part))})", part)
+        )
     return [s for s in submits if s.get("id") not in taken]
 
 
 def _live_extras(db: StateDB, rows: dict[int, dict[str, Any]], brief: bool, folded: bool) -> None:
     """Add to the live ``rows`` the ended pieces of their splittable jobs and, ``folded``, the ended tasks of
-    their arrays (each read through its index on the spec)."""
+    their arrays (:meth:`.StateDB.by_spec`: the rows from the lowest of those ids on, the spec parsed by SQLite
+    only where it names the key)."""
     splits = [j["id"] for j in rows.values() if "split" in (j.get("spec") or {})]
     arrays = {a for j in rows.values() if (a := (j.get("spec") or {}).get("array_id")) is not None} if folded else ()
     for key, vals in (("split_of", splits), ("array_id", sorted(arrays))):
-        for lo in range(0, len(vals), 500):  # within SQLite's limit on the number of parameters
-            for j in db.by_spec(key, vals[lo : lo + 500], brief):
+        for lo in range(0, len(vals), CHUNK):
+            for j in db.by_spec(key, vals[lo : lo + CHUNK], brief):
                 rows.setdefault(j["id"], j)
 
 
