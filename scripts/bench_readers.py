@@ -7,16 +7,17 @@ For each scenario and size, a spool is laid out as a personal daemon's (``state.
 :class:`gridsched.protocol.state.StateDB` as the daemon writes it (a spec as the daemon stores it,
 run segments, usage).  Scenarios:
 
-- ``finished``: SIZE finished jobs (completed, failed, cancelled) and a short live queue (4 running,
-  16 pending);
+- ``finished``: SIZE finished jobs (completed, failed, cancelled), which ended over the last 30 days,
+  and a short live queue (4 running, 16 pending);
 - ``pending``: SIZE pending single jobs (and 4 running).
 
 Then each command runs as a whole process, the commands alternated, RUNS times each (after one run
 each, not timed): ``python -c "import click"`` (the floor of any click command), ``gstat``,
-``gstat --json``, ``gstat -t`` and ``gacct`` (with no option: every finished job), their output
-thrown away.  Reported per command: the median wall time and the median CPU time (user and system:
-less disturbed by other load on the machine), each with its ratio to ``import click``, and the peak
-resident memory of the process (the largest of its runs).
+``gstat --json``, ``gstat -t``, ``gacct`` (with no option: every finished job) and ``gacct -S -1d``
+(the jobs that ended in the last day), their output thrown away.  Reported per command: the median
+wall time and the median CPU time (user and system: less disturbed by other load on the machine),
+each with its ratio to ``import click``, and the peak resident memory of the process (the largest of
+its runs).
 
 ``--against DIR`` runs the same commands of another source tree too (such as a checkout of the
 previous release: ``git archive`` it into a folder), alternated with these in the same run.
@@ -44,8 +45,9 @@ sys.path.insert(0, str(HERE))
 from gridsched.protocol.jobspec import JobSpec  # noqa: E402
 from gridsched.protocol.state import StateDB  # noqa: E402
 
-COMMANDS = ("gstat", "gstat --json", "gstat -t", "gacct")
+COMMANDS = ("gstat", "gstat --json", "gstat -t", "gacct", "gacct -S -1d")
 FINISHED = ("COMPLETED", "COMPLETED", "COMPLETED", "FAILED", "CANCELLED")
+MONTH = 30 * 86400.0
 
 
 def spec(jid: int, now: float) -> dict[str, Any]:
@@ -77,9 +79,10 @@ def spec(jid: int, now: float) -> dict[str, Any]:
     return job.stored()[0]
 
 
-def row(jid: int, state: str, now: float) -> dict[str, Any]:
-    """A job row as the daemon writes it: pending, running (one open segment) or finished (one segment)."""
-    sp = spec(jid, now - 7200)
+def row(jid: int, state: str, now: float, age: float = 3600.0) -> dict[str, Any]:
+    """A job row as the daemon writes it: pending, running (one open segment) or finished (one segment), started
+    ``age`` seconds ago."""
+    sp = spec(jid, now - age - 600)
     r: dict[str, Any] = {
         "id": jid,
         "state": state,
@@ -88,7 +91,7 @@ def row(jid: int, state: str, now: float) -> dict[str, Any]:
         "name": sp["name"],
         "ncpus": sp["ncpus"],
         "walltime": sp["walltime"],
-        "submit_time": now - 7200 + jid * 1e-3,
+        "submit_time": now - age - 600,
         "start_time": None,
         "end_time": None,
         "cores": "",
@@ -107,7 +110,7 @@ def row(jid: int, state: str, now: float) -> dict[str, Any]:
         "spec": sp,
     }
     if state != "PENDING":
-        start = now - 3600 + jid * 1e-3
+        start = now - age
         r.update(start_time=start, cores="0-1", run={"pid": 4242, "pgid": 4242, "boards": "0"})
         seg: dict[str, Any] = {"start": start, "cores": "0-1", "boards": "0"}
         if state != "RUNNING":
@@ -138,7 +141,8 @@ def build(root: Path, scenario: str, size: int) -> dict[str, str]:
     for lo in range(0, len(states), 10000):
         db.begin()
         for i, st in enumerate(states[lo : lo + 10000], start=lo + 1):
-            db.put(row(i, st, now))
+            # the finished jobs ended over the last 30 days, in id order
+            db.put(row(i, st, now, MONTH * (1 - i / len(states)) + 120 if st in FINISHED else 60))
         db.commit()
     db.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRIDSCHED_")}
