@@ -102,21 +102,11 @@ def print_json(spool: Spool, sel: Any, live: bool, now: float) -> int:
 
 
 def record_text(rec: dict[str, Any]) -> str:
-    """A --json record as ``dumps(doc, indent=2)`` writes it inside the document (at depth 2), made faster:
-    each value that is not a non-empty object or list by the C encoder."""
-    import json
-    import math
-
-    lines = []
-    for k, v in rec.items():  # the keys are JSON_KEYS: plain ASCII names
-        if isinstance(v, (dict, list, tuple)) and v:
-            text = dumps(v, indent=2).replace("\n", "\n      ")
-        elif isinstance(v, float) and not math.isfinite(v):
-            text = "null"
-        else:
-            text = json.dumps(v)
-        lines.append(f'      "{k}": {text}')
-    return "{\n" + ",\n".join(lines) + "\n    }"
+    """A --json record as ``dumps(doc, indent=2)`` writes it inside the document (at depth 2).  A record with
+    no non-empty object or list in it (most) is written by the C encoder, one line per key, which is faster."""
+    if any(isinstance(v, (dict, list, tuple)) and v for v in rec.values()):
+        return dumps(rec, indent=2).replace("\n", "\n    ")
+    return "{\n      " + dumps(rec, separators=(",\n      ", ": "))[1:-1] + "\n    }"
 
 
 def record(job: dict[str, Any], now: float) -> dict[str, Any]:
