@@ -6,9 +6,9 @@ export (version 2.2) lets gsim replay the machine's own history.
 
 from __future__ import annotations
 
-import json
 import re
 import time
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -65,6 +65,8 @@ COLUMNS = (
     "MAXRSS",
     "TOTALCPU",
 )
+# The keys of a job's spec gacct shows (the rest of it is not read).
+SPEC_KEYS = ("array_id", "array_index", "mem", "devices", "gid", "depend", "workdir")
 SWF_STATUS = {"COMPLETED": 1, "FAILED": 0, "TIMEOUT": 0, "OUT_OF_MEMORY": 0, "CANCELLED": 5}
 # The fields of --parsable without --format (sacct's own default, less what one machine has not).
 DEFAULT_FORMAT = "JobID,JobName,User,AllocCPUS,State,ExitCode,Elapsed,MaxRSS,TotalCPU"
@@ -144,10 +146,9 @@ def record(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def select(
-    jobs: list[dict[str, Any]], user: str | None, states: set[str] | None, start: float | None, end: float | None
-) -> list[dict[str, Any]]:
+    jobs: Iterable[dict[str, Any]], user: str | None, states: set[str] | None, start: float | None, end: float | None
+) -> Iterator[dict[str, Any]]:
     """Finished jobs of ``user`` in ``states`` that ended at or after ``start`` and began by ``end``."""
-    out = []
     for j in jobs:
         if j["state"] not in TERMINAL_STATES:
             continue
@@ -160,8 +161,7 @@ def select(
         began = j.get("start_time") if j.get("start_time") is not None else j.get("submit_time")
         if end is not None and began is not None and began > end:
             continue
-        out.append(j)
-    return out
+        yield j
 
 
 def swf_trace(jobs: list[dict[str, Any]], max_procs: int | None, host: str = "") -> str:
@@ -216,8 +216,9 @@ def when(t: float | None) -> str:
     return "" if t is None else time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
 
 
-def print_table(jobs: list[dict[str, Any]], header: bool = True) -> None:
-    """The jobs as aligned columns; what a user wrote (name, user) is escaped (``text.shown``)."""
+def print_table(jobs: Iterable[dict[str, Any]], header: bool = True) -> None:
+    """The jobs as aligned columns; what a user wrote (name, user) is escaped (``text.shown``).  Only the
+    cells are kept as the jobs are read (the widths are known at the end)."""
     rows = [COLUMNS]
     for j in jobs:
         w = wait_seconds(j)
@@ -245,11 +246,11 @@ def print_table(jobs: list[dict[str, Any]], header: bool = True) -> None:
                 cpu_time(total_cpu(j)),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    left = {1, 2, 3}
-    for r in rows if header else rows[1:]:
-        cells = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
-        click.echo("  ".join(cells).rstrip())
+    widths = [max(map(len, col)) for col in zip(*rows)]
+    line = "  ".join(f"{{:{'<' if i in (1, 2, 3) else '>'}{w}}}" for i, w in enumerate(widths)).format
+    lines = [line(*r).rstrip() for r in (rows if header else rows[1:])]
+    if lines:
+        click.echo("\n".join(lines))
 
 
 def parse_ids(raw: str | None) -> Selection | None:
@@ -279,30 +280,56 @@ def parse_states(raw: str | None) -> set[str] | None:
     return out
 
 
-def load(spool: Spool, ids: list[int] | None = None) -> tuple[list[dict[str, Any]], int | None]:
-    """The jobs in the state db and the machine's cores as the daemon recorded them."""
+def read(
+    spool: Spool,
+    user: str | None = None,
+    states: set[str] | None = None,
+    window: tuple[float | None, float | None] = (None, None),
+) -> Iterator[dict[str, Any]]:
+    """The finished jobs in the state db, each decoded as it is read: only those of ``user``, in ``states``
+    and in the time ``window`` of :func:`select` are read (the window through the index on end times)."""
     if not spool.db.exists():
-        return [], None
+        return
     import sqlite3
 
     from gridsched.protocol.state import StateDB
 
+    start, end = window
     try:
         db = StateDB(spool.db)
         try:
-            jobs = db.jobs(states=TERMINAL_STATES, ids=ids)
-            raw = db.meta().get("machine")
+            st = sorted(states) if states is not None else TERMINAL_STATES
+            # a window that starts at or before the epoch takes the rows that have no end time too (as select)
+            ended = (start if start is not None and start > 0 else None, end)
+            yield from db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS)
         finally:
             db.close()
     except sqlite3.Error as e:
         fail(PROG, shown(f"cannot read {spool.db}: {e}"))
-    procs = None
-    if raw:
-        try:
-            procs = int(json.loads(raw)["ncores"])
-        except (ValueError, KeyError, TypeError):
-            procs = None
-    return jobs, procs
+
+
+def machine_cores(spool: Spool) -> int | None:
+    """The machine's cores as the daemon recorded them (None: not recorded)."""
+    from gridsched.protocol.state import recorded_machine
+
+    try:
+        return int(recorded_machine(spool.db)["ncores"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def print_json(jobs: Iterable[dict[str, Any]]) -> None:
+    """gacct --json, each record written as its row is read; the same document as one ``dumps`` of it."""
+    import sys
+
+    out = sys.stdout
+    out.write('{\n  "jobs": [')
+    first = True
+    for j in jobs:
+        out.write(("\n    " if first else ",\n    ") + dumps(record(j), indent=2).replace("\n", "\n    "))
+        first = False
+    out.write(("]" if first else "\n  ]") + "\n}\n")
+    out.flush()
 
 
 @click.command(
@@ -405,22 +432,22 @@ def cli(
     sel = parse_ids(job_ids)
     st = parse_states(states)
     s = setup(PROG, spool_dir, config_file)
-    jobs, procs = load(s.spool)
+    jobs: Iterable[dict[str, Any]] = read(s.spool, user=user, states=st, window=(starttime, endtime))
     if sel is not None:
-        jobs = [j for j in jobs if sel.named(j) is not None]
+        jobs = (j for j in jobs if sel.named(j) is not None)
     jobs = select(jobs, user, st, starttime, endtime)
     if cols is not None or parsable or parsable2:
         if cols is None:
             cols = parse_format(DEFAULT_FORMAT, known)
         mode = "p" if parsable else "P" if parsable2 else None
-        for line in render(jobs, cols, mode, not noheader):
+        for line in render(list(jobs), cols, mode, not noheader):
             click.echo(line)
     elif swf:
         import socket
 
-        click.echo(swf_trace(jobs, procs, socket.gethostname()), nl=False)
+        click.echo(swf_trace(list(jobs), machine_cores(s.spool), socket.gethostname()), nl=False)
     elif as_json:
-        click.echo(dumps({"jobs": [record(j) for j in jobs]}, indent=2))
+        print_json(jobs)
     else:
         print_table(jobs, header=not noheader)
     return ExitCode.OK

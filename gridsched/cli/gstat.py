@@ -58,12 +58,62 @@ def run_time(job: dict[str, Any], now: float) -> float:
     return total
 
 
-def load_jobs(spool: Spool, ids: list[int] | None = None) -> list[dict[str, Any]]:
-    """Every job the spool knows of (see :func:`gridsched.protocol.view.load_jobs`); an unreadable db is an error."""
+def load_jobs(spool: Spool, ids: list[int] | None = None, **how: bool) -> list[dict[str, Any]]:
+    """The jobs of :func:`gridsched.protocol.view.load_jobs` (``how``: its ``live``, ``brief`` and ``folded``);
+    an unreadable db is an error."""
     try:
-        return view.load_jobs(spool, ids)
+        return view.load_jobs(spool, ids, **how)
     except view.QueueError as e:
         fail(PROG, shown(e))
+
+
+def split_pieces(spool: Spool, jid: int) -> list[dict[str, Any]]:
+    try:
+        return view.split_pieces(spool, jid)
+    except view.QueueError as e:
+        fail(PROG, shown(e))
+
+
+def print_json(spool: Spool, sel: Any, live: bool, now: float) -> int:
+    """gstat --json: the jobs ``sel`` names (``live``: those that have not ended), each record written as its
+    row is read, so memory stays bounded however long the queue; the same document as one ``dumps`` of it."""
+    import sys
+
+    from gridsched.cli.gstat_tasks import annotate
+
+    out = sys.stdout
+    out.write('{\n  "jobs": [')
+    first = True
+    try:
+        for j in view.iter_jobs(spool, live):
+            if (sel.filtered or sel.refs) and (sel.named(j) is None or not sel.matches(j)):
+                continue
+            if "split" in (j.get("spec") or {}):
+                annotate([j], split_pieces(spool, j["id"]), spool.job_dir)
+            out.write(("\n    " if first else ",\n    ") + record_text(record(view.private(spool, j), now)))
+            first = False
+        for j in view.unmade_rows(spool):  # the tasks of arrays not made yet: a record for each array and state
+            if live and j["state"] in TERMINAL_STATES:
+                continue
+            if (sel.filtered or sel.refs) and (sel.named(j) is None or not sel.matches(j)):
+                continue
+            out.write(("\n    " if first else ",\n    ") + record_text(record(j, now)))
+            first = False
+    except view.QueueError as e:
+        out.flush()
+        fail(PROG, shown(e))
+    daemon = dumps(daemon_record(spool), indent=2).replace("\n", "\n  ")
+    out.write(("]" if first else "\n  ]") + f',\n  "daemon": {daemon}\n}}\n')
+    out.flush()
+    return ExitCode.OK
+
+
+def record_text(rec: dict[str, Any]) -> str:
+    """A --json record as ``dumps(doc, indent=2)`` writes it inside the document (at depth 2).  A record with
+    no non-empty object or list in it (most) is written by the C encoder, one line per key, which is faster."""
+    if any(isinstance(v, (dict, list, tuple)) and v for v in rec.values()):
+        return dumps(rec, indent=2).replace("\n", "\n    ")
+    return "{\n      " + dumps(rec, separators=(",\n      ", ": "))[1:-1] + "\n    }"
 
 
 def record(job: dict[str, Any], now: float) -> dict[str, Any]:
@@ -80,6 +130,9 @@ def record(job: dict[str, Any], now: float) -> dict[str, Any]:
     out["reservation"] = spec.get("reservation")
     out["array_id"] = spec.get("array_id")
     out["array_index"] = spec.get("array_index")
+    if job.get("unmade"):  # the tasks of an array not made yet, in one state: their indices and count
+        out["array_tasks"] = job["unmade"]
+        out["tasks"] = job["count"]
     out["parent"] = spec.get("parent")
     out["split"] = None
     if "split" in spec:
@@ -242,14 +295,9 @@ def print_table(jobs: list[dict[str, Any]], now: float) -> None:
         Console(highlight=False).print(make_table(jobs, now, True, rows))
         return
     cells = [tuple(c for c, _ in COLUMNS), *rows]
-    widths = [max(len(r[k]) for r in cells) for k in range(len(COLUMNS))]
-    out = []
-    for r in cells:
-        parts = [
-            r[k].rjust(widths[k]) if COLUMNS[k][1] == "right" else r[k].ljust(widths[k]) for k in range(len(COLUMNS))
-        ]
-        out.append("  ".join(parts).rstrip())
-    click.echo("\n".join(out))
+    widths = [max(map(len, col)) for col in zip(*cells)]
+    line = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(COLUMNS, widths)).format
+    click.echo("\n".join(line(*r).rstrip() for r in cells))
 
 
 def make_table(jobs: list[dict[str, Any]], now: float, tty: bool, rows: list[tuple[str, ...]] | None = None) -> Any:
@@ -514,21 +562,27 @@ def cli(
             fail(PROG, "--watch and --gantt go with neither --full nor --json", ExitCode.USAGE)
         return live(s.spool, show_all, sel, watch, count, gantt, hours)
     now = time.time()
-    jobs = load_jobs(s.spool, ids)
+    ended = show_all or bool(sel.states & set(TERMINAL_STATES))  # finished jobs are shown (and read)
+    by_task = tasks or any(r.indices is not None for r in sel.refs)
     if full_id is not None:
+        jobs = load_jobs(s.spool, ids)
         if not jobs:
             fail(PROG, f"job {ids[0]}: no such job")  # type: ignore[index]
         if "split" in (jobs[0].get("spec") or {}):
-            gstat_tasks.annotate(jobs, load_jobs(s.spool), s.spool.job_dir)
+            gstat_tasks.annotate(jobs, split_pieces(s.spool, jobs[0]["id"]), s.spool.job_dir)
+    elif as_json and not prio_view and not tree_view:
+        return print_json(s.spool, sel, not ended, now)
     else:
-        jobs += view.unmade_rows(s.spool, ids)  # the tasks of arrays not made yet
+        # the plain table reads brief rows; a format, a sort, the trees and the priorities read whole ones
+        brief = not (fmt or sort_keys or start_view or tree_view or prio_view)
+        jobs = load_jobs(s.spool, live=not ended, brief=brief, folded=not (as_json or by_task))
+        jobs += view.unmade_rows(s.spool)  # the tasks of arrays not made yet
         gstat_tasks.annotate(jobs, jobs, s.spool.job_dir)
         if sel.filtered or sel.refs:  # on the tasks; an array then shows as the tasks selected
             jobs = [j for j, _ in select.pick(sel, jobs)]
         if not as_json:
-            by_task = tasks or any(r.indices is not None for r in sel.refs)
             jobs = gstat_tasks.label_tasks(jobs) if by_task else gstat_tasks.fold(jobs)
-        if not show_all and not (sel.states & set(TERMINAL_STATES)):
+        if not ended:
             jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
     if prio_view:  # sprio: the core's priority function on the same inputs as the daemon's
         from gridsched.cli import gstat_prio
@@ -550,7 +604,7 @@ def cli(
         from gridsched.cli import gstat_tree
 
         return gstat_tree.show(s.spool, jobs, as_json)
-    if as_json:
+    if as_json:  # gstat -f ID --json
         doc = {"jobs": [record(view.private(s.spool, j), now) for j in jobs], "daemon": daemon_record(s.spool)}
         click.echo(dumps(doc, indent=2))
     elif full_id is not None:
@@ -587,7 +641,7 @@ def live(
     from gridsched.cli import gstat_live, select
 
     def selected() -> list[dict[str, Any]]:
-        jobs = load_jobs(spool)
+        jobs = load_jobs(spool, live=not show_all)
         if not show_all:
             jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
         return [j for j, _ in select.pick(sel, jobs)] if sel.filtered or sel.refs else jobs

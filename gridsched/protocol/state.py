@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     spec TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end_time);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -68,6 +69,17 @@ JOBS_ADDED: dict[str, tuple[str, Any]] = {
     "cpu_sys": ("REAL", None),
 }
 ALL_COLUMNS = (*COLUMNS, *JOBS_ADDED)
+# A brief row (``brief=True``): what the queue table shows and what its folding of arrays and
+# splittable jobs reads, nothing more.  The columns of BRIEF_COLUMNS; ``segments`` decoded for a job
+# that runs (BRIEF_SEGMENTS: its run time counts from its last segment), [] for the others; ``run``
+# {}; ``spec`` holding only those of BRIEF_SPEC it has, read out of the JSON column by SQLite.  The rest
+# of a row is never decoded for it.
+BRIEF_COLUMNS = (
+    "id state user uid name ncpus walltime submit_time start_time end_time cores exit_code exit_signal "
+    "reason backfilled restarts preemptions checkpoints elapsed lost predicted_start"
+).split()
+BRIEF_SEGMENTS = ("RUNNING", "STOPPING")
+BRIEF_SPEC = ("array_id", "array_index", "array_max", "array", "split_of", "hold", "split", "split_chains")
 
 
 # Reservations (gresv): one row each, written by the daemon.  ``resources`` and
@@ -177,6 +189,57 @@ def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLU
     return d
 
 
+def _spec_sql(keys: tuple[str, ...]) -> str:
+    """Two select items for the ``keys`` of the spec: whether SQLite can parse it, then (if so) their values as
+    one JSON array (``json_extract`` of several paths: one parse of the spec, in C), else the spec whole (one
+    with ``NaN`` in it, written by hand)."""
+    paths = ", ".join(f"'$.{k}'" for k in (keys if len(keys) > 1 else keys * 2))
+    return f"json_valid(spec), CASE WHEN json_valid(spec) THEN json_extract(spec, {paths}) ELSE spec END"
+
+
+_NONE = {n: "[" + ",".join(["null"] * n) + "]" for n in range(2, 16)}  # what json_extract gives of n missing keys
+
+
+def _spec_keys(valid: int, text: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The spec of a row read with :func:`_spec_sql`: the ``keys`` it has (not null)."""
+    if valid:
+        if text == _NONE.get(len(keys)):  # none of them (most jobs: no array, no split)
+            return {}
+        return {k: v for k, v in zip(keys, json.loads(text)) if v is not None}
+    whole = json.loads(text)
+    return {k: whole[k] for k in keys if isinstance(whole, dict) and whole.get(k) is not None}
+
+
+def _brief_sql(have: tuple[str, ...]) -> str:
+    """The select list of a brief row (``have``: the columns of the table)."""
+    live = ", ".join(f"'{s}'" for s in BRIEF_SEGMENTS)
+    parts = [*BRIEF_COLUMNS, f"CASE WHEN state IN ({live}) THEN segments ELSE '[]' END"]
+    parts.append("devices" if "devices" in have else "''")
+    return ", ".join(parts) + ", " + _spec_sql(BRIEF_SPEC)
+
+
+def _decode_brief(row: tuple[Any, ...]) -> dict[str, Any]:
+    n = len(BRIEF_COLUMNS)
+    d = dict(zip(BRIEF_COLUMNS, row[:n]))
+    d["backfilled"] = bool(d["backfilled"])
+    d["segments"] = json.loads(row[n]) if row[n] != "[]" else []
+    d["run"] = {}
+    d["devices"] = row[n + 1]
+    d["spec"] = _spec_keys(row[n + 2], row[n + 3], BRIEF_SPEC)
+    return d
+
+
+def _decode_keys(row: tuple[Any, ...], cols: tuple[str, ...], keys: tuple[str, ...]) -> dict[str, Any]:
+    """A row read with every column but ``run`` (left {}) and only the ``keys`` of ``spec``."""
+    d = {c: default for c, (_, default) in JOBS_ADDED.items()}
+    d.update(zip(cols, row))
+    d["segments"] = json.loads(d["segments"])
+    d["run"] = {}
+    d["spec"] = _spec_keys(row[-2], row[-1], keys)
+    d["backfilled"] = bool(d["backfilled"])
+    return d
+
+
 def connect_ro(path: str | Path) -> sqlite3.Connection:
     """A read-only connection to the state db (``FileNotFoundError`` if there is none).
 
@@ -263,14 +326,33 @@ class StateDB:
         states: Iterable[str] | None = None,
         user: str | None = None,
         ids: Iterable[int] | None = None,
+        brief: bool = False,
     ) -> list[dict[str, Any]]:
-        cols = self._job_cols()
-        sql = f"SELECT {', '.join(cols)} FROM jobs"
+        """The rows in ``states`` of ``user`` with these ``ids`` (each None: any), by id; ``brief``: brief rows
+        (:data:`BRIEF_COLUMNS`)."""
+        return list(self.iter_jobs(states, user, ids, brief))
+
+    def iter_jobs(
+        self,
+        states: Iterable[str] | None = None,
+        user: str | None = None,
+        ids: Iterable[int] | None = None,
+        brief: bool = False,
+        ended: tuple[float | None, float | None] = (None, None),
+        spec_keys: tuple[str, ...] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """The rows of :meth:`jobs`, decoded one at a time as they are read (memory bounded by one row).
+
+        ``ended`` ``(start, end)``: only the rows that ended at or after ``start`` (read through the
+        index on ``end_time``) and began (or were submitted) by ``end``; None: no bound.  ``spec_keys``:
+        of the spec only these keys (the others, and ``run``, are not decoded).
+        """
         where: list[str] = []
-        args: list[str | int] = []
+        args: list[Any] = []
         if states is not None:
             st = list(states)
-            where.append(f"state IN ({','.join('?' * len(st))})")
+            # with a time window, the index on end_time narrows more than the one on state
+            where.append(f"{'+' if ended[0] is not None else ''}state IN ({','.join('?' * len(st))})")
             args += st
         if user is not None:
             where.append("user = ?")
@@ -279,19 +361,49 @@ class StateDB:
             il = list(ids)
             where.append(f"id IN ({','.join('?' * len(il))})")
             args += il
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY id"
-        return [_decode(r, cols) for r in self.conn.execute(sql, args)]
+        if ended[0] is not None:
+            where.append("end_time >= ?")
+            args.append(ended[0])
+        if ended[1] is not None:
+            where.append("COALESCE(start_time, submit_time) <= ?")
+            args.append(ended[1])
+        return self._select(" AND ".join(where), args, brief, spec_keys)
 
-    def by_spec(self, key: str, value: int) -> list[dict[str, Any]]:
+    def _select(
+        self, where: str, args: list[Any], brief: bool, spec_keys: tuple[str, ...] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        cols = self._job_cols()
+        if brief:
+            what = _brief_sql(cols)
+        elif spec_keys is not None:
+            cols = tuple(c for c in cols if c not in ("run", "spec"))
+            what = ", ".join(cols) + ", " + _spec_sql(spec_keys)
+        else:
+            what = ", ".join(cols)
+        sql = f"SELECT {what} FROM jobs" + (f" WHERE {where}" if where else "") + " ORDER BY id"
+        for r in self.conn.execute(sql, args):
+            if brief:
+                yield _decode_brief(r)
+            elif spec_keys is not None:
+                yield _decode_keys(r, cols, spec_keys)
+            else:
+                yield _decode(r, cols)
+
+    def by_spec(self, key: str, value: int | Iterable[int], brief: bool = False) -> list[dict[str, Any]]:
         """The rows whose spec has ``key`` = ``value`` (``array_id``: the tasks of an array;
-        ``split_of``: the pieces of a split job)."""
+        ``split_of``: the pieces of a split job), or one of the ``value`` s, by id."""
         if key not in ("array_id", "split_of"):
             raise KeyError(key)
-        cols = self._job_cols()
-        sql = f"SELECT {', '.join(cols)} FROM jobs WHERE json_extract(spec, '$.{key}') = ? ORDER BY id"
-        return [_decode(r, cols) for r in self.conn.execute(sql, (value,))]
+        vals = [value] if isinstance(value, int) else list(value)
+        if not vals:
+            return []
+        # a task or piece is made after its array or job, so its id is higher: rows before that are not
+        # read; the spec is parsed only where it names the key at all
+        where = (
+            f"id >= ? AND CASE WHEN instr(spec, '\"{key}\"') AND json_valid(spec) "
+            f"THEN json_extract(spec, '$.{key}') END IN ({','.join('?' * len(vals))})"
+        )
+        return list(self._select(where, [min(vals), *vals], brief))
 
     def job(self, job_id: int) -> dict[str, Any] | None:
         rows = self.jobs(ids=[job_id])

@@ -11,15 +11,18 @@ Standard library only (sqlite3 is imported when a db exists).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gridsched.protocol.jobs import TERMINAL, JobState
 
 if TYPE_CHECKING:
     from gridsched.protocol.spool import Spool
+    from gridsched.protocol.state import StateDB
 
 TERMINAL_STATES = frozenset(s.value for s in TERMINAL)
+LIVE_STATES = tuple(s.value for s in JobState if s not in TERMINAL)
+CHUNK = 500  # ids in one SQL statement at most (within SQLite's limit on the number of parameters)
 
 
 class QueueError(Exception):
@@ -73,12 +76,19 @@ def private(spool: Spool, job: dict[str, Any]) -> dict[str, Any]:
     return job
 
 
-def load_jobs(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+def load_jobs(
+    spool: Spool, ids: Iterable[int] | None = None, live: bool = False, brief: bool = False, folded: bool = False
+) -> list[dict[str, Any]]:
     """Every job the spool knows of, by id: the state db's rows, and submits not yet taken in.
 
     The submits are listed first: the daemon removes a request only after
     committing its row, so a job whose request vanished in between is in the
     db when it is read next, and no job is ever missed.
+
+    ``live``: only the jobs that have not ended (the rows of a finished job are not read at all), with
+    what a view of them needs of the others: the pieces of a live splittable job (its sub-task counts)
+    and, ``folded``, every task of an array with a task that has not ended (its row shows them all).
+    ``brief``: brief rows (:data:`gridsched.protocol.state.BRIEF_COLUMNS`), for the queue table.
     """
     idl = None if ids is None else list(ids)
     waiting = spool.pending_submits()
@@ -91,8 +101,11 @@ def load_jobs(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, 
         try:
             db = StateDB(spool.db)
             try:
-                for j in db.jobs(ids=idl):
+                for j in db.iter_jobs(states=LIVE_STATES if live else None, ids=idl, brief=brief):
                     rows[j["id"]] = j
+                if live:
+                    _live_extras(db, rows, brief, folded)
+                    waiting = _not_taken(db, waiting)
             finally:
                 db.close()
         except sqlite3.Error as e:
@@ -102,6 +115,96 @@ def load_jobs(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, 
         if isinstance(jid, int) and jid not in rows and (idl is None or jid in idl):
             rows[jid] = from_submit(spec)
     return [rows[k] for k in sorted(rows)]
+
+
+def iter_jobs(spool: Spool, live: bool = False) -> Iterator[dict[str, Any]]:
+    """The jobs of :func:`load_jobs` (``live``: those that have not ended), each decoded as it is read from
+    the state db, in id order with the submits not yet taken in (memory bounded by one row)."""
+    waiting: dict[int, dict[str, Any]] = {}
+    for spec in spool.pending_submits():
+        jid = spec.get("id")
+        if isinstance(jid, int) and jid not in waiting:
+            waiting[jid] = from_submit(spec)
+    rows: Iterator[dict[str, Any]] = iter(())
+    db = None
+    if spool.db.exists():
+        import sqlite3
+
+        from gridsched.protocol.state import StateDB
+
+        try:
+            db = StateDB(spool.db)
+            rows = db.iter_jobs(states=LIVE_STATES if live else None)
+            if live:
+                waiting = {s["id"]: s for s in _not_taken(db, list(waiting.values()))}
+        except sqlite3.Error as e:
+            raise QueueError(f"cannot read {spool.db}: {e}") from None
+    try:
+        yield from _merged(rows, [waiting[k] for k in sorted(waiting)])
+    except Exception as e:
+        import sqlite3
+
+        if isinstance(e, sqlite3.Error):
+            raise QueueError(f"cannot read {spool.db}: {e}") from None
+        raise
+    finally:
+        if db is not None:
+            db.close()
+
+
+def _merged(rows: Iterator[dict[str, Any]], waiting: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The db's ``rows`` and the ``waiting`` submits, both in id order, merged; a db row wins over a submit."""
+    i = 0
+    for j in rows:
+        while i < len(waiting) and waiting[i]["id"] < j["id"]:
+            yield waiting[i]
+            i += 1
+        if i < len(waiting) and waiting[i]["id"] == j["id"]:
+            i += 1
+        yield j
+    yield from waiting[i:]
+
+
+def split_pieces(spool: Spool, jid: int) -> list[dict[str, Any]]:
+    """The pieces of splittable job ``jid`` (every state), as the daemon recorded them."""
+    if not spool.db.exists():
+        return []
+    import sqlite3
+
+    from gridsched.protocol.state import StateDB
+
+    try:
+        db = StateDB(spool.db)
+        try:
+            return db.by_spec("split_of", jid)
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        raise QueueError(f"cannot read {spool.db}: {e}") from None
+
+
+def _not_taken(db: StateDB, submits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``submits`` whose id has no row in the db (a read of live rows alone does not show it)."""
+    ids = [jid for s in submits if isinstance(jid := s.get("id"), int)]
+    taken: set[int] = set()
+    for lo in range(0, len(ids), CHUNK):
+        part = ids[lo : lo + CHUNK]
+        taken.update(
+            r[0] for r in db.conn.execute(f"SELECT id FROM jobs WHERE id IN ({','.join('?' * len(part))})", part)
+        )
+    return [s for s in submits if s.get("id") not in taken]
+
+
+def _live_extras(db: StateDB, rows: dict[int, dict[str, Any]], brief: bool, folded: bool) -> None:
+    """Add to the live ``rows`` the ended pieces of their splittable jobs and, ``folded``, the ended tasks of
+    their arrays (:meth:`.StateDB.by_spec`: the rows from the lowest of those ids on, the spec parsed by SQLite
+    only where it names the key)."""
+    splits = [j["id"] for j in rows.values() if "split" in (j.get("spec") or {})]
+    arrays = {a for j in rows.values() if (a := (j.get("spec") or {}).get("array_id")) is not None} if folded else ()
+    for key, vals in (("split_of", splits), ("array_id", sorted(arrays))):
+        for lo in range(0, len(vals), CHUNK):
+            for j in db.by_spec(key, vals[lo : lo + CHUNK], brief):
+                rows.setdefault(j["id"], j)
 
 
 def _owner_check(job: dict[str, Any] | None, uid: int) -> str | None:

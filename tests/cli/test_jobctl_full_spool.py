@@ -111,19 +111,14 @@ def small_spool():
 
 
 def fill(path: Path) -> None:
-    """Write zeros to ``path`` until the file system is full."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:  # unbuffered: nothing is left to write at the close
-        block = b"\0" * (64 << 10)
-        while True:
-            try:
-                os.write(fd, block)
-            except OSError:
-                if len(block) == 1:
-                    break
-                block = block[: len(block) // 2]  # fill the last bytes too
-    finally:
-        os.close(fd)
+    """Write zeros to ``path`` until the file system is full (unbuffered: a last block that did not fit is
+    not written again when the file is closed)."""
+    with open(path, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * (64 << 10))
+        except OSError:
+            pass
 
 
 def command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
