@@ -585,6 +585,14 @@ class StateDB:
             out.append(d)
         return out
 
+    def unmade_array_ids(self) -> set[int]:
+        """The ids of the arrays with tasks not made yet, pending or held (none in a table of an earlier
+        release)."""
+        try:
+            return {r[0] for r in self.conn.execute("SELECT id FROM arrays WHERE pending != '' OR held != ''")}
+        except sqlite3.OperationalError:
+            return set()
+
     def put_array(self, row: dict[str, Any]) -> None:
         vals = [json.dumps(row[c], separators=(",", ":")) if c == "spec" else row[c] for c in ARRAY_COLUMNS]
         self._write(

@@ -200,7 +200,9 @@ def _live_extras(db: StateDB, rows: dict[int, dict[str, Any]], brief: bool, fold
     their arrays (:meth:`.StateDB.by_spec`: the rows from the lowest of those ids on, the spec parsed by SQLite
     only where it names the key)."""
     splits = [j["id"] for j in rows.values() if "split" in (j.get("spec") or {})]
-    arrays = {a for j in rows.values() if (a := (j.get("spec") or {}).get("array_id")) is not None} if folded else ()
+    arrays = {a for j in rows.values() if (a := (j.get("spec") or {}).get("array_id")) is not None} if folded else set()
+    if folded:  # an array with tasks not made yet is live too: its folded row counts its ended tasks
+        arrays |= db.unmade_array_ids()
     for key, vals in (("split_of", splits), ("array_id", sorted(arrays))):
         for lo in range(0, len(vals), CHUNK):
             for j in db.by_spec(key, vals[lo : lo + CHUNK], brief):

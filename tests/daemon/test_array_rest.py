@@ -326,6 +326,11 @@ def test_commands_show_and_act_on_tasks_not_started_yet(stub_daemon):
     d = g.d
     out = g.command("gstat").stdout
     assert f"{aid}_[0-99999]" in out and f"{100000 - CORES} pending" in out and f"{CORES} running" in out, out
+    recs = json.loads(g.command("gstat", "--json", turn=False).stdout)["jobs"]
+    rest = [r for r in recs if r.get("array_tasks")]
+    made = [r for r in recs if r["array_index"] is not None]
+    assert len(rest) == 1 and rest[0]["state"] == "PENDING" and rest[0]["array_id"] == aid
+    assert rest[0]["tasks"] + len(made) == 100000 and len(Indices.from_text(rest[0]["array_tasks"])) == rest[0]["tasks"]
     r = g.command("gdel", f"{aid}_[500-599]")
     assert f"job {aid}_[500-599]: cancelling" in r.stdout, r.stdout
     g.command("ghold", f"{aid}_700")
