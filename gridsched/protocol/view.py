@@ -299,39 +299,18 @@ def _unmade(rests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for col, state in UNMADE_STATES:
             if not r[col]:
                 continue
-            out.append(
-                {
-                    "id": r["id"],
-                    "state": state,
-                    "user": r["user"],
-                    "uid": r["uid"],
-                    "name": r["name"],
-                    "ncpus": r["ncpus"],
-                    "walltime": r["walltime"],
-                    "submit_time": r["submit_time"],
-                    "start_time": None,
-                    "end_time": None,
-                    "cores": "",
-                    "exit_code": None,
-                    "exit_signal": None,
-                    "reason": r["reason"]
-                    if state == "HELD"
-                    else ("cancelled before it started" if col == "cancelled" else ""),
-                    "backfilled": 0,
-                    "restarts": 0,
-                    "preemptions": 0,
-                    "checkpoints": 0,
-                    "elapsed": 0.0,
-                    "lost": 0.0,
-                    "predicted_start": None,
-                    "segments": [],
-                    "run": {},
-                    "spec": {**r["spec"], "array_index": None},
-                    "devices": "",
-                    "unmade": r[col],
-                    "count": len(Indices.from_text(r[col])),
-                }
+            row = from_submit({**r["spec"], "id": r["id"], "array_index": None})  # a job row not started
+            row.update(
+                state=state,
+                user=r["user"],
+                uid=r["uid"],
+                reason=r["reason"] if state == "HELD" else "cancelled before it started" if col == "cancelled" else "",
+                run={},
+                devices="",
+                unmade=r[col],
+                count=len(Indices.from_text(r[col])),
             )
+            out.append(row)
     return out
 
 
