@@ -10,7 +10,9 @@ mode; sub-tasks taken out of a splittable job; a reservation activated).
 from __future__ import annotations
 
 import logging
+import math
 import signal
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
@@ -421,3 +423,39 @@ def preempt(
         return False
     table.save(rec)
     return queued
+
+
+def forecast(d: Daemon) -> None:
+    """Predicted start times and why each pending job waits, both from the core
+    (:func:`gridsched.core.policy.forecast_reasons`), worded by :mod:`gridsched.daemon.reasons`."""
+    d.table.forecast_dirty = False
+    d.last_forecast = time.time()
+    snap = snapshot(d, d.last_forecast)
+    try:
+        fc = corepolicy.forecast_reasons(snap)
+    except Exception:  # noqa: BLE001 - a forecast is advice; it never stops the daemon
+        log.exception("forecast failed")
+        return
+    pred = fc.times
+    d.table.begin()
+    d.db.set_predicted((_finite(pred.get(w.id)), w.id) for w in snap.pending)
+    said: dict[int, str] = {}
+    facts = wording.Facts(d.table.devices, d.book.resvs, d.machine)
+    for w in snap.pending:
+        rec = d.table.jobs.get(w.id)
+        if rec is None or rec.state is not JobState.PENDING:
+            continue  # a reservation's entry, or a held job (its reason is its hold's)
+        wait = fc.reasons.get(w.id)
+        why = wording.text(rec, wait, facts) if wait is not None else ""
+        if wait is not None and wait.kind not in wording.ELIGIBILITY:
+            said[w.id] = why
+        if rec.reason != why:
+            rec.reason = why
+            d.table.save(rec, reason=why)
+    d.forecast_said = said
+    reservations.set_predicted(d.book, d.db, pred, snap.now)
+
+
+def _finite(t: float | None) -> float | None:
+    """A predicted time as the job table keeps it: never (infinity) is no time."""
+    return t if t is None or math.isfinite(t) else None

@@ -15,7 +15,6 @@ import errno
 import fcntl
 import json
 import logging
-import math
 import os
 import selectors
 import signal
@@ -26,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from gridsched.core import cpuset
-from gridsched.core import policy as corepolicy
 from gridsched.core.types import HeadReservation
 from gridsched.daemon import (
     actions,
@@ -41,7 +39,6 @@ from gridsched.daemon import (
     logs,
     mail,
     outcome,
-    reasons,
     reservations,
     slices,
     snapshot,
@@ -759,39 +756,8 @@ class Daemon:
 
     # -- forecast -------------------------------------------------------------------------------------
     def forecast(self) -> None:
-        """Predicted start times and why each pending job waits, both from the core
-        (:func:`gridsched.core.policy.forecast_reasons`), worded by :mod:`gridsched.daemon.reasons`."""
-        self.table.forecast_dirty = False
-        self.last_forecast = time.time()
-        snap = apply.snapshot(self, self.last_forecast)
-        try:
-            fc = corepolicy.forecast_reasons(snap)
-        except Exception:  # noqa: BLE001 - a forecast is advice; it never stops the daemon
-            log.exception("forecast failed")
-            return
-        pred = fc.times
-        self.table.begin()
-        self.db.set_predicted((_finite(pred.get(w.id)), w.id) for w in snap.pending)
-        said: dict[int, str] = {}
-        facts = reasons.Facts(self.table.devices, self.book.resvs, self.machine)
-        for w in snap.pending:
-            rec = self.table.jobs.get(w.id)
-            if rec is None or rec.state is not JobState.PENDING:
-                continue  # a reservation's entry, or a held job (its reason is its hold's)
-            wait = fc.reasons.get(w.id)
-            why = reasons.text(rec, wait, facts) if wait is not None else ""
-            if wait is not None and wait.kind not in reasons.ELIGIBILITY:
-                said[w.id] = why
-            if rec.reason != why:
-                rec.reason = why
-                self.table.save(rec, reason=why)
-        self.forecast_said = said
-        reservations.set_predicted(self.book, self.db, pred, snap.now)
-
-
-def _finite(t: float | None) -> float | None:
-    """A predicted time as the job table keeps it: never (infinity) is no time."""
-    return t if t is None or math.isfinite(t) else None
+        """Predicted start times and why each pending job waits (:func:`gridsched.daemon.apply.forecast`)."""
+        apply.forecast(self)
 
 
 def serve(spool: Spool, cfg: configmod.Config, config_path: str | None = None) -> int:
