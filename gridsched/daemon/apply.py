@@ -17,6 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, assert_never
 
 from gridsched.core import cpuset, depend
+from gridsched.core import memory as mempool
 from gridsched.core import policy as corepolicy
 from gridsched.core.placement import claimed, free_map, status_maps
 from gridsched.core.types import (
@@ -90,7 +91,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             ratios={u: tuple(r) for u, r in d.table.ratios.items()}
             if d.cfg.params.predictor is Predictor.USER_RATIO
             else {},
-            floating=d.cfg.floating,
+            floating=mempool.floating(d.cfg.floating, d.table.memory),
             reservations=resvs,
             machine=d.machine,
             devices=d.machine.devices,
@@ -101,6 +102,14 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             ranked=any(r.nice or r.admin_prio is not None for r in queued) or d.book.ranked(),
         )
     )
+
+
+def memory_pool(machine: MachineMap, cfg: Config) -> mempool.MemoryPool | None:
+    """The machine's memory as the pool of the passes (the figure gsub checks --mem against, less
+    ``[machine] memory_reserved``); None where the memory is not known."""
+    from gridsched.submission.submit import machine_memory
+
+    return mempool.pool(machine_memory(machine), cfg.memory_reserved, cfg.default_mem_per_cpu)
 
 
 def held_view(rec: Rec) -> Waiting:
