@@ -119,3 +119,41 @@ def test_easy_does_not_backfill_into_the_heads_memory(stub_daemon, tmp_path):
     e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="signal", mem=4 * GIB)
     assert dr.running(a) and dr.state(c) == "PENDING" and dr.state(e) == "PENDING"
     assert dr.job(e)["reason"].startswith("Priority")
+
+
+# The scenario of test_preemption_frees_memory_for_the_head as an SWF trace (field 10: KiB per processor)
+SWF = """; MaxProcs: 8
+1 0 -1 11 2 -1 -1 2 12 2097152 1 1 1 -1 -1 -1 -1 -1
+2 1 -1 2 2 -1 -1 2 60 7340032 1 1 1 -1 -1 -1 -1 -1
+3 1 -1 20 2 -1 -1 2 30 2097152 1 1 1 -1 -1 -1 -1 -1
+"""
+
+
+def test_daemon_and_gsim_agree_on_memory(stub_daemon, tmp_path):
+    import csv
+
+    from click.testing import CliRunner
+
+    from gridsched.cli.gsim import main
+
+    trace, out = tmp_path / "mem.swf", tmp_path / "mem.csv"
+    trace.write_text(SWF)
+    args = ["run", str(trace), "--policy", "checkpoint-backfill", "--p", "0.2", "--threshold", "10s"]
+    args += ["--checkpoint-overhead", "0", "--memory", "--machine-memory", "16G", "--jobs-out", str(out)]
+    res = CliRunner().invoke(main, args, prog_name="gsim")
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(out.open()))
+    names = {"1": "A", "2": "C", "3": "E"}
+    sim_order = [names[r["id"]] for r in sorted(rows, key=lambda r: (float(r["start"]), int(r["id"])))]
+    sim_ckpts = {names[r["id"]]: int(r["checkpoints"]) for r in rows}
+
+    dr = Driven(stub_daemon(config(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=2, walltime=12, mem=4 * GIB)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=2, walltime=60, mem=14 * GIB)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="signal", mem=4 * GIB)
+    dr.run_until(lambda: dr.state(e) == "COMPLETED", 100)
+    jobs = {n: dr.job(i) for n, i in (("A", a), ("C", c), ("E", e))}
+    order = sorted(jobs, key=lambda n: (jobs[n]["start_time"], jobs[n]["id"]))
+    assert order == sim_order == ["A", "E", "C"]
+    assert {n: j["checkpoints"] for n, j in jobs.items()} == sim_ckpts == {"A": 0, "C": 0, "E": 1}
