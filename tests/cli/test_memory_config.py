@@ -56,3 +56,19 @@ def test_the_pool_and_the_asks():
     assert p.ask(None, 4) == 2048  # the default per core
     assert p.asks((("matlab", 1),), None, 1) == (("matlab", 1), ("mem", 512))
     assert MemoryPool(1024).asks((("matlab", 1),), None, 8) == (("matlab", 1),)  # no default: none
+
+
+def test_gresv_create_holds_memory(env: Path, spool, run):
+    from gridsched.cli import gresv
+    from tests.cli.test_gresv import requests
+
+    r = run(gresv.cli, ["create", "-n", "1", "-t", "1h", "-l", "mem=1G", "-l", "mem=512"])
+    assert r.exit_code == 0, r.stderr
+    (req,) = requests(spool, "resv_create")
+    assert req["resv"]["resources"] == {"mem": 1536}  # MiB; a bare number is MiB
+    for item, words in (("mem=lots", "resource 'mem=lots': not a memory size"), ("mem=1000T", "the machine has")):
+        r = run(gresv.cli, ["create", "-n", "1", "-t", "1h", "-l", item])
+        assert r.exit_code != 0
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("gresv: error: ") and words in r.stderr
+    r = run(gsub.cli, ["-l", "mem=1", "--wrap", "true"])  # a job asks for memory with --mem
+    assert r.exit_code != 0 and "unknown floating resource" in one_error_line(r.stderr)
