@@ -43,6 +43,8 @@ def test_two_jobs_whose_memory_exceeds_the_machine_run_one_after_the_other(stub_
     assert dr.running(a) and dr.running(small)
     assert dr.state(b) == "PENDING"  # 4 cores are free, 2 GiB of memory
     assert dr.job(b)["reason"] == "Resources: next to start, waits for memory: asks 10G, 2G free now"
+    row = next(line for line in dr.command("gstat").stdout.splitlines() if line.split()[0] == str(b))
+    assert "Resources" in row.split(), row  # squeue's REASON
     dr.run_until(lambda: dr.state(b) != "PENDING", 30)
     ja, jb = dr.job(a), dr.job(b)
     assert jb["start_time"] >= ja["end_time"]
