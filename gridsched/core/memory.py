@@ -20,10 +20,12 @@ MIB = 1 << 20
 
 @dataclass(frozen=True, slots=True)
 class MemoryPool:
-    """``total`` MiB handed out; a job without a request asks for ``per_cpu`` MiB per core."""
+    """``total`` MiB handed out (``reserved`` MiB are left to the system); a job without a request asks for
+    ``per_cpu`` MiB per core."""
 
     total: int
     per_cpu: int = 0
+    reserved: int = 0  # MiB left to the system (``total`` is the machine's memory less this)
 
     def ask(self, mem: int | None, ncpus: int) -> int:
         """MiB a job of ``ncpus`` cores asking for ``mem`` bytes (None: no request) takes from the pool."""
@@ -44,7 +46,7 @@ def pool(machine_bytes: int | None, reserved: int, per_cpu: int) -> MemoryPool |
     if not machine_bytes:
         return None
     total = machine_bytes // MIB - reserved
-    return MemoryPool(total, per_cpu) if total > 0 else None
+    return MemoryPool(total, per_cpu, reserved) if total > 0 else None
 
 
 def floating(names: dict[str, int], memory: MemoryPool | None) -> dict[str, int]:

@@ -58,6 +58,7 @@ log = logging.getLogger("gschedd")
 
 
 def snapshot(d: Daemon, now: float) -> Snapshot:
+    memory = memory_in_force(d)  # first: it may make the jobs' asks again
     running = tuple(
         r.running(now, d.cfg.max_walltime)
         for r in d.table.jobs.values()
@@ -91,7 +92,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             ratios={u: tuple(r) for u, r in d.table.ratios.items()}
             if d.cfg.params.predictor is Predictor.USER_RATIO
             else {},
-            floating=mempool.floating(d.cfg.floating, d.table.memory),
+            floating=mempool.floating(d.cfg.floating, memory),
             reservations=resvs,
             machine=d.machine,
             devices=d.machine.devices,
@@ -110,6 +111,23 @@ def memory_pool(machine: MachineMap, cfg: Config) -> mempool.MemoryPool | None:
     from gridsched.submission.submit import machine_memory
 
     return mempool.pool(machine_memory(machine), cfg.memory_reserved, cfg.default_mem_per_cpu)
+
+
+def memory_in_force(d: Daemon) -> mempool.MemoryPool | None:
+    """The memory pool as the configuration in force has it: after a reload that changed
+    ``memory_reserved`` or ``default_mem_per_cpu``, the pool and every job's ask are made again (as a
+    restart would make them)."""
+    m = d.table.memory
+    if m is None or (m.reserved, m.per_cpu) == (d.cfg.memory_reserved, d.cfg.default_mem_per_cpu):
+        return m
+    m = d.table.memory = memory_pool(d.machine, d.cfg)
+    for rec in d.table.jobs.values():
+        spec = rec.job
+        rec.resources = (
+            spec.resources if m is None or rec.resv is not None else m.asks(spec.resources, spec.mem, rec.ncpus)
+        )
+        rec._waiting = None
+    return m
 
 
 def held_view(rec: Rec) -> Waiting:

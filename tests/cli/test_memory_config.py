@@ -51,7 +51,7 @@ def test_the_pool_and_the_asks():
     assert pool(None, 0, 0) is None  # memory unknown: not counted
     assert pool(16 << 30, 17 * 1024, 0) is None  # nothing left to hand out
     p = pool(16 << 30, 4096, 512)
-    assert p == MemoryPool(12 * 1024, 512)
+    assert p == MemoryPool(12 * 1024, 512, 4096)
     assert p.ask(3 << 30, 4) == 3072 and p.ask((1 << 20) + 1, 1) == 2  # whole MiB, rounded up
     assert p.ask(None, 4) == 2048  # the default per core
     assert p.asks((("matlab", 1),), None, 1) == (("matlab", 1), ("mem", 512))

@@ -79,6 +79,18 @@ def test_without_a_default_a_job_without_mem_asks_for_none(stub_daemon, tmp_path
     assert dr.running(a) and dr.running(b)
 
 
+def test_a_reload_puts_a_new_default_in_force(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(config(tmp_path)))
+    a = dr.submit(50, name="A", ncpus=3, walltime=60)
+    assert dr.running(a)
+    cfg = Path(dr.d.config_path)
+    cfg.write_text(cfg.read_text().replace("[jobs]\n", '[jobs]\ndefault_mem_per_cpu = "3G"\n'))
+    dr.d.reload()
+    b = dr.submit(5, name="B", ncpus=3, walltime=60)  # 9 GiB, and A's 9 GiB are counted now
+    assert dr.state(b) == "PENDING"
+    assert "asks 9G, 7G free now" in dr.job(b)["reason"]
+
+
 def test_a_reservation_holds_memory(stub_daemon, tmp_path):
     dr = Driven(stub_daemon(config(tmp_path)))
     rid = dr.resv_create(2, 600, resources={"mem": 12 * 1024})
