@@ -50,6 +50,16 @@ def test_two_jobs_whose_memory_exceeds_the_machine_run_one_after_the_other(stub_
     assert jb["start_time"] >= ja["end_time"]
 
 
+def test_a_restarted_daemon_counts_the_memory_of_the_jobs_it_finds_running(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(config(tmp_path)))
+    a = dr.submit(30, name="A", ncpus=2, walltime=60, mem=10 * GIB)
+    b = dr.submit(5, name="B", ncpus=2, walltime=60, mem=10 * GIB, turn=False)  # taken in by the next daemon
+    assert dr.running(a)
+    dr.restart(stub_daemon)
+    assert dr.running(a) and dr.state(b) == "PENDING"
+    assert "waits for memory: asks 10G, 6G free now" in dr.job(b)["reason"]
+
+
 def test_memory_reserved_for_the_system_is_not_handed_out(stub_daemon, tmp_path):
     dr = Driven(stub_daemon(config(tmp_path, reserved="6G")))
     a = dr.submit(5, name="A", ncpus=1, walltime=60, mem=6 * GIB)
