@@ -23,6 +23,10 @@ With ``--gpus`` the map (implied) also has 16 GPUs, 2 on each board: a quarter
 of the pending jobs ask for 1 to 4 of them, and a quarter of the running jobs
 hold one.
 
+With ``--memory`` every job asks for memory (1 to 4 GiB per core, as a
+``mem`` floating resource in MiB: gridsched.core.memory) of a pool of 1 TiB, as
+the daemon schedules ``--mem``; the running jobs hold about 90 % of it.
+
 With ``--gpu-head`` (implies ``--gpus``) every GPU is held by a running job and
 the head job of each queue asks for 2 of them, with the quarter of the queue
 that asks for GPUs: the head's reservation waits for GPUs, and every job
@@ -34,7 +38,7 @@ the median of ``forecast``; ``--pending`` limits the queue lengths.  Targets: on
 10,000 pending jobs in at most 5 ms with the map, with and without extras.
 
     python scripts/bench_schedule.py [--runs 7] [--policy checkpoint-backfill] [--map] [--extras] [--gpus]
-                                     [--gpu-head] [--pending 10000]
+                                     [--gpu-head] [--memory] [--pending 10000]
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from dataclasses import replace
 
 from gridsched.core import devices as dev
 from gridsched.core import topology
+from gridsched.core.memory import MEMORY
 from gridsched.core.placement import Request
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.types import BackfillOrder, Params, Policy, Resv, Running, Snapshot, Waiting
@@ -168,6 +173,25 @@ def gpu_head(devs, running: tuple[Running, ...], queue: tuple[Waiting, ...]):
     return tuple(run), (head, *queue[1:])
 
 
+MEMORY_POOL = 1 << 20  # MiB: 1 TiB
+
+
+def with_memory(running: tuple[Running, ...], queue: tuple[Waiting, ...]):
+    """Every job asking for 1 to 4 GiB per core (by its position); returns (running, queue)."""
+
+    def ask(res: tuple[tuple[str, int], ...], n: int, k: int) -> tuple[tuple[str, int], ...]:
+        return dev.merge(res, ((MEMORY, n * 1024 * (1 + k % 4)),))
+
+    run = tuple(replace(r, resources=ask(r.resources, r.ncpus, k)) for k, r in enumerate(running))
+    held = sum(x for r in run for n, x in r.resources if n == MEMORY)
+    scale = MEMORY_POOL * 0.9 / held  # the running jobs hold about 90 % of the pool
+    run = tuple(
+        replace(r, resources=tuple((n, max(1, int(x * scale)) if n == MEMORY else x) for n, x in r.resources))
+        for r in run
+    )
+    return run, tuple(replace(w, resources=ask(w.resources, w.ncpus, k)) for k, w in enumerate(queue))
+
+
 def median_ms(fn, snap: Snapshot, runs: int) -> tuple[float, float]:
     """The median wall-clock and CPU time of ``runs`` calls, in ms."""
     times = []
@@ -190,6 +214,7 @@ def main() -> None:
     ap.add_argument("--extras", action="store_true", help="with --map: 2 licences and 3 reservations")
     ap.add_argument("--gpus", action="store_true", help=f"the map with {GPUS} GPUs, a quarter of the jobs asking")
     ap.add_argument("--gpu-head", action="store_true", help="with --gpus: all GPUs held, the head asking for 2")
+    ap.add_argument("--memory", action="store_true", help="every job asks for memory of a 1 TiB pool")
     ap.add_argument(
         "--pending", type=int, action="append", help="queue length (repeatable; default 1,000, 10,000 and 100,000)"
     )
@@ -214,6 +239,8 @@ def main() -> None:
         what += f", {GPUS} GPUs"
     if args.gpu_head:
         what += " all held, the head asking for 2"
+    if args.memory:
+        what += ", memory asked by every job"
     order = params.backfill_order.value
     print(
         f"policy {params.policy.value}, backfill order {order}, {NCORES} cores ({what}), {NRUNNING} running, "
@@ -240,6 +267,9 @@ def main() -> None:
                     if args.gpu_head:
                         run2, q2 = gpu_head(devs, run2, q2)
                     snap = replace(snap, running=run2, pending=q2, devices=devs, machine=replace(machine, devices=devs))
+            if args.memory:
+                run3, q3 = with_memory(snap.running, snap.pending)
+                snap = replace(snap, running=run3, pending=q3, floating={**snap.floating, MEMORY: MEMORY_POOL})
             ms, cpu = median_ms(schedule, snap, runs)
             nstart = len(schedule(snap).starts)
             if args.no_forecast:

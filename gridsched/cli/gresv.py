@@ -205,7 +205,8 @@ def cli() -> None:
     "resource",
     metavar="NAME=COUNT",
     multiple=True,
-    help="Floating resources from [resources.floating], such as matlab=1; repeatable.",
+    help="Floating resources from [resources.floating], such as matlab=1, or memory the reservation holds for "
+    "its jobs, such as mem=40G; repeatable.",
 )
 @click.option(
     "--gpus",
@@ -276,9 +277,10 @@ def create_cmd(
         except ValueError as e:  # the machine's topology file cannot be read
             fail(PROG, str(e))
     try:
-        res = parse_resources(resource, s.cfg.floating)
+        floating = _floating(s.spool, s.cfg)
+        res = parse_resources(resource, floating)
         ncores = machine.ncores if machine is not None else machine_cores(s.spool, s.cfg)
-        check_request(ncpus, duration, res, ncores, s.cfg.floating, s.cfg.resv_max_duration, machine, req)
+        check_request(ncpus, duration, res, ncores, floating, s.cfg.resv_max_duration, machine, req)
         t0 = parse_start(start, now) if start is not None else None
     except (ResvError, SubmitError) as e:
         fail(PROG, str(e))
@@ -464,3 +466,12 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _floating(spool: Any, cfg: Any) -> dict[str, int]:
+    """The floating resources a reservation may hold: the configuration's and the memory pool (``mem``)."""
+    from gridsched.core import memory
+    from gridsched.submission.submit import machine_memory_of
+
+    pool = memory.pool(machine_memory_of(spool, cfg), cfg.memory_reserved, cfg.default_mem_per_cpu)
+    return memory.floating(cfg.floating, pool)

@@ -376,6 +376,20 @@ def main() -> None:
 @_tune_options
 @_gate_options
 @_device_options
+@click.option(
+    "--memory",
+    "memory",
+    is_flag=True,
+    help="Schedule the machine's memory as one pool: each job asks for its requested memory (SWF field 10), "
+    "or the config's jobs.default_mem_per_cpu per processor where it is unknown (see MEMORY).",
+)
+@click.option(
+    "--machine-memory",
+    "machine_memory",
+    metavar="SIZE",
+    help="--memory: the machine's memory, such as 256G (default: the boards' of --topology or of the "
+    "config's topology file).",
+)
 def run_cmd(
     trace: str,
     procs: int | None,
@@ -408,6 +422,8 @@ def run_cmd(
     devices_file: str | None = None,
     gpus: str | None = None,
     per_user: bool = False,
+    memory: bool = False,
+    machine_memory: str | None = None,
 ) -> None:
     """Replay TRACE under one policy and print its metrics.
 
@@ -452,6 +468,9 @@ def run_cmd(
         keep_only(tr, [i for i, n in enumerate(tr.size) if never_fits(machine, Request(n, place)) is None], UNPLACEABLE)
     if resv is not None:
         inputs.check_placed(resv, machine, resv_file)
+    if memory and split_jobs_above is not None:
+        fail(PROG, "--memory does not go with --split-jobs-above", ExitCode.USAGE)
+    mem = inputs.memory(tr, memory, machine_memory, machine, config_file)
     devs = inputs.devices(tr, devices_file, gpus, machine, workload_file, config_file, strict)
     gates = inputs.gates(tr, dependencies, workload_file)
     res, met, secs = inputs.simulate(
@@ -467,6 +486,7 @@ def run_cmd(
         gates=gates,
         tuner=tuner,
         devices=devs,
+        memory=mem,
     )
     rec = report.record(res, met, secs)
     if tuner is not None:

@@ -99,6 +99,7 @@ def simulate(
     gates: Any = None,
     tuner: Any = None,
     devices: tuple[Any, ...] = (),
+    memory: Any = None,
 ) -> tuple[Any, Any, float]:
     from gridsched.sim.engine import Mode, SimulationError, simulate
     from gridsched.sim.metrics import compute
@@ -121,6 +122,7 @@ def simulate(
                 gates=gates,
                 tuner=tuner,
                 devices=devices,
+                memory=memory,
             )
     except NotImplementedError:
         fail(PROG, f"policy {params.policy.value} is not available in this version of the scheduling core")
@@ -403,3 +405,69 @@ def reservations(path: str | None, floating: tuple[str, ...], ncores: int) -> An
                     f"reservations {path}: reservation {k} asks for {rname}={units}, the machine has {totals[rname]}",
                 )
     return ResvList(lst.reservations, totals)
+
+
+NO_MEMORY_ROOM = "more memory than the machine's"  # the reason a job is left out under --memory
+
+
+def memory(tr: Any, on: bool, size: str | None, machine: Any, config_file: str | None) -> Any:
+    """The memory pool of --memory (None without it): the machine's memory (--machine-memory, else the
+    boards' of --topology or of the config's topology file) less the config's ``[machine]
+    memory_reserved``; each job asks for its SWF requested memory (field 10, KiB per processor), else the
+    config's ``[jobs] default_mem_per_cpu`` times its processors.  A job asking for more than the pool holds
+    is left out (it could never run)."""
+    from gridsched.core.memory import pool
+    from gridsched.core.units import UnitError, parse_size
+    from gridsched.sim.records import SimMemory
+    from gridsched.sim.swf import keep_only
+
+    if not on:
+        if size is not None:
+            fail(PROG, "--machine-memory goes with --memory", ExitCode.USAGE)
+        return None
+    cfg = None
+    if config_file is not None:
+        try:
+            cfg = load_config(config_file)
+        except ConfigError as e:
+            fail(PROG, f"config {e}")
+    if size is not None:
+        try:
+            total: int | None = parse_size(size)
+        except UnitError as e:
+            fail(PROG, f"--machine-memory {e}", ExitCode.USAGE)
+    else:
+        total = _boards_memory(machine, cfg)
+    if not total:
+        fail(PROG, "--memory needs the machine's memory: give --machine-memory SIZE", ExitCode.USAGE)
+    reserved, per_cpu = (cfg.memory_reserved, cfg.default_mem_per_cpu) if cfg is not None else (0, 0)
+    p = pool(total, reserved, per_cpu)
+    if p is None:
+        fail(PROG, f"--memory: machine.memory_reserved leaves none of the machine's {size or total} bytes")
+    kib = tr.mem or [-1] * len(tr.ids)
+    asks = [-(-k // 1024) if k > 0 else p.ask(None, n) for k, n in zip(kib, tr.size, strict=True)]
+    keep = [i for i, a in enumerate(asks) if a <= p.total]
+    if len(keep) < len(asks):
+        keep_only(tr, keep, NO_MEMORY_ROOM)
+        asks = [asks[i] for i in keep]
+        if not asks:
+            fail(PROG, f"{tr.path}: every job asks for {NO_MEMORY_ROOM}")
+    return SimMemory(p.total, asks)
+
+
+def _boards_memory(machine: Any, cfg: Any) -> int | None:
+    """Bytes of memory of the boards of ``machine`` (--topology), else of the config's topology file; None
+    unless every board declares its memory."""
+    if machine is None and cfg is not None and cfg.topology:
+        from pathlib import Path
+
+        from gridsched.host.topology import read
+
+        try:
+            machine = read(Path(cfg.path).parent / cfg.topology, None)
+        except (OSError, ValueError) as e:
+            fail(PROG, f"config {cfg.path}: topology {e}")
+    boards = getattr(machine, "boards", ())
+    if boards and all(b.memory for b in boards):
+        return int(sum(b.memory for b in boards))
+    return None

@@ -41,7 +41,11 @@ Who may use the cores lent by P (``Params.yield_affinity``)
        tree, which nests on P's cores and ends on them.
 
     Jobs bound to a reservation, flexible reservations, splittable jobs and
-    jobs with floating resources never run on lent cores.
+    jobs with floating resources never run on lent cores.  The memory a job
+    asks for (:mod:`gridsched.core.memory`) does not keep it off them: on lent
+    cores it uses the lender's memory, as it uses the lender's cores, and
+    takes none of the pool (so a tree whose jobs ask for memory progresses
+    as any tree does, below).
 
 Devices lent by P
     A yielding parent lends the devices it holds (GPUs, ...) with its cores.
@@ -121,6 +125,7 @@ from dataclasses import replace
 from math import inf, nextafter
 
 from gridsched.core import devices as dev
+from gridsched.core.memory import MEMORY
 from gridsched.core.placement import Reason, StatusMap, assign, usable
 from gridsched.core.topology import Device
 from gridsched.core.types import Plan, Running, Snapshot, Start, Waiting, YieldAffinity
@@ -245,7 +250,9 @@ def lent_tasks(snap: Snapshot) -> frozenset[int]:
 def _may_lend(w: Waiting) -> bool:
     if w.bind is not None or w.flex or w.split is not None:
         return False
-    return not w.resources or (bool(w.devices) and all(k.startswith(dev.PREFIX) for k, _ in w.resources))
+    # its memory is the lender's, as its cores are (it holds none of the pool: see the module docstring)
+    rest = [k for k, _ in w.resources if k != MEMORY]
+    return not rest or (bool(w.devices) and all(k.startswith(dev.PREFIX) for k in rest))
 
 
 def lent_devices(snap: Snapshot, lender: int, keys: Mapping[int, Key] | None = None) -> tuple[Device, ...]:

@@ -479,9 +479,9 @@ class Wait:
     ``RESOURCES`` (not bound): ``what`` is what binds now -- ``"cores"`` (it
     asks for ``asks``, ``free`` of the ``has`` in service are free), a device
     dimension (``device:gpu``, ``device:gpu:H100``: ``asks`` slots, ``free``
-    of ``has`` free), or ``""`` (nothing it asks for is short now: its
-    placement, or the jobs ahead of it, keep it waiting).  ``LICENSES``: a
-    floating resource alone binds: ``what`` is its name, ``asks`` units,
+    of ``has`` free), the memory (:data:`gridsched.core.memory.MEMORY`: MiB),
+    or ``""`` (nothing it asks for is short now: its placement, or the jobs
+    ahead of it, keep it waiting).  ``LICENSES``: a floating resource alone binds: ``what`` is its name, ``asks`` units,
     ``free`` of ``has`` free now.
     """
 

@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, assert_never
 
 from gridsched.core import cpuset, depend
+from gridsched.core import memory as mempool
 from gridsched.core import policy as corepolicy
 from gridsched.core.placement import claimed, free_map, status_maps
 from gridsched.core.types import (
@@ -59,6 +60,7 @@ log = logging.getLogger("gschedd")
 
 
 def snapshot(d: Daemon, now: float) -> Snapshot:
+    memory = memory_in_force(d)  # first: it may make the jobs' asks again
     running = tuple(
         r.running(now, d.cfg.max_walltime)
         for r in d.table.jobs.values()
@@ -92,7 +94,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             ratios={u: tuple(r) for u, r in d.table.ratios.items()}
             if d.cfg.params.predictor is Predictor.USER_RATIO
             else {},
-            floating=d.cfg.floating,
+            floating=mempool.floating(d.cfg.floating, memory),
             reservations=resvs,
             machine=d.machine,
             devices=d.machine.devices,
@@ -103,6 +105,31 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             ranked=any(r.nice or r.admin_prio is not None for r in queued) or d.book.ranked(),
         )
     )
+
+
+def memory_pool(machine: MachineMap, cfg: Config) -> mempool.MemoryPool | None:
+    """The machine's memory as the pool of the passes (the figure gsub checks --mem against, less
+    ``[machine] memory_reserved``); None where the memory is not known."""
+    from gridsched.submission.submit import machine_memory
+
+    return mempool.pool(machine_memory(machine), cfg.memory_reserved, cfg.default_mem_per_cpu)
+
+
+def memory_in_force(d: Daemon) -> mempool.MemoryPool | None:
+    """The memory pool as the configuration in force has it: after a reload that changed
+    ``memory_reserved`` or ``default_mem_per_cpu``, the pool and every job's ask are made again (as a
+    restart would make them)."""
+    m = d.table.memory
+    if m is None or (m.reserved, m.per_cpu) == (d.cfg.memory_reserved, d.cfg.default_mem_per_cpu):
+        return m
+    m = d.table.memory = memory_pool(d.machine, d.cfg)
+    for rec in d.table.jobs.values():
+        spec = rec.job
+        rec.resources = (
+            spec.resources if m is None or rec.resv is not None else m.asks(spec.resources, spec.mem, rec.ncpus)
+        )
+        rec._waiting = None
+    return m
 
 
 def held_view(rec: Rec) -> Waiting:

@@ -200,7 +200,7 @@ class Daemon:
         self.tuner.load(self.db, time.time())
         self.cfg = self.tuner.effective(self.file_cfg)
         self.table = JobTable(self.db, self.spool)
-        self.table.devices = self.machine.devices
+        self.table.devices, self.table.memory = self.machine.devices, apply.memory_pool(self.machine, self.cfg)
         self.trees.open(self.table, self.db, self.cancel)
         if self.cfg.params.priority.weight_fairshare:
             self.table.load_usage(self.cfg.params.priority.half_life)

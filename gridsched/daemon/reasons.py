@@ -3,8 +3,8 @@
 The core decides why a job waits (:func:`gridsched.core.policy.forecast_reasons`);
 this module only words it.  Ordinary waiting jobs get Slurm's squeue reasons,
 first word first: ``Resources: ...`` (next to start, waiting for resources in
-use: the cores, or the devices of a type, it lacks now, with how many are free
-or in use), ``Licenses: ...`` (a licence is all it lacks now) and
+use: the cores, the devices of a type, or the memory, it lacks now, with how
+many are free or in use), ``Licenses: ...`` (a licence is all it lacks now) and
 ``Priority: ...`` (jobs ahead of it start first).  A job that can never
 start says so (``can never start ...``), naming the drained cores or what the
 machine lacks.
@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 
 from gridsched.core import cpuset, eligible
 from gridsched.core.devices import PREFIX, share_of
+from gridsched.core.memory import MEMORY
 from gridsched.core.types import Wait, WaitKind
+from gridsched.core.units import format_size
 from gridsched.protocol.reservations import never_inside, place_text
 
 if TYPE_CHECKING:
@@ -90,7 +92,9 @@ def text(rec: Rec, w: Wait, facts: Facts | None = None) -> str:
 
 
 def _resources(facts: Facts | None, w: Wait) -> str:
-    """The next job's wait for what it lacks now: cores, devices of a type, or (by count) nothing."""
+    """The next job's wait for what it lacks now: cores, devices of a type, memory, or (by count) nothing."""
+    if w.what == MEMORY:
+        return f"Resources: next to start, waits for memory: asks {_mib(w.asks)}, {_mib(w.free)} free now"
     if w.what == "cores":
         return f"Resources: next to start, waiting for {w.asks} cores ({w.free} of {w.has} free)"
     if w.what.startswith(PREFIX):
@@ -100,6 +104,11 @@ def _resources(facts: Facts | None, w: Wait) -> str:
         unit = f"{what} slots" if share > 1 else what
         return f"Resources: next to start, waiting for {w.asks} {unit} ({w.has - w.free} of {w.has} in use)"
     return RESOURCES
+
+
+def _mib(n: int) -> str:
+    """MiB as a memory size (``40G``, ``1536M``)."""
+    return format_size(n << 20) if n > 0 else "0M"
 
 
 def _bound_never(facts: Facts | None, rec: Rec, w: Wait) -> str:
@@ -136,6 +145,8 @@ def _never_fits(rec: Rec, w: Wait) -> str:
         )
     if w.what == "unknown":
         return f"{NEVER}: the machine has no resource {w.text}"
+    if w.what == MEMORY:
+        return f"{NEVER}: it asks for {_mib(w.asks)} of memory, the scheduler hands out {_mib(w.has)}"
     if w.what:
         return f"{NEVER}: it asks for {w.what}={w.asks}, the machine has {w.what}={w.has}"
     return f"{NEVER} with the cores of this machine {TOPOLOGY}"

@@ -48,7 +48,7 @@ def recover(d: Daemon) -> None:
     cancels: dict[int, set[int]] | None = None
     for row in d.db.jobs(states=LIVE):
         try:
-            rec = Rec.from_row(row, d.machine.devices)
+            rec = Rec.from_row(row, d.machine.devices, memory=d.table.memory)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             # a row no request can make any more (written by an older version): the job ends, the daemon runs
             d.table.begin()

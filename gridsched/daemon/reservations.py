@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gridsched.core import cpuset
+from gridsched.core import memory as mempool
 from gridsched.core.placement import Request
 from gridsched.core.types import Activate, EndReservation, Resv, Waiting
 from gridsched.protocol import limits
@@ -268,7 +269,7 @@ def create(ctx: Ctx, spec: rq.ResvSpec, digest: str, admin: bool = False) -> boo
             r.duration,
             resources,
             ctx.machine.ncores,
-            ctx.cfg.floating,
+            mempool.floating(ctx.cfg.floating, ctx.table.memory),  # the memory pool too: gresv -l mem=SIZE
             ctx.cfg.resv_max_duration,
             ctx.machine,
             r.place,

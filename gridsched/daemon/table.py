@@ -21,6 +21,7 @@ from gridsched.core import cpuset, depend
 from gridsched.core import devices as coredev
 from gridsched.core.devices import DeviceAsk
 from gridsched.core.end_time import soft_left
+from gridsched.core.memory import MemoryPool
 from gridsched.core.placement import Request as PlaceRequest
 from gridsched.core.predict import RATIO_JOBS, run_ratio
 from gridsched.core.topology import Device
@@ -246,10 +247,15 @@ class Rec:
 
     @classmethod
     def from_row(
-        cls, row: dict[str, Any], machine_devices: tuple[Device, ...] = (), spec: JobSpec | None = None
+        cls,
+        row: dict[str, Any],
+        machine_devices: tuple[Device, ...] = (),
+        spec: JobSpec | None = None,
+        memory: MemoryPool | None = None,
     ) -> Rec:
         """The record of a job row; its spec (``spec``, the public part of the typed job, when the caller has it)
-        is decoded once (:meth:`JobSpec.from_spec`) and kept typed."""
+        is decoded once (:meth:`JobSpec.from_spec`) and kept typed.  With ``memory`` (the machine's memory
+        pool) the job's memory is among its floating resources, except for a job bound to a reservation."""
         run = row["run"]
         if spec is None:
             spec = JobSpec.from_spec(row["spec"])
@@ -288,6 +294,8 @@ class Rec:
         rec.deadline = run.get("deadline")
         rec.planned = run.get("planned")
         rec.resources = spec.resources
+        if memory is not None and spec.reservation is None:
+            rec.resources = memory.asks(spec.resources, spec.mem, rec.ncpus)
         rec.resv = spec.reservation
         rec.array_id = spec.array_id
         rec.array_index = spec.array_index
@@ -340,6 +348,7 @@ class JobTable:
         self.claims: list[int] = []  # ids the daemon took for itself (Spool.claim_ids), released once committed
         self.settled_claims: list[int] = []  # committed claims, released once the published table shows them
         self.devices: tuple[Device, ...] = ()  # the machine's devices (set by the daemon)
+        self.memory: MemoryPool | None = None  # the machine's memory pool (set by the daemon; None: not counted)
         self.shared: dict[int, JobSpec] = {}  # each array's spec its tasks' records share (share)
         rows = db.conn.execute(
             "SELECT user, elapsed, walltime FROM jobs WHERE state = 'COMPLETED' ORDER BY end_time DESC LIMIT 5000"
@@ -418,7 +427,7 @@ class JobTable:
         self.forecast_dirty = True
         if row["state"] == JobState.FAILED.value:
             return None
-        rec = Rec.from_row(row, self.devices, spec)
+        rec = Rec.from_row(row, self.devices, spec, self.memory)
         self.share(rec)
         self.jobs[rec.id] = rec
         if rec.state is JobState.PENDING:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gridsched.core import cpuset
+from gridsched.core.memory import MEMORY
 from gridsched.core.params import BackfillOrder, Params, Policy, Predictor, PriorityParams, YieldAffinity
-from gridsched.core.units import UnitError, format_duration, parse_duration
+from gridsched.core.units import UnitError, format_duration, parse_duration, parse_size
 from gridsched.protocol.jobs import CHECKPOINT_MODES, Checkpoint
 
 E = TypeVar("E", bound=Enum)
@@ -63,6 +64,10 @@ class Config:
     device_visible: str = "index"
     tmpdir: str = ""  # [jobs] tmpdir: where jobs' private directories are made; "" = the system's
     max_processes: int = 2048  # [jobs] max_processes: pids.max of each job's pids cgroup; 0 = no cap
+    # the machine's memory as a pool of the scheduling pass (MiB): [machine] memory_reserved is left to the
+    # system; a job without --mem asks for [jobs] default_mem_per_cpu per core (0: none)
+    memory_reserved: int = 0
+    default_mem_per_cpu: int = 0
     # scheduler.p / threshold / predictor = "auto" and the tune_* keys: what the daemon tunes, how often
     tuning: Tuning = field(default_factory=lambda: Tuning())
     mail_sendmail: str = ""  # [mail] sendmail: absolute path of the sendmail program; "" = no mail
@@ -268,6 +273,21 @@ class _Tables:
             choices = ", ".join(x.value for x in kind)
             raise self.bad("scheduler", key, f'must be one of {choices}, or "auto"') from None
 
+    def mebibytes(self, table: str, key: str) -> int:
+        """A memory size in MiB (a size such as ``"4G"``, or a number of MiB), where 0 means none."""
+        v = self.base[table][key]
+        if (isinstance(v, int) and not isinstance(v, bool) and v == 0) or v == "0":
+            return 0
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            v = str(v)
+        if not isinstance(v, str):
+            raise self.bad(table, key, 'must be a memory size such as "4G", or "0"')
+        try:
+            n = parse_size(v)
+        except UnitError as e:
+            raise self.bad(table, key, str(e).split(": ", 1)[-1]) from None
+        return -(-n // (1 << 20))
+
     def cap(self, table: str, key: str) -> int:
         v = self.get(table, key, int)
         if not 0 <= v <= 2**31:
@@ -432,6 +452,7 @@ def _jobs(r: _Tables) -> dict[str, Any]:
         max_array_size=max_array,
         tmpdir=_tmpdir(get("jobs", "tmpdir", str), r.path),
         max_processes=max_processes,
+        default_mem_per_cpu=r.mebibytes("jobs", "default_mem_per_cpu"),
     )
 
 
@@ -447,7 +468,12 @@ def _machine(r: _Tables) -> dict[str, Any]:
                 raise cpuset.CpuListError("empty")
         except cpuset.CpuListError as e:
             raise r.bad("machine", "cpus", f"not a cpu list ({e})") from None
-    return dict(cores=cores, cpus=cpus, topology=r.get("machine", "topology", str))
+    return dict(
+        cores=cores,
+        cpus=cpus,
+        topology=r.get("machine", "topology", str),
+        memory_reserved=r.mebibytes("machine", "memory_reserved"),
+    )
 
 
 def _sendmail(value: str, path: str) -> str:
@@ -488,6 +514,10 @@ def _floating(table: Any, path: str) -> dict[str, int]:
             raise ConfigError(
                 f"{path}: resources.floating.{name}: not a resource name "
                 "(a letter, then letters, digits, '_', '.', '-')"
+            )
+        if name == MEMORY:
+            raise ConfigError(
+                f"{path}: resources.floating.{name}: the name is the machine's memory (see machine.memory_reserved)"
             )
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ConfigError(f"{path}: resources.floating.{name} = {n!r}: must be a whole number of at least 1")

@@ -27,7 +27,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from gridsched.core import cpuset
-from gridsched.core.units import UnitError, format_duration, parse_duration
+from gridsched.core.memory import MEMORY
+from gridsched.core.units import UnitError, format_duration, parse_duration, parse_size
 from gridsched.protocol.jobs import ACTIVE
 from gridsched.protocol.spool import Spool
 
@@ -56,17 +57,24 @@ class ResvError(Exception):
 # -- floating resources ----------------------------------------------------------
 
 _ITEM = re.compile(r"\s*([A-Za-z][A-Za-z0-9_.-]*)\s*=\s*([0-9]+)\s*\Z")
+_MEM_ITEM = re.compile(r"\s*mem\s*=\s*(\S+)\s*\Z")
 
 
 def parse_resources(items: Iterable[str], floating: Mapping[str, int]) -> dict[str, int]:
-    """``NAME=COUNT`` items (repeatable, or comma-separated) as a dict, checked against the machine's."""
+    """``NAME=COUNT`` items (repeatable, or comma-separated) as a dict, checked against the machine's.  Where
+    ``floating`` has the memory pool (:data:`gridsched.core.memory.MEMORY`, MiB), ``mem=SIZE`` asks for
+    memory (``mem=40G``; a bare number is MiB)."""
     out: dict[str, int] = {}
     for item in items:
         for part in str(item).split(","):
             m = _ITEM.match(part)
-            if not m:
+            mem = _MEM_ITEM.match(part) if MEMORY in floating else None
+            if mem is not None:
+                name, count = MEMORY, _mebibytes(mem.group(1))
+            elif not m:
                 raise ResvError(f"resource '{part.strip()}': expected NAME=COUNT, such as matlab=1")
-            name, count = m.group(1), int(m.group(2))
+            else:
+                name, count = m.group(1), int(m.group(2))
             if name not in floating:
                 known = ", ".join(sorted(floating)) or "none are configured"
                 raise ResvError(f"resource '{name}': unknown floating resource ({known})")
@@ -77,6 +85,13 @@ def parse_resources(items: Iterable[str], floating: Mapping[str, int]) -> dict[s
         if count > floating[name]:
             raise ResvError(f"resource '{name}={count}': the machine has {floating[name]}")
     return dict(sorted(out.items()))
+
+
+def _mebibytes(text: str) -> int:
+    try:
+        return -(-parse_size(text) // (1 << 20))
+    except UnitError as e:
+        raise ResvError(f"resource 'mem={text}': {str(e).split(': ', 1)[-1]}") from None
 
 
 def resource_text(res: Mapping[str, int] | Iterable[tuple[str, int]]) -> str:

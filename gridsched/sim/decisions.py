@@ -111,6 +111,8 @@ def start(r: Replay, d: Start, now: float) -> None:
                 f"not the {sum(a.count for a in dev_asks[i])} it asks for"
             )
         d_held = coredev.held(d_keys, r.devices, False)
+    if r.mem_res:
+        d_held = coredev.merge(d_held, r.mres(i))
     r.state[i] = RUNNING
     if r.first[i] < 0:
         r.first[i] = now
@@ -137,7 +139,7 @@ def start(r: Replay, d: Start, now: float) -> None:
             array=a[0] if a else None,
             devices=d_keys,
         )
-    elif d_keys:
+    elif d_held:
         r.running[i] = Running(
             i, n_i, now, left, d.cores, d.backfilled, preemptable, d.planned, False, user, d_held, devices=d_keys
         )

@@ -29,7 +29,7 @@ from gridsched.core.predict import run_ratio
 from gridsched.core.topology import Device, MachineMap
 from gridsched.core.types import Params, Policy, Predictor, Resv, Snapshot, SplitInfo, Waiting
 from gridsched.sim.decisions import apply
-from gridsched.sim.records import Gates, Mode, Result, SimResv, SimulationError, Tuner
+from gridsched.sim.records import Gates, Mode, Result, SimMemory, SimResv, SimulationError, Tuner
 from gridsched.sim.replay import DONE, INF, PENDING, RUNNING, Replay, job_name
 from gridsched.sim.swf import Trace
 
@@ -58,6 +58,7 @@ def simulate(
     gates: Gates | None = None,
     tuner: Tuner | None = None,
     devices: tuple[Device, ...] = (),
+    memory: SimMemory | None = None,
 ) -> Result:
     """Replay ``trace`` under ``params``.
 
@@ -105,6 +106,10 @@ def simulate(
     its start (``Start.devices``), as for the daemon.  A job asking for
     devices is never split.
 
+    With ``memory`` the machine's memory is one pool, as in the daemon
+    (:mod:`gridsched.core.memory`): each job asks for ``memory.asks[i]`` MiB of
+    the ``memory.total`` the pool holds, a floating resource of every pass.
+
     With a ``tuner`` the settings are chosen again every ``tuner.every`` seconds from the first
     submission: ``tuner.choose(now, finished, end, params)`` sees the jobs that have ended by then
     (their indices in the order they ended, and the end times) -- nothing the replay has not yet
@@ -126,6 +131,7 @@ def simulate(
         gates=gates,
         tuner=tuner,
         devices=devices,
+        memory=memory,
     )
     _run(r)
     return _result(r)

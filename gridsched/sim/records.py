@@ -76,6 +76,15 @@ class SimResv:
 
 
 @dataclass(frozen=True, slots=True)
+class SimMemory:
+    """The machine's memory as one pool (gsim --memory): ``total`` MiB handed out, and what each job of the
+    trace asks for (MiB, by index; 0: none)."""
+
+    total: int
+    asks: list[int]
+
+
+@dataclass(frozen=True, slots=True)
 class Gates:
     """What else than the machine decides when trace jobs may start; jobs are indices into the trace.
 

@@ -20,13 +20,14 @@ from dataclasses import replace as _replace
 from operator import attrgetter
 
 from gridsched.core import devices as coredev
+from gridsched.core.memory import MEMORY
 from gridsched.core.placement import Request as PlaceRequest
 from gridsched.core.policy import quiet_when_full
 from gridsched.core.predict import RATIO_JOBS
 from gridsched.core.topology import Device, MachineMap
 from gridsched.core.types import HeadReservation, Params, Policy, Resv, Running, SplitInfo, Waiting
 from gridsched.protocol.usage import Usage
-from gridsched.sim.records import Gates, Mode, SimResv, SimulationError, Tuner
+from gridsched.sim.records import Gates, Mode, SimMemory, SimResv, SimulationError, Tuner
 from gridsched.sim.swf import Trace
 
 INF = math.inf
@@ -57,6 +58,8 @@ class Replay:
         "pp", "prio", "acc", "stamped",
         # devices
         "dev_asks", "dev_slots", "gpus",
+        # memory
+        "mem_res",
         # splittable jobs
         "splittable", "splits", "tasks_left", "outstanding", "piece_of", "piece_ends", "next_piece",
         "n_pieces", "n_tasks",
@@ -94,6 +97,7 @@ class Replay:
         gates: Gates | None,
         tuner: Tuner | None,
         devices: tuple[Device, ...],
+        memory: SimMemory | None = None,
     ) -> None:
         self.n = len(trace)
         self.trace, self.params, self.overhead, self.mode, self.fast = trace, params, overhead, mode, fast
@@ -115,6 +119,7 @@ class Replay:
         self._devices(trace, devices)
         self._jobs(reservations, split_above, series)
         self._reservations(reservations, floating)
+        self._memory(memory)
         self._gates(gates)
         if machine is not None and machine.ncores != self.ncores:
             raise SimulationError(f"the topology has {machine.ncores} cores, the machine {self.ncores}")
@@ -122,7 +127,7 @@ class Replay:
         self.held: dict[int, frozenset[int]] = {}  # cores held by each job (placement mode)
         # a job is one Waiting entry without a mapping requirement or sub-tasks; and no other events than
         # arrivals and ends (then the loop need not look for them)
-        self.plain = not (machine is not None and place) and not self.splits and not self.dev_asks
+        self.plain = not (machine is not None and place) and not self.splits and not self.dev_asks and not self.mem_res
         self.others = bool(self.rvs or self.rv_events or self.splits)
         self.smallest: int | None = None  # the fewest cores a pending job needs (None: not known)
 
@@ -138,6 +143,16 @@ class Replay:
         self.dev_asks = dev_asks
         self.dev_slots = [coredev.slots(a, devices) if a else NO_DEV for a in dev_asks] if dev_asks else []
         self.gpus = [sum(a.count for a in asks if a.type == "gpu") for asks in dev_asks] if dev_asks else None
+
+    def _memory(self, memory: SimMemory | None) -> None:
+        """The memory pool: each job's ask as a resource of the pass, the pool among the floating resources."""
+        self.mem_res: list[tuple[tuple[str, int], ...]] = []
+        if memory is None:
+            return
+        if len(memory.asks) != self.n:
+            raise SimulationError(f"memory asks of {len(memory.asks)} jobs, the trace has {self.n}")
+        self.mem_res = [((MEMORY, a),) if a > 0 else NO_DEV for a in memory.asks]
+        self.flo[MEMORY] = memory.total
 
     def _jobs(self, reservations: list[SimResv] | None, split_above: int | None, series: bool) -> None:
         """The state of every job, and what the replay counts."""
@@ -238,8 +253,13 @@ class Replay:
     # -- the entries the core is given ------------------------------------------------------------
 
     def dres(self, i: int) -> tuple[tuple[str, int], ...]:
-        """The device slots job ``i`` asks for, as resources of the pass."""
-        return self.dev_slots[i] if self.dev_asks else NO_DEV
+        """The device slots (and the memory) job ``i`` asks for, as resources of the pass."""
+        slots = self.dev_slots[i] if self.dev_asks else NO_DEV
+        return coredev.merge(slots, self.mem_res[i]) if self.mem_res else slots
+
+    def mres(self, i: int) -> tuple[tuple[str, int], ...]:
+        """The memory job ``i`` asks for, as a resource of the pass (none without ``--memory``)."""
+        return self.mem_res[i] if self.mem_res else NO_DEV
 
     def dask(self, i: int) -> tuple[coredev.DeviceAsk, ...]:
         """The devices job ``i`` asks for."""

@@ -22,7 +22,7 @@ from gridsched.core.devices import DeviceAsk
 NFIELDS = 18
 # The fields the replay reads (1, 2, 4, 5, 8, 9, 11, 12, 17, 18, counted from 1) and what a line made
 # only of whole numbers (and points, in the fields not read) is left with once they are deleted.
-_READ = itemgetter(0, 1, 3, 4, 7, 8, 10, 11, 16, 17)
+_READ = itemgetter(0, 1, 3, 4, 7, 8, 9, 10, 11, 16, 17)
 _PLAIN = str.maketrans("", "", "0123456789-. \t\r\n")
 
 # Reasons a job is left out of a simulation, in report order.
@@ -65,6 +65,8 @@ class Trace:
     # SWF job id -> the devices it asks for (gsim --devices, or gpus/gres in the workload file); a job
     # missing here asks for none.
     devices: dict[int, tuple[DeviceAsk, ...]] = field(default_factory=dict)
+    # the memory each job asks for, in KiB: field 10 (KiB per processor) times its processors; -1 = unknown
+    mem: list[int] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -127,6 +129,7 @@ def read(
     walltime: list[float] = []
     run: list[float] = []
     user: list[str] = []
+    mem: list[int] = []
     skipped = dict.fromkeys(REASONS, 0)
     problems: list[str] = []
     cut = 0
@@ -177,7 +180,7 @@ def read(
                         bad(lineno, f"field {col} is not a number: {fs[col - 1]!r}")
                         continue
                     vals = _READ(every)
-                f_id, f_sub, f_run, f_procs, f_req, f_reqt, f_status, f_user, f_prev, f_think = vals
+                f_id, f_sub, f_run, f_procs, f_req, f_reqt, f_mem, f_status, f_user, f_prev, f_think = vals
                 t_sub, t_run, t_req = float(f_sub), float(f_run), float(f_reqt)
                 if t_sub < 0:
                     bad(lineno, f"negative submit time {fs[1]}")
@@ -214,6 +217,7 @@ def read(
                 walltime.append(est)
                 run.append(t_run)
                 user.append(fs[11] if f_user >= 0 else "")
+                mem.append(int(f_mem * n) if f_mem > 0 else -1)
                 if f_prev > 0:
                     preceding[int(f_id)] = (int(f_prev), float(f_think) if f_think > 0 else 0.0)
                 if f_status == 0 or f_status == 5:
@@ -239,8 +243,9 @@ def read(
             problems.append(msg)
         ids, submit, size = _keep(ids, keep), _keep(submit, keep), _keep(size, keep)
         walltime, run, user = _keep(walltime, keep), _keep(run, keep), _keep(user, keep)
+        mem = _keep(mem, keep)
     trace.ids, trace.submit, trace.size = ids, submit, size
-    trace.walltime, trace.run, trace.user = walltime, run, user
+    trace.walltime, trace.run, trace.user, trace.mem = walltime, run, user, mem
     if not ids:
         if njob_lines == 0:
             raise TraceError(f"{path}: no jobs in the trace")
@@ -289,6 +294,6 @@ def _keep(col: list[_T], keep: list[int]) -> list[_T]:
 def keep_only(trace: Trace, keep: list[int], reason: str) -> None:
     """Leave out every job whose index is not in ``keep`` (sorted), counting them under ``reason``."""
     trace.skipped[reason] = trace.skipped.get(reason, 0) + len(trace.ids) - len(keep)
-    for name in ("ids", "submit", "size", "walltime", "run", "user"):
+    for name in ("ids", "submit", "size", "walltime", "run", "user", "mem"):
         col = getattr(trace, name)
         setattr(trace, name, [col[i] for i in keep])

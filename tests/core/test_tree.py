@@ -176,6 +176,15 @@ def test_jobs_with_floating_resources_or_a_reservation_never_use_lent_cores():
     assert tree.lend(s) == ()
 
 
+def test_a_job_asking_for_memory_uses_lent_cores_and_the_lenders_memory():
+    # the pool's memory is all held by the lender: the child runs on its lent core all the same (job 3,
+    # with a licence, does not)
+    pending = [wait(2, resources=(("mem", 4096),)), wait(3, resources=(("lic", 1), ("mem", 1)))]
+    lender = run(1, [0], resources=(("mem", 8192),))
+    s = snap([lender], pending, [Lent(1, frozenset({0}))], {2: 1, 3: 1}, floating={"mem": 8192, "lic": 1})
+    assert starts(schedule(s)) == {2: (0,)}
+
+
 def test_tasks_on_lent_cores_and_lenders_are_never_preempted_for_the_head():
     params = Params(policy=Policy.CHECKPOINT_BACKFILL)
     running = [

@@ -7,6 +7,7 @@ from math import inf
 from gridsched.core import devices as dev
 from gridsched.core.eligible import CPU_LIMIT
 from gridsched.core.end_time import USER as _USER
+from gridsched.core.memory import MEMORY
 from gridsched.core.placement import assign
 from gridsched.core.policy.room import Pass
 from gridsched.core.types import Policy, Snapshot, Wait, Waiting, WaitKind
@@ -98,7 +99,8 @@ def _free_now(snap: Snapshot, ps: Pass, started: set[int]) -> list[int]:
 
 def _short(ps: Pass, free: list[int], w: Waiting) -> Wait | None:
     """What ``w`` lacks now, by count: ``LICENSES`` when floating resources alone are short, else
-    ``RESOURCES`` naming the cores (when short) or the first device type short; None when nothing is."""
+    ``RESOURCES`` naming the cores (when short) or the first device type (or the memory) short; None when
+    nothing is."""
     v = ps.vec(w)
     if v[0] < 0:
         return None
@@ -108,7 +110,7 @@ def _short(ps: Pass, free: list[int], w: Waiting) -> Wait | None:
     d = short[0]
     if d == 0:
         return Wait(WaitKind.RESOURCES, what="cores", asks=v[0], has=ps.cap[0], free=max(free[0], 0))
-    devs = [k for k in short if ps.names[k - 1].startswith(dev.PREFIX)]
+    devs = [k for k in short if ps.names[k - 1].startswith(dev.PREFIX) or ps.names[k - 1] == MEMORY]
     if devs:
         d = devs[0]
         kind = WaitKind.RESOURCES

@@ -73,7 +73,7 @@ def alter(ctx: Context, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) ->
         fields = {k: new[k] for k in COLUMNS}
         ctx.table.begin()
         ctx.db.update(rec.id, spec=new, **fields)
-        fresh = Rec.from_row({**row, **fields, "spec": new}, ctx.table.devices, job)
+        fresh = Rec.from_row({**row, **fields, "spec": new}, ctx.table.devices, job, ctx.table.memory)
         for f in dataclasses.fields(Rec):
             if f.name not in ("state", "reason"):
                 setattr(rec, f.name, getattr(fresh, f.name))

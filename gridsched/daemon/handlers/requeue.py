@@ -84,7 +84,7 @@ def _run_again(ctx: Context, row: dict) -> Changed:  # type: ignore[type-arg]
     ctx.db.update(row["id"], state=JobState.PENDING.value, end_time=None, exit_code=None, exit_signal=None, reason="")
     fresh = ctx.db.job(row["id"])
     assert fresh is not None
-    rec = Rec.from_row(fresh, ctx.table.devices)
+    rec = Rec.from_row(fresh, ctx.table.devices, memory=ctx.table.memory)
     rec.stop = None
     rec.deadline = None
     rec.kill_at = None

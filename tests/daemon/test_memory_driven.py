@@ -1,0 +1,183 @@
+"""The machine's memory as one scheduled pool, in process: the stub executor, a driven clock.
+
+A declared 8-core machine of 16 GiB (one board of a topology file).  Jobs
+ask for their ``mem`` (gsub --mem), or for ``jobs.default_mem_per_cpu``
+per core; a job starts only when its memory is free, though cores are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.daemon.driven import Driven
+
+GIB = 1 << 30
+
+
+def config(tmp_path: Path, policy: str = "easy", extra: str = "", reserved: str = "0") -> str:
+    topo = tmp_path / "topology.toml"
+    topo.write_text('[[board]]\nid = 0\ncores = "0-7"\nmemory = "16G"\nhost_cpus = "0"\n')
+    return f"""
+[scheduler]
+policy = "{policy}"
+p = 0.2
+threshold = "10s"
+[jobs]
+kill_grace = "2s"
+checkpoint_grace = "5s"
+{extra}
+[machine]
+cores = 8
+topology = "{topo}"
+memory_reserved = "{reserved}"
+[daemon]
+autostart = false
+"""
+
+
+def test_two_jobs_whose_memory_exceeds_the_machine_run_one_after_the_other(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(config(tmp_path)))
+    a = dr.submit(5, name="A", ncpus=2, walltime=60, mem=10 * GIB)
+    b = dr.submit(5, name="B", ncpus=2, walltime=60, mem=10 * GIB)
+    small = dr.submit(5, name="S", ncpus=2, walltime=60, mem=4 * GIB)
+    assert dr.running(a) and dr.running(small)
+    assert dr.state(b) == "PENDING"  # 4 cores are free, 2 GiB of memory
+    assert dr.job(b)["reason"] == "Resources: next to start, waits for memory: asks 10G, 2G free now"
+    row = next(line for line in dr.command("gstat").stdout.splitlines() if line.split()[0] == str(b))
+    assert "Resources" in row.split(), row  # squeue's REASON
+    dr.run_until(lambda: dr.state(b) != "PENDING", 30)
+    ja, jb = dr.job(a), dr.job(b)
+    assert jb["start_time"] >= ja["end_time"]
+
+
+def test_a_restarted_daemon_counts_the_memory_of_the_jobs_it_finds_running(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(config(tmp_path)))
+    a = dr.submit(30, name="A", ncpus=2, walltime=60, mem=10 * GIB)
+    b = dr.submit(5, name="B", ncpus=2, walltime=60, mem=10 * GIB, turn=False)  # taken in by the next daemon
+    assert dr.running(a)
+    dr.restart(stub_daemon)
+    assert dr.running(a) and dr.state(b) == "PENDING"
+    assert "waits for memory: asks 10G, 6G free now" in dr.job(b)["reason"]
+
+
+def test_memory_reserved_for_the_system_is_not_handed_out(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(config(tmp_path, reserved="6G")))
+    a = dr.submit(5, name="A", ncpus=1, walltime=60, mem=6 * GIB)
+    b = dr.submit(5, name="B", ncpus=1, walltime=60, mem=6 * GIB)
+    assert dr.running(a) and dr.state(b) == "PENDING"
+    assert "asks 6G, 4G free now" in dr.job(b)["reason"]
+    big = dr.submit(5, name="big", ncpus=1, walltime=60, mem=12 * GIB)
+    dr.run_to(1)
+    assert dr.job(big)["reason"] == "can never start: it asks for 12G of memory, the scheduler hands out 10G"
+
+
+def test_a_job_without_mem_asks_for_the_default_per_core(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(config(tmp_path, extra='default_mem_per_cpu = "3G"')))
+    a = dr.submit(5, name="A", ncpus=3, walltime=60)  # 9 GiB
+    b = dr.submit(5, name="B", ncpus=3, walltime=60)  # 9 GiB: 7 are free
+    c = dr.submit(5, name="C", ncpus=1, walltime=60, mem=GIB)  # its own request, not the default
+    assert dr.running(a) and dr.state(b) == "PENDING" and dr.running(c)
+    assert "asks 9G, 6G free now" in dr.job(b)["reason"]
+    dr.run_until(lambda: dr.running(b), 30)
+    assert dr.job(b)["start_time"] >= dr.job(a)["end_time"]
+
+
+def test_without_a_default_a_job_without_mem_asks_for_none(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(config(tmp_path)))
+    a = dr.submit(5, name="A", ncpus=2, walltime=60, mem=16 * GIB)
+    b = dr.submit(5, name="B", ncpus=2, walltime=60)
+    assert dr.running(a) and dr.running(b)
+
+
+def test_a_reload_puts_a_new_default_in_force(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(config(tmp_path)))
+    a = dr.submit(50, name="A", ncpus=3, walltime=60)
+    assert dr.running(a)
+    cfg = Path(dr.d.config_path)
+    cfg.write_text(cfg.read_text().replace("[jobs]\n", '[jobs]\ndefault_mem_per_cpu = "3G"\n'))
+    dr.d.reload()
+    b = dr.submit(5, name="B", ncpus=3, walltime=60)  # 9 GiB, and A's 9 GiB are counted now
+    assert dr.state(b) == "PENDING"
+    assert "asks 9G, 7G free now" in dr.job(b)["reason"]
+
+
+def test_a_reservation_holds_memory(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(config(tmp_path)))
+    rid = dr.resv_create(2, 600, resources={"mem": 12 * 1024})
+    dr.run_to(0.5)
+    assert dr.resv(rid)["state"] == "ACTIVE"
+    a = dr.submit(5, name="A", ncpus=2, walltime=60, mem=6 * GIB)  # 4 GiB are left outside it
+    assert dr.state(a) == "PENDING"
+    assert "asks 6G, 4G free now" in dr.job(a)["reason"]
+    inside = dr.submit(5, name="in", ncpus=2, walltime=60, mem=12 * GIB, reservation=rid)
+    assert dr.running(inside)  # its memory is the reservation's
+    dr.request("resv_delete", id=rid)
+    dr.run_until(lambda: dr.running(a), 10)
+
+
+def test_preemption_frees_memory_for_the_head(stub_daemon, tmp_path):
+    """checkpoint-backfill: E is backfilled into the memory the head C waits for, and is checkpointed
+    when C's turn comes (A's walltime end), so that C starts on time."""
+    dr = Driven(stub_daemon(config(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=2, walltime=12, mem=4 * GIB)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=2, walltime=60, mem=14 * GIB)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="signal", mem=4 * GIB)
+    assert dr.running(a) and dr.state(c) == "PENDING" and dr.running(e)
+    assert dr.job(e)["backfilled"]
+    dr.run_until(lambda: dr.state(c) in ("RUNNING", "COMPLETED"), 40)
+    jc, ja = dr.job(c), dr.job(a)
+    assert jc["start_time"] >= ja["end_time"] - 0.01  # A's memory was needed
+    assert jc["start_time"] <= ja["start_time"] + 12 + 4  # and C did not wait for E's walltime
+    je = dr.job(e)
+    assert je["preemptions"] == 1
+    dr.run_until(lambda: dr.state(e) == "COMPLETED", 100)
+    assert dr.work[e].done == 20
+
+
+def test_easy_does_not_backfill_into_the_heads_memory(stub_daemon, tmp_path):
+    dr = Driven(stub_daemon(config(tmp_path, "easy")))
+    a = dr.submit(11, name="A", ncpus=2, walltime=12, mem=4 * GIB)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=2, walltime=60, mem=14 * GIB)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="signal", mem=4 * GIB)
+    assert dr.running(a) and dr.state(c) == "PENDING" and dr.state(e) == "PENDING"
+    assert dr.job(e)["reason"].startswith("Priority")
+
+
+# The scenario of test_preemption_frees_memory_for_the_head as an SWF trace (field 10: KiB per processor)
+SWF = """; MaxProcs: 8
+1 0 -1 11 2 -1 -1 2 12 2097152 1 1 1 -1 -1 -1 -1 -1
+2 1 -1 2 2 -1 -1 2 60 7340032 1 1 1 -1 -1 -1 -1 -1
+3 1 -1 20 2 -1 -1 2 30 2097152 1 1 1 -1 -1 -1 -1 -1
+"""
+
+
+def test_daemon_and_gsim_agree_on_memory(stub_daemon, tmp_path):
+    import csv
+
+    from click.testing import CliRunner
+
+    from gridsched.cli.gsim import main
+
+    trace, out = tmp_path / "mem.swf", tmp_path / "mem.csv"
+    trace.write_text(SWF)
+    args = ["run", str(trace), "--policy", "checkpoint-backfill", "--p", "0.2", "--threshold", "10s"]
+    args += ["--checkpoint-overhead", "0", "--memory", "--machine-memory", "16G", "--jobs-out", str(out)]
+    res = CliRunner().invoke(main, args, prog_name="gsim")
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(out.open()))
+    names = {"1": "A", "2": "C", "3": "E"}
+    sim_order = [names[r["id"]] for r in sorted(rows, key=lambda r: (float(r["start"]), int(r["id"])))]
+    sim_ckpts = {names[r["id"]]: int(r["checkpoints"]) for r in rows}
+
+    dr = Driven(stub_daemon(config(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=2, walltime=12, mem=4 * GIB)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=2, walltime=60, mem=14 * GIB)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="signal", mem=4 * GIB)
+    dr.run_until(lambda: dr.state(e) == "COMPLETED", 100)
+    jobs = {n: dr.job(i) for n, i in (("A", a), ("C", c), ("E", e))}
+    order = sorted(jobs, key=lambda n: (jobs[n]["start_time"], jobs[n]["id"]))
+    assert order == sim_order == ["A", "E", "C"]
+    assert {n: j["checkpoints"] for n, j in jobs.items()} == sim_ckpts == {"A": 0, "C": 0, "E": 1}
