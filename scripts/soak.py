@@ -980,8 +980,10 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
     if left and not timed_out:
         v.mismatched.append(f"{len(left)} job processes still alive after every job ended: {left[:10]}")
 
-    states = Counter(r["state"] for r in rows.values())
-    segs = [s for r in rows.values() for s in r["segments"]]
+    own = [rows[j.id] for j in jobs if j.id in rows]  # the soak's jobs (the array's tasks are counted apart)
+    states = Counter(r["state"] for r in own)
+    segs = [s for r in own for s in r["segments"]]
+    array_states = Counter(r["state"] for r in array_rows.values())
     outcomes = Counter(s.get("outcome", "open") for s in segs)
     log = (spool_dir / "gschedd.log").read_text(errors="replace") if (spool_dir / "gschedd.log").exists() else ""
     undone = adopted = collected = 0
@@ -1011,8 +1013,9 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
         "states": dict(states),
         "segments": len(segs),
         "segment_outcomes": dict(outcomes),
-        "preemptions": sum(r["preemptions"] for r in rows.values()),
-        "checkpoints": sum(r["checkpoints"] for r in rows.values()),
+        "preemptions": sum(r["preemptions"] for r in own),
+        "checkpoints": sum(r["checkpoints"] for r in own),
+        "array": {"id": array_id, "tasks": a.array, "made": dict(array_states)} if array_id else None,
         "recovered": {"adopted": adopted, "collected": collected, "starts_undone": undone},
         "quarantined": len(list((spool_dir / "quarantine").glob("*.why"))),
         "lost": len(v.lost),
@@ -1042,6 +1045,9 @@ def run_soak(a: argparse.Namespace, users: Users, root: Path) -> int:
         )
         print(f"wall time: {wall:.1f} s{' (TIMED OUT)' if timed_out else ''}")
         print(f"states: {', '.join(f'{k} {n}' for k, n in sorted(states.items()))}")
+        if array_id:
+            made = ", ".join(f"{k} {n}" for k, n in sorted(array_states.items()))
+            print(f"array {array_id} of {a.array} tasks: made {made or 'none'}; the others cancelled before made")
         print(f"segments: {len(segs)} ({', '.join(f'{k} {n}' for k, n in sorted(outcomes.items()))})")
         print(f"preemptions: {result['preemptions']}, checkpoints: {result['checkpoints']}, gdel'd: {cancels_sent}")
         print(f"recovery: {adopted} running jobs adopted, {collected} endings collected, {undone} starts undone")

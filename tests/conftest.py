@@ -77,6 +77,17 @@ def wait_for(cond: Callable[[], Any], timeout: float = 15.0, what: str = "condit
         delay = min(delay * 1.5, 0.2)
 
 
+def fill_disk(path: Path) -> None:
+    """Write zeros to ``path`` until its file system is full (unbuffered: a last block that did not fit is not
+    written again when the file is closed, which would fail)."""
+    with open(path, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * (64 << 10))
+        except OSError:
+            pass
+
+
 class Gridsched:
     """A daemon on a temporary spool and the commands to talk to it."""
 

@@ -23,6 +23,7 @@ from gridsched.protocol import spool as spoolmod
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.state import StateDB
 from tests.cli.conftest import job_row, write_rows
+from tests.conftest import fill_disk
 
 BIN = Path(sys.executable).parent
 COMMANDS = [("gdel", "cancel", "1"), ("ghold", "hold", "1"), ("grls", "release", "2")]
@@ -110,17 +111,6 @@ def small_spool():
         where.rmdir()
 
 
-def fill(path: Path) -> None:
-    """Write zeros to ``path`` until the file system is full (unbuffered: a last block that did not fit is
-    not written again when the file is closed)."""
-    with open(path, "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * (64 << 10))
-        except OSError:
-            pass
-
-
 def command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(BIN / args[0]), *args[1:]], env=env, capture_output=True, text=True, timeout=60)
 
@@ -128,7 +118,7 @@ def command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
 def test_full_then_read_only_spool(small_spool):
     where, spool, env, daemon_db = small_spool
     filler = where / "filler"
-    fill(filler)
+    fill_disk(filler)
     for prog, kind, jid in COMMANDS:
         r = command(env, prog, jid)
         assert r.returncode == 1, (r.stdout, r.stderr)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DEFAULT_CONFIG, Gridsched, wait_for
+from tests.conftest import DEFAULT_CONFIG, Gridsched, fill_disk, wait_for
 
 pytestmark = pytest.mark.daemon
 
@@ -49,17 +49,6 @@ def small_fs(tmp_path):
     where.rmdir()
 
 
-def fill(path: Path) -> None:
-    """Write zeros to ``path`` until the file system is full."""
-    with open(path, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * (64 << 10))
-                f.flush()
-        except OSError:
-            pass
-
-
 def integrity(gs) -> str:
     con = sqlite3.connect(f"file:{gs.spool / 'state.db'}?mode=ro", uri=True)
     try:
@@ -84,7 +73,7 @@ def test_full_spool_refuses_submissions_and_recovers(small_fs):
     held = gs.gsub("--hold", "--wrap", "true")
     gs.wait_state(held, "HELD")
     filler = gs.root / "filler"
-    fill(filler)
+    fill_disk(filler)
     refused(gs, "No space left on device")
     assert gs.job(held)["state"] == "HELD"  # the commands still read the state
     assert gs.alive()
@@ -104,7 +93,7 @@ def test_submissions_wait_while_the_daemon_has_no_room(small_fs):
     try:
         waiting = gs.gsub("--wrap", "true")
         filler = gs.root / "filler"
-        fill(filler)
+        fill_disk(filler)
     finally:
         gs.proc.send_signal(signal.SIGCONT)
     wait_for(lambda: "submissions wait in incoming/" in gs.log(), 10, "the daemon to see the full disk")
@@ -120,7 +109,7 @@ def test_the_daemon_refuses_to_start_on_a_full_spool_in_one_line(small_fs):
     gs = small_fs
     gs.start()
     gs.stop()
-    fill(gs.root / "filler")
+    fill_disk(gs.root / "filler")
     r = gs.run("gschedd", "run")
     assert r.returncode == 1
     assert r.stderr.splitlines() == [f"gschedd: error: cannot run on {gs.spool}: No space left on device"]
@@ -151,7 +140,7 @@ def test_a_job_that_ends_while_the_spool_is_full_is_recorded_when_room_returns(s
     jid = gs.gsub("-o", "/dev/null", "-e", "/dev/null", "--wrap", "sleep 2; exit 3")
     gs.wait_state(jid, "RUNNING")
     filler = gs.root / "filler"
-    fill(filler)
+    fill_disk(filler)
     exit_file = gs.spool / "jobs" / str(jid) / "seg-1.exit"
     # the job ends; its shepherd waits for room to write its exit status
     wait_for(lambda: not [p for p in gs.processes() if "sleep" in " ".join(p.cmdline())], 15, "the job to end")
@@ -171,7 +160,7 @@ def test_the_daemon_survives_a_full_spool_while_jobs_end(small_fs):
     jid = gs.gsub("-t", "2s", "-o", "/dev/null", "-e", "/dev/null", "--wrap", "sleep 30")
     gs.wait_state(jid, "RUNNING")
     filler = gs.root / "filler"
-    fill(filler)
+    fill_disk(filler)
     deadline = gs.job(jid)["start_time"] + 2
     # at the walltime the daemon signals the job and records why: a commit on the full disk
     wait_for(lambda: time.time() > deadline + 1.5 or not gs.alive(), 15, "the walltime to pass")
