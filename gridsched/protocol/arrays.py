@@ -115,14 +115,16 @@ class Indices(Sequence[int]):
         raise IndexError(k)  # pragma: no cover - counted above
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Indices):
-            return self._len == other._len and list(self.runs) == list(other.runs) or tuple(self) == tuple(other)
-        if isinstance(other, tuple):
-            return self._len == len(other) and tuple(self) == other
+        if isinstance(other, (Indices, tuple)):  # the same indices, however they are cut into runs
+            if len(self) != len(other):
+                return False
+            if isinstance(other, Indices) and self.runs == other.runs:
+                return True
+            return all(a == b for a, b in zip(self, other))
         return NotImplemented
 
-    def __hash__(self) -> int:
-        return hash(self.runs)
+    def __hash__(self) -> int:  # equal indices hash alike, whatever their runs
+        return hash((self._len, self[0], self[-1]) if self._len else 0)
 
     def __repr__(self) -> str:
         return f"Indices({self.text!r})"

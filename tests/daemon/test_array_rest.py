@@ -383,3 +383,27 @@ def test_a_record_cut_too_fine_is_refused_and_left_as_it_was(stub_daemon, monkey
     request(d, "release", jobs=[], tasks=[[aid, "100-102:2"]])
     d.turn(t + 2, scan=True)
     assert rest_row(d, aid)["held"] == "1-99,101,103-999"
+
+
+def test_another_user_cannot_act_on_an_array_or_its_tasks_not_made_yet(stub_daemon):
+    """Requests written by another user (the file's owner is who the daemon believes) naming the array whole
+    and its tasks by index change nothing of its record or its tasks."""
+    if os.geteuid() != 0:
+        pytest.skip("writing a request file owned by another user needs root")
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array="0-999", hold=True)
+    d.turn(t, scan=True)
+    before = rest_row(d, aid)
+    for kind in ("cancel", "release", "hold"):
+        for fields in ({"arrays": [aid]}, {"tasks": [[aid, "0-999"]]}):
+            p = d.spool.incoming / f"{kind}-{time.time_ns()}-1.json"
+            p.write_text(json.dumps({"type": kind, "jobs": [], **fields}))
+            os.chown(p, 65534, 65534)
+    p = d.spool.incoming / f"alter-{time.time_ns()}-1.json"
+    p.write_text(json.dumps({"type": "alter", "jobs": [], "tasks": [[aid, "5"]], "changes": {"name": "x"}}))
+    os.chown(p, 65534, 65534)
+    d.turn(t + 1, scan=True)
+    after = rest_row(d, aid)
+    assert (after["pending"], after["held"], after["cancelled"]) == (before["pending"], before["held"], "")
+    assert [r["state"] for r in rows(d, aid)] == ["HELD"] and len(rows(d, aid)) == 1, "no task made for them"
