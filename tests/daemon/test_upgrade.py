@@ -4,6 +4,7 @@ as a record."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import tarfile
 from pathlib import Path
@@ -73,6 +74,9 @@ def test_a_held_job_and_an_array_task_left_by_the_last_release_run_to_their_end(
     outs = [Path("/tmp/gs-upgrade-1.out"), Path("/tmp/gs-upgrade-2_3.out")]  # where the earlier release put them
     for p in outs:
         p.unlink(missing_ok=True)
+    errs = Path("/tmp/oldspool")  # the jobs' error files go to the directory they were submitted from
+    made = not errs.exists()
+    errs.mkdir(exist_ok=True)
     gs = make_gs(start=False)
     unpack(tmp_path / "old")
     (tmp_path / "old" / "spool").rename(gs.spool)
@@ -86,3 +90,5 @@ def test_a_held_job_and_an_array_task_left_by_the_last_release_run_to_their_end(
     finally:
         for p in outs:
             p.unlink(missing_ok=True)
+        if made:
+            shutil.rmtree(errs, ignore_errors=True)
