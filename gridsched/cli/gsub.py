@@ -270,20 +270,26 @@ def _emit(
     return ExitCode.OK
 
 
-# sbatch's options gsub takes and ignores, with why: the words of the same #SBATCH lines (compat.SLURM)
-IGNORED = {
-    r.flags[-1].removeprefix("--"): r.why for r in compat.SLURM if r.flags[-1] in ("--partition", "--account", "--qos")
-}
+# sbatch's options gsub takes and ignores
+IGNORED = ("partition", "account", "qos")
+
+
+def ignored() -> dict[str, str]:
+    """sbatch's options gsub takes and ignores, with why: the words of the same #SBATCH lines (compat.SLURM,
+    loaded only when one of them is given)."""
+    return {r.flags[-1].removeprefix("--"): r.why for r in compat.SLURM if r.flags[-1].removeprefix("--") in IGNORED}
 
 
 def _warn_patterns(p: dict[str, Any]) -> None:
     """Warn of each ``%`` in -o and -e that is not one of sbatch's file name patterns, and of sbatch's options
     that mean nothing here."""
-    for key, why in IGNORED.items():
-        if p.get(key) is not None:
-            warn(PROG, f"warning: --{key} {p[key]} ignored: {why}")
+    if any(p.get(key) is not None for key in IGNORED):
+        for key, why in ignored().items():
+            if p.get(key) is not None:
+                warn(PROG, f"warning: --{key} {p[key]} ignored: {why}")
     for opt in ("output", "error"):
-        bad = compat.unknown_patterns(p[opt] or "") if p["_dialect"] in (None, "slurm") else []
+        text = p[opt] or ""
+        bad = compat.unknown_patterns(text) if "%" in text and p["_dialect"] in (None, "slurm") else []
         if bad:
             warn(
                 PROG,
@@ -302,7 +308,7 @@ def _options(
         n, c = p["ntasks"], p["cpus_per_task"]
         n = n if n is not None else max(1, p["ncpus"] // (c or p["ncpus"]))
         p["ntasks"], p["cpus_per_task"] = n, c if c is not None else max(1, p["ncpus"] // n)
-    export: compat.Export = p["export"] or compat.Export(True)
+    export: compat.Export | None = p["export"]  # None: all of it (Export(True)), nothing set
     depend_spec = p["depend"]
     join, default_output = p["join"], None
     if dialect == "slurm":  # sbatch: slurm-%j.out in the working directory, standard error joined to it
@@ -366,9 +372,9 @@ def _options(
         no_index="4294967294" if dialect == "slurm" else "0",
         begin=begin,
         open_mode=p["open_mode"],
-        export_all=export.all,
-        export_names=export.names,
-        env_set=export.values,
+        export_all=export.all if export is not None else True,
+        export_names=export.names if export is not None else (),
+        env_set=export.values if export is not None else (),
         exclusive=bool(p["exclusive"]),
     )
     return s, opts, _extra(s, p, resources, resv, devices)

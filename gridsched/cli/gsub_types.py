@@ -11,9 +11,8 @@ from typing import Any
 import click
 
 from gridsched.cli.common import SIZE, Command
-from gridsched.core import depend
 from gridsched.core.units import UnitError
-from gridsched.submission import compat
+from gridsched.submission import compat  # its names are loaded as they are used: see its module
 
 
 class DependType(click.ParamType):
@@ -22,6 +21,8 @@ class DependType(click.ParamType):
     name = "SPEC"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        from gridsched.core import depend  # with the core's job records: only when -d is given
+
         try:
             return depend.normalize(depend.parse(str(value)))
         except depend.DependError as e:

@@ -21,11 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gridsched.core import depend
 from gridsched.core.feasible import infeasible, too_much_memory
 from gridsched.core.units import format_duration
 from gridsched.protocol import requests as rq
-from gridsched.protocol.config import Config
 from gridsched.protocol.jobs import TERMINAL
 from gridsched.protocol.spool import IdTaken, Spool
 from gridsched.submission.errors import USAGE, ScriptError, SubmitError
@@ -48,6 +46,7 @@ from gridsched.submission.waiting import (  # noqa: F401 - importable from here,
 
 if TYPE_CHECKING:
     from gridsched.protocol.arrays import ArraySpec
+    from gridsched.protocol.config import Config
 
 MAX_SCRIPT = 1 << 20  # bytes; a job script, not a data file
 
@@ -412,6 +411,7 @@ def check_depend(spool: Spool, spec_text: str, job_id: int, uid: int) -> str:
     Each job must exist, belong to ``uid`` (root may name anyone's) and have
     an id lower than ``job_id``, so that dependencies can never form a cycle.
     """
+    from gridsched.core import depend  # with the core's job records: only for a job with -d
     from gridsched.protocol.view import QueueError, load_jobs
 
     try:

@@ -52,6 +52,26 @@ def test_gsub_run_loads_nothing_heavy(tmp_path, args):
     assert not {m for m in mods if m.split(".")[0] in {"rich", "psutil"} or m.startswith("gridsched.daemon")}
     assert sorted(mods & (LIGHT - {"sqlite3"})) == []  # sqlite3 reads the state db, when there is one
     assert sorted(mods & DEVICE_MODEL) == []
+    # no other system's rules and values (a script is scanned for their directives, --wrap is not)
+    assert sorted(m for m in mods if m.startswith("gridsched.submission.compat.")) == []
+
+
+def test_compat_names_load_from_their_modules():
+    """Every name of gridsched.submission.compat is its module's, loaded on first use; the header's prefixes
+    are those the rules know."""
+    code = (
+        "import sys; from gridsched.submission import compat; "
+        "before = sorted(m for m in sys.modules if m.startswith('gridsched.submission.compat.')); "
+        "from gridsched.submission.compat import header, rules; "
+        "import importlib; "
+        "same = all(getattr(compat, n) is getattr(importlib.import_module('gridsched.submission.compat.' + m), n) "
+        "for n, m in compat._WHERE.items()); "
+        "print(before, same, sorted(compat.__all__) == sorted(compat._WHERE), "
+        "set(header.FOREIGN) == set(rules.PREFIXES))"
+    )
+    r = python("-c", code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["[]", "True", "True", "True"]
 
 
 def test_gstat_help_reads_neither_config_nor_spool(tmp_path):

@@ -18,41 +18,56 @@ file ``slurm-%j.out`` with standard error joined to it.
 :func:`emit_slurm` and :func:`emit_pbs` go the other way: a script with
 ``#SBATCH`` or ``#PBS`` lines equivalent to the gsub options.
 
-Standard library only: gsub imports this on every submission.
+Standard library only: gsub imports this on every submission.  Each name is loaded from its module
+when it is first used (:func:`__getattr__`), so that a script without another system's directives
+costs gsub only :mod:`~gridsched.submission.compat.header`.
 
 The modules: :mod:`~gridsched.submission.compat.rules` (the tables),
 :mod:`~gridsched.submission.compat.values` (values as each system reads them),
-:mod:`~gridsched.submission.compat.reader` (:func:`scan`, :func:`translate`) and
+:mod:`~gridsched.submission.compat.header` (:func:`scan`, :func:`has_foreign`),
+:mod:`~gridsched.submission.compat.reader` (:func:`translate`) and
 :mod:`~gridsched.submission.compat.emit` (:func:`emit_slurm`, :func:`emit_pbs`).
 """
 
 from __future__ import annotations
 
-from gridsched.submission.compat.emit import (
-    PATTERNS,
-    emit_pbs,
-    emit_slurm,
-    pbs_lines,
-    sbatch_lines,
-    slurm_output,
-    unknown_patterns,
-)
-from gridsched.submission.compat.reader import Translation, has_foreign, scan, translate
-from gridsched.submission.compat.rules import (
-    DIALECTS,
-    GS_FLAG,
-    GS_SWITCH,
-    PBS,
-    PBS_RESOURCES,
-    PREFIXES,
-    SGE,
-    SGE_RESOURCES,
-    SLURM,
-    CompatError,
-    Rule,
-    manual_rows,
-)
-from gridsched.submission.compat.values import Export, parse_begin, parse_export, parse_pbs_begin, pbs_time, sbatch_time
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gridsched.submission.compat.emit import (
+        PATTERNS,
+        emit_pbs,
+        emit_slurm,
+        pbs_lines,
+        sbatch_lines,
+        slurm_output,
+        unknown_patterns,
+    )
+    from gridsched.submission.compat.header import has_foreign, scan
+    from gridsched.submission.compat.reader import Translation, translate
+    from gridsched.submission.compat.rules import (
+        DIALECTS,
+        GS_FLAG,
+        GS_SWITCH,
+        PBS,
+        PBS_RESOURCES,
+        PREFIXES,
+        SGE,
+        SGE_RESOURCES,
+        SLURM,
+        CompatError,
+        Rule,
+        manual_rows,
+    )
+    from gridsched.submission.compat.values import (
+        Export,
+        parse_begin,
+        parse_export,
+        parse_pbs_begin,
+        pbs_time,
+        sbatch_time,
+    )
 
 __all__ = [
     "CompatError",
@@ -85,3 +100,36 @@ __all__ = [
     "translate",
     "unknown_patterns",
 ]
+
+# The module of each name above (loaded when the name is first asked for).
+_MODULES = {
+    "header": ("has_foreign", "scan"),
+    "reader": ("Translation", "translate"),
+    "emit": ("PATTERNS", "emit_pbs", "emit_slurm", "pbs_lines", "sbatch_lines", "slurm_output", "unknown_patterns"),
+    "rules": (
+        "CompatError",
+        "DIALECTS",
+        "GS_FLAG",
+        "GS_SWITCH",
+        "PBS",
+        "PBS_RESOURCES",
+        "PREFIXES",
+        "Rule",
+        "SGE",
+        "SGE_RESOURCES",
+        "SLURM",
+        "manual_rows",
+    ),
+    "values": ("Export", "parse_begin", "parse_export", "parse_pbs_begin", "pbs_time", "sbatch_time"),
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """``compat.NAME``: the name from its module, imported now (and kept here)."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
