@@ -49,7 +49,7 @@ from gridsched import __version__  # noqa: E402
 from gridsched.cli import gacct, gresv, gstat  # noqa: E402
 from gridsched.cli.common import EXIT_DOC, ExitCode  # noqa: E402
 from gridsched.core.units import format_duration  # noqa: E402
-from gridsched.protocol.config import PACKAGED, parse  # noqa: E402
+from gridsched.protocol.config import PACKAGED, compiled_defaults, defaults_current, parse  # noqa: E402
 from gridsched.protocol.jobs import EXIT_CHECKPOINTED  # noqa: E402
 from gridsched.protocol.reason_codes import CODES  # noqa: E402
 from gridsched.submission import compat  # noqa: E402
@@ -262,6 +262,11 @@ def main() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         print(path)
+    # the packaged configuration's compiled form, which the commands read instead of parsing it
+    if not defaults_current():
+        defaults = ROOT / "gridsched" / "protocol" / "config_defaults.py"
+        defaults.write_text(compiled_defaults())
+        print(f"{defaults} (now run ruff format on it)")
 
 
 def page_path(fname: str, root: Path = MAN) -> Path:

@@ -169,3 +169,47 @@ def test_wake_sends_its_datagram_and_needs_no_daemon(tmp_path):
         assert daemon.recv(16) == b"!"
     spool.sock.unlink()
     spool.wake()  # nobody listens: no error
+
+
+def test_the_compiled_defaults_are_the_packaged_file():
+    """gridsched.protocol.config_defaults holds the packaged gridsched.toml, parsed (scripts/gen_man.py
+    writes it)."""
+    from gridsched.protocol.config import defaults_current
+
+    assert defaults_current(), "stale gridsched/protocol/config_defaults.py: run python scripts/gen_man.py"
+
+
+def test_a_changed_packaged_file_is_parsed(tmp_path, monkeypatch):
+    """The compiled form is used only for the very file it was made from: an edited packaged file is read."""
+    from gridsched.protocol import config
+
+    edited = tmp_path / "gridsched.toml"
+    edited.write_text(config.PACKAGED.read_text().replace('default_walltime = "1h"', 'default_walltime = "2h"', 1))
+    assert config.load(str(config.PACKAGED)).default_walltime == 3600
+    monkeypatch.setattr(config, "PACKAGED", edited)
+    assert config.load(str(edited)).default_walltime == 7200  # the defaults themselves, from the edited file
+    other = tmp_path / "mine.toml"
+    other.write_text("[jobs]\ndefault_ncpus = 2\n")
+    cfg = config.load(str(other))
+    assert (cfg.default_walltime, cfg.default_ncpus) == (7200, 2)
+
+
+@pytest.mark.parametrize("config_file", [False, True])
+def test_toml_is_parsed_only_for_a_config_file(tmp_path, config_file):
+    """Without a configuration file of the user's or the admin's, the packaged defaults need no TOML parser
+    (nor the signal module, for the checkpoint signal)."""
+    env = {"GRIDSCHED_SPOOL": str(tmp_path / "spool")}
+    if config_file:
+        cfg = tmp_path / "cfg.toml"
+        cfg.write_text("[daemon]\nautostart = false\n")
+        env["GRIDSCHED_CONFIG"] = str(cfg)
+    code = (
+        "import os, sys, pathlib; "
+        "from gridsched.protocol import config; "
+        "config.SYSTEM = pathlib.Path(os.environ['GRIDSCHED_SPOOL'], 'no-system.toml'); "
+        "cfg = config.load(None, os.environ['GRIDSCHED_SPOOL']); "
+        "print(cfg.path == str(config.PACKAGED), 'tomllib' in sys.modules, 'signal' in sys.modules)"
+    )
+    r = python("-c", code, env=env if config_file else {**env, "GRIDSCHED_CONFIG": ""})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == (["False", "True", "False"] if config_file else ["True", "False", "False"])
