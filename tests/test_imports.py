@@ -466,9 +466,14 @@ def test_gsub_and_gstat_start_light():
         "gridsched.protocol.requests",
         "pathlib",
     } <= set(gsub)
-    assert {"click", "gridsched.protocol.view", "gridsched.cli.common", "json"} <= set(
-        loaded_at_import("gridsched.cli.gstat", graph())
+    # gstat alone runs without click: its click command is gstat_cli's, which loads gstat
+    gstat = set(loaded_at_import("gridsched.cli.gstat", graph()))
+    assert {"gridsched.protocol.view", "gridsched.cli.plain", "json"} <= gstat
+    assert not {"click", "gridsched.cli.common"} & gstat
+    assert {"click", "gridsched.cli.common", "gridsched.cli.gstat"} <= set(
+        loaded_at_import("gridsched.cli.gstat_cli", graph())
     )
+    assert _loaded_of("gridsched.cli.gstat_cli", NOT_AT_COMMAND_START | NOT_AT_GSTAT_START) == {}
 
 
 # -- the folders ----------------------------------------------------------------------------------

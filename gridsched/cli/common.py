@@ -4,10 +4,12 @@ Every command prints an error as exactly one line, ``PROG: error: MESSAGE``, on
 standard error, including the errors click itself finds (unknown option, bad
 value), and exits with one of the :class:`ExitCode` values.
 
-This module is on the path of every command: it imports only click and the
-standard library (and the small gridsched modules the commands need anyway);
-the configuration and the spool modules are loaded by :func:`setup`, so that
-``--help`` and a usage error need neither.
+This module is on the path of every command run through click: it imports only
+click and the standard library (and the small gridsched modules the commands need
+anyway).  What needs no click (exit codes, errors, :func:`setup`) is
+:mod:`gridsched.cli.plain`'s, importable from here too; the configuration and the
+spool modules are loaded by :func:`setup`, so that ``--help`` and a usage error
+need neither.
 """
 
 from __future__ import annotations
@@ -15,55 +17,22 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from enum import IntEnum
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
+from gridsched.cli.plain import (  # noqa: F401 - importable from here, as before
+    EXIT_DOC,
+    ExitCode,
+    Setup,
+    echo,
+    fail,
+    one_line,
+    run,
+    setup,
+    warn,
+)
 from gridsched.core.units import UnitError, parse_duration, parse_size
-
-if TYPE_CHECKING:
-    from gridsched.protocol.config import Config
-    from gridsched.protocol.spool import Spool
-
-
-class ExitCode(IntEnum):
-    """Exit status of the commands (documented in their man pages)."""
-
-    OK = 0
-    ERROR = 1
-    USAGE = 2
-    NOT_RUNNING = 3
-    INTERRUPTED = 130
-
-
-# What each exit status means, as the man pages print it.
-EXIT_DOC = {
-    ExitCode.OK: "Success.",
-    ExitCode.ERROR: (
-        "The request was refused or failed: a script that cannot be read, a request larger than the "
-        "machine, an unknown job, a job in the wrong state, a bad configuration file."
-    ),
-    ExitCode.USAGE: "Bad command line or directive: an unknown option, a missing or invalid value.",
-    ExitCode.NOT_RUNNING: "No daemon runs on the spool (gschedd status and gschedd stop; as LSB init scripts).",
-    ExitCode.INTERRUPTED: "Interrupted (SIGINT).",
-}
-
-
-def one_line(msg: str) -> str:
-    """``msg`` on one line, without a closing full stop."""
-    text = " ".join(str(msg).split())
-    return text[:-1] if text.endswith(".") and not text.endswith("..") else text
-
-
-def fail(prog: str, msg: str, code: int = ExitCode.ERROR) -> NoReturn:
-    """Print ``PROG: error: MSG`` (one line) on standard error and exit with ``code``."""
-    click.echo(f"{prog}: error: {one_line(msg)}", err=True)
-    raise SystemExit(int(code))
-
-
-def warn(prog: str, msg: str) -> None:
-    click.echo(f"{prog}: {one_line(msg)}", err=True)
 
 
 def _lower_first(msg: str) -> str:
@@ -244,38 +213,3 @@ def spool_options(f: F) -> F:
         help="Spool directory (default: $GRIDSCHED_SPOOL, the config's daemon.spool, ~/.local/state/gridsched).",
     )(f)
     return f
-
-
-class Setup(NamedTuple):  # a named tuple: a dataclass costs every command a compile at start-up
-    spool: Spool
-    cfg: Config
-    config_file: str | None  # the --config option as given, passed on to a daemon we start
-
-
-def setup(prog: str, spool_dir: str | None, config_file: str | None) -> Setup:
-    """The spool and the configuration in force.
-
-    Spool: ``--spool``, else ``$GRIDSCHED_SPOOL``, else the config's
-    ``daemon.spool``, else :func:`gridsched.protocol.spool.default_root`.  Config:
-    ``--config``, else the lookup of :func:`gridsched.protocol.config.find` (which
-    includes the spool's own ``gridsched.toml``).
-    """
-    # imported here: a command's --help and its usage errors need neither the configuration nor the spool
-    from pathlib import Path
-
-    from gridsched.protocol.config import ConfigError, load
-    from gridsched.protocol.spool import Spool, default_root
-
-    root = spool_dir or os.environ.get("GRIDSCHED_SPOOL") or None
-    try:
-        if root:
-            cfg = load(config_file, root)
-        else:
-            cfg = load(config_file, None)
-            root = os.path.expanduser(cfg.spool) if cfg.spool else str(default_root())
-            if not config_file and not os.environ.get("GRIDSCHED_CONFIG"):
-                if (Path(root) / "gridsched.toml").is_file():
-                    cfg = load(None, root)
-    except ConfigError as e:
-        fail(prog, f"config {e}")
-    return Setup(Spool(root), cfg, config_file)

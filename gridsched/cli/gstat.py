@@ -9,9 +9,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-import click
-
-from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options
+from gridsched.cli.plain import ExitCode, echo, fail, run, setup
 from gridsched.core.units import format_duration, format_size
 from gridsched.protocol import view
 from gridsched.protocol.jobs import ACTIVE, JobState
@@ -297,7 +295,7 @@ def print_table(jobs: list[dict[str, Any]], now: float) -> None:
     cells = [tuple(c for c, _ in COLUMNS), *rows]
     widths = [max(map(len, col)) for col in zip(*cells)]
     line = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(COLUMNS, widths)).format
-    click.echo("\n".join(line(*r).rstrip() for r in cells))
+    echo("\n".join(line(*r).rstrip() for r in cells))
 
 
 def make_table(jobs: list[dict[str, Any]], now: float, tty: bool, rows: list[tuple[str, ...]] | None = None) -> Any:
@@ -417,106 +415,24 @@ def print_full(job: dict[str, Any], now: float, devices: tuple[str, str] = ("", 
     ]
     width = max(len(k) for k, _ in fields)
     for k, v in fields:
-        click.echo(f"{k:<{width}}  {shown(v)}")
+        echo(f"{k:<{width}}  {shown(v)}")
     for i, seg in enumerate(segs, start=1):
-        click.echo(f"{'segment ' + str(i):<{width}}  {shown(segment_text(seg, now))}")
+        echo(f"{'segment ' + str(i):<{width}}  {shown(segment_text(seg, now))}")
 
 
-@click.command(PROG, cls=Command, context_settings={"help_option_names": ["-h", "--help"]}, short_help="show the queue")
-@click.option("-a", "--all", "show_all", is_flag=True, help="Include finished jobs.")
-@click.option("-u", "--user", metavar="USER", help="Only the jobs of USER (USER,USER...: of any of them).")
-@click.option("-n", "--name", "names", multiple=True, metavar="NAME", help="Only the jobs named NAME.")
-@click.option(
-    "-s",
-    "--state",
-    "states",
-    multiple=True,
-    metavar="STATE",
-    help="Only the jobs in STATE (PENDING, HELD, RUNNING, ... or Slurm's PD, R, ...; a finished state "
-    "shows finished jobs without --all).",
-)
-@click.option(
-    "-j",
-    "--jobs",
-    "job_refs",
-    multiple=True,
-    metavar="IDS",
-    help="Only these jobs (ID, ARRAYID_INDEX, ARRAYID_[LIST]).",
-)
-@click.option(
-    "-o",
-    "--format",
-    "fmt",
-    metavar="FORMAT",
-    help="Print the fields FORMAT names, as squeue --format (%i %j %u %T %t %M %l %C %D %R %S %e %V ...; gstat(1)).",
-)
-@click.option("-S", "--sort", "sort_keys", metavar="KEYS", help="Sort by field letters, as squeue --sort (-t,i).")
-@click.option(
-    "--start", "start_view", is_flag=True, help="Pending and held jobs with their predicted start, as squeue --start."
-)
-@click.option(
-    "-f", "--full", "full_id", metavar="ID", help="Show every field of job ID (ARRAYID_INDEX: an array task)."
-)
-@click.option("-t", "--tasks", "tasks", is_flag=True, help="One row per array task instead of one per array.")
-@click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON (schema in gstat(1)).")
-@click.option(
-    "-r",
-    "--reservations",
-    "resv_view",
-    is_flag=True,
-    help="Show the reservations instead of the jobs (as gresv list), with the predicted activation "
-    "time of waiting ones; all of them with --all.",
-)
-@click.option(
-    "--watch",
-    type=click.FloatRange(min=0.1),
-    is_flag=False,
-    flag_value=2.0,
-    default=None,
-    metavar="[SECONDS]",
-    help="Refresh the view every SECONDS (default 2) until Ctrl-C; on a terminal "
-    "in place, elsewhere as one snapshot after another.",
-)
-@click.option("--count", type=click.IntRange(min=1), metavar="N", help="With --watch: stop after N views.")
-@click.option(
-    "--gantt",
-    is_flag=True,
-    help="Draw running jobs and the predicted starts of pending ones on a time axis (text chart) instead of the table.",
-)
-@click.option(
-    "--hours",
-    type=click.FloatRange(min=0.1, max=168),
-    default=4.0,
-    show_default=True,
-    help="With --gantt: how many hours ahead the chart shows.",
-)
-@click.option(
-    "--tree",
-    "tree_view",
-    is_flag=True,
-    help="Show the jobs as parent-child trees (children under their parent, yielding parents marked).",
-)
-@click.option(
-    "--priority",
-    "prio_view",
-    is_flag=True,
-    help="Show each pending job's priority and its weighted factors (age, job size, fair share, nice), "
-    "highest first, as sprio (with --json: the factors from 0 to 1 and the weights).",
-)
-@spool_options
-def cli(
-    show_all: bool,
-    user: str | None,
-    full_id: str | None,
-    tasks: bool,
-    as_json: bool,
-    resv_view: bool,
-    watch: float | None,
-    count: int | None,
-    gantt: bool,
-    hours: float,
-    spool_dir: str | None,
-    config_file: str | None,
+def show(
+    show_all: bool = False,
+    user: str | None = None,
+    full_id: str | None = None,
+    tasks: bool = False,
+    as_json: bool = False,
+    resv_view: bool = False,
+    watch: float | None = None,
+    count: int | None = None,
+    gantt: bool = False,
+    hours: float = 4.0,
+    spool_dir: str | None = None,
+    config_file: str | None = None,
     tree_view: bool = False,
     names: tuple[str, ...] = (),
     states: tuple[str, ...] = (),
@@ -526,15 +442,8 @@ def cli(
     start_view: bool = False,
     prio_view: bool = False,
 ) -> int:
-    """Show the jobs in the queue: pending, held, running and suspended ones,
-    with finished ones too with --all.
-
-    For a running job TIME is the time it has run; for a pending job, the time
-    until its predicted start when the daemon predicted one; for a held job,
-    the time it has run.  REASON says why a pending or held job waits with
-    squeue's code (Resources, Priority, Dependency, BeginTime, JobHeldUser, ...:
-    see WHY A JOB WAITS; the whole reason: gstat -f ID).
-    """
+    """gstat with its options (:mod:`.gstat_cli`; their defaults here are click's, so that ``gstat`` alone
+    runs this without click)."""
     from gridsched.cli import gstat_tasks, select
 
     sel = select.parse(PROG, job_refs, (user,) if user else (), names, states)
@@ -594,9 +503,9 @@ def cli(
         if sort_keys:
             jobs = gstat_format.sort(PROG, sort_keys, jobs, now)
         if start_view:
-            click.echo(gstat_format.start_view(jobs, now))
+            echo(gstat_format.start_view(jobs, now))
         elif fmt:
-            click.echo(gstat_format.render(PROG, fmt, jobs, now))
+            echo(gstat_format.render(PROG, fmt, jobs, now))
         else:
             print_table(jobs, now)
         return ExitCode.OK
@@ -606,7 +515,7 @@ def cli(
         return gstat_tree.show(s.spool, jobs, as_json)
     if as_json:  # gstat -f ID --json
         doc = {"jobs": [record(view.private(s.spool, j), now) for j in jobs], "daemon": daemon_record(s.spool)}
-        click.echo(dumps(doc, indent=2))
+        echo(dumps(doc, indent=2))
     elif full_id is not None:
         from gridsched.cli import gstat_tree
 
@@ -628,7 +537,7 @@ def show_reservations(spool: Spool, show_all: bool, as_json: bool) -> int:
     resvs, jobs = read(spool)
     recs = [resv_record(r, jobs) for r in resvs if show_all or r["state"] in LIVE]
     if as_json:
-        click.echo(dumps({"reservations": recs}, indent=2))
+        echo(dumps({"reservations": recs}, indent=2))
     else:
         resv_table(recs, time.time())
     return ExitCode.OK
@@ -655,7 +564,7 @@ def live(
 
     def show(now: float) -> None:
         if chart:
-            click.echo(gstat_live.gantt(selected(), now, hours))
+            echo(gstat_live.gantt(selected(), now, hours))
         else:
             print_table(selected(), now)
 
@@ -666,7 +575,23 @@ def live(
 
 
 def main() -> None:
-    cli.main(prog_name=PROG)
+    import os
+    import sys
+
+    if sys.argv[1:] or "_GSTAT_COMPLETE" in os.environ:  # options, --help, shell completion: click reads them
+        from gridsched.cli.gstat_cli import cli
+
+        cli.main(prog_name=PROG)
+    run(PROG, show)  # gstat alone, the commonest call: the default view, without loading click
+
+
+def __getattr__(name: str) -> Any:
+    """``cli``: gstat's click command (:mod:`.gstat_cli`), loaded when it is asked for."""
+    if name == "cli":
+        from gridsched.cli.gstat_cli import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from gridsched.cli.common import ExitCode, fail
+from gridsched.cli.plain import ExitCode, fail
 from gridsched.protocol.text import shown
 
 # Slurm's short state codes (squeue %t) and the state each stands for

@@ -97,7 +97,8 @@ def test_gstat_run_loads_only_what_it_uses(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "HELD" in r.stdout.split("\n", 1)[1]
     mods = imported(r.stderr)
-    assert {"click", "gridsched.cli.common", "gridsched.core.params"} <= mods  # the report is real
+    assert {"gridsched.cli.plain", "gridsched.core.params"} <= mods  # the report is real
+    assert not {m for m in mods if m.split(".")[0] == "click"}  # gstat alone needs no click
     assert not {m for m in mods if m.split(".")[0] in {"rich", "psutil"} or m.startswith("gridsched.daemon")}
     assert sorted(mods & (LIGHT - {"sqlite3"})) == []
 
@@ -213,3 +214,34 @@ def test_toml_is_parsed_only_for_a_config_file(tmp_path, config_file):
     r = python("-c", code, env=env if config_file else {**env, "GRIDSCHED_CONFIG": ""})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == (["False", "True", "False"] if config_file else ["True", "False", "False"])
+
+
+def test_gstat_alone_is_gstat_through_click_with_no_option():
+    """``gstat`` alone calls show() with its defaults, without click: they are click's defaults of the options."""
+    import inspect
+
+    from gridsched.cli import gstat
+    from gridsched.cli.gstat_cli import cli
+
+    ctx = cli.make_context("gstat", [])
+    defaults = {k: p.default for k, p in inspect.signature(gstat.show).parameters.items()}
+    assert ctx.params == defaults
+    assert gstat.cli is cli
+
+
+def test_gstat_alone_answers_as_through_click(tmp_path):
+    """The same table, and the same one-line error for a bad configuration, with or without click."""
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[daemon]\nautostart = false\n")
+    env = {"GRIDSCHED_CONFIG": str(cfg), "GRIDSCHED_SPOOL": str(tmp_path / "spool")}
+    for name in ("a", "b"):
+        assert python("-m", "gridsched.cli.gsub", "--hold", "--name", name, "--wrap", "true", env=env).returncode == 0
+    through_click = "import sys; from gridsched.cli.gstat_cli import cli; cli.main(args=[], prog_name='gstat')"
+    alone, clicked = python("-m", "gridsched.cli.gstat", env=env), python("-c", through_click, env=env)
+    assert alone.returncode == clicked.returncode == 0, alone.stderr + clicked.stderr
+    assert alone.stdout == clicked.stdout and "HELD" in alone.stdout
+    cfg.write_text("[jobs]\nnope = 1\n")
+    alone, clicked = python("-m", "gridsched.cli.gstat", env=env), python("-c", through_click, env=env)
+    assert alone.returncode == clicked.returncode == 1
+    assert alone.stderr == clicked.stderr == f"gstat: error: config {cfg}: unknown key jobs.nope\n"
+    assert alone.stdout == clicked.stdout == ""
