@@ -460,12 +460,17 @@ def test_gsub_and_gstat_start_light():
     # the graph is followed: gsub loads the config reader and the request checks at import, gstat the view
     gsub = loaded_at_import("gridsched.cli.gsub", graph())
     assert {
-        "click",
         "gridsched.protocol.config",
         "gridsched.core.params",
         "gridsched.protocol.requests",
         "pathlib",
     } <= set(gsub)
+    # the commonest command lines are read without click (gsub_quick); gsub_cli is the click command
+    assert "click" not in gsub
+    assert {"click", "gridsched.cli.gsub", "gridsched.cli.gsub_options"} <= set(
+        loaded_at_import("gridsched.cli.gsub_cli", graph())
+    )
+    assert _loaded_of("gridsched.cli.gsub_cli", NOT_AT_COMMAND_START) == {}
     # gstat alone runs without click: its click command is gstat_cli's, which loads gstat
     gstat = set(loaded_at_import("gridsched.cli.gstat", graph()))
     assert {"gridsched.protocol.view", "gridsched.cli.plain", "json"} <= gstat

@@ -14,20 +14,9 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
-
-from gridsched.cli.common import (
-    ExitCode,
-    Setup,
-    fail,
-    setup,
-    usage_message,
-    warn,
-)
-from gridsched.cli.gsub_options import gsub_options
-from gridsched.cli.gsub_types import GsubCommand
+from gridsched.cli.plain import ExitCode, Setup, echo, fail, run, setup, warn
 from gridsched.protocol.jobs import Checkpoint
 from gridsched.protocol.spool import Spool, spawn_daemon
 from gridsched.submission import compat
@@ -46,6 +35,9 @@ from gridsched.submission.submit import (  # noqa: F401 - output_path, job_exit_
     wait_array,
     wait_job,
 )
+
+if TYPE_CHECKING:
+    import click
 
 PROG = "gsub"
 DIRECTIVE = "#GS"
@@ -140,19 +132,22 @@ def directive_tokens(script: Script) -> tuple[list[tuple[str, list[str]]], str |
     )
 
 
-def apply_directives(ctx: click.Context, params: dict[str, Any], script: Script) -> dict[str, Any]:
+def apply_directives(ctx: Any, params: dict[str, Any], script: Script) -> dict[str, Any]:
     """``params`` with the script's directives filled in where the command line set nothing
     (and ``_dialect``: whose directives they were; ``_task_sep``: see :func:`directive_tokens`)."""
-    cmd = ctx.command
     merged = dict(params)
     tokens_of, merged["_dialect"], merged["_task_sep"] = directive_tokens(script)
     for where, tokens in tokens_of:
+        import click  # directives are read with the options' own definitions
+
+        from gridsched.cli.common import usage_message
+
         try:
-            dctx = cmd.make_context(PROG, tokens, help_option_names=[])
+            dctx = ctx.command.make_context(PROG, tokens, help_option_names=[])
         except click.UsageError as e:
             fail(PROG, f"{where}: {usage_message(e)}", ExitCode.USAGE)
         for name, value in dctx.params.items():
-            if dctx.get_parameter_source(name) != click.core.ParameterSource.COMMANDLINE:
+            if not on_command_line(dctx, name):
                 continue
             if name in NOT_IN_DIRECTIVES:
                 what = NOT_IN_DIRECTIVES[name]
@@ -161,9 +156,16 @@ def apply_directives(ctx: click.Context, params: dict[str, Any], script: Script)
                 else:
                     what = f"{what} cannot be given in a directive"
                 fail(PROG, f"{where}: {what}", ExitCode.USAGE)
-            if ctx.get_parameter_source(name) != click.core.ParameterSource.COMMANDLINE:
+            if not on_command_line(ctx, name):
                 merged[name] = value
     return merged
+
+
+def on_command_line(ctx: Any, name: str) -> bool:
+    """Whether parameter ``name`` was given on the command line (``ctx``: click's context, or a
+    :class:`gridsched.cli.gsub_quick.Given`)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
 
 
 def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -172,30 +174,11 @@ def given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     return {k: params[k] for k in JOB_PARAMS if params.get(k) != default.get(k)}
 
 
-@click.command(
-    PROG,
-    cls=GsubCommand,
-    context_settings={"allow_interspersed_args": False, "help_option_names": ["-h", "--help"]},
-    short_help="submit a job script",
-)
-@gsub_options
-def cli(
-    script: str | None,
-    args: tuple[str, ...],
-    wrap: str | None,
-    spool_dir: str | None,
-    config_file: str | None,
-    **_: Any,
-) -> int:
-    """Submit a job script to the queue and print its job id.
-
-    The script is SCRIPT, the command given with --wrap, or standard input
-    (no SCRIPT, or SCRIPT is -).  ARGS are passed to the script.  Options may
-    also be given in #GS lines at the top of the script; options on the
-    command line win.  A script without #GS lines may carry #SBATCH or #PBS
-    ones instead (see SLURM AND PBS DIRECTIVES).
-    """
-    ctx = click.get_current_context()
+def submission(ctx: Any) -> int:
+    """gsub: the submission ``ctx.params`` describe (``ctx``: click's context of :mod:`.gsub_cli`'s command, or
+    :class:`gridsched.cli.gsub_quick.Given` for a command line read without click)."""
+    p0 = ctx.params
+    script, args, wrap, spool_dir, config_file = (p0[k] for k in ("script", "args", "wrap", "spool_dir", "config_file"))
     sc, p = _script_params(ctx, script, wrap)
     shell = _shell(sc, p)
     if p["emit"] is not None:
@@ -219,7 +202,7 @@ def cli(
     return ExitCode.OK
 
 
-def _script_params(ctx: click.Context, script: str | None, wrap: str | None) -> tuple[Script, dict[str, Any]]:
+def _script_params(ctx: Any, script: str | None, wrap: str | None) -> tuple[Script, dict[str, Any]]:
     """The job script and the parameters of the submission: the command line's, its directives' where the
     command line set nothing, the tasks checked (:func:`_tasks`), and one of --mem and --mem-per-cpu."""
     if wrap is not None and script is not None:
@@ -231,8 +214,7 @@ def _script_params(ctx: click.Context, script: str | None, wrap: str | None) -> 
     p = apply_directives(ctx, ctx.params, sc) if wrap is None else {**ctx.params, "_dialect": None, "_task_sep": "_"}
     p = _tasks(ctx, p)
     if p["mem"] is not None and p["mem_per_cpu"] is not None:
-        cmd_mem = ctx.get_parameter_source("mem") == click.core.ParameterSource.COMMANDLINE
-        cmd_per = ctx.get_parameter_source("mem_per_cpu") == click.core.ParameterSource.COMMANDLINE
+        cmd_mem, cmd_per = on_command_line(ctx, "mem"), on_command_line(ctx, "mem_per_cpu")
         if cmd_mem == cmd_per:
             fail(PROG, "--mem and --mem-per-cpu exclude each other", ExitCode.USAGE)
         p["mem" if cmd_per else "mem_per_cpu"] = None  # the command line wins over a directive
@@ -266,6 +248,8 @@ def _emit(
     if emitted.get("checkpoint") == Checkpoint.SIGNAL:  # the signal and grace the daemon would use
         cfg = setup(PROG, spool_dir, config_file).cfg
         emitted.update(_checkpoint_signal=cfg.checkpoint_signal, _checkpoint_grace=cfg.checkpoint_grace)
+    import click
+
     click.echo(emit(sc.text, emitted), nl=False)
     return ExitCode.OK
 
@@ -437,7 +421,7 @@ def _extra(
 def _print_job(spool: Spool, spec: dict[str, Any], as_json: bool) -> None:
     """Print the submitted job: its id, or (--json) its main keys as JSON."""
     if not as_json:
-        click.echo(spec["id"])
+        echo(str(spec["id"]))
         return
     shown = {
         k: spec[k]
@@ -458,7 +442,7 @@ def _print_job(spool: Spool, spec: dict[str, Any], as_json: bool) -> None:
         )
     }
     shown.update(array=spec.get("array"), split=spec.get("split"), shell=spec.get("shell"))
-    click.echo(json.dumps({**shown, "spool": str(spool.root)}))
+    echo(json.dumps({**shown, "spool": str(spool.root)}))
 
 
 def _daemon_note(s: Setup) -> None:
@@ -472,7 +456,7 @@ def _daemon_note(s: Setup) -> None:
             warn(PROG, f"note: no daemon runs on {spool.root}; the job waits until one starts (gschedd start)")
 
 
-def _tasks(ctx: click.Context, p: dict[str, Any]) -> dict[str, Any]:
+def _tasks(ctx: Any, p: dict[str, Any]) -> dict[str, Any]:
     """``p`` with --ntasks and --cpus-per-task checked against -n (their product when -n is not given).
 
     A -n on the command line wins over tasks that directives ask for: they are dropped when they do not
@@ -489,10 +473,7 @@ def _tasks(ctx: click.Context, p: dict[str, Any]) -> dict[str, Any]:
         return out
     if (n * c == ncpus) if n is not None and c is not None else ncpus % (n or c or 1) == 0:
         return out
-    src = ctx.get_parameter_source
-    if src("ncpus") == click.core.ParameterSource.COMMANDLINE and not any(
-        src(k) == click.core.ParameterSource.COMMANDLINE for k in ("ntasks", "cpus_per_task")
-    ):
+    if on_command_line(ctx, "ncpus") and not any(on_command_line(ctx, k) for k in ("ntasks", "cpus_per_task")):
         out.update(ntasks=None, cpus_per_task=None)  # the script's tasks give way to the command line's -n
         return out
     tasks = " x ".join(f"{flag} {v}" for flag, v in (("--ntasks", n), ("--cpus-per-task", c)) if v is not None)
@@ -631,7 +612,26 @@ def _admin(spool: Spool) -> bool:
 
 
 def main() -> None:
-    cli.main(prog_name=PROG)
+    import os
+    import sys
+
+    from gridsched.cli.gsub_quick import given_on
+
+    given = None if "_GSUB_COMPLETE" in os.environ else given_on(sys.argv[1:])
+    if given is None:  # anything but the commonest options, --help, shell completion: click reads it
+        from gridsched.cli.gsub_cli import cli
+
+        cli.main(prog_name=PROG)
+    run(PROG, lambda: submission(given))  # read without loading click
+
+
+def __getattr__(name: str) -> Any:
+    """``cli``: gsub's click command (:mod:`.gsub_cli`), loaded when it is asked for."""
+    if name == "cli":
+        from gridsched.cli.gsub_cli import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

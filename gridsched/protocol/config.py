@@ -32,6 +32,9 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Config:
+    """The configuration in force: the file's path and its checked values (a class with a docstring: a
+    dataclass without one is given its signature as one, which costs every command that loads this)."""
+
     path: str
     params: Params
     default_walltime: int
@@ -138,7 +141,7 @@ class DeviceConfig:
     exclusive: bool = False
 
 
-DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
+DEVICE_TYPE = r"[a-z][a-z0-9_]{0,31}\Z"  # compiled when a [devices.TYPE] table is read
 
 
 DEVICE_ENFORCE = ("auto", "required", "off")
@@ -172,7 +175,7 @@ def _devices(table: Any, path: str) -> dict[str, DeviceConfig]:
     for dtype, t in table.items():
         if dtype in ("enforce", "visible"):
             continue
-        if not DEVICE_TYPE.match(dtype) or not isinstance(t, dict):
+        if not re.match(DEVICE_TYPE, dtype) or not isinstance(t, dict):
             raise ConfigError(f"{path}: devices.{dtype}: must be a table [devices.TYPE] with a lower-case TYPE")
         for k in t:
             if k not in ("share", "exclusive"):
@@ -549,7 +552,7 @@ def _tmpdir(value: str, path: str) -> str:
     return value
 
 
-FLOATING_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*\Z")
+FLOATING_NAME = r"[A-Za-z][A-Za-z0-9_.-]*\Z"  # compiled when a [resources.floating] table is read
 
 
 def _floating(table: Any, path: str) -> dict[str, int]:
@@ -558,7 +561,7 @@ def _floating(table: Any, path: str) -> dict[str, int]:
         raise ConfigError(f"{path}: resources.floating must be a table of NAME = COUNT")
     out = {}
     for name, n in table.items():
-        if not FLOATING_NAME.match(name):
+        if not re.match(FLOATING_NAME, name):
             raise ConfigError(
                 f"{path}: resources.floating.{name}: not a resource name "
                 "(a letter, then letters, digits, '_', '.', '-')"

@@ -380,10 +380,13 @@ class Spool:
         nid = id_of_name(path.name)
         digest = None if nid is None else self.id_digest(nid)
         if digest is None:
-            return False  # the common case: nobody has the id (hashlib is loaded only to compare)
-        import hashlib
+            return False  # the common case: nobody has the id (a hash is loaded only to compare)
+        try:  # CPython's own SHA-256 module: hashlib would load OpenSSL too, which costs more than this submission
+            from _sha256 import sha256  # type: ignore[import-not-found]
+        except ImportError:
+            from hashlib import sha256
 
-        if digest == hashlib.sha256(data).hexdigest():
+        if digest == sha256(data).hexdigest():
             return False
         try:
             os.unlink(path)

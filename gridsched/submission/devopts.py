@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import click
-
 if TYPE_CHECKING:
     from gridsched.core.devices import DeviceAsk
 
@@ -19,6 +17,8 @@ PARAMS = ("gpus", "gpus_per_task", "gres", "gpu_bind", "exclusive_gpu")  # --nta
 
 def device_options(f: F) -> F:
     """The device options of gsub (also read from #GS lines)."""
+    import click  # here: a submission that gsub reads without click checks its devices with this module
+
     opts = [
         click.option(
             "--gpus",

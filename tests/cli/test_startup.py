@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -48,7 +49,8 @@ def test_gsub_run_loads_nothing_heavy(tmp_path, args):
     r = python("-X", "importtime", "-m", "gridsched.cli.gsub", *args, env={"GRIDSCHED_CONFIG": str(cfg)})
     assert r.returncode == 0, r.stderr[-2000:]
     mods = imported(r.stderr)
-    assert "click" in mods  # the report is real
+    assert "gridsched.cli.gsub_quick" in mods  # the report is real
+    assert ("click" in mods) == (args == ["--help"])  # the commonest command lines are read without click
     assert not {m for m in mods if m.split(".")[0] in {"rich", "psutil"} or m.startswith("gridsched.daemon")}
     assert sorted(mods & (LIGHT - {"sqlite3"})) == []  # sqlite3 reads the state db, when there is one
     assert sorted(mods & DEVICE_MODEL) == []
@@ -245,3 +247,102 @@ def test_gstat_alone_answers_as_through_click(tmp_path):
     assert alone.returncode == clicked.returncode == 1
     assert alone.stderr == clicked.stderr == f"gstat: error: config {cfg}: unknown key jobs.nope\n"
     assert alone.stdout == clicked.stdout == ""
+
+
+QUICK = [
+    [],
+    ["--wrap", "true"],
+    ["-n", "4", "-t", "60", "job.sh", "a", "-n", "b"],
+    ["--name=x", "--hold", "--json", "-"],
+    ["-o", "o.txt", "-e", "e.txt", "-D", "/tmp", "s.sh"],
+    ["--spool", "/x", "--config", "/y", "--wrap=echo hi"],
+    ["--ncpus", "2", "--walltime", "1-00:00", "--output=%x.out", "s.sh"],
+    ["-t", "90s", "--wrap", ""],
+    ["-N", "", "s.sh", "--", "--help"],
+]
+NOT_QUICK = [
+    ["--help"],
+    ["-h"],
+    ["-n", "0", "x"],
+    ["-n", "+4", "x"],
+    ["-n4", "x"],
+    ["-t", "abc", "x"],
+    ["-t", "-5", "x"],
+    ["--hold=1", "x"],
+    ["-N"],
+    ["-N", "-x", "s.sh"],
+    ["--", "s.sh"],
+    ["-n", "1", "-n", "2", "x"],
+    ["--mem", "1G", "x"],
+    ["--emit", "slurm", "x"],
+    ["--nmae", "x"],
+]
+
+
+@pytest.mark.parametrize("argv", QUICK)
+def test_quick_command_lines_are_read_as_click_reads_them(argv):
+    """gsub_quick's parameters, and where each came from, are click's for the same command line."""
+    from click.core import ParameterSource
+
+    from gridsched.cli.gsub_cli import cli
+    from gridsched.cli.gsub_quick import given_on
+
+    given = given_on(list(argv))
+    assert given is not None
+    ctx = cli.make_context("gsub", list(argv))
+    assert given.params == ctx.params
+    for name in ctx.params:
+        assert (given.get_parameter_source(name).name == "COMMANDLINE") == (
+            ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+        ), name
+    assert given.command is cli
+
+
+@pytest.mark.parametrize("argv", NOT_QUICK)
+def test_other_command_lines_go_to_click(argv):
+    from gridsched.cli.gsub_quick import given_on
+
+    assert given_on(list(argv)) is None
+
+
+def test_quick_defaults_are_clicks():
+    """gsub_quick.DEFAULTS names every parameter of gsub, with click's default."""
+    from gridsched.cli.gsub_cli import cli
+    from gridsched.cli.gsub_quick import DEFAULTS
+
+    assert cli.make_context("gsub", []).params == DEFAULTS
+
+
+def test_quick_submissions_answer_as_through_click(tmp_path):
+    """Read without click or with it, a submission prints the same, refuses with the same line, and a
+    script's directives are read (with click's definitions, loaded then)."""
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[daemon]\nautostart = false\n")
+    env = {"GRIDSCHED_CONFIG": str(cfg), "GRIDSCHED_SPOOL": str(tmp_path / "spool")}
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n#GS -N fromgs -t 5\ntrue\n")
+    through_click = "import sys; from gridsched.cli.gsub_cli import cli; cli.main(args=sys.argv[1:], prog_name='gsub')"
+
+    def both(*argv: str) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+        quick = python("-X", "importtime", "-m", "gridsched.cli.gsub", *argv, env=env)
+        clicked = python("-c", through_click, *argv, env=env)
+        return quick, clicked
+
+    quick, clicked = both("--json", "-n", "1", "-o", str(tmp_path / "o.txt"), "--hold", str(script), "arg")
+    assert quick.returncode == clicked.returncode == 0, quick.stderr[-2000:] + clicked.stderr
+    jobs = [json.loads(r.stdout) for r in (quick, clicked)]
+    assert jobs[1]["id"] == jobs[0]["id"] + 1
+    for job in jobs:
+        del job["id"], job["submit_time"]
+        job["stderr"] = job["stderr"].rsplit(".e", 1)[0]
+    assert jobs[0] == jobs[1]
+    assert (jobs[0]["name"], jobs[0]["walltime"], jobs[0]["hold"]) == ("fromgs", 300, True)
+    assert "click" in imported(quick.stderr)  # the directives were read with click's definitions
+    quick, clicked = both("-D", str(tmp_path / "nowhere"), "--wrap", "true")
+    assert quick.returncode == clicked.returncode == 1
+    assert (
+        quick.stderr.splitlines()[-1]
+        == clicked.stderr.strip()
+        == f"gsub: error: chdir '{tmp_path / 'nowhere'}': no such directory"
+    )
+    assert "click" not in imported(quick.stderr)
