@@ -9,7 +9,9 @@ run segments, usage).  Scenarios:
 
 - ``finished``: SIZE finished jobs (completed, failed, cancelled), which ended over the last 30 days,
   and a short live queue (4 running, 16 pending);
-- ``pending``: SIZE pending single jobs (and 4 running).
+- ``pending``: SIZE pending single jobs (and 4 running);
+- ``array``: the ``finished`` table and an array of ``--tasks`` pending tasks (10^6 by default) as the daemon
+  keeps one: its first task made (a job row), the others one record of the ``arrays`` table.
 
 Then each command runs as a whole process, the commands alternated, RUNS times each (after one run
 each, not timed): ``python -c "import click"`` (the floor of any click command), ``gstat``,
@@ -50,8 +52,8 @@ FINISHED = ("COMPLETED", "COMPLETED", "COMPLETED", "FAILED", "CANCELLED")
 MONTH = 30 * 86400.0
 
 
-def spec(jid: int, now: float) -> dict[str, Any]:
-    """The public part of a job's spec as the daemon stores it."""
+def spec(jid: int, now: float, **more: Any) -> dict[str, Any]:
+    """The public part of a job's spec as the daemon stores it (``more``: other keys of the spec)."""
     job = JobSpec.from_spec(
         {
             "id": jid,
@@ -74,9 +76,23 @@ def spec(jid: int, now: float) -> dict[str, Any]:
             "submit_time": now,
             "submit_dir": "/home/me/work",
             "umask": 0o022,
+            **more,
         }
     )
     return job.stored()[0]
+
+
+def put_array(db: StateDB, aid: int, tasks: int, now: float) -> None:
+    """An array of ``tasks`` pending tasks, id ``aid``, as the daemon takes one in (gridsched.daemon.arrays): its
+    first task a job row, the others one record of the arrays table."""
+    first = row(aid, "PENDING", now, 60)
+    task = spec(aid, now - 660, array_id=aid, array_index=0, array_range=f"0-{tasks - 1}")
+    first.update(spec=task, name=task["name"], ncpus=task["ncpus"])
+    db.put(first)
+    rest = {"id": aid, "user": "me", "uid": os.getuid(), "name": task["name"], "ncpus": task["ncpus"]}
+    rest.update(walltime=task["walltime"], submit_time=now - 660, total=tasks, pending=f"1-{tasks - 1}")
+    rest.update(held="", cancelled="", reason="waiting for cores (Resources)", spec=task)
+    db.put_array(rest)
 
 
 def row(jid: int, state: str, now: float, age: float = 3600.0) -> dict[str, Any]:
@@ -124,7 +140,7 @@ def row(jid: int, state: str, now: float, age: float = 3600.0) -> dict[str, Any]
     return r
 
 
-def build(root: Path, scenario: str, size: int) -> dict[str, str]:
+def build(root: Path, scenario: str, size: int, tasks: int = 0) -> dict[str, str]:
     """A spool of ``scenario`` with ``size`` jobs under ``root``; the environment that points the commands at it."""
     root.mkdir(parents=True)
     cfg = root / "gridsched.toml"
@@ -133,7 +149,7 @@ def build(root: Path, scenario: str, size: int) -> dict[str, str]:
         (root / d).mkdir()
     now = time.time()
     states = []
-    if scenario == "finished":
+    if scenario in ("finished", "array"):
         states = [FINISHED[i % len(FINISHED)] for i in range(size)] + ["RUNNING"] * 4 + ["PENDING"] * 16
     else:
         states = ["RUNNING"] * 4 + ["PENDING"] * size
@@ -143,6 +159,10 @@ def build(root: Path, scenario: str, size: int) -> dict[str, str]:
         for i, st in enumerate(states[lo : lo + 10000], start=lo + 1):
             # the finished jobs ended over the last 30 days, in id order
             db.put(row(i, st, now, MONTH * (1 - i / len(states)) + 120 if st in FINISHED else 60))
+        db.commit()
+    if scenario == "array":
+        db.begin()
+        put_array(db, len(states) + 1, tasks, now)
         db.commit()
     db.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRIDSCHED_")}
@@ -185,11 +205,13 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     return wall, usage.ru_utime + usage.ru_stime, int(err.rsplit("VmHWM ", 1)[1].split()[0])
 
 
-def bench(env: dict[str, str], trees: dict[str, Path], runs: int) -> dict[str, tuple[float, float, int]]:
+def bench(
+    env: dict[str, str], trees: dict[str, Path], runs: int, commands: list[str]
+) -> dict[str, tuple[float, float, int]]:
     """Per command: the median wall and CPU seconds and the largest peak RSS (KiB) of ``runs`` runs."""
     cmds: dict[str, list[str]] = {"import click": [sys.executable, "-c", HWM + "import click"]}
     for label, tree in trees.items():
-        for name in COMMANDS:
+        for name in commands:
             cmds[f"{name}{label}"] = argv(tree, name)
     walls: dict[str, list[float]] = {k: [] for k in cmds}
     cpus: dict[str, list[float]] = {k: [] for k in cmds}
@@ -211,6 +233,8 @@ def main() -> None:
     ap.add_argument("--scenarios", default="finished,pending")
     ap.add_argument("-n", "--runs", type=int, default=7)
     ap.add_argument("--against", type=Path, help="another source tree whose commands run alternately with these")
+    ap.add_argument("--tasks", type=int, default=1_000_000, help="pending tasks of the array scenario's array")
+    ap.add_argument("--commands", default=",".join(COMMANDS), help="the commands to time (default: all)")
     a = ap.parse_args()
     trees = {"": HERE}
     if a.against is not None:
@@ -221,11 +245,14 @@ def main() -> None:
             top = Path(tempfile.mkdtemp(prefix="gs-bench-readers-"))
             try:
                 t0 = time.perf_counter()
-                env = build(top / "spool", scenario, size)
+                env = build(top / "spool", scenario, size, a.tasks)
                 made = time.perf_counter() - t0
                 mib = (top / "spool" / "state.db").stat().st_size / (1 << 20)
-                res = bench(env, trees, a.runs)
-                print(f"\n{scenario} {size}: db {mib:.0f} MiB (built in {made:.1f} s), load {os.getloadavg()[0]:.2f}")
+                res = bench(env, trees, a.runs, a.commands.split(","))
+                what = f"{scenario} {size}" + (
+                    f" and an array of {a.tasks} pending tasks" if scenario == "array" else ""
+                )
+                print(f"\n{what}: db {mib:.0f} MiB (built in {made:.1f} s), load {os.getloadavg()[0]:.2f}")
                 base, base_cpu, _ = res["import click"]
                 print(f"  {'':<24} {'wall':>8}  {'x click':>7}  {'cpu':>8}  {'x click':>7}  {'peak RSS':>9}")
                 for k, (wall, cpu, rss) in res.items():
