@@ -227,6 +227,24 @@ def bench(
     return {k: (statistics.median(walls[k]), statistics.median(cpus[k]), rss[k]) for k in cmds}
 
 
+def instructions(env: dict[str, str], trees: dict[str, Path], commands: list[str]) -> dict[str, int]:
+    """The instructions one run of each command executes in user space, as valgrind's callgrind counts them
+    (a measure that other load on the machine does not change)."""
+    cmds: dict[str, list[str]] = {"import click": [sys.executable, "-c", HWM + "import click"]}
+    for label, tree in trees.items():
+        for name in commands:
+            cmds[f"{name}{label}"] = argv(tree, name)
+    out = {}
+    for k, c in cmds.items():
+        vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *c]
+        r = subprocess.run(vg, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        refs = [line.split("refs:")[1] for line in r.stderr.splitlines() if "I   refs:" in line]
+        if r.returncode != 0 or not refs:
+            raise SystemExit(f"valgrind {k} failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
+        out[k] = int(refs[0].replace(",", ""))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10000,100000")
@@ -235,6 +253,9 @@ def main() -> None:
     ap.add_argument("--against", type=Path, help="another source tree whose commands run alternately with these")
     ap.add_argument("--tasks", type=int, default=1_000_000, help="pending tasks of the array scenario's array")
     ap.add_argument("--commands", default=",".join(COMMANDS), help="the commands to time (default: all)")
+    ap.add_argument(
+        "--instructions", action="store_true", help="also count the instructions of one run of each (valgrind)"
+    )
     a = ap.parse_args()
     trees = {"": HERE}
     if a.against is not None:
@@ -260,6 +281,11 @@ def main() -> None:
                         f"  {k:<24} {wall * 1000:5.0f} ms  {wall / base:6.2f}x  {cpu * 1000:5.0f} ms  "
                         f"{cpu / base_cpu:6.2f}x  {rss / 1024:5.1f} MiB"
                     )
+                if a.instructions:
+                    counts = instructions(env, trees, a.commands.split(","))
+                    print("  instructions (valgrind, one run each):")
+                    for k, n in counts.items():
+                        print(f"  {k:<24} {n / 1e6:8.1f} M  {n / counts['import click']:6.2f}x")
             finally:
                 shutil.rmtree(top, ignore_errors=True)
 

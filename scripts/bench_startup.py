@@ -20,7 +20,11 @@ under valgrind (callgrind): a measure that other load on the machine does not ch
 two versions on a busy machine.  Each runs once before timing.  ``PYTHONDONTWRITEBYTECODE`` is taken
 out of the children's environment, so they read and write ``.pyc`` files as an installed command does.
 
+``--imports "MOD[,MOD...]" ...`` (with ``--instructions``) also counts ``python -c "import MOD, ..."`` for each
+group given: what loading those modules costs this interpreter, to tell where a command's instructions go.
+
     python scripts/bench_startup.py [-n 9] [--queue 10] [--against OTHER_VENV/bin] [--instructions]
+        [--imports "dataclasses" "pathlib,json" ...]
 
 Run it with the python of the installation to measure: that of a plain ``pip install .`` measures the
 commands as users get them; an editable install adds its import finder to every process,
@@ -124,7 +128,12 @@ def main() -> int:
     ap.add_argument("--queue", type=int, default=10, help="held jobs in gstat's queue (default 10)")
     ap.add_argument("--against", type=Path, metavar="DIR", help="also time the commands in DIR (another venv's bin)")
     ap.add_argument("--instructions", action="store_true", help="also count instructions under valgrind")
+    ap.add_argument(
+        "--imports", nargs="*", default=[], metavar="MODS", help="with --instructions: count 'import MODS' too"
+    )
     args = ap.parse_args()
+    if args.imports and not args.instructions:
+        sys.exit("--imports goes with --instructions")
     if args.instructions and shutil.which("valgrind") is None:
         sys.exit("--instructions needs valgrind")
     if args.against is not None and not (args.against / "gsub").is_file():
@@ -187,6 +196,12 @@ def main() -> int:
             print("instructions (valgrind, one run each):")
             for name, n in counts.items():
                 print(f"  {name:<30} {n / 1e6:8.1f} M  x{n / counts['python -c pass']:4.1f}")
+            for mods in args.imports:
+                code = "import " + ", ".join(m.strip() for m in mods.split(","))
+                n = instructions([str(BIN / "python"), "-c", code], base_env, tmp)
+                print(
+                    f"  {code:<30} {n / 1e6:8.1f} M  {(n - counts['python -c pass']) / 1e6:+8.1f} M over python -c pass"
+                )
         verdict = "within" if worst <= TARGET_RATIO else "over"
         print(
             f"slowest command x{worst:.1f} of python -c pass (wall clock): {verdict} the target of x{TARGET_RATIO:.0f}"
