@@ -266,7 +266,7 @@ def main() -> None:
     if not defaults_current():
         defaults = ROOT / "gridsched" / "protocol" / "config_defaults.py"
         defaults.write_text(compiled_defaults())
-        print(f"{defaults} (now run ruff format on it)")
+        print(defaults)
 
 
 def page_path(fname: str, root: Path = MAN) -> Path:

@@ -214,19 +214,15 @@ def stamp(data: bytes) -> tuple[int, int]:
 
 
 def defaults_current() -> bool:
-    """Whether :mod:`.config_defaults` holds what the packaged file says."""
-    import tomllib
-
-    from gridsched.protocol import config_defaults
-
-    data = PACKAGED.read_bytes()
-    return config_defaults.STAMP == stamp(data) and config_defaults.DEFAULTS == tomllib.loads(data.decode())
+    """Whether :mod:`.config_defaults` is what :func:`compiled_defaults` makes of the packaged file now."""
+    current = Path(__file__).with_name("config_defaults.py")
+    return current.is_file() and current.read_text() == compiled_defaults()
 
 
 def compiled_defaults() -> str:
     """The source of :mod:`gridsched.protocol.config_defaults`: the packaged file's tables as Python values
-    (``python scripts/gen_man.py`` writes it when it is stale: :func:`defaults_current`)."""
-    import pprint
+    (``python scripts/gen_man.py`` writes it when it is stale: :func:`defaults_current`), laid out as
+    ``ruff format`` lays them out."""
     import tomllib
 
     data = PACKAGED.read_bytes()
@@ -236,8 +232,32 @@ def compiled_defaults() -> str:
         '"""\n\n'
         "from typing import Any\n\n"
         f"STAMP = {stamp(data)!r}\n"
-        f"DEFAULTS: dict[str, Any] = {pprint.pformat(tomllib.loads(data.decode()), width=110, sort_dicts=False)}\n"
+        f"DEFAULTS: dict[str, Any] = {_literal(tomllib.loads(data.decode()), 0)}\n"
     )
+
+
+def _literal(value: Any, depth: int) -> str:
+    """``value`` (what TOML gives: tables, arrays, strings, numbers, booleans) as a Python literal, one item
+    a line with a trailing comma."""
+    import json
+
+    pad, inner = "    " * depth, "    " * (depth + 1)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = "".join(
+            f"{inner}{json.dumps(k, ensure_ascii=False)}: {_literal(v, depth + 1)},\n" for k, v in value.items()
+        )
+        return "{\n" + items + pad + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + "".join(f"{inner}{_literal(v, depth + 1)},\n" for v in value) + pad + "]"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (bool, int, float)):
+        return repr(value)
+    raise TypeError(f"{type(value).__name__} in the packaged configuration")
 
 
 def find(explicit: str | None = None, spool: str | Path | None = None) -> Path:

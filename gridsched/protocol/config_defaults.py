@@ -34,9 +34,19 @@ DEFAULTS: dict[str, Any] = {
         "max_processes": 2048,
         "default_mem_per_cpu": "0",
     },
-    "machine": {"cores": 0, "cpus": "", "topology": "", "memory_reserved": "0"},
-    "resources": {"floating": {}},
-    "devices": {"enforce": "auto", "visible": "index"},
+    "machine": {
+        "cores": 0,
+        "cpus": "",
+        "topology": "",
+        "memory_reserved": "0",
+    },
+    "resources": {
+        "floating": {},
+    },
+    "devices": {
+        "enforce": "auto",
+        "visible": "index",
+    },
     "reservations": {
         "users": [],
         "max_per_user": 0,
@@ -45,7 +55,11 @@ DEFAULTS: dict[str, Any] = {
         "max_duration": "7d",
         "preempt_for_fixed": False,
     },
-    "limits": {"max_submit_jobs_per_user": 0, "max_array_tasks": 0, "max_cpus_per_user": 0},
+    "limits": {
+        "max_submit_jobs_per_user": 0,
+        "max_array_tasks": 0,
+        "max_cpus_per_user": 0,
+    },
     "priority": {
         "weight_age": 0,
         "weight_job_size": 0,
@@ -54,7 +68,18 @@ DEFAULTS: dict[str, Any] = {
         "half_life": "7d",
         "favor_small": False,
     },
-    "daemon": {"spool": "", "autostart": True, "system": False, "log_level": "info"},
-    "mail": {"sendmail": "", "from": "", "timeout": "30s"},
-    "compat": {"env": True},
+    "daemon": {
+        "spool": "",
+        "autostart": True,
+        "system": False,
+        "log_level": "info",
+    },
+    "mail": {
+        "sendmail": "",
+        "from": "",
+        "timeout": "30s",
+    },
+    "compat": {
+        "env": True,
+    },
 }
