@@ -70,18 +70,18 @@ def test_the_tuner_runs_when_due_in_the_background(stub_daemon):
     now = time.time()
     d = stub_daemon(AUTO_CONFIG.replace('tune_every = "1h"', 'tune_every = "1m"'))
     assert now + 60 <= d.tuner.due(d.file_cfg) <= time.time() + 60  # a minute after the daemon's start
-    d.tuner.tick(d, now + 30)  # not yet due
+    d.tune(now + 30)  # not yet due
     assert d.tuner.proc is None
-    d.tuner.tick(d, now + 61)
+    d.tune(now + 61)
     assert d.tuner.proc is not None
     proc = d.tuner.proc
     # while it runs, the loop looks at it about once a second, not at every turn (no busy loop)
     assert d.tuner.due(d.file_cfg) == pytest.approx(now + 62)
     if proc.poll() is None:
-        d.tuner.tick(d, now + 61.5)
+        d.tune(now + 61.5)
         assert d.tuner.due(d.file_cfg) == pytest.approx(now + 62.5)
     wait_for(lambda: proc.poll() is not None, 120, "the tuner to end")
-    d.tuner.tick(d, now + 62)
+    d.tune(now + 62)
     assert d.tuner.proc is None
     rec = json.loads(d.db.meta()["tuning"])
     assert rec["last"]["jobs"] == 0 and "fewer than 100" in rec["last"]["why"]
