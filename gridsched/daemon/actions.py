@@ -50,10 +50,7 @@ class DaemonActions:
         return arrays.hold(contexts.for_arrays(self._d), rest, which, reason)
 
     def release_rest(self, rest: arrays.Rest, which: Indices | None) -> bool:
-        if arrays.release(contexts.for_arrays(self._d), rest, which):
-            self._d.dirty = True
-            return True
-        return False
+        return arrays.release(contexts.for_arrays(self._d), rest, which)
 
     def cancel_rest(self, rest: arrays.Rest, which: Indices | None) -> int:
         return arrays.cancel(contexts.for_arrays(self._d), rest, which)
@@ -93,9 +90,8 @@ class DaemonActions:
     def create_resv(self, spec: rq.ResvSpec, digest: str, admin: bool) -> bool:
         return reservations.create(contexts.for_resv(self._d), spec, digest, admin)
 
-    def delete_resv(self, rid: int, uid: int, release: bool) -> None:
-        if reservations.delete(contexts.for_resv(self._d), rid, uid, release):
-            self._d.dirty = True
+    def delete_resv(self, rid: int, uid: int, release: bool) -> bool:
+        return reservations.delete(contexts.for_resv(self._d), rid, uid, release)
 
     def resv_refusal(self, job: rq.JobSpec) -> str | None:
         return reservations.check_submit(contexts.for_resv(self._d), job)

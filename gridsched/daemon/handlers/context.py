@@ -109,8 +109,9 @@ class Actions(Protocol):
     def create_resv(self, spec: rq.ResvSpec, digest: str, admin: bool) -> bool:
         """Take in a checked reservation; True if it waits (False: recorded as refused)."""
 
-    def delete_resv(self, rid: int, uid: int, release: bool) -> None:
-        """Delete reservation ``rid`` for ``uid`` (its owner or root)."""
+    def delete_resv(self, rid: int, uid: int, release: bool) -> bool:
+        """Delete reservation ``rid`` for ``uid`` (its owner or root); whether what a scheduling pass sees
+        changed."""
 
     def resv_refusal(self, job: rq.JobSpec) -> str | None:
         """Why a job's floating resources or reservation are refused, or None."""
