@@ -10,7 +10,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -33,6 +33,9 @@ from gridsched.core.units import format_duration
 from gridsched.protocol.jobs import TERMINAL
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.text import dumps, shown
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow as Row
 
 PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
@@ -106,7 +109,7 @@ class TimeType(click.ParamType):
         )
 
 
-def run_seconds(job: dict[str, Any]) -> float:
+def run_seconds(job: Row) -> float:
     """Seconds the job ran: the sum of its run segments (``elapsed`` when it has none)."""
     segs = [s for s in job.get("segments") or [] if isinstance(s, dict) and s.get("start") is not None]
     if not segs:
@@ -119,13 +122,14 @@ def run_seconds(job: dict[str, Any]) -> float:
     return total
 
 
-def wait_seconds(job: dict[str, Any]) -> float | None:
-    if job.get("start_time") is None:
+def wait_seconds(job: Row) -> float | None:
+    start = job.get("start_time")
+    if start is None:
         return None
-    return max(0.0, float(job["start_time"]) - float(job["submit_time"]))
+    return max(0.0, float(start) - float(job["submit_time"]))
 
 
-def record(job: dict[str, Any]) -> dict[str, Any]:
+def record(job: Row) -> dict[str, Any]:
     """The --json record of a finished job (the keys of :data:`JSON_KEYS`)."""
     out = {k: job.get(k) for k in JSON_KEYS}
     w = wait_seconds(job)
@@ -146,8 +150,8 @@ def record(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def select(
-    jobs: Iterable[dict[str, Any]], user: str | None, states: set[str] | None, start: float | None, end: float | None
-) -> Iterator[dict[str, Any]]:
+    jobs: Iterable[Row], user: str | None, states: set[str] | None, start: float | None, end: float | None
+) -> Iterator[Row]:
     """Finished jobs of ``user`` in ``states`` that ended at or after ``start`` and began by ``end``."""
     for j in jobs:
         if j["state"] not in TERMINAL_STATES:
@@ -164,7 +168,7 @@ def select(
         yield j
 
 
-def swf_trace(jobs: list[dict[str, Any]], max_procs: int | None, host: str = "") -> str:
+def swf_trace(jobs: list[Row], max_procs: int | None, host: str = "") -> str:
     """The jobs as a Standard Workload Format 2.2 trace (sorted by submit time)."""
     jobs = sorted(jobs, key=lambda j: (j["submit_time"], j["id"]))
     t0 = int(jobs[0]["submit_time"]) if jobs else int(time.time())
@@ -216,7 +220,7 @@ def when(t: float | None) -> str:
     return "" if t is None else time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
 
 
-def print_table(jobs: Iterable[dict[str, Any]], header: bool = True) -> None:
+def print_table(jobs: Iterable[Row], header: bool = True) -> None:
     """The jobs as aligned columns; what a user wrote (name, user) is escaped (``text.shown``).  Only the
     cells are kept as the jobs are read (the widths are known at the end)."""
     rows = [COLUMNS]
@@ -285,7 +289,7 @@ def read(
     user: str | None = None,
     states: set[str] | None = None,
     window: tuple[float | None, float | None] = (None, None),
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Row]:
     """The finished jobs in the state db, each decoded as it is read: only those of ``user``, in ``states``
     and in the time ``window`` of :func:`select` are read (the window through the index on end times)."""
     if not spool.db.exists():
@@ -301,7 +305,8 @@ def read(
             st = sorted(states) if states is not None else TERMINAL_STATES
             # a window that starts at or before the epoch takes the rows that have no end time too (as select)
             ended = (start if start is not None and start > 0 else None, end)
-            yield from db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS)
+            # the state db's rows are the jobs table's columns, decoded (protocol/state.py: _decode_keys)
+            yield from cast("Iterator[Row]", db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS))
         finally:
             db.close()
     except sqlite3.Error as e:
@@ -318,7 +323,7 @@ def machine_cores(spool: Spool) -> int | None:
         return None
 
 
-def print_json(jobs: Iterable[dict[str, Any]]) -> None:
+def print_json(jobs: Iterable[Row]) -> None:
     """gacct --json, each record written as its row is read; the same document as one ``dumps`` of it."""
     import sys
 
@@ -432,7 +437,7 @@ def cli(
     sel = parse_ids(job_ids)
     st = parse_states(states)
     s = setup(PROG, spool_dir, config_file)
-    jobs: Iterable[dict[str, Any]] = read(s.spool, user=user, states=st, window=(starttime, endtime))
+    jobs: Iterable[Row] = read(s.spool, user=user, states=st, window=(starttime, endtime))
     if sel is not None:
         jobs = (j for j in jobs if sel.named(j) is not None)
     jobs = select(jobs, user, st, starttime, endtime)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from gridsched.protocol.jobs import TERMINAL, JobState
 
@@ -27,6 +27,43 @@ CHUNK = 500  # ids in one SQL statement at most (within SQLite's limit on the nu
 
 class QueueError(Exception):
     """The state db cannot be read, or a request cannot be written into the spool; the message says why."""
+
+
+class JobRow(TypedDict):
+    """A job's row as the commands read it from the state db (:data:`gridsched.protocol.state.ALL_COLUMNS`,
+    decoded): ``segments``, ``run`` and ``spec`` parsed from their JSON, ``backfilled`` a bool.  A reader that
+    asks for only some keys of the spec gets only those; ``run`` is then ``{}``.  The columns added after the
+    table's first form (``devices``, ``max_rss``, ``cpu_user``, ``cpu_sys``) have their defaults in a row
+    written before them, and are absent from a brief row."""
+
+    id: int
+    state: str
+    user: str
+    uid: int | None
+    name: str
+    ncpus: int
+    walltime: int
+    submit_time: float
+    start_time: float | None
+    end_time: float | None
+    cores: str
+    exit_code: int | None
+    exit_signal: int | None
+    reason: str
+    backfilled: bool
+    restarts: int
+    preemptions: int
+    checkpoints: int
+    elapsed: float
+    lost: float
+    predicted_start: float | None
+    segments: list[dict[str, Any]]
+    run: dict[str, Any]
+    spec: dict[str, Any]
+    devices: NotRequired[str]  # the devices it holds or last held: gpu:0,1;fpga:2
+    max_rss: NotRequired[int | None]  # bytes, over all its segments (None: not measured)
+    cpu_user: NotRequired[float | None]  # seconds
+    cpu_sys: NotRequired[float | None]  # seconds
 
 
 def from_submit(spec: dict[str, Any]) -> dict[str, Any]:
