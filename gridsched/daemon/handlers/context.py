@@ -52,8 +52,9 @@ class RefusedInPart(rq.Refused):
 
 
 class Actions(Protocol):
-    """The daemon's work a handler may ask for; each action keeps the daemon's books (and asks for a scheduling
-    pass itself where it changes the queue)."""
+    """The daemon's work a handler may ask for; each action keeps the daemon's books.  A cancel, a job taken in
+    or an ended job asks for a scheduling pass itself; an action that returns whether it changed what a
+    scheduling pass sees (``release_rest``, ``delete_resv``) leaves that to the handler's :class:`Changed`."""
 
     def cancel(self, rec: Rec, why: str) -> None:
         """Cancel a job now: a waiting one ends with ``why``, a running one is signalled."""
