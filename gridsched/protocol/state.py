@@ -14,7 +14,10 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import IdRecord
 
 SCHEMA_VERSION = 1
 
@@ -477,7 +480,7 @@ class StateDB:
             for t in ("jobs", "reservations", "ids")
         )
 
-    def id_record(self, nid: int) -> dict[str, Any] | None:
+    def id_record(self, nid: int) -> IdRecord | None:
         """How the request that brought id ``nid`` was taken: ``{"uid", "digest", "time", "refused"}``
         (``refused``: the reason it was refused, or None)."""
         try:

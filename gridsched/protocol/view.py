@@ -66,6 +66,16 @@ class JobRow(TypedDict):
     cpu_sys: NotRequired[float | None]  # seconds
 
 
+class IdRecord(TypedDict):
+    """How the request that brought an id was taken (the state db's ``ids`` table): who sent it, its digest,
+    when, and the reason it was refused (None: taken in)."""
+
+    uid: int | None
+    digest: str
+    time: float
+    refused: str | None
+
+
 def from_submit(spec: dict[str, Any]) -> dict[str, Any]:
     """A job row for a submit request the daemon has not taken in yet."""
     return {
