@@ -55,8 +55,8 @@ class DaemonActions:
             return True
         return False
 
-    def cancel_rest(self, rest: arrays.Rest, which: Indices | None) -> int:
-        return arrays.cancel(self._d.arrays_ctx(), rest, which)
+    def cancel_rest(self, rest: arrays.Rest, which: Indices | None, now: float) -> int:
+        return arrays.cancel(self._d.arrays_ctx(), rest, which, now)
 
     def make_tasks(self, rest: arrays.Rest, which: Indices) -> list[Rec]:
         return arrays.make_now(self._d.arrays_ctx(), rest, which)

@@ -39,7 +39,18 @@ from gridsched.core.types import (
     StartTasks,
     Waiting,
 )
-from gridsched.daemon import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split, transitions
+from gridsched.daemon import (
+    arrays,
+    devcgroup,
+    jobfiles,
+    jobtmp,
+    launch,
+    outcome,
+    procs,
+    reservations,
+    split,
+    transitions,
+)
 from gridsched.daemon import reasons as wording
 from gridsched.daemon.table import Rec, queue_key
 from gridsched.job import env as jobenv
@@ -100,7 +111,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             devices=d.machine.devices,
             kept=kept,
             drained=d.drained,
-            states=dep_states(d.table.jobs, d.db, [r for r in queued if r.deps]),
+            states=dep_states(d.table.jobs, d.db, [r for r in queued if r.deps], d.rests, d.arrays_ended),
             usage=d.table.usage.now(now, d.table.half_life) if d.cfg.params.priority.weight_fairshare else {},
             ranked=any(r.nice or r.admin_prio is not None for r in queued) or d.book.ranked(),
         )
@@ -149,9 +160,18 @@ def offered(rec: Rec) -> bool:
     return (rec.split is None or bool(rec.split.left)) and not rec.withdrawn
 
 
-def dep_states(jobs: Mapping[int, Rec], db: StateDB, pending: list[Rec]) -> dict[int, str]:
-    """The state of every job the dependencies of ``pending`` name (live in ``jobs``, else from ``db``)."""
+def dep_states(
+    jobs: Mapping[int, Rec],
+    db: StateDB,
+    pending: list[Rec],
+    rests: Mapping[int, arrays.Rest] | None = None,
+    ended: dict[int, str] | None = None,
+) -> dict[int, str]:
+    """The state of every job the dependencies of ``pending`` name (live in ``jobs``, else from ``db``); an
+    array's id names the whole array (:func:`gridsched.daemon.arrays.whole_states`: ``rests``, the records of
+    its tasks not made yet; ``ended``, the states of arrays read once all their tasks ended)."""
     out: dict[int, str] = {}
+    named_arrays: set[int] = set()
     for rec in pending:
         for jid in depend.job_ids(rec.deps):
             if jid in out:
@@ -159,10 +179,20 @@ def dep_states(jobs: Mapping[int, Rec], db: StateDB, pending: list[Rec]) -> dict
             live = jobs.get(jid)
             if live is not None:
                 out[jid] = live.state.value
-            else:
-                row = db.conn.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
-                if row is not None:
-                    out[jid] = row[0]
+                if live.array_id == jid:
+                    named_arrays.add(jid)
+                continue
+            row = db.conn.execute(
+                "SELECT state, CASE WHEN instr(spec, '\"array_id\"') AND json_valid(spec) "
+                "THEN json_extract(spec, '$.array_id') END FROM jobs WHERE id = ?",
+                (jid,),
+            ).fetchone()
+            if row is not None:
+                out[jid] = row[0]
+                if row[1] == jid:
+                    named_arrays.add(jid)
+    if named_arrays:
+        out.update(arrays.whole_states(named_arrays, jobs, rests or {}, db, {} if ended is None else ended))
     return out
 
 
