@@ -96,6 +96,7 @@ def recover(d: Daemon) -> None:
                 rec.cores = ()
                 rec.set_devices((), ())
                 rec.stop = None
+                rec.shepherd = rec.ticks = None  # it died with the daemon: a cancel ends the job at once
                 d.table.enqueue(rec)
                 d.table.save(rec)
                 requeued += 1

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from gridsched.daemon import arrays
+from gridsched.daemon import arrays, slices
 from gridsched.daemon.loop import Daemon
 from gridsched.daemon.spawn import Stub
 from gridsched.protocol import requests as rq
@@ -69,21 +69,26 @@ def end_running(d: Daemon, now: float) -> int:
 
 
 def accounted(d: Daemon, aid: int, total: int) -> dict[str, int]:
-    """Every index of the array exactly once: as a job row or in the record; the count of each state."""
+    """Every index of the array exactly once: as a job row or in the record; the count of each state (the
+    record's parts counted as the runs they are, not index by index)."""
     seen: dict[int, str] = {}
     for r in rows(d, aid):
         i = r["spec"]["array_index"]
         assert i not in seen, f"task {aid}_{i} made twice"
         seen[i] = r["state"]
-    for row in d.db.array_rests([aid]):
-        for col in ("pending", "held", "cancelled"):
-            for i in Indices.from_text(row[col]):
-                assert i not in seen, f"task {aid}_{i} both made and in the record ({col})"
-                seen[i] = f"rest-{col}"
-    assert sorted(seen) == list(range(total)), "each index once"
     out: dict[str, int] = {}
     for s in seen.values():
         out[s] = out.get(s, 0) + 1
+    every = Indices.of(seen)
+    for row in d.db.array_rests([aid]):
+        for col in ("pending", "held", "cancelled"):
+            part = Indices.from_text(row[col])
+            if not part:
+                continue
+            assert not part.only(every), f"tasks of {aid} both made or elsewhere in the record and in {col}"
+            every = every.union(part)
+            out[f"rest-{col}"] = len(part)
+    assert every == Indices((range(total),)), "each index once"
     return out
 
 
@@ -536,3 +541,40 @@ def test_gacct_shows_the_tasks_cancelled_before_they_started_as_one_record(stub_
     assert [ln.split()[0] for ln in gacct_("-s", "CA", "-n").splitlines()] == [whole]
     trace = [ln for ln in gacct_("--swf").splitlines() if not ln.startswith(";")]
     assert len(trace) == CORES, "a trace has the jobs that ran"
+
+
+@pytest.mark.parametrize("kill_at", ["before the commit", "after the commit, the request not yet let go"])
+@pytest.mark.parametrize("what", ["submit", "release", "cancel"])
+def test_a_kill_in_the_middle_of_taking_in_releasing_or_cancelling_a_million_tasks(stub_daemon, what, kill_at):
+    """The daemon killed while it serves a request on a whole array of a million tasks (the request read, the
+    record changed, its tasks made, before or after its transaction commits, before the request file is let
+    go): after a restart, each task exists exactly once, in the state the request gives it."""
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    if what == "submit":
+        aid = submit(d, t, array=f"0-{BIG - 1}", hold=True)
+    else:
+        aid = submit(d, t, array=f"0-{BIG - 1}", hold=what == "release")
+        d.turn(t, scan=True)
+        d.settle(time.time(), force=True)
+        request(d, what, jobs=[], arrays=[aid])
+    d.ingest(settle=False)
+    slices.advance(d)
+    if kill_at != "before the commit":
+        d.table.commit()
+    d = restart(d, crash=True)
+    try:
+        for k in range(3):
+            d.turn(t + 1 + k, scan=True)
+        d.settle(time.time(), force=True)
+        assert not list(d.spool.incoming.glob("*.json")), "every request served"
+        counts = accounted(d, aid, BIG)
+        if what == "submit":
+            assert counts["HELD"] + counts["rest-held"] == BIG, counts
+        elif what == "release":
+            assert counts["RUNNING"] == CORES and counts.get("rest-held", 0) == 0 and counts.get("HELD", 0) == 0
+        else:
+            assert counts["rest-cancelled"] + counts.get("CANCELLED", 0) + counts.get("RUNNING", 0) == BIG, counts
+            assert counts.get("rest-pending", 0) == counts.get("PENDING", 0) == 0, counts
+    finally:
+        d.close()
