@@ -106,6 +106,7 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             if d.cfg.params.predictor is Predictor.USER_RATIO
             else {},
             floating=mempool.floating(d.cfg.floating, memory),
+            kept_floating=_kept_memory(queued),
             reservations=resvs,
             machine=d.machine,
             devices=d.machine.devices,
@@ -116,6 +117,11 @@ def snapshot(d: Daemon, now: float) -> Snapshot:
             ranked=any(r.nice or r.admin_prio is not None for r in queued) or d.book.ranked(),
         )
     )
+
+
+def _kept_memory(queued: list[Rec]) -> dict[int, tuple[tuple[str, int], ...]]:
+    """The memory suspended jobs keep, MiB by job (Snapshot.kept_floating)."""
+    return {r.id: ((mempool.MEMORY, k),) for r in queued if (k := r.kept_memory())}
 
 
 def memory_pool(machine: MachineMap, cfg: Config) -> mempool.MemoryPool | None:

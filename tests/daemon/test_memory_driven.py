@@ -181,3 +181,39 @@ def test_daemon_and_gsim_agree_on_memory(stub_daemon, tmp_path):
     order = sorted(jobs, key=lambda n: (jobs[n]["start_time"], jobs[n]["id"]))
     assert order == sim_order == ["A", "E", "C"]
     assert {n: j["checkpoints"] for n, j in jobs.items()} == sim_ckpts == {"A": 0, "C": 0, "E": 1}
+
+
+def test_a_suspended_job_keeps_its_memory(stub_daemon, tmp_path):
+    """checkpoint-backfill, E in suspend mode: it is suspended for the head C, which needs its cores, and
+    keeps its 10 GiB while it is stopped (its processes stay in memory, as Slurm keeps a suspended job's):
+    F, asking for 8 GiB of the 16, waits until E has ended, though it has a core; E is continued when C ends."""
+    dr = Driven(stub_daemon(config(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=4, walltime=12)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=7, walltime=60)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="suspend", mem=10 * GIB)
+    assert dr.running(a) and dr.state(c) == "PENDING" and dr.running(e)
+    dr.run_until(lambda: dr.state(c) == "RUNNING", 40)
+    assert dr.state(e) == "SUSPENDED"
+    f = dr.submit(2, name="F", ncpus=1, walltime=60, mem=8 * GIB)
+    assert dr.state(f) == "PENDING", "a core is free, but 6 GiB of memory"
+    dr.run_to(dr.now - dr.t0 + 1)
+    assert dr.state(f) == "PENDING" and dr.state(e) == "SUSPENDED"
+    dr.run_until(lambda: dr.state(e) == "RUNNING", 40)  # continued once C has ended: it needs no memory anew
+    assert dr.state(c) == "COMPLETED" and dr.state(f) == "PENDING"
+    dr.run_until(lambda: dr.state(f) != "PENDING", 60)
+    assert dr.job(f)["start_time"] >= dr.job(e)["end_time"] - 0.01
+
+
+def test_a_job_that_would_keep_its_memory_is_not_backfilled_into_the_heads_memory(stub_daemon, tmp_path):
+    """Suspending E would free none of the memory the head C waits for: E is not backfilled on the promise
+    of its preemption (with checkpoint signal it is: test_preemption_frees_memory_for_the_head)."""
+    dr = Driven(stub_daemon(config(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=2, walltime=12, mem=4 * GIB)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=2, walltime=60, mem=14 * GIB)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="suspend", mem=4 * GIB)
+    assert dr.running(a) and dr.state(c) == "PENDING" and dr.state(e) == "PENDING"
+    dr.run_until(lambda: dr.state(c) == "RUNNING", 40)
+    assert dr.job(c)["start_time"] <= dr.job(a)["end_time"] + 1
+    assert dr.state(e) == "PENDING"

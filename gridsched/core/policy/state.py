@@ -139,6 +139,11 @@ class PassState:
                 d = self.index.get(name, 0)
                 if d:
                     held[d] += k
+        for kept in snap.kept_floating.values():  # kept by suspended jobs (their memory), as above
+            for name, k in kept:
+                d = self.index.get(name, 0)
+                if d:
+                    held[d] += k
         for d in range(1, dims):
             free[d] = self.total[d] - held[d]
         if snap.free is not None:
