@@ -237,15 +237,7 @@ def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting]
                 if until is None:
                     until = cores.until(n)
                 fits = now + est <= until if est > 0 else until > now
-        # a job that keeps its devices (its memory) when preempted is not shortened for a head asking for
-        # devices (memory): preempting it would not give the head what it waits for
-        shorten = (
-            predict is not None
-            and w.preemptable
-            and not w.flex
-            and not (w.keeps_devices and head.devices)
-            and not (w.keeps_memory and any(name == MEMORY for name, _ in head.resources))
-        )
+        shorten = predict is not None and w.preemptable and not w.flex and not _keeps_what_head_needs(w, head)
         planned: float | None = None
         if fits and (not shorten or now + est <= shadow):
             pass
@@ -396,3 +388,11 @@ def _meetable(ps: Pass, v: Vec, duration: float, t: float) -> bool:
         if v[d] and ps.profs[d].min_free(t, t + duration) + extra[d] < v[d]:
             return False
     return True
+
+
+def _keeps_what_head_needs(w: Waiting, head: Waiting) -> bool:
+    """Whether ``w``, preempted, keeps what ``head`` waits for (its devices, its memory: suspended): it is not
+    shortened for such a head, as preempting it would not give the head what it needs."""
+    return (w.keeps_devices and bool(head.devices)) or (
+        w.keeps_memory and any(name == MEMORY for name, _ in head.resources)
+    )
