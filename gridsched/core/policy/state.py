@@ -430,6 +430,8 @@ class PassState:
     ) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
         """:meth:`choose_devices` among the cores whose boards have ``w``'s memory free (where counted)."""
         free = self.free_set
+        if free is None:
+            return self.choose_devices(w)
         cores = self.memory_cores(w)
         if cores is None:
             return None
