@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -27,8 +27,9 @@ from gridsched.cli.gacct_format import (
     total_cpu,
 )
 from gridsched.cli.gacct_format import parse as parse_format
-from gridsched.cli.select import SHORT_STATES, Selection, label, parse_ref
+from gridsched.cli.select import SHORT_STATES, Selection, parse_ref
 from gridsched.cli.select import _split_ids as split_ids
+from gridsched.cli.select import label as task_label
 from gridsched.core.units import format_duration
 from gridsched.protocol.jobs import TERMINAL
 from gridsched.protocol.spool import Spool
@@ -36,6 +37,7 @@ from gridsched.protocol.text import dumps, shown
 
 if TYPE_CHECKING:
     from gridsched.protocol.view import JobRow as Row
+    from gridsched.protocol.view import UnmadeRow
 
 PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
@@ -129,6 +131,14 @@ def wait_seconds(job: Row) -> float | None:
     return max(0.0, float(start) - float(job["submit_time"]))
 
 
+def label(job: Mapping[str, Any]) -> str:
+    """The id as sacct shows it: ``17_3`` for task 3 of array 17, ``17_[5-99]`` for the tasks of array 17
+    cancelled before they started (one record for them all, as sacct shows an array's pending part)."""
+    if job.get("unmade"):
+        return f"{job['id']}_[{job['unmade']}]"
+    return task_label(job)
+
+
 def record(job: Row) -> dict[str, Any]:
     """The --json record of a finished job (the keys of :data:`JSON_KEYS`)."""
     out = {k: job.get(k) for k in JSON_KEYS}
@@ -146,6 +156,9 @@ def record(job: Row) -> dict[str, Any]:
     out["gpus"] = held_devices(job).get("gpu", 0)
     out["gpu_time"] = round(device_seconds(job), 3)
     out["alloc_tres"] = alloc_tres(job)
+    more: Mapping[str, Any] = job
+    if more.get("unmade"):  # tasks cancelled before they started: their indices and count
+        out["array_tasks"], out["tasks"] = more["unmade"], more["count"]
     return out
 
 
@@ -170,7 +183,8 @@ def select(
 
 def swf_trace(jobs: list[Row], max_procs: int | None, host: str = "") -> str:
     """The jobs as a Standard Workload Format 2.2 trace (sorted by submit time)."""
-    jobs = sorted(jobs, key=lambda j: (j["submit_time"], j["id"]))
+    # the tasks cancelled before they started are one record for many jobs that never ran: not in a trace
+    jobs = sorted((j for j in jobs if not j.get("unmade")), key=lambda j: (j["submit_time"], j["id"]))
     t0 = int(jobs[0]["submit_time"]) if jobs else int(time.time())
     lines = [
         "; Version: 2.2",
@@ -291,9 +305,11 @@ def read(
     window: tuple[float | None, float | None] = (None, None),
 ) -> Iterator[Row]:
     """The finished jobs in the state db, each decoded as it is read: only those of ``user``, in ``states``
-    and in the time ``window`` of :func:`select` are read (the window through the index on end times)."""
+    and in the time ``window`` of :func:`select` are read (the window through the index on end times); the
+    tasks of each array cancelled before they started follow its first task, as one record."""
     if not spool.db.exists():
         return
+    import heapq
     import sqlite3
 
     from gridsched.protocol.state import StateDB
@@ -306,11 +322,22 @@ def read(
             # a window that starts at or before the epoch takes the rows that have no end time too (as select)
             ended = (start if start is not None and start > 0 else None, end)
             # the state db's rows are the jobs table's columns, decoded (protocol/state.py: _decode_keys)
-            yield from cast("Iterator[Row]", db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS))
+            rows = cast("Iterator[Row]", db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS))
+            never = cancelled_tasks(db) if "CANCELLED" in st else []
+            yield from heapq.merge(rows, never, key=lambda j: j["id"])
         finally:
             db.close()
     except sqlite3.Error as e:
         fail(PROG, shown(f"cannot read {spool.db}: {e}"))
+
+
+def cancelled_tasks(db: Any) -> list[UnmadeRow]:
+    """A record for the tasks of each array cancelled before they were made (they never started), by array
+    id; it ended when they were cancelled."""
+    from gridsched.protocol.view import unmade_records
+
+    got = [{**r, "end_time": r.get("cancel_time")} for r in unmade_records(db) if r["state"] == "CANCELLED"]
+    return cast("list[UnmadeRow]", got)
 
 
 def machine_cores(spool: Spool) -> int | None:

@@ -52,8 +52,8 @@ class DaemonActions:
     def release_rest(self, rest: arrays.Rest, which: Indices | None) -> bool:
         return arrays.release(contexts.for_arrays(self._d), rest, which)
 
-    def cancel_rest(self, rest: arrays.Rest, which: Indices | None) -> int:
-        return arrays.cancel(contexts.for_arrays(self._d), rest, which)
+    def cancel_rest(self, rest: arrays.Rest, which: Indices | None, now: float) -> int:
+        return arrays.cancel(contexts.for_arrays(self._d), rest, which, now)
 
     def make_tasks(self, rest: arrays.Rest, which: Indices) -> list[Rec]:
         return arrays.make_now(contexts.for_arrays(self._d), rest, which)

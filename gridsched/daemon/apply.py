@@ -40,7 +40,18 @@ from gridsched.core.types import (
     StartTasks,
     Waiting,
 )
-from gridsched.daemon import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split, transitions
+from gridsched.daemon import (
+    arrays,
+    devcgroup,
+    jobfiles,
+    jobtmp,
+    launch,
+    outcome,
+    procs,
+    reservations,
+    split,
+    transitions,
+)
 from gridsched.daemon import reasons as wording
 from gridsched.daemon.table import Rec, queue_key
 from gridsched.job import env as jobenv
@@ -86,6 +97,8 @@ class Ctx:
     where: Callable[[Rec], tuple[Path, int]]  # a running job's directory and segment, as the executor finds it
     resv_ctx: Callable[[], reservations.Ctx]  # what the reservations' work sees
     split_ctx: Callable[[], split.Ctx]  # what the work on splittable jobs sees
+    rests: Mapping[int, arrays.Rest]  # the arrays' tasks not made yet (a dependency on an array's id)
+    arrays_ended: dict[int, str]  # the state of arrays named in dependencies whose tasks have all ended
 
 
 @dataclass(frozen=True)
@@ -134,16 +147,22 @@ def snapshot(ctx: Ctx, now: float) -> Snapshot:
             if ctx.cfg.params.predictor is Predictor.USER_RATIO
             else {},
             floating=mempool.floating(ctx.cfg.floating, memory),
+            kept_floating=_kept_memory(queued),
             reservations=resvs,
             machine=ctx.machine,
             devices=ctx.machine.devices,
             kept=kept,
             drained=ctx.drained,
-            states=dep_states(ctx.table.jobs, ctx.db, [r for r in queued if r.deps]),
+            states=dep_states(ctx.table.jobs, ctx.db, [r for r in queued if r.deps], ctx.rests, ctx.arrays_ended),
             usage=ctx.table.usage.now(now, ctx.table.half_life) if ctx.cfg.params.priority.weight_fairshare else {},
             ranked=any(r.nice or r.admin_prio is not None for r in queued) or ctx.book.ranked(),
         )
     )
+
+
+def _kept_memory(queued: list[Rec]) -> dict[int, tuple[tuple[str, int], ...]]:
+    """The memory suspended jobs keep, MiB by job (Snapshot.kept_floating)."""
+    return {r.id: ((mempool.MEMORY, k),) for r in queued if (k := r.kept_memory())}
 
 
 def memory_pool(machine: MachineMap, cfg: Config) -> mempool.MemoryPool | None:
@@ -188,9 +207,18 @@ def offered(rec: Rec) -> bool:
     return (rec.split is None or bool(rec.split.left)) and not rec.withdrawn
 
 
-def dep_states(jobs: Mapping[int, Rec], db: StateDB, pending: list[Rec]) -> dict[int, str]:
-    """The state of every job the dependencies of ``pending`` name (live in ``jobs``, else from ``db``)."""
+def dep_states(
+    jobs: Mapping[int, Rec],
+    db: StateDB,
+    pending: list[Rec],
+    rests: Mapping[int, arrays.Rest] | None = None,
+    ended: dict[int, str] | None = None,
+) -> dict[int, str]:
+    """The state of every job the dependencies of ``pending`` name (live in ``jobs``, else from ``db``); an
+    array's id names the whole array (:func:`gridsched.daemon.arrays.whole_states`: ``rests``, the records of
+    its tasks not made yet; ``ended``, the states of arrays read once all their tasks ended)."""
     out: dict[int, str] = {}
+    named_arrays: set[int] = set()
     for rec in pending:
         for jid in depend.job_ids(rec.deps):
             if jid in out:
@@ -198,10 +226,20 @@ def dep_states(jobs: Mapping[int, Rec], db: StateDB, pending: list[Rec]) -> dict
             live = jobs.get(jid)
             if live is not None:
                 out[jid] = live.state.value
-            else:
-                row = db.conn.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
-                if row is not None:
-                    out[jid] = row[0]
+                if live.array_id == jid:
+                    named_arrays.add(jid)
+                continue
+            row = db.conn.execute(
+                "SELECT state, CASE WHEN instr(spec, '\"array_id\"') AND json_valid(spec) "
+                "THEN json_extract(spec, '$.array_id') END FROM jobs WHERE id = ?",
+                (jid,),
+            ).fetchone()
+            if row is not None:
+                out[jid] = row[0]
+                if row[1] == jid:
+                    named_arrays.add(jid)
+    if named_arrays:
+        out.update(arrays.whole_states(named_arrays, jobs, rests or {}, db, {} if ended is None else ended))
     return out
 
 

@@ -41,6 +41,8 @@ def for_apply(d: Daemon) -> apply.Ctx:
         where=d.where,
         resv_ctx=lambda: for_resv(d),
         split_ctx=lambda: for_split(d),
+        rests=d.rests,
+        arrays_ended=d.arrays_ended,
     )
 
 

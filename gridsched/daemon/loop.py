@@ -118,6 +118,7 @@ class Daemon:
         # incoming/ until the work is done)
         self.rests: dict[int, arrays.Rest] = {}
         self.more_tasks = False  # tasks of arrays to make that the last turn's slice had no room for
+        self.arrays_ended: dict[int, str] = {}  # arrays named in dependencies whose tasks have all ended: their state
         self.sweeps: deque[slices.Sweep] = deque()
         self.busy: set[str] = set()
         self.actions = actions.DaemonActions(self)  # what the request handlers may ask of the daemon

@@ -125,6 +125,7 @@ def recover(ctx: Ctx, now: float) -> bool:
                 rec.cores = ()
                 rec.set_devices((), ())
                 rec.stop = None
+                rec.shepherd = rec.ticks = None  # it died with the daemon: a cancel ends the job at once
                 ctx.table.enqueue(rec)
                 ctx.table.save(rec)
                 requeued += 1

@@ -125,7 +125,8 @@ CREATE TABLE IF NOT EXISTS arrays (
     held TEXT NOT NULL DEFAULT '',
     cancelled TEXT NOT NULL DEFAULT '',
     reason TEXT NOT NULL DEFAULT '',
-    spec TEXT NOT NULL
+    spec TEXT NOT NULL,
+    cancel_time REAL
 );
 CREATE TABLE IF NOT EXISTS ids (
     id INTEGER PRIMARY KEY,
@@ -143,7 +144,11 @@ RESV_JSON = ("resources", "users")
 # The tasks of each array not made yet (a job row is made for a task when it is about to start or is named on
 # its own): the indices still pending, held (``reason`` says why) and cancelled before they were made, as range
 # text; the array's public spec and the fields commands show of it.
-ARRAY_COLUMNS = "id user uid name ncpus walltime submit_time total pending held cancelled reason spec".split()
+ARRAY_COLUMNS = (
+    "id user uid name ncpus walltime submit_time total pending held cancelled reason spec cancel_time".split()
+)
+# columns added to the arrays table after its first form (ALTER TABLE, as below): the time its last tasks not
+# made yet were cancelled
 # Columns added to the reservations table after its first form: the daemon adds them to the
 # table of an older spool when it opens it (ALTER TABLE); readers of a table without them see
 # these values.
@@ -303,6 +308,8 @@ class StateDB:
             for col, (decl, _) in RESV_ADDED.items():
                 if col not in have:
                     self.conn.execute(f"ALTER TABLE reservations ADD COLUMN {col} {decl}")
+            if "cancel_time" not in {r[1] for r in self.conn.execute("PRAGMA table_info(arrays)")}:
+                self.conn.execute("ALTER TABLE arrays ADD COLUMN cancel_time REAL")
             have = {r[1] for r in self.conn.execute("PRAGMA table_info(jobs)")}
             for col, (decl, _) in JOBS_ADDED.items():
                 if col not in have:
@@ -316,6 +323,8 @@ class StateDB:
     def _job_cols(self) -> tuple[str, ...]:
         """The columns of the jobs table this db has (one written before JOBS_ADDED lacks those)."""
         if self._cols is None:
+            if "cancel_time" not in {r[1] for r in self.conn.execute("PRAGMA table_info(arrays)")}:
+                self.conn.execute("ALTER TABLE arrays ADD COLUMN cancel_time REAL")
             have = {r[1] for r in self.conn.execute("PRAGMA table_info(jobs)")}
             self._cols = tuple(c for c in ALL_COLUMNS if c in have or c not in JOBS_ADDED)
         return self._cols

@@ -66,6 +66,15 @@ class JobRow(TypedDict):
     cpu_sys: NotRequired[float | None]  # seconds
 
 
+class UnmadeRow(JobRow):
+    """The row of an array's tasks not made yet, in one state (:func:`unmade_rows`): a job row with their
+    indices and count, and when the cancelled ones were last cancelled."""
+
+    unmade: str
+    count: int
+    cancel_time: float | None
+
+
 class IdRecord(TypedDict):
     """How the request that brought an id was taken (the state db's ``ids`` table): who sent it, its digest,
     when, and the reason it was refused (None: taken in)."""
@@ -306,7 +315,7 @@ def array_rows(spool: Spool, array_id: int) -> list[dict[str, Any]]:
             db = StateDB(spool.db)
             try:
                 rows = db.by_spec("array_id", array_id)
-                rows += _unmade(db.array_rests([array_id]))
+                rows += unmade_records(db, [array_id])
             finally:
                 db.close()
         except sqlite3.Error as e:
@@ -331,18 +340,19 @@ def unmade_rows(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str
     try:
         db = StateDB(spool.db)
         try:
-            return _unmade(db.array_rests(ids))
+            return unmade_records(db, ids)
         finally:
             db.close()
     except sqlite3.Error as e:
         raise QueueError(f"cannot read {spool.db}: {e}") from None
 
 
-def _unmade(rests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+    """The rows of :func:`unmade_rows` from an open state db."""
     from gridsched.protocol.arrays import Indices
 
     out = []
-    for r in rests:
+    for r in db.array_rests(ids):
         for col, state in UNMADE_STATES:
             if not r[col]:
                 continue
@@ -356,6 +366,7 @@ def _unmade(rests: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 devices="",
                 unmade=r[col],
                 count=len(Indices.from_text(r[col])),
+                cancel_time=r.get("cancel_time") if col == "cancelled" else None,
             )
             out.append(row)
     return out

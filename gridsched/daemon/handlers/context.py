@@ -80,8 +80,8 @@ class Actions(Protocol):
     def release_rest(self, rest: Rest, which: Indices | None) -> bool:
         """Release the held tasks ``which`` (None: all) of an array not made yet; whether any was."""
 
-    def cancel_rest(self, rest: Rest, which: Indices | None) -> int:
-        """Cancel the tasks ``which`` (None: all) of an array not made yet; how many were."""
+    def cancel_rest(self, rest: Rest, which: Indices | None, now: float) -> int:
+        """Cancel the tasks ``which`` (None: all) of an array not made yet at ``now``; how many were."""
 
     def make_tasks(self, rest: Rest, which: Indices) -> list[Rec]:
         """Make the tasks ``which`` of an array now (to act on them as jobs)."""
