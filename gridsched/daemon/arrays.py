@@ -48,6 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gridsched.core.eligible import array_window
 from gridsched.daemon import jobfiles
 from gridsched.protocol.arrays import MAKE_AT_ONCE, Indices, parse, task_path
 from gridsched.protocol.jobs import PRIVATE_KEYS, JobState
@@ -245,12 +246,9 @@ def save(ctx: Ctx, rest: Rest) -> None:
 
 
 def window(rest: Rest, ncores: int) -> int:
-    """How many of an array's pending tasks are made ahead of their start: as many as the machine could run at
-    once and one more, within the array's throttle."""
-    n = ncores // max(1, rest.job.ncpus) + 1
-    if rest.job.array_max is not None:
-        n = min(n, rest.job.array_max + 1)
-    return max(1, n)
+    """How many of an array's pending tasks are made ahead of their start, as the core offers them
+    (:func:`gridsched.core.eligible.array_window`)."""
+    return array_window(ncores, rest.job.ncpus, rest.job.array_max)
 
 
 def fill(ctx: Ctx, budget: Budget) -> bool:
