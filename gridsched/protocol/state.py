@@ -323,8 +323,6 @@ class StateDB:
     def _job_cols(self) -> tuple[str, ...]:
         """The columns of the jobs table this db has (one written before JOBS_ADDED lacks those)."""
         if self._cols is None:
-            if "cancel_time" not in {r[1] for r in self.conn.execute("PRAGMA table_info(arrays)")}:
-                self.conn.execute("ALTER TABLE arrays ADD COLUMN cancel_time REAL")
             have = {r[1] for r in self.conn.execute("PRAGMA table_info(jobs)")}
             self._cols = tuple(c for c in ALL_COLUMNS if c in have or c not in JOBS_ADDED)
         return self._cols
@@ -578,8 +576,13 @@ class StateDB:
     # -- the tasks of arrays not made yet (gridsched.daemon.arrays) ---------------------------------
     def array_rests(self, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
         """The rows of the ``arrays`` table (those of ``ids``), ``spec`` decoded; [] from a table of an earlier
-        release, which has none."""
-        sql = f"SELECT {', '.join(ARRAY_COLUMNS)} FROM arrays"
+        release, which has none (``cancel_time`` None from a table written before it had that column)."""
+        try:
+            have = {r[1] for r in self.conn.execute("PRAGMA table_info(arrays)")}
+        except sqlite3.OperationalError:
+            return []
+        cols = [c for c in ARRAY_COLUMNS if c in have or c != "cancel_time"]
+        sql = f"SELECT {', '.join(cols)} FROM arrays"
         args: list[int] = []
         if ids is not None:
             args = list(ids)
@@ -592,7 +595,7 @@ class StateDB:
             return []
         out = []
         for row in got:
-            d = dict(zip(ARRAY_COLUMNS, row))
+            d = {"cancel_time": None, **dict(zip(cols, row))}
             d["spec"] = json.loads(d["spec"])
             out.append(d)
         return out

@@ -578,3 +578,27 @@ def test_a_kill_in_the_middle_of_taking_in_releasing_or_cancelling_a_million_tas
             assert counts.get("rest-pending", 0) == counts.get("PENDING", 0) == 0, counts
     finally:
         d.close()
+
+
+def test_an_arrays_table_written_before_it_kept_cancel_times_gets_the_column(tmp_path):
+    import sqlite3
+
+    from gridsched.protocol.state import StateDB
+
+    path = tmp_path / "state.db"
+    con = sqlite3.connect(path)
+    con.execute(  # the table as the release before kept it
+        "CREATE TABLE arrays (id INTEGER PRIMARY KEY, user TEXT NOT NULL, uid INTEGER NOT NULL, name TEXT NOT NULL,"
+        " ncpus INTEGER NOT NULL, walltime INTEGER NOT NULL, submit_time REAL NOT NULL, total INTEGER NOT NULL,"
+        " pending TEXT NOT NULL DEFAULT '', held TEXT NOT NULL DEFAULT '', cancelled TEXT NOT NULL DEFAULT '',"
+        " reason TEXT NOT NULL DEFAULT '', spec TEXT NOT NULL)"
+    )
+    con.execute("INSERT INTO arrays VALUES (7, 'u', 1, 'n', 1, 60, 1.0, 10, '1-9', '', '', '', '{}')")
+    con.commit()
+    con.close()
+    (row,) = StateDB(path).array_rests()  # a reader before the daemon added the column
+    assert row["pending"] == "1-9" and row["cancel_time"] is None
+    db = StateDB(path, write=True)
+    (row,) = db.array_rests()
+    assert row["pending"] == "1-9" and row["cancel_time"] is None
+    db.close()
