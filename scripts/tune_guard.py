@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import json
 import os
+import platform
 import random
 import statistics
 import sys
@@ -201,11 +202,80 @@ def line(rec: dict[str, Any]) -> str:
     )
 
 
+BEGIN = "<!-- written by scripts/tune_guard.py -->"
+END = "<!-- end of scripts/tune_guard.py -->"
+DOC = ROOT / "docs" / "results.md"
+ANCHOR = "## Against the published evaluation"
+
+
+def carried(old: str, new: str) -> str:
+    """``new`` (a regenerated docs/results.md) with the section of ``old`` this script wrote, before ANCHOR."""
+    if BEGIN not in old or END not in old or BEGIN in new:
+        return new
+    section = old[old.index(BEGIN) : old.index(END) + len(END)] + "\n\n"
+    at = new.find(ANCHOR)
+    return new[:at] + section + new[at:] if at >= 0 else new + "\n" + section
+
+
+def write_section(doc: Path, lines: list[str]) -> None:
+    """Put ``lines`` in ``doc`` between the markers, where they were or else before ANCHOR."""
+    text = doc.read_text()
+    section = "\n".join([BEGIN, *lines, END]) + "\n"
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1 :]
+    else:
+        at = text.find(ANCHOR)
+        text = text[:at] + section + "\n" + text[at:] if at >= 0 else text + "\n" + section
+    doc.write_text(text)
+
+
 HEAD = [
     "| log | util | whole vs EASY: wait / bsld | whole vs better of EASY, EASY-SJF: wait / bsld "
     "| Q1 | Q2 | Q3 | Q4 | worse cells | replay / EASY's |",
     "|---|---|---|---|---|---|---|---|---|---|",
 ]
+
+
+def section(meta: dict[str, Any], table: list[str], notes: list[str]) -> list[str]:
+    """The section of docs/results.md: what the tuner guards against and how, and the table."""
+    load = ", ".join(f"{x:.1f}" for x in meta["load"])
+    return [
+        "## The tuner's guard: the shipped default against EASY and EASY shortest-first",
+        "",
+        "Written by `scripts/tune_guard.py --write` (the auto rows above are from `scripts/results.py`, which",
+        "replays the tuner every 168 h).  What the tuner guards against: a setting that won on the history",
+        "it replayed but loses to plain backfilling, by one metric while it wins by the other, or by a",
+        "small margin that is noise.  How (gridsched/sim/tune.py): EASY and EASY shortest-first (EASY-SJF)",
+        "are replayed at every tuning as references; any other setting is adopted only if it beats the",
+        "better of the two by 5 % in average wait AND in average bounded slowdown on the replayed window;",
+        "the setting in force is held only while it is no worse than them in either metric, and is",
+        "replaced at once, whatever the hysteresis margin, on the first window where it is.  Until a tuning",
+        "has had 100 jobs of history the tuner looks again every day, not every `tune_every`.",
+        "",
+        "The shipped configuration (etc/gridsched.toml) replayed by gsim, with no look-ahead: p 0.1,",
+        "threshold 10 min, backfill shortest first, the predictor (scaled or user-ratio) tuned every 21",
+        "days over the jobs that ended in the last 6 (after 1 day of warm-up, replayed and not scored): 4",
+        "settings a tuning.  Changes of its average wait / average bounded slowdown against EASY, and",
+        "against the better of EASY and EASY-SJF metric by metric (negative is better), whole log and",
+        'by quarter of the submit span; "worse cells" counts the cells (whole and quarters, wait and',
+        "bsld) worse than that better reference.  The last column is the CPU time of the replay over",
+        "plain EASY's, the median of alternating runs, the trace read once before.  The made logs: the",
+        "archive log with 60 % of its jobs (lighter), its submit times x 0.85 (heavier), walltimes drawn",
+        "1-1.2x the run time (accurate estimates) or 1-20x (poor ones), seed 7.",
+        "",
+        f"- date: {meta['date']}; load average at the start (1, 5, 15 min): {load}",
+        f"- machine: {os.cpu_count()} CPUs shared with other work; Python {platform.python_version()}",
+        "",
+        *table,
+        "",
+        *notes,
+        "",
+        *READING,
+    ]
+
+
+# Written after reading the numbers of the table; regenerate and re-read when the core or the tuner changes.
+READING: list[str] = []
 
 
 def main() -> int:
@@ -216,26 +286,34 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="replays of EASY and of the configuration, alternately")
     ap.add_argument("--guard", type=float, default=GUARD, help=f"the tuner's guard (default {GUARD:g})")
     ap.add_argument("--save", metavar="FILE", help="also write the raw records as JSON")
-    ap.add_argument("--load", metavar="FILE", help="print the table of a --save, without replaying")
+    ap.add_argument("--load", metavar="FILE", action="append", help="the records of a --save (repeatable)")
+    ap.add_argument("--write", action="store_true", help=f"also put the table in its section of {DOC}")
     opts = ap.parse_args()
     if opts.load:
-        recs = json.loads(Path(opts.load).read_text())["records"]
+        saved = [json.loads(Path(f).read_text()) for f in opts.load]
+        recs = [r for d in saved for r in d["records"]]
+        meta = saved[0]["meta"]
     else:
         todo = DEFAULT
         if opts.trace or opts.variant:
             todo = [(t, v) for t in opts.trace or ["KTH-SP2"] for v in opts.variant or ["as-is"]]
+        meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load": os.getloadavg()}
         print("\n".join(HEAD), file=sys.stderr)
         recs = [one(t, v, Path(opts.config), max(1, opts.runs), opts.guard) for t, v in todo]
         if opts.save:
-            meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load": os.getloadavg()}
             Path(opts.save).write_text(json.dumps({"meta": meta, "records": recs}, indent=1))
-    print("\n".join(HEAD + [line(r) for r in recs]))
+    table = HEAD + [line(r) for r in recs]
+    notes = []
     for r in recs:
         top = sorted(r["chosen"].items(), key=lambda kv: -kv[1])[:4]
-        print(
-            f"- {r['trace']} {r['variant']}: {r['settings']} settings; in force most often: "
+        notes.append(
+            f"- {r['trace']} {r['variant']}: {r['settings']} settings a tuning; in force most often (days): "
             + ", ".join(f"{k} ({v})" for k, v in top)
         )
+    print("\n".join(table + [""] + notes))
+    if opts.write:
+        write_section(DOC, section(meta, table, notes))
+        print(f"wrote {DOC}", file=sys.stderr)
     return 0
 
 

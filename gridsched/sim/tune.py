@@ -10,14 +10,15 @@ EASY's), and says which to adopt; until the history holds ``min_jobs`` jobs it
 keeps the setting in force.
 
 The guard: EASY and EASY with shortest-first backfilling (EASY-SJF) are always
-replayed, as the references.  Any other setting may be chosen only when, on the
-replayed history, it beats the better of the two in average wait AND in average
-bounded slowdown, each by ``guard`` (5 %): a setting that wins by the objective
+replayed, as the references.  EASY-SJF is the fallback; EASY is chosen only when
+it beats EASY-SJF by ``guard`` (5 %) in average wait AND in average bounded
+slowdown; any other setting only when, on the replayed history, it beats the
+better of the two in both, each by the guard: a setting that wins by the objective
 but loses on either metric, or wins by less than the guard, is never put in
-force.  The setting in force is held only while it is no worse than the better
-reference in either metric; on the first history where it is worse, the tuner
-falls back at once (no hysteresis) to the best setting that passes the guard,
-the better reference when none does.  Between
+force.  The setting in force is held only while it is no worse than the
+references it was judged against in either metric; on the first history where
+it is worse, the tuner falls back at once (no hysteresis) to the best setting
+that passes the guard, EASY-SJF when none does.  Between
 settings that pass, the best by the objective replaces the one in force when it
 beats it by ``margin`` (a hysteresis, so a setting is not changed back and forth
 for noise).
@@ -242,19 +243,25 @@ def choose(
             cand.append(extra)
     rows = score(replay(history, ncores, cand, overhead, score_from), objective)
     ref_rows = [next(r for r in rows if _same(p, r.params)) for p in refs]
-    passing = [r for r in rows if r in ref_rows or passes(r, ref_rows, guard)]
-    best = min(passing, key=lambda r: r.score)  # the first of equal scores: EASY before any other
+    easy, sjf = ref_rows
+
+    def against(r: Row) -> list[Row]:  # EASY is judged against EASY-SJF, any other against both
+        return [sjf] if r is easy else ref_rows
+
+    passing = [r for r in rows if r is sjf or passes(r, against(r), guard)]
+    best = min(passing, key=lambda r: r.score)  # the first of equal scores: the earlier in the grid
     now = next(r for r in rows if _same(current, r.params))
-    if now not in ref_rows and not passes(now, ref_rows, 0.0):
+    if now is not sjf and not passes(now, against(now), 0.0):
         return Decision(
             tuple(rows),
             best,
             best.params,
-            f"{label(current)} loses to easy or easy shortest-first in wait or bsld: {label(best.params)} at once",
+            f"{label(current)} loses to {' or '.join(label(r.params) for r in against(now))} in wait or bsld: "
+            f"{label(best.params)} at once",
         )
     if _same(best.params, current):
         return Decision(tuple(rows), best, None, f"the setting in force ({label(current)}) is the best: kept")
-    if best.score <= now.score * (1 - margin):
+    if best.score < now.score and best.score <= now.score * (1 - margin):  # (equal scores of 0: no change)
         gain = 1 - best.score / now.score if now.score > 0 else 0.0
         return Decision(tuple(rows), best, best.params, f"{label(best.params)} beats {label(current)} by {gain:.1%}")
     return Decision(

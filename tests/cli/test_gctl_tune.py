@@ -103,7 +103,7 @@ def test_nothing_beats_by_a_whole_margin(fixed, run, put_rows, make_row):
     r = run(gctl.cli, ["tune", "--margin", "1"])
     # the setting in force (p 0.2, 30 min, scaled) loses to EASY-SJF on this history: the guard replaces it at
     # once, whatever the margin; then nothing beats the setting in force by 100 %, and it is kept
-    assert r.exit_code == 0 and "loses to easy or easy shortest-first" in r.stdout, r.stdout
+    assert r.exit_code == 0 and "loses to easy or easy backfill=shortest" in r.stdout, r.stdout
     assert (env / "cfg.toml").read_text() != before
     before = (env / "cfg.toml").read_text()
     r = run(gctl.cli, ["tune", "--margin", "1"])

@@ -64,7 +64,7 @@ def test_exact_estimates_the_aggressive_setting_loses_and_the_tuner_keeps_a_refe
         now = next(r for r in d.rows if label(r.params) == label(current))
         if not passes(now, (easy, sjf), 0.0):
             losers.append(label(current))
-            assert d.adopt is not None and " loses to easy or easy shortest-first" in d.why
+            assert d.adopt is not None and " loses to easy or easy backfill=shortest" in d.why
             after = next(r for r in d.rows if label(r.params) == label(d.adopt))
             assert after in (easy, sjf) or passes(after, (easy, sjf))
     assert losers  # the history has settings that lose: the check above ran
