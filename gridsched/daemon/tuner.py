@@ -1,6 +1,7 @@
 """The daemon's tuning of its ``"auto"`` settings, in a background process that never holds up the loop.
 
-Every ``scheduler.tune_every`` (and at once on ``gctl tune``), while the
+Every ``scheduler.tune_every`` (and at once on ``gctl tune``; every day,
+``sim.tune.RETRY``, until a tuning has had enough history), while the
 configuration has an ``"auto"`` setting under checkpoint-backfill, the daemon
 starts ``python -m gridsched.sim.autotune`` at the lowest CPU priority; the loop
 only polls it.  When it ends, its decision is logged, recorded in the state
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from gridsched.core.params import Policy
 from gridsched.protocol import config as configmod
 from gridsched.sim.autotune import applied, lowest_priority, setting
+from gridsched.sim.tune import RETRY
 
 if TYPE_CHECKING:
     from gridsched.daemon.table import JobTable
@@ -90,7 +92,12 @@ class Tuner:
             return None
         if self.requested:
             return 0.0
-        return None if self.last_at is None else self.last_at + cfg.tuning.every
+        if self.last_at is None:
+            return None
+        last = self.record.get("last") or {}
+        if last.get("best") is None:  # no tuning has had enough history yet: tried again sooner
+            return self.last_at + min(cfg.tuning.every, RETRY)
+        return self.last_at + cfg.tuning.every
 
     def stop(self) -> None:
         """The daemon stops: so does a tuning run under way (the next daemon tunes again when due)."""
