@@ -4,8 +4,8 @@
 1. CPU time of one tuning run (``gridsched.sim.tune.choose``) over a synthetic 14-day history of a 256-core
    machine (``--jobs``, default 20,000 jobs: uniform arrivals, 1-64 cores, log-normal run times up to a
    day, about 70 % of the machine offered, walltimes 1-10 times the run time), after a warm-up of
-   ``--warmup-days`` (default 7, the daemon's tune_warmup; as many jobs a day, replayed and not
-   scored), once with the grid the daemon uses when every setting is "auto" (EASY + 18 settings) and
+   ``--warmup-days`` (default 7; the shipped tune_warmup is 1 day; as many jobs a day, replayed and not
+   scored), once with the grid the daemon uses when every setting is "auto" (EASY, EASY-SJF and 15 settings) and
    once with a grid of 24
    checkpoint-backfill settings (EASY + 24); the median of ``--runs`` runs each.  Target: under 60 s of one core.
 2. ``--latency``: dispatch latency of a personal daemon (the time from the job's submission to its

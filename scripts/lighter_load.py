@@ -45,6 +45,9 @@ READING = [
     "jobs started on shortened estimates and wait for them.  Below about half load neither order",
     "guarantees every quarter.",
     "",
+    "The tuner's guard against EASY and EASY shortest-first, and the shipped default at other loads and",
+    "estimate accuracies, are measured by scripts/tune_guard.py (its section of docs/results.md).",
+    "",
 ]
 
 

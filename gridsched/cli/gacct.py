@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -27,12 +27,17 @@ from gridsched.cli.gacct_format import (
     total_cpu,
 )
 from gridsched.cli.gacct_format import parse as parse_format
-from gridsched.cli.select import SHORT_STATES, Selection, label, parse_ref
+from gridsched.cli.select import SHORT_STATES, Selection, parse_ref
 from gridsched.cli.select import _split_ids as split_ids
+from gridsched.cli.select import label as task_label
 from gridsched.core.units import format_duration
 from gridsched.protocol.jobs import TERMINAL
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.text import dumps, shown
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow as Row
+    from gridsched.protocol.view import UnmadeRow
 
 PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
@@ -106,7 +111,7 @@ class TimeType(click.ParamType):
         )
 
 
-def run_seconds(job: dict[str, Any]) -> float:
+def run_seconds(job: Row) -> float:
     """Seconds the job ran: the sum of its run segments (``elapsed`` when it has none)."""
     segs = [s for s in job.get("segments") or [] if isinstance(s, dict) and s.get("start") is not None]
     if not segs:
@@ -119,13 +124,22 @@ def run_seconds(job: dict[str, Any]) -> float:
     return total
 
 
-def wait_seconds(job: dict[str, Any]) -> float | None:
-    if job.get("start_time") is None:
+def wait_seconds(job: Row) -> float | None:
+    start = job.get("start_time")
+    if start is None:
         return None
-    return max(0.0, float(job["start_time"]) - float(job["submit_time"]))
+    return max(0.0, float(start) - float(job["submit_time"]))
 
 
-def record(job: dict[str, Any]) -> dict[str, Any]:
+def label(job: Mapping[str, Any]) -> str:
+    """The id as sacct shows it: ``17_3`` for task 3 of array 17, ``17_[5-99]`` for the tasks of array 17
+    cancelled before they started (one record for them all, as sacct shows an array's pending part)."""
+    if job.get("unmade"):
+        return f"{job['id']}_[{job['unmade']}]"
+    return task_label(job)
+
+
+def record(job: Row) -> dict[str, Any]:
     """The --json record of a finished job (the keys of :data:`JSON_KEYS`)."""
     out = {k: job.get(k) for k in JSON_KEYS}
     w = wait_seconds(job)
@@ -142,12 +156,15 @@ def record(job: dict[str, Any]) -> dict[str, Any]:
     out["gpus"] = held_devices(job).get("gpu", 0)
     out["gpu_time"] = round(device_seconds(job), 3)
     out["alloc_tres"] = alloc_tres(job)
+    more: Mapping[str, Any] = job
+    if more.get("unmade"):  # tasks cancelled before they started: their indices and count
+        out["array_tasks"], out["tasks"] = more["unmade"], more["count"]
     return out
 
 
 def select(
-    jobs: Iterable[dict[str, Any]], user: str | None, states: set[str] | None, start: float | None, end: float | None
-) -> Iterator[dict[str, Any]]:
+    jobs: Iterable[Row], user: str | None, states: set[str] | None, start: float | None, end: float | None
+) -> Iterator[Row]:
     """Finished jobs of ``user`` in ``states`` that ended at or after ``start`` and began by ``end``."""
     for j in jobs:
         if j["state"] not in TERMINAL_STATES:
@@ -164,9 +181,10 @@ def select(
         yield j
 
 
-def swf_trace(jobs: list[dict[str, Any]], max_procs: int | None, host: str = "") -> str:
+def swf_trace(jobs: list[Row], max_procs: int | None, host: str = "") -> str:
     """The jobs as a Standard Workload Format 2.2 trace (sorted by submit time)."""
-    jobs = sorted(jobs, key=lambda j: (j["submit_time"], j["id"]))
+    # the tasks cancelled before they started are one record for many jobs that never ran: not in a trace
+    jobs = sorted((j for j in jobs if not j.get("unmade")), key=lambda j: (j["submit_time"], j["id"]))
     t0 = int(jobs[0]["submit_time"]) if jobs else int(time.time())
     lines = [
         "; Version: 2.2",
@@ -216,7 +234,7 @@ def when(t: float | None) -> str:
     return "" if t is None else time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
 
 
-def print_table(jobs: Iterable[dict[str, Any]], header: bool = True) -> None:
+def print_table(jobs: Iterable[Row], header: bool = True) -> None:
     """The jobs as aligned columns; what a user wrote (name, user) is escaped (``text.shown``).  Only the
     cells are kept as the jobs are read (the widths are known at the end)."""
     rows = [COLUMNS]
@@ -285,11 +303,13 @@ def read(
     user: str | None = None,
     states: set[str] | None = None,
     window: tuple[float | None, float | None] = (None, None),
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Row]:
     """The finished jobs in the state db, each decoded as it is read: only those of ``user``, in ``states``
-    and in the time ``window`` of :func:`select` are read (the window through the index on end times)."""
+    and in the time ``window`` of :func:`select` are read (the window through the index on end times); the
+    tasks of each array cancelled before they started follow its first task, as one record."""
     if not spool.db.exists():
         return
+    import heapq
     import sqlite3
 
     from gridsched.protocol.state import StateDB
@@ -301,11 +321,23 @@ def read(
             st = sorted(states) if states is not None else TERMINAL_STATES
             # a window that starts at or before the epoch takes the rows that have no end time too (as select)
             ended = (start if start is not None and start > 0 else None, end)
-            yield from db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS)
+            # the state db's rows are the jobs table's columns, decoded (protocol/state.py: _decode_keys)
+            rows = cast("Iterator[Row]", db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS))
+            never = cancelled_tasks(db) if "CANCELLED" in st else []
+            yield from heapq.merge(rows, never, key=lambda j: j["id"])
         finally:
             db.close()
     except sqlite3.Error as e:
         fail(PROG, shown(f"cannot read {spool.db}: {e}"))
+
+
+def cancelled_tasks(db: Any) -> list[UnmadeRow]:
+    """A record for the tasks of each array cancelled before they were made (they never started), by array
+    id; it ended when they were cancelled."""
+    from gridsched.protocol.view import unmade_records
+
+    got = [{**r, "end_time": r.get("cancel_time")} for r in unmade_records(db) if r["state"] == "CANCELLED"]
+    return cast("list[UnmadeRow]", got)
 
 
 def machine_cores(spool: Spool) -> int | None:
@@ -318,7 +350,7 @@ def machine_cores(spool: Spool) -> int | None:
         return None
 
 
-def print_json(jobs: Iterable[dict[str, Any]]) -> None:
+def print_json(jobs: Iterable[Row]) -> None:
     """gacct --json, each record written as its row is read; the same document as one ``dumps`` of it."""
     import sys
 
@@ -432,7 +464,7 @@ def cli(
     sel = parse_ids(job_ids)
     st = parse_states(states)
     s = setup(PROG, spool_dir, config_file)
-    jobs: Iterable[dict[str, Any]] = read(s.spool, user=user, states=st, window=(starttime, endtime))
+    jobs: Iterable[Row] = read(s.spool, user=user, states=st, window=(starttime, endtime))
     if sel is not None:
         jobs = (j for j in jobs if sel.named(j) is not None)
     jobs = select(jobs, user, st, starttime, endtime)

@@ -13,12 +13,13 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gridsched.core.units import format_duration
 from gridsched.protocol.text import shown
 
-Row = dict[str, Any]
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow as Row
 
 
 def cpu_time(secs: float | None) -> str:

@@ -161,7 +161,7 @@ def set_(settings: tuple[str, ...], spool_dir: str | None, config_file: str | No
 @click.option(
     "--window",
     metavar="DURATION",
-    help="History: jobs that ended this long ago at most (default: scheduler.tune_window, 14d).",
+    help="History: jobs that ended this long ago at most (default: scheduler.tune_window, 6d).",
 )
 @click.option(
     "--objective",
@@ -179,7 +179,7 @@ def set_(settings: tuple[str, ...], spool_dir: str | None, config_file: str | No
     "--warmup",
     metavar="DURATION",
     help="Jobs that ended this long before the window are replayed ahead of it, not scored; 0: none "
-    "(default: scheduler.tune_warmup, 7d).",
+    "(default: scheduler.tune_warmup, 1d).",
 )
 @click.option(
     "--wait",

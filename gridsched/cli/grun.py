@@ -104,8 +104,8 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
     from gridsched.protocol.jobs import RERUN_MODES, rerun_refused
     from gridsched.submission.submit import Options, Script, SubmitError, submit
 
-    gsub.PROG = PROG  # gsub's checks, run here, name the command that runs them in their error lines
-    p = gsub._tasks(ctx, {**p, "split": None, "split_file": None})
+    # gsub's checks, run here, name this command in their error lines
+    p = gsub.check_tasks(PROG, ctx, {**p, "split": None, "split_file": None})
     if p["mem"] is not None and p["mem_per_cpu"] is not None:
         fail(PROG, "--mem and --mem-per-cpu exclude each other", ExitCode.USAGE)
     mem = p["mem"]
@@ -119,8 +119,8 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
         fail(PROG, f"{why}; use none or suspend", ExitCode.USAGE)
     if checkpoint is None and s.cfg.checkpoint in RERUN_MODES:
         checkpoint = "none"  # the configured default would let it be preempted and rerun
-    resources, resv = gsub._resv_options(s.spool, s.cfg, p)
-    devices = gsub._device_options(s.spool, s.cfg, p)
+    resources, resv = gsub.resv_options(PROG, s.spool, s.cfg, p)
+    devices = gsub.device_options(PROG, s.spool, s.cfg, p)
     text = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gridsched.job.grun "$@"\n'
     script = Script(text, "grun", os.path.basename(cmd[0]) or "grun")
     opts = Options(
@@ -144,7 +144,7 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
         if resv is not None:
             out.update(reservation=resv, wait_resv=bool(p["wait_resv"]))
         if p["place"] or p["threads_per_core"] or p["exclusive_board"]:
-            out.update(gsub._place_options(s.cfg, s.spool, spec["ncpus"], p))
+            out.update(gsub.place_options(PROG, s.cfg, s.spool, spec["ncpus"], p))
         if devices:
             out["devices"] = devices
         if p["ntasks"] is not None:

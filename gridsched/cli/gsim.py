@@ -117,7 +117,7 @@ def _tune_options(f: Callable[..., Any]) -> Callable[..., Any]:
             type=SECONDS,
             expose_value=False,
             callback=keep,
-            help="With auto settings: how often they are chosen again (default: the config's tune_every, 6h).",
+            help="With auto settings: how often they are chosen again (default: the config's tune_every, 21d).",
         ),
         click.option(
             "--tune-window",
@@ -125,7 +125,7 @@ def _tune_options(f: Callable[..., Any]) -> Callable[..., Any]:
             expose_value=False,
             callback=keep,
             help="With auto settings: the jobs that ended this long ago at most are replayed (default: the "
-            "config's tune_window, 14d).",
+            "config's tune_window, 6d).",
         ),
         click.option(
             "--tune-objective",
@@ -149,7 +149,7 @@ def _tune_options(f: Callable[..., Any]) -> Callable[..., Any]:
             callback=keep,
             help="With auto settings: the jobs that ended this long before the window are replayed ahead of "
             "it, as its backlog, and not scored; 0: the window is replayed from an empty machine (default: "
-            "the config's tune_warmup, 7d).",
+            "the config's tune_warmup, 1d).",
         ),
     ]
     for o in reversed(opts):

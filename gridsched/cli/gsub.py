@@ -204,7 +204,7 @@ def submission(ctx: Any) -> int:
 
 def _script_params(ctx: Any, script: str | None, wrap: str | None) -> tuple[Script, dict[str, Any]]:
     """The job script and the parameters of the submission: the command line's, its directives' where the
-    command line set nothing, the tasks checked (:func:`_tasks`), and one of --mem and --mem-per-cpu."""
+    command line set nothing, the tasks checked (:func:`check_tasks`), and one of --mem and --mem-per-cpu."""
     if wrap is not None and script is not None:
         fail(PROG, "--wrap and a script file exclude each other", ExitCode.USAGE)
     try:
@@ -212,7 +212,7 @@ def _script_params(ctx: Any, script: str | None, wrap: str | None) -> tuple[Scri
     except ScriptError as e:
         fail(PROG, str(e), e.code)
     p = apply_directives(ctx, ctx.params, sc) if wrap is None else {**ctx.params, "_dialect": None, "_task_sep": "_"}
-    p = _tasks(ctx, p)
+    p = check_tasks(PROG, ctx, p)
     if p["mem"] is not None and p["mem_per_cpu"] is not None:
         cmd_mem, cmd_per = on_command_line(ctx, "mem"), on_command_line(ctx, "mem_per_cpu")
         if cmd_mem == cmd_per:
@@ -315,14 +315,14 @@ def _options(
         p["ncpus"] = p["ntasks"]
     if p["hold_jid"]:
         depend_spec = _hold_jid(s.spool, p["hold_jid"], depend_spec)
-    resources, resv = _resv_options(s.spool, s.cfg, p)
+    resources, resv = resv_options(PROG, s.spool, s.cfg, p)
     split_devices: list[dict[str, Any]] | None = None
     split_wave: int | None = None
     if p["gpus_per_task"] is not None and (p["split"] is not None or p["split_file"] is not None):
         split_devices, split_wave = _split_devices(s.spool, s.cfg, p)
         devices: list[dict[str, Any]] = []
     else:
-        devices = _device_options(s.spool, s.cfg, p)
+        devices = device_options(PROG, s.spool, s.cfg, p)
     opts = Options(
         name=p["name"],
         ncpus=p["ncpus"],
@@ -377,7 +377,7 @@ def _extra(
         if resv is not None:
             out.update(reservation=resv, wait_resv=bool(p["wait_resv"]))
         if p["place"] or p["threads_per_core"] or p["exclusive_board"]:
-            out.update(_place_options(s.cfg, s.spool, spec["ncpus"], p))
+            out.update(place_options(PROG, s.cfg, s.spool, spec["ncpus"], p))
         if devices:
             out["devices"] = devices
         if p["ntasks"] is not None:
@@ -456,7 +456,7 @@ def _daemon_note(s: Setup) -> None:
             warn(PROG, f"note: no daemon runs on {spool.root}; the job waits until one starts (gschedd start)")
 
 
-def _tasks(ctx: Any, p: dict[str, Any]) -> dict[str, Any]:
+def check_tasks(prog: str, ctx: Any, p: dict[str, Any]) -> dict[str, Any]:
     """``p`` with --ntasks and --cpus-per-task checked against -n (their product when -n is not given).
 
     A -n on the command line wins over tasks that directives ask for: they are dropped when they do not
@@ -466,7 +466,7 @@ def _tasks(ctx: Any, p: dict[str, Any]) -> dict[str, Any]:
     if n is None and c is None:
         return p
     if p["split"] is not None or p["split_file"] is not None:
-        fail(PROG, "--ntasks and --cpus-per-task describe a plain job, not --split or --split-file", ExitCode.USAGE)
+        fail(prog, "--ntasks and --cpus-per-task describe a plain job, not --split or --split-file", ExitCode.USAGE)
     out = dict(p)
     if ncpus is None:
         out["ncpus"] = (n or 1) * (c or 1)
@@ -477,7 +477,7 @@ def _tasks(ctx: Any, p: dict[str, Any]) -> dict[str, Any]:
         out.update(ntasks=None, cpus_per_task=None)  # the script's tasks give way to the command line's -n
         return out
     tasks = " x ".join(f"{flag} {v}" for flag, v in (("--ntasks", n), ("--cpus-per-task", c)) if v is not None)
-    fail(PROG, f"-n {ncpus} cores cannot be {tasks}: give -n as their product, or leave it out", ExitCode.USAGE)
+    fail(prog, f"-n {ncpus} cores cannot be {tasks}: give -n as their product, or leave it out", ExitCode.USAGE)
 
 
 def _hold_jid(spool: Spool, items: str, depend_spec: str | None) -> str | None:
@@ -498,7 +498,7 @@ def _hold_jid(spool: Spool, items: str, depend_spec: str | None) -> str | None:
     return f"{depend_spec},{after}" if depend_spec else after
 
 
-def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, int], int | None]:
+def resv_options(prog: str, spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, int], int | None]:
     """The checked -l, --reservation and --wait-resv of a submission."""
     if not p["resource"] and p["reservation"] is None and not p["wait_resv"]:
         return {}, None  # nothing asked: what check_job would say, without loading the reservations
@@ -521,7 +521,7 @@ def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, 
         try:
             machine = in_force(spool, cfg)
         except ValueError as e:  # the machine's topology file cannot be read
-            fail(PROG, str(e))
+            fail(prog, str(e))
     try:
         return check_job(
             spool,
@@ -538,21 +538,21 @@ def _resv_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[dict[str, 
             place,
         )
     except ResvError as e:
-        fail(PROG, str(e))
+        fail(prog, str(e))
 
 
-def _device_options(spool: Spool, cfg: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
+def device_options(prog: str, spool: Spool, cfg: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
     """The checked device options of a submission (--gpus, --gres, ...): the spec's ``devices``."""
     if not asked(p):
         if p["gpu_bind"] or p["exclusive_gpu"]:
-            fail(PROG, f"{'--gpu-bind' if p['gpu_bind'] else '--exclusive-gpu'} needs --gpus or --gres")
+            fail(prog, f"{'--gpu-bind' if p['gpu_bind'] else '--exclusive-gpu'} needs --gpus or --gres")
         return []
     from gridsched.host.topology import in_force
 
     try:
         return device_spec(cfg, in_force(spool, cfg), p)
     except ValueError as e:  # a bad option, or the machine's topology file cannot be read
-        fail(PROG, str(e))
+        fail(prog, str(e))
 
 
 def _split_devices(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
@@ -577,7 +577,7 @@ def _split_devices(spool: Spool, cfg: Any, p: dict[str, Any]) -> tuple[list[dict
     return asks_to_spec(asks), max(1, wave)
 
 
-def _place_options(cfg: Any, spool: Spool, ncpus: int, p: dict[str, Any]) -> dict[str, Any]:
+def place_options(prog: str, cfg: Any, spool: Spool, ncpus: int, p: dict[str, Any]) -> dict[str, Any]:
     """The mapping requirement of a submission, refused here if the machine can never meet it."""
     from gridsched.core.placement import Request, never_fits
     from gridsched.host.topology import in_force
@@ -586,9 +586,9 @@ def _place_options(cfg: Any, spool: Spool, ncpus: int, p: dict[str, Any]) -> dic
     try:
         why = never_fits(in_force(spool, cfg), req)
     except ValueError as e:  # the machine's topology file cannot be read
-        fail(PROG, str(e))
+        fail(prog, str(e))
     if why:
-        fail(PROG, f"job can never run: {why}")
+        fail(prog, f"job can never run: {why}")
     return {"place": req.place, "threads_per_core": req.threads_per_core, "exclusive_board": req.exclusive_board}
 
 

@@ -209,6 +209,8 @@ _DECORATORS: tuple[Callable[[Any], Any], ...] = (
     click.option(
         "-d",
         "--depend",
+        "--dependency",  # sbatch's word
+        "depend",
         type=DependType(),
         help="Start the job only when SPEC holds: afterok:ID[:ID...], afterany:ID..., afternotok:ID..., "
         "after:ID..., singleton, or a comma-separated list of these (all must hold). See DEPENDENCIES.",

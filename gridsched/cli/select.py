@@ -11,6 +11,7 @@ that the user may act on each one.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from gridsched.cli.plain import ExitCode, fail
@@ -80,7 +81,7 @@ class Selection(NamedTuple):
         parts += [r.text for r in self.refs]
         return " ".join(parts)
 
-    def matches(self, job: dict[str, Any]) -> bool:
+    def matches(self, job: Mapping[str, Any]) -> bool:
         """Whether ``job`` (a row of :func:`gridsched.protocol.view.load_jobs`) passes the filters (ids aside)."""
         if self.users and str(job.get("user")) not in self.users:
             return False
@@ -88,7 +89,7 @@ class Selection(NamedTuple):
             return False
         return not self.states or str(job.get("state")) in self.states
 
-    def named(self, job: dict[str, Any]) -> str | None:
+    def named(self, job: Mapping[str, Any]) -> str | None:
         """How the ids name ``job`` (a ref's text), or None when none does; every job when there are no ids."""
         if not self.refs:
             return str(job["id"])
@@ -111,7 +112,7 @@ def _overlap(indices: frozenset[int], text: str) -> bool:
     return any(i in got for i in indices)
 
 
-def label(job: dict[str, Any]) -> str:
+def label(job: Mapping[str, Any]) -> str:
     spec = job.get("spec") or {}
     if spec.get("array_id") is not None and spec.get("array_index") is not None:
         return f"{spec['array_id']}_{spec['array_index']}"

@@ -4,7 +4,8 @@ must answer before they are queued (pure).
 The daemon asks it of every submission and every change (galter) it takes in, and the commands ask it
 before they send one, so that a job that could never start is refused at once, in one line, for the
 same reason everywhere.  Each part of the answer is in the module that knows the resource: cores
-(:mod:`.feasible`), a placement on the machine's boards (:mod:`.placement`), memory, devices
+(:mod:`.feasible`), a placement on the machine's boards (:mod:`.placement`), memory (the machine's and
+the boards', :mod:`.board_memory`), devices
 (:mod:`.devices`), the walltime limit.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from gridsched.core import board_memory
 from gridsched.core.devices import refusal
 from gridsched.core.feasible import infeasible, too_much_memory
 from gridsched.core.model import DeviceAsk, Request
@@ -39,6 +41,9 @@ def never_runs(
         bad = f"can never run: {why}" if why else None
     if bad is None and mem:
         why = too_much_memory(mem, memory)
+        bad = f"can never run: it {why}" if why else None
+    if bad is None and mem and memory:
+        why = board_memory.never(machine, memory >> 20, -(-mem >> 20), ncpus, placement)
         bad = f"can never run: it {why}" if why else None
     for asks in devices:
         if bad is None and asks:

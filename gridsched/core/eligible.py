@@ -100,6 +100,16 @@ def eligibility(snap: Snapshot) -> tuple[tuple[Waiting, ...], dict[int, str], tu
     return tuple(keep), reasons, tuple(cancels)
 
 
+def array_window(ncores: int, ncpus: int, array_max: int | None) -> int:
+    """How many of an array's pending tasks are offered to the passes (the others wait behind them in the
+    array's record, not made yet): as many as a machine of ``ncores`` could run at once, and one more to wait
+    first in the queue, within the array's throttle ``array_max`` (``%MAX``) and the one more."""
+    n = ncores // max(1, ncpus) + 1
+    if array_max is not None:
+        n = min(n, array_max + 1)
+    return max(1, n)
+
+
 def not_before(t: float) -> str:
     """The reason of a job that waits for its begin time ``t`` (seconds on the driver's clock)."""
     return f"{NOT_BEFORE}{t:.0f}"

@@ -5,7 +5,9 @@ counted in MiB: the pool holds the machine's memory less what is left to the
 system, and each job asks for its ``--mem`` (``--mem-per-cpu`` times its
 cores), or, without a request, the default per core times its cores (none
 when that is 0).  Reservations, preemption and forecasts count it as they
-count every floating resource.  Memory per board (NUMA node) is not counted.
+count every floating resource; a suspended job keeps its memory (its processes
+stay in memory, as Slurm keeps a suspended job's).  Memory per board (NUMA node):
+:mod:`gridsched.core.board_memory`.
 """
 
 from __future__ import annotations

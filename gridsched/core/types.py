@@ -106,6 +106,9 @@ class Waiting:
     devices: tuple[DeviceAsk, ...] = ()
     # Preempted, it is suspended (checkpoint ``suspend``) and keeps its devices: preempting it frees none.
     keeps_devices: bool = False
+    # Preempted, it is suspended and keeps its memory (its processes stay in memory): preempting it frees
+    # none of the memory pool (gridsched.core.memory).
+    keeps_memory: bool = False
     # Priority (gridsched.core.priority): when the job was submitted (the age factor), its nice value
     # (``gsub --nice``, subtracted) and the priority an admin set (``gsub --priority``; None: computed).
     submitted: float = 0.0
@@ -160,6 +163,9 @@ class Running:
     whole_devices: bool = False
     # Preempted, it is suspended (checkpoint ``suspend``) and keeps its devices: preempting it frees none.
     keeps_devices: bool = False
+    # Preempted, it is suspended and keeps its memory (its processes stay in memory): preempting it frees
+    # none of the memory pool (gridsched.core.memory).
+    keeps_memory: bool = False
 
     @property
     def end(self) -> float:
@@ -266,6 +272,10 @@ class Snapshot:
     # The devices suspended jobs keep (as Slurm keeps a suspended job's GRES): job -> (device keys, whole).
     # They are held, never free, until the job is continued on them (and only on them) or ends.
     kept: Mapping[int, tuple[tuple[tuple[str, int], ...], bool]] = field(default_factory=dict)
+    # The floating resources suspended jobs keep (their memory: gridsched.core.memory): job -> (name, amount)
+    # pairs, held until the job is continued (it asks for none of them anew) and ends; the forecast lets them
+    # go at the end it plans for the job.
+    kept_floating: Mapping[int, tuple[tuple[str, int], ...]] = field(default_factory=dict)
     # Fair share (gridsched.core.priority): each user's usage in core-seconds, decayed to ``now``.
     usage: Mapping[str, float] = field(default_factory=dict)
     # True: some pending job may have a nice value or an admin priority, so the queue is put in priority

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gridsched.daemon import arrays, reservations, slices, split
+from gridsched.daemon import arrays, contexts, reservations, slices, split
 from gridsched.daemon.handlers.submit import count_queued
 
 if TYPE_CHECKING:
@@ -38,31 +38,28 @@ class DaemonActions:
         self._d.take_in(job, job.user, state, reason)
 
     def take_in_array(self, job: rq.JobSpec, state: JobState, reason: str) -> None:
-        arrays.take_in(self._d.arrays_ctx(), job, job.user, state, reason)
+        arrays.take_in(contexts.for_arrays(self._d), job, job.user, state, reason)
 
     def resume_array(self, job: rq.JobSpec) -> None:
-        arrays.resume(self._d.arrays_ctx(), job, job.user)
+        arrays.resume(contexts.for_arrays(self._d), job, job.user)
 
     def take_in_split(self, job: rq.JobSpec, state: JobState, reason: str) -> None:
-        split.take_in(self._d.split_ctx(), job, state, reason)
+        split.take_in(contexts.for_split(self._d), job, state, reason)
 
     def hold_rest(self, rest: arrays.Rest, which: Indices | None, reason: str) -> bool:
-        return arrays.hold(self._d.arrays_ctx(), rest, which, reason)
+        return arrays.hold(contexts.for_arrays(self._d), rest, which, reason)
 
     def release_rest(self, rest: arrays.Rest, which: Indices | None) -> bool:
-        if arrays.release(self._d.arrays_ctx(), rest, which):
-            self._d.dirty = True
-            return True
-        return False
+        return arrays.release(contexts.for_arrays(self._d), rest, which)
 
-    def cancel_rest(self, rest: arrays.Rest, which: Indices | None) -> int:
-        return arrays.cancel(self._d.arrays_ctx(), rest, which)
+    def cancel_rest(self, rest: arrays.Rest, which: Indices | None, now: float) -> int:
+        return arrays.cancel(contexts.for_arrays(self._d), rest, which, now)
 
     def make_tasks(self, rest: arrays.Rest, which: Indices) -> list[Rec]:
-        return arrays.make_now(self._d.arrays_ctx(), rest, which)
+        return arrays.make_now(contexts.for_arrays(self._d), rest, which)
 
     def alter_rest(self, rest: arrays.Rest, job: rq.JobSpec) -> None:
-        arrays.alter(self._d.arrays_ctx(), rest, job)
+        arrays.alter(contexts.for_arrays(self._d), rest, job)
 
     def sweep(self, name: str, what: str, recs: list[Rec], act: Callable[[Rec], object]) -> None:
         d = self._d
@@ -91,14 +88,13 @@ class DaemonActions:
         return d.queued_by_user
 
     def create_resv(self, spec: rq.ResvSpec, digest: str, admin: bool) -> bool:
-        return reservations.create(self._d.resv_ctx(), spec, digest, admin)
+        return reservations.create(contexts.for_resv(self._d), spec, digest, admin)
 
-    def delete_resv(self, rid: int, uid: int, release: bool) -> None:
-        if reservations.delete(self._d.resv_ctx(), rid, uid, release):
-            self._d.dirty = True
+    def delete_resv(self, rid: int, uid: int, release: bool) -> bool:
+        return reservations.delete(contexts.for_resv(self._d), rid, uid, release)
 
     def resv_refusal(self, job: rq.JobSpec) -> str | None:
-        return reservations.check_submit(self._d.resv_ctx(), job)
+        return reservations.check_submit(contexts.for_resv(self._d), job)
 
     def parent_refusal(self, job: rq.JobSpec) -> str | None:
         return self._d.trees.check_submit(job)

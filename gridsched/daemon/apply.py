@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import math
 import signal
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
 from gridsched.core import cpuset, depend
@@ -28,6 +28,7 @@ from gridsched.core.types import (
     CancelSubtree,
     Decision,
     EndReservation,
+    HeadReservation,
     HoldSubtree,
     Kill,
     Predictor,
@@ -39,7 +40,18 @@ from gridsched.core.types import (
     StartTasks,
     Waiting,
 )
-from gridsched.daemon import devcgroup, jobfiles, jobtmp, launch, outcome, procs, reservations, split, transitions
+from gridsched.daemon import (
+    arrays,
+    devcgroup,
+    jobfiles,
+    jobtmp,
+    launch,
+    outcome,
+    procs,
+    reservations,
+    split,
+    transitions,
+)
 from gridsched.daemon import reasons as wording
 from gridsched.daemon.table import Rec, queue_key
 from gridsched.job import env as jobenv
@@ -50,61 +62,107 @@ from gridsched.protocol.jobs import Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
     from gridsched.core.topology import MachineMap
-    from gridsched.daemon.loop import Daemon
     from gridsched.daemon.spawn import Processes, Stub
     from gridsched.daemon.table import JobTable
+    from gridsched.daemon.tree import Trees
     from gridsched.protocol.config import Config
+    from gridsched.protocol.spool import Spool
     from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
 
-def snapshot(d: Daemon, now: float) -> Snapshot:
-    memory = memory_in_force(d)  # first: it may make the jobs' asks again
+@dataclass(frozen=True)
+class Ctx:
+    """What carrying out a plan sees of the daemon: the job table, the configuration and machine in force,
+    the state db, the spool, the executor of the jobs' processes, the reservations' books, the job trees, the
+    drained cores, the head job's reservation of the last plan, the reasons the last forecast gave, the list
+    of starts to fork once committed, and how a job is ended, signalled and found (its job directory and
+    segment), and what the reservations' and the splittable jobs' work see."""
+
+    table: JobTable
+    cfg: Config
+    machine: MachineMap
+    db: StateDB
+    spool: Spool
+    ex: Processes | Stub
+    book: reservations.Book
+    trees: Trees
+    drained: frozenset[int]
+    head: HeadReservation | None
+    forecast_said: Mapping[int, str]
+    launches: list[tuple[Rec, launch.Launch]]  # starts committed, their shepherds forked after the commit
+    end: Callable[..., None]  # end a job: (rec, state, when, reason=...)
+    terminate: Callable[[Rec, float, int, float], None]  # signal a running job (when, signal, grace)
+    where: Callable[[Rec], tuple[Path, int]]  # a running job's directory and segment, as the executor finds it
+    resv_ctx: Callable[[], reservations.Ctx]  # what the reservations' work sees
+    split_ctx: Callable[[], split.Ctx]  # what the work on splittable jobs sees
+    rests: Mapping[int, arrays.Rest]  # the arrays' tasks not made yet (a dependency on an array's id)
+    arrays_ended: dict[int, str]  # the state of arrays named in dependencies whose tasks have all ended
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """What a scheduling pass leaves the loop: whether what the next pass sees changed (beyond a start), the
+    head job's reservation, and when the plan is due again without anything else changing."""
+
+    changed: bool
+    head: HeadReservation | None
+    wake_at: float | None
+
+
+def snapshot(ctx: Ctx, now: float) -> Snapshot:
+    memory = memory_in_force(ctx)  # first: it may make the jobs' asks again
     running = tuple(
-        r.running(now, d.cfg.max_walltime)
-        for r in d.table.jobs.values()
+        r.running(now, ctx.cfg.max_walltime)
+        for r in ctx.table.jobs.values()
         if r.start is not None and r.state in (JobState.RUNNING, JobState.STOPPING)
     )
-    resvs = d.book.core()
+    resvs = ctx.book.core()
     # the free map from the status maps, as gctl topology shows them (lenders' cores are their own)
-    free = free_map(d.machine, status_maps(d.machine, running, resvs, d.drained))
-    queued = [rec for rec in (d.table.jobs[i] for i in d.table.queue) if offered(rec)]
+    free = free_map(ctx.machine, status_maps(ctx.machine, running, resvs, ctx.drained))
+    queued = [rec for rec in (ctx.table.jobs[i] for i in ctx.table.queue) if offered(rec)]
     waiting = tuple(r.waiting() for r in queued)
     # suspended jobs keep their devices (their processes still hold them): gridsched.core.types.Snapshot.kept
     kept = (
         {r.id: (r.devices, r.whole) for r in queued if r.devices and r.state is JobState.SUSPENDED}
-        if d.machine.devices
+        if ctx.machine.devices
         else {}
     )
-    held = [r for r in d.table.jobs.values() if r.state is JobState.HELD and offered(r)]
+    held = [r for r in ctx.table.jobs.values() if r.state is JobState.HELD and offered(r)]
     if held:  # held jobs wait in the core's eligibility (gridsched.core.eligible), in queue order
         queued = sorted(queued + held, key=queue_key)
         waiting = tuple(held_view(r) for r in queued)
-    return d.trees.annotate(
+    return ctx.trees.annotate(
         Snapshot(
             now=now,
-            ncores=d.machine.ncores,
+            ncores=ctx.machine.ncores,
             running=running,
-            pending=d.book.merge(waiting),
-            params=d.cfg.params,
+            pending=ctx.book.merge(waiting),
+            params=ctx.cfg.params,
             free=free,
-            head=d.head,
-            history={u: tuple(h) for u, h in d.table.history.items()},
-            ratios={u: tuple(r) for u, r in d.table.ratios.items()}
-            if d.cfg.params.predictor is Predictor.USER_RATIO
+            head=ctx.head,
+            history={u: tuple(h) for u, h in ctx.table.history.items()},
+            ratios={u: tuple(r) for u, r in ctx.table.ratios.items()}
+            if ctx.cfg.params.predictor is Predictor.USER_RATIO
             else {},
-            floating=mempool.floating(d.cfg.floating, memory),
+            floating=mempool.floating(ctx.cfg.floating, memory),
+            kept_floating=_kept_memory(queued),
             reservations=resvs,
-            machine=d.machine,
-            devices=d.machine.devices,
+            machine=ctx.machine,
+            devices=ctx.machine.devices,
             kept=kept,
-            drained=d.drained,
-            states=dep_states(d.table.jobs, d.db, [r for r in queued if r.deps]),
-            usage=d.table.usage.now(now, d.table.half_life) if d.cfg.params.priority.weight_fairshare else {},
-            ranked=any(r.nice or r.admin_prio is not None for r in queued) or d.book.ranked(),
+            drained=ctx.drained,
+            states=dep_states(ctx.table.jobs, ctx.db, [r for r in queued if r.deps], ctx.rests, ctx.arrays_ended),
+            usage=ctx.table.usage.now(now, ctx.table.half_life) if ctx.cfg.params.priority.weight_fairshare else {},
+            ranked=any(r.nice or r.admin_prio is not None for r in queued) or ctx.book.ranked(),
         )
     )
+
+
+def _kept_memory(queued: list[Rec]) -> dict[int, tuple[tuple[str, int], ...]]:
+    """The memory suspended jobs keep, MiB by job (Snapshot.kept_floating)."""
+    return {r.id: ((mempool.MEMORY, k),) for r in queued if (k := r.kept_memory())}
 
 
 def memory_pool(machine: MachineMap, cfg: Config) -> mempool.MemoryPool | None:
@@ -115,15 +173,15 @@ def memory_pool(machine: MachineMap, cfg: Config) -> mempool.MemoryPool | None:
     return mempool.pool(machine_memory(machine), cfg.memory_reserved, cfg.default_mem_per_cpu)
 
 
-def memory_in_force(d: Daemon) -> mempool.MemoryPool | None:
+def memory_in_force(ctx: Ctx) -> mempool.MemoryPool | None:
     """The memory pool as the configuration in force has it: after a reload that changed
     ``memory_reserved`` or ``default_mem_per_cpu``, the pool and every job's ask are made again (as a
     restart would make them)."""
-    m = d.table.memory
-    if m is None or (m.reserved, m.per_cpu) == (d.cfg.memory_reserved, d.cfg.default_mem_per_cpu):
+    m = ctx.table.memory
+    if m is None or (m.reserved, m.per_cpu) == (ctx.cfg.memory_reserved, ctx.cfg.default_mem_per_cpu):
         return m
-    m = d.table.memory = memory_pool(d.machine, d.cfg)
-    for rec in d.table.jobs.values():
+    m = ctx.table.memory = memory_pool(ctx.machine, ctx.cfg)
+    for rec in ctx.table.jobs.values():
         spec = rec.job
         rec.resources = (
             spec.resources if m is None or rec.resv is not None else m.asks(spec.resources, spec.mem, rec.ncpus)
@@ -149,9 +207,18 @@ def offered(rec: Rec) -> bool:
     return (rec.split is None or bool(rec.split.left)) and not rec.withdrawn
 
 
-def dep_states(jobs: Mapping[int, Rec], db: StateDB, pending: list[Rec]) -> dict[int, str]:
-    """The state of every job the dependencies of ``pending`` name (live in ``jobs``, else from ``db``)."""
+def dep_states(
+    jobs: Mapping[int, Rec],
+    db: StateDB,
+    pending: list[Rec],
+    rests: Mapping[int, arrays.Rest] | None = None,
+    ended: dict[int, str] | None = None,
+) -> dict[int, str]:
+    """The state of every job the dependencies of ``pending`` name (live in ``jobs``, else from ``db``); an
+    array's id names the whole array (:func:`gridsched.daemon.arrays.whole_states`: ``rests``, the records of
+    its tasks not made yet; ``ended``, the states of arrays read once all their tasks ended)."""
     out: dict[int, str] = {}
+    named_arrays: set[int] = set()
     for rec in pending:
         for jid in depend.job_ids(rec.deps):
             if jid in out:
@@ -159,10 +226,20 @@ def dep_states(jobs: Mapping[int, Rec], db: StateDB, pending: list[Rec]) -> dict
             live = jobs.get(jid)
             if live is not None:
                 out[jid] = live.state.value
-            else:
-                row = db.conn.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
-                if row is not None:
-                    out[jid] = row[0]
+                if live.array_id == jid:
+                    named_arrays.add(jid)
+                continue
+            row = db.conn.execute(
+                "SELECT state, CASE WHEN instr(spec, '\"array_id\"') AND json_valid(spec) "
+                "THEN json_extract(spec, '$.array_id') END FROM jobs WHERE id = ?",
+                (jid,),
+            ).fetchone()
+            if row is not None:
+                out[jid] = row[0]
+                if row[1] == jid:
+                    named_arrays.add(jid)
+    if named_arrays:
+        out.update(arrays.whole_states(named_arrays, jobs, rests or {}, db, {} if ended is None else ended))
     return out
 
 
@@ -184,67 +261,68 @@ def note_reasons(table: JobTable, cfg: Config, said: Mapping[int, str], reasons:
             table.save(rec, reason=why)
 
 
-def schedule(d: Daemon, now: float) -> None:
-    d.dirty = False
-    plan = corepolicy.schedule(snapshot(d, now))
-    note_reasons(d.table, d.cfg, d.forecast_said, plan.reasons)
-    d.head = plan.head
-    d.wake_at = plan.wake_at
+def schedule(ctx: Ctx, now: float) -> Scheduled:
+    """Ask the core for a plan and carry out its decisions (the starts are forked once committed:
+    ``ctx.launches``)."""
+    plan = corepolicy.schedule(snapshot(ctx, now))
+    note_reasons(ctx.table, ctx.cfg, ctx.forecast_said, plan.reasons)
+    changed = False
     for dec in plan.decisions:
-        if carry_out(d, dec, now):
-            d.dirty = True
-    d.trees.decided()
+        if carry_out(ctx, dec, now):
+            changed = True
+    ctx.trees.decided()
+    return Scheduled(changed, plan.head, plan.wake_at)
 
 
-def carry_out(d: Daemon, dec: Decision, now: float) -> bool:
+def carry_out(ctx: Ctx, dec: Decision, now: float) -> bool:
     """Carry out one decision of the core; whether it changed what a scheduling pass sees (beyond a start).
     Every kind of decision has its case (``assert_never``: a new kind is a type error until it has one)."""
     match dec:
         case Activate():
-            reservations.activate(d.resv_ctx(), dec, now)
+            reservations.activate(ctx.resv_ctx(), dec, now)
             return False
         case EndReservation():
-            return reservations.end(d.resv_ctx(), dec, now)
+            return reservations.end(ctx.resv_ctx(), dec, now)
         case Reclaim():
-            return d.trees.reclaim(dec.parent)
+            return ctx.trees.reclaim(dec.parent)
         case Resume():
-            return d.trees.resumed(dec.parent, dec.implicit, now)
+            return ctx.trees.resumed(dec.parent, dec.implicit, now)
         case CancelSubtree():
-            return d.trees.cancel_subtree(dec, now)
+            return ctx.trees.cancel_subtree(dec, now)
         case HoldSubtree():
-            return d.trees.hold_subtree(dec)
+            return ctx.trees.hold_subtree(dec)
         case Cancel() | Start() | Preempt() | Kill() | StartTasks():
-            job = d.table.jobs.get(dec.job)
+            job = ctx.table.jobs.get(dec.job)
             if job is None:
                 log.error("plan names unknown job %d", dec.job)
                 return False
-            return _on_job(d, job, dec, now)
+            return _on_job(ctx, job, dec, now)
         case _:
             assert_never(dec)
 
 
-def _on_job(d: Daemon, job: Rec, dec: Cancel | Start | Preempt | Kill | StartTasks, now: float) -> bool:
+def _on_job(ctx: Ctx, job: Rec, dec: Cancel | Start | Preempt | Kill | StartTasks, now: float) -> bool:
     match dec:
         case Cancel():
             if job.state is JobState.PENDING and job.shepherd is None:
-                d.end(job, JobState.CANCELLED, now, reason=dec.reason)
+                ctx.end(job, JobState.CANCELLED, now, reason=dec.reason)
             return False
         case Start():
-            start(d, job, dec, now)
+            start(ctx, job, dec, now)
             return False
         case Preempt():
-            return preempt(d.table, d.cfg, partial(_pause, d), d.terminate, job, now)
+            return preempt(ctx.table, ctx.cfg, partial(_pause, ctx), ctx.terminate, job, now)
         case Kill():
-            return kill(d.table, d.terminate, d.cfg.kill_grace, job, dec.reason, now)
+            return kill(ctx.table, ctx.terminate, ctx.cfg.kill_grace, job, dec.reason, now)
         case StartTasks():
-            return split.start_tasks(d.split_ctx(), job, dec, now)
+            return split.start_tasks(ctx.split_ctx(), job, dec, now)
         case _:
             assert_never(dec)
 
 
-def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
+def start(ctx: Ctx, rec: Rec, dec: Start, now: float) -> None:
     """Carry out a start: the job runs on the decision's cores (a suspended one is continued there)."""
-    d.table.dequeue(rec)
+    ctx.table.dequeue(rec)
     rec.cores = tuple(dec.cores)
     rec.backfilled = dec.backfilled
     rec.planned = dec.planned
@@ -260,27 +338,27 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     rec.mailed = 0  # a new start: its time limit mails come again
     rec.lent = []
     rec._waiting = None
-    rec.set_devices(tuple(dec.devices), d.machine.devices)
+    rec.set_devices(tuple(dec.devices), ctx.machine.devices)
     rec.held = ()
     if rec.place is not None and (rec.place.threads_per_core or rec.place.exclusive_board) and rec.cores:
-        rec.held = tuple(sorted(claimed(d.machine, rec.cores, rec.place) - set(rec.cores)))
-    boards = ",".join(str(b) for b in sorted({d.machine.board_of(c).id for c in rec.cores}))
-    cpus = frozenset(d.machine.host_set(rec.cores))
+        rec.held = tuple(sorted(claimed(ctx.machine, rec.cores, rec.place) - set(rec.cores)))
+    boards = ",".join(str(b) for b in sorted({ctx.machine.board_of(c).id for c in rec.cores}))
+    cpus = frozenset(ctx.machine.host_set(rec.cores))
     if rec.state is JobState.SUSPENDED and rec.shepherd is not None:
         transitions.start(rec)
-        d.ex.set_affinity(rec.shepherd, d.where(rec), set(cpus))
-        d.ex.signal(rec.shepherd, d.where(rec), signal.SIGCONT)
+        ctx.ex.set_affinity(rec.shepherd, ctx.where(rec), set(cpus))
+        ctx.ex.signal(rec.shepherd, ctx.where(rec), signal.SIGCONT)
         rec.segments.append({"start": now, "cores": cpuset.format(rec.cores), "boards": boards, "resumed": True})
-        d.table.save(rec)
+        ctx.table.save(rec)
         log.info("job %d resumed on cores %s", rec.id, cpuset.format(rec.cores))
         return
     rec.segment += 1
     try:
-        spec = launch_spec(d, rec)
+        spec = launch_spec(ctx, rec)
     except (jobfiles.JobFilesError, KeyError, TypeError, ValueError) as e:
         rec.cores = ()
         rec.start = None
-        d.end(rec, JobState.FAILED, now, reason=f"cannot start: {rq.safe(str(e))}")
+        ctx.end(rec, JobState.FAILED, now, reason=f"cannot start: {rq.safe(str(e))}")
         return
     transitions.start(rec)
     seg: dict[str, Any] = {"start": now, "cores": cpuset.format(rec.cores), "boards": boards}
@@ -291,10 +369,10 @@ def start(d: Daemon, rec: Rec, dec: Start, now: float) -> None:
     rec.segments.append(seg)
     if rec.reason:  # why it waited
         rec.reason = ""
-        d.table.save(rec, reason="")
+        ctx.table.save(rec, reason="")
     else:
-        d.table.save(rec)
-    d.pending_launches.append((rec, spec))
+        ctx.table.save(rec)
+    ctx.launches.append((rec, spec))
 
 
 def mem_nodes(machine: MachineMap, cores: tuple[int, ...]) -> tuple[int, ...]:
@@ -305,9 +383,9 @@ def mem_nodes(machine: MachineMap, cores: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(sorted(n for n in nodes if n is not None))
 
 
-def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
-    spec = d.table.spec(rec.id)
-    jdir = d.spool.job_dir(rec.id)
+def launch_spec(ctx: Ctx, rec: Rec) -> launch.Launch:
+    spec = ctx.table.spec(rec.id)
+    jdir = ctx.spool.job_dir(rec.id)
     script = str(jdir / "script")
     args = spec.args
     try:
@@ -322,19 +400,19 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         ncpus=rec.ncpus,
         walltime=rec.walltime,
         cores=cpuset.format(rec.cores),
-        host_cpus=cpuset.format(d.machine.host_set(rec.cores)),
+        host_cpus=cpuset.format(ctx.machine.host_set(rec.cores)),
         restarts=rec.restarts,
         job_dir=str(jdir),
-        spool=str(d.spool.root),
+        spool=str(ctx.spool.root),
         host=jobenv.host(),
-        devices=device_env(rec.devices, d.machine.devices, d.cfg.compat_env, d.cfg.device_visible == "uuid"),
+        devices=device_env(rec.devices, ctx.machine.devices, ctx.cfg.compat_env, ctx.cfg.device_visible == "uuid"),
     )
     user_set = dict(spec.env_set)
     # whether an MPI is on the job's PATH is found out by the job's own process, as its owner (launch.py):
     # the daemon never walks a PATH a user wrote
     mpi_path = jobenv.own_path(str(user_set.get("PATH", dict(spec.env).get("PATH", ""))))
-    private = private_dir(d.ex, d.cfg.tmpdir, rec, spec, jobenv.job_of(spec, start))
-    env = jobenv.environment(spec, start, private, d.cfg.compat_env)
+    private = private_dir(ctx.ex, ctx.cfg.tmpdir, rec, spec, jobenv.job_of(spec, start))
+    env = jobenv.environment(spec, start, private, ctx.cfg.compat_env)
     return launch.Launch(
         job_id=rec.id,
         segment=rec.segment,
@@ -347,19 +425,19 @@ def launch_spec(d: Daemon, rec: Rec) -> launch.Launch:
         stderr=spec.stderr,
         append=rec.segment > 1 or spec.open_mode == "append",
         env=env,
-        cpus=frozenset(d.machine.host_set(rec.cores)),
+        cpus=frozenset(ctx.machine.host_set(rec.cores)),
         uid=rec.uid,
         gid=spec.gid,
         user=rec.user,
         mem=spec.mem,
-        mem_nodes=mem_nodes(d.machine, rec.cores),
+        mem_nodes=mem_nodes(ctx.machine, rec.cores),
         umask=spec.umask,
         private=private.root if private else "",
         mpi_path=mpi_path if private else "",
-        deny_devices=devcgroup.denied(d.machine.devices, rec.devices, d.cfg.device_enforce),
-        device_enforce="required" if d.cfg.device_enforce == "required" and d.cfg.system else "auto",
+        deny_devices=devcgroup.denied(ctx.machine.devices, rec.devices, ctx.cfg.device_enforce),
+        device_enforce="required" if ctx.cfg.device_enforce == "required" and ctx.cfg.system else "auto",
         user_env=_user_env(spec, env),
-        max_processes=d.cfg.max_processes,
+        max_processes=ctx.cfg.max_processes,
     )
 
 
@@ -403,10 +481,10 @@ def kill(
     return True
 
 
-def _pause(d: Daemon, rec: Rec) -> None:
+def _pause(ctx: Ctx, rec: Rec) -> None:
     """Stop the processes of running job ``rec`` (SIGSTOP to its shepherd's group)."""
     assert rec.shepherd is not None
-    d.ex.signal(rec.shepherd, d.where(rec), signal.SIGSTOP)
+    ctx.ex.signal(rec.shepherd, ctx.where(rec), signal.SIGSTOP)
 
 
 def preempt(
@@ -452,24 +530,24 @@ def preempt(
     return queued
 
 
-def forecast(d: Daemon) -> None:
+def forecast(ctx: Ctx, now: float) -> dict[int, str] | None:
     """Predicted start times and why each pending job waits, both from the core
-    (:func:`gridsched.core.policy.forecast_reasons`), worded by :mod:`gridsched.daemon.reasons`."""
-    d.table.forecast_dirty = False
-    d.last_forecast = time.time()
-    snap = snapshot(d, d.last_forecast)
+    (:func:`gridsched.core.policy.forecast_reasons`), worded by :mod:`gridsched.daemon.reasons`; the reasons
+    beyond eligibility it gave (job id -> text: kept by :func:`note_reasons`), None if it failed."""
+    ctx.table.forecast_dirty = False
+    snap = snapshot(ctx, now)
     try:
         fc = corepolicy.forecast_reasons(snap)
     except Exception:  # noqa: BLE001 - a forecast is advice; it never stops the daemon
         log.exception("forecast failed")
-        return
+        return None
     pred = fc.times
-    d.table.begin()
-    d.db.set_predicted((_finite(pred.get(w.id)), w.id) for w in snap.pending)
+    ctx.table.begin()
+    ctx.db.set_predicted((_finite(pred.get(w.id)), w.id) for w in snap.pending)
     said: dict[int, str] = {}
-    facts = wording.Facts(d.table.devices, d.book.resvs, d.machine)
+    facts = wording.Facts(ctx.table.devices, ctx.book.resvs, ctx.machine)
     for w in snap.pending:
-        rec = d.table.jobs.get(w.id)
+        rec = ctx.table.jobs.get(w.id)
         if rec is None or rec.state is not JobState.PENDING:
             continue  # a reservation's entry, or a held job (its reason is its hold's)
         wait = fc.reasons.get(w.id)
@@ -478,9 +556,9 @@ def forecast(d: Daemon) -> None:
             said[w.id] = why
         if rec.reason != why:
             rec.reason = why
-            d.table.save(rec, reason=why)
-    d.forecast_said = said
-    reservations.set_predicted(d.book, d.db, pred, snap.now)
+            ctx.table.save(rec, reason=why)
+    reservations.set_predicted(ctx.book, ctx.db, pred, snap.now)
+    return said
 
 
 def _finite(t: float | None) -> float | None:

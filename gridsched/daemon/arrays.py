@@ -48,6 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gridsched.core.eligible import array_window
 from gridsched.daemon import jobfiles
 from gridsched.protocol.arrays import MAKE_AT_ONCE, Indices, parse, task_path
 from gridsched.protocol.jobs import PRIVATE_KEYS, JobState
@@ -100,6 +101,7 @@ class Rest:
     reason: str  # why the held ones are held
     link: int  # the task whose script file the next task made links to
     linked: int = 0  # tasks made that link to it
+    cancel_time: float | None = None  # when tasks of it were last cancelled before they were made
 
     @property
     def live(self) -> bool:
@@ -121,6 +123,7 @@ class Rest:
             "cancelled": self.cancelled.text,
             "reason": self.reason,
             "spec": j.stored()[0],
+            "cancel_time": self.cancel_time,
         }
 
 
@@ -153,6 +156,7 @@ def _begin(ctx: Ctx, base: JobSpec, user: str, total: int, others: Indices, stat
         reason=reason,
         link=base.id,
         linked=1,  # the first task's own file
+        cancel_time=base.submit_time if state is JobState.FAILED else None,
     )
     private = {k: v for k, v in base.to_spec().items() if k in PRIVATE_KEYS or k == "script"}
     jobfiles.write_array(ctx.spool.job_dir(base.id), json.dumps(private).encode())
@@ -216,6 +220,7 @@ def load(ctx: Ctx) -> None:
             cancelled=Indices.from_text(row["cancelled"]),
             reason=str(row["reason"]),
             link=aid,
+            cancel_time=row.get("cancel_time"),
         )
     if ctx.rests:
         log.info(
@@ -229,19 +234,21 @@ def save(ctx: Ctx, rest: Rest) -> None:
     """Write the record's indices (in the open transaction); a record with no task left to make is dropped."""
     ctx.table.begin()
     ctx.db.update_array(
-        rest.aid, pending=rest.pending.text, held=rest.held.text, cancelled=rest.cancelled.text, reason=rest.reason
+        rest.aid,
+        pending=rest.pending.text,
+        held=rest.held.text,
+        cancelled=rest.cancelled.text,
+        reason=rest.reason,
+        cancel_time=rest.cancel_time,
     )
     if not rest.live:
         ctx.rests.pop(rest.aid, None)
 
 
 def window(rest: Rest, ncores: int) -> int:
-    """How many of an array's pending tasks are made ahead of their start: as many as the machine could run at
-    once and one more, within the array's throttle."""
-    n = ncores // max(1, rest.job.ncpus) + 1
-    if rest.job.array_max is not None:
-        n = min(n, rest.job.array_max + 1)
-    return max(1, n)
+    """How many of an array's pending tasks are made ahead of their start, as the core offers them
+    (:func:`gridsched.core.eligible.array_window`)."""
+    return array_window(ncores, rest.job.ncpus, rest.job.array_max)
 
 
 def fill(ctx: Ctx, budget: Budget) -> bool:
@@ -371,15 +378,15 @@ def release(ctx: Ctx, rest: Rest, which: Indices | None) -> bool:
     return True
 
 
-def cancel(ctx: Ctx, rest: Rest, which: Indices | None) -> int:
-    """Cancel the tasks ``which`` (None: all) of the record: they are never made; how many were."""
+def cancel(ctx: Ctx, rest: Rest, which: Indices | None, now: float) -> int:
+    """Cancel the tasks ``which`` (None: all) of the record at ``now``: they are never made; how many were."""
     gone = rest.pending.union(rest.held) if which is None else rest.pending.union(rest.held).only(which)
     if not gone:
         return 0
     pending, held, cancelled = rest.pending.without(gone), rest.held.without(gone), rest.cancelled.union(gone)
     if _scattered(rest, pending, held, cancelled):
         return 0
-    rest.pending, rest.held, rest.cancelled = pending, held, cancelled
+    rest.pending, rest.held, rest.cancelled, rest.cancel_time = pending, held, cancelled, now
     save(ctx, rest)
     log.info("array %d: %d tasks not started cancelled", rest.aid, len(gone))
     return len(gone)
@@ -397,3 +404,46 @@ def members(jobs: Mapping[int, Rec], arrays: list[int]) -> list[int]:
     """The ids of the live tasks of ``arrays`` among ``jobs`` (the job table's)."""
     want = set(arrays)
     return sorted(r.id for r in jobs.values() if r.array_id in want)
+
+
+# -- an array named in a dependency -------------------------------------------------------------------------
+# The state a dependency on an array's id sees is the whole array's, as Slurm reads a dependency on an array
+# job's id ("afterok:12" waits for every task; the highest exit code of the tasks decides afterok and
+# afternotok: slurm's doc/html/job_array.shtml, "Job Dependencies"): pending while a task has not started,
+# running while one runs, and once all have ended COMPLETED only if every task did (else the worst end).
+WORST_FIRST = (JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.TIMEOUT, JobState.CANCELLED)
+
+
+def whole_states(
+    named: set[int], jobs: Mapping[int, Rec], rests: Mapping[int, Rest], db: StateDB, ended: dict[int, str]
+) -> dict[int, str]:
+    """The state of each array of ``named`` as a whole (see above); ``ended`` keeps that of the arrays whose
+    tasks have all ended, read once from the state db (dropped again while a task is live: a requeue)."""
+    live: dict[int, list[JobState]] = {}
+    for r in jobs.values():
+        if r.array_id in named:
+            live.setdefault(r.array_id, []).append(r.state)
+    out: dict[int, str] = {}
+    for aid in named:
+        rest = rests.get(aid)
+        states = live.get(aid, [])
+        if states or (rest is not None and rest.live):
+            ended.pop(aid, None)
+            waits = (rest is not None and rest.live) or any(s in (JobState.PENDING, JobState.HELD) for s in states)
+            out[aid] = (JobState.PENDING if waits else JobState.RUNNING).value
+            continue
+        if aid not in ended:
+            ended[aid] = _ended_state(db, aid)
+        out[aid] = ended[aid]
+    return out
+
+
+def _ended_state(db: StateDB, aid: int) -> str:
+    """COMPLETED if every task of array ``aid`` did (none cancelled before it was made), else the worst end."""
+    seen = {str(row["state"]) for row in db.by_spec("array_id", aid, brief=True)}
+    if any(Indices.from_text(str(row["cancelled"])) for row in db.array_rests([aid])):
+        seen.add(JobState.CANCELLED.value)
+    for s in WORST_FIRST:
+        if s.value in seen:
+            return s.value
+    return JobState.COMPLETED.value

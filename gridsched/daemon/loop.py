@@ -30,6 +30,7 @@ from gridsched.daemon import (
     actions,
     apply,
     arrays,
+    contexts,
     devcgroup,
     handlers,
     intake,
@@ -117,6 +118,7 @@ class Daemon:
         # incoming/ until the work is done)
         self.rests: dict[int, arrays.Rest] = {}
         self.more_tasks = False  # tasks of arrays to make that the last turn's slice had no room for
+        self.arrays_ended: dict[int, str] = {}  # arrays named in dependencies whose tasks have all ended: their state
         self.sweeps: deque[slices.Sweep] = deque()
         self.busy: set[str] = set()
         self.actions = actions.DaemonActions(self)  # what the request handlers may ask of the daemon
@@ -225,10 +227,11 @@ class Daemon:
         from gridsched.daemon.recover import recover
 
         self.book.load(self.db)
-        arrays.load(self.arrays_ctx())
+        arrays.load(contexts.for_arrays(self))
         self._load_drained()
         self.trees.load_ended()
-        recover(self)
+        if recover(contexts.for_recover(self), time.time()):
+            self.dirty = True
         self.trees.load()
         self.table.commit()
         self.settle(time.time(), force=True)
@@ -332,14 +335,19 @@ class Daemon:
         walltimes, ask the core for a plan when anything changed and carry it out, commit, start the jobs."""
         if scan or now - self.last_scan >= RESCAN:
             self.ingest()
-        slices.advance(self)  # a slice of the big work under way (large cancels), the tasks of arrays to start
+        # a slice of the big work under way (large cancels), the tasks of arrays to start
+        changed, self.more_tasks = slices.advance(contexts.for_slices(self))
+        self.dirty = self.dirty or changed
         self.trees.account(now)  # yielding parents earn walltime credit only while a child of theirs runs
         self.timers(now)
-        self.tuner.tick(self, now)
+        self.tune(now)
         if self.mail.children:
             self.mail.poll(now)
         if self.dirty or (self.wake_at is not None and now >= self.wake_at):
-            apply.schedule(self, now)
+            self.dirty = False  # what the plan's decisions change sets it again (an end, a cancel)
+            done = apply.schedule(contexts.for_apply(self), now)
+            self.dirty = self.dirty or done.changed
+            self.head, self.wake_at = done.head, done.wake_at
             self.trees.account(now)
         if self.table.commit():
             self.launch_pending()
@@ -422,7 +430,7 @@ class Daemon:
             self.refuse(r.name, r.uid, r.new_id, r.reason)
         for rcv in got:
             try:
-                if handlers.handle(self.handler_context(), rcv):
+                if handlers.handle(contexts.for_handlers(self), rcv):
                     self.dirty = True
             except rq.Refused as e:
                 if isinstance(e, handlers.RefusedInPart) and e.changed:
@@ -451,21 +459,6 @@ class Daemon:
         self.table.commit()
         if settle:
             self.settle(time.time())
-
-    def handler_context(self) -> handlers.Context:
-        """What a request handler sees of the daemon, now."""
-        return handlers.Context(
-            table=self.table,
-            cfg=self.cfg,
-            machine=self.machine,
-            db=self.db,
-            now=time.time(),
-            rests=self.rests,
-            drained=self.drained,
-            drain_reason=self.drain_reason,
-            id_high=self.id_high,
-            act=self.actions,
-        )
 
     def refuse(self, name: str, uid: int | None, new_id: int | None, why: str) -> None:
         """Quarantine a refused request; if it brought a new id that nobody has, record the refusal under it
@@ -584,6 +577,14 @@ class Daemon:
         if self.tuner.tunes(cfg):
             log.info("tuning: %s; in force: %s", cfg.tuning.describe(), tune_label(p))
 
+    def tune(self, now: float) -> None:
+        """Look at the tuner (:meth:`gridsched.daemon.tuner.Tuner.tick`): a setting it adopts is in force for the
+        next pass."""
+        cfg = self.tuner.tick(contexts.for_tuner(self), now)
+        if cfg is not None:
+            self.cfg = cfg
+            self.dirty = True
+
     # -- scheduling -------------------------------------------------------------------------
 
     def launch_pending(self) -> None:
@@ -616,41 +617,6 @@ class Daemon:
     def where(self, rec: Rec) -> tuple[Path, int]:
         """The job's running segment, as the executor finds its processes: job directory and segment number."""
         return self.spool.job_dir(rec.id), rec.segment
-
-    def outcome_ctx(self) -> outcome.Ctx:
-        """What deciding a job's outcome sees of the daemon (:class:`gridsched.daemon.outcome.Ctx`)."""
-        return outcome.Ctx(self.table, self._unwatch, self.end, lambda rec: self.mail.requeued(self.cfg, rec))
-
-    def arrays_ctx(self) -> arrays.Ctx:
-        """What the work on arrays sees of the daemon (:class:`gridsched.daemon.arrays.Ctx`)."""
-        return arrays.Ctx(
-            self.table, self.db, self.spool, self.rests, self.machine.ncores, self.take_in, self.new_ids, self.unclaim
-        )
-
-    def split_ctx(self) -> split.Ctx:
-        """What the work on splittable jobs sees of the daemon (:class:`gridsched.daemon.split.Ctx`)."""
-        return split.Ctx(
-            self.table,
-            self.db,
-            self.spool,
-            self.machine.devices,
-            self.take_in,
-            lambda rec, dec, now: apply.start(self, rec, dec, now),
-            self.end,
-            self.new_ids,
-        )
-
-    def resv_ctx(self) -> reservations.Ctx:
-        """What the reservations' work sees of the daemon (:class:`gridsched.daemon.reservations.Ctx`)."""
-        return reservations.Ctx(
-            self.book,
-            self.table,
-            self.db,
-            self.cfg,
-            self.machine,
-            lambda rec, state, now, why: self.end(rec, state, now, reason=why),
-            self.terminate,
-        )
 
     def terminate(self, rec: Rec, now: float, sig: int, grace: float) -> None:
         if rec.shepherd is not None:
@@ -709,13 +675,13 @@ class Daemon:
         result = self.read_exit(rec)
         if result is None and rec.shepherd is not None and self.ex.alive(rec.shepherd, rec.ticks):
             return  # spurious wake-up
-        if outcome.finish(self.outcome_ctx(), rec, result):
+        if outcome.finish(contexts.for_outcome(self), rec, result):
             self.dirty = True
 
     def read_exit(self, rec: Rec) -> dict[str, Any] | None:
         return self.ex.exit_info(self.spool.job_dir(rec.id), rec.segment)
 
-    def _unwatch(self, rec: Rec) -> None:
+    def unwatch(self, rec: Rec) -> None:
         if rec.shepherd is not None:
             self.ex.unwatch(rec.shepherd)
         rec.shepherd = None
@@ -752,12 +718,15 @@ class Daemon:
             self.dirty = True
         self.mail.ended(self.cfg, self.table, self.db, rec, state, code, signal_, reason, self.rests)
         if rec.split_of is not None:
-            split.piece_ended(self.split_ctx(), rec, end)
+            split.piece_ended(contexts.for_split(self), rec, end)
 
     # -- forecast -------------------------------------------------------------------------------------
     def forecast(self) -> None:
         """Predicted start times and why each pending job waits (:func:`gridsched.daemon.apply.forecast`)."""
-        apply.forecast(self)
+        self.last_forecast = time.time()
+        said = apply.forecast(contexts.for_apply(self), self.last_forecast)
+        if said is not None:
+            self.forecast_said = said
 
 
 def serve(spool: Spool, cfg: configmod.Config, config_path: str | None = None) -> int:

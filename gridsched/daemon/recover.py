@@ -27,59 +27,88 @@ from __future__ import annotations
 
 import logging
 import signal
-import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gridsched.daemon import confine, intake, jobtmp, outcome, procs, transitions
 from gridsched.protocol.jobs import EXIT_CHECKPOINTED, Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
+    from gridsched.core.topology import Device
+    from gridsched.daemon.spawn import Processes, Stub
+    from gridsched.daemon.table import JobTable, Rec
+    from gridsched.protocol.config import Config
+    from gridsched.protocol.spool import Spool
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What finding the jobs again sees of the daemon: the job table, the state db, the spool, the
+    configuration in force, the machine's devices, the executor of the jobs' processes, the senders of requests
+    (whose cancels may wait in the spool), what deciding an outcome sees, and how a job's shepherd is watched
+    (its pid and start ticks; whether it could be) and its segment's exit read (None if it wrote none)."""
+
+    table: JobTable
+    db: StateDB
+    spool: Spool
+    cfg: Config
+    devices: tuple[Device, ...]
+    ex: Processes | Stub
+    senders: intake.Senders
+    outcome: outcome.Ctx
+    watch: Callable[[Rec, int, int | None], bool]
+    read_exit: Callable[[Rec], dict[str, Any] | None]
+
 
 LIVE = [s.value for s in (JobState.PENDING, JobState.HELD, JobState.RUNNING, JobState.STOPPING, JobState.SUSPENDED)]
 
 
-def recover(d: Daemon) -> None:
+def recover(ctx: Ctx, now: float) -> bool:
+    """Find every live job of the table again (``now``: when a record that cannot be read ends); whether what
+    a scheduling pass sees changed (a job ended or went back to the queue)."""
     from gridsched.daemon.table import Rec
 
+    changed = False
     adopted = collected = requeued = 0
     cancels: dict[int, set[int]] | None = None
-    for row in d.db.jobs(states=LIVE):
+    for row in ctx.db.jobs(states=LIVE):
         try:
-            rec = Rec.from_row(row, d.machine.devices, memory=d.table.memory)
+            rec = Rec.from_row(row, ctx.devices, memory=ctx.table.memory)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             # a row no request can make any more (written by an older version): the job ends, the daemon runs
-            d.table.begin()
-            d.db.update(
+            ctx.table.begin()
+            ctx.db.update(
                 row["id"],
                 state=JobState.FAILED.value,
-                end_time=time.time(),
+                end_time=now,
                 reason=f"its record cannot be read ({type(e).__name__}: {str(e)[:200]})",
             )
             log.error("job %s: its record cannot be read; marked FAILED", row.get("id"))
             continue
-        d.table.share(rec)
-        d.table.jobs[rec.id] = rec
+        ctx.table.share(rec)
+        ctx.table.jobs[rec.id] = rec
         if rec.state is JobState.PENDING:
-            d.table.enqueue(rec)
+            ctx.table.enqueue(rec)
             continue
         if rec.state is JobState.HELD:
             continue
         if rec.state is JobState.SUSPENDED:
-            d.table.enqueue(rec)
-        jdir = d.spool.job_dir(rec.id)
-        result = d.read_exit(rec)
+            ctx.table.enqueue(rec)
+        jdir = ctx.spool.job_dir(rec.id)
+        result = ctx.read_exit(rec)
         if result is not None:
             if cancels is None:
-                cancels = intake.pending_cancels(d.spool, d.senders)
-            _unrecorded_stop(d, rec, result, cancels)
-            if outcome.finish(d.outcome_ctx(), rec, result):
-                d.dirty = True
+                cancels = intake.pending_cancels(ctx.spool, ctx.senders)
+            _unrecorded_stop(ctx, rec, result, cancels)
+            if outcome.finish(ctx.outcome, rec, result):
+                changed = True
             collected += 1
             continue
-        info = d.ex.pid_info(jdir, rec.segment)
+        info = ctx.ex.pid_info(jdir, rec.segment)
         if info is None:
             # committed as started, never forked: it did not run
             if rec.state is not JobState.SUSPENDED:
@@ -96,35 +125,37 @@ def recover(d: Daemon) -> None:
                 rec.cores = ()
                 rec.set_devices((), ())
                 rec.stop = None
-                d.table.enqueue(rec)
-                d.table.save(rec)
+                rec.shepherd = rec.ticks = None  # it died with the daemon: a cancel ends the job at once
+                ctx.table.enqueue(rec)
+                ctx.table.save(rec)
                 requeued += 1
             continue
-        if d.ex.alive(info["pid"], info.get("ticks")) and d.watch(rec, info["pid"], info.get("ticks")):
+        if ctx.ex.alive(info["pid"], info.get("ticks")) and ctx.watch(rec, info["pid"], info.get("ticks")):
             adopted += 1
             continue
-        result = d.read_exit(rec)  # it may have ended just now
+        result = ctx.read_exit(rec)  # it may have ended just now
         if result is not None:
             if cancels is None:
-                cancels = intake.pending_cancels(d.spool, d.senders)
-            _unrecorded_stop(d, rec, result, cancels)
+                cancels = intake.pending_cancels(ctx.spool, ctx.senders)
+            _unrecorded_stop(ctx, rec, result, cancels)
         else:
             listed = info.get("cgroups")
             cgroups: list[Any] = listed if isinstance(listed, list) else []
             for path in {info.get("cgroup"), info.get("devcgroup"), *cgroups}:  # its shepherd was killed first
                 if confine.valid(path):
-                    d.ex.remove_cgroup(str(path))
+                    ctx.ex.remove_cgroup(str(path))
         rec.shepherd = None
-        if outcome.finish(d.outcome_ctx(), rec, result):
-            d.dirty = True
+        if outcome.finish(ctx.outcome, rec, result):
+            changed = True
         collected += 1
     if adopted or collected or requeued:
         log.info(
             "recovered: %d running jobs adopted, %d endings collected, %d starts undone", adopted, collected, requeued
         )
+    return changed
 
 
-def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[int, set[int]]) -> None:
+def _unrecorded_stop(ctx: Ctx, rec: Rec, result: dict[str, Any], cancels: dict[int, set[int]]) -> None:
     """Give ``rec`` the reason it was stopped for, if the daemon signalled it and died before saying why."""
     if rec.stop is not None or rec.state is not JobState.RUNNING or result.get("error"):
         return
@@ -133,10 +164,10 @@ def _unrecorded_stop(d: Daemon, rec: Any, result: dict[str, Any], cancels: dict[
     if sig is None and not checkpointed:
         return  # it ended by itself
     end = float(result.get("end", 0.0))
-    ckpt_sig = procs.SIGNALS.get(d.cfg.checkpoint_signal, signal.SIGUSR1)
+    ckpt_sig = procs.SIGNALS.get(ctx.cfg.checkpoint_signal, signal.SIGUSR1)
     if sig is not None and cancels.get(rec.id, set()) & {0, rec.uid}:
         rec.stop = Stop.CANCEL
-    elif sig is not None and rec.deadline is not None and end >= (rec.due(end, d.cfg.max_walltime) or rec.deadline):
+    elif sig is not None and rec.deadline is not None and end >= (rec.due(end, ctx.cfg.max_walltime) or rec.deadline):
         rec.stop = Stop.TIMEOUT
     elif (
         checkpointed

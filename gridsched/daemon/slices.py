@@ -17,11 +17,14 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from gridsched.daemon.loop import Daemon
+    from gridsched.daemon.arrays import Ctx as ArraysCtx
+    from gridsched.daemon.arrays import Rest
     from gridsched.daemon.table import JobTable, Rec
+    from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
@@ -96,30 +99,52 @@ def sweep(
         log.info("%s: %d jobs, in slices of at most %d a turn", what, len(recs), SLICE_MAX)
 
 
-def advance(d: Daemon) -> None:
+@dataclass(frozen=True)
+class Ctx:
+    """What a turn's slice sees of the daemon: the job table, the state db, the sweeps under way, the names of
+    the requests whose work goes on (``busy``) and of those served (``settling``: they leave ``incoming/`` once
+    published), the arrays not made yet, and what the work on arrays sees."""
+
+    table: JobTable
+    db: StateDB
+    sweeps: deque[Sweep]
+    busy: set[str]
+    settling: dict[str, str | None]
+    rests: Mapping[int, Rest]
+    arrays: Callable[[], ArraysCtx]
+
+
+class Advanced(NamedTuple):
+    """What a turn's slice did: whether what a scheduling pass sees changed, and whether tasks of arrays are
+    left to make that its slice had no room for."""
+
+    changed: bool
+    more_tasks: bool
+
+
+def advance(ctx: Ctx) -> Advanced:
     """One turn's slice of the work under way: the sweeps first (a cancel stops work), then the tasks of arrays
     about to start (:func:`gridsched.daemon.arrays.fill`).  A request whose work is done leaves ``incoming/``
     once committed and published."""
-    d.more_tasks = False
-    if not d.sweeps and not d.rests:
-        return
+    if not ctx.sweeps and not ctx.rests:
+        return Advanced(False, False)
     from gridsched.daemon import arrays
 
     budget = Budget()
-    d.table.begin()
-    while d.sweeps and budget.left():
-        s = d.sweeps[0]
-        done, changed = s.run(d.table.jobs, budget)
-        if changed:
-            d.dirty = True
+    ctx.table.begin()
+    changed = False
+    while ctx.sweeps and budget.left():
+        s = ctx.sweeps[0]
+        done, acted = s.run(ctx.table.jobs, budget)
+        changed = changed or acted
         if not done:
             break
-        d.sweeps.popleft()
-        d.busy.discard(s.name)
-        d.settling[s.name] = None
-    if d.table.disk_trouble or d.db.unsaved or not d.rests:
-        return  # no task is made while the table cannot be written (its writes are kept for the next commit)
-    d.more_tasks = arrays.fill(d.arrays_ctx(), budget)
+        ctx.sweeps.popleft()
+        ctx.busy.discard(s.name)
+        ctx.settling[s.name] = None
+    if ctx.table.disk_trouble or ctx.db.unsaved or not ctx.rests:
+        return Advanced(changed, False)  # no task is made while the table cannot be written (kept for the next commit)
+    return Advanced(changed, arrays.fill(ctx.arrays(), budget))
 
 
 def pending(sweeps: deque[Sweep], more_tasks: bool) -> bool:

@@ -21,7 +21,7 @@ from gridsched.core import cpuset, depend
 from gridsched.core import devices as coredev
 from gridsched.core.devices import DeviceAsk
 from gridsched.core.end_time import soft_left
-from gridsched.core.memory import MemoryPool
+from gridsched.core.memory import MEMORY, MemoryPool
 from gridsched.core.placement import Request as PlaceRequest
 from gridsched.core.predict import RATIO_JOBS, run_ratio
 from gridsched.core.topology import Device
@@ -124,6 +124,11 @@ class Rec:
         return self.checkpoint is Checkpoint.SUSPEND and bool(self.dev_asks)
 
     @property
+    def keeps_memory(self) -> bool:
+        """Preempted, it is suspended and keeps its memory (``--checkpoint suspend`` with memory asked)."""
+        return self.checkpoint is Checkpoint.SUSPEND and any(name == MEMORY for name, _ in self.resources)
+
+    @property
     def suspended_on_devices(self) -> bool:
         """Suspended holding devices: they stay its own until it is continued on them."""
         return self.state is JobState.SUSPENDED and bool(self.devices)
@@ -158,8 +163,9 @@ class Rec:
                 self.preemptable,
                 self.user,
                 self.elapsed,
-                # suspended, it keeps its devices (Snapshot.kept): it needs none from the pool
-                self.resources if self.suspended_on_devices else coredev.merge(self.resources, self.dev_slots),
+                # suspended, it keeps its devices (Snapshot.kept) and its memory (held out of the pool: its
+                # processes are still in memory, as Slurm keeps a suspended job's): it needs them from no one
+                self.asks_when_resumed(),
                 self.resv,
                 place=self.place,
                 split=split_info(self.split),
@@ -170,12 +176,27 @@ class Rec:
                 begin=self.begin,
                 devices=self.dev_asks,
                 keeps_devices=self.keeps_devices,
+                keeps_memory=self.keeps_memory,
                 submitted=self.submit_time,
                 nice=self.nice,
                 admin=self.admin_prio,
                 hard=left if est < left else None,  # its own estimate is shorter than its walltime
             )
         return w
+
+    def asks_when_resumed(self) -> tuple[tuple[str, int], ...]:
+        """The floating resources (and device slots) the job asks of the pool to start: a suspended one asks
+        for neither the devices nor the memory it keeps."""
+        if self.state is not JobState.SUSPENDED:
+            return coredev.merge(self.resources, self.dev_slots)
+        own = self.resources if self.suspended_on_devices else coredev.merge(self.resources, self.dev_slots)
+        return tuple(r for r in own if r[0] != MEMORY)
+
+    def kept_memory(self) -> int:
+        """MiB of memory a suspended job keeps (0 for a job in any other state)."""
+        if self.state is not JobState.SUSPENDED:
+            return 0
+        return sum(n for name, n in self.resources if name == MEMORY)
 
     def credit(self, now: float, longest: float) -> float:
         """The seconds this segment's walltime deadline has moved: the time its children ran while it yielded,
@@ -218,6 +239,7 @@ class Rec:
             devices=self.devices,
             whole_devices=self.whole,
             keeps_devices=self.keeps_devices,
+            keeps_memory=self.keeps_memory,
         )
 
     def _planned_left(self, now: float, longest: float) -> float:

@@ -1,6 +1,7 @@
 """The daemon's tuning of its ``"auto"`` settings, in a background process that never holds up the loop.
 
-Every ``scheduler.tune_every`` (and at once on ``gctl tune``), while the
+Every ``scheduler.tune_every`` (and at once on ``gctl tune``; every day,
+``sim.tune.RETRY``, until a tuning has had enough history), while the
 configuration has an ``"auto"`` setting under checkpoint-backfill, the daemon
 starts ``python -m gridsched.sim.autotune`` at the lowest CPU priority; the loop
 only polls it.  When it ends, its decision is logged, recorded in the state
@@ -17,19 +18,36 @@ import json
 import logging
 import subprocess
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gridsched.core.params import Policy
 from gridsched.protocol import config as configmod
 from gridsched.sim.autotune import applied, lowest_priority, setting
+from gridsched.sim.tune import RETRY
 
 if TYPE_CHECKING:
+    from gridsched.daemon.table import JobTable
     from gridsched.protocol.state import StateDB
 
 log = logging.getLogger("gschedd")
 
 META = "tuning"
 LIMIT = 3600.0  # a tuning process still running after this long is stopped (and tried again next time)
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What the tuner sees of the daemon: the configuration as read from its file and as in force, the
+    machine's size, the state db's file (the tuning process reads the jobs' history there), the job table and
+    the state db (where the tuning's record is kept)."""
+
+    file_cfg: configmod.Config
+    cfg: configmod.Config
+    ncores: int
+    db_path: str
+    table: JobTable
+    db: StateDB
 
 
 class Tuner:
@@ -74,7 +92,12 @@ class Tuner:
             return None
         if self.requested:
             return 0.0
-        return None if self.last_at is None else self.last_at + cfg.tuning.every
+        if self.last_at is None:
+            return None
+        last = self.record.get("last") or {}
+        if last.get("best") is None:  # no tuning has had enough history yet: tried again sooner
+            return self.last_at + min(cfg.tuning.every, RETRY)
+        return self.last_at + cfg.tuning.every
 
     def stop(self) -> None:
         """The daemon stops: so does a tuning run under way (the next daemon tunes again when due)."""
@@ -83,9 +106,10 @@ class Tuner:
             self.proc.wait()
         self.proc = None
 
-    def tick(self, d: Any, now: float) -> None:
-        """One look from the loop: collect a finished tuning run, or start one that is due."""
-        base = d.file_cfg
+    def tick(self, ctx: Ctx, now: float) -> configmod.Config | None:
+        """One look from the loop: collect a finished tuning run, or start one that is due.  The configuration
+        to put in force when a run just adopted a setting, else None."""
+        base = ctx.file_cfg
         if self.proc is not None:
             self.polled = now
             if self.proc.poll() is None:
@@ -94,24 +118,24 @@ class Tuner:
                     self.proc.wait()
                     self.proc = None
                     log.warning("tuning: stopped after %.0f s without an answer; the setting in force stays", LIMIT)
-                return
-            self._collect(d, base, now)
-            return
+                return None
+            return self._collect(ctx, base, now)
         if not self.tunes(base):
             self.requested = False
-            return
+            return None
         due = self.due(base)
         if due is not None and now >= due:
-            self._start(d, base, now)
+            self._start(ctx, base, now)
+        return None
 
-    def _start(self, d: Any, base: configmod.Config, now: float) -> None:
+    def _start(self, ctx: Ctx, base: configmod.Config, now: float) -> None:
         self.requested = False
         self.last_at = now
         arg = {
-            "db": str(d.spool.db),
+            "db": ctx.db_path,
             "now": now,
-            "ncores": d.machine.ncores,
-            "current": setting(d.cfg.params),
+            "ncores": ctx.ncores,
+            "current": setting(ctx.cfg.params),
             "tuning": dataclasses.asdict(base.tuning),
         }
         try:
@@ -135,7 +159,7 @@ class Tuner:
             base.tuning.warmup,
         )
 
-    def _collect(self, d: Any, base: configmod.Config, now: float) -> None:
+    def _collect(self, ctx: Ctx, base: configmod.Config, now: float) -> configmod.Config | None:
         assert self.proc is not None
         out, err = self.proc.communicate()
         rc = self.proc.returncode
@@ -147,7 +171,7 @@ class Tuner:
         if not isinstance(dec, dict):
             tail = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {rc}"]
             log.warning("tuning: the tuner failed (%s); the setting in force stays", tail[0])
-            return
+            return None
         self.record["last"] = dec
         adopt = dec.get("adopt")
         took = now - self.started
@@ -166,8 +190,6 @@ class Tuner:
             )
         else:
             log.info("tuning: %d jobs of history: %s (%.1f s)", dec.get("jobs", 0), dec.get("why"), took)
-        d.table.begin()
-        d.db.set_meta(META, json.dumps(self.record))
-        if adopt is not None:
-            d.cfg = self.effective(base)
-            d.dirty = True
+        ctx.table.begin()
+        ctx.db.set_meta(META, json.dumps(self.record))
+        return self.effective(base) if adopt is not None else None

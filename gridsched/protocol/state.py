@@ -14,7 +14,10 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import IdRecord
 
 SCHEMA_VERSION = 1
 
@@ -122,7 +125,8 @@ CREATE TABLE IF NOT EXISTS arrays (
     held TEXT NOT NULL DEFAULT '',
     cancelled TEXT NOT NULL DEFAULT '',
     reason TEXT NOT NULL DEFAULT '',
-    spec TEXT NOT NULL
+    spec TEXT NOT NULL,
+    cancel_time REAL
 );
 CREATE TABLE IF NOT EXISTS ids (
     id INTEGER PRIMARY KEY,
@@ -140,7 +144,11 @@ RESV_JSON = ("resources", "users")
 # The tasks of each array not made yet (a job row is made for a task when it is about to start or is named on
 # its own): the indices still pending, held (``reason`` says why) and cancelled before they were made, as range
 # text; the array's public spec and the fields commands show of it.
-ARRAY_COLUMNS = "id user uid name ncpus walltime submit_time total pending held cancelled reason spec".split()
+ARRAY_COLUMNS = (
+    "id user uid name ncpus walltime submit_time total pending held cancelled reason spec cancel_time".split()
+)
+# columns added to the arrays table after its first form (ALTER TABLE, as below): the time its last tasks not
+# made yet were cancelled
 # Columns added to the reservations table after its first form: the daemon adds them to the
 # table of an older spool when it opens it (ALTER TABLE); readers of a table without them see
 # these values.
@@ -300,6 +308,8 @@ class StateDB:
             for col, (decl, _) in RESV_ADDED.items():
                 if col not in have:
                     self.conn.execute(f"ALTER TABLE reservations ADD COLUMN {col} {decl}")
+            if "cancel_time" not in {r[1] for r in self.conn.execute("PRAGMA table_info(arrays)")}:
+                self.conn.execute("ALTER TABLE arrays ADD COLUMN cancel_time REAL")
             have = {r[1] for r in self.conn.execute("PRAGMA table_info(jobs)")}
             for col, (decl, _) in JOBS_ADDED.items():
                 if col not in have:
@@ -477,7 +487,7 @@ class StateDB:
             for t in ("jobs", "reservations", "ids")
         )
 
-    def id_record(self, nid: int) -> dict[str, Any] | None:
+    def id_record(self, nid: int) -> IdRecord | None:
         """How the request that brought id ``nid`` was taken: ``{"uid", "digest", "time", "refused"}``
         (``refused``: the reason it was refused, or None)."""
         try:
@@ -566,8 +576,13 @@ class StateDB:
     # -- the tasks of arrays not made yet (gridsched.daemon.arrays) ---------------------------------
     def array_rests(self, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
         """The rows of the ``arrays`` table (those of ``ids``), ``spec`` decoded; [] from a table of an earlier
-        release, which has none."""
-        sql = f"SELECT {', '.join(ARRAY_COLUMNS)} FROM arrays"
+        release, which has none (``cancel_time`` None from a table written before it had that column)."""
+        try:
+            have = {r[1] for r in self.conn.execute("PRAGMA table_info(arrays)")}
+        except sqlite3.OperationalError:
+            return []
+        cols = [c for c in ARRAY_COLUMNS if c in have or c != "cancel_time"]
+        sql = f"SELECT {', '.join(cols)} FROM arrays"
         args: list[int] = []
         if ids is not None:
             args = list(ids)
@@ -580,7 +595,7 @@ class StateDB:
             return []
         out = []
         for row in got:
-            d = dict(zip(ARRAY_COLUMNS, row))
+            d = {"cancel_time": None, **dict(zip(cols, row))}
             d["spec"] = json.loads(d["spec"])
             out.append(d)
         return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from gridsched.protocol.jobs import TERMINAL, JobState
 
@@ -27,6 +27,62 @@ CHUNK = 500  # ids in one SQL statement at most (within SQLite's limit on the nu
 
 class QueueError(Exception):
     """The state db cannot be read, or a request cannot be written into the spool; the message says why."""
+
+
+class JobRow(TypedDict):
+    """A job's row as the commands read it from the state db (:data:`gridsched.protocol.state.ALL_COLUMNS`,
+    decoded): ``segments``, ``run`` and ``spec`` parsed from their JSON, ``backfilled`` a bool.  A reader that
+    asks for only some keys of the spec gets only those; ``run`` is then ``{}``.  The columns added after the
+    table's first form (``devices``, ``max_rss``, ``cpu_user``, ``cpu_sys``) have their defaults in a row
+    written before them, and are absent from a brief row."""
+
+    id: int
+    state: str
+    user: str
+    uid: int | None
+    name: str
+    ncpus: int
+    walltime: int
+    submit_time: float
+    start_time: float | None
+    end_time: float | None
+    cores: str
+    exit_code: int | None
+    exit_signal: int | None
+    reason: str
+    backfilled: bool
+    restarts: int
+    preemptions: int
+    checkpoints: int
+    elapsed: float
+    lost: float
+    predicted_start: float | None
+    segments: list[dict[str, Any]]
+    run: dict[str, Any]
+    spec: dict[str, Any]
+    devices: NotRequired[str]  # the devices it holds or last held: gpu:0,1;fpga:2
+    max_rss: NotRequired[int | None]  # bytes, over all its segments (None: not measured)
+    cpu_user: NotRequired[float | None]  # seconds
+    cpu_sys: NotRequired[float | None]  # seconds
+
+
+class UnmadeRow(JobRow):
+    """The row of an array's tasks not made yet, in one state (:func:`unmade_rows`): a job row with their
+    indices and count, and when the cancelled ones were last cancelled."""
+
+    unmade: str
+    count: int
+    cancel_time: float | None
+
+
+class IdRecord(TypedDict):
+    """How the request that brought an id was taken (the state db's ``ids`` table): who sent it, its digest,
+    when, and the reason it was refused (None: taken in)."""
+
+    uid: int | None
+    digest: str
+    time: float
+    refused: str | None
 
 
 def from_submit(spec: dict[str, Any]) -> dict[str, Any]:
@@ -259,7 +315,7 @@ def array_rows(spool: Spool, array_id: int) -> list[dict[str, Any]]:
             db = StateDB(spool.db)
             try:
                 rows = db.by_spec("array_id", array_id)
-                rows += _unmade(db.array_rests([array_id]))
+                rows += unmade_records(db, [array_id])
             finally:
                 db.close()
         except sqlite3.Error as e:
@@ -284,18 +340,19 @@ def unmade_rows(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str
     try:
         db = StateDB(spool.db)
         try:
-            return _unmade(db.array_rests(ids))
+            return unmade_records(db, ids)
         finally:
             db.close()
     except sqlite3.Error as e:
         raise QueueError(f"cannot read {spool.db}: {e}") from None
 
 
-def _unmade(rests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+    """The rows of :func:`unmade_rows` from an open state db."""
     from gridsched.protocol.arrays import Indices
 
     out = []
-    for r in rests:
+    for r in db.array_rests(ids):
         for col, state in UNMADE_STATES:
             if not r[col]:
                 continue
@@ -309,6 +366,7 @@ def _unmade(rests: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 devices="",
                 unmade=r[col],
                 count=len(Indices.from_text(r[col])),
+                cancel_time=r.get("cancel_time") if col == "cancelled" else None,
             )
             out.append(row)
     return out

@@ -6,10 +6,22 @@ tuner replays it through the same scheduling core as gsim (:mod:`gridsched.sim`)
 under EASY and under every setting of a grid (checkpoint-backfill with each
 ``p``, ``threshold`` and predictor), scores each by the objective (average
 bounded slowdown, average wait, or ``mix``: the mean of both, each relative to
-EASY's), and says which to adopt.  It adopts the best only when the best beats
-both EASY and the setting in force by ``margin`` (a hysteresis, so a setting
-is not changed back and forth for noise); until the history holds
-``min_jobs`` jobs it keeps the setting in force.
+EASY's), and says which to adopt; until the history holds ``min_jobs`` jobs it
+keeps the setting in force.
+
+The guard: EASY and EASY with shortest-first backfilling (EASY-SJF) are always
+replayed, as the references.  EASY-SJF is the fallback; EASY is chosen only when
+it beats EASY-SJF by ``guard`` (5 %) in average wait AND in average bounded
+slowdown; any other setting only when, on the replayed history, it beats the
+better of the two in both, each by the guard: a setting that wins by the objective
+but loses on either metric, or wins by less than the guard, is never put in
+force.  The setting in force is held only while it is no worse than the
+references it was judged against in either metric; on the first history where
+it is worse, the tuner falls back at once (no hysteresis) to the best setting
+that passes the guard, EASY-SJF when none does.  Between
+settings that pass, the best by the objective replaces the one in force when it
+beats it by ``margin`` (a hysteresis, so a setting is not changed back and forth
+for noise).
 
 A history may start with a warm-up: jobs replayed before the part that is
 scored (``score_from``), so that the scored part starts with the queue and the
@@ -40,8 +52,13 @@ OBJECTIVES = ("bsld", "wait", "mix")
 DEFAULT_PS = (0.1, 0.2, 0.3, 0.5)
 DEFAULT_THRESHOLDS = (600.0, 1800.0, 3600.0)
 DEFAULT_PREDICTORS = (Predictor.SCALED,)
+# the predictors an "auto" predictor is chosen from: user-history, seldom the best and never by much where it
+# was (docs/results.md), is left out to keep the tuning cheap; it can still be configured
+AUTO_PREDICTORS = (Predictor.SCALED, Predictor.USER_RATIO)
 MIN_JOBS = 100
 MARGIN = 0.02
+RETRY = 86400.0  # while a tuning has had too little history, it is tried again after this long (or every)
+GUARD = 0.05  # a setting other than EASY and EASY-SJF must beat both, in wait and in bsld, by this share
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +109,8 @@ def grid(
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     predictors: Sequence[Predictor] = DEFAULT_PREDICTORS,
 ) -> list[Params]:
-    """EASY, then checkpoint-backfill at every combination (the rest of ``base`` kept)."""
-    out = [dataclasses.replace(base, policy=Policy.EASY)]
+    """EASY, EASY-SJF, then checkpoint-backfill at every combination (the rest of ``base`` kept)."""
+    out = references(base)
     for pred in predictors:
         for p in ps:
             for th in thresholds:
@@ -106,15 +123,16 @@ def grid(
 def grid_for(
     base: Params, p: bool = True, threshold: bool = True, predictor: bool = True, order: bool = False
 ) -> list[Params]:
-    """EASY, then the checkpoint-backfill settings with the ``"auto"`` ones varied and the others as in ``base``.
+    """EASY and EASY-SJF, then the checkpoint-backfill settings with the ``"auto"`` ones varied and the others
+    as in ``base``.
 
     The user-history and user-ratio predictors do not read ``p``: they are varied by threshold only.  EASY,
-    the reference, is plain EASY: the queue's backfill order, whatever ``base``'s."""
+    the first reference, is plain EASY: the queue's backfill order, whatever ``base``'s."""
     ps = DEFAULT_PS if p else (base.p,)
     ths = DEFAULT_THRESHOLDS if threshold else (base.threshold,)
-    preds = (Predictor.SCALED, Predictor.USER_HISTORY, Predictor.USER_RATIO) if predictor else (base.predictor,)
+    preds = AUTO_PREDICTORS if predictor else (base.predictor,)
     orders = (BackfillOrder.SHORTEST, BackfillOrder.QUEUE) if order else (base.backfill_order,)
-    out = [dataclasses.replace(base, policy=Policy.EASY, backfill_order=BackfillOrder.QUEUE)]
+    out = references(base)
     for bo in orders:
         for pred in preds:
             for pv in ps if pred is Predictor.SCALED else (base.p,):
@@ -130,6 +148,12 @@ def grid_for(
                         )
                     )
     return out
+
+
+def references(base: Params) -> list[Params]:
+    """The two settings the tuner never loses to: EASY (queue order) and EASY shortest-first (EASY-SJF)."""
+    easy = dataclasses.replace(base, policy=Policy.EASY, backfill_order=BackfillOrder.QUEUE)
+    return [easy, dataclasses.replace(easy, backfill_order=BackfillOrder.SHORTEST)]
 
 
 def replay(
@@ -204,32 +228,53 @@ def choose(
     min_jobs: int = MIN_JOBS,
     overhead: float = 120.0,
     score_from: float | None = None,
+    guard: float = GUARD,
 ) -> Decision:
-    """The setting to adopt after replaying ``history`` (``settings[0]`` must be EASY; see the module)."""
-    if not settings or settings[0].policy is not Policy.EASY:
+    """The setting to adopt after replaying ``history`` (``settings[0]`` must be EASY; EASY-SJF is added where
+    ``settings`` lacks it; see the module for the guard)."""
+    if not settings or (settings[0].policy, settings[0].backfill_order) != (Policy.EASY, BackfillOrder.QUEUE):
         raise ValueError("the first setting must be EASY, the reference")
     if len(history) < min_jobs:
         return Decision((), None, None, f"{len(history)} jobs of history, fewer than {min_jobs}: kept")
+    refs = references(settings[0])
     cand = list(settings)
-    if not any(_same(current, s) for s in cand):
-        cand.append(current)
+    for extra in (refs[1], current):
+        if not any(_same(extra, s) for s in cand):
+            cand.append(extra)
     rows = score(replay(history, ncores, cand, overhead, score_from), objective)
-    best = min(rows, key=lambda r: r.score)  # the first of equal scores: EASY before any other
-    easy = rows[0]
+    ref_rows = [next(r for r in rows if _same(p, r.params)) for p in refs]
+    easy, sjf = ref_rows
+
+    def against(r: Row) -> list[Row]:  # EASY is judged against EASY-SJF, any other against both
+        return [sjf] if r is easy else ref_rows
+
+    passing = [r for r in rows if r is sjf or passes(r, against(r), guard)]
+    best = min(passing, key=lambda r: r.score)  # the first of equal scores: the earlier in the grid
     now = next(r for r in rows if _same(current, r.params))
+    if now is not sjf and not passes(now, against(now), 0.0):
+        return Decision(
+            tuple(rows),
+            best,
+            best.params,
+            f"{label(current)} loses to {' or '.join(label(r.params) for r in against(now))} in wait or bsld: "
+            f"{label(best.params)} at once",
+        )
     if _same(best.params, current):
         return Decision(tuple(rows), best, None, f"the setting in force ({label(current)}) is the best: kept")
-    beats_now = best.score <= now.score * (1 - margin)
-    beats_easy = best is easy or best.score <= easy.score * (1 - margin)
-    if beats_now and beats_easy:
+    if best.score < now.score and best.score <= now.score * (1 - margin):  # (equal scores of 0: no change)
         gain = 1 - best.score / now.score if now.score > 0 else 0.0
         return Decision(tuple(rows), best, best.params, f"{label(best.params)} beats {label(current)} by {gain:.1%}")
     return Decision(
-        tuple(rows),
-        best,
-        None,
-        f"{label(best.params)} is best but not by {margin:.0%} over both EASY and {label(current)}: kept",
+        tuple(rows), best, None, f"{label(best.params)} is best but not by {margin:.0%} over {label(current)}: kept"
     )
+
+
+def passes(row: Row, refs: Sequence[Row], guard: float = GUARD) -> bool:
+    """Whether ``row`` beats the better of ``refs`` (EASY's and EASY-SJF's rows) by ``guard`` in average wait and
+    in average bounded slowdown."""
+    wait = min(r.wait_avg for r in refs)
+    bsld = min(r.bsld_avg for r in refs)
+    return row.wait_avg <= wait * (1 - guard) and row.bsld_avg <= bsld * (1 - guard)
 
 
 def _same(a: Params, b: Params) -> bool:
@@ -252,12 +297,17 @@ def in_replay(
     min_jobs: int = MIN_JOBS,
     overhead: float = 120.0,
     warmup: float = 0.0,
+    guard: float = GUARD,
 ) -> Tuner:
     """A tuner for gsim's replay of ``trace`` (:class:`gridsched.sim.records.Tuner`): at each instant it
     chooses from the jobs of the replay that ended in the last ``window`` seconds, and from nothing else
     (no look-ahead: a job's run time is known once it has ended).  With ``warmup``, the jobs that ended in
     the ``warmup`` seconds before the window are replayed too, and only the jobs submitted in the window
-    are scored."""
+    are scored.
+
+    As the daemon does (:meth:`gridsched.daemon.tuner.Tuner.due`), until a tuning has had ``min_jobs`` jobs
+    of history it is tried again every :data:`RETRY` seconds rather than every ``every``: the setting
+    configured is not left unguarded for a whole ``every`` on a machine that is just starting."""
     from gridsched.sim.swf import Trace
 
     assert isinstance(trace, Trace)
@@ -269,14 +319,23 @@ def in_replay(
         trace.user,
         trace.ncores,
     )
+    step = min(every, RETRY)
+    due = [-math.inf]  # when the next tuning with history is due: at once until one has had enough
 
     def pick(now: float, finished: list[int], end: list[float], current: Params) -> Params:
+        if now < due[0]:
+            return current
         since = now - window - warmup
-        hist = [Job(submit[i], wall[i], run[i], size[i], user[i]) for i in finished if end[i] >= since]
+        k = len(finished)  # they are in the order they ended: the window's jobs are the last ones
+        while k > 0 and end[finished[k - 1]] >= since:
+            k -= 1
+        hist = [Job(submit[i], wall[i], run[i], size[i], user[i]) for i in finished[k:] if end[i] >= since]
         frm = now - window if warmup > 0 else None
-        d = choose(hist, ncores, current, settings, objective, margin, min_jobs, overhead, frm)
+        d = choose(hist, ncores, current, settings, objective, margin, min_jobs, overhead, frm, guard)
+        if d.best is not None:
+            due[0] = now + every - step / 2  # (the step's instants are where the next one falls)
         return d.adopt if d.adopt is not None else current
 
     from gridsched.sim.records import Tuner
 
-    return Tuner(every, pick)
+    return Tuner(step, pick)

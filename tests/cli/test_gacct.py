@@ -264,3 +264,17 @@ def test_time_forms():
 def test_empty_spool(env, run):
     r = run(gacct.cli, ["--json"])
     assert r.exit_code == 0 and json.loads(r.stdout) == {"jobs": []}
+
+
+def test_the_rows_it_reads_are_the_typed_row_of_the_jobs_table(env, spool, put_rows, make_row):
+    """What gacct reads of the state db has the keys of ``JobRow``, the jobs table's columns, and no other; of
+    the spec only the keys gacct shows."""
+    from gridsched.protocol import state, view
+
+    put_rows(*rows(make_row))
+    got = list(gacct.read(spool))
+    assert sorted(r["id"] for r in got) == [1, 2, 3, 4]
+    assert set(view.JobRow.__annotations__) == set(state.ALL_COLUMNS)
+    for r in got:
+        assert set(r) == set(view.JobRow.__annotations__)
+        assert set(r["spec"]) <= set(gacct.SPEC_KEYS) and r["run"] == {}

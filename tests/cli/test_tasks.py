@@ -67,3 +67,19 @@ def test_emit_slurm_writes_the_jobs_tasks(env, run, args, lines):
     r = run(gsub.cli, ["--emit", "slurm", *args, "--wrap", "true"])
     assert r.exit_code == 0, r.stderr
     assert [ln for ln in r.stdout.splitlines() if "--ntasks" in ln or "--cpus-per-task" in ln] == lines
+
+
+def test_grun_names_itself_in_gsub_s_checks_and_gsub_keeps_its_name(env, run, submits):
+    """grun runs gsub's checks of tasks and devices under its own name; gsub, run after it in the same
+    process, still names itself."""
+    from gridsched.cli import grun
+
+    r = run(grun.cli, ["-n", "5", "--ntasks", "2", "true"])
+    assert r.exit_code == 2 and r.stderr.startswith("grun: error: -n 5 cores cannot be --ntasks 2")
+    r = run(grun.cli, ["--gpu-bind", "closest", "true"])
+    assert r.exit_code != 0 and r.stderr.splitlines() == ["grun: error: --gpu-bind needs --gpus or --gres"]
+    r = run(gsub.cli, ["-n", "5", "--ntasks", "2", script(env)])
+    assert r.exit_code == 2 and r.stderr.startswith("gsub: error: -n 5 cores cannot be --ntasks 2")
+    r = run(gsub.cli, ["--gpu-bind", "closest", script(env)])
+    assert r.exit_code != 0 and r.stderr.splitlines() == ["gsub: error: --gpu-bind needs --gpus or --gres"]
+    assert submits() == []

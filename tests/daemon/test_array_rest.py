@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from gridsched.daemon import arrays
+from gridsched.daemon import arrays, contexts, slices
 from gridsched.daemon.loop import Daemon
 from gridsched.daemon.spawn import Stub
 from gridsched.protocol import requests as rq
@@ -69,21 +69,26 @@ def end_running(d: Daemon, now: float) -> int:
 
 
 def accounted(d: Daemon, aid: int, total: int) -> dict[str, int]:
-    """Every index of the array exactly once: as a job row or in the record; the count of each state."""
+    """Every index of the array exactly once: as a job row or in the record; the count of each state (the
+    record's parts counted as the runs they are, not index by index)."""
     seen: dict[int, str] = {}
     for r in rows(d, aid):
         i = r["spec"]["array_index"]
         assert i not in seen, f"task {aid}_{i} made twice"
         seen[i] = r["state"]
-    for row in d.db.array_rests([aid]):
-        for col in ("pending", "held", "cancelled"):
-            for i in Indices.from_text(row[col]):
-                assert i not in seen, f"task {aid}_{i} both made and in the record ({col})"
-                seen[i] = f"rest-{col}"
-    assert sorted(seen) == list(range(total)), "each index once"
     out: dict[str, int] = {}
     for s in seen.values():
         out[s] = out.get(s, 0) + 1
+    every = Indices.of(seen)
+    for row in d.db.array_rests([aid]):
+        for col in ("pending", "held", "cancelled"):
+            part = Indices.from_text(row[col])
+            if not part:
+                continue
+            assert not part.only(every), f"tasks of {aid} both made or elsewhere in the record and in {col}"
+            every = every.union(part)
+            out[f"rest-{col}"] = len(part)
+    assert every == Indices((range(total),)), "each index once"
     return out
 
 
@@ -407,3 +412,193 @@ def test_another_user_cannot_act_on_an_array_or_its_tasks_not_made_yet(stub_daem
     after = rest_row(d, aid)
     assert (after["pending"], after["held"], after["cancelled"]) == (before["pending"], before["held"], "")
     assert [r["state"] for r in rows(d, aid)] == ["HELD"] and len(rows(d, aid)) == 1, "no task made for them"
+
+
+def end_all(d: Daemon, now: float, code: int = 0, which: set[int] | None = None) -> None:
+    """End every running job (of ``which``, if given) with ``code``, then a turn."""
+    for rec in list(d.table.jobs.values()):
+        if rec.state.value == "RUNNING" and (which is None or rec.array_index in which):
+            d.ex.end(rec.id, rec.segment, exit_code=code, end=now)  # type: ignore[attr-defined]
+            d.job_ended(rec.id)
+    d.turn(now, scan=True)
+
+
+def state(d: Daemon, jid: int) -> str:
+    rec = d.table.jobs.get(jid)
+    return rec.state.value if rec is not None else d.db.job(jid)["state"]
+
+
+def test_a_dependency_on_an_array_s_id_waits_for_every_task_as_slurm_s_does(stub_daemon):
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array=f"0-{3 * CORES - 1}")  # three rounds of the machine, most tasks not made yet
+    d.turn(t, scan=True)
+    ok = submit(d, t + 1, depend=f"afterok:{aid}")
+    any_ = submit(d, t + 1, depend=f"afterany:{aid}")
+    after = submit(d, t + 1, depend=f"after:{aid}")
+    d.turn(t + 1, scan=True)
+    assert state(d, aid) == "RUNNING", "the array's own first task runs"
+    for k in range(2):  # the first task's end, and then most of the array's, start none of them
+        end_all(d, t + 2 + k)
+        assert {state(d, j) for j in (ok, any_, after)} == {"PENDING"}, k
+        assert "dependency" in d.table.jobs[ok].reason
+    assert state(d, aid) == "COMPLETED"
+    d.turn(t + 4, scan=True)
+    # the last round has started: nothing of the array waits, so after: may start (the machine is full)
+    assert not d.rests.get(aid) or not d.rests[aid].live
+    end_all(d, t + 5)
+    assert {state(d, j) for j in (ok, any_, after)} == {"RUNNING"}, "every task completed"
+
+
+def test_one_failed_task_makes_afterok_of_the_array_never_and_afternotok_run(stub_daemon):
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array="0-3")
+    d.turn(t, scan=True)
+    ok = submit(d, t + 1, depend=f"afterok:{aid}")
+    notok = submit(d, t + 1, depend=f"afternotok:{aid}")
+    d.turn(t + 1, scan=True)
+    end_all(d, t + 2, code=0, which={0, 1, 3})
+    assert state(d, notok) == "PENDING" and state(d, ok) == "PENDING", "task 2 still runs"
+    end_all(d, t + 3, code=1)
+    d.turn(t + 4, scan=True)
+    assert state(d, notok) == "RUNNING"
+    assert state(d, ok) == "PENDING" and "never" in d.table.jobs[ok].reason
+    assert "FAILED" in d.table.jobs[ok].reason
+
+
+def test_tasks_cancelled_before_they_were_made_count_for_a_dependency_on_the_array(stub_daemon):
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array=f"0-{BIG - 1}")
+    d.turn(t, scan=True)
+    ok = submit(d, t + 1, depend=f"afterok:{aid}")
+    any_ = submit(d, t + 1, depend=f"afterany:{aid}")
+    request(d, "cancel", jobs=[], tasks=[[aid, f"{CORES}-{BIG - 1}"]])  # all but the running ones
+    d.turn(t + 1, scan=True)
+    assert state(d, any_) == "PENDING", "the running tasks have not ended"
+    end_all(d, t + 2)
+    d.turn(t + 3, scan=True)
+    assert state(d, any_) == "RUNNING"
+    assert state(d, ok) == "PENDING" and "CANCELLED" in d.table.jobs[ok].reason
+
+
+def test_the_state_of_an_ended_array_is_read_again_after_a_restart(stub_daemon):
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array="0-3")
+    d.turn(t, scan=True)
+    end_all(d, t + 1, code=0, which={0, 1, 2})
+    end_all(d, t + 2, code=3)
+    d.settle(time.time(), force=True)
+    d = restart(d, crash=False)
+    ok = submit(d, t + 3, depend=f"afterok:{aid}")
+    notok = submit(d, t + 3, depend=f"afternotok:{aid}")
+    d.turn(t + 3, scan=True)
+    assert state(d, notok) == "RUNNING" and state(d, ok) == "PENDING"
+    assert d.arrays_ended == {aid: "FAILED"}
+    # a finished task requeued makes the array live again: the remembered state is dropped
+    (failed,) = [r["id"] for r in rows(d, aid) if r["state"] == "FAILED"]
+    request(d, "requeue", jobs=[failed])
+    d.turn(t + 4, scan=True)
+    d.turn(t + 4.1, scan=True)
+    assert aid not in d.arrays_ended
+    end_all(d, t + 5)
+    d.turn(t + 6, scan=True)
+    assert state(d, ok) == "RUNNING", "every task has now completed"
+    d.close()
+
+
+def test_gacct_shows_the_tasks_cancelled_before_they_started_as_one_record(stub_daemon, monkeypatch):
+    from click.testing import CliRunner
+
+    from gridsched.cli import gacct
+
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    aid = submit(d, t, array=f"0-{BIG - 1}")
+    d.turn(t, scan=True)
+    request(d, "cancel", jobs=[], tasks=[[aid, f"100-{BIG - 1}"]])
+    d.turn(t + 5, scan=True)
+    end_all(d, t + 6)
+    d.settle(time.time(), force=True)
+    monkeypatch.setenv("GRIDSCHED_SPOOL", str(d.spool.root))
+    monkeypatch.setenv("GRIDSCHED_CONFIG", str(d.config_path))
+
+    def gacct_(*args: str) -> str:
+        r = CliRunner().invoke(gacct.cli, list(args), catch_exceptions=False)
+        assert r.exit_code == 0, r.output
+        return r.output
+
+    got = {j["jobid"]: j for j in json.loads(gacct_("--json"))["jobs"]}
+    whole = f"{aid}_[100-{BIG - 1}]"
+    assert got[whole]["state"] == "CANCELLED" and got[whole]["tasks"] == BIG - 100
+    assert got[whole]["start_time"] is None and got[whole]["end_time"] == pytest.approx(t + 5)
+    assert sorted(k for k in got if k != whole) == sorted(f"{aid}_{i}" for i in range(CORES)), "the tasks that ran"
+    lines = gacct_("-j", f"{aid}_[7-200]", "-n").splitlines()
+    assert [ln.split()[0] for ln in lines] == [whole, f"{aid}_7"], "by id: the record has the array's"
+    assert gacct_("-s", "CD", "-n").count(whole) == 0
+    assert [ln.split()[0] for ln in gacct_("-s", "CA", "-n").splitlines()] == [whole]
+    trace = [ln for ln in gacct_("--swf").splitlines() if not ln.startswith(";")]
+    assert len(trace) == CORES, "a trace has the jobs that ran"
+
+
+@pytest.mark.parametrize("kill_at", ["before the commit", "after the commit, the request not yet let go"])
+@pytest.mark.parametrize("what", ["submit", "release", "cancel"])
+def test_a_kill_in_the_middle_of_taking_in_releasing_or_cancelling_a_million_tasks(stub_daemon, what, kill_at):
+    """The daemon killed while it serves a request on a whole array of a million tasks (the request read, the
+    record changed, its tasks made, before or after its transaction commits, before the request file is let
+    go): after a restart, each task exists exactly once, in the state the request gives it."""
+    d = stub_daemon(CONFIG)
+    t = time.time()
+    if what == "submit":
+        aid = submit(d, t, array=f"0-{BIG - 1}", hold=True)
+    else:
+        aid = submit(d, t, array=f"0-{BIG - 1}", hold=what == "release")
+        d.turn(t, scan=True)
+        d.settle(time.time(), force=True)
+        request(d, what, jobs=[], arrays=[aid])
+    d.ingest(settle=False)
+    slices.advance(contexts.for_slices(d))
+    if kill_at != "before the commit":
+        d.table.commit()
+    d = restart(d, crash=True)
+    try:
+        for k in range(3):
+            d.turn(t + 1 + k, scan=True)
+        d.settle(time.time(), force=True)
+        assert not list(d.spool.incoming.glob("*.json")), "every request served"
+        counts = accounted(d, aid, BIG)
+        if what == "submit":
+            assert counts["HELD"] + counts["rest-held"] == BIG, counts
+        elif what == "release":
+            assert counts["RUNNING"] == CORES and counts.get("rest-held", 0) == 0 and counts.get("HELD", 0) == 0
+        else:
+            assert counts["rest-cancelled"] + counts.get("CANCELLED", 0) + counts.get("RUNNING", 0) == BIG, counts
+            assert counts.get("rest-pending", 0) == counts.get("PENDING", 0) == 0, counts
+    finally:
+        d.close()
+
+
+def test_an_arrays_table_written_before_it_kept_cancel_times_gets_the_column(tmp_path):
+    import sqlite3
+
+    from gridsched.protocol.state import StateDB
+
+    path = tmp_path / "state.db"
+    con = sqlite3.connect(path)
+    con.execute(  # the table as the release before kept it
+        "CREATE TABLE arrays (id INTEGER PRIMARY KEY, user TEXT NOT NULL, uid INTEGER NOT NULL, name TEXT NOT NULL,"
+        " ncpus INTEGER NOT NULL, walltime INTEGER NOT NULL, submit_time REAL NOT NULL, total INTEGER NOT NULL,"
+        " pending TEXT NOT NULL DEFAULT '', held TEXT NOT NULL DEFAULT '', cancelled TEXT NOT NULL DEFAULT '',"
+        " reason TEXT NOT NULL DEFAULT '', spec TEXT NOT NULL)"
+    )
+    con.execute("INSERT INTO arrays VALUES (7, 'u', 1, 'n', 1, 60, 1.0, 10, '1-9', '', '', '', '{}')")
+    con.commit()
+    con.close()
+    (row,) = StateDB(path).array_rests()  # a reader before the daemon added the column
+    assert row["pending"] == "1-9" and row["cancel_time"] is None
+    db = StateDB(path, write=True)
+    (row,) = db.array_rests()
+    assert row["pending"] == "1-9" and row["cancel_time"] is None
+    db.close()

@@ -152,3 +152,18 @@ def test_a_served_request_leaves_incoming_only_once_the_table_is_synced(daemon, 
     monkeypatch.setattr(os, "fsync", real_fsync)
     daemon.settle(time.time())
     assert not name.exists()
+
+
+def test_the_record_of_an_id_is_the_typed_record_of_the_ids_table(daemon):
+    """What the state db says of an id (``StateDB.id_record``) has the keys of ``IdRecord``: its sender, its
+    request's digest, when, and why it was refused (None: taken in)."""
+    from gridsched.protocol.view import IdRecord
+
+    t0 = time.time()
+    nid = submit(daemon)
+    rec = daemon.db.id_record(nid)
+    assert rec is not None and set(rec) == set(IdRecord.__annotations__)
+    assert rec["uid"] == os.getuid() and rec["refused"] is None and rec["time"] >= t0 - 1.0 and rec["digest"]
+    bad = submit(daemon, ncpus=-1)
+    refused = daemon.db.id_record(bad)
+    assert refused is not None and set(refused) == set(IdRecord.__annotations__) and refused["refused"]

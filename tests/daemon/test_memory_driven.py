@@ -181,3 +181,89 @@ def test_daemon_and_gsim_agree_on_memory(stub_daemon, tmp_path):
     order = sorted(jobs, key=lambda n: (jobs[n]["start_time"], jobs[n]["id"]))
     assert order == sim_order == ["A", "E", "C"]
     assert {n: j["checkpoints"] for n, j in jobs.items()} == sim_ckpts == {"A": 0, "C": 0, "E": 1}
+
+
+def test_a_suspended_job_keeps_its_memory(stub_daemon, tmp_path):
+    """checkpoint-backfill, E in suspend mode: it is suspended for the head C, which needs its cores, and
+    keeps its 10 GiB while it is stopped (its processes stay in memory, as Slurm keeps a suspended job's):
+    F, asking for 8 GiB of the 16, waits until E has ended, though it has a core; E is continued when C ends."""
+    dr = Driven(stub_daemon(config(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=4, walltime=12)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=7, walltime=60)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="suspend", mem=10 * GIB)
+    assert dr.running(a) and dr.state(c) == "PENDING" and dr.running(e)
+    dr.run_until(lambda: dr.state(c) == "RUNNING", 40)
+    assert dr.state(e) == "SUSPENDED"
+    f = dr.submit(2, name="F", ncpus=1, walltime=60, mem=8 * GIB)
+    assert dr.state(f) == "PENDING", "a core is free, but 6 GiB of memory"
+    dr.run_to(dr.now - dr.t0 + 1)
+    assert dr.state(f) == "PENDING" and dr.state(e) == "SUSPENDED"
+    dr.run_until(lambda: dr.state(e) == "RUNNING", 40)  # continued once C has ended: it needs no memory anew
+    assert dr.state(c) == "COMPLETED" and dr.state(f) == "PENDING"
+    dr.run_until(lambda: dr.state(f) != "PENDING", 60)
+    assert dr.job(f)["start_time"] >= dr.job(e)["end_time"] - 0.01
+
+
+def test_a_job_that_would_keep_its_memory_is_not_backfilled_into_the_heads_memory(stub_daemon, tmp_path):
+    """Suspending E would free none of the memory the head C waits for: E is not backfilled on the promise
+    of its preemption (with checkpoint signal it is: test_preemption_frees_memory_for_the_head)."""
+    dr = Driven(stub_daemon(config(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=2, walltime=12, mem=4 * GIB)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=2, walltime=60, mem=14 * GIB)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="suspend", mem=4 * GIB)
+    assert dr.running(a) and dr.state(c) == "PENDING" and dr.state(e) == "PENDING"
+    dr.run_until(lambda: dr.state(c) == "RUNNING", 40)
+    assert dr.job(c)["start_time"] <= dr.job(a)["end_time"] + 1
+    assert dr.state(e) == "PENDING"
+
+
+def two_boards(tmp_path: Path, policy: str = "easy") -> str:
+    text = config(tmp_path, policy)  # (writes a one-board topology, made two here)
+    (tmp_path / "topology.toml").write_text(
+        '[[board]]\nid = 0\ncores = "0-3"\nmemory = "8G"\nhost_cpus = "0"\n'
+        '[[board]]\nid = 1\ncores = "4-7"\nmemory = "8G"\nhost_cpus = "1"\n'
+    )
+    return text
+
+
+def boards_of(dr: Driven, jid: int) -> set[int]:
+    return {c // 4 for c in dr.d.table.jobs[jid].cores}
+
+
+def test_a_job_is_placed_on_a_board_with_its_memory_free(stub_daemon, tmp_path):
+    """Two boards of 4 cores and 8 GiB: A (6 GiB) is packed on one; B (6 GiB) would fit the 2 cores left
+    beside it, but not in the 2 GiB left there: it goes to the other board.  C (2 cores, 4 GiB) has 2 GiB on
+    each board: it gets a core on each, and 2 GiB of each.  F (1 core, 1 GiB) then finds a core on each board
+    but no memory: it waits until A ends, and runs where A's memory came free."""
+    dr = Driven(stub_daemon(two_boards(tmp_path)))
+    a = dr.submit(10, name="A", ncpus=2, walltime=30, mem=6 * GIB)
+    b = dr.submit(30, name="B", ncpus=2, walltime=60, mem=6 * GIB)
+    assert dr.running(a) and dr.running(b)
+    on_a = boards_of(dr, a)
+    assert len(on_a) == len(boards_of(dr, b)) == 1 and on_a != boards_of(dr, b)
+    c = dr.submit(30, name="C", ncpus=2, walltime=60, mem=4 * GIB)
+    assert dr.running(c) and boards_of(dr, c) == {0, 1}
+    f = dr.submit(5, name="F", ncpus=1, walltime=60, mem=GIB)
+    dr.run_to(dr.now - dr.t0 + 1)
+    assert dr.state(f) == "PENDING"
+    dr.run_until(lambda: dr.state(f) != "PENDING", 40)
+    assert dr.job(f)["start_time"] >= dr.job(a)["end_time"] - 0.01
+    assert boards_of(dr, f) == on_a, "where A's memory came free"
+
+
+def test_a_job_too_big_for_one_board_s_memory_is_spread_and_takes_each_board_s_share(stub_daemon, tmp_path):
+    """D (3 cores, 12 GiB) cannot have its memory on one board of 8 GiB: it runs on both, 2 cores and 8 GiB on
+    one, 1 core and 4 GiB on the other.  E (2 cores, 2 GiB) would be packed on the 2 cores left beside D's
+    two, where no memory is left: it goes to the other board."""
+    dr = Driven(stub_daemon(two_boards(tmp_path)))
+    d = dr.submit(30, name="D", ncpus=3, walltime=60, mem=12 * GIB)
+    assert dr.running(d) and boards_of(dr, d) == {0, 1}
+    per_board = {b: sum(1 for c in dr.d.table.jobs[d].cores if c // 4 == b) for b in (0, 1)}
+    full = next(b for b, k in per_board.items() if k == 2)
+    e = dr.submit(30, name="E", ncpus=2, walltime=60, mem=2 * GIB)
+    assert dr.running(e) and boards_of(dr, e) == {1 - full}
+    f = dr.submit(5, name="F", ncpus=1, walltime=60, mem=3 * GIB)
+    dr.run_to(dr.now - dr.t0 + 1)
+    assert dr.state(f) == "PENDING", "3 cores are free, 3 GiB of the machine, but 2 and 1 on the boards"

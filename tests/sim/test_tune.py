@@ -11,7 +11,7 @@ from simtraces import swf_line
 
 from gridsched.cli.gsim import main
 from gridsched.core.params import Params, Policy
-from gridsched.sim.tune import Job, choose, grid, replay
+from gridsched.sim.tune import Job, choose, grid, passes, replay
 
 CKPT = Params(policy=Policy.CHECKPOINT_BACKFILL)  # the published defaults: p 0.2, threshold 30 min
 
@@ -32,22 +32,29 @@ def test_too_little_history_keeps_the_setting_in_force():
 
 
 def test_jobs_of_the_whole_machine_leave_nothing_to_backfill():
-    """Every job asks for every core: every setting makes the same schedule, so EASY ties and nothing changes."""
+    """Every job asks for every core: every setting makes the same schedule, so all tie and nothing changes (the
+    best is EASY-SJF, the guard's fallback, not better than the setting in force by the margin)."""
     jobs = [Job(60.0 * k, 600.0, 100.0 + k, 64) for k in range(120)]
     d = choose(jobs, 64, CKPT, grid(CKPT), objective="bsld")
     assert len({(r.wait_avg, r.bsld_avg) for r in d.rows}) == 1
-    assert d.adopt is None and d.best is d.rows[0] and d.best.params.policy is Policy.EASY
+    assert d.adopt is None and d.best is d.rows[1] and d.best.label == "easy backfill=shortest"
 
 
 def test_the_best_is_adopted_only_by_a_margin_over_easy_and_the_setting_in_force():
     jobs = history(200, factor=10.0)
     d = choose(jobs, 64, CKPT, grid(CKPT), objective="mix", margin=0.0)
-    easy, now = d.rows[0], next(r for r in d.rows if r.params == CKPT)
-    assert d.best is not None and d.best.score == min(r.score for r in d.rows)
-    if d.adopt is not None:
-        assert d.best.score < now.score and d.best.score <= easy.score
-    never = choose(jobs, 64, CKPT, grid(CKPT), objective="mix", margin=1.0)  # nothing beats anything by 100 %
-    assert never.adopt is None and never.why.endswith(": kept")
+    easy, sjf, now = d.rows[0], d.rows[1], next(r for r in d.rows if r.params == CKPT)
+    # EASY-SJF, the fallback; EASY if it beats EASY-SJF by the guard; any other if it beats both by it
+    passing = [sjf] + [r for r in d.rows if passes(r, (sjf,) if r is easy else (easy, sjf))]
+    assert d.best is not None and d.best.score == min(r.score for r in passing)
+    assert d.best.score <= min(easy.score, sjf.score)
+    if passes(now, (easy, sjf), 0.0):  # the setting in force holds: replaced only by a better score
+        assert d.adopt is None or d.best.score < now.score
+    else:  # it loses to EASY or EASY-SJF in wait or bsld: the best that passes replaces it at once, whatever its score
+        assert d.adopt == d.best.params and " loses to easy or easy backfill=shortest" in d.why
+    # nothing beats anything by 100 %: EASY-SJF in force is kept
+    never = choose(jobs, 64, sjf.params, grid(CKPT), objective="mix", margin=1.0)
+    assert never.adopt is None and never.why.endswith(": kept"), never.why
     best = d.best.params
     kept = choose(jobs, 64, best, grid(CKPT), objective="mix", margin=0.0)
     assert kept.adopt is None and kept.why.startswith("the setting in force")

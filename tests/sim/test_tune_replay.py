@@ -10,12 +10,13 @@ from click.testing import CliRunner
 from simtraces import swf_line
 
 from gridsched.cli.gsim import main
-from gridsched.core.params import Params, Policy
+from gridsched.core.params import BackfillOrder, Params, Policy
 from gridsched.sim import tune
 from gridsched.sim.engine import Tuner, simulate
 from gridsched.sim.swf import Trace
 
-CKPT = Params(policy=Policy.CHECKPOINT_BACKFILL)
+# shortest-first, as shipped: the tuner's checkpoint-backfill settings can beat EASY-SJF, its second reference
+CKPT = Params(policy=Policy.CHECKPOINT_BACKFILL, backfill_order=BackfillOrder.SHORTEST)
 DAY = 86400.0
 CHANGE = 6 * DAY  # the two traces differ only in the jobs submitted from here on
 
@@ -64,6 +65,8 @@ def peeking(tr: Trace) -> Tuner:
 @pytest.mark.parametrize("warmup", [0.0, 2 * DAY], ids=["no-warmup", "warmup"])
 def test_a_history_changed_after_a_tuning_instant_does_not_change_that_decision(warmup: float):
     a, b = trace(10.0), trace(1.0)  # b's later jobs ask for exactly their run time
+    for tr in (a, b):  # on 16 cores, loaded enough for checkpoint-backfill to beat EASY-SJF by the guard's 5 %
+        tr.ncores = tr.max_procs = 16
     assert a.submit == b.submit and a.walltime != b.walltime
     window = 14 * DAY if not warmup else 3 * DAY  # with a warm-up: a window short enough for it to matter
     da, db = decisions(a, honest(a, warmup, window)), decisions(b, honest(b, warmup, window))
@@ -82,13 +85,18 @@ def test_gsim_run_p_auto(tmp_path):
         + "\n".join(swf_line(tr.ids[i], tr.submit[i], tr.run[i], tr.size[i], tr.walltime[i]) for i in range(len(tr)))
         + "\n"
     )
-    r = CliRunner().invoke(main, ["run", str(path), "--p", "auto", "--tune-every", "1d", "--json"])
+    r = CliRunner().invoke(
+        main, ["run", str(path), "--p", "auto", "--backfill-order", "shortest", "--tune-every", "1d", "--json"]
+    )
     assert r.exit_code == 0, r.output
     rec = json.loads(r.stdout)
     assert rec["p"] == "auto" and rec["threshold"] == 1800.0 and rec["tunings"] >= 5
-    assert rec["settings"][0] == {"from": 0.0, "setting": "p=0.2 threshold=1800s predictor=scaled"}
-    for s in rec["settings"][1:]:  # EASY, or p varied: threshold and predictor are fixed
-        assert s["setting"] == "easy" or s["setting"].endswith("threshold=1800s predictor=scaled")
+    assert rec["settings"][0] == {"from": 0.0, "setting": "p=0.2 threshold=1800s predictor=scaled backfill=shortest"}
+    for s in rec["settings"][1:]:  # EASY, EASY-SJF, or p varied: threshold, predictor and order are fixed
+        label = s["setting"]
+        assert label in ("easy", "easy backfill=shortest") or label.endswith(
+            "threshold=1800s predictor=scaled backfill=shortest"
+        )
     bad = CliRunner().invoke(main, ["run", str(path), "--p", "auto", "--policy", "easy"])
     assert bad.exit_code == 2 and "auto settings tune checkpoint-backfill" in bad.output
     bad = CliRunner().invoke(main, ["run", str(path), "--p", "auto", "--tune-every", "10s"])
@@ -118,6 +126,8 @@ def test_gsim_run_tune_warmup_replays_the_tuner_with_that_warm_up(tmp_path):
         "3d",
         "--tune-margin",
         "0",
+        "--backfill-order",
+        "shortest",
         "--json",
     ]
     got = {}

@@ -13,6 +13,7 @@ from gridsched.core.end_time import NAIVE as _NAIVE
 from gridsched.core.end_time import PLANNED as _PLANNED
 from gridsched.core.end_time import USER as _USER
 from gridsched.core.end_time import counted_end
+from gridsched.core.memory import MEMORY
 from gridsched.core.policy.plan import loose_fit, make_plan
 from gridsched.core.policy.reservations import fixed_reservations, start_bound
 from gridsched.core.policy.room import Pass, overrun
@@ -236,8 +237,7 @@ def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting]
                 if until is None:
                     until = cores.until(n)
                 fits = now + est <= until if est > 0 else until > now
-        # a job that keeps its devices when preempted is not shortened for a head asking for devices
-        shorten = predict is not None and w.preemptable and not w.flex and not (w.keeps_devices and head.devices)
+        shorten = predict is not None and w.preemptable and not w.flex and not _keeps_what_head_needs(w, head)
         planned: float | None = None
         if fits and (not shorten or now + est <= shadow):
             pass
@@ -388,3 +388,11 @@ def _meetable(ps: Pass, v: Vec, duration: float, t: float) -> bool:
         if v[d] and ps.profs[d].min_free(t, t + duration) + extra[d] < v[d]:
             return False
     return True
+
+
+def _keeps_what_head_needs(w: Waiting, head: Waiting) -> bool:
+    """Whether ``w``, preempted, keeps what ``head`` waits for (its devices, its memory: suspended): it is not
+    shortened for such a head, as preempting it would not give the head what it needs."""
+    return (w.keeps_devices and bool(head.devices)) or (
+        w.keeps_memory and any(name == MEMORY for name, _ in head.resources)
+    )

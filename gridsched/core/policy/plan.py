@@ -25,6 +25,7 @@ def loose_fit(ps: Pass, w: Waiting, v: Vec) -> bool:
         and w.preemptable
         and not w.flex
         and not w.keeps_devices
+        and not w.keeps_memory
         and ps.fits_now(v, w.estimate, ps.loose)
     )
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 
 from gridsched.core import devices as dev
 from gridsched.core.end_time import counted_end
+from gridsched.core.memory import MEMORY
 from gridsched.core.placement import assign
 from gridsched.core.policy.state import PassState, Vec
 from gridsched.core.preempt import device_victims, places_devices, victims
@@ -115,11 +116,19 @@ class Pass(PassState):
         return out
 
     def freed(self, r: Running) -> Vec:
-        """What preempting ``r`` frees: its vector, without its devices if it keeps them (suspended)."""
+        """What preempting ``r`` frees: its vector, without its devices and its memory if it keeps them
+        (suspended)."""
         v = self.vec(r)
-        if not (r.keeps_devices and r.devices):
+        devices, memory = r.keeps_devices and bool(r.devices), r.keeps_memory
+        if not (devices or memory):
             return v
-        return tuple(0 if d and self.names[d - 1].startswith(dev.PREFIX) else x for d, x in enumerate(v))
+        return tuple(
+            0
+            if d
+            and ((devices and self.names[d - 1].startswith(dev.PREFIX)) or (memory and self.names[d - 1] == MEMORY))
+            else x
+            for d, x in enumerate(v)
+        )
 
     def busy_devices(self) -> dict[tuple[str, int], int]:
         """The slots in use per device by the jobs that stay: all but the stopping and just preempted ones

@@ -105,6 +105,9 @@ def _forecast(snap: Snapshot, why: dict[int, Wait] | None = None) -> tuple[dict[
         if plan.head is not None:  # already held in the profiles by the pass
             last = out[plan.head.job] = max(plan.head.time, now)
             head = plan.head.job
+            if snap.kept_floating and head in snap.kept_floating:
+                hw = next(w for w in snap.pending if w.id == head)
+                _let_go(ps, hw, last + hw.estimate)
         in_order = params.policy is Policy.FCFS
         ever: dict[tuple[int, Request | None], bool] = {}
         reach = (ps.free_set or frozenset()).union(*(c for _, c in ps.releases)) if ps.machine else frozenset()
@@ -126,11 +129,23 @@ def _forecast(snap: Snapshot, why: dict[int, Wait] | None = None) -> tuple[dict[
                 )
                 if t < inf:
                     ps.hold(t, w.estimate, v)
+                    _let_go(ps, w, t + w.estimate)
                 out[w.id] = t
                 if in_order:
                     last = t
     _bound_forecast(snap, out, why)
     return out, head, {d.job for d in plan.starts} | {a.resv for a in plan.activations}
+
+
+def _let_go(ps: Pass, w: Waiting, end: float) -> None:
+    """A suspended job forecast to be continued lets go of what it kept (its memory) at its forecast ``end``."""
+    kept = ps.snap.kept_floating.get(w.id) if ps.snap.kept_floating else None
+    if not kept or not ps.profs:
+        return
+    for name, k in kept:
+        d = ps.index.get(name, 0)
+        if d:
+            ps.profs[d].add(end, inf, k)
 
 
 def _ever_placed(ps: Pass, w: Waiting, ever: dict[tuple[int, Request | None], bool], reach: frozenset[int]) -> bool:

@@ -12,8 +12,10 @@ from collections.abc import Iterable, Sequence
 from math import inf, nextafter
 from operator import attrgetter
 
+from gridsched.core import board_memory
 from gridsched.core import devices as dev
 from gridsched.core.end_time import counted_end
+from gridsched.core.memory import MEMORY
 from gridsched.core.placement import assign
 from gridsched.core.profile import Profile, earliest_common_start, from_ends
 from gridsched.core.types import Activate, Decision, Resv, Running, Snapshot, Start, Waiting
@@ -93,6 +95,10 @@ class PassState:
         # slots in use per device (built when a job asking for devices is first looked at)
         self.dev_used: dict[tuple[str, int], int] | None = None
         self._picked: tuple[tuple[str, int], ...] = ()
+        # MiB free on each board, where the boards' memory is counted (gridsched.core.board_memory); built when
+        # a job asking for memory is first placed
+        self._board_free: list[int] | None = None
+        self._boards_counted: bool | None = None
         # the devices of the jobs started in this pass: (counted end, device keys, whole)
         self.dev_ends: list[tuple[float, tuple[tuple[str, int], ...], bool]] = []
         self._busy_at: tuple[float, int, int, dict[tuple[str, int], int]] | None = None
@@ -136,6 +142,11 @@ class PassState:
             self.accumulate(held, self.vec(rv))
         for keys, whole in snap.kept.values():  # kept by suspended jobs: held, never released by a running end
             for name, k in dev.held(keys, snap.devices, whole):
+                d = self.index.get(name, 0)
+                if d:
+                    held[d] += k
+        for kept in snap.kept_floating.values():  # kept by suspended jobs (their memory), as above
+            for name, k in kept:
                 d = self.index.get(name, 0)
                 if d:
                     held[d] += k
@@ -345,10 +356,50 @@ class PassState:
 
     def placeable(self, w: Waiting, v: Vec) -> bool:
         """Whether the free cores can hold ``w``'s mapping requirement now (always, without a map),
-        and the free devices its devices (:func:`gridsched.core.devices.choose`)."""
+        and the free devices its devices (:func:`gridsched.core.devices.choose`); where the boards' memory is
+        counted, on boards with its memory free (:func:`gridsched.core.board_memory.fit`)."""
         if w.devices and not w.flex:
-            return self.choose_devices(w) is not None
-        return self.free_set is None or self.placeable_on(w, self.free_set)
+            return self._devices_on_memory(w) is not None
+        if self.free_set is None:
+            return True
+        cores = self.memory_cores(w)
+        return cores is not None and self.placeable_on(w, cores)
+
+    def _board_memory(self) -> list[int] | None:
+        """MiB free now on each board, or None where the boards' memory is not counted."""
+        if self._boards_counted is None:
+            machine, snap = self.machine, self.snap
+            caps = board_memory.capacities(machine, snap.floating.get(MEMORY)) if machine else None
+            self._boards_counted = caps is not None
+            if machine is not None and caps is not None:
+                held = board_memory.used(
+                    machine, ((r.cores, board_memory.mem_of(r.resources)) for r in snap.running), len(caps)
+                )
+                self._board_free = [c - h for c, h in zip(caps, held)]
+        return self._board_free
+
+    def memory_cores(self, w: Waiting | None) -> frozenset[int] | None:
+        """The free cores ``w`` may be placed on: those of the boards with its memory free, where the boards'
+        memory is counted (None: no placement has it), else all the free cores."""
+        free = self.free_set
+        if free is None or w is None or self.machine is None or not w.resources:
+            return free
+        mib = board_memory.mem_of(w.resources)
+        if mib <= 0:
+            return free
+        boards = self._board_memory()
+        if boards is None:
+            return free
+        machine = self.machine
+        return board_memory.fit(machine, free, boards, mib, w.ncpus, lambda cs: assign(machine, cs, w.ncpus, w.place))
+
+    def _take_memory(self, w: Waiting | None, cores: Iterable[int]) -> None:
+        """Hold ``w``'s memory on the boards of ``cores`` (where the boards' memory is counted)."""
+        boards = self._board_free
+        if boards is None or w is None or self.machine is None or not w.resources:
+            return
+        for b, k in board_memory.shares(self.machine, cores, board_memory.mem_of(w.resources)).items():
+            boards[b] -= k
 
     def device_use(self) -> dict[tuple[str, int], int]:
         """The slots in use per device: by the running jobs, by the suspended jobs that keep theirs, and by
@@ -374,12 +425,37 @@ class PassState:
             used[k] -= n
         return dev.choose(w.devices, self.snap.devices, used, self.machine, self.free_set, w.ncpus, w.place, kept[0])
 
+    def _devices_on_memory(
+        self, w: Waiting
+    ) -> tuple[tuple[tuple[str, int], ...], tuple[int, ...], frozenset[int]] | None:
+        """:meth:`choose_devices` among the cores whose boards have ``w``'s memory free (where counted)."""
+        free = self.free_set
+        if free is None:
+            return self.choose_devices(w)
+        cores = self.memory_cores(w)
+        if cores is None:
+            return None
+        if cores is free:
+            return self.choose_devices(w)
+        self.free_set = cores
+        try:
+            got = self.choose_devices(w)
+        finally:
+            self.free_set = free
+        boards = self._board_free
+        if got is not None and boards is not None and self.machine is not None:
+            for b, k in board_memory.shares(self.machine, got[1], board_memory.mem_of(w.resources)).items():
+                if k > boards[b]:
+                    return None
+        return got
+
     def _take_devices(self, w: Waiting) -> tuple[int, ...] | None:
         """Take the devices (and the cores) :meth:`choose_devices` gives ``w``; its cores (None: not now)."""
-        got = self.choose_devices(w)
+        got = self._devices_on_memory(w)
         if got is None:
             return None
         keys, cores, held = got
+        self._take_memory(w, cores)
         assert self.dev_used is not None
         if not (self.snap.kept and w.id in self.snap.kept):  # a suspended job's kept slots are counted already
             whole = any(a.exclusive for a in w.devices)
@@ -411,8 +487,12 @@ class PassState:
             return ()
         got = None
         if self.snap.machine is not None:
-            got = assign(self.snap.machine, self.free_set, v[0], w.place if w is not None else None)
+            where = self.memory_cores(w) if self.machine is not None else None
+            got = assign(
+                self.snap.machine, self.free_set if where is None else where, v[0], w.place if w is not None else None
+            )
         cores, held = got if got is not None else (pick(self.free_set, v[0]), None)
+        self._take_memory(w, cores)
         self.free_set = self.free_set.difference(held if held is not None else cores)
         return cores
 

@@ -20,7 +20,7 @@ WHY = "cancelled before it started"
 
 def handle(ctx: Context, req: rq.Cancel, rcv: rq.Received) -> Changed:
     for rest, which in owned_rests(ctx.rests, rcv, req.arrays, req.tasks):
-        ctx.act.cancel_rest(rest, which)
+        ctx.act.cancel_rest(rest, which, ctx.now)
     recs = owned_targets(ctx.table.jobs, rcv, req.jobs, req.arrays, pieces=True, tasks=req.tasks)
     for rec in recs:
         rec.withdrawn = True

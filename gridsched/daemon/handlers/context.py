@@ -52,8 +52,9 @@ class RefusedInPart(rq.Refused):
 
 
 class Actions(Protocol):
-    """The daemon's work a handler may ask for; each action keeps the daemon's books (and asks for a scheduling
-    pass itself where it changes the queue)."""
+    """The daemon's work a handler may ask for; each action keeps the daemon's books.  A cancel, a job taken in
+    or an ended job asks for a scheduling pass itself; an action that returns whether it changed what a
+    scheduling pass sees (``release_rest``, ``delete_resv``) leaves that to the handler's :class:`Changed`."""
 
     def cancel(self, rec: Rec, why: str) -> None:
         """Cancel a job now: a waiting one ends with ``why``, a running one is signalled."""
@@ -79,8 +80,8 @@ class Actions(Protocol):
     def release_rest(self, rest: Rest, which: Indices | None) -> bool:
         """Release the held tasks ``which`` (None: all) of an array not made yet; whether any was."""
 
-    def cancel_rest(self, rest: Rest, which: Indices | None) -> int:
-        """Cancel the tasks ``which`` (None: all) of an array not made yet; how many were."""
+    def cancel_rest(self, rest: Rest, which: Indices | None, now: float) -> int:
+        """Cancel the tasks ``which`` (None: all) of an array not made yet at ``now``; how many were."""
 
     def make_tasks(self, rest: Rest, which: Indices) -> list[Rec]:
         """Make the tasks ``which`` of an array now (to act on them as jobs)."""
@@ -109,8 +110,9 @@ class Actions(Protocol):
     def create_resv(self, spec: rq.ResvSpec, digest: str, admin: bool) -> bool:
         """Take in a checked reservation; True if it waits (False: recorded as refused)."""
 
-    def delete_resv(self, rid: int, uid: int, release: bool) -> None:
-        """Delete reservation ``rid`` for ``uid`` (its owner or root)."""
+    def delete_resv(self, rid: int, uid: int, release: bool) -> bool:
+        """Delete reservation ``rid`` for ``uid`` (its owner or root); whether what a scheduling pass sees
+        changed."""
 
     def resv_refusal(self, job: rq.JobSpec) -> str | None:
         """Why a job's floating resources or reservation are refused, or None."""

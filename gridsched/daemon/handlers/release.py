@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 def handle(ctx: Context, req: rq.Release, rcv: rq.Received) -> Changed:
     """Release the held jobs named (a slice per turn when they are many); the tasks of an array not made yet
     are released in its record."""
+    released = False  # tasks of an array not made yet: what a scheduling pass sees changed
     for rest, which in owned_rests(ctx.rests, rcv, req.arrays, req.tasks):
-        ctx.act.release_rest(rest, which)
+        released = ctx.act.release_rest(rest, which) or released
 
     def act(rec: Rec) -> Changed:
         if rec.state is JobState.HELD:
@@ -28,4 +29,4 @@ def handle(ctx: Context, req: rq.Release, rcv: rq.Received) -> Changed:
 
     recs = owned_targets(ctx.table.jobs, rcv, req.jobs, req.arrays, tasks=req.tasks)
     ctx.act.sweep(rcv.name, f"release of {len(recs)} jobs", recs, act)
-    return Changed.NOTHING
+    return Changed.when(released)

@@ -7,5 +7,4 @@ from gridsched.protocol import requests as rq
 
 
 def handle(ctx: Context, req: rq.ResvDelete, rcv: rq.Received) -> Changed:
-    ctx.act.delete_resv(req.id, rcv.sender.uid, req.release)  # its end asks for a scheduling pass
-    return Changed.NOTHING
+    return Changed.when(ctx.act.delete_resv(req.id, rcv.sender.uid, req.release))
