@@ -95,6 +95,7 @@ JOB_PARAMS = (
     "mail_type",
     "mail_user",
     "get_user_env",
+    "account",
 )
 
 
@@ -271,9 +272,7 @@ def _emit(
 
 
 # sbatch's options gsub takes and ignores, with why: the words of the same #SBATCH lines (compat.SLURM)
-IGNORED = {
-    r.flags[-1].removeprefix("--"): r.why for r in compat.SLURM if r.flags[-1] in ("--partition", "--account", "--qos")
-}
+IGNORED = {r.flags[-1].removeprefix("--"): r.why for r in compat.SLURM if r.flags[-1] in ("--partition", "--qos")}
 
 
 def _warn_patterns(p: dict[str, Any]) -> None:
@@ -419,6 +418,8 @@ def _extra(
             out["mem_per_cpu"] = p["mem_per_cpu"]
         if p["gpus_per_task"] is not None:
             out["gpus_per_task"] = int(p["gpus_per_task"])
+        if p["account"]:
+            out["account"] = p["account"]
         if p["nice"]:
             out["nice"] = p["nice"]
         if p["priority"] is not None:

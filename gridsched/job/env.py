@@ -133,6 +133,7 @@ class Job:
     dialect: str | None = None  # whose directives the script has (JobSpec.dialect)
     mem_per_cpu: int | None = None  # bytes, as asked (--mem-per-cpu)
     gpus_per_task: int | None = None  # as asked (--gpus-per-task)
+    account: str | None = None  # as named (--account, #SBATCH -A)
 
 
 def tasks(ncpus: int, ntasks: int | None, cpus_per_task: int | None) -> tuple[int, int]:
@@ -264,6 +265,8 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         env.update(PBS_JOBID=f"{aid}[{job.array_index}].{h}", PBS_ARRAY_ID=f"{aid}[].{h}", JOB_ID=aid)
     if job.gpus_per_task is not None:
         env["SLURM_GPUS_PER_TASK"] = str(job.gpus_per_task)
+    if job.account:
+        env["SLURM_JOB_ACCOUNT"] = job.account  # only when one was named (no accounting, so no default account)
     if job.dialect == "slurm":
         slurm_as_asked(env, job)
     return of_dialect(env, job.dialect)
@@ -375,6 +378,7 @@ def job_of(spec: JobSpec, start: Start) -> Job:
         dialect=spec.dialect,
         mem_per_cpu=spec.mem_per_cpu,
         gpus_per_task=spec.gpus_per_task,
+        account=spec.account,
     )
 
 

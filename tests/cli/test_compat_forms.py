@@ -142,6 +142,7 @@ def test_a_multi_node_request_says_what_the_one_node_one_is():
         ("#SBATCH -b 16:00", "--begin", "16:00"),
         ("#SBATCH --nice=10", "--nice", "10"),
         ("#SBATCH --nice", "--nice", "100"),
+        ("#SBATCH -A Proj_X", "--account", "proj_x"),
     ],
 )
 def test_slurm_values(line, key, value):
@@ -153,7 +154,6 @@ def test_slurm_values(line, key, value):
     [
         ("#SBATCH --exclusive=user", "#SBATCH --exclusive=user ignored: only the whole machine"),
         ("#SBATCH --ntasks-per-core=1", "#SBATCH --ntasks-per-core=1 ignored: the job's tasks share"),
-        ("#SBATCH --account=proj", "#SBATCH --account=proj ignored: no accounts"),
         ("#SBATCH --qos=high", "#SBATCH --qos=high ignored: no QOS"),
         ("#SBATCH -p gpu", "#SBATCH -p gpu ignored: no partitions"),
         ("#SBATCH --frob 3", "#SBATCH --frob 3 ignored: not a directive gsub knows"),

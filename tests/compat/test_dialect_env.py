@@ -97,3 +97,11 @@ def test_bash_env_is_the_jobs_own():
     assert env["BASH_ENV"] == "/t/gridsched.17.x/bash_env"
     mine = env_of(replace(JOB, submit_env={**JOB.submit_env, "BASH_ENV": "/home/ann/.bashenv"}))
     assert mine["BASH_ENV"] == "/home/ann/.bashenv"
+
+
+def test_slurm_job_account_only_when_one_was_named():
+    """Slurm 22.05 without an accounting database sets SLURM_JOB_ACCOUNT only for a job that named one (-A),
+    lowercased (the oracle, tests/compat/test_slurm_oracle.py, compares it)."""
+    assert "SLURM_JOB_ACCOUNT" not in env_of(replace(JOB, dialect="slurm"))
+    assert env_of(replace(JOB, dialect="slurm", account="proj_x"))["SLURM_JOB_ACCOUNT"] == "proj_x"
+    assert "SLURM_JOB_ACCOUNT" not in env_of(replace(JOB, dialect="pbs", account="proj_x"))

@@ -212,6 +212,7 @@ def compare(
         "#SBATCH -c 2 --mem=200M",
         "#SBATCH -n 4",
         "#SBATCH -n 2 --ntasks-per-node=2 --mem=100M",
+        "#SBATCH -A Proj_X --account=other-Acct",
     ],
 )
 def test_the_environment_is_slurms(slurm, gs, tmp_path, header):

@@ -273,6 +273,8 @@ class _Reader:
                 except ValueError as e:
                     raise CompatError(f"{where}: {shown}: {e}") from None
                 self.out.settings.append((lineno, [f"--get-user-env={ue.text()}"]))
+            elif key == "account":  # Slurm keeps account names in lower case
+                self.set(lineno, "account", v.strip().lower())
             elif key == "nice":
                 self.set(lineno, "nice", "100" if value is None else int_in(where, shown, v, -10000, 10000))
             elif key == "ntasks":

@@ -75,7 +75,12 @@ SLURM: tuple[Rule, ...] = (
     Rule(("-v", "--verbose"), "quiet", "sbatch's own messages", "(no effect)", value=False),
     Rule(("-V", "--version"), "quiet", "sbatch's version", "(no effect)", value=False),
     Rule(("-p", "--partition"), "ignore", "partition", "(warned)", why="no partitions on one machine"),
-    Rule(("-A", "--account"), "ignore", "account", "(warned)", why="no accounts"),
+    Rule(
+        ("-A", "--account"),
+        "account",
+        "account, lowercased as Slurm does (SLURM_JOB_ACCOUNT; not charged)",
+        "--account",
+    ),
     Rule(("-q", "--qos"), "ignore", "quality of service", "(warned)", why="no QOS"),
     Rule(("--nice",), "nice", "lower the job's priority by N (100 when no =N is given)", "--nice", optional=True),
     Rule(("--mail-type",), "mail_type", "mail events (BEGIN, END, FAIL, REQUEUE, TIME_LIMIT..., ALL, NONE)", _MAIL_GS),
@@ -251,6 +256,7 @@ GS_FLAG = {
     "hold_jid": "--hold-jid",
     "mail_type": "--mail-type",
     "mail_user": "--mail-user",
+    "account": "--account",
 }
 GS_SWITCH = {"hold": "--hold", "wait": "--wait", "exclusive": "--exclusive"}
 
