@@ -420,6 +420,8 @@ def _extra(
             out["gpus_per_task"] = int(p["gpus_per_task"])
         if p["account"]:
             out["account"] = p["account"]
+        if p["array"] is not None and p["_task_sep"] == "-":  # Torque -t: subjobs are named NAME-INDEX
+            out["name_per_task"] = True
         if p["nice"]:
             out["nice"] = p["nice"]
         if p["priority"] is not None:

@@ -361,7 +361,8 @@ def job_of(spec: JobSpec, start: Start) -> Job:
     """What the environment of this start of the job ``spec`` is made from."""
     return Job(
         id=spec.id,
-        name=spec.name,
+        # Torque names each subjob NAME-INDEX, as it does its -o and -e paths (src/server/job_func.c, job_clone)
+        name=f"{spec.name}-{spec.array_index}" if spec.name_per_task and spec.array_index is not None else spec.name,
         user=spec.user,
         uid=spec.uid,
         ncpus=start.ncpus,

@@ -181,6 +181,7 @@ def job_spec(f: Fields, new_id: int, sender: Sender) -> JobSpec:
         mem_per_cpu=f.integer("mem_per_cpu", 1, 1 << 60, required=False),
         gpus_per_task=f.integer("gpus_per_task", 1, MAX_COUNT, required=False),
         account=f.text("account", ACCOUNT_MAX, required=False) or None,
+        name_per_task=f.flag("name_per_task", required=False),
     )
     _check_priority(spec, sender)
     _check_tasks(spec)
