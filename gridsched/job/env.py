@@ -39,7 +39,7 @@ SLURM_NAMES = (
     "SLURM_TASKS_PER_NODE SLURM_NNODES SLURM_JOB_NUM_NODES SLURM_JOB_NODELIST SLURM_NODELIST SLURMD_NODENAME "
     "SLURM_CPUS_ON_NODE SLURM_JOB_CPUS_PER_NODE SLURM_MEM_PER_NODE SLURM_MEM_PER_CPU SLURM_RESTART_COUNT "
     "SLURM_NODEID SLURM_PROCID SLURM_LOCALID SLURM_STEP_ID SLURM_STEPID SLURM_JOB_GID SLURM_GPUS "
-    "SLURM_GPUS_PER_TASK SLURM_JOB_ACCOUNT"
+    "SLURM_GPUS_PER_TASK SLURM_JOB_ACCOUNT SLURM_GET_USER_ENV SLURM_OPEN_MODE"
 ).split()
 PBS_NAMES = (
     "PBS_JOBID PBS_JOBNAME PBS_O_WORKDIR PBS_O_HOST PBS_O_HOME PBS_O_PATH PBS_O_LOGNAME PBS_O_SHELL PBS_O_LANG "
@@ -134,6 +134,8 @@ class Job:
     mem_per_cpu: int | None = None  # bytes, as asked (--mem-per-cpu)
     gpus_per_task: int | None = None  # as asked (--gpus-per-task)
     account: str | None = None  # as named (--account, #SBATCH -A)
+    get_user_env: bool = False  # starts from the owner's login environment (--get-user-env)
+    open_mode: str | None = None  # "append": its output files are appended to (--open-mode)
 
 
 def tasks(ncpus: int, ntasks: int | None, cpus_per_task: int | None) -> tuple[int, int]:
@@ -265,6 +267,10 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         env.update(PBS_JOBID=f"{aid}[{job.array_index}].{h}", PBS_ARRAY_ID=f"{aid}[].{h}", JOB_ID=aid)
     if job.gpus_per_task is not None:
         env["SLURM_GPUS_PER_TASK"] = str(job.gpus_per_task)
+    if job.get_user_env:
+        env["SLURM_GET_USER_ENV"] = "1"  # as sbatch --get-user-env sets it
+    if job.open_mode == "append":
+        env["SLURM_OPEN_MODE"] = "a"  # as sbatch --open-mode=append sets it
     if job.account:
         env["SLURM_JOB_ACCOUNT"] = job.account  # only when one was named (no accounting, so no default account)
     if job.dialect == "slurm":
@@ -380,6 +386,8 @@ def job_of(spec: JobSpec, start: Start) -> Job:
         mem_per_cpu=spec.mem_per_cpu,
         gpus_per_task=spec.gpus_per_task,
         account=spec.account,
+        get_user_env=spec.get_user_env is not None,
+        open_mode=spec.open_mode,
     )
 
 

@@ -48,6 +48,10 @@ def opts(text: str) -> dict[str, str | bool]:
         ("1-2", 86400 + 2 * 3600),
         ("1-2:30", 86400 + 2 * 3600 + 30 * 60),  # D-HH:MM
         ("1-2:30:15", 86400 + 2 * 3600 + 30 * 60 + 15),
+        # Slurm checks no field against its unit (seen with Slurm 22.05): 1-25 is 2-01:00:00
+        ("1-25", 86400 + 25 * 3600),
+        ("1:75:00", 2 * 3600 + 15 * 60),
+        ("90:61", 91 * 60 + 1),
         ("90s", 90),
         ("2h", 7200),
         ("30m", 1800),
@@ -57,7 +61,7 @@ def test_sbatch_times(text, secs):
     assert compat.sbatch_time(text) == secs
 
 
-@pytest.mark.parametrize("text", ["0", "-5", "abc", "99:99:99:99", "1-25", ""])
+@pytest.mark.parametrize("text", ["0", "0:00", "0-0:0:0", "-5", "abc", "99:99:99:99", "1:2:3:4", ""])
 def test_bad_sbatch_times(text):
     with pytest.raises(UnitError):
         compat.sbatch_time(text)

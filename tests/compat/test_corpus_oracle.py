@@ -36,6 +36,10 @@ FIELDS = ("cores", "walltime", "mem", "gpus", "stdout", "stderr", "array")
 # than Slurm reads it"); "verdict": one accepts what the other refuses.
 DELIBERATE: dict[tuple[str, str], str] = {
     ("slurm-mpi-two-nodes.sh", "verdict"): "a request for 2 nodes runs on this one machine with the cores of both",
+    # sbatch reads #PBS lines too, after its #SBATCH ones (so theirs win: 8 cores, 2 hours), unless
+    # --ignore-pbs; gsub reads one system's directives, the first kind in the script, with a warning
+    ("slurm-then-pbs-lines.sh", "cores"): "the #SBATCH lines are read, not the #PBS lines after them",
+    ("slurm-then-pbs-lines.sh", "walltime"): "the #SBATCH lines are read, not the #PBS lines after them",
 }
 
 
@@ -117,19 +121,26 @@ def slurm_reads(work: Path, name: str, partition: str, gs_id: int) -> dict[str, 
     elif (per := _field(show, "MinMemoryCPU")) is not None:
         mem = _bytes(per) * cores
     tres = _field(show, "TresPerNode") or _field(show, "TresPerJob") or ""
+    per_task = _field(show, "TresPerTask") or ""  # --gpus-per-task: gres:gpu:N of each of NumTasks
     gpu = re.search(r"gres:gpu(?::[A-Za-z0-9_]+)?:(\d+)", tres)
+    task_gpu = re.search(r"gres:gpu(?::[A-Za-z0-9_]+)?:(\d+)", per_task)
+    gpus = int(gpu.group(1)) if gpu else 0
+    if task_gpu:
+        gpus += int(task_gpu.group(1)) * int(_field(show, "NumTasks") or 1)
     task = _field(show, "ArrayTaskId")
 
     def path(key: str) -> str:
         # %N (the first node's name) is filled in when the job starts: the node is this host here
         p = os.path.normpath(str(_field(show, key)).replace("%N", host()))
+        if task:  # an array's record, which may keep %a (or %3a) as written: each task's index is filled in
+            p = arrays.task_path(p, int(jid), int(NO_VAL))
         return re.sub(rf"(?<!\d){jid}(?!\d)", str(gs_id), p.replace(str(work), "DIR"))
 
     return {
         "cores": cores,
         "walltime": _seconds(str(_field(show, "TimeLimit"))),  # no time: the site's default, 1 hour
         "mem": mem,
-        "gpus": int(gpu.group(1)) if gpu else 0,
+        "gpus": gpus,
         "stdout": path("StdOut"),
         "stderr": path("StdErr"),
         "array": tuple(arrays.parse(task, 1 << 31).indices) if task else None,
@@ -145,7 +156,7 @@ def gsub_reads(name: str, root: Path) -> tuple[dict[str, Any] | str, int]:
         return out.stderr.strip() or "refused", 1
 
     def path(p: str) -> str:
-        p = p.replace("%a", NO_VAL) if spec.get("array") else p
+        p = arrays.task_path(p, spec["id"], int(NO_VAL)) if spec.get("array") else p
         return os.path.normpath(p).replace(str(out.submit_dir), "DIR")
 
     return {

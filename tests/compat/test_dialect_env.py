@@ -142,3 +142,12 @@ def test_torque_subjobs_are_named_name_dash_index(tmp_path, monkeypatch):
     pbspro = _spec_of(tmp_path / "p", monkeypatch, "#!/bin/sh\n#PBS -N sweep\n#PBS -J 2-4\ntrue\n")
     assert not pbspro.name_per_task
     assert job_of(pbspro._replace(array_id=pbspro.id, array_index=3), start).name == "sweep"
+
+
+def test_slurm_get_user_env_and_open_mode_as_sbatch_sets_them():
+    """Seen with Slurm 22.05: --get-user-env gives SLURM_GET_USER_ENV=1, --open-mode=append SLURM_OPEN_MODE=a;
+    neither without the option."""
+    plain = env_of(replace(JOB, dialect="slurm"))
+    assert "SLURM_GET_USER_ENV" not in plain and "SLURM_OPEN_MODE" not in plain
+    env = env_of(replace(JOB, dialect="slurm", get_user_env=True, open_mode="append"))
+    assert (env["SLURM_GET_USER_ENV"], env["SLURM_OPEN_MODE"]) == ("1", "a")

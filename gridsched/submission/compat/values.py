@@ -127,7 +127,22 @@ def sbatch_time(text: str) -> int:
     v = text.strip()
     if v.isascii() and v.isdigit():
         return parse_duration(f"{v}m") if int(v) > 0 else parse_duration(v)
+    m = _SBATCH_TIME.match(v) if v.isascii() else None
+    if m:  # Slurm checks no field against its unit: 2-25:00:00 is 3-01:00:00, 90:61 is 91:01
+        d, dh, dm, ds, mm, ss, hs = (int(x) if x else 0 for x in m.groups())
+        if m.group(1) is not None:  # D-HH[:MM[:SS]]
+            secs = ((d * 24 + dh) * 60 + dm) * 60 + ds
+        elif m.group(7) is not None:  # HH:MM:SS
+            secs = (mm * 60 + ss) * 60 + hs
+        else:  # MM:SS
+            secs = mm * 60 + ss
+        return secs if secs > 0 else parse_duration("0")  # no time at all: refused as -t 0 is
     return parse_duration(v)
+
+
+# sbatch's time forms with fields of any size (Slurm src/common/parse_time.c, time_str2secs):
+# D-HH[:MM[:SS]] (groups 1-4), MM:SS and HH:MM:SS (groups 5-7)
+_SBATCH_TIME = re.compile(r"(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+):(\d+)(?::(\d+))?)\Z")
 
 
 def int_in(where: str, shown: str, v: str, lo: int, hi: int) -> str:
