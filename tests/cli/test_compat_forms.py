@@ -588,8 +588,8 @@ def test_sbatch_times_are_whole_minutes_rounded_up(line, secs):
         ("#PBS -N a\n#PBS -J 3-5", "a.o1.3", "a.e1.3"),
         # Torque -t: JOBNAME.oJOBID-INDEX
         ("#PBS -N a\n#PBS -t 3-5", "a.o1-3", "a.e1-3"),
-        # Grid Engine -t: JOBNAME.oJOBID.TASKID
-        ("#$ -N a\n#$ -t 3-5", "a.o1.3", "a.e1.3"),
+        # Grid Engine -t: JOBNAME.oJOBID.TASKID (-cwd: in the submit directory)
+        ("#$ -N a\n#$ -cwd\n#$ -t 3-5", "a.o1.3", "a.e1.3"),
         # gsub's own
         ("#GS -N a\n#GS --array 3-5", "a.o1_3", "a.e1_3"),
         # PBS Pro ^array_index^ in -o/-e is the subjob's index; a % is itself
@@ -603,6 +603,20 @@ def test_array_task_file_names_as_each_system_writes_them(env, run, submits, lin
     [s] = submits()
     assert task_path(s["stdout"], 1, 3) == str(env / out)
     assert task_path(s["stderr"], 1, 3) == str(env / err)
+
+
+def test_grid_engine_without_cwd_runs_in_the_home_directory(env, run, submits):
+    """Grid Engine runs a job without -cwd or -wd in its owner's home directory and writes its files there
+    (seen with Grid Engine 8.1.9: tests/compat/test_sge_oracle.py); -cwd is the submit directory."""
+    import pwd
+
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    write(env / "h.sh", "#!/bin/sh\n#$ -N h\n#$ -o rel.out\ntrue\n")
+    write(env / "c.sh", "#!/bin/sh\n#$ -N c\n#$ -cwd\ntrue\n")
+    assert run(gsub.cli, ["h.sh"]).exit_code == 0 and run(gsub.cli, ["c.sh"]).exit_code == 0
+    h, c = submits()
+    assert (h["workdir"], h["stdout"], h["stderr"]) == (home, f"{home}/rel.out", f"{home}/h.e{h['id']}")
+    assert (c["workdir"], c["stdout"]) == (str(env), f"{env}/c.o{c['id']}")
 
 
 def test_torque_relative_paths_are_from_the_submit_directory_not_from_d(env, run, submits):

@@ -26,6 +26,9 @@ for r in "gpu gpu INT <= YES NO 0 0" "tmem tmem MEMORY <= YES NO 0 0" "m_mem_fre
     grep -q "^${r%% *} " "$T/c" || echo "$r" >> "$T/c"
 done
 "${NS[@]}" qconf -Mc "$T/c" >/dev/null 2>&1 || true
+# the host offers them (a requested value is compared with the host's): 4 GPUs, as the corpus machine
+"${NS[@]}" qconf -rattr exechost complex_values gpu=4,tmem=64G,m_mem_free=64G localhost >/dev/null \
+    || die "cannot set the host's complex values"
 
 for q in all.q gpu.q corei7b mps_amd.q; do
     "${NS[@]}" qconf -sq "$q" >/dev/null 2>&1 && continue

@@ -90,8 +90,9 @@ SAME = "SAME"  # standard error goes into the standard output file
 
 @dataclass(frozen=True)
 class Want:
-    """An accepted job.  Paths are relative to the submit directory unless absolute; ``{id}`` is the job id
-    and ``{host}`` the short host name.  For an array, the paths are those of the task with the first index."""
+    """An accepted job.  Paths are relative to the submit directory unless absolute; ``{id}`` is the job id,
+    ``{host}`` the short host name and ``{home}`` the submitting user's home directory.  For an array, the
+    paths are those of the task with the first index."""
 
     cores: int = 1
     walltime: int = DEFAULT_WALLTIME
@@ -483,6 +484,8 @@ WANT: dict[str, Want | Refused] = {
     "sge-bad-pe-range.sh": Refused(r"-pe|smp"),
     # #SBATCH lines after the #$ ones: qsub reads only #$; gsub reads the first kind (a warning).
     "sge-then-slurm-lines.sh": Want(walltime=1200, stdout="mix.o{id}", stderr="mix.e{id}", interpreter="/bin/bash"),
+    # No -cwd or -wd: Grid Engine runs the job in the home directory and writes its files there.
+    "sge-no-cwd-home.sh": Want(walltime=60, stdout="{home}/homejob.o{id}", interpreter="/bin/bash"),
     # Three resources in one -l; h_vmem is per slot: 2 slots of 2G.
     "sge-gpu-list-in-one-l.sh": Want(
         cores=2, walltime=2 * HOUR, mem=4 * G, gpus=1, stdout="gpu.out", stderr="gpu.err", interpreter="/bin/bash"
@@ -616,7 +619,7 @@ def expected(want: Want, what: str, out: Outcome) -> Any:
     job_id = out.spec["id"] if out.spec else 1
 
     def path(p: str) -> str:
-        p = p.format(id=job_id, host=socket.gethostname().split(".")[0])
+        p = p.format(id=job_id, host=socket.gethostname().split(".")[0], home=pwd.getpwuid(os.getuid()).pw_dir)
         return p if p.startswith("/") else str(out.submit_dir / p)
 
     if what == "stdout":
