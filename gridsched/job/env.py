@@ -48,7 +48,8 @@ PBS_NAMES = (
 ).split()
 SGE_NAMES = (
     "JOB_ID JOB_NAME NSLOTS NHOSTS NQUEUES QUEUE PE_HOSTFILE SGE_O_WORKDIR SGE_O_HOST SGE_O_HOME SGE_O_PATH "
-    "SGE_O_LOGNAME SGE_O_SHELL RESTARTED ENVIRONMENT REQUEST"
+    "SGE_O_LOGNAME SGE_O_SHELL RESTARTED ENVIRONMENT REQUEST REQNAME SGE_CWD_PATH SGE_STDOUT_PATH SGE_STDERR_PATH "
+    "SGE_STDIN_PATH"
 ).split()
 ARRAY_NAMES = (
     "SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_MAX "
@@ -136,6 +137,9 @@ class Job:
     account: str | None = None  # as named (--account, #SBATCH -A)
     get_user_env: bool = False  # starts from the owner's login environment (--get-user-env)
     open_mode: str | None = None  # "append": its output files are appended to (--open-mode)
+    workdir: str = ""  # where it runs
+    stdout: str = ""  # its standard output and error files
+    stderr: str = ""
 
 
 def tasks(ncpus: int, ntasks: int | None, cpus_per_task: int | None) -> tuple[int, int]:
@@ -238,6 +242,7 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         "JOB_ID": jid,
         "JOB_NAME": job.name,
         "REQUEST": job.name,
+        "REQNAME": job.name,
         "NSLOTS": cores,
         "NHOSTS": "1",
         "NQUEUES": "1",
@@ -246,8 +251,10 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         "RESTARTED": "1" if job.restarts else "0",
         "SGE_O_WORKDIR": job.submit_dir,
         "SGE_O_HOST": h,
-        "SGE_O_LOGNAME": job.user,
+        "SGE_STDIN_PATH": "/dev/null",
     }
+    if job.workdir:  # Grid Engine's shepherd names the job's directory and files (seen with Grid Engine 8.1.9)
+        env.update(SGE_CWD_PATH=job.workdir, SGE_STDOUT_PATH=job.stdout, SGE_STDERR_PATH=job.stderr)
     if job.cpus_per_task is not None or job.ntasks is None:
         env["SLURM_CPUS_PER_TASK"] = str(c)  # Slurm sets it only when -c was given (gsub -n N is -c N)
     if job.mem_per_cpu is not None:
@@ -259,6 +266,8 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
             env[f"PBS_O_{var}"] = senv[var]
             if var != "LANG":
                 env[f"SGE_O_{var}"] = senv[var]
+    if "LOGNAME" in senv:  # qsub(1): the submitting LOGNAME, only when it was set (as SGE_O_HOME, ...)
+        env["SGE_O_LOGNAME"] = senv["LOGNAME"]
     if private is not None:
         env.update(PBS_NODEFILE=private.nodefile, PE_HOSTFILE=private.pe_hostfile)
     if job.array_id is not None and job.array_index is not None:
@@ -275,6 +284,8 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         env["SLURM_JOB_ACCOUNT"] = job.account  # only when one was named (no accounting, so no default account)
     if job.dialect == "slurm":
         slurm_as_asked(env, job)
+    if job.dialect == "sge":
+        env.pop("ENVIRONMENT", None)  # qsub(1) names it, but Grid Engine 8.1.9 sets none
     return of_dialect(env, job.dialect)
 
 
@@ -388,7 +399,19 @@ def job_of(spec: JobSpec, start: Start) -> Job:
         account=spec.account,
         get_user_env=spec.get_user_env is not None,
         open_mode=spec.open_mode,
+        workdir=spec.workdir,
+        stdout=_task_file(spec.stdout, spec),
+        stderr=_task_file(spec.stderr, spec),
     )
+
+
+def _task_file(path: str, spec: JobSpec) -> str:
+    """An output path of ``spec``, an array task's with its index (and own id) filled in."""
+    if "%" not in path or spec.array_index is None:
+        return path
+    from gridsched.protocol.arrays import task_path
+
+    return task_path(path, spec.id, spec.array_index)
 
 
 def environment(spec: JobSpec, start: Start, private: Private | None, compat: bool) -> dict[str, str]:

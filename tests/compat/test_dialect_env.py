@@ -151,3 +151,14 @@ def test_slurm_get_user_env_and_open_mode_as_sbatch_sets_them():
     assert "SLURM_GET_USER_ENV" not in plain and "SLURM_OPEN_MODE" not in plain
     env = env_of(replace(JOB, dialect="slurm", get_user_env=True, open_mode="append"))
     assert (env["SLURM_GET_USER_ENV"], env["SLURM_OPEN_MODE"]) == ("1", "a")
+
+
+def test_grid_engine_names_as_its_shepherd_sets_them():
+    """Seen with Grid Engine 8.1.9: REQNAME, the job's directory and files, standard input /dev/null,
+    SGE_O_LOGNAME only from a submitting LOGNAME, and no ENVIRONMENT."""
+    job = replace(JOB, dialect="sge", workdir="/w", stdout="/w/a.o17", stderr="/w/a.e17")
+    env = env_of(job)
+    assert (env["REQNAME"], env["SGE_CWD_PATH"], env["SGE_STDOUT_PATH"]) == ("render", "/w", "/w/a.o17")
+    assert (env["SGE_STDERR_PATH"], env["SGE_STDIN_PATH"]) == ("/w/a.e17", "/dev/null")
+    assert "ENVIRONMENT" not in env and "SGE_O_LOGNAME" not in env
+    assert env_of(replace(job, submit_env={"LOGNAME": "ann"}))["SGE_O_LOGNAME"] == "ann"

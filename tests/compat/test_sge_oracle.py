@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ import pytest
 
 from gridsched.protocol import arrays
 from tests.compat.test_corpus import DEFAULT_WALLTIME, SCRIPTS, WANT, Want, gpus_of, submit
+from tests.conftest import Gridsched
 
 SETTINGS = Path("/var/lib/gridengine/default/common/settings.sh")
 NETNS = "sgeanchor"
@@ -185,3 +187,150 @@ def test_grid_engine_reads_the_script_as_gsub_does(sge_env, tmp_path, name):
     differ = {f: (theirs[f], ours[f]) for f in FIELDS if theirs[f] != ours[f]}
     listed = {f for f in FIELDS if (name, f) in DELIBERATE}
     assert set(differ) == listed, {"Grid Engine, gsub": differ, "listed as deliberate": sorted(listed)}
+
+
+# -- the same scripts run by both --------------------------------------------------------------------
+
+# Grid Engine's names a job script reads (qsub(1), ENVIRONMENTAL VARIABLES), compared name for name
+SGE_SHOWN = re.compile(
+    r"^(JOB_ID|JOB_NAME|NSLOTS|NHOSTS|NQUEUES|QUEUE|PE|PE_HOSTFILE|REQNAME|REQUEST|RESTARTED|ENVIRONMENT"
+    r"|SGE_O_[A-Z]+|SGE_TASK_[A-Z]+|SGE_STDOUT_PATH|SGE_STDERR_PATH|SGE_STDIN_PATH|SGE_CWD_PATH)="
+)
+ENV_DUMP = "env | sort\n"
+# Grid Engine's names that gridsched does not set, on purpose (docs/compat.md): the parallel environment's
+# name (a slot count is kept, not the site's name for it)
+NOT_SET = frozenset({"PE"})
+
+
+def _view(text: str, work: Path, jid: int | None, host: str) -> dict[str, str]:
+    """Grid Engine's names in the dump ``text``: the directory written DIR, the host HOST and (``jid``
+    given: Grid Engine's ids, in the hundreds here) the job id ID."""
+    got = {}
+    for line in text.splitlines():
+        if not SGE_SHOWN.match(line):
+            continue
+        k, v = line.split("=", 1)
+        if k in NOT_SET:
+            continue
+        if k == "PE_HOSTFILE":
+            v = "FILE" if v else ""
+        elif k == "SGE_O_PATH":
+            v = "PATH"  # the submitting PATH, which differs between the two submissions' tools
+        v = v.replace(str(work), "DIR")
+        if jid is not None:
+            v = re.sub(rf"(?<!\d){jid}(?!\d)", "ID", v)
+        v = re.sub(rf"(?<![\w.-])({re.escape(host)}|localhost)(?![\w-])", "HOST", v)
+        got[k] = v
+    return got
+
+
+@pytest.mark.daemon
+@pytest.mark.parametrize("name", [n for n in SGE_SCRIPTS if isinstance(WANT[n], Want) and n != "sge-no-cwd-home.sh"])
+def test_grid_engine_runs_the_header_as_gridsched_does(sge_env, daemon, tmp_path, name):
+    """Each Grid Engine script that the local cell can run, its directives kept and its body an environment
+    dump: Grid Engine's variables and their values, the files the job leaves and its exit code, under both.
+    An array runs its first task alone (``-t FIRST`` on both command lines)."""
+    from tests.compat.test_slurm_oracle import header
+    from tests.conftest import BIN
+
+    want = WANT[name]
+    why = DELIBERATE.get((name, "verdict"))
+    why = f"Grid Engine never runs it here: {why}" if why else None
+    if re.search(r"^#\$ .*-wd /", (SCRIPTS / name).read_text(), re.M):
+        why = "its -wd names a directory outside the test's own, where both would write"
+    if why:
+        print(f"{name}: {why}")
+        pytest.skip(f"{name}: {why}")
+    text = header((SCRIPTS / name).read_text()) + ENV_DUMP + "exit 0\n"
+    args = ["-t", str(want.array[0])] if want.array else []
+    views = {}
+    gs = daemon
+    if True:
+        for system in ("sge", "gridsched"):
+            work = tmp_path / system
+            work.mkdir()
+            for d in want.mkdirs:
+                (work / d).mkdir()
+            (work / name).write_text(text)
+            if system == "sge":
+                r = subprocess.run(
+                    _ns("qsub", "-sync", "y", *args, name),
+                    cwd=work,
+                    env=sge_env,
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                m = re.search(r"Job (\d+)(?:\.\d+)? exited with exit code (\d+)", r.stdout)
+                assert m, r.stdout + r.stderr
+                jid, code = int(m.group(1)), int(m.group(2))
+            else:
+                mine = ["--array", str(want.array[0])] if want.array else []  # gsub's -t is the walltime
+                p = subprocess.run(
+                    [str(BIN / "gsub"), *mine, name], cwd=work, env=gs.env, capture_output=True, text=True, timeout=60
+                )
+                assert p.returncode == 0, p.stderr
+                jid = int(p.stdout.split()[-1])
+                j = gs.wait_state(jid, "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", timeout=90)
+                code = j["exit_code"]
+            # Grid Engine's ids (hundreds) are told apart from the other numbers of a name; gridsched's module
+            # spool starts at 1, so its names and values are compared with Grid Engine's written with its id
+            ge = system == "sge"
+            files = sorted(
+                re.sub(rf"(?<!\d){jid}(?!\d)", "ID", str(p.relative_to(work))) if ge else str(p.relative_to(work))
+                for p in work.rglob("*")
+                if p.is_file() and p.suffix != ".sh"
+            )
+            dumped = [p for p in work.rglob("*") if p.is_file() and "JOB_ID=" in p.read_text(errors="replace")]
+            assert dumped, (system, files)
+            views[system] = {
+                "files": files,
+                "code": code,
+                "env": _view(dumped[0].read_text(), work, jid if ge else None, _host()),
+                "id": jid,
+            }
+    s, g = views["sge"], views["gridsched"]
+    gid = str(g["id"])
+    # on purpose (docs/compat.md): no parallel environment start and stop procedures, so none of the
+    # JOBNAME.poID and JOBNAME.peID files Grid Engine leaves for a -pe job without -o/-e files
+    pe_files = [f for f in s["files"] if re.search(r"\.p[oe]ID$", f)]
+    # (with -o naming a file, Grid Engine writes the procedures' output there: none to leave out)
+    assert not pe_files or re.search(r"^#\$ .*-pe ", (SCRIPTS / name).read_text(), re.M), s["files"]
+    s["files"] = [f for f in s["files"] if f not in pe_files]
+    assert (g["files"], g["code"]) == ([f.replace("ID", gid) for f in s["files"]], s["code"])
+    theirs = {k: v.replace("ID", gid) for k, v in s["env"].items()}
+    # on purpose (docs/compat.md): PE_HOSTFILE for every job, not only a parallel environment's; QUEUE is
+    # the one queue's name, not the one -q named
+    if "PE_HOSTFILE" not in theirs:
+        assert g["env"].pop("PE_HOSTFILE") == "FILE"
+    if re.search(r"^#\$ .*-q ", (SCRIPTS / name).read_text(), re.M):
+        assert theirs["QUEUE"] != "all.q" and g["env"]["QUEUE"] == "all.q"
+        theirs["QUEUE"] = "all.q"
+    s = {**s, "env": theirs}
+    assert g["env"] == s["env"], {
+        "only Grid Engine": {k: v for k, v in s["env"].items() if k not in g["env"]},
+        "only gridsched": {k: v for k, v in g["env"].items() if k not in s["env"]},
+        "differ": {
+            k: (s["env"][k], g["env"][k]) for k in s["env"].keys() & g["env"].keys() if s["env"][k] != g["env"][k]
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gridsched]:
+    """One real daemon for the module, on the corpus machine (16 cores, 4 GPUs)."""
+    from tests.compat.test_corpus import RUN_CONFIG, TOPOLOGY
+
+    gs = Gridsched(tmp_path_factory.mktemp("sge-runs") / "gs", RUN_CONFIG)
+    (gs.root / "topology.toml").write_text(TOPOLOGY)
+    try:
+        gs.start()
+        yield gs
+    finally:
+        gs.cleanup()
+
+
+def _host() -> str:
+    from gridsched.job.env import host
+
+    return host()
