@@ -850,3 +850,31 @@ def test_sbatch_accepts_what_gsub_emits(tmp_path, slurm_cluster, name):
         cwd=tmp_path / "submit",
     )
     assert s.returncode == 0, f"{s.stderr}\n--- emitted:\n{out}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in WANT if "-bad-" in n))
+def test_a_refused_value_is_named_with_its_file_line_and_directive(outcomes, name):
+    """A value the original system refuses (each ``*-bad-*`` script holds one) is refused in one line that
+    names the script, the line and the directive as written there."""
+    out = outcomes[name]
+    [error] = [ln for ln in out.stderr.splitlines() if not ln.startswith("gsub: warning: ")]
+    m = re.match(rf"gsub: error: {re.escape(name)}:(\d+): (#SBATCH|#PBS|#\$) (\S+)", error)
+    assert m, error
+    line = (SCRIPTS / name).read_text().splitlines()[int(m.group(1)) - 1]
+    assert line.startswith(m.group(2)) and m.group(3).split("=")[0] in line, (line, error)
+
+
+@pytest.mark.parametrize(
+    "name, read, ignored",
+    [
+        ("slurm-then-pbs-lines.sh", "#SBATCH", "#PBS"),
+        ("pbspro-then-slurm-lines.sh", "#PBS", "#SBATCH"),
+        ("sge-then-slurm-lines.sh", "#$", "#SBATCH"),
+    ],
+)
+def test_a_script_mixing_dialects_says_which_one_wins(outcomes, name, read, ignored):
+    out = outcomes[name]
+    assert out.spec is not None and out.spec["dialect"] == {"#SBATCH": "slurm", "#PBS": "pbs", "#$": "sge"}[read]
+    warned = [ln for ln in out.stderr.splitlines() if "mixes" in ln]
+    assert len(warned) == 1 and f"the {read} lines are read" in warned[0], out.stderr
+    assert f"the {ignored} lines are ignored" in warned[0]
