@@ -69,10 +69,41 @@ def test_bad_sbatch_times(text):
 
 @pytest.mark.parametrize(
     "text, secs",
-    [("60", 60), ("3600", 3600), ("01:30:00", 5400), ("90:00", 5400), ("100:00:00", 360000), ("10.5", 10)],
+    [
+        ("60", 60),
+        ("3600", 3600),
+        ("01:30:00", 5400),
+        ("90:00", 5400),
+        ("100:00:00", 360000),
+        # OpenPBS src/lib/Libattr/attr_fn_time.c, decode_time: no field held to its unit, a fraction of a
+        # second rounded to the nearest second
+        ("1:75:00", 8100),
+        ("10.5", 11),
+        ("10.499", 10),
+    ],
 )
 def test_pbs_times_bare_is_seconds(text, secs):
     assert compat.pbs_time(text) == secs
+
+
+@pytest.mark.parametrize("text", ["::30", "1:", ":5", "1:2:3:4", "1.2.3", "0", "0:00"])
+def test_bad_pbs_times(text):
+    with pytest.raises(UnitError):
+        compat.pbs_time(text)
+
+
+# Grid Engine 8.1.9's qsub, seen with -l h_rt=VALUE and qstat -j (tests/compat/test_sge_oracle.py)
+@pytest.mark.parametrize(
+    "text, secs", [("60", 60), ("10.5", 10), ("01:30:00", 5400), ("::30", 30), ("1:75:00", 8100), ("48:0:0", 172800)]
+)
+def test_sge_times(text, secs):
+    assert compat.sge_time(text) == secs
+
+
+@pytest.mark.parametrize("text", ["90:00", "1-00:00:00", "ten", "0", "::"])
+def test_bad_sge_times(text):
+    with pytest.raises(UnitError):
+        compat.sge_time(text)
 
 
 NOW = time.mktime((2030, 1, 20, 10, 0, 0, 0, 0, -1))

@@ -52,7 +52,15 @@ from gridsched.submission.compat.rules import (
     Rule,
     manual_rows,
 )
-from gridsched.submission.compat.values import Export, parse_begin, parse_export, parse_pbs_begin, pbs_time, sbatch_time
+from gridsched.submission.compat.values import (
+    Export,
+    parse_begin,
+    parse_export,
+    parse_pbs_begin,
+    pbs_time,
+    sbatch_time,
+    sge_time,
+)
 
 __all__ = [
     "CompatError",
@@ -80,6 +88,7 @@ __all__ = [
     "pbs_time",
     "sbatch_lines",
     "sbatch_time",
+    "sge_time",
     "scan",
     "slurm_output",
     "translate",

@@ -37,6 +37,7 @@ from gridsched.submission.compat.values import (
     pbs_time,
     sbatch_time,
     sge_path,
+    sge_time,
     size_text,
     whole_count,
 )
@@ -558,7 +559,7 @@ class _Reader:
                 self.set(lineno, "gpus", str(whole_count(where, shown, v)))
         elif rule.key == "time":
             try:
-                self.set(lineno, "time", f"{pbs_time(value)}s")
+                self.set(lineno, "time", f"{sge_time(value)}s")
             except UnitError as e:
                 raise CompatError(f"{where}: {shown}: {e}") from None
         else:
