@@ -66,9 +66,21 @@ def _node() -> dict[str, Any]:
     }
 
 
+_NO_SLURM: list[str] = []  # why no Slurm answered, once known: the module's other tests skip at once
+
+
 @pytest.fixture
-def local(slurm_cluster: None) -> dict[str, Any]:
-    """The local Slurm's partition, node memory (bytes), GPUs and MaxArraySize."""
+def local(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The local Slurm's partition, node memory (bytes), GPUs and MaxArraySize; skipped, with the reason
+    printed, where no Slurm answers (``slurm_cluster``, asked once per module)."""
+    if _NO_SLURM:
+        print(_NO_SLURM[0])
+        pytest.skip(_NO_SLURM[0])
+    try:
+        request.getfixturevalue("slurm_cluster")
+    except pytest.skip.Exception as e:
+        _NO_SLURM.append(str(e.msg))
+        raise
     return _node()
 
 
