@@ -87,6 +87,7 @@ JOB_PARAMS = (
     "mail_type",
     "mail_user",
     "get_user_env",
+    "account",
 )
 
 
@@ -254,8 +255,8 @@ def _emit(
     return ExitCode.OK
 
 
-# sbatch's options gsub takes and ignores
-IGNORED = ("partition", "account", "qos")
+# sbatch's options gsub takes and ignores (an account is kept: SLURM_JOB_ACCOUNT)
+IGNORED = ("partition", "qos")
 
 
 def ignored() -> dict[str, str]:
@@ -409,6 +410,10 @@ def _extra(
             out["mem_per_cpu"] = p["mem_per_cpu"]
         if p["gpus_per_task"] is not None:
             out["gpus_per_task"] = int(p["gpus_per_task"])
+        if p["account"]:
+            out["account"] = p["account"]
+        if p["array"] is not None and p["_task_sep"] == "-":  # Torque -t: subjobs are named NAME-INDEX
+            out["name_per_task"] = True
         if p["nice"]:
             out["nice"] = p["nice"]
         if p["priority"] is not None:

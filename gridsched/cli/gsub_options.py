@@ -324,7 +324,13 @@ _DECORATORS: tuple[Callable[[Any], Any], ...] = (
         help="Print the job id alone, as sbatch --parsable: what gsub prints anyway (taken for sbatch's habit).",
     ),
     click.option("-p", "--partition", metavar="P", help="sbatch's partition: warned of and ignored (one machine)."),
-    click.option("-A", "--account", metavar="A", help="sbatch's account: warned of and ignored (no accounts)."),
+    click.option(
+        "-A",
+        "--account",
+        metavar="NAME",
+        help="The account the job names, as sbatch -A: the job sees it as SLURM_JOB_ACCOUNT (a #SBATCH line's "
+        "lowercased, as Slurm keeps it); nothing is charged to it (no accounting).",
+    ),
     click.option("-q", "--qos", metavar="Q", help="sbatch's quality of service: warned of and ignored (no QOS)."),
     click.option(
         "--emit",

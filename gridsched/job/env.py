@@ -39,7 +39,7 @@ SLURM_NAMES = (
     "SLURM_TASKS_PER_NODE SLURM_NNODES SLURM_JOB_NUM_NODES SLURM_JOB_NODELIST SLURM_NODELIST SLURMD_NODENAME "
     "SLURM_CPUS_ON_NODE SLURM_JOB_CPUS_PER_NODE SLURM_MEM_PER_NODE SLURM_MEM_PER_CPU SLURM_RESTART_COUNT "
     "SLURM_NODEID SLURM_PROCID SLURM_LOCALID SLURM_STEP_ID SLURM_STEPID SLURM_JOB_GID SLURM_GPUS "
-    "SLURM_GPUS_PER_TASK SLURM_JOB_ACCOUNT"
+    "SLURM_GPUS_PER_TASK SLURM_JOB_ACCOUNT SLURM_GET_USER_ENV SLURM_OPEN_MODE"
 ).split()
 PBS_NAMES = (
     "PBS_JOBID PBS_JOBNAME PBS_O_WORKDIR PBS_O_HOST PBS_O_HOME PBS_O_PATH PBS_O_LOGNAME PBS_O_SHELL PBS_O_LANG "
@@ -48,7 +48,8 @@ PBS_NAMES = (
 ).split()
 SGE_NAMES = (
     "JOB_ID JOB_NAME NSLOTS NHOSTS NQUEUES QUEUE PE_HOSTFILE SGE_O_WORKDIR SGE_O_HOST SGE_O_HOME SGE_O_PATH "
-    "SGE_O_LOGNAME SGE_O_SHELL RESTARTED ENVIRONMENT REQUEST"
+    "SGE_O_LOGNAME SGE_O_SHELL RESTARTED ENVIRONMENT REQUEST REQNAME SGE_CWD_PATH SGE_STDOUT_PATH SGE_STDERR_PATH "
+    "SGE_STDIN_PATH"
 ).split()
 ARRAY_NAMES = (
     "SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_MAX "
@@ -133,6 +134,12 @@ class Job:
     dialect: str | None = None  # whose directives the script has (JobSpec.dialect)
     mem_per_cpu: int | None = None  # bytes, as asked (--mem-per-cpu)
     gpus_per_task: int | None = None  # as asked (--gpus-per-task)
+    account: str | None = None  # as named (--account, #SBATCH -A)
+    get_user_env: bool = False  # starts from the owner's login environment (--get-user-env)
+    open_mode: str | None = None  # "append": its output files are appended to (--open-mode)
+    workdir: str = ""  # where it runs
+    stdout: str = ""  # its standard output and error files
+    stderr: str = ""
 
 
 def tasks(ncpus: int, ntasks: int | None, cpus_per_task: int | None) -> tuple[int, int]:
@@ -235,6 +242,7 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         "JOB_ID": jid,
         "JOB_NAME": job.name,
         "REQUEST": job.name,
+        "REQNAME": job.name,
         "NSLOTS": cores,
         "NHOSTS": "1",
         "NQUEUES": "1",
@@ -243,8 +251,10 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         "RESTARTED": "1" if job.restarts else "0",
         "SGE_O_WORKDIR": job.submit_dir,
         "SGE_O_HOST": h,
-        "SGE_O_LOGNAME": job.user,
+        "SGE_STDIN_PATH": "/dev/null",
     }
+    if job.workdir:  # Grid Engine's shepherd names the job's directory and files (seen with Grid Engine 8.1.9)
+        env.update(SGE_CWD_PATH=job.workdir, SGE_STDOUT_PATH=job.stdout, SGE_STDERR_PATH=job.stderr)
     if job.cpus_per_task is not None or job.ntasks is None:
         env["SLURM_CPUS_PER_TASK"] = str(c)  # Slurm sets it only when -c was given (gsub -n N is -c N)
     if job.mem_per_cpu is not None:
@@ -256,6 +266,8 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
             env[f"PBS_O_{var}"] = senv[var]
             if var != "LANG":
                 env[f"SGE_O_{var}"] = senv[var]
+    if "LOGNAME" in senv:  # qsub(1): the submitting LOGNAME, only when it was set (as SGE_O_HOME, ...)
+        env["SGE_O_LOGNAME"] = senv["LOGNAME"]
     if private is not None:
         env.update(PBS_NODEFILE=private.nodefile, PE_HOSTFILE=private.pe_hostfile)
     if job.array_id is not None and job.array_index is not None:
@@ -264,8 +276,16 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         env.update(PBS_JOBID=f"{aid}[{job.array_index}].{h}", PBS_ARRAY_ID=f"{aid}[].{h}", JOB_ID=aid)
     if job.gpus_per_task is not None:
         env["SLURM_GPUS_PER_TASK"] = str(job.gpus_per_task)
+    if job.get_user_env:
+        env["SLURM_GET_USER_ENV"] = "1"  # as sbatch --get-user-env sets it
+    if job.open_mode == "append":
+        env["SLURM_OPEN_MODE"] = "a"  # as sbatch --open-mode=append sets it
+    if job.account:
+        env["SLURM_JOB_ACCOUNT"] = job.account  # only when one was named (no accounting, so no default account)
     if job.dialect == "slurm":
         slurm_as_asked(env, job)
+    if job.dialect == "sge":
+        env.pop("ENVIRONMENT", None)  # qsub(1) names it, but Grid Engine 8.1.9 sets none
     return of_dialect(env, job.dialect)
 
 
@@ -358,7 +378,8 @@ def job_of(spec: JobSpec, start: Start) -> Job:
     """What the environment of this start of the job ``spec`` is made from."""
     return Job(
         id=spec.id,
-        name=spec.name,
+        # Torque names each subjob NAME-INDEX, as it does its -o and -e paths (src/server/job_func.c, job_clone)
+        name=f"{spec.name}-{spec.array_index}" if spec.name_per_task and spec.array_index is not None else spec.name,
         user=spec.user,
         uid=spec.uid,
         ncpus=start.ncpus,
@@ -375,7 +396,22 @@ def job_of(spec: JobSpec, start: Start) -> Job:
         dialect=spec.dialect,
         mem_per_cpu=spec.mem_per_cpu,
         gpus_per_task=spec.gpus_per_task,
+        account=spec.account,
+        get_user_env=spec.get_user_env is not None,
+        open_mode=spec.open_mode,
+        workdir=spec.workdir,
+        stdout=_task_file(spec.stdout, spec),
+        stderr=_task_file(spec.stderr, spec),
     )
+
+
+def _task_file(path: str, spec: JobSpec) -> str:
+    """An output path of ``spec``, an array task's with its index (and own id) filled in."""
+    if "%" not in path or spec.array_index is None:
+        return path
+    from gridsched.protocol.arrays import task_path
+
+    return task_path(path, spec.id, spec.array_index)
 
 
 def environment(spec: JobSpec, start: Start, private: Private | None, compat: bool) -> dict[str, str]:

@@ -141,6 +141,9 @@ SPEC_OPTIONAL_KEYS = {
     "mem_per_cpu": "int: bytes per core, when the job asked its memory so (gsub --mem-per-cpu); mem is the total "
     "(SLURM_MEM_PER_CPU)",
     "gpus_per_task": "int: GPUs per task, when the job asked so (gsub --gpus-per-task; SLURM_GPUS_PER_TASK)",
+    "account": "str: the account the job names (gsub --account, #SBATCH -A; SLURM_JOB_ACCOUNT); nothing is charged",
+    "name_per_task": "bool: an array whose tasks see the name NAME-INDEX (PBS_JOBNAME), as Torque names the "
+    "subjobs of #PBS -t",
     "open_mode": "str: 'append': output files are appended to, never truncated (gsub --open-mode)",
     "begin": "float: not before this time, seconds since the epoch (gsub --begin, #SBATCH --begin)",
     "array": "str: a submitted array's range (gsub --array, canonical form of gridsched.protocol.arrays); the daemon "

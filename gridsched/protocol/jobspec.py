@@ -278,6 +278,8 @@ class JobSpec(NamedTuple):
     dialect: str | None = None  # whose directives the script has: "slurm", "pbs", "sge" (None: none or #GS)
     mem_per_cpu: int | None = None  # bytes per core, when the job asked so (--mem-per-cpu); mem is the total
     gpus_per_task: int | None = None  # GPUs per task, when the job asked so (--gpus-per-task)
+    account: str | None = None  # the account named (gsub --account, #SBATCH -A): SLURM_JOB_ACCOUNT; not charged
+    name_per_task: bool = False  # an array whose tasks are named NAME-INDEX in their environment (Torque -t)
     # set by the daemon (never by a request): an array's task, a piece of a splittable job
     array_id: int | None = None  # the array a task belongs to (the id of its first task)
     array_index: int | None = None  # the task's index in its array
@@ -363,6 +365,8 @@ class JobSpec(NamedTuple):
             dialect=g("dialect"),
             mem_per_cpu=g("mem_per_cpu"),
             gpus_per_task=g("gpus_per_task"),
+            account=g("account"),
+            name_per_task=g("name_per_task") is True,
             array_id=g("array_id"),
             array_index=g("array_index"),
             array_max=g("array_max"),
@@ -472,6 +476,10 @@ class JobSpec(NamedTuple):
             spec["mem_per_cpu"] = self.mem_per_cpu
         if self.gpus_per_task is not None:
             spec["gpus_per_task"] = self.gpus_per_task
+        if self.account is not None:
+            spec["account"] = self.account
+        if self.name_per_task:
+            spec["name_per_task"] = True
         if self.split is not None:
             spec["split"] = self.split.to_spec()
         if self.place is not None or self.threads_per_core or self.exclusive_board:

@@ -54,6 +54,7 @@ from gridsched.protocol.jobspec import (
 )
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+ACCOUNT_MAX = 256  # bytes of an account name (SLURM_JOB_ACCOUNT)
 
 
 def job_spec(f: Fields, new_id: int, sender: Sender) -> JobSpec:
@@ -179,6 +180,8 @@ def job_spec(f: Fields, new_id: int, sender: Sender) -> JobSpec:
         dialect=_dialect(f),
         mem_per_cpu=f.integer("mem_per_cpu", 1, 1 << 60, required=False),
         gpus_per_task=f.integer("gpus_per_task", 1, MAX_COUNT, required=False),
+        account=f.text("account", ACCOUNT_MAX, required=False) or None,
+        name_per_task=f.flag("name_per_task", required=False),
     )
     _check_priority(spec, sender)
     _check_tasks(spec)

@@ -320,6 +320,25 @@ def machine_memory_of(spool: Spool, cfg: Config) -> int | None:
     return host_memory()
 
 
+def mem_refusal(mem: int, total: int | None, reserved: int) -> str | None:
+    """Why a job of ``mem`` bytes can never get its memory on a machine of ``total`` bytes (None: unknown) of
+    which ``reserved`` MiB are left to the system (``[machine] memory_reserved``): the pool the scheduling
+    pass hands out, in the words of its reason (daemon/reasons.py), or None."""
+    if not reserved:
+        return too_much_memory(mem, total)
+    from gridsched.core import memory as mempool
+    from gridsched.core.units import format_size
+
+    pool = mempool.pool(total, reserved, 0)
+    if total and (pool is None or mem > pool.total << 20):
+        out = format_size(pool.total << 20) if pool is not None else "none"
+        return (
+            f"asks for {format_size(mem)} of memory, the scheduler hands out {out} (the machine's "
+            f"{format_size(total)} less machine.memory_reserved {format_size(reserved << 20)})"
+        )
+    return None
+
+
 def check_shell(shell: str) -> str:
     """``shell`` if it is an absolute path to an executable file; :class:`SubmitError` otherwise."""
     why = rq.shell_problem(shell)
@@ -542,7 +561,7 @@ def build_spec(
         raise SubmitError(why)
     mem = opts.mem or None  # 0: the whole machine, as Slurm's --mem=0
     if mem is not None:
-        why = too_much_memory(mem, machine_memory_of(spool, cfg))
+        why = mem_refusal(mem, machine_memory_of(spool, cfg), cfg.memory_reserved)
         if why:
             raise SubmitError(f"job can never run: it {why}")
     checkpoint = opts.checkpoint or cfg.checkpoint

@@ -48,6 +48,10 @@ def opts(text: str) -> dict[str, str | bool]:
         ("1-2", 86400 + 2 * 3600),
         ("1-2:30", 86400 + 2 * 3600 + 30 * 60),  # D-HH:MM
         ("1-2:30:15", 86400 + 2 * 3600 + 30 * 60 + 15),
+        # Slurm checks no field against its unit (seen with Slurm 22.05): 1-25 is 2-01:00:00
+        ("1-25", 86400 + 25 * 3600),
+        ("1:75:00", 2 * 3600 + 15 * 60),
+        ("90:61", 91 * 60 + 1),
         ("90s", 90),
         ("2h", 7200),
         ("30m", 1800),
@@ -57,7 +61,7 @@ def test_sbatch_times(text, secs):
     assert compat.sbatch_time(text) == secs
 
 
-@pytest.mark.parametrize("text", ["0", "-5", "abc", "99:99:99:99", "1-25", ""])
+@pytest.mark.parametrize("text", ["0", "0:00", "0-0:0:0", "-5", "abc", "99:99:99:99", "1:2:3:4", ""])
 def test_bad_sbatch_times(text):
     with pytest.raises(UnitError):
         compat.sbatch_time(text)
@@ -65,10 +69,41 @@ def test_bad_sbatch_times(text):
 
 @pytest.mark.parametrize(
     "text, secs",
-    [("60", 60), ("3600", 3600), ("01:30:00", 5400), ("90:00", 5400), ("100:00:00", 360000), ("10.5", 10)],
+    [
+        ("60", 60),
+        ("3600", 3600),
+        ("01:30:00", 5400),
+        ("90:00", 5400),
+        ("100:00:00", 360000),
+        # OpenPBS src/lib/Libattr/attr_fn_time.c, decode_time: no field held to its unit, a fraction of a
+        # second rounded to the nearest second
+        ("1:75:00", 8100),
+        ("10.5", 11),
+        ("10.499", 10),
+    ],
 )
 def test_pbs_times_bare_is_seconds(text, secs):
     assert compat.pbs_time(text) == secs
+
+
+@pytest.mark.parametrize("text", ["::30", "1:", ":5", "1:2:3:4", "1.2.3", "0", "0:00"])
+def test_bad_pbs_times(text):
+    with pytest.raises(UnitError):
+        compat.pbs_time(text)
+
+
+# Grid Engine 8.1.9's qsub, seen with -l h_rt=VALUE and qstat -j (tests/compat/test_sge_oracle.py)
+@pytest.mark.parametrize(
+    "text, secs", [("60", 60), ("10.5", 10), ("01:30:00", 5400), ("::30", 30), ("1:75:00", 8100), ("48:0:0", 172800)]
+)
+def test_sge_times(text, secs):
+    assert compat.sge_time(text) == secs
+
+
+@pytest.mark.parametrize("text", ["90:00", "1-00:00:00", "ten", "0", "::"])
+def test_bad_sge_times(text):
+    with pytest.raises(UnitError):
+        compat.sge_time(text)
 
 
 NOW = time.mktime((2030, 1, 20, 10, 0, 0, 0, 0, -1))
@@ -142,6 +177,7 @@ def test_a_multi_node_request_says_what_the_one_node_one_is():
         ("#SBATCH -b 16:00", "--begin", "16:00"),
         ("#SBATCH --nice=10", "--nice", "10"),
         ("#SBATCH --nice", "--nice", "100"),
+        ("#SBATCH -A Proj_X", "--account", "proj_x"),
     ],
 )
 def test_slurm_values(line, key, value):
@@ -153,7 +189,6 @@ def test_slurm_values(line, key, value):
     [
         ("#SBATCH --exclusive=user", "#SBATCH --exclusive=user ignored: only the whole machine"),
         ("#SBATCH --ntasks-per-core=1", "#SBATCH --ntasks-per-core=1 ignored: the job's tasks share"),
-        ("#SBATCH --account=proj", "#SBATCH --account=proj ignored: no accounts"),
         ("#SBATCH --qos=high", "#SBATCH --qos=high ignored: no QOS"),
         ("#SBATCH -p gpu", "#SBATCH -p gpu ignored: no partitions"),
         ("#SBATCH --frob 3", "#SBATCH --frob 3 ignored: not a directive gsub knows"),
@@ -584,8 +619,8 @@ def test_sbatch_times_are_whole_minutes_rounded_up(line, secs):
         ("#PBS -N a\n#PBS -J 3-5", "a.o1.3", "a.e1.3"),
         # Torque -t: JOBNAME.oJOBID-INDEX
         ("#PBS -N a\n#PBS -t 3-5", "a.o1-3", "a.e1-3"),
-        # Grid Engine -t: JOBNAME.oJOBID.TASKID
-        ("#$ -N a\n#$ -t 3-5", "a.o1.3", "a.e1.3"),
+        # Grid Engine -t: JOBNAME.oJOBID.TASKID (-cwd: in the submit directory)
+        ("#$ -N a\n#$ -cwd\n#$ -t 3-5", "a.o1.3", "a.e1.3"),
         # gsub's own
         ("#GS -N a\n#GS --array 3-5", "a.o1_3", "a.e1_3"),
         # PBS Pro ^array_index^ in -o/-e is the subjob's index; a % is itself
@@ -599,6 +634,20 @@ def test_array_task_file_names_as_each_system_writes_them(env, run, submits, lin
     [s] = submits()
     assert task_path(s["stdout"], 1, 3) == str(env / out)
     assert task_path(s["stderr"], 1, 3) == str(env / err)
+
+
+def test_grid_engine_without_cwd_runs_in_the_home_directory(env, run, submits):
+    """Grid Engine runs a job without -cwd or -wd in its owner's home directory and writes its files there
+    (seen with Grid Engine 8.1.9: tests/compat/test_sge_oracle.py); -cwd is the submit directory."""
+    import pwd
+
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    write(env / "h.sh", "#!/bin/sh\n#$ -N h\n#$ -o rel.out\ntrue\n")
+    write(env / "c.sh", "#!/bin/sh\n#$ -N c\n#$ -cwd\ntrue\n")
+    assert run(gsub.cli, ["h.sh"]).exit_code == 0 and run(gsub.cli, ["c.sh"]).exit_code == 0
+    h, c = submits()
+    assert (h["workdir"], h["stdout"], h["stderr"]) == (home, f"{home}/rel.out", f"{home}/h.e{h['id']}")
+    assert (c["workdir"], c["stdout"]) == (str(env), f"{env}/c.o{c['id']}")
 
 
 def test_torque_relative_paths_are_from_the_submit_directory_not_from_d(env, run, submits):

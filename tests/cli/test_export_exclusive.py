@@ -90,7 +90,7 @@ def test_export_directives(text, want):
     assert opts(f"#!/bin/sh\n{text}\ntrue\n")["--export"] == want
 
 
-@pytest.mark.parametrize("text", ["#SBATCH --export=ALL", "#PBS -V", "#$ -V"])
+@pytest.mark.parametrize("text", ["#SBATCH --export=ALL", "#PBS -V", "#$ -V\n#$ -cwd"])
 def test_exporting_everything_is_the_default_and_silent(text):
     tr = compat.translate(f"#!/bin/sh\n{text}\ntrue\n", "j.sh")
     assert tr.settings == [] and tr.warnings == []
@@ -341,8 +341,8 @@ def test_the_boundary_refuses(fields, why):
 
 
 def test_hold_jid_names_are_read_for_lookup_at_submission():
-    assert opts("#!/bin/sh\n#$ -hold_jid prep,12\ntrue\n") == {"--hold-jid": "prep,12"}
-    assert opts("#!/bin/sh\n#$ -hold_jid 3,4\ntrue\n") == {"-d": "afterany:3:4"}
+    assert opts("#!/bin/sh\n#$ -cwd\n#$ -hold_jid prep,12\ntrue\n") == {"--hold-jid": "prep,12"}
+    assert opts("#!/bin/sh\n#$ -cwd\n#$ -hold_jid 3,4\ntrue\n") == {"-d": "afterany:3:4"}
 
 
 def test_hold_jid_waits_for_every_pending_job_of_mine_with_the_name(env, run, submits):

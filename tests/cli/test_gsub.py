@@ -359,10 +359,9 @@ def test_infeasible():
 def test_sbatchs_everyday_options_on_the_command_line(env, run, submits):
     r = run(gsub.cli, ["-c", "3", "-p", "gpu", "-A", "proj", "-q", "high", "--parsable", "--wrap", "true"])
     assert r.exit_code == 0 and r.stdout == "1\n"  # the id alone, as sbatch --parsable prints it
-    assert submits()[0]["ncpus"] == 3
+    assert submits()[0]["ncpus"] == 3 and submits()[0]["account"] == "proj"
     assert [x for x in r.stderr.splitlines() if "ignored" in x] == [
         "gsub: warning: --partition gpu ignored: no partitions on one machine",
-        "gsub: warning: --account proj ignored: no accounts",
         "gsub: warning: --qos high ignored: no QOS",
     ]
 

@@ -72,3 +72,25 @@ def test_gresv_create_holds_memory(env: Path, spool, run):
         assert r.stderr.count("\n") == 1 and r.stderr.startswith("gresv: error: ") and words in r.stderr
     r = run(gsub.cli, ["-l", "mem=1", "--wrap", "true"])  # a job asks for memory with --mem
     assert r.exit_code != 0 and "unknown floating resource" in one_error_line(r.stderr)
+
+
+def test_gsub_checks_mem_against_what_the_scheduler_hands_out(env: Path, spool, run):
+    """A machine of 16G with 6G left to the system: --mem 12G can never start (the pass would hold it with
+    "the scheduler hands out 10G"), so gsub refuses it in one line; 10G, all of the pool, is taken."""
+    topo = env / "topo.toml"
+    topo.write_text('[[board]]\nid = 0\ncores = "0-15"\nmemory = "16G"\nhost_cpus = "0"\n')
+    cfg = env / "cfg.toml"
+    text = cfg.read_text().replace("[machine]\n", f'[machine]\ntopology = "{topo}"\nmemory_reserved = "6G"\n', 1)
+    assert "memory_reserved" in text
+    cfg.write_text(text)
+    for flags in (["--mem", "12G"], ["--mem-per-cpu", "6G", "-n", "2"]):
+        r = run(gsub.cli, [*flags, "--wrap", "true"])
+        assert r.exit_code != 0
+        assert one_error_line(r.stderr).endswith(
+            "job can never run: it asks for 12G of memory, the scheduler hands out 10G "
+            "(the machine's 16G less machine.memory_reserved 6G)"
+        ), r.stderr
+    assert submitted(spool) == []
+    r = run(gsub.cli, ["--mem", "10G", "--wrap", "true"])
+    assert r.exit_code == 0, r.stderr
+    assert [s["mem"] for s in submitted(spool)] == [10 << 30]

@@ -90,8 +90,9 @@ SAME = "SAME"  # standard error goes into the standard output file
 
 @dataclass(frozen=True)
 class Want:
-    """An accepted job.  Paths are relative to the submit directory unless absolute; ``{id}`` is the job id
-    and ``{host}`` the short host name.  For an array, the paths are those of the task with the first index."""
+    """An accepted job.  Paths are relative to the submit directory unless absolute; ``{id}`` is the job id,
+    ``{host}`` the short host name and ``{home}`` the submitting user's home directory.  For an array, the
+    paths are those of the task with the first index."""
 
     cores: int = 1
     walltime: int = DEFAULT_WALLTIME
@@ -229,6 +230,48 @@ WANT: dict[str, Want | Refused] = {
     "slurm-bare-minutes.sh": Want(walltime=300, stdout="minutes_{id}.out", interpreter="/bin/bash"),
     # Spaces after the interpreter on the #! line are not part of it.
     "slurm-trailing-spaces-shebang.sh": Want(walltime=300, stdout=slurm_out(), interpreter="/bin/bash"),
+    # -- written here (tests/compat/README.md): Slurm ---------------------------------------------
+    # 2 tasks of 4 cpus, each with a GPU: 8 cores and 2 GPUs; %x is the job name.
+    "slurm-ddp-gpus-per-task.sh": Want(
+        cores=8,
+        walltime=2 * HOUR,
+        mem=12 * G,
+        gpus=2,
+        stdout="logs/ddp-train-{id}.out",
+        interpreter="/bin/bash",
+        mkdirs=("logs",),
+    ),
+    # --mem-per-cpu times the 8 cpus; --hint is not read here (warned).
+    "slurm-openmp-hint.sh": Want(cores=8, walltime=1200, mem=8 * 500 * M, stdout=slurm_out(), interpreter="/bin/bash"),
+    # %3a is the task index padded to 3 digits; -t 5 is five minutes.
+    "slurm-array-padded-index.sh": Want(walltime=300, stdout="run_001.log", interpreter="/bin/bash", array=(1, 2, 3)),
+    # A range with a step and a single index in one list.
+    "slurm-array-list-and-step.sh": Want(
+        walltime=120, mem=256 * M, stdout="{id}_0.out", interpreter="/bin/bash", array=(0, 5, 7, 10, 15, 20)
+    ),
+    # sbatch: error: Invalid --time specification
+    "slurm-bad-time-word.sh": Refused(r"abc"),
+    # sbatch: error: Invalid --mem specification
+    "slurm-bad-mem-word.sh": Refused(r"lots"),
+    # sbatch: error: Invalid numeric value "0" for --cpus-per-task.
+    "slurm-bad-zero-cpus.sh": Refused(r"cpus-per-task"),
+    # sbatch: error: Invalid numeric value "2.5" for --cpus-per-task.
+    "slurm-bad-fraction-cpus.sh": Refused(r"2\.5"),
+    # #PBS lines after the #SBATCH ones are comments to sbatch; gsub reads the first kind (a warning).
+    "slurm-then-pbs-lines.sh": Want(cores=4, walltime=1800, stdout=slurm_out(), interpreter="/bin/bash"),
+    "slurm-export-none-user-env.sh": Want(walltime=300, stdout="login-env.{id}", interpreter="/bin/bash"),
+    # A placeholder mail address: sbatch takes it; gsub warns and mails the owner.
+    "slurm-mail-placeholder.sh": Want(walltime=600, stdout=slurm_out(), interpreter="/bin/bash"),
+    # -D run: a relative -o is in the working directory; -t 1:00 is minutes:seconds.
+    "slurm-chdir-relative.sh": Want(walltime=60, stdout="run/chd.{id}.log", interpreter="/bin/bash", mkdirs=("run",)),
+    "slurm-open-mode-append.sh": Want(walltime=900, stdout="shared.log", stderr="shared.err", interpreter="/bin/bash"),
+    "slurm-signal-requeue.sh": Want(cores=2, walltime=600, stdout=slurm_out(), interpreter="/bin/bash"),
+    # sbatch takes 4GB as 4G (seen with Slurm 22.05).
+    "slurm-mem-gb-suffix.sh": Want(cores=2, walltime=45 * 60, mem=4 * G, stdout=slurm_out(), interpreter="/bin/bash"),
+    # 2-25:00:00 is 2 days and 25 hours: sbatch takes it as 3-01:00:00 (seen with Slurm 22.05).
+    "slurm-hours-past-a-day.sh": Want(walltime=73 * HOUR, stdout=slurm_out(), interpreter="/bin/bash"),
+    # A lower-case unit; --time=90 is minutes.
+    "slurm-lowercase-mem.sh": Want(cores=3, walltime=90 * 60, mem=2 * G, stdout=slurm_out(), interpreter="/bin/bash"),
     # -- PBS Pro (qsub) -------------------------------------------------------------------
     # Without -o/-e: JOBNAME.oSEQ and JOBNAME.eSEQ in the submit directory; the job name
     # defaults to the script's file name.  walltime=H:MM:SS.
@@ -369,6 +412,83 @@ WANT: dict[str, Want | Refused] = {
     # files go; gpu=true is one GPU; tmem is a site resource.
     "sge-shebang-after-directives.sh": Want(
         walltime=1800, gpus=1, stdout="/tmp/unet.o{id}", stderr="/tmp/unet.e{id}", interpreter="/bin/bash"
+    ),  # -- written here: PBS Pro, Torque and Grid Engine ------------------------------------------------
+    "pbspro-gpu-training.sh": Want(
+        cores=8, walltime=12 * HOUR, mem=16 * G, gpus=2, stdout="train.log", interpreter="/bin/bash"
+    ),
+    "pbspro-openmp-ompthreads.sh": Want(
+        cores=4,
+        walltime=HOUR,
+        stdout="pbspro-openmp-ompthreads.sh.o{id}",
+        stderr="pbspro-openmp-ompthreads.sh.e{id}",
+        interpreter="/bin/bash",
+    ),
+    # -J 1-9:2: subjobs 1, 3, 5, 7, 9, each with its own JOBNAME.oSEQ.INDEX.
+    "pbspro-array-range-step.sh": Want(
+        walltime=900,
+        mem=500 * M,
+        stdout="sweep.o{id}.1",
+        stderr="sweep.e{id}.1",
+        interpreter="/bin/bash",
+        array=(1, 3, 5, 7, 9),
+    ),
+    # qsub: illegal -l value
+    "pbspro-bad-walltime-word.sh": Refused(r"walltime"),
+    "pbspro-bad-ncpus-word.sh": Refused(r"ncpus"),
+    # 2 chunks of 4: 8 cores on one machine; place=scatter is warned of.
+    "pbspro-mpiprocs-scatter.sh": Want(
+        cores=8, walltime=1800, stdout="mpi_ring.o{id}", stderr="mpi_ring.e{id}", interpreter="/bin/bash"
+    ),
+    # #SBATCH lines after the #PBS ones: qsub reads only #PBS; gsub reads the first kind (a warning).
+    "pbspro-then-slurm-lines.sh": Want(
+        cores=4, walltime=600, mem=2 * G, stdout="mixed.o{id}", stderr="mixed.e{id}", interpreter="/bin/bash"
+    ),
+    # -t: each subjob's -o gets -INDEX; its -e is the default JOBNAME.eSEQ-INDEX.
+    "torque-array-task-names.sh": Want(
+        cores=2,
+        walltime=1800,
+        stdout="sweep.log-1",
+        stderr="sweep.e{id}-1",
+        interpreter="/bin/bash",
+        array=(1, 2, 3, 4),
+    ),
+    # mem= is the job's memory; vmem only counts where mem= is not given.
+    "torque-mem-and-vmem.sh": Want(
+        cores=4,
+        walltime=3 * HOUR,
+        mem=2 * G,
+        stdout="torque-mem-and-vmem.sh.o{id}",
+        stderr="torque-mem-and-vmem.sh.e{id}",
+        interpreter="/bin/bash",
+    ),
+    # -j eo: standard output joins standard error, in the -e file.
+    "torque-join-eo.sh": Want(walltime=300, stdout="job.err", interpreter="/bin/bash"),
+    "torque-bad-ppn-word.sh": Refused(r"ppn"),
+    # -t 2-10:4 with -j y: tasks 2, 6, 10; JOBNAME.oJOBID.TASKID in the -cwd directory.
+    "sge-cwd-array-step.sh": Want(walltime=300, stdout="steps.o{id}.2", interpreter="/bin/bash", array=(2, 6, 10)),
+    # No #! line: -S chooses the shell.
+    "sge-smp-omp-no-shebang.sh": Want(
+        cores=4,
+        walltime=HOUR,
+        stdout="sge-smp-omp-no-shebang.sh.o{id}",
+        stderr="sge-smp-omp-no-shebang.sh.e{id}",
+        interpreter="/bin/bash",
+    ),
+    # #$-N without a space is a directive.
+    "sge-no-space-directives.sh": Want(
+        walltime=600, stdout="tight.o{id}", stderr="tight.e{id}", interpreter="/bin/bash"
+    ),
+    # qsub: ERROR! ... h_rt
+    "sge-bad-hrt-word.sh": Refused(r"h_rt"),
+    # qsub: ERROR! -pe option must have range as 2nd argument
+    "sge-bad-pe-range.sh": Refused(r"-pe|smp"),
+    # #SBATCH lines after the #$ ones: qsub reads only #$; gsub reads the first kind (a warning).
+    "sge-then-slurm-lines.sh": Want(walltime=1200, stdout="mix.o{id}", stderr="mix.e{id}", interpreter="/bin/bash"),
+    # No -cwd or -wd: Grid Engine runs the job in the home directory and writes its files there.
+    "sge-no-cwd-home.sh": Want(walltime=60, stdout="{home}/homejob.o{id}", interpreter="/bin/bash"),
+    # Three resources in one -l; h_vmem is per slot: 2 slots of 2G.
+    "sge-gpu-list-in-one-l.sh": Want(
+        cores=2, walltime=2 * HOUR, mem=4 * G, gpus=1, stdout="gpu.out", stderr="gpu.err", interpreter="/bin/bash"
     ),
 }
 
@@ -499,7 +619,7 @@ def expected(want: Want, what: str, out: Outcome) -> Any:
     job_id = out.spec["id"] if out.spec else 1
 
     def path(p: str) -> str:
-        p = p.format(id=job_id, host=socket.gethostname().split(".")[0])
+        p = p.format(id=job_id, host=socket.gethostname().split(".")[0], home=pwd.getpwuid(os.getuid()).pw_dir)
         return p if p.startswith("/") else str(out.submit_dir / p)
 
     if what == "stdout":
@@ -612,6 +732,11 @@ RUNS = (
         "sge-smp-hvmem-repeated-pe.sh",
         ("threads 2", "run"),
     ),
+    # Torque names subjob 2 of "sweep" sweep-2 (src/server/job_func.c, job_clone)
+    Run("torque-array-task-names.sh", ("name sweep-2", "index 2"), index=2),
+    Run("pbspro-openmp-ompthreads.sh", ("threads 4 cpus 4",)),
+    Run("sge-cwd-array-step.sh", ("task 6 first 2 last 10 step 4",), index=6),
+    Run("slurm-array-padded-index.sh", ("task 2 of 3",), index=2),
 )
 
 
@@ -725,3 +850,31 @@ def test_sbatch_accepts_what_gsub_emits(tmp_path, slurm_cluster, name):
         cwd=tmp_path / "submit",
     )
     assert s.returncode == 0, f"{s.stderr}\n--- emitted:\n{out}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in WANT if "-bad-" in n))
+def test_a_refused_value_is_named_with_its_file_line_and_directive(outcomes, name):
+    """A value the original system refuses (each ``*-bad-*`` script holds one) is refused in one line that
+    names the script, the line and the directive as written there."""
+    out = outcomes[name]
+    [error] = [ln for ln in out.stderr.splitlines() if not ln.startswith("gsub: warning: ")]
+    m = re.match(rf"gsub: error: {re.escape(name)}:(\d+): (#SBATCH|#PBS|#\$) (\S+)", error)
+    assert m, error
+    line = (SCRIPTS / name).read_text().splitlines()[int(m.group(1)) - 1]
+    assert line.startswith(m.group(2)) and m.group(3).split("=")[0] in line, (line, error)
+
+
+@pytest.mark.parametrize(
+    "name, read, ignored",
+    [
+        ("slurm-then-pbs-lines.sh", "#SBATCH", "#PBS"),
+        ("pbspro-then-slurm-lines.sh", "#PBS", "#SBATCH"),
+        ("sge-then-slurm-lines.sh", "#$", "#SBATCH"),
+    ],
+)
+def test_a_script_mixing_dialects_says_which_one_wins(outcomes, name, read, ignored):
+    out = outcomes[name]
+    assert out.spec is not None and out.spec["dialect"] == {"#SBATCH": "slurm", "#PBS": "pbs", "#$": "sge"}[read]
+    warned = [ln for ln in out.stderr.splitlines() if "mixes" in ln]
+    assert len(warned) == 1 and f"the {read} lines are read" in warned[0], out.stderr
+    assert f"the {ignored} lines are ignored" in warned[0]

@@ -97,3 +97,68 @@ def test_bash_env_is_the_jobs_own():
     assert env["BASH_ENV"] == "/t/gridsched.17.x/bash_env"
     mine = env_of(replace(JOB, submit_env={**JOB.submit_env, "BASH_ENV": "/home/ann/.bashenv"}))
     assert mine["BASH_ENV"] == "/home/ann/.bashenv"
+
+
+def test_slurm_job_account_only_when_one_was_named():
+    """Slurm 22.05 without an accounting database sets SLURM_JOB_ACCOUNT only for a job that named one (-A),
+    lowercased (the oracle, tests/compat/test_slurm_oracle.py, compares it)."""
+    assert "SLURM_JOB_ACCOUNT" not in env_of(replace(JOB, dialect="slurm"))
+    assert env_of(replace(JOB, dialect="slurm", account="proj_x"))["SLURM_JOB_ACCOUNT"] == "proj_x"
+    assert "SLURM_JOB_ACCOUNT" not in env_of(replace(JOB, dialect="pbs", account="proj_x"))
+
+
+def _spec_of(tmp_path, monkeypatch, script: str):
+    """The spec gsub writes for ``script`` (no daemon)."""
+    from click.testing import CliRunner
+
+    from gridsched.cli import gsub
+    from gridsched.protocol.jobspec import JobSpec
+    from gridsched.protocol.spool import Spool
+    from tests.cli.conftest import submitted
+
+    tmp_path.mkdir()
+    (tmp_path / "gridsched.toml").write_text("[daemon]\nautostart = false\n[machine]\ncores = 4\n")
+    monkeypatch.setenv("GRIDSCHED_CONFIG", str(tmp_path / "gridsched.toml"))
+    monkeypatch.setenv("GRIDSCHED_SPOOL", str(tmp_path / "spool"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.sh").write_text(script)
+    r = CliRunner().invoke(gsub.cli, ["a.sh"], prog_name="gsub")
+    assert r.exit_code == 0, r.stderr
+    [spec] = submitted(Spool(tmp_path / "spool"))
+    return JobSpec.from_spec(spec)
+
+
+def test_torque_subjobs_are_named_name_dash_index(tmp_path, monkeypatch):
+    """Torque's server names each subjob of ``-t`` NAME-INDEX, as it suffixes its -o and -e paths (Torque
+    src/server/job_func.c, job_clone); PBS Pro's ``-J`` subjobs keep the array's name."""
+    from gridsched.job.env import Start, job_of
+
+    start = Start(ncpus=1, walltime=60, cores="0", host_cpus="0", restarts=0, job_dir="/j", spool="/s")
+    torque = _spec_of(tmp_path / "t", monkeypatch, "#!/bin/sh\n#PBS -N sweep\n#PBS -t 2-4\ntrue\n")
+    assert torque.name == "sweep" and torque.name_per_task
+    task = torque._replace(array_id=torque.id, array_index=3)
+    assert job_of(task, start).name == "sweep-3"
+    assert env_of(replace(JOB, name=job_of(task, start).name, dialect="pbs"))["PBS_JOBNAME"] == "sweep-3"
+    pbspro = _spec_of(tmp_path / "p", monkeypatch, "#!/bin/sh\n#PBS -N sweep\n#PBS -J 2-4\ntrue\n")
+    assert not pbspro.name_per_task
+    assert job_of(pbspro._replace(array_id=pbspro.id, array_index=3), start).name == "sweep"
+
+
+def test_slurm_get_user_env_and_open_mode_as_sbatch_sets_them():
+    """Seen with Slurm 22.05: --get-user-env gives SLURM_GET_USER_ENV=1, --open-mode=append SLURM_OPEN_MODE=a;
+    neither without the option."""
+    plain = env_of(replace(JOB, dialect="slurm"))
+    assert "SLURM_GET_USER_ENV" not in plain and "SLURM_OPEN_MODE" not in plain
+    env = env_of(replace(JOB, dialect="slurm", get_user_env=True, open_mode="append"))
+    assert (env["SLURM_GET_USER_ENV"], env["SLURM_OPEN_MODE"]) == ("1", "a")
+
+
+def test_grid_engine_names_as_its_shepherd_sets_them():
+    """Seen with Grid Engine 8.1.9: REQNAME, the job's directory and files, standard input /dev/null,
+    SGE_O_LOGNAME only from a submitting LOGNAME, and no ENVIRONMENT."""
+    job = replace(JOB, dialect="sge", workdir="/w", stdout="/w/a.o17", stderr="/w/a.e17")
+    env = env_of(job)
+    assert (env["REQNAME"], env["SGE_CWD_PATH"], env["SGE_STDOUT_PATH"]) == ("render", "/w", "/w/a.o17")
+    assert (env["SGE_STDERR_PATH"], env["SGE_STDIN_PATH"]) == ("/w/a.e17", "/dev/null")
+    assert "ENVIRONMENT" not in env and "SGE_O_LOGNAME" not in env
+    assert env_of(replace(job, submit_env={"LOGNAME": "ann"}))["SGE_O_LOGNAME"] == "ann"

@@ -212,6 +212,7 @@ def compare(
         "#SBATCH -c 2 --mem=200M",
         "#SBATCH -n 4",
         "#SBATCH -n 2 --ntasks-per-node=2 --mem=100M",
+        "#SBATCH -A Proj_X --account=other-Acct",
     ],
 )
 def test_the_environment_is_slurms(slurm, gs, tmp_path, header):
@@ -333,3 +334,111 @@ def test_array_tasks(slurm, gs, tmp_path):
         views[system] = (files, envs)
     assert views["gridsched"] == views["slurm"]
     assert views["gridsched"][1][3]["SLURM_ARRAY_TASK_STEP"] == "2"
+
+
+def header(text: str) -> str:
+    """The directive block of a script: its lines up to the first that is neither blank nor a comment."""
+    out = []
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            break
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _corpus_runs() -> list[str]:
+    from tests.compat.test_corpus import WANT, Want
+
+    return sorted(n for n, w in WANT.items() if n.startswith("slurm-") and isinstance(w, Want))
+
+
+# The names Slurm sets from a directive that gridsched reads into another form (docs/compat.md, "Where
+# gridsched differs from Slurm, on purpose"): the option, as a pattern of the header, and the name.
+NOT_KEPT = (
+    (r"--(ntasks|tasks)-per-node", "SLURM_NTASKS_PER_NODE"),  # read as the job's tasks
+    (r"--gpus-per-node", "SLURM_GPUS_PER_NODE"),  # read as the job's GPUs, as --gres=gpu:N
+    (r"--gpus[= ]|-G ", "SLURM_GPUS"),  # likewise
+    (r"--hint", "SLURM_HINT"),  # not read here (warned): the job's threads are its cores
+    (r"--hint", "SLURM_THREADS_PER_CORE"),
+)
+
+
+def _files(work: Path, jid: int) -> list[str]:
+    """The files a job left under ``work`` (its script aside), with its id written ID."""
+    return sorted(
+        re.sub(rf"(?<!\d){jid}(?!\d)", "ID", str(p.relative_to(work)))
+        for p in work.rglob("*")
+        if p.is_file() and p.suffix != ".sh"
+    )
+
+
+@pytest.mark.daemon
+@pytest.mark.parametrize("name", _corpus_runs())
+def test_corpus_headers_run_as_under_slurm(slurm, gs, tmp_path, name):
+    """Each Slurm script of the corpus that the local Slurm can run, its directives kept and its body made
+    the environment dump: the same variables and values, the same files, the same end state under both.
+    An array runs its first task alone (``--array=FIRST`` on the command line of both); a script asking
+    for more memory or GPUs than the local node has is skipped with the reason."""
+    from tests.compat.test_corpus import SCRIPTS, WANT
+    from tests.compat.test_corpus_oracle import DELIBERATE, _node
+
+    want = WANT[name]
+    node = _node()
+    why = next((w for (n, _), w in DELIBERATE.items() if n == name), None)
+    if why:
+        why = f"{name}: read otherwise than Slurm reads it, on purpose (test_corpus_oracle.py): {why}"
+    elif want.array and want.array[0] >= node["max_array"]:
+        why = f"{name}: index {want.array[0]} is beyond the local Slurm's MaxArraySize {node['max_array']}"
+    elif want.mem is not None and want.mem > node["mem"]:
+        why = f"{name} asks for {want.mem >> 20} MB; the local Slurm's node has {node['mem'] >> 20} MB"
+    elif want.gpus > slurm.gpus:
+        why = f"{name} asks for {want.gpus} GPUs; the local Slurm has {slurm.gpus}"
+    elif want.cores > 16:
+        why = f"{name} asks for {want.cores} cores; the local Slurm's node has 16"
+    if why:
+        print(why)
+        pytest.skip(why)
+    head = header((SCRIPTS / name).read_text())
+    text = head + ENV_DUMP + "exit 0\n"
+    only = {var for pattern, var in NOT_KEPT if re.search(rf"^#SBATCH.*\s({pattern})", head, re.M)}
+    args = (f"--array={want.array[0]}",) if want.array else ()
+    views = {}
+    for system in ("slurm", "gridsched"):
+        work = tmp_path / system
+        work.mkdir()
+        for d in want.mkdirs:
+            (work / d).mkdir()
+        (work / name).write_text(text)
+        if system == "slurm":
+            jid = slurm.sbatch(work, name, "-p", _node()["partition"], *args)
+            state, code = wait_for(lambda jid=jid: slurm.state(jid), 90, f"Slurm job {jid} to end")
+        else:
+            jid = gsub(gs, work, *args, name)  # an array's id is its first task's
+            j = gs.wait_state(jid, "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", timeout=90)
+            state, code = j["state"], j["exit_code"] if j["exit_code"] is not None else -1
+        files = (
+            _files(work, jid)
+            if system == "slurm"
+            else sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file() and p.suffix != ".sh")
+        )
+        dumped = [p for p in work.rglob("*") if p.is_file() and "SLURM_JOB_ID=" in p.read_text(errors="replace")]
+        assert dumped, (system, files)
+        views[system] = {
+            "id": jid,
+            "files": files,
+            "state": (state, code),
+            "env": seen(jid, work, dumped[0].read_text(), array=bool(want.array)),
+        }
+    s, g = views["slurm"], views["gridsched"]
+    # Slurm's ids (hundreds) are told apart from the other numbers of a name; gridsched's module spool
+    # starts at 1, so its names are compared with Slurm's written with gridsched's id
+    assert g["state"] == s["state"]
+    assert g["files"] == sorted(f.replace("ID", str(views["gridsched"]["id"])) for f in s["files"])
+    assert only <= set(s["env"]), only - set(s["env"])  # each listed difference is still one
+    assert g["env"] == {k: v for k, v in s["env"].items() if k not in only}, {
+        "only Slurm": {k: v for k, v in s["env"].items() if k not in g["env"]},
+        "only gridsched": {k: v for k, v in g["env"].items() if k not in s["env"]},
+        "differ": {
+            k: (s["env"][k], g["env"][k]) for k in s["env"].keys() & g["env"].keys() if s["env"][k] != g["env"][k]
+        },
+    }

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         parse_pbs_begin,
         pbs_time,
         sbatch_time,
+        sge_time,
     )
 
 __all__ = [
@@ -96,6 +97,7 @@ __all__ = [
     "sbatch_lines",
     "sbatch_time",
     "scan",
+    "sge_time",
     "slurm_output",
     "translate",
     "unknown_patterns",
@@ -120,7 +122,7 @@ _MODULES = {
         "SLURM",
         "manual_rows",
     ),
-    "values": ("Export", "parse_begin", "parse_export", "parse_pbs_begin", "pbs_time", "sbatch_time"),
+    "values": ("Export", "parse_begin", "parse_export", "parse_pbs_begin", "pbs_time", "sbatch_time", "sge_time"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 

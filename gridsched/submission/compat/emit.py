@@ -63,6 +63,7 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
         ("output", "--output"),
         ("error", "--error"),
         ("chdir", "--chdir"),
+        ("account", "--account"),
         ("depend", "--dependency"),
         ("array", "--array"),
         ("begin", "--begin"),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 import shlex
 import time
@@ -38,6 +39,7 @@ from gridsched.submission.compat.values import (
     pbs_time,
     sbatch_time,
     sge_path,
+    sge_time,
     size_text,
     whole_count,
 )
@@ -157,6 +159,7 @@ class _Reader:
         self.export: Export | None = None  # PBS and SGE -v: the variables named, over the whole environment
         self.export_line = 0
         self.export_all = False  # -V: the whole environment (the default here)
+        self.sge_cwd = False  # Grid Engine's -cwd: the submit directory (else the home directory)
 
     def warn(self, lineno: int, shown: str, why: str) -> None:
         self.out.warnings.append(f"{self.label}:{lineno}: {shown} ignored: {why}")
@@ -244,6 +247,8 @@ class _Reader:
                 except ValueError as e:
                     raise CompatError(f"{where}: {shown}: {e}") from None
                 self.out.settings.append((lineno, [f"--get-user-env={ue.text()}"]))
+            elif key == "account":  # Slurm keeps account names in lower case
+                self.set(lineno, "account", v.strip().lower())
             elif key == "nice":
                 self.set(lineno, "nice", "100" if value is None else int_in(where, shown, v, -10000, 10000))
             elif key == "ntasks":
@@ -474,7 +479,9 @@ class _Reader:
             if self.common(lineno, where, shown, rule, value):
                 continue
             key, v = rule.key, str(value)
-            if key == "sge_mail":
+            if key == "cwd":
+                self.sge_cwd = True
+            elif key == "sge_mail":
                 self.letters_mail(lineno, where, shown, v, {"b": "BEGIN", "e": "END", "a": "FAIL,REQUEUE"})
             elif key in ("output", "error"):
                 self.set(lineno, key, sge_path(v))
@@ -523,7 +530,7 @@ class _Reader:
                 self.set(lineno, "gpus", str(whole_count(where, shown, v)))
         elif rule.key == "time":
             try:
-                self.set(lineno, "time", f"{pbs_time(value)}s")
+                self.set(lineno, "time", f"{sge_time(value)}s")
             except UnitError as e:
                 raise CompatError(f"{where}: {shown}: {e}") from None
         else:
@@ -590,6 +597,12 @@ class _Reader:
                         tokens[1] += "-%a"
         if self.export is not None:  # PBS and SGE: the whole environment here, and the variables -v names
             self.set(self.export_line, "export", self.export.text())
+        if dialect == "sge" and not self.sge_cwd and not any(s[1][0] == GS_FLAG["chdir"] for s in self.out.settings):
+            # Grid Engine runs a job without -cwd or -wd in its owner's home directory, and writes its default
+            # (and relative) output files there (qsub(1), -cwd; sge_shepherd changes to the home directory)
+            import pwd
+
+            self.out.settings.append((0, [GS_FLAG["chdir"], pwd.getpwuid(os.getuid()).pw_dir]))
         self.out.dialect = dialect
         self.out.settings.sort(key=lambda s: s[0])
         return self.out

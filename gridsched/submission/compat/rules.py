@@ -75,7 +75,12 @@ SLURM: tuple[Rule, ...] = (
     Rule(("-v", "--verbose"), "quiet", "sbatch's own messages", "(no effect)", value=False),
     Rule(("-V", "--version"), "quiet", "sbatch's version", "(no effect)", value=False),
     Rule(("-p", "--partition"), "ignore", "partition", "(warned)", why="no partitions on one machine"),
-    Rule(("-A", "--account"), "ignore", "account", "(warned)", why="no accounts"),
+    Rule(
+        ("-A", "--account"),
+        "account",
+        "account, lowercased as Slurm does (SLURM_JOB_ACCOUNT; not charged)",
+        "--account",
+    ),
     Rule(("-q", "--qos"), "ignore", "quality of service", "(warned)", why="no QOS"),
     Rule(("--nice",), "nice", "lower the job's priority by N (100 when no =N is given)", "--nice", optional=True),
     Rule(("--mail-type",), "mail_type", "mail events (BEGIN, END, FAIL, REQUEUE, TIME_LIMIT..., ALL, NONE)", _MAIL_GS),
@@ -183,7 +188,13 @@ SGE: tuple[Rule, ...] = (
     Rule(("-o",), "output", "standard output file or directory ($JOB_ID, $TASK_ID, $JOB_NAME)", "-o"),
     Rule(("-e",), "error", "standard error file or directory", "-e"),
     Rule(("-j",), "join", "y: error joined to the output", "--join oe"),
-    Rule(("-cwd",), "quiet", "run in the submit directory", "(always: the default)", value=False),
+    Rule(
+        ("-cwd",),
+        "cwd",
+        "run in the submit directory (without -cwd or -wd: in the home directory, as Grid Engine runs it)",
+        "-D SUBMIT_DIR",
+        value=False,
+    ),
     Rule(("-wd",), "chdir", "working directory", "-D DIR"),
     Rule(("-V",), "export_all", "export the whole environment", "(the default)", value=False),
     Rule(("-v",), "export_vars", "variables to pass or set: VAR[=VALUE],...", "--export ALL,VAR[=VALUE],..."),
@@ -251,6 +262,7 @@ GS_FLAG = {
     "hold_jid": "--hold-jid",
     "mail_type": "--mail-type",
     "mail_user": "--mail-user",
+    "account": "--account",
 }
 GS_SWITCH = {"hold": "--hold", "wait": "--wait", "exclusive": "--exclusive"}
 

@@ -127,7 +127,22 @@ def sbatch_time(text: str) -> int:
     v = text.strip()
     if v.isascii() and v.isdigit():
         return parse_duration(f"{v}m") if int(v) > 0 else parse_duration(v)
+    m = _SBATCH_TIME.match(v) if v.isascii() else None
+    if m:  # Slurm checks no field against its unit: 2-25:00:00 is 3-01:00:00, 90:61 is 91:01
+        d, dh, dm, ds, mm, ss, hs = (int(x) if x else 0 for x in m.groups())
+        if m.group(1) is not None:  # D-HH[:MM[:SS]]
+            secs = ((d * 24 + dh) * 60 + dm) * 60 + ds
+        elif m.group(7) is not None:  # HH:MM:SS
+            secs = (mm * 60 + ss) * 60 + hs
+        else:  # MM:SS
+            secs = mm * 60 + ss
+        return secs if secs > 0 else parse_duration("0")  # no time at all: refused as -t 0 is
     return parse_duration(v)
+
+
+# sbatch's time forms with fields of any size (Slurm src/common/parse_time.c, time_str2secs):
+# D-HH[:MM[:SS]] (groups 1-4), MM:SS and HH:MM:SS (groups 5-7)
+_SBATCH_TIME = re.compile(r"(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+):(\d+)(?::(\d+))?)\Z")
 
 
 def int_in(where: str, shown: str, v: str, lo: int, hi: int) -> str:
@@ -143,13 +158,45 @@ def int_in(where: str, shown: str, v: str, lo: int, hi: int) -> str:
 
 
 def pbs_time(text: str) -> int:
-    """Seconds of a PBS or SGE time: a bare number is seconds, else [[HH:]MM:]SS (hours may pass 24)."""
+    """Seconds of a PBS time as PBS Pro and Torque read it (OpenPBS src/lib/Libattr/attr_fn_time.c,
+    ``decode_time``): [[HH:]MM:]SS, each field digits of any size (1:75:00 is 2:15:00), a colon only after
+    a digit, and a fraction of a second after a dot, rounded to the nearest second (10.5 is 11).  Also
+    gsub's own units (30m, 2h), which PBS lacks.  :class:`UnitError` otherwise."""
     v = text.strip()
-    if "." in v:  # PBS allows fractional seconds
-        head, _, frac = v.rpartition(".")
-        if frac.isascii() and frac.isdigit() and head:
-            v = head
-    return parse_duration(f"{v}s" if v.isascii() and v.isdigit() else v)
+    m = _PBS_TIME.match(v) if v.isascii() else None
+    if not m:
+        return parse_duration(v)
+    secs = 0
+    for field in m.group(1).split(":"):
+        secs = secs * 60 + int(field)
+    if m.group(2) and int((m.group(2) + "00")[:3]) >= 500:
+        secs += 1
+    return secs if secs > 0 else parse_duration("0")  # no time at all is refused, as ever
+
+
+_PBS_TIME = re.compile(r"(\d+(?::\d+){0,2})(?:\.(\d*))?\Z")
+
+
+def sge_time(text: str) -> int:
+    """Seconds of a Grid Engine time as its qsub reads ``h_rt`` (seen with Grid Engine 8.1.9): a number of
+    seconds (a fraction dropped: 10.5 is 10), or HOURS:MINUTES:SECONDS, three fields of any size, an empty
+    one being 0 (::30 is 30 s, 1:75:00 is 2:15:00); MM:SS and days are refused, as qsub refuses them.
+    Also gsub's own units (30m, 2h).  :class:`UnitError` otherwise."""
+    v = text.strip()
+    m = _SGE_TIME.match(v) if v.isascii() else None
+    if not m:
+        if re.fullmatch(r"\d+:\d+|\d+-.*", v):
+            raise UnitError(f"'{v}': not a Grid Engine time (seconds, or HOURS:MINUTES:SECONDS)")
+        return parse_duration(v)
+    if m.group(1) is not None:
+        secs = int(m.group(1))
+    else:
+        h, mi, s = (int(x or 0) for x in m.group(3, 4, 5))
+        secs = (h * 60 + mi) * 60 + s
+    return secs if secs > 0 else parse_duration("0")
+
+
+_SGE_TIME = re.compile(r"(?:(\d+)(\.\d*)?|(\d*):(\d*):(\d*))\Z")
 
 
 _UNIT_SECONDS = {

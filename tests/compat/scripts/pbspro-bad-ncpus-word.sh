@@ -1,0 +1,3 @@
+#!/bin/bash
+#PBS -l select=1:ncpus=four
+echo "never submitted"

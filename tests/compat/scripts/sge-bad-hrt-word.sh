@@ -1,0 +1,4 @@
+#!/bin/bash
+#$ -cwd
+#$ -l h_rt=ten
+echo "never submitted"

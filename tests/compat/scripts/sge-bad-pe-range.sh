@@ -1,0 +1,4 @@
+#!/bin/bash
+#$ -cwd
+#$ -pe smp x
+echo "never submitted"

@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --cpus-per-task=0
+#SBATCH -t 10
+echo "never submitted"

@@ -1,0 +1,5 @@
+#!/bin/bash
+#SBATCH --mem=4GB
+#SBATCH -c 2
+#SBATCH -t 45
+echo "four gigabytes"
