@@ -24,6 +24,7 @@ from gridsched.core.types import BackfillOrder, HeadReservation, Plan, Snapshot,
 _NCPUS = attrgetter("ncpus")
 _ESTIMATE = attrgetter("estimate")
 _SHORTEST = BackfillOrder.SHORTEST
+_NO_GUARDS = (False, False, False)
 
 
 def backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, Pass]:
@@ -173,7 +174,8 @@ def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting]
     extra = [c - x for c, x in zip(ps.coming(), hv)] if shadow <= now else None
     free_now = ps.free_now
     dims = ps.dims
-    guard, dguard, fguard = _guards(ps, head, shadow)
+    # (no guard holds off a map for a head asking for no devices)
+    guard, dguard, fguard = _guards(ps, head, shadow) if ps.machine is not None or head.devices else _NO_GUARDS
     # on a map, requests (cores, requirement) that cannot be placed now, and those that would
     # leave the head no placement (asked again after each start)
     on_map = ps.machine is not None
