@@ -16,7 +16,11 @@ run time is 0, which gsim replays, so they may differ by a few seconds).
 Exit status 1 if they do not; the ratio is reported, not enforced.
 Skips with a message where refsim or the traces are absent.
 
-    python scripts/bench_refsim.py [--runs 3] [--limit N]
+``--instructions`` also counts the instructions of one run of each under
+valgrind's callgrind (user space, the same on a loaded machine as on an idle
+one; a run takes about a hundred times as long).
+
+    python scripts/bench_refsim.py [--runs 3] [--limit N] [--instructions]
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,11 +51,24 @@ def timed(cmd: list[str]) -> tuple[float, float, dict]:
     return wall, c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime, json.loads(r.stdout)
 
 
+def instructions(cmd: list[str]) -> int:
+    """The instructions one run of ``cmd`` executes in user space, as valgrind's callgrind counts them."""
+    vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    r = subprocess.run(vg + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    counts = [line.split("refs:")[1] for line in r.stderr.splitlines() if "I   refs:" in line]
+    if r.returncode != 0 or not counts:
+        sys.exit(f"valgrind {' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
+    return int(counts[0].replace(",", ""))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3, help="runs of each simulator per trace (median reported)")
     ap.add_argument("--limit", type=int, default=0, help="replay only the first N jobs of each trace")
+    ap.add_argument("--instructions", action="store_true", help="also count instructions under valgrind")
     args = ap.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        sys.exit("--instructions needs valgrind")
     if not REFSIM.exists():
         print(f"bench_refsim: skipped: no reference simulator at {REFSIM}")
         return 0
@@ -68,13 +86,13 @@ def main() -> int:
     for trace in traces:
         ref_t, gs_t, ref_c, gs_c = [], [], [], []
         ref = gs = {}
+        ref_cmd = [sys.executable, str(REFSIM), str(trace), "--policy", "easy", "--requested-procs", "--json", *limit]
+        gs_cmd = [str(GSIM), "run", str(trace), "--policy", "easy", "--json", *limit]
         for _ in range(args.runs):
-            t, c, ref = timed(
-                [sys.executable, str(REFSIM), str(trace), "--policy", "easy", "--requested-procs", "--json", *limit]
-            )
+            t, c, ref = timed(ref_cmd)
             ref_t.append(t)
             ref_c.append(c)
-            t, c, gs = timed([str(GSIM), "run", str(trace), "--policy", "easy", "--json", *limit])
+            t, c, gs = timed(gs_cmd)
             gs_t.append(t)
             gs_c.append(c)
         r, g = statistics.median(ref_t), statistics.median(gs_t)
@@ -84,6 +102,9 @@ def main() -> int:
             f"{trace.name:<34}{ref['jobs_simulated']:>8,}{r:>10.2f}{g:>9.2f}{g / r:>7.2f}{cpu:>10.2f}"
             f"{wr:>13.1f}{wg:>11.1f}" + ("" if abs(wr - wg) <= 0.001 * wr else "  (averages differ)")
         )
+        if args.instructions:
+            ri, gi = instructions(ref_cmd), instructions(gs_cmd)
+            print(f"{'':<34}instructions: refsim {ri / 1e6:,.0f} M, gsim {gi / 1e6:,.0f} M, ratio {gi / ri:.2f}")
         if abs(wr - wg) > 0.001 * wr:
             status = 1
     return status
