@@ -455,7 +455,7 @@ def run_cmd(
             ExitCode.USAGE,
         )
     # a config's auto settings apply under checkpoint-backfill only, as in the daemon
-    tuning = auto.active and params.policy is Policy.CHECKPOINT_BACKFILL
+    tuning = auto is not None and auto.active and params.policy is Policy.CHECKPOINT_BACKFILL
     tuner = inputs.tuner(tr, params, overhead, auto) if tuning else None
     resv = inputs.reservations(resv_file, floating, tr.ncores) if resv_file or floating else None
     machine = inputs.topology(topology, tr.ncores) if topology else None

@@ -14,12 +14,21 @@ import click
 
 from gridsched.cli.common import ExitCode, fail, warn
 from gridsched.core.types import BackfillOrder, Params, Policy, Predictor
-from gridsched.protocol.config import ConfigError
-from gridsched.protocol.config import load as load_config
 
 PROG = "gsim"
 # The Params field that selects the naive (cascading) reading of checkpoint-backfill, if the core has one.
 CASCADE_FIELD = "cascade"
+
+
+def load_config(path: str) -> Any:
+    """The config file at ``path`` (imported here: a replay without --config never reads one); a bad one
+    fails with one line."""
+    from gridsched.protocol.config import ConfigError, load
+
+    try:
+        return load(path)
+    except ConfigError as e:
+        fail(PROG, f"config {e}")
 
 
 def params(
@@ -34,10 +43,7 @@ def params(
 ) -> Params:
     base = Params()
     if config_file is not None:
-        try:
-            base = load_config(config_file).params
-        except ConfigError as e:
-            fail(PROG, f"config {e}")
+        base = load_config(config_file).params
     kw: dict[str, Any] = {}
     if policy is not None:
         kw["policy"] = Policy(policy)
@@ -133,10 +139,10 @@ def simulate(
 
 def workload(path: str | None) -> Any:
     """The workload file of --workload (None: none), read once."""
-    from gridsched.sim.workload import WorkloadError, read
-
     if path is None:
         return None
+    from gridsched.sim.workload import WorkloadError, read
+
     cache = click.get_current_context().meta.setdefault("gsim.workload", {})
     if path not in cache:
         try:
@@ -158,6 +164,8 @@ def devices(
 ) -> tuple[Any, ...]:
     """The simulated machine's devices (--gpus, or those of --topology), the [devices.TYPE] share of
     --config on them; the trace's jobs given the devices of --devices and of the workload file."""
+    if gpus is None and machine is None and devices_file is None and workload_file is None and not tr.devices:
+        return ()  # no devices, none asked for
     from gridsched.sim.devices import DevicesError, JobDevices, attach, machine_devices, read_csv, shared
 
     devs: tuple[Any, ...] = ()
@@ -171,10 +179,7 @@ def devices(
     elif machine is not None:
         devs = machine.devices
     if devs and config_file is not None:
-        try:
-            share = {t: dc.share for t, dc in load_config(config_file).devices.items()}
-        except ConfigError as e:
-            fail(PROG, f"config {e}")
+        share = {t: dc.share for t, dc in load_config(config_file).devices.items()}
         devs = shared(devs, share)
     # a Slurm history's GPUs (AllocTRES gres/gpu), replaced by what the files say of the same job
     history = [JobDevices(j, a, f"{tr.path}: job {j}") for j, a in tr.devices.items()]
@@ -219,14 +224,14 @@ def devices(
 
 def gates(tr: Any, dependencies: bool, workload_file: str | None, quiet: bool = False) -> Any:
     """The dependencies, arrays and holds of --dependencies and --workload (None: none asked for)."""
-    from gridsched.sim.workload import WorkloadError, gates
-
     if not dependencies and workload_file is None:
         if tr.preceding and not quiet:
             warn(
                 PROG, f"note: {len(tr.preceding)} jobs name a preceding job (SWF field 17); --dependencies replays them"
             )
         return None
+    from gridsched.sim.workload import WorkloadError, gates
+
     try:
         g, ignored = gates(tr, dependencies, workload(workload_file))
     except WorkloadError as e:
@@ -291,15 +296,15 @@ def check_plot_available(path: str | None) -> None:
 
 
 def auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None, order: str | None = None) -> Any:
-    """Which settings are tuned during the replay: the options' ``auto``, else the config file's."""
+    """Which settings are tuned during the replay: the options' ``auto``, else the config file's (None:
+    none can be, no option says ``auto`` and there is no config file)."""
+    if config_file is None and "auto" not in (p, threshold, predictor, order):
+        return None
     from gridsched.protocol.config import Tuning
 
     base = Tuning()
     if config_file is not None:
-        try:
-            base = load_config(config_file).tuning
-        except ConfigError as e:
-            fail(PROG, f"config {e}")
+        base = load_config(config_file).tuning
     meta = click.get_current_context().meta
 
     def pick(given: Any, key: str) -> Any:
@@ -427,10 +432,7 @@ def memory(tr: Any, on: bool, size: str | None, machine: Any, config_file: str |
         return None
     cfg = None
     if config_file is not None:
-        try:
-            cfg = load_config(config_file)
-        except ConfigError as e:
-            fail(PROG, f"config {e}")
+        cfg = load_config(config_file)
     if size is not None:
         try:
             total: int | None = parse_size(size)

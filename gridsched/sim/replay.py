@@ -18,6 +18,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import replace as _replace
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from gridsched.core import devices as coredev
 from gridsched.core.memory import MEMORY
@@ -26,9 +27,11 @@ from gridsched.core.policy import quiet_when_full
 from gridsched.core.predict import RATIO_JOBS
 from gridsched.core.topology import Device, MachineMap
 from gridsched.core.types import HeadReservation, Params, Policy, Resv, Running, SplitInfo, Waiting
-from gridsched.protocol.usage import Usage
 from gridsched.sim.records import Gates, Mode, SimMemory, SimResv, SimulationError, Tuner
 from gridsched.sim.swf import Trace
+
+if TYPE_CHECKING:
+    from gridsched.protocol.usage import Usage
 
 INF = math.inf
 HELD = "held by its owner"
@@ -114,7 +117,11 @@ class Replay:
         # user id (field 12) from the usage of the jobs that ended, decayed as the daemon does.
         pp = self.pp = params.priority
         self.prio = pp.weighted
-        self.acc = Usage() if pp.weight_fairshare else None
+        self.acc: Usage | None = None
+        if pp.weight_fairshare:
+            from gridsched.protocol.usage import Usage  # (sqlite3: only for fair share)
+
+            self.acc = Usage()
         self.stamped: dict[int, tuple[Waiting, Waiting]] = {}
         self._devices(trace, devices)
         self._jobs(reservations, split_above, series)

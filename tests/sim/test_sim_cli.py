@@ -217,3 +217,36 @@ def test_per_user_waits_and_fair_share_by_swf_user(write_trace, tmp_path):
     rows = [line.strip("│┃ ").split() for line in res.stdout.split("per user", 1)[1].splitlines()]
     rows = [[c for c in r if c != "│"] for r in rows if r and r[0] in ("1", "2")]
     assert rows == [["1", "2", "00:00:54"], ["2", "1", "00:01:38"]]
+
+
+def test_plain_run_leaves_out_what_it_does_not_use(write_trace):
+    """A replay of a plain trace without --config, devices, a workload or fair share loads neither the
+    config module (tomllib), nor the devices or workload modules, nor sqlite3: gsim's start-up counts."""
+    import subprocess
+
+    path = write_trace(HAND, max_procs=4)
+    code = (
+        "import sys\n"
+        "from gridsched.cli.gsim import main\n"
+        f"sys.argv = ['gsim', 'run', {path!r}, '--policy', 'easy', '--json']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "names = ('gridsched.protocol.config', 'tomllib', 'gridsched.sim.devices', 'gridsched.sim.workload',\n"
+        "         'sqlite3')\n"
+        "print(sorted(m for m in names if m in sys.modules), file=sys.stderr)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["jobs"] == 4
+    assert r.stderr.strip() == "[]"
+    # with --config the config is read, and a bad one refused in one line, as before
+    r = subprocess.run(
+        [sys.executable, "-c", code.replace("'--json']", "'--json', '--config', '/nonexistent/gridsched.toml']")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "gsim: error: config /nonexistent/gridsched.toml: no such file" in r.stderr
+    assert "['gridsched.protocol.config', 'tomllib']" in r.stderr

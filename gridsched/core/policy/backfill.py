@@ -25,6 +25,7 @@ from gridsched.core.types import BackfillOrder, HeadReservation, Plan, Snapshot,
 _NCPUS = attrgetter("ncpus")
 _ESTIMATE = attrgetter("estimate")
 _SHORTEST = BackfillOrder.SHORTEST
+_NO_GUARDS = (False, False, False)
 
 
 def backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, Pass]:
@@ -32,7 +33,11 @@ def backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, Pass]:
     now = snap.now
     # jobs running on an estimate a backfill relied on (see "Estimates" in gridsched.core.policy); under easy, such a
     # job that overran it counts as ending now: its cores are the head's once the head's time has come
-    relied = any(r.planned is not None for r in snap.running)
+    relied = False
+    for r in snap.running:  # (a loop: any() of a generator costs twice as much, on every pass)
+        if r.planned is not None:
+            relied = True
+            break
     ps = Pass(snap, (_NAIVE if naive else _PLANNED) if ckpt else (_NAIVE if relied else _USER))
     if snap.reservations:
         fixed_reservations(ps)
@@ -57,11 +62,12 @@ def backfill(snap: Snapshot, ckpt: bool, naive: bool) -> tuple[Plan, Pass]:
         reclaimable = True
     wake = inf
     if ckpt or relied or reclaimable:
-        for r in ps.general:
-            if r.planned is not None and not r.stopping:
-                pe = r.start + r.planned
-                if now < pe < wake:
-                    wake = pe
+        if ckpt or relied:  # (else no running job has a planned end)
+            for r in ps.general:
+                if r.planned is not None and not r.stopping:
+                    pe = r.start + r.planned
+                    if now < pe < wake:
+                        wake = pe
         if now < shadow < wake and reclaimable:
             wake = shadow
     if ps.active or ps.activated:
@@ -118,7 +124,9 @@ def _head(
                     continue
                 v = (n, *pad) if pad else (n,)
                 fits = n <= ps.free_now[0] and (ps.rising or ps.fits_now(v, w.estimate))
-            if (fits or loose_fit(ps, w, v)) and ((ps.machine is None and not w.resources) or ps.placeable(w, v)):
+            if (fits or (ps.loose is not None and loose_fit(ps, w, v))) and (
+                (ps.machine is None and not w.resources) or ps.placeable(w, v)
+            ):
                 ps.start(w, v, w.estimate, False, None)
                 continue
             shadow = ps.placed_earliest(w, v, w.estimate)
@@ -167,7 +175,8 @@ def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting]
     extra = [c - x for c, x in zip(ps.coming(), hv)] if shadow <= now else None
     free_now = ps.free_now
     dims = ps.dims
-    guard, dguard, fguard = _guards(ps, head, shadow)
+    # (no guard holds off a map for a head asking for no devices)
+    guard, dguard, fguard = _guards(ps, head, shadow) if ps.machine is not None or head.devices else _NO_GUARDS
     # on a map, requests (cores, requirement) that cannot be placed now, and those that would
     # leave the head no placement (asked again after each start)
     on_map = ps.machine is not None
