@@ -751,19 +751,25 @@ def check_array(text: str, cfg: Config) -> ArraySpec:
         raise SubmitError(f"array {e}", USAGE) from None
 
 
-def never_runs(machine: Any, max_walltime: int, job: rq.JobSpec) -> str | None:
+def never_runs(machine: Any, max_walltime: int, job: rq.JobSpec, reserved: int = 0) -> str | None:
     """Why ``job`` can never run on ``machine``, or None: the core's admission
     (:func:`gridsched.core.admission.never_runs`) asked of the typed job and the machine's memory, as the
-    daemon asks it of a submission and galter before it asks for a change."""
+    daemon asks it of a submission and galter before it asks for a change; and its memory against what the
+    scheduler hands out, the machine's less the ``reserved`` MiB (:func:`mem_refusal`)."""
     from gridsched.core.admission import never_runs as admission
     from gridsched.core.placement import Request
 
     placement = (
         Request(job.ncpus, job.place or "pack", job.threads_per_core, job.exclusive_board) if job.placed else None
     )
+    total = machine_memory(machine) if job.mem else None
+    if job.mem and reserved:
+        why = mem_refusal(job.mem, total, reserved)
+        if why:
+            return f"can never run: it {why}"
     return admission(
         machine,
-        machine_memory(machine) if job.mem else None,
+        total,
         max_walltime,
         ncpus=job.ncpus,
         walltime=job.walltime,

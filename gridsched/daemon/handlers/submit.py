@@ -34,7 +34,7 @@ def handle(ctx: Context, req: rq.Submit, rcv: rq.Received) -> Changed:
             raise rq.Refused(why)
     refuse_over_limits(ctx, job)
     state, reason = (JobState.HELD, BY_OWNER) if job.hold else (JobState.PENDING, "")
-    bad = never_runs(ctx.machine, ctx.cfg.max_walltime, job)
+    bad = never_runs(ctx.machine, ctx.cfg.max_walltime, job, ctx.cfg.memory_reserved)
     if bad is None:
         bad = ctx.act.resv_refusal(job)
     if bad is None:
