@@ -157,7 +157,8 @@ def test_an_unknown_command_is_127_with_one_line(gs):
     assert "no-such-command-here: command not found" in r.stderr
 
 
-def test_pty_without_a_terminal_is_refused(gs):
+def test_pty_without_a_terminal_is_refused(make_gs):
+    gs = make_gs(start=False)  # refused before anything is submitted: no daemon needed
     r = grun(gs, "--pty", "true", input="")
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == ["grun: error: --pty needs a terminal on standard input"]
@@ -229,7 +230,8 @@ def test_the_job_ends_when_grun_dies(gs):
     assert job["state"] == "FAILED"  # the command was ended by the hang-up: 128+SIGTERM
 
 
-def test_bad_options_and_no_command_are_one_line(gs):
+def test_bad_options_and_no_command_are_one_line(make_gs):
+    gs = make_gs(start=False)  # refused before anything is submitted: no daemon needed
     r = grun(gs)
     assert (r.returncode, r.stderr.strip()) == (2, "grun: error: give a command to run (or --pty for a shell)")
     r = grun(gs, "--gpu-bind", "closest", "true")
