@@ -112,6 +112,9 @@ class Gridsched:
     # -- the daemon ---------------------------------------------------------
     def start(self) -> None:
         check_marked("starts a real daemon")
+        # the socket a stopped daemon left would pass for this one's before it has opened its table (the wake
+        # socket is made after that): the test's first read of the table would race the daemon's start
+        (self.spool / "gschedd.sock").unlink(missing_ok=True)
         log = open(self.root / "daemon.out", "ab")
         self.proc = subprocess.Popen(
             [str(BIN / "gschedd"), "run"], env=self.env, stdout=log, stderr=log, start_new_session=True

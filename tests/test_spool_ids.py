@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import time
 
 import pytest
 
 from gridsched.protocol import requests as rq
+from gridsched.protocol import state
 from gridsched.protocol.spool import IdTaken, Spool
 from gridsched.protocol.state import StateDB
+from tests.cli.conftest import job_row
 from tests.fuzz.test_requests import valid_job
 
 
@@ -37,6 +40,46 @@ def test_a_request_the_daemon_took_in_at_once_keeps_its_id(tmp_path):
     _recorded(spool, 7, hashlib.sha256(data).hexdigest())
     path = spool.publish_new(rq.id_name(7), data)
     assert path.read_bytes() == data  # published, not withdrawn
+
+
+def test_the_daemon_committing_the_id_while_the_writer_reads_the_table_leaves_it_the_writers(tmp_path, monkeypatch):
+    """The writer reads whether its id was taken (the ids table, then the jobs table for ids recorded without
+    a digest) while the daemon may commit that very request's job and id.  Read at two moments, the job
+    showed without its id's row, the id was taken for someone else's and the request withdrawn: the job
+    the daemon had just taken in was reported as not submitted."""
+    spool = Spool(tmp_path / "spool")
+    spool.ensure()
+    _recorded(spool, 3, "0" * 64)  # a table with its tables made
+    data = _request(7)
+    real = state.connect_ro
+    commits: list[int] = []
+
+    class Reader:
+        """The writer's connection, with the daemon's commit of job 7 just after its first read of ids."""
+
+        def __init__(self, path: object) -> None:
+            self.con = real(path)  # type: ignore[arg-type]
+
+        def execute(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+            cur = self.con.execute(sql, args)
+            if "FROM ids" in sql and not commits:
+                db = StateDB(spool.db, write=True)
+                db.begin()
+                db.put_id(7, os.getuid(), hashlib.sha256(data).hexdigest(), time.time())
+                db.put(job_row(7))
+                db.commit()
+                db.close()
+                commits.append(7)
+            return cur
+
+        def close(self) -> None:
+            self.con.close()
+
+    monkeypatch.setattr(state, "connect_ro", Reader)
+    path = spool.publish_new(rq.id_name(7), data)
+    assert commits == [7], "the daemon's commit came between the reads"
+    assert path.read_bytes() == data  # published, not withdrawn
+    assert spool.id_digest(7) == hashlib.sha256(data).hexdigest()
 
 
 @pytest.mark.parametrize("digest", ["0" * 64, ""])

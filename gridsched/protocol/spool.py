@@ -406,6 +406,10 @@ class Spool:
         try:
             con = connect_ro(self.db)
             try:
+                # one read transaction for the tables read below: each statement of a connection in autocommit
+                # mode reads the table as it is then, and the daemon's commit of this very id (its row in ids
+                # and its job) falling between the two would show the job without the row that says it is ours
+                con.execute("BEGIN")
                 try:
                     row = con.execute("SELECT digest FROM ids WHERE id = ?", (nid,)).fetchone()
                     if row is not None:

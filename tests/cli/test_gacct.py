@@ -250,6 +250,13 @@ def test_bad_input(env, run, args, msg):
     assert r.stderr.startswith(f"gacct: error: {msg}") and r.stderr.count("\n") == 1
 
 
+def test_unknown_field_is_refused(env, run):
+    r = run(gacct.cli, ["--format", "JobID,MaxRSSS"])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("gacct: error: --format: unknown field 'MaxRSSS' (fields: JobID,")
+    assert r.stderr.count("\n") == 1 and "MaxRSS" in r.stderr
+
+
 def test_time_forms():
     now = T0
     t = TimeType(now)

@@ -1,4 +1,5 @@
-"""Job arrays and splittable jobs in the real daemon, with real jobs."""
+"""Job arrays in the real daemon, with real jobs.  A splittable job filling the window before a blocked head
+runs in the daemon in process in test_split_driven.py."""
 
 from __future__ import annotations
 
@@ -67,38 +68,3 @@ def test_array_with_throttle_never_runs_more_than_max(make_gs):
     assert all(e[3].split()[-1] == str(aid) for e in evs)  # GS_ARRAY_JOB_ID
     assert most_at_once(evs) <= 4
     assert sorted(p.name for p in (gs.work / "out").iterdir()) == sorted(f"task.sh-{aid}_{i}.out" for i in range(20))
-
-
-def test_split_job_fills_the_window_before_a_blocked_head(make_gs):
-    gs = make_gs(EASY)
-    log = gs.work / "log"
-    script = gs.work / "sub.sh"
-    script.write_text(LOGGER.format(log=log, sleep=0.2).replace("$ID", "$GS_TASK_ID"))
-    a = gs.gsub("-N", "A", "-n", "6", "-t", "5s", "--wrap", "sleep 4")
-    gs.wait_state(a, "RUNNING")
-    b = gs.gsub("-N", "B", "-n", "8", "-t", "10s", "--wrap", "sleep 0.5")  # blocked head: needs all 8 cores
-    s = gs.gsub("-N", "S", "--split", "16", "--task-time", "1", "-n", "1", str(script))
-    gs.wait_state(s, "COMPLETED", timeout=40)
-    gs.wait_state(b, "COMPLETED", timeout=20)
-    rows = {j["id"]: j for j in jobs(gs)}
-    pieces = [j for j in rows.values() if j["split"] and j["split"].get("of") == s]
-    assert pieces and all(p["state"] == "COMPLETED" and p["backfilled"] for p in pieces)
-    first = min(pieces, key=lambda p: p["start_time"])
-    assert first["start_time"] < rows[b]["start_time"]  # sub-tasks ran around the blocked head
-    assert first["end_time"] <= rows[b]["start_time"] + 0.5  # ... and were out of its way in time
-    assert rows[b]["start_time"] < rows[a]["start_time"] + 5 + 2  # the head started at its reservation
-    starts = Counter(idx for _, what, idx, _ in events(log) if what == "start")
-    assert starts == Counter(str(i) for i in range(16))  # every sub-task exactly once
-    assert rows[s]["split"]["done"] == 16 and rows[s]["split"]["left"] == 0
-    # the job table (which every user reads) never gets the owner's environment, arguments or paths of the
-    # job its pieces were taken from
-    import sqlite3
-
-    from gridsched.protocol.jobs import PRIVATE_KEYS
-
-    con = sqlite3.connect(gs.spool / "state.db")
-    try:
-        spec = json.loads(con.execute("SELECT spec FROM jobs WHERE id = ?", (s,)).fetchone()[0])
-    finally:
-        con.close()
-    assert not set(spec) & set(PRIVATE_KEYS)

@@ -1,7 +1,7 @@
 """The Python API and the executor against a real daemon.
 
-The client's alter and requeue (changes, refusals in galter's and grequeue's words, a job run again) are
-tested in process, on a driven clock, in test_client_driven.py."""
+The client's alter and requeue (changes, refusals in galter's and grequeue's words, a job run again) and its
+refusals in the commands' words are tested in process, on a driven clock, in test_client_driven.py."""
 
 from __future__ import annotations
 
@@ -54,16 +54,6 @@ def test_submit_status_wait_cancel(gs):
     assert c.wait(blocker.id, timeout=30).state == "CANCELLED"
     with pytest.raises(GridschedError, match=f"^job {waiting.id}: already CANCELLED$"):
         c.cancel(waiting.id)
-
-
-def test_refusals_have_the_commands_words(gs):
-    c = client(gs)
-    with pytest.raises(GridschedError, match="^job can never run: it asks for 9 cores, the machine has 8$"):
-        c.submit(command="true", ncpus=9)
-    with pytest.raises(GridschedError, match="^job 77: no such job$"):
-        c.status(77)
-    with pytest.raises(GridschedError, match="'-5': must be positive"):
-        c.submit(command="true", walltime="-5")
 
 
 def test_executor_results_exceptions_and_cores(make_gs):

@@ -37,6 +37,16 @@ def launches(dr: Driven, jid: int) -> list:
     return [s for s in dr.d.ex.started if s.job_id == jid]
 
 
+def test_refusals_have_the_commands_words(dr):
+    c = client(dr)
+    with pytest.raises(GridschedError, match="^job can never run: it asks for 9 cores, the machine has 8$"):
+        c.submit(command="true", ncpus=9)
+    with pytest.raises(GridschedError, match="^job 77: no such job$"):
+        c.status(77)
+    with pytest.raises(GridschedError, match="'-5': must be positive"):
+        c.submit(command="true", walltime="-5")
+
+
 def test_alter_changes_a_pending_job_as_galter(dr):
     c = client(dr)
     blocker = submit(dr, c, None, command="sleep 60", ncpus=8, walltime="2m")

@@ -1,5 +1,6 @@
-"""gacct on a real daemon: what jobs used (MaxRSS, CPU time), array tasks as ID_N, --format and
---parsable read back, and OUT_OF_MEMORY for a job its memory cgroup killed."""
+"""gacct on a real daemon: what jobs used (MaxRSS, CPU time), --format and --parsable read back, and
+OUT_OF_MEMORY for a job its memory cgroup killed.  Array tasks as ID_N: test_gacct_driven.py; an unknown
+field: tests/cli/test_gacct.py."""
 
 from __future__ import annotations
 
@@ -80,33 +81,6 @@ def test_usage_survives_a_restart_of_the_daemon(gs):
     gs.stop()
     gs.start()
     assert acct(gs)[str(jid)]["total_cpu"] >= 0.8  # kept in the state db
-
-
-def test_array_tasks_listed_as_id_n(gs):
-    arr = gs.gsub("-t", "1m", "-a", "1-3", "-N", "sweep", "--wrap", "exit $((GS_ARRAY_TASK_ID == 2))")
-    other = gs.gsub("-t", "1m", "--wrap", "true")
-    gs.wait_state(other, "COMPLETED")
-    wait_for(lambda: len(acct(gs, "-j", str(arr))) == 3, 30, "the three tasks to end")
-    a = acct(gs, "-j", str(arr))
-    assert sorted(a) == [f"{arr}_1", f"{arr}_2", f"{arr}_3"]
-    assert a[f"{arr}_2"]["state"] == "FAILED" and a[f"{arr}_1"]["state"] == "COMPLETED"
-    assert a[f"{arr}_3"]["array_id"] == arr and a[f"{arr}_3"]["array_index"] == 3
-    assert list(acct(gs, "-j", f"{arr}_3")) == [f"{arr}_3"]
-    r = gs.run("gacct", "-j", f"{arr}_[1-2],{other}", "-o", "jobid,jobname,state,exitcode", "-p", "-n", check=True)
-    assert r.stdout.splitlines() == [
-        f"{arr}_1|sweep|COMPLETED|0:0|",
-        f"{arr}_2|sweep|FAILED|1:0|",
-        f"{other}|wrap|COMPLETED|0:0|",
-    ]
-    r = gs.run("gacct", "-j", str(arr))  # the table too
-    assert [ln.split()[0] for ln in r.stdout.splitlines()[1:]] == [f"{arr}_1", f"{arr}_2", f"{arr}_3"]
-
-
-def test_unknown_field_is_refused(gs):
-    r = gs.run("gacct", "--format", "JobID,MaxRSSS")
-    assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.startswith("gacct: error: --format: unknown field 'MaxRSSS' (fields: JobID,")
-    assert r.stderr.count("\n") == 1 and "MaxRSS" in r.stderr
 
 
 HOG = f'{PY} -c \'b = bytearray(200 << 20); b[::4096] = b"x" * len(b[::4096]); print("survived")\''

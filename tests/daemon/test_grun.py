@@ -1,4 +1,6 @@
-"""grun runs a command as a job in the foreground, on a terminal or on grun's own streams."""
+"""grun runs a command as a job in the foreground, on a terminal or on grun's own streams.
+
+What may be changed of a grun job that waits is tested in the daemon in process in test_grun_driven.py."""
 
 from __future__ import annotations
 
@@ -155,7 +157,8 @@ def test_an_unknown_command_is_127_with_one_line(gs):
     assert "no-such-command-here: command not found" in r.stderr
 
 
-def test_pty_without_a_terminal_is_refused(gs):
+def test_pty_without_a_terminal_is_refused(make_gs):
+    gs = make_gs(start=False)  # refused before anything is submitted: no daemon needed
     r = grun(gs, "--pty", "true", input="")
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == ["grun: error: --pty needs a terminal on standard input"]
@@ -227,7 +230,8 @@ def test_the_job_ends_when_grun_dies(gs):
     assert job["state"] == "FAILED"  # the command was ended by the hang-up: 128+SIGTERM
 
 
-def test_bad_options_and_no_command_are_one_line(gs):
+def test_bad_options_and_no_command_are_one_line(make_gs):
+    gs = make_gs(start=False)  # refused before anything is submitted: no daemon needed
     r = grun(gs)
     assert (r.returncode, r.stderr.strip()) == (2, "grun: error: give a command to run (or --pty for a shell)")
     r = grun(gs, "--gpu-bind", "closest", "true")
@@ -284,62 +288,3 @@ def test_a_configured_rerunning_default_is_none_for_grun(make_gs):
     for job, mode in ((jid, "none"), (other, "requeue")):  # the default still holds for other jobs
         shown = gs.run("gstat", "-f", str(job), check=True).stdout
         assert re.search(rf"^\s*checkpoint\s*[:=]?\s*{mode}\s*$", shown, re.M), shown
-
-
-def test_a_pending_grun_job_cannot_be_made_rerunnable(make_gs):
-    """galter refuses a rerunning checkpoint mode for a waiting grun job, and so does the daemon for the same
-    request written by hand; it takes suspend. The daemon refuses a requeue request for it too."""
-    import json
-
-    gs = make_gs(FULL)  # two cores
-
-    go = gs.work / "go"
-    blocker = gs.gsub("-n", "2", "--wrap", f"while [ ! -e {go} ]; do sleep 0.1; done")
-    gs.wait_state(blocker, "RUNNING")
-    proc = grun_bg(gs, "-t", "60s", "true", stdout=subprocess.DEVNULL)
-    try:
-        jid = wait_for(
-            lambda: next((j["id"] for j in _jobs(gs) if j["id"] != blocker and j["state"] == "PENDING"), None),
-            30,
-            "the grun job to wait",
-        )
-        r = gs.run("galter", str(jid), "--checkpoint", "requeue")
-        assert (r.returncode, r.stderr) == (
-            1,
-            f"galter: error: job {jid}: --checkpoint requeue: a grun job cannot be rerun "
-            "(the rerun could not reconnect to grun)\n",
-        )
-        incoming = gs.spool / "incoming"
-        bad = {
-            "alter-signal": {"type": "alter", "jobs": [jid], "changes": {"checkpoint": "signal"}},
-            "requeue-grun": {"type": "requeue", "jobs": [jid]},
-        }
-        for key, req in bad.items():
-            (incoming / f"{key}.json").write_text(json.dumps(req))
-        why = {
-            k: wait_for(
-                lambda k=k: (
-                    (gs.spool / "quarantine" / f"{k}.json.why").exists()
-                    and (gs.spool / "quarantine" / f"{k}.json.why").read_text()
-                ),
-                what=f"the refusal of {k}",
-            )
-            for k in bad
-        }
-        assert "--checkpoint signal: a grun job cannot be rerun" in why["alter-signal"], why
-        assert "a grun job cannot be requeued" in why["requeue-grun"], why
-        assert gs.run("galter", str(jid), "--checkpoint", "suspend").returncode == 0
-        wait_for(
-            lambda: re.search(r"^\s*checkpoint\s*[:=]?\s*suspend\s*$", gs.run("gstat", "-f", str(jid)).stdout, re.M),
-            what="the change",
-        )
-        go.touch()
-        _, err = proc.communicate(timeout=60)
-    finally:
-        go.touch()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
-    assert proc.returncode == 0, err
-    assert gs.wait_state(jid, "COMPLETED", "FAILED", "CANCELLED", timeout=30)["state"] == "COMPLETED"
-    assert gs.alive()

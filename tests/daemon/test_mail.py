@@ -1,7 +1,9 @@
-"""Mail about jobs' events: a real daemon with a fake sendmail that records how it was run.
+"""Mail about jobs' events: a real daemon with a fake sendmail that records how it was run, for the begin and
+end mails of a real job; the checks of addresses and of the configuration.
 
-The time-limit mails (sent as a job passes parts of its walltime, not again after a restart) are tested in
-process, on a driven clock, in test_mail_driven.py."""
+The other mails (fail, requeue, arrays, a script's directives, hostile names and bad addresses, a slow or
+failing sendmail, the time limits) are tested in the daemon in process, on a driven clock, in
+test_mail_driven.py."""
 
 from __future__ import annotations
 
@@ -85,98 +87,6 @@ def test_begin_and_end_mail_to_the_owner(mailgs):
     assert "mail to" in gs.log()
 
 
-def test_fail_mail_replaces_end_and_lists_recipients(mailgs):
-    gs, box = mailgs
-    jid = gs.gsub("--mail-type=END,FAIL", "--mail-user=ann@example.org,bob", "--wrap", "exit 3")
-    gs.wait_state(jid, "FAILED")
-    (m,) = wait_mails(box, 1)
-    assert m["args"] == ["-oi", "--", "ann@example.org", "bob"]
-    assert m["subject"].endswith("FAILED, ExitCode 3")
-    assert " Failed, " in m["subject"]
-    assert "To: ann@example.org, bob" in m["headers"]
-    wait_for(lambda: "not sent" not in gs.log(), 1)  # nothing refused
-    assert len(mails(box)) == 1
-
-
-def test_sbatch_directives_and_no_mail_without_events(mailgs):
-    gs, box = mailgs
-    script = gs.work / "job.sh"
-    script.write_text("#!/bin/sh\n#SBATCH --mail-type=END\n#SBATCH --mail-user=carol\ntrue\n")
-    jid = gs.gsub(str(script))
-    quiet = gs.gsub("--mail-user=dave", "--wrap", "true")  # a recipient without events: no mail (as Slurm)
-    gs.wait_state(jid, "COMPLETED")
-    gs.wait_state(quiet, "COMPLETED")
-    (m,) = wait_mails(box, 1)
-    assert m["args"] == ["-oi", "--", "carol"]
-    assert f"Job_id={jid} " in m["subject"]
-
-
-def test_array_gets_one_mail_unless_array_tasks(mailgs):
-    gs, box = mailgs
-    arr = gs.gsub("--array=1-3", "--mail-type=BEGIN,END", "-N", "arr", "--wrap", "true")
-    for jid in range(arr, arr + 3):
-        gs.wait_state(jid, "COMPLETED")
-    got = wait_mails(box, 2)
-    # the array's END is sent as its last task ends, after every task's own start: no later mail comes
-    assert sorted(m["subject"].split(" Name=")[0] for m in got) == [f"Subject: gridsched Array_job_id={arr}"] * 2
-    assert any(m["subject"].endswith("Ended, 3 COMPLETED") for m in got)
-    assert sorted(" Began" in m["subject"] for m in got) == [False, True]
-    for f in box.glob("mail.*"):
-        f.unlink()
-    one = gs.gsub("--array=1-3%1", "--mail-type=BEGIN,END,FAIL", "--wrap", '[ "$GS_ARRAY_TASK_ID" != 2 ]')
-    for jid in range(one, one + 3):  # one task at a time: each starts after the one before ended
-        gs.wait_state(jid, "COMPLETED", "FAILED")
-    got = wait_mails(box, 2)
-    assert sorted(m["subject"].split(", ", 1)[0].rsplit(" ", 1)[1] for m in got) == ["Began", "Failed"]
-    assert any(m["subject"].endswith("Failed, 2 COMPLETED, 1 FAILED") for m in got)
-    for f in box.glob("mail.*"):
-        f.unlink()
-    arr2 = gs.gsub("--array=1-3", "--mail-type=END,ARRAY_TASKS", "--wrap", "true")
-    for jid in range(arr2, arr2 + 3):
-        gs.wait_state(jid, "COMPLETED")
-    got = wait_mails(box, 3)
-    assert sorted(m["subject"].split(" Name=")[0] for m in got) == [
-        f"Subject: gridsched Job_id={j}" for j in range(arr2, arr2 + 3)
-    ]
-
-
-def test_hostile_job_name_makes_no_header(mailgs):
-    gs, box = mailgs
-    r = gs.run("gsub", "--mail-type=END", "-N", "x\nBcc: evil@example.org", "--wrap", "true")
-    assert r.returncode != 0 and r.stderr.count("\n") == 1 and "control characters" in r.stderr
-    # characters that are no control characters to the boundary but break lines elsewhere
-    jid = gs.gsub("--mail-type=END", "-N", "x\u2028Bcc: evil@example.org\u0085Cc: x", "--wrap", "true")
-    gs.wait_state(jid, "COMPLETED")
-    (m,) = wait_mails(box, 1)
-    assert [h.split(":", 1)[0] for h in m["headers"]] == [
-        "To",
-        "From",
-        "Subject",
-        "Auto-Submitted",
-        "Content-Type",
-    ]
-    assert "\u2028" not in m["subject"] and "\u0085" not in m["subject"]
-    assert m["args"] == ["-oi", "--", getpass.getuser()]
-
-
-@pytest.mark.parametrize("bad", ["-oQ/tmp/x", "a b", 'a"b', "a\\b", "|cmd", "x@", ",".join(["u"] * 17)])
-def test_bad_address_refused_in_one_line(mailgs, bad):
-    gs, box = mailgs
-    r = gs.run("gsub", "--mail-type=END", f"--mail-user={bad}", "--wrap", "true")
-    assert r.returncode != 0
-    assert r.stderr.startswith("gsub: error:") and r.stderr.count("\n") == 1, r.stderr
-    if bad not in ("-oQ/tmp/x", "|cmd", "x@"):
-        return  # directive lines are split as a shell splits words: quotes and backslashes go
-    script = gs.work / "bad.sh"
-    script.write_text(f"#!/bin/sh\n#PBS -M {bad}\n#PBS -m e\ntrue\n")
-    r = gs.run("gsub", str(script))  # a script's placeholder (<EMAIL>) is warned of and left out, as a line
-    assert r.returncode == 0, r.stderr
-    assert r.stderr.startswith("gsub: warning: ") and "is not a mail address" in r.stderr
-    gs.wait_state(int(r.stdout.strip()), "COMPLETED")
-    (m,) = wait_mails(box, 1)
-    assert m["args"] == ["-oi", "--", getpass.getuser()]  # to the owner, as without -M
-
-
 def test_daemon_refuses_a_bad_address_written_by_hand():
     spec = {
         "id": 5,
@@ -206,45 +116,6 @@ def test_daemon_refuses_a_bad_address_written_by_hand():
         assert "\n" not in str(e.value)
     with pytest.raises(rq.Refused):
         rq.parse({"type": "submit", "job": {**spec, "mail_type": "BEGIN,SOMETIMES"}}, rq.id_name(5), sender)
-
-
-def test_slow_or_failing_sendmail_never_blocks_the_daemon(make_gs, tmp_path):
-    slow = tmp_path / "slow"
-    slow.write_text("#!/bin/sh\nsleep 60\n")
-    slow.chmod(0o755)
-    gs = make_gs(DEFAULT_CONFIG + f'[mail]\nsendmail = "{slow}"\ntimeout = "2s"\n')
-    jid = gs.gsub("--mail-type=BEGIN,END", "--wrap", "true")
-    gs.wait_state(jid, "COMPLETED", timeout=10)  # not held up by the mail of its start
-    wait_for(lambda: "sendmail killed after its timeout" in gs.log(), 15, "the late sendmail killed")
-    assert gs.alive()
-
-
-def test_failing_sendmail_logged_in_one_line(make_gs, tmp_path):
-    prog, box = fake_sendmail(tmp_path, code=75)
-    gs = make_gs(DEFAULT_CONFIG + f'[mail]\nsendmail = "{prog}"\n')
-    jid = gs.gsub("--mail-type=END", "--wrap", "true")
-    gs.wait_state(jid, "COMPLETED")
-    wait_for(lambda: f"job {jid}: ended mail: sendmail exited 75" in gs.log(), 15, "the failure logged")
-    assert gs.alive()
-
-
-def test_not_configured_warns_once(gs):
-    r = gs.run("gsub", "--mail-type=ALL", "--wrap", "true", check=True)
-    warnings = [ln for ln in r.stderr.splitlines() if "mail" in ln]
-    assert warnings == [
-        "gsub: warning: --mail-type: mail is not configured on this machine ([mail] sendmail): no mail is sent"
-    ]
-
-
-def test_requeue_mail(mailgs):
-    gs, box = mailgs
-    jid = gs.gsub("--mail-type=REQUEUE", "-N", "again", "--wrap", "sleep 30")
-    gs.wait_state(jid, "RUNNING")
-    gs.run("grequeue", str(jid), check=True)
-    (m,) = wait_mails(box, 1)
-    assert m["subject"] == f"Subject: gridsched Job_id={jid} Name=again Requeued"
-    gs.run("gdel", str(jid), check=True)
-    gs.wait_state(jid, "CANCELLED")
 
 
 @pytest.mark.parametrize(

@@ -140,8 +140,7 @@ def test_the_loop_does_not_wait_for_a_private_directory_its_owner_filled(stub_da
     """A job's private directory lies in a directory every user may write: its owner may put it back, filled
     with as much as they like, after the shepherd removed it and before the daemon collects the job.  The
     turn that collects the job leaves its removal to a process nobody waits for (here one that takes 3 s):
-    it takes well under those 3 s (a second at most, on a loaded machine), and the directory is gone soon
-    after."""
+    it takes well under those 3 s, and the directory is gone soon after."""
     real = jobtmp._rmtree
 
     def slow(root: str) -> None:
@@ -162,5 +161,6 @@ def test_the_loop_does_not_wait_for_a_private_directory_its_owner_filled(stub_da
     d.turn(time.time())
     took = time.perf_counter() - t0
     assert d.db.job(jid)["state"] == "COMPLETED"
-    assert took < 1.0, f"collecting the job took {took:.2f} s"  # it did not wait for the 3 s removal
+    # a turn that waited for the removal would take its 3 s: half of that tells the two apart on a loaded machine
+    assert took < 1.5, f"collecting the job took {took:.2f} s"
     wait_for(lambda: not private.exists(), 30, "the private directory to be removed")
