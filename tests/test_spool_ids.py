@@ -115,3 +115,22 @@ def test_a_published_request_is_on_disk_name_and_all_before_its_id_is_reported(t
     assert synced[-1][0] == str(spool.incoming), "the directory holding the new name, after the file's data"
     assert synced[-2][1] == path.stat().st_ino, "the request's data"
     assert not [p for p in os.listdir(spool.incoming) if p.startswith(".")], "no temporary name left"
+
+
+def test_a_request_the_daemon_refused_at_once_keeps_its_id_and_its_writer_learns_why(stub_daemon):
+    """The daemon may refuse a request between its publication and the writer's check: the refusal is recorded
+    under the id with the request's digest, so the writer finds the id its own (its refusal then shows in
+    gstat and gsub --wait), not someone else's (it was tried again under new ids, which the daemon refused the
+    same way, until gsub gave up with "no new id could be taken" instead of the daemon's reason)."""
+    d = stub_daemon("[machine]\ncores = 2\n[daemon]\nautostart = false\n")
+    nid = d.spool.next_id()
+    data = rq.encode({"type": "submit", "job": {**valid_job(nid), "array": "0-9999999"}})  # over max_array_size
+    path = d.spool.incoming / rq.id_name(nid)
+    path.write_bytes(data)
+    d.turn(time.time(), scan=True)
+    d.settle(time.time(), force=True)
+    rec = d.db.id_record(nid)
+    assert rec is not None and rec["refused"] and "array" in rec["refused"], rec
+    assert d.spool.id_digest(nid) == hashlib.sha256(data).hexdigest()
+    path.write_bytes(data)  # as the writer still has it when it checks
+    assert not d.spool._taken_meanwhile(path, data), "the id is the writer's own"

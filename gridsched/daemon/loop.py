@@ -435,7 +435,7 @@ class Daemon:
             except rq.Refused as e:
                 if isinstance(e, handlers.RefusedInPart) and e.changed:
                     self.dirty = True
-                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), str(e))
+                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), str(e), rcv.digest)
                 continue
             except OSError as e:
                 if e.errno in NO_ROOM:
@@ -444,11 +444,11 @@ class Daemon:
                         self.table.disk_trouble = True
                     break
                 log.exception("request %s failed", rq.safe(rcv.name, 120))
-                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), f"could not be served: {e}")
+                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), f"could not be served: {e}", rcv.digest)
                 continue
             except Exception as e:  # noqa: BLE001 - a bad request never stops the daemon
                 log.exception("request %s failed", rq.safe(rcv.name, 120))
-                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), f"could not be served: {e}")
+                self.refuse(rcv.name, rcv.sender.uid, rq.id_of_name(rcv.name), f"could not be served: {e}", rcv.digest)
                 continue
             if rcv.name not in self.busy:
                 served.append(rcv.name)
@@ -460,9 +460,10 @@ class Daemon:
         if settle:
             self.settle(time.time())
 
-    def refuse(self, name: str, uid: int | None, new_id: int | None, why: str) -> None:
-        """Quarantine a refused request; if it brought a new id that nobody has, record the refusal under it
-        (``gsub --wait`` and ``gstat`` tell the submitter)."""
+    def refuse(self, name: str, uid: int | None, new_id: int | None, why: str, digest: str = "") -> None:
+        """Quarantine a refused request; if it brought a new id that nobody has, record the refusal under it,
+        with the request's ``digest`` (``gsub --wait`` and ``gstat`` tell the submitter; a gsub checking its
+        id meanwhile knows it for its own)."""
         why = rq.safe(why, 1000)
         self.settling[name] = why  # moved to quarantine/ once the published table shows the refusal
         if new_id is None or new_id > self.id_high + rq.ID_WINDOW:
@@ -471,7 +472,7 @@ class Daemon:
         if new_id in self.table.jobs or (self.db.id_used(new_id) and (rec is None or rec["uid"] != uid)):
             return  # the id is someone else's: the refusal is in the quarantine and the log only
         self.table.begin()
-        self.db.put_id(new_id, uid, "", time.time(), why)
+        self.db.put_id(new_id, uid, digest, time.time(), why)
         self.id_high = max(self.id_high, new_id)
 
     def _room(self) -> bool:

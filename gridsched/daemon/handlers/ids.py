@@ -11,12 +11,15 @@ def taken_again(ctx: Context, rcv: rq.Received, nid: int, what: str) -> bool:
 
     True if it is this very request read again (taken in before a crash that
     came before its file was removed: nothing to do); :class:`Refused` if the
-    id is someone else's or lies far beyond the ids in use.
+    id is someone else's or lies far beyond the ids in use, or with the reason
+    it was refused for if it is this very request refused before.
     """
     if nid in ctx.table.jobs or ctx.db.id_used(nid):
         rec = ctx.db.id_record(nid)
-        if rec is not None and rec["digest"] == rcv.digest and rec["refused"] is None:
-            return True
+        if rec is not None and rec["digest"] == rcv.digest:
+            if rec["refused"] is None:
+                return True
+            raise rq.Refused(rec["refused"])  # refused before a crash came before its file was moved: as then
         raise rq.Refused(f"{what} id {nid} is taken")
     if nid > ctx.id_high + rq.ID_WINDOW:
         raise rq.Refused(f"{what} id {nid} lies beyond the ids in use (the highest is {ctx.id_high})")
