@@ -1,4 +1,5 @@
-"""The shepherds' starter: the messages between it and the daemon, and a real daemon whose starter dies."""
+"""The per-job path: the shepherds' starter (its messages, a real daemon whose starter dies) and the private
+directory's commands."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import selectors
 import signal
 import socket
 import threading
+from pathlib import Path
 
 import psutil
 import pytest
 
-from gridsched.daemon import launch, procs, starter
+from gridsched.daemon import jobtmp, launch, procs, starter
 from gridsched.daemon.spawn import Processes
 from tests.conftest import wait_for
 
@@ -116,3 +118,26 @@ def test_a_shepherd_armed_before_its_starter_died_is_adopted_else_the_start_fail
     me = os.getpid()  # stands for the shepherd: a live process with its start time
     launch.pid_file(tmp_path, 2).write_text(json.dumps({"pid": me, "ticks": procs.start_ticks(me)}))
     assert ex.spawn(spec) == (me, procs.start_ticks(me))
+
+
+def test_a_private_directory_has_each_command_under_its_name_and_mpi_s_can_be_taken_out(tmp_path):
+    """The commands of a job's bin/ are two files under all their names (links): each name runs its module,
+    and taking mpirun and mpiexec out (an installed MPI is on the job's PATH) leaves the others."""
+    priv = jobtmp.create(str(tmp_path), 9, os.getuid(), os.getgid(), "h", 2, 2)
+    modules = {}
+    for name in jobtmp.BIN_NAMES:
+        path = Path(priv.root) / name
+        assert os.access(path, os.X_OK)
+        modules[path.name] = path.read_text().splitlines()[-3]
+    assert {n for n, m in modules.items() if "gridsched.cli.injob" in m} == set(jobtmp.IN_JOB_NAMES)
+    assert {n for n, m in modules.items() if "gridsched.job.launcher" in m} == {"srun", *jobtmp.MPI_NAMES}
+    mpi = tmp_path / "mpi"
+    mpi.mkdir()
+    (mpi / "mpirun").write_text("#!/bin/sh\n")
+    (mpi / "mpirun").chmod(0o755)
+    assert jobtmp.use_installed_mpi(priv.root, str(mpi))
+    left = sorted(os.listdir(priv.bin))
+    assert left == sorted(n for n in modules if n not in jobtmp.MPI_NAMES)
+    assert "gridsched.job.launcher" in (Path(priv.bin) / "srun").read_text()
+    jobtmp.remove(priv.root, os.getuid())
+    assert not os.path.exists(priv.root)
