@@ -431,7 +431,7 @@ def report(res: dict[str, dict[str, list[float]]], peers: list[Peer], floor: lis
         ("dispatch_after", "dispatch, from the acknowledgement (ms)", "{:.1f}"),
         ("drain", f"drain of {args.drain} `true`, {args.cores} slots (jobs/s)", "{:.0f}"),
         ("drain_daemon_cpu", "  CPU a job costs the daemon (ms)", "{:.1f}"),
-        ("drain_children_cpu", "  CPU a job costs shepherd and job (ms)", "{:.1f}"),
+        ("drain_children_cpu", "  CPU a job costs starter, shepherd and job (ms)", "{:.1f}"),
     ]
     names = [p.name for p in peers]
     width = max(len(r[1]) for r in rows)
