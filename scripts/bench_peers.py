@@ -109,6 +109,13 @@ class Peer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def _stat_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds (user and system) of process ``pid`` itself, and of its children it has reaped."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+
+
 class Gridsched(Peer):
     def __init__(self, cores: int, label: str, bindir: Path) -> None:
         self.name = label
@@ -156,11 +163,23 @@ class Gridsched(Peer):
         subprocess.run([str(self.bin / "python"), "-c", code, cmd], env=self.env, cwd=self.dir, check=True)
 
     def cpu(self) -> tuple[float, float]:
-        """CPU seconds of the daemon itself, and of its children it has reaped (shepherds and their jobs)."""
+        """CPU seconds of the daemon itself, and of the rest of the per-job path: the daemon's children it has
+        reaped (shepherds and their jobs, where it forks them), and its children still running (the
+        shepherds' starter, where there is one) with the children they have reaped (its shepherds)."""
         assert self.proc is not None
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        tick = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+        own, reaped = _stat_cpu(self.proc.pid)
+        live = 0.0
+        try:
+            kids = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+        except OSError:
+            kids = []
+        for k in kids:
+            try:
+                a, b = _stat_cpu(int(k))
+            except (OSError, ValueError, IndexError):
+                continue  # ended meanwhile
+            live += a + b
+        return own, reaped + live
 
     def close(self) -> None:
         if self.db is not None:
@@ -412,7 +431,7 @@ def report(res: dict[str, dict[str, list[float]]], peers: list[Peer], floor: lis
         ("dispatch_after", "dispatch, from the acknowledgement (ms)", "{:.1f}"),
         ("drain", f"drain of {args.drain} `true`, {args.cores} slots (jobs/s)", "{:.0f}"),
         ("drain_daemon_cpu", "  CPU a job costs the daemon (ms)", "{:.1f}"),
-        ("drain_children_cpu", "  CPU a job costs shepherd and job (ms)", "{:.1f}"),
+        ("drain_children_cpu", "  CPU a job costs starter, shepherd and job (ms)", "{:.1f}"),
     ]
     names = [p.name for p in peers]
     width = max(len(r[1]) for r in rows)

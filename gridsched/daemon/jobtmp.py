@@ -144,10 +144,16 @@ def _fill(pfd: int, host: str, ncpus: int, ntasks: int, bin_dir: str) -> None:
     _write(pfd, "mpi_hosts", f"{host}\n" * ntasks, 0o644)
     _write(pfd, "pe_hostfile", f"{host} {ncpus} {SGE_QUEUE}@{host} UNDEFINED\n", 0o644)
     _write(pfd, "bash_env", BASH_ENV.format(bin=shlex.quote(bin_dir)), 0o644)
-    launcher = LAUNCHER.format(python=sys.executable, code=CODE, module="gridsched.job.launcher")
-    commands = LAUNCHER.format(python=sys.executable, code=CODE, module="gridsched.cli.injob")
+    # two files, each under all of its names (hard links in this directory, still root's and 0700): a new
+    # file costs the file system an inode, made now and freed at the job's end, where a name costs a link
+    first: dict[str, str] = {}
     for name in BIN_NAMES:
-        _write(pfd, name, commands if name.removeprefix("bin/") in IN_JOB_NAMES else launcher, 0o755)
+        module = "gridsched.cli.injob" if name.removeprefix("bin/") in IN_JOB_NAMES else "gridsched.job.launcher"
+        if module in first:
+            os.link(first[module], name, src_dir_fd=pfd, dst_dir_fd=pfd, follow_symlinks=False)
+        else:
+            _write(pfd, name, LAUNCHER.format(python=sys.executable, code=CODE, module=module), 0o755)
+            first[module] = name
 
 
 def _write(dfd: int, name: str, text: str, mode: int) -> None:

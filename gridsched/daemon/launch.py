@@ -1,4 +1,4 @@
-"""Starting a job: the daemon forks a shepherd, the shepherd runs the job.
+"""Starting a job: a shepherd is forked (by the shepherds' starter, :mod:`.starter`), the shepherd runs the job.
 
 The shepherd is the job's session leader and a child subreaper: every process
 the job starts stays below it, whatever it does with process groups or
@@ -88,7 +88,8 @@ def exit_file(job_dir: str | Path, segment: int) -> Path:
 
 
 def spawn(spec: Launch) -> int:
-    """Fork the shepherd; returns its pid at once (the daemon watches it with a pidfd)."""
+    """Fork the shepherd; returns its pid at once (the daemon watches it with a pidfd).  The shepherd is
+    armed against the caller: it dies with it until it has written its pid file."""
     daemon = os.getpid()
     pid = os.fork()
     if pid == 0:  # the shepherd

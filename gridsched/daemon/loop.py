@@ -221,6 +221,7 @@ class Daemon:
         self.db.set_meta("daemon", json.dumps({"pid": os.getpid(), "started": self.started, "config": self.cfg.path}))
         # how jobs are confined here (their processes, a process cap, their cores), found once: gctl info shows it
         self.confinement = self.ex.confinement(self.cfg.max_processes)
+        self.ex.start()
         self.db.set_meta("confinement", json.dumps({"lines": self.confinement, "at": self.started}))
         self.id_high = self.db.max_id()
         self._drop_stale_claims()

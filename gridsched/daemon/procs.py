@@ -14,10 +14,15 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import psutil
+from typing import TYPE_CHECKING
 
 from gridsched.protocol.spool import alive, start_ticks  # noqa: F401 - the daemon's modules find them here too
+
+if TYPE_CHECKING:
+    import psutil
+
+# psutil is imported where it is used: the shepherds' starter (launch.py) loads this module, and every page it
+# has is copied for each shepherd and each job's first process
 
 
 def tree(shepherd: int) -> list[psutil.Process]:
@@ -26,6 +31,8 @@ def tree(shepherd: int) -> list[psutil.Process]:
     The shepherd is a child subreaper, so processes that left the job's
     process group or session, or whose parent exited, are still found here.
     """
+    import psutil
+
     try:
         return psutil.Process(shepherd).children(recursive=True)
     except psutil.Error:
@@ -177,6 +184,8 @@ def signal_shell(job: Job, sig: int) -> bool:
 
 def kill_tree(pid: int) -> None:
     """SIGKILL every process below ``pid``."""
+    import psutil
+
     for p in tree(pid):
         try:
             p.kill()
@@ -187,6 +196,8 @@ def kill_tree(pid: int) -> None:
 def set_affinity(job: Job, cpus: set[int]) -> None:
     """Re-pin every process of a job (a suspended job resumed on other cores): its cpuset cgroups first, then
     the affinity of each thread."""
+    import psutil
+
     from gridsched.daemon.confine import set_cpus
 
     set_cpus(job.cgroups, cpus)

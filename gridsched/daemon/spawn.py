@@ -1,7 +1,9 @@
 """Carrying jobs out on the machine: starting shepherds, signalling them, learning how they ended.
 
 The daemon's loop decides; an executor acts.  :class:`Processes` is the real
-one: it forks a shepherd per job (:mod:`.launch`), watches it with a pidfd
+one: it has a shepherd forked per job (:mod:`.launch`), by the shepherds'
+starter (:mod:`.starter`, a small process of its own: forking the daemon costs
+more) or, where that cannot run, by the daemon itself; it watches it with a pidfd
 in the loop's selector, signals the job's processes
 (:mod:`.procs`: its cgroups and the processes below its shepherd) and reads the pid and exit files the shepherd writes.
 :class:`Stub` has the same methods and runs nothing: the fast tier of the
@@ -12,14 +14,22 @@ and "starts" jobs), and ends the jobs it chooses with the result it chooses.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import pickle
 import selectors
+import socket
+import subprocess
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gridsched.daemon import cgroup, confine, jobtmp, launch, procs
+from gridsched.daemon import cgroup, confine, devcgroup, jobtmp, launch, procs, starter
 from gridsched.job.env import Private
+
+log = logging.getLogger("gridsched.daemon")
 
 Where = tuple[Path, int]  # a job segment: the job's directory and the segment's number
 
@@ -42,24 +52,137 @@ def _read_json(path: Path, owner: int | None = None) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+class Starter:
+    """The daemon's end of the shepherds' starter (:mod:`.starter`): a child process and a socket to it."""
+
+    TIMEOUT = 30.0  # a starter that takes longer to answer is stuck: it is killed and started again
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+
+    def start(self) -> None:
+        """Start the starter (the daemon's interpreter, with the daemon's environment and import path: the
+        same code); OSError if it cannot be."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        code = f"import sys; sys.path[:] = {sys.path!r}; from gridsched.daemon.starter import main; main()"
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", code, str(theirs.fileno()), str(os.getpid())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                cwd="/",
+            )
+        except (OSError, subprocess.SubprocessError) as e:
+            mine.close()
+            raise OSError(getattr(e, "errno", None) or 0, f"cannot start the shepherds' starter: {e}") from None
+        finally:
+            theirs.close()
+        mine.settimeout(self.TIMEOUT)
+        self.sock = mine
+        try:
+            found = {"confine": confine.setup(), "devices": devcgroup._found}
+            starter.send_message(mine, pickle.dumps(found))
+        except OSError as e:
+            self.stop()
+            raise OSError(e.errno or 0, f"cannot start the shepherds' starter: {e.strerror or e}") from None
+
+    def reap(self) -> None:
+        """Collect a starter that has died (killed by someone): the next start starts another."""
+        if self.proc is not None and self.proc.poll() is not None:
+            self.stop()
+
+    def stop(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def spawn(self, spec: launch.Launch) -> tuple[int, int | None, int]:
+        """The shepherd's pid, start time and a pidfd on it; OSError if it was not started (ConnectionError:
+        the starter is gone, and may have taken the shepherd with it)."""
+        if self.sock is None or self.proc is None or self.proc.poll() is not None:
+            self.stop()
+            self.start()
+        assert self.sock is not None
+        try:
+            starter.send_message(self.sock, pickle.dumps(spec))
+            data, fds = starter.recv_message(self.sock)
+            reply = pickle.loads(data)
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError) as e:
+            self.stop()
+            raise ConnectionError(f"the shepherds' starter failed: {e or type(e).__name__}") from None
+        if "pid" not in reply:
+            for fd in fds:
+                os.close(fd)
+            raise OSError(reply.get("errno", 0), reply.get("error", "cannot fork"))
+        for fd in fds[1:]:
+            os.close(fd)
+        if not fds:
+            raise ConnectionError("the shepherds' starter sent no pidfd")
+        return reply["pid"], reply.get("ticks"), fds[0]
+
+
 class Processes:
     """The real executor: shepherd processes watched through pidfds registered in ``sel``."""
 
     def __init__(self, sel: selectors.BaseSelector) -> None:
         self.sel = sel
         self.fds: dict[int, int] = {}  # shepherd pid -> pidfd
+        self.starter: Starter | None = Starter()
+
+    def start(self) -> None:
+        """Start the shepherds' starter now (the first job need not wait for it); where it cannot run, the
+        daemon forks the shepherds itself."""
+        if self.starter is None:
+            return
+        try:
+            self.starter.start()
+        except OSError as e:
+            log.warning("%s; the daemon forks the shepherds itself", e.strerror or e)
+            self.starter = None
 
     def spawn(self, spec: launch.Launch) -> tuple[int, int | None]:
         """Fork the job's shepherd; its pid and start time (clock ticks: tells it from a reused pid)."""
-        pid = launch.spawn(spec)
-        return pid, procs.start_ticks(pid)
+        if self.starter is None:
+            pid = launch.spawn(spec)
+            return pid, procs.start_ticks(pid)
+        try:
+            pid, ticks, fd = self.starter.spawn(spec)
+        except ConnectionError as e:
+            log.error("job %d: %s", spec.job_id, e)
+            found = self._armed(spec)
+            if found is None:
+                raise
+            return found
+        self.fds[pid] = fd
+        return pid, ticks
+
+    def _armed(self, spec: launch.Launch) -> tuple[int, int | None] | None:
+        """The shepherd of ``spec`` if it was started and armed (wrote its pid file) though its starter died
+        before saying so: it runs the job, and the daemon adopts it.  A shepherd not armed yet dies with the
+        starter; one about to be armed writes its file at once (a bounded wait for it)."""
+        deadline = time.monotonic() + 1.0
+        while True:
+            info = self.pid_info(Path(spec.job_dir), spec.segment)
+            if info is not None and procs.alive(info["pid"], info.get("ticks")):
+                return info["pid"], info.get("ticks")
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
 
     def watch(self, job_id: int, pid: int) -> bool:
         """Wake the loop with ``("job", job_id)`` when the shepherd ``pid`` exits; False if it is gone."""
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            return False
+        fd = self.fds.get(pid)
+        if fd is None:
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                return False
         self.fds[pid] = fd
         self.sel.register(fd, selectors.EVENT_READ, ("job", job_id))
         return True
@@ -75,7 +198,9 @@ class Processes:
         try:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            pass  # adopted after a restart: not our child
+            pass  # the starter's child, or adopted after a restart: not the daemon's
+        if self.starter is not None:
+            self.starter.reap()
 
     def job(self, shepherd: int, where: Where) -> procs.Job:
         """The processes of the segment ``where`` (job directory, segment) run by ``shepherd``, as its pid file
@@ -137,6 +262,9 @@ class Stub:
     exits: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     pids: dict[int, int] = field(default_factory=dict)  # shepherd pid -> job id
     next_pid: int = 1 << 22
+
+    def start(self) -> None:
+        pass
 
     def spawn(self, spec: launch.Launch) -> tuple[int, int | None]:
         self.started.append(spec)

@@ -1,0 +1,143 @@
+"""The per-job path: the shepherds' starter (its messages, a real daemon whose starter dies) and the private
+directory's commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gridsched.daemon import jobtmp, launch, procs, starter
+from gridsched.daemon.spawn import Processes
+from tests.conftest import wait_for
+
+
+def test_a_message_larger_than_the_socket_buffer_arrives_whole_with_its_descriptor():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    r, w = os.pipe()
+    data = os.urandom(1 << 20)  # beyond the socket's buffer: sent in pieces, the descriptor with the first
+    got: list[tuple[bytes, list[int]]] = []
+    t = threading.Thread(target=lambda: got.append(starter.recv_message(b)))
+    t.start()
+    try:
+        starter.send_message(a, data, [w])
+        t.join(30)
+        assert not t.is_alive()
+        body, fds = got[0]
+        assert body == data
+        assert len(fds) == 1
+        os.write(fds[0], b"x")  # the same pipe, through the descriptor that came with the message
+        assert os.read(r, 1) == b"x"
+        os.close(fds[0])
+    finally:
+        for fd in (r, w):
+            os.close(fd)
+        a.close()
+        b.close()
+
+
+def test_the_end_of_the_socket_is_an_end_and_a_huge_length_is_refused():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        a.sendall(starter.HEADER.pack(starter.MAX_REQUEST + 1))
+        with pytest.raises(ValueError):
+            starter.recv_message(b)
+        a.close()
+        with pytest.raises(EOFError):
+            starter.recv_message(b)
+    finally:
+        a.close()
+        b.close()
+
+
+def _starter_of(gs) -> psutil.Process:
+    def find() -> psutil.Process | None:
+        for p in psutil.Process(gs.proc.pid).children():
+            try:
+                if "gridsched.daemon.starter" in " ".join(p.cmdline()):
+                    return p
+            except psutil.Error:
+                continue
+        return None
+
+    return wait_for(find, 15, "the daemon's shepherds' starter")
+
+
+def test_a_killed_starter_leaves_its_running_job_alone_and_is_started_again(gs):
+    """The job's shepherd, armed, outlives its starter; the daemon still collects how the job ended, starts the
+    next job with a new starter, and the starter ends with the daemon."""
+    go = gs.work / "go"
+    a = gs.gsub("--wrap", f"i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exit 3")
+    gs.wait_state(a, "RUNNING")
+    first = _starter_of(gs)
+    assert first.children()  # the job's shepherd is the starter's child, not the daemon's
+    first.send_signal(signal.SIGKILL)
+    go.touch()
+    assert gs.wait_state(a, "FAILED")["exit_code"] == 3
+    wait_for(lambda: not first.is_running(), 15, "the dead starter to be collected by the daemon")
+    b = gs.gsub("--wrap", "exit 4")
+    assert gs.wait_state(b, "FAILED")["exit_code"] == 4
+    second = _starter_of(gs)
+    assert second.pid != first.pid
+    gs.kill9()
+    second.wait(10)  # PR_SET_PDEATHSIG: it does not outlive the daemon
+    assert not second.is_running()
+
+
+class _Died:
+    """A starter that died while it forked the shepherd."""
+
+    def spawn(self, spec):
+        raise ConnectionError("the shepherds' starter failed: gone")
+
+    def reap(self) -> None:
+        pass
+
+
+def _launch(job_dir) -> launch.Launch:
+    return launch.Launch(
+        job_id=7, segment=2, job_dir=str(job_dir), script="/bin/true", args=(), workdir=str(job_dir),
+        stdout="/dev/null", stderr="/dev/null", append=False, env={}, cpus=frozenset({0}),
+        uid=os.getuid(), gid=os.getgid(), user="u",
+    )  # fmt: skip
+
+
+def test_a_shepherd_armed_before_its_starter_died_is_adopted_else_the_start_fails(tmp_path):
+    ex = Processes(selectors.DefaultSelector())
+    ex.starter = _Died()  # type: ignore[assignment]
+    spec = _launch(tmp_path)
+    with pytest.raises(ConnectionError):
+        ex.spawn(spec)  # no pid file: it never ran (a shepherd not armed dies with its starter)
+    me = os.getpid()  # stands for the shepherd: a live process with its start time
+    launch.pid_file(tmp_path, 2).write_text(json.dumps({"pid": me, "ticks": procs.start_ticks(me)}))
+    assert ex.spawn(spec) == (me, procs.start_ticks(me))
+
+
+def test_a_private_directory_has_each_command_under_its_name_and_mpi_s_can_be_taken_out(tmp_path):
+    """The commands of a job's bin/ are two files under all their names (links): each name runs its module,
+    and taking mpirun and mpiexec out (an installed MPI is on the job's PATH) leaves the others."""
+    priv = jobtmp.create(str(tmp_path), 9, os.getuid(), os.getgid(), "h", 2, 2)
+    modules = {}
+    for name in jobtmp.BIN_NAMES:
+        path = Path(priv.root) / name
+        assert os.access(path, os.X_OK)
+        modules[path.name] = path.read_text().splitlines()[-3]
+    assert {n for n, m in modules.items() if "gridsched.cli.injob" in m} == set(jobtmp.IN_JOB_NAMES)
+    assert {n for n, m in modules.items() if "gridsched.job.launcher" in m} == {"srun", *jobtmp.MPI_NAMES}
+    mpi = tmp_path / "mpi"
+    mpi.mkdir()
+    (mpi / "mpirun").write_text("#!/bin/sh\n")
+    (mpi / "mpirun").chmod(0o755)
+    assert jobtmp.use_installed_mpi(priv.root, str(mpi))
+    left = sorted(os.listdir(priv.bin))
+    assert left == sorted(n for n in modules if n not in jobtmp.MPI_NAMES)
+    assert "gridsched.job.launcher" in (Path(priv.bin) / "srun").read_text()
+    jobtmp.remove(priv.root, os.getuid())
+    assert not os.path.exists(priv.root)
