@@ -1,0 +1,149 @@
+#!/bin/bash
+# The checks of gridsched on a machine with real NVIDIA GPUs, in one run of a few minutes (as root, from the
+# source tree): what nvidia-smi reports and what the daemon discovers from it; a job's CUDA_VISIBLE_DEVICES
+# (its GPU's index, as Slurm gives it) and the GPUs the job can open (its own GPU's node opens, another
+# job's is refused, /dev/nvidiactl and /dev/nvidia-uvm stay usable); two one-GPU jobs at once; and, where
+# torch can be imported, a CUDA program that sees exactly its GPU.  Each check prints PASS or FAIL with what
+# it saw; the exit status is the number of checks that failed (0: all passed).  Where no NVIDIA GPU answers,
+# it says so and exits 77.
+#
+#   bash scripts/gpu_check.sh [OUTDIR]        (OUTDIR: where the report and the jobs' files go; default a
+#                                              new directory under /tmp)
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$(mktemp -d /tmp/gpu-check.XXXXXX)}
+mkdir -p "$out"
+report="$out/report.txt"
+: > "$report"
+say() { echo "$*" | tee -a "$report"; }
+failed=0
+check() {  # check NAME CONDITION-EXIT-STATUS WHAT-WAS-SEEN
+    if [ "$2" = 0 ]; then say "PASS $1: $3"; else say "FAIL $1: $3"; failed=$((failed + 1)); fi
+}
+
+py=${PYTHON:-}
+if [ -z "$py" ]; then
+    if [ -x "$root/.venv/bin/python" ]; then py="$root/.venv/bin/python"; else py=python3; fi
+fi
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+say "gridsched GPU check, $(date -u +%FT%TZ), $(uname -srm), python $($py -c 'import sys; print(sys.version.split()[0])')"
+if ! "$py" -c "import click, rich, psutil, tomli_w" 2>>"$report"; then
+    say "FAIL: gridsched's dependencies cannot be imported by $py (set PYTHON, or carry a built .venv)"
+    exit 1
+fi
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >>"$report" 2>&1; then
+    say "no NVIDIA GPU answers here (nvidia-smi is missing or fails): nothing checked"
+    exit 77
+fi
+ngpu=$(nvidia-smi -L | grep -c '^GPU ')
+nvidia-smi --query-gpu=index,uuid,name,memory.total,pci.bus_id --format=csv,noheader >>"$report"
+say "nvidia-smi: $ngpu GPUs"
+
+gs() { "$py" -m "gridsched.cli.$1" "${@:2}"; }
+spool="$out/spool"
+cat >"$out/gridsched.toml" <<EOF
+[daemon]
+autostart = false
+[devices]
+enforce = "auto"
+EOF
+export GRIDSCHED_SPOOL="$spool" GRIDSCHED_CONFIG="$out/gridsched.toml"
+"$py" -m gridsched.cli.gschedd run >"$out/gschedd.out" 2>&1 &
+daemon=$!
+trap 'gs gschedd stop >/dev/null 2>&1; sleep 1; kill $daemon 2>/dev/null' EXIT
+for _ in $(seq 100); do [ -S "$spool/gschedd.sock" ] && break; sleep 0.1; done
+
+info=$(gs gctl info 2>&1)
+echo "$info" >>"$report"
+found=$(echo "$info" | grep -ci 'nvidia-smi')
+check "discovery" "$([ "$found" -gt 0 ] && echo 0 || echo 1)" "gctl info names nvidia-smi as the devices' source ($found lines)"
+gs gctl topology >>"$report" 2>&1
+
+# the job: what it is told, what nvidia-smi shows it, which device nodes it may open, and torch if present
+cat >"$out/job.sh" <<'EOF'
+#!/bin/bash
+echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}"
+echo "SEEN=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')"
+for n in /dev/nvidia[0-9]* /dev/nvidiactl /dev/nvidia-uvm; do
+    [ -e "$n" ] || continue
+    if exec 3<"$n" 2>/dev/null; then echo "OPEN $n ok"; exec 3<&-; else echo "OPEN $n refused"; fi
+done
+python3 - <<'PY' 2>/dev/null || echo "TORCH none"
+import torch
+n = torch.cuda.device_count()
+print("TORCH", n, torch.cuda.get_device_name(0) if n else "")
+x = torch.ones(1, device="cuda") * 2 if n else None
+print("TORCH_RAN", float(x.item()) if x is not None else "no")
+PY
+sleep "${HOLD:-0}"
+EOF
+chmod +x "$out/job.sh"
+wait_end() {  # wait_end ID: until the job has ended (at most 120 s)
+    case "$1" in '' | *[!0-9]*) echo "NOT_SUBMITTED"; return;; esac
+    for _ in $(seq 600); do
+        st=$(gs gstat -a --json 2>/dev/null | "$py" -c "import json,sys; print(next((j['state'] for j in json.load(sys.stdin)['jobs'] if j['id']==$1), ''))")
+        case "$st" in COMPLETED|FAILED|CANCELLED|TIMEOUT|OUT_OF_MEMORY) echo "$st"; return;; esac
+        sleep 0.2
+    done
+    echo "UNFINISHED"
+}
+
+cd "$out" || exit 1
+one=$(gs gsub -t 5 --gpus 1 -o "$out/one.out" -N one "$out/job.sh" | tail -1)
+check "one-GPU job ends" "$([ "$(wait_end "$one")" = COMPLETED ] && echo 0 || echo 1)" "job $one"
+text=$(cat "$out/one.out" 2>/dev/null)
+echo "$text" >>"$report"
+own=$(gs gstat -a --json | "$py" -c "import json,sys; print(next(j.get('devices','') for j in json.load(sys.stdin)['jobs'] if j['id']==$one))")
+say "job $one held: $own"
+idx=$(echo "$own" | sed -n 's/.*gpu:\([0-9]*\).*/\1/p')
+cvd=$(echo "$text" | sed -n 's/^CUDA_VISIBLE_DEVICES=//p')
+check "CUDA_VISIBLE_DEVICES is its GPU's index" "$([ -n "$idx" ] && [ "$cvd" = "$idx" ] && echo 0 || echo 1)" \
+    "'$cvd', the job holds gpu:$idx (Slurm without device constraints gives the GPU's index)"
+seen=$(echo "$text" | sed -n 's/^SEEN=//p')
+say "INFO nvidia-smi -L in the job lists $seen GPUs (device isolation refuses the others' nodes, not their listing)"
+refused_other=0
+for n in /dev/nvidia[0-9]*; do
+    [ -e "$n" ] || continue
+    k=${n#/dev/nvidia}
+    line=$(echo "$text" | grep "^OPEN $n ")
+    if [ "$k" = "$idx" ]; then
+        check "its own GPU's node opens" "$(echo "$line" | grep -q ' ok$' && echo 0 || echo 1)" "$line"
+    else
+        echo "$line" | grep -q ' refused$' || refused_other=1
+    fi
+done
+if ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
+    say "SKIP device nodes: no /dev/nvidiaN here"
+elif [ "$ngpu" -gt 1 ]; then
+    check "other GPUs' nodes are refused" "$refused_other" "$(echo "$text" | grep '^OPEN /dev/nvidia[0-9]' | tr '\n' ';')"
+fi
+for n in /dev/nvidiactl /dev/nvidia-uvm; do
+    line=$(echo "$text" | grep "^OPEN $n ")
+    [ -n "$line" ] && check "$n stays usable" "$(echo "$line" | grep -q ' ok$' && echo 0 || echo 1)" "$line"
+done
+if echo "$text" | grep -q '^TORCH [0-9]'; then
+    t=$(echo "$text" | grep '^TORCH ' | head -1)
+    check "torch sees exactly its GPU" "$(echo "$t" | grep -q '^TORCH 1 ' && echo 0 || echo 1)" "$t; $(echo "$text" | grep TORCH_RAN)"
+else
+    say "SKIP torch: not importable by the job's python3"
+fi
+
+if [ "$ngpu" -gt 1 ]; then  # two one-GPU jobs at once: distinct GPUs, each told its own
+    a=$(HOLD=5 gs gsub -t 30 --gpus 1 -o "$out/a.out" -N a "$out/job.sh" | tail -1)
+    b=$(HOLD=5 gs gsub -t 30 --gpus 1 -o "$out/b.out" -N b "$out/job.sh" | tail -1)
+    wait_end "$a" >/dev/null
+    wait_end "$b" >/dev/null
+    da=$(gs gstat -a --json | "$py" -c "import json,sys; print(next(j.get('devices','') for j in json.load(sys.stdin)['jobs'] if j['id']==$a))")
+    db=$(gs gstat -a --json | "$py" -c "import json,sys; print(next(j.get('devices','') for j in json.load(sys.stdin)['jobs'] if j['id']==$b))")
+    ca=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' "$out/a.out")
+    cb=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' "$out/b.out")
+    check "two one-GPU jobs get distinct GPUs" "$([ -n "$da" ] && [ "$da" != "$db" ] && echo 0 || echo 1)" "$da / $db"
+    ia=$(echo "$da" | sed -n 's/.*gpu:\([0-9]*\).*/\1/p')
+    ib=$(echo "$db" | sed -n 's/.*gpu:\([0-9]*\).*/\1/p')
+    check "each is told its own GPU's index" "$([ "$ca" = "$ia" ] && [ "$cb" = "$ib" ] && echo 0 || echo 1)" \
+        "'$ca' / '$cb' for gpu:$ia / gpu:$ib (Slurm 22.05 gives two such jobs 0 and 1)"
+fi
+
+say "log: $spool/gschedd.log; report: $report"
+say "$failed checks failed"
+exit "$failed"
