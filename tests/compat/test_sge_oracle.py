@@ -22,15 +22,14 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gridsched.protocol import arrays
+from tests.compat import test_corpus
 from tests.compat.test_corpus import DEFAULT_WALLTIME, SCRIPTS, WANT, Want, gpus_of, submit
-from tests.conftest import Gridsched
 
 SETTINGS = Path("/var/lib/gridengine/default/common/settings.sh")
 NETNS = "sgeanchor"
@@ -316,21 +315,10 @@ def test_grid_engine_runs_the_header_as_gridsched_does(sge_env, daemon, tmp_path
     }
 
 
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gridsched]:
-    """One real daemon for the module, on the corpus machine (16 cores, 4 GPUs)."""
-    from tests.compat.test_corpus import RUN_CONFIG, TOPOLOGY
-
-    gs = Gridsched(tmp_path_factory.mktemp("sge-runs") / "gs", RUN_CONFIG)
-    (gs.root / "topology.toml").write_text(TOPOLOGY)
-    try:
-        gs.start()
-        yield gs
-    finally:
-        gs.cleanup()
-
-
 def _host() -> str:
     from gridsched.job.env import host
 
     return host()
+
+
+daemon = test_corpus.daemon  # one real daemon for the module's runs, on the corpus machine (16 cores, 4 GPUs)

@@ -442,3 +442,54 @@ def test_corpus_headers_run_as_under_slurm(slurm, gs, tmp_path, name):
             k: (s["env"][k], g["env"][k]) for k in s["env"].keys() & g["env"].keys() if s["env"][k] != g["env"][k]
         },
     }
+
+
+# -- a dependency on an array's id, with one failing task: which of the jobs waiting on it run (Slurm's
+# DependencyNeverSatisfied for the others)
+DEP_ARRAY = '#!/bin/bash\n#SBATCH -J arr\nsleep 1\n[ "$SLURM_ARRAY_TASK_ID" = 2 ] && exit 1\nexit 0\n'
+DEP_AFTER = "#!/bin/bash\n#SBATCH -J dep\necho ran\n"
+DEP_KINDS = ("afterok", "afternotok", "afterany", "after")
+
+
+def slurm_waits(s: Slurm, jid: int) -> str | None:
+    """The reason Slurm's job ``jid`` waits, or None once it is not pending."""
+    r = subprocess.run(["squeue", "-h", "-j", str(jid), "-o", "%T %r"], env=s.env, capture_output=True, text=True)
+    got = r.stdout.split()
+    return got[1] if got and got[0] == "PENDING" else None
+
+
+@pytest.mark.daemon
+def test_dependencies_on_an_array_with_a_failed_task(slurm, gs, tmp_path):
+    seen: dict[str, dict[str, str]] = {}
+    for system in ("slurm", "gridsched"):
+        work = tmp_path / system
+        work.mkdir()
+        (work / "a.sh").write_text(DEP_ARRAY)
+        (work / "b.sh").write_text(DEP_AFTER)
+        if system == "slurm":
+            aid = slurm.sbatch(work, "a.sh", "--array=0-3", "-t", "1")
+            deps = {k: slurm.sbatch(work, "b.sh", "-t", "1", f"--dependency={k}:{aid}") for k in DEP_KINDS}
+        else:
+            aid = gsub(gs, work, "--array=0-3", "-t", "1", "a.sh")
+            deps = {k: gsub(gs, work, "-t", "1", f"--dependency={k}:{aid}", "b.sh") for k in DEP_KINDS}
+
+        def ran(work: Path = work, deps: dict[str, int] = deps) -> bool:
+            return all((work / f"slurm-{deps[k]}.out").exists() for k in ("afternotok", "afterany", "after"))
+
+        wait_for(ran, 90, f"the {system} jobs that may run to run")
+        states: dict[str, str] = {}
+        for k, jid in deps.items():
+            out = work / f"slurm-{jid}.out"
+            if out.exists() and out.read_text().strip() == "ran":
+                states[k] = "ran"
+            elif system == "slurm":
+                states[k] = slurm_waits(slurm, jid) or "gone"
+                subprocess.run(["scancel", str(jid)], env=slurm.env)
+            else:
+                j = gs.job(jid)
+                never = j["state"] == "PENDING" and re.search(r"never", j.get("reason") or "")
+                states[k] = "DependencyNeverSatisfied" if never else f"{j['state']}: {j.get('reason')}"
+                gs.run("gdel", str(jid))
+        seen[system] = states
+    assert seen["gridsched"] == seen["slurm"]
+    assert seen["slurm"]["afterok"] == "DependencyNeverSatisfied"
