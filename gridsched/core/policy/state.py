@@ -99,6 +99,7 @@ class PassState:
         # a job asking for memory is first placed
         self._board_free: list[int] | None = None
         self._boards_counted: bool | None = None
+        self._mem_memo: tuple[tuple[int, frozenset[int], tuple[int, ...]], frozenset[int] | None] | None = None
         # the devices of the jobs started in this pass: (counted end, device keys, whole)
         self.dev_ends: list[tuple[float, tuple[tuple[str, int], ...], bool]] = []
         self._busy_at: tuple[float, int, int, dict[tuple[str, int], int]] | None = None
@@ -390,8 +391,14 @@ class PassState:
         boards = self._board_memory()
         if boards is None:
             return free
+        key = (w.id, free, tuple(boards))  # asked when a job is found placeable, and again when it is taken
+        memo = self._mem_memo
+        if memo is not None and memo[0] == key:
+            return memo[1]
         machine = self.machine
-        return board_memory.fit(machine, free, boards, mib, w.ncpus, lambda cs: assign(machine, cs, w.ncpus, w.place))
+        got = board_memory.fit(machine, free, boards, mib, w.ncpus, lambda cs: assign(machine, cs, w.ncpus, w.place))
+        self._mem_memo = (key, got)
+        return got
 
     def _take_memory(self, w: Waiting | None, cores: Iterable[int]) -> None:
         """Hold ``w``'s memory on the boards of ``cores`` (where the boards' memory is counted)."""
