@@ -128,6 +128,44 @@ else
     say "SKIP torch: not importable by the job's python3"
 fi
 
+# a job that asked for no GPU: what it is told, and whether the GPUs' nodes are closed to it
+none=$(gs gsub -t 5 -o "$out/none.out" -N none "$out/job.sh" | tail -1)
+wait_end "$none" >/dev/null
+ntext=$(cat "$out/none.out" 2>/dev/null)
+echo "$ntext" >>"$report"
+say "INFO a job without --gpus: $(echo "$ntext" | grep -E '^(CUDA_VISIBLE_DEVICES|TORCH )' | tr '\n' ';')"
+iso=$(echo "$info" | grep '^device access:')
+nodes_open=$(echo "$ntext" | grep -c '^OPEN /dev/nvidia[0-9]* ok$')
+if ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
+    :
+elif echo "$iso" | grep -qE 'cgroup (v1 devices controller|v2 device program)'; then
+    check "a job without GPUs is refused every GPU's node" "$([ "$nodes_open" = 0 ] && echo 0 || echo 1)" \
+        "$nodes_open opened; $iso"
+else
+    say "INFO device isolation is not on here ($iso): a job without GPUs opened $nodes_open GPU nodes"
+fi
+
+# more GPUs than the machine has: refused at submission with one line
+too=$((ngpu + 1))
+msg=$(gs gsub -t 5 --gpus "$too" "$out/job.sh" 2>&1)
+rc=$?
+check "--gpus $too is refused at submission" "$([ "$rc" != 0 ] && [ "$(echo "$msg" | wc -l)" = 1 ] && echo 0 || echo 1)" "exit $rc: $msg"
+
+if [ "$ngpu" = 1 ]; then  # the only GPU held: a second one-GPU job waits for the first to end
+    a=$(HOLD=4 gs gsub -t 30 --gpus 1 -o "$out/a.out" -N a "$out/job.sh" | tail -1)
+    b=$(gs gsub -t 30 --gpus 1 -o "$out/b.out" -N b "$out/job.sh" | tail -1)
+    wait_end "$a" >/dev/null
+    wait_end "$b" >/dev/null
+    times=$(gs gstat -a --json | "$py" -c "
+import json, sys
+j = {x['id']: x for x in json.load(sys.stdin)['jobs']}
+a, b = j.get(int('${a:-0}' or 0)), j.get(int('${b:-0}' or 0))
+print(f\"{a['end_time']:.3f} {b['start_time']:.3f}\" if a and b and a['end_time'] and b['start_time'] else 'none')")
+check "a second one-GPU job waits for the only GPU" \
+    "$(echo "$times" | "$py" -c 'import sys; t = sys.stdin.read().split(); sys.exit(0 if len(t) == 2 and float(t[1]) >= float(t[0]) else 1)'; echo $?)" \
+    "first ended at / second started at: $times"
+fi
+
 if [ "$ngpu" -gt 1 ]; then  # two one-GPU jobs at once: distinct GPUs, each told its own
     a=$(HOLD=5 gs gsub -t 30 --gpus 1 -o "$out/a.out" -N a "$out/job.sh" | tail -1)
     b=$(HOLD=5 gs gsub -t 30 --gpus 1 -o "$out/b.out" -N b "$out/job.sh" | tail -1)
