@@ -491,12 +491,15 @@ def _meta_json(s: Any, key: str) -> dict[str, Any]:
 def _tuning_state(s: Any) -> dict[str, Any]:
     """What gctl info shows of tuning: the configuration's auto settings and the daemon's record."""
     from gridsched.sim import autotune as tuning
+    from gridsched.sim.tune import label as tune_label
 
     out: dict[str, Any] = {"auto": _tunes(s.cfg)}
     if not out["auto"]:
         return out
     out["describe"] = s.cfg.tuning.describe()
     out["order"] = s.cfg.params.backfill_order.value  # the configured (or, if auto, not yet tuned) order
+    # as the daemon runs before its first tuning: the configured settings, the published ones for "auto" ones
+    out["configured"] = tune_label(s.cfg.params)
     rec = _tuning_record(s)
     in_force = rec.get("in_force")
     if isinstance(in_force, dict):
@@ -531,9 +534,7 @@ def _tuning_lines(t: dict[str, Any]) -> list[str]:
             what += f" backfill={s['backfill_order']}"
         lines.append(f"  in force:     {what}, since {when(t['since'])}")
     else:
-        order = t.get("order", "queue")
-        what = "p=0.2 threshold=1800s predictor=scaled" + ("" if order == "queue" else f" backfill={order}")
-        lines.append(f"  in force:     the published settings ({what}), none adopted yet")
+        lines.append(f"  in force:     the configured settings ({t['configured']}), none adopted yet")
     last = t.get("last") or {}
     if last.get("time"):
         lines.append(f"  last tuning:  {when(last['time'])}, {last.get('jobs')} jobs: {last.get('why')}")

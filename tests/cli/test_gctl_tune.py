@@ -198,15 +198,20 @@ def test_options_the_daemon_would_not_use_are_refused_without_dry_run(env, run, 
     assert run(gctl.cli, ["tune", "--dry-run", *args]).exit_code == 0
 
 
-def test_info_names_the_backfill_order_of_the_published_settings(env, run):
-    """Before any tuning, gctl info says the published settings are in force, in the configured backfill order
-    (the shipped one, shortest first, or queue when the configuration says so)."""
+def test_info_names_the_settings_in_force_before_any_tuning(env, run):
+    """Before any tuning, gctl info says the configured settings are in force (the published ones where a
+    setting is auto), in the configured backfill order: the shipped p and threshold with the published
+    predictor; then every setting auto and the queue order."""
+    from gridsched.protocol.config import load
+
+    shipped = load(None).params  # the packaged configuration, as the daemon reads it
     r = run(gctl.cli, ["info"])
     assert r.exit_code == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if "in force:" in ln)
-    assert "(p=0.2 threshold=1800s predictor=scaled backfill=shortest), none adopted yet" in line
+    want = f"(p={shipped.p:g} threshold={shipped.threshold:g}s predictor=scaled backfill=shortest), none adopted"
+    assert want in line
     with open(env / "cfg.toml", "a") as f:
-        f.write('[scheduler]\nbackfill_order = "queue"\n')
+        f.write('[scheduler]\nbackfill_order = "queue"\np = "auto"\nthreshold = "auto"\n')
     r = run(gctl.cli, ["info"])
     line = next(ln for ln in r.stdout.splitlines() if "in force:" in ln)
     assert "(p=0.2 threshold=1800s predictor=scaled), none adopted yet" in line
