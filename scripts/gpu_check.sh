@@ -7,12 +7,24 @@
 # it saw; the exit status is the number of checks that failed (0: all passed).  Where no NVIDIA GPU answers,
 # it says so and exits 77.
 #
-#   bash scripts/gpu_check.sh [OUTDIR]        (OUTDIR: where the report and the jobs' files go; default a
-#                                              new directory under /tmp)
+#   bash scripts/gpu_check.sh [--system USER] [OUTDIR]
+#       OUTDIR: where the report and the jobs' files go (default a new directory under /tmp);
+#       --system USER: the daemon in system mode (root) and the jobs submitted by USER, an existing
+#       ordinary user, as on a shared machine (the source tree is copied where USER can read it).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
+user=
+if [ "${1:-}" = --system ]; then
+    user=${2:?--system needs a user}
+    id -u "$user" >/dev/null || exit 1
+    shift 2
+fi
 out=${1:-$(mktemp -d /tmp/gpu-check.XXXXXX)}
 mkdir -p "$out"
+chmod 755 "$out"
+work="$out/work"  # the jobs' script and files: USER's in system mode
+mkdir -p "$work"
+[ -n "$user" ] && chown "$user" "$work"
 report="$out/report.txt"
 : > "$report"
 say() { echo "$*" | tee -a "$report"; }
@@ -25,7 +37,12 @@ py=${PYTHON:-}
 if [ -z "$py" ]; then
     if [ -x "$root/.venv/bin/python" ]; then py="$root/.venv/bin/python"; else py=python3; fi
 fi
-export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+if [ -n "$user" ]; then  # a copy of the package USER can read (the source tree may be under root's home)
+    mkdir -p "$out/src" && cp -r "$root/gridsched" "$out/src/" && chmod -R a+rX "$out/src"
+    export PYTHONPATH="$out/src${PYTHONPATH:+:$PYTHONPATH}"
+else
+    export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+fi
 say "gridsched GPU check, $(date -u +%FT%TZ), $(uname -srm), python $($py -c 'import sys; print(sys.version.split()[0])')"
 if ! "$py" -c "import click, rich, psutil, tomli_w" 2>>"$report"; then
     say "FAIL: gridsched's dependencies cannot be imported by $py (set PYTHON, or carry a built .venv)"
@@ -39,30 +56,48 @@ ngpu=$(nvidia-smi -L | grep -c '^GPU ')
 nvidia-smi --query-gpu=index,uuid,name,memory.total,pci.bus_id --format=csv,noheader >>"$report"
 say "nvidia-smi: $ngpu GPUs"
 
-gs() { "$py" -m "gridsched.cli.$1" "${@:2}"; }
+gsroot() { "$py" -m "gridsched.cli.$1" "${@:2}"; }  # the admin's commands
+if [ -n "$user" ]; then  # USER's commands: USER's ids and groups, the environment kept
+    gs() {
+        "$py" -c 'import os, pwd, sys
+p = pwd.getpwnam(sys.argv[1])
+os.initgroups(p.pw_name, p.pw_gid); os.setgid(p.pw_gid); os.setuid(p.pw_uid)
+os.environ.update(HOME=p.pw_dir, USER=p.pw_name, LOGNAME=p.pw_name)
+os.execvp(sys.argv[2], sys.argv[2:])' "$user" "$py" -m "gridsched.cli.$1" "${@:2}"
+    }
+else
+    gs() { gsroot "$@"; }
+fi
 spool="$out/spool"
 cat >"$out/gridsched.toml" <<EOF
 [daemon]
 autostart = false
+system = $([ -n "$user" ] && echo true || echo false)
 [devices]
 enforce = "auto"
 EOF
 export GRIDSCHED_SPOOL="$spool" GRIDSCHED_CONFIG="$out/gridsched.toml"
-"$py" -m gridsched.cli.gschedd run >"$out/gschedd.out" 2>&1 &
+if [ -n "$user" ]; then
+    say "system mode: the daemon as root, the jobs submitted by $user (uid $(id -u "$user"))"
+    "$py" -m gridsched.cli.gschedd run --system --spool "$spool" --config "$out/gridsched.toml" >"$out/gschedd.out" 2>&1 &
+else
+    "$py" -m gridsched.cli.gschedd run >"$out/gschedd.out" 2>&1 &
+fi
 daemon=$!
-trap 'gs gschedd stop >/dev/null 2>&1; sleep 1; kill $daemon 2>/dev/null' EXIT
+trap 'gsroot gschedd stop >/dev/null 2>&1; sleep 1; kill $daemon 2>/dev/null' EXIT
 for _ in $(seq 100); do [ -S "$spool/gschedd.sock" ] && break; sleep 0.1; done
 
-info=$(gs gctl info 2>&1)
+info=$(gsroot gctl info 2>&1)
 echo "$info" >>"$report"
 found=$(echo "$info" | grep -ci 'nvidia-smi')
 check "discovery" "$([ "$found" -gt 0 ] && echo 0 || echo 1)" "gctl info names nvidia-smi as the devices' source ($found lines)"
-gs gctl topology >>"$report" 2>&1
+gsroot gctl topology >>"$report" 2>&1
 
 # the job: what it is told, what nvidia-smi shows it, which device nodes it may open, and torch if present
-cat >"$out/job.sh" <<'EOF'
+cat >"$work/job.sh" <<'EOF'
 #!/bin/bash
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}"
+echo "RUNAS=$(id -un)"
 echo "SEEN=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')"
 for n in /dev/nvidia[0-9]* /dev/nvidiactl /dev/nvidia-uvm; do
     [ -e "$n" ] || continue
@@ -77,7 +112,7 @@ print("TORCH_RAN", float(x.item()) if x is not None else "no")
 PY
 sleep "${HOLD:-0}"
 EOF
-chmod +x "$out/job.sh"
+chmod +x "$work/job.sh"
 wait_end() {  # wait_end ID: until the job has ended (at most 120 s)
     case "$1" in '' | *[!0-9]*) echo "NOT_SUBMITTED"; return;; esac
     for _ in $(seq 600); do
@@ -88,11 +123,15 @@ wait_end() {  # wait_end ID: until the job has ended (at most 120 s)
     echo "UNFINISHED"
 }
 
-cd "$out" || exit 1
-one=$(gs gsub -t 5 --gpus 1 -o "$out/one.out" -N one "$out/job.sh" | tail -1)
+cd "$work" || exit 1
+one=$(gs gsub -t 5 --gpus 1 -o "$work/one.out" -N one "$work/job.sh" | tail -1)
 check "one-GPU job ends" "$([ "$(wait_end "$one")" = COMPLETED ] && echo 0 || echo 1)" "job $one"
-text=$(cat "$out/one.out" 2>/dev/null)
+text=$(cat "$work/one.out" 2>/dev/null)
 echo "$text" >>"$report"
+if [ -n "$user" ]; then
+    ran=$(echo "$text" | sed -n 's/^RUNAS=//p')
+    check "the job ran as $user" "$([ "$ran" = "$user" ] && echo 0 || echo 1)" "it ran as '$ran'"
+fi
 own=$(gs gstat -a --json | "$py" -c "import json,sys; print(next(j.get('devices','') for j in json.load(sys.stdin)['jobs'] if j['id']==$one))")
 say "job $one held: $own"
 idx=$(echo "$own" | sed -n 's/.*gpu:\([0-9]*\).*/\1/p')
@@ -129,9 +168,9 @@ else
 fi
 
 # a job that asked for no GPU: what it is told, and whether the GPUs' nodes are closed to it
-none=$(gs gsub -t 5 -o "$out/none.out" -N none "$out/job.sh" | tail -1)
+none=$(gs gsub -t 5 -o "$work/none.out" -N none "$work/job.sh" | tail -1)
 wait_end "$none" >/dev/null
-ntext=$(cat "$out/none.out" 2>/dev/null)
+ntext=$(cat "$work/none.out" 2>/dev/null)
 echo "$ntext" >>"$report"
 say "INFO a job without --gpus: $(echo "$ntext" | grep -E '^(CUDA_VISIBLE_DEVICES|TORCH )' | tr '\n' ';')"
 iso=$(echo "$info" | grep '^device access:')
@@ -147,13 +186,13 @@ fi
 
 # more GPUs than the machine has: refused at submission with one line
 too=$((ngpu + 1))
-msg=$(gs gsub -t 5 --gpus "$too" "$out/job.sh" 2>&1)
+msg=$(gs gsub -t 5 --gpus "$too" "$work/job.sh" 2>&1)
 rc=$?
 check "--gpus $too is refused at submission" "$([ "$rc" != 0 ] && [ "$(echo "$msg" | wc -l)" = 1 ] && echo 0 || echo 1)" "exit $rc: $msg"
 
 if [ "$ngpu" = 1 ]; then  # the only GPU held: a second one-GPU job waits for the first to end
-    a=$(HOLD=4 gs gsub -t 30 --gpus 1 -o "$out/a.out" -N a "$out/job.sh" | tail -1)
-    b=$(gs gsub -t 30 --gpus 1 -o "$out/b.out" -N b "$out/job.sh" | tail -1)
+    a=$(HOLD=4 gs gsub -t 30 --gpus 1 -o "$work/a.out" -N a "$work/job.sh" | tail -1)
+    b=$(gs gsub -t 30 --gpus 1 -o "$work/b.out" -N b "$work/job.sh" | tail -1)
     wait_end "$a" >/dev/null
     wait_end "$b" >/dev/null
     times=$(gs gstat -a --json | "$py" -c "
@@ -167,14 +206,14 @@ check "a second one-GPU job waits for the only GPU" \
 fi
 
 if [ "$ngpu" -gt 1 ]; then  # two one-GPU jobs at once: distinct GPUs, each told its own
-    a=$(HOLD=5 gs gsub -t 30 --gpus 1 -o "$out/a.out" -N a "$out/job.sh" | tail -1)
-    b=$(HOLD=5 gs gsub -t 30 --gpus 1 -o "$out/b.out" -N b "$out/job.sh" | tail -1)
+    a=$(HOLD=5 gs gsub -t 30 --gpus 1 -o "$work/a.out" -N a "$work/job.sh" | tail -1)
+    b=$(HOLD=5 gs gsub -t 30 --gpus 1 -o "$work/b.out" -N b "$work/job.sh" | tail -1)
     wait_end "$a" >/dev/null
     wait_end "$b" >/dev/null
     da=$(gs gstat -a --json | "$py" -c "import json,sys; print(next(j.get('devices','') for j in json.load(sys.stdin)['jobs'] if j['id']==$a))")
     db=$(gs gstat -a --json | "$py" -c "import json,sys; print(next(j.get('devices','') for j in json.load(sys.stdin)['jobs'] if j['id']==$b))")
-    ca=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' "$out/a.out")
-    cb=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' "$out/b.out")
+    ca=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' "$work/a.out")
+    cb=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' "$work/b.out")
     check "two one-GPU jobs get distinct GPUs" "$([ -n "$da" ] && [ "$da" != "$db" ] && echo 0 || echo 1)" "$da / $db"
     ia=$(echo "$da" | sed -n 's/.*gpu:\([0-9]*\).*/\1/p')
     ib=$(echo "$db" | sed -n 's/.*gpu:\([0-9]*\).*/\1/p')
