@@ -131,11 +131,17 @@ def start(system: bool, spool_dir: str | None, config_file: str | None) -> int:
     info = spool.daemon_info()
     if info is not None:
         fail(PROG, f"already running with pid {info.get('pid')}")
+    old_sock = _sock_id(spool)  # a socket a killed daemon left: the new daemon's is another
     proc = spawn_system(spool, s.cfg.path) if system else spawn_daemon(spool, s.config_file)
 
-    def up() -> bool:  # the lock is taken a moment before the pid file is written: wait for both
+    def up() -> bool:
+        # the lock, then the pid file, then the job table opened (an earlier release's taken over), then the
+        # socket bound: the daemon runs once its own socket is there (commands may wait for its answers)
+        if proc.poll() is not None:
+            return True
         i = spool.daemon_info()
-        return (i is not None and i.get("pid") is not None) or proc.poll() is not None
+        sock = _sock_id(spool)
+        return i is not None and i.get("pid") is not None and sock is not None and sock != old_sock
 
     if not wait_until(up, START_TIMEOUT):
         fail(PROG, f"the daemon did not start within {START_TIMEOUT:.0f} s; see {spool.log}")
@@ -146,6 +152,15 @@ def start(system: bool, spool_dir: str | None, config_file: str | None) -> int:
         fail(PROG, f"the daemon exited with status {code}" + (f": {why}" if why else f"; see {spool.log}"))
     click.echo(f"{PROG}: started, pid {info.get('pid')}, spool {spool.root}")
     return ExitCode.OK
+
+
+def _sock_id(spool: Spool) -> tuple[int, int] | None:
+    """Which socket is at the spool's socket path (its inode and change time), or None where none is."""
+    try:
+        st = os.lstat(spool.sock)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_ctime_ns)
 
 
 @cli.command("stop")

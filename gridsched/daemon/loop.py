@@ -743,8 +743,11 @@ def serve(spool: Spool, cfg: configmod.Config, config_path: str | None = None) -
         d.open()
         d.serve()
     finally:
-        try:
-            os.unlink(spool.pidfile)
-        except OSError:
-            pass
+        # the socket too: one left behind would pass for a daemon's to a command waiting for one to answer
+        # (the lock, held until this process exits, keeps another daemon from binding its own meanwhile)
+        for path in (spool.pidfile, *((spool.sock,) if hasattr(d, "sock") else ())):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 
 import psutil
 
@@ -15,9 +16,13 @@ def test_gschedd_start_status_stop(make_gs):
     gs = make_gs(start=False)
     r = gs.run("gschedd", "status")
     assert r.returncode == 3 and "not running" in (r.stdout + r.stderr)
+    gs.spool.mkdir(parents=True, exist_ok=True)
+    (gs.spool / "gschedd.sock").touch()  # what a killed daemon leaves: not taken for the new daemon's
     r = gs.run("gschedd", "start", check=True)
     pid = json.loads((gs.spool / "gschedd.pid").read_text())["pid"]
     assert str(pid) in r.stdout
+    sock = os.lstat(gs.spool / "gschedd.sock")  # started: its own socket is bound
+    assert stat.S_ISSOCK(sock.st_mode)  # the file left there was a plain one
     r = gs.run("gschedd", "status")
     assert r.returncode == 0 and str(pid) in r.stdout
     again = gs.run("gschedd", "start")
@@ -27,6 +32,7 @@ def test_gschedd_start_status_stop(make_gs):
     r = gs.run("gschedd", "stop", check=True)
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert gs.run("gschedd", "status").returncode == 3
+    assert not (gs.spool / "gschedd.sock").exists(), "a stopped daemon removes its socket"
 
 
 def test_first_gsub_starts_a_daemon_and_wait_returns_the_exit_code(make_gs):
