@@ -26,11 +26,14 @@ def _plant_files(inc: str, names: list[str]) -> int:
 
 
 def _plant_dirs(inc: str, names: list[str]) -> int:
-    """As B: a directory under each name, with a file in it."""
+    """As B: a directory under each name, with a file in it (made under a hidden name and renamed into
+    place whole: the daemon may take a directory in as soon as it appears, before its file is written)."""
     for n in names:
-        os.mkdir(os.path.join(inc, n))
-        with open(os.path.join(inc, n, "f"), "w") as f:
+        tmp = os.path.join(inc, f".{n}.tmp")
+        os.mkdir(tmp)
+        with open(os.path.join(tmp, "f"), "w") as f:
             f.write("x")
+        os.rename(tmp, os.path.join(inc, n))
     return len(names)
 
 
