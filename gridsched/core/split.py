@@ -29,19 +29,30 @@ each type per chain, :func:`chain_cores` the cores, near each chain's
 devices), so a window holds at most as many chains as its devices have
 slots free until its end, and a job started whole is started as pieces of
 one chain each (:func:`as_chains`).
+
+The forecast plans what the passes to come will do with a splittable job
+(:func:`plan_tasks`): its sub-tasks, in order, go into the windows of the
+forecast's cores profile that close by the job's own predicted start (the
+revised schedule), and those left run in that start, as soon as its cores
+allow.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from math import floor
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gridsched.core.devices import DeviceAsk
+    from gridsched.core.profile import Profile
     from gridsched.core.topology import Device, MachineMap
 
 Keys = tuple[tuple[str, int], ...]
+Planned = tuple[tuple[int, float, float], ...]
 
 
 def fill_window(
@@ -156,3 +167,58 @@ def chain_cores(
         extra = [c for c in extra if c not in taken]
         out.extend(mine)
     return tuple(out)
+
+
+def plan_tasks(
+    prof: Profile,
+    hold: Callable[[float, float, int], None],
+    tasks_left: Sequence[int],
+    size: Callable[[int], tuple[int, float]],
+    not_before: float,
+    whole: float,
+    wave: int,
+    length: float,
+) -> tuple[Planned, bool]:
+    """The planned ``(index, start, end)`` of each sub-task left, in order, and whether the job still
+    starts whole at ``whole``.
+
+    ``prof`` is the cores profile with everything ahead of the job held;
+    ``size(i)`` is sub-task ``i``'s ``(ncpus, time)``.  Each sub-task in turn
+    takes the earliest time, not before ``not_before`` nor before the one
+    planned ahead of it (so planned starts follow the sub-tasks' order), at
+    which the profile has its cores free for its whole time, if it ends by
+    ``whole`` (the job's predicted start as one wave of ``wave`` cores: a
+    window closes there at the latest); ``hold(start, time, ncpus)`` then
+    holds it in the profile.  From the first sub-task that fits no window on,
+    the rest run in the whole start, each as soon as the wave's cores free
+    from those ahead of it allow, if it ends within the start's ``length``
+    (its walltime).  A sub-task never planned is left out.
+    """
+    from gridsched.core.profile import Profile
+
+    out: list[tuple[int, float, float]] = []
+    after = not_before
+    k = 0
+    for i in tasks_left:
+        c, t = size(i)
+        s = prof.earliest_start(c, t, after) if c > 0 else math.inf
+        if s + t > whole or s == math.inf:
+            break
+        hold(s, t, c)
+        out.append((i, s, s + t))
+        after = s
+        k += 1
+    rest = tasks_left[k:]
+    if not rest or whole == math.inf:
+        return tuple(out), bool(rest) and whole < math.inf
+    inner = Profile(whole, wave)
+    after = whole
+    for i in rest:
+        c, t = size(i)
+        s = inner.earliest_start(c, t, after) if 0 < c <= wave else math.inf
+        if s + t > whole + length:
+            break
+        inner.reserve(s, t, c)
+        out.append((i, s, s + t))
+        after = s
+    return tuple(out), True
