@@ -178,39 +178,54 @@ def plan_tasks(
     whole: float,
     wave: int,
     length: float,
+    same: bool = False,
 ) -> tuple[Planned, bool]:
     """The planned ``(index, start, end)`` of each sub-task left, in order, and whether the job still
     starts whole at ``whole``.
 
     ``prof`` is the cores profile with everything ahead of the job held;
-    ``size(i)`` is sub-task ``i``'s ``(ncpus, time)``.  Each sub-task in turn
-    takes the earliest time, not before ``not_before`` nor before the one
-    planned ahead of it (so planned starts follow the sub-tasks' order), at
-    which the profile has its cores free for its whole time, if it ends by
-    ``whole`` (the job's predicted start as one wave of ``wave`` cores: a
-    window closes there at the latest); ``hold(start, time, ncpus)`` then
-    holds it in the profile.  From the first sub-task that fits no window on,
-    the rest run in the whole start, each as soon as the wave's cores free
-    from those ahead of it allow, if it ends within the start's ``length``
-    (its walltime).  A sub-task never planned is left out.
+    ``size(i)`` is sub-task ``i``'s ``(ncpus, time)`` (``same``: every one's
+    is the first's).  Each sub-task in turn takes the earliest time, not
+    before ``not_before`` nor before the one planned ahead of it (so planned
+    starts follow the sub-tasks' order), at which the profile has its cores
+    free for its whole time, if it ends by ``whole`` (the job's predicted
+    start as one wave of ``wave`` cores: a window closes there at the
+    latest); ``hold(start, time, ncpus)`` then holds it in the profile (the
+    sub-tasks of one size that start together, at once).  From the first
+    sub-task that fits no window on, the rest run in the whole start, each as
+    soon as the wave's cores free from those ahead of it allow, if it ends
+    within the start's ``length`` (its walltime).  A sub-task never planned
+    is left out.
     """
-    from gridsched.core.profile import Profile
-
     out: list[tuple[int, float, float]] = []
     after = not_before
-    k = 0
-    for i in tasks_left:
-        c, t = size(i)
+    k, n = 0, len(tasks_left)
+    while k < n:
+        c, t = size(tasks_left[k])
         s = prof.earliest_start(c, t, after) if c > 0 else math.inf
-        if s + t > whole or s == math.inf:
+        if s == math.inf or s + t > whole:
             break
-        hold(s, t, c)
-        out.append((i, s, s + t))
+        m = min(n - k, prof.min_free(s, s + t) // c) if same else 1
+        hold(s, t, m * c)
+        out.extend((i, s, s + t) for i in tasks_left[k : k + m])
         after = s
-        k += 1
+        k += m
     rest = tasks_left[k:]
     if not rest or whole == math.inf:
         return tuple(out), bool(rest) and whole < math.inf
+    if same:  # in waves of the slots the whole start has
+        c, t = size(rest[0])
+        slots = wave // c if c > 0 else 0
+        s = whole if slots else math.inf
+        for j, i in enumerate(rest):
+            if j and j % slots == 0:
+                s += t  # the next wave, as the ends of the one before
+            if s + t > whole + length:
+                break
+            out.append((i, s, s + t))
+        return tuple(out), True
+    from gridsched.core.profile import Profile
+
     inner = Profile(whole, wave)
     after = whole
     for i in rest:

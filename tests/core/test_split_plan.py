@@ -180,3 +180,24 @@ def test_planned_sub_tasks_never_overlap_a_reservation_or_another_job(run, later
     iv = intervals(scene, fc, 99)
     for t0, _, _ in iv:
         assert sum(c for s, e, c in iv if s <= t0 < e) <= ncores
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    busy=st.lists(st.tuples(st.floats(0.0, 500.0), st.floats(1.0, 500.0), st.integers(1, 8)), max_size=6),
+    n=st.integers(1, 40),
+    c=st.integers(1, 4),
+    t=st.floats(1.0, 200.0),
+    whole=st.floats(0.0, 2000.0),
+    length=st.floats(1.0, 2000.0),
+)
+def test_identical_sub_tasks_planned_together_as_one_by_one(busy, n, c, t, whole, length):
+    def run(same):
+        prof = Profile(0.0, 8)
+        for s, d, k in busy:
+            prof.reserve(s, d, k)
+        return plan_tasks(
+            prof, lambda s, d, k: prof.reserve(s, d, k), tuple(range(n)), lambda i: (c, t), 0.0, whole, 8, length, same
+        )
+
+    assert run(True) == run(False)

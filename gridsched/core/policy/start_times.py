@@ -196,7 +196,15 @@ def _plan_split(
     left = tuple(i for i in sp.left if i not in gone) if gone else sp.left
     pad = (0,) * (ps.dims - 1)
     planned, whole_used = plan_tasks(
-        ps.profs[0], lambda s, t, c: ps.hold(s, t, (c, *pad)), left, size, max(after, now), whole, w.ncpus, w.estimate
+        ps.profs[0],
+        lambda s, t, c: ps.hold(s, t, (c, *pad)),
+        left,
+        size,
+        max(after, now),
+        whole,
+        w.ncpus,
+        w.estimate,
+        not sizes,
     )
     if whole_used:
         ps.hold(whole, w.estimate, v)
