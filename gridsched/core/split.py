@@ -237,3 +237,22 @@ def plan_tasks(
         out.append((i, s, s + t))
         after = s
     return tuple(out), True
+
+
+def in_order(sizes: Iterable[tuple[int, float]], ncpus: int) -> float:
+    """How long sub-tasks of ``(ncpus, time)`` take on ``ncpus`` cores, each started, in order, as soon as
+    the cores it needs are free (how a job started whole runs them); ``inf`` if one needs more than ``ncpus``."""
+    import heapq
+
+    ends: list[tuple[float, int]] = []
+    free, now, last = ncpus, 0.0, 0.0
+    for c, t in sizes:
+        if c > ncpus:
+            return math.inf
+        while free < c:
+            now, back = heapq.heappop(ends)
+            free += back
+        heapq.heappush(ends, (now + t, c))
+        free -= c
+        last = max(last, now + t)
+    return last
