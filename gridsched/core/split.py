@@ -224,18 +224,23 @@ def plan_tasks(
                 break
             out.append((i, s, s + t))
         return tuple(out), True
-    from gridsched.core.profile import Profile
+    import heapq
 
-    inner = Profile(whole, wave)
-    after = whole
-    for i in rest:
+    ends: list[tuple[float, int]] = []  # the whole start's sub-tasks running: (end, cores)
+    free, after = wave, whole
+    for i in rest:  # each as soon as the cores of those ahead of it, ending, leave it room (in order)
         c, t = size(i)
-        s = inner.earliest_start(c, t, after) if 0 < c <= wave else math.inf
-        if s + t > whole + length:
+        if not 0 < c <= wave:
             break
-        inner.reserve(s, t, c)
-        out.append((i, s, s + t))
-        after = s
+        while free < c:
+            end, back = heapq.heappop(ends)
+            free += back
+            after = max(after, end)
+        if after + t > whole + length:
+            break
+        heapq.heappush(ends, (after + t, c))
+        free -= c
+        out.append((i, after, after + t))
     return tuple(out), True
 
 

@@ -201,3 +201,28 @@ def test_identical_sub_tasks_planned_together_as_one_by_one(busy, n, c, t, whole
         )
 
     assert run(True) == run(False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.tuples(st.integers(1, 6), st.integers(1, 50)), min_size=1, max_size=30),
+    wave=st.integers(1, 8),
+    length=st.integers(1, 400),
+)
+def test_the_whole_start_runs_its_sub_tasks_in_order_as_its_cores_free(sizes, wave, length):
+    # nothing fits before the whole start at 100 (no core free before it): every sub-task goes there
+    prof = Profile(0.0, wave)
+    prof.reserve(0.0, 100.0, wave)
+    size = [(c, float(t)) for c, t in sizes]
+    planned, whole = plan_tasks(prof, prof.reserve, tuple(range(len(size))), size.__getitem__, 0.0, 100.0, wave, length)
+    assert whole
+    # the same by the profile: each at the earliest time, not before the one ahead, its cores are free
+    inner, after, want = Profile(100.0, wave), 100.0, []
+    for i, (c, t) in enumerate(size):
+        s = inner.earliest_start(c, t, after) if c <= wave else inf
+        if s + t > 100.0 + length:
+            break
+        inner.reserve(s, t, c)
+        want.append((i, s, s + t))
+        after = s
+    assert list(planned) == want
