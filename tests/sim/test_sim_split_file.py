@@ -110,3 +110,18 @@ def test_gsim_run_split_file_and_its_bad_lines(write_trace, tmp_path):
     assert res.exit_code == 2 and "no sub-tasks" in res.stderr
     with pytest.raises(SimulationError, match="no such file"):
         splits.read(str(tmp_path / "missing"), swf.read(path))
+
+
+@pytest.mark.parametrize("policy", ["easy", "checkpoint-backfill", "conservative"])
+def test_on_a_map_pieces_take_their_own_cores_and_the_schedule_is_the_counted_one(write_trace, tmp_path, policy):
+    path = write_trace(SCENE, max_procs=8)
+    (tmp_path / "s.txt").write_text(TASKS)
+    (tmp_path / "topo.toml").write_text('[[board]]\ncores = "0-3"\n[[board]]\ncores = "4-7"\n')
+    starts = []
+    for extra in ([], ["--topology", str(tmp_path / "topo.toml")]):
+        out = tmp_path / f"jobs{len(extra)}.csv"
+        args = ["run", path, "--policy", policy, "--split-file", str(tmp_path / "s.txt"), "--jobs-out", str(out)]
+        res = CliRunner().invoke(main, [*args, *extra], prog_name="gsim")
+        assert res.exit_code == 0, res.output
+        starts.append([(r["start"], r["end"]) for r in csv.DictReader(out.open())])
+    assert starts[0] == starts[1] == [("0", "10"), ("0", "4"), ("11", "16"), ("4", "22")]
