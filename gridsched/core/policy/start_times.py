@@ -39,8 +39,8 @@ def forecast_reasons(snap: Snapshot) -> Forecast:
     start as a whole, from the profile's next change on (what is free now and
     unused the pass left unused), those left run in that start, and its time is
     its first sub-task's; ``Forecast.tasks`` holds every planned sub-task
-    (those the pass takes out now at ``now``).  Only the head's time is a promise; the others are
-    estimates, like ``squeue --start``.  Jobs that would start now on cores
+    (those the pass takes out now at ``now``).  Only the head's time is a
+    promise; the others are estimates, like ``squeue --start``.  Jobs that would start now on cores
     a yielding parent lends get ``now``.
 
     The reasons (:class:`~gridsched.core.types.Wait`), for every pending job
@@ -142,7 +142,7 @@ def _forecast(
                     [(ps.profs[d], v[d]) for d in range(ps.dims) if v[d] > 0], w.estimate, last if in_order else now
                 )
                 sp = w.split
-                if taken is not None and tasks is not None and sp is not None and not w.resources and not w.flex:
+                if taken is not None and tasks is not None and sp is not None and not (w.resources or sp.devices):
                     out[w.id] = _plan_split(ps, w, v, t, nxt, taken.get(w.id, ()), tasks)
                     continue
                 if t < inf:
