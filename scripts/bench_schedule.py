@@ -32,13 +32,19 @@ the head job of each queue asks for 2 of them, with the quarter of the queue
 that asks for GPUs: the head's reservation waits for GPUs, and every job
 backfilled past it is checked for leaving the head distinct GPUs then.
 
+With ``--split N`` the job right behind the head of each queue is a
+splittable job of N sub-tasks of their own sizes (1 to 4 cores, a minute to
+an hour, as ``gsub --split-file`` submits them), which the forecast plans
+sub-task by sub-task into the windows before its start and into that start;
+``--split-same`` makes its sub-tasks alike (1 core, 10 minutes).
+
 Prints the median of several runs of ``schedule`` (checkpoint-backfill unless
 ``--policy`` says otherwise), its median CPU time (``time.process_time``), and
 the median of ``forecast``; ``--pending`` limits the queue lengths.  Targets: one pass with
 10,000 pending jobs in at most 5 ms with the map, with and without extras.
 
     python scripts/bench_schedule.py [--runs 7] [--policy checkpoint-backfill] [--map] [--extras] [--gpus]
-                                     [--gpu-head] [--memory] [--pending 10000]
+                                     [--gpu-head] [--memory] [--pending 10000] [--split N [--split-same]]
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ from gridsched.core import topology
 from gridsched.core.memory import MEMORY
 from gridsched.core.placement import Request
 from gridsched.core.policy import forecast, schedule
-from gridsched.core.types import BackfillOrder, Params, Policy, Resv, Running, Snapshot, Waiting
+from gridsched.core.types import BackfillOrder, Params, Policy, Resv, Running, Snapshot, SplitInfo, Waiting
 
 NCORES = 256
 NRUNNING = 200
@@ -192,6 +198,18 @@ def with_memory(running: tuple[Running, ...], queue: tuple[Waiting, ...]):
     return run, tuple(replace(w, resources=ask(w.resources, w.ncpus, k)) for k, w in enumerate(queue))
 
 
+def split_job(rng: random.Random, n: int, same: bool) -> Waiting:
+    """A splittable job of ``n`` sub-tasks (of their own sizes unless ``same``), one wave of the machine, for a
+    walltime that covers them (also with the core of an earlier release, which has no planning of them)."""
+    if same:
+        return Waiting(10**7, min(n, NCORES), 600.0 * -(-n // NCORES), split=SplitInfo(1, 600.0, tuple(range(n))))
+    sizes = tuple((rng.choice((1, 2, 4)), float(rng.randint(60, 3600))) for _ in range(n))
+    wave = min(NCORES, sum(c for c, _ in sizes))
+    sp = SplitInfo(max(c for c, _ in sizes), max(t for _, t in sizes), tuple(range(n)), sizes)
+    work = sum(c * t for c, t in sizes) / wave + max(t for _, t in sizes)  # at least the time they take
+    return Waiting(10**7, wave, work, split=sp)
+
+
 def median_ms(fn, snap: Snapshot, runs: int) -> tuple[float, float]:
     """The median wall-clock and CPU time of ``runs`` calls, in ms."""
     times = []
@@ -224,6 +242,8 @@ def main() -> None:
         choices=[o.value for o in BackfillOrder],
         help="the order of the jobs behind the head (the shipped configuration's: shortest)",
     )
+    ap.add_argument("--split", type=int, metavar="N", help="a splittable job of N sub-tasks behind each head")
+    ap.add_argument("--split-same", action="store_true", help="with --split: sub-tasks alike (1 core, 10 min)")
     args = ap.parse_args()
     if args.gpu_head:
         args.gpus = True
@@ -241,6 +261,8 @@ def main() -> None:
         what += " all held, the head asking for 2"
     if args.memory:
         what += ", memory asked by every job"
+    if args.split:
+        what += f", a splittable job of {args.split:,} {'alike ' if args.split_same else ''}sub-tasks"
     order = params.backfill_order.value
     print(
         f"policy {params.policy.value}, backfill order {order}, {NCORES} cores ({what}), {NRUNNING} running, "
@@ -250,6 +272,8 @@ def main() -> None:
     for npending in args.pending or (1_000, 10_000, 100_000):
         runs = args.runs if npending <= 10_000 else max(3, args.runs // 2)
         for name, queue in (("worst", worst_queue(npending)), ("mixed", mixed_queue(rng, npending))):
+            if args.split:
+                queue = (queue[0], split_job(rng, args.split, args.split_same), *queue[1:])
             snap = Snapshot(now=0.0, ncores=NCORES, running=running, pending=queue, params=params)
             if args.map:
                 machine, run, q, free, resvs = on_map(running, queue, rng, args.extras)

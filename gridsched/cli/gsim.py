@@ -368,6 +368,13 @@ def main() -> None:
     "each taking the job's run time (see SPLITTABLE JOBS).",
 )
 @click.option(
+    "--split-file",
+    "split_file",
+    metavar="FILE",
+    help="Replay the jobs FILE lists as splittable, each with its own sub-tasks: lines JOB NCPUS WALLTIME "
+    "[RUNTIME] (see SPLITTABLE JOBS).",
+)
+@click.option(
     "--per-user",
     "per_user",
     is_flag=True,
@@ -424,6 +431,7 @@ def run_cmd(
     per_user: bool = False,
     memory: bool = False,
     machine_memory: str | None = None,
+    split_file: str | None = None,
 ) -> None:
     """Replay TRACE under one policy and print its metrics.
 
@@ -468,8 +476,9 @@ def run_cmd(
         keep_only(tr, [i for i, n in enumerate(tr.size) if never_fits(machine, Request(n, place)) is None], UNPLACEABLE)
     if resv is not None:
         inputs.check_placed(resv, machine, resv_file)
-    if memory and split_jobs_above is not None:
-        fail(PROG, "--memory does not go with --split-jobs-above", ExitCode.USAGE)
+    if memory and (split_jobs_above is not None or split_file):
+        fail(PROG, "--memory does not go with --split-jobs-above or --split-file", ExitCode.USAGE)
+    subs = inputs.split_tasks(tr, split_file)
     mem = inputs.memory(tr, memory, machine_memory, machine, config_file)
     devs = inputs.devices(tr, devices_file, gpus, machine, workload_file, config_file, strict)
     gates = inputs.gates(tr, dependencies, workload_file)
@@ -487,6 +496,7 @@ def run_cmd(
         tuner=tuner,
         devices=devs,
         memory=mem,
+        split_tasks=subs,
     )
     rec = report.record(res, met, secs)
     if tuner is not None:

@@ -106,6 +106,7 @@ def simulate(
     tuner: Any = None,
     devices: tuple[Any, ...] = (),
     memory: Any = None,
+    split_tasks: Any = None,
 ) -> tuple[Any, Any, float]:
     from gridsched.sim.engine import Mode, SimulationError, simulate
     from gridsched.sim.metrics import compute
@@ -129,6 +130,7 @@ def simulate(
                 tuner=tuner,
                 devices=devices,
                 memory=memory,
+                split_tasks=split_tasks,
             )
     except NotImplementedError:
         fail(PROG, f"policy {params.policy.value} is not available in this version of the scheduling core")
@@ -473,3 +475,20 @@ def _boards_memory(machine: Any, cfg: Any) -> int | None:
     if boards and all(b.memory for b in boards):
         return int(sum(b.memory for b in boards))
     return None
+
+
+def split_tasks(tr: Any, path: str | None) -> Any:
+    """gsim run --split-file: the sub-tasks of the jobs it lists (:mod:`gridsched.sim.splits`), those jobs
+    made the whole of their sub-tasks in ``tr``; None without one."""
+    if path is None:
+        return None
+    from gridsched.protocol.text import shown
+    from gridsched.sim import splits
+    from gridsched.sim.records import SimulationError
+
+    try:
+        tasks = splits.read(path, tr)
+    except SimulationError as e:
+        fail(PROG, shown(e), ExitCode.USAGE)
+    splits.apply(tr, tasks)
+    return tasks

@@ -359,6 +359,8 @@ def print_full(job: dict[str, Any], now: float, devices: tuple[str, str] = ("", 
     """Every field of one job, one ``key: value`` per line (as qstat -f)."""
     import signal as _signal
 
+    from gridsched.cli import gstat_tasks
+
     spec = job.get("spec") or {}
     sig = job.get("exit_signal")
     if sig:
@@ -393,6 +395,7 @@ def print_full(job: dict[str, Any], now: float, devices: tuple[str, str] = ("", 
             + ("" if spec.get("array_max") is None else f" (at most {spec['array_max']} tasks at once)"),
         ),
         ("split", split_text(job)),
+        ("planned", gstat_tasks.planned_text(job, when)),
         ("submit_time", when(job.get("submit_time"))),
         ("start_time", when(job.get("start_time"))),
         ("end_time", when(job.get("end_time"))),

@@ -44,7 +44,11 @@ from gridsched.cli.gstat import PROG, show
 )
 @click.option("-S", "--sort", "sort_keys", metavar="KEYS", help="Sort by field letters, as squeue --sort (-t,i).")
 @click.option(
-    "--start", "start_view", is_flag=True, help="Pending and held jobs with their predicted start, as squeue --start."
+    "--start",
+    "start_view",
+    is_flag=True,
+    help="Pending and held jobs with their predicted start, as squeue --start; a splittable job's sub-tasks on "
+    "a row per planned start (ID sub-tasks RANGE).",
 )
 @click.option(
     "-f", "--full", "full_id", metavar="ID", help="Show every field of job ID (ARRAYID_INDEX: an array task)."

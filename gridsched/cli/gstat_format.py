@@ -157,6 +157,8 @@ def sort(prog: str, keys: str, jobs: list[Job], now: float) -> list[Job]:
 def start_view(jobs: list[Job], now: float) -> str:
     """--start: the pending and held jobs with their predicted start (date and time) and REASON."""
     start = _fields(now)["S"][2]
-    waiting = [j for j in jobs if j["state"] in WAITING]
+    from gridsched.cli.gstat_tasks import planned_rows
+
+    waiting = [row for j in jobs if j["state"] in WAITING for row in planned_rows(j)]
     waiting.sort(key=lambda j: (not start(j), start(j), j["id"]))
     return render("gstat", "%i %j %u %T %S %R", waiting, now)

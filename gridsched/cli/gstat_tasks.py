@@ -224,3 +224,31 @@ def annotate(
             )
         elif "split_of" in spec:
             j["note"] = f"piece of {spec['split_of']}"
+
+
+def planned_rows(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """A pending splittable job as ``gstat --start`` lists it: one row per planned start of its sub-tasks
+    (``ID sub-tasks 0-3``), or the job's own row where nothing is planned."""
+    from gridsched.protocol.state import planned_runs
+
+    starts: dict[float, set[int]] = {}
+    for a, b, s, _ in planned_runs(str(job.get("planned") or "")):
+        starts.setdefault(s, set()).update(range(a, b + 1))
+    if job["state"] != JobState.PENDING or not starts:
+        return [job]
+    return [
+        {**job, "label": f"{job['id']} sub-tasks {cpuset.format(ix)}", "predicted_start": s}
+        for s, ix in sorted(starts.items())
+    ]
+
+
+def planned_text(job: dict[str, Any], when: Callable[[float], str]) -> str:
+    """gstat -f's ``planned`` line of a pending splittable job: its sub-tasks by planned start and end."""
+    from gridsched.protocol.state import planned_runs
+
+    if job["state"] != JobState.PENDING:
+        return ""
+    groups: dict[tuple[float, float], set[int]] = {}
+    for a, b, s, e in planned_runs(str(job.get("planned") or "")):
+        groups.setdefault((s, e), set()).update(range(a, b + 1))
+    return "; ".join(f"{cpuset.format(ix)} {when(s)} to {when(e)}" for (s, e), ix in sorted(groups.items()))

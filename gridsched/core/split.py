@@ -29,19 +29,30 @@ each type per chain, :func:`chain_cores` the cores, near each chain's
 devices), so a window holds at most as many chains as its devices have
 slots free until its end, and a job started whole is started as pieces of
 one chain each (:func:`as_chains`).
+
+The forecast plans what the passes to come will do with a splittable job
+(:func:`plan_tasks`): its sub-tasks, in order, go into the windows of the
+forecast's cores profile that close by the job's own predicted start (the
+revised schedule), and those left run in that start, as soon as its cores
+allow.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from math import floor
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gridsched.core.devices import DeviceAsk
+    from gridsched.core.profile import Profile
     from gridsched.core.topology import Device, MachineMap
 
 Keys = tuple[tuple[str, int], ...]
+Planned = tuple[tuple[int, float, float], ...]
 
 
 def fill_window(
@@ -156,3 +167,97 @@ def chain_cores(
         extra = [c for c in extra if c not in taken]
         out.extend(mine)
     return tuple(out)
+
+
+def plan_tasks(
+    prof: Profile,
+    hold: Callable[[float, float, int], None],
+    tasks_left: Sequence[int],
+    size: Callable[[int], tuple[int, float]],
+    not_before: float,
+    whole: float,
+    wave: int,
+    length: float,
+    same: bool = False,
+) -> tuple[Planned, bool]:
+    """The planned ``(index, start, end)`` of each sub-task left, in order, and whether the job still
+    starts whole at ``whole``.
+
+    ``prof`` is the cores profile with everything ahead of the job held;
+    ``size(i)`` is sub-task ``i``'s ``(ncpus, time)`` (``same``: every one's
+    is the first's).  Each sub-task in turn takes the earliest time, not
+    before ``not_before`` nor before the one planned ahead of it (so planned
+    starts follow the sub-tasks' order), at which the profile has its cores
+    free for its whole time, if it ends by ``whole`` (the job's predicted
+    start as one wave of ``wave`` cores: a window closes there at the
+    latest); ``hold(start, time, ncpus)`` then holds it in the profile (the
+    sub-tasks of one size that start together, at once).  From the first
+    sub-task that fits no window on, the rest run in the whole start, each as
+    soon as the wave's cores free from those ahead of it allow, if it ends
+    within the start's ``length`` (its walltime).  A sub-task never planned
+    is left out.
+    """
+    out: list[tuple[int, float, float]] = []
+    after = not_before
+    k, n = 0, len(tasks_left)
+    while k < n:
+        c, t = size(tasks_left[k])
+        s = prof.earliest_start(c, t, after) if c > 0 else math.inf
+        if s == math.inf or s + t > whole:
+            break
+        m = min(n - k, prof.min_free(s, s + t) // c) if same else 1
+        hold(s, t, m * c)
+        out.extend((i, s, s + t) for i in tasks_left[k : k + m])
+        after = s
+        k += m
+    rest = tasks_left[k:]
+    if not rest or whole == math.inf:
+        return tuple(out), bool(rest) and whole < math.inf
+    if same:  # in waves of the slots the whole start has
+        c, t = size(rest[0])
+        slots = wave // c if c > 0 else 0
+        s = whole if slots else math.inf
+        for j, i in enumerate(rest):
+            if j and j % slots == 0:
+                s += t  # the next wave, as the ends of the one before
+            if s + t > whole + length:
+                break
+            out.append((i, s, s + t))
+        return tuple(out), True
+    import heapq
+
+    ends: list[tuple[float, int]] = []  # the whole start's sub-tasks running: (end, cores)
+    free, after = wave, whole
+    for i in rest:  # each as soon as the cores of those ahead of it, ending, leave it room (in order)
+        c, t = size(i)
+        if not 0 < c <= wave:
+            break
+        while free < c:
+            end, back = heapq.heappop(ends)
+            free += back
+            after = max(after, end)
+        if after + t > whole + length:
+            break
+        heapq.heappush(ends, (after + t, c))
+        free -= c
+        out.append((i, after, after + t))
+    return tuple(out), True
+
+
+def in_order(sizes: Iterable[tuple[int, float]], ncpus: int) -> float:
+    """How long sub-tasks of ``(ncpus, time)`` take on ``ncpus`` cores, each started, in order, as soon as
+    the cores it needs are free (how a job started whole runs them); ``inf`` if one needs more than ``ncpus``."""
+    import heapq
+
+    ends: list[tuple[float, int]] = []
+    free, now, last = ncpus, 0.0, 0.0
+    for c, t in sizes:
+        if c > ncpus:
+            return math.inf
+        while free < c:
+            now, back = heapq.heappop(ends)
+            free += back
+        heapq.heappush(ends, (now + t, c))
+        free -= c
+        last = max(last, now + t)
+    return last

@@ -508,10 +508,16 @@ class Wait:
 
 @record
 class Forecast:
-    """Predicted start of every pending entry (``inf``: never) and why each one that does not start now waits."""
+    """Predicted start of every pending entry (``inf``: never) and why each one that does not start now waits.
+
+    ``tasks``: by splittable job, its sub-tasks' planned ``(index, start, end)`` (the revised schedule:
+    windows before its start as a whole, then that start), in sub-task order; a sub-task never planned
+    is not there.
+    """
 
     times: dict[int, float]
     reasons: dict[int, Wait]
+    tasks: dict[int, tuple[tuple[int, float, float], ...]] = field(default_factory=dict)
 
 
 @record

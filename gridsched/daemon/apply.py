@@ -59,6 +59,7 @@ from gridsched.job.env import device_env
 from gridsched.protocol import requests as rq
 from gridsched.protocol.device_asks import format_keys
 from gridsched.protocol.jobs import Checkpoint, JobState, Stop
+from gridsched.protocol.state import planned_text
 
 if TYPE_CHECKING:
     from gridsched.core.topology import MachineMap
@@ -544,6 +545,7 @@ def forecast(ctx: Ctx, now: float) -> dict[int, str] | None:
     pred = fc.times
     ctx.table.begin()
     ctx.db.set_predicted((_finite(pred.get(w.id)), w.id) for w in snap.pending)
+    ctx.db.set_planned((planned_text(fc.tasks.get(w.id, ())), w.id) for w in snap.pending if w.split is not None)
     said: dict[int, str] = {}
     facts = wording.Facts(ctx.table.devices, ctx.book.resvs, ctx.machine)
     for w in snap.pending:

@@ -64,12 +64,14 @@ JSON_COLUMNS = ("segments", "run", "spec")
 # Columns added to the jobs table after its first form (ALTER TABLE on an older spool, as for
 # RESV_ADDED): ``devices``, the devices the job holds or last held (``gpu:0,1;fpga:2``);
 # ``max_rss`` (bytes), ``cpu_user`` and ``cpu_sys`` (seconds), what the job's processes used over
-# all its segments as their shepherds measured them (:func:`usage`; NULL: not measured).
+# all its segments as their shepherds measured them (:func:`usage`; NULL: not measured); ``planned``, a
+# pending splittable job's sub-tasks as the forecast plans them (:func:`planned_text`; '': none).
 JOBS_ADDED: dict[str, tuple[str, Any]] = {
     "devices": ("TEXT NOT NULL DEFAULT ''", ""),
     "max_rss": ("INTEGER", None),
     "cpu_user": ("REAL", None),
     "cpu_sys": ("REAL", None),
+    "planned": ("TEXT NOT NULL DEFAULT ''", ""),
 }
 ALL_COLUMNS = (*COLUMNS, *JOBS_ADDED)
 # A brief row (``brief=True``): what the queue table shows and what its folding of arrays and
@@ -186,6 +188,29 @@ def usage(segments: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "cpu_user": None if user is None else round(user, 6),
         "cpu_sys": None if sys_ is None else round(sys_, 6),
     }
+
+
+def planned_text(tasks: Iterable[tuple[int, float, float]]) -> str:
+    """A splittable job's planned sub-tasks (``(index, start, end)`` in order) as the ``planned`` column keeps
+    them: JSON ``[[first, last, start, end], ...]``, one run of consecutive indices per start and end."""
+    runs: list[list[Any]] = []
+    for i, s, e in tasks:
+        s, e = round(s, 3), round(e, 3)
+        last = runs[-1] if runs else None
+        if last is not None and last[1] + 1 == i and last[2] == s and last[3] == e:
+            last[1] = i
+        else:
+            runs.append([i, i, s, e])
+    return json.dumps(runs, separators=(",", ":")) if runs else ""
+
+
+def planned_runs(text: str) -> list[tuple[int, int, float, float]]:
+    """The runs of :func:`planned_text` (``[]`` for '' or anything else it did not write)."""
+    try:
+        runs = json.loads(text) if text else []
+        return [(int(a), int(b), float(s), float(e)) for a, b, s, e in runs]
+    except (ValueError, TypeError):
+        return []
 
 
 def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLUMNS) -> dict[str, Any]:
@@ -572,6 +597,10 @@ class StateDB:
 
     def set_predicted(self, items: Iterable[tuple[float | None, int]]) -> None:
         self._write("UPDATE jobs SET predicted_start = ? WHERE id = ?", items, many=True)
+
+    def set_planned(self, items: Iterable[tuple[str, int]]) -> None:
+        """Each splittable job's planned sub-tasks, ``(planned_text(...), id)``."""
+        self._write("UPDATE jobs SET planned = ? WHERE id = ?", items, many=True)
 
     # -- the tasks of arrays not made yet (gridsched.daemon.arrays) ---------------------------------
     def array_rests(self, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:

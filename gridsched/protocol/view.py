@@ -33,7 +33,7 @@ class JobRow(TypedDict):
     """A job's row as the commands read it from the state db (:data:`gridsched.protocol.state.ALL_COLUMNS`,
     decoded): ``segments``, ``run`` and ``spec`` parsed from their JSON, ``backfilled`` a bool.  A reader that
     asks for only some keys of the spec gets only those; ``run`` is then ``{}``.  The columns added after the
-    table's first form (``devices``, ``max_rss``, ``cpu_user``, ``cpu_sys``) have their defaults in a row
+    table's first form (``devices``, ``max_rss``, ``cpu_user``, ``cpu_sys``, ``planned``) have their defaults in a row
     written before them, and are absent from a brief row."""
 
     id: int
@@ -64,6 +64,7 @@ class JobRow(TypedDict):
     max_rss: NotRequired[int | None]  # bytes, over all its segments (None: not measured)
     cpu_user: NotRequired[float | None]  # seconds
     cpu_sys: NotRequired[float | None]  # seconds
+    planned: NotRequired[str]  # a pending splittable job's planned sub-tasks (gridsched.protocol.state.planned_text)
 
 
 class UnmadeRow(JobRow):

@@ -10,6 +10,7 @@ from typing import assert_never
 
 from gridsched.core import devices as coredev
 from gridsched.core.placement import claimed
+from gridsched.core.split import in_order
 from gridsched.core.types import (
     Activate,
     Cancel,
@@ -23,7 +24,6 @@ from gridsched.core.types import (
     Resume,
     Resv,
     Running,
-    SplitInfo,
     Start,
     StartTasks,
     Waiting,
@@ -202,9 +202,12 @@ def cancel(r: Replay, i: int) -> None:
 
 def start_tasks(r: Replay, d: StartTasks, now: float) -> None:
     """A piece of splittable job ``d.job`` starts: its chains of sub-tasks, on cores of their own; the job
-    keeps the rest of its sub-tasks at its place in the queue."""
+    keeps the rest of its sub-tasks at its place in the queue (sub-tasks of their own sizes: on the cores
+    they need at once, and it runs them for their own times)."""
     i = d.job
-    k, width = len(d.tasks), len(d.chains)
+    k = len(d.tasks)
+    st = r.sub.get(i) if 0 <= i < r.n else None
+    width = sum(d.widths) if d.widths else len(d.chains)
     if (
         not 0 <= i < r.n
         or r.state[i] != PENDING
@@ -212,6 +215,7 @@ def start_tasks(r: Replay, d: StartTasks, now: float) -> None:
         or k > r.tasks_left[i]
         or width > r.free
         or (r.free_set is not None and len(d.cores) != width)
+        or (st is not None and not set(d.tasks) <= set(r.left[i]))
     ):
         raise SimulationError(f"policy split job {job_name(r.trace, i)}, which cannot be")
     pid = r.next_piece
@@ -223,16 +227,28 @@ def start_tasks(r: Replay, d: StartTasks, now: float) -> None:
             raise SimulationError(f"policy placed sub-tasks of {job_name(r.trace, i)} on cores not free")
         r.held[pid] = got
         r.free_set = r.free_set - got
-    wall = r.wall[i]
-    longest = max(map(len, d.chains))
-    r.running[pid] = Running(pid, width, now, longest * wall, tuple(d.cores), True, False, None, False, r.users[i])
+    if st is None:
+        longest = max(map(len, d.chains))
+        estimate, runs = longest * r.wall[i], longest * r.work[i]
+    else:
+        estimate = max(sum(st.sizes[x][1] for x in ch) for ch in d.chains)
+        runs = max(sum(st.runs[x] for x in ch) for ch in d.chains)
+    r.running[pid] = Running(pid, width, now, estimate, tuple(d.cores), True, False, None, False, r.users[i])
     r.piece_of[pid] = i
-    heappush(r.piece_ends, (now + longest * r.work[i], pid))
+    heappush(r.piece_ends, (now + runs, pid))
     r.outstanding[i] += 1
     if r.first[i] < 0:
         r.first[i] = now
     r.tasks_left[i] -= k
-    left = r.size[i] = r.tasks_left[i]
+    if st is None:
+        left = r.size[i] = r.tasks_left[i]
+    else:
+        taken = set(d.tasks)
+        rest = r.left[i] = tuple(x for x in r.left[i] if x not in taken)
+        left = len(rest)
+        if rest:  # as the daemon: on the cores they need at once, for the time they take in order there
+            n = r.size[i] = min(r.size[i], sum(st.sizes[x][0] for x in rest))
+            r.work[i] = in_order(((st.sizes[x][0], st.runs[x]) for x in rest), n)
     r.n_pieces += 1
     r.n_tasks += k
     pos = r.position(i)
@@ -240,12 +256,11 @@ def start_tasks(r: Replay, d: StartTasks, now: float) -> None:
         r.state[i] = DONE  # its end is the end of its last piece
         del r.pending[pos]
     else:
-        total = r.trace.size[i]
-        undone = SplitInfo(1, wall, tuple(range(total - left, total)))
+        undone = r.split_info(i)
         r.pending[pos] = (
-            r.waiting(i, left, wall, 0.0, undone)
+            r.waiting(i, r.size[i], r.wall[i], 0.0, undone)
             if r.gated
-            else Waiting(i, left, wall, r.preemptable, r.users[i], 0.0, place=r.req_of(i), split=undone)
+            else Waiting(i, r.size[i], r.wall[i], r.preemptable, r.users[i], 0.0, place=r.req_of(i), split=undone)
         )
     r.run_dirty = True
 

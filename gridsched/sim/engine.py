@@ -22,16 +22,20 @@ from collections.abc import Callable
 from dataclasses import replace as _replace
 from heapq import heappop, heappush
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from gridsched.core.eligible import throttled
 from gridsched.core.policy import quiet_when_full, schedule
 from gridsched.core.predict import run_ratio
 from gridsched.core.topology import Device, MachineMap
-from gridsched.core.types import Params, Policy, Predictor, Resv, Snapshot, SplitInfo, Waiting
+from gridsched.core.types import Params, Policy, Predictor, Resv, Snapshot, Waiting
 from gridsched.sim.decisions import apply
 from gridsched.sim.records import Gates, Mode, Result, SimMemory, SimResv, SimulationError, Tuner
 from gridsched.sim.replay import DONE, INF, PENDING, RUNNING, Replay, job_name
 from gridsched.sim.swf import Trace
+
+if TYPE_CHECKING:
+    from gridsched.sim.splits import SubTasks
 
 __all__ = ["Gates", "Mode", "Result", "SimResv", "SimulationError", "Tuner", "simulate"]
 
@@ -59,6 +63,7 @@ def simulate(
     tuner: Tuner | None = None,
     devices: tuple[Device, ...] = (),
     memory: SimMemory | None = None,
+    split_tasks: dict[int, SubTasks] | None = None,
 ) -> Result:
     """Replay ``trace`` under ``params``.
 
@@ -90,7 +95,11 @@ def simulate(
     their chains of sub-tasks back to back and hold their cores until the
     longest chain ends; the job keeps the rest, on fewer cores.  A job starts
     when its first sub-task does and ends when its last one does.  Only jobs
-    that never ran are split (a preempted one runs whole).
+    that never ran are split (a preempted one runs whole).  With
+    ``split_tasks`` (:mod:`gridsched.sim.splits`, after its ``apply`` to
+    ``trace``) the jobs it names are splittable with sub-tasks of their own
+    sizes and run times: a piece's chains hold one core count each, and a job
+    started whole runs the sub-tasks it has left in order on its cores.
 
     With ``gates`` (dependencies, array throttles, holds: see :class:`Gates`)
     every pass goes through the core's eligibility, as the daemon's do; a
@@ -132,6 +141,7 @@ def simulate(
         tuner=tuner,
         devices=devices,
         memory=memory,
+        split_tasks=split_tasks,
     )
     _run(r)
     return _result(r)
@@ -304,9 +314,7 @@ def _arrive(r: Replay, now: float, need_pass: bool, was_queued: bool) -> bool:
         nxt += 1
         state[i] = PENDING
         if gated:
-            w_i = r.waiting(
-                i, size[i], wall[i], 0.0, SplitInfo(1, wall[i], tuple(range(size[i]))) if splittable[i] else None
-            )
+            w_i = r.waiting(i, size[i], wall[i], 0.0, r.split_info(i) if splittable[i] else None)
             pending.append(w_i)
             smallest = None
             if w_i.deps or w_i.held or w_i.begin is not None:
@@ -327,7 +335,7 @@ def _arrive(r: Replay, now: float, need_pass: bool, was_queued: bool) -> bool:
                     users[i],
                     0.0,
                     place=r.req_of(i),
-                    split=SplitInfo(1, wall[i], tuple(range(size[i]))) if splittable[i] else None,
+                    split=r.split_info(i) if splittable[i] else None,
                     resources=r.dres(i),
                     devices=r.dask(i),
                 )

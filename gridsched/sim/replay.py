@@ -32,6 +32,7 @@ from gridsched.sim.swf import Trace
 
 if TYPE_CHECKING:
     from gridsched.protocol.usage import Usage
+    from gridsched.sim.splits import SubTasks
 
 INF = math.inf
 HELD = "held by its owner"
@@ -65,7 +66,7 @@ class Replay:
         "mem_res",
         # splittable jobs
         "splittable", "splits", "tasks_left", "outstanding", "piece_of", "piece_ends", "next_piece",
-        "n_pieces", "n_tasks",
+        "n_pieces", "n_tasks", "sub", "left",
         # every job
         "state", "first", "end", "done", "debt", "ckpts", "seg_begin", "seg", "segs", "running", "run_tuple",
         "run_dirty", "pending", "ends", "history", "ratios", "keep_ratios", "finished", "smallest", "nxt",
@@ -101,6 +102,7 @@ class Replay:
         tuner: Tuner | None,
         devices: tuple[Device, ...],
         memory: SimMemory | None = None,
+        split_tasks: dict[int, SubTasks] | None = None,
     ) -> None:
         self.n = len(trace)
         self.trace, self.params, self.overhead, self.mode, self.fast = trace, params, overhead, mode, fast
@@ -124,6 +126,11 @@ class Replay:
             self.acc = Usage()
         self.stamped: dict[int, tuple[Waiting, Waiting]] = {}
         self._devices(trace, devices)
+        # jobs of sub-tasks of their own sizes (gsim run --split-file): their sub-tasks, and those left
+        self.sub = split_tasks or {}
+        self.left = {i: tuple(range(len(st.sizes))) for i, st in self.sub.items()}
+        if self.sub:
+            self.work = list(self.work)  # a job's run time as a whole is that of the sub-tasks it has left
         self._jobs(reservations, split_above, series)
         self._reservations(reservations, floating)
         self._memory(memory)
@@ -164,7 +171,10 @@ class Replay:
     def _jobs(self, reservations: list[SimResv] | None, split_above: int | None, series: bool) -> None:
         """The state of every job, and what the replay counts."""
         n, size, params, mode = self.n, self.size, self.params, self.mode
-        self.splittable = [split_above is not None and size[i] > split_above and not self.dask(i) for i in range(n)]
+        sub = self.sub
+        self.splittable = [
+            (i in sub or (split_above is not None and size[i] > split_above)) and not self.dask(i) for i in range(n)
+        ]
         self.splits = any(self.splittable)
         if any(self.splittable):
             self.size = size = list(size)  # a split job's cores shrink as sub-tasks are taken out of it
@@ -271,6 +281,16 @@ class Replay:
     def dask(self, i: int) -> tuple[coredev.DeviceAsk, ...]:
         """The devices job ``i`` asks for."""
         return self.dev_asks[i] if self.dev_asks else NO_DEV
+
+    def split_info(self, i: int) -> SplitInfo:
+        """Splittable job ``i``'s sub-tasks left, as the core reads them: of their own sizes (``--split-file``),
+        else one 1-core sub-task per processor, the lowest ones taken first."""
+        st = self.sub.get(i)
+        if st is None:
+            total, left = self.trace.size[i], self.tasks_left[i]
+            return SplitInfo(1, self.wall[i], tuple(range(total - left, total)))
+        sizes = st.sizes
+        return SplitInfo(max(c for c, _ in sizes), max(t for _, t in sizes), self.left[i], sizes)
 
     def req_of(self, i: int) -> PlaceRequest | None:
         """Job ``i``'s mapping requirement (``place``, given to every job on a machine map), or None."""

@@ -117,3 +117,59 @@ def test_daemon_and_gsim_agree_on_a_dependency_and_a_placed_reservation(stub_dae
     assert [names[j["id"]] for j in sorted(jobs, key=lambda j: (j["start_time"], j["id"]))] == sim_order
     assert jobs[1]["start_time"] >= jobs[0]["end_time"]  # B waited for A's end
     assert [j["checkpoints"] for j in jobs] == [int(r["checkpoints"]) for r in rows] == [0, 0, 0]
+
+
+# A splittable job of sub-tasks of their own sizes (gsub --split-file; gsim run --split-file), under easy on
+# 8 cores: tests/sim/test_sim_split_file.py's scene.  A (4 cores) runs 10 s of 11; B (4 cores) 4 s of 5;
+# H, the head, all 8 for 5 s of 6; S: sub-tasks 0 (2 cores, 3 s), 1 (2, 5 s), 2 (1, 2 s), 3 (4, 6 s).
+SWF_SPLIT = """; MaxProcs: 8
+1 0 -1 10 4 -1 -1 4 11 -1 1 1 1 -1 -1 -1 -1 -1
+2 0 -1 4 4 -1 -1 4 5 -1 1 1 1 -1 -1 -1 -1 -1
+3 0 -1 5 8 -1 -1 8 6 -1 1 1 1 -1 -1 -1 -1 -1
+4 0 -1 8 8 -1 -1 8 8 -1 1 1 1 -1 -1 -1 -1 -1
+"""
+SUB_TASKS = [(2, 3), (2, 5), (1, 2), (4, 6)]
+
+
+def test_daemon_and_gsim_agree_on_a_job_of_differing_sub_tasks(stub_daemon, tmp_path):
+    from tests.daemon.driven import Work
+    from tests.daemon.test_arrays_split import EASY
+
+    trace, side, out = tmp_path / "split.swf", tmp_path / "sim-tasks.txt", tmp_path / "split.csv"
+    trace.write_text(SWF_SPLIT)
+    side.write_text("".join(f"4 {c} {t}\n" for c, t in SUB_TASKS))
+    args = ["run", str(trace), "--policy", "easy", "--split-file", str(side), "--jobs-out", str(out), "--json"]
+    sim = subprocess.run([str(BIN / "gsim"), *args], check=True, capture_output=True, text=True)
+    assert json.loads(sim.stdout)["split"] == {"jobs": 1, "pieces": 2, "sub_tasks": 3}
+    rows = {int(r["id"]): r for r in csv.DictReader(out.open())}
+
+    dr = Driven(stub_daemon(EASY))
+
+    class ByChain(dict):  # a piece's stand-in works as long as its longest chain of sub-tasks: its walltime
+        def setdefault(self, jid, default=None):
+            rec = dr.d.table.jobs.get(jid)
+            if jid not in self and rec is not None and rec.split_of is not None:
+                default = Work(float(rec.walltime), "none")
+            return super().setdefault(jid, default)
+
+    dr.work = ByChain(dr.work)
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text("".join(f"{c} {t}s x{k}\n" for k, (c, t) in enumerate(SUB_TASKS)))
+    script = tmp_path / "task.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    a = dr.gsub("-N", "A", "-n", "4", "-t", "11s", "--wrap", "sleep 10", work=10)
+    b = dr.gsub("-N", "B", "-n", "4", "-t", "5s", "--wrap", "sleep 4", work=4)
+    h = dr.gsub("-N", "H", "-n", "8", "-t", "6s", "--wrap", "sleep 5", work=5)
+    s = dr.gsub("-N", "S", "--split-file", str(tasks), str(script), work=6)  # run whole: 3 alone, 6 s
+    dr.run_until(lambda: dr.state(s) == "COMPLETED" and dr.state(h) == "COMPLETED", 60)
+    jobs = {j["id"]: j for j in json.loads(dr.command("gstat", "-a", "--json").stdout)["jobs"]}
+    pieces = sorted((j for j in jobs.values() if (j["split"] or {}).get("of") == s), key=lambda j: j["start_time"])
+    assert [p["split"]["tasks"] for p in pieces] == [[0, 1], [2]]
+    t0 = dr.t0
+    for jid, k in ((a, 1), (b, 2), (h, 3)):
+        assert jobs[jid]["start_time"] - t0 == pytest.approx(float(rows[k]["start"]), abs=0.3)
+        assert jobs[jid]["end_time"] - t0 == pytest.approx(float(rows[k]["end"]), abs=0.3)
+    # gsim's job starts with its first sub-task and ends with its last: the first piece, the whole start
+    assert pieces[0]["start_time"] - t0 == pytest.approx(float(rows[4]["start"]), abs=0.3)
+    assert jobs[s]["end_time"] - t0 == pytest.approx(float(rows[4]["end"]), abs=0.3)
+    assert jobs[s]["ncpus"] == int(rows[4]["procs"]) - 4  # whole, on the 4 cores sub-task 3 needs

@@ -243,7 +243,8 @@ many cores.  Every chain ends by its window's end even if each of its
 sub-tasks runs for its whole time, so no hold is ever broken and the head
 is never delayed; the job keeps the rest of its sub-tasks at its place in
 the queue.  Windows that open later (a running job ends before the head's
-reservation) are filled by the pass run then.  fcfs never backfills.  A job
+reservation) are filled by the pass run then; the forecast plans them
+already (``Forecast.tasks``, see :func:`forecast_reasons`).  fcfs never backfills.  A job
 that also asks for floating resources or devices is not split (it runs whole),
 except one whose sub-tasks ask for devices each (``split.devices``): a window
 then takes at most as many chains as the devices have slots free until its

@@ -15,7 +15,8 @@ from gridsched.core.policy.fcfs import fcfs
 from gridsched.core.policy.room import Pass
 from gridsched.core.policy.waits import eligibility_wait, waiting_reasons
 from gridsched.core.profile import Profile, earliest_common_start
-from gridsched.core.types import Forecast, Policy, Running, Snapshot, Wait, Waiting, WaitKind
+from gridsched.core.split import Planned, plan_tasks
+from gridsched.core.types import Forecast, Plan, Policy, Running, Snapshot, StartTasks, Wait, Waiting, WaitKind
 
 
 def forecast(snap: Snapshot) -> dict[int, float]:
@@ -31,8 +32,15 @@ def forecast_reasons(snap: Snapshot) -> Forecast:
     their counted ends, jobs started now at ``now + (planned or estimate)``)
     first takes the head job at its reservation time, then every other job in
     queue order at its earliest start; under fcfs no job is put before the
-    one ahead of it.  Only the head's time is a promise; the others are
-    estimates, like ``squeue --start``.  Jobs that would start now on cores
+    one ahead of it.  A splittable job after the head (easy,
+    checkpoint-backfill; one the pass would split: no floating resources, no
+    devices) is planned sub-task by sub-task (:func:`gridsched.core.split.plan_tasks`):
+    its sub-tasks, in order, take the windows that close by its own earliest
+    start as a whole, from the profile's next change on (what is free now and
+    unused the pass left unused), those left run in that start, and its time is
+    its first sub-task's; ``Forecast.tasks`` holds every planned sub-task
+    (those the pass takes out now at ``now``).  Only the head's time is a
+    promise; the others are estimates, like ``squeue --start``.  Jobs that would start now on cores
     a yielding parent lends get ``now``.
 
     The reasons (:class:`~gridsched.core.types.Wait`), for every pending job
@@ -66,6 +74,7 @@ def forecast_reasons(snap: Snapshot) -> Forecast:
         snap = priority.prioritized(snap)
     pending, elig, _ = eligibility(snap)
     why: dict[int, Wait] = {}
+    tasks: dict[int, Planned] = {}
     if elig:
         waiting = {w.id: w for w in snap.pending}
         for jid, text in elig.items():
@@ -74,19 +83,22 @@ def forecast_reasons(snap: Snapshot) -> Forecast:
         snap = replace(snap, pending=pending)
     if snap.lent:  # jobs that start now on lent cores; the others on the pool (as the pass)
         starts = tree.lend(snap)
-        out, head, started = _forecast(tree.pool_view(snap, (s.job for s in starts)), why)
+        out, head, started = _forecast(tree.pool_view(snap, (s.job for s in starts)), why, tasks)
         out.update((s.job, snap.now) for s in starts)
         started.update(s.job for s in starts)
     else:
-        out, head, started = _forecast(snap, why)
+        out, head, started = _forecast(snap, why, tasks)
     waiting_reasons(snap, out, head, started, why)
-    return Forecast(out, why)
+    return Forecast(out, why, tasks)
 
 
-def _forecast(snap: Snapshot, why: dict[int, Wait] | None = None) -> tuple[dict[int, float], int | None, set[int]]:
+def _forecast(
+    snap: Snapshot, why: dict[int, Wait] | None = None, tasks: dict[int, Planned] | None = None
+) -> tuple[dict[int, float], int | None, set[int]]:
     """Predicted start (activation, for flexible entries) of every pending entry (``inf``: never), the
     head job (the one the pass holds a reservation for; None if none) and the entries the pass starts now;
-    ``why`` gets the reasons of bound jobs that can never start."""
+    ``why`` gets the reasons of bound jobs that can never start, ``tasks`` the planned sub-tasks of
+    splittable jobs."""
     out: dict[int, float] = {}
     params = snap.params
     head: int | None = None
@@ -111,6 +123,8 @@ def _forecast(snap: Snapshot, why: dict[int, Wait] | None = None) -> tuple[dict[
         in_order = params.policy is Policy.FCFS
         ever: dict[tuple[int, Request | None], bool] = {}
         reach = (ps.free_set or frozenset()).union(*(c for _, c in ps.releases)) if ps.machine else frozenset()
+        taken = _taken_now(plan) if snap.splitting and not in_order and tasks is not None else None
+        nxt = next((t for t, _ in ps.profs[0].steps() if t > now), now) if taken is not None else now
         for w in snap.pending:
             if w.bind is not None:
                 continue
@@ -127,6 +141,10 @@ def _forecast(snap: Snapshot, why: dict[int, Wait] | None = None) -> tuple[dict[
                 t = earliest_common_start(
                     [(ps.profs[d], v[d]) for d in range(ps.dims) if v[d] > 0], w.estimate, last if in_order else now
                 )
+                sp = w.split
+                if taken is not None and tasks is not None and sp is not None and not (w.resources or sp.devices):
+                    out[w.id] = _plan_split(ps, w, v, t, nxt, taken.get(w.id, ()), tasks)
+                    continue
                 if t < inf:
                     ps.hold(t, w.estimate, v)
                     _let_go(ps, w, t + w.estimate)
@@ -135,6 +153,64 @@ def _forecast(snap: Snapshot, why: dict[int, Wait] | None = None) -> tuple[dict[
                     last = t
     _bound_forecast(snap, out, why)
     return out, head, {d.job for d in plan.starts} | {a.resv for a in plan.activations}
+
+
+def _taken_now(plan: Plan) -> dict[int, tuple[tuple[int, ...], ...]]:
+    """The chains of sub-tasks the pass takes out of splittable jobs now, by job."""
+    out: dict[int, tuple[tuple[int, ...], ...]] = {}
+    for d in plan.decisions:
+        if type(d) is StartTasks:
+            out[d.job] = out.get(d.job, ()) + d.chains
+    return out
+
+
+def _plan_split(
+    ps: Pass,
+    w: Waiting,
+    v: tuple[int, ...],
+    whole: float,
+    after: float,
+    chains: tuple[tuple[int, ...], ...],
+    tasks: dict[int, Planned],
+) -> float:
+    """Plan splittable job ``w``'s sub-tasks (:func:`gridsched.core.split.plan_tasks`) into the windows before
+    ``whole`` (its earliest start as a whole) from ``after`` on, the rest in that start, held in the pass's
+    profiles; its predicted start (its first sub-task's).  ``chains``: those the pass takes out now, each
+    chain's sub-tasks one after another from now."""
+    sp = w.split
+    assert sp is not None
+    sizes = sp.sizes
+    one = (sp.ncpus, sp.task_time)
+
+    def size(i: int) -> tuple[int, float]:
+        return sizes[i] if sizes else one
+
+    now = ps.now
+    started: list[tuple[int, float, float]] = []
+    for ch in chains:
+        t = now
+        for i in ch:
+            started.append((i, t, t + size(i)[1]))
+            t += size(i)[1]
+    gone = {i for i, _, _ in started}
+    left = tuple(i for i in sp.left if i not in gone) if gone else sp.left
+    pad = (0,) * (ps.dims - 1)
+    planned, whole_used = plan_tasks(
+        ps.profs[0],
+        lambda s, t, c: ps.hold(s, t, (c, *pad)),
+        left,
+        size,
+        max(after, now),
+        whole,
+        w.ncpus,
+        w.estimate,
+        not sizes,
+    )
+    if whole_used:
+        ps.hold(whole, w.estimate, v)
+    tasks[w.id] = tuple(sorted((*started, *planned))) if started else planned  # in the sub-tasks' order
+    first = min((s for _, s, _ in (*started, *planned)), default=inf)
+    return min(first, whole) if whole_used else first
 
 
 def _let_go(ps: Pass, w: Waiting, end: float) -> None:
