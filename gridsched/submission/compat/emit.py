@@ -53,6 +53,10 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
         out += [f"#SBATCH --ntasks={ntasks}", f"#SBATCH --cpus-per-task={per or (ncpus or ntasks) // ntasks}"]
     elif ncpus is not None:
         out += ["#SBATCH --ntasks=1", f"#SBATCH --cpus-per-task={ncpus}"]
+    if params.get("ntasks_per_node") is not None:
+        out.append(f"#SBATCH --ntasks-per-node={params['ntasks_per_node']}")
+    if params.get("hint") is not None:
+        out.append(f"#SBATCH --hint={params['hint']}")
     if params.get("walltime") is not None:
         out.append(f"#SBATCH --time={format_duration(params['walltime'])}")
     if params.get("mem") is not None:
@@ -122,6 +126,8 @@ def _sbatch_devices(params: dict[str, Any]) -> list[str]:
     out: list[str] = []
     if params.get("gpus"):
         out.append(f"#SBATCH --gpus={q(str(params['gpus']))}")
+    if params.get("gpus_per_node"):
+        out.append(f"#SBATCH --gpus-per-node={q(str(params['gpus_per_node']))}")
     if params.get("gpus_per_task") is not None:
         out.append(f"#SBATCH --gpus-per-task={params['gpus_per_task']}")
     if params.get("gres"):
