@@ -308,3 +308,29 @@ def test_a_spec_of_the_previous_release_reads_without_the_new_fields(tmp_path):
         env = _env_of_spec(spec)
         assert not new & set(env)
         assert env["SLURM_NTASKS_PER_NODE"] == "1"  # a job without a dialect: every system's names, as before
+
+
+def test_emit_writes_the_new_requests_back(tmp_path, monkeypatch):
+    """gsub --emit slurm writes --ntasks-per-node, --hint and --gpus-per-node back as #SBATCH lines, which
+    read back as the same options; --emit pbs says in a comment what PBS has no words for."""
+    from click.testing import CliRunner
+
+    from gridsched.cli import gsub
+    from gridsched.submission import compat
+
+    (tmp_path / "gridsched.toml").write_text("[daemon]\nautostart = false\n[machine]\ncores = 4\n")
+    monkeypatch.setenv("GRIDSCHED_CONFIG", str(tmp_path / "gridsched.toml"))
+    monkeypatch.setenv("GRIDSCHED_SPOOL", str(tmp_path / "spool"))
+    args = ["--ntasks-per-node", "2", "--hint", "compute_bound", "--gpus-per-node", "a100:1", "--pe", "smp"]
+    r = CliRunner().invoke(gsub.cli, ["--emit", "slurm", *args, "--wrap", "true"], prog_name="gsub")
+    assert r.exit_code == 0, r.stderr
+    for line in ("#SBATCH --ntasks-per-node=2", "#SBATCH --hint=compute_bound", "#SBATCH --gpus-per-node=a100:1"):
+        assert f"{line}\n" in r.stdout
+    assert "# gridsched: dropped --pe smp" in r.stdout
+    back = compat.translate(r.stdout, "e.sh").params()
+    assert (back["--ntasks-per-node"], back["--hint"], back["--gpus-per-node"]) == ("2", "compute_bound", "a100:1")
+    r = CliRunner().invoke(gsub.cli, ["--emit", "pbs", *args, "--wrap", "true"], prog_name="gsub")
+    assert r.exit_code == 0, r.stderr
+    assert "#PBS -l select=1:ncpus=1:ngpus=1\n" in r.stdout
+    for dropped in ("--hint compute_bound", "--pe smp", "--ntasks-per-node 2"):
+        assert f"# gridsched: dropped {dropped} (not translated to PBS)\n" in r.stdout
