@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gridsched.cli.plain import ExitCode, Setup, echo, fail, run, setup, warn
-from gridsched.protocol.jobs import GPU_OPTIONS, Checkpoint
+from gridsched.protocol.jobs import GPU_OPTIONS, Checkpoint, Hint
 from gridsched.protocol.spool import Spool, spawn_daemon
 from gridsched.submission import compat
 from gridsched.submission.devopts import asked, device_spec
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     import click
 
 PROG = "gsub"
-ONE_THREAD = ("nomultithread", "compute_bound", "memory_bound")  # --hint: one thread of each core (Hint.one_thread)
 DIRECTIVE = "#GS"
 # Parameters a directive may not set: they choose what the script is or where it goes.
 NOT_IN_DIRECTIVES = {
@@ -296,7 +295,7 @@ def _options(
     dialect = p["_dialect"]
     if p["ntasks_per_node"] is not None and p["ntasks"] is None:  # one node: its tasks are the node's
         p["ntasks"] = p["ntasks_per_node"]
-    if p["hint"] in ONE_THREAD and p["threads_per_core"] is None:  # as Slurm: one thread of each core
+    if p["hint"] is not None and Hint(p["hint"]).one_thread and p["threads_per_core"] is None:  # as Slurm
         p["threads_per_core"] = 1
     if p["exclusive"] and p["ncpus"] is not None:  # the cores it asked stay its tasks' shape; it holds them all
         n, c = p["ntasks"], p["cpus_per_task"]

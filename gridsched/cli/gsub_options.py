@@ -26,6 +26,7 @@ from gridsched.cli.gsub_types import (
     WholeType,
 )
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
+from gridsched.protocol.jobs import Hint
 from gridsched.submission.devopts import device_options
 from gridsched.submission.submit import LOGIN_PATH
 
@@ -33,7 +34,7 @@ CHECKPOINT_CHOICES = ("none", "signal", "suspend", "requeue", "criu")
 EMIT_CHOICES = ("slurm", "pbs")
 JOIN_CHOICES = ("oe", "eo", "n")
 OPEN_MODES = ("append", "truncate")
-HINTS = ("nomultithread", "multithread", "compute_bound", "memory_bound")  # gridsched.protocol.jobs.Hint
+HINTS = tuple(h.value for h in Hint)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

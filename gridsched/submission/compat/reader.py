@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridsched.core.units import UnitError
+from gridsched.protocol.jobs import Hint
 from gridsched.submission.compat.header import has_foreign as has_foreign
 from gridsched.submission.compat.header import scan
 from gridsched.submission.compat.rules import (
@@ -71,7 +72,7 @@ def _lookup(rules: tuple[Rule, ...]) -> dict[str, Rule]:
 
 _SLURM, _PBS, _PBS_RES = _lookup(SLURM), _lookup(PBS), _lookup(PBS_RESOURCES)
 _SGE, _SGE_RES = _lookup(SGE), _lookup(SGE_RESOURCES)
-HINTS = ("nomultithread", "multithread", "compute_bound", "memory_bound")  # sbatch --hint (jobs.Hint)
+HINTS = tuple(h.value for h in Hint)  # sbatch --hint
 _ARRAY = re.compile(r"^\d+(-\d+(:\d+)?)?(,\d+(-\d+(:\d+)?)?)*(%\d+)?$")
 
 
