@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gridsched.cli.plain import ExitCode, Setup, echo, fail, run, setup, warn
-from gridsched.protocol.jobs import Checkpoint
+from gridsched.protocol.jobs import GPU_OPTIONS, Checkpoint, Hint
 from gridsched.protocol.spool import Spool, spawn_daemon
 from gridsched.submission import compat
 from gridsched.submission.devopts import asked, device_spec
@@ -55,6 +55,7 @@ JOB_PARAMS = (
     "name",
     "ncpus",
     "ntasks",
+    "ntasks_per_node",
     "cpus_per_task",
     "walltime",
     "mem",
@@ -75,6 +76,7 @@ JOB_PARAMS = (
     "estimate",
     # devices (gridsched.submission.devopts.PARAMS)
     "gpus",
+    "gpus_per_node",
     "gpus_per_task",
     "gres",
     "gpu_bind",
@@ -88,6 +90,8 @@ JOB_PARAMS = (
     "mail_user",
     "get_user_env",
     "account",
+    "hint",
+    "pe",
 )
 
 
@@ -289,6 +293,10 @@ def _options(
     """The spool and configuration in force, the submission's :class:`.submit.Options`, and what adds the
     spec keys they do not hold (the ``extra`` of :func:`.submit.submit`).  Changes ``p`` as it fills it in."""
     dialect = p["_dialect"]
+    if p["ntasks_per_node"] is not None and p["ntasks"] is None:  # one node: its tasks are the node's
+        p["ntasks"] = p["ntasks_per_node"]
+    if p["hint"] is not None and Hint(p["hint"]).one_thread and p["threads_per_core"] is None:  # as Slurm
+        p["threads_per_core"] = 1
     if p["exclusive"] and p["ncpus"] is not None:  # the cores it asked stay its tasks' shape; it holds them all
         n, c = p["ntasks"], p["cpus_per_task"]
         n = n if n is not None else max(1, p["ncpus"] // (c or p["ncpus"]))
@@ -412,6 +420,15 @@ def _extra(
             out["gpus_per_task"] = int(p["gpus_per_task"])
         if p["account"]:
             out["account"] = p["account"]
+        if p["ntasks_per_node"] is not None:
+            out["ntasks_per_node"] = p["ntasks_per_node"]
+        if p["hint"] is not None:
+            out["hint"] = p["hint"]
+        gpu_options = [k for k in GPU_OPTIONS if p[k]]
+        if gpu_options:
+            out["gpu_options"] = gpu_options
+        if p["pe"] is not None:
+            out["pe"] = p["pe"]
         if p["array"] is not None and p["_task_sep"] == "-":  # Torque -t: subjobs are named NAME-INDEX
             out["name_per_task"] = True
         if p["nice"]:

@@ -26,6 +26,7 @@ from gridsched.cli.gsub_types import (
     WholeType,
 )
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
+from gridsched.protocol.jobs import Hint
 from gridsched.submission.devopts import device_options
 from gridsched.submission.submit import LOGIN_PATH
 
@@ -33,6 +34,7 @@ CHECKPOINT_CHOICES = ("none", "signal", "suspend", "requeue", "criu")
 EMIT_CHOICES = ("slurm", "pbs")
 JOIN_CHOICES = ("oe", "eo", "n")
 OPEN_MODES = ("append", "truncate")
+HINTS = tuple(h.value for h in Hint)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -54,6 +56,13 @@ _DECORATORS: tuple[Callable[[Any], Any], ...] = (
         metavar="N",
         help="Tasks of the job (as Slurm's -n): srun in the job starts N copies; the job's cores are N times "
         "--cpus-per-task when -n is not given. See JOB ENVIRONMENT.",
+    ),
+    click.option(
+        "--ntasks-per-node",
+        type=COUNT,
+        metavar="N",
+        help="Tasks on the node, as sbatch --ntasks-per-node: on one machine the job's tasks (--ntasks N "
+        "when --ntasks is not given); the job sees SLURM_NTASKS_PER_NODE=N.",
     ),
     click.option(
         "-c",
@@ -299,6 +308,12 @@ _DECORATORS: tuple[Callable[[Any], Any], ...] = (
         "the job when too few are free now.",
     ),
     place_options("job"),
+    click.option(
+        "--hint",
+        type=ChoiceType(HINTS, "HINT"),
+        help="As sbatch --hint: nomultithread, compute_bound and memory_bound take one hardware thread of "
+        "each physical core (--threads-per-core 1, unless given), multithread any; the job sees SLURM_HINT.",
+    ),
     device_options,
     click.option(
         "--parent",
@@ -330,6 +345,12 @@ _DECORATORS: tuple[Callable[[Any], Any], ...] = (
         metavar="NAME",
         help="The account the job names, as sbatch -A: the job sees it as SLURM_JOB_ACCOUNT (a #SBATCH line's "
         "lowercased, as Slurm keeps it); nothing is charged to it (no accounting).",
+    ),
+    click.option(
+        "--pe",
+        metavar="NAME",
+        help="The Grid Engine parallel environment the job names (#$ -pe NAME SLOTS gives it): the job sees "
+        "PE=NAME and PE_HOSTFILE; its slots are its cores (-n).",
     ),
     click.option("-q", "--qos", metavar="Q", help="sbatch's quality of service: warned of and ignored (no QOS)."),
     click.option(

@@ -39,7 +39,8 @@ SLURM_NAMES = (
     "SLURM_TASKS_PER_NODE SLURM_NNODES SLURM_JOB_NUM_NODES SLURM_JOB_NODELIST SLURM_NODELIST SLURMD_NODENAME "
     "SLURM_CPUS_ON_NODE SLURM_JOB_CPUS_PER_NODE SLURM_MEM_PER_NODE SLURM_MEM_PER_CPU SLURM_RESTART_COUNT "
     "SLURM_NODEID SLURM_PROCID SLURM_LOCALID SLURM_STEP_ID SLURM_STEPID SLURM_JOB_GID SLURM_GPUS "
-    "SLURM_GPUS_PER_TASK SLURM_JOB_ACCOUNT SLURM_GET_USER_ENV SLURM_OPEN_MODE"
+    "SLURM_GPUS_PER_TASK SLURM_JOB_ACCOUNT SLURM_GET_USER_ENV SLURM_OPEN_MODE SLURM_GPUS_PER_NODE SLURM_HINT "
+    "SLURM_THREADS_PER_CORE SLURM_NTASKS_PER_CORE"
 ).split()
 PBS_NAMES = (
     "PBS_JOBID PBS_JOBNAME PBS_O_WORKDIR PBS_O_HOST PBS_O_HOME PBS_O_PATH PBS_O_LOGNAME PBS_O_SHELL PBS_O_LANG "
@@ -47,7 +48,7 @@ PBS_NAMES = (
     "PBS_TASKNUM PBS_NODENUM PBS_VNODENUM"
 ).split()
 SGE_NAMES = (
-    "JOB_ID JOB_NAME NSLOTS NHOSTS NQUEUES QUEUE PE_HOSTFILE SGE_O_WORKDIR SGE_O_HOST SGE_O_HOME SGE_O_PATH "
+    "JOB_ID JOB_NAME NSLOTS NHOSTS NQUEUES QUEUE PE PE_HOSTFILE SGE_O_WORKDIR SGE_O_HOST SGE_O_HOME SGE_O_PATH "
     "SGE_O_LOGNAME SGE_O_SHELL RESTARTED ENVIRONMENT REQUEST REQNAME SGE_CWD_PATH SGE_STDOUT_PATH SGE_STDERR_PATH "
     "SGE_STDIN_PATH"
 ).split()
@@ -68,6 +69,8 @@ USER_WINS = ("OMP_NUM_THREADS",)
 SGE_PLAIN = frozenset(n for n in SGE_NAMES if not n.startswith("SGE_"))
 # the systems that set no OMP_NUM_THREADS (PBS Pro sets it from the chunk's ncpus; gridsched's own jobs get it)
 NO_OMP = ("slurm", "sge")
+# Slurm 22.05's ntasks_per_core for --hint=multithread (INFINITE16), which sbatch puts in SLURM_NTASKS_PER_CORE
+MULTITHREAD_TASKS_PER_CORE = "65535"
 
 
 def system_of(name: str) -> str | None:
@@ -137,6 +140,12 @@ class Job:
     account: str | None = None  # as named (--account, #SBATCH -A)
     get_user_env: bool = False  # starts from the owner's login environment (--get-user-env)
     open_mode: str | None = None  # "append": its output files are appended to (--open-mode)
+    ntasks_per_node: int | None = None  # as asked (--ntasks-per-node)
+    hint: str | None = None  # as asked (--hint): a gridsched.protocol.jobs.Hint value
+    threads_per_core: int = 0  # hardware threads of each physical core it uses (0: any)
+    gpus: str | None = None  # its GPUs as --gpus asked them ([MODEL:]N), when it did
+    gpus_per_node: str | None = None  # likewise --gpus-per-node
+    pe: str | None = None  # the Grid Engine parallel environment it named (-pe NAME SLOTS)
     workdir: str = ""  # where it runs
     stdout: str = ""  # its standard output and error files
     stderr: str = ""
@@ -282,21 +291,50 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         env["SLURM_OPEN_MODE"] = "a"  # as sbatch --open-mode=append sets it
     if job.account:
         env["SLURM_JOB_ACCOUNT"] = job.account  # only when one was named (no accounting, so no default account)
+    env.update(slurm_asked(job))
+    if job.pe is not None:
+        env["PE"] = job.pe  # Grid Engine names the parallel environment of a -pe job
     if job.dialect == "slurm":
         slurm_as_asked(env, job)
     if job.dialect == "sge":
         env.pop("ENVIRONMENT", None)  # qsub(1) names it, but Grid Engine 8.1.9 sets none
+        if job.pe is None:
+            env.pop("PE_HOSTFILE", None)  # Grid Engine 8.1.9 sets it only for a -pe job
     return of_dialect(env, job.dialect)
+
+
+def slurm_asked(job: Job) -> dict[str, str]:
+    """The Slurm names sbatch 22.05 sets from the options a job gave, as it sets them (seen side by side):
+    ``SLURM_NTASKS_PER_NODE`` (--ntasks-per-node), ``SLURM_HINT`` (--hint), ``SLURM_THREADS_PER_CORE``
+    (--threads-per-core, and every hint but multithread, which sets ``SLURM_NTASKS_PER_CORE`` instead),
+    ``SLURM_GPUS`` (--gpus) and ``SLURM_GPUS_PER_NODE`` (--gpus-per-node), each ``[MODEL:]N``."""
+    env: dict[str, str] = {}
+    if job.ntasks_per_node is not None:
+        env["SLURM_NTASKS_PER_NODE"] = str(job.ntasks_per_node)
+    if job.hint is not None:
+        env["SLURM_HINT"] = job.hint
+    threads = job.threads_per_core or (1 if job.hint not in (None, "multithread") else 0)
+    if threads:
+        env["SLURM_THREADS_PER_CORE"] = str(threads)
+    elif job.hint == "multithread":
+        env["SLURM_NTASKS_PER_CORE"] = MULTITHREAD_TASKS_PER_CORE
+    if job.gpus is not None:
+        env["SLURM_GPUS"] = job.gpus
+    if job.gpus_per_node is not None:
+        env["SLURM_GPUS_PER_NODE"] = job.gpus_per_node
+    return env
 
 
 def slurm_as_asked(env: dict[str, str], job: Job) -> None:
     """A Slurm script's names as sbatch sets them (seen with Slurm 22.05): the task counts only when the job
     gave them (``SLURM_NTASKS`` and ``SLURM_NPROCS`` with ``-n``, ``SLURM_CPUS_PER_TASK`` with ``-c``),
-    ``SLURM_TASKS_PER_NODE`` the tasks on the node (1 without ``-n``), no ``SLURM_NTASKS_PER_NODE``
-    (only ``--ntasks-per-node`` sets it), ``SLURM_RESTART_COUNT`` only once the job was started again, and
-    the job's group."""
-    for k in ("SLURM_NTASKS_PER_NODE", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_CPUS_PER_TASK"):
+    ``SLURM_TASKS_PER_NODE`` the tasks on the node (1 without ``-n``), ``SLURM_NTASKS_PER_NODE`` only
+    with ``--ntasks-per-node`` (:func:`slurm_asked`), ``SLURM_RESTART_COUNT`` only once the job was started
+    again, and the job's group."""
+    for k in ("SLURM_NTASKS", "SLURM_NPROCS", "SLURM_CPUS_PER_TASK"):
         env.pop(k, None)
+    if job.ntasks_per_node is None:
+        env.pop("SLURM_NTASKS_PER_NODE", None)
     if job.ntasks is not None:
         env.update(SLURM_NTASKS=str(job.ntasks), SLURM_NPROCS=str(job.ntasks))
     if job.cpus_per_task is not None:
@@ -397,12 +435,29 @@ def job_of(spec: JobSpec, start: Start) -> Job:
         mem_per_cpu=spec.mem_per_cpu,
         gpus_per_task=spec.gpus_per_task,
         account=spec.account,
+        ntasks_per_node=spec.ntasks_per_node,
+        hint=None if spec.hint is None else spec.hint.value,
+        threads_per_core=spec.threads_per_core,
+        gpus=_gpus_asked(spec, "gpus"),
+        gpus_per_node=_gpus_asked(spec, "gpus_per_node"),
+        pe=spec.pe,
         get_user_env=spec.get_user_env is not None,
         open_mode=spec.open_mode,
         workdir=spec.workdir,
         stdout=_task_file(spec.stdout, spec),
         stderr=_task_file(spec.stderr, spec),
     )
+
+
+def _gpus_asked(spec: JobSpec, option: str) -> str | None:
+    """The job's GPU request as ``option`` (--gpus, --gpus-per-node) gave it, ``[MODEL:]N``, or None when the
+    job's GPUs came from another option (--gres, --gpus-per-task) or it has none."""
+    if option not in spec.gpu_options:
+        return None
+    ask = next((a for a in spec.devices if a.type == "gpu"), None)
+    if ask is None:
+        return None
+    return f"{ask.model}:{ask.count}" if ask.model else str(ask.count)
 
 
 def _task_file(path: str, spec: JobSpec) -> str:

@@ -68,6 +68,25 @@ class Stop(_Text):
 
 CHECKPOINT_MODES = tuple(m.value for m in Checkpoint)
 DIALECTS = ("slurm", "pbs", "sge")  # the batch systems whose scripts gsub reads (JobSpec.dialect)
+
+
+class Hint(_Text):
+    """sbatch --hint: how the job uses the threads of a core (JobSpec.hint; SLURM_HINT)."""
+
+    NOMULTITHREAD = "nomultithread"  # one thread per physical core (Slurm's threads_per_core=1)
+    MULTITHREAD = "multithread"  # every thread of a core (Slurm's ntasks_per_core=INFINITE)
+    COMPUTE_BOUND = "compute_bound"  # all cores of each socket, one thread per core
+    MEMORY_BOUND = "memory_bound"  # one core of each socket, one thread per core
+
+    @property
+    def one_thread(self) -> bool:
+        """Whether the job uses one thread of each physical core (Slurm 22.05 sets threads_per_core=1)."""
+        return self is not Hint.MULTITHREAD
+
+
+# the options that may give a job's GPUs whose values Slurm puts in the environment (JobSpec.gpu_options):
+# --gpus (SLURM_GPUS) and --gpus-per-node (SLURM_GPUS_PER_NODE); --gres and --gpus-per-task set neither
+GPU_OPTIONS = ("gpus", "gpus_per_node")
 WAITING = frozenset({JobState.PENDING, JobState.HELD})
 
 
@@ -141,6 +160,13 @@ SPEC_OPTIONAL_KEYS = {
     "mem_per_cpu": "int: bytes per core, when the job asked its memory so (gsub --mem-per-cpu); mem is the total "
     "(SLURM_MEM_PER_CPU)",
     "gpus_per_task": "int: GPUs per task, when the job asked so (gsub --gpus-per-task; SLURM_GPUS_PER_TASK)",
+    "ntasks_per_node": "int: tasks per node the job asked for (gsub --ntasks-per-node, #SBATCH --ntasks-per-node; "
+    "SLURM_NTASKS_PER_NODE), as given",
+    "hint": "str: sbatch --hint, one of gridsched.protocol.jobs.Hint (SLURM_HINT); all but multithread take one "
+    "thread of each physical core (threads_per_core 1)",
+    "gpu_options": "list[str]: which of gridsched.protocol.jobs.GPU_OPTIONS gave the job's GPUs (gsub --gpus, "
+    "--gpus-per-node): the job sees SLURM_GPUS, SLURM_GPUS_PER_NODE ([MODEL:]N of its GPU request)",
+    "pe": "str: the Grid Engine parallel environment the job names (gsub --pe, #$ -pe NAME SLOTS; PE, PE_HOSTFILE)",
     "account": "str: the account the job names (gsub --account, #SBATCH -A; SLURM_JOB_ACCOUNT); nothing is charged",
     "name_per_task": "bool: an array whose tasks see the name NAME-INDEX (PBS_JOBNAME), as Torque names the "
     "subjobs of #PBS -t",

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gridsched.protocol.fields import safe
-from gridsched.protocol.jobs import PRIVATE_KEYS, Checkpoint
+from gridsched.protocol.jobs import PRIVATE_KEYS, Checkpoint, Hint
 from gridsched.protocol.text import shown
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
@@ -279,6 +279,10 @@ class JobSpec(NamedTuple):
     mem_per_cpu: int | None = None  # bytes per core, when the job asked so (--mem-per-cpu); mem is the total
     gpus_per_task: int | None = None  # GPUs per task, when the job asked so (--gpus-per-task)
     account: str | None = None  # the account named (gsub --account, #SBATCH -A): SLURM_JOB_ACCOUNT; not charged
+    ntasks_per_node: int | None = None  # tasks per node, as given (--ntasks-per-node): SLURM_NTASKS_PER_NODE
+    hint: Hint | None = None  # sbatch --hint: SLURM_HINT (all but multithread: threads_per_core 1)
+    gpu_options: tuple[str, ...] = ()  # which of jobs.GPU_OPTIONS gave its GPUs: SLURM_GPUS, SLURM_GPUS_PER_NODE
+    pe: str | None = None  # the Grid Engine parallel environment named (#$ -pe NAME N): PE, PE_HOSTFILE
     name_per_task: bool = False  # an array whose tasks are named NAME-INDEX in their environment (Torque -t)
     # set by the daemon (never by a request): an array's task, a piece of a splittable job
     array_id: int | None = None  # the array a task belongs to (the id of its first task)
@@ -366,6 +370,10 @@ class JobSpec(NamedTuple):
             mem_per_cpu=g("mem_per_cpu"),
             gpus_per_task=g("gpus_per_task"),
             account=g("account"),
+            ntasks_per_node=g("ntasks_per_node"),
+            hint=Hint(data["hint"]) if g("hint") else None,
+            gpu_options=tuple(g("gpu_options") or ()),
+            pe=g("pe"),
             name_per_task=g("name_per_task") is True,
             array_id=g("array_id"),
             array_index=g("array_index"),
@@ -478,6 +486,14 @@ class JobSpec(NamedTuple):
             spec["gpus_per_task"] = self.gpus_per_task
         if self.account is not None:
             spec["account"] = self.account
+        if self.ntasks_per_node is not None:
+            spec["ntasks_per_node"] = self.ntasks_per_node
+        if self.hint is not None:
+            spec["hint"] = self.hint.value
+        if self.gpu_options:
+            spec["gpu_options"] = list(self.gpu_options)
+        if self.pe is not None:
+            spec["pe"] = self.pe
         if self.name_per_task:
             spec["name_per_task"] = True
         if self.split is not None:

@@ -39,7 +39,7 @@ from gridsched.protocol.fields import (
     safe,
     text,
 )
-from gridsched.protocol.jobs import CHECKPOINT_MODES, DIALECTS, RERUN_MODES, Checkpoint
+from gridsched.protocol.jobs import CHECKPOINT_MODES, DIALECTS, GPU_OPTIONS, RERUN_MODES, Checkpoint, Hint
 from gridsched.protocol.jobspec import (
     MAX_MAIL_USERS,
     JobSignal,
@@ -55,6 +55,7 @@ from gridsched.protocol.jobspec import (
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 ACCOUNT_MAX = 256  # bytes of an account name (SLURM_JOB_ACCOUNT)
+PE_MAX = 256  # bytes of a parallel environment's name (PE)
 
 
 def job_spec(f: Fields, new_id: int, sender: Sender) -> JobSpec:
@@ -181,6 +182,10 @@ def job_spec(f: Fields, new_id: int, sender: Sender) -> JobSpec:
         mem_per_cpu=f.integer("mem_per_cpu", 1, 1 << 60, required=False),
         gpus_per_task=f.integer("gpus_per_task", 1, MAX_COUNT, required=False),
         account=f.text("account", ACCOUNT_MAX, required=False) or None,
+        ntasks_per_node=f.integer("ntasks_per_node", 1, MAX_COUNT, required=False),
+        hint=_hint(f),
+        gpu_options=_gpu_options(f, devs),
+        pe=_pe(f),
         name_per_task=f.flag("name_per_task", required=False),
     )
     _check_priority(spec, sender)
@@ -242,6 +247,35 @@ def _dialect(f: Fields) -> str | None:
     v = f.text("dialect", 16, required=False)
     if v is not None and v not in DIALECTS:
         raise f.bad("dialect", f"must be one of {', '.join(DIALECTS)}")
+    return None if v is None else str(v)
+
+
+def _hint(f: Fields) -> Hint | None:
+    v = f.text("hint", 32, required=False)
+    if v is None:
+        return None
+    try:
+        return Hint(v)
+    except ValueError:
+        raise f.bad("hint", f"must be one of {', '.join(h.value for h in Hint)}") from None
+
+
+def _gpu_options(f: Fields, devs: tuple[Any, ...]) -> tuple[str, ...]:
+    """Which options gave the job's GPUs (``gpus``, ``gpus_per_node``): only for a job that asks for GPUs."""
+    v = f.raw("gpu_options")
+    if v is None:
+        return ()
+    if not isinstance(v, list) or not v or any(x not in GPU_OPTIONS for x in v) or len(set(v)) != len(v):
+        raise f.bad("gpu_options", f"must be a list of distinct names of {', '.join(GPU_OPTIONS)}")
+    if not any(a.type == "gpu" for a in devs):
+        raise f.bad("gpu_options", "names options of GPUs the job does not ask for")
+    return tuple(v)
+
+
+def _pe(f: Fields) -> str | None:
+    v = f.text("pe", PE_MAX, required=False)
+    if v is not None and (not v or any(c.isspace() for c in v)):
+        raise f.bad("pe", "must be a name without spaces")
     return None if v is None else str(v)
 
 

@@ -1,4 +1,4 @@
-"""gsub's device options (--gpus, --gpus-per-task, --gres, --gpu-bind, --exclusive-gpu): their
+"""gsub's device options (--gpus, --gpus-per-node, --gpus-per-task, --gres, --gpu-bind, --exclusive-gpu): their
 definition, and the ``devices`` of a job's spec they make, checked against the machine."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 BIND_CHOICES = ("closest", "strict", "none")
-PARAMS = ("gpus", "gpus_per_task", "gres", "gpu_bind", "exclusive_gpu")  # --ntasks is gsub's own
+PARAMS = ("gpus", "gpus_per_node", "gpus_per_task", "gres", "gpu_bind", "exclusive_gpu")  # --ntasks is gsub's own
 
 
 def device_options(f: F) -> F:
@@ -25,6 +25,12 @@ def device_options(f: F) -> F:
             metavar="[MODEL:]N",
             help="N GPUs (of MODEL, as the topology file or nvidia-smi names it) for the job; it sees only "
             "them (CUDA_VISIBLE_DEVICES and the like).",
+        ),
+        click.option(
+            "--gpus-per-node",
+            metavar="[MODEL:]N",
+            help="N GPUs on the node, as sbatch --gpus-per-node: on one machine the job's GPUs, as --gpus "
+            "(given both, they must agree); the job sees SLURM_GPUS_PER_NODE.",
         ),
         click.option(
             "--gpus-per-task",
@@ -59,7 +65,7 @@ def device_options(f: F) -> F:
 
 def asked(p: dict[str, Any]) -> bool:
     """Whether the submission asks for devices."""
-    return bool(p.get("gpus") or p.get("gpus_per_task") is not None or p.get("gres"))
+    return bool(p.get("gpus") or p.get("gpus_per_node") or p.get("gpus_per_task") is not None or p.get("gres"))
 
 
 def device_spec(cfg: Any, machine: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
@@ -83,10 +89,15 @@ def device_asks(cfg: Any, machine: Any, p: dict[str, Any]) -> tuple[list[DeviceA
     bind = p.get("gpu_bind") or "closest"
     extra: dict[str, int] = {}
     try:
-        if p.get("gpus") and p.get("gpus_per_task") is not None:
-            raise AskError("--gpus and --gpus-per-task exclude each other")
-        if p.get("gpus"):
-            model, n = parse_gpus(str(p["gpus"]))
+        given = [(f"--{k.replace('_', '-')}", str(p[k])) for k in ("gpus", "gpus_per_node") if p.get(k)]
+        if given and p.get("gpus_per_task") is not None:
+            raise AskError(f"{given[0][0]} and --gpus-per-task exclude each other")
+        got = {flag: parse_gpus(v, flag) for flag, v in given}
+        if len(set(got.values())) > 1:  # one node: the job's GPUs and the node's are the same
+            both = f"--gpus {p['gpus']} and --gpus-per-node {p['gpus_per_node']}"
+            raise AskError(f"{both}: this is one machine, so they must agree")
+        if got:
+            model, n = next(iter(got.values()))
             asks.append(DeviceAsk("gpu", n, model, bind))
         if p.get("gpus_per_task") is not None:
             per = int(p["gpus_per_task"])

@@ -333,6 +333,7 @@ def test_sge_directives():
     assert tr.params() == {
         "-N": "sg",
         "-n": "4",
+        "--pe": "smp",  # the parallel environment's name: PE
         "-t": "3600s",
         "--mem-per-cpu": "2G",  # h_vmem is per slot
         "--array": "1-6:2%2",

@@ -241,7 +241,7 @@ WANT: dict[str, Want | Refused] = {
         interpreter="/bin/bash",
         mkdirs=("logs",),
     ),
-    # --mem-per-cpu times the 8 cpus; --hint is not read here (warned).
+    # --mem-per-cpu times the 8 cpus; --hint=nomultithread: one thread of each core (SLURM_HINT).
     "slurm-openmp-hint.sh": Want(cores=8, walltime=1200, mem=8 * 500 * M, stdout=slurm_out(), interpreter="/bin/bash"),
     # %3a is the task index padded to 3 digits; -t 5 is five minutes.
     "slurm-array-padded-index.sh": Want(walltime=300, stdout="run_001.log", interpreter="/bin/bash", array=(1, 2, 3)),

@@ -4,12 +4,15 @@ them (seen with Slurm 22.05), a PBS script PBS's, a Grid Engine script Grid Engi
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from gridsched.core.topology import Device
 from gridsched.daemon.jobtmp import layout
-from gridsched.job.env import Job, device_env, job_environment, of_dialect, system_of
+from gridsched.job.env import Job, Start, device_env, environment, job_environment, of_dialect, system_of
 from gridsched.protocol import config
+from gridsched.protocol.jobs import Hint
+from gridsched.protocol.jobspec import JobSpec
 
 JOB = Job(17, "render", "ann", 1000, 4, "/w", {"PATH": "/usr/bin", "OMP_NUM_THREADS": "3"}, host="node1", gid=100)
 
@@ -162,3 +165,172 @@ def test_grid_engine_names_as_its_shepherd_sets_them():
     assert (env["SGE_STDERR_PATH"], env["SGE_STDIN_PATH"]) == ("/w/a.e17", "/dev/null")
     assert "ENVIRONMENT" not in env and "SGE_O_LOGNAME" not in env
     assert env_of(replace(job, submit_env={"LOGNAME": "ann"}))["SGE_O_LOGNAME"] == "ann"
+
+
+def _start() -> Start:
+    return Start(ncpus=4, walltime=60, cores="0-3", host_cpus="0-3", restarts=0, job_dir="/j", spool="/s")
+
+
+def _env_of_spec(spec: JobSpec) -> dict[str, str]:
+    return environment(spec, _start(), layout("/t/gridsched.5.x"), True)
+
+
+def test_ntasks_per_node_as_sbatch_sets_it(tmp_path, monkeypatch):
+    """Seen with Slurm 22.05: --ntasks-per-node=N gives SLURM_NTASKS_PER_NODE=N (and N tasks on the one
+    node); a job that did not give it sees none."""
+    spec = _spec_of(tmp_path / "a", monkeypatch, "#!/bin/sh\n#SBATCH --ntasks-per-node=2 -c 2\ntrue\n")
+    assert (spec.ntasks_per_node, spec.ntasks, spec.cpus_per_task, spec.ncpus) == (2, 2, 2, 4)
+    assert JobSpec.from_spec(spec.to_spec()).ntasks_per_node == 2
+    env = _env_of_spec(spec)
+    got = [env[k] for k in ("SLURM_NTASKS_PER_NODE", "SLURM_NTASKS", "SLURM_TASKS_PER_NODE", "SLURM_CPUS_PER_TASK")]
+    assert got == ["2", "2", "2", "2"]
+    plain = _spec_of(tmp_path / "b", monkeypatch, "#!/bin/sh\n#SBATCH -n 2\ntrue\n")
+    assert plain.ntasks_per_node is None and "SLURM_NTASKS_PER_NODE" not in _env_of_spec(plain)
+    # -n counts the tasks; the count per node is kept as given, as Slurm gives it
+    both = _spec_of(tmp_path / "c", monkeypatch, "#!/bin/sh\n#SBATCH -n 3 --ntasks-per-node=4\ntrue\n")
+    assert (both.ntasks, _env_of_spec(both)["SLURM_NTASKS_PER_NODE"]) == (3, "4")
+
+
+def test_hint_as_sbatch_sets_it(tmp_path, monkeypatch):
+    """Seen with Slurm 22.05: every --hint gives SLURM_HINT; nomultithread, compute_bound and memory_bound
+    also SLURM_THREADS_PER_CORE=1 (and the job takes one thread of each physical core), multithread
+    SLURM_NTASKS_PER_CORE=65535 (any thread)."""
+    for hint in ("nomultithread", "compute_bound", "memory_bound"):
+        spec = _spec_of(tmp_path / hint, monkeypatch, f"#!/bin/sh\n#SBATCH -c 2 --hint={hint}\ntrue\n")
+        assert (spec.hint, spec.threads_per_core) == (Hint(hint), 1)
+        env = _env_of_spec(JobSpec.from_spec(spec.to_spec()))
+        assert (env["SLURM_HINT"], env["SLURM_THREADS_PER_CORE"]) == (hint, "1")
+        assert "SLURM_NTASKS_PER_CORE" not in env
+    multi = _spec_of(tmp_path / "m", monkeypatch, "#!/bin/sh\n#SBATCH --hint=multithread\ntrue\n")
+    assert (multi.hint, multi.threads_per_core) == (Hint.MULTITHREAD, 0)
+    env = _env_of_spec(multi)
+    assert (env["SLURM_HINT"], env["SLURM_NTASKS_PER_CORE"]) == ("multithread", "65535")
+    assert "SLURM_THREADS_PER_CORE" not in env
+    none = _env_of_spec(_spec_of(tmp_path / "n", monkeypatch, "#!/bin/sh\n#SBATCH -c 2\ntrue\n"))
+    assert not {"SLURM_HINT", "SLURM_THREADS_PER_CORE", "SLURM_NTASKS_PER_CORE"} & set(none)
+    tpc = _env_of_spec(_spec_of(tmp_path / "t", monkeypatch, "#!/bin/sh\n#SBATCH --threads-per-core=1\ntrue\n"))
+    assert tpc["SLURM_THREADS_PER_CORE"] == "1" and "SLURM_HINT" not in tpc
+
+
+def test_a_hint_slurm_does_not_know_is_one_line(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from gridsched.cli import gsub
+
+    (tmp_path / "gridsched.toml").write_text("[daemon]\nautostart = false\n[machine]\ncores = 4\n")
+    monkeypatch.setenv("GRIDSCHED_CONFIG", str(tmp_path / "gridsched.toml"))
+    monkeypatch.setenv("GRIDSCHED_SPOOL", str(tmp_path / "spool"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.sh").write_text("#!/bin/sh\n#SBATCH --hint=fast\ntrue\n")
+    r = CliRunner().invoke(gsub.cli, ["a.sh"], prog_name="gsub")
+    assert r.exit_code != 0
+    assert r.stderr.strip().splitlines() == [
+        "gsub: error: a.sh:2: #SBATCH --hint=fast: must be one of nomultithread, multithread, compute_bound, "
+        "memory_bound"
+    ]
+
+
+def _gpu_spec(options: list[str], model: str = "") -> JobSpec:
+    from gridsched.core.devices import DeviceAsk
+    from gridsched.protocol.device_asks import asks_to_spec
+
+    data = {"id": 5, "ncpus": 4, "walltime": 60, "dialect": "slurm", "user": "ann", "uid": 1000}
+    data["devices"] = asks_to_spec([DeviceAsk("gpu", 2, model, "closest")])
+    if options:
+        data["gpu_options"] = options
+    return JobSpec.from_spec(JobSpec.from_spec(data).to_spec())
+
+
+def test_slurm_gpus_and_gpus_per_node_as_sbatch_sets_them():
+    """Seen with Slurm 22.05 and GRES GPUs: --gpus=[MODEL:]N gives SLURM_GPUS, --gpus-per-node=[MODEL:]N
+    SLURM_GPUS_PER_NODE, each as written; --gres=gpu:N neither."""
+    assert _env_of_spec(_gpu_spec(["gpus"]))["SLURM_GPUS"] == "2"
+    assert _env_of_spec(_gpu_spec(["gpus"], "a100"))["SLURM_GPUS"] == "a100:2"
+    per_node = _env_of_spec(_gpu_spec(["gpus_per_node"]))
+    assert per_node["SLURM_GPUS_PER_NODE"] == "2" and "SLURM_GPUS" not in per_node
+    both = _env_of_spec(_gpu_spec(["gpus", "gpus_per_node"], "a100"))
+    assert (both["SLURM_GPUS"], both["SLURM_GPUS_PER_NODE"]) == ("a100:2", "a100:2")
+    assert not {"SLURM_GPUS", "SLURM_GPUS_PER_NODE"} & set(_env_of_spec(_gpu_spec([])))
+
+
+def test_gpu_directives_say_which_option_gave_them():
+    """--gpus and --gpus-per-node are kept as such; --gpus-per-task with a model or without tasks becomes a
+    GPU count of --gres form (Slurm then sets no SLURM_GPUS either)."""
+    from gridsched.submission import compat
+
+    def params(lines: str) -> dict[str, str]:
+        return compat.translate(f"#!/bin/sh\n{lines}\ntrue\n", "j.sh").params()
+
+    assert params("#SBATCH --gpus-per-node=a100:1")["--gpus-per-node"] == "a100:1"
+    assert params("#SBATCH -G 2")["--gpus"] == "2"
+    got = params("#SBATCH --gpus-per-task=a100:1 -n 2")
+    assert got["--gres"] == "gpu:a100:2" and "--gpus" not in got
+
+
+def test_grid_engine_parallel_environment_as_grid_engine_sets_it(tmp_path, monkeypatch):
+    """Seen with Grid Engine 8.1.9: a ``-pe NAME N`` job gets PE=NAME and PE_HOSTFILE; a job without -pe
+    neither (NSLOTS, NHOSTS, NQUEUES both).  A job of gridsched's own sees every system's names, as before."""
+    spec = _spec_of(tmp_path / "pe", monkeypatch, "#!/bin/sh\n#$ -pe smp 2\n#$ -cwd\ntrue\n")
+    assert (spec.pe, spec.ncpus, spec.dialect) == ("smp", 2, "sge")
+    env = _env_of_spec(JobSpec.from_spec(spec.to_spec()))
+    assert (env["PE"], env["PE_HOSTFILE"], env["NSLOTS"], env["NHOSTS"]) == (
+        "smp",
+        "/t/gridsched.5.x/pe_hostfile",
+        "4",
+        "1",
+    )
+    plain = _env_of_spec(_spec_of(tmp_path / "no", monkeypatch, "#!/bin/sh\n#$ -N x\n#$ -cwd\ntrue\n"))
+    assert "PE" not in plain and "PE_HOSTFILE" not in plain and plain["NQUEUES"] == "1"
+    own = env_of(JOB)
+    assert "PE" not in own and own["PE_HOSTFILE"]
+    assert env_of(replace(JOB, pe="mpi"))["PE"] == "mpi"
+    assert "PE" not in env_of(replace(JOB, pe="mpi", dialect="slurm"))
+
+
+def test_a_spec_of_the_previous_release_reads_without_the_new_fields(tmp_path):
+    """Every job the previous release left (tests/data) reads back as before: no count per node, hint, GPU
+    options or parallel environment, none of their names in its environment, and the same spec written."""
+    import sqlite3
+    import tarfile
+    from pathlib import Path
+
+    with tarfile.open(Path(__file__).resolve().parents[1] / "data" / "spool-0.1.0.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    [db] = (tmp_path / "spool").glob("*.db")
+    rows = sqlite3.connect(db).execute("SELECT spec FROM jobs").fetchall()
+    assert rows
+    new = {"SLURM_HINT", "SLURM_THREADS_PER_CORE", "SLURM_NTASKS_PER_CORE", "SLURM_GPUS", "SLURM_GPUS_PER_NODE", "PE"}
+    for (text,) in rows:
+        data = json.loads(text)
+        spec = JobSpec.from_spec(data)
+        assert (spec.ntasks_per_node, spec.hint, spec.gpu_options, spec.pe) == (None, None, (), None)
+        assert not {"ntasks_per_node", "hint", "gpu_options", "pe"} & set(spec.to_spec())
+        env = _env_of_spec(spec)
+        assert not new & set(env)
+        assert env["SLURM_NTASKS_PER_NODE"] == "1"  # a job without a dialect: every system's names, as before
+
+
+def test_emit_writes_the_new_requests_back(tmp_path, monkeypatch):
+    """gsub --emit slurm writes --ntasks-per-node, --hint and --gpus-per-node back as #SBATCH lines, which
+    read back as the same options; --emit pbs says in a comment what PBS has no words for."""
+    from click.testing import CliRunner
+
+    from gridsched.cli import gsub
+    from gridsched.submission import compat
+
+    (tmp_path / "gridsched.toml").write_text("[daemon]\nautostart = false\n[machine]\ncores = 4\n")
+    monkeypatch.setenv("GRIDSCHED_CONFIG", str(tmp_path / "gridsched.toml"))
+    monkeypatch.setenv("GRIDSCHED_SPOOL", str(tmp_path / "spool"))
+    args = ["--ntasks-per-node", "2", "--hint", "compute_bound", "--gpus-per-node", "a100:1", "--pe", "smp"]
+    r = CliRunner().invoke(gsub.cli, ["--emit", "slurm", *args, "--wrap", "true"], prog_name="gsub")
+    assert r.exit_code == 0, r.stderr
+    for line in ("#SBATCH --ntasks-per-node=2", "#SBATCH --hint=compute_bound", "#SBATCH --gpus-per-node=a100:1"):
+        assert f"{line}\n" in r.stdout
+    assert "# gridsched: dropped --pe smp" in r.stdout
+    back = compat.translate(r.stdout, "e.sh").params()
+    assert (back["--ntasks-per-node"], back["--hint"], back["--gpus-per-node"]) == ("2", "compute_bound", "a100:1")
+    r = CliRunner().invoke(gsub.cli, ["--emit", "pbs", *args, "--wrap", "true"], prog_name="gsub")
+    assert r.exit_code == 0, r.stderr
+    assert "#PBS -l select=1:ncpus=1:ngpus=1\n" in r.stdout
+    for dropped in ("--hint compute_bound", "--pe smp", "--ntasks-per-node 2"):
+        assert f"# gridsched: dropped {dropped} (not translated to PBS)\n" in r.stdout

@@ -192,13 +192,11 @@ def test_grid_engine_reads_the_script_as_gsub_does(sge_env, tmp_path, name):
 
 # Grid Engine's names a job script reads (qsub(1), ENVIRONMENTAL VARIABLES), compared name for name
 SGE_SHOWN = re.compile(
-    r"^(JOB_ID|JOB_NAME|NSLOTS|NHOSTS|NQUEUES|QUEUE|PE|PE_HOSTFILE|REQNAME|REQUEST|RESTARTED|ENVIRONMENT"
+    r"^(JOB_ID|JOB_NAME|NSLOTS|NHOSTS|NQUEUES|QUEUE|PE|PE_HOSTFILE|PE_HOSTFILE_LINE|REQNAME|REQUEST|RESTARTED|ENVIRONMENT"
     r"|SGE_O_[A-Z]+|SGE_TASK_[A-Z]+|SGE_STDOUT_PATH|SGE_STDERR_PATH|SGE_STDIN_PATH|SGE_CWD_PATH)="
 )
-ENV_DUMP = "env | sort\n"
-# Grid Engine's names that gridsched does not set, on purpose (docs/compat.md): the parallel environment's
-# name (a slot count is kept, not the site's name for it)
-NOT_SET = frozenset({"PE"})
+# the variables, then the parallel environment's host file (Grid Engine's format: host slots queue processors)
+ENV_DUMP = 'env | sort\n[ -n "$PE_HOSTFILE" ] && sed "s/^/PE_HOSTFILE_LINE=/" "$PE_HOSTFILE"\n'
 
 
 def _view(text: str, work: Path, jid: int | None, host: str) -> dict[str, str]:
@@ -209,8 +207,6 @@ def _view(text: str, work: Path, jid: int | None, host: str) -> dict[str, str]:
         if not SGE_SHOWN.match(line):
             continue
         k, v = line.split("=", 1)
-        if k in NOT_SET:
-            continue
         if k == "PE_HOSTFILE":
             v = "FILE" if v else ""
         elif k == "SGE_O_PATH":
@@ -298,12 +294,11 @@ def test_grid_engine_runs_the_header_as_gridsched_does(sge_env, daemon, tmp_path
     s["files"] = [f for f in s["files"] if f not in pe_files]
     assert (g["files"], g["code"]) == ([f.replace("ID", gid) for f in s["files"]], s["code"])
     theirs = {k: v.replace("ID", gid) for k, v in s["env"].items()}
-    # on purpose (docs/compat.md): PE_HOSTFILE for every job, not only a parallel environment's; QUEUE is
-    # the one queue's name, not the one -q named
-    if "PE_HOSTFILE" not in theirs:
-        assert g["env"].pop("PE_HOSTFILE") == "FILE"
+    # on purpose (docs/compat.md): QUEUE is the one queue's name, not the one -q named (in the host file too)
     if re.search(r"^#\$ .*-q ", (SCRIPTS / name).read_text(), re.M):
         assert theirs["QUEUE"] != "all.q" and g["env"]["QUEUE"] == "all.q"
+        if "PE_HOSTFILE_LINE" in theirs:
+            theirs["PE_HOSTFILE_LINE"] = theirs["PE_HOSTFILE_LINE"].replace(f"{theirs['QUEUE']}@", "all.q@")
         theirs["QUEUE"] = "all.q"
     s = {**s, "env": theirs}
     assert g["env"] == s["env"], {

@@ -179,11 +179,8 @@ def seen(jid: int, work: Path, text: str, array: bool = False) -> dict[str, str]
     return got
 
 
-def compare(
-    ran: dict[str, tuple], output: str = "slurm-{id}.out", only_slurm: frozenset[str] = frozenset()
-) -> dict[str, dict[str, str]]:
-    """The two runs' views (files, end state, variables), asserted equal; ``only_slurm``: the names
-    docs/compat.md says gridsched does not set for this script."""
+def compare(ran: dict[str, tuple], output: str = "slurm-{id}.out") -> dict[str, dict[str, str]]:
+    """The two runs' views (files, end state, variables), asserted equal."""
     views = {}
     for system, (jid, work, state, code) in ran.items():
         files = sorted(p.name.replace(str(jid), "ID") for p in work.iterdir() if p.suffix != ".sh")
@@ -193,7 +190,7 @@ def compare(
     s, g = views["slurm"], views["gridsched"]
     assert g["state"] == s["state"]
     assert g["files"] == s["files"]
-    assert g["env"] == {k: v for k, v in s["env"].items() if k not in only_slurm}, {
+    assert g["env"] == s["env"], {
         "only Slurm": {k: v for k, v in s["env"].items() if k not in g["env"]},
         "only gridsched": {k: v for k, v in g["env"].items() if k not in s["env"]},
         "differ": {
@@ -212,15 +209,38 @@ def compare(
         "#SBATCH -c 2 --mem=200M",
         "#SBATCH -n 4",
         "#SBATCH -n 2 --ntasks-per-node=2 --mem=100M",
+        "#SBATCH --ntasks-per-node=3",
+        "#SBATCH --ntasks-per-node=2 -c 2",
         "#SBATCH -A Proj_X --account=other-Acct",
+        "#SBATCH --hint=nomultithread -c 2",
+        "#SBATCH --hint=multithread -n 2",
+        "#SBATCH --hint=compute_bound",
+        "#SBATCH --hint=memory_bound",
+        "#SBATCH --threads-per-core=1",
     ],
 )
 def test_the_environment_is_slurms(slurm, gs, tmp_path, header):
-    # gridsched keeps no count of tasks per node: SLURM_NTASKS_PER_NODE is Slurm's alone (docs/compat.md)
-    only = frozenset({"SLURM_NTASKS_PER_NODE"}) if "--ntasks-per-node" in header else frozenset()
-    view = compare(both(slurm, gs, tmp_path, "job.sh", f"#!/bin/bash\n{header}\n{ENV_DUMP}"), only_slurm=only)
-    assert only <= set(view["slurm"]["env"])
+    view = compare(both(slurm, gs, tmp_path, "job.sh", f"#!/bin/bash\n{header}\n{ENV_DUMP}"))
     assert "OMP_NUM_THREADS" not in view["gridsched"]["env"]
+    if "-per-node" in header:
+        assert view["gridsched"]["env"]["SLURM_NTASKS_PER_NODE"] == header.split("-per-node=")[1].split()[0]
+    if "--hint" in header:
+        assert view["gridsched"]["env"]["SLURM_HINT"] == header.split("=")[1].split()[0]
+
+
+@pytest.mark.daemon
+@pytest.mark.parametrize(
+    "header",
+    ["#SBATCH --gpus=2", "#SBATCH -G 1 -n 2", "#SBATCH --gpus-per-node=1 -n 2", "#SBATCH --gpus=2 --gpus-per-node=2"],
+)
+def test_gpus_and_gpus_per_node(slurm, gs, tmp_path, header):
+    """--gpus gives SLURM_GPUS, --gpus-per-node SLURM_GPUS_PER_NODE, as written (--gres neither)."""
+    if slurm.gpus < 2:
+        pytest.skip(f"the local Slurm has {slurm.gpus} GRES GPUs, not 2 (start it with GS_SLURM_GPUS=2)")
+    view = compare(both(slurm, gs, tmp_path, "g.sh", f"#!/bin/bash\n{header}\n{ENV_DUMP}"))
+    env = view["gridsched"]["env"]
+    assert ("SLURM_GPUS" in env) == ("-G" in header or "--gpus=" in header)
+    assert ("SLURM_GPUS_PER_NODE" in env) == ("--gpus-per-node" in header)
 
 
 @pytest.mark.daemon
@@ -352,17 +372,6 @@ def _corpus_runs() -> list[str]:
     return sorted(n for n, w in WANT.items() if n.startswith("slurm-") and isinstance(w, Want))
 
 
-# The names Slurm sets from a directive that gridsched reads into another form (docs/compat.md, "Where
-# gridsched differs from Slurm, on purpose"): the option, as a pattern of the header, and the name.
-NOT_KEPT = (
-    (r"--(ntasks|tasks)-per-node", "SLURM_NTASKS_PER_NODE"),  # read as the job's tasks
-    (r"--gpus-per-node", "SLURM_GPUS_PER_NODE"),  # read as the job's GPUs, as --gres=gpu:N
-    (r"--gpus[= ]|-G ", "SLURM_GPUS"),  # likewise
-    (r"--hint", "SLURM_HINT"),  # not read here (warned): the job's threads are its cores
-    (r"--hint", "SLURM_THREADS_PER_CORE"),
-)
-
-
 def _files(work: Path, jid: int) -> list[str]:
     """The files a job left under ``work`` (its script aside), with its id written ID."""
     return sorted(
@@ -400,7 +409,6 @@ def test_corpus_headers_run_as_under_slurm(slurm, gs, tmp_path, name):
         pytest.skip(why)
     head = header((SCRIPTS / name).read_text())
     text = head + ENV_DUMP + "exit 0\n"
-    only = {var for pattern, var in NOT_KEPT if re.search(rf"^#SBATCH.*\s({pattern})", head, re.M)}
     args = (f"--array={want.array[0]}",) if want.array else ()
     views = {}
     for system in ("slurm", "gridsched"):
@@ -434,8 +442,7 @@ def test_corpus_headers_run_as_under_slurm(slurm, gs, tmp_path, name):
     # starts at 1, so its names are compared with Slurm's written with gridsched's id
     assert g["state"] == s["state"]
     assert g["files"] == sorted(f.replace("ID", str(views["gridsched"]["id"])) for f in s["files"])
-    assert only <= set(s["env"]), only - set(s["env"])  # each listed difference is still one
-    assert g["env"] == {k: v for k, v in s["env"].items() if k not in only}, {
+    assert g["env"] == s["env"], {
         "only Slurm": {k: v for k, v in s["env"].items() if k not in g["env"]},
         "only gridsched": {k: v for k, v in g["env"].items() if k not in s["env"]},
         "differ": {

@@ -45,6 +45,10 @@ OPTIONAL = {
     "array": st.sampled_from(["0-9", "1-7:2%2"]),
     "split": st.just({"n": 4, "ncpus": 1, "task_time": 10, "retries": 1}),
     "devices": st.just([{"type": "gpu", "count": 1, "model": "", "bind": "closest", "exclusive": False}]),
+    "ntasks_per_node": st.integers(1, 8),
+    "hint": st.sampled_from(["nomultithread", "multithread", "compute_bound", "memory_bound"]),
+    "gpu_options": st.sampled_from([["gpus"], ["gpus_per_node"], ["gpus", "gpus_per_node"]]),
+    "pe": st.sampled_from(["smp", "mpi*"]),
 }
 
 
@@ -107,3 +111,26 @@ def test_a_spec_written_by_the_previous_release_reads():
     assert (job.array_id, job.array_index, job.array_max) == (10, 2, 2)
     assert job.reservation is None and job.umask == 0o022 and job.args == () and job.workdir == ""
     assert dict(job.env)["GS_ARRAY_TASK_ID"] == "2"
+
+
+def test_the_slurm_and_grid_engine_requests_are_checked_at_the_boundary():
+    """A hint Slurm does not know, GPU options of a job without GPUs or naming no option, a parallel
+    environment's name with a space: refused, each in one line that names the field."""
+    gpu = [{"type": "gpu", "count": 1, "model": "", "bind": "closest", "exclusive": False}]
+    for over, field in (
+        ({"hint": "fast"}, "hint"),
+        ({"gpu_options": ["gpus"]}, "gpu_options"),
+        ({"gpu_options": ["gres"], "devices": gpu}, "gpu_options"),
+        ({"gpu_options": ["gpus", "gpus"], "devices": gpu}, "gpu_options"),
+        ({"pe": "a b"}, "pe"),
+        ({"pe": ""}, "pe"),
+        ({"ntasks_per_node": 0}, "ntasks_per_node"),
+    ):
+        try:
+            checked(**over)
+        except rq.Refused as e:
+            assert f"field {field!r}" in str(e) and "\n" not in str(e), (over, str(e))
+        else:
+            raise AssertionError(f"{over} was taken")
+    job = checked(hint="nomultithread", gpu_options=["gpus_per_node"], devices=gpu, pe="smp", ntasks_per_node=2)
+    assert (job.hint, job.gpu_options, job.pe, job.ntasks_per_node) == ("nomultithread", ("gpus_per_node",), "smp", 2)

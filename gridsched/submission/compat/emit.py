@@ -53,6 +53,10 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
         out += [f"#SBATCH --ntasks={ntasks}", f"#SBATCH --cpus-per-task={per or (ncpus or ntasks) // ntasks}"]
     elif ncpus is not None:
         out += ["#SBATCH --ntasks=1", f"#SBATCH --cpus-per-task={ncpus}"]
+    if params.get("ntasks_per_node") is not None:
+        out.append(f"#SBATCH --ntasks-per-node={params['ntasks_per_node']}")
+    if params.get("hint") is not None:
+        out.append(f"#SBATCH --hint={params['hint']}")
     if params.get("walltime") is not None:
         out.append(f"#SBATCH --time={format_duration(params['walltime'])}")
     if params.get("mem") is not None:
@@ -76,6 +80,8 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
         out.append(f"# gridsched: dropped --estimate {format_duration(params['estimate'])} (--time-min differs)")
     if params.get("hold_jid"):
         out.append(f"# gridsched: dropped --hold-jid {q(params['hold_jid'])} (Slurm's dependencies name job ids)")
+    if params.get("pe"):
+        out.append(f"# gridsched: dropped --pe {q(params['pe'])} (Grid Engine's parallel environment; -n is kept)")
     if params.get("exclusive"):
         out.append("#SBATCH --exclusive")
     ex = params.get("export")
@@ -122,6 +128,8 @@ def _sbatch_devices(params: dict[str, Any]) -> list[str]:
     out: list[str] = []
     if params.get("gpus"):
         out.append(f"#SBATCH --gpus={q(str(params['gpus']))}")
+    if params.get("gpus_per_node"):
+        out.append(f"#SBATCH --gpus-per-node={q(str(params['gpus_per_node']))}")
     if params.get("gpus_per_task") is not None:
         out.append(f"#SBATCH --gpus-per-task={params['gpus_per_task']}")
     if params.get("gres"):
@@ -172,8 +180,10 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
         listed = Export(True, ex.names, ex.values).text().removeprefix("ALL").lstrip(",")
         if listed:
             out.append(f"#PBS -v {q(listed)}")
-    if params.get("gpus") and ":" in str(params["gpus"]):
-        out.append(f"# gridsched: the GPU model of --gpus {q(str(params['gpus']))} is a site resource in PBS")
+    for key in ("gpus", "gpus_per_node"):
+        if params.get(key) and ":" in str(params[key]):
+            flag = f"--{key.replace('_', '-')} {q(str(params[key]))}"
+            out.append(f"# gridsched: the GPU model of {flag} is a site resource in PBS")
     if params.get("gres") or params.get("gpu_bind") or params.get("exclusive_gpu"):
         out.append("# gridsched: dropped --gres/--gpu-bind/--exclusive-gpu (no PBS Pro equivalent)")
     if params.get("walltime") is not None:
@@ -207,9 +217,11 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
         out.append("#PBS -r n")
     elif ck is not None:
         out.append(f"# gridsched: dropped --checkpoint {ck} (no PBS equivalent)")
-    for key in ("begin", "open_mode"):
+    for key in ("begin", "open_mode", "hint", "pe"):
         if params.get(key):
             out.append(f"# gridsched: dropped --{key.replace('_', '-')} {q(params[key])} (not translated to PBS)")
+    if params.get("ntasks_per_node") is not None:
+        out.append(f"# gridsched: dropped --ntasks-per-node {params['ntasks_per_node']} (not translated to PBS)")
     if params.get("signal"):
         out.append(f"# gridsched: dropped --signal {q(params['signal'])} (PBS has no signal before the walltime)")
     if params.get("hold_jid"):
@@ -243,10 +255,11 @@ def _pbs_mail(params: dict[str, Any]) -> list[str]:
 
 
 def _gpu_count(params: dict[str, Any]) -> int:
-    """The GPUs --gpus or --gpus-per-task asks for (``H100:2`` is 2)."""
-    if params.get("gpus"):
+    """The GPUs --gpus (or --gpus-per-node) or --gpus-per-task asks for (``H100:2`` is 2)."""
+    gpus = params.get("gpus") or params.get("gpus_per_node")
+    if gpus:
         try:
-            return int(str(params["gpus"]).rsplit(":", 1)[-1])
+            return int(str(gpus).rsplit(":", 1)[-1])
         except ValueError:
             return 0
     if params.get("gpus_per_task") is not None:

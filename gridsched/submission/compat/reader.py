@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridsched.core.units import UnitError
+from gridsched.protocol.jobs import Hint
 from gridsched.submission.compat.header import has_foreign as has_foreign
 from gridsched.submission.compat.header import scan
 from gridsched.submission.compat.rules import (
@@ -71,6 +72,7 @@ def _lookup(rules: tuple[Rule, ...]) -> dict[str, Rule]:
 
 _SLURM, _PBS, _PBS_RES = _lookup(SLURM), _lookup(PBS), _lookup(PBS_RESOURCES)
 _SGE, _SGE_RES = _lookup(SGE), _lookup(SGE_RESOURCES)
+HINTS = tuple(h.value for h in Hint)  # sbatch --hint
 _ARRAY = re.compile(r"^\d+(-\d+(:\d+)?)?(,\d+(-\d+(:\d+)?)?)*(%\d+)?$")
 
 
@@ -296,8 +298,15 @@ class _Reader:
                 for item in v.split(","):
                     if item.strip():
                         self.set(lineno, "gres", item.strip())
-            elif key == "gpus":
-                self.set(lineno, "gpus", v.strip())
+            elif key in ("gpus", "gpus_per_node"):
+                self.set(lineno, key, v.strip())
+            elif key == "hint":
+                h = v.strip().lower()
+                if h not in HINTS:
+                    raise CompatError(f"{where}: {shown}: must be one of {', '.join(HINTS)}")
+                self.set(lineno, "hint", h)
+            elif key == "threads_per_core":
+                self.set(lineno, "threads_per_core", str(whole_count(where, shown, v)))
             elif key == "gpus_per_task":
                 self.gpus_per_task = (v.strip(), lineno)
             elif key == "gpu_bind":
@@ -504,6 +513,7 @@ class _Reader:
                 if v.strip().lower().startswith("y"):
                     raise CompatError(f"{where}: {shown}: gsub takes a script; use --wrap for a command")
             elif key == "pe":
+                self.set(lineno, "pe", v.split()[0])
                 slots = v.split()[-1]
                 lo, dash, hi = slots.partition("-")
                 n = whole_count(where, shown, lo or hi)
@@ -550,6 +560,8 @@ class _Reader:
                 self.set(max(ln_t, ln_c, ln_nodes), "ncpus", str(tasks * c))
             if self.ntasks or self.per_node:  # the job's tasks, for the Slurm environment and srun
                 self.set(ln_t, "ntasks", str(tasks))
+            if self.per_node:  # as given: SLURM_NTASKS_PER_NODE
+                self.set(self.per_node[1], "ntasks_per_node", str(self.per_node[0]))
             if self.cpus:
                 self.set(ln_c, "cpus_per_task", str(c))
             if nodes > 1:
@@ -566,9 +578,9 @@ class _Reader:
             count = whole_count(f"{self.label}:{ln}", "--gpus-per-task", per)
             if not model and (self.ntasks or self.per_node):  # gsub's own: the same GPUs, and the job knows
                 self.set(ln, "gpus_per_task", str(count))  # its count (SLURM_GPUS_PER_TASK)
-            else:
+            else:  # as --gres (not --gpus: the job sees no SLURM_GPUS, as under Slurm)
                 total = str(count * tasks)
-                self.set(ln, "gpus", f"{model}:{total}" if model else total)
+                self.set(ln, "gres", f"gpu:{model}:{total}" if model else f"gpu:{total}")
         if self.chunks is not None:
             nodes, ln, shown, one = self.chunks
             self.note(
