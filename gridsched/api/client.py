@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gridsched.core.units import UnitError, parse_duration, parse_size
 from gridsched.protocol.config import Config, ConfigError, load
@@ -24,6 +24,9 @@ from gridsched.protocol.spool import Spool, default_root
 from gridsched.protocol.view import TERMINAL_STATES, QueueError, array_rows, control, load_jobs, private
 from gridsched.protocol.view import unmade_tasks as view_unmade_tasks
 from gridsched.submission.submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow, ViewRow
 
 __all__ = ["Client", "GridschedError", "Job", "WaitTimeout"]
 
@@ -62,7 +65,7 @@ class Job:
         return self.state in TERMINAL_STATES
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Job:
+    def from_row(cls, row: JobRow) -> Job:
         spec = row.get("spec") or {}
         return cls(
             id=row["id"],
@@ -288,7 +291,7 @@ class Client:
             spawn_daemon(self.spool, self._config_file)
 
     # -- reading ----------------------------------------------------------------------
-    def _rows(self, ids: list[int] | None = None) -> list[dict[str, Any]]:
+    def _rows(self, ids: list[int] | None = None) -> list[ViewRow]:
         try:
             return [private(self.spool, j) for j in load_jobs(self.spool, ids)]
         except QueueError as e:
@@ -309,7 +312,8 @@ class Client:
         """Block until job ``job_id`` has ended; :class:`WaitTimeout` after ``timeout`` seconds."""
         self.status(job_id)
         try:
-            return Job.from_row(private(self.spool, wait_job(self.spool, job_id, timeout)))
+            row = cast("ViewRow", wait_job(self.spool, job_id, timeout))  # the state db's row: a JobRow
+            return Job.from_row(private(self.spool, row))
         except SubmitError as e:
             raise GridschedError(str(e)) from None
 

@@ -37,7 +37,7 @@ from gridsched.protocol.text import dumps, shown
 
 if TYPE_CHECKING:
     from gridsched.protocol.view import JobRow as Row
-    from gridsched.protocol.view import UnmadeRow
+    from gridsched.protocol.view import ViewRow
 
 PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
@@ -331,13 +331,13 @@ def read(
         fail(PROG, shown(f"cannot read {spool.db}: {e}"))
 
 
-def cancelled_tasks(db: Any) -> list[UnmadeRow]:
+def cancelled_tasks(db: Any) -> list[ViewRow]:
     """A record for the tasks of each array cancelled before they were made (they never started), by array
     id; it ended when they were cancelled."""
     from gridsched.protocol.view import unmade_records
 
     got = [{**r, "end_time": r.get("cancel_time")} for r in unmade_records(db) if r["state"] == "CANCELLED"]
-    return cast("list[UnmadeRow]", got)
+    return cast("list[ViewRow]", got)
 
 
 def machine_cores(spool: Spool) -> int | None:

@@ -19,10 +19,13 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.view import TERMINAL_STATES, QueueError, load_jobs
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow, ViewRow
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between looks at the state db: growing, bounded
 RUNNING_STATES = ("RUNNING", "STOPPING")
@@ -60,18 +63,18 @@ def _same_spool(spool: Spool, env: Mapping[str, str]) -> bool:
         return False
 
 
-def _jobs(spool: Spool, ids: list[int] | None = None) -> dict[int, dict[str, Any]]:
+def _jobs(spool: Spool, ids: list[int] | None = None) -> dict[int, ViewRow]:
     try:
         return {j["id"]: j for j in load_jobs(spool, ids)}
     except QueueError as e:
         raise TreeError(str(e)) from None
 
 
-def root_of(jobs: Mapping[int, dict[str, Any]], jid: int) -> int:
+def root_of(jobs: Mapping[int, JobRow], jid: int) -> int:
     """The root of ``jid``'s tree among ``jobs`` (following ``spec.parent``)."""
     seen = {jid}
     while True:
-        p = (jobs.get(jid, {}).get("spec") or {}).get("parent")
+        p = (jobs[jid].get("spec") or {}).get("parent") if jid in jobs else None
         if not isinstance(p, int) or p in seen or p not in jobs:
             return jid
         seen.add(p)
@@ -139,7 +142,7 @@ def live_children(spool: Spool, jid: int) -> list[int]:
     )
 
 
-def descendants(jobs: Mapping[int, dict[str, Any]], jid: int) -> list[int]:
+def descendants(jobs: Mapping[int, JobRow], jid: int) -> list[int]:
     """The ids below ``jid`` among ``jobs``."""
     kids: dict[int, list[int]] = {}
     for j in jobs.values():

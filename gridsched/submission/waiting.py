@@ -5,6 +5,7 @@ the exit status a finished job gives.  Importable from :mod:`gridsched.submissio
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from gridsched.protocol.jobs import TERMINAL, JobState
@@ -14,7 +15,7 @@ from gridsched.submission.errors import SubmitError
 WAIT_FIRST, WAIT_MAX = 0.05, 2.0  # seconds between state polls: growing, bounded
 
 
-def job_exit_status(job: dict[str, Any]) -> int:
+def job_exit_status(job: Mapping[str, Any]) -> int:
     """The exit status gsub --wait gives for a finished job (as a shell reports a child)."""
     if job.get("exit_signal"):
         return 128 + int(job["exit_signal"])
