@@ -129,26 +129,16 @@ def _with_directives(sc: Script, opts: Options) -> Options:
     """``opts`` with the script's directives filled in where the call left a value out, and the
     shell that runs a script without ``#!`` chosen as gsub chooses it (:func:`.submit.choose_shell`).
 
-    The directives are parsed by gsub's own options, so they mean here what they mean to gsub; one
-    gsub cannot take raises :class:`GridschedError` with gsub's words."""
-    import contextlib
+    The directives are read as gsub reads them (:mod:`gridsched.submission.directives`), so they
+    mean here what they mean to gsub; one gsub cannot take raises :class:`GridschedError` with gsub's
+    words."""
     import dataclasses
-    import io
 
-    import click
-
-    from gridsched.cli import gsub
+    from gridsched.submission import directives
     from gridsched.submission.submit import choose_shell
 
-    ctx = gsub.cli.make_context(gsub.PROG, [sc.label], help_option_names=[])
-    said = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(said):
-            p = gsub.apply_directives(ctx, ctx.params, sc)
-    except SystemExit:  # gsub's fail(): its one line, without "gsub: error: "
-        raise GridschedError(said.getvalue().strip().removeprefix(f"{gsub.PROG}: error: ")) from None
-    except click.ClickException as e:
-        raise GridschedError(e.format_message()) from None
+    found = directives.read(sc)
+    p = directives.job_values(found)
     fill: dict[str, Any] = {}
     for param, field in _FROM_DIRECTIVES.items():
         value = p.get(param)
@@ -156,7 +146,7 @@ def _with_directives(sc: Script, opts: Options) -> Options:
             fill[field] = value
     if p.get("mem") is None and p.get("mem_per_cpu") is not None and opts.mem is None:
         fill["mem"] = p["mem_per_cpu"] * (fill.get("ncpus") or opts.ncpus or 1)
-    shell, _notes = choose_shell(sc.text, sc.label, p["_dialect"], p.get("shell"), os.getuid())
+    shell, _notes = choose_shell(sc.text, sc.label, found.dialect, p.get("shell"), os.getuid())
     return dataclasses.replace(opts, **fill, shell=shell)
 
 
