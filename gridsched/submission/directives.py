@@ -4,9 +4,9 @@ Python API (:mod:`gridsched.api.client`).
 :func:`read` gives a script's directives as option words: its ``#GS`` lines, or in a script without any its
 ``#SBATCH``, ``#PBS`` or ``#$`` lines translated (:mod:`.compat`).  gsub reads those words with its click
 options (:func:`gridsched.cli.gsub.apply_directives`).  :func:`job_values` reads them as click reads gsub's
-options (:data:`OPTIONS`, checked against gsub's command by a test), refusing what gsub refuses of their
-form in its words, and checks and converts the values of the options the API takes from a script as gsub's
-option types do.
+options (:data:`OPTIONS`, checked against gsub's command by a test) and checks each value as gsub's option
+type does, with the same functions, refusing what gsub refuses in its words; it gives the values of the
+options the API takes from a script.
 """
 
 from __future__ import annotations
@@ -194,6 +194,7 @@ def _bad(name: str, msg: str) -> SubmitError:
 
 
 def _count(name: str, text: str) -> int:
+    """A whole number of at least 1 (gsub's COUNT)."""
     try:
         n = int(text.strip())
     except ValueError:
@@ -203,35 +204,134 @@ def _count(name: str, text: str) -> int:
     return n
 
 
-def _value(name: str, text: str) -> Any:
-    """The value of option ``name`` of the Python API's (:data:`TAKEN`) as gsub's option type makes it;
-    :class:`SubmitError` with its words for a bad one."""
-    from gridsched.core.units import UnitError, parse_size
-
-    if name == "ncpus":
-        return _count(name, text)
+def _whole(name: str, text: str, lo: int, hi: int) -> int:
+    """A whole number from ``lo`` to ``hi`` (gsub's --nice, --priority)."""
     try:
-        if name == "walltime":
-            from gridsched.submission.compat import sbatch_time
+        n = int(text.strip())
+    except ValueError:
+        raise _bad(name, f"must be a whole number, not '{text}'") from None
+    if not lo <= n <= hi:
+        raise _bad(name, f"{n} is not between {lo} and {hi}")
+    return n
 
-            return sbatch_time(text)
-        if name in ("mem", "mem_per_cpu"):
-            return 0 if name == "mem" and text.strip() == "0" else parse_size(text)
-    except UnitError as e:
-        raise _bad(name, str(e)) from None
-    if name == "checkpoint":
-        v = text.strip().lower()
-        if v not in CHECKPOINT_CHOICES:
-            raise _bad(name, f"'{text}': must be one of {', '.join(CHECKPOINT_CHOICES)}")
-        return v
-    if name == "depend":
-        from gridsched.core import depend
 
+def _integer(name: str, text: str, bounds: tuple[int, int] | None = None) -> int:
+    """An integer, in ``bounds`` (inclusive) if given (as click's INT and IntRange say it)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise _bad(name, f"{text!r} is not a valid {'integer' if bounds is None else 'integer range'}") from None
+    if bounds is not None and not bounds[0] <= n <= bounds[1]:
+        raise _bad(name, f"{n} is not in the range {bounds[0]}<=x<={bounds[1]}")
+    return n
+
+
+def _choice(name: str, text: str) -> str:
+    """One of gsub's choices (:data:`CHOICES`: lower or upper case), or of --gpu-bind's (exactly)."""
+    if name == "gpu_bind":
+        from gridsched.submission.devopts import BIND_CHOICES
+
+        if text not in BIND_CHOICES:
+            raise _bad(name, f"{text!r} is not one of {', '.join(map(repr, BIND_CHOICES))}")
+        return text
+    v = text.strip().lower()
+    if v not in CHOICES[name]:
+        raise _bad(name, f"'{text}': must be one of {', '.join(CHOICES[name])}")
+    return v
+
+
+def _export(text: str) -> Any:
+    from gridsched.protocol.requests import env_set_problem
+    from gridsched.submission.compat import parse_export
+
+    ex = parse_export(text)
+    for k, _ in ex.values:
+        why = env_set_problem(k)
+        if why:
+            raise ValueError(why)
+    return ex
+
+
+def _begin(text: str) -> str:
+    import time
+
+    from gridsched.submission.compat import parse_begin
+
+    parse_begin(text, time.time())
+    return text.strip()
+
+
+def _by_function(name: str, text: str) -> Any:
+    """The value of an option whose check is a function of the submission or protocol packages; ValueError
+    (UnitError is one) with its words for a bad one."""
+    from gridsched.core.units import parse_duration, parse_size
+    from gridsched.protocol import requests as rq
+    from gridsched.submission.compat import sbatch_time
+
+    if name in ("walltime", "estimate"):
+        return sbatch_time(text)
+    if name == "task_time":
+        return parse_duration(text)
+    if name in ("mem", "mem_per_cpu"):
+        return 0 if name == "mem" and text.strip() == "0" else parse_size(text)
+    if name == "export":
+        return _export(text)
+    if name == "get_user_env":
+        return rq.parse_user_env(text)
+    if name == "mail_type":
+        return rq.parse_mail_type(text)
+    if name == "mail_user":
+        return rq.parse_mail_user(text)
+    if name == "begin":
+        return _begin(text)
+    if name == "signal":
+        return rq.parse_signal(text).text()
+    from gridsched.core import depend
+
+    try:
+        return depend.normalize(depend.parse(text))
+    except depend.DependError as e:
+        raise ValueError(str(e)) from None
+
+
+def _value(name: str, text: str) -> Any:
+    """The value of gsub's option ``name`` as its option type makes it of ``text``; :class:`SubmitError` with
+    its words for a bad one.  An option whose value is text is taken as it is."""
+    from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
+
+    if name in ("ncpus", "ntasks", "cpus_per_task", "split", "parent"):
+        return _count(name, text)
+    if name in CHOICES or name == "gpu_bind":
+        return _choice(name, text)
+    if name in ("nice", "priority"):
+        return _whole(name, text, *((NICE_MIN, NICE_MAX) if name == "nice" else (0, ADMIN_MAX)))
+    if name in INTEGERS:
+        return _integer(name, text, INTEGERS[name])
+    if name in CHECKED:
         try:
-            return depend.normalize(depend.parse(text))
-        except depend.DependError as e:
+            return _by_function(name, text)
+        except ValueError as e:
             raise _bad(name, str(e)) from None
     return text
+
+
+CHOICES = {
+    "join": ("oe", "eo", "n"),
+    "open_mode": ("append", "truncate"),
+    "checkpoint": CHECKPOINT_CHOICES,
+    "place": ("pack", "spread", "board"),
+    "emit": ("slurm", "pbs"),
+}
+INTEGERS: dict[str, tuple[int, int] | None] = {
+    "threads_per_core": (1, 2),
+    "split_retries": (0, 100),
+    "gpus_per_task": None,
+}
+# The options whose values a function checks (_by_function).
+CHECKED = frozenset(
+    ("walltime", "estimate", "task_time", "mem", "mem_per_cpu", "export", "get_user_env", "mail_type")
+    + ("mail_user", "begin", "signal", "depend")
+)
 
 
 # The job options the Python API takes from a script's directives.
@@ -241,17 +341,24 @@ TAKEN = frozenset(
 )
 
 
+def _converted(name: str, value: Any) -> Any:
+    """``value`` of :func:`_words` as gsub's option type makes it: each text of a repeated option, a flag
+    (True) as it is."""
+    if isinstance(value, tuple):
+        return tuple(_value(name, v) for v in value)
+    return _value(name, value) if isinstance(value, str) else value
+
+
 def job_values(directives: Directives) -> dict[str, Any]:
     """The values the directives give the job options the Python API takes from a script (:data:`TAKEN`), a
-    later line winning, each checked and converted as gsub's option type does it; the other options are read
-    for their form only.  :class:`SubmitError` with gsub's words, after the line (``where``), for an option
-    gsub does not have, one without its value or with a bad one, an argument, or an option a directive may
-    not give."""
+    later line winning.  Every option is read and its value checked as gsub's command does it;
+    :class:`SubmitError` with gsub's words, after the line (``where``), for an option gsub does not have,
+    one without its value or with a bad one, an argument, or an option a directive may not give."""
     out: dict[str, Any] = {}
     for where, words in directives.lines:
         line, argument = _words(where, words)
         try:
-            values = {name: _value(name, v) if isinstance(v, str) else v for name, v in line.items() if name in TAKEN}
+            values = {name: _converted(name, v) for name, v in line.items()}
         except SubmitError as e:
             raise _refused(where, str(e)) from None
         if argument is not None:
@@ -259,5 +366,5 @@ def job_values(directives: Directives) -> dict[str, Any]:
         for name in NOT_IN_DIRECTIVES:
             if name in line:
                 raise _refused(where, f"{NOT_IN_DIRECTIVES[name]} cannot be given in a directive")
-        out.update(values)
+        out.update((name, v) for name, v in values.items() if name in TAKEN)
     return out
