@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gridsched.cli.plain import ExitCode, fail
 from gridsched.protocol.text import shown
@@ -192,7 +192,10 @@ def _split_ids(raw: str) -> list[str]:
     return [p for p in out if p.strip()]
 
 
-J = TypeVar("J", bound=Mapping[str, Any])  # a job row
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    J = TypeVar("J", bound=Mapping[str, Any])  # a job row
 
 
 def pick(sel: Selection, jobs: list[J]) -> list[tuple[J, str]]:

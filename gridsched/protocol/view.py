@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from gridsched.protocol.jobs import TERMINAL, JobState
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from gridsched.protocol.spool import Spool
     from gridsched.protocol.state import StateDB
 
@@ -68,24 +70,6 @@ class JobRow(TypedDict):
     cpu_sys: NotRequired[float | None]  # seconds
 
 
-class ViewRow(JobRow, total=False):
-    """A job row as the commands show it (what :func:`load_jobs` and the other readers here give): a
-    :class:`JobRow`, and what a view adds to it.  The row of an array's tasks not made yet, in one state
-    (:func:`unmade_rows`), has their indices (``unmade``, range text), ``count`` and when the cancelled ones
-    were last cancelled (``cancel_time``); gstat adds the id it shows (``label``: ``7_[0-9]``), a ``note``, a
-    splittable job's sub-task counts (``split_counts``), and for gstat -f the job's ``children`` and what
-    it has ``yielded``."""
-
-    unmade: str
-    count: int
-    cancel_time: float | None
-    label: str
-    note: str
-    split_counts: dict[str, int]
-    children: list[int]
-    yielded: dict[str, Any] | None
-
-
 class IdRecord(TypedDict):
     """How the request that brought an id was taken (the state db's ``ids`` table): who sent it, its digest,
     when, and the reason it was refused (None: taken in)."""
@@ -96,7 +80,28 @@ class IdRecord(TypedDict):
     refused: str | None
 
 
-_Keyed = TypeVar("_Keyed", bound=Mapping[str, Any])  # a submit request's spec, or a row: each has an id
+# For the type checker only: a class made at run time would cost every command that reads the queue (gstat's
+# start) for nothing.
+if TYPE_CHECKING:
+
+    class ViewRow(JobRow, total=False):
+        """A job row as the commands show it (what :func:`load_jobs` and the other readers here give): a
+        :class:`JobRow`, and what a view adds to it.  The row of an array's tasks not made yet, in one state
+        (:func:`unmade_rows`), has their indices (``unmade``, range text), ``count`` and when the cancelled ones
+        were last cancelled (``cancel_time``); gstat adds the id it shows (``label``: ``7_[0-9]``), a ``note``, a
+        splittable job's sub-task counts (``split_counts``), and for gstat -f the job's ``children`` and what
+        it has ``yielded``."""
+
+        unmade: str
+        count: int
+        cancel_time: float | None
+        label: str
+        note: str
+        split_counts: dict[str, int]
+        children: list[int]
+        yielded: dict[str, Any] | None
+
+    _Keyed = TypeVar("_Keyed", bound=Mapping[str, Any])  # a submit request's spec, or a row: each has an id
 
 
 def from_submit(spec: dict[str, Any]) -> ViewRow:
