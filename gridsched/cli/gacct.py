@@ -322,7 +322,7 @@ def read(
             # a window that starts at or before the epoch takes the rows that have no end time too (as select)
             ended = (start if start is not None and start > 0 else None, end)
             # the state db's rows are the jobs table's columns, decoded (protocol/state.py: _decode_keys)
-            rows = cast("Iterator[Row]", db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS))
+            rows = db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS)
             never = cancelled_tasks(db) if "CANCELLED" in st else []
             yield from heapq.merge(rows, never, key=lambda j: j["id"])
         finally:

@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 TERMINAL_STATES = frozenset(s.value for s in TERMINAL)
 LIVE_STATES = tuple(s.value for s in JobState if s not in TERMINAL)
 CHUNK = 500  # ids in one SQL statement at most (within SQLite's limit on the number of parameters)
-# The state db's reader (:mod:`gridsched.protocol.state`) decodes each row with the keys of JobRow (a brief row
-# or one read with some keys of its spec has fewer, as JobRow says); its rows are cast to it where they are read.
+# The state db's reader (:mod:`gridsched.protocol.state`) gives each row as a JobRow (a brief row or one read
+# with some keys of its spec has fewer, as JobRow says); they are cast to ViewRow, the rows a view adds keys to,
+# where they are read here.
 
 
 class QueueError(Exception):
