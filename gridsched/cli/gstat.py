@@ -18,6 +18,7 @@ from gridsched.protocol.view import TERMINAL_STATES, from_submit  # noqa: F401 -
 
 if TYPE_CHECKING:  # the spool (and pathlib) is loaded when a command reads it, not for --help
     from gridsched.protocol.spool import Spool
+    from gridsched.protocol.view import Segment
     from gridsched.protocol.view import ViewRow as Row
 
 PROG = "gstat"
@@ -320,7 +321,7 @@ def make_table(jobs: list[Row], now: float, tty: bool, rows: list[tuple[str, ...
     return table
 
 
-def segment_text(seg: dict[str, Any], now: float) -> str:
+def segment_text(seg: Segment, now: float) -> str:
     """One run segment for people: when, how long, on which cores and boards, how it ended."""
     start = seg.get("start")
     end = seg.get("end")

@@ -62,7 +62,7 @@ class JobRow(TypedDict):
     elapsed: float
     lost: float
     predicted_start: float | None
-    segments: list[dict[str, Any]]
+    segments: list[Segment]
     run: dict[str, Any]
     spec: dict[str, Any]
     devices: NotRequired[str]  # the devices it holds or last held: gpu:0,1;fpga:2
@@ -84,6 +84,22 @@ class IdRecord(TypedDict):
 # For the type checker only: a class made at run time would cost every command that reads the queue (gstat's
 # start) for nothing.
 if TYPE_CHECKING:
+
+    class Segment(TypedDict, total=False):
+        """One run of a job, as the daemon records it in its row's ``segments``: when it started and ended
+        (absent or None: it runs), on which cores, boards and devices, whether it resumed a suspended run, how
+        it ended (``outcome``), its private temporary directory, and what its processes used as its shepherd
+        measured it (``usage``: ``max_rss`` bytes, ``cpu_user``, ``cpu_sys`` seconds)."""
+
+        start: float
+        end: float | None
+        cores: str
+        boards: str
+        devices: str
+        resumed: bool
+        outcome: str
+        tmpdir: str
+        usage: dict[str, float | int | None]
 
     class ViewRow(JobRow, total=False):
         """A job row as the commands show it (what :func:`load_jobs` and the other readers here give): a
