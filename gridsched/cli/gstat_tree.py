@@ -11,6 +11,7 @@ from gridsched.protocol.spool import Spool
 from gridsched.protocol.text import dumps, shown
 
 if TYPE_CHECKING:
+    from gridsched.protocol.tree import Yielded
     from gridsched.protocol.view import ViewRow as Row
 
 COLUMNS = ("ID", "STATE", "CPUS", "CORES", "NAME")
@@ -25,7 +26,7 @@ def annotate(spool: Spool, job: Row) -> None:
         job["children"], job["yielded"] = [], None
 
 
-def yield_text(y: dict[str, Any] | None) -> str:
+def yield_text(y: Yielded | None) -> str:
     if not y:
         return "no"
     resuming = ", resuming (waits for the tasks on them)" if y.get("resuming") else ""
@@ -58,7 +59,7 @@ def forest(jobs: list[Row]) -> tuple[list[int], dict[int, list[int]]]:
     return roots, kids
 
 
-def lines(jobs: list[Row], lent: dict[int, dict[str, Any]]) -> list[str]:
+def lines(jobs: list[Row], lent: dict[int, Yielded]) -> list[str]:
     """The text of gstat --tree: one line per job, children under their parent."""
     by_id = {j["id"]: j for j in jobs}
     roots, kids = forest(jobs)
@@ -95,7 +96,7 @@ def lines(jobs: list[Row], lent: dict[int, dict[str, Any]]) -> list[str]:
     return out
 
 
-def nested(jobs: list[Row], lent: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+def nested(jobs: list[Row], lent: dict[int, Yielded]) -> list[dict[str, Any]]:
     """gstat --tree --json: each root with its ``children``, recursively."""
     by_id = {j["id"]: j for j in jobs}
     roots, kids = forest(jobs)

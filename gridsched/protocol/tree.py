@@ -25,7 +25,20 @@ from gridsched.protocol.spool import Spool
 from gridsched.protocol.view import TERMINAL_STATES, QueueError, load_jobs
 
 if TYPE_CHECKING:
+    from typing import TypedDict
+
     from gridsched.protocol.view import JobRow, ViewRow
+
+    class Yielded(TypedDict):
+        """What the daemon records of a job that yields its cores (the meta key ``yielded``): the cores
+        (canonical list), whether it is getting them back (``resuming``: it waits for the tasks on them), the
+        children it waits for (None: all), and since when."""
+
+        cores: str
+        resuming: bool
+        until: list[int] | None
+        since: float
+
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between looks at the state db: growing, bounded
 RUNNING_STATES = ("RUNNING", "STOPPING")
@@ -159,7 +172,7 @@ def descendants(jobs: Mapping[int, JobRow], jid: int) -> list[int]:
     return sorted(out)
 
 
-def yielded(spool: Spool) -> dict[int, dict[str, Any]]:
+def yielded(spool: Spool) -> dict[int, Yielded]:
     """The yielding jobs as the daemon last recorded them: id -> {cores, resuming, until, since}."""
     if not spool.db.exists():
         return {}

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from gridsched.protocol.spool import Spool
     from gridsched.protocol.state import StateDB
+    from gridsched.protocol.tree import Yielded
 
 TERMINAL_STATES = frozenset(s.value for s in TERMINAL)
 LIVE_STATES = tuple(s.value for s in JobState if s not in TERMINAL)
@@ -116,7 +117,7 @@ if TYPE_CHECKING:
         note: str
         split_counts: dict[str, int]
         children: list[int]
-        yielded: dict[str, Any] | None
+        yielded: Yielded | None
 
     _Keyed = TypeVar("_Keyed", bound=Mapping[str, Any])  # a submit request's spec, or a row: each has an id
 
