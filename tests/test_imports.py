@@ -510,7 +510,6 @@ KNOWN_FOLDER_EXCEPTIONS: dict[tuple[str, str], str] = {
         "gridsched.job.executor_worker",
         "gridsched.api.executor",
     ): "the worker reads the call types and names what cannot be pickled",
-    ("gridsched.api.client", "gridsched.cli.gsub"): "the client submits with gsub's own option handling",
 }
 # The root of the package: its __init__ and the entry points that jobs queued by an earlier release run.
 ROOT_MODULES = {"gridsched", "gridsched.subtasks", "gridsched.grunjob", "gridsched.executor_worker"}

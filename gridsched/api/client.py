@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gridsched.core.units import UnitError, parse_duration, parse_size
 from gridsched.protocol.config import Config, ConfigError, load
@@ -24,6 +24,9 @@ from gridsched.protocol.spool import Spool, default_root
 from gridsched.protocol.view import TERMINAL_STATES, QueueError, array_rows, control, load_jobs, private
 from gridsched.protocol.view import unmade_tasks as view_unmade_tasks
 from gridsched.submission.submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow, ViewRow
 
 __all__ = ["Client", "GridschedError", "Job", "WaitTimeout"]
 
@@ -62,7 +65,7 @@ class Job:
         return self.state in TERMINAL_STATES
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Job:
+    def from_row(cls, row: JobRow) -> Job:
         spec = row.get("spec") or {}
         return cls(
             id=row["id"],
@@ -126,26 +129,16 @@ def _with_directives(sc: Script, opts: Options) -> Options:
     """``opts`` with the script's directives filled in where the call left a value out, and the
     shell that runs a script without ``#!`` chosen as gsub chooses it (:func:`.submit.choose_shell`).
 
-    The directives are parsed by gsub's own options, so they mean here what they mean to gsub; one
-    gsub cannot take raises :class:`GridschedError` with gsub's words."""
-    import contextlib
+    The directives are read as gsub reads them (:mod:`gridsched.submission.directives`), so they
+    mean here what they mean to gsub; one gsub cannot take raises :class:`GridschedError` with gsub's
+    words."""
     import dataclasses
-    import io
 
-    import click
-
-    from gridsched.cli import gsub
+    from gridsched.submission import directives
     from gridsched.submission.submit import choose_shell
 
-    ctx = gsub.cli.make_context(gsub.PROG, [sc.label], help_option_names=[])
-    said = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(said):
-            p = gsub.apply_directives(ctx, ctx.params, sc)
-    except SystemExit:  # gsub's fail(): its one line, without "gsub: error: "
-        raise GridschedError(said.getvalue().strip().removeprefix(f"{gsub.PROG}: error: ")) from None
-    except click.ClickException as e:
-        raise GridschedError(e.format_message()) from None
+    found = directives.read(sc)
+    p = directives.job_values(found)
     fill: dict[str, Any] = {}
     for param, field in _FROM_DIRECTIVES.items():
         value = p.get(param)
@@ -153,7 +146,7 @@ def _with_directives(sc: Script, opts: Options) -> Options:
             fill[field] = value
     if p.get("mem") is None and p.get("mem_per_cpu") is not None and opts.mem is None:
         fill["mem"] = p["mem_per_cpu"] * (fill.get("ncpus") or opts.ncpus or 1)
-    shell, _notes = choose_shell(sc.text, sc.label, p["_dialect"], p.get("shell"), os.getuid())
+    shell, _notes = choose_shell(sc.text, sc.label, found.dialect, p.get("shell"), os.getuid())
     return dataclasses.replace(opts, **fill, shell=shell)
 
 
@@ -288,7 +281,7 @@ class Client:
             spawn_daemon(self.spool, self._config_file)
 
     # -- reading ----------------------------------------------------------------------
-    def _rows(self, ids: list[int] | None = None) -> list[dict[str, Any]]:
+    def _rows(self, ids: list[int] | None = None) -> list[ViewRow]:
         try:
             return [private(self.spool, j) for j in load_jobs(self.spool, ids)]
         except QueueError as e:
@@ -309,7 +302,8 @@ class Client:
         """Block until job ``job_id`` has ended; :class:`WaitTimeout` after ``timeout`` seconds."""
         self.status(job_id)
         try:
-            return Job.from_row(private(self.spool, wait_job(self.spool, job_id, timeout)))
+            row = cast("ViewRow", wait_job(self.spool, job_id, timeout))  # the state db's row: a JobRow
+            return Job.from_row(private(self.spool, row))
         except SubmitError as e:
             raise GridschedError(str(e)) from None
 

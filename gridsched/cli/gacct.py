@@ -37,7 +37,7 @@ from gridsched.protocol.text import dumps, shown
 
 if TYPE_CHECKING:
     from gridsched.protocol.view import JobRow as Row
-    from gridsched.protocol.view import UnmadeRow
+    from gridsched.protocol.view import ViewRow
 
 PROG = "gacct"
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
@@ -322,7 +322,7 @@ def read(
             # a window that starts at or before the epoch takes the rows that have no end time too (as select)
             ended = (start if start is not None and start > 0 else None, end)
             # the state db's rows are the jobs table's columns, decoded (protocol/state.py: _decode_keys)
-            rows = cast("Iterator[Row]", db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS))
+            rows = db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS)
             never = cancelled_tasks(db) if "CANCELLED" in st else []
             yield from heapq.merge(rows, never, key=lambda j: j["id"])
         finally:
@@ -331,13 +331,13 @@ def read(
         fail(PROG, shown(f"cannot read {spool.db}: {e}"))
 
 
-def cancelled_tasks(db: Any) -> list[UnmadeRow]:
+def cancelled_tasks(db: Any) -> list[ViewRow]:
     """A record for the tasks of each array cancelled before they were made (they never started), by array
     id; it ended when they were cancelled."""
     from gridsched.protocol.view import unmade_records
 
     got = [{**r, "end_time": r.get("cancel_time")} for r in unmade_records(db) if r["state"] == "CANCELLED"]
-    return cast("list[UnmadeRow]", got)
+    return cast("list[ViewRow]", got)
 
 
 def machine_cores(spool: Spool) -> int | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -43,6 +43,9 @@ from gridsched.protocol.reservations import (
 )
 from gridsched.protocol.spool import Spool, spawn_daemon
 
+if TYPE_CHECKING:
+    from gridsched.protocol.view import ViewRow
+
 PROG = "gresv"
 
 # The --json schema of one reservation: exactly these keys, in this order.
@@ -53,7 +56,7 @@ JSON_KEYS = (
 STYLE = {"WAITING": "yellow", "ACTIVE": "green", "ENDED": "dim", "DELETED": "dim red"}
 
 
-def record(r: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
+def record(r: dict[str, Any], jobs: list[ViewRow]) -> dict[str, Any]:
     """The --json record of reservation ``r`` (keys of :data:`JSON_KEYS`); ``jobs``: every job known."""
     out = {k: r.get(k) for k in JSON_KEYS}
     out["flexible"] = r.get("start") is None
@@ -70,7 +73,7 @@ def record(r: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def read(spool: Spool, ids: list[int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def read(spool: Spool, ids: list[int] | None = None) -> tuple[list[dict[str, Any]], list[ViewRow]]:
     """The reservations (and every job, for the bound ones) the spool knows of."""
     from gridsched.protocol.view import QueueError, load_jobs
 
@@ -389,7 +392,7 @@ def list_cmd(show_all: bool, as_json: bool, spool_dir: str | None, config_file: 
     return ExitCode.OK
 
 
-def _one(spool: Spool, text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _one(spool: Spool, text: str) -> tuple[dict[str, Any], list[ViewRow]]:
     try:
         rid = parse_id(text)
     except ResvError as e:

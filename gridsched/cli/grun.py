@@ -18,13 +18,16 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
 from gridsched.protocol.jobs import JobState
 from gridsched.protocol.spool import spawn_daemon
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow
 
 PROG = "grun"
 # gsub's options that grun takes too (one definition: the option objects of gsub's command)
@@ -76,7 +79,7 @@ def _gsub_params() -> list[click.Parameter]:
     return [by_name[n] for n in GSUB_PARAMS if n in by_name]
 
 
-def _state(spool: Any, job_id: int) -> tuple[dict[str, Any] | None, str | None]:
+def _state(spool: Any, job_id: int) -> tuple[JobRow | None, str | None]:
     """The job's row (None before the daemon has taken it in) and why the daemon refused it (or None)."""
     import sqlite3
 
@@ -174,7 +177,7 @@ def _cancel(spool: Any, job_id: int) -> None:
         warn(PROG, f"error: job {job_id}: {e}")
 
 
-def _ended(spool: Any, job_id: int, job: dict[str, Any], workdir: Path) -> int:
+def _ended(spool: Any, job_id: int, job: JobRow, workdir: Path) -> int:
     """Say on standard error how job ``job_id`` ended without grun; grun's exit status."""
     from gridsched.submission.submit import job_exit_status
 

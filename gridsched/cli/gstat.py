@@ -18,6 +18,8 @@ from gridsched.protocol.view import TERMINAL_STATES, from_submit  # noqa: F401 -
 
 if TYPE_CHECKING:  # the spool (and pathlib) is loaded when a command reads it, not for --help
     from gridsched.protocol.spool import Spool
+    from gridsched.protocol.view import Segment
+    from gridsched.protocol.view import ViewRow as Row
 
 PROG = "gstat"
 
@@ -42,7 +44,7 @@ STYLE = {
 }
 
 
-def run_time(job: dict[str, Any], now: float) -> float:
+def run_time(job: Row, now: float) -> float:
     """Seconds the job has run: ``elapsed`` (segments that ended) plus the current segment if it runs."""
     total = float(job.get("elapsed") or 0.0)
     if job["state"] in ACTIVE_STATES:
@@ -56,7 +58,7 @@ def run_time(job: dict[str, Any], now: float) -> float:
     return total
 
 
-def load_jobs(spool: Spool, ids: list[int] | None = None, **how: bool) -> list[dict[str, Any]]:
+def load_jobs(spool: Spool, ids: list[int] | None = None, **how: bool) -> list[Row]:
     """The jobs of :func:`gridsched.protocol.view.load_jobs` (``how``: its ``live``, ``brief`` and ``folded``);
     an unreadable db is an error."""
     try:
@@ -65,7 +67,7 @@ def load_jobs(spool: Spool, ids: list[int] | None = None, **how: bool) -> list[d
         fail(PROG, shown(e))
 
 
-def split_pieces(spool: Spool, jid: int) -> list[dict[str, Any]]:
+def split_pieces(spool: Spool, jid: int) -> list[Row]:
     try:
         return view.split_pieces(spool, jid)
     except view.QueueError as e:
@@ -114,7 +116,7 @@ def record_text(rec: dict[str, Any]) -> str:
     return "{\n      " + dumps(rec, separators=(",\n      ", ": "))[1:-1] + "\n    }"
 
 
-def record(job: dict[str, Any], now: float) -> dict[str, Any]:
+def record(job: Row, now: float) -> dict[str, Any]:
     """The --json record of a job (the keys of :data:`JSON_KEYS`)."""
     spec = job.get("spec") or {}
     out = {k: job.get(k) for k in JSON_KEYS}
@@ -159,7 +161,7 @@ def when(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
-def time_column(job: dict[str, Any], now: float) -> str:
+def time_column(job: Row, now: float) -> str:
     """A running or finished job's run time; a pending one's time to its predicted start; a held one's run
     time so far (it does not count while held, and a held job has no predicted start)."""
     if (
@@ -169,12 +171,12 @@ def time_column(job: dict[str, Any], now: float) -> str:
     ):
         t = run_time(job, now)
         return format_duration(t) if t or job["state"] in ACTIVE_STATES else ""
-    if job.get("predicted_start") is not None:
-        return format_duration(job["predicted_start"] - now)
+    if (planned := job.get("predicted_start")) is not None:
+        return format_duration(planned - now)
     return ""
 
 
-def waits_for(job: dict[str, Any]) -> str:
+def waits_for(job: Row) -> str:
     """``can never start`` for a pending job that never will (beside its REASON); "" otherwise (the whole
     reason is in gstat -f and --json)."""
     if job["state"] != JobState.PENDING:
@@ -185,7 +187,7 @@ def waits_for(job: dict[str, Any]) -> str:
 NEVER = "can never start"
 
 
-def reason_code(job: dict[str, Any]) -> str:
+def reason_code(job: Row) -> str:
     """squeue's REASON of a pending or held job (:mod:`gridsched.protocol.reason_codes`); "" for other states."""
     from gridsched.protocol.reason_codes import code
 
@@ -200,7 +202,7 @@ def moment(t: float, now: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", lt)
 
 
-def note(job: dict[str, Any], now: float | None = None) -> str:
+def note(job: Row, now: float | None = None) -> str:
     """Marks for the table: why a job waits, backfilled, preemptions, restarts, its predicted start."""
     parts = []
     why = waits_for(job)
@@ -212,8 +214,8 @@ def note(job: dict[str, Any], now: float | None = None) -> str:
         parts.append(f"preempted {job['preemptions']}")
     if job.get("restarts"):
         parts.append(f"restarts {job['restarts']}")
-    if job["state"] == JobState.PENDING and job.get("predicted_start") is not None:
-        parts.append("start " + moment(job["predicted_start"], time.time() if now is None else now))
+    if job["state"] == JobState.PENDING and (planned := job.get("predicted_start")) is not None:
+        parts.append("start " + moment(planned, time.time() if now is None else now))
     return ", ".join(parts)
 
 
@@ -231,7 +233,7 @@ COLUMNS = (
 )
 
 
-def table_rows(jobs: list[dict[str, Any]], now: float) -> list[tuple[str, ...]]:
+def table_rows(jobs: list[Row], now: float) -> list[tuple[str, ...]]:
     """The cells of the queue table, one tuple of strings per job, each safe to print (``text.shown``)."""
     return [
         (
@@ -250,7 +252,7 @@ def table_rows(jobs: list[dict[str, Any]], now: float) -> list[tuple[str, ...]]:
     ]
 
 
-def cores_text(job: dict[str, Any]) -> str:
+def cores_text(job: Row) -> str:
     """The CORES cell: the cores, and the devices of a running job (``0-1 gpu:0,1``)."""
     cores = str(job.get("cores") or "")
     devs = job.get("devices") or ""
@@ -259,7 +261,7 @@ def cores_text(job: dict[str, Any]) -> str:
     return cores
 
 
-def device_lines(job: dict[str, Any], spool: Any) -> tuple[str, str]:
+def device_lines(job: Row, spool: Any) -> tuple[str, str]:
     """gstat -f's ``devices`` (indices and models: ``gpu 0 (H100), gpu 1 (H100)``) and ``devices_asked``."""
     from gridsched.protocol.device_asks import asks_from_spec, label, parse_keys
 
@@ -282,7 +284,7 @@ def device_lines(job: dict[str, Any], spool: Any) -> tuple[str, str]:
     return held, asked
 
 
-def print_table(jobs: list[dict[str, Any]], now: float) -> None:
+def print_table(jobs: list[Row], now: float) -> None:
     """The queue: a rich table on a terminal, plain aligned columns otherwise (fast for long queues)."""
     import sys
 
@@ -298,7 +300,7 @@ def print_table(jobs: list[dict[str, Any]], now: float) -> None:
     echo("\n".join(line(*r).rstrip() for r in cells))
 
 
-def make_table(jobs: list[dict[str, Any]], now: float, tty: bool, rows: list[tuple[str, ...]] | None = None) -> Any:
+def make_table(jobs: list[Row], now: float, tty: bool, rows: list[tuple[str, ...]] | None = None) -> Any:
     """The queue as a rich Table (boxed and coloured for a terminal).
 
     Every cell is a rich ``Text`` of an escaped string: no markup in a job's name or user is interpreted.
@@ -319,7 +321,7 @@ def make_table(jobs: list[dict[str, Any]], now: float, tty: bool, rows: list[tup
     return table
 
 
-def segment_text(seg: dict[str, Any], now: float) -> str:
+def segment_text(seg: Segment, now: float) -> str:
     """One run segment for people: when, how long, on which cores and boards, how it ended."""
     start = seg.get("start")
     end = seg.get("end")
@@ -337,7 +339,7 @@ def segment_text(seg: dict[str, Any], now: float) -> str:
     return text + (f": {seg['outcome']}" if seg.get("outcome") else "")
 
 
-def split_text(job: dict[str, Any]) -> str:
+def split_text(job: Row) -> str:
     """A splittable job's sub-task counts, or a piece's chains (``3,4; 5,6``: one chain per ``;``)."""
     spec = job.get("spec") or {}
     if "split" in spec:
@@ -348,14 +350,14 @@ def split_text(job: dict[str, Any]) -> str:
     return ""
 
 
-def tree_fields(job: dict[str, Any]) -> list[tuple[str, Any]]:
+def tree_fields(job: Row) -> list[tuple[str, Any]]:
     """gstat -f lines about the job's tree: parent, children, yielded, recoverable."""
     from gridsched.cli.gstat_tree import fields
 
     return fields(job)
 
 
-def print_full(job: dict[str, Any], now: float, devices: tuple[str, str] = ("", "")) -> None:
+def print_full(job: Row, now: float, devices: tuple[str, str] = ("", "")) -> None:
     """Every field of one job, one ``key: value`` per line (as qstat -f)."""
     import signal as _signal
 
@@ -552,7 +554,7 @@ def live(
     """gstat --watch and --gantt (once, without --watch), of the jobs ``sel`` (a :class:`.select.Selection`) names."""
     from gridsched.cli import gstat_live, select
 
-    def selected() -> list[dict[str, Any]]:
+    def selected() -> list[Row]:
         jobs = load_jobs(spool, live=not show_all)
         if not show_all:
             jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]

@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridsched.cli.common import ExitCode, fail
 from gridsched.core.units import format_duration
 from gridsched.protocol.jobs import WAITING
 from gridsched.protocol.text import shown
 
-Job = dict[str, Any]
+if TYPE_CHECKING:
+    from gridsched.protocol.view import ViewRow as Job
 
 
 def _date(t: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,23 +13,26 @@ from gridsched.core.units import format_duration
 from gridsched.protocol.jobs import ACTIVE, JobState
 from gridsched.protocol.text import shown
 
+if TYPE_CHECKING:
+    from gridsched.protocol.view import ViewRow as Row
+
 GANTT_WIDTH = 60  # characters of the time axis
 RUN_MARK, PLAN_MARK = "#", "."
 
 
-def gantt(jobs: list[dict[str, Any]], now: float, hours: float, width: int = GANTT_WIDTH) -> str:
+def gantt(jobs: list[Row], now: float, hours: float, width: int = GANTT_WIDTH) -> str:
     """Running jobs (``#``, from now to their walltime end) and pending jobs with a predicted start
     (``.``, from that start for their walltime) on a time axis from now to ``hours`` ahead.
 
     Job names are escaped (:func:`gridsched.protocol.text.shown`): the chart is safe to print as it is."""
     span = hours * 3600.0
-    rows: list[tuple[dict[str, Any], float, float, str]] = []
+    rows: list[tuple[Row, float, float, str]] = []
     for j in jobs:
         wt = float(j.get("walltime") or 0)
-        if j["state"] in ACTIVE and j.get("start_time") is not None:
-            rows.append((j, now, float(j["start_time"]) + wt, RUN_MARK))
-        elif j["state"] == JobState.PENDING and j.get("predicted_start") is not None:
-            start = max(now, float(j["predicted_start"]))
+        if j["state"] in ACTIVE and (began := j.get("start_time")) is not None:
+            rows.append((j, now, float(began) + wt, RUN_MARK))
+        elif j["state"] == JobState.PENDING and (planned := j.get("predicted_start")) is not None:
+            start = max(now, float(planned))
             rows.append((j, start, start + wt, PLAN_MARK))
     labels = {id(j): shown(f"{j['id']} {j['name'] or ''}") for j, *_ in rows}
     label_w = max([len(v) for v in labels.values()] + [8])

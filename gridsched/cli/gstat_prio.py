@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,11 +23,14 @@ from gridsched.protocol.state import StateDB
 from gridsched.protocol.text import dumps, shown
 from gridsched.protocol.usage import Usage
 
+if TYPE_CHECKING:
+    from gridsched.protocol.view import ViewRow as Row
+
 PROG = "gstat"
 PENDING = ("PENDING", "HELD")
 
 
-def _waiting(job: dict[str, Any]) -> Waiting:
+def _waiting(job: Row) -> Waiting:
     spec = job.get("spec") or {}
     nice, prio = spec.get("nice", 0), spec.get("priority")
     return Waiting(
@@ -69,7 +72,7 @@ def _flexible(spool: Spool) -> list[Waiting]:
     return out
 
 
-def rows(spool: Spool, cfg: Config, jobs: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+def rows(spool: Spool, cfg: Config, jobs: list[Row], now: float) -> list[dict[str, Any]]:
     """One record per pending or held job of ``jobs`` and per waiting flexible reservation (whose place among
     the jobs is decided by the same function), highest priority first (ties: submission order)."""
     pp = cfg.params.priority
@@ -122,7 +125,7 @@ def rows(spool: Spool, cfg: Config, jobs: list[dict[str, Any]], now: float) -> l
     return out
 
 
-def show(spool: Spool, cfg: Config, jobs: list[dict[str, Any]], now: float, as_json: bool) -> int:
+def show(spool: Spool, cfg: Config, jobs: list[Row], now: float, as_json: bool) -> int:
     recs = rows(spool, cfg, jobs, now)
     if as_json:
         click.echo(dumps({"jobs": recs}, indent=2))

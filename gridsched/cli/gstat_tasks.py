@@ -17,10 +17,13 @@ import stat
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from gridsched.core import cpuset
 from gridsched.protocol.jobs import ACTIVE, WAITING, JobState
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import ViewRow as Row
 
 ORDER = ("RUNNING", "STOPPING", "SUSPENDED", "PENDING", "HELD")
 ENDED = ("FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
@@ -40,7 +43,7 @@ def _counts(states: Counter[str]) -> str:
     return ", ".join(f"{states[s]} {s.lower()}" for s in order if states.get(s))
 
 
-def _cores(tasks: list[dict[str, Any]]) -> str:
+def _cores(tasks: list[Row]) -> str:
     used: set[int] = set()
     for t in tasks:
         if t.get("cores") and t["state"] in ACTIVE:
@@ -48,14 +51,14 @@ def _cores(tasks: list[dict[str, Any]]) -> str:
     return cpuset.format(used)
 
 
-def fold(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def fold(jobs: list[Row]) -> list[Row]:
     """``jobs`` with each array's tasks replaced by one row (at the place of its first task)."""
-    groups: dict[int, list[dict[str, Any]]] = {}
+    groups: dict[int, list[Row]] = {}
     for j in jobs:
         aid = (j.get("spec") or {}).get("array_id")
         if aid is not None:
             groups.setdefault(aid, []).append(j)
-    out: list[dict[str, Any]] = []
+    out: list[Row] = []
     for j in jobs:
         spec = j.get("spec") or {}
         aid = spec.get("array_id")
@@ -80,25 +83,23 @@ def fold(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 made = made.union(Indices.from_text(t["unmade"]))
         rng = made.text
         mx = spec.get("array_max")
-        row = dict(tasks[0])
-        row.update(
-            id=aid,
-            state=array_state(states),
-            label=f"{aid}_[{rng}{'' if mx is None else f'%{mx}'}]",
-            cores=_cores(tasks),
-            note=_counts(states),
-            predicted_start=None,
-            start_time=None,
-            elapsed=0.0,
-            backfilled=False,
-            preemptions=0,
-            restarts=0,
-        )
+        row = tasks[0].copy()
+        row["id"] = aid
+        row["state"] = array_state(states)
+        row["label"] = f"{aid}_[{rng}{'' if mx is None else f'%{mx}'}]"
+        row["cores"] = _cores(tasks)
+        row["note"] = _counts(states)
+        row["predicted_start"] = None
+        row["start_time"] = None
+        row["elapsed"] = 0.0
+        row["backfilled"] = False
+        row["preemptions"] = 0
+        row["restarts"] = 0
         out.append(row)
     return out
 
 
-def label_tasks(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def label_tasks(jobs: list[Row]) -> list[Row]:
     """``jobs`` with each array task shown as ``ARRAYID_INDEX`` (gstat -t)."""
     out = []
     for j in jobs:
@@ -160,7 +161,7 @@ def _read_user_file(folder: Path, name: str) -> str:
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-def _tasks_of(row: dict[str, Any]) -> list[int]:
+def _tasks_of(row: Row) -> list[int]:
     spec = row.get("spec") or {}
     if "split_of" in spec:
         return [i for c in spec.get("split_chains") or [] for i in c]
@@ -168,9 +169,7 @@ def _tasks_of(row: dict[str, Any]) -> list[int]:
     return list(sp["left"]) if isinstance(sp.get("left"), list) else list(range(int(sp.get("n", 0))))
 
 
-def split_counts(
-    job: dict[str, Any], pieces: list[dict[str, Any]], job_dir: Callable[[int], Path] | None = None
-) -> dict[str, int]:
+def split_counts(job: Row, pieces: list[Row], job_dir: Callable[[int], Path] | None = None) -> dict[str, int]:
     """Sub-tasks of splittable job ``job`` done, failed, timed out (at their own time), running and left, and
     the runs again (``retried``), from its row, its pieces' rows and their results files (``job_dir``).
 
@@ -200,12 +199,10 @@ def split_counts(
     return out
 
 
-def annotate(
-    jobs: list[dict[str, Any]], every: list[dict[str, Any]], job_dir: Callable[[int], Path] | None = None
-) -> None:
+def annotate(jobs: list[Row], every: list[Row], job_dir: Callable[[int], Path] | None = None) -> None:
     """Give each splittable job in ``jobs`` its sub-task counts (``note``, ``split_counts``) from ``every`` row
     and, where they can be read, the results files in ``job_dir(id)``."""
-    pieces: dict[int, list[dict[str, Any]]] = {}
+    pieces: dict[int, list[Row]] = {}
     for j in every:
         of = (j.get("spec") or {}).get("split_of")
         if of is not None:
@@ -226,7 +223,7 @@ def annotate(
             j["note"] = f"piece of {spec['split_of']}"
 
 
-def planned_rows(job: dict[str, Any]) -> list[dict[str, Any]]:
+def planned_rows(job: Row) -> list[Row]:
     """A pending splittable job as ``gstat --start`` lists it: one row per planned start of its sub-tasks
     (``ID sub-tasks 0-3``), or the job's own row where nothing is planned."""
     from gridsched.protocol.state import planned_runs
@@ -237,12 +234,12 @@ def planned_rows(job: dict[str, Any]) -> list[dict[str, Any]]:
     if job["state"] != JobState.PENDING or not starts:
         return [job]
     return [
-        {**job, "label": f"{job['id']} sub-tasks {cpuset.format(ix)}", "predicted_start": s}
+        cast("Row", {**job, "label": f"{job['id']} sub-tasks {cpuset.format(ix)}", "predicted_start": s})
         for s, ix in sorted(starts.items())
     ]
 
 
-def planned_text(job: dict[str, Any], when: Callable[[float], str]) -> str:
+def planned_text(job: Row, when: Callable[[float], str]) -> str:
     """gstat -f's ``planned`` line of a pending splittable job: its sub-tasks by planned start and end."""
     from gridsched.protocol.state import planned_runs
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -10,10 +10,14 @@ from gridsched.protocol import tree
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.text import dumps, shown
 
+if TYPE_CHECKING:
+    from gridsched.protocol.tree import Yielded
+    from gridsched.protocol.view import ViewRow as Row
+
 COLUMNS = ("ID", "STATE", "CPUS", "CORES", "NAME")
 
 
-def annotate(spool: Spool, job: dict[str, Any]) -> None:
+def annotate(spool: Spool, job: Row) -> None:
     """Add ``children`` and ``yielded`` to a job row for :func:`fields`."""
     try:
         job["children"] = tree.children(spool, job["id"])
@@ -22,14 +26,14 @@ def annotate(spool: Spool, job: dict[str, Any]) -> None:
         job["children"], job["yielded"] = [], None
 
 
-def yield_text(y: dict[str, Any] | None) -> str:
+def yield_text(y: Yielded | None) -> str:
     if not y:
         return "no"
     resuming = ", resuming (waits for the tasks on them)" if y.get("resuming") else ""
     return f"cores {shown(y.get('cores', ''))}{resuming}"
 
 
-def fields(job: dict[str, Any]) -> list[tuple[str, Any]]:
+def fields(job: Row) -> list[tuple[str, Any]]:
     """``(key, value)`` lines of gstat -f about the job's tree."""
     spec = job.get("spec") or {}
     parent = spec.get("parent")
@@ -41,7 +45,7 @@ def fields(job: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
 
 
-def forest(jobs: list[dict[str, Any]]) -> tuple[list[int], dict[int, list[int]]]:
+def forest(jobs: list[Row]) -> tuple[list[int], dict[int, list[int]]]:
     """The roots among ``jobs`` (a job whose parent is not among them is one) and each job's children, by id."""
     ids = {j["id"] for j in jobs}
     kids: dict[int, list[int]] = {}
@@ -55,7 +59,7 @@ def forest(jobs: list[dict[str, Any]]) -> tuple[list[int], dict[int, list[int]]]
     return roots, kids
 
 
-def lines(jobs: list[dict[str, Any]], lent: dict[int, dict[str, Any]]) -> list[str]:
+def lines(jobs: list[Row], lent: dict[int, Yielded]) -> list[str]:
     """The text of gstat --tree: one line per job, children under their parent."""
     by_id = {j["id"]: j for j in jobs}
     roots, kids = forest(jobs)
@@ -92,7 +96,7 @@ def lines(jobs: list[dict[str, Any]], lent: dict[int, dict[str, Any]]) -> list[s
     return out
 
 
-def nested(jobs: list[dict[str, Any]], lent: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+def nested(jobs: list[Row], lent: dict[int, Yielded]) -> list[dict[str, Any]]:
     """gstat --tree --json: each root with its ``children``, recursively."""
     by_id = {j["id"]: j for j in jobs}
     roots, kids = forest(jobs)
@@ -114,7 +118,7 @@ def nested(jobs: list[dict[str, Any]], lent: dict[int, dict[str, Any]]) -> list[
     return [node(r, set()) for r in roots]
 
 
-def show(spool: Spool, jobs: list[dict[str, Any]], as_json: bool) -> int:
+def show(spool: Spool, jobs: list[Row], as_json: bool) -> int:
     try:
         lent = tree.yielded(spool)
     except tree.TreeError:

@@ -12,7 +12,6 @@ Imports stay small (no rich, psutil or daemon code): gsub runs often.
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -106,35 +105,24 @@ def directives(text: str) -> list[tuple[int, str]]:
 
 def directive_tokens(script: Script) -> tuple[list[tuple[str, list[str]]], str | None, str]:
     """``(where, option tokens)`` of the script's directives, whose script it is, and what separates
-    the job id from an array task's index in default file names (:attr:`.compat.Translation.task_sep`).
+    the job id from an array task's index in default file names (:attr:`.compat.Translation.task_sep`):
+    :func:`gridsched.submission.directives.read`, with a warning on standard error for each line of
+    another scheduler that is ignored.
 
     The ``#GS`` lines; in a script without any, its ``#SBATCH``, ``#PBS`` or
-    ``#$`` lines translated (with a warning on standard error for each one
-    that is ignored), and the dialect: "slurm", "pbs", "sge" (None for #GS
+    ``#$`` lines translated, and the dialect: "slurm", "pbs", "sge" (None for #GS
     lines or none).  ``where`` names the script, the line and, for a
     translated line, the directive as written.
     """
-    gs = directives(script.text)
-    if gs or not compat.has_foreign(script.text):
-        out = []
-        for lineno, text in gs:
-            where = f"{script.label}:{lineno}"
-            try:
-                out.append((where, shlex.split(text, comments=True)))
-            except ValueError as e:
-                fail(PROG, f"{where}: {str(e).lower()}", ExitCode.USAGE)
-        return out, None, "_"
+    from gridsched.submission import directives
+
     try:
-        tr = compat.translate(script.text, script.label)
-    except compat.CompatError as e:
-        fail(PROG, str(e), ExitCode.USAGE)
-    for w in tr.warnings:
+        found = directives.read(script)
+    except SubmitError as e:
+        fail(PROG, str(e), e.code)
+    for w in found.warnings:
         warn(PROG, f"warning: {w}")
-    return (
-        [(f"{script.label}:{lineno}: {tr.lines.get(lineno, '')}", toks) for lineno, toks in tr.settings],
-        tr.dialect,
-        tr.task_sep,
-    )
+    return found.lines, found.dialect, found.task_sep
 
 
 def apply_directives(ctx: Any, params: dict[str, Any], script: Script) -> dict[str, Any]:

@@ -13,12 +13,15 @@ from __future__ import annotations
 import os
 import stat
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
 from gridsched.protocol.jobs import WAITING, JobState
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import ViewRow
 
 PROG = "gtail"
 CHUNK = 1 << 16  # bytes read at once
@@ -92,7 +95,7 @@ def copy(fd: int, offset: int) -> int:
     return offset
 
 
-def _job(spool: Any, jid: int) -> dict[str, Any] | None:
+def _job(spool: Any, jid: int) -> ViewRow | None:
     from gridsched.protocol import view
 
     rows = view.load_jobs(spool, [jid])

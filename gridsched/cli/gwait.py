@@ -61,7 +61,7 @@ def gwait_cli(ids: tuple[int, ...], children: bool, yield_: bool, quiet: bool) -
     try:
         want = sorted(set(ids)) if ids else tree.children(spool, me)
         known = {j["id"]: j for j in load_jobs(spool, want)}
-        mine = known.get(me) or (load_jobs(spool, [me]) or [{}])[0]
+        mine = known.get(me) or next(iter(load_jobs(spool, [me])), None)
     except (tree.TreeError, QueueError) as e:
         fail(prog, str(e))
     for jid in want:
@@ -70,7 +70,7 @@ def gwait_cli(ids: tuple[int, ...], children: bool, yield_: bool, quiet: bool) -
             fail(prog, f"job {jid}: a job cannot wait for itself")
         if j is None:
             fail(prog, f"job {jid}: no such job")
-        if mine.get("uid") is not None and j.get("uid") != mine.get("uid"):
+        if mine is not None and mine.get("uid") is not None and j.get("uid") != mine.get("uid"):
             fail(prog, f"job {jid}: owned by {j.get('user') or j.get('uid')}")
     if not want:
         return ExitCode.OK

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gridsched.cli.plain import ExitCode, fail
 from gridsched.protocol.text import shown
@@ -192,7 +192,13 @@ def _split_ids(raw: str) -> list[str]:
     return [p for p in out if p.strip()]
 
 
-def pick(sel: Selection, jobs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    J = TypeVar("J", bound=Mapping[str, Any])  # a job row
+
+
+def pick(sel: Selection, jobs: list[J]) -> list[tuple[J, str]]:
     """The jobs the selection names, each with how to call it, in job id order."""
     out = []
     for j in jobs:

@@ -18,7 +18,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridsched.core import cpuset
 from gridsched.core.placement import Reason, StatusMap, free_map, status_maps
@@ -28,6 +28,9 @@ from gridsched.core.units import format_size
 from gridsched.protocol.jobs import Checkpoint
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.text import shown
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow
 
 HOLDING = ("RUNNING", "STOPPING")
 # The per-core states, in the order they apply (a core in several maps shows the first).
@@ -60,7 +63,7 @@ def _cores(text: Any) -> frozenset[int]:
         return frozenset()
 
 
-def _running(job: dict[str, Any]) -> Running:
+def _running(job: JobRow) -> Running:
     held = (job.get("run") or {}).get("held") or ()
     spec = job.get("spec") or {}
     return Running(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import logging
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -270,7 +271,7 @@ class Rec:
     @classmethod
     def from_row(
         cls,
-        row: dict[str, Any],
+        row: Mapping[str, Any],
         machine_devices: tuple[Device, ...] = (),
         spec: JobSpec | None = None,
         memory: MemoryPool | None = None,

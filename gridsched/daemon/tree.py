@@ -423,7 +423,8 @@ class Trees:
         if state not in ENDED_BADLY or not self._edges(rec.id):
             self.parent.pop(rec.id, None)
             return False
-        spec = (self.db.job(rec.id) or {}).get("spec") or {}
+        row = self.db.job(rec.id)
+        spec = (row["spec"] if row is not None else None) or {}
         self.fallen[rec.id] = (state.value, bool(spec.get("recoverable")))
         self._save_ended()
         return True

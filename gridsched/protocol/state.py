@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gridsched.protocol.view import IdRecord
+    from gridsched.protocol.view import IdRecord, JobRow
 
 SCHEMA_VERSION = 1
 
@@ -213,8 +213,12 @@ def planned_runs(text: str) -> list[tuple[int, int, float, float]]:
         return []
 
 
-def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLUMNS) -> dict[str, Any]:
-    d = {c: default for c, (_, default) in JOBS_ADDED.items()}
+# Each decoder makes a JobRow (protocol/view.py) of a row of the jobs table: built as a plain dict, typed as its
+# return value (a cast per row would cost every reader of a long queue a call).
+
+
+def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLUMNS) -> JobRow:
+    d: Any = {c: default for c, (_, default) in JOBS_ADDED.items()}
     d.update(zip(cols, row))
     for c in JSON_COLUMNS:
         d[c] = json.loads(d[c])
@@ -251,9 +255,9 @@ def _brief_sql(have: tuple[str, ...]) -> str:
     return ", ".join(parts) + ", " + _spec_sql(BRIEF_SPEC)
 
 
-def _decode_brief(row: tuple[Any, ...]) -> dict[str, Any]:
+def _decode_brief(row: tuple[Any, ...]) -> JobRow:
     n = len(BRIEF_COLUMNS)
-    d = dict(zip(BRIEF_COLUMNS, row[:n]))
+    d: Any = dict(zip(BRIEF_COLUMNS, row[:n]))
     d["backfilled"] = bool(d["backfilled"])
     d["segments"] = json.loads(row[n]) if row[n] != "[]" else []
     d["run"] = {}
@@ -262,9 +266,9 @@ def _decode_brief(row: tuple[Any, ...]) -> dict[str, Any]:
     return d
 
 
-def _decode_keys(row: tuple[Any, ...], cols: tuple[str, ...], keys: tuple[str, ...]) -> dict[str, Any]:
+def _decode_keys(row: tuple[Any, ...], cols: tuple[str, ...], keys: tuple[str, ...]) -> JobRow:
     """A row read with every column but ``run`` (left {}) and only the ``keys`` of ``spec``."""
-    d = {c: default for c, (_, default) in JOBS_ADDED.items()}
+    d: Any = {c: default for c, (_, default) in JOBS_ADDED.items()}
     d.update(zip(cols, row))
     d["segments"] = json.loads(d["segments"])
     d["run"] = {}
@@ -362,7 +366,7 @@ class StateDB:
         user: str | None = None,
         ids: Iterable[int] | None = None,
         brief: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[JobRow]:
         """The rows in ``states`` of ``user`` with these ``ids`` (each None: any), by id; ``brief``: brief rows
         (:data:`BRIEF_COLUMNS`)."""
         return list(self.iter_jobs(states, user, ids, brief))
@@ -375,7 +379,7 @@ class StateDB:
         brief: bool = False,
         ended: tuple[float | None, float | None] = (None, None),
         spec_keys: tuple[str, ...] | None = None,
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[JobRow]:
         """The rows of :meth:`jobs`, decoded one at a time as they are read (memory bounded by one row).
 
         ``ended`` ``(start, end)``: only the rows that ended at or after ``start`` (read through the
@@ -406,7 +410,7 @@ class StateDB:
 
     def _select(
         self, where: str, args: list[Any], brief: bool, spec_keys: tuple[str, ...] | None = None
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[JobRow]:
         cols = self._job_cols()
         if brief:
             what = _brief_sql(cols)
@@ -424,7 +428,7 @@ class StateDB:
             else:
                 yield _decode(r, cols)
 
-    def by_spec(self, key: str, value: int | Iterable[int], brief: bool = False) -> list[dict[str, Any]]:
+    def by_spec(self, key: str, value: int | Iterable[int], brief: bool = False) -> list[JobRow]:
         """The rows whose spec has ``key`` = ``value`` (``array_id``: the tasks of an array;
         ``split_of``: the pieces of a split job), or one of the ``value`` s, by id."""
         if key not in ("array_id", "split_of"):
@@ -440,7 +444,7 @@ class StateDB:
         )
         return list(self._select(where, [min(vals), *vals], brief))
 
-    def job(self, job_id: int) -> dict[str, Any] | None:
+    def job(self, job_id: int) -> JobRow | None:
         rows = self.jobs(ids=[job_id])
         return rows[0] if rows else None
 

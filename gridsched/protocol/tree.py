@@ -19,10 +19,26 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.view import TERMINAL_STATES, QueueError, load_jobs
+
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    from gridsched.protocol.view import JobRow, ViewRow
+
+    class Yielded(TypedDict):
+        """What the daemon records of a job that yields its cores (the meta key ``yielded``): the cores
+        (canonical list), whether it is getting them back (``resuming``: it waits for the tasks on them), the
+        children it waits for (None: all), and since when."""
+
+        cores: str
+        resuming: bool
+        until: list[int] | None
+        since: float
+
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between looks at the state db: growing, bounded
 RUNNING_STATES = ("RUNNING", "STOPPING")
@@ -60,18 +76,18 @@ def _same_spool(spool: Spool, env: Mapping[str, str]) -> bool:
         return False
 
 
-def _jobs(spool: Spool, ids: list[int] | None = None) -> dict[int, dict[str, Any]]:
+def _jobs(spool: Spool, ids: list[int] | None = None) -> dict[int, ViewRow]:
     try:
         return {j["id"]: j for j in load_jobs(spool, ids)}
     except QueueError as e:
         raise TreeError(str(e)) from None
 
 
-def root_of(jobs: Mapping[int, dict[str, Any]], jid: int) -> int:
+def root_of(jobs: Mapping[int, JobRow], jid: int) -> int:
     """The root of ``jid``'s tree among ``jobs`` (following ``spec.parent``)."""
     seen = {jid}
     while True:
-        p = (jobs.get(jid, {}).get("spec") or {}).get("parent")
+        p = (jobs[jid].get("spec") or {}).get("parent") if jid in jobs else None
         if not isinstance(p, int) or p in seen or p not in jobs:
             return jid
         seen.add(p)
@@ -139,7 +155,7 @@ def live_children(spool: Spool, jid: int) -> list[int]:
     )
 
 
-def descendants(jobs: Mapping[int, dict[str, Any]], jid: int) -> list[int]:
+def descendants(jobs: Mapping[int, JobRow], jid: int) -> list[int]:
     """The ids below ``jid`` among ``jobs``."""
     kids: dict[int, list[int]] = {}
     for j in jobs.values():
@@ -156,7 +172,7 @@ def descendants(jobs: Mapping[int, dict[str, Any]], jid: int) -> list[int]:
     return sorted(out)
 
 
-def yielded(spool: Spool) -> dict[int, dict[str, Any]]:
+def yielded(spool: Spool) -> dict[int, Yielded]:
     """The yielding jobs as the daemon last recorded them: id -> {cores, resuming, until, since}."""
     if not spool.db.exists():
         return {}

@@ -12,17 +12,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from gridsched.protocol.jobs import TERMINAL, JobState
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from gridsched.protocol.spool import Spool
     from gridsched.protocol.state import StateDB
+    from gridsched.protocol.tree import Yielded
 
 TERMINAL_STATES = frozenset(s.value for s in TERMINAL)
 LIVE_STATES = tuple(s.value for s in JobState if s not in TERMINAL)
 CHUNK = 500  # ids in one SQL statement at most (within SQLite's limit on the number of parameters)
+# The state db's reader (:mod:`gridsched.protocol.state`) gives each row as a JobRow (a brief row or one read
+# with some keys of its spec has fewer, as JobRow says); they are cast to ViewRow, the rows a view adds keys to,
+# where they are read here.
 
 
 class QueueError(Exception):
@@ -57,7 +63,7 @@ class JobRow(TypedDict):
     elapsed: float
     lost: float
     predicted_start: float | None
-    segments: list[dict[str, Any]]
+    segments: list[Segment]
     run: dict[str, Any]
     spec: dict[str, Any]
     devices: NotRequired[str]  # the devices it holds or last held: gpu:0,1;fpga:2
@@ -65,15 +71,6 @@ class JobRow(TypedDict):
     cpu_user: NotRequired[float | None]  # seconds
     cpu_sys: NotRequired[float | None]  # seconds
     planned: NotRequired[str]  # a pending splittable job's planned sub-tasks (gridsched.protocol.state.planned_text)
-
-
-class UnmadeRow(JobRow):
-    """The row of an array's tasks not made yet, in one state (:func:`unmade_rows`): a job row with their
-    indices and count, and when the cancelled ones were last cancelled."""
-
-    unmade: str
-    count: int
-    cancel_time: float | None
 
 
 class IdRecord(TypedDict):
@@ -86,9 +83,50 @@ class IdRecord(TypedDict):
     refused: str | None
 
 
-def from_submit(spec: dict[str, Any]) -> dict[str, Any]:
-    """A job row for a submit request the daemon has not taken in yet."""
-    return {
+# For the type checker only: a class made at run time would cost every command that reads the queue (gstat's
+# start) for nothing.
+if TYPE_CHECKING:
+
+    class Segment(TypedDict, total=False):
+        """One run of a job, as the daemon records it in its row's ``segments``: when it started and ended
+        (absent or None: it runs), on which cores, boards and devices, whether it resumed a suspended run, how
+        it ended (``outcome``), its private temporary directory, and what its processes used as its shepherd
+        measured it (``usage``: ``max_rss`` bytes, ``cpu_user``, ``cpu_sys`` seconds)."""
+
+        start: float
+        end: float | None
+        cores: str
+        boards: str
+        devices: str
+        resumed: bool
+        outcome: str
+        tmpdir: str
+        usage: dict[str, float | int | None]
+
+    class ViewRow(JobRow, total=False):
+        """A job row as the commands show it (what :func:`load_jobs` and the other readers here give): a
+        :class:`JobRow`, and what a view adds to it.  The row of an array's tasks not made yet, in one state
+        (:func:`unmade_rows`), has their indices (``unmade``, range text), ``count`` and when the cancelled ones
+        were last cancelled (``cancel_time``); gstat adds the id it shows (``label``: ``7_[0-9]``), a ``note``, a
+        splittable job's sub-task counts (``split_counts``), and for gstat -f the job's ``children`` and what
+        it has ``yielded``."""
+
+        unmade: str
+        count: int
+        cancel_time: float | None
+        label: str
+        note: str
+        split_counts: dict[str, int]
+        children: list[int]
+        yielded: Yielded | None
+
+    _Keyed = TypeVar("_Keyed", bound=Mapping[str, Any])  # a submit request's spec, or a row: each has an id
+
+
+def from_submit(spec: dict[str, Any]) -> ViewRow:
+    """A job row for a submit request the daemon has not taken in yet (its values as its writer wrote them:
+    the daemon checks them when it takes the request in)."""
+    row: dict[str, Any] = {
         "id": spec["id"],
         "name": spec.get("name", ""),
         "user": spec.get("user", ""),
@@ -111,11 +149,13 @@ def from_submit(spec: dict[str, Any]) -> dict[str, Any]:
         "checkpoints": 0,
         "backfilled": False,
         "segments": [],
+        "run": {},
         "spec": spec,
     }
+    return cast("ViewRow", row)
 
 
-def private(spool: Spool, job: dict[str, Any]) -> dict[str, Any]:
+def private(spool: Spool, job: ViewRow) -> ViewRow:
     """``job`` with the private part of its spec (environment, arguments, paths) when the caller may read it.
 
     The daemon keeps that part in ``jobs/ID/private.json``, readable by the
@@ -135,7 +175,7 @@ def private(spool: Spool, job: dict[str, Any]) -> dict[str, Any]:
 
 def load_jobs(
     spool: Spool, ids: Iterable[int] | None = None, live: bool = False, brief: bool = False, folded: bool = False
-) -> list[dict[str, Any]]:
+) -> list[ViewRow]:
     """Every job the spool knows of, by id: the state db's rows, and submits not yet taken in.
 
     The submits are listed first: the daemon removes a request only after
@@ -149,7 +189,7 @@ def load_jobs(
     """
     idl = None if ids is None else list(ids)
     waiting = spool.pending_submits()
-    rows: dict[int, dict[str, Any]] = {}
+    rows: dict[int, ViewRow] = {}
     if spool.db.exists():
         import sqlite3
 
@@ -158,7 +198,9 @@ def load_jobs(
         try:
             db = StateDB(spool.db)
             try:
-                for j in db.iter_jobs(states=LIVE_STATES if live else None, ids=idl, brief=brief):
+                for j in cast(
+                    "Iterator[ViewRow]", db.iter_jobs(states=LIVE_STATES if live else None, ids=idl, brief=brief)
+                ):
                     rows[j["id"]] = j
                 if live:
                     _live_extras(db, rows, brief, folded)
@@ -174,15 +216,15 @@ def load_jobs(
     return [rows[k] for k in sorted(rows)]
 
 
-def iter_jobs(spool: Spool, live: bool = False) -> Iterator[dict[str, Any]]:
+def iter_jobs(spool: Spool, live: bool = False) -> Iterator[ViewRow]:
     """The jobs of :func:`load_jobs` (``live``: those that have not ended), each decoded as it is read from
     the state db, in id order with the submits not yet taken in (memory bounded by one row)."""
-    waiting: dict[int, dict[str, Any]] = {}
+    waiting: dict[int, ViewRow] = {}
     for spec in spool.pending_submits():
         jid = spec.get("id")
         if isinstance(jid, int) and jid not in waiting:
             waiting[jid] = from_submit(spec)
-    rows: Iterator[dict[str, Any]] = iter(())
+    rows: Iterator[ViewRow] = iter(())
     db = None
     if spool.db.exists():
         import sqlite3
@@ -191,7 +233,7 @@ def iter_jobs(spool: Spool, live: bool = False) -> Iterator[dict[str, Any]]:
 
         try:
             db = StateDB(spool.db)
-            rows = db.iter_jobs(states=LIVE_STATES if live else None)
+            rows = cast("Iterator[ViewRow]", db.iter_jobs(states=LIVE_STATES if live else None))
             if live:
                 waiting = {s["id"]: s for s in _not_taken(db, list(waiting.values()))}
         except sqlite3.Error as e:
@@ -209,7 +251,7 @@ def iter_jobs(spool: Spool, live: bool = False) -> Iterator[dict[str, Any]]:
             db.close()
 
 
-def _merged(rows: Iterator[dict[str, Any]], waiting: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _merged(rows: Iterator[ViewRow], waiting: list[ViewRow]) -> Iterator[ViewRow]:
     """The db's ``rows`` and the ``waiting`` submits, both in id order, merged; a db row wins over a submit."""
     i = 0
     for j in rows:
@@ -222,7 +264,7 @@ def _merged(rows: Iterator[dict[str, Any]], waiting: list[dict[str, Any]]) -> It
     yield from waiting[i:]
 
 
-def split_pieces(spool: Spool, jid: int) -> list[dict[str, Any]]:
+def split_pieces(spool: Spool, jid: int) -> list[ViewRow]:
     """The pieces of splittable job ``jid`` (every state), as the daemon recorded them."""
     if not spool.db.exists():
         return []
@@ -233,14 +275,14 @@ def split_pieces(spool: Spool, jid: int) -> list[dict[str, Any]]:
     try:
         db = StateDB(spool.db)
         try:
-            return db.by_spec("split_of", jid)
+            return cast("list[ViewRow]", db.by_spec("split_of", jid))
         finally:
             db.close()
     except sqlite3.Error as e:
         raise QueueError(f"cannot read {spool.db}: {e}") from None
 
 
-def _not_taken(db: StateDB, submits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _not_taken(db: StateDB, submits: list[_Keyed]) -> list[_Keyed]:
     """The ``submits`` whose id has no row in the db (a read of live rows alone does not show it)."""
     ids = [jid for s in submits if isinstance(jid := s.get("id"), int)]
     taken: set[int] = set()
@@ -252,7 +294,7 @@ def _not_taken(db: StateDB, submits: list[dict[str, Any]]) -> list[dict[str, Any
     return [s for s in submits if s.get("id") not in taken]
 
 
-def _live_extras(db: StateDB, rows: dict[int, dict[str, Any]], brief: bool, folded: bool) -> None:
+def _live_extras(db: StateDB, rows: dict[int, ViewRow], brief: bool, folded: bool) -> None:
     """Add to the live ``rows`` the ended pieces of their splittable jobs and, ``folded``, the ended tasks of
     their arrays (:meth:`.StateDB.by_spec`: the rows from the lowest of those ids on, the spec parsed by SQLite
     only where it names the key)."""
@@ -262,11 +304,11 @@ def _live_extras(db: StateDB, rows: dict[int, dict[str, Any]], brief: bool, fold
         arrays |= db.unmade_array_ids()
     for key, vals in (("split_of", splits), ("array_id", sorted(arrays))):
         for lo in range(0, len(vals), CHUNK):
-            for j in db.by_spec(key, vals[lo : lo + CHUNK], brief):
+            for j in cast("list[ViewRow]", db.by_spec(key, vals[lo : lo + CHUNK], brief)):
                 rows.setdefault(j["id"], j)
 
 
-def _owner_check(job: dict[str, Any] | None, uid: int) -> str | None:
+def _owner_check(job: ViewRow | None, uid: int) -> str | None:
     if job is None:
         return "no such job"
     owner = job.get("uid")
@@ -275,14 +317,14 @@ def _owner_check(job: dict[str, Any] | None, uid: int) -> str | None:
     return None
 
 
-def check_cancel(job: dict[str, Any] | None, uid: int) -> str | None:
+def check_cancel(job: ViewRow | None, uid: int) -> str | None:
     """Why the job cannot be cancelled by ``uid``, or None if it can."""
     if job is not None and job["state"] in TERMINAL_STATES:
         return f"already {job['state']}"
     return _owner_check(job, uid)
 
 
-def check_hold(job: dict[str, Any] | None, uid: int) -> str | None:
+def check_hold(job: ViewRow | None, uid: int) -> str | None:
     """Why the job cannot be held by ``uid``, or None if it can."""
     why = _owner_check(job, uid)
     if why is None and job is not None and job["state"] != JobState.PENDING.value:
@@ -290,7 +332,7 @@ def check_hold(job: dict[str, Any] | None, uid: int) -> str | None:
     return why
 
 
-def check_release(job: dict[str, Any] | None, uid: int) -> str | None:
+def check_release(job: ViewRow | None, uid: int) -> str | None:
     """Why the job cannot be released by ``uid``, or None if it can."""
     why = _owner_check(job, uid)
     if why is None and job is not None and job["state"] != JobState.HELD.value:
@@ -302,11 +344,11 @@ CHECKS = {"cancel": check_cancel, "hold": check_hold, "release": check_release}
 NONE_LEFT = {"cancel": "every task has ended", "hold": "no task is pending", "release": "no task is held"}
 
 
-def array_rows(spool: Spool, array_id: int) -> list[dict[str, Any]]:
+def array_rows(spool: Spool, array_id: int) -> list[ViewRow]:
     """The tasks of array ``array_id`` (the submission itself while the daemon has not taken it in); [] if none.
 
     Its tasks not made yet are a row for each of their states (:func:`unmade_rows`)."""
-    rows: list[dict[str, Any]] = []
+    rows: list[ViewRow] = []
     if spool.db.exists():
         import sqlite3
 
@@ -315,7 +357,7 @@ def array_rows(spool: Spool, array_id: int) -> list[dict[str, Any]]:
         try:
             db = StateDB(spool.db)
             try:
-                rows = db.by_spec("array_id", array_id)
+                rows = cast("list[ViewRow]", db.by_spec("array_id", array_id))
                 rows += unmade_records(db, [array_id])
             finally:
                 db.close()
@@ -329,7 +371,7 @@ def array_rows(spool: Spool, array_id: int) -> list[dict[str, Any]]:
 UNMADE_STATES = (("pending", "PENDING"), ("held", "HELD"), ("cancelled", "CANCELLED"))
 
 
-def unmade_rows(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+def unmade_rows(spool: Spool, ids: Iterable[int] | None = None) -> list[ViewRow]:
     """The tasks of arrays not made yet (of the arrays ``ids``): a row for each array and state, as a job row
     with the array's id and no index, and ``unmade`` (their indices, range text) and ``count``."""
     if not spool.db.exists():
@@ -348,7 +390,7 @@ def unmade_rows(spool: Spool, ids: Iterable[int] | None = None) -> list[dict[str
         raise QueueError(f"cannot read {spool.db}: {e}") from None
 
 
-def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[ViewRow]:
     """The rows of :func:`unmade_rows` from an open state db."""
     from gridsched.protocol.arrays import Indices
 
@@ -358,17 +400,16 @@ def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[dict[s
             if not r[col]:
                 continue
             row = from_submit({**r["spec"], "id": r["id"], "array_index": None})  # a job row not started
-            row.update(
-                state=state,
-                user=r["user"],
-                uid=r["uid"],
-                reason=r["reason"] if state == "HELD" else "cancelled before it started" if col == "cancelled" else "",
-                run={},
-                devices="",
-                unmade=r[col],
-                count=len(Indices.from_text(r[col])),
-                cancel_time=r.get("cancel_time") if col == "cancelled" else None,
+            row["state"] = state
+            row["user"] = r["user"]
+            row["uid"] = r["uid"]
+            row["reason"] = (
+                r["reason"] if state == "HELD" else "cancelled before it started" if col == "cancelled" else ""
             )
+            row["devices"] = ""
+            row["unmade"] = r[col]
+            row["count"] = len(Indices.from_text(r[col]))
+            row["cancel_time"] = r.get("cancel_time") if col == "cancelled" else None
             out.append(row)
     return out
 

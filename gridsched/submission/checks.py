@@ -7,19 +7,23 @@ the request (its handlers in :mod:`gridsched.daemon.handlers`).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from gridsched.core import depend
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import WAITING, JobState
 from gridsched.submission.submit import never_runs
 
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow
+
 # The states in which a job can be changed, and those of a finished job.
 LIVE = ("PENDING", "HELD", "RUNNING")
 FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
 
 
-def _owner(job: dict[str, Any] | None, sender: rq.Sender) -> str | None:
+def _owner(job: JobRow | None, sender: rq.Sender) -> str | None:
     if job is None:
         return "no such job"
     if not sender.admin and job.get("uid") not in (None, sender.uid):
@@ -28,9 +32,9 @@ def _owner(job: dict[str, Any] | None, sender: rq.Sender) -> str | None:
 
 
 def alter_array_refused(
-    tasks: list[dict[str, Any]],
+    tasks: Sequence[JobRow],
     changes: dict[str, Any],
-    everyone: dict[int, dict[str, Any]],
+    everyone: Mapping[int, JobRow],
     sender: rq.Sender,
     machine: Any,
     max_walltime: int,
@@ -44,9 +48,9 @@ def alter_array_refused(
 
 
 def alter_refused(
-    job: dict[str, Any] | None,
+    job: JobRow | None,
     changes: dict[str, Any],
-    everyone: dict[int, dict[str, Any]],
+    everyone: Mapping[int, JobRow],
     sender: rq.Sender,
     machine: Any,
     max_walltime: int,
@@ -69,7 +73,7 @@ def alter_refused(
     spec.setdefault("ncpus", job["ncpus"])
     from gridsched.protocol.jobs import change_refused
 
-    why = change_refused(job.get("spec") or job, changes) or never_runs(
+    why = change_refused(job.get("spec") or dict(job), changes) or never_runs(
         machine, max_walltime, rq.JobSpec.from_spec(spec)
     )
     if why:
@@ -88,7 +92,7 @@ def alter_refused(
     return None
 
 
-def requeue_refused(job: dict[str, Any] | None, uid: int, admin: bool) -> str | None:
+def requeue_refused(job: JobRow | None, uid: int, admin: bool) -> str | None:
     """Why ``uid`` cannot requeue ``job`` (what the daemon refuses), or None."""
     if job is None:
         return "no such job"

@@ -5,16 +5,20 @@ the exit status a finished job gives.  Importable from :mod:`gridsched.submissio
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from gridsched.protocol.jobs import TERMINAL, JobState
 from gridsched.protocol.spool import Spool
 from gridsched.submission.errors import SubmitError
 
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow
+
 WAIT_FIRST, WAIT_MAX = 0.05, 2.0  # seconds between state polls: growing, bounded
 
 
-def job_exit_status(job: dict[str, Any]) -> int:
+def job_exit_status(job: Mapping[str, Any]) -> int:
     """The exit status gsub --wait gives for a finished job (as a shell reports a child)."""
     if job.get("exit_signal"):
         return 128 + int(job["exit_signal"])
@@ -27,7 +31,7 @@ class WaitTimeout(Exception):
     """The job had not ended when the time given ran out."""
 
 
-def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> dict[str, Any]:
+def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> JobRow:
     """Block until job ``job_id`` has ended (polling the state db); its row.
 
     A submission the daemon refused is a :class:`SubmitError` with its
@@ -64,7 +68,7 @@ def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> dict[st
             db.close()
 
 
-def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = None) -> list[dict[str, Any]]:
+def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = None) -> list[JobRow]:
     """Block until all ``tasks`` tasks of array ``array_id`` have ended; their rows (as :func:`wait_job`)."""
     from gridsched.protocol.arrays import Indices
     from gridsched.protocol.state import StateDB

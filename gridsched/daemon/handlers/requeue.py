@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import logging
 import signal
+from typing import TYPE_CHECKING
 
 from gridsched.daemon import arrays, procs, transitions
 from gridsched.daemon.handlers.context import Changed, Context, RefusedInPart
 from gridsched.daemon.table import Rec
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, Checkpoint, JobState, Stop
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow
 
 log = logging.getLogger("gschedd")
 
@@ -71,7 +75,7 @@ def requeue(ctx: Context, sender: rq.Sender, jid: int) -> Changed:
     return Changed.QUEUE
 
 
-def _run_again(ctx: Context, row: dict) -> Changed:  # type: ignore[type-arg]
+def _run_again(ctx: Context, row: JobRow) -> Changed:
     state = JobState(row["state"])
     if state not in FINISHED:
         raise rq.Refused(f"is {state.value}: only running or finished jobs can be requeued")
