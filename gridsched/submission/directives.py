@@ -25,6 +25,7 @@ _TABLE = (
     ("name", "-N --name", True),
     ("ncpus", "-n --ncpus", True),
     ("ntasks", "--ntasks", True),
+    ("ntasks_per_node", "--ntasks-per-node", True),
     ("cpus_per_task", "-c --cpus-per-task", True),
     ("walltime", "-t --walltime", True),
     ("mem", "--mem", True),
@@ -60,8 +61,10 @@ _TABLE = (
     ("wait_resv", "--wait-resv", False),
     ("place", "--place", True),
     ("threads_per_core", "--threads-per-core", True),
+    ("hint", "--hint", True),
     ("exclusive_board", "--exclusive-board", False),
     ("gpus", "--gpus", True),
+    ("gpus_per_node", "--gpus-per-node", True),
     ("gpus_per_task", "--gpus-per-task", True),
     ("gres", "--gres", True),
     ("gpu_bind", "--gpu-bind", True),
@@ -75,6 +78,7 @@ _TABLE = (
     ("partition", "-p --partition", True),
     ("account", "-A --account", True),
     ("qos", "-q --qos", True),
+    ("pe", "--pe", True),
     ("emit", "--emit", True),
     ("spool_dir", "--spool", True),
     ("config_file", "--config", True),
@@ -299,7 +303,7 @@ def _value(name: str, text: str) -> Any:
     its words for a bad one.  An option whose value is text is taken as it is."""
     from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 
-    if name in ("ncpus", "ntasks", "cpus_per_task", "split", "parent"):
+    if name in ("ncpus", "ntasks", "ntasks_per_node", "cpus_per_task", "split", "parent"):
         return _count(name, text)
     if name in CHOICES or name == "gpu_bind":
         return _choice(name, text)
@@ -321,6 +325,7 @@ CHOICES = {
     "checkpoint": CHECKPOINT_CHOICES,
     "place": ("pack", "spread", "board"),
     "emit": ("slurm", "pbs"),
+    "hint": ("nomultithread", "multithread", "compute_bound", "memory_bound"),  # protocol.jobs.Hint's values
 }
 INTEGERS: dict[str, tuple[int, int] | None] = {
     "threads_per_core": (1, 2),
