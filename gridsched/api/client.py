@@ -129,12 +129,12 @@ def _with_directives(sc: Script, opts: Options) -> Options:
     The directives are parsed by gsub's own options, so they mean here what they mean to gsub; one
     gsub cannot take raises :class:`GridschedError` with gsub's words."""
     import contextlib
-    import dataclasses
     import io
 
     import click
 
     from gridsched.cli import gsub
+    from gridsched.submission.options import replace
     from gridsched.submission.submit import choose_shell
 
     ctx = gsub.cli.make_context(gsub.PROG, [sc.label], help_option_names=[])
@@ -154,7 +154,7 @@ def _with_directives(sc: Script, opts: Options) -> Options:
     if p.get("mem") is None and p.get("mem_per_cpu") is not None and opts.mem is None:
         fill["mem"] = p["mem_per_cpu"] * (fill.get("ncpus") or opts.ncpus or 1)
     shell, _notes = choose_shell(sc.text, sc.label, p["_dialect"], p.get("shell"), os.getuid())
-    return dataclasses.replace(opts, **fill, shell=shell)
+    return replace(opts, **fill, shell=shell)
 
 
 class Client:

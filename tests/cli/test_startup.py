@@ -54,6 +54,8 @@ def test_gsub_run_loads_nothing_heavy(tmp_path, args):
     assert not {m for m in mods if m.split(".")[0] in {"rich", "psutil"} or m.startswith("gridsched.daemon")}
     assert sorted(mods & (LIGHT - {"sqlite3"})) == []  # sqlite3 reads the state db, when there is one
     assert sorted(mods & DEVICE_MODEL) == []
+    if args != ["--help"]:  # the configuration is read as PlainSettings: neither Config nor Params is built
+        assert sorted(mods & {"gridsched.protocol.config_record", "gridsched.core.params"}) == []
     # no other system's rules and values (a script is scanned for their directives, --wrap is not)
     assert sorted(m for m in mods if m.startswith("gridsched.submission.compat.")) == []
 
