@@ -153,6 +153,9 @@ class PlainSettings(Settings):
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"cannot assign to field {name!r}: the configuration is frozen")
 
+    def __reduce__(self) -> tuple[Any, ...]:  # copied and pickled through __init__, which sets the fields
+        return PlainSettings, ({n: getattr(self, n) for n in PlainSettings.__slots__},)
+
     @property
     def params(self) -> Params:
         return _make_params(self._params_kw)

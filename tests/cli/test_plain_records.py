@@ -4,6 +4,7 @@ reads (same values, same refusals), and a submission's Options behave as the fro
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import pytest
 
@@ -64,6 +65,9 @@ def test_plain_settings_are_frozen():
     with pytest.raises(AttributeError):
         plain.default_ncpus = 4  # type: ignore[misc]
     assert plain.default_ncpus == parse({}, "x.toml").default_ncpus
+    again = pickle.loads(pickle.dumps(plain))
+    assert [again.path, again.params, again.tuning] == [plain.path, plain.params, plain.tuning]
+    assert pickle.loads(pickle.dumps(Options(ncpus=3))) == Options(ncpus=3)
 
 
 def test_options_behave_as_a_frozen_dataclass():
