@@ -7,7 +7,8 @@ then times, alternating the commands, N runs each (wall clock, and the CPU time 
 which other load on the machine disturbs less):
 
 - ``python -c pass`` (this interpreter), the baseline;
-- ``python -c "import click"``: the floor of any command written with click;
+- ``python -c "import click"``: the floor of any command written with click (gsub's and gstat's CPU time
+  and instructions are also given as ratios over it: their target is at most 1.5 times);
 - ``gsub --wrap true`` (a real submission to the running daemon);
 - ``gstat`` on the short queue;
 - ``gstat --help``.
@@ -49,6 +50,7 @@ from pathlib import Path
 
 BIN = Path(sys.executable).parent
 TARGET_RATIO = 3.0
+CLICK_RATIO = 1.5  # gsub's and gstat's CPU (and instructions) at most this times those of ``import click``
 CONFIG = """
 [scheduler]
 policy = "fcfs"
@@ -149,6 +151,7 @@ def main() -> int:
             timed([str(BIN / "gsub"), "--hold", "--name", f"q{i}", "--wrap", "true"], stat.env, stat.root)
         base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         cases: dict[str, tuple[list[str], dict[str, str], Path]] = {}
+        tags = [""] + ([" (against)"] if args.against is not None else [])
         for tag, bin_dir in (("", BIN), (" (against)", args.against)):
             if bin_dir is None:
                 continue
@@ -191,11 +194,23 @@ def main() -> int:
                 f"  {name:<30} median {med:6.1f} ms  min {min(ts):6.1f}  max {max(ts):6.1f}  x{ratio:4.1f}"
                 f"   cpu median {med_cpu:6.1f} ms  x{med_cpu / base_cpu:4.1f}"
             )
+        click_cpu = {tag: statistics.median(cpu[f"import click{tag}"]) for tag in tags}
+        for name in cpu:
+            if name.startswith(("gsub", "gstat")):
+                tag = " (against)" if name.endswith("(against)") else ""
+                ratio = statistics.median(cpu[name]) / click_cpu[tag]
+                print(f"  {name:<30} cpu x{ratio:4.2f} of import click{tag} (target: at most x{CLICK_RATIO})")
         if args.instructions:
             counts = {name: instructions(*case) for name, case in cases.items()}
             print("instructions (valgrind, one run each):")
             for name, n in counts.items():
-                print(f"  {name:<30} {n / 1e6:8.1f} M  x{n / counts['python -c pass']:4.1f}")
+                tag = " (against)" if name.endswith("(against)") else ""
+                over_click = (
+                    f"  x{n / counts[f'import click{tag}']:4.2f} of import click{tag}"
+                    if name.startswith(("gsub", "gstat"))
+                    else ""
+                )
+                print(f"  {name:<30} {n / 1e6:8.1f} M  x{n / counts['python -c pass']:4.1f}{over_click}")
             for mods in args.imports:
                 code = "import " + ", ".join(m.strip() for m in mods.split(","))
                 n = instructions([str(BIN / "python"), "-c", code], base_env, tmp)

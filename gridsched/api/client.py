@@ -132,9 +132,8 @@ def _with_directives(sc: Script, opts: Options) -> Options:
     The directives are read as gsub reads them (:mod:`gridsched.submission.directives`), so they
     mean here what they mean to gsub; one gsub cannot take raises :class:`GridschedError` with gsub's
     words."""
-    import dataclasses
-
     from gridsched.submission import directives
+    from gridsched.submission.options import replace
     from gridsched.submission.submit import choose_shell
 
     found = directives.read(sc)
@@ -147,7 +146,7 @@ def _with_directives(sc: Script, opts: Options) -> Options:
     if p.get("mem") is None and p.get("mem_per_cpu") is not None and opts.mem is None:
         fill["mem"] = p["mem_per_cpu"] * (fill.get("ncpus") or opts.ncpus or 1)
     shell, _notes = choose_shell(sc.text, sc.label, found.dialect, p.get("shell"), os.getuid())
-    return dataclasses.replace(opts, **fill, shell=shell)
+    return replace(opts, **fill, shell=shell)
 
 
 class Client:

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gridsched.cli.plain import ExitCode, Setup, echo, fail, run, setup, warn
+from gridsched.cli.plain import ExitCode, PlainSetup, echo, fail, plain_setup, run, setup, warn
 from gridsched.protocol.jobs import GPU_OPTIONS, Checkpoint, Hint
 from gridsched.protocol.spool import Spool, spawn_daemon
 from gridsched.submission import compat
@@ -277,7 +277,7 @@ def _warn_patterns(p: dict[str, Any]) -> None:
 
 def _options(
     p: dict[str, Any], shell: str | None, spool_dir: str | None, config_file: str | None
-) -> tuple[Setup, Options, Callable[[dict[str, Any]], dict[str, Any]]]:
+) -> tuple[PlainSetup, Options, Callable[[dict[str, Any]], dict[str, Any]]]:
     """The spool and configuration in force, the submission's :class:`.submit.Options`, and what adds the
     spec keys they do not hold (the ``extra`` of :func:`.submit.submit`).  Changes ``p`` as it fills it in."""
     dialect = p["_dialect"]
@@ -305,7 +305,7 @@ def _options(
     if p["mem_per_cpu"] is not None:
         mem = p["mem_per_cpu"] * (p["ncpus"] or 0)  # no -n: the default cores, filled in below
 
-    s = setup(PROG, spool_dir, config_file)
+    s = plain_setup(PROG, spool_dir, config_file)
     if p["mem_per_cpu"] is not None and not p["ncpus"]:
         mem = p["mem_per_cpu"] * s.cfg.default_ncpus
     if p["ntasks"] and not p["ncpus"]:
@@ -362,7 +362,7 @@ def _options(
 
 
 def _extra(
-    s: Setup, p: dict[str, Any], resources: dict[str, int], resv: int | None, devices: list[dict[str, Any]]
+    s: PlainSetup, p: dict[str, Any], resources: dict[str, int], resv: int | None, devices: list[dict[str, Any]]
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """What gives the spec keys of the options :class:`.submit.Options` does not hold, checked against
     the spec's cores and walltime once they are known."""
@@ -455,7 +455,7 @@ def _print_job(spool: Spool, spec: dict[str, Any], as_json: bool) -> None:
     echo(json.dumps({**shown, "spool": str(spool.root)}))
 
 
-def _daemon_note(s: Setup) -> None:
+def _daemon_note(s: PlainSetup) -> None:
     """When no daemon runs on the spool: start a personal one (config ``autostart``), or say that none runs."""
     spool = s.spool
     if spool.daemon_info() is None:

@@ -11,10 +11,10 @@ import os
 import sys
 from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 if TYPE_CHECKING:
-    from gridsched.protocol.config import Config
+    from gridsched.protocol.config import Config, PlainSettings, Settings
     from gridsched.protocol.spool import Spool
 
 
@@ -94,6 +94,16 @@ class Setup(NamedTuple):  # a named tuple: a dataclass costs every command a com
     config_file: str | None  # the --config option as given, passed on to a daemon we start
 
 
+class PlainSetup:
+    """What :func:`plain_setup` gives: :class:`Setup`'s, with the configuration as
+    :class:`gridsched.protocol.config.PlainSettings`."""
+
+    __slots__ = ("spool", "cfg", "config_file")
+
+    def __init__(self, spool: Spool, cfg: PlainSettings, config_file: str | None) -> None:
+        self.spool, self.cfg, self.config_file = spool, cfg, config_file
+
+
 def setup(prog: str, spool_dir: str | None, config_file: str | None) -> Setup:
     """The spool and the configuration in force.
 
@@ -102,10 +112,32 @@ def setup(prog: str, spool_dir: str | None, config_file: str | None) -> Setup:
     ``--config``, else the lookup of :func:`gridsched.protocol.config.find` (which
     includes the spool's own ``gridsched.toml``).
     """
+    from gridsched.protocol.config import load
+
+    spool, cfg = _in_force(prog, spool_dir, config_file, load)
+    return Setup(spool, cfg, config_file)
+
+
+def plain_setup(prog: str, spool_dir: str | None, config_file: str | None) -> PlainSetup:
+    """What :func:`setup` gives, the configuration read as :class:`gridsched.protocol.config.PlainSettings`
+    (checked alike, refused alike; without loading :mod:`dataclasses`)."""
+    from gridsched.protocol.config import load_settings
+
+    spool, cfg = _in_force(prog, spool_dir, config_file, load_settings)
+    return PlainSetup(spool, cfg, config_file)
+
+
+C = TypeVar("C", bound="Settings")
+
+
+def _in_force(
+    prog: str, spool_dir: str | None, config_file: str | None, load: Callable[[str | None, str | None], C]
+) -> tuple[Spool, C]:
+    """The spool and the configuration in force (see :func:`setup`), read with ``load``."""
     # imported here: a command's --help and its usage errors need neither the configuration nor the spool
     from pathlib import Path
 
-    from gridsched.protocol.config import ConfigError, load
+    from gridsched.protocol.config import ConfigError
     from gridsched.protocol.spool import Spool, default_root
 
     root = spool_dir or os.environ.get("GRIDSCHED_SPOOL") or None
@@ -120,4 +152,4 @@ def setup(prog: str, spool_dir: str | None, config_file: str | None) -> Setup:
                     cfg = load(None, root)
     except ConfigError as e:
         fail(prog, f"config {e}")
-    return Setup(Spool(root), cfg, config_file)
+    return Spool(root), cfg

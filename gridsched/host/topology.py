@@ -24,7 +24,7 @@ from typing import Any
 from gridsched.core import cpuset
 from gridsched.core.topology import Board, Device, MachineMap, TopologyError, board, flat, make
 from gridsched.core.units import UnitError, parse_size
-from gridsched.protocol.config import Config
+from gridsched.protocol.config import Settings
 
 __all__ = [
     "TopologyError",
@@ -497,7 +497,7 @@ def membind_unavailable(machine: MachineMap) -> str | None:
     return None
 
 
-def declared(cfg: Config) -> tuple[int, tuple[int, ...]]:
+def declared(cfg: Settings) -> tuple[int, tuple[int, ...]]:
     """The number of cores handed out and the host CPUs they run on, as the config declares them here.
 
     ``machine.cpus`` (or every CPU this process may use) are the host CPUs;
@@ -534,7 +534,7 @@ def running_map(spool: Any) -> MachineMap | None:
         return None
 
 
-def in_force(spool: Any, cfg: Config) -> MachineMap:
+def in_force(spool: Any, cfg: Settings) -> MachineMap:
     """The map requests are checked against: the running daemon's, else the configuration's."""
     return running_map(spool) or load_machine(cfg)
 
@@ -553,7 +553,7 @@ def changed_map(new: MachineMap, running: MachineMap) -> str:
     )
 
 
-def load_machine(cfg: Config) -> MachineMap:
+def load_machine(cfg: Settings) -> MachineMap:
     """The machine map the daemon hands out, as ``cfg`` describes it (see the module doc).
 
     The host CPUs are those of :func:`declared`.  With a topology file,
@@ -565,7 +565,7 @@ def load_machine(cfg: Config) -> MachineMap:
     return load_with_source(cfg)[0]
 
 
-def load_with_source(cfg: Config) -> tuple[MachineMap, str]:
+def load_with_source(cfg: Settings) -> tuple[MachineMap, str]:
     """:func:`load_machine`, and where its devices came from (``declared in FILE``, ``nvidia-smi``,
     ``sysfs``, ``none``)."""
     from gridsched.host.devices import shared, with_devices

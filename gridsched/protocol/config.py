@@ -1,22 +1,21 @@
 """Loading and checking ``gridsched.toml``.
 
 Every key is checked; an invalid value is refused with the key, the value and
-why (:class:`ConfigError`).  The result is a small frozen :class:`Config`.
+why (:class:`ConfigError`).  The result is a small frozen :class:`Config` (:func:`load`), or the same
+values as :class:`PlainSettings` (:func:`load_settings`), which a command reads without loading
+:mod:`dataclasses`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from gridsched.core import cpuset
-from gridsched.core.memory import MEMORY
-from gridsched.core.params import BackfillOrder, Params, Policy, Predictor, PriorityParams, YieldAffinity
-from gridsched.core.units import UnitError, format_duration, parse_duration, parse_size
+from gridsched.core.choices import BackfillOrder, Policy, Predictor, YieldAffinity
+from gridsched.core.units import UnitError, parse_duration, parse_size
 from gridsched.protocol.jobs import CHECKPOINT_MODES, Checkpoint
 
 E = TypeVar("E", bound=Enum)
@@ -30,13 +29,13 @@ class ConfigError(Exception):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class Config:
-    """The configuration in force: the file's path and its checked values (a class with a docstring: a
-    dataclass without one is given its signature as one, which costs every command that loads this)."""
+class Settings:
+    """The configuration's values, as every reader of it may read them: the fields of :class:`Config` (with
+    their meaning there) or of :class:`PlainSettings`, which have them all."""
+
+    __slots__ = ()
 
     path: str
-    params: Params
     default_walltime: int
     max_walltime: int
     default_ncpus: int
@@ -49,42 +48,42 @@ class Config:
     spool: str
     autostart: bool
     log_level: str
-    compat_env: bool = True
-    system: bool = False
-    floating: dict[str, int] = field(default_factory=dict)  # [resources.floating]
-    resv_max_duration: int = 7 * 86400  # [reservations] max_duration
-    topology: str = ""  # topology file (relative to the config file's directory); "" = the host's
-    cancel_never_satisfied: bool = False
-    max_array_size: int = 4_000_001  # [jobs] max_array_size: array indices are below it
-    # [devices.TYPE]: per device type, how many jobs may hold one device at once (share, default 1) and
-    # whether whole-device requests are the default (exclusive, default false)
-    devices: dict[str, DeviceConfig] = field(default_factory=dict)
-    # [devices] enforce: isolate jobs from the device nodes they do not hold ("auto": where the host allows it;
-    # "required": a job that cannot be isolated fails, in system mode; "off")
-    device_enforce: str = "auto"
-    # [devices] visible: what CUDA_VISIBLE_DEVICES names, "index" (as Slurm) or "uuid" (the GPUs' UUIDs)
-    device_visible: str = "index"
-    tmpdir: str = ""  # [jobs] tmpdir: where jobs' private directories are made; "" = the system's
-    max_processes: int = 2048  # [jobs] max_processes: pids.max of each job's pids cgroup; 0 = no cap
-    # the machine's memory as a pool of the scheduling pass (MiB): [machine] memory_reserved is left to the
-    # system; a job without --mem asks for [jobs] default_mem_per_cpu per core (0: none)
-    memory_reserved: int = 0
-    default_mem_per_cpu: int = 0
-    # scheduler.p / threshold / predictor = "auto" and the tune_* keys: what the daemon tunes, how often
-    tuning: Tuning = field(default_factory=lambda: Tuning())
-    mail_sendmail: str = ""  # [mail] sendmail: absolute path of the sendmail program; "" = no mail
-    mail_from: str = ""  # [mail] from: the From: of the messages; "" = gridsched@HOST
-    mail_timeout: int = 30  # [mail] timeout: seconds a sendmail may run
-    # [reservations] users: who besides the admins may create reservations ("*": everyone), and their caps
-    # (0: none): live reservations at once, cores held together, duration of one
-    resv_users: tuple[str, ...] = ()
-    resv_max_per_user: int = 0
-    resv_max_cores_per_user: int = 0
-    resv_max_duration_per_user: int = 0
-    # [limits] (0: none): a user's jobs queued, held or running at once; tasks of one array.  The running
-    # cores per user limit is a scheduling decision: params.max_cpus_per_user.
-    max_submit_jobs_per_user: int = 0
-    max_array_tasks: int = 0
+    compat_env: bool
+    system: bool
+    floating: dict[str, int]
+    resv_max_duration: int
+    topology: str
+    cancel_never_satisfied: bool
+    max_array_size: int
+    devices: dict[str, DeviceConfig]
+    device_enforce: str
+    device_visible: str
+    tmpdir: str
+    max_processes: int
+    memory_reserved: int
+    default_mem_per_cpu: int
+    mail_sendmail: str
+    mail_from: str
+    mail_timeout: int
+    resv_users: tuple[str, ...]
+    resv_max_per_user: int
+    resv_max_cores_per_user: int
+    resv_max_duration_per_user: int
+    max_submit_jobs_per_user: int
+    max_array_tasks: int
+
+    if TYPE_CHECKING:  # fields of Config, properties of PlainSettings
+
+        @property
+        def params(self) -> Params: ...
+
+        @property
+        def tuning(self) -> Tuning: ...
+
+    @property
+    def max_cpus_per_user(self) -> int:
+        """``[limits] max_cpus_per_user`` (``params.max_cpus_per_user``; 0: no limit)."""
+        return self.params.max_cpus_per_user
 
     def share(self, dtype: str) -> int:
         dc = self.devices.get(dtype)
@@ -95,32 +94,98 @@ class Config:
         return dc.exclusive if dc is not None else False
 
 
-@dataclass(frozen=True, slots=True)
-class Tuning:
-    """The settings of ``[scheduler]`` that are ``"auto"``: chosen by the tuner from the machine's history."""
+class PlainSettings(Settings):
+    """The configuration in force as a command reads it: every value checked as for :class:`Config`, the
+    policy settings (``params``) and the tuning built only when asked for.  gsub reads its configuration so,
+    without loading :mod:`dataclasses` (whose records :class:`Config`, ``Params`` and ``Tuning`` are).
+    Frozen."""
 
-    p: bool = False
-    threshold: bool = False
-    predictor: bool = False
-    every: int = 6 * 3600  # tune_every
-    window: int = 14 * 86400  # tune_window
-    objective: str = "mix"  # tune_objective
-    margin: float = 0.02  # tune_margin
-    warmup: int = 7 * 86400  # tune_warmup: replayed before the window as its backlog, not scored
+    __slots__ = (
+        "path",
+        "default_walltime",
+        "max_walltime",
+        "default_ncpus",
+        "kill_grace",
+        "checkpoint",
+        "checkpoint_signal",
+        "checkpoint_grace",
+        "cores",
+        "cpus",
+        "spool",
+        "autostart",
+        "log_level",
+        "compat_env",
+        "system",
+        "floating",
+        "resv_max_duration",
+        "topology",
+        "cancel_never_satisfied",
+        "max_array_size",
+        "devices",
+        "device_enforce",
+        "device_visible",
+        "tmpdir",
+        "max_processes",
+        "memory_reserved",
+        "default_mem_per_cpu",
+        "mail_sendmail",
+        "mail_from",
+        "mail_timeout",
+        "resv_users",
+        "resv_max_per_user",
+        "resv_max_cores_per_user",
+        "resv_max_duration_per_user",
+        "max_submit_jobs_per_user",
+        "max_array_tasks",
+        "_params_kw",
+        "_tuning_args",
+    )
 
-    backfill_order: bool = False
+    _params_kw: dict[str, Any]
+    _tuning_args: tuple[Any, ...]
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        """``values``: every field (``_params_kw``: the keywords of ``params``, with its ``priority`` as
+        keywords; ``_tuning_args``: the arguments of ``tuning``), as :func:`_values` gives them."""
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: the configuration is frozen")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copied and pickled through __init__, which sets the fields
+        return PlainSettings, ({n: getattr(self, n) for n in PlainSettings.__slots__},)
 
     @property
-    def active(self) -> bool:
-        return self.p or self.threshold or self.predictor or self.backfill_order
+    def params(self) -> Params:
+        return _make_params(self._params_kw)
 
-    def describe(self) -> str:
-        what = [k for k in ("p", "threshold", "predictor", "backfill_order") if getattr(self, k)]
-        return (
-            f"{', '.join(what)} auto: tuned every {format_duration(self.every)} over the jobs of the last "
-            f"{format_duration(self.window)} (after {format_duration(self.warmup)} of warm-up), "
-            f"objective {self.objective}, margin {self.margin:.0%}"
-        )
+    @property
+    def max_cpus_per_user(self) -> int:
+        return int(self._params_kw["max_cpus_per_user"])
+
+    @property
+    def tuning(self) -> Tuning:
+        from gridsched.protocol.config_record import Tuning
+
+        return Tuning(*self._tuning_args)
+
+
+if TYPE_CHECKING:
+    from gridsched.core.params import Params
+    from gridsched.protocol.config_record import Config as Config
+    from gridsched.protocol.config_record import DeviceConfig as DeviceConfig
+    from gridsched.protocol.config_record import Tuning as Tuning
+else:
+
+    def __getattr__(name: str) -> Any:
+        """:class:`Config`, :class:`Tuning` and :class:`DeviceConfig`: loaded when first asked for
+        (:mod:`.config_record`)."""
+        if name in ("Config", "Tuning", "DeviceConfig"):
+            from gridsched.protocol import config_record
+
+            return getattr(config_record, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 TUNE_EVERY_MIN = 60
@@ -131,14 +196,6 @@ PUBLISHED_P = 0.2
 PUBLISHED_THRESHOLD = 1800
 PUBLISHED_PREDICTOR = "scaled"
 PUBLISHED_ORDER = "queue"
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceConfig:
-    """``[devices.TYPE]`` of the configuration."""
-
-    share: int = 1
-    exclusive: bool = False
 
 
 DEVICE_TYPE = r"[a-z][a-z0-9_]{0,31}\Z"  # compiled when a [devices.TYPE] table is read
@@ -186,6 +243,8 @@ def _devices(table: Any, path: str) -> dict[str, DeviceConfig]:
         excl = t.get("exclusive", False)
         if not isinstance(excl, bool):
             raise ConfigError(f"{path}: devices.{dtype}.exclusive = {excl!r}: must be true or false")
+        from gridsched.protocol.config_record import DeviceConfig  # a dataclass: only for such a table
+
         out[dtype] = DeviceConfig(share, excl)
     return out
 
@@ -277,9 +336,20 @@ def find(explicit: str | None = None, spool: str | Path | None = None) -> Path:
 
 
 def load(explicit: str | None = None, spool: str | Path | None = None) -> Config:
+    """The configuration in force (the file :func:`find` names), checked."""
+    return parse(*_read(explicit, spool))
+
+
+def load_settings(explicit: str | None = None, spool: str | Path | None = None) -> PlainSettings:
+    """What :func:`load` gives, as :class:`PlainSettings`: checked alike, refused alike."""
+    return parse_settings(*_read(explicit, spool))
+
+
+def _read(explicit: str | None, spool: str | Path | None) -> tuple[dict[str, Any], str]:
+    """The tables of the file in force (none for the packaged defaults) and its path."""
     path = find(explicit, spool)
     if path == PACKAGED:  # the defaults alone: nothing to parse
-        return parse({}, str(path))
+        return {}, str(path)
     import tomllib  # only for a file of the admin's or the user's
 
     try:
@@ -291,7 +361,7 @@ def load(explicit: str | None = None, spool: str | Path | None = None) -> Config
         raise ConfigError(f"{path}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
-    return parse(data, str(path))
+    return data, str(path)
 
 
 class _Tables:
@@ -367,6 +437,22 @@ class _Tables:
 
 
 def parse(data: dict[str, Any], path: str = "<config>") -> Config:
+    """The configuration of ``data`` (the tables of the file at ``path``), checked."""
+    from gridsched.protocol.config_record import Config, Tuning
+
+    values = _values(data, path)
+    params, tuning = _make_params(values.pop("_params_kw")), Tuning(*values.pop("_tuning_args"))
+    return Config(params=params, tuning=tuning, **values)
+
+
+def parse_settings(data: dict[str, Any], path: str = "<config>") -> PlainSettings:
+    """What :func:`parse` gives, as :class:`PlainSettings`."""
+    return PlainSettings(_values(data, path))
+
+
+def _values(data: dict[str, Any], path: str) -> dict[str, Any]:
+    """The checked values of the configuration's fields (see :class:`PlainSettings`), checked in one order
+    whatever is built of them, so that the first value refused is the same."""
     base = _defaults()
     data = dict(data)
     device_table = data.pop("devices", {})
@@ -392,9 +478,9 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         isinstance(u, str) and u and len(u) <= 256 and not any(ord(c) < 32 for c in u) for u in resv_users
     ):
         raise r.bad("reservations", "users", 'must be a list of user names, or ["*"] for every user')
-    return Config(
+    return dict(
         path=path,
-        params=_params(r),
+        _params_kw=_params(r),
         **jobs,
         **machine,
         spool=get("daemon", "spool", str),
@@ -413,15 +499,23 @@ def parse(data: dict[str, Any], path: str = "<config>") -> Config:
         resv_max_duration_per_user=r.duration_or_zero("reservations", "max_duration_per_user"),
         max_submit_jobs_per_user=cap("limits", "max_submit_jobs_per_user"),
         max_array_tasks=cap("limits", "max_array_tasks"),
-        tuning=_tuning(r),
+        _tuning_args=_tuning(r),
         mail_sendmail=_sendmail(get("mail", "sendmail", str), path),
         mail_from=_mail_from(get("mail", "from", str), path),
         mail_timeout=duration("mail", "timeout"),
     )
 
 
-def _params(r: _Tables) -> Params:
-    """``[scheduler]``'s policy and its settings, with the priority and the per-user core limit."""
+def _make_params(kw: dict[str, Any]) -> Params:
+    """The policy settings of :func:`_params`'s keywords."""
+    from gridsched.core.params import Params, PriorityParams
+
+    return Params(**{**kw, "priority": PriorityParams(**kw["priority"])})
+
+
+def _params(r: _Tables) -> dict[str, Any]:
+    """``[scheduler]``'s policy and its settings, with the priority and the per-user core limit: the
+    keywords of ``Params`` (its ``priority``'s too), checked."""
     get, bad = r.get, r.bad
     try:
         policy = Policy(get("scheduler", "policy", str))
@@ -444,7 +538,7 @@ def _params(r: _Tables) -> Params:
     except ValueError:
         choices = ", ".join(x.value for x in YieldAffinity)
         raise bad("scheduler", "yield_affinity", "must be one of " + choices) from None
-    return Params(
+    return dict(
         policy=policy,
         p=p,
         threshold=float(threshold),
@@ -458,8 +552,9 @@ def _params(r: _Tables) -> Params:
     )
 
 
-def _tuning(r: _Tables) -> Tuning:
-    """``[scheduler]``'s settings left to the tuner (``"auto"``) and how it tunes them."""
+def _tuning(r: _Tables) -> tuple[Any, ...]:
+    """``[scheduler]``'s settings left to the tuner (``"auto"``) and how it tunes them: the arguments of
+    ``Tuning``, checked."""
     bad = r.bad
     tune_every = r.duration("scheduler", "tune_every")
     if not TUNE_EVERY_MIN <= tune_every <= TUNE_EVERY_MAX:
@@ -474,7 +569,7 @@ def _tuning(r: _Tables) -> Tuning:
     warmup = r.duration_or_zero("scheduler", "tune_warmup")
     if warmup > TUNE_WARMUP_MAX:
         raise bad("scheduler", "tune_warmup", "must be at most a year")
-    return Tuning(  # the choices themselves were checked with the policy's settings (_params)
+    return (  # the choices themselves were checked with the policy's settings (_params)
         r.auto("p"),
         r.auto("threshold"),
         r.auto("predictor"),
@@ -534,6 +629,8 @@ def _machine(r: _Tables) -> dict[str, Any]:
         raise r.bad("machine", "cores", "must be 0 (the host's) or a number of cores up to 65536")
     cpus = r.get("machine", "cpus", str)
     if cpus:
+        from gridsched.core import cpuset
+
         try:
             if not cpuset.parse(cpus):
                 raise cpuset.CpuListError("empty")
@@ -581,6 +678,8 @@ def _floating(table: Any, path: str) -> dict[str, int]:
         raise ConfigError(f"{path}: resources.floating must be a table of NAME = COUNT")
     out = {}
     for name, n in table.items():
+        from gridsched.core.memory import MEMORY  # only for a table with resources (a module with a dataclass)
+
         if not re.match(FLOATING_NAME, name):
             raise ConfigError(
                 f"{path}: resources.floating.{name}: not a resource name "
@@ -605,8 +704,9 @@ def _system(system: bool, autostart: bool, path: str) -> bool:
     return system
 
 
-def _priority(base: dict[str, Any], get: Any, bad: Any, duration: Any) -> PriorityParams:
-    """``[priority]``: the weights (numbers from 0 to 1e9) and settings of the multifactor priority."""
+def _priority(base: dict[str, Any], get: Any, bad: Any, duration: Any) -> dict[str, Any]:
+    """``[priority]``: the weights (numbers from 0 to 1e9) and settings of the multifactor priority, the
+    keywords of ``PriorityParams``."""
     weights = {}
     for key in ("weight_age", "weight_job_size", "weight_fairshare"):
         w = get("priority", key, float)
@@ -615,7 +715,7 @@ def _priority(base: dict[str, Any], get: Any, bad: Any, duration: Any) -> Priori
         weights[key] = w
     hl = base["priority"]["half_life"]
     zero = isinstance(hl, (int, float)) and not isinstance(hl, bool) and hl == 0
-    return PriorityParams(
+    return dict(
         max_age=float(duration("priority", "max_age")),
         half_life=0.0 if zero else float(duration("priority", "half_life")),
         favor_small=get("priority", "favor_small", bool),

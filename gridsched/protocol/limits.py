@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 from gridsched.core.units import format_duration
 
 if TYPE_CHECKING:
-    from gridsched.protocol.config import Config
+    from gridsched.protocol.config import Settings
 
 
-def array_refusal(ntasks: int, cfg: Config) -> str | None:
+def array_refusal(ntasks: int, cfg: Settings) -> str | None:
     """Why an array of ``ntasks`` tasks is refused under ``limits.max_array_tasks``."""
     cap = cfg.max_array_tasks
     if cap and ntasks > cap:
@@ -31,15 +31,15 @@ def array_refusal(ntasks: int, cfg: Config) -> str | None:
     return None
 
 
-def cores_refusal(ncpus: int, cfg: Config) -> str | None:
+def cores_refusal(ncpus: int, cfg: Settings) -> str | None:
     """Why a job of ``ncpus`` cores is refused under ``limits.max_cpus_per_user`` (it could never run)."""
-    cap = cfg.params.max_cpus_per_user
+    cap = cfg.max_cpus_per_user
     if cap and ncpus > cap:
         return f"job of {ncpus} cores: a user's running jobs may hold at most {cap} (limits.max_cpus_per_user)"
     return None
 
 
-def queued_refusal(user: str, have: int, adding: int, cfg: Config) -> str | None:
+def queued_refusal(user: str, have: int, adding: int, cfg: Settings) -> str | None:
     """Why ``adding`` more jobs of ``user``, who has ``have`` queued, held or running, are refused under
     ``limits.max_submit_jobs_per_user``."""
     cap = cfg.max_submit_jobs_per_user
@@ -49,12 +49,12 @@ def queued_refusal(user: str, have: int, adding: int, cfg: Config) -> str | None
     return None
 
 
-def may_reserve(user: str, admin: bool, cfg: Config) -> bool:
+def may_reserve(user: str, admin: bool, cfg: Settings) -> bool:
     """Whether ``user`` may create reservations: an admin, or named in ``reservations.users`` ("*": everyone)."""
     return admin or "*" in cfg.resv_users or user in cfg.resv_users
 
 
-def resv_refusal(user: str, admin: bool, ncpus: int, duration: int, live: Iterable[int], cfg: Config) -> str | None:
+def resv_refusal(user: str, admin: bool, ncpus: int, duration: int, live: Iterable[int], cfg: Settings) -> str | None:
     """Why ``user`` may not create a reservation of ``ncpus`` cores for ``duration`` seconds, holding already
     the live (waiting or active) reservations of ``live`` cores each; None: they may."""
     if not may_reserve(user, admin, cfg):

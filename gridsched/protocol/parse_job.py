@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gridsched.core import depend
-from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
+from gridsched.core.choices import ADMIN_MAX, NICE_MAX, NICE_MIN
 from gridsched.protocol.fields import (
     MAX_ARG,
     MAX_ARGS,
@@ -77,12 +76,7 @@ def job_spec(f: Fields, new_id: int, sender: Sender) -> JobSpec:
         raise f.bad("checkpoint", f"must be one of {', '.join(CHECKPOINT_MODES)}")
     hold = f.flag("hold")
     dep_text = f.text("depend", MAX_TEXT, required=False, default="")
-    try:
-        deps = depend.parse(dep_text)
-    except depend.DependError as e:
-        raise f.bad("depend", safe(str(e))) from None
-    if any(i > MAX_ID for i in depend.job_ids(deps)):
-        raise f.bad("depend", f"names a job id above {MAX_ID}")
+    dep_norm = depend_field(f, dep_text)
     script = f.text("script", MAX_SCRIPT, control=True)
     args_raw = f.raw("args", required=True)
     if not isinstance(args_raw, list) or len(args_raw) > MAX_ARGS:
@@ -142,7 +136,7 @@ def job_spec(f: Fields, new_id: int, sender: Sender) -> JobSpec:
         mem=mem,
         checkpoint=Checkpoint(checkpoint),
         hold=hold,
-        depend=depend.normalize(deps),
+        depend=dep_norm,
         script=script,
         args=args,
         workdir=f.path("workdir"),
@@ -198,6 +192,22 @@ def job_spec(f: Fields, new_id: int, sender: Sender) -> JobSpec:
         spec = _replace(spec, submit_dir=spec.workdir)
     f.done()
     return spec
+
+
+def depend_field(f: Fields, dep_text: str) -> str:
+    """The dependency spec ``dep_text`` of field ``depend``, checked and normalized ("" for none); the
+    dependency parser is loaded only for a job that has one."""
+    if not dep_text.strip():
+        return ""
+    from gridsched.core import depend
+
+    try:
+        deps = depend.parse(dep_text)
+    except depend.DependError as e:
+        raise f.bad("depend", safe(str(e))) from None
+    if any(i > MAX_ID for i in depend.job_ids(deps)):
+        raise f.bad("depend", f"names a job id above {MAX_ID}")
+    return depend.normalize(deps)
 
 
 def _check_priority(spec: JobSpec, sender: Sender) -> None:

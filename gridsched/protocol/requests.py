@@ -28,8 +28,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gridsched.core import cpuset, depend
-from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
+from gridsched.core.choices import ADMIN_MAX, NICE_MAX, NICE_MIN
 from gridsched.protocol.fields import (
     ID_WINDOW,
     MAX_ARG,
@@ -90,6 +89,7 @@ from gridsched.protocol.jobspec import (
     signal_name,
 )
 from gridsched.protocol.parse_job import (
+    depend_field,
     env_set_problem,
     estimate_problem,
     job_spec,
@@ -481,6 +481,8 @@ def _tune(f: Fields, new_id: int, sender: Sender) -> Tune:
 
 
 def _cores(f: Fields) -> frozenset[int]:
+    from gridsched.core import cpuset
+
     raw = f.text("cores", MAX_TEXT)
     try:
         cores = cpuset.parse(raw)
@@ -584,13 +586,7 @@ def _changes(f: Fields) -> Changes:
         raise f.bad("checkpoint", f"must be one of {', '.join(CHECKPOINT_MODES)}")
     dep_text = f.text("depend", MAX_TEXT, required=False)
     if dep_text is not None:
-        try:
-            deps = depend.parse(dep_text)
-        except depend.DependError as e:
-            raise f.bad("depend", safe(str(e))) from None
-        if any(i > MAX_ID for i in depend.job_ids(deps)):
-            raise f.bad("depend", f"names a job id above {MAX_ID}")
-        dep_text = depend.normalize(deps)
+        dep_text = depend_field(f, dep_text)
     place, tpc = placement(f)
     devs = device_asks(f) if f.data.get("devices") is not None else None
     out = Changes(

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gridsched.protocol.spool import Spool
-from gridsched.protocol.view import TERMINAL_STATES, QueueError, load_jobs
 
 if TYPE_CHECKING:
     from typing import TypedDict
@@ -77,6 +76,8 @@ def _same_spool(spool: Spool, env: Mapping[str, str]) -> bool:
 
 
 def _jobs(spool: Spool, ids: list[int] | None = None) -> dict[int, ViewRow]:
+    from gridsched.protocol.view import QueueError, load_jobs  # the queue's reader: only where jobs are read
+
     try:
         return {j["id"]: j for j in load_jobs(spool, ids)}
     except QueueError as e:
@@ -123,6 +124,8 @@ def submit_keys(
         what = f"parent {parent} (this job, GS_JOBID)"
     else:
         what = f"parent {parent}"
+    from gridsched.protocol.view import TERMINAL_STATES
+
     jobs = _jobs(spool)
     job = jobs.get(parent)
     if job is None:
@@ -148,6 +151,8 @@ def children(spool: Spool, jid: int) -> list[int]:
 
 def live_children(spool: Spool, jid: int) -> list[int]:
     """The ids of the children of ``jid`` that have not ended (those not yet taken in by the daemon too)."""
+    from gridsched.protocol.view import TERMINAL_STATES
+
     return sorted(
         j["id"]
         for j in _jobs(spool).values()
@@ -205,6 +210,8 @@ def poll(cond: Any, timeout: float | None = None) -> bool:
 
 def wait_ended(spool: Spool, ids: list[int], timeout: float | None = None) -> dict[int, str] | None:
     """Block until every job of ``ids`` has ended; id -> final state (None when ``timeout`` ran out)."""
+    from gridsched.protocol.view import TERMINAL_STATES, load_jobs
+
     final: dict[int, str] = {}
 
     def done() -> bool:

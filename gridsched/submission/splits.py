@@ -5,12 +5,14 @@ split file, one sub-task per line (:func:`read_split_file`, :func:`check_split_f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridsched.core.units import format_duration
 from gridsched.protocol import requests as rq
-from gridsched.protocol.config import Config
 from gridsched.submission.errors import USAGE, SubmitError
+
+if TYPE_CHECKING:
+    from gridsched.protocol.config import Settings
 
 
 def check_split(
@@ -19,7 +21,7 @@ def check_split(
     ncpus: int,
     walltime: int | None,
     cores: int,
-    cfg: Config,
+    cfg: Settings,
     device_wave: int | None = None,
 ) -> tuple[dict[str, Any], int]:
     """The ``split`` spec key of a splittable job and its walltime; :class:`SubmitError` if refused.
@@ -59,7 +61,7 @@ MAX_SPLIT_FILE = 16 << 20  # bytes of a split file
 MAX_SPLIT_LINE = 4096  # bytes of one of its lines
 
 
-def read_split_file(arg: str, cores: int, cfg: Config) -> list[tuple[int, int, tuple[str, ...]]]:
+def read_split_file(arg: str, cores: int, cfg: Settings) -> list[tuple[int, int, tuple[str, ...]]]:
     """The sub-tasks of a split file: ``(ncpus, seconds, args)`` for each line ``NCPUS WALLTIME [ARGS...]``.
 
     Words are split as the shell does (quotes, backslashes); ``#`` starts a
@@ -148,7 +150,7 @@ def waves_time(sizes: list[tuple[int, int]], ncpus: int) -> int:
 
 
 def check_split_file(
-    tasks: list[tuple[int, int, tuple[str, ...]]], walltime: int | None, cores: int, cfg: Config
+    tasks: list[tuple[int, int, tuple[str, ...]]], walltime: int | None, cores: int, cfg: Settings
 ) -> tuple[dict[str, Any], int, int]:
     """The ``split`` spec key of a job of a split file's sub-tasks, its walltime and its cores.
 

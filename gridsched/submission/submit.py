@@ -17,7 +17,6 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import TERMINAL
 from gridsched.protocol.spool import IdTaken, Spool
 from gridsched.submission.errors import USAGE, ScriptError, SubmitError
+from gridsched.submission.options import Options
 from gridsched.submission.splits import (  # noqa: F401 - importable from here, as before
     MAX_SPLIT_FILE,
     MAX_SPLIT_LINE,
@@ -46,7 +46,7 @@ from gridsched.submission.waiting import (  # noqa: F401 - importable from here,
 
 if TYPE_CHECKING:
     from gridsched.protocol.arrays import ArraySpec
-    from gridsched.protocol.config import Config
+    from gridsched.protocol.config import Settings
 
 MAX_SCRIPT = 1 << 20  # bytes; a job script, not a data file
 
@@ -58,46 +58,6 @@ class Script:
         self.text = text
         self.label = label  # for messages: the path as given, or "stdin"
         self.default_name = default_name
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    """The submission options (None: the configuration's default, or none)."""
-
-    name: str | None = None
-    ncpus: int | None = None
-    walltime: int | None = None
-    mem: int | None = None
-    output: str | None = None
-    error: str | None = None
-    chdir: str | None = None
-    hold: bool = False
-    checkpoint: str | None = None
-    depend: str | None = None
-    array: str | None = None  # --array range text (gridsched.protocol.arrays)
-    split: int | None = None  # --split: number of sub-tasks
-    task_time: int | None = None  # --task-time: walltime of one sub-task
-    split_file: str | None = None  # --split-file: one sub-task per line (read_split_file)
-    split_retries: int | None = None  # --split-retries: runs again of a failed or timed-out sub-task
-    split_devices: list[dict[str, Any]] | None = None  # --split with --gpus-per-task: each sub-task's devices
-    split_device_wave: int | None = None  # the sub-tasks those devices allow at once on the machine
-    parent: int | None = None  # --parent: the job this one is a child of (default: the job gsub runs in)
-    no_parent: bool = False  # --no-parent: not a child even inside a job
-    recoverable: bool = False  # --recoverable: the subtree is kept (held) if this job fails
-    shell: str | None = None  # what runs a script without #! on line 1 (choose_shell); None: /bin/sh
-    join: str | None = None  # --join: "oe" (error into the output file), "eo" (output into the error file), "n"
-    default_output: str | None = None  # the output file's template when -o is not given (slurm-%j.out)
-    task_sep: str = "_"  # between the job id and an array task's index in the default names (NAME.oID_INDEX)
-    paths_from_submit_dir: bool = False  # a relative -o/-e is taken from the submit directory, not from -D
-    defaults_in_workdir: bool = False  # the default files go in the working directory, not the submit directory
-    no_index: str = "0"  # what %a is in the paths of a job that is not an array
-    begin: float | None = None  # --begin: not before this time (seconds since the epoch)
-    open_mode: str | None = None  # --open-mode: "append" or "truncate" (the default)
-    # --export: the whole submitting environment, or (False) a login's basics and export_names of it
-    export_all: bool = True
-    export_names: tuple[str, ...] = ()
-    env_set: tuple[tuple[str, str], ...] = ()  # --export VAR=VALUE: set over what the job gets
-    exclusive: bool = False  # --exclusive: the job takes all the machine's cores and runs alone
 
 
 LOGIN_PATH = "/usr/local/bin:/usr/bin:/bin"  # PATH of a job that gets none of the submitting environment
@@ -255,7 +215,7 @@ def check_output_dir(what: str, p: Path) -> None:
         raise SubmitError(f"{what} '{p}': directory {d} is not writable")
 
 
-def machine_cores(spool: Spool, cfg: Config) -> int:
+def machine_cores(spool: Spool, cfg: Settings) -> int:
     """Cores of the machine: as the running daemon recorded it, else as the config declares it."""
     from gridsched.protocol.state import recorded_machine
 
@@ -303,7 +263,7 @@ def machine_memory(machine: Any) -> int | None:
     return host_memory()
 
 
-def machine_memory_of(spool: Spool, cfg: Config) -> int | None:
+def machine_memory_of(spool: Spool, cfg: Settings) -> int | None:
     """Memory of the machine: as the running daemon recorded it, else as the config and the host say."""
     from gridsched.protocol.state import recorded_machine
 
@@ -482,7 +442,7 @@ def hold_jid(spool: Spool, items: str, uid: int) -> tuple[list[int], list[str]]:
 
 
 def split_spec(
-    cfg: Config, opts: Options, array: ArraySpec | None, ncpus: int, cores: int
+    cfg: Settings, opts: Options, array: ArraySpec | None, ncpus: int, cores: int
 ) -> tuple[dict[str, Any] | None, int | None, int]:
     """The ``split`` spec key of a submission (None: not splittable), its walltime (None: the default) and its
     cores, from ``--split``, ``--task-time``, ``--split-file``, ``--split-retries`` and ``--gpus-per-task``;
@@ -523,7 +483,7 @@ def split_spec(
 
 def build_spec(
     spool: Spool,
-    cfg: Config,
+    cfg: Settings,
     script: Script,
     opts: Options,
     args: tuple[str, ...] | list[str] = (),
@@ -711,7 +671,7 @@ def publish_new(spool: Spool, kind: str, build: Callable[[int], dict[str, Any]])
 
 def submit(
     spool: Spool,
-    cfg: Config,
+    cfg: Settings,
     script: Script,
     opts: Options,
     args: tuple[str, ...] | list[str] = (),
@@ -741,7 +701,7 @@ def tree_keys(spool: Spool, opts: Options, ncpus: int, uid: int, env: Mapping[st
         raise SubmitError(str(e), USAGE if "exclude" in str(e) else 1) from None
 
 
-def check_array(text: str, cfg: Config) -> ArraySpec:
+def check_array(text: str, cfg: Settings) -> ArraySpec:
     """The parsed ``--array`` range; :class:`SubmitError` (usage) if it cannot be used."""
     from gridsched.protocol.arrays import ArrayError, parse
 

@@ -54,6 +54,8 @@ def test_gsub_run_loads_nothing_heavy(tmp_path, args):
     assert not {m for m in mods if m.split(".")[0] in {"rich", "psutil"} or m.startswith("gridsched.daemon")}
     assert sorted(mods & (LIGHT - {"sqlite3"})) == []  # sqlite3 reads the state db, when there is one
     assert sorted(mods & DEVICE_MODEL) == []
+    if args != ["--help"]:  # the configuration is read as PlainSettings: neither Config nor Params is built
+        assert sorted(mods & {"gridsched.protocol.config_record", "gridsched.core.params"}) == []
     # no other system's rules and values (a script is scanned for their directives, --wrap is not)
     assert sorted(m for m in mods if m.startswith("gridsched.submission.compat.")) == []
 
@@ -346,3 +348,25 @@ def test_quick_submissions_answer_as_through_click(tmp_path):
         == f"gsub: error: chdir '{tmp_path / 'nowhere'}': no such directory"
     )
     assert "click" not in imported(quick.stderr)
+
+
+def test_gsub_to_a_running_daemon_builds_no_dataclass(gs):
+    """To a daemon that has recorded the machine (every submission but a spool's first), gsub reads the
+    configuration as PlainSettings and its options as a plain record: dataclasses (and inspect under it), the
+    Config record and the policy settings stay out."""
+    first = gs.gsub("--hold", "--wrap", "true")
+    gs.wait_state(first, "HELD")  # taken in: the daemon has recorded the machine's size
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "gridsched.cli.gsub", "--hold", "--wrap", "true"],
+        env=gs.env,
+        cwd=gs.work,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert int(r.stdout) == first + 1
+    mods = imported(r.stderr)
+    assert {"gridsched.protocol.config", "gridsched.submission.options"} <= mods  # the report is real
+    heavy = {"dataclasses", "inspect", "gridsched.protocol.config_record", "gridsched.core.params"}
+    assert sorted(mods & heavy) == []
