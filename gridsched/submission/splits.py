@@ -134,19 +134,12 @@ def read_split_file(arg: str, cores: int, cfg: Settings) -> list[tuple[int, int,
 
 
 def waves_time(sizes: list[tuple[int, int]], ncpus: int) -> int:
-    """How long sub-tasks of ``(ncpus, seconds)`` take on ``ncpus`` cores, started in order as cores free up."""
-    import heapq
+    """How long sub-tasks of ``(ncpus, seconds)`` take on ``ncpus`` cores, started in order as cores free up
+    (:func:`gridsched.core.split.in_order`, as the forecast plans them; no sub-task asks for more than
+    ``ncpus``: :func:`read_split_file` refuses it)."""
+    from gridsched.core.split import in_order
 
-    ends: list[tuple[int, int]] = []
-    free, now, last = ncpus, 0, 0
-    for c, t in sizes:
-        while free < c:
-            now, back = heapq.heappop(ends)
-            free += back
-        heapq.heappush(ends, (now + t, c))
-        free -= c
-        last = max(last, now + t)
-    return last
+    return int(in_order(sizes, ncpus))
 
 
 def check_split_file(
