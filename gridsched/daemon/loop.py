@@ -723,9 +723,10 @@ class Daemon:
             split.piece_ended(contexts.for_split(self), rec, end)
 
     # -- forecast -------------------------------------------------------------------------------------
-    def forecast(self) -> None:
-        """Predicted start times and why each pending job waits (:func:`gridsched.daemon.apply.forecast`)."""
-        self.last_forecast = time.time()
+    def forecast(self, now: float | None = None) -> None:
+        """Predicted start times and why each pending job waits (:func:`gridsched.daemon.apply.forecast`), as
+        of ``now`` (the clock's time where not given)."""
+        self.last_forecast = time.time() if now is None else now
         said = apply.forecast(contexts.for_apply(self), self.last_forecast)
         if said is not None:
             self.forecast_said = said

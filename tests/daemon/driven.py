@@ -177,7 +177,7 @@ class Driven:
         if self.d.reload_requested:  # as the loop does after its turns: a reload asked for (gctl, SIGHUP)
             self.d.reload()
         if self.d.table.forecast_dirty:  # as the loop does after its turns: predicted starts and reasons
-            self.d.forecast()
+            self.d.forecast(self.now)
             self.d.table.commit()
 
     def run_to(self, offset: float, step: float = 0.25) -> None:

@@ -36,15 +36,15 @@ def test_gstat_start_shows_the_sub_tasks_planned_into_a_window_that_opens_later(
     late = next(ln for ln in lines if ln.startswith(f"{s} sub-tasks 4-7 "))
     head = next(ln for ln in lines if ln.split()[0] == str(h))
     # 0-3 in the 4 cores B leaves at its walltime (50 s) until the head's reservation (100 s); 4-7 after the head
-    assert abs(_start(early) - (t0 + 50)) <= 3
-    assert abs(_start(late) - (t0 + 200)) <= 3
+    assert abs(_start(early) - (t0 + 50)) <= 1  # gstat shows whole seconds
+    assert abs(_start(late) - (t0 + 200)) <= 1
     assert lines.index(early) < lines.index(head) < lines.index(late)  # by start
     assert len(lines) == 3  # the job's own row is its sub-tasks' rows
     full = dr.command("gstat", "-f", str(s)).stdout
     [planned] = [ln for ln in full.splitlines() if ln.startswith("planned")]
     assert "0-3 " in planned and "4-7 " in planned
     row = json.loads(dr.command("gstat", "--json").stdout)["jobs"]
-    assert next(j for j in row if j["id"] == s)["predicted_start"] <= t0 + 53  # its first sub-task's start
+    assert next(j for j in row if j["id"] == s)["predicted_start"] <= t0 + 50.001  # its first sub-task's start
 
     # B ends (before its walltime): the window opens, and the pass takes out the sub-tasks planned into it
     dr.run_to(49.5, step=5)
