@@ -253,12 +253,11 @@ def _start_forked(
 def _direct(spec: Launch, cg: Path | None) -> bool:
     """Whether the job's process can be spawned straight from the shepherd (``posix_spawn``: no copy of the
     shepherd's memory) with everything it needs inherited from it: the job keeps the shepherd's ids (a daemon
-    that is not root, or root's own job), and needs no memory limit or binding, no device cgroup and no
-    login environment, which are prepared in a forked process of its own."""
+    that is not root, or root's own job), and needs no memory limit, no device cgroup and no login
+    environment, which are prepared in a forked process of its own."""
     return (
         cg is None
         and not spec.mem
-        and not spec.mem_nodes
         and not spec.deny_devices
         and spec.user_env is None
         and (os.getuid() != 0 or spec.uid == 0)
@@ -276,7 +275,7 @@ def _start_direct(
 ) -> tuple[int, int | None, bytes] | None:
     """Start the job's process with ``posix_spawn`` (a vfork and an exec: nothing of the shepherd's memory
     is copied).  What the forked path prepares in the job's process is inherited from the shepherd instead:
-    the shepherd enters the job's cgroups, takes its cores, process cap and umask, enters its working
+    the shepherd enters the job's cgroups, takes its cores, memory binding, process cap and umask, enters its working
     directory and opens its output files, writes its pid file, spawns the job (in its own process group,
     every signal at its default) and leaves the cgroups again.  The job's pid, its status if it could not
     start (with why) and None, or None if the daemon died before the pid file was written (nothing ran)."""
@@ -294,6 +293,10 @@ def _start_direct(
         os.sched_setaffinity(0, spec.cpus)  # after the cgroups: entering a cpuset sets the affinity to its CPUs
     except OSError as e:
         notes.append(f"cannot pin to CPUs {sorted(spec.cpus)}: {e.strerror}")
+    if spec.mem_nodes:  # the job's boards' memory: a memory policy is inherited across the spawn and the exec
+        unbound = bind_memory(spec.mem_nodes)
+        if unbound:
+            notes.append(f"memory not bound to NUMA nodes {','.join(map(str, spec.mem_nodes))}: {unbound}")
     if _libc is not None:
         _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
     if os.getppid() != daemon:
@@ -301,6 +304,8 @@ def _start_direct(
         return None  # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
     _write_json(pid_file(spec.job_dir, spec.segment), info)
     child, status, why = _spawn_job(spec, notes)
+    if spec.mem_nodes:
+        unbind_memory()
     try:
         os.sched_setaffinity(0, own)
     except OSError:
@@ -526,6 +531,15 @@ def bind_memory(nodes: tuple[int, ...]) -> str | None:
     if _libc.syscall(nr, MPOL_BIND, ctypes.byref(mask), ctypes.c_ulong(words * 64)) != 0:
         return os.strerror(ctypes.get_errno())
     return None
+
+
+def unbind_memory() -> None:
+    """The calling process's memory policy back to the default (set_mempolicy MPOL_DEFAULT), if it can be."""
+    import platform
+
+    nr = SYS_SET_MEMPOLICY.get(platform.machine())
+    if nr is not None and _libc is not None:
+        _libc.syscall(nr, 0, None, ctypes.c_ulong(0))
 
 
 def _fail(wr: int, msg: str) -> None:
