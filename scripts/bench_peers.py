@@ -162,6 +162,21 @@ class Gridsched(Peer):
         )
         subprocess.run([str(self.bin / "python"), "-c", code, cmd], env=self.env, cwd=self.dir, check=True)
 
+    def last_id(self) -> int:
+        """The highest job id in the table (0 when none)."""
+        self.idle()  # opens the table
+        assert self.db is not None
+        return int(self.db.execute("SELECT COALESCE(MAX(id), 0) FROM jobs").fetchone()[0])
+
+    def jobs_cpu(self, first: int, last: int) -> float:
+        """CPU seconds the jobs ``first``..``last`` used, as their shepherds recorded it."""
+        assert self.db is not None
+        row = self.db.execute(
+            "SELECT COALESCE(SUM(COALESCE(cpu_user, 0) + COALESCE(cpu_sys, 0)), 0) FROM jobs WHERE id BETWEEN ? AND ?",
+            (first, last),
+        ).fetchone()
+        return float(row[0])
+
     def cpu(self) -> tuple[float, float]:
         """CPU seconds of the daemon itself, and of the rest of the per-job path: the daemon's children it has
         reaped (shepherds and their jobs, where it forks them), and its children still running (the
@@ -316,10 +331,12 @@ def dispatch(peer: Peer, i: int) -> tuple[float, float]:
 
 def drain(peer: Peer, n: int) -> tuple[float, tuple[float, float] | None]:
     """Jobs a second; for gridsched also the CPU milliseconds a job cost the daemon itself and its children
-    (the shepherds, with the jobs and what they left, as the daemon reaps them)."""
+    (the shepherds, with the jobs and what they left, as the daemon reaps them), less what the jobs that held
+    the slots used while the others were queued (the state db has it)."""
     go = peer.dir / "go"
     go.unlink(missing_ok=True)
     blockers = 1 if isinstance(peer, Nq) else peer.cores
+    first = peer.last_id() + 1 if isinstance(peer, Gridsched) else 0
     for _ in range(blockers):
         peer.submit(f"while [ ! -e {go} ]; do sleep 0.01; done")
     peer.submit_many("true", n)
@@ -331,7 +348,10 @@ def drain(peer: Peer, n: int) -> tuple[float, tuple[float, float] | None]:
     if cpu0 is None or not isinstance(peer, Gridsched):
         return rate, None
     cpu1 = peer.cpu()
-    return rate, ((cpu1[0] - cpu0[0]) * 1000 / n, (cpu1[1] - cpu0[1]) * 1000 / n)
+    # the blockers' own CPU (their loops, all the while the jobs were queued) reaches the shepherds' count
+    # when they end, at the start of the drain: it is no part of the drained jobs' cost
+    blocked = peer.jobs_cpu(first, first + blockers - 1)
+    return rate, ((cpu1[0] - cpu0[0]) * 1000 / n, (cpu1[1] - cpu0[1] - blocked) * 1000 / n)
 
 
 # -- the run --------------------------------------------------------------------------------------

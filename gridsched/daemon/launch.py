@@ -26,6 +26,7 @@ import gc
 import json
 import os
 import pwd
+import resource  # here, not in each shepherd: the starter loads it once for all of them
 import signal
 import time
 from dataclasses import dataclass
@@ -115,9 +116,13 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     A daemon killed before this shepherd has written its pid file must not
     leave a job running that the restarted daemon cannot know of (it would
     start the job again): until the pid file is written, the shepherd dies
-    with the daemon (``PR_SET_PDEATHSIG``), and the job's process waits for
-    a go from the shepherd before it takes its owner's ids, opens its files
-    and runs anything (it enters its cgroups meanwhile: :func:`_exec_job`).
+    with the daemon (``PR_SET_PDEATHSIG``).  Where the job needs nothing
+    the shepherd cannot give it by inheritance (:func:`_direct`), the
+    shepherd takes the job's cgroups, cores and process cap itself, writes
+    its pid file and spawns the job (:func:`_start_direct`); otherwise the
+    job's process is a fork of the shepherd that waits for a go from it
+    before it takes its owner's ids, opens its files and runs anything (it
+    enters its cgroups meanwhile: :func:`_exec_job`).
     """
     os.setsid()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
@@ -135,23 +140,9 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     dcg, dwhy = _device_cgroup(spec)
     more, notes = _confinement(spec)
     joins = [p for p in dict.fromkeys([*more, dcg]) if p is not None and p != cg]  # cg: joined first, alone
-    rd, wr = os.pipe2(os.O_CLOEXEC)
-    go_r, go_w = os.pipe2(os.O_CLOEXEC)
-    child = os.fork()
-    if child == 0:
-        os.close(rd)
-        os.close(go_w)
-        _exec_job(spec, wr, cg, dcg, dwhy, joins, notes, go_r)  # never returns
-    os.close(wr)
-    os.close(go_r)
-    try:
-        os.setpgid(child, child)
-    except OSError:
-        pass  # the child did it first
     # the job's first process (with its start time: a pid is reused), which leads its process group, and
     # every cgroup of the job: the daemon signals the job's processes through them (procs.py)
-    info: dict[str, object] = {"pid": me, "ticks": start_ticks(me), "pgid": child, "job": child}
-    info["job_ticks"] = start_ticks(child)
+    info: dict[str, object] = {"pid": me, "ticks": start_ticks(me)}
     if cg is not None:
         info["cgroup"] = str(cg)
     if dcg is not None and dcg != cg:
@@ -159,25 +150,26 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     cgroups = [str(p) for p in dict.fromkeys([cg, *joins]) if p is not None]
     if cgroups:
         info["cgroups"] = cgroups
-    if _libc is not None:
-        _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
-    if os.getppid() != daemon:
-        # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
-        os.kill(child, signal.SIGKILL)
-        os.waitpid(child, 0)
-        for path in {cg, *joins} - {None}:
-            cgroup.remove(path)  # type: ignore[arg-type]
-        _remove_private(spec)
-        return
-    _write_json(pid_file(spec.job_dir, spec.segment), info)
-    try:
-        os.write(go_w, b"g")
-    except OSError:
-        pass  # the job failed while it was being prepared: its status and message are collected below
-    os.close(go_w)
+    if _direct(spec, cg):
+        started = _start_direct(spec, daemon, joins, notes, info)
+        if started is None:
+            for made in joins:
+                cgroup.remove(made)
+            _remove_private(spec)
+            return
+        child, status, err = started
+        rd: int | None = None
+    else:
+        got = _start_forked(spec, daemon, cg, dcg, dwhy, joins, notes, info)
+        if got is None:
+            for path in {cg, *joins} - {None}:
+                cgroup.remove(path)  # type: ignore[arg-type]
+            _remove_private(spec)
+            return
+        child, rd = got
+        status, err = None, b""
     # the job ends when its script does, whatever it left running: take the
     # script's status first, then what it wrote to the pipe, then kill the rest
-    status = None
     while status is None:
         try:
             wpid, st = os.waitpid(-1, 0)
@@ -188,8 +180,9 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         if wpid == child:
             status = st
     end = time.time()
-    err = _read_ready(rd)
-    os.close(rd)
+    if rd is not None:
+        err = _read_ready(rd)
+        os.close(rd)
     result: dict = {"end": end}
     if status is not None:
         if os.WIFEXITED(status):
@@ -212,6 +205,179 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     _write_until_room(exit_file(spec.job_dir, spec.segment), result)
 
 
+def _start_forked(
+    spec: Launch,
+    daemon: int,
+    cg: Path | None,
+    dcg: Path | None,
+    dwhy: str,
+    joins: list[Path],
+    notes: list[str],
+    info: dict[str, object],
+) -> tuple[int, int] | None:
+    """Start the job's process as a fork of the shepherd, which prepares it in Python (its cgroups, its
+    owner's ids, its memory binding...) and runs it once the pid file is written: its pid and the pipe its
+    failures come on; None if the daemon died meanwhile (nothing ran)."""
+    rd, wr = os.pipe2(os.O_CLOEXEC)
+    go_r, go_w = os.pipe2(os.O_CLOEXEC)
+    child = os.fork()
+    if child == 0:
+        os.close(rd)
+        os.close(go_w)
+        _exec_job(spec, wr, cg, dcg, dwhy, joins, notes, go_r)  # never returns
+    os.close(wr)
+    os.close(go_r)
+    try:
+        os.setpgid(child, child)
+    except OSError:
+        pass  # the child did it first
+    info.update(pgid=child, job=child, job_ticks=start_ticks(child))
+    if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
+    if os.getppid() != daemon:
+        # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        os.close(rd)
+        os.close(go_w)
+        return None
+    _write_json(pid_file(spec.job_dir, spec.segment), info)
+    try:
+        os.write(go_w, b"g")
+    except OSError:
+        pass  # the job failed while it was being prepared: its status and message are collected below
+    os.close(go_w)
+    return child, rd
+
+
+def _direct(spec: Launch, cg: Path | None) -> bool:
+    """Whether the job's process can be spawned straight from the shepherd (``posix_spawn``: no copy of the
+    shepherd's memory) with everything it needs inherited from it: the job keeps the shepherd's ids (a daemon
+    that is not root, or root's own job), and needs no memory limit, no device cgroup and no login
+    environment, which are prepared in a forked process of its own."""
+    return (
+        cg is None
+        and not spec.mem
+        and not spec.deny_devices
+        and spec.user_env is None
+        and (os.getuid() != 0 or spec.uid == 0)
+        and spec.uid == os.getuid()
+    )
+
+
+# every signal the job may be given a default disposition for (glibc keeps two for itself, which its
+# posix_spawn leaves ignored, as for every process it starts: system(), popen())
+ALL_SIGNALS = tuple(sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}))
+
+
+def _start_direct(
+    spec: Launch, daemon: int, joins: list[Path], notes: list[str], info: dict[str, object]
+) -> tuple[int, int | None, bytes] | None:
+    """Start the job's process with ``posix_spawn`` (a vfork and an exec: nothing of the shepherd's memory
+    is copied).  What the forked path prepares in the job's process is inherited from the shepherd instead:
+    the shepherd enters the job's cgroups, takes its cores, memory binding, process cap and umask, enters its working
+    directory and opens its output files, writes its pid file, spawns the job (in its own process group,
+    every signal at its default) and leaves the cgroups again.  The job's pid, its status if it could not
+    start (with why) and None, or None if the daemon died before the pid file was written (nothing ran)."""
+    capped = False
+    for path in joins:
+        try:
+            cgroup.join(path)
+            capped = capped or (path / "pids.max").exists()
+        except OSError as e:
+            notes.append(f"cannot enter {path}: {e.strerror}")
+    if not capped and spec.max_processes > 0 and spec.uid != 0:
+        confine.cap_by_rlimit(spec.uid, spec.max_processes)  # the shepherd forks nothing after the job
+    own = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, spec.cpus)  # after the cgroups: entering a cpuset sets the affinity to its CPUs
+    except OSError as e:
+        notes.append(f"cannot pin to CPUs {sorted(spec.cpus)}: {e.strerror}")
+    if spec.mem_nodes:  # the job's boards' memory: a memory policy is inherited across the spawn and the exec
+        unbound = bind_memory(spec.mem_nodes)
+        if unbound:
+            notes.append(f"memory not bound to NUMA nodes {','.join(map(str, spec.mem_nodes))}: {unbound}")
+    if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
+    if os.getppid() != daemon:
+        _leave(joins)
+        return None  # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
+    _write_json(pid_file(spec.job_dir, spec.segment), info)
+    child, status, why = _spawn_job(spec, notes)
+    if spec.mem_nodes:
+        unbind_memory()
+    try:
+        os.sched_setaffinity(0, own)
+    except OSError:
+        pass
+    _leave(joins)
+    if child:
+        info.update(pgid=child, job=child, job_ticks=start_ticks(child))
+        _write_json(pid_file(spec.job_dir, spec.segment), info)
+    return child, status, why.encode(errors="replace")[:4000]
+
+
+def _leave(joins: list[Path]) -> None:
+    """Take the shepherd out of the job's cgroups (back to where they were made): its signals and its end are
+    the job's, never the shepherd's."""
+    for path in joins:
+        try:
+            cgroup.join(path.parent)
+        except OSError:
+            pass
+
+
+def _spawn_job(spec: Launch, notes: list[str]) -> tuple[int, int | None, str]:
+    """Spawn the job's script from the shepherd (see :func:`_start_direct`): its pid, or 0 with the status and
+    the message of a job that could not start."""
+    old = os.umask(spec.umask)
+    fds: list[int] = []
+    try:
+        try:
+            os.chdir(spec.workdir)
+        except OSError as e:
+            return 0, 127 << 8, f"cannot enter working directory {spec.workdir}: {e.strerror}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if spec.append else os.O_TRUNC)
+        try:
+            out = os.open(spec.stdout, flags, 0o644)
+            fds.append(out)
+            err = out if spec.stderr == spec.stdout else os.open(spec.stderr, flags, 0o644)
+            fds.append(err)
+        except OSError as e:
+            return 0, 127 << 8, f"cannot open output file {e.filename}: {e.strerror}"
+        nul = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        fds.append(nul)
+        for note in notes:  # the host can, but not for this job
+            os.write(err, f"gridsched: job {spec.job_id}: {note}\n".encode(errors="replace"))
+        actions = [(os.POSIX_SPAWN_DUP2, nul, 0), (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)]
+        try:
+            pid = os.posix_spawn(
+                spec.script,
+                [spec.script, *spec.args],
+                _with_mpi(spec),
+                file_actions=actions,
+                setpgroup=0,
+                setsigmask=(),
+                setsigdef=ALL_SIGNALS,
+            )
+        except OSError as e:
+            why = _exec_problem(spec, e)
+            try:
+                os.write(err, f"gridsched: job {spec.job_id} could not start: {why}\n".encode())
+            except OSError:
+                pass
+            return 0, 127 << 8, why
+        return pid, None, ""
+    finally:
+        os.umask(old)
+        for fd in dict.fromkeys(fds):
+            os.close(fd)
+        try:
+            os.chdir("/")
+        except OSError:
+            pass
+
+
 def _usage(cg: Path | None) -> dict[str, float | int | str]:
     """What the job's processes used, once every one of them has been reaped by this shepherd.
 
@@ -222,8 +388,6 @@ def _usage(cg: Path | None) -> dict[str, float | int | str]:
     peak from the cgroup instead (all its processes together, page cache
     included, as the kernel charged them).
     """
-    import resource
-
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     out: dict[str, float | int | str] = {
         "cpu_user": round(ru.ru_utime, 6),
@@ -369,6 +533,15 @@ def bind_memory(nodes: tuple[int, ...]) -> str | None:
     return None
 
 
+def unbind_memory() -> None:
+    """The calling process's memory policy back to the default (set_mempolicy MPOL_DEFAULT), if it can be."""
+    import platform
+
+    nr = SYS_SET_MEMPOLICY.get(platform.machine())
+    if nr is not None and _libc is not None:
+        _libc.syscall(nr, 0, None, ctypes.c_ulong(0))
+
+
 def _fail(wr: int, msg: str) -> None:
     try:
         os.write(wr, msg.encode(errors="replace")[:4000])
@@ -427,8 +600,6 @@ def _exec_job(
                 os._exit(0)  # the shepherd is gone: the job never runs
             os.close(go)
         if spec.mem and cg is None:
-            import resource
-
             resource.setrlimit(resource.RLIMIT_AS, (spec.mem, spec.mem))
         if os.getuid() == 0 and spec.uid != 0:
             # the groups come from the password and group databases, not from the request
@@ -473,23 +644,27 @@ def _exec_job(
     try:
         os.execve(spec.script, argv, env)
     except OSError as e:
-        if spec.shell:  # found out here, as the owner: the daemon never looks at a path the user named
-            why = _shell_problem(spec.script, e)
-        elif e.errno == errno.ENOENT:
-            interp = _interpreter(spec.script)
-            why = f"interpreter {interp!r} not found" if interp else "script not found"
-        elif e.errno == errno.EACCES:
-            why = "permission denied (script or interpreter not executable)"
-        elif e.errno == errno.ENOEXEC:
-            why = "not an executable script"
-        else:
-            why = e.strerror or str(e)
+        why = _exec_problem(spec, e)
         msg = f"gridsched: job {spec.job_id} could not start: {why}\n"
         try:
             os.write(2, msg.encode())
         except OSError:
             pass
         _fail(wr, why)
+
+
+def _exec_problem(spec: Launch, e: OSError) -> str:
+    """Why the job's script could not be run (as the job's owner found it)."""
+    if spec.shell:  # found out as the owner: the daemon never looks at a path the user named
+        return _shell_problem(spec.script, e)
+    if e.errno == errno.ENOENT:
+        interp = _interpreter(spec.script)
+        return f"interpreter {interp!r} not found" if interp else "script not found"
+    if e.errno == errno.EACCES:
+        return "permission denied (script or interpreter not executable)"
+    if e.errno == errno.ENOEXEC:
+        return "not an executable script"
+    return e.strerror or str(e)
 
 
 def _shell_problem(shell: str, e: OSError) -> str:

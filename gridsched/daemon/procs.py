@@ -152,7 +152,9 @@ def signal_job(job: Job, sig: int) -> int:
     cgroup v2.  No process group is signalled by number.  How many processes were sent it."""
     names = {os.path.basename(c) for c in job.cgroups}
     up = shepherd_alive(job)
-    if sig == signal.SIGKILL:
+    # cgroup.kill kills every member: not while the shepherd is one (it spawns the job from inside the job's
+    # cgroups, and leaves them at once: launch.py); the members are then killed one by one below
+    if sig == signal.SIGKILL and not (up and job.shepherd in members(job)):
         for path in job.cgroups:
             try:
                 with open(f"{path}/cgroup.kill", "w") as f:

@@ -141,3 +141,68 @@ def test_a_private_directory_has_each_command_under_its_name_and_mpi_s_can_be_ta
     assert "gridsched.job.launcher" in (Path(priv.bin) / "srun").read_text()
     jobtmp.remove(priv.root, os.getuid())
     assert not os.path.exists(priv.root)
+
+
+JOB = """#!/bin/sh
+{ echo "$$ $(cut -d' ' -f5 /proc/$$/stat)"; grep -E '^(SigIgn|SigBlk|Cpus_allowed_list):' /proc/$$/status; umask; pwd
+  grep -m1 -oE '(bind|default|prefer|interleave)[^ ]*' /proc/$$/numa_maps || echo none
+} > seen.txt
+while [ ! -e go ]; do sleep 0.01; done
+exit 5
+"""
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["spawned", "forked"])
+def test_the_job_s_process_is_prepared_alike_spawned_or_forked_by_its_shepherd(tmp_path, monkeypatch, direct):
+    """Whether the job's process is spawned from the shepherd (it inherits what it needs) or is a fork of it
+    (it prepares itself): it leads its own process group, every signal is at its default and none blocked
+    (the shepherd ignores several), it runs on its cores with its memory bound to its boards' NUMA nodes and
+    its umask in its directory, the pid file names it, it is in each of the job's cgroups and the shepherd in
+    none, and its status is collected."""
+    if not direct:
+        monkeypatch.setattr(launch, "_direct", lambda spec, cg: False)
+    work = tmp_path / "wd"
+    work.mkdir()
+    (tmp_path / "job.sh").write_text(JOB)
+    (tmp_path / "job.sh").chmod(0o755)
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    numa = os.path.exists("/sys/devices/system/node/node0")
+    spec = launch.Launch(
+        job_id=7, segment=1, job_dir=str(tmp_path), script=str(tmp_path / "job.sh"), args=(), workdir=str(work),
+        stdout=str(tmp_path / "out"), stderr=str(tmp_path / "out"), append=False, env={"PATH": "/usr/bin:/bin"},
+        cpus=frozenset({cpu}), uid=os.getuid(), gid=os.getgid(), user="u", umask=0o027,
+        mem_nodes=(0,) if numa else (),
+    )  # fmt: skip
+    shepherd = launch.spawn(spec)
+    try:
+        seen = wait_for(lambda: _lines(work / "seen.txt", 7), 20, "the job to report").splitlines()
+        info = wait_for(lambda: _naming_the_job(launch.pid_file(tmp_path, 1)), 20, "the pid file to name the job")
+        job, group = (int(x) for x in seen[0].split())
+        assert info["pid"] == shepherd and info["job"] == job == group
+        fields = dict(line.split(":\t") for line in seen[1:4])
+        assert int(fields["SigIgn"], 16) & ((1 << 31) - 1) == 0, fields  # glibc may keep its own two above
+        assert int(fields["SigBlk"], 16) == 0, fields
+        assert fields["Cpus_allowed_list"] == str(cpu)
+        assert seen[4:6] == ["0027", str(work)]
+        assert seen[6] == ("bind:0" if numa else "none"), seen
+        for path in info.get("cgroups", []):
+            members = Path(path, "cgroup.procs").read_text().split()
+            assert str(job) in members and str(shepherd) not in members, path
+    finally:
+        (work / "go").touch()
+        _, status = os.waitpid(shepherd, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert json.loads(launch.exit_file(tmp_path, 1).read_text())["exit_code"] == 5
+
+
+def _naming_the_job(path: Path) -> dict | None:
+    info = json.loads(path.read_text())
+    return info if "job" in info else None
+
+
+def _lines(path: Path, n: int) -> str | None:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    return text if text.count("\n") >= n else None
