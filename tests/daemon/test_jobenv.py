@@ -265,7 +265,10 @@ def test_compat_off_sets_no_foreign_names_but_tmpdir_and_srun(make_gs, tmp_path)
     jid = gs.gsub("-n", "2", "--wrap", "env -0 > env.out; srun true && echo ok > srun.out")
     gs.wait_state(jid, "COMPLETED")
     e = env_of(gs.work / "env.out")
-    assert not [k for k in e if k.startswith(("SLURM", "PBS_", "SGE_")) or k in ("NSLOTS", "JOB_ID", "NCPUS")]
+    # the submitter's own settings pass (SLURM_CONF where a Slurm client is set up), not a system's job's names
+    own = {k for k in os.environ if k.startswith("SLURM") and k != "SLURM_CPUS_PER_TASK"}
+    foreign = [k for k in e if k.startswith(("SLURM", "PBS_", "SGE_")) or k in ("NSLOTS", "JOB_ID", "NCPUS")]
+    assert not set(foreign) - own, foreign
     assert e["TMPDIR"].endswith("/tmp") and e["GS_NTASKS"] == "1" and e["OMP_NUM_THREADS"] == "2"
     assert (gs.work / "srun.out").read_text() == "ok\n"
 
