@@ -176,9 +176,21 @@ class Gridsched:
         r = self.run("gsub", *args, input=input, check=True)
         return int(r.stdout.strip().splitlines()[-1])
 
+    def gstat_json(self) -> dict[str, Any]:
+        """``gstat -a --json`` on this spool, in process (the record a test polls while it waits for a state:
+        the command's own process, a second or more of each wait on a busy machine, is tested elsewhere)."""
+        from click.testing import CliRunner
+
+        from gridsched.cli.gstat import cli
+
+        env = {"GRIDSCHED_SPOOL": str(self.spool), "GRIDSCHED_CONFIG": str(self.cfgfile)}
+        r = CliRunner().invoke(cli, ["-a", "--json"], env=env, prog_name="gstat")
+        if r.exit_code != 0:
+            raise AssertionError(f"gstat -a --json exited {r.exit_code}: {r.stderr}")
+        return json.loads(r.stdout)
+
     def job(self, jid: int) -> dict[str, Any]:
-        r = self.run("gstat", "-a", "--json", check=True)
-        for j in json.loads(r.stdout)["jobs"]:
+        for j in self.gstat_json()["jobs"]:
             if j["id"] == jid:
                 return j
         raise AssertionError(f"job {jid} not in gstat -a --json")
