@@ -173,12 +173,40 @@ class Gridsched:
         return r
 
     def gsub(self, *args: str, input: str | None = None) -> int:
-        r = self.run("gsub", *args, input=input, check=True)
+        """Submit with ``gsub ARGS`` in process, from the working directory and in the environment that
+        :meth:`run` gives a command (the command's own process is tested through :meth:`run`, in tests/cli
+        and where a test is about it); the job's id."""
+        from click.testing import CliRunner
+
+        from gridsched.cli.gsub import cli
+
+        env: dict[str, str | None] = {k: None for k in os.environ if k not in self.env}
+        env.update(self.env)
+        here = os.getcwd()
+        os.chdir(self.work)
+        try:
+            r = CliRunner().invoke(cli, list(args), input=input, env=env, prog_name="gsub")
+        finally:
+            os.chdir(here)
+        if r.exit_code != 0:
+            raise AssertionError(f"gsub {' '.join(args)} exited {r.exit_code}: {r.stderr}{r.exception or ''}")
         return int(r.stdout.strip().splitlines()[-1])
 
+    def gstat_json(self) -> dict[str, Any]:
+        """``gstat -a --json`` on this spool, in process (the record a test polls while it waits for a state:
+        the command's own process, a second or more of each wait on a busy machine, is tested elsewhere)."""
+        from click.testing import CliRunner
+
+        from gridsched.cli.gstat import cli
+
+        env = {"GRIDSCHED_SPOOL": str(self.spool), "GRIDSCHED_CONFIG": str(self.cfgfile)}
+        r = CliRunner().invoke(cli, ["-a", "--json"], env=env, prog_name="gstat")
+        if r.exit_code != 0:
+            raise AssertionError(f"gstat -a --json exited {r.exit_code}: {r.stderr}")
+        return json.loads(r.stdout)
+
     def job(self, jid: int) -> dict[str, Any]:
-        r = self.run("gstat", "-a", "--json", check=True)
-        for j in json.loads(r.stdout)["jobs"]:
+        for j in self.gstat_json()["jobs"]:
             if j["id"] == jid:
                 return j
         raise AssertionError(f"job {jid} not in gstat -a --json")

@@ -32,6 +32,9 @@ def test_kill9_during_a_run_loses_nothing_and_runs_nothing_twice(gs):
     c = gs.gsub("-n", "8", "--wrap", f"echo start-$GS_JOBID >> {ledger}; echo end-$GS_JOBID >> {ledger}")
     gs.wait_state(a, "RUNNING")
     gs.wait_state(b, "RUNNING")
+    # the jobs themselves are under way (RUNNING is shown from the start's decision on)
+    started = {f"start-{a}", f"start-{b}"}
+    wait_for(lambda: ledger.exists() and started <= set(ledger.read_text().split()), 15, "a and b to start")
     assert gs.job(c)["state"] == "PENDING"
     gs.kill9()
     go.touch()

@@ -34,9 +34,11 @@ autostart = false
 
 
 def signal_job_while_down(gs, jid: int, sig: int, after: float | None = None) -> None:
-    """Kill the daemon, then send ``sig`` to the job's process group (at time ``after``) and wait for its end."""
-    gs.kill9()
+    """Kill the daemon once the job's shepherd is under way (RUNNING is shown from the start's decision on),
+    then send ``sig`` to the job's process group (at time ``after``) and wait for its end."""
     jdir = gs.spool / "jobs" / str(jid)
+    wait_for((jdir / "seg-1.pid").exists, 15, "the job's shepherd to be under way")
+    gs.kill9()
     info = json.loads((jdir / "seg-1.pid").read_text())
     if after is not None:
         wait_for(lambda: time.time() >= after, 30, "the walltime to pass")
@@ -72,9 +74,10 @@ def test_cancel_signal_unrecorded(make_gs):
     gs = make_gs(CONFIG)
     jid = gs.gsub("--wrap", "sleep 30")
     gs.wait_state(jid, "RUNNING")
+    jdir = gs.spool / "jobs" / str(jid)
+    wait_for((jdir / "seg-1.pid").exists, 15, "the job's shepherd to be under way")
     gs.kill9()
     assert gs.run("gdel", str(jid)).returncode == 0  # the request waits in the spool
-    jdir = gs.spool / "jobs" / str(jid)
     os.killpg(json.loads((jdir / "seg-1.pid").read_text())["pgid"], signal.SIGTERM)
     wait_for((jdir / "seg-1.exit").exists, 20, "the job to end while the daemon is down")
     gs.start()

@@ -139,6 +139,8 @@ def test_a_job_that_ends_while_the_spool_is_full_is_recorded_when_room_returns(s
     gs.start()
     jid = gs.gsub("-o", "/dev/null", "-e", "/dev/null", "--wrap", "sleep 2; exit 3")
     gs.wait_state(jid, "RUNNING")
+    # the job's shepherd is under way (RUNNING is shown from the start's decision on) before the disk fills
+    wait_for((gs.spool / "jobs" / str(jid) / "seg-1.pid").exists, 15, "the job's shepherd to be under way")
     filler = gs.root / "filler"
     fill_disk(filler)
     exit_file = gs.spool / "jobs" / str(jid) / "seg-1.exit"
@@ -159,6 +161,8 @@ def test_the_daemon_survives_a_full_spool_while_jobs_end(small_fs):
     gs.start()
     jid = gs.gsub("-t", "2s", "-o", "/dev/null", "-e", "/dev/null", "--wrap", "sleep 30")
     gs.wait_state(jid, "RUNNING")
+    # the job's shepherd is under way (RUNNING is shown from the start's decision on) before the disk fills
+    wait_for((gs.spool / "jobs" / str(jid) / "seg-1.pid").exists, 15, "the job's shepherd to be under way")
     filler = gs.root / "filler"
     fill_disk(filler)
     deadline = gs.job(jid)["start_time"] + 2

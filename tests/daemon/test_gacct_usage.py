@@ -68,10 +68,11 @@ def test_usage_from_the_cgroup_of_a_job_with_mem(gs):
 
 
 def test_usage_survives_a_restart_of_the_daemon(gs):
-    go = gs.work / "go"
+    go, started = gs.work / "go", gs.work / "started"
     wait_go = f"i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"
-    jid = gs.gsub("-t", "1m", "--wrap", f"{wait_go}; {BUSY}")
+    jid = gs.gsub("-t", "1m", "--wrap", f"touch {started}; {wait_go}; {BUSY}")
     gs.wait_state(jid, "RUNNING")
+    wait_for(started.exists, 15, "the job to be under way")  # RUNNING is shown from the start's decision on
     gs.kill9()
     go.touch()  # the job runs its loop and ends while the daemon is down: its shepherd measures it
     wait_for(lambda: Path(gs.spool, "jobs", str(jid), "seg-1.exit").exists(), 20, "the job to end")

@@ -143,7 +143,7 @@ def test_streams_are_grun_s_own_and_the_status_is_the_command_s(gs):
     assert m and m.group(1) == str(gs.work)
     assert "oops" in r.stderr
     jid = int(m.group(2))
-    assert gs.job(jid)["state"] == "FAILED"
+    gs.wait_state(jid, "FAILED")  # grun exits with the command; the daemon records the job's end just after
 
 
 def test_a_command_killed_by_a_signal_gives_128_plus_n(gs):

@@ -139,12 +139,16 @@ def test_the_boundary_answers_the_same_for_a_shell_that_exists_and_one_that_does
 def test_the_loop_does_not_wait_for_a_private_directory_its_owner_filled(stub_daemon, tmp_path, monkeypatch):
     """A job's private directory lies in a directory every user may write: its owner may put it back, filled
     with as much as they like, after the shepherd removed it and before the daemon collects the job.  The
-    turn that collects the job leaves its removal to a process nobody waits for (here one that takes 3 s):
-    it takes well under those 3 s, and the directory is gone soon after."""
+    turn that collects the job leaves its removal to a process nobody waits for (here one that takes 3 s,
+    unless the test lets it go on once the turn is over): it takes well under those 3 s, and the directory
+    is gone soon after."""
     real = jobtmp._rmtree
+    go = tmp_path / "go"
 
     def slow(root: str) -> None:
-        time.sleep(3)
+        deadline = time.monotonic() + 3
+        while not go.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
         real(root)
 
     monkeypatch.setattr(jobtmp, "_rmtree", slow)  # in the process that removes it, forked after this
@@ -163,4 +167,5 @@ def test_the_loop_does_not_wait_for_a_private_directory_its_owner_filled(stub_da
     assert d.db.job(jid)["state"] == "COMPLETED"
     # a turn that waited for the removal would take its 3 s: half of that tells the two apart on a loaded machine
     assert took < 1.5, f"collecting the job took {took:.2f} s"
+    go.touch()
     wait_for(lambda: not private.exists(), 30, "the private directory to be removed")

@@ -123,6 +123,7 @@ def test_random_bytes_are_parsed_or_refused(tmp_path_factory, raw):
 
 @FUZZ
 @given(st.sampled_from(FIELDS), json_values)
+@example(("submit-0000000001.json", ("job", "uid")), 1)  # another uid: root's to claim, nobody else's
 def test_any_value_in_any_field_is_accepted_or_refused(field, value):
     name, path = field
     data = json.loads(json.dumps(VALID[name]))
@@ -159,17 +160,13 @@ def _optional_field(data: dict, name: str, key: str) -> bool:
     return True
 
 
-def _acts_for(uid: int) -> tuple[int, str]:
-    """Who a request of ``uid`` written by SENDER acts for: the sender, named as the sender; root (the tests run
-    as root in CI) may act for any uid, named from the password database (the number where it has none)."""
-    if uid == SENDER.uid or SENDER.uid != 0:
-        return SENDER.uid, SENDER.user
+def user_name(uid: int) -> str:
     import pwd
 
     try:
-        return uid, pwd.getpwuid(uid).pw_name
+        return pwd.getpwuid(uid).pw_name
     except KeyError:
-        return uid, str(uid)
+        return str(uid)
 
 
 def check_typed(req: rq.Request) -> None:
@@ -177,7 +174,10 @@ def check_typed(req: rq.Request) -> None:
     if isinstance(req, rq.Submit):
         j = req.job
         assert 0 < j.id <= rq.MAX_ID and 0 < j.ncpus <= rq.MAX_COUNT and 0 < j.walltime <= rq.MAX_SECONDS
-        assert (j.uid, j.user) == _acts_for(j.uid)
+        if j.uid == SENDER.uid:
+            assert j.user == SENDER.user
+        else:  # only root acts for another uid, under that uid's name in the password database
+            assert SENDER.uid == 0 and j.user == user_name(j.uid), (j.uid, j.user)
         assert j.checkpoint in rq.CHECKPOINT_MODES and j.place in (None, *rq.PLACES) and 0 <= j.threads_per_core <= 2
         assert all(isinstance(a, str) and "\0" not in a for a in j.args)
         assert all(isinstance(k, str) and "=" not in k and "\0" not in k + v for k, v in j.env)
