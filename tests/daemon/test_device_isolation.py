@@ -295,7 +295,9 @@ def test_a_job_cgroup_its_killed_shepherd_left_is_removed_when_the_daemon_restar
     pid_file = gs.spool / "jobs" / str(jid) / "seg-1.pid"
     info = wait_for(lambda: pid_file.exists() and json.loads(pid_file.read_text()), 10, "the shepherd's pid file")
     path = Path(info["devcgroup"])
-    assert path.is_dir() and info["job"] in cgroup.members(path)
+    assert path.is_dir()
+    # the job's process enters its cgroups as it starts, beside the shepherd writing its pid file
+    wait_for(lambda: info["job"] in cgroup.members(path), 10, "the job's process in its device cgroup")
     gs.kill9()
     os.kill(info["pid"], 9)
     os.killpg(info["pgid"], 9)

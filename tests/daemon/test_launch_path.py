@@ -77,7 +77,10 @@ def test_a_killed_starter_leaves_its_running_job_alone_and_is_started_again(gs):
     a = gs.gsub("--wrap", f"i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exit 3")
     gs.wait_state(a, "RUNNING")
     first = _starter_of(gs)
-    assert first.children()  # the job's shepherd is the starter's child, not the daemon's
+    # the job's shepherd is the starter's child, not the daemon's (RUNNING is shown from the decision to start)
+    wait_for(first.children, 10, "the job's shepherd under the starter")
+    pid_file = gs.spool / "jobs" / str(a) / "seg-1.pid"  # armed until it has written it: then it outlives the starter
+    wait_for(lambda: pid_file.exists() and json.loads(pid_file.read_text()).get("job"), 10, "the job under way")
     first.send_signal(signal.SIGKILL)
     go.touch()
     assert gs.wait_state(a, "FAILED")["exit_code"] == 3
