@@ -67,6 +67,7 @@ def test_sigterm_leaves_jobs_running_and_a_restart_collects_them(gs):
     ledger = gs.work / "ledger"
     long = gs.gsub("--wrap", f"echo start >> {ledger}; sleep 2; echo end >> {ledger}")
     gs.wait_state(long, "RUNNING")
+    wait_for(ledger.exists, 15, "the job to be under way")  # RUNNING is shown from the start's decision on
     gs.stop()
     wait_for(lambda: ledger.exists() and "end" in ledger.read_text(), 15, "the job to finish without the daemon")
     gs.start()
