@@ -43,8 +43,13 @@ DELIBERATE: dict[tuple[str, str], str] = {
 }
 
 
-def _local(name: str) -> str:
-    r = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=30)
+def _env(conf: str | None) -> dict[str, str]:
+    """The environment of the Slurm commands: this one, with ``conf`` as SLURM_CONF where given."""
+    return {**os.environ, **({"SLURM_CONF": conf} if conf else {})}
+
+
+def _local(name: str, conf: str | None = None) -> str:
+    r = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=30, env=_env(conf))
     for line in r.stdout.splitlines():
         key, _, value = line.partition("=")
         if key.strip() == name:
@@ -53,16 +58,19 @@ def _local(name: str) -> str:
 
 
 @functools.cache
-def _node() -> dict[str, Any]:
-    part = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=30).stdout
-    node = subprocess.run(["scontrol", "show", "node"], capture_output=True, text=True, timeout=30).stdout
+def _node(conf: str | None = None) -> dict[str, Any]:
+    """The local Slurm's partition, node memory, GPUs and MaxArraySize, through ``conf`` (SLURM_CONF) where
+    given: a Slurm that a fixture started answers only there."""
+    env = _env(conf)
+    part = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=30, env=env).stdout
+    node = subprocess.run(["scontrol", "show", "node"], capture_output=True, text=True, timeout=30, env=env).stdout
     mem = re.search(r"RealMemory=(\d+)", node)
     gpus = re.search(r"Gres=gpu(?::[a-z0-9]+)?:(\d+)", node)
     return {
         "partition": part.split()[0].rstrip("*") if part.split() else "debug",
         "mem": int(mem.group(1)) << 20 if mem else 0,
         "gpus": int(gpus.group(1)) if gpus else 0,
-        "max_array": int(_local("MaxArraySize") or 1001),
+        "max_array": int(_local("MaxArraySize", conf) or 1001),
     }
 
 
@@ -81,7 +89,7 @@ def local(request: pytest.FixtureRequest) -> dict[str, Any]:
     except pytest.skip.Exception as e:
         _NO_SLURM.append(str(e.msg))
         raise
-    return _node()
+    return _node(os.environ.get("SLURM_CONF"))
 
 
 def _seconds(limit: str) -> int:

@@ -392,7 +392,7 @@ def test_corpus_headers_run_as_under_slurm(slurm, gs, tmp_path, name):
     from tests.compat.test_corpus_oracle import DELIBERATE, _node
 
     want = WANT[name]
-    node = _node()
+    node = _node(slurm.env.get("SLURM_CONF"))
     why = next((w for (n, _), w in DELIBERATE.items() if n == name), None)
     if why:
         why = f"{name}: read otherwise than Slurm reads it, on purpose (test_corpus_oracle.py): {why}"
@@ -418,7 +418,7 @@ def test_corpus_headers_run_as_under_slurm(slurm, gs, tmp_path, name):
             (work / d).mkdir()
         (work / name).write_text(text)
         if system == "slurm":
-            jid = slurm.sbatch(work, name, "-p", _node()["partition"], *args)
+            jid = slurm.sbatch(work, name, "-p", node["partition"], *args)
             state, code = wait_for(lambda jid=jid: slurm.state(jid), 90, f"Slurm job {jid} to end")
         else:
             jid = gsub(gs, work, *args, name)  # an array's id is its first task's
