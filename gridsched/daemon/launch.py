@@ -255,13 +255,7 @@ def _direct(spec: Launch, cg: Path | None) -> bool:
     shepherd's memory) with everything it needs inherited from it: the job keeps the shepherd's ids (a daemon
     that is not root, or root's own job), and needs no memory limit, no device cgroup and no login
     environment, which are prepared in a forked process of its own."""
-    return (
-        cg is None
-        and not spec.mem
-        and not spec.deny_devices
-        and spec.user_env is None
-        and spec.uid == os.getuid()
-    )
+    return cg is None and not spec.mem and not spec.deny_devices and spec.user_env is None and spec.uid == os.getuid()
 
 
 # every signal the job may be given a default disposition for (glibc keeps two for itself, which its
