@@ -212,12 +212,13 @@ def test_srun_pins_each_copy_to_its_own_share(make_gs, tmp_path):
         "--ntasks",
         str(n),
         "--wrap",
-        f'srun -n {n} python3 -c \'import os; print(os.environ["SLURM_PROCID"], '
-        "sorted(os.sched_getaffinity(0)))' > aff.out; grep Cpus_allowed_list /proc/self/status | cut -f2 > job.aff",
+        # each copy writes a file of its own: two copies printing to one shared file may interleave
+        f'srun -n {n} python3 -c \'import os; r = os.environ["SLURM_PROCID"]; '
+        'open("aff." + r, "w").write(" ".join(map(str, sorted(os.sched_getaffinity(0)))))\'; '
+        "grep Cpus_allowed_list /proc/self/status | cut -f2 > job.aff",
     )
     gs.wait_state(jid, "COMPLETED")
-    rows = [line.split(" ", 1) for line in (gs.work / "aff.out").read_text().splitlines()]
-    shares = {int(r): set(eval(cpus)) for r, cpus in rows}  # noqa: S307 - a list of ints the job printed
+    shares = {int(f.name.split(".")[1]): {int(c) for c in f.read_text().split()} for f in gs.work.glob("aff.*")}
     job_cpus = cpuset.parse((gs.work / "job.aff").read_text())
     assert sorted(shares) == list(range(n))
     assert all(len(s) == len(job_cpus) // n for s in shares.values())
