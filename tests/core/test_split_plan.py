@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from gridsched.core.policy import forecast_reasons, schedule
 from gridsched.core.profile import Profile
 from gridsched.core.split import plan_tasks
-from gridsched.core.types import Params, Policy, Resv, Running, Snapshot, SplitInfo, StartTasks, Waiting
+from gridsched.core.types import Params, Policy, Resv, Running, Snapshot, SplitInfo, Start, StartTasks, Waiting
 
 H = 3600.0
 
@@ -38,6 +38,24 @@ def test_a_window_that_opens_later_is_planned_and_the_rest_in_the_jobs_start():
         at50 = replace(later_window(policy), now=50.0, running=(Running(1, 4, 0.0, 100.0),))
         [d] = [d for d in schedule(at50).decisions if isinstance(d, StartTasks)]
         assert d.tasks == (0, 1, 2, 3) and d.end == 90.0
+
+
+def test_conservative_plans_into_the_windows_its_reservations_leave():
+    # job 5, queued after the splittable job 4, holds 2 of the window's 4 cores over [50, 80): two sub-tasks
+    # of 40 s fit beside it before the head's reservation at 100 s, the six others run in job 4's own
+    # reservation at 200 s; no reservation moves
+    base = later_window(Policy.CONSERVATIVE)
+    scene = replace(base, pending=(*base.pending, Waiting(5, 2, 30.0)))
+    fc = forecast_reasons(scene)
+    assert (fc.times[3], fc.times[5]) == (100.0, 50.0)
+    assert [(i, s) for i, s, _ in fc.tasks[4]] == [(0, 50.0), (1, 50.0)] + [(i, 200.0) for i in range(2, 8)]
+    assert fc.times[4] == 50.0
+    # and when the window opens, the pass starts job 5 and takes out the two sub-tasks planned beside it
+    at50 = replace(scene, now=50.0, running=(Running(1, 4, 0.0, 100.0),))
+    got = schedule(at50).decisions
+    assert [d.job for d in got if isinstance(d, Start)] == [5]
+    [d] = [d for d in got if isinstance(d, StartTasks)]
+    assert d.tasks == (0, 1) and d.end == 90.0
 
 
 def test_without_a_window_the_job_keeps_its_start_as_a_whole():
@@ -133,7 +151,7 @@ def intervals(snap: Snapshot, fc, split_id: int) -> list[tuple[float, float, int
     sizes=st.lists(st.tuples(st.integers(1, 4), st.floats(5.0, 3000.0)), min_size=1, max_size=25),
     mixed=st.booleans(),
     behind=st.integers(0, 2),
-    policy=st.sampled_from([Policy.EASY, Policy.CHECKPOINT_BACKFILL]),
+    policy=st.sampled_from([Policy.EASY, Policy.CHECKPOINT_BACKFILL, Policy.CONSERVATIVE]),
 )
 def test_planned_sub_tasks_never_overlap_a_reservation_or_another_job(run, later, sizes, mixed, behind, policy):
     ncores = 16
@@ -155,7 +173,10 @@ def test_planned_sub_tasks_never_overlap_a_reservation_or_another_job(run, later
     scene = Snapshot(0.0, ncores, tuple(running), queue, Params(policy=policy))
     fc = forecast_reasons(scene)
     plan = schedule(scene)
-    if plan.head is not None:  # planning never moves the head's reservation
+    bare = forecast_reasons(replace(scene, splitting=False))
+    if policy is Policy.CONSERVATIVE:  # planning never moves a reservation, the job's own as a whole included
+        assert {j: t for j, t in fc.times.items() if j != 99} == {j: t for j, t in bare.times.items() if j != 99}
+    elif plan.head is not None:  # planning never moves the head's reservation
         assert fc.times[plan.head.job] == max(plan.head.time, 0.0)
     planned = fc.tasks.get(99, ())
     order = [i for i, _, _ in planned]
@@ -172,6 +193,9 @@ def test_planned_sub_tasks_never_overlap_a_reservation_or_another_job(run, later
                     now.add(i)
     starts = [s for i, s, _ in planned if i not in now]
     assert starts == sorted(starts)  # the others in order
+    if policy is Policy.CONSERVATIVE:  # each in a window closed by the job's reservation, or in that reservation
+        whole = bare.times[99]
+        assert all(e <= whole or s >= whole for i, s, e in planned if i not in now)
     for i, s, e in planned:
         assert e == s + (sp.sizes[i][1] if sp.sizes else sp.task_time)
     if planned:

@@ -18,7 +18,7 @@ from gridsched.core.preempt import places_devices
 from gridsched.core.types import HeadReservation, Plan, Snapshot, Waiting
 
 
-def conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
+def conservative(snap: Snapshot, record: dict[int, float] | None) -> tuple[Plan, Pass]:
     relied = any(r.planned is not None for r in snap.running)  # see "Estimates" in gridsched.core.policy
     ps = Pass(snap, _NAIVE if relied else _USER)
     fixed_reservations(ps)
@@ -70,10 +70,10 @@ def conservative(snap: Snapshot, record: dict[int, float] | None) -> Plan:
         elif head is not None and ps.free_now[0] <= 0:
             break
     start_bound(ps, snap.pending)
-    if record is None and head is not None:
+    if head is not None:
         split_windows(ps, snap, general_queue(snap))
     wake = min((e for r in snap.running if r.planned is not None and (e := r.start + r.planned) > now), default=inf)
-    return make_plan(ps, head, wake)
+    return make_plan(ps, head, wake), ps
 
 
 def _leaves_reserved(ps: Pass, w: Waiting, guarded: list[tuple[float, Waiting]]) -> bool:

@@ -86,7 +86,7 @@ def _one_pass(snap: Snapshot) -> Plan:
     if policy is _CKPT:
         return backfill(snap, True, params.cascade)[0]
     if policy is _CONS:
-        return conservative(snap, None)
+        return conservative(snap, None)[0]
     if policy is _FCFS:
         return fcfs(snap, None)[0]
     raise ValueError(f"unknown policy {policy!r}")

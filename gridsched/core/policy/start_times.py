@@ -28,15 +28,17 @@ def forecast_reasons(snap: Snapshot) -> Forecast:
     """Predicted start time of every pending job (``inf``: never), and why each one that does not start now waits.
 
     Jobs the plan starts now get ``now``.  Under conservative the times are
-    the reservations.  Otherwise the availability profile (running jobs at
-    their counted ends, jobs started now at ``now + (planned or estimate)``)
-    first takes the head job at its reservation time, then every other job in
+    the reservations (a splittable job's: its first sub-task's, see below).
+    Otherwise the availability profile (running jobs at their counted ends,
+    jobs started now at ``now + (planned or estimate)``) first takes the
+    head job at its reservation time, then every other job in
     queue order at its earliest start; under fcfs no job is put before the
     one ahead of it.  A splittable job after the head (easy,
-    checkpoint-backfill; one the pass would split: no floating resources, no
+    checkpoint-backfill; every one under conservative; one the pass would split: no floating resources, no
     devices) is planned sub-task by sub-task (:func:`gridsched.core.split.plan_tasks`):
     its sub-tasks, in order, take the windows that close by its own earliest
-    start as a whole, from the profile's next change on (what is free now and
+    start as a whole (under conservative: its reservation, every other
+    reservation held where it is), from the profile's next change on (what is free now and
     unused the pass left unused), those left run in that start, and its time is
     its first sub-task's; ``Forecast.tasks`` holds every planned sub-task
     (those the pass takes out now at ``now``).  Only the head's time is a
@@ -103,8 +105,10 @@ def _forecast(
     params = snap.params
     head: int | None = None
     if params.policy is Policy.CONSERVATIVE:
-        plan = conservative(snap, out)
+        plan, ps = conservative(snap, out)
         head = plan.head.job if plan.head is not None else None
+        if snap.splitting and tasks is not None:
+            _plan_reserved(ps, plan, out, tasks)
     else:
         if params.policy is Policy.FCFS:
             plan, ps = fcfs(snap, out)
@@ -153,6 +157,27 @@ def _forecast(
                     last = t
     _bound_forecast(snap, out, why)
     return out, head, {d.job for d in plan.starts} | {a.resv for a in plan.activations}
+
+
+def _plan_reserved(ps: Pass, plan: Plan, out: dict[int, float], tasks: dict[int, Planned]) -> None:
+    """Under conservative: each splittable job (no floating resources, no devices), in queue order, its
+    sub-tasks planned (:func:`_plan_split`) into the windows that close by its own reservation, the rest in
+    that reservation.  Every reservation is held already and stays where it is: only the job's own is let
+    go while its sub-tasks are planned (and held again if some are left for it)."""
+    started = {d.job for d in plan.starts}
+    taken = _taken_now(plan)
+    now = ps.now
+    prof = ps.profs[0]
+    nxt = next((t for t, _ in prof.steps() if t > now), now)
+    for w in ps.snap.pending:
+        sp = w.split
+        if sp is None or w.bind is not None or w.flex or w.id in started or w.resources or sp.devices:
+            continue
+        t = out.get(w.id, inf)
+        if t == inf or w.estimate <= 0:
+            continue
+        prof.add(t, t + w.estimate, w.ncpus)  # its own reservation, planned anew
+        out[w.id] = _plan_split(ps, w, ps.vec(w), t, nxt, taken.get(w.id, ()), tasks)
 
 
 def _taken_now(plan: Plan) -> dict[int, tuple[tuple[int, ...], ...]]:
