@@ -562,6 +562,13 @@ def run_cmd(
     help="Replay every job of more than N processors as splittable: one 1-core sub-task per processor, "
     "each taking the job's run time (see SPLITTABLE JOBS).",
 )
+@click.option(
+    "--split-file",
+    "split_file",
+    metavar="FILE",
+    help="Replay the jobs FILE lists as splittable under every policy, each with its own sub-tasks: lines JOB "
+    "NCPUS WALLTIME [RUNTIME] (see SPLITTABLE JOBS).",
+)
 @_gate_options
 @_device_options
 def compare_cmd(
@@ -586,6 +593,7 @@ def compare_cmd(
     workload_file: str | None,
     devices_file: str | None = None,
     gpus: str | None = None,
+    split_file: str | None = None,
 ) -> None:
     """Replay TRACE under several policies; one row each, with the change against easy."""
     from gridsched.sim import report
@@ -605,12 +613,13 @@ def compare_cmd(
         for name in names
     ]
     tr = inputs.read_trace(trace, procs, nodes, strict, limit)
+    subs = inputs.split_tasks(tr, split_file)
     devs = inputs.devices(tr, devices_file, gpus, None, workload_file, config_file, strict)
     gates = inputs.gates(tr, dependencies, workload_file)
     recs = []
     for prm in settings:
         res, met, secs = inputs.simulate(
-            tr, prm, overhead, mode, split_above=split_jobs_above, gates=gates, devices=devs
+            tr, prm, overhead, mode, split_above=split_jobs_above, gates=gates, devices=devs, split_tasks=subs
         )
         recs.append(report.record(res, met, secs))
     base = next((r for r in recs if r["policy"] == "easy"), recs[0])

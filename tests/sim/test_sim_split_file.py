@@ -125,3 +125,32 @@ def test_on_a_map_pieces_take_their_own_cores_and_the_schedule_is_the_counted_on
         assert res.exit_code == 0, res.output
         starts.append([(r["start"], r["end"]) for r in csv.DictReader(out.open())])
     assert starts[0] == starts[1] == [("0", "10"), ("0", "4"), ("11", "16"), ("4", "22")]
+
+
+def test_gsim_compare_split_file_replays_every_policy_as_gsim_run_does(write_trace, tmp_path):
+    path = write_trace(SCENE, max_procs=8)
+    tasks = tmp_path / "s.txt"
+    tasks.write_text(TASKS)
+    policies = ["easy", "conservative", "fcfs"]
+    res = CliRunner().invoke(
+        main,
+        ["compare", path, "--policies", ",".join(policies), "--split-file", str(tasks), "--json"],
+        prog_name="gsim",
+    )
+    assert res.exit_code == 0, res.output
+    got = {r["policy"]: r for r in json.loads(res.stdout)["results"]}
+    for policy in policies:  # each row is that policy's own replay of the same sub-tasks
+        one = CliRunner().invoke(main, ["run", path, "--policy", policy, "--split-file", str(tasks), "--json"])
+        assert one.exit_code == 0, one.output
+        alone = json.loads(one.stdout)
+        for key in ("wait_avg", "makespan", "utilization", "split"):
+            assert got[policy].get(key) == alone.get(key), (policy, key)
+    assert got["easy"]["split"] == {"jobs": 1, "pieces": 2, "sub_tasks": 3}
+    assert got["fcfs"]["split"] == {"jobs": 1, "pieces": 0, "sub_tasks": 0}  # fcfs never backfills: it runs whole
+    # without the file, the job runs whole under every policy
+    res = CliRunner().invoke(main, ["compare", path, "--policies", "easy", "--json"], prog_name="gsim")
+    assert "split" not in json.loads(res.stdout)["results"][0]
+    tasks.write_text("9 2 3\n")  # a bad line: one line, exit status 2
+    res = CliRunner().invoke(main, ["compare", path, "--split-file", str(tasks)], prog_name="gsim")
+    assert res.exit_code == 2 and res.stderr.startswith(f"gsim: error: {tasks}:1: ")
+    assert res.stderr.count("\n") == 1
