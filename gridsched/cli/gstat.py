@@ -25,7 +25,7 @@ PROG = "gstat"
 
 # The --json schema: one record per job with exactly these keys, in this order.
 JSON_KEYS = (
-    "id name user state ncpus walltime submit_time start_time end_time elapsed predicted_start cores "
+    "id name user state ncpus walltime submit_time start_time end_time elapsed predicted_start planned cores "
     "exit_code exit_signal reason restarts preemptions checkpoints backfilled stdout stderr workdir "
     "resources reservation array_id array_index split parent devices reason_code"
 ).split()
@@ -134,6 +134,11 @@ def record(job: Row, now: float) -> dict[str, Any]:
         out["array_tasks"] = job["unmade"]
         out["tasks"] = job["count"]
     out["parent"] = spec.get("parent")
+    out["planned"] = None
+    if job.get("planned"):
+        from gridsched.cli.gstat_tasks import planned_record
+
+        out["planned"] = planned_record(job)
     out["split"] = None
     if "split" in spec:
         sp = spec["split"]

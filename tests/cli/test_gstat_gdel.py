@@ -24,6 +24,7 @@ JSON_KEYS = {
     "end_time",
     "elapsed",
     "predicted_start",
+    "planned",
     "cores",
     "devices",
     "exit_code",
