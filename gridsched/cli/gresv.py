@@ -25,6 +25,7 @@ from gridsched.cli.common import (
     spool_options,
     warn,
 )
+from gridsched.cli.gsub_types import WholeType
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from gridsched.core.units import format_duration
 from gridsched.protocol.reservations import (
@@ -51,7 +52,7 @@ PROG = "gresv"
 # The --json schema of one reservation: exactly these keys, in this order.
 JSON_KEYS = (
     "id name user state flexible ncpus resources duration start create_time activate_time end_time "
-    "predicted cores users kill reason jobs place threads_per_core exclusive_board"
+    "predicted cores users kill reason jobs place threads_per_core exclusive_board nice priority"
 ).split()
 STYLE = {"WAITING": "yellow", "ACTIVE": "green", "ENDED": "dim", "DELETED": "dim red"}
 
@@ -67,6 +68,7 @@ def record(r: dict[str, Any], jobs: list[ViewRow]) -> dict[str, Any]:
     out["reason"] = r.get("reason") or ""
     out["threads_per_core"] = int(r.get("threads_per_core") or 0)
     out["exclusive_board"] = bool(r.get("exclusive_board"))
+    out["nice"] = int(r.get("nice") or 0)
     if r["state"] == "WAITING" and r.get("start") is not None and out["predicted"] is None:
         out["predicted"] = r["start"]
     out["jobs"] = [j["id"] for j in jobs if (j.get("spec") or {}).get("reservation") == r["id"]]
@@ -227,14 +229,14 @@ def cli() -> None:
 @click.option("--no-kill", is_flag=True, help="Jobs still running at the end go on as ordinary jobs.")
 @click.option(
     "--nice",
-    type=click.IntRange(NICE_MIN, NICE_MAX),
+    type=WholeType(NICE_MIN, NICE_MAX),
     default=0,
     metavar="N",
     help="A flexible reservation's place among the jobs, as gsub --nice: N lower (only an admin gives a negative N).",
 )
 @click.option(
     "--priority",
-    type=click.IntRange(0, ADMIN_MAX),
+    type=WholeType(0, ADMIN_MAX),
     metavar="N",
     help="A flexible reservation's priority outright, as gsub --priority (an admin's).",
 )
@@ -287,6 +289,13 @@ def create_cmd(
         t0 = parse_start(start, now) if start is not None else None
     except (ResvError, SubmitError) as e:
         fail(PROG, str(e))
+    if t0 is not None and (priority is not None or nice):
+        what = "--priority" if priority is not None else "--nice"
+        fail(
+            PROG,
+            f"{what}: places a flexible reservation among the jobs; one with --start has no place there",
+            ExitCode.USAGE,
+        )
     uid = os.getuid()
     may_create(s.spool, s.cfg, uid, user_name(uid), ncpus, duration)
     if priority is not None or nice < 0:

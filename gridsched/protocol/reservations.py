@@ -263,6 +263,8 @@ def from_request(req: dict[str, Any]) -> dict[str, Any]:
         "place": r.get("place"),
         "threads_per_core": r.get("threads_per_core") or 0,
         "exclusive_board": bool(r.get("exclusive_board")),
+        "nice": r.get("nice") or 0,
+        "priority": r.get("priority"),
     }
 
 
