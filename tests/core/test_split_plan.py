@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from math import inf
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -98,13 +99,14 @@ def test_cores_free_now_that_no_hold_needs_are_left_as_the_pass_leaves_them():
     assert min(s for _, s, _ in fc.tasks[4]) >= 100.0
 
 
-def test_a_fixed_reservation_closes_a_window():
+@pytest.mark.parametrize("policy", [Policy.EASY, Policy.CONSERVATIVE])
+def test_a_fixed_reservation_closes_a_window(policy):
     # 8 cores, 4 free from 30 s, 8 from 100 s; a fixed reservation takes all 8 over [120, 220), head 3 over
     # [220, 320): of 50 s sub-tasks, 4 fit before the reservation, the rest run in the job's start at 320 s
     running = (Running(1, 4, 0.0, 100.0), Running(2, 4, 0.0, 30.0))
     pend = (Waiting(3, 8, 100.0), Waiting(4, 8, 400.0, split=SplitInfo(1, 50.0, tuple(range(12)))))
     resv = Resv(9, 8, 100.0, start=120.0)
-    fc = forecast_reasons(Snapshot(0.0, 8, running, pend, Params(policy=Policy.EASY), reservations=(resv,)))
+    fc = forecast_reasons(Snapshot(0.0, 8, running, pend, Params(policy=policy), reservations=(resv,)))
     assert fc.times[3] == 220.0
     assert [(i, s) for i, s, _ in fc.tasks[4]] == [(i, 30.0) for i in range(4)] + [(i, 320.0) for i in range(4, 12)]
     for _, s, e in fc.tasks[4]:
