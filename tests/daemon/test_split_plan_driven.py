@@ -44,7 +44,12 @@ def test_gstat_start_shows_the_sub_tasks_planned_into_a_window_that_opens_later(
     [planned] = [ln for ln in full.splitlines() if ln.startswith("planned")]
     assert "0-3 " in planned and "4-7 " in planned
     row = json.loads(dr.command("gstat", "--json").stdout)["jobs"]
-    assert next(j for j in row if j["id"] == s)["predicted_start"] <= t0 + 50.001  # its first sub-task's start
+    mine = next(j for j in row if j["id"] == s)
+    assert mine["predicted_start"] <= t0 + 50.001  # its first sub-task's start
+    assert [p["tasks"] for p in mine["planned"]] == ["0-3", "4-7"]  # the rows of gstat --start, in --json
+    assert (
+        abs(mine["planned"][0]["start"] - (t0 + 50)) <= 0.001 and abs(mine["planned"][1]["start"] - (t0 + 200)) <= 0.001
+    )
 
     # B ends (before its walltime): the window opens, and the pass takes out the sub-tasks planned into it
     dr.run_to(49.5, step=5)
