@@ -1,12 +1,12 @@
 """gsim's entry point: the commonest call, a plain replay, without loading click.
 
-``gsim run TRACE`` with at most ``--policy``, ``--limit``, ``--procs``, ``--jobs-out`` and ``--json``
+``gsim [run] TRACE`` with at most ``--policy``, ``--limit``, ``--procs``, ``--jobs-out`` and ``--json``
 (each once, the values as click would take them unchanged) is replayed here, as
 :func:`gridsched.cli.gsim.run_cmd` replays it, through the same steps of
 :mod:`gridsched.cli.gsim_inputs`; click, its types and the other commands' options are a good part of a
-short replay's start-up.  Every other command line (``gsim TRACE``, any other option, ``--help``, a
-value click would refuse or change, shell completion) and a replay on a terminal (its progress bar) go
-to the click group (:data:`gridsched.cli.gsim.main`).
+short replay's start-up.  Every other command line (another command, any other option, an option before
+the trace without ``run``, ``--help``, a value click would refuse or change, shell completion) and a
+replay on a terminal (its progress bar) go to the click group (:data:`gridsched.cli.gsim.main`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from gridsched.cli.plain import fail, run
 PROG = "gsim"
 POLICIES = ("fcfs", "easy", "conservative", "checkpoint-backfill")  # gridsched.core.types.Policy's values
 _VALUED = ("--policy", "--limit", "--procs", "--jobs-out")
+COMMANDS = ("compare", "run", "tree", "tune")  # the click group's (a test compares them)
 
 
 class Quick(NamedTuple):  # a named tuple: a dataclass costs a compile at start-up
@@ -33,11 +34,11 @@ class Quick(NamedTuple):  # a named tuple: a dataclass costs a compile at start-
 
 def parse(args: list[str]) -> Quick | None:
     """The replay ``args`` (gsim's arguments) ask for, if this module replays it; None: click reads them."""
-    if not args or args[0] != "run":
+    if not args or (args[0] != "run" and (args[0] in COMMANDS or args[0].startswith("-"))):
         return None
     seen: dict[str, str] = {}
     trace: str | None = None
-    rest = iter(args[1:])
+    rest = iter(args[1:] if args[0] == "run" else args)  # gsim TRACE: the group's run
     for a in rest:
         if a in seen:
             return None  # given twice: click's rules (the last wins) are click's

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from simtraces import HAND, swf_line
 
-from gridsched.cli.gsim_quick import Quick, parse
+from gridsched.cli.gsim_quick import COMMANDS, Quick, parse
 
 # The installed script's entry point, and the click group, each as a whole process.
 QUICK = "import sys; from gridsched.cli.gsim_quick import main; sys.argv[0] = 'gsim'; main()"
@@ -44,14 +44,23 @@ def test_parse_takes_a_plain_replay():
         "t.swf", "easy", 30, 8, None, True
     )
     assert parse(["run", "t.swf", "--jobs-out", "j.csv"]) == Quick("t.swf", None, None, None, "j.csv", False)
+    # gsim TRACE is gsim run TRACE
+    assert parse(["t.swf", "--policy", "fcfs", "--json"]) == Quick("t.swf", "fcfs", None, None, None, True)
+
+
+def test_the_commands_are_the_groups():
+    from gridsched.cli.gsim import main
+
+    assert sorted(COMMANDS) == sorted(main.commands)
 
 
 @pytest.mark.parametrize(
     "args",
     [
         [],
-        ["t.swf"],  # short for run: the group's reading
+        ["--json", "t.swf"],  # run, for the group
         ["compare", "t.swf"],
+        ["tune", "t.swf"],
         ["run"],
         ["run", "--help"],
         ["run", "t.swf", "u.swf"],
@@ -88,10 +97,10 @@ def test_a_plain_replay_loads_no_click_and_prints_what_the_command_prints(write_
         same(a, b)
         assert "jobs name a preceding job" in b.stderr
         assert (tmp_path / f"{policy}.csv").read_text() == quick_csv
-    # the human summary, the default policy, --limit and --procs
+    # the human summary, the default policy, --limit and --procs, without run
     same(
-        gsim(QUICK, "run", path, "--limit", "3", "--procs", "8"),
-        gsim(CLICK, "run", path, "--limit", "3", "--procs", "8"),
+        gsim(QUICK, path, "--limit", "3", "--procs", "8"),
+        gsim(CLICK, path, "--limit", "3", "--procs", "8"),
     )
 
 
