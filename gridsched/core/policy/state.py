@@ -54,10 +54,6 @@ class PassState:
     later_hold: tuple[float, float, int] | None = None
     left_at_hold = 0
     _at: tuple[float, int] | None = None
-    # True while nothing is held from a later time on (only running jobs ending and jobs started now):
-    # the profiles never fall, so what is free now stays free
-    rising = True
-    loose: list[Profile] | None = None
     wake = inf
     # slots in use per device (built when a job asking for devices is first looked at)
     dev_used: dict[tuple[str, int], int] | None = None
@@ -78,6 +74,11 @@ class PassState:
         self.machine = snap.machine if snap.free is not None else None
         # (time, cores) freed then: running jobs at their counted ends, jobs started in this pass
         self.releases: list[tuple[float, tuple[int, ...]]] = []
+        # (on the instance: read for every job a loop looks at)
+        self.loose: list[Profile] | None = None
+        # True while nothing is held from a later time on (only running jobs ending and
+        # jobs started now): the profiles never fall, so what is free now stays free
+        self.rising = True
         self.mode = mode
         if not snap.floating and not snap.reservations and not snap.devices:
             # cores only, no reservation: the common case, in one sweep over the running jobs
