@@ -29,6 +29,8 @@ TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 SP2 = "SDSC-SP2-1998-4.2-cln.swf"
 BLUE = "SDSC-BLUE-2000-4.2-cln.swf.gz"
 SP2_LINES = 59715  # job lines of SDSC-SP2 (see the traces' README)
+# gsim reads its modules' .pyc files, as an installed gsim does (written by the first run if need be)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 # (trace, policy, target seconds, target peak RSS in MB or None)
 CASES = [
@@ -46,7 +48,7 @@ def gsim_command() -> list[str]:
 def run_once(args: list[str]) -> tuple[float, float, dict]:
     """Wall seconds, peak RSS in MB and the JSON record of one gsim run."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(gsim_command() + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(gsim_command() + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
     out = proc.stdout.read()  # type: ignore[union-attr]
     err = proc.stderr.read()  # type: ignore[union-attr]
     _, status, usage = os.wait4(proc.pid, 0)

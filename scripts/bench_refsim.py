@@ -20,13 +20,18 @@ Skips with a message where refsim or the traces are absent.
 valgrind's callgrind (user space, the same on a loaded machine as on an idle
 one; a run takes about a hundred times as long).
 
-    python scripts/bench_refsim.py [--runs 3] [--limit N] [--instructions]
+The children run with ``PYTHONDONTWRITEBYTECODE`` unset, and each command runs once before it is
+measured: gsim's modules are read from their ``.pyc`` files, as an installed gsim's are (refsim, a
+script, is compiled on every run, as it would be).  The load average is printed before and after.
+
+    python scripts/bench_refsim.py [--runs 3] [--limit N] [--instructions] [--only KTH]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -39,13 +44,14 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 REFSIM = SHARED / "tools" / "refsim" / "refsim.py"
 TRACES = SHARED / "traces"
 GSIM = Path(sys.executable).parent / "gsim"
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def timed(cmd: list[str]) -> tuple[float, float, dict]:
     """The wall time and the CPU time (user + system) of ``cmd``, and the JSON it prints."""
     c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, check=True, env=ENV)
     wall = time.perf_counter() - t0
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime, json.loads(r.stdout)
@@ -54,11 +60,16 @@ def timed(cmd: list[str]) -> tuple[float, float, dict]:
 def instructions(cmd: list[str]) -> int:
     """The instructions one run of ``cmd`` executes in user space, as valgrind's callgrind counts them."""
     vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-    r = subprocess.run(vg + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    r = subprocess.run(vg + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
     counts = [line.split("refs:")[1] for line in r.stderr.splitlines() if "I   refs:" in line]
     if r.returncode != 0 or not counts:
         sys.exit(f"valgrind {' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
     return int(counts[0].replace(",", ""))
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 def main() -> int:
@@ -66,18 +77,22 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs of each simulator per trace (median reported)")
     ap.add_argument("--limit", type=int, default=0, help="replay only the first N jobs of each trace")
     ap.add_argument("--instructions", action="store_true", help="also count instructions under valgrind")
+    ap.add_argument("--only", metavar="TEXT", default="", help="only the traces whose file name holds TEXT")
     args = ap.parse_args()
     if args.instructions and shutil.which("valgrind") is None:
         sys.exit("--instructions needs valgrind")
     if not REFSIM.exists():
         print(f"bench_refsim: skipped: no reference simulator at {REFSIM}")
         return 0
-    traces = sorted(p for p in TRACES.glob("*.swf*") if p.suffix in (".swf", ".gz"))
+    traces = sorted(p for p in TRACES.glob("*.swf*") if p.suffix in (".swf", ".gz") and args.only in p.name)
     if not traces:
         print(f"bench_refsim: skipped: no traces in {TRACES}")
         return 0
     limit = ["--limit", str(args.limit)] if args.limit else []
-    print(f"EASY, whole process, median of {args.runs} alternating runs each")
+    load = _load()
+    print(
+        f"EASY, whole process, median of {args.runs} alternating runs each; {time.strftime('%Y-%m-%d %H:%M')}, {load}"
+    )
     print(
         f"{'trace':<34}{'jobs':>8}{'refsim s':>10}{'gsim s':>9}{'ratio':>7}{'cpu ratio':>10}"
         f"{'wait refsim':>13}{'wait gsim':>11}"
@@ -88,6 +103,8 @@ def main() -> int:
         ref = gs = {}
         ref_cmd = [sys.executable, str(REFSIM), str(trace), "--policy", "easy", "--requested-procs", "--json", *limit]
         gs_cmd = [str(GSIM), "run", str(trace), "--policy", "easy", "--json", *limit]
+        timed(ref_cmd)  # once before measuring: the .pyc files written, the files in the page cache
+        timed(gs_cmd)
         for _ in range(args.runs):
             t, c, ref = timed(ref_cmd)
             ref_t.append(t)
@@ -107,6 +124,7 @@ def main() -> int:
             print(f"{'':<34}instructions: refsim {ri / 1e6:,.0f} M, gsim {gi / 1e6:,.0f} M, ratio {gi / ri:.2f}")
         if abs(wr - wg) > 0.001 * wr:
             status = 1
+    print(f"after: {_load()}")
     return status
 
 

@@ -54,6 +54,7 @@ CLI_ALLOWED: dict[str, set[str]] = {
     "gridsched.cli.gschedd": {"daemon", "passes"},  # starts the daemon (gschedd run / start)
     "gridsched.cli.gsim": {"passes"},  # drives the simulator, which calls the passes
     "gridsched.cli.gsim_inputs": {"passes"},  # gsim's replay, its auto-tuner
+    "gridsched.cli.gsim_quick": {"passes"},  # gsim's plain replay, without click
     "gridsched.cli.gsim_tree": {"passes"},  # the same, for job trees (gsim tree)
 }
 

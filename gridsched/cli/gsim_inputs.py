@@ -10,9 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import click
-
-from gridsched.cli.common import ExitCode, fail, warn
+from gridsched.cli.plain import ExitCode, echo, fail, warn
 from gridsched.core.types import BackfillOrder, Params, Policy, Predictor
 
 PROG = "gsim"
@@ -68,11 +66,24 @@ def params(
     return dataclasses.replace(base, **kw)
 
 
-def read_trace(trace: str, procs: int | None, nodes: bool, strict: bool, limit: int | None, quiet: bool = False):  # type: ignore[no-untyped-def]
+def read_trace(  # type: ignore[no-untyped-def]
+    trace: str,
+    procs: int | None,
+    nodes: bool,
+    strict: bool,
+    limit: int | None,
+    quiet: bool = False,
+    slurm: bool | None = None,
+):
+    """The trace of ``gsim ... TRACE``; ``slurm``: a Slurm history (None: as --slurm-sacct says)."""
     from gridsched.sim.swf import BAD_LINE, MAX_PROBLEMS, TraceError, read
 
+    if slurm is None:
+        import click
+
+        slurm = bool(click.get_current_context().meta.get("gsim.sacct"))
     try:
-        if click.get_current_context().meta.get("gsim.sacct"):
+        if slurm:
             from gridsched.sim import sacct
 
             if nodes:
@@ -143,6 +154,8 @@ def workload(path: str | None) -> Any:
     """The workload file of --workload (None: none), read once."""
     if path is None:
         return None
+    import click
+
     from gridsched.sim.workload import WorkloadError, read
 
     cache = click.get_current_context().meta.setdefault("gsim.workload", {})
@@ -271,7 +284,7 @@ class progress:
 
 
 def emit_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, sort_keys=False))
+    echo(json.dumps(obj, sort_keys=False))
 
 
 def plot(fn: Callable[..., object], *args: Any) -> None:
@@ -302,6 +315,8 @@ def auto(config_file: str | None, p: Any, threshold: Any, predictor: str | None,
     none can be, no option says ``auto`` and there is no config file)."""
     if config_file is None and "auto" not in (p, threshold, predictor, order):
         return None
+    import click
+
     from gridsched.protocol.config import Tuning
 
     base = Tuning()

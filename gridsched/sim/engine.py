@@ -214,7 +214,7 @@ def _end_jobs(r: Replay, now: float) -> bool:
     """The jobs whose run ends at ``now`` end; whether one did (a preempted segment's end is none)."""
     ends, state, seg, end, running, size = r.ends, r.state, r.seg, r.end, r.running, r.size
     users, work, wall, debt, segs, history, ratios = r.users, r.work, r.wall, r.debt, r.segs, r.history, r.ratios
-    acc, keep_ratios = r.acc, r.keep_ratios
+    acc, keep_ratios, learn = r.acc, r.keep_ratios, r.learn
     ended = False
     while ends and ends[0][0] == now:
         t, i, s = heappop(ends)
@@ -237,14 +237,15 @@ def _end_jobs(r: Replay, now: float) -> bool:
             debt[i] = 0.0
         if i in segs:
             segs[i].append((r.seg_begin[i], now))
-        u = users[i]
-        h = history.get(u)
-        history[u] = (h[-1], work[i]) if h else (work[i],)
-        rh = ratios.get(u)
-        rr = run_ratio(work[i], wall[i])
-        ratios[u] = (*rh[-keep_ratios:], rr) if rh else (rr,)
+        if learn:  # what the user-history and user-ratio predictors read
+            u = users[i]
+            h = history.get(u)
+            history[u] = (h[-1], work[i]) if h else (work[i],)
+            rh = ratios.get(u)
+            rr = run_ratio(work[i], wall[i])
+            ratios[u] = (*rh[-keep_ratios:], rr) if rh else (rr,)
         if acc is not None:
-            acc.add(u, work[i] * n_i, now, r.pp.half_life)
+            acc.add(users[i], work[i] * n_i, now, r.pp.half_life)
         if r.gated:
             r.states[i] = r.g_ended.get(i, "COMPLETED")
             for j, think in r.followers.get(i, ()):

@@ -24,7 +24,7 @@ from gridsched.core import devices as coredev
 from gridsched.core.memory import MEMORY
 from gridsched.core.placement import Request as PlaceRequest
 from gridsched.core.policy import quiet_when_full
-from gridsched.core.predict import RATIO_JOBS
+from gridsched.core.predict import RATIO_JOBS, READS_USER
 from gridsched.core.topology import Device, MachineMap
 from gridsched.core.types import HeadReservation, Params, Policy, Resv, Running, SplitInfo, Waiting
 from gridsched.sim.records import Gates, Mode, SimMemory, SimResv, SimulationError, Tuner
@@ -69,7 +69,7 @@ class Replay:
         "n_pieces", "n_tasks", "sub", "left",
         # every job
         "state", "first", "end", "done", "debt", "ckpts", "seg_begin", "seg", "segs", "running", "run_tuple",
-        "run_dirty", "pending", "ends", "history", "ratios", "keep_ratios", "finished", "smallest", "nxt",
+        "run_dirty", "pending", "ends", "history", "ratios", "keep_ratios", "learn", "finished", "smallest", "nxt",
         # the plan in force and the clock's other events
         "head", "head_at", "wake", "tunings", "next_tune",
         # the machine
@@ -206,6 +206,8 @@ class Replay:
         self.history: dict[str, tuple[float, ...]] = {}
         self.ratios: dict[str, tuple[float, ...]] = {}  # run time / walltime of each user's last jobs (user-ratio)
         self.keep_ratios = RATIO_JOBS - 1
+        # whether they are kept: for the user-history and user-ratio predictors (which a tuner may choose)
+        self.learn = self.tuner is not None or self.params.predictor in READS_USER
         self.head: HeadReservation | None = None
         self.head_at = INF  # when the head's reservation asks for a pass
         self.finished: list[int] = []  # jobs in the order they ended (for a tuner)

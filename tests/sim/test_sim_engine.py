@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from simtraces import HAND, swf_line
 
-from gridsched.core.types import Params, Plan, Policy, Preempt, Snapshot, Start
+from gridsched.core.types import Params, Plan, Policy, Predictor, Preempt, Snapshot, Start
 from gridsched.sim import engine, swf
 from gridsched.sim.engine import Mode, SimulationError, simulate
 from gridsched.sim.metrics import compute, percentile
@@ -121,7 +121,8 @@ def test_overhead_charged_per_checkpoint_and_restart(write_trace, monkeypatch):
     monkeypatch.setattr(engine, "schedule", policy)
     # fast=False: the scripted policy preempts under fcfs, which the skipping of passes
     # that cannot start anything relies on the core never doing
-    res = simulate(tr, Params(policy=Policy.FCFS), overhead=120, fast=False)
+    # (the user-history predictor: the replay keeps the users' run times for it)
+    res = simulate(tr, Params(policy=Policy.FCFS, predictor=Predictor.USER_HISTORY), overhead=120, fast=False)
     # A: 0-100 (100 s of work), checkpoint: owes 120 + 120.  B 100-150.  A restarts at 150
     # and has paid 50 s of its 240 s debt when C arrives at 200: owes 190 + 240 = 430.
     # C 200-210.  A restarts at 210 and needs 430 + (1000 - 100) = 1330 s: ends 1540.
@@ -151,7 +152,7 @@ def test_user_history_keeps_last_two_runs(write_trace, monkeypatch):
     tr = swf.read(write_trace(lines, max_procs=4))
     policy = Scripted()
     monkeypatch.setattr(engine, "schedule", policy)
-    simulate(tr, Params(policy=Policy.FCFS), fast=False)
+    simulate(tr, Params(policy=Policy.FCFS, predictor=Predictor.USER_HISTORY), fast=False)
     # runs 5 (ends 15), 10 (ends 30), 15 (ends 45); the pass at 30 sees two, the last one the last two
     k30 = next(k for k, s in enumerate(policy.seen) if s.now == 30)
     assert policy.history[k30] == {"4": (5, 10)}

@@ -47,6 +47,24 @@ class PassState:
     cap: list[int]
     profs_built: list[Profile] | None
 
+    # What a pass starts with and most passes never change, as class attributes: set on the instance only
+    # when changed (a pass is built for every scheduling event; each attribute set costs).
+    # While the profile is not built: the one hold from a later time on (the head's reservation: start,
+    # duration, cores) and the cores left free when it begins.
+    later_hold: tuple[float, float, int] | None = None
+    left_at_hold = 0
+    _at: tuple[float, int] | None = None
+    wake = inf
+    # slots in use per device (built when a job asking for devices is first looked at)
+    dev_used: dict[tuple[str, int], int] | None = None
+    _picked: tuple[tuple[str, int], ...] = ()
+    # MiB free on each board, where the boards' memory is counted (gridsched.core.board_memory); built when
+    # a job asking for memory is first placed
+    _board_free: list[int] | None = None
+    _boards_counted: bool | None = None
+    _mem_memo: tuple[tuple[int, frozenset[int], tuple[int, ...]], frozenset[int] | None] | None = None
+    _busy_at: tuple[float, int, int, dict[tuple[str, int], int]] | None = None
+
     def __init__(self, snap: Snapshot, mode: int) -> None:
         self.snap = snap
         now = self.now = snap.now
@@ -56,6 +74,7 @@ class PassState:
         self.machine = snap.machine if snap.free is not None else None
         # (time, cores) freed then: running jobs at their counted ends, jobs started in this pass
         self.releases: list[tuple[float, tuple[int, ...]]] = []
+        # (on the instance: read for every job a loop looks at)
         self.loose: list[Profile] | None = None
         # True while nothing is held from a later time on (only running jobs ending and
         # jobs started now): the profiles never fall, so what is free now stays free
@@ -83,26 +102,11 @@ class PassState:
             self._ends = ends0
         else:
             self._general_init(snap, mode)
-        # while the profile is not built: the one hold from a later time on (the head's
-        # reservation: start, duration, cores) and the cores left free when it begins
-        self.later_hold: tuple[float, float, int] | None = None
-        self.left_at_hold = 0
-        self._at: tuple[float, int] | None = None
         self.decisions: list[Decision] = []
         self.preempted: set[int] = set()
-        self.wake = inf
         self.activated: dict[int, tuple[tuple[int, ...], float]] = {}
-        # slots in use per device (built when a job asking for devices is first looked at)
-        self.dev_used: dict[tuple[str, int], int] | None = None
-        self._picked: tuple[tuple[str, int], ...] = ()
-        # MiB free on each board, where the boards' memory is counted (gridsched.core.board_memory); built when
-        # a job asking for memory is first placed
-        self._board_free: list[int] | None = None
-        self._boards_counted: bool | None = None
-        self._mem_memo: tuple[tuple[int, frozenset[int], tuple[int, ...]], frozenset[int] | None] | None = None
         # the devices of the jobs started in this pass: (counted end, device keys, whole)
         self.dev_ends: list[tuple[float, tuple[tuple[str, int], ...], bool]] = []
-        self._busy_at: tuple[float, int, int, dict[tuple[str, int], int]] | None = None
 
     def _general_init(self, snap: Snapshot, mode: int) -> None:
         """The state with floating resources or reservations (one profile per resource)."""
