@@ -79,12 +79,35 @@ def applied(base: Params, s: dict[str, Any], order_tuned: bool = True) -> Params
     )
 
 
+def kept_evidence(db_path: str | Path) -> list[Any]:
+    """The windows of the last tunings that the daemon keeps in the state db (meta ``tuning``, ``evidence``)."""
+    from gridsched.protocol.state import StateDB
+
+    if not Path(db_path).exists():
+        return []
+    db = StateDB(db_path)
+    try:
+        raw = db.meta().get("tuning") or "{}"
+    finally:
+        db.close()
+    try:
+        rec = json.loads(raw)
+    except ValueError:
+        return []
+    ev = rec.get("evidence") if isinstance(rec, dict) else None
+    return ev if isinstance(ev, list) else []
+
+
 def decide(
-    db_path: str | Path, now: float, ncores: int, current: Params, tuning: Any, evidence: Any = ()
+    db_path: str | Path, now: float, ncores: int, current: Params, tuning: Any, evidence: Any = None
 ) -> dict[str, Any]:
     """Replay the history of ``db_path`` and say what to adopt: a JSON-ready record of the decision, with the
-    window replayed (``"window"``) that the next tunings pool with theirs, as ``evidence`` holds those before."""
+    window replayed (``"window"``) that the next tunings pool with theirs, as ``evidence`` holds those before
+    (None: those the daemon keeps in the state db, so that ``gctl tune --dry-run`` judges as the daemon does)."""
     from gridsched.sim import tune
+
+    if evidence is None:
+        evidence = kept_evidence(db_path)
 
     ended = _ended(db_path, now, tuning.window + tuning.warmup)  # the state db read once
     hist = [job for _, job in ended]

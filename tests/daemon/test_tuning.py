@@ -162,3 +162,27 @@ def test_each_tuning_keeps_its_window_and_the_next_judges_on_them_too(stub_daemo
     n = 10**5 * (tune.POOL - 2)
     assert easy["wait_avg"] == pytest.approx((n * 1000.0 + 150 * ev[-1]["rows"]["easy"][0]) / (n + 150))
     assert rec["in_force"]["policy"] == "easy" and rec["in_force"]["backfill_order"] == "shortest"
+
+
+def test_a_tuning_run_outside_the_daemon_judges_on_the_windows_the_daemon_kept(tmp_path):
+    """``gctl tune --dry-run`` replays in the command (sim.autotune.decide): without windows given, it reads those the
+    daemon keeps in the state db, so that its table and decision are the daemon's; a bad record counts as none."""
+    from gridsched.core.params import Params, Policy
+    from gridsched.protocol.config_record import Tuning
+    from gridsched.sim import autotune, tune
+
+    spool = Spool(tmp_path / "spool")
+    current = Params(policy=Policy.CHECKPOINT_BACKFILL)
+    names = [tune.label(p) for p in tune.grid_for(current, True, True, False)]
+    rows = {n: [500.0, 12.0] for n in names}  # every checkpoint setting: far better in wait, worse in bsld
+    rows.update({"easy": [1000.0, 10.0], "easy backfill=shortest": [900.0, 9.0]})
+    kept = {"evidence": [{"jobs": 10**5, "rows": rows}] * 3}
+    write_rows(spool, *history(job_row, 150), meta={"tuning": json.dumps(kept)})
+    t = Tuning(p=True, threshold=True, window=2 * 86400, warmup=0)
+    dec = autotune.decide(spool.db, time.time(), 16, current, t)
+    assert dec["jobs"] == 150 and "over 4 windows" in dec["why"] and dec["adopt"] is not None, dec["why"]
+    assert f"{tune.label(current)} loses to easy or easy backfill=shortest" in dec["why"]
+    alone = autotune.decide(spool.db, time.time(), 16, current, t, evidence=[])
+    assert "over 4 windows" not in alone["why"] and alone["window"] == dec["window"]
+    write_rows(spool, meta={"tuning": "not json"})
+    assert autotune.kept_evidence(spool.db) == []
