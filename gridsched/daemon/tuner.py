@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from gridsched.core.params import Policy
 from gridsched.protocol import config as configmod
 from gridsched.sim.autotune import applied, lowest_priority, setting
-from gridsched.sim.tune import RETRY
+from gridsched.sim.tune import POOL, RETRY
 
 if TYPE_CHECKING:
     from gridsched.daemon.table import JobTable
@@ -57,7 +57,8 @@ class Tuner:
         self.started = 0.0
         self.polled = 0.0  # when the loop last looked at a tuning run under way
         self.last_at: float | None = None  # when the last tuning run started (or the daemon, before any)
-        self.record: dict[str, Any] = {}  # meta "tuning": {"in_force": setting | None, "last": decision}
+        # meta "tuning": {"in_force": setting | None, "last": decision, "evidence": the last windows replayed}
+        self.record: dict[str, Any] = {}
 
     @staticmethod
     def tunes(cfg: configmod.Config) -> bool:
@@ -137,6 +138,7 @@ class Tuner:
             "ncores": ctx.ncores,
             "current": setting(ctx.cfg.params),
             "tuning": dataclasses.asdict(base.tuning),
+            "evidence": self.record.get("evidence") or [],
         }
         try:
             self.proc = subprocess.Popen(
@@ -172,6 +174,11 @@ class Tuner:
             tail = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {rc}"]
             log.warning("tuning: the tuner failed (%s); the setting in force stays", tail[0])
             return None
+        window = dec.pop("window", None)
+        if isinstance(window, dict):  # kept for the next tunings, which judge on it too (sim.tune.POOL)
+            kept = self.record.get("evidence")
+            kept = kept if isinstance(kept, list) else []
+            self.record["evidence"] = [*kept, window][-(POOL - 1) :] if POOL > 1 else []
         self.record["last"] = dec
         adopt = dec.get("adopt")
         took = now - self.started

@@ -79,16 +79,45 @@ def applied(base: Params, s: dict[str, Any], order_tuned: bool = True) -> Params
     )
 
 
-def decide(db_path: str | Path, now: float, ncores: int, current: Params, tuning: Any) -> dict[str, Any]:
-    """Replay the history of ``db_path`` and say what to adopt: a JSON-ready record of the decision."""
+def kept_evidence(db_path: str | Path) -> list[Any]:
+    """The windows of the last tunings that the daemon keeps in the state db (meta ``tuning``, ``evidence``)."""
+    from gridsched.protocol.state import StateDB
+
+    if not Path(db_path).exists():
+        return []
+    db = StateDB(db_path)
+    try:
+        raw = db.meta().get("tuning") or "{}"
+    finally:
+        db.close()
+    try:
+        rec = json.loads(raw)
+    except ValueError:
+        return []
+    ev = rec.get("evidence") if isinstance(rec, dict) else None
+    return ev if isinstance(ev, list) else []
+
+
+def decide(
+    db_path: str | Path, now: float, ncores: int, current: Params, tuning: Any, evidence: Any = None
+) -> dict[str, Any]:
+    """Replay the history of ``db_path`` and say what to adopt: a JSON-ready record of the decision, with the
+    window replayed (``"window"``) that the next tunings pool with theirs, as ``evidence`` holds those before
+    (None: those the daemon keeps in the state db, so that ``gctl tune --dry-run`` judges as the daemon does)."""
     from gridsched.sim import tune
+
+    if evidence is None:
+        evidence = kept_evidence(db_path)
 
     ended = _ended(db_path, now, tuning.window + tuning.warmup)  # the state db read once
     hist = [job for _, job in ended]
     in_window = sum(1 for end, _ in ended if end >= now - tuning.window)
     settings = tune.grid_for(current, tuning.p, tuning.threshold, tuning.predictor, tuning.backfill_order)
     score_from = now - tuning.window if tuning.warmup > 0 else None
-    d = tune.choose(hist, ncores, current, settings, tuning.objective, tuning.margin, score_from=score_from)
+    ev = evidence if isinstance(evidence, (list, tuple)) else ()
+    d = tune.choose(
+        hist, ncores, current, settings, tuning.objective, tuning.margin, score_from=score_from, evidence=ev
+    )
     rows = [{"setting": r.label, "wait_avg": r.wait_avg, "bsld_avg": r.bsld_avg, "score": r.score} for r in d.rows]
     easy = d.rows[0] if d.rows else None
     gain_easy = None
@@ -105,6 +134,7 @@ def decide(db_path: str | Path, now: float, ncores: int, current: Params, tuning
         "adopt_label": tune.label(d.adopt) if d.adopt is not None else None,
         "beats_easy_by": gain_easy,
         "why": d.why,
+        "window": d.window,
     }
 
 
@@ -130,7 +160,7 @@ def main(argv: list[str]) -> int:
     a = json.loads(argv[0])
     current = applied(Params(), a["current"])
     tuning = Tuning(**a["tuning"])
-    out = decide(a["db"], float(a["now"]), int(a["ncores"]), current, tuning)
+    out = decide(a["db"], float(a["now"]), int(a["ncores"]), current, tuning, a.get("evidence") or [])
     sys.stdout.write(json.dumps(out) + "\n")
     return 0
 

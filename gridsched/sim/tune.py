@@ -11,17 +11,24 @@ keeps the setting in force.
 
 The guard: EASY and EASY with shortest-first backfilling (EASY-SJF) are always
 replayed, as the references.  EASY-SJF is the fallback; EASY is chosen only when
-it beats EASY-SJF by ``guard`` (5 %) in average wait AND in average bounded
-slowdown; any other setting only when, on the replayed history, it beats the
-better of the two in both, each by the guard: a setting that wins by the objective
-but loses on either metric, or wins by less than the guard, is never put in
-force.  The setting in force is held only while it is no worse than the
-references it was judged against in either metric; on the first history where
-it is worse, the tuner falls back at once (no hysteresis) to the best setting
-that passes the guard, EASY-SJF when none does.  Between
-settings that pass, the best by the objective replaces the one in force when it
-beats it by ``margin`` (a hysteresis, so a setting is not changed back and forth
-for noise).
+it beats EASY-SJF by ``guard`` (10 %) in average wait AND in average bounded
+slowdown; any other setting only when it beats the better of the two in both,
+each by the guard: a setting that wins by the objective but loses on either
+metric, or wins by less than the guard, is never put in force.  The setting in
+force is held only while it still passes the guard (EASY, itself a reference,
+while it is no worse than EASY-SJF); when it does not, the tuner falls back at
+once (no hysteresis) to the best setting that passes, EASY-SJF when none does.
+Between settings that pass, the best by the objective replaces the one in force
+when it beats it by ``margin`` (a hysteresis, so a setting is not changed back
+and forth for noise).
+
+The evidence: one window of a few days says little about the weeks a setting
+then holds (a window's averages move with a handful of jobs), so the guard and
+the objective judge each setting on the window replayed now pooled with the
+``POOL - 1`` windows replayed at the tunings before (``evidence``: what
+:attr:`Decision.window` recorded each time), job-weighted, each setting against
+the references over the same windows.  This costs no replay: the earlier
+windows' averages are kept, not their jobs.
 
 A history may start with a warm-up: jobs replayed before the part that is
 scored (``score_from``), so that the scored part starts with the queue and the
@@ -41,7 +48,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gridsched.core.params import BackfillOrder, Params, Policy, Predictor
 
@@ -58,7 +65,8 @@ AUTO_PREDICTORS = (Predictor.SCALED, Predictor.USER_RATIO)
 MIN_JOBS = 100
 MARGIN = 0.02
 RETRY = 86400.0  # while a tuning has had too little history, it is tried again after this long (or every)
-GUARD = 0.05  # a setting other than EASY and EASY-SJF must beat both, in wait and in bsld, by this share
+GUARD = 0.10  # a setting other than EASY and EASY-SJF must beat both, in wait and in bsld, by this share
+POOL = 8  # windows the guard and the objective judge on: the one replayed now and the last 7 before it
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +88,7 @@ class Row:
     wait_avg: float
     bsld_avg: float
     score: float  # by the objective; lower is better
+    jobs: int = 0  # the jobs its averages are over (scored in the window, or in the windows pooled)
 
     @property
     def label(self) -> str:
@@ -88,10 +97,12 @@ class Row:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    rows: tuple[Row, ...]  # EASY first, then the grid in order
+    rows: tuple[Row, ...]  # EASY first, then the grid in order: this window's averages (scored pooled)
     best: Row | None  # None: too little history
     adopt: Params | None  # the setting to put in force; None: keep the one in force
     why: str
+    # this window as evidence for the next tunings: {"jobs": scored jobs, "rows": {label: [wait, bsld]}}
+    window: dict[str, Any] | None = None
 
 
 def label(p: Params) -> str:
@@ -193,7 +204,7 @@ def replay(
         n = len(scored) or 1
         waits = [res.start[k] - tr.submit[k] for k in scored]
         bslds = [max(1.0, (res.end[k] - tr.submit[k]) / max(tr.run[k], BSLD_BOUND)) for k in scored]
-        rows.append(Row(prm, math.fsum(waits) / n, math.fsum(bslds) / n, 0.0))
+        rows.append(Row(prm, math.fsum(waits) / n, math.fsum(bslds) / n, 0.0, len(scored)))
     return rows
 
 
@@ -229,11 +240,15 @@ def choose(
     overhead: float = 120.0,
     score_from: float | None = None,
     guard: float = GUARD,
+    evidence: Sequence[Any] = (),
 ) -> Decision:
     """The setting to adopt after replaying ``history`` (``settings[0]`` must be EASY; EASY-SJF is added where
-    ``settings`` lacks it; see the module for the guard)."""
+    ``settings`` lacks it), judged on it pooled with the windows of ``evidence`` (the :attr:`Decision.window` of
+    the tunings before, oldest first; the last ``POOL - 1`` are used).  See the module for the guard."""
     if not settings or (settings[0].policy, settings[0].backfill_order) != (Policy.EASY, BackfillOrder.QUEUE):
         raise ValueError("the first setting must be EASY, the reference")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective {objective!r}: one of {', '.join(OBJECTIVES)}")
     if len(history) < min_jobs:
         return Decision((), None, None, f"{len(history)} jobs of history, fewer than {min_jobs}: kept")
     refs = references(settings[0])
@@ -241,31 +256,85 @@ def choose(
     for extra in (refs[1], current):
         if not any(_same(extra, s) for s in cand):
             cand.append(extra)
-    rows = score(replay(history, ncores, cand, overhead, score_from), objective)
-    ref_rows = [next(r for r in rows if _same(p, r.params)) for p in refs]
-    easy, sjf = ref_rows
+    now_rows = replay(history, ncores, cand, overhead, score_from)
+    window = {"jobs": now_rows[0].jobs, "rows": {r.label: [r.wait_avg, r.bsld_avg] for r in now_rows}}
+    past = [w for w in evidence if _usable(w)][-(POOL - 1) :] if POOL > 1 else []
+    ref_labels = [label(p) for p in refs]
+    judged = [_pooled(r, ref_labels, [window, *past], objective) for r in now_rows]
+    rows = [j[0] for j in judged]
+    ei, si = (next(k for k, r in enumerate(rows) if _same(p, r.params)) for p in refs)
 
-    def against(r: Row) -> list[Row]:  # EASY is judged against EASY-SJF, any other against both
-        return [sjf] if r is easy else ref_rows
+    def ok(k: int, g: float) -> bool:  # EASY is judged against EASY-SJF, any other against both
+        r, easy, sjf, _ = judged[k]
+        return k == si or passes(r, [sjf] if k == ei else [easy, sjf], g)
 
-    passing = [r for r in rows if r is sjf or passes(r, against(r), guard)]
-    best = min(passing, key=lambda r: r.score)  # the first of equal scores: the earlier in the grid
-    now = next(r for r in rows if _same(current, r.params))
-    if now is not sjf and not passes(now, against(now), 0.0):
+    passing = [k for k in range(len(rows)) if ok(k, guard)]
+    best = rows[min(passing, key=lambda k: rows[k].score)]  # the first of equal scores: the earlier in the grid
+    ni = next(k for k, r in enumerate(rows) if _same(current, r.params))
+    now = rows[ni]
+    over = f"over {judged[ni][3]} window{'s' if judged[ni][3] > 1 else ''}"
+    if not ok(ni, 0.0 if ni == ei else guard):  # EASY, a reference, is held while no worse than EASY-SJF
+        against = "easy backfill=shortest" if ni == ei else " or ".join(ref_labels)
         return Decision(
             tuple(rows),
             best,
             best.params,
-            f"{label(current)} loses to {' or '.join(label(r.params) for r in against(now))} in wait or bsld: "
+            f"{label(current)} loses to {against} (in wait or bsld, by the {guard:.0%} guard, {over}): "
             f"{label(best.params)} at once",
+            window,
         )
     if _same(best.params, current):
-        return Decision(tuple(rows), best, None, f"the setting in force ({label(current)}) is the best: kept")
+        return Decision(tuple(rows), best, None, f"the setting in force ({label(current)}) is the best: kept", window)
     if best.score < now.score and best.score <= now.score * (1 - margin):  # (equal scores of 0: no change)
         gain = 1 - best.score / now.score if now.score > 0 else 0.0
-        return Decision(tuple(rows), best, best.params, f"{label(best.params)} beats {label(current)} by {gain:.1%}")
-    return Decision(
-        tuple(rows), best, None, f"{label(best.params)} is best but not by {margin:.0%} over {label(current)}: kept"
+        why = f"{label(best.params)} beats {label(current)} by {gain:.1%} ({over})"
+        return Decision(tuple(rows), best, best.params, why, window)
+    why = f"{label(best.params)} is best but not by {margin:.0%} over {label(current)}: kept"
+    return Decision(tuple(rows), best, None, why, window)
+
+
+def _usable(w: Any) -> bool:
+    """Whether ``w`` is a window as :attr:`Decision.window` records it (it may come from the state db)."""
+    if not isinstance(w, dict) or not isinstance(w.get("rows"), dict):
+        return False
+    jobs = w.get("jobs")
+    return isinstance(jobs, int) and not isinstance(jobs, bool) and jobs > 0
+
+
+def _pooled(
+    row: Row, ref_labels: list[str], windows: list[dict[str, Any]], objective: str
+) -> tuple[Row, Row, Row, int]:
+    """``row`` and the two references (EASY, EASY-SJF), each job-weighted over the windows that have all three
+    (the first, this window, always has), ``row`` scored by ``objective``; and how many windows that is."""
+    names = [row.label, *ref_labels]
+    over = [windows[0]] + [w for w in windows[1:] if all(_pair(w["rows"].get(n)) for n in names)]
+    n = sum(w["jobs"] for w in over)
+
+    def avg(name: str, params: Params) -> Row:
+        wait = math.fsum(w["jobs"] * float(w["rows"][name][0]) for w in over) / n
+        bsld = math.fsum(w["jobs"] * float(w["rows"][name][1]) for w in over) / n
+        return Row(params, wait, bsld, 0.0, n)
+
+    r = avg(row.label, row.params)
+    easy, sjf = (avg(name, row.params) for name in ref_labels)
+
+    def rel(v: float, ref: float) -> float:
+        return v / ref if ref > 0 else (1.0 if v <= 0 else 2.0)
+
+    if objective == "bsld":
+        sc = r.bsld_avg
+    elif objective == "wait":
+        sc = r.wait_avg
+    else:
+        sc = (rel(r.wait_avg, easy.wait_avg) + rel(r.bsld_avg, easy.bsld_avg)) / 2
+    return dataclasses.replace(r, score=sc), easy, sjf, len(over)
+
+
+def _pair(v: Any) -> bool:
+    return (
+        isinstance(v, (list, tuple))
+        and len(v) == 2
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
     )
 
 
@@ -307,7 +376,9 @@ def in_replay(
 
     As the daemon does (:meth:`gridsched.daemon.tuner.Tuner.due`), until a tuning has had ``min_jobs`` jobs
     of history it is tried again every :data:`RETRY` seconds rather than every ``every``: the setting
-    configured is not left unguarded for a whole ``every`` on a machine that is just starting."""
+    configured is not left unguarded for a whole ``every`` on a machine that is just starting.  Each tuning
+    judges on its window pooled with those of the tunings before it (``choose``'s ``evidence``), as the
+    daemon's do."""
     from gridsched.sim.swf import Trace
 
     assert isinstance(trace, Trace)
@@ -321,6 +392,7 @@ def in_replay(
     )
     step = min(every, RETRY)
     due = [-math.inf]  # when the next tuning with history is due: at once until one has had enough
+    evidence: list[dict[str, Any]] = []  # the windows of the tunings so far, as the daemon keeps them
 
     def pick(now: float, finished: list[int], end: list[float], current: Params) -> Params:
         if now < due[0]:
@@ -331,7 +403,9 @@ def in_replay(
             k -= 1
         hist = [Job(submit[i], wall[i], run[i], size[i], user[i]) for i in finished[k:] if end[i] >= since]
         frm = now - window if warmup > 0 else None
-        d = choose(hist, ncores, current, settings, objective, margin, min_jobs, overhead, frm, guard)
+        d = choose(hist, ncores, current, settings, objective, margin, min_jobs, overhead, frm, guard, evidence)
+        if d.window is not None:
+            evidence[:] = [*evidence, d.window][-(POOL - 1) :] if POOL > 1 else []
         if d.best is not None:
             due[0] = now + every - step / 2  # (the step's instants are where the next one falls)
         return d.adopt if d.adopt is not None else current

@@ -128,3 +128,61 @@ def test_until_a_tuning_has_had_history_the_tuner_is_tried_again_daily(stub_daem
     assert d.tuner.due(d.file_cfg) == 1000.0 + 21 * 86400
     d.tuner.record = {}  # a daemon that never tuned: a day after its start
     assert d.tuner.due(d.file_cfg) == 1000.0 + 86400
+
+
+def test_each_tuning_keeps_its_window_and_the_next_judges_on_them_too(stub_daemon):
+    """The daemon keeps the last POOL - 1 windows replayed (meta "tuning", "evidence") and hands them to the next
+    tuning, which judges on them pooled with its own: windows where the setting in force loses to EASY-SJF in bounded
+    slowdown make it give way at once, though it wins by far in wait."""
+    from gridsched.sim import tune
+
+    d = stub_daemon(AUTO_CONFIG)
+    write_rows(d.spool, *history(job_row, 150))
+    in_force = d.cfg.params
+    names = [tune.label(p) for p in tune.grid_for(in_force, True, True, True, True)]
+    rows = {n: [500.0, 12.0] for n in names}  # every checkpoint setting: far better in wait, worse in bsld
+    rows.update({"easy": [1000.0, 10.0], "easy backfill=shortest": [900.0, 9.0]})
+    old = {"jobs": 10**6, "rows": {"easy": [1.0, 1.0]}}  # the oldest: dropped when this tuning's is kept
+    d.tuner.record = {"evidence": [old] + [{"jobs": 10**5, "rows": rows}] * (tune.POOL - 2)}
+    d.tuner.requested = True
+    now = time.time()
+    d.tune(now)
+    proc = d.tuner.proc
+    assert proc is not None
+    wait_for(lambda: proc.poll() is not None, 120, "the tuner to end")
+    d.tune(now + 1)
+    rec = json.loads(d.db.meta()["tuning"])
+    assert rec["last"]["jobs"] == 150 and "window" not in rec["last"]
+    assert f"{tune.label(in_force)} loses to easy or easy backfill=shortest" in rec["last"]["why"], rec["last"]["why"]
+    assert f"over {tune.POOL - 1} windows" in rec["last"]["why"]  # this one and those of the evidence but the first
+    ev = rec["evidence"]
+    assert len(ev) == tune.POOL - 1 and old not in ev and ev[-1]["jobs"] == 150
+    # the decision's rows are pooled: EASY's average wait over this window and those kept before it
+    easy = next(r for r in rec["last"]["rows"] if r["setting"] == "easy")
+    n = 10**5 * (tune.POOL - 2)
+    assert easy["wait_avg"] == pytest.approx((n * 1000.0 + 150 * ev[-1]["rows"]["easy"][0]) / (n + 150))
+    assert rec["in_force"]["policy"] == "easy" and rec["in_force"]["backfill_order"] == "shortest"
+
+
+def test_a_tuning_run_outside_the_daemon_judges_on_the_windows_the_daemon_kept(tmp_path):
+    """``gctl tune --dry-run`` replays in the command (sim.autotune.decide): without windows given, it reads those the
+    daemon keeps in the state db, so that its table and decision are the daemon's; a bad record counts as none."""
+    from gridsched.core.params import Params, Policy
+    from gridsched.protocol.config_record import Tuning
+    from gridsched.sim import autotune, tune
+
+    spool = Spool(tmp_path / "spool")
+    current = Params(policy=Policy.CHECKPOINT_BACKFILL)
+    names = [tune.label(p) for p in tune.grid_for(current, True, True, False)]
+    rows = {n: [500.0, 12.0] for n in names}  # every checkpoint setting: far better in wait, worse in bsld
+    rows.update({"easy": [1000.0, 10.0], "easy backfill=shortest": [900.0, 9.0]})
+    kept = {"evidence": [{"jobs": 10**5, "rows": rows}] * 3}
+    write_rows(spool, *history(job_row, 150), meta={"tuning": json.dumps(kept)})
+    t = Tuning(p=True, threshold=True, window=2 * 86400, warmup=0)
+    dec = autotune.decide(spool.db, time.time(), 16, current, t)
+    assert dec["jobs"] == 150 and "over 4 windows" in dec["why"] and dec["adopt"] is not None, dec["why"]
+    assert f"{tune.label(current)} loses to easy or easy backfill=shortest" in dec["why"]
+    alone = autotune.decide(spool.db, time.time(), 16, current, t, evidence=[])
+    assert "over 4 windows" not in alone["why"] and alone["window"] == dec["window"]
+    write_rows(spool, meta={"tuning": "not json"})
+    assert autotune.kept_evidence(spool.db) == []

@@ -32,12 +32,16 @@ def test_too_little_history_keeps_the_setting_in_force():
 
 
 def test_jobs_of_the_whole_machine_leave_nothing_to_backfill():
-    """Every job asks for every core: every setting makes the same schedule, so all tie and nothing changes (the
-    best is EASY-SJF, the guard's fallback, not better than the setting in force by the margin)."""
+    """Every job asks for every core: every setting makes the same schedule, so all tie.  The best is EASY-SJF, the
+    guard's fallback; the checkpoint setting in force, which does not beat it by the guard, gives way to it at
+    once, and EASY-SJF in force stays."""
     jobs = [Job(60.0 * k, 600.0, 100.0 + k, 64) for k in range(120)]
     d = choose(jobs, 64, CKPT, grid(CKPT), objective="bsld")
     assert len({(r.wait_avg, r.bsld_avg) for r in d.rows}) == 1
-    assert d.adopt is None and d.best is d.rows[1] and d.best.label == "easy backfill=shortest"
+    assert d.best is d.rows[1] and d.best.label == "easy backfill=shortest"
+    assert d.adopt == d.best.params and " loses to easy or easy backfill=shortest" in d.why
+    kept = choose(jobs, 64, d.adopt, grid(CKPT), objective="bsld")
+    assert kept.adopt is None and kept.why.startswith("the setting in force (easy backfill=shortest)")
 
 
 def test_the_best_is_adopted_only_by_a_margin_over_easy_and_the_setting_in_force():
@@ -48,9 +52,9 @@ def test_the_best_is_adopted_only_by_a_margin_over_easy_and_the_setting_in_force
     passing = [sjf] + [r for r in d.rows if passes(r, (sjf,) if r is easy else (easy, sjf))]
     assert d.best is not None and d.best.score == min(r.score for r in passing)
     assert d.best.score <= min(easy.score, sjf.score)
-    if passes(now, (easy, sjf), 0.0):  # the setting in force holds: replaced only by a better score
+    if passes(now, (easy, sjf)):  # the setting in force still passes the guard: replaced only by a better score
         assert d.adopt is None or d.best.score < now.score
-    else:  # it loses to EASY or EASY-SJF in wait or bsld: the best that passes replaces it at once, whatever its score
+    else:  # it no longer beats EASY and EASY-SJF by the guard: the best that passes replaces it at once
         assert d.adopt == d.best.params and " loses to easy or easy backfill=shortest" in d.why
     # nothing beats anything by 100 %: EASY-SJF in force is kept
     never = choose(jobs, 64, sjf.params, grid(CKPT), objective="mix", margin=1.0)

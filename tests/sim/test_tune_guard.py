@@ -119,3 +119,76 @@ def test_in_a_replay_the_first_tuning_comes_once_there_is_history_then_every(mon
     sizes = [n for _, n in seen]
     assert sizes and sizes[-1] >= tune.MIN_JOBS and all(n < tune.MIN_JOBS for n in sizes[:-1])
     assert len(sizes) <= 3  # 100 jobs (one every 15 minutes) have ended within a few days
+
+
+def window(ckpt: tuple[float, float], easy=(1000.0, 10.0), sjf=(900.0, 9.0), jobs=10**6) -> dict:
+    """A window of evidence, as a tuning records it: the averages of EASY, EASY-SJF and checkpoint-backfill at p 0.1
+    over many more jobs than the history replayed now, so that the pooled averages are about its own."""
+    grid = grid_for(CKPT, True, False, False)
+    return {"jobs": jobs, "rows": {label(grid[0]): list(easy), label(grid[1]): list(sjf), label(grid[2]): list(ckpt)}}
+
+
+def test_the_guard_judges_on_the_windows_before_too():
+    """The history replayed now is one window; the tuner pools it with the windows of the tunings before (job-weighted).
+    Where they say checkpoint-backfill beats both references by more than the guard in wait and in bsld, it is put in
+    force; where it wins by far in wait but loses in bsld, or wins by less than the guard, EASY-SJF stays; and where
+    it is in force and the windows say it no longer passes, EASY-SJF replaces it at once."""
+    hist = history(4, 10.0, 16)
+    grid = grid_for(CKPT, True, False, False)
+    sjf, ckpt = grid[1], grid[2]
+    alone = choose(hist, 16, sjf, grid)
+    assert alone.adopt is None and alone.window is not None and alone.window["jobs"] == len(hist)
+    assert set(alone.window["rows"]) == {label(p) for p in grid}
+
+    wins = choose(hist, 16, sjf, grid, evidence=[window((600.0, 6.0))])
+    assert wins.adopt == ckpt and "over 2 windows" in wins.why, wins.why
+    row = next(r for r in wins.rows if label(r.params) == label(ckpt))
+    now_wait, now_bsld = alone.window["rows"][label(ckpt)]
+    n = len(hist)
+    assert row.jobs == 10**6 + n
+    assert (row.wait_avg, row.bsld_avg) == pytest.approx(
+        ((600e6 + n * now_wait) / (1e6 + n), (6e6 + n * now_bsld) / (1e6 + n))
+    )
+
+    for losing in ((500.0, 9.1), (850.0, 8.5)):  # far better in wait, worse in bsld; 5.6 % better in both
+        kept = choose(hist, 16, sjf, grid, evidence=[window(losing)])
+        assert kept.adopt is None and kept.why.startswith("the setting in force (easy backfill=shortest)"), kept.why
+        back = choose(hist, 16, ckpt, grid, evidence=[window(losing)])
+        assert back.adopt == sjf and " loses to easy or easy backfill=shortest" in back.why, back.why
+    held = choose(hist, 16, ckpt, grid, evidence=[window((600.0, 6.0))])
+    assert held.adopt is None, held.why
+
+
+def test_only_the_last_windows_count_and_bad_ones_are_left_out():
+    """Of the evidence, the last POOL - 1 windows count (an older one saying otherwise is ignored), and windows that
+    are not as a tuning records them (the state db may hold anything) are left out."""
+    hist = history(4, 10.0, 16)
+    grid = grid_for(CKPT, True, False, False)
+    sjf, ckpt = grid[1], grid[2]
+    recent = [window((600.0, 6.0), jobs=10**5)] * (tune.POOL - 1)
+    d = choose(hist, 16, sjf, grid, evidence=[window((2000.0, 20.0), jobs=10**9), *recent])
+    assert d.adopt == ckpt and f"over {tune.POOL} windows" in d.why, d.why
+    bad = [None, {"jobs": "many", "rows": {}}, {"jobs": 5, "rows": {label(ckpt): ["a", 1.0]}}, {"jobs": True}]
+    bad.append({"jobs": 10**6, "rows": {label(ckpt): [1.0, float("nan")], label(grid[0]): [1.0, 1.0]}})
+    same = choose(hist, 16, sjf, grid, evidence=bad)
+    alone = choose(hist, 16, sjf, grid)
+    assert (same.adopt, same.why, same.rows) == (alone.adopt, alone.why, alone.rows)
+
+
+def test_in_a_replay_each_tuning_is_given_the_windows_of_those_before(monkeypatch):
+    """gsim's tuner keeps the windows of its tunings, the last POOL - 1, and hands them to the next, as the daemon."""
+    tr = trace(12.0)
+    given: list[list[dict]] = []
+    real = tune.choose
+
+    def spy(*args, **kw):  # type: ignore[no-untyped-def]
+        given.append(list(args[10]) if len(args) > 10 else list(kw.get("evidence", ())))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(tune, "choose", spy)
+    tuner = tune.in_replay(tr, DAY, DAY, grid_for(CKPT, True, False, False), min_jobs=20)
+    simulate(tr, CKPT, overhead=120.0, tuner=tuner)
+    sizes = [len(g) for g in given]
+    assert len(sizes) >= tune.POOL + 2
+    assert sizes[: tune.POOL] == list(range(tune.POOL)) and set(sizes[tune.POOL :]) == {tune.POOL - 1}
+    assert given[-1][-1]["jobs"] > 0 and given[-1][:-1] == given[-2][1:]
