@@ -25,7 +25,7 @@ BIN = Path(sys.executable).parent
 
 # Fixtures that start a real daemon: a test using one (directly or through another fixture) is marked ``daemon``;
 # a fixture of its own that starts one (as the compat corpus's) marks its tests explicitly.
-REAL_DAEMON_FIXTURES = frozenset({"gs", "make_gs"})
+REAL_DAEMON_FIXTURES = frozenset({"gs", "make_gs", "module_gs", "shared_gs"})
 # Folders whose every test runs a real daemon (the system-mode attack suite).
 REAL_DAEMON_DIRS = ("security",)
 
@@ -276,6 +276,29 @@ def make_gs(tmp_path: Path):
 @pytest.fixture
 def gs(make_gs) -> Gridsched:
     return make_gs()
+
+
+@pytest.fixture(scope="module")
+def module_gs(tmp_path_factory: pytest.TempPathFactory):
+    """One daemon (the default configuration) for the tests of a module: see :func:`shared_gs`."""
+    g = Gridsched(tmp_path_factory.mktemp("module") / "gs", DEFAULT_CONFIG)
+    try:
+        yield g
+    finally:
+        g.cleanup()
+
+
+@pytest.fixture
+def shared_gs(module_gs: Gridsched, tmp_path: Path) -> Gridsched:
+    """The module's daemon, started by its first test (again if a test stopped it), with a working directory of
+    the test's own: for the tests of a module that are independent of each other's jobs (each waits for its
+    own jobs to end and names them by their ids, never counts the queue), which then need not wait for a
+    daemon each to start and stop."""
+    module_gs.work = tmp_path / "gs-work"
+    module_gs.work.mkdir()
+    if not module_gs.alive():
+        module_gs.start()
+    return module_gs
 
 
 @pytest.fixture
