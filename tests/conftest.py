@@ -25,7 +25,7 @@ BIN = Path(sys.executable).parent
 
 # Fixtures that start a real daemon: a test using one (directly or through another fixture) is marked ``daemon``;
 # a fixture of its own that starts one (as the compat corpus's) marks its tests explicitly.
-REAL_DAEMON_FIXTURES = frozenset({"gs", "make_gs", "module_gs", "shared_gs"})
+REAL_DAEMON_FIXTURES = frozenset({"gs", "make_gs", "module_daemons", "shared_make_gs", "shared_gs"})
 # Folders whose every test runs a real daemon (the system-mode attack suite).
 REAL_DAEMON_DIRS = ("security",)
 
@@ -278,27 +278,57 @@ def gs(make_gs) -> Gridsched:
     return make_gs()
 
 
+class ModuleDaemons:
+    """The daemons of a module, one per configuration, started on first use (again if a test stopped one)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.made: dict[str, Gridsched] = {}
+
+    def get(self, config: str, work: Path) -> Gridsched:
+        g = self.made.get(config)
+        if g is None:
+            g = self.made[config] = Gridsched(self.root / f"gs{len(self.made)}", config)
+        g.work = work
+        work.mkdir()
+        if not g.alive():
+            g.start()
+        return g
+
+
 @pytest.fixture(scope="module")
-def module_gs(tmp_path_factory: pytest.TempPathFactory):
-    """One daemon (the default configuration) for the tests of a module: see :func:`shared_gs`."""
-    g = Gridsched(tmp_path_factory.mktemp("module") / "gs", DEFAULT_CONFIG)
+def module_daemons(tmp_path_factory: pytest.TempPathFactory):
+    """The daemons :func:`shared_make_gs` gives the tests of a module; stopped and cleaned after its last test."""
+    daemons = ModuleDaemons(tmp_path_factory.mktemp("module"))
     try:
-        yield g
+        yield daemons
     finally:
-        g.cleanup()
+        for g in daemons.made.values():
+            g.cleanup()
 
 
 @pytest.fixture
-def shared_gs(module_gs: Gridsched, tmp_path: Path) -> Gridsched:
-    """The module's daemon, started by its first test (again if a test stopped it), with a working directory of
-    the test's own: for the tests of a module that are independent of each other's jobs (each waits for its
-    own jobs to end and names them by their ids, never counts the queue), which then need not wait for a
-    daemon each to start and stop."""
-    module_gs.work = tmp_path / "gs-work"
-    module_gs.work.mkdir()
-    if not module_gs.alive():
-        module_gs.start()
-    return module_gs
+def shared_make_gs(module_daemons: ModuleDaemons, tmp_path: Path):
+    """``shared_make_gs(config)``: the module's daemon of that configuration, with a working directory of the
+    test's own.  For the tests of a module that are independent of each other's jobs (each waits for its own
+    jobs and names them by their ids, never counts the queue): they need not wait for a daemon each to start
+    and stop.  ``shared_make_gs.root``: a directory the module's tests share (for a path in the
+    configuration)."""
+    made = 0
+
+    def make(config: str = DEFAULT_CONFIG) -> Gridsched:
+        nonlocal made
+        made += 1
+        return module_daemons.get(config, tmp_path / f"gs-work{made}")
+
+    make.root = module_daemons.root  # type: ignore[attr-defined]
+    return make
+
+
+@pytest.fixture
+def shared_gs(shared_make_gs) -> Gridsched:
+    """The module's daemon of the default configuration (see :func:`shared_make_gs`)."""
+    return shared_make_gs()
 
 
 @pytest.fixture

@@ -48,6 +48,14 @@ def make(make_gs, tmp_path: Path, **kw):
     return make_gs(config(base, **kw)), base
 
 
+def make_shared(shared_make_gs, **kw):
+    """The module's daemon of this configuration (its jobs' private directories in one directory of the
+    module's), for tests independent of each other's jobs."""
+    base = shared_make_gs.root / "jobtmp"
+    base.mkdir(exist_ok=True)
+    return shared_make_gs(config(base, **kw))
+
+
 def test_slurm_script_sees_its_tasks_and_cores(make_gs, tmp_path):
     """#SBATCH -n 4 -c 2: the values Slurm gives a one-node job of that request; the common
     ``export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK`` keeps the right value."""
