@@ -279,16 +279,20 @@ def gs(make_gs) -> Gridsched:
 
 
 class ModuleDaemons:
-    """The daemons of a module, one per configuration, started on first use (again if a test stopped one)."""
+    """The daemons of a module, one per configuration, started on first use (again if a test stopped one); each
+    test gets the environment its commands run in as it was made."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.made: dict[str, Gridsched] = {}
+        self.env: dict[str, dict[str, str]] = {}  # each one's environment for commands, as made
 
     def get(self, config: str, work: Path) -> Gridsched:
         g = self.made.get(config)
         if g is None:
             g = self.made[config] = Gridsched(self.root / f"gs{len(self.made)}", config)
+            self.env[config] = dict(g.env)
+        g.env = dict(self.env[config])  # what an earlier test set there stays its own
         g.work = work
         work.mkdir()
         if not g.alive():
