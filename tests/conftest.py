@@ -25,7 +25,7 @@ BIN = Path(sys.executable).parent
 
 # Fixtures that start a real daemon: a test using one (directly or through another fixture) is marked ``daemon``;
 # a fixture of its own that starts one (as the compat corpus's) marks its tests explicitly.
-REAL_DAEMON_FIXTURES = frozenset({"gs", "make_gs"})
+REAL_DAEMON_FIXTURES = frozenset({"gs", "make_gs", "module_daemons", "shared_make_gs", "shared_gs"})
 # Folders whose every test runs a real daemon (the system-mode attack suite).
 REAL_DAEMON_DIRS = ("security",)
 
@@ -276,6 +276,63 @@ def make_gs(tmp_path: Path):
 @pytest.fixture
 def gs(make_gs) -> Gridsched:
     return make_gs()
+
+
+class ModuleDaemons:
+    """The daemons of a module, one per configuration, started on first use (again if a test stopped one); each
+    test gets the environment its commands run in as it was made."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.made: dict[str, Gridsched] = {}
+        self.env: dict[str, dict[str, str]] = {}  # each one's environment for commands, as made
+
+    def get(self, config: str, work: Path) -> Gridsched:
+        g = self.made.get(config)
+        if g is None:
+            g = self.made[config] = Gridsched(self.root / f"gs{len(self.made)}", config)
+            self.env[config] = dict(g.env)
+        g.env = dict(self.env[config])  # what an earlier test set there stays its own
+        g.work = work
+        work.mkdir()
+        if not g.alive():
+            g.start()
+        return g
+
+
+@pytest.fixture(scope="module")
+def module_daemons(tmp_path_factory: pytest.TempPathFactory):
+    """The daemons :func:`shared_make_gs` gives the tests of a module; stopped and cleaned after its last test."""
+    daemons = ModuleDaemons(tmp_path_factory.mktemp("module"))
+    try:
+        yield daemons
+    finally:
+        for g in daemons.made.values():
+            g.cleanup()
+
+
+@pytest.fixture
+def shared_make_gs(module_daemons: ModuleDaemons, tmp_path: Path):
+    """``shared_make_gs(config)``: the module's daemon of that configuration, with a working directory of the
+    test's own.  For the tests of a module that are independent of each other's jobs (each waits for its own
+    jobs and names them by their ids, never counts the queue): they need not wait for a daemon each to start
+    and stop.  ``shared_make_gs.root``: a directory the module's tests share (for a path in the
+    configuration)."""
+    made = 0
+
+    def make(config: str = DEFAULT_CONFIG) -> Gridsched:
+        nonlocal made
+        made += 1
+        return module_daemons.get(config, tmp_path / f"gs-work{made}")
+
+    make.root = module_daemons.root  # type: ignore[attr-defined]
+    return make
+
+
+@pytest.fixture
+def shared_gs(shared_make_gs) -> Gridsched:
+    """The module's daemon of the default configuration (see :func:`shared_make_gs`)."""
+    return shared_make_gs()
 
 
 @pytest.fixture

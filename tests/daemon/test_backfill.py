@@ -10,7 +10,8 @@ backfills both, D ends before C's reservation, E is checkpointed at that
 moment, C starts on time, and E resumes later from its checkpoint.
 
 Here the jobs are real processes (E is the Python example checkpointing job,
-which saves and resumes its work); the scheduling of the scenario under each
+which saves and resumes its work), on a shorter clock: A's walltime is 8 s (really
+7 s), E's 40 units take 10 s, and p = 0.1 counts D and E as 3 s each; the scheduling of the scenario under each
 policy and checkpoint mode is tested in process, on a driven clock, in
 test_backfill_driven.py.  The shell example checkpointing job is checkpointed
 and resumed as a real process in tests/test_examples.py and, through a real
@@ -22,11 +23,11 @@ from __future__ import annotations
 EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "scripts" / "examples"
 
 
-def config(policy: str) -> str:
+def config(policy: str, p: float = 0.2) -> str:
     return f"""
 [scheduler]
 policy = "{policy}"
-p = 0.2
+p = {p}
 threshold = "10s"
 [jobs]
 kill_grace = "2s"
@@ -63,17 +64,17 @@ def submit_scenario(
 
 
 def test_checkpoint_backfill_scenario(make_gs):
-    gs = make_gs(config("checkpoint-backfill"))
-    # E's 40 units take 14 s: longer than the hole before C's reservation (under 12 s) even on an idle machine
-    gs.env["UNIT_SECONDS"] = "0.35"
-    a, b, c, d, e = submit_scenario(gs, e_script="checkpoint_counter.py")
+    gs = make_gs(config("checkpoint-backfill", p=0.1))
+    # E's 40 units take 10 s: longer than the hole before C's reservation (under 8 s) even on an idle machine
+    gs.env["UNIT_SECONDS"] = "0.25"
+    a, b, c, d, e = submit_scenario(gs, e_script="checkpoint_counter.py", a_secs=8)
     jd = gs.wait_state(d, "RUNNING", "COMPLETED")
     je = gs.wait_state(e, "RUNNING")
     assert gs.job(c)["state"] == "PENDING"
     assert jd["backfilled"] and je["backfilled"]
     jc = gs.wait_state(c, "RUNNING", "COMPLETED", timeout=40)
     ja = gs.job(a)
-    reservation = ja["start_time"] + 12
+    reservation = ja["start_time"] + 8
     jd = gs.wait_state(d, "COMPLETED")
     assert jd["end_time"] < reservation  # D really fit the hole
     assert jc["start_time"] >= reservation - 0.5  # the head was not started early on overrun cores...

@@ -16,6 +16,13 @@ from gridsched.protocol.state import StateDB
 from tests.conftest import wait_for
 from tests.fuzz.test_requests import valid_job
 
+
+@pytest.fixture
+def gs(shared_gs):
+    """These tests are independent of each other's jobs: the module's daemon serves them all."""
+    return shared_gs
+
+
 DONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
 LOGIN = pwd.getpwuid(os.getuid()).pw_shell
 

@@ -9,9 +9,17 @@ import os
 import time
 
 import psutil
+import pytest
 
 from gridsched.core import cpuset
 from tests.conftest import wait_for
+
+
+@pytest.fixture
+def gs(shared_gs):
+    """These tests are independent of each other's jobs: the module's daemon serves them all."""
+    return shared_gs
+
 
 HOST = sorted(os.sched_getaffinity(0))
 

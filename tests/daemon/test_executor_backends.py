@@ -27,11 +27,12 @@ def job_env() -> dict[str, str]:
 
 
 @pytest.fixture(params=["local", "slurm"])
-def where(request, make_gs, tmp_path, monkeypatch) -> dict[str, Any]:
-    """The keyword arguments that make an executor of this backend, and how it holds a job back."""
+def where(request, shared_make_gs, tmp_path, monkeypatch) -> dict[str, Any]:
+    """The keyword arguments that make an executor of this backend, and how it holds a job back (the local
+    daemon is the module's: each executor's calls are jobs of its own)."""
     monkeypatch.chdir(tmp_path)
     if request.param == "local":
-        gs = make_gs(f"[machine]\ncores = {max(2, HOST)}\n[daemon]\nautostart = false\n")
+        gs = shared_make_gs(f"[machine]\ncores = {max(2, HOST)}\n[daemon]\nautostart = false\n")
         return {"spool": str(gs.spool), "config": str(gs.cfgfile), "env": job_env(), "_hold": {"hold": True}}
     request.getfixturevalue("slurm_cluster")
     return {"backend": "slurm", "env": job_env(), "_hold": {"sbatch_args": ["--hold"]}}

@@ -104,8 +104,8 @@ autostart = false
 """
 
 
-def test_a_requeued_call_resumes_from_its_checkpoint(make_gs, tmp_path):
-    gs = make_gs(FCFS)
+def test_a_requeued_call_resumes_from_its_checkpoint(shared_make_gs, tmp_path):
+    gs = shared_make_gs(FCFS)
     log = tmp_path / "units.log"
     with GridschedExecutor(walltime="1m", spool=str(gs.spool), config=str(gs.cfgfile), env=job_env()) as ex:
         fut = ex.submit(Units(), 25, str(log))
@@ -116,8 +116,8 @@ def test_a_requeued_call_resumes_from_its_checkpoint(make_gs, tmp_path):
     assert units_logged(log) == [str(i) for i in range(25)]
 
 
-def test_a_checkpoint_that_fails_fails_the_call(make_gs, tmp_path):
-    gs = make_gs(FCFS)
+def test_a_checkpoint_that_fails_fails_the_call(shared_make_gs, tmp_path):
+    gs = shared_make_gs(FCFS)
     with GridschedExecutor(walltime="1m", spool=str(gs.spool), config=str(gs.cfgfile), env=job_env()) as ex:
         bad = ex.submit(BadCheckpoint(), 1000, str(tmp_path / "bad.log"))
         odd = ex.submit(NotACall(), 1000, str(tmp_path / "odd.log"))
@@ -132,10 +132,10 @@ def test_a_checkpoint_that_fails_fails_the_call(make_gs, tmp_path):
             odd.result(timeout=60)
 
 
-def test_a_call_warned_before_its_walltime_checkpoints(make_gs, tmp_path):
+def test_a_call_warned_before_its_walltime_checkpoints(shared_make_gs, tmp_path):
     """``signal_delay_s``: the call is told to checkpoint that many seconds before its walltime ends (gsub
     --signal), and goes on in a new run of its job: more work than one walltime holds gets done."""
-    gs = make_gs(FCFS)
+    gs = shared_make_gs(FCFS)
     log = tmp_path / "units.log"
     with GridschedExecutor(
         walltime="4s", signal_delay_s=2, spool=str(gs.spool), config=str(gs.cfgfile), env=job_env()
@@ -146,9 +146,9 @@ def test_a_call_warned_before_its_walltime_checkpoints(make_gs, tmp_path):
     assert units_logged(log) == [str(i) for i in range(30)]
 
 
-def test_checkpointable_calls_in_an_array(make_gs, tmp_path):
+def test_checkpointable_calls_in_an_array(shared_make_gs, tmp_path):
     """map_array of a checkpointable callable: each task keeps its own checkpoint."""
-    gs = make_gs(FCFS)
+    gs = shared_make_gs(FCFS)
     with GridschedExecutor(walltime="1m", spool=str(gs.spool), config=str(gs.cfgfile), env=job_env()) as ex:
         logs = [str(tmp_path / f"task{i}.log") for i in range(3)]
         futs = ex.map_array(Units(), [10, 12, 14], logs)

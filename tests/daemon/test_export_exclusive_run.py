@@ -8,7 +8,7 @@ import pwd
 
 from gridsched.submission.submit import LOGIN_PATH
 from tests.conftest import wait_for
-from tests.daemon.test_jobenv import env_of, make
+from tests.daemon.test_jobenv import env_of, make_shared
 
 CORES = 4
 
@@ -28,8 +28,8 @@ def run_env(gs, *args: str, script: str = "#!/bin/sh\nenv -0 > env.$GS_JOBID\n",
     return env_of(gs.work / f"env.{jid}")
 
 
-def test_export_none_gives_a_login_environment_and_the_jobs_own(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path, cores=CORES)
+def test_export_none_gives_a_login_environment_and_the_jobs_own(shared_make_gs):
+    gs = make_shared(shared_make_gs, cores=CORES)
     e = run_env(gs, "--export=NONE", "-n", "2", extra={"GS_TEST_MARK": "submitted"})
     pw = pwd.getpwuid(os.getuid())
     assert "GS_TEST_MARK" not in e and "GRIDSCHED_CONFIG" not in e
@@ -40,8 +40,8 @@ def test_export_none_gives_a_login_environment_and_the_jobs_own(make_gs, tmp_pat
     assert e["TMPDIR"] == e["GS_TMPDIR"]
 
 
-def test_an_export_list_copies_and_sets(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path, cores=CORES)
+def test_an_export_list_copies_and_sets(shared_make_gs):
+    gs = make_shared(shared_make_gs, cores=CORES)
     e = run_env(
         gs,
         "--export=KEEP_ME,MISSING,INPUT=data 1.txt,LIST='a,b'",
@@ -51,8 +51,8 @@ def test_an_export_list_copies_and_sets(make_gs, tmp_path):
     assert "GS_TEST_MARK" not in e and "MISSING" not in e
 
 
-def test_all_with_values_keeps_everything_and_the_users_omp_num_threads_wins(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path, cores=CORES)
+def test_all_with_values_keeps_everything_and_the_users_omp_num_threads_wins(shared_make_gs):
+    gs = make_shared(shared_make_gs, cores=CORES)
     e = run_env(
         gs,
         "--export=ALL,OMP_NUM_THREADS=1,TEST_MARK2=x",
@@ -64,8 +64,8 @@ def test_all_with_values_keeps_everything_and_the_users_omp_num_threads_wins(mak
     assert (e["OMP_NUM_THREADS"], e["GS_NCPUS"], e["SLURM_CPUS_PER_TASK"]) == ("1", "2", "2")
 
 
-def test_pbs_and_sge_v_set_values_in_the_job(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path, cores=CORES)
+def test_pbs_and_sge_v_set_values_in_the_job(shared_make_gs):
+    gs = make_shared(shared_make_gs, cores=CORES)
     body = "env -0 > env.$GS_JOBID\n"
     e = run_env(gs, script=f"#!/bin/sh\n#PBS -V\n#PBS -v INPUT=in.dat,STEPS=10\n{body}", extra={"MARK": "m"})
     assert (e["INPUT"], e["STEPS"], e["MARK"]) == ("in.dat", "10", "m")
@@ -74,8 +74,8 @@ def test_pbs_and_sge_v_set_values_in_the_job(make_gs, tmp_path):
     assert e["PATH"].split(":")[1:] == ["/opt/x", "/usr/bin", "/bin"]  # the set PATH, after the job's bin/
 
 
-def test_array_tasks_get_the_values(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path, cores=CORES)
+def test_array_tasks_get_the_values(shared_make_gs):
+    gs = make_shared(shared_make_gs, cores=CORES)
     path = gs.work / "a.sh"
     path.write_text('#!/bin/sh\necho "$MODE $GS_ARRAY_TASK_ID" > out.$GS_ARRAY_TASK_ID\n')
     jid = gs.gsub("--array", "0-1", "--export=ALL,MODE=slow", str(path))
@@ -83,12 +83,18 @@ def test_array_tasks_get_the_values(make_gs, tmp_path):
         wait_for(lambda i=i: (gs.work / f"out.{i}").exists(), 30, f"task {i} of array {jid}")
         wait_for(lambda i=i: (gs.work / f"out.{i}").read_text() == f"slow {i}\n", 10, f"task {i}'s output")
 
+    def ended() -> bool:
+        tasks = [j for j in gs.gstat_json()["jobs"] if j["array_id"] == jid]
+        return len(tasks) == 2 and all(j["state"] == "COMPLETED" for j in tasks)
 
-def test_an_exclusive_job_runs_alone_on_every_core(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path, cores=CORES)
+    wait_for(ended, 30, f"the tasks of array {jid} to complete")
+
+
+def test_an_exclusive_job_runs_alone_on_every_core(shared_make_gs):
+    gs = make_shared(shared_make_gs, cores=CORES)
     flag = gs.work / "go"
     waiting = (
-        "#!/bin/sh\nenv -0 > env.$GS_JOBID\n"
+        "#!/bin/sh\nenv -0 > env.tmp && mv env.tmp env.$GS_JOBID\n"  # whole once it is there
         f"i=0; while [ ! -e {flag} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n"
     )
     (gs.work / "x.sh").write_text(waiting)

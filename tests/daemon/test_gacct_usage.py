@@ -13,6 +13,13 @@ import pytest
 from gridsched.daemon import cgroup
 from tests.conftest import wait_for
 
+
+@pytest.fixture
+def gs(shared_gs):
+    """These tests are independent of each other's jobs: the module's daemon serves them all."""
+    return shared_gs
+
+
 PY = sys.executable
 # touches every page of 60 MiB, so that it is resident, then holds it a moment
 ALLOC = f"{PY} -c 'import time; b = bytearray(60 << 20); b[::4096] = b\"x\" * len(b[::4096]); time.sleep(0.2)'"
@@ -67,7 +74,8 @@ def test_usage_from_the_cgroup_of_a_job_with_mem(gs):
     assert 60 * MiB <= acct(gs)[str(jid)]["max_rss"] < 300 * MiB
 
 
-def test_usage_survives_a_restart_of_the_daemon(gs):
+def test_usage_survives_a_restart_of_the_daemon(make_gs):
+    gs = make_gs()  # a daemon of its own: it is killed and stopped
     go, started = gs.work / "go", gs.work / "started"
     wait_go = f"i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"
     jid = gs.gsub("-t", "1m", "--wrap", f"touch {started}; {wait_go}; {BUSY}")

@@ -7,7 +7,15 @@ import select
 import subprocess
 import time
 
+import pytest
+
 from tests.conftest import BIN, wait_for
+
+
+@pytest.fixture
+def gs(shared_gs):
+    """These tests are independent of each other's jobs: the module's daemon serves them all."""
+    return shared_gs
 
 
 def read_until(proc: subprocess.Popen[bytes], fd: int, text: bytes, timeout: float = 30) -> bytes:

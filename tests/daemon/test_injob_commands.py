@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_for
-from tests.daemon.test_jobenv import config, env_of, make
+from tests.daemon.test_jobenv import config, env_of, make_shared
 
 NAME = socket.gethostname().split(".")[0]
 
 
-def test_slurm_script_uses_sbatch_scontrol_squeue_scancel(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path)
+def test_slurm_script_uses_sbatch_scontrol_squeue_scancel(shared_make_gs):
+    gs = make_shared(shared_make_gs)
     script = gs.work / "chain.sh"
     script.write_text(
         "#!/bin/bash\n#SBATCH -J chain\n#SBATCH -o chain-%j.out\n"
@@ -48,8 +48,8 @@ def test_slurm_script_uses_sbatch_scontrol_squeue_scancel(make_gs, tmp_path):
     assert (gs.job(fed)["name"], gs.job(fed)["state"]) == ("fed", "CANCELLED")
 
 
-def test_sbatch_and_qsub_refuse_what_they_do_not_know(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path)
+def test_sbatch_and_qsub_refuse_what_they_do_not_know(shared_make_gs):
+    gs = make_shared(shared_make_gs)
     script = gs.work / "bad.sh"
     script.write_text(
         "#!/bin/sh\n#SBATCH -J bad\n"
@@ -66,8 +66,8 @@ def test_sbatch_and_qsub_refuse_what_they_do_not_know(make_gs, tmp_path):
     assert "--no-such-option" in (gs.work / "sb.err").read_text()
 
 
-def test_pbs_script_uses_qsub_qstat_qdel(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path)
+def test_pbs_script_uses_qsub_qstat_qdel(shared_make_gs):
+    gs = make_shared(shared_make_gs)
     (gs.work / "child.sh").write_text("#!/bin/sh\n#PBS -N child\nsleep 30\n")
     script = gs.work / "p.sh"
     script.write_text(
@@ -89,10 +89,10 @@ def test_pbs_script_uses_qsub_qstat_qdel(make_gs, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
-def test_login_shell_keeps_the_jobs_commands(make_gs, tmp_path):
+def test_login_shell_keeps_the_jobs_commands(shared_make_gs):
     """``#!/bin/bash -l``: where /etc/profile sets PATH anew, BASH_ENV puts the job's bin/ back first, so
     srun and scontrol are found (and the job's ending says whether they were)."""
-    gs, _ = make(make_gs, tmp_path)
+    gs = make_shared(shared_make_gs)
     script = gs.work / "l.sh"
     script.write_text(
         "#!/bin/bash -l\n#SBATCH -n 2\n#SBATCH -o l.out\n"
@@ -109,8 +109,8 @@ def test_login_shell_keeps_the_jobs_commands(make_gs, tmp_path):
     wait_for(lambda: not Path(e["BASH_ENV"]).exists(), 10, "the private directory to be removed")
 
 
-def test_a_jobs_own_bash_env_is_kept(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path)
+def test_a_jobs_own_bash_env_is_kept(shared_make_gs):
+    gs = make_shared(shared_make_gs)
     mine = gs.work / "mine.sh"
     mine.write_text("export FROM_MINE=1\n")
     script = gs.work / "b.sh"
@@ -124,9 +124,9 @@ def test_a_jobs_own_bash_env_is_kept(make_gs, tmp_path):
 assert config  # the daemon's configuration of these tests is test_jobenv's
 
 
-def test_grid_engine_script_uses_its_qsub_and_qstat(make_gs, tmp_path):
+def test_grid_engine_script_uses_its_qsub_and_qstat(shared_make_gs):
     """In a #$ job, qsub reads Grid Engine's options (-terse, -N, -h) and qstat shows Grid Engine's states."""
-    gs, _ = make(make_gs, tmp_path)
+    gs = make_shared(shared_make_gs)
     (gs.work / "kid.sh").write_text("#!/bin/sh\nsleep 30\n")
     script = gs.work / "g.sh"
     script.write_text(
@@ -145,10 +145,10 @@ def test_grid_engine_script_uses_its_qsub_and_qstat(make_gs, tmp_path):
     assert gs.job(kid)["state"] == "CANCELLED"
 
 
-def test_sbatch_wrap_makes_a_slurm_job(make_gs, tmp_path):
+def test_sbatch_wrap_makes_a_slurm_job(shared_make_gs):
     """sbatch --wrap inside a job: a job named wrap (or -J), writing slurm-ID.out, with Slurm's
     environment (no OMP_NUM_THREADS of gridsched's), as under sbatch."""
-    gs, _ = make(make_gs, tmp_path)
+    gs = make_shared(shared_make_gs)
     script = gs.work / "w.sh"
     script.write_text(
         "#!/bin/sh\n#SBATCH -J parent\n#SBATCH -o parent.out\n"

@@ -11,8 +11,16 @@ import os
 import sys
 
 import psutil
+import pytest
 
 from tests.conftest import wait_for
+
+
+@pytest.fixture
+def gs(shared_gs):
+    """These tests are independent of each other's jobs: the module's daemon serves them all."""
+    return shared_gs
+
 
 PY = sys.executable
 

@@ -48,10 +48,18 @@ def make(make_gs, tmp_path: Path, **kw):
     return make_gs(config(base, **kw)), base
 
 
-def test_slurm_script_sees_its_tasks_and_cores(make_gs, tmp_path):
+def make_shared(shared_make_gs, **kw):
+    """The module's daemon of this configuration (its jobs' private directories in one directory of the
+    module's), for tests independent of each other's jobs."""
+    base = shared_make_gs.root / "jobtmp"
+    base.mkdir(exist_ok=True)
+    return shared_make_gs(config(base, **kw))
+
+
+def test_slurm_script_sees_its_tasks_and_cores(shared_make_gs, tmp_path):
     """#SBATCH -n 4 -c 2: the values Slurm gives a one-node job of that request; the common
     ``export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK`` keeps the right value."""
-    gs, _ = make(make_gs, tmp_path)
+    gs = make_shared(shared_make_gs)
     script = gs.work / "s.sh"
     script.write_text(
         "#!/bin/bash\n#SBATCH -n 4\n#SBATCH -c 2\n#SBATCH --mem=1G\n#SBATCH -J sim\n"
@@ -177,10 +185,10 @@ def test_array_tasks_see_slurm_pbs_and_sge_indices(make_gs, tmp_path):
     wait_for(lambda: list(base.iterdir()) == [], 10, "the tasks' private directories to be removed")
 
 
-def test_srun_starts_the_jobs_tasks(make_gs, tmp_path):
+def test_srun_starts_the_jobs_tasks(shared_make_gs, tmp_path):
     """srun hostname runs once per task (#SBATCH -n 3), with SLURM_PROCID 0 to 2; srun -n more than the
     job's tasks is refused with one line; srun outside a job says to use gsub."""
-    gs, _ = make(make_gs, tmp_path)
+    gs = make_shared(shared_make_gs)
     script = gs.work / "r.sh"
     script.write_text(
         "#!/bin/sh\n#SBATCH --ntasks=3\n"
@@ -227,9 +235,9 @@ def test_srun_pins_each_copy_to_its_own_share(make_gs, tmp_path):
         assert not (shares[0] & shares[1])
 
 
-def test_mpirun_without_an_mpi_runs_ranks(make_gs, tmp_path):
+def test_mpirun_without_an_mpi_runs_ranks(shared_make_gs, tmp_path):
     """No MPI installed: mpirun starts the job's ranks with OMPI_COMM_WORLD_* and PMI_* set."""
-    gs, _ = make(make_gs, tmp_path)
+    gs = make_shared(shared_make_gs)
     path = ":".join(p for p in os.environ["PATH"].split(":") if not shutil.which("mpirun", path=p))
     gs.env["PATH"] = path
     jid = gs.gsub(
@@ -244,8 +252,8 @@ def test_mpirun_without_an_mpi_runs_ranks(make_gs, tmp_path):
     assert sorted((gs.work / "mpiexec.out").read_text().split()) == ["0", "1"]
 
 
-def test_an_installed_mpirun_is_not_shadowed_and_gets_the_jobs_host_file(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path)
+def test_an_installed_mpirun_is_not_shadowed_and_gets_the_jobs_host_file(shared_make_gs, tmp_path):
+    gs = make_shared(shared_make_gs)
     mpibin = tmp_path / "mpi" / "bin"
     mpibin.mkdir(parents=True)
     fake = mpibin / "mpirun"
@@ -316,8 +324,8 @@ def test_private_directory_is_removed_after_a_crash(make_gs, tmp_path):
     wait_for(lambda: list(base.iterdir()) == [], 10, "the private directory to be removed")
 
 
-def test_bad_tasks_are_refused_at_submission(make_gs, tmp_path):
-    gs, _ = make(make_gs, tmp_path)
+def test_bad_tasks_are_refused_at_submission(shared_make_gs, tmp_path):
+    gs = make_shared(shared_make_gs)
     r = gs.run("gsub", "-n", "5", "--ntasks", "2", "--wrap", "true")
     assert r.returncode != 0 and r.stderr.count("\n") == 1 and "--ntasks 2" in r.stderr
     jid = gs.gsub("--ntasks", "2", "--cpus-per-task", "3", "--wrap", "echo $GS_NCPUS $SLURM_NTASKS > n.out")
@@ -325,10 +333,11 @@ def test_bad_tasks_are_refused_at_submission(make_gs, tmp_path):
     assert (gs.work / "n.out").read_text().split() == ["6", "2"]
 
 
-def test_a_job_submitted_from_a_job_sees_its_own_environment(make_gs, tmp_path):
+def test_a_job_submitted_from_a_job_sees_its_own_environment(shared_make_gs, tmp_path):
     """gsub inside a job: the child gets its own TMPDIR, srun and mpirun, and none of its parent's Slurm
     values (its parent asked for -c 2; the child for -n 3 alone, so no SLURM_CPUS_PER_TASK)."""
-    gs, base = make(make_gs, tmp_path)
+    gs = make_shared(shared_make_gs)
+    base = shared_make_gs.root / "jobtmp"
     gs.env["PATH"] = ":".join(p for p in os.environ["PATH"].split(":") if not shutil.which("mpirun", path=p))
     jid = gs.gsub(
         "--ntasks",
@@ -349,9 +358,9 @@ def test_a_job_submitted_from_a_job_sees_its_own_environment(make_gs, tmp_path):
     assert e["SLURM_JOB_ID"] == str(child) and e["SLURM_NTASKS"] == "3" and "SLURM_CPUS_PER_TASK" not in e
 
 
-def test_srun_forwards_sigterm_to_its_copies(make_gs, tmp_path):
+def test_srun_forwards_sigterm_to_its_copies(shared_make_gs, tmp_path):
     """SIGTERM sent to srun alone reaches every copy; srun exits with their worst status."""
-    gs, _ = make(make_gs, tmp_path)
+    gs = make_shared(shared_make_gs)
     copy = gs.work / "copy.sh"
     copy.write_text(
         "#!/bin/sh\ntrap 'echo term $SLURM_PROCID >> got; exit 3' TERM\ntouch ready.$SLURM_PROCID\n"

@@ -1,8 +1,9 @@
 """Job priorities at the daemon's boundary: raises refused from an ordinary user, bad values written by hand,
-fair share between two users (requests owned by another user go to a real daemon).
+fair share on the daemon's table.
 
-Ordering the queue with gsub --nice and --priority and galter, gstat --priority, and bad values refused by
-gsub and galter are tested in process, on a driven clock, in test_priority_driven.py."""
+Raises written by another user and refused by the daemon, ordering the queue with gsub --nice and
+--priority and galter, fair share (between two users, across a restart), gstat --priority, and bad values
+refused by gsub and galter are tested in process, on a driven clock, in test_priority_driven.py."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import time
 import pytest
 
 from gridsched.protocol import requests as rq
-from gridsched.protocol.spool import Spool, atomic_write
-from tests.conftest import wait_for
 from tests.fuzz.test_requests import valid_job
 
 ONE_CORE = """
@@ -36,8 +35,6 @@ weight_fairshare = 1000
 half_life = "1h"
 """
 )
-
-BLOCK = "i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"
 
 
 def test_a_non_admin_cannot_raise_a_job_at_the_boundary():
@@ -87,66 +84,4 @@ def test_fair_share_starts_the_lighter_user_first(stub_daemon):
 NOBODY = 65534
 
 
-def _as_nobody(gs, **fields: object) -> int:
-    """A submission written by hand and owned by an ordinary user (the kernel's word for its sender)."""
-    spool = Spool(gs.spool)
-    jid = spool.next_id()
-    spec = {
-        **valid_job(jid),
-        "user": "nobody",
-        "uid": NOBODY,
-        "gid": NOBODY,
-        "stdout": "/dev/null",
-        "stderr": "/dev/null",
-        "submit_time": time.time(),
-        **fields,
-    }
-    tmp = spool.incoming / f".{rq.id_name(jid)}"
-    atomic_write(tmp, json.dumps({"type": "submit", "job": spec}).encode())
-    os.chown(tmp, NOBODY, NOBODY)
-    os.rename(tmp, spool.incoming / rq.id_name(jid))
-    spool.wake()
-    return jid
-
-
-@pytest.mark.parametrize(
-    "fields, why",
-    [
-        ({"priority": 5}, "only an admin may set a job's priority (--priority)"),
-        ({"nice": -1}, "nice -1: only an admin may give a negative nice value"),
-    ],
-)
-def test_the_daemon_refuses_a_raise_from_an_ordinary_user(make_gs, fields, why):
-    if os.getuid() != 0:
-        pytest.skip("writing a request file owned by another user needs root")
-    gs = make_gs(ONE_CORE)
-    jid = _as_nobody(gs, **fields)
-    note = Spool(gs.spool).quarantine / (rq.id_name(jid) + ".why")
-    wait_for(note.exists, 15, "the request to be refused")
-    assert why in note.read_text()
-    assert gs.alive()
-    r = gs.run("gstat", "-a", "--json", check=True)
-    assert jid not in [j["id"] for j in json.loads(r.stdout)["jobs"]]
-    ok = _as_nobody(gs, nice=5)  # a positive nice is anyone's
-    assert gs.wait_state(ok, "COMPLETED", "FAILED")["start_time"] is not None
-
-
-def test_fair_share_between_two_users_on_a_real_daemon(make_gs):
-    """root has used the machine (an ended job, counted again after a restart); nobody has not:
-    nobody's later job starts first."""
-    if os.getuid() != 0:
-        pytest.skip("writing a request file owned by another user needs root")
-    gs = make_gs(FAIRSHARE)
-    used = gs.gsub("--wrap", "sleep 1")
-    gs.wait_state(used, "COMPLETED")
-    gs.stop()
-    gs.start()
-    blocker = gs.gsub("--wrap", BLOCK)
-    gs.wait_state(blocker, "RUNNING")
-    mine = gs.gsub("--wrap", "true")
-    theirs = _as_nobody(gs)
-    gs.wait_state(theirs, "PENDING")
-    (gs.work / "go").touch()
-    first = gs.wait_state(theirs, "RUNNING", "COMPLETED", "FAILED")
-    second = gs.wait_state(mine, "COMPLETED")
-    assert first["start_time"] is not None and first["start_time"] <= second["start_time"]
+NOBODY = 65534

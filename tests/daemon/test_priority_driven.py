@@ -1,18 +1,21 @@
 """Job priorities in the daemon, in process (stub executor, driven clock): gsub --nice and --priority and
-galter reorder the queue, gstat --priority shows it, fair share counts ended jobs across a restart.
+galter reorder the queue, gstat --priority shows it, fair share counts ended jobs across a restart and puts
+a user without usage first, raises written by an ordinary user are refused.
 
-The commands run in process on the daemon's spool.  Requests written by another user (refused raises, fair
-share between two users) go to a real daemon in test_priority.py.
+The commands run in process on the daemon's spool; a request of another user is a file it owns (as root can
+write one; elsewhere those tests are skipped).
 """
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
+from gridsched.protocol import requests as rq
 from tests.daemon.driven import Driven
-from tests.daemon.test_priority import FAIRSHARE, ONE_CORE
+from tests.daemon.test_priority import FAIRSHARE, NOBODY, ONE_CORE
 
 
 @pytest.fixture
@@ -121,6 +124,53 @@ def test_gstat_priority_counts_ended_jobs_in_fair_share_across_a_restart(stub_da
     assert fairshare() == pytest.approx(0.5, abs=0.01)  # the only user, with all the usage: 2 ** -1
     dr.restart(stub_daemon)
     assert fairshare() == pytest.approx(0.5, abs=0.01)
+
+
+def as_nobody(dr: Driven, **fields: object) -> int:
+    """A submission written by hand and owned by an ordinary user (the kernel's word for its sender)."""
+    spec = {"user": "nobody", "uid": NOBODY, "gid": NOBODY, "stdout": "/dev/null", "stderr": "/dev/null"}
+    jid = dr.submit(0.0, turn=False, **{**spec, **fields})
+    os.chown(dr.d.spool.incoming / rq.id_name(jid), NOBODY, NOBODY)
+    dr.turn()
+    return jid
+
+
+@pytest.mark.parametrize(
+    "fields, why",
+    [
+        ({"priority": 5}, "only an admin may set a job's priority (--priority)"),
+        ({"nice": -1}, "nice -1: only an admin may give a negative nice value"),
+    ],
+)
+def test_the_daemon_refuses_a_raise_from_an_ordinary_user(dr, fields, why):
+    if os.getuid() != 0:
+        pytest.skip("writing a request file owned by another user needs root")
+    jid = as_nobody(dr, **fields)
+    assert why in (dr.refusal(rq.id_name(jid)) or "")
+    r = dr.command("gstat", "-a", "--json")
+    assert jid not in [j["id"] for j in json.loads(r.stdout)["jobs"]]
+    ok = as_nobody(dr, nice=5)  # a positive nice is anyone's
+    dr.run_until(lambda: dr.state(ok) == "COMPLETED", 5)
+    assert dr.job(ok)["start_time"] is not None
+
+
+def test_fair_share_between_two_users_across_a_restart(stub_daemon):
+    """root has used the machine (an ended job, counted again after a restart); nobody has not: nobody's
+    later job starts first."""
+    if os.getuid() != 0:
+        pytest.skip("writing a request file owned by another user needs root")
+    dr = Driven(stub_daemon(FAIRSHARE))
+    used = dr.gsub("--wrap", "sleep 1", work=1)
+    dr.run_until(lambda: dr.state(used) == "COMPLETED", 5)
+    dr.restart(stub_daemon)
+    b = blocker(dr)
+    mine = dr.gsub("--wrap", "true")
+    theirs = as_nobody(dr)
+    row = dr.job(theirs)
+    assert row["state"] == "PENDING" and (row["uid"], row["user"]) == (NOBODY, "nobody")
+    dr.finish(b)
+    assert starts(dr, [mine, theirs]) == [theirs, mine]
+    assert dr.job(theirs)["start_time"] <= dr.job(mine)["start_time"]
 
 
 def test_galter_nice_and_priority_reorder_pending_jobs(dr, stub_daemon):

@@ -2,7 +2,8 @@
 sub-task on its own cores with its own arguments, killed at its own time, run again as often as asked.
 
 The windows before a blocked head taking sub-tasks of their sizes are tested in process, on a driven clock,
-in test_split_file_driven.py; bad split files and excluded options in tests/cli/test_split_file.py."""
+in test_split_file_driven.py; bad split files and excluded options in tests/cli/test_split_file.py.  The tests
+here are independent of each other's jobs: one daemon serves them all."""
 
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ def setup_job(gs, lines: str, sleep: float = 0.2):
     return log, script, tasks
 
 
-def test_sub_tasks_run_on_their_own_cores_with_their_own_arguments(make_gs):
-    gs = make_gs(EASY)
+def test_sub_tasks_run_on_their_own_cores_with_their_own_arguments(shared_make_gs):
+    gs = shared_make_gs(EASY)
     log, script, tasks = setup_job(
         gs,
         "# cores  time  arguments\n1 10 alpha\n\n2 0:10 'two words' x   # a comment\n4 10s gamma\n1 10\n",
@@ -69,8 +70,8 @@ def test_sub_tasks_run_on_their_own_cores_with_their_own_arguments(make_gs):
     assert counts == {"done": 4, "failed": 0, "timeout": 0, "running": 0, "left": 0, "retried": 0}
 
 
-def test_a_sub_task_past_its_own_time_is_killed_and_counted_as_timed_out(make_gs):
-    gs = make_gs(EASY)
+def test_a_sub_task_past_its_own_time_is_killed_and_counted_as_timed_out(shared_make_gs):
+    gs = shared_make_gs(EASY)
     log, script, tasks = setup_job(gs, "1 2 slow\n1 30 a\n1 30 b\n")
     jid = gs.gsub("--split-file", str(tasks), str(script))
     job = gs.wait_state(jid, "COMPLETED", "FAILED", timeout=40)
@@ -84,8 +85,8 @@ def test_a_sub_task_past_its_own_time_is_killed_and_counted_as_timed_out(make_gs
     assert "sub-task 0 ran past its time" in err
 
 
-def test_failed_sub_tasks_are_run_again_as_many_times_as_asked(make_gs):
-    gs = make_gs(EASY)
+def test_failed_sub_tasks_are_run_again_as_many_times_as_asked(shared_make_gs):
+    gs = shared_make_gs(EASY)
     log, script, tasks = setup_job(gs, "1 10 fail\n1 10 flaky\n1 10 ok\n")
     jid = gs.gsub("--split-file", str(tasks), "--split-retries", "2", str(script))
     job = gs.wait_state(jid, "COMPLETED", "FAILED", timeout=40)
@@ -96,8 +97,8 @@ def test_failed_sub_tasks_are_run_again_as_many_times_as_asked(make_gs):
     assert counts == {"done": 2, "failed": 1, "timeout": 0, "left": 0, "retried": 3}
 
 
-def test_without_retries_a_failed_sub_task_runs_once(make_gs):
-    gs = make_gs(EASY)
+def test_without_retries_a_failed_sub_task_runs_once(shared_make_gs):
+    gs = shared_make_gs(EASY)
     log, script, _ = setup_job(gs, "")
     jid = gs.gsub("--split", "3", "--task-time", "10", "-n", "1", str(script), "fail")
     job = gs.wait_state(jid, "COMPLETED", "FAILED", timeout=40)

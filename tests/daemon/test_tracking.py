@@ -21,6 +21,13 @@ import pytest
 from gridsched.daemon import cgroup
 from tests.conftest import wait_for
 
+
+@pytest.fixture
+def gs(shared_gs):
+    """These tests are independent of each other's jobs: the module's daemon serves them all."""
+    return shared_gs
+
+
 PY = sys.executable
 SLEEPER = "import time; time.sleep(300)"
 OWN_GROUP = "import os, signal, time; os.setpgid(0, 0); signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"

@@ -6,7 +6,15 @@ import shlex
 import stat
 import subprocess
 
+import pytest
+
 from tests.conftest import BIN
+
+
+@pytest.fixture
+def gs(shared_gs):
+    """These tests are independent of each other's jobs: the module's daemon serves them all."""
+    return shared_gs
 
 
 def gsub_with_umask(gs, umask: str, *args: str) -> int:
