@@ -147,7 +147,11 @@ def test_a_private_directory_has_each_command_under_its_name_and_mpi_s_can_be_ta
 
 
 JOB = """#!/bin/sh
-{ echo "$$ $(cut -d' ' -f5 /proc/$$/stat)"; grep -E '^(SigIgn|SigBlk|Cpus_allowed_list):' /proc/$$/status; umask; pwd
+{ echo "$$ $(cut -d' ' -f5 /proc/$$/stat)"
+  # read by the shell itself (builtins: a command's grep of the shell's status may find it mid-fork, signals
+  # blocked for the fork)
+  while read -r k v; do case $k in SigIgn:|SigBlk:|Cpus_allowed_list:) printf '%s\t%s\n' "$k" "$v";; esac
+  done < /proc/$$/status; umask; pwd
   grep -m1 -oE '(bind|default|prefer|interleave)[^ ]*' /proc/$$/numa_maps || echo none
 } > seen.txt
 while [ ! -e go ]; do sleep 0.01; done
