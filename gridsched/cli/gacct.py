@@ -147,12 +147,12 @@ def record(job: Row) -> dict[str, Any]:
     out["run"] = round(run_seconds(job), 3)
     out["lost"] = round(float(job.get("lost") or 0.0), 3)
     out["devices"] = job.get("devices") or ""
-    spec = job.get("spec") or {}
+    spec = job["spec"]
     out["jobid"] = label(job)
-    out["array_id"] = spec.get("array_id")
-    out["array_index"] = spec.get("array_index")
+    out["array_id"] = spec.array_id
+    out["array_index"] = spec.array_index
     out["total_cpu"] = None if (t := total_cpu(job)) is None else round(t, 6)
-    out["req_mem"] = int(spec["mem"]) if spec.get("mem") else None
+    out["req_mem"] = int(spec.mem) if spec.mem else None
     out["gpus"] = held_devices(job).get("gpu", 0)
     out["gpu_time"] = round(device_seconds(job), 3)
     out["alloc_tres"] = alloc_tres(job)
@@ -199,12 +199,12 @@ def swf_trace(jobs: list[Row], max_procs: int | None, host: str = "") -> str:
         "; Note: status 1 completed, 0 failed or timed out, 5 cancelled; times in seconds",
     ]
     for j in jobs:
-        spec = j.get("spec") or {}
+        spec = j["spec"]
         w = wait_seconds(j)
         started = j.get("start_time") is not None
-        mem = spec.get("mem")
+        mem = spec.mem
         req_mem = int(mem) // 1024 // max(1, j["ncpus"]) if mem else -1
-        dep = str(spec.get("depend") or "")
+        dep = spec.depend
         first_dep = re.search(r":(\d+)", dep)
         fields = [
             j["id"],
@@ -219,7 +219,7 @@ def swf_trace(jobs: list[Row], max_procs: int | None, host: str = "") -> str:
             req_mem,
             SWF_STATUS.get(j["state"], -1),
             j.get("uid", -1) if j.get("uid") is not None else -1,
-            spec.get("gid", -1),
+            spec.gid,
             -1,
             -1,
             -1,

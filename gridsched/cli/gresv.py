@@ -69,7 +69,7 @@ def record(r: dict[str, Any], jobs: list[ViewRow]) -> dict[str, Any]:
     out["exclusive_board"] = bool(r.get("exclusive_board"))
     if r["state"] == "WAITING" and r.get("start") is not None and out["predicted"] is None:
         out["predicted"] = r["start"]
-    out["jobs"] = [j["id"] for j in jobs if (j.get("spec") or {}).get("reservation") == r["id"]]
+    out["jobs"] = [j["id"] for j in jobs if j["spec"].reservation == r["id"]]
     return out
 
 

@@ -31,8 +31,8 @@ PENDING = ("PENDING", "HELD")
 
 
 def _waiting(job: Row) -> Waiting:
-    spec = job.get("spec") or {}
-    nice, prio = spec.get("nice", 0), spec.get("priority")
+    spec = job["spec"]
+    nice, prio = spec.nice, spec.priority
     return Waiting(
         int(job["id"]),
         int(job.get("ncpus") or 1),

@@ -424,8 +424,7 @@ class Trees:
             self.parent.pop(rec.id, None)
             return False
         row = self.db.job(rec.id)
-        spec = (row["spec"] if row is not None else None) or {}
-        self.fallen[rec.id] = (state.value, bool(spec.get("recoverable")))
+        self.fallen[rec.id] = (state.value, row is not None and row["spec"].recoverable)
         self._save_ended()
         return True
 

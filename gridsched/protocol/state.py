@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gridsched.protocol.specview import SpecView, spec_of
+
 if TYPE_CHECKING:
     from gridsched.protocol.view import IdRecord, JobRow
 
@@ -220,8 +222,9 @@ def planned_runs(text: str) -> list[tuple[int, int, float, float]]:
 def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLUMNS) -> JobRow:
     d: Any = {c: default for c, (_, default) in JOBS_ADDED.items()}
     d.update(zip(cols, row))
-    for c in JSON_COLUMNS:
-        d[c] = json.loads(d[c])
+    d["segments"] = json.loads(d["segments"])
+    d["run"] = json.loads(d["run"])
+    d["spec"] = spec_of(json.loads(d["spec"]))
     d["backfilled"] = bool(d["backfilled"])
     return d
 
@@ -237,14 +240,14 @@ def _spec_sql(keys: tuple[str, ...]) -> str:
 _NONE = {n: "[" + ",".join(["null"] * n) + "]" for n in range(2, 16)}  # what json_extract gives of n missing keys
 
 
-def _spec_keys(valid: int, text: str, keys: tuple[str, ...]) -> dict[str, Any]:
+def _spec_keys(valid: int, text: str, keys: tuple[str, ...]) -> SpecView:
     """The spec of a row read with :func:`_spec_sql`: the ``keys`` it has (not null)."""
     if valid:
         if text == _NONE.get(len(keys)):  # none of them (most jobs: no array, no split)
-            return {}
-        return {k: v for k, v in zip(keys, json.loads(text)) if v is not None}
+            return SpecView()
+        return SpecView({k: v for k, v in zip(keys, json.loads(text)) if v is not None})
     whole = json.loads(text)
-    return {k: whole[k] for k in keys if isinstance(whole, dict) and whole.get(k) is not None}
+    return SpecView({k: whole[k] for k in keys if isinstance(whole, dict) and whole.get(k) is not None})
 
 
 def _brief_sql(have: tuple[str, ...]) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from gridsched.protocol.jobs import TERMINAL, JobState
+from gridsched.protocol.specview import SpecView
 
 if TYPE_CHECKING:
     from typing import TypeVar
@@ -37,10 +38,10 @@ class QueueError(Exception):
 
 class JobRow(TypedDict):
     """A job's row as the commands read it from the state db (:data:`gridsched.protocol.state.ALL_COLUMNS`,
-    decoded): ``segments``, ``run`` and ``spec`` parsed from their JSON, ``backfilled`` a bool.  A reader that
-    asks for only some keys of the spec gets only those; ``run`` is then ``{}``.  The columns added after the
-    table's first form (``devices``, ``max_rss``, ``cpu_user``, ``cpu_sys``, ``planned``) have their defaults in a row
-    written before them, and are absent from a brief row."""
+    decoded): ``segments`` and ``run`` parsed from their JSON, ``spec`` read as a :class:`SpecView`, ``backfilled``
+    a bool.  A reader that asks for only some keys of the spec gets only those; ``run`` is then ``{}``.  The
+    columns added after the table's first form (``devices``, ``max_rss``, ``cpu_user``, ``cpu_sys``, ``planned``)
+    have their defaults in a row written before them, and are absent from a brief row."""
 
     id: int
     state: str
@@ -65,7 +66,7 @@ class JobRow(TypedDict):
     predicted_start: float | None
     segments: list[Segment]
     run: dict[str, Any]
-    spec: dict[str, Any]
+    spec: SpecView
     devices: NotRequired[str]  # the devices it holds or last held: gpu:0,1;fpga:2
     max_rss: NotRequired[int | None]  # bytes, over all its segments (None: not measured)
     cpu_user: NotRequired[float | None]  # seconds
@@ -123,7 +124,7 @@ if TYPE_CHECKING:
     _Keyed = TypeVar("_Keyed", bound=Mapping[str, Any])  # a submit request's spec, or a row: each has an id
 
 
-def from_submit(spec: dict[str, Any]) -> ViewRow:
+def from_submit(spec: Mapping[str, Any]) -> ViewRow:
     """A job row for a submit request the daemon has not taken in yet (its values as its writer wrote them:
     the daemon checks them when it takes the request in)."""
     row: dict[str, Any] = {
@@ -150,7 +151,7 @@ def from_submit(spec: dict[str, Any]) -> ViewRow:
         "backfilled": False,
         "segments": [],
         "run": {},
-        "spec": spec,
+        "spec": spec if isinstance(spec, SpecView) else SpecView(spec),
     }
     return cast("ViewRow", row)
 
@@ -169,7 +170,7 @@ def private(spool: Spool, job: ViewRow) -> ViewRow:
     except (OSError, ValueError):
         return job
     if isinstance(extra, dict):
-        job = {**job, "spec": {**(job.get("spec") or {}), **extra}}
+        job = {**job, "spec": SpecView({**job["spec"], **extra})}
     return job
 
 
@@ -298,8 +299,8 @@ def _live_extras(db: StateDB, rows: dict[int, ViewRow], brief: bool, folded: boo
     """Add to the live ``rows`` the ended pieces of their splittable jobs and, ``folded``, the ended tasks of
     their arrays (:meth:`.StateDB.by_spec`: the rows from the lowest of those ids on, the spec parsed by SQLite
     only where it names the key)."""
-    splits = [j["id"] for j in rows.values() if "split" in (j.get("spec") or {})]
-    arrays = {a for j in rows.values() if (a := (j.get("spec") or {}).get("array_id")) is not None} if folded else set()
+    splits = [j["id"] for j in rows.values() if j["spec"].split is not None]
+    arrays = {a for j in rows.values() if (a := j["spec"].array_id) is not None} if folded else set()
     if folded:  # an array with tasks not made yet is live too: its folded row counts its ended tasks
         arrays |= db.unmade_array_ids()
     for key, vals in (("split_of", splits), ("array_id", sorted(arrays))):
@@ -399,7 +400,7 @@ def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[ViewRo
         for col, state in UNMADE_STATES:
             if not r[col]:
                 continue
-            row = from_submit({**r["spec"], "id": r["id"], "array_index": None})  # a job row not started
+            row = from_submit(SpecView(r["spec"], id=r["id"], array_index=None))  # a job row not started
             row["state"] = state
             row["user"] = r["user"]
             row["uid"] = r["uid"]
@@ -439,8 +440,7 @@ def resolve(spool: Spool, ref: str) -> int:
     if index is None:
         return jid
     for row in array_rows(spool, jid):
-        spec = row.get("spec") or {}
-        if spec.get("array_index") == index:
+        if row["spec"].array_index == index:
             return int(row["id"])
         if row.get("unmade") and _has(row["unmade"], index):
             raise LookupError(

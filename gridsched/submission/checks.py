@@ -84,7 +84,7 @@ def alter_refused(
             other = everyone.get(dep)
             if other is None:
                 return f"depend: job {dep}: no such job"
-        live = {i: depend.parse((j.get("spec") or {}).get("depend") or "") for i, j in everyone.items()}
+        live = {i: depend.parse(j["spec"].depend) for i, j in everyone.items()}
         live.pop(job["id"], None)
         chain = depend.cycle(job["id"], deps, live)
         if chain is not None:
@@ -99,10 +99,10 @@ def requeue_refused(job: JobRow | None, uid: int, admin: bool) -> str | None:
     if uid != job.get("uid", uid) and not admin:
         return f"owned by {job.get('user') or job.get('uid')}"
     state = job["state"]
-    spec = job.get("spec") or {}
-    if spec.get("split") is not None or spec.get("split_of") is not None:
+    spec = job["spec"]
+    if spec.split is not None or spec.split_of is not None:
         return "a splittable job and its pieces cannot be requeued"
-    if spec.get("interactive") is True:
+    if spec.interactive:
         from gridsched.protocol.jobs import GRUN_NOT_REQUEUED
 
         return GRUN_NOT_REQUEUED
