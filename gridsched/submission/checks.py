@@ -68,14 +68,13 @@ def alter_refused(
         if changes["walltime"] > job["walltime"] and not sender.admin:
             return f"is RUNNING: only an admin may lengthen its walltime ({job['walltime']}s to {changes['walltime']}s)"
         return None
-    spec = {**(job.get("spec") or job), **changes}
-    spec.setdefault("walltime", job["walltime"])
-    spec.setdefault("ncpus", job["ncpus"])
+    base: dict[str, Any] = {**(job["spec"] or job)}
+    base.setdefault("walltime", job["walltime"])
+    base.setdefault("ncpus", job["ncpus"])
     from gridsched.protocol.jobs import change_refused
 
-    why = change_refused(job.get("spec") or dict(job), changes) or never_runs(
-        machine, max_walltime, rq.JobSpec.from_spec(spec)
-    )
+    new = rq.JobSpec.from_spec({**base, **changes})
+    why = change_refused(rq.JobSpec.from_spec(base), new) or never_runs(machine, max_walltime, new)
     if why:
         return why
     if "depend" in changes:

@@ -115,7 +115,9 @@ def _pending_spec(ctx: Context, rec: Rec | None, spec: dict[str, Any], changes: 
     if sp is not None and (sp["ncpus"] > new["ncpus"] or sp["task_time"] > new["walltime"]):
         raise rq.Refused("a sub-task would be larger than the job")
     job = rq.JobSpec.from_spec(new)
-    bad = change_refused(spec, changes) or never_runs(ctx.machine, ctx.cfg.max_walltime, job, ctx.cfg.memory_reserved)
+    bad = change_refused(rq.JobSpec.from_spec(spec), job) or never_runs(
+        ctx.machine, ctx.cfg.max_walltime, job, ctx.cfg.memory_reserved
+    )
     if bad is None and "reservation" in changes:
         bad = ctx.act.resv_refusal(job)
     if bad:
