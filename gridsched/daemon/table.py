@@ -16,7 +16,7 @@ import logging
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridsched.core import cpuset, depend
 from gridsched.core import devices as coredev
@@ -36,6 +36,9 @@ from gridsched.protocol.requests import JobSignal, JobSpec, Split
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.state import StateDB, usage
 from gridsched.protocol.usage import Usage
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow
 
 log = logging.getLogger("gschedd")
 
@@ -442,7 +445,7 @@ class JobTable:
         return JobSpec.from_spec(spec)
 
     # -- changes --------------------------------------------------------------------
-    def put(self, row: dict[str, Any], spec: JobSpec | None = None) -> Rec | None:
+    def put(self, row: JobRow, spec: JobSpec | None = None) -> Rec | None:
         """A new job's whole row (and its typed spec, when the caller has it); its record, queued if it is
         pending (None for a job refused at once)."""
         self.begin()

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gridsched.protocol.specview import SpecView, spec_of
 
 if TYPE_CHECKING:
-    from gridsched.protocol.view import IdRecord, JobRow
+    from gridsched.protocol.view import IdRecord, JobRow, RestRow
 
 SCHEMA_VERSION = 1
 
@@ -581,9 +581,10 @@ class StateDB:
         except sqlite3.OperationalError as e:
             self.failed = e
 
-    def put(self, job: dict[str, Any]) -> None:
+    def put(self, job: JobRow) -> None:
         """Insert or replace a whole job row."""
-        vals = [job[c] if c in COLUMNS else job.get(c, JOBS_ADDED[c][1]) for c in ALL_COLUMNS]
+        row: Mapping[str, object] = job
+        vals = [row[c] if c in COLUMNS else row.get(c, JOBS_ADDED[c][1]) for c in ALL_COLUMNS]
         for i, c in enumerate(ALL_COLUMNS):
             if c in JSON_COLUMNS:
                 vals[i] = json.dumps(vals[i], separators=(",", ":"))
@@ -610,9 +611,10 @@ class StateDB:
         self._write("UPDATE jobs SET planned = ? WHERE id = ?", items, many=True)
 
     # -- the tasks of arrays not made yet (gridsched.daemon.arrays) ---------------------------------
-    def array_rests(self, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
-        """The rows of the ``arrays`` table (those of ``ids``), ``spec`` decoded; [] from a table of an earlier
-        release, which has none (``cancel_time`` None from a table written before it had that column)."""
+    def array_rests(self, ids: Iterable[int] | None = None) -> list[RestRow]:
+        """The rows of the ``arrays`` table (those of ``ids``), ``spec`` read as a :class:`SpecView`; [] from a
+        table of an earlier release, which has none (``cancel_time`` None from a table written before it had
+        that column)."""
         try:
             have = {r[1] for r in self.conn.execute("PRAGMA table_info(arrays)")}
         except sqlite3.OperationalError:
@@ -631,8 +633,8 @@ class StateDB:
             return []
         out = []
         for row in got:
-            d = {"cancel_time": None, **dict(zip(cols, row))}
-            d["spec"] = json.loads(d["spec"])
+            d: Any = {"cancel_time": None, **dict(zip(cols, row))}
+            d["spec"] = spec_of(json.loads(d["spec"]))
             out.append(d)
         return out
 
@@ -644,7 +646,8 @@ class StateDB:
         except sqlite3.OperationalError:
             return set()
 
-    def put_array(self, row: dict[str, Any]) -> None:
+    def put_array(self, rest: RestRow) -> None:
+        row: Mapping[str, object] = rest
         vals = [json.dumps(row[c], separators=(",", ":")) if c == "spec" else row[c] for c in ARRAY_COLUMNS]
         self._write(
             f"INSERT OR REPLACE INTO arrays ({', '.join(ARRAY_COLUMNS)}) VALUES ({', '.join('?' * len(vals))})", vals

@@ -121,6 +121,27 @@ if TYPE_CHECKING:
         children: list[int]
         yielded: Yielded | None
 
+    class RestRow(TypedDict):
+        """The record of an array's tasks not made yet (the state db's ``arrays`` table): the array's id, owner,
+        name, cores and walltime, how many tasks it has (``total``), the indices still pending, held (``reason``
+        says why) and cancelled before they were made (range text), when the last were cancelled, and the
+        array's public spec."""
+
+        id: int
+        user: str
+        uid: int
+        name: str
+        ncpus: int
+        walltime: int
+        submit_time: float
+        total: int
+        pending: str
+        held: str
+        cancelled: str
+        reason: str
+        spec: SpecView
+        cancel_time: float | None
+
     _Keyed = TypeVar("_Keyed", bound=Mapping[str, Any])  # a submit request's spec, or a row: each has an id
 
 
@@ -397,8 +418,9 @@ def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[ViewRo
 
     out = []
     for r in db.array_rests(ids):
+        texts = {"pending": r["pending"], "held": r["held"], "cancelled": r["cancelled"]}
         for col, state in UNMADE_STATES:
-            if not r[col]:
+            if not texts[col]:
                 continue
             row = from_submit(SpecView(r["spec"], id=r["id"], array_index=None))  # a job row not started
             row["state"] = state
@@ -408,8 +430,8 @@ def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[ViewRo
                 r["reason"] if state == "HELD" else "cancelled before it started" if col == "cancelled" else ""
             )
             row["devices"] = ""
-            row["unmade"] = r[col]
-            row["count"] = len(Indices.from_text(r[col]))
+            row["unmade"] = texts[col]
+            row["count"] = len(Indices.from_text(texts[col]))
             row["cancel_time"] = r.get("cancel_time") if col == "cancelled" else None
             out.append(row)
     return out
