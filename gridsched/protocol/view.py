@@ -65,7 +65,7 @@ class JobRow(TypedDict):
     lost: float
     predicted_start: float | None
     segments: list[Segment]
-    run: dict[str, Any]
+    run: RunInfo
     spec: SpecView
     devices: NotRequired[str]  # the devices it holds or last held: gpu:0,1;fpga:2
     max_rss: NotRequired[int | None]  # bytes, over all its segments (None: not measured)
@@ -103,6 +103,26 @@ if TYPE_CHECKING:
         outcome: str
         tmpdir: str
         usage: dict[str, float | int | None]
+
+    class RunInfo(TypedDict, total=False):
+        """What the daemon keeps of a live job's run in its row (``run``), to find it again after a restart: its
+        segment, when it started, its shepherd (pid and start ticks), why and when it was told to stop, its
+        deadline, its planned end, the cores it holds beyond its own and lends, and the warning signal and
+        time-limit mails sent.  ``{}`` in a row read without it."""
+
+        segment: int
+        start: float | None
+        shepherd: int | None
+        ticks: int | None
+        stop: str | None  # a Stop, as its text
+        kill_at: float | None
+        deadline: float | None
+        planned: float | None
+        checkpoint: str  # a Checkpoint, as its text
+        held: list[int]
+        lent: list[list[float | None]]
+        warned: bool
+        mailed: int
 
     class ViewRow(JobRow, total=False):
         """A job row as the commands show it (what :func:`load_jobs` and the other readers here give): a

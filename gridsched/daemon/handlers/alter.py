@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gridsched.core import depend
 from gridsched.daemon.handlers.context import Changed, Context, RefusedInPart
@@ -18,7 +18,11 @@ from gridsched.daemon.handlers.owned import owned_rests, owned_targets
 from gridsched.daemon.table import Rec
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import JobState, change_refused
+from gridsched.protocol.specview import SpecView
 from gridsched.submission.submit import never_runs
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow
 
 log = logging.getLogger("gschedd")
 
@@ -73,7 +77,8 @@ def alter(ctx: Context, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) ->
         fields = {k: new[k] for k in COLUMNS}
         ctx.table.begin()
         ctx.db.update(rec.id, spec=new, **fields)
-        fresh = Rec.from_row({**row, **fields, "spec": new}, ctx.table.devices, job, ctx.table.memory)
+        fresh_row = cast("JobRow", {**row, **fields, "spec": SpecView(new)})
+        fresh = Rec.from_row(fresh_row, ctx.table.devices, job, ctx.table.memory)
         for f in dataclasses.fields(Rec):
             if f.name not in ("state", "reason"):
                 setattr(rec, f.name, getattr(fresh, f.name))
