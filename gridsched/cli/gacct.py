@@ -31,7 +31,7 @@ from gridsched.cli.select import SHORT_STATES, Selection, parse_ref
 from gridsched.cli.select import _split_ids as split_ids
 from gridsched.cli.select import label as task_label
 from gridsched.core.units import format_duration
-from gridsched.protocol.jobs import TERMINAL
+from gridsched.protocol.jobs import TERMINAL, JobState
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.text import dumps, shown
 
@@ -72,7 +72,13 @@ COLUMNS = (
 )
 # The keys of a job's spec gacct shows (the rest of it is not read).
 SPEC_KEYS = ("array_id", "array_index", "mem", "devices", "gid", "depend", "workdir")
-SWF_STATUS = {"COMPLETED": 1, "FAILED": 0, "TIMEOUT": 0, "OUT_OF_MEMORY": 0, "CANCELLED": 5}
+SWF_STATUS: dict[str, int] = {
+    JobState.COMPLETED: 1,
+    JobState.FAILED: 0,
+    JobState.TIMEOUT: 0,
+    JobState.OUT_OF_MEMORY: 0,
+    JobState.CANCELLED: 5,
+}
 # The fields of --parsable without --format (sacct's own default, less what one machine has not).
 DEFAULT_FORMAT = "JobID,JobName,User,AllocCPUS,State,ExitCode,Elapsed,MaxRSS,TotalCPU"
 _RELATIVE = re.compile(r"^([+-])(\d+(?:\.\d+)?)([smhdw])$")
@@ -323,7 +329,7 @@ def read(
             ended = (start if start is not None and start > 0 else None, end)
             # the state db's rows are the jobs table's columns, decoded (protocol/state.py: _decode_keys)
             rows = db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS)
-            never = cancelled_tasks(db) if "CANCELLED" in st else []
+            never = cancelled_tasks(db) if JobState.CANCELLED in st else []
             yield from heapq.merge(rows, never, key=lambda j: j["id"])
         finally:
             db.close()
@@ -336,7 +342,7 @@ def cancelled_tasks(db: Any) -> list[ViewRow]:
     id; it ended when they were cancelled."""
     from gridsched.protocol.view import unmade_records
 
-    got = [{**r, "end_time": r.get("cancel_time")} for r in unmade_records(db) if r["state"] == "CANCELLED"]
+    got = [{**r, "end_time": r.get("cancel_time")} for r in unmade_records(db) if r["state"] == JobState.CANCELLED]
     return cast("list[ViewRow]", got)
 
 

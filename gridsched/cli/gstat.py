@@ -30,17 +30,17 @@ JSON_KEYS = (
     "resources reservation array_id array_index split parent devices reason_code"
 ).split()
 ACTIVE_STATES = {JobState.RUNNING.value, JobState.STOPPING.value}
-STYLE = {
-    "PENDING": "yellow",
-    "HELD": "magenta",
-    "RUNNING": "green",
-    "STOPPING": "cyan",
-    "SUSPENDED": "cyan",
-    "COMPLETED": "dim",
-    "FAILED": "red",
-    "TIMEOUT": "red",
-    "OUT_OF_MEMORY": "red",
-    "CANCELLED": "dim red",
+STYLE: dict[str, str] = {
+    JobState.PENDING: "yellow",
+    JobState.HELD: "magenta",
+    JobState.RUNNING: "green",
+    JobState.STOPPING: "cyan",
+    JobState.SUSPENDED: "cyan",
+    JobState.COMPLETED: "dim",
+    JobState.FAILED: "red",
+    JobState.TIMEOUT: "red",
+    JobState.OUT_OF_MEMORY: "red",
+    JobState.CANCELLED: "dim red",
 }
 
 

@@ -18,6 +18,7 @@ from gridsched.cli.common import fail
 from gridsched.core.priority import factors
 from gridsched.core.types import Snapshot, Waiting
 from gridsched.protocol.config import Config
+from gridsched.protocol.jobs import JobState
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.state import StateDB
 from gridsched.protocol.text import dumps, shown
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from gridsched.protocol.view import ViewRow as Row
 
 PROG = "gstat"
-PENDING = ("PENDING", "HELD")
+PENDING = (JobState.PENDING, JobState.HELD)
 
 
 def _waiting(job: Row) -> Waiting:

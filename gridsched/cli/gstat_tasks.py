@@ -25,21 +25,21 @@ from gridsched.protocol.jobs import ACTIVE, WAITING, JobState
 if TYPE_CHECKING:
     from gridsched.protocol.view import ViewRow as Row
 
-ORDER = ("RUNNING", "STOPPING", "SUSPENDED", "PENDING", "HELD")
-ENDED = ("FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
+ORDER = (JobState.RUNNING, JobState.STOPPING, JobState.SUSPENDED, JobState.PENDING, JobState.HELD)
+ENDED = (JobState.FAILED, JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)
 
 
 def array_state(states: Counter[str]) -> str:
     for s in ORDER:
         if states.get(s):
             return s
-    if set(states) <= {"COMPLETED"}:
-        return "COMPLETED"
+    if set(states) <= {JobState.COMPLETED}:
+        return JobState.COMPLETED
     return next(s for s in ENDED if states.get(s))
 
 
 def _counts(states: Counter[str]) -> str:
-    order = [*ORDER, "COMPLETED", *ENDED]
+    order = [*ORDER, JobState.COMPLETED, *ENDED]
     return ", ".join(f"{states[s]} {s.lower()}" for s in order if states.get(s))
 
 
@@ -111,7 +111,7 @@ def label_tasks(jobs: list[Row]) -> list[Row]:
 
 
 RESULTS = "gridsched-subtasks.jsonl"  # written by each run of sub-tasks (gridsched.job.subtasks)
-LIVE = ("RUNNING", "STOPPING", "SUSPENDED")
+LIVE = (JobState.RUNNING, JobState.STOPPING, JobState.SUSPENDED)
 
 
 def results(job_dir: Path | None) -> dict[int, tuple[str, int]] | None:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gridsched.protocol.jobs import JobState
 from gridsched.protocol.specview import SpecView, spec_of
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ BRIEF_COLUMNS = (
     "id state user uid name ncpus walltime submit_time start_time end_time cores exit_code exit_signal "
     "reason backfilled restarts preemptions checkpoints elapsed lost predicted_start"
 ).split()
-BRIEF_SEGMENTS = ("RUNNING", "STOPPING")
+BRIEF_SEGMENTS = (JobState.RUNNING, JobState.STOPPING)
 BRIEF_SPEC = ("array_id", "array_index", "array_max", "array", "split_of", "hold", "split", "split_chains")
 
 

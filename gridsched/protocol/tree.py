@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gridsched.protocol.jobs import JobState
 from gridsched.protocol.spool import Spool
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between looks at the state db: growing, bounded
-RUNNING_STATES = ("RUNNING", "STOPPING")
+RUNNING_STATES = (JobState.RUNNING, JobState.STOPPING)
 
 
 class TreeError(Exception):

@@ -410,7 +410,7 @@ def array_rows(spool: Spool, array_id: int) -> list[ViewRow]:
     return rows
 
 
-UNMADE_STATES = (("pending", "PENDING"), ("held", "HELD"), ("cancelled", "CANCELLED"))
+UNMADE_STATES = (("pending", JobState.PENDING), ("held", JobState.HELD), ("cancelled", JobState.CANCELLED))
 
 
 def unmade_rows(spool: Spool, ids: Iterable[int] | None = None) -> list[ViewRow]:
@@ -447,7 +447,7 @@ def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[ViewRo
             row["user"] = r["user"]
             row["uid"] = r["uid"]
             row["reason"] = (
-                r["reason"] if state == "HELD" else "cancelled before it started" if col == "cancelled" else ""
+                r["reason"] if state is JobState.HELD else "cancelled before it started" if col == "cancelled" else ""
             )
             row["devices"] = ""
             row["unmade"] = texts[col]
@@ -466,7 +466,8 @@ def unmade_tasks(spool: Spool, array_id: int, indices: Iterable[int], kind: str,
     if not rows:
         return "", None
     want = indices if isinstance(indices, Indices) else Indices.of(indices)
-    states = {"cancel": ("PENDING", "HELD"), "hold": ("PENDING",), "release": ("HELD",), "alter": ("PENDING", "HELD")}
+    waiting = (JobState.PENDING, JobState.HELD)
+    states = {"cancel": waiting, "hold": (JobState.PENDING,), "release": (JobState.HELD,), "alter": waiting}
     got = Indices()
     for r in rows:
         if r["state"] in states[kind]:
