@@ -54,7 +54,7 @@ def requeue(ctx: Context, sender: rq.Sender, jid: int) -> Changed:
     uid = rec.uid if rec is not None else row["uid"]  # type: ignore[index]
     if sender.uid != uid and not sender.admin:
         raise rq.Refused("owned by another user")
-    if rec.interactive if rec is not None else row["spec"].get("interactive") is True:  # type: ignore[index]
+    if rec.interactive if rec is not None else row["spec"].interactive:  # type: ignore[index]
         raise rq.Refused(GRUN_NOT_REQUEUED)
     if rec is None:
         assert row is not None
@@ -79,7 +79,7 @@ def _run_again(ctx: Context, row: JobRow) -> Changed:
     state = JobState(row["state"])
     if state not in FINISHED:
         raise rq.Refused(f"is {state.value}: only running or finished jobs can be requeued")
-    job = rq.JobSpec.from_spec(row["spec"])
+    job = row["spec"].job()
     if job.split is not None or job.split_of is not None or job.array is not None:
         raise rq.Refused("a splittable job, its pieces and an array's submission cannot be requeued")
     if not row["segments"]:
