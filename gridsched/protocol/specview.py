@@ -32,6 +32,17 @@ if TYPE_CHECKING:
         devices: list[dict[str, object]]
         left: list[int]
 
+    class SplitTask(TypedDict, total=False):
+        """A piece's ``split_task`` (:mod:`gridsched.daemon.split`, read by :mod:`gridsched.job.subtasks`): the
+        ``n``, ``ncpus``, ``task_time`` and ``retries`` of the splittable job it was taken from, and for a job of
+        sub-tasks of their own sizes, those of its sub-tasks (``tasks``: index as text -> ``[ncpus, time]``)."""
+
+        n: int
+        ncpus: int
+        task_time: int
+        retries: int
+        tasks: dict[str, list[int]]
+
 
 _MODES = {m.value: m for m in Checkpoint}
 
