@@ -126,7 +126,7 @@ def record(job: Row, now: float) -> dict[str, Any]:
     out["devices"] = job.get("devices") or ""
     out["reason"] = job.get("reason") or ""
     out["reason_code"] = reason_code(job)
-    out["resources"] = spec.resources
+    out["resources"] = dict(spec.resources)
     out["reservation"] = spec.reservation
     out["array_id"] = spec.array_id
     out["array_index"] = spec.array_index

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gridsched.protocol.jobs import JobState
-from gridsched.protocol.specview import SpecView, spec_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gridsched.protocol.specview import SpecView
     from gridsched.protocol.view import IdRecord, JobRow, RestRow
 
 SCHEMA_VERSION = 1
@@ -220,12 +222,24 @@ def planned_runs(text: str) -> list[tuple[int, int, float, float]]:
 # return value (a cast per row would cost every reader of a long queue a call).
 
 
+def _load_spec_of(data: object) -> SpecView:
+    """:func:`gridsched.protocol.specview.spec_of`, loaded when the first row is read (gsub reads none)."""
+    global _spec_of
+    from gridsched.protocol.specview import spec_of
+
+    _spec_of = spec_of
+    return spec_of(data)
+
+
+_spec_of: Callable[[object], SpecView] = _load_spec_of
+
+
 def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLUMNS) -> JobRow:
     d: Any = {c: default for c, (_, default) in JOBS_ADDED.items()}
     d.update(zip(cols, row))
     d["segments"] = json.loads(d["segments"])
     d["run"] = json.loads(d["run"])
-    d["spec"] = spec_of(json.loads(d["spec"]))
+    d["spec"] = _spec_of(json.loads(d["spec"]))
     d["backfilled"] = bool(d["backfilled"])
     return d
 
@@ -245,10 +259,10 @@ def _spec_keys(valid: int, text: str, keys: tuple[str, ...]) -> SpecView:
     """The spec of a row read with :func:`_spec_sql`: the ``keys`` it has (not null)."""
     if valid:
         if text == _NONE.get(len(keys)):  # none of them (most jobs: no array, no split)
-            return SpecView()
-        return SpecView({k: v for k, v in zip(keys, json.loads(text)) if v is not None})
+            return _spec_of({})
+        return _spec_of({k: v for k, v in zip(keys, json.loads(text)) if v is not None})
     whole = json.loads(text)
-    return SpecView({k: whole[k] for k in keys if isinstance(whole, dict) and whole.get(k) is not None})
+    return _spec_of({k: whole[k] for k in keys if isinstance(whole, dict) and whole.get(k) is not None})
 
 
 def _brief_sql(have: tuple[str, ...]) -> str:
@@ -635,7 +649,7 @@ class StateDB:
         out = []
         for row in got:
             d: Any = {"cancel_time": None, **dict(zip(cols, row))}
-            d["spec"] = spec_of(json.loads(d["spec"]))
+            d["spec"] = _spec_of(json.loads(d["spec"]))
             out.append(d)
         return out
 

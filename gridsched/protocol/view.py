@@ -36,44 +36,6 @@ class QueueError(Exception):
     """The state db cannot be read, or a request cannot be written into the spool; the message says why."""
 
 
-class JobRow(TypedDict):
-    """A job's row as the commands read it from the state db (:data:`gridsched.protocol.state.ALL_COLUMNS`,
-    decoded): ``segments`` and ``run`` parsed from their JSON, ``spec`` read as a :class:`SpecView`, ``backfilled``
-    a bool.  A reader that asks for only some keys of the spec gets only those; ``run`` is then ``{}``.  The
-    columns added after the table's first form (``devices``, ``max_rss``, ``cpu_user``, ``cpu_sys``, ``planned``)
-    have their defaults in a row written before them, and are absent from a brief row."""
-
-    id: int
-    state: str
-    user: str
-    uid: int | None
-    name: str
-    ncpus: int
-    walltime: int
-    submit_time: float
-    start_time: float | None
-    end_time: float | None
-    cores: str
-    exit_code: int | None
-    exit_signal: int | None
-    reason: str
-    backfilled: bool
-    restarts: int
-    preemptions: int
-    checkpoints: int
-    elapsed: float
-    lost: float
-    predicted_start: float | None
-    segments: list[Segment]
-    run: RunInfo
-    spec: SpecView
-    devices: NotRequired[str]  # the devices it holds or last held: gpu:0,1;fpga:2
-    max_rss: NotRequired[int | None]  # bytes, over all its segments (None: not measured)
-    cpu_user: NotRequired[float | None]  # seconds
-    cpu_sys: NotRequired[float | None]  # seconds
-    planned: NotRequired[str]  # a pending splittable job's planned sub-tasks (gridsched.protocol.state.planned_text)
-
-
 class IdRecord(TypedDict):
     """How the request that brought an id was taken (the state db's ``ids`` table): who sent it, its digest,
     when, and the reason it was refused (None: taken in)."""
@@ -85,8 +47,47 @@ class IdRecord(TypedDict):
 
 
 # For the type checker only: a class made at run time would cost every command that reads the queue (gstat's
-# start) for nothing.
+# start) for nothing (a TypedDict's fields are compiled as forward references: about 0.1 M instructions each).
 if TYPE_CHECKING:
+
+    class JobRow(TypedDict):
+        """A job's row as the commands read it from the state db (:data:`gridsched.protocol.state.ALL_COLUMNS`,
+        decoded): ``segments`` and ``run`` parsed from their JSON, ``spec`` read as a :class:`SpecView`, ``backfilled``
+        a bool.  A reader that asks for only some keys of the spec gets only those; ``run`` is then ``{}``.  The
+        columns added after the table's first form (``devices``, ``max_rss``, ``cpu_user``, ``cpu_sys``, ``planned``)
+        have their defaults in a row written before them, and are absent from a brief row."""
+
+        id: int
+        state: str
+        user: str
+        uid: int | None
+        name: str
+        ncpus: int
+        walltime: int
+        submit_time: float
+        start_time: float | None
+        end_time: float | None
+        cores: str
+        exit_code: int | None
+        exit_signal: int | None
+        reason: str
+        backfilled: bool
+        restarts: int
+        preemptions: int
+        checkpoints: int
+        elapsed: float
+        lost: float
+        predicted_start: float | None
+        segments: list[Segment]
+        run: RunInfo
+        spec: SpecView
+        devices: NotRequired[str]  # the devices it holds or last held: gpu:0,1;fpga:2
+        max_rss: NotRequired[int | None]  # bytes, over all its segments (None: not measured)
+        cpu_user: NotRequired[float | None]  # seconds
+        cpu_sys: NotRequired[float | None]  # seconds
+        planned: NotRequired[
+            str
+        ]  # a pending splittable job's planned sub-tasks (gridsched.protocol.state.planned_text)
 
     class Segment(TypedDict, total=False):
         """One run of a job, as the daemon records it in its row's ``segments``: when it started and ended

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
 
 from gridsched.core.model import DeviceAsk
 from gridsched.protocol.jobs import Checkpoint, JobState
 from gridsched.protocol.jobspec import JobSpec
 from gridsched.protocol.specview import SpecView
 from gridsched.protocol.state import StateDB
-from gridsched.protocol.view import JobRow, from_submit
+from gridsched.protocol.view import from_submit
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow
 
 
 def job(jid: int, **fields: object) -> JobSpec:
@@ -112,7 +118,7 @@ def test_a_brief_row_has_the_keys_a_table_shows(tmp_path):
     assert dict(plain) == {"hold": False}
     assert (task.array_id, task.array_index, task.array_max) == (4, 2, 1)
     # a field a brief row does not carry reads as absent
-    assert task.checkpoint is None and task.checkpoint_text == "" and task.mem is None and task.split_chains == []
+    assert task.checkpoint is None and task.checkpoint_text == "" and task.mem is None and not task.split_chains
 
 
 def test_a_submission_not_taken_in_is_shown_as_written():
@@ -121,3 +127,5 @@ def test_a_submission_not_taken_in_is_shown_as_written():
     assert row["state"] == JobState.HELD and isinstance(spec, SpecView)
     assert spec.checkpoint is None and spec.checkpoint_text == "sometimes"
     assert spec.hold and spec.nice == 3 and spec.device_asks() == ()
+    with pytest.raises(AttributeError):
+        spec.no_such_field  # noqa: B018 - a field SpecView does not have is an error, not a default
