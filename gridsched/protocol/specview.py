@@ -11,7 +11,6 @@ Standard library only, and no class made at run time but this one: gstat loads i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from gridsched.protocol.jobs import Checkpoint
@@ -46,79 +45,27 @@ if TYPE_CHECKING:
 
 
 _MODES = {m.value: m for m in Checkpoint}
-# The fields read as the spec has them, and what each reads as when the spec does not have it (or has null).
-_ABSENT: dict[str, Any] = {
-    "name": "",
-    "gid": -1,
-    "mem": None,
-    "hold": False,
-    "depend": "",
-    "args": (),
-    "workdir": None,
-    "submit_dir": None,
-    "stdout": None,
-    "stderr": None,
-    "parent": None,
-    "recoverable": False,
-    "resources": {},
-    "reservation": None,
-    "begin": None,
-    "nice": 0,
-    "priority": None,
-    "interactive": False,
-    "array": None,
-    "array_id": None,
-    "array_index": None,
-    "array_max": None,
-    "split": None,
-    "split_of": None,
-    "split_chains": (),
-}
 
 
 class SpecView(dict[str, Any]):
     """A job's spec as a row carries it: its JSON object (a dict, so that it is written back and compared as
-    one), and the fields the commands show, typed (read from the object when asked for; a field the spec
-    does not have reads as its default).  Written by the daemon (a submission not yet taken in: by its
-    sender), a field is not checked again here."""
+    one), and the fields the commands show, typed.  A field absent from the spec reads as its default."""
 
     __slots__ = ()
 
-    name: str
-    gid: int  # -1: not recorded
-    mem: int | None  # bytes asked for
-    hold: bool
-    depend: str
-    args: Sequence[str]
-    workdir: str | None
-    submit_dir: str | None
-    stdout: str | None
-    stderr: str | None
-    parent: int | None
-    recoverable: bool
-    resources: Mapping[str, int]  # floating resources asked for, by name
-    reservation: int | None
-    begin: float | None  # not before this time (seconds since the epoch)
-    nice: int
-    priority: int | None  # set by an admin (None: computed)
-    interactive: bool
-    array: str | None  # an array's range as submitted (a submission not yet taken in)
-    array_id: int | None
-    array_index: int | None
-    array_max: int | None
-    split: SplitRecord | None  # a splittable job's split
-    split_of: int | None  # a piece's splittable job
-    split_chains: Sequence[Sequence[int]]  # a piece's sub-task indices, one sequence per chain
+    @property
+    def name(self) -> str:
+        return str(self.get("name") or "")
 
-    if not TYPE_CHECKING:  # one lookup for all the fields above (a property each would cost gstat's start)
+    @property
+    def gid(self) -> int:
+        """The job's group id (-1: not recorded)."""
+        return self.get("gid", -1)  # type: ignore[no-any-return]
 
-        def __getattr__(self, key):
-            try:
-                absent = _ABSENT[key]
-            except KeyError:
-                raise AttributeError(key) from None
-            value = self.get(key)
-            return absent if value is None else value
+    @property
+    def mem(self) -> int | None:
+        """Bytes of memory asked for (None: no request)."""
+        return self.get("mem") or None
 
     @property
     def checkpoint(self) -> Checkpoint | None:
@@ -131,6 +78,101 @@ class SpecView(dict[str, Any]):
         """The checkpoint mode as the spec has it ("" if absent): a submission not yet taken in is shown as its
         sender wrote it (the daemon checks it when it takes it in)."""
         return self.get("checkpoint", "")  # type: ignore[no-any-return]
+
+    @property
+    def hold(self) -> bool:
+        return bool(self.get("hold"))
+
+    @property
+    def depend(self) -> str:
+        return str(self.get("depend") or "")
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        return tuple(self.get("args") or ())
+
+    @property
+    def workdir(self) -> str | None:
+        return self.get("workdir")
+
+    @property
+    def submit_dir(self) -> str | None:
+        return self.get("submit_dir")
+
+    @property
+    def stdout(self) -> str | None:
+        return self.get("stdout")
+
+    @property
+    def stderr(self) -> str | None:
+        return self.get("stderr")
+
+    @property
+    def parent(self) -> int | None:
+        return self.get("parent")
+
+    @property
+    def recoverable(self) -> bool:
+        return bool(self.get("recoverable"))
+
+    @property
+    def resources(self) -> dict[str, int]:
+        """Floating resources asked for, by name."""
+        return dict(self.get("resources") or {})
+
+    @property
+    def reservation(self) -> int | None:
+        return self.get("reservation")
+
+    @property
+    def begin(self) -> float | None:
+        """Not before this time (seconds since the epoch)."""
+        return self.get("begin")
+
+    @property
+    def nice(self) -> int:
+        return self.get("nice") or 0
+
+    @property
+    def priority(self) -> int | None:
+        """The priority an admin set (None: computed)."""
+        return self.get("priority")
+
+    @property
+    def interactive(self) -> bool:
+        return self.get("interactive") is True
+
+    @property
+    def array(self) -> str | None:
+        """An array's range, as submitted (a submission not yet taken in)."""
+        return self.get("array")
+
+    @property
+    def array_id(self) -> int | None:
+        return self.get("array_id")
+
+    @property
+    def array_index(self) -> int | None:
+        return self.get("array_index")
+
+    @property
+    def array_max(self) -> int | None:
+        return self.get("array_max")
+
+    @property
+    def split(self) -> SplitRecord | None:
+        """A splittable job's ``split`` (None: not one)."""
+        return self.get("split")
+
+    @property
+    def split_of(self) -> int | None:
+        """A piece's splittable job (None: not a piece)."""
+        return self.get("split_of")
+
+    @property
+    def split_chains(self) -> list[list[int]]:
+        """A piece's sub-task indices, one list per chain."""
+        return self.get("split_chains") or []
 
     def device_asks(self) -> tuple[DeviceAsk, ...]:
         """The devices the job asked for (the device model is loaded only for a job that asked for some)."""
