@@ -66,7 +66,7 @@ class Job:
 
     @classmethod
     def from_row(cls, row: JobRow) -> Job:
-        spec = row.get("spec") or {}
+        spec = row["spec"]
         return cls(
             id=row["id"],
             name=row["name"],
@@ -82,8 +82,8 @@ class Job:
             start_time=row.get("start_time"),
             end_time=row.get("end_time"),
             restarts=row.get("restarts", 0),
-            stdout=spec.get("stdout", ""),
-            stderr=spec.get("stderr", ""),
+            stdout=spec.stdout or "",
+            stderr=spec.stderr or "",
             devices=row.get("devices") or "",
             max_rss=row.get("max_rss"),
             cpu_time=None
@@ -257,7 +257,7 @@ class Client:
         except QueueError as e:
             raise GridschedError(str(e)) from None
         for row in rows:
-            index = (row.get("spec") or {}).get("array_index")
+            index = row["spec"].array_index
             if index is not None and row.get("id") is not None:
                 out[int(index)] = Job.from_row(private(self.spool, row))
         return out

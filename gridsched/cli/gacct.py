@@ -31,7 +31,7 @@ from gridsched.cli.select import SHORT_STATES, Selection, parse_ref
 from gridsched.cli.select import _split_ids as split_ids
 from gridsched.cli.select import label as task_label
 from gridsched.core.units import format_duration
-from gridsched.protocol.jobs import TERMINAL
+from gridsched.protocol.jobs import TERMINAL, JobState
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.text import dumps, shown
 
@@ -72,7 +72,13 @@ COLUMNS = (
 )
 # The keys of a job's spec gacct shows (the rest of it is not read).
 SPEC_KEYS = ("array_id", "array_index", "mem", "devices", "gid", "depend", "workdir")
-SWF_STATUS = {"COMPLETED": 1, "FAILED": 0, "TIMEOUT": 0, "OUT_OF_MEMORY": 0, "CANCELLED": 5}
+SWF_STATUS: dict[str, int] = {
+    JobState.COMPLETED: 1,
+    JobState.FAILED: 0,
+    JobState.TIMEOUT: 0,
+    JobState.OUT_OF_MEMORY: 0,
+    JobState.CANCELLED: 5,
+}
 # The fields of --parsable without --format (sacct's own default, less what one machine has not).
 DEFAULT_FORMAT = "JobID,JobName,User,AllocCPUS,State,ExitCode,Elapsed,MaxRSS,TotalCPU"
 _RELATIVE = re.compile(r"^([+-])(\d+(?:\.\d+)?)([smhdw])$")
@@ -147,12 +153,12 @@ def record(job: Row) -> dict[str, Any]:
     out["run"] = round(run_seconds(job), 3)
     out["lost"] = round(float(job.get("lost") or 0.0), 3)
     out["devices"] = job.get("devices") or ""
-    spec = job.get("spec") or {}
+    spec = job["spec"]
     out["jobid"] = label(job)
-    out["array_id"] = spec.get("array_id")
-    out["array_index"] = spec.get("array_index")
+    out["array_id"] = spec.array_id
+    out["array_index"] = spec.array_index
     out["total_cpu"] = None if (t := total_cpu(job)) is None else round(t, 6)
-    out["req_mem"] = int(spec["mem"]) if spec.get("mem") else None
+    out["req_mem"] = int(spec.mem) if spec.mem else None
     out["gpus"] = held_devices(job).get("gpu", 0)
     out["gpu_time"] = round(device_seconds(job), 3)
     out["alloc_tres"] = alloc_tres(job)
@@ -199,12 +205,12 @@ def swf_trace(jobs: list[Row], max_procs: int | None, host: str = "") -> str:
         "; Note: status 1 completed, 0 failed or timed out, 5 cancelled; times in seconds",
     ]
     for j in jobs:
-        spec = j.get("spec") or {}
+        spec = j["spec"]
         w = wait_seconds(j)
         started = j.get("start_time") is not None
-        mem = spec.get("mem")
+        mem = spec.mem
         req_mem = int(mem) // 1024 // max(1, j["ncpus"]) if mem else -1
-        dep = str(spec.get("depend") or "")
+        dep = spec.depend
         first_dep = re.search(r":(\d+)", dep)
         fields = [
             j["id"],
@@ -219,7 +225,7 @@ def swf_trace(jobs: list[Row], max_procs: int | None, host: str = "") -> str:
             req_mem,
             SWF_STATUS.get(j["state"], -1),
             j.get("uid", -1) if j.get("uid") is not None else -1,
-            spec.get("gid", -1),
+            spec.gid,
             -1,
             -1,
             -1,
@@ -323,7 +329,7 @@ def read(
             ended = (start if start is not None and start > 0 else None, end)
             # the state db's rows are the jobs table's columns, decoded (protocol/state.py: _decode_keys)
             rows = db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS)
-            never = cancelled_tasks(db) if "CANCELLED" in st else []
+            never = cancelled_tasks(db) if JobState.CANCELLED in st else []
             yield from heapq.merge(rows, never, key=lambda j: j["id"])
         finally:
             db.close()
@@ -336,7 +342,7 @@ def cancelled_tasks(db: Any) -> list[ViewRow]:
     id; it ended when they were cancelled."""
     from gridsched.protocol.view import unmade_records
 
-    got = [{**r, "end_time": r.get("cancel_time")} for r in unmade_records(db) if r["state"] == "CANCELLED"]
+    got = [{**r, "end_time": r.get("cancel_time")} for r in unmade_records(db) if r["state"] == JobState.CANCELLED]
     return cast("list[ViewRow]", got)
 
 

@@ -128,16 +128,12 @@ def alloc_tres(j: Row) -> str:
     """AllocTRES: what the job was given (empty for a job that never started)."""
     if j.get("start_time") is None:
         return ""
-    return tres(int(j["ncpus"]), (j.get("spec") or {}).get("mem"), held_devices(j))
+    return tres(int(j["ncpus"]), j["spec"].mem, held_devices(j))
 
 
 def req_tres(j: Row) -> str:
     """ReqTRES: what the job asked for."""
-    asked: dict[str, int] = {}
-    for a in (j.get("spec") or {}).get("devices") or []:
-        if isinstance(a, dict) and isinstance(a.get("type"), str) and isinstance(a.get("count"), int):
-            asked[a["type"]] = asked.get(a["type"], 0) + a["count"]
-    return tres(int(j["ncpus"]), (j.get("spec") or {}).get("mem"), asked)
+    return tres(int(j["ncpus"]), j["spec"].mem, j["spec"].device_counts())
 
 
 @dataclass(frozen=True)
@@ -152,16 +148,23 @@ def _exit(j: Row) -> str:
 
 
 def _req_mem(j: Row) -> str:
-    mem = (j.get("spec") or {}).get("mem")
+    mem = j["spec"].mem
     return memory(int(mem)) if mem else "0"
 
 
-def _spec(key: str) -> Callable[[Row], str]:
-    def get(j: Row) -> str:
-        v = (j.get("spec") or {}).get(key)
-        return "" if v is None else shown(v)
+def _array_id(j: Row) -> str:
+    v = j["spec"].array_id
+    return "" if v is None else shown(v)
 
-    return get
+
+def _array_index(j: Row) -> str:
+    v = j["spec"].array_index
+    return "" if v is None else shown(v)
+
+
+def _workdir(j: Row) -> str:
+    v = j["spec"].workdir
+    return "" if v is None else shown(v)
 
 
 def fields(
@@ -179,8 +182,8 @@ def fields(
     return [
         Field("JobID", label, left=True),
         Field("JobIDRaw", lambda j: str(j["id"]), left=True),
-        Field("ArrayJobID", _spec("array_id")),
-        Field("ArrayTaskID", _spec("array_index")),
+        Field("ArrayJobID", _array_id),
+        Field("ArrayTaskID", _array_index),
         Field("JobName", lambda j: shown(j["name"]), left=True),
         Field("User", lambda j: shown(j["user"]), left=True),
         Field("UID", lambda j: str(j["uid"])),
@@ -211,7 +214,7 @@ def fields(
         Field("GPUTimeRAW", lambda j: str(int(round(device_seconds(j))))),
         Field("MaxRSS", lambda j: memory(j.get("max_rss"))),
         Field("ReqMem", _req_mem),
-        Field("WorkDir", _spec("workdir"), left=True),
+        Field("WorkDir", _workdir, left=True),
         Field("NodeList", lambda j: shown(j.get("cores") or ""), left=True),
     ]
 

@@ -71,7 +71,7 @@ def record(r: dict[str, Any], jobs: list[ViewRow]) -> dict[str, Any]:
     out["nice"] = int(r.get("nice") or 0)
     if r["state"] == "WAITING" and r.get("start") is not None and out["predicted"] is None:
         out["predicted"] = r["start"]
-    out["jobs"] = [j["id"] for j in jobs if (j.get("spec") or {}).get("reservation") == r["id"]]
+    out["jobs"] = [j["id"] for j in jobs if j["spec"].reservation == r["id"]]
     return out
 
 

@@ -117,7 +117,7 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
     if p["ntasks"] and not p["ncpus"]:
         p["ncpus"] = p["ntasks"]
     checkpoint = p["checkpoint"]
-    why = rerun_refused({"interactive": True, "checkpoint": checkpoint})
+    why = rerun_refused(True, checkpoint)
     if why:
         fail(PROG, f"{why}; use none or suspend", ExitCode.USAGE)
     if checkpoint is None and s.cfg.checkpoint in RERUN_MODES:

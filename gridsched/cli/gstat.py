@@ -30,17 +30,17 @@ JSON_KEYS = (
     "resources reservation array_id array_index split parent devices reason_code"
 ).split()
 ACTIVE_STATES = {JobState.RUNNING.value, JobState.STOPPING.value}
-STYLE = {
-    "PENDING": "yellow",
-    "HELD": "magenta",
-    "RUNNING": "green",
-    "STOPPING": "cyan",
-    "SUSPENDED": "cyan",
-    "COMPLETED": "dim",
-    "FAILED": "red",
-    "TIMEOUT": "red",
-    "OUT_OF_MEMORY": "red",
-    "CANCELLED": "dim red",
+STYLE: dict[str, str] = {
+    JobState.PENDING: "yellow",
+    JobState.HELD: "magenta",
+    JobState.RUNNING: "green",
+    JobState.STOPPING: "cyan",
+    JobState.SUSPENDED: "cyan",
+    JobState.COMPLETED: "dim",
+    JobState.FAILED: "red",
+    JobState.TIMEOUT: "red",
+    JobState.OUT_OF_MEMORY: "red",
+    JobState.CANCELLED: "dim red",
 }
 
 
@@ -88,7 +88,7 @@ def print_json(spool: Spool, sel: Any, live: bool, now: float) -> int:
         for j in view.iter_jobs(spool, live):
             if (sel.filtered or sel.refs) and (sel.named(j) is None or not sel.matches(j)):
                 continue
-            if "split" in (j.get("spec") or {}):
+            if j["spec"].split is not None:
                 annotate([j], split_pieces(spool, j["id"]), spool.job_dir)
             out.write(("\n    " if first else ",\n    ") + record_text(record(view.private(spool, j), now)))
             first = False
@@ -118,7 +118,7 @@ def record_text(rec: dict[str, Any]) -> str:
 
 def record(job: Row, now: float) -> dict[str, Any]:
     """The --json record of a job (the keys of :data:`JSON_KEYS`)."""
-    spec = job.get("spec") or {}
+    spec = job["spec"]
     out = {k: job.get(k) for k in JSON_KEYS}
     out["elapsed"] = round(run_time(job, now), 3)
     out["backfilled"] = bool(job.get("backfilled"))
@@ -126,32 +126,32 @@ def record(job: Row, now: float) -> dict[str, Any]:
     out["devices"] = job.get("devices") or ""
     out["reason"] = job.get("reason") or ""
     out["reason_code"] = reason_code(job)
-    out["resources"] = dict(spec.get("resources") or {})
-    out["reservation"] = spec.get("reservation")
-    out["array_id"] = spec.get("array_id")
-    out["array_index"] = spec.get("array_index")
+    out["resources"] = dict(spec.resources)
+    out["reservation"] = spec.reservation
+    out["array_id"] = spec.array_id
+    out["array_index"] = spec.array_index
     if job.get("unmade"):  # the tasks of an array not made yet, in one state: their indices and count
         out["array_tasks"] = job["unmade"]
         out["tasks"] = job["count"]
-    out["parent"] = spec.get("parent")
+    out["parent"] = spec.parent
     out["planned"] = None
     if job.get("planned"):
         from gridsched.cli.gstat_tasks import planned_record
 
         out["planned"] = planned_record(job)
     out["split"] = None
-    if "split" in spec:
-        sp = spec["split"]
+    if (sp := spec.split) is not None:
         out["split"] = {
             "n": sp.get("n"),
             "ncpus": sp.get("ncpus"),
             "task_time": sp.get("task_time"),
             **job.get("split_counts", {}),
         }
-    elif "split_of" in spec:
-        out["split"] = {"of": spec["split_of"], "tasks": [i for c in spec.get("split_chains") or [] for i in c]}
-    for k in ("stdout", "stderr", "workdir"):
-        out[k] = spec.get(k)
+    elif spec.split_of is not None:
+        out["split"] = {"of": spec.split_of, "tasks": [i for c in spec.split_chains for i in c]}
+    out["stdout"] = spec.stdout
+    out["stderr"] = spec.stderr
+    out["workdir"] = spec.workdir
     return out
 
 
@@ -268,9 +268,9 @@ def cores_text(job: Row) -> str:
 
 def device_lines(job: Row, spool: Any) -> tuple[str, str]:
     """gstat -f's ``devices`` (indices and models: ``gpu 0 (H100), gpu 1 (H100)``) and ``devices_asked``."""
-    from gridsched.protocol.device_asks import asks_from_spec, label, parse_keys
+    from gridsched.protocol.device_asks import label, parse_keys
 
-    asks = asks_from_spec((job.get("spec") or {}).get("devices"))
+    asks = job["spec"].device_asks()
     asked = " ".join(label(a) + (" (exclusive)" if a.exclusive else "") for a in asks)
     keys = parse_keys(job.get("devices") or "")
     if not keys:
@@ -346,12 +346,12 @@ def segment_text(seg: Segment, now: float) -> str:
 
 def split_text(job: Row) -> str:
     """A splittable job's sub-task counts, or a piece's chains (``3,4; 5,6``: one chain per ``;``)."""
-    spec = job.get("spec") or {}
-    if "split" in spec:
+    spec = job["spec"]
+    if spec.split is not None:
         return str(job.get("note", ""))
-    if "split_of" in spec:
-        chains = "; ".join(",".join(map(str, c)) for c in spec.get("split_chains") or [])
-        return f"piece of {spec['split_of']}: sub-tasks {chains}"
+    if spec.split_of is not None:
+        chains = "; ".join(",".join(map(str, c)) for c in spec.split_chains)
+        return f"piece of {spec.split_of}: sub-tasks {chains}"
     return ""
 
 
@@ -368,7 +368,7 @@ def print_full(job: Row, now: float, devices: tuple[str, str] = ("", "")) -> Non
 
     from gridsched.cli import gstat_tasks
 
-    spec = job.get("spec") or {}
+    spec = job["spec"]
     sig = job.get("exit_signal")
     if sig:
         try:
@@ -389,17 +389,17 @@ def print_full(job: Row, now: float, devices: tuple[str, str] = ("", "")) -> Non
         ("devices", devices[0]),
         ("devices_asked", devices[1]),
         ("walltime", format_duration(job["walltime"]) if job["walltime"] else ""),
-        ("mem", format_size(spec["mem"]) if spec.get("mem") else ""),
-        ("checkpoint", spec.get("checkpoint", "")),
-        ("resources", ",".join(f"{k}={v}" for k, v in (spec.get("resources") or {}).items())),
-        ("reservation", "" if spec.get("reservation") is None else spec["reservation"]),
+        ("mem", format_size(spec.mem) if spec.mem else ""),
+        ("checkpoint", spec.checkpoint_text),
+        ("resources", ",".join(f"{k}={v}" for k, v in spec.resources.items())),
+        ("reservation", "" if spec.reservation is None else spec.reservation),
         *tree_fields(job),
         (
             "array",
             ""
-            if spec.get("array_id") is None
-            else f"{spec['array_id']}_{spec.get('array_index')}"
-            + ("" if spec.get("array_max") is None else f" (at most {spec['array_max']} tasks at once)"),
+            if spec.array_id is None
+            else f"{spec.array_id}_{spec.array_index}"
+            + ("" if spec.array_max is None else f" (at most {spec.array_max} tasks at once)"),
         ),
         ("split", split_text(job)),
         ("planned", gstat_tasks.planned_text(job, when)),
@@ -416,12 +416,12 @@ def print_full(job: Row, now: float, devices: tuple[str, str] = ("", "")) -> Non
         ("checkpoints", job.get("checkpoints", 0)),
         ("backfilled", "yes" if job.get("backfilled") else "no"),
         ("segments", len(segs)),
-        ("hold", "yes" if spec.get("hold") else "no"),
-        ("args", " ".join(spec.get("args") or [])),
-        ("workdir", spec.get("workdir", "")),
-        ("submit_dir", spec.get("submit_dir", "")),
-        ("stdout", spec.get("stdout", "")),
-        ("stderr", spec.get("stderr", "")),
+        ("hold", "yes" if spec.hold else "no"),
+        ("args", " ".join(spec.args)),
+        ("workdir", spec.workdir or ""),
+        ("submit_dir", spec.submit_dir or ""),
+        ("stdout", spec.stdout or ""),
+        ("stderr", spec.stderr or ""),
     ]
     width = max(len(k) for k, _ in fields)
     for k, v in fields:
@@ -487,7 +487,7 @@ def show(
         jobs = load_jobs(s.spool, ids)
         if not jobs:
             fail(PROG, f"job {ids[0]}: no such job")  # type: ignore[index]
-        if "split" in (jobs[0].get("spec") or {}):
+        if jobs[0]["spec"].split is not None:
             gstat_tasks.annotate(jobs, split_pieces(s.spool, jobs[0]["id"]), s.spool.job_dir)
     elif as_json and not prio_view and not tree_view:
         return print_json(s.spool, sel, not ended, now)

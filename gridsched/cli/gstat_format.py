@@ -34,7 +34,7 @@ def _fields(now: float) -> dict[str, tuple[str, Callable[[Job], str], Callable[[
             return j.get("start_time")
         if j.get("predicted_start") is not None:
             return j["predicted_start"]
-        begin = (j.get("spec") or {}).get("begin")
+        begin = j["spec"].begin
         return begin if isinstance(begin, (int, float)) and begin > now else None
 
     return {
@@ -67,9 +67,9 @@ def _gres(job: Job) -> str:
     """The devices a job asked for, as squeue's %b (``gpu:2``); the ones it holds once it runs (``gpu:0,1``)."""
     if job.get("devices"):
         return str(job["devices"])
-    from gridsched.protocol.device_asks import asks_from_spec, label
+    from gridsched.protocol.device_asks import label
 
-    return " ".join(label(a) for a in asks_from_spec((job.get("spec") or {}).get("devices")))
+    return " ".join(label(a) for a in job["spec"].device_asks())
 
 
 LETTERS = "i A j u T t M r l C D R S e V P c b"

@@ -18,6 +18,7 @@ from gridsched.cli.common import fail
 from gridsched.core.priority import factors
 from gridsched.core.types import Snapshot, Waiting
 from gridsched.protocol.config import Config
+from gridsched.protocol.jobs import JobState
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.state import StateDB
 from gridsched.protocol.text import dumps, shown
@@ -27,12 +28,12 @@ if TYPE_CHECKING:
     from gridsched.protocol.view import ViewRow as Row
 
 PROG = "gstat"
-PENDING = ("PENDING", "HELD")
+PENDING = (JobState.PENDING, JobState.HELD)
 
 
 def _waiting(job: Row) -> Waiting:
-    spec = job.get("spec") or {}
-    nice, prio = spec.get("nice", 0), spec.get("priority")
+    spec = job["spec"]
+    nice, prio = spec.nice, spec.priority
     return Waiting(
         int(job["id"]),
         int(job.get("ncpus") or 1),

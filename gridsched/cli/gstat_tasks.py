@@ -25,21 +25,21 @@ from gridsched.protocol.jobs import ACTIVE, WAITING, JobState
 if TYPE_CHECKING:
     from gridsched.protocol.view import ViewRow as Row
 
-ORDER = ("RUNNING", "STOPPING", "SUSPENDED", "PENDING", "HELD")
-ENDED = ("FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
+ORDER = (JobState.RUNNING, JobState.STOPPING, JobState.SUSPENDED, JobState.PENDING, JobState.HELD)
+ENDED = (JobState.FAILED, JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)
 
 
 def array_state(states: Counter[str]) -> str:
     for s in ORDER:
         if states.get(s):
             return s
-    if set(states) <= {"COMPLETED"}:
-        return "COMPLETED"
+    if set(states) <= {JobState.COMPLETED}:
+        return JobState.COMPLETED
     return next(s for s in ENDED if states.get(s))
 
 
 def _counts(states: Counter[str]) -> str:
-    order = [*ORDER, "COMPLETED", *ENDED]
+    order = [*ORDER, JobState.COMPLETED, *ENDED]
     return ", ".join(f"{states[s]} {s.lower()}" for s in order if states.get(s))
 
 
@@ -55,16 +55,16 @@ def fold(jobs: list[Row]) -> list[Row]:
     """``jobs`` with each array's tasks replaced by one row (at the place of its first task)."""
     groups: dict[int, list[Row]] = {}
     for j in jobs:
-        aid = (j.get("spec") or {}).get("array_id")
+        aid = j["spec"].array_id
         if aid is not None:
             groups.setdefault(aid, []).append(j)
     out: list[Row] = []
     for j in jobs:
-        spec = j.get("spec") or {}
-        aid = spec.get("array_id")
+        spec = j["spec"]
+        aid = spec.array_id
         if aid is None:
-            if "array" in spec:  # submitted, not yet taken in
-                j = {**j, "label": f"{j['id']}_[{spec['array']}]", "note": "array, not yet taken in"}
+            if spec.array is not None:  # submitted, not yet taken in
+                j = {**j, "label": f"{j['id']}_[{spec.array}]", "note": "array, not yet taken in"}
             out.append(j)
             continue
         tasks = groups.pop(aid, None)
@@ -75,14 +75,12 @@ def fold(jobs: list[Row]) -> list[Row]:
             states[t["state"]] += t.get("count", 1)  # a row of tasks not made yet counts them all
         from gridsched.protocol.arrays import Indices  # only when the queue holds an array
 
-        made = Indices.of(
-            int(s["array_index"]) for t in tasks if (s := t.get("spec") or {}).get("array_index") is not None
-        )
+        made = Indices.of(int(i) for t in tasks if (i := t["spec"].array_index) is not None)
         for t in tasks:
             if t.get("unmade"):
                 made = made.union(Indices.from_text(t["unmade"]))
         rng = made.text
-        mx = spec.get("array_max")
+        mx = spec.array_max
         row = tasks[0].copy()
         row["id"] = aid
         row["state"] = array_state(states)
@@ -103,17 +101,17 @@ def label_tasks(jobs: list[Row]) -> list[Row]:
     """``jobs`` with each array task shown as ``ARRAYID_INDEX`` (gstat -t)."""
     out = []
     for j in jobs:
-        spec = j.get("spec") or {}
+        spec = j["spec"]
         if j.get("unmade"):  # tasks not made yet: one row for them all
-            j = {**j, "label": f"{spec['array_id']}_[{j['unmade']}]", "note": f"{j['count']} tasks not started yet"}
-        elif spec.get("array_id") is not None:
-            j = {**j, "label": f"{spec['array_id']}_{spec.get('array_index')}"}
+            j = {**j, "label": f"{spec.array_id}_[{j['unmade']}]", "note": f"{j['count']} tasks not started yet"}
+        elif spec.array_id is not None:
+            j = {**j, "label": f"{spec.array_id}_{spec.array_index}"}
         out.append(j)
     return out
 
 
 RESULTS = "gridsched-subtasks.jsonl"  # written by each run of sub-tasks (gridsched.job.subtasks)
-LIVE = ("RUNNING", "STOPPING", "SUSPENDED")
+LIVE = (JobState.RUNNING, JobState.STOPPING, JobState.SUSPENDED)
 
 
 def results(job_dir: Path | None) -> dict[int, tuple[str, int]] | None:
@@ -162,11 +160,12 @@ def _read_user_file(folder: Path, name: str) -> str:
 
 
 def _tasks_of(row: Row) -> list[int]:
-    spec = row.get("spec") or {}
-    if "split_of" in spec:
-        return [i for c in spec.get("split_chains") or [] for i in c]
-    sp = spec.get("split") or {}
-    return list(sp["left"]) if isinstance(sp.get("left"), list) else list(range(int(sp.get("n", 0))))
+    spec = row["spec"]
+    if spec.split_of is not None:
+        return [i for c in spec.split_chains for i in c]
+    sp = spec.split or {}
+    left = sp.get("left")
+    return list(left) if isinstance(left, list) else list(range(int(sp.get("n", 0))))
 
 
 def split_counts(job: Row, pieces: list[Row], job_dir: Callable[[int], Path] | None = None) -> dict[str, int]:
@@ -204,12 +203,12 @@ def annotate(jobs: list[Row], every: list[Row], job_dir: Callable[[int], Path] |
     and, where they can be read, the results files in ``job_dir(id)``."""
     pieces: dict[int, list[Row]] = {}
     for j in every:
-        of = (j.get("spec") or {}).get("split_of")
+        of = j["spec"].split_of
         if of is not None:
             pieces.setdefault(of, []).append(j)
     for j in jobs:
-        spec = j.get("spec") or {}
-        if "split" in spec:
+        spec = j["spec"]
+        if spec.split is not None:
             c = split_counts(j, pieces.get(j["id"], []), job_dir)
             j["split_counts"] = c
             j["note"] = (
@@ -219,8 +218,8 @@ def annotate(jobs: list[Row], every: list[Row], job_dir: Callable[[int], Path] |
                 + f"{c['left']} left"
                 + (f" ({c['retried']} runs again)" if c["retried"] else "")
             )
-        elif "split_of" in spec:
-            j["note"] = f"piece of {spec['split_of']}"
+        elif spec.split_of is not None:
+            j["note"] = f"piece of {spec.split_of}"
 
 
 def planned_rows(job: Row) -> list[Row]:

@@ -35,13 +35,13 @@ def yield_text(y: Yielded | None) -> str:
 
 def fields(job: Row) -> list[tuple[str, Any]]:
     """``(key, value)`` lines of gstat -f about the job's tree."""
-    spec = job.get("spec") or {}
-    parent = spec.get("parent")
+    spec = job["spec"]
+    parent = spec.parent
     return [
         ("parent", "" if parent is None else parent),
         ("children", ",".join(str(c) for c in job.get("children") or [])),
         ("yielded", yield_text(job.get("yielded"))),
-        ("recoverable", "yes" if spec.get("recoverable") else "no"),
+        ("recoverable", "yes" if spec.recoverable else "no"),
     ]
 
 
@@ -51,7 +51,7 @@ def forest(jobs: list[Row]) -> tuple[list[int], dict[int, list[int]]]:
     kids: dict[int, list[int]] = {}
     roots = []
     for j in sorted(jobs, key=lambda j: j["id"]):
-        p = (j.get("spec") or {}).get("parent")
+        p = j["spec"].parent
         if isinstance(p, int) and p in ids and p != j["id"]:
             kids.setdefault(p, []).append(j["id"])
         else:
@@ -110,7 +110,7 @@ def nested(jobs: list[Row], lent: dict[int, Yielded]) -> list[dict[str, Any]]:
             "state": j["state"],
             "ncpus": j.get("ncpus"),
             "cores": j.get("cores") or "",
-            "parent": (j.get("spec") or {}).get("parent"),
+            "parent": j["spec"].parent,
             "yielded": lent.get(jid),
             "children": [node(c, seen) for c in kids.get(jid, []) if c not in seen],
         }

@@ -145,8 +145,8 @@ def cli(job_ref: str, errors: bool, follow: bool, lines: int, spool_dir: str | N
     uid = os.getuid()
     if uid != 0 and job.get("uid") not in (None, uid):
         fail(PROG, f"job {shown(job_ref)}: owned by {shown(job.get('user') or job.get('uid'))}")
-    spec = view.private(s.spool, job).get("spec") or {}
-    path = spec.get("stderr" if errors else "stdout")
+    spec = view.private(s.spool, job)["spec"]
+    path = spec.stderr if errors else spec.stdout
     if not path:
         fail(PROG, f"job {shown(job_ref)}: no {'error' if errors else 'output'} file is known")
     owner = job.get("uid") if uid == 0 else None

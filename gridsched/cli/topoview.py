@@ -65,7 +65,7 @@ def _cores(text: Any) -> frozenset[int]:
 
 def _running(job: JobRow) -> Running:
     held = (job.get("run") or {}).get("held") or ()
-    spec = job.get("spec") or {}
+    mode = job["spec"].checkpoint
     return Running(
         job["id"],
         job["ncpus"],
@@ -73,7 +73,7 @@ def _running(job: JobRow) -> Running:
         0.0,
         tuple(sorted(_cores(job["cores"]))),
         backfilled=bool(job.get("backfilled")),
-        preemptable=spec.get("checkpoint", Checkpoint.NONE) != Checkpoint.NONE,
+        preemptable=mode is not None and mode is not Checkpoint.NONE,
         held=frozenset(c for c in held if isinstance(c, int)) if isinstance(held, list) else frozenset(),
     )
 

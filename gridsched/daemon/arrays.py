@@ -53,6 +53,7 @@ from gridsched.daemon import jobfiles
 from gridsched.protocol.arrays import MAKE_AT_ONCE, Indices, parse, task_path
 from gridsched.protocol.jobs import PRIVATE_KEYS, JobState
 from gridsched.protocol.requests import JobSpec, Refused
+from gridsched.protocol.specview import SpecView
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from gridsched.daemon.table import JobTable, Rec
     from gridsched.protocol.spool import Spool
     from gridsched.protocol.state import StateDB
+    from gridsched.protocol.view import RestRow
 
 log = logging.getLogger("gschedd")
 
@@ -107,7 +109,7 @@ class Rest:
     def live(self) -> bool:
         return bool(self.pending or self.held)
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> RestRow:
         j = self.job
         return {
             "id": self.aid,
@@ -122,7 +124,7 @@ class Rest:
             "held": self.held.text,
             "cancelled": self.cancelled.text,
             "reason": self.reason,
-            "spec": j.stored()[0],
+            "spec": SpecView(j.stored()[0]),
             "cancel_time": self.cancel_time,
         }
 

@@ -22,7 +22,7 @@ import socket
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridsched.core import cpuset
 from gridsched.core.types import HeadReservation
@@ -55,10 +55,14 @@ from gridsched.protocol import config as configmod
 from gridsched.protocol import requests as rq
 from gridsched.protocol.admin import admin_uids
 from gridsched.protocol.jobs import JobState, Stop
+from gridsched.protocol.specview import SpecView
 from gridsched.protocol.spool import Spool, atomic_write
 from gridsched.protocol.state import StateDB
 from gridsched.sim.tune import label as tune_label
 from gridsched.submission.submit import machine_memory
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow
 
 log = logging.getLogger("gschedd")
 
@@ -506,7 +510,7 @@ class Daemon:
             files = {"script": job.script}
         spec, private = job.stored()
         jobfiles.create(self.spool.job_dir(jid), job.uid, job.gid, job.umask, files, json.dumps(private).encode())
-        row: dict[str, Any] = {
+        row: JobRow = {
             "id": jid,
             "state": state.value,
             "user": user,
@@ -521,7 +525,7 @@ class Daemon:
             "exit_code": None,
             "exit_signal": None,
             "reason": reason,
-            "backfilled": 0,
+            "backfilled": False,
             "restarts": 0,
             "preemptions": 0,
             "checkpoints": 0,
@@ -530,7 +534,7 @@ class Daemon:
             "predicted_start": None,
             "segments": [],
             "run": {},
-            "spec": spec,
+            "spec": SpecView(spec),
         }
         self.id_high = max(self.id_high, jid)
         rec = self.table.put(row, job.public())

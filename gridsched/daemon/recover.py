@@ -81,12 +81,8 @@ def recover(ctx: Ctx, now: float) -> bool:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             # a row no request can make any more (written by an older version): the job ends, the daemon runs
             ctx.table.begin()
-            ctx.db.update(
-                row["id"],
-                state=JobState.FAILED.value,
-                end_time=now,
-                reason=f"its record cannot be read ({type(e).__name__}: {str(e)[:200]})",
-            )
+            why = f"its record cannot be read ({type(e).__name__}: {str(e)[:200]})"
+            transitions.unreadable(ctx.db, row["id"], now, why)
             log.error("job %s: its record cannot be read; marked FAILED", row.get("id"))
             continue
         ctx.table.share(rec)

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from gridsched.core.topology import Device
     from gridsched.daemon.table import JobTable, Rec
     from gridsched.protocol.requests import JobSpec, Split
+    from gridsched.protocol.specview import SplitTask
     from gridsched.protocol.spool import Spool
     from gridsched.protocol.state import StateDB
 
@@ -200,7 +201,7 @@ def _piece(
     assert sp is not None
     c = sp.ncpus
     pid = ctx.new_ids(1)[0]
-    task: dict[str, Any] = {"n": sp.n, "ncpus": c, "task_time": sp.task_time}
+    task: SplitTask = {"n": sp.n, "ncpus": c, "task_time": sp.task_time}
     if sp.retries:
         task["retries"] = sp.retries
     split_args = spec.split_args

@@ -14,9 +14,8 @@ from __future__ import annotations
 import bisect
 import logging
 from collections import deque
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gridsched.core import cpuset, depend
 from gridsched.core import devices as coredev
@@ -36,6 +35,9 @@ from gridsched.protocol.requests import JobSignal, JobSpec, Split
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.state import StateDB, usage
 from gridsched.protocol.usage import Usage
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow, RunInfo
 
 log = logging.getLogger("gschedd")
 
@@ -251,7 +253,7 @@ class Rec:
         ran = max(0.0, now - (self.start or now) - credit)
         return soft_left(self.remaining(), self.soft_remaining(), ran) + credit
 
-    def run_info(self) -> dict[str, Any]:
+    def run_info(self) -> RunInfo:
         return {
             "segment": self.segment,
             "start": self.start,
@@ -271,7 +273,7 @@ class Rec:
     @classmethod
     def from_row(
         cls,
-        row: Mapping[str, Any],
+        row: JobRow,
         machine_devices: tuple[Device, ...] = (),
         spec: JobSpec | None = None,
         memory: MemoryPool | None = None,
@@ -285,7 +287,7 @@ class Rec:
         rec = cls(
             id=row["id"],
             user=row["user"],
-            uid=row["uid"],
+            uid=-1 if row["uid"] is None else row["uid"],
             ncpus=row["ncpus"],
             walltime=row["walltime"],
             submit_time=row["submit_time"],
@@ -299,7 +301,7 @@ class Rec:
             first_start=row["start_time"],
             cores=tuple(sorted(cpuset.parse(row["cores"]))),
             backfilled=row["backfilled"],
-            segments=row["segments"],
+            segments=cast("list[dict[str, Any]]", row["segments"]),
             name=row["name"],
             reason=row["reason"],
             spec=spec,
@@ -442,7 +444,7 @@ class JobTable:
         return JobSpec.from_spec(spec)
 
     # -- changes --------------------------------------------------------------------
-    def put(self, row: dict[str, Any], spec: JobSpec | None = None) -> Rec | None:
+    def put(self, row: JobRow, spec: JobSpec | None = None) -> Rec | None:
         """A new job's whole row (and its typed spec, when the caller has it); its record, queued if it is
         pending (None for a job refused at once)."""
         self.begin()

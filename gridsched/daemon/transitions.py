@@ -7,10 +7,13 @@ The states and their transitions (docs/ARCHITECTURE.md, "Job states")::
     RUNNING --suspend--> SUSPENDED                   (preempted in suspend mode)
     RUNNING --stopping--> STOPPING                   (told to stop: preempted, requeued)
     STOPPING or RUNNING --requeued--> PENDING        (it exited to run again; RUNNING: a start a crash undid)
+    an end --run_again--> PENDING                    (grequeue of a finished job: it runs again from the start)
     any state but an end --end--> COMPLETED | FAILED | TIMEOUT | CANCELLED | OUT_OF_MEMORY
+    any state but an end --unreadable--> FAILED      (at a start: a row no record can be made of)
 
 A change the daemon would make from another state is a fault of the daemon's and raises :class:`Transition`.
-Every change of ``Rec.state`` is made here (the job table writes it in its next save).
+Every change of ``Rec.state`` is made here (the job table writes it in its next save), and so is the one change
+written to a row alone (:func:`unreadable`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from gridsched.protocol.jobs import TERMINAL, JobState, Stop
 
 if TYPE_CHECKING:
     from gridsched.daemon.table import JobTable, Rec
+    from gridsched.protocol.state import StateDB
 
 LIVE = frozenset(JobState) - TERMINAL
 
@@ -56,6 +60,11 @@ def requeued(rec: Rec) -> None:
     _move(rec, JobState.PENDING, (JobState.STOPPING, JobState.RUNNING))
 
 
+def run_again(rec: Rec) -> None:
+    """A job that has ended goes back to the queue, to run again from the start (grequeue)."""
+    _move(rec, JobState.PENDING, TERMINAL)
+
+
 def hold(table: JobTable, rec: Rec, reason: str) -> None:
     """A pending job is held (out of the queue) for ``reason``."""
     _move(rec, JobState.HELD, (JobState.PENDING,))
@@ -77,3 +86,9 @@ def end(rec: Rec, state: JobState) -> None:
     if state not in TERMINAL:
         raise Transition(f"job {rec.id}: {state.value} is not an end")
     _move(rec, state, LIVE)
+
+
+def unreadable(db: StateDB, jid: int, now: float, why: str) -> None:
+    """A job of the table that has not ended but whose row no record can be made of (written by an older
+    version) ends FAILED at ``now``, with ``why``: in its row alone, as the daemon holds no record of it."""
+    db.update(jid, state=JobState.FAILED.value, end_time=now, reason=why)

@@ -57,7 +57,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gridsched.core import cpuset
 from gridsched.core.tree import ancestors, credit_spans
@@ -96,6 +96,14 @@ class Yield:
 
 def _job_id(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_ID else None
+
+
+class _Known(NamedTuple):
+    """What a submission's parent check reads of a job: its owner, state and cores."""
+
+    uid: int
+    state: JobState
+    ncpus: int
 
 
 class Trees:
@@ -381,12 +389,12 @@ class Trees:
             self._save_ended()
 
     # -- submissions and endings -------------------------------------------------------------
-    def _row(self, jid: int) -> dict[str, Any] | None:
+    def _row(self, jid: int) -> _Known | None:
         rec = self.table.jobs.get(jid)
         if rec is not None:
-            return {"uid": rec.uid, "state": rec.state.value, "ncpus": rec.ncpus}
+            return _Known(rec.uid, rec.state, rec.ncpus)
         row = self.db.conn.execute("SELECT uid, state, ncpus FROM jobs WHERE id = ?", (jid,)).fetchone()
-        return None if row is None else {"uid": row[0], "state": row[1], "ncpus": row[2]}
+        return None if row is None else _Known(row[0], JobState(row[1]), row[2])
 
     def check_submit(self, job: JobSpec) -> str | None:
         """Why a checked submission's ``parent`` cannot be accepted, or None (see the module docstring)."""
@@ -396,17 +404,17 @@ class Trees:
         row = self._row(pid)
         if row is None:
             return f"parent {pid}: no such job"
-        if row["uid"] != job.uid:
+        if row.uid != job.uid:
             return f"parent {pid}: another user's job"
-        if row["state"] in {s.value for s in ENDED_BADLY}:
-            return f"parent {pid} ended {row['state']}"
+        if row.state in ENDED_BADLY:
+            return f"parent {pid} ended {row.state.value}"
         top, seen = pid, {pid}
         while (p := self.parent_of(top)) is not None and p not in seen and self._row(p) is not None:
             top = p
             seen.add(p)
         root = self._row(top) or row
-        if job.ncpus > root["ncpus"]:
-            return f"asks for {job.ncpus} cores, its tree (root job {top}) has {root['ncpus']}"
+        if job.ncpus > root.ncpus:
+            return f"asks for {job.ncpus} cores, its tree (root job {top}) has {root.ncpus}"
         self.parent[job.id] = pid
         return None
 
@@ -424,8 +432,7 @@ class Trees:
             self.parent.pop(rec.id, None)
             return False
         row = self.db.job(rec.id)
-        spec = (row["spec"] if row is not None else None) or {}
-        self.fallen[rec.id] = (state.value, bool(spec.get("recoverable")))
+        self.fallen[rec.id] = (state.value, row is not None and row["spec"].recoverable)
         self._save_ended()
         return True
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gridsched.protocol.jobspec import JobSpec
 
 
 class _Text(str, Enum):
@@ -129,19 +132,19 @@ GRUN_NOT_REQUEUED = "a grun job cannot be requeued: its rerun could not reconnec
 RERUN_MODES = (Checkpoint.SIGNAL, Checkpoint.REQUEUE)
 
 
-def change_refused(spec: dict[str, Any], changes: dict[str, Any]) -> str | None:
-    """Why a waiting job of ``spec`` cannot take ``changes`` whatever the machine (galter and the daemon
-    ask the same), or None."""
-    new = {**spec, **changes}
-    if spec.get("exclusive") is True and "ncpus" in changes and changes["ncpus"] != spec.get("ncpus"):
-        return f"an --exclusive job takes every core ({spec.get('ncpus')}): its cores cannot change"
-    return rerun_refused(new)
+def change_refused(old: JobSpec, new: JobSpec) -> str | None:
+    """Why waiting job ``old`` cannot become ``new`` whatever the machine (galter and the daemon ask the
+    same), or None."""
+    if old.exclusive and new.ncpus != old.ncpus:
+        return f"an --exclusive job takes every core ({old.ncpus}): its cores cannot change"
+    return rerun_refused(new.interactive, new.checkpoint)
 
 
-def rerun_refused(spec: dict[str, Any]) -> str | None:
-    """Why a job spec's checkpoint mode is refused: a grun job that could be rerun; or None."""
-    if spec.get("interactive") is True and spec.get("checkpoint") in RERUN_MODES:
-        return f"--checkpoint {spec['checkpoint']}: a grun job cannot be rerun (the rerun could not reconnect to grun)"
+def rerun_refused(interactive: bool, checkpoint: str | None) -> str | None:
+    """Why checkpoint mode ``checkpoint`` is refused: for a grun job (``interactive``), one that reruns it; or
+    None."""
+    if interactive and checkpoint in RERUN_MODES:
+        return f"--checkpoint {checkpoint}: a grun job cannot be rerun (the rerun could not reconnect to grun)"
     return None
 
 

@@ -19,6 +19,7 @@ from gridsched.protocol.text import shown
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
     from gridsched.core.devices import DeviceAsk
+    from gridsched.protocol.specview import SplitTask
 
 
 class SubTask(NamedTuple):
@@ -292,7 +293,7 @@ class JobSpec(NamedTuple):
     split_of: int | None = None  # a piece: the splittable job its sub-tasks were taken from
     split_chains: tuple[tuple[int, ...], ...] = ()  # a piece's sub-task indices, one tuple per chain
     split_widths: tuple[int, ...] = ()  # the cores of each of a piece's chains
-    split_task: Mapping[str, Any] | None = None  # a piece's sub-tasks, as gridsched.job.subtasks reads them
+    split_task: SplitTask | None = None  # a piece's sub-tasks, as gridsched.job.subtasks reads them
     split_args: Any = None  # each sub-task's own arguments (private): a list, or a piece's index -> list
 
     @classmethod

@@ -35,6 +35,7 @@ from gridsched.protocol.spool import Spool
 if TYPE_CHECKING:
     from gridsched.core.placement import Request
     from gridsched.core.topology import MachineMap
+    from gridsched.protocol.view import JobRow
 
 CREATE = "resv_create"
 DELETE = "resv_delete"
@@ -358,15 +359,15 @@ def check_fit(
     return None
 
 
-def in_use(resv: Mapping[str, Any], jobs: Iterable[Mapping[str, Any]]) -> tuple[int, dict[str, int]]:
+def in_use(resv: Mapping[str, Any], jobs: Iterable[JobRow]) -> tuple[int, dict[str, int]]:
     """Cores and units used now by the running jobs bound to ``resv``."""
     n = 0
     res: dict[str, int] = {}
     for j in jobs:
-        spec = j.get("spec") or {}
-        if spec.get("reservation") == resv["id"] and j["state"] in ACTIVE:
+        spec = j["spec"]
+        if spec.reservation == resv["id"] and j["state"] in ACTIVE:
             n += j["ncpus"]
-            for k, v in (spec.get("resources") or {}).items():
+            for k, v in spec.resources.items():
                 res[k] = res.get(k, 0) + v
     return n, res
 

@@ -12,12 +12,17 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gridsched.protocol.jobs import JobState
+
 if TYPE_CHECKING:
-    from gridsched.protocol.view import IdRecord, JobRow
+    from collections.abc import Callable
+
+    from gridsched.protocol.specview import SpecView
+    from gridsched.protocol.view import IdRecord, JobRow, RestRow
 
 SCHEMA_VERSION = 1
 
@@ -83,7 +88,7 @@ BRIEF_COLUMNS = (
     "id state user uid name ncpus walltime submit_time start_time end_time cores exit_code exit_signal "
     "reason backfilled restarts preemptions checkpoints elapsed lost predicted_start"
 ).split()
-BRIEF_SEGMENTS = ("RUNNING", "STOPPING")
+BRIEF_SEGMENTS = (JobState.RUNNING, JobState.STOPPING)
 BRIEF_SPEC = ("array_id", "array_index", "array_max", "array", "split_of", "hold", "split", "split_chains")
 
 
@@ -217,11 +222,24 @@ def planned_runs(text: str) -> list[tuple[int, int, float, float]]:
 # return value (a cast per row would cost every reader of a long queue a call).
 
 
+def _load_spec_of(data: object) -> SpecView:
+    """:func:`gridsched.protocol.specview.spec_of`, loaded when the first row is read (gsub reads none)."""
+    global _spec_of
+    from gridsched.protocol.specview import spec_of
+
+    _spec_of = spec_of
+    return spec_of(data)
+
+
+_spec_of: Callable[[object], SpecView] = _load_spec_of
+
+
 def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLUMNS) -> JobRow:
     d: Any = {c: default for c, (_, default) in JOBS_ADDED.items()}
     d.update(zip(cols, row))
-    for c in JSON_COLUMNS:
-        d[c] = json.loads(d[c])
+    d["segments"] = json.loads(d["segments"])
+    d["run"] = json.loads(d["run"])
+    d["spec"] = _spec_of(json.loads(d["spec"]))
     d["backfilled"] = bool(d["backfilled"])
     return d
 
@@ -237,14 +255,14 @@ def _spec_sql(keys: tuple[str, ...]) -> str:
 _NONE = {n: "[" + ",".join(["null"] * n) + "]" for n in range(2, 16)}  # what json_extract gives of n missing keys
 
 
-def _spec_keys(valid: int, text: str, keys: tuple[str, ...]) -> dict[str, Any]:
+def _spec_keys(valid: int, text: str, keys: tuple[str, ...]) -> SpecView:
     """The spec of a row read with :func:`_spec_sql`: the ``keys`` it has (not null)."""
     if valid:
         if text == _NONE.get(len(keys)):  # none of them (most jobs: no array, no split)
-            return {}
-        return {k: v for k, v in zip(keys, json.loads(text)) if v is not None}
+            return _spec_of({})
+        return _spec_of({k: v for k, v in zip(keys, json.loads(text)) if v is not None})
     whole = json.loads(text)
-    return {k: whole[k] for k in keys if isinstance(whole, dict) and whole.get(k) is not None}
+    return _spec_of({k: whole[k] for k in keys if isinstance(whole, dict) and whole.get(k) is not None})
 
 
 def _brief_sql(have: tuple[str, ...]) -> str:
@@ -578,9 +596,10 @@ class StateDB:
         except sqlite3.OperationalError as e:
             self.failed = e
 
-    def put(self, job: dict[str, Any]) -> None:
+    def put(self, job: JobRow) -> None:
         """Insert or replace a whole job row."""
-        vals = [job[c] if c in COLUMNS else job.get(c, JOBS_ADDED[c][1]) for c in ALL_COLUMNS]
+        row: Mapping[str, object] = job
+        vals = [row[c] if c in COLUMNS else row.get(c, JOBS_ADDED[c][1]) for c in ALL_COLUMNS]
         for i, c in enumerate(ALL_COLUMNS):
             if c in JSON_COLUMNS:
                 vals[i] = json.dumps(vals[i], separators=(",", ":"))
@@ -607,9 +626,10 @@ class StateDB:
         self._write("UPDATE jobs SET planned = ? WHERE id = ?", items, many=True)
 
     # -- the tasks of arrays not made yet (gridsched.daemon.arrays) ---------------------------------
-    def array_rests(self, ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
-        """The rows of the ``arrays`` table (those of ``ids``), ``spec`` decoded; [] from a table of an earlier
-        release, which has none (``cancel_time`` None from a table written before it had that column)."""
+    def array_rests(self, ids: Iterable[int] | None = None) -> list[RestRow]:
+        """The rows of the ``arrays`` table (those of ``ids``), ``spec`` read as a :class:`SpecView`; [] from a
+        table of an earlier release, which has none (``cancel_time`` None from a table written before it had
+        that column)."""
         try:
             have = {r[1] for r in self.conn.execute("PRAGMA table_info(arrays)")}
         except sqlite3.OperationalError:
@@ -628,8 +648,8 @@ class StateDB:
             return []
         out = []
         for row in got:
-            d = {"cancel_time": None, **dict(zip(cols, row))}
-            d["spec"] = json.loads(d["spec"])
+            d: Any = {"cancel_time": None, **dict(zip(cols, row))}
+            d["spec"] = _spec_of(json.loads(d["spec"]))
             out.append(d)
         return out
 
@@ -641,7 +661,8 @@ class StateDB:
         except sqlite3.OperationalError:
             return set()
 
-    def put_array(self, row: dict[str, Any]) -> None:
+    def put_array(self, rest: RestRow) -> None:
+        row: Mapping[str, object] = rest
         vals = [json.dumps(row[c], separators=(",", ":")) if c == "spec" else row[c] for c in ARRAY_COLUMNS]
         self._write(
             f"INSERT OR REPLACE INTO arrays ({', '.join(ARRAY_COLUMNS)}) VALUES ({', '.join('?' * len(vals))})", vals

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gridsched.protocol.jobs import JobState
 from gridsched.protocol.spool import Spool
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between looks at the state db: growing, bounded
-RUNNING_STATES = ("RUNNING", "STOPPING")
+RUNNING_STATES = (JobState.RUNNING, JobState.STOPPING)
 
 
 class TreeError(Exception):
@@ -88,7 +89,7 @@ def root_of(jobs: Mapping[int, JobRow], jid: int) -> int:
     """The root of ``jid``'s tree among ``jobs`` (following ``spec.parent``)."""
     seen = {jid}
     while True:
-        p = (jobs[jid].get("spec") or {}).get("parent") if jid in jobs else None
+        p = jobs[jid]["spec"].parent if jid in jobs else None
         if not isinstance(p, int) or p in seen or p not in jobs:
             return jid
         seen.add(p)
@@ -146,7 +147,7 @@ def submit_keys(
 
 def children(spool: Spool, jid: int) -> list[int]:
     """The ids of the jobs whose parent is ``jid`` (those not yet taken in by the daemon too)."""
-    return sorted(j["id"] for j in _jobs(spool).values() if (j.get("spec") or {}).get("parent") == jid)
+    return sorted(j["id"] for j in _jobs(spool).values() if j["spec"].parent == jid)
 
 
 def live_children(spool: Spool, jid: int) -> list[int]:
@@ -154,9 +155,7 @@ def live_children(spool: Spool, jid: int) -> list[int]:
     from gridsched.protocol.view import TERMINAL_STATES
 
     return sorted(
-        j["id"]
-        for j in _jobs(spool).values()
-        if (j.get("spec") or {}).get("parent") == jid and j["state"] not in TERMINAL_STATES
+        j["id"] for j in _jobs(spool).values() if j["spec"].parent == jid and j["state"] not in TERMINAL_STATES
     )
 
 
@@ -164,7 +163,7 @@ def descendants(jobs: Mapping[int, JobRow], jid: int) -> list[int]:
     """The ids below ``jid`` among ``jobs``."""
     kids: dict[int, list[int]] = {}
     for j in jobs.values():
-        p = (j.get("spec") or {}).get("parent")
+        p = j["spec"].parent
         if isinstance(p, int):
             kids.setdefault(p, []).append(j["id"])
     out: list[int] = []

@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from gridsched.protocol.jobs import TERMINAL, JobState
+from gridsched.protocol.specview import SpecView
 
 if TYPE_CHECKING:
     from typing import TypeVar
@@ -35,44 +36,6 @@ class QueueError(Exception):
     """The state db cannot be read, or a request cannot be written into the spool; the message says why."""
 
 
-class JobRow(TypedDict):
-    """A job's row as the commands read it from the state db (:data:`gridsched.protocol.state.ALL_COLUMNS`,
-    decoded): ``segments``, ``run`` and ``spec`` parsed from their JSON, ``backfilled`` a bool.  A reader that
-    asks for only some keys of the spec gets only those; ``run`` is then ``{}``.  The columns added after the
-    table's first form (``devices``, ``max_rss``, ``cpu_user``, ``cpu_sys``, ``planned``) have their defaults in a row
-    written before them, and are absent from a brief row."""
-
-    id: int
-    state: str
-    user: str
-    uid: int | None
-    name: str
-    ncpus: int
-    walltime: int
-    submit_time: float
-    start_time: float | None
-    end_time: float | None
-    cores: str
-    exit_code: int | None
-    exit_signal: int | None
-    reason: str
-    backfilled: bool
-    restarts: int
-    preemptions: int
-    checkpoints: int
-    elapsed: float
-    lost: float
-    predicted_start: float | None
-    segments: list[Segment]
-    run: dict[str, Any]
-    spec: dict[str, Any]
-    devices: NotRequired[str]  # the devices it holds or last held: gpu:0,1;fpga:2
-    max_rss: NotRequired[int | None]  # bytes, over all its segments (None: not measured)
-    cpu_user: NotRequired[float | None]  # seconds
-    cpu_sys: NotRequired[float | None]  # seconds
-    planned: NotRequired[str]  # a pending splittable job's planned sub-tasks (gridsched.protocol.state.planned_text)
-
-
 class IdRecord(TypedDict):
     """How the request that brought an id was taken (the state db's ``ids`` table): who sent it, its digest,
     when, and the reason it was refused (None: taken in)."""
@@ -84,8 +47,47 @@ class IdRecord(TypedDict):
 
 
 # For the type checker only: a class made at run time would cost every command that reads the queue (gstat's
-# start) for nothing.
+# start) for nothing (a TypedDict's fields are compiled as forward references: about 0.1 M instructions each).
 if TYPE_CHECKING:
+
+    class JobRow(TypedDict):
+        """A job's row as the commands read it from the state db (:data:`gridsched.protocol.state.ALL_COLUMNS`,
+        decoded): ``segments`` and ``run`` parsed from their JSON, ``spec`` read as a :class:`SpecView`, ``backfilled``
+        a bool.  A reader that asks for only some keys of the spec gets only those; ``run`` is then ``{}``.  The
+        columns added after the table's first form (``devices``, ``max_rss``, ``cpu_user``, ``cpu_sys``, ``planned``)
+        have their defaults in a row written before them, and are absent from a brief row."""
+
+        id: int
+        state: str
+        user: str
+        uid: int | None
+        name: str
+        ncpus: int
+        walltime: int
+        submit_time: float
+        start_time: float | None
+        end_time: float | None
+        cores: str
+        exit_code: int | None
+        exit_signal: int | None
+        reason: str
+        backfilled: bool
+        restarts: int
+        preemptions: int
+        checkpoints: int
+        elapsed: float
+        lost: float
+        predicted_start: float | None
+        segments: list[Segment]
+        run: RunInfo
+        spec: SpecView
+        devices: NotRequired[str]  # the devices it holds or last held: gpu:0,1;fpga:2
+        max_rss: NotRequired[int | None]  # bytes, over all its segments (None: not measured)
+        cpu_user: NotRequired[float | None]  # seconds
+        cpu_sys: NotRequired[float | None]  # seconds
+        planned: NotRequired[
+            str
+        ]  # a pending splittable job's planned sub-tasks (gridsched.protocol.state.planned_text)
 
     class Segment(TypedDict, total=False):
         """One run of a job, as the daemon records it in its row's ``segments``: when it started and ended
@@ -102,6 +104,26 @@ if TYPE_CHECKING:
         outcome: str
         tmpdir: str
         usage: dict[str, float | int | None]
+
+    class RunInfo(TypedDict, total=False):
+        """What the daemon keeps of a live job's run in its row (``run``), to find it again after a restart: its
+        segment, when it started, its shepherd (pid and start ticks), why and when it was told to stop, its
+        deadline, its planned end, the cores it holds beyond its own and lends, and the warning signal and
+        time-limit mails sent.  ``{}`` in a row read without it."""
+
+        segment: int
+        start: float | None
+        shepherd: int | None
+        ticks: int | None
+        stop: str | None  # a Stop, as its text
+        kill_at: float | None
+        deadline: float | None
+        planned: float | None
+        checkpoint: str  # a Checkpoint, as its text
+        held: list[int]
+        lent: list[list[float | None]]
+        warned: bool
+        mailed: int
 
     class ViewRow(JobRow, total=False):
         """A job row as the commands show it (what :func:`load_jobs` and the other readers here give): a
@@ -120,10 +142,31 @@ if TYPE_CHECKING:
         children: list[int]
         yielded: Yielded | None
 
+    class RestRow(TypedDict):
+        """The record of an array's tasks not made yet (the state db's ``arrays`` table): the array's id, owner,
+        name, cores and walltime, how many tasks it has (``total``), the indices still pending, held (``reason``
+        says why) and cancelled before they were made (range text), when the last were cancelled, and the
+        array's public spec."""
+
+        id: int
+        user: str
+        uid: int
+        name: str
+        ncpus: int
+        walltime: int
+        submit_time: float
+        total: int
+        pending: str
+        held: str
+        cancelled: str
+        reason: str
+        spec: SpecView
+        cancel_time: float | None
+
     _Keyed = TypeVar("_Keyed", bound=Mapping[str, Any])  # a submit request's spec, or a row: each has an id
 
 
-def from_submit(spec: dict[str, Any]) -> ViewRow:
+def from_submit(spec: Mapping[str, Any]) -> ViewRow:
     """A job row for a submit request the daemon has not taken in yet (its values as its writer wrote them:
     the daemon checks them when it takes the request in)."""
     row: dict[str, Any] = {
@@ -150,7 +193,7 @@ def from_submit(spec: dict[str, Any]) -> ViewRow:
         "backfilled": False,
         "segments": [],
         "run": {},
-        "spec": spec,
+        "spec": spec if isinstance(spec, SpecView) else SpecView(spec),
     }
     return cast("ViewRow", row)
 
@@ -169,7 +212,7 @@ def private(spool: Spool, job: ViewRow) -> ViewRow:
     except (OSError, ValueError):
         return job
     if isinstance(extra, dict):
-        job = {**job, "spec": {**(job.get("spec") or {}), **extra}}
+        job = {**job, "spec": SpecView({**job["spec"], **extra})}
     return job
 
 
@@ -298,8 +341,8 @@ def _live_extras(db: StateDB, rows: dict[int, ViewRow], brief: bool, folded: boo
     """Add to the live ``rows`` the ended pieces of their splittable jobs and, ``folded``, the ended tasks of
     their arrays (:meth:`.StateDB.by_spec`: the rows from the lowest of those ids on, the spec parsed by SQLite
     only where it names the key)."""
-    splits = [j["id"] for j in rows.values() if "split" in (j.get("spec") or {})]
-    arrays = {a for j in rows.values() if (a := (j.get("spec") or {}).get("array_id")) is not None} if folded else set()
+    splits = [j["id"] for j in rows.values() if j["spec"].split is not None]
+    arrays = {a for j in rows.values() if (a := j["spec"].array_id) is not None} if folded else set()
     if folded:  # an array with tasks not made yet is live too: its folded row counts its ended tasks
         arrays |= db.unmade_array_ids()
     for key, vals in (("split_of", splits), ("array_id", sorted(arrays))):
@@ -368,7 +411,7 @@ def array_rows(spool: Spool, array_id: int) -> list[ViewRow]:
     return rows
 
 
-UNMADE_STATES = (("pending", "PENDING"), ("held", "HELD"), ("cancelled", "CANCELLED"))
+UNMADE_STATES = (("pending", JobState.PENDING), ("held", JobState.HELD), ("cancelled", JobState.CANCELLED))
 
 
 def unmade_rows(spool: Spool, ids: Iterable[int] | None = None) -> list[ViewRow]:
@@ -396,19 +439,20 @@ def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[ViewRo
 
     out = []
     for r in db.array_rests(ids):
+        texts = {"pending": r["pending"], "held": r["held"], "cancelled": r["cancelled"]}
         for col, state in UNMADE_STATES:
-            if not r[col]:
+            if not texts[col]:
                 continue
-            row = from_submit({**r["spec"], "id": r["id"], "array_index": None})  # a job row not started
+            row = from_submit(SpecView(r["spec"], id=r["id"], array_index=None))  # a job row not started
             row["state"] = state
             row["user"] = r["user"]
             row["uid"] = r["uid"]
             row["reason"] = (
-                r["reason"] if state == "HELD" else "cancelled before it started" if col == "cancelled" else ""
+                r["reason"] if state is JobState.HELD else "cancelled before it started" if col == "cancelled" else ""
             )
             row["devices"] = ""
-            row["unmade"] = r[col]
-            row["count"] = len(Indices.from_text(r[col]))
+            row["unmade"] = texts[col]
+            row["count"] = len(Indices.from_text(texts[col]))
             row["cancel_time"] = r.get("cancel_time") if col == "cancelled" else None
             out.append(row)
     return out
@@ -423,7 +467,8 @@ def unmade_tasks(spool: Spool, array_id: int, indices: Iterable[int], kind: str,
     if not rows:
         return "", None
     want = indices if isinstance(indices, Indices) else Indices.of(indices)
-    states = {"cancel": ("PENDING", "HELD"), "hold": ("PENDING",), "release": ("HELD",), "alter": ("PENDING", "HELD")}
+    waiting = (JobState.PENDING, JobState.HELD)
+    states = {"cancel": waiting, "hold": (JobState.PENDING,), "release": (JobState.HELD,), "alter": waiting}
     got = Indices()
     for r in rows:
         if r["state"] in states[kind]:
@@ -439,8 +484,7 @@ def resolve(spool: Spool, ref: str) -> int:
     if index is None:
         return jid
     for row in array_rows(spool, jid):
-        spec = row.get("spec") or {}
-        if spec.get("array_index") == index:
+        if row["spec"].array_index == index:
             return int(row["id"])
         if row.get("unmade") and _has(row["unmade"], index):
             raise LookupError(

@@ -68,14 +68,13 @@ def alter_refused(
         if changes["walltime"] > job["walltime"] and not sender.admin:
             return f"is RUNNING: only an admin may lengthen its walltime ({job['walltime']}s to {changes['walltime']}s)"
         return None
-    spec = {**(job.get("spec") or job), **changes}
-    spec.setdefault("walltime", job["walltime"])
-    spec.setdefault("ncpus", job["ncpus"])
+    base: dict[str, Any] = {**(job["spec"] or job)}
+    base.setdefault("walltime", job["walltime"])
+    base.setdefault("ncpus", job["ncpus"])
     from gridsched.protocol.jobs import change_refused
 
-    why = change_refused(job.get("spec") or dict(job), changes) or never_runs(
-        machine, max_walltime, rq.JobSpec.from_spec(spec)
-    )
+    new = rq.JobSpec.from_spec({**base, **changes})
+    why = change_refused(rq.JobSpec.from_spec(base), new) or never_runs(machine, max_walltime, new)
     if why:
         return why
     if "depend" in changes:
@@ -84,7 +83,7 @@ def alter_refused(
             other = everyone.get(dep)
             if other is None:
                 return f"depend: job {dep}: no such job"
-        live = {i: depend.parse((j.get("spec") or {}).get("depend") or "") for i, j in everyone.items()}
+        live = {i: depend.parse(j["spec"].depend) for i, j in everyone.items()}
         live.pop(job["id"], None)
         chain = depend.cycle(job["id"], deps, live)
         if chain is not None:
@@ -99,10 +98,10 @@ def requeue_refused(job: JobRow | None, uid: int, admin: bool) -> str | None:
     if uid != job.get("uid", uid) and not admin:
         return f"owned by {job.get('user') or job.get('uid')}"
     state = job["state"]
-    spec = job.get("spec") or {}
-    if spec.get("split") is not None or spec.get("split_of") is not None:
+    spec = job["spec"]
+    if spec.split is not None or spec.split_of is not None:
         return "a splittable job and its pieces cannot be requeued"
-    if spec.get("interactive") is True:
+    if spec.interactive:
         from gridsched.protocol.jobs import GRUN_NOT_REQUEUED
 
         return GRUN_NOT_REQUEUED

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from gridsched.core import depend
 from gridsched.daemon.handlers.context import Changed, Context, RefusedInPart
@@ -18,17 +18,19 @@ from gridsched.daemon.handlers.owned import owned_rests, owned_targets
 from gridsched.daemon.table import Rec
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import JobState, change_refused
+from gridsched.protocol.specview import SpecView
 from gridsched.submission.submit import never_runs
+
+if TYPE_CHECKING:
+    from gridsched.protocol.view import JobRow
 
 log = logging.getLogger("gschedd")
 
-# Row columns that repeat a spec field (the rest of a change lives in the spec alone).
-COLUMNS = ("name", "ncpus", "walltime")
-PLACEMENT = ("place", "threads_per_core", "exclusive_board")
+_T = TypeVar("_T")
 
 
 def handle(ctx: Context, req: rq.Alter, rcv: rq.Received) -> Changed:
-    changes = req.changes.given()
+    changes = req.changes
     refused = []
     changed = Changed.NOTHING
     for rest, which in owned_rests(ctx.rests, rcv, req.arrays, req.tasks):
@@ -39,7 +41,7 @@ def handle(ctx: Context, req: rq.Alter, rcv: rq.Received) -> Changed:
                 refused.append(f"array {rest.aid}: {e}")
             continue
         try:
-            job = _pending_spec(ctx, None, rest.job.stored()[0], changes)
+            job = _pending_spec(ctx, None, rest.job.public(), changes)
         except rq.Refused as e:
             log.info("alter of array %d refused: %s", rest.aid, e)
             refused.append(f"array {rest.aid}: {e}")
@@ -61,26 +63,31 @@ def handle(ctx: Context, req: rq.Alter, rcv: rq.Received) -> Changed:
     return changed
 
 
-def alter(ctx: Context, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) -> Changed:
-    """Change job ``rec`` as ``changes`` (spec keys) say; :class:`Refused` with the reason, nothing changed."""
+def given(changes: rq.Changes) -> list[str]:
+    """The names of the fields ``changes`` gives, sorted."""
+    return sorted(k for k, v in changes._asdict().items() if v is not None)
+
+
+def alter(ctx: Context, sender: rq.Sender, rec: Rec, changes: rq.Changes) -> Changed:
+    """Change job ``rec`` as ``changes`` say; :class:`Refused` with the reason, nothing changed."""
     row = ctx.db.job(rec.id)
     if row is None:
         raise rq.Refused("no such job")
-    spec = dict(row["spec"])
     if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
-        job = _pending_spec(ctx, rec, spec, changes)
+        job = _pending_spec(ctx, rec, row["spec"].job(), changes)
         new = job.stored()[0]
-        fields = {k: new[k] for k in COLUMNS}
         ctx.table.begin()
-        ctx.db.update(rec.id, spec=new, **fields)
-        fresh = Rec.from_row({**row, **fields, "spec": new}, ctx.table.devices, job, ctx.table.memory)
+        ctx.db.update(rec.id, spec=new, name=job.name, ncpus=job.ncpus, walltime=job.walltime)
+        fresh_row: JobRow = {**row, "name": job.name, "ncpus": job.ncpus, "walltime": job.walltime}
+        fresh_row["spec"] = SpecView(new)
+        fresh = Rec.from_row(fresh_row, ctx.table.devices, job, ctx.table.memory)
         for f in dataclasses.fields(Rec):
             if f.name not in ("state", "reason"):
                 setattr(rec, f.name, getattr(fresh, f.name))
     elif rec.state is JobState.RUNNING and rec.stop is None:
-        if set(changes) != {"walltime"}:
+        wall = changes.walltime
+        if wall is None or given(changes) != ["walltime"]:
             raise rq.Refused(f"is {rec.state.value}: only its walltime can change")
-        wall = changes["walltime"]
         if wall > rec.walltime and not sender.admin:
             raise rq.Refused(f"is RUNNING: only an admin may lengthen its walltime ({rec.walltime}s to {wall}s)")
         if wall > rec.walltime and wall > ctx.cfg.max_walltime:
@@ -94,34 +101,56 @@ def alter(ctx: Context, sender: rq.Sender, rec: Rec, changes: dict[str, Any]) ->
     else:
         raise rq.Refused(f"is {rec.state.value}: only pending, held or running jobs can be changed")
     ctx.table.forecast_dirty = True
-    log.info("job %d changed: %s", rec.id, ", ".join(sorted(changes)))
+    log.info("job %d changed: %s", rec.id, ", ".join(given(changes)))
     return Changed.QUEUE
 
 
-def _pending_spec(ctx: Context, rec: Rec | None, spec: dict[str, Any], changes: dict[str, Any]) -> rq.JobSpec:
-    """The spec of pending job ``rec`` (None: the tasks of an array not made yet) after ``changes``, checked as
-    a submission's."""
-    new = {**spec, **changes}
-    if any(k in changes for k in PLACEMENT):
-        new.setdefault("place", "pack")
-        new.setdefault("threads_per_core", 0)
-        new.setdefault("exclusive_board", False)
-    if "ncpus" in changes:
-        n, c = new.get("ntasks"), new.get("cpus_per_task")
-        if (n or 1) * (c or 1) != new["ncpus"]:  # tasks that no longer make its cores give way to them
-            new.pop("ntasks", None)
-            new.pop("cpus_per_task", None)
-    sp = new.get("split")
-    if sp is not None and (sp["ncpus"] > new["ncpus"] or sp["task_time"] > new["walltime"]):
+def _or(value: _T | None, old: _T) -> _T:
+    return old if value is None else value
+
+
+def altered(old: rq.JobSpec, ch: rq.Changes) -> rq.JobSpec:
+    """Job ``old`` with the fields ``ch`` gives.  A change of its mapping requirement makes the job placed
+    (``pack`` unless it names another); a change of its cores drops the tasks it asked for when they no
+    longer make them."""
+    job = old._replace(
+        name=_or(ch.name, old.name),
+        ncpus=_or(ch.ncpus, old.ncpus),
+        walltime=_or(ch.walltime, old.walltime),
+        mem=_or(ch.mem, old.mem),
+        checkpoint=_or(ch.checkpoint, old.checkpoint),
+        depend=_or(ch.depend, old.depend),
+        reservation=_or(ch.reservation, old.reservation),
+        begin=_or(ch.begin, old.begin),
+        devices=_or(ch.devices, old.devices),
+        nice=_or(ch.nice, old.nice),
+        priority=_or(ch.priority, old.priority),
+    )
+    if ch.place is not None or ch.threads_per_core is not None or ch.exclusive_board is not None:
+        job = job._replace(
+            place=ch.place or old.place or "pack",
+            threads_per_core=_or(ch.threads_per_core, old.threads_per_core),
+            exclusive_board=_or(ch.exclusive_board, old.exclusive_board),
+        )
+    if ch.ncpus is not None and (job.ntasks or 1) * (job.cpus_per_task or 1) != job.ncpus:
+        job = job._replace(ntasks=None, cpus_per_task=None)  # tasks that no longer make its cores give way
+    return job
+
+
+def _pending_spec(ctx: Context, rec: Rec | None, old: rq.JobSpec, changes: rq.Changes) -> rq.JobSpec:
+    """The job of pending job ``rec`` (None: the tasks of an array not made yet; ``old``: its public part)
+    after ``changes``, checked as a submission's."""
+    job = altered(old, changes)
+    sp = job.split
+    if sp is not None and (sp.ncpus > job.ncpus or sp.task_time > job.walltime):
         raise rq.Refused("a sub-task would be larger than the job")
-    job = rq.JobSpec.from_spec(new)
-    bad = change_refused(spec, changes) or never_runs(ctx.machine, ctx.cfg.max_walltime, job, ctx.cfg.memory_reserved)
-    if bad is None and "reservation" in changes:
+    bad = change_refused(old, job) or never_runs(ctx.machine, ctx.cfg.max_walltime, job, ctx.cfg.memory_reserved)
+    if bad is None and changes.reservation is not None:
         bad = ctx.act.resv_refusal(job)
     if bad:
         raise rq.Refused(bad)
-    if "depend" in changes:
-        deps = depend.parse(new["depend"])
+    if changes.depend is not None:
+        deps = depend.parse(job.depend)
         me = rec.id if rec is not None else job.id
         others = {j: r.deps for j, r in ctx.table.jobs.items() if j != me}
         chain = depend.cycle(me, deps, others)

@@ -54,7 +54,7 @@ def requeue(ctx: Context, sender: rq.Sender, jid: int) -> Changed:
     uid = rec.uid if rec is not None else row["uid"]  # type: ignore[index]
     if sender.uid != uid and not sender.admin:
         raise rq.Refused("owned by another user")
-    if rec.interactive if rec is not None else row["spec"].get("interactive") is True:  # type: ignore[index]
+    if rec.interactive if rec is not None else row["spec"].interactive:  # type: ignore[index]
         raise rq.Refused(GRUN_NOT_REQUEUED)
     if rec is None:
         assert row is not None
@@ -79,16 +79,14 @@ def _run_again(ctx: Context, row: JobRow) -> Changed:
     state = JobState(row["state"])
     if state not in FINISHED:
         raise rq.Refused(f"is {state.value}: only running or finished jobs can be requeued")
-    job = rq.JobSpec.from_spec(row["spec"])
+    job = row["spec"].job()
     if job.split is not None or job.split_of is not None or job.array is not None:
         raise rq.Refused("a splittable job, its pieces and an array's submission cannot be requeued")
     if not row["segments"]:
         raise rq.Refused(f"is {state.value} without having run: submit it again instead")
-    ctx.table.begin()
-    ctx.db.update(row["id"], state=JobState.PENDING.value, end_time=None, exit_code=None, exit_signal=None, reason="")
-    fresh = ctx.db.job(row["id"])
-    assert fresh is not None
-    rec = Rec.from_row(fresh, ctx.table.devices, memory=ctx.table.memory)
+    rec = Rec.from_row(row, ctx.table.devices, job, ctx.table.memory)
+    transitions.run_again(rec)
+    rec.reason = ""
     rec.stop = None
     rec.deadline = None
     rec.kill_at = None
@@ -97,6 +95,6 @@ def _run_again(ctx: Context, row: JobRow) -> Changed:
     rec.cores = ()
     ctx.table.jobs[rec.id] = rec
     ctx.table.enqueue(rec)
-    ctx.table.save(rec)
+    ctx.table.save(rec, end_time=None, exit_code=None, exit_signal=None, reason="")
     log.info("job %d queued again (was %s)", rec.id, state.value)
     return Changed.QUEUE
