@@ -723,12 +723,6 @@ def _interpreter(script: str) -> str | None:
     return None
 
 
-def job_env(base: dict[str, str], **extra: str) -> dict[str, str]:
-    env = dict(base)
-    env.update(extra)
-    return env
-
-
 def user_name(uid: int) -> str:
     try:
         return pwd.getpwuid(uid).pw_name
