@@ -256,7 +256,7 @@ def section(metas: list[dict[str, Any]], table: list[str], notes: list[str]) -> 
         "## The tuner's guard: the shipped default against EASY and EASY shortest-first",
         "",
         "Written by `scripts/tune_guard.py --write` (the auto rows above come from `scripts/results.py`,",
-        "which replays the tuner every 168 h, on the date at the top of this file).  What the tuner guards",
+        "which replays the shipped configuration, on the date at the top of this file).  What the tuner guards",
         "against: a setting that won on the history it replayed but loses to plain backfilling in the weeks",
         "it then holds, by one metric while it wins by the other, or by a margin that is noise.  How",
         "(gridsched/sim/tune.py): EASY and EASY shortest-first (EASY-SJF) are replayed at every tuning as",
@@ -308,7 +308,6 @@ READING = [
     "keep EASY-SJF in force most of the log; a quarter under EASY-SJF differs from EASY-SJF's own",
     "replay only by the queue it inherits (the cells of +0.0 and -0.0), and the first quarter is where",
     "the fewest windows are pooled.  (`--config` replays another configuration, `--guard` another guard.)",
-    "The auto rows above were measured with the tuner before its windows were pooled.",
 ]
 
 
