@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from gridsched.core import cpuset, depend
 from gridsched.core import memory as mempool
@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from gridsched.protocol.config import Config
     from gridsched.protocol.spool import Spool
     from gridsched.protocol.state import StateDB
+    from gridsched.protocol.view import Segment
 
 log = logging.getLogger("gschedd")
 
@@ -362,7 +363,7 @@ def start(ctx: Ctx, rec: Rec, dec: Start, now: float) -> None:
         ctx.end(rec, JobState.FAILED, now, reason=f"cannot start: {rq.safe(str(e))}")
         return
     transitions.start(rec)
-    seg: dict[str, Any] = {"start": now, "cores": cpuset.format(rec.cores), "boards": boards}
+    seg: Segment = {"start": now, "cores": cpuset.format(rec.cores), "boards": boards}
     if rec.devices:
         seg["devices"] = format_keys(rec.devices)
     if spec.private:

@@ -43,7 +43,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from gridsched.job.env import PRIVATE_PREFIX, SGE_QUEUE, Private
 
@@ -175,7 +175,7 @@ def owner_gid(uid: int, gid: int = -1) -> int:
         return uid
 
 
-def remove_left(segments: list[dict[str, Any]], uid: int) -> None:
+def remove_left(segments: Sequence[Mapping[str, object]], uid: int) -> None:
     """Remove the private directories of a job's segments that are still there (its shepherd was killed
     before it could remove them); the job's processes are gone.  For the daemon: it never waits for the
     removal (what is there is the owner's to fill, and may take long to remove)."""

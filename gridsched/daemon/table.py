@@ -15,7 +15,7 @@ import bisect
 import logging
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from gridsched.core import cpuset, depend
 from gridsched.core import devices as coredev
@@ -37,7 +37,7 @@ from gridsched.protocol.state import StateDB, usage
 from gridsched.protocol.usage import Usage
 
 if TYPE_CHECKING:
-    from gridsched.protocol.view import JobRow, RunInfo
+    from gridsched.protocol.view import JobRow, RunInfo, Segment
 
 log = logging.getLogger("gschedd")
 
@@ -70,7 +70,7 @@ class Rec:
     stop: Stop | None = None  # why it was told to stop
     kill_at: float | None = None
     deadline: float | None = None
-    segments: list[dict[str, Any]] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
     name: str = ""
     deps: tuple[depend.Dep, ...] = ()
     place: PlaceRequest | None = None  # mapping requirement (--place, ...); None: pack
@@ -301,7 +301,7 @@ class Rec:
             first_start=row["start_time"],
             cores=tuple(sorted(cpuset.parse(row["cores"]))),
             backfilled=row["backfilled"],
-            segments=cast("list[dict[str, Any]]", row["segments"]),
+            segments=row["segments"],
             name=row["name"],
             reason=row["reason"],
             spec=spec,

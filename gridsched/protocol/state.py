@@ -168,7 +168,7 @@ RESV_ADDED: dict[str, tuple[str, Any]] = {
 }
 
 
-def usage(segments: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def usage(segments: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The usage columns of a job from its segments: CPU times summed, the largest peak memory.
 
     A segment whose shepherd was killed (no ``usage``) adds nothing; a job with no measured
