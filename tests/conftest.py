@@ -74,7 +74,7 @@ def wait_for(cond: Callable[[], Any], timeout: float = 15.0, what: str = "condit
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(delay)
-        delay = min(delay * 1.5, 0.2)
+        delay = min(delay * 1.5, 0.05)
 
 
 def fill_disk(path: Path) -> None:
