@@ -213,20 +213,20 @@ def score(rows: Sequence[Row], objective: str) -> list[Row]:
     if objective not in OBJECTIVES:
         raise ValueError(f"objective {objective!r}: one of {', '.join(OBJECTIVES)}")
     easy = rows[0]
+    return [dataclasses.replace(r, score=_objective(r, easy, objective)) for r in rows]
+
+
+def _objective(r: Row, easy: Row, objective: str) -> float:
+    """``r``'s score by ``objective`` (``mix``: its wait and bsld relative to ``easy``'s, averaged)."""
 
     def rel(v: float, ref: float) -> float:
         return v / ref if ref > 0 else (1.0 if v <= 0 else 2.0)
 
-    out = []
-    for r in rows:
-        if objective == "bsld":
-            s = r.bsld_avg
-        elif objective == "wait":
-            s = r.wait_avg
-        else:
-            s = (rel(r.wait_avg, easy.wait_avg) + rel(r.bsld_avg, easy.bsld_avg)) / 2
-        out.append(dataclasses.replace(r, score=s))
-    return out
+    if objective == "bsld":
+        return r.bsld_avg
+    if objective == "wait":
+        return r.wait_avg
+    return (rel(r.wait_avg, easy.wait_avg) + rel(r.bsld_avg, easy.bsld_avg)) / 2
 
 
 def choose(
@@ -317,17 +317,7 @@ def _pooled(
 
     r = avg(row.label, row.params)
     easy, sjf = (avg(name, row.params) for name in ref_labels)
-
-    def rel(v: float, ref: float) -> float:
-        return v / ref if ref > 0 else (1.0 if v <= 0 else 2.0)
-
-    if objective == "bsld":
-        sc = r.bsld_avg
-    elif objective == "wait":
-        sc = r.wait_avg
-    else:
-        sc = (rel(r.wait_avg, easy.wait_avg) + rel(r.bsld_avg, easy.bsld_avg)) / 2
-    return dataclasses.replace(r, score=sc), easy, sjf, len(over)
+    return dataclasses.replace(r, score=_objective(r, easy, objective)), easy, sjf, len(over)
 
 
 def _pair(v: Any) -> bool:
