@@ -152,18 +152,8 @@ def _req_mem(j: Row) -> str:
     return memory(int(mem)) if mem else "0"
 
 
-def _array_id(j: Row) -> str:
-    v = j["spec"].array_id
-    return "" if v is None else shown(v)
-
-
-def _array_index(j: Row) -> str:
-    v = j["spec"].array_index
-    return "" if v is None else shown(v)
-
-
-def _workdir(j: Row) -> str:
-    v = j["spec"].workdir
+def _blank(v: object) -> str:
+    """A spec field as a column shows it ("" where the job has none)."""
     return "" if v is None else shown(v)
 
 
@@ -182,8 +172,8 @@ def fields(
     return [
         Field("JobID", label, left=True),
         Field("JobIDRaw", lambda j: str(j["id"]), left=True),
-        Field("ArrayJobID", _array_id),
-        Field("ArrayTaskID", _array_index),
+        Field("ArrayJobID", lambda j: _blank(j["spec"].array_id)),
+        Field("ArrayTaskID", lambda j: _blank(j["spec"].array_index)),
         Field("JobName", lambda j: shown(j["name"]), left=True),
         Field("User", lambda j: shown(j["user"]), left=True),
         Field("UID", lambda j: str(j["uid"])),
@@ -214,7 +204,7 @@ def fields(
         Field("GPUTimeRAW", lambda j: str(int(round(device_seconds(j))))),
         Field("MaxRSS", lambda j: memory(j.get("max_rss"))),
         Field("ReqMem", _req_mem),
-        Field("WorkDir", _workdir, left=True),
+        Field("WorkDir", lambda j: _blank(j["spec"].workdir), left=True),
         Field("NodeList", lambda j: shown(j.get("cores") or ""), left=True),
     ]
 

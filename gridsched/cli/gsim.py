@@ -201,7 +201,7 @@ def _trace_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--checkpoint-overhead",
             "overhead",
             type=SECONDS,
-            default=120.0,
+            default=inputs.OVERHEAD,
             show_default=True,
             metavar="S",
             help="Seconds added to a job's run time per checkpoint and per restart.",
@@ -211,7 +211,7 @@ def _trace_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--mode",
             "mode",
             type=ChoiceType(MODES, "MODE"),
-            default="checkpoint",
+            default=inputs.MODE,
             show_default=True,
             help="What a preempted job keeps: checkpoint (its work), requeue (nothing), "
             "none (jobs are never preempted).",

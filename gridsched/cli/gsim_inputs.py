@@ -14,6 +14,8 @@ from gridsched.cli.plain import ExitCode, echo, fail, warn
 from gridsched.core.types import BackfillOrder, Params, Policy, Predictor
 
 PROG = "gsim"
+OVERHEAD = 120.0  # seconds per checkpoint and per restart (--checkpoint-overhead)
+MODE = "checkpoint"  # what a preempted job keeps (--checkpoint)
 # The Params field that selects the naive (cascading) reading of checkpoint-backfill, if the core has one.
 CASCADE_FIELD = "cascade"
 

@@ -16,9 +16,10 @@ import sys
 from typing import NamedTuple
 
 from gridsched.cli.plain import fail, run
+from gridsched.core.choices import Policy
 
 PROG = "gsim"
-POLICIES = ("fcfs", "easy", "conservative", "checkpoint-backfill")  # gridsched.core.types.Policy's values
+POLICIES = tuple(p.value for p in Policy)
 _VALUED = ("--policy", "--limit", "--procs", "--jobs-out")
 COMMANDS = ("compare", "run", "tree", "tune")  # the click group's (a test compares them)
 
@@ -82,7 +83,7 @@ def replay(q: Quick) -> None:
     tr = inputs.read_trace(q.trace, q.procs, False, False, q.limit, slurm=False)
     devs = inputs.devices(tr, None, None, None, None, None, False)
     gates = inputs.gates(tr, False, None)
-    res, met, secs = inputs.simulate(tr, params, 120.0, "checkpoint", gates=gates, devices=devs)
+    res, met, secs = inputs.simulate(tr, params, inputs.OVERHEAD, inputs.MODE, gates=gates, devices=devs)
     rec = report.record(res, met, secs)
     if q.jobs_out is not None:
         try:

@@ -238,29 +238,26 @@ def planned_rows(job: Row) -> list[Row]:
     ]
 
 
+def _planned(job: Row) -> list[tuple[float, float, set[int]]]:
+    """A pending splittable job's planned sub-tasks grouped by planned start and end, in order ([] where
+    nothing is planned or the job is not pending)."""
+    from gridsched.protocol.state import planned_runs
+
+    if job["state"] != JobState.PENDING:
+        return []
+    groups: dict[tuple[float, float], set[int]] = {}
+    for a, b, s, e in planned_runs(str(job.get("planned") or "")):
+        groups.setdefault((s, e), set()).update(range(a, b + 1))
+    return [(s, e, ix) for (s, e), ix in sorted(groups.items())]
+
+
 def planned_record(job: Row) -> list[dict[str, object]] | None:
     """gstat --json's ``planned`` of a pending splittable job: its sub-tasks by planned start and end,
     ``[{"start", "end", "tasks"}, ...]`` (``tasks`` in the range form, ``0-3,8``); None where nothing is
     planned."""
-    from gridsched.protocol.state import planned_runs
-
-    if job["state"] != JobState.PENDING:
-        return None
-    groups: dict[tuple[float, float], set[int]] = {}
-    for a, b, s, e in planned_runs(str(job.get("planned") or "")):
-        groups.setdefault((s, e), set()).update(range(a, b + 1))
-    if not groups:
-        return None
-    return [{"start": s, "end": e, "tasks": cpuset.format(ix)} for (s, e), ix in sorted(groups.items())]
+    return [{"start": s, "end": e, "tasks": cpuset.format(ix)} for s, e, ix in _planned(job)] or None
 
 
 def planned_text(job: Row, when: Callable[[float], str]) -> str:
     """gstat -f's ``planned`` line of a pending splittable job: its sub-tasks by planned start and end."""
-    from gridsched.protocol.state import planned_runs
-
-    if job["state"] != JobState.PENDING:
-        return ""
-    groups: dict[tuple[float, float], set[int]] = {}
-    for a, b, s, e in planned_runs(str(job.get("planned") or "")):
-        groups.setdefault((s, e), set()).update(range(a, b + 1))
-    return "; ".join(f"{cpuset.format(ix)} {when(s)} to {when(e)}" for (s, e), ix in sorted(groups.items()))
+    return "; ".join(f"{cpuset.format(ix)} {when(s)} to {when(e)}" for s, e, ix in _planned(job))

@@ -135,3 +135,8 @@ def test_bad_nice_and_priority_are_refused_even_to_an_admin(changes, why):
     with pytest.raises(rq.Refused) as e:
         rq.parse({"type": "alter", "jobs": [1], "changes": changes}, "alter-1-1.json", ADMIN)
     assert why in str(e.value)
+
+
+def test_every_field_an_alter_changes_is_a_field_of_the_job():
+    """The daemon applies an alter's changes to the job field by field (handlers/alter.altered)."""
+    assert set(rq.Changes._fields) <= set(rq.JobSpec._fields)

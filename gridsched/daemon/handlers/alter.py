@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from gridsched.core import depend
 from gridsched.daemon.handlers.context import Changed, Context, RefusedInPart
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from gridsched.protocol.view import JobRow
 
 log = logging.getLogger("gschedd")
-
-_T = TypeVar("_T")
 
 
 def handle(ctx: Context, req: rq.Alter, rcv: rq.Received) -> Changed:
@@ -105,33 +103,13 @@ def alter(ctx: Context, sender: rq.Sender, rec: Rec, changes: rq.Changes) -> Cha
     return Changed.QUEUE
 
 
-def _or(value: _T | None, old: _T) -> _T:
-    return old if value is None else value
-
-
 def altered(old: rq.JobSpec, ch: rq.Changes) -> rq.JobSpec:
     """Job ``old`` with the fields ``ch`` gives.  A change of its mapping requirement makes the job placed
     (``pack`` unless it names another); a change of its cores drops the tasks it asked for when they no
     longer make them."""
-    job = old._replace(
-        name=_or(ch.name, old.name),
-        ncpus=_or(ch.ncpus, old.ncpus),
-        walltime=_or(ch.walltime, old.walltime),
-        mem=_or(ch.mem, old.mem),
-        checkpoint=_or(ch.checkpoint, old.checkpoint),
-        depend=_or(ch.depend, old.depend),
-        reservation=_or(ch.reservation, old.reservation),
-        begin=_or(ch.begin, old.begin),
-        devices=_or(ch.devices, old.devices),
-        nice=_or(ch.nice, old.nice),
-        priority=_or(ch.priority, old.priority),
-    )
+    job = old._replace(**{k: v for k, v in ch._asdict().items() if v is not None})  # Changes' fields are JobSpec's
     if ch.place is not None or ch.threads_per_core is not None or ch.exclusive_board is not None:
-        job = job._replace(
-            place=ch.place or old.place or "pack",
-            threads_per_core=_or(ch.threads_per_core, old.threads_per_core),
-            exclusive_board=_or(ch.exclusive_board, old.exclusive_board),
-        )
+        job = job._replace(place=ch.place or old.place or "pack")
     if ch.ncpus is not None and (job.ntasks or 1) * (job.cpus_per_task or 1) != job.ncpus:
         job = job._replace(ntasks=None, cpus_per_task=None)  # tasks that no longer make its cores give way
     return job
