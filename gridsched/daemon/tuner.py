@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from gridsched.core.params import Policy
 from gridsched.protocol import config as configmod
 from gridsched.sim.autotune import applied, lowest_priority, setting
-from gridsched.sim.tune import POOL, RETRY
+from gridsched.sim.tune import RETRY, kept_windows
 
 if TYPE_CHECKING:
     from gridsched.daemon.table import JobTable
@@ -178,7 +178,7 @@ class Tuner:
         if isinstance(window, dict):  # kept for the next tunings, which judge on it too (sim.tune.POOL)
             kept = self.record.get("evidence")
             kept = kept if isinstance(kept, list) else []
-            self.record["evidence"] = [*kept, window][-(POOL - 1) :] if POOL > 1 else []
+            self.record["evidence"] = kept_windows(kept, window)
         self.record["last"] = dec
         adopt = dec.get("adopt")
         took = now - self.started

@@ -85,9 +85,8 @@ if TYPE_CHECKING:
         max_rss: NotRequired[int | None]  # bytes, over all its segments (None: not measured)
         cpu_user: NotRequired[float | None]  # seconds
         cpu_sys: NotRequired[float | None]  # seconds
-        planned: NotRequired[
-            str
-        ]  # a pending splittable job's planned sub-tasks (gridsched.protocol.state.planned_text)
+        # a pending splittable job's planned sub-tasks (gridsched.protocol.state.planned_text)
+        planned: NotRequired[str]
 
     class Segment(TypedDict, total=False):
         """One run of a job, as the daemon records it in its row's ``segments``: when it started and ended

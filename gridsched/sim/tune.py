@@ -258,7 +258,7 @@ def choose(
             cand.append(extra)
     now_rows = replay(history, ncores, cand, overhead, score_from)
     window = {"jobs": now_rows[0].jobs, "rows": {r.label: [r.wait_avg, r.bsld_avg] for r in now_rows}}
-    past = [w for w in evidence if _usable(w)][-(POOL - 1) :] if POOL > 1 else []
+    past = kept_windows([w for w in evidence if _usable(w)])
     ref_labels = [label(p) for p in refs]
     judged = [_pooled(r, ref_labels, [window, *past], objective) for r in now_rows]
     rows = [j[0] for j in judged]
@@ -291,6 +291,13 @@ def choose(
         return Decision(tuple(rows), best, best.params, why, window)
     why = f"{label(best.params)} is best but not by {margin:.0%} over {label(current)}: kept"
     return Decision(tuple(rows), best, None, why, window)
+
+
+def kept_windows(evidence: Sequence[Any], new: Any = None) -> list[Any]:
+    """The windows the next tuning pools with its own: the last ``POOL - 1`` of ``evidence`` (with ``new``
+    after them, when given)."""
+    windows = [*evidence, new] if new is not None else list(evidence)
+    return windows[-(POOL - 1) :] if POOL > 1 else []
 
 
 def _usable(w: Any) -> bool:
@@ -395,7 +402,7 @@ def in_replay(
         frm = now - window if warmup > 0 else None
         d = choose(hist, ncores, current, settings, objective, margin, min_jobs, overhead, frm, guard, evidence)
         if d.window is not None:
-            evidence[:] = [*evidence, d.window][-(POOL - 1) :] if POOL > 1 else []
+            evidence[:] = kept_windows(evidence, d.window)
         if d.best is not None:
             due[0] = now + every - step / 2  # (the step's instants are where the next one falls)
         return d.adopt if d.adopt is not None else current
