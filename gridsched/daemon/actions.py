@@ -73,7 +73,7 @@ class DaemonActions:
 
     def tune(self) -> bool:
         d = self._d
-        if not d.tuner.tunes(d.cfg):
+        if not d.tuner.tunes(d.file_cfg):
             return False
         d.tuner.requested = True
         return True

@@ -68,6 +68,23 @@ def test_gctl_tune_adopts_from_the_history_and_the_setting_survives_a_restart(ma
     assert last.endswith(f"in force: {best}")
 
 
+def test_gctl_tune_is_taken_whatever_setting_the_tuner_put_in_force(stub_daemon):
+    """The daemon takes gctl tune when its configuration has auto settings, also once the tuner has put EASY
+    or EASY-SJF in force (it looked at the settings in force for them, so that with EASY in force gctl tune was
+    refused as if nothing were tuned)."""
+    from gridsched.core.params import Policy
+    from gridsched.sim.autotune import setting
+    from gridsched.sim.tune import references
+
+    d = stub_daemon(AUTO_CONFIG)
+    for ref in references(d.file_cfg.params):  # EASY, EASY-SJF
+        d.tuner.record = {"in_force": setting(ref)}
+        d.cfg = d.tuner.effective(d.file_cfg)
+        assert d.cfg.params.policy is Policy.EASY
+        d.tuner.requested = False
+        assert d.actions.tune() and d.tuner.requested
+
+
 def test_the_tuner_runs_when_due_in_the_background(stub_daemon):
     """tune_every after the last tuning, the loop starts the tuner and only polls it; its answer is recorded."""
     now = time.time()
