@@ -29,6 +29,7 @@ from gridsched.cli.gsub_types import WholeType
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
 from gridsched.core.units import format_duration
 from gridsched.protocol.reservations import (
+    ALTER,
     CREATE,
     DELETE,
     LIVE,
@@ -469,6 +470,70 @@ def delete_cmd(resv: str, release: bool, as_json: bool, spool_dir: str | None, c
         click.echo(json.dumps({"id": row["id"], "delete": True, "release": release}))
     else:
         click.echo(f"reservation {row['id']}: deleting")
+    return ExitCode.OK
+
+
+@cli.command("update", short_help="change a waiting reservation's place among the jobs")
+@click.argument("resv", metavar="R")
+@click.option(
+    "--nice",
+    type=WholeType(NICE_MIN, NICE_MAX),
+    metavar="N",
+    help="Its nice value from now on, as galter --nice (only an admin gives a negative N).",
+)
+@click.option(
+    "--priority",
+    type=WholeType(0, ADMIN_MAX),
+    metavar="N",
+    help="Its priority outright from now on, as galter --priority (an admin's).",
+)
+@click.option("--no-priority", is_flag=True, help="Drop the priority given outright: it is ranked by its nice again.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was requested as JSON.")
+@spool_options
+def update_cmd(
+    resv: str,
+    nice: int | None,
+    priority: int | None,
+    no_priority: bool,
+    as_json: bool,
+    spool_dir: str | None,
+    config_file: str | None,
+) -> int:
+    """Change the place of flexible reservation R among the jobs while it waits, as galter changes a job's.
+
+    Only its owner (or root) may; only an admin may raise it (a negative --nice, --priority, --no-priority).
+    The daemon ranks it so from its next pass.
+    """
+    if nice is None and priority is None and not no_priority:
+        fail(PROG, "nothing to change: give --nice, --priority or --no-priority", ExitCode.USAGE)
+    if priority is not None and no_priority:
+        fail(PROG, "--priority and --no-priority: give one", ExitCode.USAGE)
+    s = setup(PROG, spool_dir, config_file)
+    row, _ = _one(s.spool, resv)
+    uid = os.getuid()
+    if uid != 0 and row.get("uid") != uid:
+        fail(PROG, f"reservation {row['id']}: owned by {row.get('user') or row.get('uid')}")
+    if row["state"] != "WAITING" or row.get("start") is not None:
+        what = "has a fixed start" if row["state"] == "WAITING" else f"is {row['state']}"
+        fail(PROG, f"reservation {row['id']}: {what}; only a waiting flexible reservation has a place among the jobs")
+    if priority is not None or no_priority or (nice is not None and nice < 0):
+        from gridsched.protocol.admin import is_admin
+
+        if not is_admin(uid, s.spool.root):
+            what = "--priority" if priority is not None else "--no-priority" if no_priority else f"--nice {nice}"
+            fail(PROG, f"{what}: only an admin may raise a reservation above others", ExitCode.USAGE)
+    fields: dict[str, Any] = {"id": row["id"]}
+    if nice is not None:
+        fields["nice"] = nice
+    if priority is not None:
+        fields["priority"] = priority
+    if no_priority:
+        fields["unset_priority"] = True
+    s.spool.request(ALTER, **fields)
+    if as_json:
+        click.echo(json.dumps({"update": True, **fields}))
+    else:
+        click.echo(f"reservation {row['id']}: updating")
     return ExitCode.OK
 
 

@@ -93,6 +93,9 @@ class DaemonActions:
     def delete_resv(self, rid: int, uid: int, release: bool) -> bool:
         return reservations.delete(contexts.for_resv(self._d), rid, uid, release)
 
+    def alter_resv(self, req: rq.ResvAlter, uid: int) -> bool:
+        return reservations.alter(contexts.for_resv(self._d), req, uid)
+
     def resv_refusal(self, job: rq.JobSpec) -> str | None:
         return reservations.check_submit(contexts.for_resv(self._d), job)
 

@@ -319,6 +319,29 @@ def delete(ctx: Ctx, rid: int, uid: int, release: bool) -> bool:
     return True
 
 
+def alter(ctx: Ctx, req: rq.ResvAlter, uid: int) -> bool:
+    """Change a waiting flexible reservation's nice or priority for ``uid`` (its owner or root; the boundary
+    let only an admin raise it); True if it changed (a scheduling pass is due)."""
+    r = ctx.book.resvs.get(req.id)
+    if r is None:
+        log.info("resv_alter: reservation %s is not live", req.id)
+        return False
+    if uid not in (0, r.uid):
+        log.warning("resv_alter of reservation %d by uid %d refused: owned by uid %d", r.id, uid, r.uid)
+        return False
+    if r.state is not RState.WAITING or r.start is not None:
+        log.info("resv_alter: reservation %d is not a waiting flexible one (%s)", r.id, r.state.value)
+        return False
+    nice = r.nice if req.nice is None else req.nice
+    priority = None if req.unset_priority else (r.priority if req.priority is None else req.priority)
+    if (nice, priority) == (r.nice, r.priority):
+        return False
+    r.nice, r.priority = nice, priority
+    save(ctx, r)
+    log.info("reservation %d: nice %d, priority %s (by uid %d)", r.id, nice, priority, uid)
+    return True
+
+
 def check_submit(ctx: Ctx, job: rq.JobSpec) -> str | None:
     """Why a checked job's floating resources or reservation binding are refused, or None."""
     for name, count in job.resources:

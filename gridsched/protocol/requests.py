@@ -152,6 +152,7 @@ __all__ = [
     "Requeue",
     "Resume",
     "ResvCreate",
+    "ResvAlter",
     "ResvDelete",
     "ResvSpec",
     "SIGNAL_FORMS",
@@ -318,6 +319,16 @@ class ResvDelete(NamedTuple):
     release: bool = False
 
 
+class ResvAlter(NamedTuple):
+    """A waiting flexible reservation's place among the jobs changed (gresv update): its nice, its priority (set;
+    ``unset_priority``: back to none), each only where given; a negative nice or a priority only from an admin."""
+
+    id: int
+    nice: int | None = None
+    priority: int | None = None
+    unset_priority: bool = False
+
+
 class Changes(NamedTuple):
     """What an alter request changes in a job's spec: the fields given, each checked as a submission's
     (:func:`job_spec`).  A field is one line here and one in :func:`_changes`."""
@@ -377,6 +388,7 @@ Request = (
     | Resume
     | ResvCreate
     | ResvDelete
+    | ResvAlter
     | Alter
     | Requeue
 )
@@ -576,6 +588,25 @@ def _resv_delete(f: Fields, new_id: int, sender: Sender) -> ResvDelete:
     return out
 
 
+def _resv_alter(f: Fields, new_id: int, sender: Sender) -> ResvAlter:
+    out = ResvAlter(
+        f.integer("id", 1, MAX_ID),
+        f.integer("nice", NICE_MIN, NICE_MAX, required=False),
+        f.integer("priority", 0, ADMIN_MAX, required=False),
+        f.flag("unset_priority", required=False),
+    )
+    f.done()
+    if out.nice is None and out.priority is None and not out.unset_priority:
+        raise Refused("resv_alter: nothing to change (nice, priority or unset_priority)")
+    if out.priority is not None and out.unset_priority:
+        raise Refused("resv_alter: priority and unset_priority together")
+    if not sender.admin and (out.priority is not None or out.unset_priority):
+        raise Refused("reservation: only an admin may set a reservation's priority (--priority)")
+    if not sender.admin and out.nice is not None and out.nice < 0:
+        raise Refused(f"reservation: nice {out.nice}: only an admin may give a negative nice value")
+    return out
+
+
 def _changes(f: Fields) -> Changes:
     """The fields of an alter request's ``changes``, checked as :func:`job_spec` checks a submission's."""
     name = f.text("name", MAX_NAME, required=False)
@@ -649,6 +680,7 @@ _PARSERS: dict[str, Callable[[Fields, int, Sender], Request]] = {
     "resume": _resume,
     "resv_create": _resv_create,
     "resv_delete": _resv_delete,
+    "resv_alter": _resv_alter,
     "alter": _alter,
     "requeue": _requeue,
 }

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 CREATE = "resv_create"
 DELETE = "resv_delete"
+ALTER = "resv_alter"
 
 
 class RState(str, Enum):

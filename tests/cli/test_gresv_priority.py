@@ -1,7 +1,7 @@
-"""gresv create --nice and --priority as users try them (in-process, no daemon): a user may only lower a
-flexible reservation's place among the jobs, an admin may also raise it; bad values are one line; gstat
---priority lists the reservation at its place at once, and gresv list shows its nice and priority.  The daemon
-ordering by them: tests/daemon/test_priority_driven.py."""
+"""gresv create --nice and --priority, and gresv update, as users try them (in-process, no daemon): a user may
+only lower a flexible reservation's place among the jobs, an admin may also raise it; bad values are one line;
+gstat --priority lists the reservation at its place at once, and gresv list shows its nice and priority.  The
+daemon ordering by them: tests/daemon/test_priority_driven.py."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from gridsched.cli import gresv, gstat
 from gridsched.protocol.spool import Spool
 from tests.cli.conftest import MACHINE_CORES
+from tests.cli.test_gresv import put_resvs, resv_row
 
 
 @pytest.fixture
@@ -96,3 +97,49 @@ def test_bad_values_are_one_line_and_write_nothing(env, spool, run, args, words)
     assert r.exit_code == 2
     one_line(r, *words)
     assert not (spool.incoming.exists() and any(spool.incoming.glob("*.json")))
+
+
+def waiting(rid: int, **fields) -> dict:
+    """A waiting flexible reservation's row, alice's."""
+    return resv_row(rid, state="WAITING", activate_time=None, end_time=None, cores="", resources={}, **fields)
+
+
+def updates(spool: Spool) -> list[dict]:
+    out = [json.loads(p.read_text()) for p in sorted(spool.incoming.glob("*.json"))]
+    return [{k: v for k, v in r.items() if k != "type"} for r in out if r["type"] == "resv_alter"]
+
+
+def test_update_lets_its_owner_lower_a_waiting_reservation_and_only_an_admin_raise_it(alice, spool, run):
+    put_resvs(spool, waiting(5), waiting(6, uid=1001, user="bob"), waiting(7, start=4e9), resv_row(8))
+    r = run(gresv.cli, ["update", "R5", "--nice", "40"])
+    assert r.exit_code == 0 and r.stdout.strip() == "reservation 5: updating"
+    assert updates(spool) == [{"id": 5, "nice": 40}]
+    for args, words in (
+        (["5", "--nice", "-5"], ("--nice -5", "only an admin")),
+        (["5", "--priority", "900"], ("--priority", "only an admin")),
+        (["5", "--no-priority"], ("--no-priority", "only an admin")),
+        (["5"], ("nothing to change",)),
+        (["5", "--priority", "1", "--no-priority"], ("--priority and --no-priority",)),
+        (["5", "--nice", "x"], ("nice", "must be a whole number")),
+    ):
+        r = run(gresv.cli, ["update", *args])
+        assert r.exit_code == 2, (args, r.stderr)
+        one_line(r, *words)
+    for args, words in (
+        (["6", "--nice", "1"], ("reservation 6: owned by bob",)),
+        (["7", "--nice", "1"], ("reservation 7: has a fixed start",)),
+        (["8", "--nice", "1"], ("reservation 8: is ACTIVE",)),
+        (["9", "--nice", "1"], ("reservation 9: no such reservation",)),
+    ):
+        r = run(gresv.cli, ["update", *args])
+        assert r.exit_code == 1, (args, r.stderr)
+        one_line(r, *words)
+    assert updates(spool) == [{"id": 5, "nice": 40}]  # nothing more was written
+
+
+def test_an_admin_updates_a_reservations_priority_and_drops_it(env, spool, run):
+    put_resvs(spool, waiting(5))  # alice's; root runs the test and administers the spool
+    assert run(gresv.cli, ["update", "5", "--priority", "800", "--nice", "-3"]).exit_code == 0
+    r = run(gresv.cli, ["update", "5", "--no-priority", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout) == {"update": True, "id": 5, "unset_priority": True}
+    assert updates(spool) == [{"id": 5, "nice": -3, "priority": 800}, {"id": 5, "unset_priority": True}]

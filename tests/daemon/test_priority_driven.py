@@ -271,3 +271,55 @@ def test_only_an_admin_raises_a_reservation(stub_daemon):
         with pytest.raises(rq.Refused) as e:
             rq.parse({"type": "resv_create", "resv": resv}, rq.id_name(7), user)
         assert why in str(e.value)
+
+
+def test_gresv_update_moves_a_waiting_reservation_among_the_jobs(stub_daemon):
+    """gresv update changes a waiting flexible reservation's nice and priority: the daemon ranks it so from its
+    next pass (gstat --priority shows the order the pass uses), and it is activated before the job it now comes
+    before; a user other than its owner changes nothing."""
+    from gridsched.protocol import requests as rq
+
+    dr = Driven(stub_daemon(CKPT_FOUR))
+    blocker = dr.gsub("-n", "4", "-t", "30", "--wrap", "long", work=10.0)
+    job = dr.gsub("-n", "4", "--wrap", "first", work=1.0)
+    rid = int(dr.command("gresv", "create", "-n", "4", "-t", "60", "--nice", "100").stdout.strip())
+
+    def order() -> list[int]:
+        return [x["id"] for x in json.loads(dr.command("gstat", "--priority", "--json", turn=False).stdout)["jobs"]]
+
+    assert order() == [job, rid]
+    dr.command("gresv", "update", str(rid), "--priority", "900")
+    assert (dr.resv(rid)["nice"], dr.resv(rid)["priority"]) == (100, 900) and order() == [rid, job]
+    dr.command("gresv", "update", str(rid), "--no-priority", "--nice", "50")
+    assert (dr.resv(rid)["nice"], dr.resv(rid)["priority"]) == (50, None) and order() == [job, rid]
+    assert not dr.d.actions.alter_resv(rq.ResvAlter(rid, nice=-500), 4242)  # not its owner: nothing changes
+    assert dr.resv(rid)["nice"] == 50
+    dr.command("gresv", "update", str(rid), "--nice", "-10")
+    assert order() == [rid, job]
+    dr.run_until(lambda: dr.resv(rid)["state"] == "ACTIVE", 60)
+    assert dr.running(blocker) is False and dr.state(job) == "PENDING", "the reservation went first"
+    r = dr.command("gresv", "update", str(rid), "--nice", "1", check=False)
+    assert r.exit_code == 1 and f"reservation {rid}: is ACTIVE" in r.stderr
+
+
+def test_the_boundary_lets_only_an_admin_raise_a_reservation_by_update(stub_daemon):
+    from gridsched.protocol import requests as rq
+
+    user = rq.Sender(1000, "u", frozenset(), False)
+    name = "resv_alter-1-1.json"
+    assert rq.parse({"type": "resv_alter", "id": 7, "nice": 5}, name, user) == rq.ResvAlter(7, nice=5)
+    for extra, why in (
+        ({"priority": 5}, "only an admin may set"),
+        ({"unset_priority": True}, "only an admin may set"),
+        ({"nice": -5}, "only an admin may give"),
+        ({}, "nothing to change"),
+        ({"nice": 20000}, "nice"),
+    ):
+        with pytest.raises(rq.Refused) as e:
+            rq.parse({"type": "resv_alter", "id": 7, **extra}, name, user)
+        assert why in str(e.value)
+    admin = rq.Sender(0, "root", frozenset(), True)
+    got = rq.parse({"type": "resv_alter", "id": 7, "priority": 5, "nice": -5}, name, admin)
+    assert got == rq.ResvAlter(7, nice=-5, priority=5)
+    with pytest.raises(rq.Refused, match="together"):
+        rq.parse({"type": "resv_alter", "id": 7, "priority": 5, "unset_priority": True}, name, admin)

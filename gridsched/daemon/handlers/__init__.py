@@ -21,6 +21,7 @@ from gridsched.daemon.handlers import (
     reload,
     requeue,
     resume,
+    resv_alter,
     resv_create,
     resv_delete,
     submit,
@@ -62,6 +63,8 @@ def handle(ctx: Context, rcv: rq.Received) -> Changed:
             return resv_create.handle(ctx, req, rcv)
         case rq.ResvDelete():
             return resv_delete.handle(ctx, req, rcv)
+        case rq.ResvAlter():
+            return resv_alter.handle(ctx, req, rcv)
         case rq.Alter():
             return alter.handle(ctx, req, rcv)
         case rq.Requeue():

@@ -114,6 +114,10 @@ class Actions(Protocol):
         """Delete reservation ``rid`` for ``uid`` (its owner or root); whether what a scheduling pass sees
         changed."""
 
+    def alter_resv(self, req: rq.ResvAlter, uid: int) -> bool:
+        """Change a waiting flexible reservation's nice or priority for ``uid`` (its owner or root); whether what
+        a scheduling pass sees changed."""
+
     def resv_refusal(self, job: rq.JobSpec) -> str | None:
         """Why a job's floating resources or reservation are refused, or None."""
 
