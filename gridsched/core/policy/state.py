@@ -63,6 +63,10 @@ class PassState:
     _board_free: list[int] | None = None
     _boards_counted: bool | None = None
     _mem_memo: tuple[tuple[int, frozenset[int], tuple[int, ...]], frozenset[int] | None] | None = None
+    # where the boards' memory is counted: the MiB each job started in this pass takes from each board, and
+    # when it ends; and the memory running jobs and those give back over time (see _memory_ends)
+    _mem_started: list[tuple[float, dict[int, int]]] | None = None
+    _mem_ends: tuple[tuple[int, int], list[tuple[float, bool, dict[int, int]]]] | None = None
     _busy_at: tuple[float, int, int, dict[tuple[str, int], int]] | None = None
 
     def __init__(self, snap: Snapshot, mode: int) -> None:
@@ -270,9 +274,18 @@ class PassState:
                     order.append(c)
             count.append(len(order))
 
+        # where the boards' memory is counted, the boards of the cores it would get must have its memory
+        # free then: free now, and given back by the jobs counted as ending by then
+        mem_at = self.board_memory_at if self.asks_board_memory(w) else None
+
         def placeable(k: int) -> bool:
             m = count[k]
-            return m >= n and assign(machine, frozenset(order[:m]) if k else base, n, w.place) is not None
+            if m < n:
+                return False
+            cores = frozenset(order[:m]) if k else base
+            if mem_at is None:
+                return assign(machine, cores, n, w.place) is not None
+            return self.placeable_with(w, cores, mem_at(rel[k - 1][0]) if k else self._board_free)
 
         if placeable(0):
             since = self.now
@@ -382,6 +395,85 @@ class PassState:
                 )
                 self._board_free = [c - h for c, h in zip(caps, held)]
         return self._board_free
+
+    def counts_board_memory(self) -> bool:
+        """Whether the boards' memory is counted (a map that knows every board's memory, a memory pool)."""
+        return self.machine is not None and self._board_memory() is not None
+
+    def asks_board_memory(self, w: Waiting) -> bool:
+        """Whether ``w`` asks for memory and the boards' memory is counted (a reservation without a mapping
+        requirement takes any free cores: its memory is counted in the pool only, as it waits)."""
+        return (
+            self.machine is not None
+            and bool(w.resources)
+            and not (w.flex and w.place is None)
+            and board_memory.mem_of(w.resources) > 0
+            and self._board_memory() is not None
+        )
+
+    def _started_on_boards(self, w: Waiting, cores: Iterable[int], end: float) -> None:
+        """Record the memory ``w``, started in this pass on ``cores``, holds on each board until ``end``."""
+        assert self.machine is not None
+        mib = board_memory.mem_of(w.resources)
+        if mib > 0:
+            if self._mem_started is None:
+                self._mem_started = []
+            self._mem_started.append((end, board_memory.shares(self.machine, cores, mib)))
+
+    def _memory_ends(self) -> list[tuple[float, bool, dict[int, int]]]:
+        """The memory given back to each board over time: ``(when, coming, MiB by board)`` for each running
+        job (at its counted end; coming: stopping or just preempted, at now; a preempted job that keeps its
+        memory gives back none) and each job started in this pass (at its end)."""
+        started = self._mem_started or []
+        key = (len(started), len(self.preempted))
+        memo = self._mem_ends
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        machine, now = self.machine, self.now
+        assert machine is not None
+        out: list[tuple[float, bool, dict[int, int]]] = []
+        for r in self.snap.running:
+            mib = board_memory.mem_of(r.resources) if r.resources else 0
+            if mib <= 0:
+                continue
+            if r.id in self.preempted:
+                if r.keeps_memory:
+                    continue
+                end, coming = now, True
+            else:
+                end, coming = counted_end(r, now, self.mode), r.stopping
+            out.append((end, coming, board_memory.shares(machine, r.cores, mib)))
+        out.extend((end, False, sh) for end, sh in started)
+        self._mem_ends = (key, out)
+        return out
+
+    def board_memory_at(self, t: float, coming: bool = False) -> list[int] | None:
+        """MiB free on each board at ``t``: free now, and given back by the jobs counted as ending by ``t``
+        (``coming``: by the stopping and just preempted jobs only, as the head has them once its time has
+        come); None where the boards' memory is not counted."""
+        free = self._board_memory()
+        if free is None:
+            return None
+        out = list(free)
+        for end, soon, sh in self._memory_ends():
+            if soon if coming else end <= t:
+                for b, k in sh.items():
+                    out[b] += k
+        return out
+
+    def placeable_with(self, w: Waiting, cores: frozenset[int], mem: list[int] | None) -> bool:
+        """Whether ``cores`` hold ``w``'s mapping requirement and, ``mem`` given (MiB free on each board), its
+        memory on the boards of the cores it would get (:func:`gridsched.core.board_memory.fit`)."""
+        machine = self.machine
+        if mem is None or machine is None or (w.flex and w.place is None):
+            return self.placeable_on(w, cores)
+        mib = board_memory.mem_of(w.resources)
+        if mib <= 0:
+            return self.placeable_on(w, cores)
+        return (
+            board_memory.fit(machine, cores, mem, mib, w.ncpus, lambda cs: assign(machine, cs, w.ncpus, w.place))
+            is not None
+        )
 
     def memory_cores(self, w: Waiting | None) -> frozenset[int] | None:
         """The free cores ``w`` may be placed on: those of the boards with its memory free, where the boards'
@@ -526,6 +618,8 @@ class PassState:
             self.hold(now, duration, v, taken=True)
             if self.machine is not None:
                 self.releases.append((now + duration, cores))
+                if self._board_free is not None and w.resources:
+                    self._started_on_boards(w, cores, now + duration)
         if w.flex:
             self.decisions.append(Activate(w.id, cores, now + w.estimate))
             self.activated[w.id] = (cores, now + w.estimate)
