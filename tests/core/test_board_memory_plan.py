@@ -4,6 +4,7 @@ the head count each board's memory, on a machine of two boards of 4 cores and 8 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from gridsched.core import board_memory as bm
 from gridsched.core.placement import assign
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.topology import board, make
-from gridsched.core.types import Params, Policy, Running, Snapshot, Waiting
+from gridsched.core.types import HeadReservation, Params, Policy, Preempt, Running, Snapshot, Waiting
 
 GIB = 1024  # MiB
 EASY = Params(policy=Policy.EASY)
@@ -97,6 +98,19 @@ def test_a_job_refused_for_its_memory_does_not_turn_away_one_of_the_same_shape_a
     small = Waiting(12, 1, 60, resources=mem(GIB))
     plan = schedule(snap(TWO, [HEAD, big, small]))
     assert [s.job for s in plan.starts] == [12]
+
+
+@pytest.mark.parametrize("keeps", [False, True], ids=["checkpointed", "suspended"])
+def test_the_head_preempts_a_job_on_the_board_memory_it_needs_unless_it_would_keep_it(keeps):
+    """checkpoint-backfill, the head H's time come (A has ended): board 0 has its 4 cores but 6.5 GiB of the 7 H
+    needs, E (backfilled, checkpointable) holding 1.5; the pool has 7.  E is preempted for H; suspended, E
+    would keep its memory: it is left running (preempting it would give H nothing)."""
+    e = Running(
+        3, 2, 0.0, 60, cores=(2, 6), backfilled=True, preemptable=True, resources=mem(3 * GIB), keeps_memory=keeps
+    )
+    s = snap([run(2, (4, 5), 40, 6 * GIB), e], [HEAD], CKPT)
+    plan = schedule(replace(s, now=10.0, head=HeadReservation(10, 10.0)))
+    assert [d for d in plan.decisions if isinstance(d, Preempt)] == ([] if keeps else [Preempt(3)])
 
 
 # -- a property: the head's reservation is one the boards' memory can keep ---------------------------------

@@ -60,3 +60,25 @@ def test_a_job_is_not_backfilled_into_the_board_memory_the_head_needs(stub_daemo
     dr.run_until(lambda: dr.state(h) != "PENDING", 20)
     assert dr.job(h)["start_time"] <= dr.job(a)["end_time"] + 1
     assert boards_of(dr, h) == on_a
+
+
+def test_preemption_frees_the_board_memory_the_head_needs(stub_daemon, tmp_path):
+    """checkpoint-backfill: E (2 cores, 3 GiB, checkpointable) is backfilled on its shortened estimate, a core
+    and 1.5 GiB on each board.  When the head H's time comes (A's walltime end), the machine's pool and the
+    cores would take H, but A's board has 6.5 GiB of the 7 H needs there: E is checkpointed, and H starts on
+    time, not at E's end."""
+    dr = Driven(stub_daemon(two_boards(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=2, walltime=12, mem=6 * GIB)
+    b = dr.submit(59, name="B", ncpus=2, walltime=60, mem=6 * GIB)
+    on_a = boards_of(dr, a)
+    assert dr.running(a) and dr.running(b) and len(on_a) == 1 and on_a != boards_of(dr, b)
+    dr.run_to(0.2)
+    h = dr.submit(2, name="H", ncpus=2, walltime=60, mem=7 * GIB)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="signal", mem=3 * GIB)
+    assert dr.state(h) == "PENDING" and dr.running(e) and dr.job(e)["backfilled"]
+    assert boards_of(dr, e) == {0, 1}
+    dr.run_until(lambda: dr.state(h) in ("RUNNING", "COMPLETED"), 40)
+    jh, ja = dr.job(h), dr.job(a)
+    assert jh["start_time"] <= ja["start_time"] + 12 + 4, "H did not wait for E's end"
+    assert boards_of(dr, h) == on_a
+    assert dr.job(e)["preemptions"] == 1

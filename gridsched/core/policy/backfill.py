@@ -353,7 +353,7 @@ def make_room(ps: Pass, head: Waiting, hv: Vec, ckpt: bool, by: float | None = N
     short = [hv[d] - have[d] for d in range(ps.dims)]
     if (
         any(s > 0 for s in short)
-        or not ps.placeable_on(head, ps.coming_set())
+        or not ps.placeable_coming(head)
         or (head.devices and not head.flex and ps.head_devices_blocked(head))
     ):
         now = ps.now

@@ -3,7 +3,7 @@ free, or free at its reservation time (:class:`Pass`, the state of a pass with t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from gridsched.core import board_memory
 from gridsched.core import devices as dev
@@ -11,7 +11,7 @@ from gridsched.core.end_time import counted_end
 from gridsched.core.memory import MEMORY
 from gridsched.core.placement import assign
 from gridsched.core.policy.state import PassState, Vec
-from gridsched.core.preempt import device_victims, places_devices, victims
+from gridsched.core.preempt import device_victims, places_devices, search, victims
 from gridsched.core.tree import preempt_order
 from gridsched.core.types import Kill, Preempt, Running, Waiting
 
@@ -65,7 +65,10 @@ class Pass(PassState):
                 for d in range(self.dims):
                     short[d] -= v[d]
         elif head is not None and self.machine is not None:
-            got = victims(self.snap, order, head, self.coming_set(), short[0])
+            if self.asks_board_memory(head):
+                got = self._memory_victims(order, head, vecs, short)
+            else:
+                got = victims(self.snap, order, head, self.coming_set(), short[0])
             if got is None:
                 return False
             chosen = list(got)
@@ -100,6 +103,32 @@ class Pass(PassState):
             if self.machine is not None:
                 self.releases.append((self.now, r.cores))
         return True
+
+    def _memory_victims(
+        self, order: list[Running], head: Waiting, vecs: dict[int, Vec], short: list[int]
+    ) -> list[Running] | None:
+        """The fewest of ``order`` to preempt so that ``head`` has what it is ``short`` of by count, and cores
+        where it can be placed with its memory on their boards (:func:`gridsched.core.preempt.search`): the
+        cores free now or coming free and theirs, the memory coming free on each board and theirs (none of
+        a job that keeps its memory, suspended).  [] when nothing needs preempting; None when none would do."""
+        machine = self.machine
+        assert machine is not None
+        coming = self.coming_set()
+        mem = self.board_memory_at(self.now, coming=True)
+        dims = range(self.dims)
+
+        def ok(rs: Sequence[Running]) -> bool:
+            if any(short[d] > 0 and sum(vecs[r.id][d] for r in rs) < short[d] for d in dims):
+                return False
+            free = list(mem) if mem is not None else None
+            if free is not None:
+                for r in rs:
+                    if not r.keeps_memory:
+                        for b, k in board_memory.shares(machine, r.cores, board_memory.mem_of(r.resources)).items():
+                            free[b] += k
+            return self.placeable_with(head, coming.union(*(r.cores for r in rs)), free)
+
+        return [] if ok(()) else search(order, ok)
 
     def _by_count(self, order: list[Running], vecs: dict[int, Vec], short: list[int]) -> list[Running]:
         """``order`` taken while some component of ``short`` is positive, each job that frees some of it."""
