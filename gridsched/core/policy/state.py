@@ -261,7 +261,13 @@ class PassState:
             if self.profs_built is None and self.later_hold is None:  # earliest(), cores only, without a call
                 return self._first_free(v[0], self.now if not_before is None else not_before)
             return self.earliest(v, duration, None, not_before)
-        since = self.since_on_boards(w, v[0]) if self.asks_board_memory(w) else self._placed_since(w, v[0], False)
+        if self.asks_board_memory(w):  # most often placeable when the count fits: one placement asked, not ten
+            t = self.earliest(v, duration, None, not_before)
+            if t == inf or self.placed_on_boards_at(w, v[0], t):
+                return t
+            since = self.since_on_boards(w, v[0])
+            return inf if since == inf else self.earliest(v, duration, None, max(since, t))
+        since = self._placed_since(w, v[0], False)
         if since == inf:
             return inf
         return self.earliest(v, duration, None, since if not_before is None else max(since, not_before))
