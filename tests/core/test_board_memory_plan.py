@@ -77,7 +77,7 @@ TWO = [run(1, (0, 1), 10, 6 * GIB), run(2, (4, 5), 40, 6 * GIB)]
 HEAD = Waiting(10, 2, 60, resources=mem(7 * GIB))
 
 
-@pytest.mark.parametrize("params", [EASY, CKPT], ids=["easy", "checkpoint-backfill"])
+@pytest.mark.parametrize("params", [EASY, CKPT, CONS], ids=["easy", "checkpoint-backfill", "conservative"])
 def test_a_job_that_would_take_the_heads_board_memory_is_not_backfilled(params):
     e = Waiting(11, 2, 60, resources=mem(3 * GIB))  # 1.5 GiB of each board, past 10: board 0 would keep 6.5
     plan = schedule(snap(TWO, [HEAD, e], params))
@@ -85,10 +85,11 @@ def test_a_job_that_would_take_the_heads_board_memory_is_not_backfilled(params):
     assert [s.job for s in plan.starts] == []
 
 
-def test_jobs_that_leave_the_head_its_board_memory_are_backfilled():
+@pytest.mark.parametrize("params", [EASY, CONS], ids=["easy", "conservative"])
+def test_jobs_that_leave_the_head_its_board_memory_are_backfilled(params):
     short = Waiting(11, 2, 5, resources=mem(3 * GIB))  # 1.5 GiB of each board, ending before 10
     small = Waiting(12, 2, 60, resources=mem(GIB))  # 0.5 GiB of each board: board 0 has 7.5 at 10
-    plan = schedule(snap(TWO, [HEAD, short, small]))
+    plan = schedule(snap(TWO, [HEAD, short, small], params))
     assert plan.head is not None and plan.head.time == 10
     assert sorted(s.job for s in plan.starts) == [11, 12]
 
@@ -145,7 +146,7 @@ def waiting_jobs(first: int):
 
 
 @settings(max_examples=300, deadline=None)
-@given(machines_in_use(), waiting_jobs(100), st.sampled_from([EASY, CKPT]))
+@given(machines_in_use(), waiting_jobs(100), st.sampled_from([EASY, CKPT, CONS]))
 def test_the_head_can_be_placed_with_its_memory_at_its_reservation(running, pending, params):
     """At the head's reservation time, the cores free then (free now, or of jobs that end by then, the jobs
     the pass starts among them) and the memory free then on each board (that of the running jobs and of

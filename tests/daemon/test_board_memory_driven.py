@@ -40,7 +40,7 @@ def test_the_heads_predicted_start_waits_for_a_board_with_its_memory(stub_daemon
     assert boards_of(dr, h) == on_a
 
 
-@pytest.mark.parametrize("policy", ["easy", "checkpoint-backfill"])
+@pytest.mark.parametrize("policy", ["easy", "checkpoint-backfill", "conservative"])
 def test_a_job_is_not_backfilled_into_the_board_memory_the_head_needs(stub_daemon, tmp_path, policy):
     """A (2 cores, 6 GiB, walltime 10) is packed on one board, B (2 cores, 6 GiB, walltime 40) on the other.
     The head H (2 cores, 7 GiB) is reserved at A's end, on A's board, the only one that will have 7 GiB.  E
