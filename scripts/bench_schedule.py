@@ -27,6 +27,10 @@ With ``--memory`` every job asks for memory (1 to 4 GiB per core, as a
 ``mem`` floating resource in MiB: gridsched.core.memory) of a pool of 1 TiB, as
 the daemon schedules ``--mem``; the running jobs hold about 90 % of it.
 
+With ``--board-memory`` (implies ``--map`` and ``--memory``) each board also has its eighth of
+the pool, so that every job's memory is also placed on the boards of its cores
+(gridsched.core.board_memory): starts, the head's reservation and the forecast count it.
+
 With ``--gpu-head`` (implies ``--gpus``) every GPU is held by a running job and
 the head job of each queue asks for 2 of them, with the quarter of the queue
 that asks for GPUs: the head's reservation waits for GPUs, and every job
@@ -198,6 +202,14 @@ def with_memory(running: tuple[Running, ...], queue: tuple[Waiting, ...]):
     return run, tuple(replace(w, resources=ask(w.resources, w.ncpus, k)) for k, w in enumerate(queue))
 
 
+def board_memory(machine: topology.MachineMap) -> topology.MachineMap:
+    """``machine`` with each board holding its share of the memory pool (in bytes)."""
+    per = (MEMORY_POOL << 20) // len(machine.boards)
+    return topology.make(
+        [replace(b, memory=per) for b in machine.boards], machine.host_cpus, machine.distance, machine.devices
+    )
+
+
 def split_job(rng: random.Random, n: int, same: bool) -> Waiting:
     """A splittable job of ``n`` sub-tasks (of their own sizes unless ``same``), one wave of the machine, for a
     walltime that covers them (also with the core of an earlier release, which has no planning of them)."""
@@ -233,6 +245,7 @@ def main() -> None:
     ap.add_argument("--gpus", action="store_true", help=f"the map with {GPUS} GPUs, a quarter of the jobs asking")
     ap.add_argument("--gpu-head", action="store_true", help="with --gpus: all GPUs held, the head asking for 2")
     ap.add_argument("--memory", action="store_true", help="every job asks for memory of a 1 TiB pool")
+    ap.add_argument("--board-memory", action="store_true", help="with --memory: each board has its eighth of it")
     ap.add_argument(
         "--pending", type=int, action="append", help="queue length (repeatable; default 1,000, 10,000 and 100,000)"
     )
@@ -249,6 +262,8 @@ def main() -> None:
         args.gpus = True
     if args.gpus:
         args.map = True
+    if args.board_memory:
+        args.map = args.memory = True
     rng = random.Random(20240601)
     params = Params(policy=Policy(args.policy), backfill_order=BackfillOrder(args.backfill_order))
     running = running_jobs(rng, NCORES - (32 if args.extras else 16))  # 16 cores free
@@ -261,6 +276,8 @@ def main() -> None:
         what += " all held, the head asking for 2"
     if args.memory:
         what += ", memory asked by every job"
+    if args.board_memory:
+        what += ", placed on the boards' memory"
     if args.split:
         what += f", a splittable job of {args.split:,} {'alike ' if args.split_same else ''}sub-tasks"
     order = params.backfill_order.value
@@ -294,6 +311,8 @@ def main() -> None:
             if args.memory:
                 run3, q3 = with_memory(snap.running, snap.pending)
                 snap = replace(snap, running=run3, pending=q3, floating={**snap.floating, MEMORY: MEMORY_POOL})
+                if args.board_memory and snap.machine is not None:
+                    snap = replace(snap, machine=board_memory(snap.machine))
             ms, cpu = median_ms(schedule, snap, runs)
             nstart = len(schedule(snap).starts)
             if args.no_forecast:

@@ -10,11 +10,13 @@ in proportion to its cores on each: a job of 4 cores and 8 GiB placed 3 and 1 ta
 ``mem`` from the vnodes its cores come from).  A running job holds its share of
 each board until it ends.
 
-Only the start of a job is placed on the boards: :func:`fit` restricts the free
-cores a placement may use to those the boards' free memory pays for, and checks
-the placement found.  Reservations, backfill windows and forecasts count the
-machine's pool; a suspended job's memory is counted there (it keeps it) but not on
-its boards, whose cores it let go.
+:func:`fit` restricts the free cores a placement may use to those the boards'
+free memory pays for, and checks the placement found: a job starts on it, and its
+planned start (the head's reservation, a forecast) is the first time at which the
+cores and the boards' memory free then pass it (``PassState.placed_earliest``,
+the boards' memory then from ``PassState.board_memory_at``).  A suspended job's
+memory is counted in the machine's pool (it keeps it) but not on its boards,
+whose cores it let go.
 """
 
 from __future__ import annotations

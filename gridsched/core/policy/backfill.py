@@ -181,8 +181,8 @@ def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting]
     # leave the head no placement (asked again after each start)
     on_map = ps.machine is not None
     no_devices: set[tuple[int, object, bool, object, object]] = set()
-    unplaceable: set[tuple[int, object, bool, object]] = set()
-    no_room: set[tuple[int, object, bool, object]] = set()
+    unplaceable: set[tuple[int, object, bool, object, object]] = set()
+    no_room: set[tuple[int, object, bool, object, object]] = set()
     lazy = ps.profs_built is None  # cores only: the profile is not built, its one later hold is the head's
     h1 = ps.later_hold
     cores = None if lazy else ps.profs[0]
@@ -270,7 +270,7 @@ def _behind(ps: Pass, head: Waiting, hv: Vec, shadow: float, rest: list[Waiting]
         if w.resources and w.devices and not on_map and not ps.placeable(w, v):
             continue  # count-only: no distinct devices free now
         if on_map:  # the costliest tests last, each asked once per request while nothing starts
-            key = (n, w.place, w.flex, w.devices)
+            key = (n, w.place, w.flex, w.devices, w.resources)  # (its memory: placed on the boards' memory)
             late = guard and now + (est if planned is None else planned) > shadow
             if key in unplaceable or (late and key in no_room):
                 continue
@@ -320,9 +320,7 @@ def _guards(ps: Pass, head: Waiting, shadow: float) -> tuple[bool, bool, bool]:
     # on a map, a job running past the shadow time must leave the head a placement then
     # (once it has come: on the cores free now or coming free, as for extra)
     guard = ps.machine is not None and (
-        ps.placeable_at(head, shadow)
-        if now < shadow < inf
-        else shadow <= now and ps.placeable_on(head, ps.coming_set())
+        ps.placeable_at(head, shadow) if now < shadow < inf else shadow <= now and ps.placeable_coming(head)
     )
     # the same for a head asking for devices, once its time has come: distinct devices, cores near them
     dguard = bool(head.devices) and not head.flex and shadow <= now and not ps.head_devices_blocked(head)
@@ -355,7 +353,7 @@ def make_room(ps: Pass, head: Waiting, hv: Vec, ckpt: bool, by: float | None = N
     short = [hv[d] - have[d] for d in range(ps.dims)]
     if (
         any(s > 0 for s in short)
-        or not ps.placeable_on(head, ps.coming_set())
+        or not ps.placeable_coming(head)
         or (head.devices and not head.flex and ps.head_devices_blocked(head))
     ):
         now = ps.now

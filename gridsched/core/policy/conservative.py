@@ -27,6 +27,9 @@ def conservative(snap: Snapshot, record: dict[int, float] | None) -> tuple[Plan,
     # the reservations of jobs asking for devices that devices.choose can place at their time
     # (on what is free then): (time, job); a job started now must leave each of them so
     guarded: list[tuple[float, Waiting]] = []
+    # the reservations of jobs whose memory is placed on the boards' (where it is counted), that can be placed
+    # at their time: a job started now must leave each of them its cores and its memory on their boards then
+    on_boards: list[tuple[float, Waiting]] = []
     dtimes: _DeviceTimes | None = None
     for w in general_queue(snap):
         v = ps.vec(w)
@@ -39,7 +42,9 @@ def conservative(snap: Snapshot, record: dict[int, float] | None) -> tuple[Plan,
         if ((t == now and all(v[d] <= ps.free_now[d] for d in range(ps.dims))) or loose_fit(ps, w, v)) and ps.placeable(
             w, v
         ):
-            if not guarded or _leaves_reserved(ps, w, guarded):
+            if (not guarded or _leaves_reserved(ps, w, guarded)) and (
+                not on_boards or _leaves_boards(ps, w, on_boards)
+            ):
                 # a job ahead waits: one that fits on its own estimate only is held to it
                 planned = w.estimate if head is not None and w.hard is not None and not ps.fits_now(v, w.hard) else None
                 ps.start(w, v, w.estimate, head is not None, planned)
@@ -65,6 +70,8 @@ def conservative(snap: Snapshot, record: dict[int, float] | None) -> tuple[Plan,
             ps.hold(t, w.estimate, v)
             if on_devices and (t > now or not ps.head_devices_blocked(w)):  # (later: placeable then, see above)
                 guarded.append((t, w))
+            if now < t < inf and ps.asks_board_memory(w) and ps.placeable_at(w, t):
+                on_boards.append((t, w))
         if record is not None:
             record[w.id] = t
         elif head is not None and ps.free_now[0] <= 0:
@@ -86,6 +93,13 @@ def _leaves_reserved(ps: Pass, w: Waiting, guarded: list[tuple[float, Waiting]])
         if not (ps.leaves_devices_at(w, r, t) if t > ps.now else ps.leaves_devices(w, r)):
             return False
     return True
+
+
+def _leaves_boards(ps: Pass, w: Waiting, reserved: list[tuple[float, Waiting]]) -> bool:
+    """Whether ``w``, started now, leaves every job of ``reserved`` that it would still run beside at the job's
+    reservation time a placement then with its memory on the boards of its cores (:meth:`Pass.leaves_room`)."""
+    end = ps.now + w.estimate
+    return all(end <= t or ps.leaves_room(w, r, t) for t, r in reserved)
 
 
 class _DeviceTimes:

@@ -3,14 +3,15 @@ free, or free at its reservation time (:class:`Pass`, the state of a pass with t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
+from gridsched.core import board_memory
 from gridsched.core import devices as dev
 from gridsched.core.end_time import counted_end
 from gridsched.core.memory import MEMORY
 from gridsched.core.placement import assign
 from gridsched.core.policy.state import PassState, Vec
-from gridsched.core.preempt import device_victims, places_devices, victims
+from gridsched.core.preempt import device_victims, places_devices, search, victims
 from gridsched.core.tree import preempt_order
 from gridsched.core.types import Kill, Preempt, Running, Waiting
 
@@ -64,7 +65,10 @@ class Pass(PassState):
                 for d in range(self.dims):
                     short[d] -= v[d]
         elif head is not None and self.machine is not None:
-            got = victims(self.snap, order, head, self.coming_set(), short[0])
+            if self.asks_board_memory(head):
+                got = self._memory_victims(order, head, vecs, short)
+            else:
+                got = victims(self.snap, order, head, self.coming_set(), short[0])
             if got is None:
                 return False
             chosen = list(got)
@@ -99,6 +103,32 @@ class Pass(PassState):
             if self.machine is not None:
                 self.releases.append((self.now, r.cores))
         return True
+
+    def _memory_victims(
+        self, order: list[Running], head: Waiting, vecs: dict[int, Vec], short: list[int]
+    ) -> list[Running] | None:
+        """The fewest of ``order`` to preempt so that ``head`` has what it is ``short`` of by count, and cores
+        where it can be placed with its memory on their boards (:func:`gridsched.core.preempt.search`): the
+        cores free now or coming free and theirs, the memory coming free on each board and theirs (none of
+        a job that keeps its memory, suspended).  [] when nothing needs preempting; None when none would do."""
+        machine = self.machine
+        assert machine is not None
+        coming = self.coming_set()
+        mem = self.board_memory_at(self.now, coming=True)
+        dims = range(self.dims)
+
+        def ok(rs: Sequence[Running]) -> bool:
+            if any(short[d] > 0 and sum(vecs[r.id][d] for r in rs) < short[d] for d in dims):
+                return False
+            free = list(mem) if mem is not None else None
+            if free is not None:
+                for r in rs:
+                    if not r.keeps_memory:
+                        for b, k in board_memory.shares(machine, r.cores, board_memory.mem_of(r.resources)).items():
+                            free[b] += k
+            return self.placeable_with(head, coming.union(*(r.cores for r in rs)), free)
+
+        return [] if ok(()) else search(order, ok)
 
     def _by_count(self, order: list[Running], vecs: dict[int, Vec], short: list[int]) -> list[Running]:
         """``order`` taken while some component of ``short`` is positive, each job that frees some of it."""
@@ -250,26 +280,55 @@ class Pass(PassState):
             return frozenset()
         return self.free_set.union(*(r.cores for r in self.general if r.stopping or r.id in self.preempted))
 
-    def placeable_at(self, w: Waiting, t: float, without: frozenset[int] = frozenset()) -> bool:
-        """Whether ``w`` can be placed at ``t`` on the cores free by then (less ``without``)."""
+    def placeable_at(
+        self, w: Waiting, t: float, without: frozenset[int] = frozenset(), less: Mapping[int, int] | None = None
+    ) -> bool:
+        """Whether ``w`` can be placed at ``t`` on the cores free by then (less ``without``) and, where the
+        boards' memory is counted, with its memory on their boards (less ``less``, MiB by board)."""
         if self.machine is None or (w.flex and w.place is None):
             return True
         cores = set(self.free_set or ()).difference(without)
         for when, cs in self.releases:
             if when <= t:
                 cores.update(cs)
-        return self.placeable_on(w, frozenset(cores))
+        if not self.asks_board_memory(w):
+            return self.placeable_on(w, frozenset(cores))
+        return self.placeable_with(w, frozenset(cores), _less(self.board_memory_at(t), less))
+
+    def placeable_coming(self, w: Waiting, less: Mapping[int, int] | None = None) -> bool:
+        """Whether ``w`` can be placed on the cores free now or coming free (stopping, just preempted) and,
+        where the boards' memory is counted, with its memory on their boards (less ``less``)."""
+        return self._placeable_coming(w, self.coming_set(), less)
+
+    def _placeable_coming(self, w: Waiting, cores: frozenset[int], less: Mapping[int, int] | None) -> bool:
+        if not self.asks_board_memory(w):
+            return self.placeable_on(w, cores)
+        return self.placeable_with(w, cores, _less(self.board_memory_at(self.now, coming=True), less))
 
     def leaves_room(self, w: Waiting, head: Waiting, t: float) -> bool:
-        """Whether ``head`` can still be placed at ``t`` once ``w`` runs on the cores it would get now.
+        """Whether ``head`` can still be placed at ``t`` once ``w`` runs on the cores it would get now (and,
+        where the boards' memory is counted, holds its memory on their boards).
 
         At ``t <= now`` (the reservation time has come) the head has only the
         cores free now or coming free (stopping, just preempted), never those
         of jobs merely counted as ended.
         """
-        got = assign(self.machine, self.free_set or frozenset(), w.ncpus, w.place) if self.machine else None
+        machine = self.machine
+        where = self.memory_cores(w) if machine is not None else None
+        got = assign(machine, where, w.ncpus, w.place) if machine is not None and where is not None else None
         if got is None:
             return True
+        less = None
+        if self.asks_board_memory(head) and w.resources:
+            assert machine is not None
+            less = board_memory.shares(machine, got[0], board_memory.mem_of(w.resources))
         if t <= self.now:
-            return self.placeable_on(head, self.coming_set().difference(got[1]))
-        return self.placeable_at(head, t, got[1])
+            return self._placeable_coming(head, self.coming_set().difference(got[1]), less)
+        return self.placeable_at(head, t, got[1], less)
+
+
+def _less(free: list[int] | None, less: Mapping[int, int] | None) -> list[int] | None:
+    """``free`` (MiB free on each board) less ``less`` (MiB by board)."""
+    if free is None or not less:
+        return free
+    return [x - less.get(b, 0) for b, x in enumerate(free)]

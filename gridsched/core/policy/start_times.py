@@ -129,6 +129,7 @@ def _forecast(
         reach = (ps.free_set or frozenset()).union(*(c for _, c in ps.releases)) if ps.machine else frozenset()
         taken = _taken_now(plan) if snap.splitting and not in_order and tasks is not None else None
         nxt = next((t for t, _ in ps.profs[0].steps() if t > now), now) if taken is not None else now
+        on_boards = ps.counts_board_memory()
         for w in snap.pending:
             if w.bind is not None:
                 continue
@@ -145,6 +146,10 @@ def _forecast(
                 t = earliest_common_start(
                     [(ps.profs[d], v[d]) for d in range(ps.dims) if v[d] > 0], w.estimate, last if in_order else now
                 )
+                if on_boards and t < inf and ps.asks_board_memory(w):  # its memory on the boards of its cores
+                    if not ps.placed_on_boards_at(w, v[0], t):
+                        since = ps.since_on_boards(w, v[0])
+                        t = ps.earliest(v, w.estimate, None, max(since, t)) if since < inf else inf
                 sp = w.split
                 if taken is not None and tasks is not None and sp is not None and not (w.resources or sp.devices):
                     out[w.id] = _plan_split(ps, w, v, t, nxt, taken.get(w.id, ()), tasks)

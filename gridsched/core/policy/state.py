@@ -8,6 +8,7 @@ what a pass leaves the head job (preemption, devices and cores free at a later t
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from math import inf, nextafter
 from operator import attrgetter
@@ -63,6 +64,12 @@ class PassState:
     _board_free: list[int] | None = None
     _boards_counted: bool | None = None
     _mem_memo: tuple[tuple[int, frozenset[int], tuple[int, ...]], frozenset[int] | None] | None = None
+    # where the boards' memory is counted: the MiB each job started in this pass takes from each board, and
+    # when it ends; and the memory running jobs and those give back over time (see _memory_ends)
+    _mem_started: list[tuple[float, dict[int, int]]] | None = None
+    _mem_ends: tuple[tuple[int, int], tuple[list[float], list[list[int]], list[int]]] | None = None
+    _since_memo: tuple[tuple[int, int, int, int], dict[object, object]] | None = None
+    _order_memo: tuple[tuple[int, int], tuple[list[tuple[float, tuple[int, ...]]], list[int], list[int]]] | None = None
     _busy_at: tuple[float, int, int, dict[tuple[str, int], int]] | None = None
 
     def __init__(self, snap: Snapshot, mode: int) -> None:
@@ -254,12 +261,26 @@ class PassState:
             if self.profs_built is None and self.later_hold is None:  # earliest(), cores only, without a call
                 return self._first_free(v[0], self.now if not_before is None else not_before)
             return self.earliest(v, duration, None, not_before)
-        # the cores free by a time only grow with it: the first release after which the
-        # requirement can be met is found by bisection, then the count is asked from there
+        if self.asks_board_memory(w):  # most often placeable when the count fits: one placement asked, not ten
+            t = self.earliest(v, duration, None, not_before)
+            if t == inf or self.placed_on_boards_at(w, v[0], t):
+                return t
+            since = self.since_on_boards(w, v[0])
+            return inf if since == inf else self.earliest(v, duration, None, max(since, t))
+        since = self._placed_since(w, v[0], False)
+        if since == inf:
+            return inf
+        return self.earliest(v, duration, None, since if not_before is None else max(since, not_before))
+
+    def _release_order(self) -> tuple[list[tuple[float, tuple[int, ...]]], list[int], list[int]]:
+        """The releases in time order; the cores in the order they come free (free now first); and how many
+        of them are free after the first ``k`` releases (``k`` from 0).  Kept while nothing is started."""
+        state = (len(self.releases), len(self.free_set or ()))
+        memo = self._order_memo
+        if memo is not None and memo[0] == state:
+            return memo[1]
         rel = sorted(self.releases)
         base = self.free_set or frozenset()
-        n = v[0]
-        # the cores in the order they come free: after the first k releases, the first count[k]
         order = list(base)
         seen = set(base)
         count = [len(order)]
@@ -269,25 +290,71 @@ class PassState:
                     seen.add(c)
                     order.append(c)
             count.append(len(order))
+        got = (rel, order, count)
+        self._order_memo = (state, got)
+        return got
 
-        def placeable(k: int) -> bool:
-            m = count[k]
-            return m >= n and assign(machine, frozenset(order[:m]) if k else base, n, w.place) is not None
+    def _placeable_after(self, w: Waiting, n: int, k: int, on_boards: bool) -> bool:
+        """Whether the cores free after the first ``k`` releases hold ``w``'s requirement of ``n`` cores
+        (``on_boards``: and its memory on the boards of the cores it would get, free by then)."""
+        machine = self.machine
+        assert machine is not None
+        rel, order, count = self._release_order()
+        m = count[k]
+        if m < n:
+            return False
+        cores = frozenset(order[:m]) if k else (self.free_set or frozenset())
+        if not on_boards:
+            return assign(machine, cores, n, w.place) is not None
+        return self.placeable_with(w, cores, self.board_memory_at(rel[k - 1][0]) if k else self._board_free)
 
-        if placeable(0):
-            since = self.now
-        elif not rel or not placeable(len(rel)):
+    def _placed_since(self, w: Waiting, n: int, on_boards: bool) -> float:
+        """The first time (now, or the end of a job) from which the cores free then hold ``w``'s requirement
+        of ``n`` cores (``on_boards``: and its memory on the boards of the cores it would get); inf: never.
+
+        The cores (and the boards' memory) free by a time only grow with it: the first release after which
+        the requirement can be met is found by bisection."""
+        rel = self._release_order()[0]
+        if self._placeable_after(w, n, 0, on_boards):
+            return self.now
+        if not rel or not self._placeable_after(w, n, len(rel), on_boards):
             return inf
-        else:
-            lo, hi = 1, len(rel)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if placeable(mid):
-                    hi = mid
-                else:
-                    lo = mid + 1
-            since = rel[lo - 1][0]
-        return self.earliest(v, duration, None, since if not_before is None else max(since, not_before))
+        lo, hi = 1, len(rel)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._placeable_after(w, n, mid, on_boards):
+                hi = mid
+            else:
+                lo = mid + 1
+        return rel[lo - 1][0]
+
+    def _board_key(self, w: Waiting, n: int) -> tuple[tuple[int, object, int], dict[object, object]]:
+        """``w``'s request (cores, requirement, memory) and the answers kept for such requests while nothing is
+        started or preempted."""
+        state = (len(self.releases), len(self.free_set or ()), len(self._mem_started or ()), len(self.preempted))
+        memo = self._since_memo
+        if memo is None or memo[0] != state:
+            memo = self._since_memo = (state, {})
+        return (n, w.place, board_memory.mem_of(w.resources)), memo[1]
+
+    def since_on_boards(self, w: Waiting, n: int) -> float:
+        """:meth:`_placed_since` with the boards' memory, kept per request (the forecast asks it of every
+        pending job)."""
+        key, kept = self._board_key(w, n)
+        since = kept.get(key)
+        if since is None:
+            since = kept[key] = self._placed_since(w, n, True)
+        return since  # type: ignore[return-value]
+
+    def placed_on_boards_at(self, w: Waiting, n: int, t: float) -> bool:
+        """Whether ``w`` (``n`` cores) can be placed at ``t`` with its memory on the boards of its cores, on
+        the cores and the boards' memory free by then (answers kept per request and release)."""
+        key, kept = self._board_key(w, n)
+        k = bisect_right(self._release_order()[0], (t, (inf,)))
+        got = kept.get((key, k))
+        if got is None:
+            got = kept[(key, k)] = self._placeable_after(w, n, k, True)
+        return got  # type: ignore[return-value]
 
     def fits_now(self, v: Vec, duration: float, profs: list[Profile] | None = None) -> bool:
         """Whether ``v`` is free now and stays free for ``duration`` (nothing is promised to others)."""
@@ -382,6 +449,94 @@ class PassState:
                 )
                 self._board_free = [c - h for c, h in zip(caps, held)]
         return self._board_free
+
+    def counts_board_memory(self) -> bool:
+        """Whether the boards' memory is counted (a map that knows every board's memory, a memory pool)."""
+        return self.machine is not None and self._board_memory() is not None
+
+    def asks_board_memory(self, w: Waiting) -> bool:
+        """Whether ``w`` asks for memory and the boards' memory is counted (a reservation without a mapping
+        requirement takes any free cores: its memory is counted in the pool only, as it waits)."""
+        return (
+            self.machine is not None
+            and bool(w.resources)
+            and not (w.flex and w.place is None)
+            and board_memory.mem_of(w.resources) > 0
+            and self._board_memory() is not None
+        )
+
+    def _started_on_boards(self, w: Waiting, cores: Iterable[int], end: float) -> None:
+        """Record the memory ``w``, started in this pass on ``cores``, holds on each board until ``end``."""
+        assert self.machine is not None
+        mib = board_memory.mem_of(w.resources)
+        if mib > 0:
+            if self._mem_started is None:
+                self._mem_started = []
+            self._mem_started.append((end, board_memory.shares(self.machine, cores, mib)))
+
+    def _memory_ends(self) -> tuple[list[float], list[list[int]], list[int]]:
+        """The memory given back to the boards over time, for :meth:`board_memory_at`: the times, in order,
+        at which running jobs are counted as ending and jobs started in this pass end; the MiB given back to
+        each board by the first ``i`` of them (``i`` from 0); and that given back now by the stopping and
+        just preempted jobs (a preempted job that keeps its memory gives back none)."""
+        started = self._mem_started or []
+        key = (len(started), len(self.preempted))
+        memo = self._mem_ends
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        machine, now = self.machine, self.now
+        assert machine is not None
+        nboards = len(machine.boards)
+        ends: list[tuple[float, dict[int, int]]] = []
+        coming = [0] * nboards
+        for r in self.snap.running:
+            mib = board_memory.mem_of(r.resources) if r.resources else 0
+            if mib <= 0:
+                continue
+            preempted = r.id in self.preempted
+            if preempted and r.keeps_memory:
+                continue
+            sh = board_memory.shares(machine, r.cores, mib)
+            if preempted or r.stopping:
+                for b, k in sh.items():
+                    coming[b] += k
+            ends.append((now if preempted else counted_end(r, now, self.mode), sh))
+        ends.extend(started)
+        ends.sort(key=lambda e: e[0])
+        acc = [0] * nboards
+        cum = [list(acc)]
+        for _, sh in ends:
+            for b, k in sh.items():
+                acc[b] += k
+            cum.append(list(acc))
+        out = ([e for e, _ in ends], cum, coming)
+        self._mem_ends = (key, out)
+        return out
+
+    def board_memory_at(self, t: float, coming: bool = False) -> list[int] | None:
+        """MiB free on each board at ``t``: free now, and given back by the jobs counted as ending by ``t``
+        (``coming``: by the stopping and just preempted jobs only, as the head has them once its time has
+        come); None where the boards' memory is not counted."""
+        free = self._board_memory()
+        if free is None:
+            return None
+        times, cum, soon = self._memory_ends()
+        back = soon if coming else cum[bisect_right(times, t)]
+        return [f + k for f, k in zip(free, back)]
+
+    def placeable_with(self, w: Waiting, cores: frozenset[int], mem: list[int] | None) -> bool:
+        """Whether ``cores`` hold ``w``'s mapping requirement and, ``mem`` given (MiB free on each board), its
+        memory on the boards of the cores it would get (:func:`gridsched.core.board_memory.fit`)."""
+        machine = self.machine
+        if mem is None or machine is None or (w.flex and w.place is None):
+            return self.placeable_on(w, cores)
+        mib = board_memory.mem_of(w.resources)
+        if mib <= 0:
+            return self.placeable_on(w, cores)
+        return (
+            board_memory.fit(machine, cores, mem, mib, w.ncpus, lambda cs: assign(machine, cs, w.ncpus, w.place))
+            is not None
+        )
 
     def memory_cores(self, w: Waiting | None) -> frozenset[int] | None:
         """The free cores ``w`` may be placed on: those of the boards with its memory free, where the boards'
@@ -526,6 +681,8 @@ class PassState:
             self.hold(now, duration, v, taken=True)
             if self.machine is not None:
                 self.releases.append((now + duration, cores))
+                if self._board_free is not None and w.resources:
+                    self._started_on_boards(w, cores, now + duration)
         if w.flex:
             self.decisions.append(Activate(w.id, cores, now + w.estimate))
             self.activated[w.id] = (cores, now + w.estimate)
