@@ -1,18 +1,18 @@
-"""A fork server for the test harness's real daemons: one process that has imported the daemon's code forks a
-daemon per start, so a test does not pay a fresh interpreter's start and the daemon's imports each time.
+"""A fork server for the test harness's real daemons: one process that has imported the daemon's code forks a daemon
+per start, so a test does not pay a fresh interpreter's start and the daemon's imports each time.
 
-The forked daemon is a real separate process, as ``gschedd run`` started by the harness was: a session of its
-own, its output appended to a log file, standard input ``/dev/null``, no other file descriptor, the test's
-environment (``os.environ`` replaced, the cached temporary directory and time zone read again), the working
-directory the harness had, the default disposition of every signal a fresh interpreter leaves at its default,
-``sys.path`` and ``sys.argv`` as the ``gschedd`` console script sets them; it runs ``gschedd run`` through the
-same click command.  What differs: its parent is the fork server (which reaps it and reports its exit status),
-and what ``/proc/PID/environ`` and ``/proc/PID/cmdline`` show is the fork server's (its environment is the test
-process's without any ``GRIDSCHED_*`` or ``GS_*`` variable).  The server is single-threaded when it forks
-(checked).  A daemon whose environment says something else to the interpreter as it starts (``PYTHON*``, the
-locale) is started as a process of its own.  The tests of ``gschedd start`` itself run the real command
-(:meth:`Gridsched.run`), tests/daemon/test_harness.py compares a forked daemon with one started as a process,
-and ``GRIDSCHED_TEST_FORK=0`` makes the harness start every daemon as a process of its own again."""
+The forked daemon is a real separate process, as ``gschedd run`` started by the harness was: a session of its own,
+its output appended to a log file, standard input ``/dev/null``, no other file descriptor, the test's environment
+(``os.environ`` replaced, the cached temporary directory and time zone read again), the working directory the
+harness had, the default disposition of every signal a fresh interpreter leaves at its default, the console script's
+interpreter, ``sys.path`` and ``sys.argv`` (the server runs the script's own lines up to its call of ``main``, and
+the daemon makes that call).  What differs: its parent is the fork server (which reaps it and reports its exit
+status), and what ``/proc/PID/environ`` and ``/proc/PID/cmdline`` show is the fork server's (its environment is the
+test process's without any ``GRIDSCHED_*`` or ``GS_*`` variable).  The server is single-threaded when it forks
+(checked).  A daemon whose environment says something else to the interpreter as it starts (``PYTHON*``, the locale)
+is started as a process of its own.  The tests of ``gschedd start`` itself run the real command
+(:meth:`Gridsched.run`), tests/daemon/test_harness.py compares a forked daemon with one started as a process, and
+``GRIDSCHED_TEST_FORK=0`` makes the harness start every daemon as a process of its own again."""
 
 from __future__ import annotations
 
@@ -30,11 +30,27 @@ from pathlib import Path
 # daemon's pid ("pid N" or "error WHY"); "exit N CODE" when one of its daemons has ended (CODE as
 # Popen.returncode says it: -SIGNAL for a signal).
 SERVER = r"""
-import json, os, signal, sys
+import json, os, runpy, signal, sys
 sys.path[0] = BIN
 sys.argv = [BIN + "/gschedd"]
 import gridsched.cli.gschedd, gridsched.daemon.loop, gridsched.daemon.handlers
 import gridsched.daemon.launch, gridsched.daemon.spawn
+
+# the console script's own lines, run up to its call of main (the import path and sys.argv as it sets them)
+class Here(BaseException):
+    pass
+
+def here():
+    raise Here
+
+main, gridsched.cli.gschedd.main = gridsched.cli.gschedd.main, here
+try:
+    runpy.run_path(BIN + "/gschedd", run_name="__main__")
+except Here:
+    pass
+finally:
+    gridsched.cli.gschedd.main = main
+script_argv0 = sys.argv[0]
 
 sock = FD
 wake_r, wake_w = os.pipe()
@@ -62,10 +78,10 @@ def child(req):
     import tempfile, time
     tempfile.tempdir = None
     time.tzset()
-    sys.argv = [BIN + "/gschedd", *req["args"]]
+    sys.argv = [script_argv0, *req["args"]]
     code = 1
     try:
-        gridsched.cli.gschedd.cli.main(req["args"], prog_name="gschedd")
+        main()
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -130,9 +146,11 @@ INTERPRETER_VARS = ("PYTHON", "LC_", "LANG")  # what an interpreter reads from i
 class ForkServer:
     """The pytest process's end of the fork server: started on first use, again if it has died."""
 
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(self, bin_dir: Path, env: dict[str, str] | None = None) -> None:
+        """A server for ``BIN_DIR/gschedd`` (the console script whose lines it runs, and whose interpreter it
+        is), in ``env`` (default: the environment as it is now) without any ``GRIDSCHED_*`` or ``GS_*``."""
         self.bin = bin_dir
-        self.env = dict(os.environ)  # the environment it runs in: as it was when the harness was loaded
+        self.env = dict(os.environ if env is None else env)
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.buf = b""
@@ -184,13 +202,14 @@ class ForkServer:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def fork(self, args: list[str], env: dict[str, str], log: Path) -> ForkedDaemon:
-        """Fork ``gschedd ARGS`` in ``env``, its output appended to ``log``."""
+    def fork(self, args: list[str], env: dict[str, str], log: Path, cwd: str | None = None) -> ForkedDaemon:
+        """Fork ``gschedd ARGS`` in ``env`` and ``cwd`` (default: this process's), its output appended to
+        ``log``."""
         if not self.alive():
             self.close()
             self._start()
         assert self.sock is not None
-        req = {"args": args, "env": env, "cwd": os.getcwd(), "log": str(log)}
+        req = {"args": args, "env": env, "cwd": cwd or os.getcwd(), "log": str(log)}
         self.sock.sendall(json.dumps(req).encode() + b"\n")
         deadline = time.monotonic() + 60  # the first fork waits for the server's imports
         while True:
