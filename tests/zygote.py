@@ -79,25 +79,10 @@ def child(req):
     tempfile.tempdir = None
     time.tzset()
     sys.argv = [script_argv0, *req["args"]]
-    code = 1
-    try:
-        main()
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        if not isinstance(e.code, (int, type(None))):
-            print(e.code, file=sys.stderr)
-    except BaseException:
-        import traceback
-        traceback.print_exc()
-    finally:
-        try:
-            import atexit
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+    # as the console script ends: what main raises or returns leaves the interpreter the way it leaves a process
+    # of its own (the server's loop is not gone back to: nothing catches it on the way out), its exit handlers
+    # and the finalizers of what it left open (its database connections) run
+    sys.exit(main())
 
 buf = b""
 while True:
