@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shlex
 import socket
 import subprocess
 import sys
@@ -125,6 +126,7 @@ while True:
 """
 
 
+PIP_SH = "'''exec' "  # how the second line of pip's console script for a long interpreter path starts
 INTERPRETER_VARS = ("PYTHON", "LC_", "LANG")  # what an interpreter reads from its environment as it starts
 
 
@@ -169,11 +171,17 @@ class ForkServer:
         """The interpreter the ``gschedd`` console script names (its ``sys.executable``: that of the daemon's
         starter and jobs' launchers)."""
         try:
-            first = (self.bin / "gschedd").read_bytes().split(b"\n", 1)[0].decode()
+            first, second = ((self.bin / "gschedd").read_bytes().decode().split("\n", 2) + ["", ""])[:2]
         except (OSError, UnicodeDecodeError):
             return sys.executable
         named = first[2:].strip() if first.startswith("#!") else ""
-        return named if named and " " not in named and os.access(named, os.X_OK) else sys.executable
+        if named == "/bin/sh" and second.startswith(PIP_SH):  # pip's form for a long path: sh execs it
+            try:
+                named = shlex.split(second[len(PIP_SH) :])[0]
+            except (ValueError, IndexError):
+                named = ""
+        ok = Path(named).name.startswith("python") and os.access(named, os.X_OK)
+        return named if ok else sys.executable
 
     def can_fork(self, env: dict[str, str]) -> bool:
         """Whether a daemon in ``env`` may be forked from the server: the variables that the interpreter reads

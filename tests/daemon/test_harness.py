@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 
 import psutil
 
 from tests.conftest import FORK_SERVER, wait_for
+from tests.zygote import ForkServer
 
 
 def seen_from_outside(gs) -> dict:
@@ -62,3 +64,20 @@ def test_a_forked_daemon_is_the_process_a_started_one_is(make_gs):
         assert gs.proc.wait(15) == 0
     left = [sorted(p.relative_to(gs.spool).as_posix() for p in gs.spool.rglob("*")) for gs in (started, forked)]
     assert left[0] == left[1]
+
+
+def test_the_fork_server_runs_the_interpreter_the_console_script_names(tmp_path):
+    python = tmp_path / "env" / "bin" / "python3"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    python.chmod(0o755)
+    script = python.parent / "gschedd"
+    pip_sh = "'" * 3 + "exec' "
+    for text, named in (
+        (f"#!{python}\nimport sys\n", str(python)),
+        # pip's form where the interpreter's path is too long for a #! line
+        (f'#!/bin/sh\n{pip_sh}"{python}" "$0" "$@"\n' + "' " + "'" * 3 + "\nimport sys\n", str(python)),
+        ("#!/bin/sh\necho not a console script\n", sys.executable),  # else: this interpreter
+    ):
+        script.write_text(text)
+        assert ForkServer(python.parent).interpreter() == named, text
