@@ -21,6 +21,8 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.zygote import ForkedDaemon, ForkServer
+
 BIN = Path(sys.executable).parent
 
 # Fixtures that start a real daemon: a test using one (directly or through another fixture) is marked ``daemon``;
@@ -30,6 +32,15 @@ REAL_DAEMON_FIXTURES = frozenset({"gs", "make_gs", "module_daemons", "shared_mak
 REAL_DAEMON_DIRS = ("security",)
 
 _current: list[pytest.Item] = []  # the test being run, for the check in Gridsched.start
+
+# Gridsched.start forks its daemon from the fork server (tests/zygote.py) unless GRIDSCHED_TEST_FORK=0, where it
+# starts ``gschedd run`` as a process of its own.
+FORK = os.environ.get("GRIDSCHED_TEST_FORK", "1") != "0"
+FORK_SERVER = ForkServer(BIN)  # started on its first fork
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    FORK_SERVER.close()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -105,21 +116,26 @@ class Gridsched:
             "GRIDSCHED_CONFIG": str(self.cfgfile),
             "TMPDIR": str(self.tmp),
         }
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | ForkedDaemon | None = None
         self.work = root / "work"
         self.work.mkdir()
 
     # -- the daemon ---------------------------------------------------------
-    def start(self) -> None:
+    def start(self, fork: bool | None = None) -> None:
+        """Start ``gschedd run``: forked from the fork server where ``fork`` (default: :data:`FORK`) and the
+        daemon's environment says nothing else to the interpreter, else as a process of its own."""
         check_marked("starts a real daemon")
         # the socket a stopped daemon left would pass for this one's before it has opened its table (the wake
         # socket is made after that): the test's first read of the table would race the daemon's start
         (self.spool / "gschedd.sock").unlink(missing_ok=True)
-        log = open(self.root / "daemon.out", "ab")
-        self.proc = subprocess.Popen(
-            [str(BIN / "gschedd"), "run"], env=self.env, stdout=log, stderr=log, start_new_session=True
-        )
-        log.close()
+        if (FORK if fork is None else fork) and FORK_SERVER.can_fork(self.env):
+            self.proc = FORK_SERVER.fork(["run"], self.env, self.root / "daemon.out")
+        else:
+            log = open(self.root / "daemon.out", "ab")
+            self.proc = subprocess.Popen(
+                [str(BIN / "gschedd"), "run"], env=self.env, stdout=log, stderr=log, start_new_session=True
+            )
+            log.close()
         wait_for(self._up, 15, "the daemon to start")
 
     def _up(self) -> bool:

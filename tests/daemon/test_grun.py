@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import psutil
+import pytest
 
 from gridsched.core import cpuset
 from tests.conftest import BIN, wait_for
@@ -28,6 +29,13 @@ cores = 2
 [daemon]
 autostart = false
 """
+
+
+@pytest.fixture
+def gs(shared_gs):
+    """These tests are independent of each other's jobs (each finds its own by its id, or as the one that
+    came after the jobs there were): the module's daemon serves them all."""
+    return shared_gs
 
 
 def on_pty(gs, argv: list[str], script: list[tuple[Any, bytes]], timeout: float = 60) -> tuple[int, bytes]:
@@ -214,12 +222,18 @@ def test_walltime_kills_the_job_and_grun_says_so(gs):
     assert gs.job(int(m.group(1)))["state"] == "TIMEOUT"
 
 
+def newest(gs) -> int:
+    """The highest job id there is (0 if none): the jobs of a test come after it."""
+    return max((j["id"] for j in _jobs(gs)), default=0)
+
+
 def test_the_job_ends_when_grun_dies(gs):
     ready = gs.work / "ready"
+    before = newest(gs)
     proc = grun_sh(gs, f"touch {ready}; exec sleep 1001", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(ready.exists, 30, "the command to start")
-        jid = next(j["id"] for j in _jobs(gs) if j["state"] == "RUNNING")
+        jid = next(j["id"] for j in _jobs(gs) if j["state"] == "RUNNING" and j["id"] > before)
         proc.kill()
         proc.wait(5)
     finally:
@@ -257,10 +271,11 @@ def test_a_grun_job_is_never_rerun(gs):
         "use none or suspend",
     )
     ready, go = gs.work / "ready", gs.work / "go"
+    before = newest(gs)
     proc = grun_sh(gs, f"touch {ready}; while [ ! -e {go} ]; do sleep 0.1; done", stdout=subprocess.DEVNULL)
     try:
         wait_for(ready.exists, 30, "the command to start")
-        jid = next(j["id"] for j in _jobs(gs) if j["state"] == "RUNNING")
+        jid = next(j["id"] for j in _jobs(gs) if j["state"] == "RUNNING" and j["id"] > before)
         refused = f"grequeue: error: job {jid}: a grun job cannot be requeued: its rerun could not reconnect to grun\n"
         r = gs.run("grequeue", str(jid))
         assert (r.returncode, r.stderr) == (1, refused)

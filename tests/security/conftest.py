@@ -48,7 +48,8 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.conftest import wait_for
+from tests.conftest import FORK, wait_for
+from tests.zygote import ForkedDaemon, ForkServer
 
 # A child forked from the test and switched to an unprivileged user may not be able to read the
 # interpreter's own files (here they live under /root): what the children run is loaded now.
@@ -254,6 +255,9 @@ def env() -> Iterable[Env]:
             os.chmod(p, 0o755)
         yield Env(users[0], users[1], python, pythonpath, bindir, base)
     finally:
+        for server in _servers.values():
+            server.close()
+        _servers.clear()
         for name in made:
             try:
                 kill_user_processes(pwd.getpwnam(name).pw_uid)
@@ -563,6 +567,27 @@ class DaemonDied(AssertionError):
     pass
 
 
+def daemon_env(env: Env) -> dict[str, str]:
+    """The system daemon's environment, but for its configuration file."""
+    return {
+        "PATH": f"{env.bindir}:/usr/bin:/bin",
+        "HOME": "/root",
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": env.pythonpath,
+    }
+
+
+_servers: dict[Path, ForkServer] = {}  # the fork server of the session's system daemons (by their bin directory)
+
+
+def fork_server(env: Env) -> ForkServer:
+    """The fork server of the system daemons of ``env`` (its console scripts, interpreter and import path)."""
+    if env.bindir not in _servers:
+        _servers[env.bindir] = ForkServer(env.bindir, daemon_env(env))
+    return _servers[env.bindir]
+
+
 class System:
     """A system-mode daemon (root) on a temporary spool, and the two users' commands on it.
 
@@ -592,7 +617,7 @@ class System:
         os.chmod(self.shared, 0o1777)
         for u in (self.a, self.b):
             self.home(u)
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | ForkedDaemon | None = None
         self.ids: dict[str, set[int]] = {self.a.name: set(), self.b.name: set()}  # told by gsub: must be jobs
         self.wrote: dict[str, set[int]] = {self.a.name: set(), self.b.name: set()}  # by hand: may be refused
         self.starts = 0
@@ -641,25 +666,21 @@ class System:
         # table, which comes first: the test's first read of the table would race that (a read of an earlier
         # release's table as it is taken over makes its WAL index again, as root, beside the published copy)
         (self.spool_dir / "gschedd.sock").unlink(missing_ok=True)
-        out = open(self.base / "daemon.out", "ab")
-        env = {
-            "PATH": f"{self.env_.bindir}:/usr/bin:/bin",
-            "HOME": "/root",
-            "LANG": "C.UTF-8",
-            "GRIDSCHED_CONFIG": str(self.cfg),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": self.env_.pythonpath,
-        }
-        self.proc = subprocess.Popen(
-            self.daemon_argv(),
-            env=env,
-            stdout=out,
-            stderr=out,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd="/",
-        )
-        out.close()
+        env = {**daemon_env(self.env_), "GRIDSCHED_CONFIG": str(self.cfg)}
+        if FORK:  # forked from the fork server of this suite's daemons (tests/zygote.py)
+            self.proc = fork_server(self.env_).fork(self.daemon_argv()[1:], env, self.base / "daemon.out", cwd="/")
+        else:
+            out = open(self.base / "daemon.out", "ab")
+            self.proc = subprocess.Popen(
+                self.daemon_argv(),
+                env=env,
+                stdout=out,
+                stderr=out,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd="/",
+            )
+            out.close()
         self.starts += 1
         wait_for(self._up, timeout, "the system daemon to start")
 
