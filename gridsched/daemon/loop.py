@@ -2,7 +2,8 @@
 
 One thread.  It sleeps in ``select`` on: the wake socket (a command dropped a
 request), a self-pipe for signals (SIGTERM/SIGINT stop the daemon, SIGHUP
-reloads the config), and one pidfd per job shepherd (a job ended).  Each turn
+reloads the config), the pipe on which each shepherd tells of its job's end, and
+one pidfd per job shepherd (a shepherd ended).  Each turn
 it takes in new requests, enforces walltimes and kill graces, asks the core
 for a plan when anything changed, carries the plan out, and commits the job
 table.  A job's start is committed before its shepherd is forked, so after a
