@@ -100,15 +100,33 @@ def layout(root: str) -> Private:
     )
 
 
-def create(base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ntasks: int, tries: int = 8) -> Private:
+def name_for(base: str, job_id: int) -> str:
+    """A new private directory's path for a start of job ``job_id`` under ``base`` (a random name: nobody can
+    plant it before it is made, :func:`create` with ``name``)."""
+    return os.path.join(base, f"{PREFIX}{job_id}.{secrets.token_hex(6)}")
+
+
+def create(
+    base: str,
+    job_id: int,
+    uid: int,
+    gid: int,
+    host: str,
+    ncpus: int,
+    ntasks: int,
+    tries: int = 8,
+    name: str = "",
+) -> Private:
     """Make a private directory for a start of job ``job_id`` under ``base``, the owner's (``uid``/``gid``
-    when the daemon is root).  OSError if it cannot."""
+    when the daemon is root), named ``name`` (a base name of :func:`name_for`'s; one try) or a new random name.
+    OSError if it cannot."""
     me = os.geteuid()
     give = me == 0 and uid != me
     bfd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
+        given, tries = name, 1 if name else tries
         for attempt in range(tries):
-            name = f"{PREFIX}{job_id}.{secrets.token_hex(6)}"
+            name = given or f"{PREFIX}{job_id}.{secrets.token_hex(6)}"
             try:
                 os.mkdir(name, 0o700, dir_fd=bfd)  # never through a link, never into a planted directory
             except FileExistsError:

@@ -13,6 +13,7 @@ and "starts" jobs), and ends the jobs it chooses with the result it chooses.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -135,6 +136,8 @@ class Processes:
         self.sel = sel
         self.fds: dict[int, int] = {}  # shepherd pid -> pidfd
         self.unreaped: set[int] = set()
+        # private directories named for the starts of this turn, made once the starts are committed (spawn)
+        self.unmade: dict[str, tuple[str, int, int, int, str, int, int]] = {}
         # the pipe of ends: each shepherd writes "JOB SEGMENT" once its job's exit file is written, before it
         # removes the job's private directory (launch._tell); the loop reads it as ("ended", None)
         self.ends, launch.NOTIFY = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -153,7 +156,15 @@ class Processes:
             self.starter = None
 
     def spawn(self, spec: launch.Launch) -> tuple[int, int | None]:
-        """Fork the job's shepherd; its pid and start time (clock ticks: tells it from a reused pid)."""
+        """Fork the job's shepherd; its pid and start time (clock ticks: tells it from a reused pid).  OSError if
+        it was not started (nor is its job: its private directory could not be made)."""
+        unmade = self.unmade.pop(spec.private, None)
+        if unmade is not None:
+            base, job_id, uid, gid, host, ncpus, ranks = unmade
+            try:
+                jobtmp.create(base, job_id, uid, gid, host, ncpus, ranks, name=os.path.basename(spec.private))
+            except OSError as e:
+                raise OSError(f"cannot make its private directory in {base}: {e.strerror or e}") from None
         if self.starter is None:
             pid = launch.spawn(spec)
             return pid, procs.start_ticks(pid)
@@ -278,8 +289,14 @@ class Processes:
         return confine.setup().lines(max_processes)
 
     def make_private(self, base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ranks: int) -> Private:
-        """A job's private directory for one start (:mod:`.jobtmp`); OSError if it cannot be made."""
-        return jobtmp.create(base, job_id, uid, gid, host, ncpus, ranks)
+        """A job's private directory for one start (:mod:`.jobtmp`): named now (a random name, recorded with the
+        start), made by :meth:`spawn` once the start is committed, so that a daemon killed in between leaves
+        none that a restarted one does not know of.  OSError if its base cannot be used."""
+        if not os.path.isdir(base):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), base)
+        root = jobtmp.name_for(base, job_id)
+        self.unmade[root] = (base, job_id, uid, gid, host, ncpus, ranks)
+        return jobtmp.layout(root)
 
 
 @dataclass

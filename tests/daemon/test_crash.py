@@ -134,7 +134,10 @@ def test_kill9_mid_drain_leaves_no_private_directory_cgroup_or_process(gs):
                 continue
         return found
 
-    wait_for(lambda: not left(), 15, "the jobs' private directories, cgroups and processes to be gone")
+    try:
+        wait_for(lambda: not left(), 15, "the jobs' private directories, cgroups and processes to be gone")
+    except AssertionError:
+        raise AssertionError(f"left behind: {left()}") from None
 
 
 def test_a_job_s_end_is_recorded_while_its_shepherd_still_removes_its_private_directory(gs):
