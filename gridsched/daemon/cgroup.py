@@ -130,7 +130,24 @@ def create(h: Hierarchy, name: str, limit: int) -> Path | None:
 
 
 def join(path: Path, pid: int = 0) -> None:
-    """Move ``pid`` (0: this process) into the cgroup at ``path``; OSError if it cannot."""
+    """Move ``pid`` (0: the calling process, which has one thread: a shepherd, a job's forked process) into the
+    cgroup at ``path``; OSError if it cannot.
+
+    The calling process enters a cgroup v1 through ``tasks`` (its one thread, the whole process): a move of the
+    caller's own thread takes no part of the kernel's lock over every process's cgroups, whose taking first
+    waits for an RCU grace period (11-13 ms on the development machine), as any move through ``cgroup.procs``
+    (v1 and v2) does.  What it then starts is born in the cgroup."""
+    if pid == 0:
+        try:
+            fd = os.open(path / "tasks", os.O_WRONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            pass  # cgroup v2
+        else:
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+            return
     with open(path / "cgroup.procs", "w") as f:
         f.write(str(pid or os.getpid()))
 

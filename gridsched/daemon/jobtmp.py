@@ -29,8 +29,9 @@ whole of it handed to the owner (``fchown`` on descriptors, ``lchown`` of
 names in it).  It is removed as the owner (a child process that has dropped
 to the owner's ids), never by root through a path the owner can change; a
 daemon that is not root removes it as itself.  The shepherd removes it when
-the job's processes are gone; the daemon removes what a killed shepherd left
-(when the job ends, and when a restarted daemon finds the job gone).
+the job's processes are gone, after it has told the daemon of the job's end; the daemon removes what a
+killed shepherd left (a little after the job's end is recorded, and when a restarted daemon finds the job
+gone).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 
 from gridsched.job.env import PRIVATE_PREFIX, SGE_QUEUE, Private
@@ -98,15 +100,33 @@ def layout(root: str) -> Private:
     )
 
 
-def create(base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ntasks: int, tries: int = 8) -> Private:
+def name_for(base: str, job_id: int) -> str:
+    """A new private directory's path for a start of job ``job_id`` under ``base`` (a random name: nobody can
+    plant it before it is made, :func:`create` with ``name``)."""
+    return os.path.join(base, f"{PREFIX}{job_id}.{secrets.token_hex(6)}")
+
+
+def create(
+    base: str,
+    job_id: int,
+    uid: int,
+    gid: int,
+    host: str,
+    ncpus: int,
+    ntasks: int,
+    tries: int = 8,
+    name: str = "",
+) -> Private:
     """Make a private directory for a start of job ``job_id`` under ``base``, the owner's (``uid``/``gid``
-    when the daemon is root).  OSError if it cannot."""
+    when the daemon is root), named ``name`` (a base name of :func:`name_for`'s; one try) or a new random name.
+    OSError if it cannot."""
     me = os.geteuid()
     give = me == 0 and uid != me
     bfd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
+        given, tries = name, 1 if name else tries
         for attempt in range(tries):
-            name = f"{PREFIX}{job_id}.{secrets.token_hex(6)}"
+            name = given or f"{PREFIX}{job_id}.{secrets.token_hex(6)}"
             try:
                 os.mkdir(name, 0o700, dir_fd=bfd)  # never through a link, never into a planted directory
             except FileExistsError:
@@ -175,13 +195,33 @@ def owner_gid(uid: int, gid: int = -1) -> int:
         return uid
 
 
+# seconds a shepherd has to remove its job's private directory after telling the daemon of the job's end
+LINGER = 2.0
+_left: dict[str, tuple[int, float]] = {}  # the daemon's: private directory -> (its owner, when it is looked at)
+
+
 def remove_left(segments: Sequence[Mapping[str, object]], uid: int) -> None:
-    """Remove the private directories of a job's segments that are still there (its shepherd was killed
-    before it could remove them); the job's processes are gone.  For the daemon: it never waits for the
-    removal (what is there is the owner's to fill, and may take long to remove)."""
+    """Remove the private directories of a job's segments that are still there :data:`LINGER` seconds from
+    now (:func:`sweep`): the job's processes are gone, and its shepherd, which tells the daemon of the job's
+    end before it removes the directory, has had the time to (one still there: the shepherd was killed).  For
+    the daemon: it never waits for the removal (what is there is the owner's to fill, and may take long to
+    remove)."""
+    due = time.monotonic() + LINGER
     for seg in segments:
         root = seg.get("tmpdir")
         if isinstance(root, str) and root:
+            _left.setdefault(root, (uid, due))
+
+
+def sweep(force: bool = False) -> None:
+    """Remove what :func:`remove_left` was given whose time has come (all of it with ``force``), if it is still
+    there; each turn of the daemon's loop."""
+    if not _left:
+        return
+    now = time.monotonic()
+    for root, (uid, due) in list(_left.items()):
+        if force or now >= due:
+            del _left[root]
             remove(root, uid, wait=False)
 
 

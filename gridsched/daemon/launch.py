@@ -39,6 +39,27 @@ from gridsched.host.device_nodes import Node
 from gridsched.job import env as jobenv
 from gridsched.protocol.spool import atomic_write
 
+TRACE = os.environ.get("GRIDSCHED_TRACE", "")  # debugging the per-job path: the file marks are appended to
+
+
+def mark(what: str, job: int = 0) -> None:
+    """With ``GRIDSCHED_TRACE`` set: one line ``MONOTONIC WHAT JOB PID`` appended to the file it names."""
+    if not TRACE:
+        return
+    try:
+        fd = os.open(TRACE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, f"{time.monotonic():.6f} {what} {job} {os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+# the write end of the daemon's pipe of ends (-1: none), inherited by each shepherd from its parent (the starter,
+# or the daemon where it forks the shepherds itself): a shepherd tells the daemon its job's end on it (:func:`_tell`)
+NOTIFY = -1
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 _libc: ctypes.CDLL | None
@@ -97,6 +118,7 @@ def spawn(spec: Launch) -> int:
         code = 70
         try:
             gc.disable()
+            mark("sh_first", spec.job_id)
             _shepherd(spec, daemon)
             code = 0
         except BaseException:  # noqa: BLE001 - never return into the daemon's loop
@@ -128,13 +150,16 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    os.closerange(3, 1 << 16)  # the daemon's lock, database and sockets stay with the daemon
+    # the daemon's lock, database and sockets stay with the daemon; the pipe of ends is kept
+    os.closerange(3, NOTIFY if NOTIFY >= 3 else 3)
+    os.closerange(max(3, NOTIFY + 1), 1 << 16)
     if _libc is not None:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if os.getppid() != daemon:
         _remove_private(spec)
         return  # the daemon died before the shepherd was armed: nothing ran
+    mark("sh_armed", spec.job_id)
     me = os.getpid()
     cg = _memory_cgroup(spec)
     dcg, dwhy = _device_cgroup(spec)
@@ -150,6 +175,7 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     cgroups = [str(p) for p in dict.fromkeys([cg, *joins]) if p is not None]
     if cgroups:
         info["cgroups"] = cgroups
+    mark("sh_cg_made", spec.job_id)
     if _direct(spec, cg):
         started = _start_direct(spec, daemon, joins, notes, info)
         if started is None:
@@ -180,6 +206,7 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         if wpid == child:
             status = st
     end = time.time()
+    mark("sh_job_exited", spec.job_id)
     if rd is not None:
         err = _read_ready(rd)
         os.close(rd)
@@ -192,6 +219,7 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     if err:
         result["error"] = err.decode(errors="replace")
     _reap_rest()
+    mark("sh_reaped", spec.job_id)
     result["usage"] = _usage(cg)
     if cg is not None:
         kills = cgroup.oom_kills(cg)
@@ -201,8 +229,13 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         cgroup.remove(cg)
     for path in joins:
         cgroup.remove(path)
-    _remove_private(spec)
+    mark("sh_cg_removed", spec.job_id)
     _write_until_room(exit_file(spec.job_dir, spec.segment), result)
+    mark("sh_exit_written", spec.job_id)
+    _tell(spec)
+    mark("sh_told", spec.job_id)
+    _remove_private(spec)
+    mark("sh_private_removed", spec.job_id)
 
 
 def _start_forked(
@@ -279,6 +312,7 @@ def _start_direct(
             capped = capped or (path / "pids.max").exists()
         except OSError as e:
             notes.append(f"cannot enter {path}: {e.strerror}")
+    mark("sh_cg_joined", spec.job_id)
     if not capped and spec.max_processes > 0 and spec.uid != 0:
         confine.cap_by_rlimit(spec.uid, spec.max_processes)  # the shepherd forks nothing after the job
     own = os.sched_getaffinity(0)
@@ -296,7 +330,9 @@ def _start_direct(
         _leave(joins)
         return None  # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
     _write_json(pid_file(spec.job_dir, spec.segment), info)
+    mark("sh_pidfile", spec.job_id)
     child, status, why = _spawn_job(spec, notes)
+    mark("sh_spawned", spec.job_id)
     if spec.mem_nodes:
         unbind_memory()
     try:
@@ -304,9 +340,11 @@ def _start_direct(
     except OSError:
         pass
     _leave(joins)
+    mark("sh_left", spec.job_id)
     if child:
         info.update(pgid=child, job=child, job_ticks=start_ticks(child))
         _write_json(pid_file(spec.job_dir, spec.segment), info)
+    mark("sh_pidfile2", spec.job_id)
     return child, status, why.encode(errors="replace")[:4000]
 
 
@@ -393,6 +431,20 @@ def _usage(cg: Path | None) -> dict[str, float | int | str]:
         out["max_rss"] = peak
         out["rss_from"] = "cgroup"
     return out
+
+
+def _tell(spec: Launch) -> None:
+    """Tell the daemon the job has ended (its exit file is written): one line ``JOB SEGMENT`` on the pipe of
+    ends, written at once (a line is shorter than ``PIPE_BUF``: never split), so that it records the end and
+    starts the next job while this shepherd removes the job's private directory.  Nothing is lost if it cannot
+    be: the daemon also learns of the end when the shepherd exits (a full pipe, or the pipe of a daemon that
+    has since died: a restarted one adopted this shepherd through its pidfd)."""
+    if NOTIFY < 0:
+        return
+    try:
+        os.write(NOTIFY, f"{spec.job_id} {spec.segment}\n".encode())
+    except OSError:
+        pass
 
 
 def _remove_private(spec: Launch) -> None:

@@ -2,7 +2,8 @@
 
 One thread.  It sleeps in ``select`` on: the wake socket (a command dropped a
 request), a self-pipe for signals (SIGTERM/SIGINT stop the daemon, SIGHUP
-reloads the config), and one pidfd per job shepherd (a job ended).  Each turn
+reloads the config), the pipe on which each shepherd tells of its job's end, and
+one pidfd per job shepherd (a shepherd ended).  Each turn
 it takes in new requests, enforces walltimes and kill graces, asks the core
 for a plan when anything changed, carries the plan out, and commits the job
 table.  A job's start is committed before its shepherd is forked, so after a
@@ -316,6 +317,7 @@ class Daemon:
                 self.table.commit()
             timeout = self.next_timeout()
             for key, _ in self.sel.select(timeout):
+                launch.mark("d_woke")
                 kind, arg = key.data
                 if kind == "wake":
                     self._drain(self.sock)
@@ -324,11 +326,17 @@ class Daemon:
                     self._drain(self.sig_r)
                 elif kind == "job":
                     self.job_ended(arg)
+                elif kind == "ended":  # told by the shepherds before they remove their jobs' private directories
+                    for jid, seg in self.ex.ended():
+                        rec = self.table.jobs.get(jid)
+                        if rec is not None and rec.segment == seg:
+                            self.job_ended(jid)
             if self.reload_requested:
                 self.reload()
         self.tuner.stop()
         self.table.commit()
         self.settle(time.time(), force=True)
+        jobtmp.sweep(force=True)
         log.info(
             "gschedd %d stopping; %d jobs still running keep running",
             os.getpid(),
@@ -345,16 +353,20 @@ class Daemon:
         self.dirty = self.dirty or changed
         self.trees.account(now)  # yielding parents earn walltime credit only while a child of theirs runs
         self.timers(now)
+        jobtmp.sweep()  # the private directories the shepherds of ended jobs did not remove
         self.tune(now)
         if self.mail.children:
             self.mail.poll(now)
         if self.dirty or (self.wake_at is not None and now >= self.wake_at):
             self.dirty = False  # what the plan's decisions change sets it again (an end, a cancel)
+            launch.mark("d_pass_begin")
             done = apply.schedule(contexts.for_apply(self), now)
+            launch.mark("d_pass_end")
             self.dirty = self.dirty or done.changed
             self.head, self.wake_at = done.head, done.wake_at
             self.trees.account(now)
         if self.table.commit():
+            launch.mark("d_committed")
             self.launch_pending()
         self.table.commit()
         self.settle(now)
@@ -604,7 +616,9 @@ class Daemon:
                 if rec.segments:
                     rec.segments[-1]["start"] = now
             try:
+                launch.mark("d_spawn_send", rec.id)
                 pid, ticks = self.ex.spawn(spec)
+                launch.mark("d_spawn_reply", rec.id)
             except OSError as e:
                 log.error("job %d: cannot fork: %s", rec.id, e)
                 jobtmp.remove(spec.private, rec.uid, wait=False)
@@ -675,14 +689,16 @@ class Daemon:
 
     # -- endings ---------------------------------------------------------------------------------
     def job_ended(self, jid: int) -> None:
+        launch.mark("d_end_seen", jid)
         rec = self.table.jobs.get(jid)
-        if rec is None:
-            return
+        if rec is None or rec.shepherd is None:
+            return  # its end is recorded already (told on the pipe of ends, then its shepherd's exit seen)
         result = self.read_exit(rec)
         if result is None and rec.shepherd is not None and self.ex.alive(rec.shepherd, rec.ticks):
             return  # spurious wake-up
         if outcome.finish(contexts.for_outcome(self), rec, result):
             self.dirty = True
+        launch.mark("d_end_recorded", jid)
 
     def read_exit(self, rec: Rec) -> dict[str, Any] | None:
         return self.ex.exit_info(self.spool.job_dir(rec.id), rec.segment)

@@ -13,6 +13,7 @@ and "starts" jobs), and ends the jobs it chooses with the result it chooses.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -57,9 +58,10 @@ class Starter:
 
     TIMEOUT = 30.0  # a starter that takes longer to answer is stuck: it is killed and started again
 
-    def __init__(self) -> None:
+    def __init__(self, notify: int = -1) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
+        self.notify = notify  # the write end of the daemon's pipe of ends, handed to the starter
 
     def start(self) -> None:
         """Start the starter (the daemon's interpreter, with the daemon's environment and import path: the
@@ -82,7 +84,7 @@ class Starter:
         self.sock = mine
         try:
             found = {"confine": confine.setup(), "devices": devcgroup._found}
-            starter.send_message(mine, pickle.dumps(found))
+            starter.send_message(mine, pickle.dumps(found), [self.notify] if self.notify >= 0 else None)
         except OSError as e:
             self.stop()
             raise OSError(e.errno or 0, f"cannot start the shepherds' starter: {e.strerror or e}") from None
@@ -133,7 +135,14 @@ class Processes:
     def __init__(self, sel: selectors.BaseSelector) -> None:
         self.sel = sel
         self.fds: dict[int, int] = {}  # shepherd pid -> pidfd
-        self.starter: Starter | None = Starter()
+        self.unreaped: set[int] = set()
+        # private directories named for the starts of this turn, made once the starts are committed (spawn)
+        self.unmade: dict[str, tuple[str, int, int, int, str, int, int]] = {}
+        # the pipe of ends: each shepherd writes "JOB SEGMENT" once its job's exit file is written, before it
+        # removes the job's private directory (launch._tell); the loop reads it as ("ended", None)
+        self.ends, launch.NOTIFY = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        sel.register(self.ends, selectors.EVENT_READ, ("ended", None))
+        self.starter: Starter | None = Starter(launch.NOTIFY)
 
     def start(self) -> None:
         """Start the shepherds' starter now (the first job need not wait for it); where it cannot run, the
@@ -147,7 +156,15 @@ class Processes:
             self.starter = None
 
     def spawn(self, spec: launch.Launch) -> tuple[int, int | None]:
-        """Fork the job's shepherd; its pid and start time (clock ticks: tells it from a reused pid)."""
+        """Fork the job's shepherd; its pid and start time (clock ticks: tells it from a reused pid).  OSError if
+        it was not started (nor is its job: its private directory could not be made)."""
+        unmade = self.unmade.pop(spec.private, None)
+        if unmade is not None:
+            base, job_id, uid, gid, host, ncpus, ranks = unmade
+            try:
+                jobtmp.create(base, job_id, uid, gid, host, ncpus, ranks, name=os.path.basename(spec.private))
+            except OSError as e:
+                raise OSError(f"cannot make its private directory in {base}: {e.strerror or e}") from None
         if self.starter is None:
             pid = launch.spawn(spec)
             return pid, procs.start_ticks(pid)
@@ -175,6 +192,25 @@ class Processes:
                 return None
             time.sleep(0.05)
 
+    def ended(self) -> list[tuple[int, int]]:
+        """The job segments (job id, segment) whose shepherds have told their end on the pipe of ends since the
+        last call.  A line is only a hint: the daemon believes the exit file, which its own user wrote."""
+        data = b""
+        while True:
+            try:
+                chunk = os.read(self.ends, 1 << 16)
+            except (BlockingIOError, InterruptedError):
+                break
+            if not chunk:
+                break
+            data += chunk
+        told = []
+        for line in data.split(b"\n"):
+            parts = line.split()
+            if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+                told.append((int(parts[0]), int(parts[1])))
+        return told
+
     def watch(self, job_id: int, pid: int) -> bool:
         """Wake the loop with ``("job", job_id)`` when the shepherd ``pid`` exits; False if it is gone."""
         fd = self.fds.get(pid)
@@ -195,10 +231,14 @@ class Processes:
             except (KeyError, ValueError):
                 pass
             os.close(fd)
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass  # the starter's child, or adopted after a restart: not the daemon's
+        self.unreaped.add(pid)  # the daemon's own child where it forks the shepherds: reaped once it has exited
+        for p in list(self.unreaped):
+            try:
+                if os.waitpid(p, os.WNOHANG)[0] == 0:
+                    continue  # still removing its job's private directory (the end was told on the pipe)
+            except ChildProcessError:
+                pass  # the starter's child, or adopted after a restart: not the daemon's
+            self.unreaped.discard(p)
         if self.starter is not None:
             self.starter.reap()
 
@@ -249,8 +289,14 @@ class Processes:
         return confine.setup().lines(max_processes)
 
     def make_private(self, base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ranks: int) -> Private:
-        """A job's private directory for one start (:mod:`.jobtmp`); OSError if it cannot be made."""
-        return jobtmp.create(base, job_id, uid, gid, host, ncpus, ranks)
+        """A job's private directory for one start (:mod:`.jobtmp`): named now (a random name, recorded with the
+        start), made by :meth:`spawn` once the start is committed, so that a daemon killed in between leaves
+        none that a restarted one does not know of.  OSError if its base cannot be used."""
+        if not os.path.isdir(base):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), base)
+        root = jobtmp.name_for(base, job_id)
+        self.unmade[root] = (base, job_id, uid, gid, host, ncpus, ranks)
+        return jobtmp.layout(root)
 
 
 @dataclass
@@ -271,6 +317,9 @@ class Stub:
         self.next_pid += 1
         self.pids[self.next_pid] = spec.job_id
         return self.next_pid, 0
+
+    def ended(self) -> list[tuple[int, int]]:
+        return []
 
     def watch(self, job_id: int, pid: int) -> bool:
         return pid in self.pids

@@ -10,7 +10,8 @@ that, and none of it is the daemon's.
 The daemon sends a :class:`~gridsched.daemon.launch.Launch` on a private
 socket pair (a length and a pickle: both ends are the daemon's own code, of
 the same installation), after what the daemon found of the host (how jobs are
-confined: each shepherd inherits it, as it did from the daemon); the starter forks the shepherd, opens a pidfd on it,
+confined: each shepherd inherits it, as it did from the daemon) and the write end of the daemon's pipe of ends (on
+which each shepherd tells the daemon its job's end); the starter forks the shepherd, opens a pidfd on it,
 and sends back its pid and start time with the pidfd attached (so the daemon
 watches exactly that process, whoever reaps it), or why it could not.  The
 starter reaps the shepherds that have ended, after each request and every
@@ -101,6 +102,11 @@ def serve(sock: socket.socket) -> None:
     found = pickle.loads(data)
     confine._found = found["confine"]
     devcgroup._found = found["devices"]
+    if fds:  # the write end of the daemon's pipe of ends: each shepherd tells the daemon its job's end on it
+        os.set_inheritable(fds[0], False)  # forked shepherds keep it; the jobs they start do not
+        launch.NOTIFY = fds[0]
+        for fd in fds[1:]:
+            os.close(fd)
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLIN)
     while True:
@@ -116,7 +122,9 @@ def serve(sock: socket.socket) -> None:
         pidfd = -1
         try:
             spec = pickle.loads(data)
+            launch.mark("st_recv", spec.job_id)
             pid = launch.spawn(spec)
+            launch.mark("st_forked", spec.job_id)
             pidfd = os.pidfd_open(pid)
             reply: dict[str, object] = {"pid": pid, "ticks": start_ticks(pid)}
         except OSError as e:

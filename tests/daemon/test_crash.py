@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+import psutil
 
 from tests.conftest import wait_for
 
@@ -90,3 +93,73 @@ def test_exit_75_of_a_signal_mode_job_is_a_checkpoint_even_unrecorded(gs):
     j = gs.wait_state(jid, "COMPLETED")
     assert j["restarts"] == 1 and j["checkpoints"] == 1
     assert (gs.work / "runs").read_text().split() == ["run-0", "run-1"]
+
+
+def test_kill9_mid_drain_leaves_no_private_directory_cgroup_or_process(gs):
+    """A daemon killed while short jobs start and end one after another (their shepherds tell it each end, then
+    remove the job's private directory): once a restarted daemon has recovered them and run the rest, no job's
+    private directory, cgroup or process is left."""
+    from gridsched.api.client import Client
+    from gridsched.daemon import cgroup, confine
+
+    client = Client(gs.spool, str(gs.cfgfile))
+    ids = [
+        client.submit(
+            command="true", ncpus=1, walltime=60, output="/dev/null", error="/dev/null", chdir=str(gs.work)
+        ).id
+        for _ in range(60)
+    ]
+
+    def states() -> list[str]:
+        return [j["state"] for j in gs.gstat_json()["jobs"] if j["id"] in ids]
+
+    wait_for(lambda: states().count("COMPLETED") >= 10, 30, "ten jobs to end")
+    gs.kill9()
+    gs.start()
+    wait_for(lambda: set(states()) <= {"COMPLETED", "FAILED"}, 60, "every job to end")
+    assert states() == ["COMPLETED"] * len(ids), gs.log()
+    names = {cgroup.job_name(str(gs.spool / "jobs" / str(jid)), seg) for jid in ids for seg in (1, 2)}
+    s = confine.setup()
+    places = [p.base for p in (s.track, s.pids, s.cpuset) if p is not None]
+    daemon = gs.proc.pid if gs.proc is not None else -1
+
+    def left() -> list[str]:
+        found = [str(p) for p in gs.tmp.iterdir()]
+        found += [str(b / n) for b in places for n in names if (b / n).exists()]
+        for p in gs.processes():  # the daemon and its shepherds' starter are all that may run
+            try:
+                if p.pid != daemon and not (p.ppid() == daemon and "gridsched.daemon.starter" in " ".join(p.cmdline())):
+                    found.append(f"process {p.pid}: {p.cmdline()}")
+            except psutil.Error:
+                continue
+        return found
+
+    try:
+        wait_for(lambda: not left(), 15, "the jobs' private directories, cgroups and processes to be gone")
+    except AssertionError:
+        raise AssertionError(f"left behind: {left()}") from None
+
+
+def test_a_job_s_end_is_recorded_while_its_shepherd_still_removes_its_private_directory(gs):
+    """The shepherd tells the daemon of the job's end (its exit file written) before it removes the job's private
+    directory: the end is recorded, and the next job may start, while the removal goes on; then it is gone."""
+    import sqlite3
+
+    where = gs.work / "private"
+    # thirty thousand files in TMPDIR: their removal takes a while after the job's end
+    jid = gs.gsub("--wrap", f'cd "$TMPDIR" && seq 1 30000 | xargs touch && dirname "$TMPDIR" > {where}')
+    db = sqlite3.connect(f"file:{gs.spool / 'state.db'}?mode=ro", uri=True)
+
+    def state() -> str | None:
+        try:
+            row = db.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
+        except sqlite3.Error:
+            return None
+        return row[0] if row else None
+
+    wait_for(lambda: state() in ("COMPLETED", "FAILED"), 60, "the job to end")
+    private = Path(where.read_text().strip())
+    assert state() == "COMPLETED"
+    assert private.exists(), "the private directory was removed before the end was recorded"
+    wait_for(lambda: not private.exists(), 60, "the private directory to be removed")
+    db.close()

@@ -213,3 +213,12 @@ def _lines(path: Path, n: int) -> str | None:
     except FileNotFoundError:
         return None
     return text if text.count("\n") >= n else None
+
+
+def test_a_job_inherits_no_descriptor_of_the_daemon_its_starter_or_its_shepherd(gs):
+    """The job's open files are its standard ones and its script: none of the pipes and sockets on which the
+    daemon, the starter and the shepherds talk (the pipe on which shepherds tell of their jobs' ends)."""
+    jid = gs.gsub("--wrap", "for f in /proc/$$/fd/*; do readlink $f; done > fds.out; true")
+    assert gs.wait_state(jid, "COMPLETED", "FAILED")["state"] == "COMPLETED", gs.log()
+    fds = (gs.work / "fds.out").read_text().split()
+    assert fds and not [f for f in fds if f.startswith(("pipe:", "socket:", "anon_inode:"))], fds

@@ -152,6 +152,7 @@ def test_the_loop_does_not_wait_for_a_private_directory_its_owner_filled(stub_da
         real(root)
 
     monkeypatch.setattr(jobtmp, "_rmtree", slow)  # in the process that removes it, forked after this
+    monkeypatch.setattr(jobtmp, "LINGER", 0.0)  # the daemon looks at once, not when a shepherd would have removed it
     d = stub_daemon(CONFIG + f'[jobs]\ntmpdir = "{tmp_path}"\n')
     jid = submit(d)
     d.turn(time.time(), scan=True)

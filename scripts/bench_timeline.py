@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Where a slot's time goes in a drain: the marks each part of the per-job path writes with ``GRIDSCHED_TRACE``.
+
+Runs one gridsched installation (the ``bin`` directory of its virtual environment; default the one beside
+this interpreter) as ``scripts/bench_peers.py`` does, with ``GRIDSCHED_TRACE`` naming a file: the daemon,
+the shepherds' starter and each shepherd append one line a mark (``MONOTONIC WHAT JOB PID``,
+:func:`gridsched.daemon.launch.mark`).  Drains ``--drain`` ``true`` jobs through 2 slots and prints, for
+the jobs in the middle of the drain, the median and 90th percentile of each step of a job's life, from the
+start sent to the starter to the end recorded by the daemon, and the wait from one job's end recorded to
+the next start sent.
+
+    python scripts/bench_timeline.py [--drain 200] [--gridsched BINDIR] [--keep FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import os
+import statistics
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_peers  # noqa: E402
+
+ORDER = (
+    "d_spawn_send",
+    "st_recv",
+    "sh_first",
+    "st_forked",
+    "d_spawn_reply",
+    "sh_armed",
+    "sh_cg_made",
+    "sh_cg_joined",
+    "sh_pidfile",
+    "sh_spawned",
+    "sh_left",
+    "sh_pidfile2",
+    "sh_job_exited",
+    "sh_reaped",
+    "sh_cg_removed",
+    "sh_exit_written",
+    "sh_told",
+    "d_end_seen",
+    "d_end_recorded",
+    "sh_private_removed",
+)
+
+
+def summary(path: Path) -> list[str]:
+    marks: dict[int, dict[str, float]] = defaultdict(dict)
+    for line in path.read_text().splitlines():
+        t, what, job, _pid = line.split()
+        if int(job):
+            marks[int(job)].setdefault(what, float(t))
+    jobs = sorted(marks)[3:-3]  # the slots' first and last jobs wait on the drain's start and end
+    out = []
+    for a, b in zip(ORDER, ORDER[1:]):
+        ds = sorted((marks[j][b] - marks[j][a]) * 1000 for j in jobs if a in marks[j] and b in marks[j])
+        if ds:
+            out.append(f"{a:>20} -> {b:<20} {statistics.median(ds):7.2f} ms  p90 {ds[int(len(ds) * 0.9)]:7.2f}")
+    ends = [marks[j]["d_end_recorded"] for j in jobs if "d_end_recorded" in marks[j]]
+    sends = sorted(m["d_spawn_send"] for m in marks.values() if "d_spawn_send" in m)
+    gaps = sorted((sends[i] - t) * 1000 for t in ends if (i := bisect.bisect_left(sends, t)) < len(sends))
+    held = sorted(
+        (marks[j]["d_end_recorded"] - marks[j]["d_spawn_send"]) * 1000
+        for j in jobs
+        if "d_end_recorded" in marks[j] and "d_spawn_send" in marks[j]
+    )
+    if gaps:
+        out.append(f"{'an end recorded':>20} -> {'the next start sent':<20} {statistics.median(gaps):7.2f} ms")
+    if held:
+        out.append(f"{'start sent':>20} -> {'end recorded':<20} {statistics.median(held):7.2f} ms (the slot held)")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--drain", type=int, default=200)
+    ap.add_argument("--gridsched", default=str(Path(sys.executable).parent), help="bin directory of an installation")
+    ap.add_argument("--keep", default="", help="keep the marks in this file")
+    args = ap.parse_args()
+    trace = Path(args.keep) if args.keep else Path(tempfile.mkstemp(prefix="gridsched-trace-")[1])
+    trace.unlink(missing_ok=True)
+    os.environ["GRIDSCHED_TRACE"] = str(trace)
+    peer = bench_peers.Gridsched(2, "gridsched", Path(args.gridsched))
+    peer.start()
+    try:
+        rate, _cpu = bench_peers.drain(peer, args.drain)
+    finally:
+        peer.close()
+    print(f"drain of {args.drain} `true`, 2 slots: {rate:.1f} jobs/s; load average {bench_peers.load()}")
+    if not trace.exists():
+        sys.exit("no marks: this installation writes none (GRIDSCHED_TRACE)")
+    print("\n".join(summary(trace)))
+    if not args.keep:
+        trace.unlink()
+
+
+if __name__ == "__main__":
+    main()
