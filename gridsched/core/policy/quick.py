@@ -11,6 +11,7 @@ general pass decides.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import compress
 from math import inf
 from operator import attrgetter
@@ -20,6 +21,7 @@ from gridsched.core.types import Decision, HeadReservation, Plan, Snapshot, Star
 
 _QUEUE = BackfillOrder.QUEUE
 _NCPUS = attrgetter("ncpus")
+_NO_REASONS: Mapping[int, str] = {}  # (shared, never changed: a default factory costs, once a pass)
 
 
 def easy_plain(snap: Snapshot) -> Plan | None:
@@ -75,7 +77,7 @@ def easy_plain(snap: Snapshot) -> Plan | None:
         head, rest = w, queue[h + 1 :]
         break
     else:
-        return Plan(tuple(decisions), None, None)
+        return Plan(tuple(decisions), None, None, _NO_REASONS)
     # behind the head: a job that fits now starts if it ends by the shadow time or leaves the head
     # the cores it needs then (``room``: those free then beyond the head's)
     room = acc - head.ncpus
@@ -98,4 +100,4 @@ def easy_plain(snap: Snapshot) -> Plan | None:
                 reclaimable = True
             if free <= 0:
                 break
-    return Plan(tuple(decisions), HeadReservation(head.id, shadow), shadow if reclaimable else None)
+    return Plan(tuple(decisions), HeadReservation(head.id, shadow), shadow if reclaimable else None, _NO_REASONS)
