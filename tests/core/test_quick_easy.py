@@ -21,7 +21,7 @@ TIMES = st.sampled_from([0.0, 10.0, 50.0, 100.0, 500.0, 1000.0, 3600.0])
 
 
 @st.composite
-def plain_snapshots(draw: st.DrawFn) -> Snapshot:
+def plain_snapshots(draw: st.DrawFn, extras: bool = False) -> Snapshot:
     ncores = draw(st.integers(1, 24))
     size = st.integers(1, 4) | st.integers(1, ncores + 2)  # small jobs mostly, some too large for the machine
     running: list[Running] = []
@@ -33,6 +33,19 @@ def plain_snapshots(draw: st.DrawFn) -> Snapshot:
         ran = draw(TIMES)  # (a job past its walltime, or stopping, counts as ending now)
         running.append(Running(100 + k, n, NOW - ran, ran + draw(TIMES), stopping=stopping))
     pending = [Waiting(k, draw(size), draw(TIMES), draw(st.booleans())) for k in range(draw(st.integers(0, 14)))]
+    if extras:  # a few jobs that ask for more than cores: the general pass decides where the quick one would
+        for k in draw(st.lists(st.integers(0, len(pending) - 1), min_size=1, max_size=4)) if pending else ():
+            w = pending[k]
+            pending[k] = draw(
+                st.sampled_from(
+                    [
+                        Waiting(w.id, w.ncpus, w.estimate, resources=(("lic", 1),)),
+                        Waiting(w.id, w.ncpus, w.estimate, resources=(("lic", 0),)),
+                        Waiting(w.id, w.ncpus, w.estimate, hard=w.estimate + 100.0),
+                        Waiting(w.id, w.ncpus, w.estimate, bind=99),
+                    ]
+                )
+            )
     return Snapshot(NOW, ncores, tuple(running), tuple(pending), EASY, gated=False, splitting=False)
 
 
@@ -42,6 +55,16 @@ def test_the_quick_pass_decides_as_the_general_one(snap: Snapshot) -> None:
     plan = easy_plain(snap)
     general = backfill(snap, False, False)[0]
     if plan is not None:  # (None: a head that would fit but for stopping jobs, left to the general pass)
+        assert plan == general
+    assert schedule(snap) == general
+
+
+@settings(max_examples=600, deadline=None)
+@given(snap=plain_snapshots(extras=True))
+def test_jobs_asking_for_more_than_cores_are_decided_as_by_the_general_pass(snap: Snapshot) -> None:
+    plan = easy_plain(snap)
+    general = backfill(snap, False, False)[0]
+    if plan is not None:
         assert plan == general
     assert schedule(snap) == general
 

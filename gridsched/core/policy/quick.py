@@ -3,10 +3,11 @@ device, reservation or splitting, no running job on a relied-on estimate, and jo
 
 It decides what :func:`gridsched.core.policy.backfill.backfill` decides for such a snapshot (a property
 test compares them), at a fraction of the cost: gsim replays a plain trace with it, a pass on every event
-that may start a job.  The jobs it looks at (those up to the head, and those behind it that fit in the
-cores free now) are checked as they come; one that asks for more than cores (resources, devices, a
-reservation, an estimate of its own, a flexible reservation's entry) makes it answer None, and the
-general pass decides.
+that may start a job.  The jobs up to the head, and those behind it that it would start, are checked as
+they come; one that asks for more than cores (resources, devices, a reservation, an estimate of its own,
+a flexible reservation's entry) makes it answer None, and the general pass decides.  (A job behind the
+head that is passed over here is passed over by the general pass too, whatever else it asks for: one
+asking for a resource this machine lacks never starts.)
 """
 
 from __future__ import annotations
@@ -87,13 +88,13 @@ def easy_plain(snap: Snapshot) -> Plan | None:
             n = w.ncpus
             if n > free:
                 continue
+            end = now + w.estimate
+            if end > shadow:
+                if n > room:
+                    continue  # (so in the general pass, whatever else it asks for)
+                room -= n
             if w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None:
                 return None
-            end = now + w.estimate
-            if n > room and end > shadow:
-                continue
-            if end > shadow:
-                room -= n
             free -= n
             decisions.append(Start(w.id, (), True, None, ()))
             if w.preemptable:
