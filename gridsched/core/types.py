@@ -216,6 +216,9 @@ class Ended:
 
 @record
 class Snapshot:
+    """What a pass is told: the time, the machine, the running and pending jobs, the settings and what the
+    driver keeps from pass to pass (the head's reservation, the users' history, ...)."""
+
     now: float
     ncores: int
     running: tuple[Running, ...]
@@ -508,6 +511,9 @@ class Forecast:
 
 @record
 class Plan:
+    """What a pass decides: its decisions in the order they are carried out, the head's reservation and
+    when to pass again at the latest."""
+
     decisions: tuple[Decision, ...] = ()
     head: HeadReservation | None = None
     wake_at: float | None = None  # call schedule() again at this time at the latest

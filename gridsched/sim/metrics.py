@@ -14,6 +14,8 @@ BSLD_BOUND = 10.0  # seconds: the bound of the bounded slowdown (Feitelson et al
 
 @record
 class Metrics:
+    """The summary of a replay (``gsim run --json``)."""
+
     jobs: int  # jobs simulated
     skipped: int  # jobs of the trace left out (by reason in ``skipped_by``)
     skipped_by: dict[str, int]
