@@ -12,7 +12,7 @@ stay in memory, as Slurm keeps a suspended job's).  Memory per board (NUMA node)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gridsched.core.record import record
 
 # The memory's name among the floating resources of the pass (the configuration refuses it as the name of a
 # floating resource of its own)
@@ -20,7 +20,7 @@ MEMORY = "mem"
 MIB = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MemoryPool:
     """``total`` MiB handed out (``reserved`` MiB are left to the system); a job without a request asks for
     ``per_cpu`` MiB per core."""

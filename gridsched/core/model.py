@@ -12,10 +12,10 @@ them name them too, so ``gridsched.core.placement.Request`` is this ``Request``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gridsched.core.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Request:
     """A job's mapping requirement: ``ncpus`` cores, how to lay them out (see :mod:`gridsched.core.placement`)."""
 
@@ -25,7 +25,7 @@ class Request:
     exclusive_board: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DeviceAsk:
     """``count`` devices of ``type`` (of ``model``; "" = any model), bound to the job's cores by ``bind``
     (one of :data:`gridsched.core.devices.BINDS`); ``exclusive``: every slot of each device is the job's."""
@@ -37,7 +37,7 @@ class DeviceAsk:
     exclusive: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Dep:
     """One condition: ``kind`` on the jobs ``ids`` (no ids for singleton)."""
 

@@ -7,8 +7,6 @@ command does, does not build the core's many record types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gridsched.core.choices import ADMIN_MAX as ADMIN_MAX
 from gridsched.core.choices import NICE_MAX as NICE_MAX
 from gridsched.core.choices import NICE_MIN as NICE_MIN
@@ -16,9 +14,10 @@ from gridsched.core.choices import BackfillOrder as BackfillOrder
 from gridsched.core.choices import Policy as Policy
 from gridsched.core.choices import Predictor as Predictor
 from gridsched.core.choices import YieldAffinity as YieldAffinity
+from gridsched.core.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PriorityParams:
     """``[priority]`` of the config: the weights of Slurm's multifactor priority (see
     :mod:`gridsched.core.priority`).  All weights 0 (the default): the queue is in submission order,
@@ -36,7 +35,7 @@ class PriorityParams:
         return bool(self.weight_age or self.weight_job_size or self.weight_fairshare)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Params:
     """Policy settings, from ``[scheduler]`` of the config or gsim's options."""
 

@@ -78,11 +78,11 @@ cores plus a sort of the boards.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
 from gridsched.core.model import Request as Request
+from gridsched.core.record import record
 from gridsched.core.topology import MachineMap
 
 if TYPE_CHECKING:  # annotations only: gsub reaches this module and need not build the core's types
@@ -98,7 +98,7 @@ class Reason(str, Enum):
     HELD = "held"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StatusMap:
     """Cores marked for ``reason`` on behalf of ``owner`` (a job id, a reservation id, ...)."""
 

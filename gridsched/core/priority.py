@@ -31,13 +31,14 @@ gave it (:func:`ordered` returns it unchanged, without computing anything).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gridsched.core.params import ADMIN_MAX, NICE_MAX, NICE_MIN
+from gridsched.core.record import record
 from gridsched.core.types import Snapshot, Waiting
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Factors:
     """One pending job's priority and its factors (each 0..1 before its weight), as ``sprio`` shows them."""
 

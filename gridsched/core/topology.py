@@ -21,9 +21,10 @@ A :class:`MachineMap` answers what a driver asks of the machine (``ncores``,
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gridsched.core import cpuset
+from gridsched.core.record import record
 from gridsched.core.units import UnitError, format_size, parse_size
 
 LOCAL_DISTANCE = 10
@@ -34,7 +35,7 @@ class TopologyError(ValueError):
     """A machine map that cannot be: the message says what is wrong (and where, for a file)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Board:
     """One socket or NUMA node.
 
@@ -52,7 +53,7 @@ class Board:
     node: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Device:
     """One device (a GPU, an FPGA, ...): ``type`` and ``index`` name it (``gpu`` 0); ``board`` is the id of
     the board it hangs on.
@@ -77,7 +78,7 @@ class Device:
         return (self.type, self.index)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MachineMap:
     """The machine map M.  Build with :func:`make` or :func:`flat`; checked on construction."""
 

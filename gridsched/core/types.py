@@ -7,9 +7,9 @@ asks what time it is, it is told (``Snapshot.now``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
-from typing import TYPE_CHECKING, TypeVar, dataclass_transform
+from typing import TYPE_CHECKING
 
 from gridsched.core.params import BackfillOrder as BackfillOrder
 from gridsched.core.params import Params as Params
@@ -17,28 +17,14 @@ from gridsched.core.params import Policy as Policy
 from gridsched.core.params import Predictor as Predictor
 from gridsched.core.params import PriorityParams as PriorityParams
 from gridsched.core.params import YieldAffinity as YieldAffinity
-
-_T = TypeVar("_T")
-
-
-@dataclass_transform(frozen_default=True, field_specifiers=(field,))
-def record(cls: type[_T]) -> type[_T]:
-    """A frozen dataclass to the type checker; at run time a slotted one with a hash, not frozen.
-
-    For the types built once or more per pass (snapshots, jobs, starts, plans): a
-    frozen dataclass sets each field through ``object.__setattr__``, which makes
-    building one several times slower, and gsim builds hundreds of thousands.
-    Nothing in the core changes them (the type checker refuses it).
-    """
-    return dataclass(slots=True, unsafe_hash=True)(cls)
-
+from gridsched.core.record import record as record
 
 if TYPE_CHECKING:
     from gridsched.core.model import Dep, DeviceAsk, Request
     from gridsched.core.topology import Device, MachineMap
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SplitInfo:
     """The sub-tasks a splittable job has left: ``left`` (their indices), each on ``ncpus`` cores
     for at most ``task_time``.
@@ -185,7 +171,7 @@ class HeadReservation:
     time: float
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Resv:
     """A reservation: ``ncpus`` cores and floating ``resources`` for ``duration`` seconds.
 
@@ -214,7 +200,7 @@ class Resv:
     place: Request | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ended:
     """Job ``job`` ended in ``state`` since the last pass, leaving the live ``children`` (its direct children).
 
@@ -230,6 +216,9 @@ class Ended:
 
 @record
 class Snapshot:
+    """What a pass is told: the time, the machine, the running and pending jobs, the settings and what the
+    driver keeps from pass to pass (the head's reservation, the users' history, ...)."""
+
     now: float
     ncores: int
     running: tuple[Running, ...]
@@ -291,7 +280,7 @@ class Snapshot:
     ratios: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Lent:
     """Running job ``parent`` yields: it lends ``cores`` (its own) to the tasks allowed on them.
 
@@ -321,14 +310,14 @@ class Start:
     devices: tuple[tuple[str, int], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Preempt:
     """Checkpoint and stop running job ``job``; it goes back to the queue."""
 
     job: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Kill:
     """End running job ``job`` at once, as at its walltime (TIMEOUT), for ``reason``: it was backfilled on its
     own estimate, overran it, and cannot be preempted (checkpoint mode ``none``) while the head needs its cores."""
@@ -337,7 +326,7 @@ class Kill:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Activate:
     """Reservation ``resv`` takes its resources now, on ``cores``, until ``end``."""
 
@@ -346,7 +335,7 @@ class Activate:
     end: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StartTasks:
     """Take sub-tasks out of splittable job ``job`` and start them now, as one piece, on ``cores``.
 
@@ -371,7 +360,7 @@ class StartTasks:
     devices: tuple[tuple[tuple[str, int], ...], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Cancel:
     """Cancel pending job ``job`` for ``reason`` (its dependencies can never be met)."""
 
@@ -379,7 +368,7 @@ class Cancel:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EndReservation:
     """Active reservation ``resv`` reached its end, or fixed reservation ``resv`` never came before its end.
 
@@ -396,14 +385,14 @@ class EndReservation:
     reason: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reclaim:
     """Yielding parent ``parent``: the jobs it yields until have ended; it asks for its cores back."""
 
     parent: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Resume:
     """Yielding parent ``parent`` is resumed: its cores are clear of the tasks it lent them to, and its own again.
 
@@ -415,7 +404,7 @@ class Resume:
     implicit: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CancelSubtree:
     """Parent ``parent`` ended badly: cancel its live descendants ``jobs`` (waiting ones at once, running ones
     signalled as by gdel) for ``reason``."""
@@ -425,7 +414,7 @@ class CancelSubtree:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HoldSubtree:
     """Recoverable parent ``parent`` ended badly: hold its waiting descendants ``jobs`` for ``reason``; its
     running descendants go on (``gresume-tree`` releases the held ones)."""
@@ -468,7 +457,7 @@ class WaitKind(str, Enum):
     CPU_LIMIT = "QOSMaxCpuPerUserLimit"  # its user's running jobs hold the cores a user may (limits.max_cpus_per_user)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Wait:
     """Why a pending job does not start now (:func:`gridsched.core.policy.forecast_reasons`).
 
@@ -522,6 +511,9 @@ class Forecast:
 
 @record
 class Plan:
+    """What a pass decides: its decisions in the order they are carried out, the head's reservation and
+    when to pass again at the latest."""
+
     decisions: tuple[Decision, ...] = ()
     head: HeadReservation | None = None
     wake_at: float | None = None  # call schedule() again at this time at the latest

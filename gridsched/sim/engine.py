@@ -18,11 +18,11 @@ are carried out by :mod:`gridsched.sim.decisions`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace as _replace
 from heapq import heappop, heappush
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gridsched.core.eligible import throttled
 from gridsched.core.policy import quiet_when_full, schedule
@@ -41,7 +41,8 @@ __all__ = ["Gates", "Mode", "Result", "SimResv", "SimulationError", "Tuner", "si
 
 MAX_REPASS = 16  # passes at one instant after preemptions, at most
 _BY_RATIO = Predictor.USER_RATIO
-_NO_PARENTS: dict[int, int] = {}  # never changed
+_EMPTY: Mapping[Any, Any] = {}  # an empty mapping of a snapshot (never changed)
+_NO_CORES: frozenset[int] = frozenset()
 _ncpus = attrgetter("ncpus")
 
 
@@ -419,7 +420,8 @@ def _passes(r: Replay, now: float) -> None:
 def _snapshot(r: Replay, now: float) -> Snapshot:
     """What the core is told at ``now``."""
     params = r.params
-    snap = Snapshot(
+    # every field by position, the empty ones shared (keywords and default factories cost, once a pass)
+    return Snapshot(
         now,
         r.ncores,
         r.run_tuple,
@@ -431,19 +433,21 @@ def _snapshot(r: Replay, now: float) -> Snapshot:
         r.flo,
         tuple(r.rv_live.values()) if r.rv_live else (),
         r.machine,
-        _NO_PARENTS,  # parents, lent: no job trees in a trace
+        _EMPTY,  # parents, lent: no job trees in a trace
         (),
         r.states,
         r.gated,
-        r.splits,  # splitting (all by position: keywords cost more, once a pass)
+        r.splits,  # splitting
+        (),  # ended
+        _NO_CORES,  # drained
+        r.devices,
+        _EMPTY,  # kept, kept_floating: no job is suspended
+        _EMPTY,
+        r.acc.now(now, r.pp.half_life) if r.acc is not None else _EMPTY,  # usage
+        False,  # ranked
+        _EMPTY,  # priorities
+        r.ratios if params.predictor is _BY_RATIO else _EMPTY,
     )
-    if r.devices:
-        snap = _replace(snap, devices=r.devices)
-    if params.predictor is _BY_RATIO:
-        snap = _replace(snap, ratios=r.ratios)
-    if r.acc is not None:
-        snap = _replace(snap, usage=r.acc.now(now, r.pp.half_life))
-    return snap
 
 
 def _result(r: Replay) -> Result:

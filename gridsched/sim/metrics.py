@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from operator import mul, sub
 
+from gridsched.core.record import record
 from gridsched.sim.records import Result
 
 BSLD_BOUND = 10.0  # seconds: the bound of the bounded slowdown (Feitelson et al.)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Metrics:
+    """The summary of a replay (``gsim run --json``)."""
+
     jobs: int  # jobs simulated
     skipped: int  # jobs of the trace left out (by reason in ``skipped_by``)
     skipped_by: dict[str, int]

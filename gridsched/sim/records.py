@@ -9,6 +9,7 @@ from enum import Enum
 
 from gridsched.core.depend import Dep
 from gridsched.core.placement import Request as PlaceRequest
+from gridsched.core.record import record
 from gridsched.core.topology import Device
 from gridsched.core.types import Params
 from gridsched.sim.swf import Trace
@@ -63,7 +64,7 @@ class Result:
         return self.segments.get(i) or [(self.start[i], self.end[i])]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SimResv:
     """A reservation replayed beside a trace: created at ``create``; ``start`` None = flexible."""
 
@@ -75,7 +76,7 @@ class SimResv:
     place: PlaceRequest | None = None  # its mapping requirement (with a machine map)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SimMemory:
     """The machine's memory as one pool (gsim --memory): ``total`` MiB handed out, and what each job of the
     trace asks for (MiB, by index; 0: none)."""
@@ -84,7 +85,7 @@ class SimMemory:
     asks: list[int]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Gates:
     """What else than the machine decides when trace jobs may start; jobs are indices into the trace.
 
@@ -109,7 +110,7 @@ class Gates:
         return bool(self.deps or self.arrays or self.holds)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Tuner:
     """Settings chosen again during a replay (``simulate(tuner=...)``): every ``every`` seconds,
     ``choose(now, finished, end, params)`` from the jobs ended by ``now`` (indices in the order they

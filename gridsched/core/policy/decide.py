@@ -9,6 +9,7 @@ from gridsched.core.eligible import eligibility
 from gridsched.core.policy.backfill import backfill
 from gridsched.core.policy.conservative import conservative
 from gridsched.core.policy.fcfs import fcfs
+from gridsched.core.policy.quick import easy_plain
 from gridsched.core.types import Decision, Params, Plan, Policy, Snapshot
 
 
@@ -82,7 +83,8 @@ def _one_pass(snap: Snapshot) -> Plan:
     params = snap.params
     policy = params.policy
     if policy is _EASY:
-        return backfill(snap, False, False)[0]
+        plan = easy_plain(snap)  # the plainest snapshots, in one function (None: not one of them)
+        return plan if plan is not None else backfill(snap, False, False)[0]
     if policy is _CKPT:
         return backfill(snap, True, params.cascade)[0]
     if policy is _CONS:

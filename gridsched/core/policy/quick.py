@@ -1,0 +1,104 @@
+"""The easy pass of the plainest snapshot, in one function: cores counted (no map), no floating resource,
+device, reservation or splitting, no running job on a relied-on estimate, and jobs that ask for cores alone.
+
+It decides what :func:`gridsched.core.policy.backfill.backfill` decides for such a snapshot (a property
+test compares them), at a fraction of the cost: gsim replays a plain trace with it, a pass on every event
+that may start a job.  The jobs up to the head, and those behind it that it would start, are checked as
+they come; one that asks for more than cores (resources, devices, a reservation, an estimate of its own,
+a flexible reservation's entry) makes it answer None, and the general pass decides.  (A job behind the
+head that is passed over here is passed over by the general pass too, whatever else it asks for: one
+asking for a resource this machine lacks never starts.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import compress
+from math import inf
+from operator import attrgetter
+
+from gridsched.core.choices import BackfillOrder
+from gridsched.core.types import Decision, HeadReservation, Plan, Snapshot, Start
+
+_QUEUE = BackfillOrder.QUEUE
+_NCPUS = attrgetter("ncpus")
+_NO_REASONS: Mapping[int, str] = {}  # (shared, never changed: a default factory costs, once a pass)
+
+
+def easy_plain(snap: Snapshot) -> Plan | None:
+    """The plan of the easy pass for ``snap``, or None where ``snap`` is not one this function takes."""
+    if (
+        snap.free is not None
+        or snap.floating
+        or snap.reservations
+        or snap.devices
+        or snap.splitting
+        or snap.params.backfill_order is not _QUEUE
+    ):
+        return None
+    now, ncores = snap.now, snap.ncores
+    free = ncores
+    # (end, cores) of the running jobs, each counted at its user walltime (a stopping one: now)
+    ends: list[tuple[float, int]] = []
+    for r in snap.running:
+        if r.planned is not None or r.resources:
+            return None
+        n = r.ncpus
+        free -= n
+        if n:
+            ends.append((now if r.stopping else r.start + r.estimate, n))
+    decisions: list[Decision] = []
+    queue = snap.pending
+    # the jobs that fit start in queue order, up to the first that does not: the head
+    for h, w in enumerate(queue):
+        if w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None:
+            return None
+        n = w.ncpus
+        if n > ncores:
+            continue  # can never start: never blocks the queue
+        if n <= free:
+            free -= n
+            ends.append((now + w.estimate, n))
+            decisions.append(Start(w.id, (), False, None, ()))
+            continue
+        # the shadow time: the first end at which the cores free then hold the head
+        acc, shadow = free, now
+        for e, x in sorted(ends):
+            if e > shadow:
+                if acc >= n:
+                    break
+                if e == inf:
+                    return None  # (held for ever: the general pass says so)
+                shadow = e
+            acc += x
+        if acc < n:
+            continue  # (never, as no job asks for more than the machine)
+        if shadow <= now:
+            return None  # (it would fit now)
+        head, rest = w, queue[h + 1 :]
+        break
+    else:
+        return Plan(tuple(decisions), None, None, _NO_REASONS)
+    # behind the head: a job that fits now starts if it ends by the shadow time or leaves the head
+    # the cores it needs then (``room``: those free then beyond the head's)
+    room = acc - head.ncpus
+    reclaimable = False
+    if free > 0:  # (those that ask for more than is free now are passed over in C)
+        for w in compress(rest, map(free.__ge__, map(_NCPUS, rest))):
+            n = w.ncpus
+            if n > free:
+                continue
+            end = now + w.estimate
+            if end > shadow:
+                if n > room:
+                    continue  # (so in the general pass, whatever else it asks for)
+                room -= n
+            if w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None:
+                return None
+            free -= n
+            decisions.append(Start(w.id, (), True, None, ()))
+            if w.preemptable:
+                reclaimable = True
+            if free <= 0:
+                break
+    return Plan(tuple(decisions), HeadReservation(head.id, shadow), shadow if reclaimable else None, _NO_REASONS)

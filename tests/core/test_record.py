@@ -1,0 +1,66 @@
+"""A core record (:func:`gridsched.core.record.record`) answers equality, hash and ``repr`` as the frozen dataclass
+it stands for, and works with the functions of :mod:`dataclasses`."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from dataclasses import dataclass, field
+
+from gridsched.core.record import record
+
+
+@record
+class Rec:
+    a: int
+    b: tuple[int, ...] = ()
+    c: str | None = None
+    hidden: float = field(default=0.0, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Frozen:
+    a: int
+    b: tuple[int, ...] = ()
+    c: str | None = None
+    hidden: float = field(default=0.0, compare=False, repr=False)
+
+
+@record
+class One:
+    x: int
+
+
+@record
+class Own:
+    x: int
+
+    def __repr__(self) -> str:
+        return f"<own {self.x}>"
+
+
+def test_a_record_answers_as_the_frozen_dataclass() -> None:
+    for args in [(1,), (1, (2, 3)), (1, (2,), "z", 4.5)]:
+        r, f = Rec(*args), Frozen(*args)
+        assert repr(r) == repr(f).replace("Frozen(", "Rec(")
+        assert hash(r) == hash(f)
+        assert r == Rec(*args) and not r != Rec(*args)
+    assert Rec(1, hidden=1.0) == Rec(1, hidden=2.0)  # a field not compared
+    assert Rec(1) != Rec(2) and Rec(1, (2,)) != Rec(1, (3,))
+    assert Rec(1) != Frozen(1) and Rec(1) != (1, (), None)  # another class is never equal
+    assert hash(One(7)) == hash((7,)) and One(7) == One(7) and One(7) != One(8)
+    assert repr(One(7)) == "One(x=7)"
+    assert len({Rec(1), Rec(1), Rec(2)}) == 2
+
+
+def test_a_records_own_methods_stand() -> None:
+    assert repr(Own(3)) == "<own 3>"
+
+
+def test_a_record_is_a_dataclass_to_the_dataclasses_functions() -> None:
+    r = Rec(1, (2,), "z", 4.5)
+    assert dataclasses.is_dataclass(r)
+    assert [f.name for f in dataclasses.fields(r)] == ["a", "b", "c", "hidden"]
+    assert dataclasses.replace(r, a=5) == Rec(5, (2,), "z", 4.5)
+    assert dataclasses.asdict(r) == {"a": 1, "b": (2,), "c": "z", "hidden": 4.5}
+    assert pickle.loads(pickle.dumps(r)) == r
