@@ -45,7 +45,7 @@ SLURM_NAMES = (
 PBS_NAMES = (
     "PBS_JOBID PBS_JOBNAME PBS_O_WORKDIR PBS_O_HOST PBS_O_HOME PBS_O_PATH PBS_O_LOGNAME PBS_O_SHELL PBS_O_LANG "
     "PBS_O_MAIL PBS_O_QUEUE PBS_QUEUE PBS_NODEFILE PBS_NUM_NODES PBS_NUM_PPN PBS_NP NCPUS PBS_ENVIRONMENT "
-    "PBS_TASKNUM PBS_NODENUM PBS_VNODENUM"
+    "PBS_TASKNUM PBS_NODENUM PBS_VNODENUM PBS_O_TZ PBS_O_SYSTEM PBS_WALLTIME"
 ).split()
 SGE_NAMES = (
     "JOB_ID JOB_NAME NSLOTS NHOSTS NQUEUES QUEUE PE PE_HOSTFILE SGE_O_WORKDIR SGE_O_HOST SGE_O_HOME SGE_O_PATH "
@@ -149,6 +149,7 @@ class Job:
     workdir: str = ""  # where it runs
     stdout: str = ""  # its standard output and error files
     stderr: str = ""
+    walltime: int | None = None  # seconds, this start's limit
 
 
 def tasks(ncpus: int, ntasks: int | None, cpus_per_task: int | None) -> tuple[int, int]:
@@ -231,13 +232,16 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         "SLURM_NODEID": "0",
         "SLURM_PROCID": "0",
         "SLURM_LOCALID": "0",
-        # PBS Pro and Torque (qsub(1B), PBS Professional User's Guide)
+        # PBS Pro and Torque (their sources: docs/compat.md, PBS Pro and Torque)
         "PBS_JOBID": f"{jid}.{h}",
         "PBS_JOBNAME": job.name,
         "PBS_O_WORKDIR": job.submit_dir,
         "PBS_O_HOST": h,
         "PBS_O_LOGNAME": job.user,
         "PBS_O_QUEUE": QUEUE,
+        "PBS_O_SYSTEM": os.uname().sysname,  # PBS Pro's qsub: uname's system name
+        # PBS Pro's and Torque's qsub send the submitting HOME, "/" where it was not set
+        "PBS_O_HOME": senv.get("HOME") or "/",
         "PBS_QUEUE": QUEUE,
         "PBS_ENVIRONMENT": "PBS_BATCH",
         "PBS_NUM_NODES": "1",
@@ -270,10 +274,10 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         env["SLURM_MEM_PER_CPU"] = str(max(1, job.mem_per_cpu >> 20))  # MiB, as --mem-per-cpu (and no _PER_NODE)
     elif job.mem is not None:
         env["SLURM_MEM_PER_NODE"] = str(max(1, job.mem >> 20))  # MiB, as --mem
-    for var in ("HOME", "PATH", "SHELL", "LANG", "MAIL"):
+    for var in ("HOME", "PATH", "SHELL", "LANG", "MAIL", "TZ"):
         if var in senv:
             env[f"PBS_O_{var}"] = senv[var]
-            if var != "LANG":
+            if var not in ("LANG", "TZ"):
                 env[f"SGE_O_{var}"] = senv[var]
     if "LOGNAME" in senv:  # qsub(1): the submitting LOGNAME, only when it was set (as SGE_O_HOME, ...)
         env["SGE_O_LOGNAME"] = senv["LOGNAME"]
@@ -291,6 +295,8 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         env["SLURM_OPEN_MODE"] = "a"  # as sbatch --open-mode=append sets it
     if job.account:
         env["SLURM_JOB_ACCOUNT"] = job.account  # only when one was named (no accounting, so no default account)
+    if job.walltime is not None:
+        env["PBS_WALLTIME"] = str(job.walltime)  # Torque's mom: the walltime asked for, in seconds
     env.update(slurm_asked(job))
     if job.pe is not None:
         env["PE"] = job.pe  # Grid Engine names the parallel environment of a -pe job
@@ -435,6 +441,7 @@ def job_of(spec: JobSpec, start: Start) -> Job:
         mem_per_cpu=spec.mem_per_cpu,
         gpus_per_task=spec.gpus_per_task,
         account=spec.account,
+        walltime=start.walltime,
         ntasks_per_node=spec.ntasks_per_node,
         hint=None if spec.hint is None else spec.hint.value,
         threads_per_core=spec.threads_per_core,

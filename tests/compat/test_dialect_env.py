@@ -57,6 +57,21 @@ def test_pbs_and_sge_scripts():
     assert not [k for k in sge if system_of(k) in ("slurm", "pbs")]
 
 
+def test_pbs_names_as_pbs_pro_s_and_torque_s_sources_set_them():
+    """qsub sends PBS_O_HOME always ("/" where HOME was not set) and PBS_O_TZ where TZ was (OpenPBS
+    src/cmds/qsub.c job_env_basic, Torque src/cmds/qsub_functions.c), PBS Pro's PBS_O_SYSTEM is uname's system
+    name, and Torque's mom gives PBS_WALLTIME, the walltime in seconds (src/resmom/start_exec.c InitUserEnv)."""
+    import os
+
+    pbs = env_of(replace(JOB, dialect="pbs", walltime=5400))
+    assert pbs["PBS_O_HOME"] == "/" and "PBS_O_TZ" not in pbs  # the submission had neither HOME nor TZ
+    assert pbs["PBS_O_SYSTEM"] == os.uname().sysname and pbs["PBS_WALLTIME"] == "5400"
+    pbs = env_of(replace(JOB, dialect="pbs", submit_env={"HOME": "/home/ann", "TZ": "Europe/Oslo"}))
+    assert (pbs["PBS_O_HOME"], pbs["PBS_O_TZ"]) == ("/home/ann", "Europe/Oslo") and "PBS_WALLTIME" not in pbs
+    sge = env_of(replace(JOB, dialect="sge", submit_env={"TZ": "UTC"}, walltime=60))
+    assert not [k for k in sge if k.startswith("PBS_")] and "SGE_O_TZ" not in sge
+
+
 def test_own_jobs_keep_every_systems_names():
     """A script without another system's directives (gsub's own) sees them all, and OMP_NUM_THREADS."""
     env = env_of(JOB)
