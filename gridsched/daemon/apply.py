@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, assert_never
 
-from gridsched.core import cpuset, depend
+from gridsched.core import board_memory, cpuset, depend
 from gridsched.core import memory as mempool
 from gridsched.core import policy as corepolicy
 from gridsched.core.placement import claimed, free_map, status_maps
@@ -150,6 +150,7 @@ def snapshot(ctx: Ctx, now: float) -> Snapshot:
             else {},
             floating=mempool.floating(ctx.cfg.floating, memory),
             kept_floating=_kept_memory(queued),
+            kept_boards=_kept_boards(ctx.machine, memory, queued),
             reservations=resvs,
             machine=ctx.machine,
             devices=ctx.machine.devices,
@@ -165,6 +166,22 @@ def snapshot(ctx: Ctx, now: float) -> Snapshot:
 def _kept_memory(queued: list[Rec]) -> dict[int, tuple[tuple[str, int], ...]]:
     """The memory suspended jobs keep, MiB by job (Snapshot.kept_floating)."""
     return {r.id: ((mempool.MEMORY, k),) for r in queued if (k := r.kept_memory())}
+
+
+def _kept_boards(
+    machine: MachineMap, memory: mempool.MemoryPool | None, queued: list[Rec]
+) -> dict[int, tuple[tuple[int, int], ...]]:
+    """Where suspended jobs keep their memory, where the boards' memory is counted (Snapshot.kept_boards):
+    MiB by board, taken from the boards of the cores of the job's last segment as a running job's is."""
+    if memory is None or board_memory.capacities(machine, memory.total) is None:
+        return {}
+    out: dict[int, tuple[tuple[int, int], ...]] = {}
+    for r in queued:
+        k = r.kept_memory()
+        cores = r.segments[-1].get("cores") if k and r.segments else None
+        if cores:
+            out[r.id] = tuple(sorted(board_memory.shares(machine, cpuset.parse(cores), k).items()))
+    return out
 
 
 def memory_pool(machine: MachineMap, cfg: Config) -> mempool.MemoryPool | None:

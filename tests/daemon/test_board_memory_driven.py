@@ -82,3 +82,31 @@ def test_preemption_frees_the_board_memory_the_head_needs(stub_daemon, tmp_path)
     assert jh["start_time"] <= ja["start_time"] + 12 + 4, "H did not wait for E's end"
     assert boards_of(dr, h) == on_a
     assert dr.job(e)["preemptions"] == 1
+
+
+def test_a_suspended_job_keeps_its_memory_on_its_boards(stub_daemon, tmp_path):
+    """checkpoint-backfill: E (2 cores, 6 GiB, suspend mode) is backfilled on the board A leaves free and
+    suspended for the head C (7 cores), keeping its 6 GiB on that board.  F (1 core, 4 GiB) fits in the
+    machine's pool (10 GiB free) and the one free core is on E's board, where only 2 GiB are free: F waits.
+    When C ends, E is continued on its own board (its memory never left it), and F runs on the other."""
+    dr = Driven(stub_daemon(two_boards(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=4, walltime=12)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=7, walltime=60)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="suspend", mem=6 * GIB)
+    assert dr.running(a) and dr.state(c) == "PENDING" and dr.running(e)
+    on_e = boards_of(dr, e)
+    assert len(on_e) == 1 and on_e != boards_of(dr, a)
+    dr.run_until(lambda: dr.state(c) == "RUNNING", 40)
+    assert dr.state(e) == "SUSPENDED"
+    free = set(range(8)) - set(dr.d.table.jobs[c].cores)
+    assert {k // 4 for k in free} == on_e, "the free core is on E's board"
+    f = dr.submit(2, name="F", ncpus=1, walltime=60, mem=4 * GIB)
+    assert dr.state(f) == "PENDING", "E keeps 6 GiB of its board's 8"
+    dr.run_to(dr.now - dr.t0 + 1)
+    assert dr.state(f) == "PENDING" and dr.state(e) == "SUSPENDED"
+    dr.run_until(lambda: dr.state(e) == "RUNNING", 40)
+    assert dr.state(c) == "COMPLETED"
+    assert boards_of(dr, e) == on_e, "continued where its memory lies"
+    dr.run_until(lambda: dr.state(f) != "PENDING", 20)
+    assert boards_of(dr, f) == {0, 1} - on_e
