@@ -10,7 +10,7 @@ import pytest
 
 from gridsched.core.policy import forecast, schedule
 from gridsched.core.topology import board, make
-from gridsched.core.types import Params, Policy, Running, Snapshot, Start, Waiting
+from gridsched.core.types import Params, Policy, Resv, Running, Snapshot, Start, Waiting
 
 GIB = 1024  # MiB
 EASY = Params(policy=Policy.EASY)
@@ -93,3 +93,34 @@ def test_the_forecast_gives_a_suspended_jobs_memory_back_on_its_board_at_its_pla
     g = Waiting(7, 2, 10, resources=mem(12 * GIB))
     got = forecast(snap(busy, [S, g], {5: ((1, 6 * GIB),)}))
     assert got[5] == 50 and got[7] == 100
+
+
+# An active reservation of 2 cores and 6 GiB on board 1 (cores 4 and 5) until 100.
+RESV = Resv(9, 2, 100, resources=mem(6 * GIB), active=True, cores=(4, 5), end=100)
+
+
+def with_resv(running: list[Running], pending: list[Waiting], params: Params = EASY) -> Snapshot:
+    s = snap(running, pending, {}, params)
+    assert s.free is not None
+    return replace(s, reservations=(RESV,), free=s.free - {4, 5})
+
+
+@pytest.mark.parametrize("params", [EASY, CKPT, CONS], ids=["easy", "checkpoint-backfill", "conservative"])
+def test_no_job_outside_an_active_reservation_takes_its_memory_on_its_boards(params):
+    """F (2 cores, 4 GiB) would be packed on cores 6 and 7 beside the reservation, where 2 GiB are left: it
+    goes to board 0; and waits for it while board 0's cores are busy."""
+    f = Waiting(6, 2, 10, resources=mem(4 * GIB))
+    got = starts(with_resv([], [f], params))
+    assert {c // 4 for c in got[6]} == {0}
+    busy = [Running(1, 4, 0.0, 50, cores=(0, 1, 2, 3))]
+    assert starts(with_resv(busy, [f], params)) == {}
+    assert forecast(with_resv(busy, [f], params))[6] == 50
+
+
+def test_a_job_bound_to_the_reservation_uses_its_memory():
+    """The reservation's memory is its jobs': a bound job's 3 GiB are not counted on board 1 again, which has
+    the 2 GiB F asks beside the reservation's 6 (board 0's cores are busy)."""
+    inside = Running(2, 2, 0.0, 50, cores=(4, 5), resources=mem(3 * GIB), bind=9)
+    busy = [Running(1, 4, 0.0, 50, cores=(0, 1, 2, 3)), inside]
+    f = Waiting(6, 2, 10, resources=mem(2 * GIB))
+    assert starts(with_resv(busy, [f])) == {6: (6, 7)}

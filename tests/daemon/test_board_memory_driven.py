@@ -110,3 +110,21 @@ def test_a_suspended_job_keeps_its_memory_on_its_boards(stub_daemon, tmp_path):
     assert boards_of(dr, e) == on_e, "continued where its memory lies"
     dr.run_until(lambda: dr.state(f) != "PENDING", 20)
     assert boards_of(dr, f) == {0, 1} - on_e
+
+
+def test_an_active_reservation_holds_its_memory_on_its_boards(stub_daemon, tmp_path):
+    """R (2 cores, 6 GiB) is activated on one board.  A (2 cores, 4 GiB) would be packed on the 2 cores left
+    beside it, where 2 GiB of the board's 8 are outside R: it runs on the other board.  B (2 cores, 2 GiB)
+    then fits beside R, and a job bound to R runs on R's memory."""
+    dr = Driven(stub_daemon(two_boards(tmp_path)))
+    rid = dr.resv_create(2, 600, resources={"mem": 6 * 1024})
+    dr.run_to(0.5)
+    assert dr.resv(rid)["state"] == "ACTIVE"
+    on_r = {c // 4 for c in dr.d.book.resvs[rid].cores}
+    assert len(on_r) == 1
+    a = dr.submit(30, name="A", ncpus=2, walltime=60, mem=4 * GIB)
+    assert dr.running(a) and boards_of(dr, a) == {0, 1} - on_r, "R's memory is not free to A"
+    b = dr.submit(30, name="B", ncpus=2, walltime=60, mem=2 * GIB)
+    assert dr.running(b) and boards_of(dr, b) == on_r
+    inside = dr.submit(30, name="in", ncpus=2, walltime=60, mem=6 * GIB, reservation=rid)
+    assert dr.running(inside) and boards_of(dr, inside) == on_r

@@ -447,9 +447,11 @@ class PassState:
             caps = board_memory.capacities(machine, snap.floating.get(MEMORY)) if machine else None
             self._boards_counted = caps is not None
             if machine is not None and caps is not None:
-                held = board_memory.used(
-                    machine, ((r.cores, board_memory.mem_of(r.resources)) for r in snap.running), len(caps)
-                )
+                # the running jobs outside active reservations, and those reservations' memory on the boards of
+                # their cores (their jobs' memory is theirs)
+                holders = [(r.cores, board_memory.mem_of(r.resources)) for r in self.general]
+                holders.extend((rv.cores, board_memory.mem_of(rv.resources)) for rv in self.active.values())
+                held = board_memory.used(machine, holders, len(caps))
                 for kept in snap.kept_boards.values():  # suspended jobs keep theirs where it lies
                     for b, k in kept:
                         if 0 <= b < len(held):
@@ -502,7 +504,7 @@ class PassState:
         nboards = len(machine.boards)
         ends: list[tuple[float, dict[int, int]]] = []
         coming = [0] * nboards
-        for r in self.snap.running:
+        for r in self.general:
             mib = board_memory.mem_of(r.resources) if r.resources else 0
             if mib <= 0:
                 continue
@@ -515,6 +517,8 @@ class PassState:
                     coming[b] += k
             ends.append((now if preempted else counted_end(r, now, self.mode), sh))
         ends.extend(started)
+        if self.active:
+            ends.extend(self._reservation_memory_ends())
         ends.sort(key=lambda e: e[0])
         acc = [0] * nboards
         cum = [list(acc)]
@@ -524,6 +528,29 @@ class PassState:
             cum.append(list(acc))
         out = ([e for e, _ in ends], cum, coming)
         self._mem_ends = (key, out)
+        return out
+
+    def _reservation_memory_ends(self) -> list[tuple[float, dict[int, int]]]:
+        """When the active reservations give their memory back to the boards of their cores: at their end, but
+        what a bound job running past the end of a reservation made with ``--no-kill`` keeps, at that job's."""
+        machine, now = self.machine, self.now
+        assert machine is not None
+        out: list[tuple[float, dict[int, int]]] = []
+        for rv in self.active.values():
+            mib = board_memory.mem_of(rv.resources)
+            if mib <= 0 or not rv.cores:
+                continue
+            sh = board_memory.shares(machine, rv.cores, mib)
+            end = max(rv.end if rv.end is not None else inf, now)
+            if not rv.kill:
+                for b in self.bound:
+                    if b.bind == rv.id and b.end > end:
+                        past = board_memory.shares(machine, b.cores, board_memory.mem_of(b.resources))
+                        past = {k: min(x, sh.get(k, 0)) for k, x in past.items()}
+                        for k, x in past.items():
+                            sh[k] -= x
+                        out.append((b.end, past))
+            out.append((end, sh))
         return out
 
     def board_memory_at(self, t: float, coming: bool = False) -> list[int] | None:
