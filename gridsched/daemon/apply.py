@@ -131,6 +131,7 @@ def snapshot(ctx: Ctx, now: float) -> Snapshot:
         if ctx.machine.devices
         else {}
     )
+    kept_mem = _kept_memory(queued)
     held = [r for r in ctx.table.jobs.values() if r.state is JobState.HELD and offered(r)]
     if held:  # held jobs wait in the core's eligibility (gridsched.core.eligible), in queue order
         queued = sorted(queued + held, key=queue_key)
@@ -149,8 +150,8 @@ def snapshot(ctx: Ctx, now: float) -> Snapshot:
             if ctx.cfg.params.predictor is Predictor.USER_RATIO
             else {},
             floating=mempool.floating(ctx.cfg.floating, memory),
-            kept_floating=_kept_memory(queued),
-            kept_boards=_kept_boards(ctx.machine, memory, queued),
+            kept_floating=kept_mem,
+            kept_boards=_kept_boards(ctx.machine, memory, ctx.table.jobs, kept_mem) if kept_mem else {},
             reservations=resvs,
             machine=ctx.machine,
             devices=ctx.machine.devices,
@@ -169,18 +170,19 @@ def _kept_memory(queued: list[Rec]) -> dict[int, tuple[tuple[str, int], ...]]:
 
 
 def _kept_boards(
-    machine: MachineMap, memory: mempool.MemoryPool | None, queued: list[Rec]
+    machine: MachineMap, memory: mempool.MemoryPool | None, jobs: Mapping[int, Rec], kept: Mapping[int, object]
 ) -> dict[int, tuple[tuple[int, int], ...]]:
-    """Where suspended jobs keep their memory, where the boards' memory is counted (Snapshot.kept_boards):
-    MiB by board, taken from the boards of the cores of the job's last segment as a running job's is."""
+    """Where the suspended jobs ``kept`` keep their memory, where the boards' memory is counted
+    (Snapshot.kept_boards): MiB by board, taken from the boards of the cores of the job's last segment (the
+    one it was suspended in) as a running job's is."""
     if memory is None or board_memory.capacities(machine, memory.total) is None:
         return {}
     out: dict[int, tuple[tuple[int, int], ...]] = {}
-    for r in queued:
-        k = r.kept_memory()
-        cores = r.segments[-1].get("cores") if k and r.segments else None
+    for jid in kept:
+        r = jobs[jid]
+        cores = r.segments[-1].get("cores") if r.segments else None
         if cores:
-            out[r.id] = tuple(sorted(board_memory.shares(machine, cpuset.parse(cores), k).items()))
+            out[jid] = tuple(sorted(board_memory.shares(machine, cpuset.parse(cores), r.kept_memory()).items()))
     return out
 
 

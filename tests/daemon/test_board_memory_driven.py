@@ -128,3 +128,22 @@ def test_an_active_reservation_holds_its_memory_on_its_boards(stub_daemon, tmp_p
     assert dr.running(b) and boards_of(dr, b) == on_r
     inside = dr.submit(30, name="in", ncpus=2, walltime=60, mem=6 * GIB, reservation=rid)
     assert dr.running(inside) and boards_of(dr, inside) == on_r
+
+
+def test_a_restarted_daemon_knows_where_a_suspended_job_keeps_its_memory(stub_daemon, tmp_path):
+    """As above, the daemon restarted while E is suspended: it reads E's boards from E's record, and F still
+    waits for memory on another board."""
+    dr = Driven(stub_daemon(two_boards(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=4, walltime=12)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=7, walltime=60)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="suspend", mem=6 * GIB)
+    assert dr.running(a) and dr.running(e)
+    on_e = boards_of(dr, e)
+    dr.run_until(lambda: dr.state(c) == "RUNNING", 40)
+    assert dr.state(e) == "SUSPENDED"
+    f = dr.submit(2, name="F", ncpus=1, walltime=60, mem=4 * GIB, turn=False)  # taken in by the next daemon
+    dr.restart(stub_daemon)
+    assert dr.state(e) == "SUSPENDED" and dr.state(f) == "PENDING", "E keeps 6 GiB of its board's 8"
+    dr.run_until(lambda: dr.state(e) == "RUNNING", 40)
+    assert boards_of(dr, e) == on_e
