@@ -584,12 +584,10 @@ class PassState:
         free = self.free_set
         if free is None or w is None or self.machine is None:
             return free
-        if self.snap.kept_boards and w.id in self.snap.kept_boards:
-            return self._on_kept_boards(w, free)
-        if not w.resources:
-            return free
-        mib = board_memory.mem_of(w.resources)
-        if mib <= 0:
+        mib = board_memory.mem_of(w.resources) if w.resources else 0
+        if mib <= 0:  # (a suspended job asks for none of the memory it keeps)
+            if self.snap.kept_boards and w.id in self.snap.kept_boards:
+                return self._on_kept_boards(w, free)
             return free
         boards = self._board_memory()
         if boards is None:
