@@ -14,9 +14,10 @@ each board until it ends.
 free memory pays for, and checks the placement found: a job starts on it, and its
 planned start (the head's reservation, a forecast) is the first time at which the
 cores and the boards' memory free then pass it (``PassState.placed_earliest``,
-the boards' memory then from ``PassState.board_memory_at``).  A suspended job's
-memory is counted in the machine's pool (it keeps it) but not on its boards,
-whose cores it let go.
+the boards' memory then from ``PassState.board_memory_at``).  A suspended job
+keeps its memory on the boards it ran on (``Snapshot.kept_boards``, its shares
+of them), though it let their cores go: it is held there until the job is
+continued, on cores of those boards whose shares are the ones it keeps.
 """
 
 from __future__ import annotations

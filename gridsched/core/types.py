@@ -265,6 +265,11 @@ class Snapshot:
     # pairs, held until the job is continued (it asks for none of them anew) and ends; the forecast lets them
     # go at the end it plans for the job.
     kept_floating: Mapping[int, tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    # Where the boards' memory is counted (gridsched.core.board_memory): the memory each suspended job keeps on
+    # each board, job -> (board position in the map, MiB) pairs, from the cores it ran on.  Held there, never
+    # free to others, until it is continued: on cores of those boards whose share of its memory is the one it
+    # keeps on each (its memory never left them), asking for none anew.
+    kept_boards: Mapping[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     # Fair share (gridsched.core.priority): each user's usage in core-seconds, decayed to ``now``.
     usage: Mapping[str, float] = field(default_factory=dict)
     # True: some pending job may have a nice value or an admin priority, so the queue is put in priority

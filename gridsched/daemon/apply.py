@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, assert_never
 
-from gridsched.core import cpuset, depend
+from gridsched.core import board_memory, cpuset, depend
 from gridsched.core import memory as mempool
 from gridsched.core import policy as corepolicy
 from gridsched.core.placement import claimed, free_map, status_maps
@@ -131,6 +131,7 @@ def snapshot(ctx: Ctx, now: float) -> Snapshot:
         if ctx.machine.devices
         else {}
     )
+    kept_mem = _kept_memory(queued)
     held = [r for r in ctx.table.jobs.values() if r.state is JobState.HELD and offered(r)]
     if held:  # held jobs wait in the core's eligibility (gridsched.core.eligible), in queue order
         queued = sorted(queued + held, key=queue_key)
@@ -149,7 +150,8 @@ def snapshot(ctx: Ctx, now: float) -> Snapshot:
             if ctx.cfg.params.predictor is Predictor.USER_RATIO
             else {},
             floating=mempool.floating(ctx.cfg.floating, memory),
-            kept_floating=_kept_memory(queued),
+            kept_floating=kept_mem,
+            kept_boards=_kept_boards(ctx.machine, memory, ctx.table.jobs, kept_mem) if kept_mem else {},
             reservations=resvs,
             machine=ctx.machine,
             devices=ctx.machine.devices,
@@ -165,6 +167,23 @@ def snapshot(ctx: Ctx, now: float) -> Snapshot:
 def _kept_memory(queued: list[Rec]) -> dict[int, tuple[tuple[str, int], ...]]:
     """The memory suspended jobs keep, MiB by job (Snapshot.kept_floating)."""
     return {r.id: ((mempool.MEMORY, k),) for r in queued if (k := r.kept_memory())}
+
+
+def _kept_boards(
+    machine: MachineMap, memory: mempool.MemoryPool | None, jobs: Mapping[int, Rec], kept: Mapping[int, object]
+) -> dict[int, tuple[tuple[int, int], ...]]:
+    """Where the suspended jobs ``kept`` keep their memory, where the boards' memory is counted
+    (Snapshot.kept_boards): MiB by board, taken from the boards of the cores of the job's last segment (the
+    one it was suspended in) as a running job's is."""
+    if memory is None or board_memory.capacities(machine, memory.total) is None:
+        return {}
+    out: dict[int, tuple[tuple[int, int], ...]] = {}
+    for jid in kept:
+        r = jobs[jid]
+        cores = r.segments[-1].get("cores") if r.segments else None
+        if cores:
+            out[jid] = tuple(sorted(board_memory.shares(machine, cpuset.parse(cores), r.kept_memory()).items()))
+    return out
 
 
 def memory_pool(machine: MachineMap, cfg: Config) -> mempool.MemoryPool | None:

@@ -82,3 +82,68 @@ def test_preemption_frees_the_board_memory_the_head_needs(stub_daemon, tmp_path)
     assert jh["start_time"] <= ja["start_time"] + 12 + 4, "H did not wait for E's end"
     assert boards_of(dr, h) == on_a
     assert dr.job(e)["preemptions"] == 1
+
+
+def test_a_suspended_job_keeps_its_memory_on_its_boards(stub_daemon, tmp_path):
+    """checkpoint-backfill: E (2 cores, 6 GiB, suspend mode) is backfilled on the board A leaves free and
+    suspended for the head C (7 cores), keeping its 6 GiB on that board.  F (1 core, 4 GiB) fits in the
+    machine's pool (10 GiB free) and the one free core is on E's board, where only 2 GiB are free: F waits.
+    When C ends, E is continued on its own board (its memory never left it), and F runs on the other."""
+    dr = Driven(stub_daemon(two_boards(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=4, walltime=12)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=7, walltime=60)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="suspend", mem=6 * GIB)
+    assert dr.running(a) and dr.state(c) == "PENDING" and dr.running(e)
+    on_e = boards_of(dr, e)
+    assert len(on_e) == 1 and on_e != boards_of(dr, a)
+    dr.run_until(lambda: dr.state(c) == "RUNNING", 40)
+    assert dr.state(e) == "SUSPENDED"
+    free = set(range(8)) - set(dr.d.table.jobs[c].cores)
+    assert {k // 4 for k in free} == on_e, "the free core is on E's board"
+    f = dr.submit(2, name="F", ncpus=1, walltime=60, mem=4 * GIB)
+    assert dr.state(f) == "PENDING", "E keeps 6 GiB of its board's 8"
+    dr.run_to(dr.now - dr.t0 + 1)
+    assert dr.state(f) == "PENDING" and dr.state(e) == "SUSPENDED"
+    dr.run_until(lambda: dr.state(e) == "RUNNING", 40)
+    assert dr.state(c) == "COMPLETED"
+    assert boards_of(dr, e) == on_e, "continued where its memory lies"
+    dr.run_until(lambda: dr.state(f) != "PENDING", 20)
+    assert boards_of(dr, f) == {0, 1} - on_e
+
+
+def test_an_active_reservation_holds_its_memory_on_its_boards(stub_daemon, tmp_path):
+    """R (2 cores, 6 GiB) is activated on one board.  A (2 cores, 4 GiB) would be packed on the 2 cores left
+    beside it, where 2 GiB of the board's 8 are outside R: it runs on the other board.  B (2 cores, 2 GiB)
+    then fits beside R, and a job bound to R runs on R's memory."""
+    dr = Driven(stub_daemon(two_boards(tmp_path)))
+    rid = dr.resv_create(2, 600, resources={"mem": 6 * 1024})
+    dr.run_to(0.5)
+    assert dr.resv(rid)["state"] == "ACTIVE"
+    on_r = {c // 4 for c in dr.d.book.resvs[rid].cores}
+    assert len(on_r) == 1
+    a = dr.submit(30, name="A", ncpus=2, walltime=60, mem=4 * GIB)
+    assert dr.running(a) and boards_of(dr, a) == {0, 1} - on_r, "R's memory is not free to A"
+    b = dr.submit(30, name="B", ncpus=2, walltime=60, mem=2 * GIB)
+    assert dr.running(b) and boards_of(dr, b) == on_r
+    inside = dr.submit(30, name="in", ncpus=2, walltime=60, mem=6 * GIB, reservation=rid)
+    assert dr.running(inside) and boards_of(dr, inside) == on_r
+
+
+def test_a_restarted_daemon_knows_where_a_suspended_job_keeps_its_memory(stub_daemon, tmp_path):
+    """As above, the daemon restarted while E is suspended: it reads E's boards from E's record, and F still
+    waits for memory on another board."""
+    dr = Driven(stub_daemon(two_boards(tmp_path, "checkpoint-backfill")))
+    a = dr.submit(11, name="A", ncpus=4, walltime=12)
+    dr.run_to(0.2)
+    c = dr.submit(2, name="C", ncpus=7, walltime=60)
+    e = dr.submit(20, name="E", ncpus=2, walltime=30, checkpoint="suspend", mem=6 * GIB)
+    assert dr.running(a) and dr.running(e)
+    on_e = boards_of(dr, e)
+    dr.run_until(lambda: dr.state(c) == "RUNNING", 40)
+    assert dr.state(e) == "SUSPENDED"
+    f = dr.submit(2, name="F", ncpus=1, walltime=60, mem=4 * GIB, turn=False)  # taken in by the next daemon
+    dr.restart(stub_daemon)
+    assert dr.state(e) == "SUSPENDED" and dr.state(f) == "PENDING", "E keeps 6 GiB of its board's 8"
+    dr.run_until(lambda: dr.state(e) == "RUNNING", 40)
+    assert boards_of(dr, e) == on_e

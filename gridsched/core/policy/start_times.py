@@ -248,6 +248,9 @@ def _let_go(ps: Pass, w: Waiting, end: float) -> None:
     kept = ps.snap.kept_floating.get(w.id) if ps.snap.kept_floating else None
     if not kept or not ps.profs:
         return
+    on_boards = ps.snap.kept_boards.get(w.id) if ps.snap.kept_boards else None
+    if on_boards and ps.counts_board_memory():  # and its memory on the boards it keeps it on
+        ps.let_go_on_boards(dict(on_boards), end)
     for name, k in kept:
         d = ps.index.get(name, 0)
         if d:

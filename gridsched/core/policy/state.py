@@ -305,6 +305,9 @@ class PassState:
             return False
         cores = frozenset(order[:m]) if k else (self.free_set or frozenset())
         if not on_boards:
+            if self.snap.kept_boards and w.id in self.snap.kept_boards:  # suspended: on the boards of its memory
+                where = self._on_kept_boards(w, cores)
+                return where is not None and assign(machine, where, n, w.place) is not None
             return assign(machine, cores, n, w.place) is not None
         return self.placeable_with(w, cores, self.board_memory_at(rel[k - 1][0]) if k else self._board_free)
 
@@ -444,9 +447,15 @@ class PassState:
             caps = board_memory.capacities(machine, snap.floating.get(MEMORY)) if machine else None
             self._boards_counted = caps is not None
             if machine is not None and caps is not None:
-                held = board_memory.used(
-                    machine, ((r.cores, board_memory.mem_of(r.resources)) for r in snap.running), len(caps)
-                )
+                # the running jobs outside active reservations, and those reservations' memory on the boards of
+                # their cores (their jobs' memory is theirs)
+                holders = [(r.cores, board_memory.mem_of(r.resources)) for r in self.general]
+                holders.extend((rv.cores, board_memory.mem_of(rv.resources)) for rv in self.active.values())
+                held = board_memory.used(machine, holders, len(caps))
+                for kept in snap.kept_boards.values():  # suspended jobs keep theirs where it lies
+                    for b, k in kept:
+                        if 0 <= b < len(held):
+                            held[b] += k
                 self._board_free = [c - h for c, h in zip(caps, held)]
         return self._board_free
 
@@ -474,6 +483,12 @@ class PassState:
                 self._mem_started = []
             self._mem_started.append((end, board_memory.shares(self.machine, cores, mib)))
 
+    def let_go_on_boards(self, shares: dict[int, int], end: float) -> None:
+        """Count ``shares`` (MiB by board), held now, as given back to the boards at ``end``."""
+        if self._mem_started is None:
+            self._mem_started = []
+        self._mem_started.append((end, shares))
+
     def _memory_ends(self) -> tuple[list[float], list[list[int]], list[int]]:
         """The memory given back to the boards over time, for :meth:`board_memory_at`: the times, in order,
         at which running jobs are counted as ending and jobs started in this pass end; the MiB given back to
@@ -489,7 +504,7 @@ class PassState:
         nboards = len(machine.boards)
         ends: list[tuple[float, dict[int, int]]] = []
         coming = [0] * nboards
-        for r in self.snap.running:
+        for r in self.general:
             mib = board_memory.mem_of(r.resources) if r.resources else 0
             if mib <= 0:
                 continue
@@ -502,6 +517,8 @@ class PassState:
                     coming[b] += k
             ends.append((now if preempted else counted_end(r, now, self.mode), sh))
         ends.extend(started)
+        if self.active:
+            ends.extend(self._reservation_memory_ends())
         ends.sort(key=lambda e: e[0])
         acc = [0] * nboards
         cum = [list(acc)]
@@ -511,6 +528,29 @@ class PassState:
             cum.append(list(acc))
         out = ([e for e, _ in ends], cum, coming)
         self._mem_ends = (key, out)
+        return out
+
+    def _reservation_memory_ends(self) -> list[tuple[float, dict[int, int]]]:
+        """When the active reservations give their memory back to the boards of their cores: at their end, but
+        what a bound job running past the end of a reservation made with ``--no-kill`` keeps, at that job's."""
+        machine, now = self.machine, self.now
+        assert machine is not None
+        out: list[tuple[float, dict[int, int]]] = []
+        for rv in self.active.values():
+            mib = board_memory.mem_of(rv.resources)
+            if mib <= 0 or not rv.cores:
+                continue
+            sh = board_memory.shares(machine, rv.cores, mib)
+            end = max(rv.end if rv.end is not None else inf, now)
+            if not rv.kill:
+                for b in self.bound:
+                    if b.bind == rv.id and b.end > end:
+                        past = board_memory.shares(machine, b.cores, board_memory.mem_of(b.resources))
+                        past = {k: min(x, sh.get(k, 0)) for k, x in past.items()}
+                        for k, x in past.items():
+                            sh[k] -= x
+                        out.append((b.end, past))
+            out.append((end, sh))
         return out
 
     def board_memory_at(self, t: float, coming: bool = False) -> list[int] | None:
@@ -542,10 +582,12 @@ class PassState:
         """The free cores ``w`` may be placed on: those of the boards with its memory free, where the boards'
         memory is counted (None: no placement has it), else all the free cores."""
         free = self.free_set
-        if free is None or w is None or self.machine is None or not w.resources:
+        if free is None or w is None or self.machine is None:
             return free
-        mib = board_memory.mem_of(w.resources)
-        if mib <= 0:
+        mib = board_memory.mem_of(w.resources) if w.resources else 0
+        if mib <= 0:  # (a suspended job asks for none of the memory it keeps)
+            if self.snap.kept_boards and w.id in self.snap.kept_boards:
+                return self._on_kept_boards(w, free)
             return free
         boards = self._board_memory()
         if boards is None:
@@ -558,6 +600,30 @@ class PassState:
         got = board_memory.fit(machine, free, boards, mib, w.ncpus, lambda cs: assign(machine, cs, w.ncpus, w.place))
         self._mem_memo = (key, got)
         return got
+
+    def _kept_shares(self, w: Waiting) -> dict[int, int] | None:
+        """The MiB suspended ``w`` keeps on each board (by position), where the boards' memory is counted."""
+        kept = self.snap.kept_boards.get(w.id) if self.snap.kept_boards else None
+        if kept is None or self._board_memory() is None:
+            return None
+        return dict(kept)
+
+    def _on_kept_boards(self, w: Waiting, free: frozenset[int]) -> frozenset[int] | None:
+        """The free cores suspended ``w`` may be continued on: those of the boards it keeps its memory on, as
+        many on each as its memory there pays for (its memory is bound to them and never left: it is continued
+        with the share it keeps on each, asking for none anew); None: no placement has it now."""
+        machine = self.machine
+        kept = self._kept_shares(w)
+        if kept is None or machine is None:
+            return free
+        mem = [0] * len(machine.boards)
+        for b, k in kept.items():
+            if 0 <= b < len(mem):
+                mem[b] = k
+        mib = sum(mem)
+        if mib <= 0:
+            return free
+        return board_memory.fit(machine, free, mem, mib, w.ncpus, lambda cs: assign(machine, cs, w.ncpus, w.place))
 
     def _take_memory(self, w: Waiting | None, cores: Iterable[int]) -> None:
         """Hold ``w``'s memory on the boards of ``cores`` (where the boards' memory is counted)."""
@@ -681,8 +747,12 @@ class PassState:
             self.hold(now, duration, v, taken=True)
             if self.machine is not None:
                 self.releases.append((now + duration, cores))
-                if self._board_free is not None and w.resources:
-                    self._started_on_boards(w, cores, now + duration)
+                if self._board_free is not None:
+                    if w.resources:
+                        self._started_on_boards(w, cores, now + duration)
+                    kept = self._kept_shares(w) if self.snap.kept_boards else None
+                    if kept:  # a suspended job continued: what it kept it gives back at its end
+                        self.let_go_on_boards(kept, now + duration)
         if w.flex:
             self.decisions.append(Activate(w.id, cores, now + w.estimate))
             self.activated[w.id] = (cores, now + w.estimate)
