@@ -441,7 +441,8 @@ def _snapshot(r: Replay, now: float) -> Snapshot:
         (),  # ended
         _NO_CORES,  # drained
         r.devices,
-        _EMPTY,  # kept, kept_floating: no job is suspended
+        _EMPTY,  # kept, kept_floating, kept_boards: no job is suspended
+        _EMPTY,
         _EMPTY,
         r.acc.now(now, r.pp.half_life) if r.acc is not None else _EMPTY,  # usage
         False,  # ranked
