@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from gridsched.core.units import UnitError, parse_duration, parse_size
 from gridsched.protocol.config import Config, ConfigError, load
+from gridsched.protocol.jobs import TERMINAL, JobState
 from gridsched.protocol.spool import Spool, default_root
-from gridsched.protocol.view import TERMINAL_STATES, QueueError, array_rows, control, load_jobs, private
+from gridsched.protocol.view import QueueError, array_rows, control, load_jobs, private
 from gridsched.protocol.view import unmade_tasks as view_unmade_tasks
 from gridsched.submission.submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
 
@@ -42,7 +43,7 @@ class Job:
     id: int
     name: str
     user: str
-    state: str
+    state: JobState
     ncpus: int
     walltime: int
     cores: str
@@ -62,7 +63,7 @@ class Job:
     @property
     def done(self) -> bool:
         """True once the job has ended (completed, failed, cancelled, timed out, out of memory)."""
-        return self.state in TERMINAL_STATES
+        return self.state in TERMINAL
 
     @classmethod
     def from_row(cls, row: JobRow) -> Job:
@@ -295,7 +296,7 @@ class Client:
 
     def jobs(self, all: bool = False) -> list[Job]:
         """The jobs in the queue (with ``all``, finished ones too), by id."""
-        return [Job.from_row(r) for r in self._rows() if all or r["state"] not in TERMINAL_STATES]
+        return [Job.from_row(r) for r in self._rows() if all or r["state"] not in TERMINAL]
 
     def wait(self, job_id: int, timeout: float | None = None) -> Job:
         """Block until job ``job_id`` has ended; :class:`WaitTimeout` after ``timeout`` seconds."""

@@ -440,12 +440,12 @@ def whole_states(
     return out
 
 
-def _ended_state(db: StateDB, aid: int) -> str:
+def _ended_state(db: StateDB, aid: int) -> JobState:
     """COMPLETED if every task of array ``aid`` did (none cancelled before it was made), else the worst end."""
-    seen = {str(row["state"]) for row in db.by_spec("array_id", aid, brief=True)}
+    seen = {row["state"] for row in db.by_spec("array_id", aid, brief=True)}
     if any(Indices.from_text(str(row["cancelled"])) for row in db.array_rests([aid])):
-        seen.add(JobState.CANCELLED.value)
+        seen.add(JobState.CANCELLED)
     for s in WORST_FIRST:
-        if s.value in seen:
-            return s.value
-    return JobState.COMPLETED.value
+        if s in seen:
+            return s
+    return JobState.COMPLETED

@@ -512,7 +512,7 @@ class Daemon:
         jobfiles.create(self.spool.job_dir(jid), job.uid, job.gid, job.umask, files, json.dumps(private).encode())
         row: JobRow = {
             "id": jid,
-            "state": state.value,
+            "state": state,
             "user": user,
             "uid": job.uid,
             "name": job.name,

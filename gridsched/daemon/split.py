@@ -265,7 +265,7 @@ def piece_ended(ctx: Ctx, piece: Rec, end: float) -> None:
     if any(r.split_of == parent.id for r in ctx.table.jobs.values()):
         return
     states = [r["state"] for r in ctx.db.by_spec("split_of", parent.id)]
-    bad = [s for s in states if s != JobState.COMPLETED.value]
+    bad = [s for s in states if s is not JobState.COMPLETED]
     ctx.table.dequeue(parent)
     if parent.state is JobState.PENDING or parent.state is JobState.HELD:
         if bad:

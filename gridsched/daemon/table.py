@@ -450,7 +450,7 @@ class JobTable:
         self.begin()
         self.db.put(row)
         self.forecast_dirty = True
-        if row["state"] == JobState.FAILED.value:
+        if row["state"] == JobState.FAILED:
             return None
         rec = Rec.from_row(row, self.devices, spec, self.memory)
         self.share(rec)

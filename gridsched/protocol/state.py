@@ -232,11 +232,14 @@ def _load_spec_of(data: object) -> SpecView:
 
 
 _spec_of: Callable[[object], SpecView] = _load_spec_of
+# a row's state as its text -> the JobState (a lookup: JobState(text) costs a row six times as much)
+STATE_OF = {s.value: s for s in JobState}
 
 
 def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLUMNS) -> JobRow:
     d: Any = {c: default for c, (_, default) in JOBS_ADDED.items()}
     d.update(zip(cols, row))
+    d["state"] = STATE_OF[d["state"]]
     d["segments"] = json.loads(d["segments"])
     d["run"] = json.loads(d["run"])
     d["spec"] = _spec_of(json.loads(d["spec"]))
@@ -276,6 +279,7 @@ def _brief_sql(have: tuple[str, ...]) -> str:
 def _decode_brief(row: tuple[Any, ...]) -> JobRow:
     n = len(BRIEF_COLUMNS)
     d: Any = dict(zip(BRIEF_COLUMNS, row[:n]))
+    d["state"] = STATE_OF[d["state"]]
     d["backfilled"] = bool(d["backfilled"])
     d["segments"] = json.loads(row[n]) if row[n] != "[]" else []
     d["run"] = {}
@@ -288,6 +292,7 @@ def _decode_keys(row: tuple[Any, ...], cols: tuple[str, ...], keys: tuple[str, .
     """A row read with every column but ``run`` (left {}) and only the ``keys`` of ``spec``."""
     d: Any = {c: default for c, (_, default) in JOBS_ADDED.items()}
     d.update(zip(cols, row))
+    d["state"] = STATE_OF[d["state"]]
     d["segments"] = json.loads(d["segments"])
     d["run"] = {}
     d["spec"] = _spec_keys(row[-2], row[-1], keys)

@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     from gridsched.protocol.state import StateDB
     from gridsched.protocol.tree import Yielded
 
-TERMINAL_STATES = frozenset(s.value for s in TERMINAL)
-LIVE_STATES = tuple(s.value for s in JobState if s not in TERMINAL)
+LIVE_STATES = tuple(s for s in JobState if s not in TERMINAL)
 CHUNK = 500  # ids in one SQL statement at most (within SQLite's limit on the number of parameters)
 # The state db's reader (:mod:`gridsched.protocol.state`) gives each row as a JobRow (a brief row or one read
 # with some keys of its spec has fewer, as JobRow says); they are cast to ViewRow, the rows a view adds keys to,
@@ -58,7 +57,7 @@ if TYPE_CHECKING:
         have their defaults in a row written before them, and are absent from a brief row."""
 
         id: int
-        state: str
+        state: JobState
         user: str
         uid: int | None
         name: str
@@ -173,7 +172,7 @@ def from_submit(spec: Mapping[str, Any]) -> ViewRow:
         "name": spec.get("name", ""),
         "user": spec.get("user", ""),
         "uid": spec.get("uid"),
-        "state": JobState.HELD.value if spec.get("hold") else JobState.PENDING.value,
+        "state": JobState.HELD if spec.get("hold") else JobState.PENDING,
         "ncpus": spec.get("ncpus"),
         "walltime": spec.get("walltime"),
         "submit_time": spec.get("submit_time"),
@@ -361,7 +360,7 @@ def _owner_check(job: ViewRow | None, uid: int) -> str | None:
 
 def check_cancel(job: ViewRow | None, uid: int) -> str | None:
     """Why the job cannot be cancelled by ``uid``, or None if it can."""
-    if job is not None and job["state"] in TERMINAL_STATES:
+    if job is not None and job["state"] in TERMINAL:
         return f"already {job['state']}"
     return _owner_check(job, uid)
 
@@ -369,7 +368,7 @@ def check_cancel(job: ViewRow | None, uid: int) -> str | None:
 def check_hold(job: ViewRow | None, uid: int) -> str | None:
     """Why the job cannot be held by ``uid``, or None if it can."""
     why = _owner_check(job, uid)
-    if why is None and job is not None and job["state"] != JobState.PENDING.value:
+    if why is None and job is not None and job["state"] is not JobState.PENDING:
         why = f"is {job['state']}, only pending jobs can be held"
     return why
 
@@ -377,7 +376,7 @@ def check_hold(job: ViewRow | None, uid: int) -> str | None:
 def check_release(job: ViewRow | None, uid: int) -> str | None:
     """Why the job cannot be released by ``uid``, or None if it can."""
     why = _owner_check(job, uid)
-    if why is None and job is not None and job["state"] != JobState.HELD.value:
+    if why is None and job is not None and job["state"] is not JobState.HELD:
         why = f"is {job['state']}, only held jobs can be released"
     return why
 

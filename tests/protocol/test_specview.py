@@ -121,10 +121,27 @@ def test_a_brief_row_has_the_keys_a_table_shows(tmp_path):
     assert task.checkpoint is None and task.checkpoint_text == "" and task.mem is None and not task.split_chains
 
 
+def test_every_reader_gives_a_row_s_state_as_a_job_state(tmp_path):
+    write(tmp_path / "state.db", job(1), job(2), job(3))
+    db = StateDB(tmp_path / "state.db", write=True)
+    try:
+        db.begin()
+        db.update(2, state=JobState.RUNNING)
+        db.update(3, state="OUT_OF_MEMORY")  # as an earlier release wrote it: the text
+        assert db.commit()
+        want = {1: JobState.PENDING, 2: JobState.RUNNING, 3: JobState.OUT_OF_MEMORY}
+        for rows in (db.jobs(), db.iter_jobs(brief=True), db.iter_jobs(spec_keys=("name",))):
+            for r in rows:
+                assert r["state"] is want[r["id"]]
+        assert [r["state"] for r in db.iter_jobs(states=[JobState.OUT_OF_MEMORY])] == [JobState.OUT_OF_MEMORY]
+    finally:
+        db.close()
+
+
 def test_a_submission_not_taken_in_is_shown_as_written():
     row = from_submit({"id": 9, "ncpus": 2, "walltime": 60, "checkpoint": "sometimes", "hold": True, "nice": 3})
     spec = row["spec"]
-    assert row["state"] == JobState.HELD and isinstance(spec, SpecView)
+    assert row["state"] is JobState.HELD and isinstance(spec, SpecView)
     assert spec.checkpoint is None and spec.checkpoint_text == "sometimes"
     assert spec.hold and spec.nice == 3 and spec.device_asks() == ()
     with pytest.raises(AttributeError):
