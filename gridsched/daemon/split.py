@@ -130,7 +130,7 @@ def take_in(ctx: Ctx, job: JobSpec, state: JobState, reason: str) -> None:
         k = min(ncpus // sp.ncpus, device_wave(sp.devices, ctx.devices), sp.n)
         ncpus = max(1, k) * sp.ncpus
     # the sizes of its sub-tasks stay in the job table; their arguments are the owner's (private)
-    args = [list(t.args) for t in sp.tasks] if sp.tasks else None
+    args = tuple(t.args for t in sp.tasks) if sp.tasks else None
     job = job._replace(ncpus=ncpus, split=sp._replace(left=tuple(range(sp.n))), split_args=args)
     ctx.take_in(job, job.user, state, reason, {"script": STUB, "task-script": job.script})
 
@@ -204,11 +204,11 @@ def _piece(
     task: SplitTask = {"n": sp.n, "ncpus": c, "task_time": sp.task_time}
     if sp.retries:
         task["retries"] = sp.retries
-    split_args = spec.split_args
+    piece_args = None
     if sp.tasks:  # the sizes and arguments of its own sub-tasks only
         task["tasks"] = {str(i): [sp.tasks[i].ncpus, sp.tasks[i].time] for i in st.tasks}
-        args = spec.split_args or []
-        split_args = {str(i): args[i] for i in st.tasks if i < len(args)}
+        args = spec.split_args or ()
+        piece_args = tuple((i, args[i]) for i in st.tasks if i < len(args))
     piece = spec._replace(
         id=pid,
         ncpus=sum(widths),
@@ -221,7 +221,8 @@ def _piece(
         split_chains=tuple(tuple(ch) for ch in st.chains),
         split_widths=tuple(widths),
         split_task=task,
-        split_args=split_args,
+        split_args=None,
+        piece_args=piece_args,
         stdout=f"{spec.stdout}.{pid}",
         stderr=f"{spec.stderr}.{pid}",
         devices=sp.devices if devices else spec.devices,  # one chain: one sub-task's devices
