@@ -209,7 +209,7 @@ def load(ctx: Ctx) -> None:
         except jobfiles.JobFilesError as e:
             log.error("array %d: %s: its %d tasks not started are lost", aid, e, len(pending) + len(held))
             continue
-        job = JobSpec.from_spec({**row["spec"], **private})
+        job = JobSpec.from_spec({**row["spec"].raw, **private})
         ctx.rests[aid] = Rest(
             aid=aid,
             uid=int(row["uid"]),

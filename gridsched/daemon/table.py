@@ -283,7 +283,7 @@ class Rec:
         pool) the job's memory is among its floating resources, except for a job bound to a reservation."""
         run = row["run"]
         if spec is None:
-            spec = JobSpec.from_spec(row["spec"])
+            spec = row["spec"].job()
         rec = cls(
             id=row["id"],
             user=row["user"],

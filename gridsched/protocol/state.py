@@ -236,6 +236,19 @@ _spec_of: Callable[[object], SpecView] = _load_spec_of
 STATE_OF = {s.value: s for s in JobState}
 
 
+def _raw(obj: object) -> object:
+    """How :func:`_json` writes what JSON has no form for: a :class:`SpecView` as its spec's JSON object."""
+    raw = getattr(obj, "raw", None)
+    if isinstance(raw, dict):
+        return raw
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def _json(value: object) -> str:
+    """A JSON column's text (a row's spec may be a :class:`SpecView`)."""
+    return json.dumps(value, separators=(",", ":"), default=_raw)
+
+
 def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLUMNS) -> JobRow:
     d: Any = {c: default for c, (_, default) in JOBS_ADDED.items()}
     d.update(zip(cols, row))
@@ -607,7 +620,7 @@ class StateDB:
         vals = [row[c] if c in COLUMNS else row.get(c, JOBS_ADDED[c][1]) for c in ALL_COLUMNS]
         for i, c in enumerate(ALL_COLUMNS):
             if c in JSON_COLUMNS:
-                vals[i] = json.dumps(vals[i], separators=(",", ":"))
+                vals[i] = _json(vals[i])
         self._write(
             f"INSERT OR REPLACE INTO jobs ({', '.join(ALL_COLUMNS)}) VALUES ({', '.join('?' * len(ALL_COLUMNS))})",
             vals,
@@ -620,7 +633,7 @@ class StateDB:
             if k not in ALL_COLUMNS or k == "id":
                 raise KeyError(k)
             cols.append(f"{k} = ?")
-            vals.append(json.dumps(v, separators=(",", ":")) if k in JSON_COLUMNS else v)
+            vals.append(_json(v) if k in JSON_COLUMNS else v)
         self._write(f"UPDATE jobs SET {', '.join(cols)} WHERE id = ?", [*vals, job_id])
 
     def set_predicted(self, items: Iterable[tuple[float | None, int]]) -> None:
@@ -668,7 +681,7 @@ class StateDB:
 
     def put_array(self, rest: RestRow) -> None:
         row: Mapping[str, object] = rest
-        vals = [json.dumps(row[c], separators=(",", ":")) if c == "spec" else row[c] for c in ARRAY_COLUMNS]
+        vals = [_json(row[c]) if c == "spec" else row[c] for c in ARRAY_COLUMNS]
         self._write(
             f"INSERT OR REPLACE INTO arrays ({', '.join(ARRAY_COLUMNS)}) VALUES ({', '.join('?' * len(vals))})", vals
         )
@@ -677,7 +690,7 @@ class StateDB:
         for k in fields:
             if k not in ARRAY_COLUMNS or k == "id":
                 raise KeyError(k)
-        vals = [json.dumps(v, separators=(",", ":")) if k == "spec" else v for k, v in fields.items()]
+        vals = [_json(v) if k == "spec" else v for k, v in fields.items()]
         self._write(f"UPDATE arrays SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?", [*vals, array_id])
 
     def set_meta(self, key: str, value: str) -> None:

@@ -191,7 +191,7 @@ def from_submit(spec: Mapping[str, Any]) -> ViewRow:
         "backfilled": False,
         "segments": [],
         "run": {},
-        "spec": spec if isinstance(spec, SpecView) else SpecView(spec),
+        "spec": spec if isinstance(spec, SpecView) else SpecView(dict(spec)),
     }
     return cast("ViewRow", row)
 
@@ -210,7 +210,7 @@ def private(spool: Spool, job: ViewRow) -> ViewRow:
     except (OSError, ValueError):
         return job
     if isinstance(extra, dict):
-        job = {**job, "spec": SpecView({**job["spec"], **extra})}
+        job = {**job, "spec": SpecView({**job["spec"].raw, **extra})}
     return job
 
 
@@ -441,7 +441,7 @@ def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[ViewRo
         for col, state in UNMADE_STATES:
             if not texts[col]:
                 continue
-            row = from_submit(SpecView(r["spec"], id=r["id"], array_index=None))  # a job row not started
+            row = from_submit(SpecView({**r["spec"].raw, "id": r["id"], "array_index": None}))  # a job row not started
             row["state"] = state
             row["user"] = r["user"]
             row["uid"] = r["uid"]
