@@ -351,17 +351,20 @@ class Client:
         uid = os.getuid()
         sender = rq.Sender(uid, str(uid), frozenset(), is_admin(uid, self.spool.root))
         try:
-            rq.parse({"type": "alter", "jobs": [job_id], "changes": spec}, "alter.json", sender)
+            req = rq.parse({"type": "alter", "jobs": [job_id], "changes": spec}, "alter.json", sender)
             machine = in_force(self.spool, self.config)
         except (rq.Refused, ValueError) as e:
             raise GridschedError(str(e)) from None
+        assert isinstance(req, rq.Alter)
         try:
             everyone = {j["id"]: j for j in load_jobs(self.spool)}
             tasks = array_rows(self.spool, job_id)
             if tasks:
-                why = alter_array_refused(tasks, spec, everyone, sender, machine, self.config.max_walltime)
+                why = alter_array_refused(tasks, req.changes, everyone, sender, machine, self.config.max_walltime)
             else:
-                why = alter_refused(everyone.get(job_id), spec, everyone, sender, machine, self.config.max_walltime)
+                why = alter_refused(
+                    everyone.get(job_id), req.changes, everyone, sender, machine, self.config.max_walltime
+                )
             if why:
                 raise GridschedError(f"job {job_id}: {why}")
             arrays = [job_id] if tasks else []
