@@ -46,7 +46,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gridsched.core.eligible import array_window
 from gridsched.daemon import jobfiles
@@ -82,7 +82,7 @@ class Ctx:
     spool: Spool
     rests: dict[int, Rest]
     ncores: int
-    take_in: Callable[[JobSpec, str, JobState, str, dict[str, Any] | None], Rec | None]
+    take_in: Callable[[JobSpec, str, JobState, str, jobfiles.JobFiles | None], Rec | None]
     new_ids: Callable[[int], list[int]]
     unclaim: Callable[[list[int]], None]
 

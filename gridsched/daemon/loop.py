@@ -497,7 +497,7 @@ class Daemon:
         return True
 
     def take_in(
-        self, job: rq.JobSpec, user: str, state: JobState, reason: str, files: dict[str, Any] | None = None
+        self, job: rq.JobSpec, user: str, state: JobState, reason: str, files: jobfiles.JobFiles | None = None
     ) -> Rec | None:
         """Write a checked job's files and row and queue it; its record (None if it is refused).
 

@@ -41,7 +41,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gridsched.core.types import SplitInfo, Start, StartTasks
 from gridsched.protocol.arrays import ArrayError, parse
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
     from gridsched.core.devices import DeviceAsk
     from gridsched.core.topology import Device
+    from gridsched.daemon.jobfiles import JobFiles
     from gridsched.daemon.table import JobTable, Rec
     from gridsched.protocol.requests import JobSpec, Split
     from gridsched.protocol.specview import SplitTask
@@ -115,7 +116,7 @@ class Ctx:
     db: StateDB
     spool: Spool
     devices: tuple[Device, ...]
-    take_in: Callable[[JobSpec, str, JobState, str, dict[str, Any] | None], Rec | None]
+    take_in: Callable[[JobSpec, str, JobState, str, JobFiles | None], Rec | None]
     start: Callable[[Rec, Start, float], None]
     end: Callable[..., None]  # end a job: (rec, state, when, code=..., reason=...)
     new_ids: Callable[[int], list[int]]

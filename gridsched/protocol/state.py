@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gridsched.protocol.specview import SpecView
-    from gridsched.protocol.view import IdRecord, JobRow, RestRow
+    from gridsched.protocol.view import IdRecord, JobRow, RestRow, Usage
 
 SCHEMA_VERSION = 1
 
@@ -168,7 +168,7 @@ RESV_ADDED: dict[str, tuple[str, Any]] = {
 }
 
 
-def usage(segments: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def usage(segments: Iterable[Mapping[str, Any]]) -> Usage:
     """The usage columns of a job from its segments: CPU times summed, the largest peak memory.
 
     A segment whose shepherd was killed (no ``usage``) adds nothing; a job with no measured

@@ -123,6 +123,14 @@ if TYPE_CHECKING:
         warned: bool
         mailed: int
 
+    class Usage(TypedDict):
+        """What a job's processes used over all its segments (the jobs table's usage columns, summed from its
+        segments' ``usage``): peak memory in bytes, CPU seconds (None: not measured)."""
+
+        max_rss: int | None
+        cpu_user: float | None
+        cpu_sys: float | None
+
     class ViewRow(JobRow, total=False):
         """A job row as the commands show it (what :func:`load_jobs` and the other readers here give): a
         :class:`JobRow`, and what a view adds to it.  The row of an array's tasks not made yet, in one state
