@@ -97,8 +97,8 @@ class Selection(NamedTuple):
         """How the ids name ``job`` (a ref's text), or None when none does; every job when there are no ids."""
         if not self.refs:
             return str(job["id"])
-        spec = job.get("spec") or {}
-        aid, index = spec.get("array_id"), spec.get("array_index")
+        spec = job["spec"]  # a SpecView
+        aid, index = spec.array_id, spec.array_index
         for r in self.refs:
             if r.indices is None and (job["id"] == r.jid or aid == r.jid):
                 return r.text if job["id"] == r.jid and aid is None else label(job)
@@ -117,9 +117,10 @@ def _overlap(indices: frozenset[int], text: str) -> bool:
 
 
 def label(job: Mapping[str, Any]) -> str:
-    spec = job.get("spec") or {}
-    if spec.get("array_id") is not None and spec.get("array_index") is not None:
-        return f"{spec['array_id']}_{spec['array_index']}"
+    raw = job["spec"].raw  # a SpecView's JSON object (a table calls this for each row)
+    aid, index = raw.get("array_id"), raw.get("array_index")
+    if aid is not None and index is not None:
+        return f"{aid}_{index}"
     return str(job["id"])
 
 

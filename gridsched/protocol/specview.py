@@ -51,7 +51,8 @@ _MODES = {m.value: m for m in Checkpoint}
 class SpecView(Mapping[str, Any]):
     """A job's spec as a row carries it: its JSON object (``raw``, a dict: wrapped, not copied, so that a long
     queue costs no copy of each spec; written back and compared as it), read as a mapping, and the fields the
-    commands show, typed.  A field absent from the spec reads as its default."""
+    commands show, typed.  A field absent from the spec reads as its default.  It is read, never changed (rows
+    without any key of their spec share :data:`EMPTY`): a changed spec is a new SpecView of a new dict."""
 
     __slots__ = ("raw",)
 
@@ -238,4 +239,7 @@ class SpecView(Mapping[str, Any]):
 
 def spec_of(data: object) -> SpecView:
     """The :class:`SpecView` of a spec decoded from JSON, wrapped (empty for anything but an object)."""
-    return SpecView(data) if isinstance(data, dict) else SpecView()
+    return SpecView(data) if isinstance(data, dict) else EMPTY
+
+
+EMPTY = SpecView()  # the spec of a row read without any of its keys (shared: a SpecView is read, never changed)

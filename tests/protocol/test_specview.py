@@ -4,6 +4,7 @@ state db; brief rows with the keys a table shows; a submission not yet taken in 
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -146,3 +147,23 @@ def test_a_submission_not_taken_in_is_shown_as_written():
     assert spec.hold and spec.nice == 3 and spec.device_asks() == ()
     with pytest.raises(AttributeError):
         spec.no_such_field  # noqa: B018 - a field SpecView does not have is an error, not a default
+
+
+def test_a_spec_written_by_hand_reads_as_json_reads_it(tmp_path):
+    # the readers parse what the daemon wrote with json's C scanner alone; text around the value, as a hand
+    # might leave it, reads as json.loads reads it, and text that is no JSON fails as json.loads fails
+    write(tmp_path / "state.db", job(5), job(6))
+    stored = json.dumps(job(5).stored()[0])
+    conn = sqlite3.connect(tmp_path / "state.db")
+    conn.execute("UPDATE jobs SET spec = ?, segments = ' [] ' WHERE id = 5", (f"  {stored}\n",))
+    conn.execute("UPDATE jobs SET spec = '{\"id\": 6} trailing' WHERE id = 6")
+    conn.commit()
+    conn.close()
+    db = StateDB(tmp_path / "state.db")
+    try:
+        row = db.job(5)
+        assert row is not None and row["spec"].raw == json.loads(stored) and row["segments"] == []
+        with pytest.raises(json.JSONDecodeError):
+            db.job(6)
+    finally:
+        db.close()
