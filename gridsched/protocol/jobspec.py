@@ -18,8 +18,14 @@ from gridsched.protocol.jobs import PRIVATE_KEYS, Checkpoint, Hint
 from gridsched.protocol.text import shown
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
+    from typing import TypeAlias
+
     from gridsched.core.devices import DeviceAsk
     from gridsched.protocol.specview import SplitTask
+
+    # Short names: JobSpec's annotations are compiled at every start of a command that loads it (NamedTuple).
+    TaskArgs: TypeAlias = tuple[tuple[str, ...], ...]  # each sub-task's own arguments, by index
+    PieceArgs: TypeAlias = tuple[tuple[int, tuple[str, ...]], ...]  # a piece's sub-tasks' indices and arguments
 
 
 class SubTask(NamedTuple):
@@ -295,9 +301,9 @@ class JobSpec(NamedTuple):
     split_widths: tuple[int, ...] = ()  # the cores of each of a piece's chains
     split_task: SplitTask | None = None  # a piece's sub-tasks, as gridsched.job.subtasks reads them
     # each sub-task's own arguments (private), of a splittable job taken in: one tuple per sub-task, by index
-    split_args: tuple[tuple[str, ...], ...] | None = None
+    split_args: TaskArgs | None = None
     # of a piece: its sub-tasks' indices, each with its arguments (the spec's split_args, then index -> list)
-    piece_args: tuple[tuple[int, tuple[str, ...]], ...] | None = None
+    piece_args: PieceArgs | None = None
 
     @classmethod
     def from_spec(cls, data: Mapping[str, Any]) -> JobSpec:
@@ -537,9 +543,9 @@ class JobSpec(NamedTuple):
 # (JobSpec.piece_args).
 
 
-def _task_args(raw: object) -> tuple[tuple[str, ...], ...] | None:
+def _task_args(raw: object) -> TaskArgs | None:
     return tuple(tuple(a) for a in raw) if isinstance(raw, list) else None
 
 
-def _piece_args(raw: object) -> tuple[tuple[int, tuple[str, ...]], ...] | None:
+def _piece_args(raw: object) -> PieceArgs | None:
     return tuple((int(i), tuple(a)) for i, a in raw.items()) if isinstance(raw, dict) else None
