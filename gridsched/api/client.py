@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from gridsched.core.units import UnitError, parse_duration, parse_size
 from gridsched.protocol.config import Config, ConfigError, load
+from gridsched.protocol.jobs import TERMINAL, JobState
 from gridsched.protocol.spool import Spool, default_root
-from gridsched.protocol.view import TERMINAL_STATES, QueueError, array_rows, control, load_jobs, private
+from gridsched.protocol.view import QueueError, array_rows, control, load_jobs, private
 from gridsched.protocol.view import unmade_tasks as view_unmade_tasks
 from gridsched.submission.submit import Options, Script, SubmitError, WaitTimeout, decode, submit, wait_job
 
@@ -42,7 +43,7 @@ class Job:
     id: int
     name: str
     user: str
-    state: str
+    state: JobState
     ncpus: int
     walltime: int
     cores: str
@@ -62,7 +63,7 @@ class Job:
     @property
     def done(self) -> bool:
         """True once the job has ended (completed, failed, cancelled, timed out, out of memory)."""
-        return self.state in TERMINAL_STATES
+        return self.state in TERMINAL
 
     @classmethod
     def from_row(cls, row: JobRow) -> Job:
@@ -295,7 +296,7 @@ class Client:
 
     def jobs(self, all: bool = False) -> list[Job]:
         """The jobs in the queue (with ``all``, finished ones too), by id."""
-        return [Job.from_row(r) for r in self._rows() if all or r["state"] not in TERMINAL_STATES]
+        return [Job.from_row(r) for r in self._rows() if all or r["state"] not in TERMINAL]
 
     def wait(self, job_id: int, timeout: float | None = None) -> Job:
         """Block until job ``job_id`` has ended; :class:`WaitTimeout` after ``timeout`` seconds."""
@@ -350,17 +351,20 @@ class Client:
         uid = os.getuid()
         sender = rq.Sender(uid, str(uid), frozenset(), is_admin(uid, self.spool.root))
         try:
-            rq.parse({"type": "alter", "jobs": [job_id], "changes": spec}, "alter.json", sender)
+            req = rq.parse({"type": "alter", "jobs": [job_id], "changes": spec}, "alter.json", sender)
             machine = in_force(self.spool, self.config)
         except (rq.Refused, ValueError) as e:
             raise GridschedError(str(e)) from None
+        assert isinstance(req, rq.Alter)
         try:
             everyone = {j["id"]: j for j in load_jobs(self.spool)}
             tasks = array_rows(self.spool, job_id)
             if tasks:
-                why = alter_array_refused(tasks, spec, everyone, sender, machine, self.config.max_walltime)
+                why = alter_array_refused(tasks, req.changes, everyone, sender, machine, self.config.max_walltime)
             else:
-                why = alter_refused(everyone.get(job_id), spec, everyone, sender, machine, self.config.max_walltime)
+                why = alter_refused(
+                    everyone.get(job_id), req.changes, everyone, sender, machine, self.config.max_walltime
+                )
             if why:
                 raise GridschedError(f"job {job_id}: {why}")
             arrays = [job_id] if tasks else []

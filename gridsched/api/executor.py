@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from gridsched.api.client import Client, GridschedError
-from gridsched.protocol.jobs import WAITING
+from gridsched.protocol.jobs import WAITING, JobState
 
 POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between polls of the jobs
 BACKENDS = ("local", "slurm", "auto")
@@ -211,7 +211,7 @@ class LocalBackend:
 
 
 def _local_status(j: Any) -> JobStatus:
-    return JobStatus(j.state, j.state == "RUNNING", j.done, j.exit_code, j.exit_signal, j.id)
+    return JobStatus(j.state, j.state == JobState.RUNNING, j.done, j.exit_code, j.exit_signal, j.id)
 
 
 @functools.cache

@@ -27,7 +27,7 @@ from gridsched.cli.gacct_format import (
     total_cpu,
 )
 from gridsched.cli.gacct_format import parse as parse_format
-from gridsched.cli.select import SHORT_STATES, Selection, parse_ref
+from gridsched.cli.select import STATE_OF, Selection, parse_ref
 from gridsched.cli.select import _split_ids as split_ids
 from gridsched.cli.select import label as task_label
 from gridsched.core.units import format_duration
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from gridsched.protocol.view import ViewRow
 
 PROG = "gacct"
-TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL))
+TERMINAL_STATES = tuple(sorted(TERMINAL))  # in the order the usage error lists them
 # The --json schema: one record per job with exactly these keys, in this order.
 # ``jobid`` is the id as sacct shows it (``17_3`` for task 3 of array 17); ``max_rss`` in bytes,
 # ``cpu_user``, ``cpu_sys`` and ``total_cpu`` in seconds (null: not measured); ``req_mem`` in bytes;
@@ -169,11 +169,11 @@ def record(job: Row) -> dict[str, Any]:
 
 
 def select(
-    jobs: Iterable[Row], user: str | None, states: set[str] | None, start: float | None, end: float | None
+    jobs: Iterable[Row], user: str | None, states: set[JobState] | None, start: float | None, end: float | None
 ) -> Iterator[Row]:
     """Finished jobs of ``user`` in ``states`` that ended at or after ``start`` and began by ``end``."""
     for j in jobs:
-        if j["state"] not in TERMINAL_STATES:
+        if j["state"] not in TERMINAL:
             continue
         if user is not None and j["user"] != user:
             continue
@@ -291,14 +291,13 @@ def parse_ids(raw: str | None) -> Selection | None:
     return Selection(tuple(refs), frozenset(), frozenset(), frozenset())
 
 
-def parse_states(raw: str | None) -> set[str] | None:
+def parse_states(raw: str | None) -> set[JobState] | None:
     if raw is None:
         return None
     out = set()
     for part in raw.split(","):
-        s = part.strip().upper()
-        s = SHORT_STATES.get(s, s)
-        if s not in TERMINAL_STATES:
+        s = STATE_OF.get(part.strip().upper())
+        if s is None or s not in TERMINAL:
             fail(PROG, f"state '{shown(part.strip())}': must be one of {', '.join(TERMINAL_STATES)}", ExitCode.USAGE)
         out.add(s)
     return out
@@ -307,7 +306,7 @@ def parse_states(raw: str | None) -> set[str] | None:
 def read(
     spool: Spool,
     user: str | None = None,
-    states: set[str] | None = None,
+    states: set[JobState] | None = None,
     window: tuple[float | None, float | None] = (None, None),
 ) -> Iterator[Row]:
     """The finished jobs in the state db, each decoded as it is read: only those of ``user``, in ``states``

@@ -74,12 +74,14 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
         from gridsched.protocol.admin import is_admin
 
         sender = rq.Sender(uid, str(uid), frozenset(), is_admin(uid, s.spool.root))
-        if not sender.admin and (changes.get("priority") is not None or changes.get("nice", 0) < 0):
-            what = "--priority" if changes.get("priority") is not None else f"--nice {changes['nice']}"
+        if not sender.admin and (given.get("priority") is not None or (given.get("nice") or 0) < 0):
+            what = "--priority" if given.get("priority") is not None else f"--nice {given['nice']}"
             fail(PROG, f"{what}: only an admin may raise a job's priority", ExitCode.USAGE)
-        rq.parse({"type": "alter", "jobs": [1], "changes": changes}, "alter.json", sender)
+        req = rq.parse({"type": "alter", "jobs": [1], "changes": changes}, "alter.json", sender)
     except rq.Refused as e:
         fail(PROG, shown(e))
+    assert isinstance(req, rq.Alter)
+    typed = req.changes  # what the checks below apply, as the daemon will
     from gridsched.host.topology import in_force
 
     try:
@@ -106,7 +108,7 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
                     continue
                 if text:
                     rows = view.unmade_rows(s.spool, [ref.jid])
-                    why = alter_array_refused(rows, changes, everyone, sender, machine, s.cfg.max_walltime)
+                    why = alter_array_refused(rows, typed, everyone, sender, machine, s.cfg.max_walltime)
                     if why:
                         errors.append(f"job {ref.canonical}: {why}")
                         continue
@@ -115,7 +117,7 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
                     continue
             whole = ref.indices is None and view.array_rows(s.spool, ref.jid)
             if whole:
-                why = alter_array_refused(whole, changes, everyone, sender, machine, s.cfg.max_walltime)
+                why = alter_array_refused(whole, typed, everyone, sender, machine, s.cfg.max_walltime)
                 if why:
                     errors.append(f"job {ref.canonical}: {why}")
                 else:
@@ -127,7 +129,7 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
             except LookupError as e:
                 errors.append(shown(str(e)))
                 continue
-            why = alter_refused(everyone.get(jid), changes, everyone, sender, machine, s.cfg.max_walltime)
+            why = alter_refused(everyone.get(jid), typed, everyone, sender, machine, s.cfg.max_walltime)
             if why:
                 errors.append(f"job {ref.canonical}: {why}")
             elif jid not in jobs:

@@ -182,7 +182,7 @@ def _ended(spool: Any, job_id: int, job: JobRow, workdir: Path) -> int:
     from gridsched.submission.submit import job_exit_status
 
     state = job["state"]
-    why = {"TIMEOUT": "walltime reached", "CANCELLED": "cancelled"}.get(state, "")
+    why = {JobState.TIMEOUT: "walltime reached", JobState.CANCELLED: "cancelled"}.get(state, "")
     code = job_exit_status(job) or 1
     if state not in (JobState.TIMEOUT, JobState.CANCELLED):
         why = f"exit status {code}"
@@ -447,17 +447,16 @@ def _hung_up(spool: Any, job_id: int, workdir: Path, restarts: int) -> int:
 
     from gridsched.protocol.jobs import TERMINAL
 
-    terminal = {t.value for t in TERMINAL}
     deadline = time.monotonic() + END_WAIT
     while True:
         job, _ = _state(spool, job_id)
         if job is not None and (
             job["restarts"] > restarts or job["state"] in (JobState.PENDING, JobState.HELD, JobState.STOPPING)
         ):
-            if job["state"] not in terminal:
+            if job["state"] not in TERMINAL:
                 _cancel(spool, job_id)
             fail(PROG, f"job {job_id} was requeued: a grun job cannot be rerun (it could not reconnect); cancelled")
-        if job is not None and job["state"] in terminal:
+        if job is not None and job["state"] in TERMINAL:
             return _ended(spool, job_id, job, workdir)
         if time.monotonic() > deadline:
             fail(PROG, f"job {job_id}: lost the connection to the job: it has not ended after {END_WAIT:g} s")

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from gridsched.cli.plain import ExitCode, echo, fail, run, setup
 from gridsched.core.units import format_duration, format_size
 from gridsched.protocol import view
-from gridsched.protocol.jobs import ACTIVE, JobState
+from gridsched.protocol.jobs import ACTIVE, TERMINAL, JobState
 from gridsched.protocol.text import dumps, shown
-from gridsched.protocol.view import TERMINAL_STATES, from_submit  # noqa: F401 - part of this module's interface
+from gridsched.protocol.view import from_submit  # noqa: F401 - part of this module's interface
 
 if TYPE_CHECKING:  # the spool (and pathlib) is loaded when a command reads it, not for --help
     from gridsched.protocol.spool import Spool
@@ -29,7 +29,6 @@ JSON_KEYS = (
     "exit_code exit_signal reason restarts preemptions checkpoints backfilled stdout stderr workdir "
     "resources reservation array_id array_index split parent devices reason_code"
 ).split()
-ACTIVE_STATES = {JobState.RUNNING.value, JobState.STOPPING.value}
 STYLE: dict[str, str] = {
     JobState.PENDING: "yellow",
     JobState.HELD: "magenta",
@@ -47,7 +46,7 @@ STYLE: dict[str, str] = {
 def run_time(job: Row, now: float) -> float:
     """Seconds the job has run: ``elapsed`` (segments that ended) plus the current segment if it runs."""
     total = float(job.get("elapsed") or 0.0)
-    if job["state"] in ACTIVE_STATES:
+    if job["state"] in ACTIVE:
         start = job.get("start_time")
         segs = job.get("segments") or []
         last = segs[-1] if segs else None
@@ -93,7 +92,7 @@ def print_json(spool: Spool, sel: Any, live: bool, now: float) -> int:
             out.write(("\n    " if first else ",\n    ") + record_text(record(view.private(spool, j), now)))
             first = False
         for j in view.unmade_rows(spool):  # the tasks of arrays not made yet: a record for each array and state
-            if live and j["state"] in TERMINAL_STATES:
+            if live and j["state"] in TERMINAL:
                 continue
             if (sel.filtered or sel.refs) and (sel.named(j) is None or not sel.matches(j)):
                 continue
@@ -169,13 +168,9 @@ def when(t: float | None) -> str:
 def time_column(job: Row, now: float) -> str:
     """A running or finished job's run time; a pending one's time to its predicted start; a held one's run
     time so far (it does not count while held, and a held job has no predicted start)."""
-    if (
-        job["state"] in ACTIVE_STATES
-        or job["state"] in TERMINAL_STATES
-        or job["state"] in (JobState.SUSPENDED, JobState.HELD)
-    ):
+    if job["state"] in ACTIVE or job["state"] in TERMINAL or job["state"] in (JobState.SUSPENDED, JobState.HELD):
         t = run_time(job, now)
-        return format_duration(t) if t or job["state"] in ACTIVE_STATES else ""
+        return format_duration(t) if t or job["state"] in ACTIVE else ""
     if (planned := job.get("predicted_start")) is not None:
         return format_duration(planned - now)
     return ""
@@ -213,7 +208,7 @@ def note(job: Row, now: float | None = None) -> str:
     why = waits_for(job)
     if why:
         parts.append(why)
-    if job.get("backfilled") and job["state"] in ACTIVE_STATES:
+    if job.get("backfilled") and job["state"] in ACTIVE:
         parts.append("backfilled")
     if job.get("preemptions"):
         parts.append(f"preempted {job['preemptions']}")
@@ -481,7 +476,7 @@ def show(
             fail(PROG, "--watch and --gantt go with neither --full nor --json", ExitCode.USAGE)
         return live(s.spool, show_all, sel, watch, count, gantt, hours)
     now = time.time()
-    ended = show_all or bool(sel.states & set(TERMINAL_STATES))  # finished jobs are shown (and read)
+    ended = show_all or bool(sel.states & TERMINAL)  # finished jobs are shown (and read)
     by_task = tasks or any(r.indices is not None for r in sel.refs)
     if full_id is not None:
         jobs = load_jobs(s.spool, ids)
@@ -502,7 +497,7 @@ def show(
         if not as_json:
             jobs = gstat_tasks.label_tasks(jobs) if by_task else gstat_tasks.fold(jobs)
         if not ended:
-            jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
+            jobs = [j for j in jobs if j["state"] not in TERMINAL]
     if prio_view:  # sprio: the core's priority function on the same inputs as the daemon's
         from gridsched.cli import gstat_prio
 
@@ -562,7 +557,7 @@ def live(
     def selected() -> list[Row]:
         jobs = load_jobs(spool, live=not show_all)
         if not show_all:
-            jobs = [j for j in jobs if j["state"] not in TERMINAL_STATES]
+            jobs = [j for j in jobs if j["state"] not in TERMINAL]
         return [j for j, _ in select.pick(sel, jobs)] if sel.filtered or sel.refs else jobs
 
     def snapshot(now: float) -> Any:

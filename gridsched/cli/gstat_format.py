@@ -43,7 +43,7 @@ def _fields(now: float) -> dict[str, tuple[str, Callable[[Job], str], Callable[[
         "j": ("NAME", lambda j: str(j["name"]), lambda j: str(j["name"])),
         "u": ("USER", lambda j: str(j["user"]), lambda j: str(j["user"])),
         "T": ("STATE", lambda j: str(j["state"]), lambda j: str(j["state"])),
-        "t": ("ST", lambda j: SHORT_OF.get(str(j["state"]), str(j["state"])), lambda j: str(j["state"])),
+        "t": ("ST", lambda j: SHORT_OF.get(j["state"], str(j["state"])), lambda j: str(j["state"])),
         "M": ("TIME", lambda j: format_duration(used(j)), used),
         "r": ("TIME", lambda j: format_duration(used(j)), used),
         "l": (

@@ -29,7 +29,7 @@ ORDER = (JobState.RUNNING, JobState.STOPPING, JobState.SUSPENDED, JobState.PENDI
 ENDED = (JobState.FAILED, JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)
 
 
-def array_state(states: Counter[str]) -> str:
+def array_state(states: Counter[JobState]) -> JobState:
     for s in ORDER:
         if states.get(s):
             return s
@@ -38,7 +38,7 @@ def array_state(states: Counter[str]) -> str:
     return next(s for s in ENDED if states.get(s))
 
 
-def _counts(states: Counter[str]) -> str:
+def _counts(states: Counter[JobState]) -> str:
     order = [*ORDER, JobState.COMPLETED, *ENDED]
     return ", ".join(f"{states[s]} {s.lower()}" for s in order if states.get(s))
 
@@ -70,7 +70,7 @@ def fold(jobs: list[Row]) -> list[Row]:
         tasks = groups.pop(aid, None)
         if tasks is None:
             continue  # already folded
-        states: Counter[str] = Counter()
+        states: Counter[JobState] = Counter()
         for t in tasks:
             states[t["state"]] += t.get("count", 1)  # a row of tasks not made yet counts them all
         from gridsched.protocol.arrays import Indices  # only when the queue holds an array

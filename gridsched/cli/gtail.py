@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 PROG = "gtail"
 CHUNK = 1 << 16  # bytes read at once
 POLL = 0.25  # seconds between looks at the file and the job's state
-ENDED = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED")
+ENDED = (JobState.COMPLETED, JobState.FAILED, JobState.TIMEOUT, JobState.CANCELLED)
 
 
 class NotRegular(Exception):

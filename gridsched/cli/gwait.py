@@ -13,9 +13,9 @@ import click
 
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options
 from gridsched.protocol import tree
-from gridsched.protocol.jobs import JobState
+from gridsched.protocol.jobs import TERMINAL, JobState
 from gridsched.protocol.spool import Spool
-from gridsched.protocol.view import TERMINAL_STATES, QueueError, load_jobs
+from gridsched.protocol.view import QueueError, load_jobs
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -74,7 +74,7 @@ def gwait_cli(ids: tuple[int, ...], children: bool, yield_: bool, quiet: bool) -
             fail(prog, f"job {jid}: owned by {j.get('user') or j.get('uid')}")
     if not want:
         return ExitCode.OK
-    live = [j for j in want if known[j]["state"] not in TERMINAL_STATES]
+    live = [j for j in want if known[j]["state"] not in TERMINAL]
     # nothing left to wait for: no yield (the daemon would refuse it)
     req = spool.request("yield", job=me, until=want) if yield_ and live else None
     try:

@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from gridsched.protocol.jobs import JobState
+
 PROGS = ("sbatch", "scontrol", "squeue", "scancel", "qsub", "qstat", "qdel")
 PARTITION = "batch"  # SLURM_JOB_PARTITION, PBS_QUEUE (gridsched.job.env.QUEUE)
 # squeue's compact state codes (squeue(1), JOB STATE CODES)
@@ -282,9 +284,9 @@ def _used(j: Any) -> float:
 
 
 def _reason(j: Any) -> str:
-    if j.state == "RUNNING":
+    if j.state == JobState.RUNNING:
         return _host()
-    if j.state == "HELD":
+    if j.state == JobState.HELD:
         return "(JobHeldUser)"
     return f"({j.reason or 'None'})"
 
@@ -302,8 +304,8 @@ SQUEUE_FIELDS: dict[str, Callable[[Any], str]] = {
     "D": lambda j: "1",
     "C": lambda j: str(j.ncpus),
     "R": _reason,
-    "N": lambda j: _host() if j.state == "RUNNING" else "",
-    "r": lambda j: _reason(j).strip("()") if j.state != "RUNNING" else "None",
+    "N": lambda j: _host() if j.state == JobState.RUNNING else "",
+    "r": lambda j: _reason(j).strip("()") if j.state != JobState.RUNNING else "None",
 }
 SQUEUE_HEADS = {
     "i": "JOBID",
@@ -430,11 +432,11 @@ def show_job(j: Any) -> str:
     else:
         exit_code = f"{j.exit_code or 0}:0"
     state = SLURM_STATES.get(j.state, j.state)
-    running = j.state in ("RUNNING", "STOPPING", "SUSPENDED")
+    running = j.state in (JobState.RUNNING, JobState.STOPPING, JobState.SUSPENDED)
     lines = [
         f"JobId={j.id} JobName={j.name}",
         f"UserId={name_of(pwd.getpwuid, uid)} GroupId={name_of(grp.getgrgid, gid)}",
-        f"JobState={state} Reason={'JobHeldUser' if j.state == 'HELD' else j.reason or 'None'}",
+        f"JobState={state} Reason={'JobHeldUser' if j.state == JobState.HELD else j.reason or 'None'}",
         f"Requeue=1 Restarts={j.restarts} BatchFlag=1 ExitCode={exit_code}",
         f"RunTime={hms(_used(j))} TimeLimit={hms(j.walltime)}",
         f"SubmitTime={stamp(j.submit_time)} StartTime={stamp(j.start_time)} EndTime={stamp(j.end_time)}",

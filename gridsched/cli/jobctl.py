@@ -9,6 +9,7 @@ import click
 
 from gridsched.cli.common import ExitCode, fail, setup, warn
 from gridsched.protocol import view
+from gridsched.protocol.jobs import TERMINAL, WAITING, JobState
 from gridsched.protocol.text import shown
 
 
@@ -76,12 +77,12 @@ def act(
         else:
             jobs = view.load_jobs(s.spool)
             if not sel.states:
-                jobs = [j for j in jobs if j["state"] not in view.TERMINAL_STATES]
+                jobs = [j for j in jobs if j["state"] not in TERMINAL]
             for job, name in select.pick(sel, jobs):
                 ids.append(job["id"])
                 single.add(job["id"])
                 named[job["id"]] = name
-            applies = {"cancel": ("PENDING", "HELD"), "hold": ("PENDING",), "release": ("HELD",)}[kind]
+            applies = {"cancel": WAITING, "hold": {JobState.PENDING}, "release": {JobState.HELD}}[kind]
             for row in view.unmade_rows(s.spool):  # the tasks of arrays not made yet that match
                 if row["state"] in applies and sel.matches(row) and not view.CHECKS[kind](row, os.getuid()):
                     if sel.refs and not any(r.jid == row["id"] for r in sel.refs):
@@ -128,9 +129,7 @@ def complete_job_ids(ctx: click.Context, param: click.Parameter, incomplete: str
         jobs = view.load_jobs(s.spool)
     except (SystemExit, view.QueueError, OSError):
         return []
-    return [
-        str(j["id"]) for j in jobs if j["state"] not in view.TERMINAL_STATES and str(j["id"]).startswith(incomplete)
-    ]
+    return [str(j["id"]) for j in jobs if j["state"] not in TERMINAL and str(j["id"]).startswith(incomplete)]
 
 
 def _indices(text: str) -> frozenset[int]:

@@ -15,33 +15,37 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gridsched.cli.plain import ExitCode, fail
+from gridsched.protocol.jobs import JobState
 from gridsched.protocol.text import shown
 
 # Slurm's short state codes (squeue %t) and the state each stands for
 SHORT_STATES = {
-    "PD": "PENDING",
-    "R": "RUNNING",
-    "CG": "STOPPING",
-    "S": "SUSPENDED",
-    "CD": "COMPLETED",
-    "F": "FAILED",
-    "TO": "TIMEOUT",
-    "CA": "CANCELLED",
-    "OOM": "OUT_OF_MEMORY",
+    "PD": JobState.PENDING,
+    "R": JobState.RUNNING,
+    "CG": JobState.STOPPING,
+    "S": JobState.SUSPENDED,
+    "CD": JobState.COMPLETED,
+    "F": JobState.FAILED,
+    "TO": JobState.TIMEOUT,
+    "CA": JobState.CANCELLED,
+    "OOM": JobState.OUT_OF_MEMORY,
 }
+# the states in the order the usage error lists them
 STATES = (
-    "PENDING",
-    "HELD",
-    "RUNNING",
-    "STOPPING",
-    "SUSPENDED",
-    "COMPLETED",
-    "FAILED",
-    "TIMEOUT",
-    "CANCELLED",
-    "OUT_OF_MEMORY",
+    JobState.PENDING,
+    JobState.HELD,
+    JobState.RUNNING,
+    JobState.STOPPING,
+    JobState.SUSPENDED,
+    JobState.COMPLETED,
+    JobState.FAILED,
+    JobState.TIMEOUT,
+    JobState.CANCELLED,
+    JobState.OUT_OF_MEMORY,
 )
-SHORT_OF = {v: k for k, v in SHORT_STATES.items()} | {"HELD": "PD"}
+# a state by its name or its short code, in upper case
+STATE_OF = {s.value: s for s in STATES} | SHORT_STATES
+SHORT_OF = {v: k for k, v in SHORT_STATES.items()} | {JobState.HELD: "PD"}
 
 _RANGE = re.compile(r"^\s*(\d+)_\[([0-9,\-:%]+)\]\s*$")
 
@@ -68,7 +72,7 @@ class Selection(NamedTuple):
     refs: tuple[Ref, ...]
     users: frozenset[str]
     names: frozenset[str]
-    states: frozenset[str]
+    states: frozenset[JobState]
 
     @property
     def filtered(self) -> bool:
@@ -87,14 +91,14 @@ class Selection(NamedTuple):
             return False
         if self.names and str(job.get("name")) not in self.names:
             return False
-        return not self.states or str(job.get("state")) in self.states
+        return not self.states or job.get("state") in self.states
 
     def named(self, job: Mapping[str, Any]) -> str | None:
         """How the ids name ``job`` (a ref's text), or None when none does; every job when there are no ids."""
         if not self.refs:
             return str(job["id"])
-        spec = job.get("spec") or {}
-        aid, index = spec.get("array_id"), spec.get("array_index")
+        spec = job["spec"]  # a SpecView
+        aid, index = spec.array_id, spec.array_index
         for r in self.refs:
             if r.indices is None and (job["id"] == r.jid or aid == r.jid):
                 return r.text if job["id"] == r.jid and aid is None else label(job)
@@ -113,9 +117,10 @@ def _overlap(indices: frozenset[int], text: str) -> bool:
 
 
 def label(job: Mapping[str, Any]) -> str:
-    spec = job.get("spec") or {}
-    if spec.get("array_id") is not None and spec.get("array_index") is not None:
-        return f"{spec['array_id']}_{spec['array_index']}"
+    raw = job["spec"].raw  # a SpecView's JSON object (a table calls this for each row)
+    aid, index = raw.get("array_id"), raw.get("array_index")
+    if aid is not None and index is not None:
+        return f"{aid}_{index}"
     return str(job["id"])
 
 
@@ -141,13 +146,12 @@ def parse_ref(prog: str, raw: str) -> Ref:
     return Ref(str(jid) if index is None else f"{jid}_{index}", jid, None if index is None else frozenset({index}))
 
 
-def parse_state(prog: str, raw: str) -> set[str]:
+def parse_state(prog: str, raw: str) -> set[JobState]:
     """``-s``: states as gstat shows them or Slurm's short forms, comma-separated, any case."""
-    out: set[str] = set()
+    out: set[JobState] = set()
     for part in raw.split(","):
-        s = part.strip().upper()
-        s = SHORT_STATES.get(s, s)
-        if s not in STATES:
+        s = STATE_OF.get(part.strip().upper())
+        if s is None:
             fail(
                 prog,
                 f"state '{shown(part)}': not a state (one of {', '.join(STATES)}, or {', '.join(SHORT_STATES)})",
@@ -166,7 +170,7 @@ def parse(
             r = parse_ref(prog, part)
             if r not in refs:
                 refs.append(r)
-    st: set[str] = set()
+    st: set[JobState] = set()
     for s in states:
         st |= parse_state(prog, s)
     return Selection(

@@ -25,14 +25,14 @@ from gridsched.core.placement import Reason, StatusMap, free_map, status_maps
 from gridsched.core.topology import MachineMap
 from gridsched.core.types import Lent, Resv, Running
 from gridsched.core.units import format_size
-from gridsched.protocol.jobs import Checkpoint
+from gridsched.protocol.jobs import Checkpoint, JobState
 from gridsched.protocol.spool import Spool
 from gridsched.protocol.text import shown
 
 if TYPE_CHECKING:
     from gridsched.protocol.view import JobRow
 
-HOLDING = ("RUNNING", "STOPPING")
+HOLDING = (JobState.RUNNING, JobState.STOPPING)
 # The per-core states, in the order they apply (a core in several maps shows the first).
 STATES = ("job", "backfill", "held", "lent", "drained", "reserved", "free")
 MAPS = ("allocated", "backfill", "held", "lent", "drained", "reserved")

@@ -46,7 +46,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gridsched.core.eligible import array_window
 from gridsched.daemon import jobfiles
@@ -82,7 +82,7 @@ class Ctx:
     spool: Spool
     rests: dict[int, Rest]
     ncores: int
-    take_in: Callable[[JobSpec, str, JobState, str, dict[str, Any] | None], Rec | None]
+    take_in: Callable[[JobSpec, str, JobState, str, jobfiles.JobFiles | None], Rec | None]
     new_ids: Callable[[int], list[int]]
     unclaim: Callable[[list[int]], None]
 
@@ -209,7 +209,7 @@ def load(ctx: Ctx) -> None:
         except jobfiles.JobFilesError as e:
             log.error("array %d: %s: its %d tasks not started are lost", aid, e, len(pending) + len(held))
             continue
-        job = JobSpec.from_spec({**row["spec"], **private})
+        job = JobSpec.from_spec({**row["spec"].raw, **private})
         ctx.rests[aid] = Rest(
             aid=aid,
             uid=int(row["uid"]),
@@ -440,12 +440,12 @@ def whole_states(
     return out
 
 
-def _ended_state(db: StateDB, aid: int) -> str:
+def _ended_state(db: StateDB, aid: int) -> JobState:
     """COMPLETED if every task of array ``aid`` did (none cancelled before it was made), else the worst end."""
-    seen = {str(row["state"]) for row in db.by_spec("array_id", aid, brief=True)}
+    seen = {row["state"] for row in db.by_spec("array_id", aid, brief=True)}
     if any(Indices.from_text(str(row["cancelled"])) for row in db.array_rests([aid])):
-        seen.add(JobState.CANCELLED.value)
+        seen.add(JobState.CANCELLED)
     for s in WORST_FIRST:
-        if s.value in seen:
-            return s.value
-    return JobState.COMPLETED.value
+        if s in seen:
+            return s
+    return JobState.COMPLETED

@@ -29,10 +29,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from gridsched.protocol.jobs import PRIVATE_FILE, PRIVATE_KEYS
+
+# A job's files as it is taken in: name in its directory -> the file's text, or a path to hard-link.
+JobFiles: TypeAlias = Mapping[str, str | Path]
 
 LAUNCH_FILE = "launch.json"
 MAX_PRIVATE = 16 << 20
@@ -42,7 +46,7 @@ class JobFilesError(Exception):
     """A job's files cannot be read; the message says why (the job fails with it)."""
 
 
-def create(job_dir: Path, uid: int, gid: int, umask: int, files: dict[str, Any], private: bytes) -> None:
+def create(job_dir: Path, uid: int, gid: int, umask: int, files: JobFiles, private: bytes) -> None:
     """Make ``job_dir`` with the job's ``files`` (name -> text, or a path to hard-link), ``checkpoint/`` and
     the private parts of its spec; the files the job uses are handed to ``uid``/``gid`` when run as root."""
     me = os.geteuid()

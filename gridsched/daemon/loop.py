@@ -509,7 +509,7 @@ class Daemon:
         return True
 
     def take_in(
-        self, job: rq.JobSpec, user: str, state: JobState, reason: str, files: dict[str, Any] | None = None
+        self, job: rq.JobSpec, user: str, state: JobState, reason: str, files: jobfiles.JobFiles | None = None
     ) -> Rec | None:
         """Write a checked job's files and row and queue it; its record (None if it is refused).
 
@@ -524,7 +524,7 @@ class Daemon:
         jobfiles.create(self.spool.job_dir(jid), job.uid, job.gid, job.umask, files, json.dumps(private).encode())
         row: JobRow = {
             "id": jid,
-            "state": state.value,
+            "state": state,
             "user": user,
             "uid": job.uid,
             "name": job.name,

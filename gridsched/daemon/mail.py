@@ -169,14 +169,14 @@ class Mailer:
                 return  # tasks are left: the array's mail goes when the last one ends
             self.arrays_begun.discard(w.array_id)
             try:
-                states = Counter(str(row["state"]) for row in db.by_spec("array_id", w.array_id))
+                states = Counter(row["state"] for row in db.by_spec("array_id", w.array_id))
                 for row in db.array_rests([w.array_id]):  # tasks cancelled before they were made
                     if row["cancelled"]:
-                        states[JobState.CANCELLED.value] += len(Indices.from_text(row["cancelled"]))
+                        states[JobState.CANCELLED] += len(Indices.from_text(row["cancelled"]))
             except Exception as e:  # noqa: BLE001 - mail is advice: it never stops the daemon
                 log.warning("array %d: no mail: %s", w.array_id, safe(str(e)))
                 return
-            failed = any(s not in (JobState.COMPLETED.value, JobState.CANCELLED.value) for s in states)
+            failed = any(s not in (JobState.COMPLETED, JobState.CANCELLED) for s in states)
             kind = "FAIL" if failed and "FAIL" in w.events else ("END" if "END" in w.events else "")
             if kind:
                 counts = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))

@@ -41,7 +41,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gridsched.core.types import SplitInfo, Start, StartTasks
 from gridsched.protocol.arrays import ArrayError, parse
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
     from gridsched.core.devices import DeviceAsk
     from gridsched.core.topology import Device
+    from gridsched.daemon.jobfiles import JobFiles
     from gridsched.daemon.table import JobTable, Rec
     from gridsched.protocol.requests import JobSpec, Split
     from gridsched.protocol.specview import SplitTask
@@ -115,7 +116,7 @@ class Ctx:
     db: StateDB
     spool: Spool
     devices: tuple[Device, ...]
-    take_in: Callable[[JobSpec, str, JobState, str, dict[str, Any] | None], Rec | None]
+    take_in: Callable[[JobSpec, str, JobState, str, JobFiles | None], Rec | None]
     start: Callable[[Rec, Start, float], None]
     end: Callable[..., None]  # end a job: (rec, state, when, code=..., reason=...)
     new_ids: Callable[[int], list[int]]
@@ -130,7 +131,7 @@ def take_in(ctx: Ctx, job: JobSpec, state: JobState, reason: str) -> None:
         k = min(ncpus // sp.ncpus, device_wave(sp.devices, ctx.devices), sp.n)
         ncpus = max(1, k) * sp.ncpus
     # the sizes of its sub-tasks stay in the job table; their arguments are the owner's (private)
-    args = [list(t.args) for t in sp.tasks] if sp.tasks else None
+    args = tuple(t.args for t in sp.tasks) if sp.tasks else None
     job = job._replace(ncpus=ncpus, split=sp._replace(left=tuple(range(sp.n))), split_args=args)
     ctx.take_in(job, job.user, state, reason, {"script": STUB, "task-script": job.script})
 
@@ -204,11 +205,11 @@ def _piece(
     task: SplitTask = {"n": sp.n, "ncpus": c, "task_time": sp.task_time}
     if sp.retries:
         task["retries"] = sp.retries
-    split_args = spec.split_args
+    piece_args = None
     if sp.tasks:  # the sizes and arguments of its own sub-tasks only
         task["tasks"] = {str(i): [sp.tasks[i].ncpus, sp.tasks[i].time] for i in st.tasks}
-        args = spec.split_args or []
-        split_args = {str(i): args[i] for i in st.tasks if i < len(args)}
+        args = spec.split_args or ()
+        piece_args = tuple((i, args[i]) for i in st.tasks if i < len(args))
     piece = spec._replace(
         id=pid,
         ncpus=sum(widths),
@@ -221,7 +222,8 @@ def _piece(
         split_chains=tuple(tuple(ch) for ch in st.chains),
         split_widths=tuple(widths),
         split_task=task,
-        split_args=split_args,
+        split_args=None,
+        piece_args=piece_args,
         stdout=f"{spec.stdout}.{pid}",
         stderr=f"{spec.stderr}.{pid}",
         devices=sp.devices if devices else spec.devices,  # one chain: one sub-task's devices
@@ -265,7 +267,7 @@ def piece_ended(ctx: Ctx, piece: Rec, end: float) -> None:
     if any(r.split_of == parent.id for r in ctx.table.jobs.values()):
         return
     states = [r["state"] for r in ctx.db.by_spec("split_of", parent.id)]
-    bad = [s for s in states if s != JobState.COMPLETED.value]
+    bad = [s for s in states if s is not JobState.COMPLETED]
     ctx.table.dequeue(parent)
     if parent.state is JobState.PENDING or parent.state is JobState.HELD:
         if bad:

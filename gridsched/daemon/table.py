@@ -283,7 +283,7 @@ class Rec:
         pool) the job's memory is among its floating resources, except for a job bound to a reservation."""
         run = row["run"]
         if spec is None:
-            spec = JobSpec.from_spec(row["spec"])
+            spec = row["spec"].job()
         rec = cls(
             id=row["id"],
             user=row["user"],
@@ -450,7 +450,7 @@ class JobTable:
         self.begin()
         self.db.put(row)
         self.forecast_dirty = True
-        if row["state"] == JobState.FAILED.value:
+        if row["state"] == JobState.FAILED:
             return None
         rec = Rec.from_row(row, self.devices, spec, self.memory)
         self.share(rec)

@@ -91,4 +91,4 @@ def end(rec: Rec, state: JobState) -> None:
 def unreadable(db: StateDB, jid: int, now: float, why: str) -> None:
     """A job of the table that has not ended but whose row no record can be made of (written by an older
     version) ends FAILED at ``now``, with ``why``: in its row alone, as the daemon holds no record of it."""
-    db.update(jid, state=JobState.FAILED.value, end_time=now, reason=why)
+    db.update(jid, state=JobState.FAILED, end_time=now, reason=why)

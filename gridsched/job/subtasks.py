@@ -228,7 +228,7 @@ def main(argv: list[str]) -> int:
     if row is None:
         print(f"gridsched: job {jid} is not in the job table", file=sys.stderr)
         return 1
-    spec = row["spec"]
+    spec = row["spec"].raw  # the spec's JSON object
     jdir = spool / "jobs" / str(jid)
     cores = sorted(cpuset.parse(os.environ.get("GS_CORES", "")))
     host_cpus = sorted(cpuset.parse(os.environ.get("GS_HOST_CPUS", "")))

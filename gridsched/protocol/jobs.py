@@ -11,13 +11,11 @@ if TYPE_CHECKING:
 
 class _Text(str, Enum):
     """A str-valued enum whose members print as their value: stored, printed and compared as the plain text
-    (``JobState.RUNNING == "RUNNING"``), so the spool, the state db and the JSON they hold are unchanged."""
+    (``JobState.RUNNING == "RUNNING"``), so the spool, the state db and the JSON they hold are unchanged.
+    str's own methods print it (in C: a long table prints a state per row)."""
 
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
+    __str__ = str.__str__
+    __format__ = str.__format__  # type: ignore[assignment]  # str's, with its parameter's other name
 
 
 class JobState(_Text):

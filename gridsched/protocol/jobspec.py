@@ -18,8 +18,14 @@ from gridsched.protocol.jobs import PRIVATE_KEYS, Checkpoint, Hint
 from gridsched.protocol.text import shown
 
 if TYPE_CHECKING:  # loaded (with the machine map under it) only for a request that asks for devices
+    from typing import TypeAlias
+
     from gridsched.core.devices import DeviceAsk
     from gridsched.protocol.specview import SplitTask
+
+    # Short names: JobSpec's annotations are compiled at every start of a command that loads it (NamedTuple).
+    TaskArgs: TypeAlias = tuple[tuple[str, ...], ...]  # each sub-task's own arguments, by index
+    PieceArgs: TypeAlias = tuple[tuple[int, tuple[str, ...]], ...]  # a piece's sub-tasks' indices and arguments
 
 
 class SubTask(NamedTuple):
@@ -294,7 +300,10 @@ class JobSpec(NamedTuple):
     split_chains: tuple[tuple[int, ...], ...] = ()  # a piece's sub-task indices, one tuple per chain
     split_widths: tuple[int, ...] = ()  # the cores of each of a piece's chains
     split_task: SplitTask | None = None  # a piece's sub-tasks, as gridsched.job.subtasks reads them
-    split_args: Any = None  # each sub-task's own arguments (private): a list, or a piece's index -> list
+    # each sub-task's own arguments (private), of a splittable job taken in: one tuple per sub-task, by index
+    split_args: TaskArgs | None = None
+    # of a piece: its sub-tasks' indices, each with its arguments (the spec's split_args, then index -> list)
+    piece_args: PieceArgs | None = None
 
     @classmethod
     def from_spec(cls, data: Mapping[str, Any]) -> JobSpec:
@@ -384,7 +393,8 @@ class JobSpec(NamedTuple):
             split_chains=tuple(tuple(c) for c in g("split_chains") or ()),
             split_widths=tuple(g("split_widths") or ()),
             split_task=g("split_task"),
-            split_args=g("split_args"),
+            split_args=_task_args(g("split_args")),
+            piece_args=_piece_args(g("split_args")),
         )
 
     @property
@@ -405,6 +415,7 @@ class JobSpec(NamedTuple):
             submit_dir="",
             env_set=(),
             split_args=None,
+            piece_args=None,
         )
 
     def stored(self) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -522,5 +533,19 @@ class JobSpec(NamedTuple):
         if self.split_task is not None:
             spec["split_task"] = self.split_task
         if self.split_args is not None:
-            spec["split_args"] = self.split_args
+            spec["split_args"] = [list(a) for a in self.split_args]
+        if self.piece_args is not None:
+            spec["split_args"] = {str(i): list(a) for i, a in self.piece_args}
         return spec
+
+
+# A spec's ``split_args`` is a splittable job's list (JobSpec.split_args) or a piece's object of index -> list
+# (JobSpec.piece_args).
+
+
+def _task_args(raw: object) -> TaskArgs | None:
+    return tuple(tuple(a) for a in raw) if isinstance(raw, list) else None
+
+
+def _piece_args(raw: object) -> PieceArgs | None:
+    return tuple((int(i), tuple(a)) for i, a in raw.items()) if isinstance(raw, dict) else None

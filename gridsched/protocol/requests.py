@@ -348,6 +348,10 @@ class Changes(NamedTuple):
     nice: int | None = None  # replaces the job's nice; negative only from an admin
     priority: int | None = None  # the job's priority, set by an admin (as gsub --priority)
 
+    def names(self) -> list[str]:
+        """The names of the fields given, sorted."""
+        return sorted(k for k, v in self._asdict().items() if v is not None)
+
     def given(self) -> dict[str, Any]:
         """The fields given, as the job's spec keeps them."""
         out: dict[str, Any] = {k: v for k, v in self._asdict().items() if v is not None}
@@ -356,6 +360,18 @@ class Changes(NamedTuple):
 
             out["devices"] = asks_to_spec(self.devices)
         return out
+
+
+def altered(old: JobSpec, ch: Changes) -> JobSpec:
+    """Job ``old`` with the fields ``ch`` gives (the daemon's change, and the one galter and the Python API check
+    before they send it).  A change of its mapping requirement makes the job placed (``pack`` unless it names
+    another); a change of its cores drops the tasks it asked for when they no longer make them."""
+    job = old._replace(**{k: v for k, v in ch._asdict().items() if v is not None})  # Changes' fields are JobSpec's
+    if ch.place is not None or ch.threads_per_core is not None or ch.exclusive_board is not None:
+        job = job._replace(place=ch.place or old.place or "pack")
+    if ch.ncpus is not None and (job.ntasks or 1) * (job.cpus_per_task or 1) != job.ncpus:
+        job = job._replace(ntasks=None, cpus_per_task=None)  # tasks that no longer make its cores give way
+    return job
 
 
 class Alter(NamedTuple):

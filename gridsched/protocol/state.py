@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gridsched.protocol.specview import SpecView
-    from gridsched.protocol.view import IdRecord, JobRow, RestRow
+    from gridsched.protocol.view import IdRecord, JobRow, RestRow, Usage
 
 SCHEMA_VERSION = 1
 
@@ -168,7 +168,7 @@ RESV_ADDED: dict[str, tuple[str, Any]] = {
 }
 
 
-def usage(segments: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def usage(segments: Iterable[Mapping[str, Any]]) -> Usage:
     """The usage columns of a job from its segments: CPU times summed, the largest peak memory.
 
     A segment whose shepherd was killed (no ``usage``) adds nothing; a job with no measured
@@ -232,14 +232,45 @@ def _load_spec_of(data: object) -> SpecView:
 
 
 _spec_of: Callable[[object], SpecView] = _load_spec_of
+# a row's state as its text -> the JobState (a lookup: JobState(text) costs a row six times as much)
+STATE_OF = {s.value: s for s in JobState}
+
+
+# the C scanner json.loads ends in (set by the decoder's __init__: not in the stubs)
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` of a JSON column as the daemon writes it (:func:`_json`: nothing around the value), read by
+    the C scanner itself: a long table skips json.loads's steps in Python (a quarter of its cost for a spec) for
+    each column of each row.  Any other text (a row written by hand) goes to json.loads, errors and all."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
+
+
+def _raw(obj: object) -> object:
+    """How :func:`_json` writes what JSON has no form for: a :class:`SpecView` as its spec's JSON object."""
+    raw = getattr(obj, "raw", None)
+    if isinstance(raw, dict):
+        return raw
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def _json(value: object) -> str:
+    """A JSON column's text (a row's spec may be a :class:`SpecView`)."""
+    return json.dumps(value, separators=(",", ":"), default=_raw)
 
 
 def _decode(row: sqlite3.Row | tuple[Any, ...], cols: tuple[str, ...] = ALL_COLUMNS) -> JobRow:
     d: Any = {c: default for c, (_, default) in JOBS_ADDED.items()}
     d.update(zip(cols, row))
-    d["segments"] = json.loads(d["segments"])
-    d["run"] = json.loads(d["run"])
-    d["spec"] = _spec_of(json.loads(d["spec"]))
+    d["state"] = STATE_OF[d["state"]]
+    d["segments"] = _loads(d["segments"])
+    d["run"] = _loads(d["run"])
+    d["spec"] = _spec_of(_loads(d["spec"]))
     d["backfilled"] = bool(d["backfilled"])
     return d
 
@@ -259,9 +290,9 @@ def _spec_keys(valid: int, text: str, keys: tuple[str, ...]) -> SpecView:
     """The spec of a row read with :func:`_spec_sql`: the ``keys`` it has (not null)."""
     if valid:
         if text == _NONE.get(len(keys)):  # none of them (most jobs: no array, no split)
-            return _spec_of({})
-        return _spec_of({k: v for k, v in zip(keys, json.loads(text)) if v is not None})
-    whole = json.loads(text)
+            return _spec_of(None)  # the one empty SpecView
+        return _spec_of({k: v for k, v in zip(keys, _loads(text)) if v is not None})
+    whole = _loads(text)
     return _spec_of({k: whole[k] for k in keys if isinstance(whole, dict) and whole.get(k) is not None})
 
 
@@ -276,8 +307,9 @@ def _brief_sql(have: tuple[str, ...]) -> str:
 def _decode_brief(row: tuple[Any, ...]) -> JobRow:
     n = len(BRIEF_COLUMNS)
     d: Any = dict(zip(BRIEF_COLUMNS, row[:n]))
+    d["state"] = STATE_OF[d["state"]]
     d["backfilled"] = bool(d["backfilled"])
-    d["segments"] = json.loads(row[n]) if row[n] != "[]" else []
+    d["segments"] = _loads(row[n]) if row[n] != "[]" else []
     d["run"] = {}
     d["devices"] = row[n + 1]
     d["spec"] = _spec_keys(row[n + 2], row[n + 3], BRIEF_SPEC)
@@ -288,7 +320,8 @@ def _decode_keys(row: tuple[Any, ...], cols: tuple[str, ...], keys: tuple[str, .
     """A row read with every column but ``run`` (left {}) and only the ``keys`` of ``spec``."""
     d: Any = {c: default for c, (_, default) in JOBS_ADDED.items()}
     d.update(zip(cols, row))
-    d["segments"] = json.loads(d["segments"])
+    d["state"] = STATE_OF[d["state"]]
+    d["segments"] = _loads(d["segments"])
     d["run"] = {}
     d["spec"] = _spec_keys(row[-2], row[-1], keys)
     d["backfilled"] = bool(d["backfilled"])
@@ -602,7 +635,7 @@ class StateDB:
         vals = [row[c] if c in COLUMNS else row.get(c, JOBS_ADDED[c][1]) for c in ALL_COLUMNS]
         for i, c in enumerate(ALL_COLUMNS):
             if c in JSON_COLUMNS:
-                vals[i] = json.dumps(vals[i], separators=(",", ":"))
+                vals[i] = _json(vals[i])
         self._write(
             f"INSERT OR REPLACE INTO jobs ({', '.join(ALL_COLUMNS)}) VALUES ({', '.join('?' * len(ALL_COLUMNS))})",
             vals,
@@ -615,7 +648,7 @@ class StateDB:
             if k not in ALL_COLUMNS or k == "id":
                 raise KeyError(k)
             cols.append(f"{k} = ?")
-            vals.append(json.dumps(v, separators=(",", ":")) if k in JSON_COLUMNS else v)
+            vals.append(_json(v) if k in JSON_COLUMNS else v)
         self._write(f"UPDATE jobs SET {', '.join(cols)} WHERE id = ?", [*vals, job_id])
 
     def set_predicted(self, items: Iterable[tuple[float | None, int]]) -> None:
@@ -649,7 +682,7 @@ class StateDB:
         out = []
         for row in got:
             d: Any = {"cancel_time": None, **dict(zip(cols, row))}
-            d["spec"] = _spec_of(json.loads(d["spec"]))
+            d["spec"] = _spec_of(_loads(d["spec"]))
             out.append(d)
         return out
 
@@ -663,7 +696,7 @@ class StateDB:
 
     def put_array(self, rest: RestRow) -> None:
         row: Mapping[str, object] = rest
-        vals = [json.dumps(row[c], separators=(",", ":")) if c == "spec" else row[c] for c in ARRAY_COLUMNS]
+        vals = [_json(row[c]) if c == "spec" else row[c] for c in ARRAY_COLUMNS]
         self._write(
             f"INSERT OR REPLACE INTO arrays ({', '.join(ARRAY_COLUMNS)}) VALUES ({', '.join('?' * len(vals))})", vals
         )
@@ -672,7 +705,7 @@ class StateDB:
         for k in fields:
             if k not in ARRAY_COLUMNS or k == "id":
                 raise KeyError(k)
-        vals = [json.dumps(v, separators=(",", ":")) if k == "spec" else v for k, v in fields.items()]
+        vals = [_json(v) if k == "spec" else v for k, v in fields.items()]
         self._write(f"UPDATE arrays SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?", [*vals, array_id])
 
     def set_meta(self, key: str, value: str) -> None:

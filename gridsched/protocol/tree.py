@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gridsched.protocol.jobs import JobState
+from gridsched.protocol.jobs import TERMINAL, JobState
 from gridsched.protocol.spool import Spool
 
 if TYPE_CHECKING:
@@ -125,7 +125,6 @@ def submit_keys(
         what = f"parent {parent} (this job, GS_JOBID)"
     else:
         what = f"parent {parent}"
-    from gridsched.protocol.view import TERMINAL_STATES
 
     jobs = _jobs(spool)
     job = jobs.get(parent)
@@ -133,7 +132,7 @@ def submit_keys(
         raise TreeError(f"{what}: no such job")
     if uid != 0 and job.get("uid") is not None and job["uid"] != uid:
         raise TreeError(f"{what}: owned by {job.get('user') or job['uid']}, not you")
-    if job["state"] in TERMINAL_STATES:
+    if job["state"] in TERMINAL:
         raise TreeError(f"{what}: already {job['state']}, only a running job can be a parent")
     if job["state"] not in RUNNING_STATES:
         raise TreeError(f"{what}: is {job['state']}, only a running job can be a parent")
@@ -152,11 +151,8 @@ def children(spool: Spool, jid: int) -> list[int]:
 
 def live_children(spool: Spool, jid: int) -> list[int]:
     """The ids of the children of ``jid`` that have not ended (those not yet taken in by the daemon too)."""
-    from gridsched.protocol.view import TERMINAL_STATES
 
-    return sorted(
-        j["id"] for j in _jobs(spool).values() if j["spec"].parent == jid and j["state"] not in TERMINAL_STATES
-    )
+    return sorted(j["id"] for j in _jobs(spool).values() if j["spec"].parent == jid and j["state"] not in TERMINAL)
 
 
 def descendants(jobs: Mapping[int, JobRow], jid: int) -> list[int]:
@@ -207,15 +203,15 @@ def poll(cond: Any, timeout: float | None = None) -> bool:
     return True
 
 
-def wait_ended(spool: Spool, ids: list[int], timeout: float | None = None) -> dict[int, str] | None:
+def wait_ended(spool: Spool, ids: list[int], timeout: float | None = None) -> dict[int, JobState] | None:
     """Block until every job of ``ids`` has ended; id -> final state (None when ``timeout`` ran out)."""
-    from gridsched.protocol.view import TERMINAL_STATES, load_jobs
+    from gridsched.protocol.view import load_jobs
 
-    final: dict[int, str] = {}
+    final: dict[int, JobState] = {}
 
     def done() -> bool:
         for j in load_jobs(spool, [i for i in ids if i not in final]):
-            if j["state"] in TERMINAL_STATES:
+            if j["state"] in TERMINAL:
                 final[j["id"]] = j["state"]
         return len(final) == len(ids)
 

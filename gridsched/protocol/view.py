@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     from gridsched.protocol.state import StateDB
     from gridsched.protocol.tree import Yielded
 
-TERMINAL_STATES = frozenset(s.value for s in TERMINAL)
-LIVE_STATES = tuple(s.value for s in JobState if s not in TERMINAL)
+LIVE_STATES = tuple(s for s in JobState if s not in TERMINAL)
 CHUNK = 500  # ids in one SQL statement at most (within SQLite's limit on the number of parameters)
 # The state db's reader (:mod:`gridsched.protocol.state`) gives each row as a JobRow (a brief row or one read
 # with some keys of its spec has fewer, as JobRow says); they are cast to ViewRow, the rows a view adds keys to,
@@ -58,7 +57,7 @@ if TYPE_CHECKING:
         have their defaults in a row written before them, and are absent from a brief row."""
 
         id: int
-        state: str
+        state: JobState
         user: str
         uid: int | None
         name: str
@@ -124,6 +123,14 @@ if TYPE_CHECKING:
         warned: bool
         mailed: int
 
+    class Usage(TypedDict):
+        """What a job's processes used over all its segments (the jobs table's usage columns, summed from its
+        segments' ``usage``): peak memory in bytes, CPU seconds (None: not measured)."""
+
+        max_rss: int | None
+        cpu_user: float | None
+        cpu_sys: float | None
+
     class ViewRow(JobRow, total=False):
         """A job row as the commands show it (what :func:`load_jobs` and the other readers here give): a
         :class:`JobRow`, and what a view adds to it.  The row of an array's tasks not made yet, in one state
@@ -173,7 +180,7 @@ def from_submit(spec: Mapping[str, Any]) -> ViewRow:
         "name": spec.get("name", ""),
         "user": spec.get("user", ""),
         "uid": spec.get("uid"),
-        "state": JobState.HELD.value if spec.get("hold") else JobState.PENDING.value,
+        "state": JobState.HELD if spec.get("hold") else JobState.PENDING,
         "ncpus": spec.get("ncpus"),
         "walltime": spec.get("walltime"),
         "submit_time": spec.get("submit_time"),
@@ -192,7 +199,7 @@ def from_submit(spec: Mapping[str, Any]) -> ViewRow:
         "backfilled": False,
         "segments": [],
         "run": {},
-        "spec": spec if isinstance(spec, SpecView) else SpecView(spec),
+        "spec": spec if isinstance(spec, SpecView) else SpecView(dict(spec)),
     }
     return cast("ViewRow", row)
 
@@ -211,7 +218,7 @@ def private(spool: Spool, job: ViewRow) -> ViewRow:
     except (OSError, ValueError):
         return job
     if isinstance(extra, dict):
-        job = {**job, "spec": SpecView({**job["spec"], **extra})}
+        job = {**job, "spec": SpecView({**job["spec"].raw, **extra})}
     return job
 
 
@@ -361,7 +368,7 @@ def _owner_check(job: ViewRow | None, uid: int) -> str | None:
 
 def check_cancel(job: ViewRow | None, uid: int) -> str | None:
     """Why the job cannot be cancelled by ``uid``, or None if it can."""
-    if job is not None and job["state"] in TERMINAL_STATES:
+    if job is not None and job["state"] in TERMINAL:
         return f"already {job['state']}"
     return _owner_check(job, uid)
 
@@ -369,7 +376,7 @@ def check_cancel(job: ViewRow | None, uid: int) -> str | None:
 def check_hold(job: ViewRow | None, uid: int) -> str | None:
     """Why the job cannot be held by ``uid``, or None if it can."""
     why = _owner_check(job, uid)
-    if why is None and job is not None and job["state"] != JobState.PENDING.value:
+    if why is None and job is not None and job["state"] is not JobState.PENDING:
         why = f"is {job['state']}, only pending jobs can be held"
     return why
 
@@ -377,7 +384,7 @@ def check_hold(job: ViewRow | None, uid: int) -> str | None:
 def check_release(job: ViewRow | None, uid: int) -> str | None:
     """Why the job cannot be released by ``uid``, or None if it can."""
     why = _owner_check(job, uid)
-    if why is None and job is not None and job["state"] != JobState.HELD.value:
+    if why is None and job is not None and job["state"] is not JobState.HELD:
         why = f"is {job['state']}, only held jobs can be released"
     return why
 
@@ -442,7 +449,7 @@ def unmade_records(db: StateDB, ids: Iterable[int] | None = None) -> list[ViewRo
         for col, state in UNMADE_STATES:
             if not texts[col]:
                 continue
-            row = from_submit(SpecView(r["spec"], id=r["id"], array_index=None))  # a job row not started
+            row = from_submit(SpecView({**r["spec"].raw, "id": r["id"], "array_index": None}))  # a job row not started
             row["state"] = state
             row["user"] = r["user"]
             row["uid"] = r["uid"]

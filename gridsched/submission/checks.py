@@ -18,9 +18,9 @@ from gridsched.submission.submit import never_runs
 if TYPE_CHECKING:
     from gridsched.protocol.view import JobRow
 
-# The states in which a job can be changed, and those of a finished job.
-LIVE = ("PENDING", "HELD", "RUNNING")
-FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
+# The states in which a job can be changed, and those of a finished job that grequeue takes.
+LIVE = frozenset({JobState.PENDING, JobState.HELD, JobState.RUNNING})
+FINISHED = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT})
 
 
 def _owner(job: JobRow | None, sender: rq.Sender) -> str | None:
@@ -33,7 +33,7 @@ def _owner(job: JobRow | None, sender: rq.Sender) -> str | None:
 
 def alter_array_refused(
     tasks: Sequence[JobRow],
-    changes: dict[str, Any],
+    changes: rq.Changes,
     everyone: Mapping[int, JobRow],
     sender: rq.Sender,
     machine: Any,
@@ -49,7 +49,7 @@ def alter_array_refused(
 
 def alter_refused(
     job: JobRow | None,
-    changes: dict[str, Any],
+    changes: rq.Changes,
     everyone: Mapping[int, JobRow],
     sender: rq.Sender,
     machine: Any,
@@ -62,23 +62,25 @@ def alter_refused(
     state = job["state"]
     if state not in LIVE:
         return f"is {state}: only pending, held or running jobs can be changed"
-    if state == JobState.RUNNING:
-        if set(changes) != {"walltime"}:
+    if state is JobState.RUNNING:
+        wall = changes.walltime
+        if wall is None or changes.names() != ["walltime"]:
             return "is RUNNING: only its walltime can change"
-        if changes["walltime"] > job["walltime"] and not sender.admin:
-            return f"is RUNNING: only an admin may lengthen its walltime ({job['walltime']}s to {changes['walltime']}s)"
+        if wall > job["walltime"] and not sender.admin:
+            return f"is RUNNING: only an admin may lengthen its walltime ({job['walltime']}s to {wall}s)"
         return None
     base: dict[str, Any] = {**(job["spec"] or job)}
     base.setdefault("walltime", job["walltime"])
     base.setdefault("ncpus", job["ncpus"])
     from gridsched.protocol.jobs import change_refused
 
-    new = rq.JobSpec.from_spec({**base, **changes})
-    why = change_refused(rq.JobSpec.from_spec(base), new) or never_runs(machine, max_walltime, new)
+    old = rq.JobSpec.from_spec(base)
+    new = rq.altered(old, changes)
+    why = change_refused(old, new) or never_runs(machine, max_walltime, new)
     if why:
         return why
-    if "depend" in changes:
-        deps = depend.parse(changes["depend"])
+    if changes.depend is not None:
+        deps = depend.parse(changes.depend)
         for dep in depend.job_ids(deps):
             other = everyone.get(dep)
             if other is None:
@@ -105,7 +107,7 @@ def requeue_refused(job: JobRow | None, uid: int, admin: bool) -> str | None:
         from gridsched.protocol.jobs import GRUN_NOT_REQUEUED
 
         return GRUN_NOT_REQUEUED
-    if state == JobState.RUNNING:
+    if state is JobState.RUNNING:
         return None
     if state in FINISHED:
         if not job.get("segments"):

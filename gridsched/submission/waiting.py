@@ -44,7 +44,6 @@ def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> JobRow:
     db: StateDB | None = None
     delay = WAIT_FIRST
     deadline = None if timeout is None else time.monotonic() + timeout
-    terminal = {s.value for s in TERMINAL}
     try:
         while True:
             if db is None and spool.db.exists():
@@ -55,7 +54,7 @@ def wait_job(spool: Spool, job_id: int, timeout: float | None = None) -> JobRow:
                     why = db.id_record(job_id) if job is None else None
                 except sqlite3.OperationalError:  # a new daemon has not made its tables yet
                     job = why = None
-                if job is not None and job["state"] in terminal:
+                if job is not None and job["state"] in TERMINAL:
                     return job
                 if why is not None and why["refused"]:
                     raise SubmitError(f"job {job_id}: refused by the daemon: {why['refused']}")
@@ -75,7 +74,6 @@ def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = 
 
     first = wait_job(spool, array_id, timeout)  # the first task has the array's id
     deadline = None if timeout is None else time.monotonic() + timeout
-    terminal = {s.value for s in TERMINAL}
     delay = WAIT_FIRST
     while True:
         db = StateDB(spool.db)
@@ -86,7 +84,7 @@ def wait_array(spool: Spool, array_id: int, tasks: int, timeout: float | None = 
             db.close()
         cancelled = sum(len(Indices.from_text(r["cancelled"])) for r in rest)
         unmade = any(r["pending"] or r["held"] for r in rest)
-        if not unmade and len(rows) + cancelled >= tasks and all(r["state"] in terminal for r in rows):
+        if not unmade and len(rows) + cancelled >= tasks and all(r["state"] in TERMINAL for r in rows):
             return rows or [first]
         if deadline is not None and time.monotonic() >= deadline:
             raise WaitTimeout(f"array {array_id} has not ended after {timeout}s")

@@ -138,5 +138,5 @@ def test_bad_nice_and_priority_are_refused_even_to_an_admin(changes, why):
 
 
 def test_every_field_an_alter_changes_is_a_field_of_the_job():
-    """The daemon applies an alter's changes to the job field by field (handlers/alter.altered)."""
+    """The daemon applies an alter's changes to the job field by field (requests.altered), as galter checks them."""
     assert set(rq.Changes._fields) <= set(rq.JobSpec._fields)

@@ -71,16 +71,26 @@ def test_a_checked_job_reads_back_from_its_spec(over):
 def test_a_daemons_copy_keeps_what_the_daemon_added():
     job = checked(split={"n": 3, "ncpus": 1, "task_time": 10, "tasks": [[1, 5, ["a"]], [1, 10, []], [1, 2, ["b"]]]})
     assert job.split is not None
-    kept = job._replace(split=job.split._replace(left=(0, 2)), split_args=[["a"], [], ["b"]])
+    kept = job._replace(split=job.split._replace(left=(0, 2)), split_args=(("a",), (), ("b",)))
     spec = kept.to_spec()
     assert spec["split"]["tasks"] == [[1, 5], [1, 10], [1, 2]]  # sizes in the table, arguments private
     assert spec["split"]["left"] == [0, 2]
+    assert spec["split_args"] == [["a"], [], ["b"]]
     back = rq.JobSpec.from_spec(json.loads(json.dumps(spec)))
-    assert back.split is not None and back.split.left == (0, 2) and back.split_args == [["a"], [], ["b"]]
+    assert back.split is not None and back.split.left == (0, 2) and back.split_args == (("a",), (), ("b",))
+    assert back.piece_args is None
     assert back.to_spec() == spec
-    piece = kept._replace(split=None, split_of=7, split_chains=((0,), (2,)), split_widths=(1, 1))
+    piece = kept._replace(split=None, split_of=7, split_chains=((0,), (2,)), split_widths=(1, 1), split_args=None)
     piece = piece._replace(split_task={"n": 3, "ncpus": 1, "task_time": 10}, checkpoint=Checkpoint.NONE)
     assert rq.JobSpec.from_spec(json.loads(json.dumps(piece.to_spec()))) == piece
+    # a piece's arguments: index -> list in its spec (as the previous release wrote them), typed pairs here
+    piece = piece._replace(piece_args=((0, ("a",)), (2, ("b",))))
+    spec = piece.to_spec()
+    assert spec["split_args"] == {"0": ["a"], "2": ["b"]}
+    back = rq.JobSpec.from_spec(json.loads(json.dumps(spec)))
+    assert back == piece and back.split_args is None and back.to_spec() == spec
+    empty = piece._replace(piece_args=())  # a piece whose sub-tasks have no arguments of their own
+    assert empty.to_spec()["split_args"] == {} and rq.JobSpec.from_spec(empty.to_spec()) == empty
 
 
 def test_a_spec_written_by_the_previous_release_reads():

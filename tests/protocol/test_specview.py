@@ -4,6 +4,7 @@ state db; brief rows with the keys a table shows; a submission not yet taken in 
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -103,7 +104,7 @@ def test_a_row_s_spec_is_the_job_the_daemon_stored(tmp_path):
     # the private part is not in the row: its fields read as absent
     assert spec.args == () and spec.workdir is None and spec.stdout is None
     # it is the spec's JSON object: written back, it is the same text
-    assert json.dumps(spec, sort_keys=True) == json.dumps(stored.stored()[0], sort_keys=True)
+    assert json.dumps(spec.raw, sort_keys=True) == json.dumps(stored.stored()[0], sort_keys=True)
 
 
 def test_a_brief_row_has_the_keys_a_table_shows(tmp_path):
@@ -121,11 +122,48 @@ def test_a_brief_row_has_the_keys_a_table_shows(tmp_path):
     assert task.checkpoint is None and task.checkpoint_text == "" and task.mem is None and not task.split_chains
 
 
+def test_every_reader_gives_a_row_s_state_as_a_job_state(tmp_path):
+    write(tmp_path / "state.db", job(1), job(2), job(3))
+    db = StateDB(tmp_path / "state.db", write=True)
+    try:
+        db.begin()
+        db.update(2, state=JobState.RUNNING)
+        db.update(3, state="OUT_OF_MEMORY")  # as an earlier release wrote it: the text
+        assert db.commit()
+        want = {1: JobState.PENDING, 2: JobState.RUNNING, 3: JobState.OUT_OF_MEMORY}
+        for rows in (db.jobs(), db.iter_jobs(brief=True), db.iter_jobs(spec_keys=("name",))):
+            for r in rows:
+                assert r["state"] is want[r["id"]]
+        assert [r["state"] for r in db.iter_jobs(states=[JobState.OUT_OF_MEMORY])] == [JobState.OUT_OF_MEMORY]
+    finally:
+        db.close()
+
+
 def test_a_submission_not_taken_in_is_shown_as_written():
     row = from_submit({"id": 9, "ncpus": 2, "walltime": 60, "checkpoint": "sometimes", "hold": True, "nice": 3})
     spec = row["spec"]
-    assert row["state"] == JobState.HELD and isinstance(spec, SpecView)
+    assert row["state"] is JobState.HELD and isinstance(spec, SpecView)
     assert spec.checkpoint is None and spec.checkpoint_text == "sometimes"
     assert spec.hold and spec.nice == 3 and spec.device_asks() == ()
     with pytest.raises(AttributeError):
         spec.no_such_field  # noqa: B018 - a field SpecView does not have is an error, not a default
+
+
+def test_a_spec_written_by_hand_reads_as_json_reads_it(tmp_path):
+    # the readers parse what the daemon wrote with json's C scanner alone; text around the value, as a hand
+    # might leave it, reads as json.loads reads it, and text that is no JSON fails as json.loads fails
+    write(tmp_path / "state.db", job(5), job(6))
+    stored = json.dumps(job(5).stored()[0])
+    conn = sqlite3.connect(tmp_path / "state.db")
+    conn.execute("UPDATE jobs SET spec = ?, segments = ' [] ' WHERE id = 5", (f"  {stored}\n",))
+    conn.execute("UPDATE jobs SET spec = '{\"id\": 6} trailing' WHERE id = 6")
+    conn.commit()
+    conn.close()
+    db = StateDB(tmp_path / "state.db")
+    try:
+        row = db.job(5)
+        assert row is not None and row["spec"].raw == json.loads(stored) and row["segments"] == []
+        with pytest.raises(json.JSONDecodeError):
+            db.job(6)
+    finally:
+        db.close()

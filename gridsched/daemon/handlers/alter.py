@@ -61,11 +61,6 @@ def handle(ctx: Context, req: rq.Alter, rcv: rq.Received) -> Changed:
     return changed
 
 
-def given(changes: rq.Changes) -> list[str]:
-    """The names of the fields ``changes`` gives, sorted."""
-    return sorted(k for k, v in changes._asdict().items() if v is not None)
-
-
 def alter(ctx: Context, sender: rq.Sender, rec: Rec, changes: rq.Changes) -> Changed:
     """Change job ``rec`` as ``changes`` say; :class:`Refused` with the reason, nothing changed."""
     row = ctx.db.job(rec.id)
@@ -84,7 +79,7 @@ def alter(ctx: Context, sender: rq.Sender, rec: Rec, changes: rq.Changes) -> Cha
                 setattr(rec, f.name, getattr(fresh, f.name))
     elif rec.state is JobState.RUNNING and rec.stop is None:
         wall = changes.walltime
-        if wall is None or given(changes) != ["walltime"]:
+        if wall is None or changes.names() != ["walltime"]:
             raise rq.Refused(f"is {rec.state.value}: only its walltime can change")
         if wall > rec.walltime and not sender.admin:
             raise rq.Refused(f"is RUNNING: only an admin may lengthen its walltime ({rec.walltime}s to {wall}s)")
@@ -99,26 +94,14 @@ def alter(ctx: Context, sender: rq.Sender, rec: Rec, changes: rq.Changes) -> Cha
     else:
         raise rq.Refused(f"is {rec.state.value}: only pending, held or running jobs can be changed")
     ctx.table.forecast_dirty = True
-    log.info("job %d changed: %s", rec.id, ", ".join(given(changes)))
+    log.info("job %d changed: %s", rec.id, ", ".join(changes.names()))
     return Changed.QUEUE
-
-
-def altered(old: rq.JobSpec, ch: rq.Changes) -> rq.JobSpec:
-    """Job ``old`` with the fields ``ch`` gives.  A change of its mapping requirement makes the job placed
-    (``pack`` unless it names another); a change of its cores drops the tasks it asked for when they no
-    longer make them."""
-    job = old._replace(**{k: v for k, v in ch._asdict().items() if v is not None})  # Changes' fields are JobSpec's
-    if ch.place is not None or ch.threads_per_core is not None or ch.exclusive_board is not None:
-        job = job._replace(place=ch.place or old.place or "pack")
-    if ch.ncpus is not None and (job.ntasks or 1) * (job.cpus_per_task or 1) != job.ncpus:
-        job = job._replace(ntasks=None, cpus_per_task=None)  # tasks that no longer make its cores give way
-    return job
 
 
 def _pending_spec(ctx: Context, rec: Rec | None, old: rq.JobSpec, changes: rq.Changes) -> rq.JobSpec:
     """The job of pending job ``rec`` (None: the tasks of an array not made yet; ``old``: its public part)
     after ``changes``, checked as a submission's."""
-    job = altered(old, changes)
+    job = rq.altered(old, changes)
     sp = job.split
     if sp is not None and (sp.ncpus > job.ncpus or sp.task_time > job.walltime):
         raise rq.Refused("a sub-task would be larger than the job")
