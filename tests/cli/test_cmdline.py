@@ -153,6 +153,14 @@ def test_qsub_options(job, run, args, want):
     assert got == want
 
 
+def test_grid_engine_binary_job_runs_the_command_as_wrap(job, run):
+    spec = spec_of(job, run, "-cwd", "-b", "y", "/bin/echo", "a b", "c")
+    assert spec["name"] == "echo"
+    assert "/bin/echo 'a b' c" in spec["script"]
+    spec = spec_of(job, run, "-cwd", "-b", "n", "-N", "s", "job.sh")
+    assert (spec["name"], spec["script"]) == ("s", "#!/bin/sh\ntrue\n")
+
+
 def test_qsub_warnings_name_the_option(job, run):
     r = run(gsub.cli, ["-cwd", "-q", "all.q", "-now", "y", "job.sh"])
     assert r.exit_code == 0, r.stderr
@@ -181,7 +189,7 @@ def test_qsub_words_are_not_read_in_gs_lines(job, run):
     [
         (["-cwd", "-W", "depend=afterok:1", "job.sh"], "-cwd is Grid Engine's qsub and -W PBS's"),
         (["-cwd", "-foo", "job.sh"], "-foo: not an option of Grid Engine's qsub that gsub knows"),
-        (["-cwd", "-b", "y", "job.sh"], "-b y: gsub takes a script; use --wrap"),
+        (["-cwd", "-b", "y"], "-b y needs a command to run"),
         (["-pe", "smp"], "-pe needs a name and a slot count"),
         (["-cwd", "-j", "maybe", "job.sh"], "-j maybe: must be y or n"),
         (["-cwd", "-t", "x", "job.sh"], "-t x: not an array range"),

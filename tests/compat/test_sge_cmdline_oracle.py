@@ -22,6 +22,7 @@ ACCEPTED = [
     ["-cwd", "-N", "named", "-t", "1-3", "-l", "h_rt=600"],
     ["-cwd", "-pe", "smp", "2", "-j", "y", "-V", "-v", "A=1"],
     ["-wd", "/tmp", "-pe", "smp", "3"],
+    ["-cwd", "-b", "y"],  # job.sh run as a program: the job is named after it
 ]
 # Grid Engine refuses these; so does gsub, with one line
 REFUSED = [

@@ -14,6 +14,7 @@ Grid Engine's qsub, PBS's words PBS's, words of both PBS's; a command line with 
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 
 from gridsched.submission.compat.rules import PBS, PBS_RESOURCES, SGE, SGE_RESOURCES, CompatError, Rule
@@ -55,10 +56,15 @@ def qsub_args(args: list[str], gsub_arity: Callable[[str], int | None]) -> tuple
     table = _SGE if dialect == "sge" else _PBS
     qsub: list[str] = []
     own: list[str] = []
+    binary = False
     i = 0
     while i < len(words):
         w = words[i]
         n = table.get(w)
+        if w == "-b" and dialect == "sge" and i + 1 < len(words) and words[i + 1].lower() in ("y", "yes"):
+            binary = True  # Grid Engine's -b y: the command is a program, not a script
+            i += 2
+            continue
         if n is None:  # gsub's own option, with its value
             if not w.startswith("--") and gsub_arity(w) is None:
                 what = "Grid Engine's" if dialect == "sge" else "PBS's"
@@ -70,7 +76,13 @@ def qsub_args(args: list[str], gsub_arity: Callable[[str], int | None]) -> tuple
         qsub += words[i : i + 1 + n]
         i += 1 + n
     translated, warnings = _translated(qsub, dialect)
-    return [*translated, *own, *args[end:]], warnings
+    rest = args[end:]
+    if binary:  # the command and its arguments run as --wrap runs them; the job is named after the command
+        if not rest or rest[0] == "--":
+            raise CompatError(f"{LABEL}: -b y needs a command to run")
+        rest = ["--wrap", shlex.join(rest)]
+        translated = ["-N", os.path.basename(args[end]), *translated]
+    return [*translated, *own, *rest], warnings
 
 
 def _translated(words: list[str], dialect: str) -> tuple[list[str], list[str]]:
