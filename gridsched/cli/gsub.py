@@ -208,6 +208,9 @@ def _script_params(ctx: Any, script: str | None, wrap: str | None) -> tuple[Scri
         fail(PROG, str(e), e.code)
     p = apply_directives(ctx, ctx.params, sc) if wrap is None else {**ctx.params, "_dialect": None, "_task_sep": "_"}
     p = check_tasks(PROG, ctx, p)
+    sep = getattr(ctx, "meta", {}).get("gsub.task_sep")  # gsub_types.TASK_SEP: qsub's array on the command line
+    if sep is not None and on_command_line(ctx, "array"):
+        p["_task_sep"] = sep
     return sc, one_memory(PROG, ctx, p)
 
 

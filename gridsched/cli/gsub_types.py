@@ -152,6 +152,8 @@ class UserEnvType(click.ParamType):
 
 # click's ``obj`` of the context that reads a script's #GS lines: qsub's words are not read there
 DIRECTIVES = "directives"
+# click's ``meta`` key of the separator of an array given by qsub's -t or -J on the command line
+TASK_SEP = "gsub.task_sep"
 
 
 class GsubCommand(Command):  # type: ignore[misc]
@@ -203,9 +205,11 @@ class GsubCommand(Command):  # type: ignore[misc]
         from gridsched.submission.compat.rules import CompatError
 
         try:
-            out, warnings = qsub_args(args, lambda w: (1 if w in takes else 0) if w in opts else None)
+            out, warnings, sep = qsub_args(args, lambda w: (1 if w in takes else 0) if w in opts else None)
         except CompatError as e:
             raise click.UsageError(str(e)) from None
+        if sep is not None:  # qsub's array: its tasks' default file names as that qsub writes them
+            ctx.meta[TASK_SEP] = sep
         for w in warnings:
             warn("gsub", f"warning: {w}")
         return out

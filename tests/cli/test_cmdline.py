@@ -161,6 +161,20 @@ def test_grid_engine_binary_job_runs_the_command_as_wrap(job, run):
     assert (spec["name"], spec["script"]) == ("s", "#!/bin/sh\ntrue\n")
 
 
+@pytest.mark.parametrize(
+    "args, out",
+    [
+        (["-cwd", "-t", "1-3"], "job.sh.o{id}.%a"),  # Grid Engine: NAME.oJOB.TASK
+        (["-V", "-t", "1-3"], "job.sh.o{id}-%a"),  # Torque: NAME.oJOB-TASK
+        (["-V", "-J", "1-3"], "job.sh.o{id}.%a"),  # PBS Pro: NAME.oJOB.TASK
+        (["-a", "1-3"], "job.sh.o{id}_%a"),  # gsub's own
+    ],
+)
+def test_qsub_arrays_name_their_files_as_that_qsub(job, run, args, out):
+    spec = spec_of(job, run, *args, "job.sh")
+    assert spec["stdout"] == str(job / out.format(id=spec["id"]))
+
+
 def test_qsub_warnings_name_the_option(job, run):
     r = run(gsub.cli, ["-cwd", "-q", "all.q", "-now", "y", "job.sh"])
     assert r.exit_code == 0, r.stderr

@@ -38,13 +38,15 @@ def _resource_dialect(value: str) -> str | None:
     return "sge" if names & _SGE_RES else "pbs" if names & _PBS_RES else None
 
 
-def qsub_args(args: list[str], gsub_arity: Callable[[str], int | None]) -> tuple[list[str], list[str]]:
-    """``args`` (gsub's command line) with qsub's options made gsub's, and the warnings to print; ``args``
-    itself when it is not a qsub command line.  ``gsub_arity``: how many values gsub's option takes (None:
-    not an option of gsub).  Raises :class:`CompatError` with the line to print."""
+def qsub_args(args: list[str], gsub_arity: Callable[[str], int | None]) -> tuple[list[str], list[str], str | None]:
+    """``args`` (gsub's command line) with qsub's options made gsub's, the warnings to print, and what separates
+    the job id from an array task's index in default file names when qsub's -t or -J gave an array (else None;
+    :attr:`.reader.Translation.task_sep`); ``args`` itself when it is not a qsub command line.  ``gsub_arity``:
+    how many values gsub's option takes (None: not an option of gsub).  Raises :class:`CompatError` with the
+    line to print."""
     words, end, dialects = _options_part(args, gsub_arity)
     if not dialects:
-        return args, []
+        return args, [], None
     if len(dialects) > 1:
         sge = next(w for w, d in dialects if d == "sge")
         pbs = next(w for w, d in dialects if d == "pbs")
@@ -75,18 +77,19 @@ def qsub_args(args: list[str], gsub_arity: Callable[[str], int | None]) -> tuple
             continue
         qsub += words[i : i + 1 + n]
         i += 1 + n
-    translated, warnings = _translated(qsub, dialect)
+    translated, warnings, sep = _translated(qsub, dialect)
     rest = args[end:]
     if binary:  # the command and its arguments run as --wrap runs them; the job is named after the command
         if not rest or rest[0] == "--":
             raise CompatError(f"{LABEL}: -b y needs a command to run")
         rest = ["--wrap", shlex.join(rest)]
         translated = ["-N", os.path.basename(args[end]), *translated]
-    return [*translated, *own, *rest], warnings
+    return [*translated, *own, *rest], warnings, sep
 
 
-def _translated(words: list[str], dialect: str) -> tuple[list[str], list[str]]:
-    """gsub's options for qsub's ``words``, and the warnings of what they ask that means nothing here."""
+def _translated(words: list[str], dialect: str) -> tuple[list[str], list[str], str | None]:
+    """gsub's options for qsub's ``words``, the warnings of what they ask that means nothing here, and the
+    array's separator in file names (None: no array, or gsub's own)."""
     from gridsched.submission.compat.reader import translate_words
 
     try:
@@ -100,7 +103,7 @@ def _translated(words: list[str], dialect: str) -> tuple[list[str], list[str]]:
         out += tokens
     if dialect == "sge" and "-cwd" in words and "-wd" not in words:  # over a #$ script's home directory
         out += ["-D", os.getcwd()]
-    return out, [_plain(w) for w in found.warnings]
+    return out, [_plain(w) for w in found.warnings], None if found.task_sep == "_" else found.task_sep
 
 
 def _plain(message: str) -> str:
