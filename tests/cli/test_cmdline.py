@@ -192,6 +192,13 @@ def test_gsub_own_short_options_are_unchanged(job, run):
     assert "gsub: error: resource 'matlab': unknown floating resource" in r.stderr
 
 
+def test_gsub_floating_resources_stay_gsub_in_a_qsub_command_line(job, run):
+    cfg = job / "cfg.toml"
+    cfg.write_text(cfg.read_text() + "[resources.floating]\nmatlab = 2\n")
+    spec = spec_of(job, run, "-cwd", "-l", "matlab=1", "-l", "h_rt=60", "job.sh")
+    assert (spec["resources"], spec["walltime"]) == ({"matlab": 1}, 60)
+
+
 def test_qsub_words_are_not_read_in_gs_lines(job, run):
     (job / "job.sh").write_text("#!/bin/sh\n#GS -cwd\ntrue\n")
     r = run(gsub.cli, ["job.sh"])

@@ -63,6 +63,8 @@ def qsub_args(args: list[str], gsub_arity: Callable[[str], int | None]) -> tuple
     while i < len(words):
         w = words[i]
         n = table.get(w)
+        if w == "-l" and i + 1 < len(words) and _resource_dialect(words[i + 1]) is None:
+            n = None  # no qsub resource named: gsub's own -l (floating resources, such as matlab=1)
         if w == "-b" and dialect == "sge" and i + 1 < len(words) and words[i + 1].lower() in ("y", "yes"):
             binary = True  # Grid Engine's -b y: the command is a program, not a script
             i += 2
