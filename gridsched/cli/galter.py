@@ -44,6 +44,9 @@ ALTERABLE = (
     "exclusive_gpu",
     "nice",
     "priority",
+    "mem_per_cpu",
+    "partition",  # sbatch's, warned of as gsub warns of them
+    "qos",
 )
 DEVICE_PARAMS = ("gpus", "gres", "gpu_bind", "exclusive_gpu")
 
@@ -64,6 +67,10 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
     from gridsched.cli import select
 
     given = {k: v for k, v in p.items() if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE}
+    gsub.warn_ignored(PROG, given)
+    if given and all(k in gsub.IGNORED for k in given):
+        return ExitCode.OK  # only what means nothing on one machine: warned of, nothing to send
+    given = {k: v for k, v in given.items() if k not in gsub.IGNORED}
     if not given:
         fail(PROG, "nothing to change: give one of gsub's options (-t, -n, -N, --mem, -d, ...)", ExitCode.USAGE)
     sel = select.parse(PROG, job_ids, (), (), ())
@@ -163,6 +170,12 @@ def _changes(s: Any, given: dict[str, Any]) -> dict[str, Any]:
             out["reservation"] = int(str(out["reservation"]).lstrip("R"))
         except ValueError:
             fail(PROG, f"--reservation {shown(given['reservation'])}: not a reservation id", ExitCode.USAGE)
+    if "mem_per_cpu" in given:  # one value for every job named: the cores are given with it
+        if "mem" in given:
+            fail(PROG, "--mem and --mem-per-cpu exclude each other", ExitCode.USAGE)
+        if "ncpus" not in given:
+            fail(PROG, "--mem-per-cpu needs -n here: the job's memory is SIZE times the cores given", ExitCode.USAGE)
+        out["mem"] = given["mem_per_cpu"] * given["ncpus"]
     if "mem" in given:
         if not given["mem"]:
             fail(PROG, "--mem 0: give a size (the job's memory cannot be made unlimited here)", ExitCode.USAGE)

@@ -39,6 +39,7 @@ GSUB_PARAMS = (
     "walltime",
     "mem",
     "mem_per_cpu",
+    "mem_per_gpu",
     "chdir",
     "depend",
     "checkpoint",
@@ -55,6 +56,9 @@ GSUB_PARAMS = (
     "exclusive_gpu",
     "parent",
     "no_parent",
+    "partition",
+    "account",
+    "qos",
 )
 POLL = 0.5  # seconds between looks at the job's state while grun waits for it to start
 QUEUED_AFTER = 1.0  # seconds: then grun says that the job waits in the queue
@@ -109,8 +113,8 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
 
     # gsub's checks, run here, name this command in their error lines
     p = gsub.check_tasks(PROG, ctx, {**p, "split": None, "split_file": None})
-    if p["mem"] is not None and p["mem_per_cpu"] is not None:
-        fail(PROG, "--mem and --mem-per-cpu exclude each other", ExitCode.USAGE)
+    p = gsub.one_memory(PROG, ctx, p)
+    gsub.warn_ignored(PROG, p)
     mem = p["mem"]
     if p["mem_per_cpu"] is not None:
         mem = p["mem_per_cpu"] * (p["ncpus"] or s.cfg.default_ncpus)
@@ -124,6 +128,8 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
         checkpoint = "none"  # the configured default would let it be preempted and rerun
     resources, resv = gsub.resv_options(PROG, s.spool, s.cfg, p)
     devices = gsub.device_options(PROG, s.spool, s.cfg, p)
+    if p["mem_per_gpu"] is not None:
+        mem = p["mem_per_gpu"] * gsub.gpus_of(None, devices, PROG)
     text = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gridsched.job.grun "$@"\n'
     script = Script(text, "grun", os.path.basename(cmd[0]) or "grun")
     opts = Options(
@@ -154,6 +160,8 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
             out["ntasks"] = p["ntasks"]
         if p["cpus_per_task"] is not None:
             out["cpus_per_task"] = p["cpus_per_task"]
+        if p["account"]:
+            out["account"] = p["account"]
         return out
 
     try:

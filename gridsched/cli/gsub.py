@@ -67,6 +67,7 @@ JOB_PARAMS = (
     "depend",
     "array",
     "mem_per_cpu",
+    "mem_per_gpu",
     "join",
     "shell",
     "begin",
@@ -134,9 +135,10 @@ def apply_directives(ctx: Any, params: dict[str, Any], script: Script) -> dict[s
         import click  # directives are read with the options' own definitions
 
         from gridsched.cli.common import usage_message
+        from gridsched.cli.gsub_types import DIRECTIVES
 
         try:
-            dctx = ctx.command.make_context(PROG, tokens, help_option_names=[])
+            dctx = ctx.command.make_context(PROG, tokens, help_option_names=[], obj=DIRECTIVES)
         except click.UsageError as e:
             fail(PROG, f"{where}: {usage_message(e)}", ExitCode.USAGE)
         for name, value in dctx.params.items():
@@ -206,12 +208,27 @@ def _script_params(ctx: Any, script: str | None, wrap: str | None) -> tuple[Scri
         fail(PROG, str(e), e.code)
     p = apply_directives(ctx, ctx.params, sc) if wrap is None else {**ctx.params, "_dialect": None, "_task_sep": "_"}
     p = check_tasks(PROG, ctx, p)
-    if p["mem"] is not None and p["mem_per_cpu"] is not None:
-        cmd_mem, cmd_per = on_command_line(ctx, "mem"), on_command_line(ctx, "mem_per_cpu")
-        if cmd_mem == cmd_per:
-            fail(PROG, "--mem and --mem-per-cpu exclude each other", ExitCode.USAGE)
-        p["mem" if cmd_per else "mem_per_cpu"] = None  # the command line wins over a directive
-    return sc, p
+    sep = getattr(ctx, "meta", {}).get("gsub.task_sep")  # gsub_types.TASK_SEP: qsub's array on the command line
+    if sep is not None and on_command_line(ctx, "array"):
+        p["_task_sep"] = sep
+    return sc, one_memory(PROG, ctx, p)
+
+
+MEMORY = ("mem", "mem_per_cpu", "mem_per_gpu")
+
+
+def one_memory(prog: str, ctx: Any, p: dict[str, Any]) -> dict[str, Any]:
+    """``p`` with one of --mem, --mem-per-cpu and --mem-per-gpu: the command line's wins over a directive's;
+    two given alike (both on the command line, or both in directives) exclude each other, as in sbatch."""
+    set_ = [k for k in MEMORY if p.get(k) is not None]
+    if len(set_) < 2:
+        return p
+    cmd = [k for k in set_ if on_command_line(ctx, k)]
+    if len(cmd) != 1:
+        both = cmd if cmd else set_
+        flags = [f"--{k.replace('_', '-')}" for k in both]
+        fail(prog, f"{', '.join(flags[:-1])} and {flags[-1]} exclude each other", ExitCode.USAGE)
+    return {**p, **{k: None for k in set_ if k != cmd[0]}}
 
 
 def _shell(sc: Script, p: dict[str, Any]) -> str | None:
@@ -257,13 +274,18 @@ def ignored() -> dict[str, str]:
     return {r.flags[-1].removeprefix("--"): r.why for r in compat.SLURM if r.flags[-1].removeprefix("--") in IGNORED}
 
 
-def _warn_patterns(p: dict[str, Any]) -> None:
-    """Warn of each ``%`` in -o and -e that is not one of sbatch's file name patterns, and of sbatch's options
-    that mean nothing here."""
+def warn_ignored(prog: str, p: dict[str, Any]) -> None:
+    """Warn of each of sbatch's options given that means nothing here (-p, -q)."""
     if any(p.get(key) is not None for key in IGNORED):
         for key, why in ignored().items():
             if p.get(key) is not None:
-                warn(PROG, f"warning: --{key} {p[key]} ignored: {why}")
+                warn(prog, f"warning: --{key} {p[key]} ignored: {why}")
+
+
+def _warn_patterns(p: dict[str, Any]) -> None:
+    """Warn of each ``%`` in -o and -e that is not one of sbatch's file name patterns, and of sbatch's options
+    that mean nothing here."""
+    warn_ignored(PROG, p)
     for opt in ("output", "error"):
         text = p[opt] or ""
         bad = compat.unknown_patterns(text) if "%" in text and p["_dialect"] in (None, "slurm") else []
@@ -320,6 +342,8 @@ def _options(
         devices: list[dict[str, Any]] = []
     else:
         devices = device_options(PROG, s.spool, s.cfg, p)
+    if p["mem_per_gpu"] is not None:
+        mem = p["mem_per_gpu"] * gpus_of(split_devices, devices)
     opts = Options(
         name=p["name"],
         ncpus=p["ncpus"],
@@ -426,6 +450,22 @@ def _extra(
         return out
 
     return extra
+
+
+def gpus_of(split_devices: list[dict[str, Any]] | None, devices: list[dict[str, Any]], prog: str = PROG) -> int:
+    """--mem-per-gpu's multiplier: the job's GPUs; none is refused."""
+    if split_devices is not None:
+        fail(
+            prog, "--mem-per-gpu goes with the GPUs of the whole job, not --gpus-per-task of sub-tasks", ExitCode.USAGE
+        )
+    n = sum(int(d["count"]) for d in devices if d["type"] == "gpu")
+    if n == 0:
+        fail(
+            prog,
+            "--mem-per-gpu needs GPUs: give --gpus, --gpus-per-node, --gpus-per-task or --gres gpu:N",
+            ExitCode.USAGE,
+        )
+    return n
 
 
 def _print_job(spool: Spool, spec: dict[str, Any], as_json: bool) -> None:

@@ -44,10 +44,13 @@ _DECORATORS: tuple[Callable[[Any], Any], ...] = (
     click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]..."),
     click.option(
         "-N",
+        "-J",
         "--name",
+        "--job-name",  # sbatch's words
+        "name",
         metavar="NAME",
         help="Job name (default: the script's file name, 'wrap' for --wrap, "
-        "'stdin' for a script read from standard input).",
+        "'stdin' for a script read from standard input); -J and --job-name are sbatch's words for it.",
     ),
     click.option("-n", "--ncpus", type=COUNT, help="Number of cores (default: jobs.default_ncpus)."),
     click.option(
@@ -74,10 +77,12 @@ _DECORATORS: tuple[Callable[[Any], Any], ...] = (
     click.option(
         "-t",
         "--walltime",
+        "--time",  # sbatch's word
+        "walltime",
         type=WalltimeType(),
         help="Walltime: the job is stopped when it has run this long. As in sbatch, a bare number is "
         "MINUTES (-t 60 is one hour); also MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or 90s, 30m, 2h, 1d "
-        "(default: jobs.default_walltime, at most jobs.max_walltime).",
+        "(default: jobs.default_walltime, at most jobs.max_walltime). --time is sbatch's word for it.",
     ),
     click.option(
         "--mem",
@@ -90,6 +95,13 @@ _DECORATORS: tuple[Callable[[Any], Any], ...] = (
         type=SIZE,
         metavar="SIZE",
         help="Memory per core: the job gets SIZE times its cores (as sbatch --mem-per-cpu). Excludes --mem.",
+    ),
+    click.option(
+        "--mem-per-gpu",
+        type=SIZE,
+        metavar="SIZE",
+        help="Memory per GPU: the job gets SIZE times its GPUs (as sbatch --mem-per-gpu); it needs GPUs (--gpus, "
+        "--gres gpu:N, ...). Excludes --mem and --mem-per-cpu.",
     ),
     click.option(
         "-o",

@@ -29,6 +29,7 @@ DEFAULTS: dict[str, Any] = {
     "walltime": None,
     "mem": None,
     "mem_per_cpu": None,
+    "mem_per_gpu": None,
     "output": None,
     "error": None,
     "join": None,
@@ -113,11 +114,14 @@ _ERROR = ("error", _text)
 _CHDIR = ("chdir", _text)
 VALUES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "-N": _NAME,
+    "-J": _NAME,
     "--name": _NAME,
+    "--job-name": _NAME,
     "-n": _NCPUS,
     "--ncpus": _NCPUS,
     "-t": _WALLTIME,
     "--walltime": _WALLTIME,
+    "--time": _WALLTIME,
     "-o": _OUTPUT,
     "--output": _OUTPUT,
     "-e": _ERROR,

@@ -150,6 +150,12 @@ class UserEnvType(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
+# click's ``obj`` of the context that reads a script's #GS lines: qsub's words are not read there
+DIRECTIVES = "directives"
+# click's ``meta`` key of the separator of an array given by qsub's -t or -J on the command line
+TASK_SEP = "gsub.task_sep"
+
+
 class GsubCommand(Command):  # type: ignore[misc]
     """gsub's command: a bare ``--get-user-env`` among the options is ``--get-user-env=`` (its default), so
     that it never takes the script's name as its value."""
@@ -165,7 +171,7 @@ class GsubCommand(Command):  # type: ignore[misc]
             long = next((o for o in prm.opts if o.startswith("--")), None)
             if long is not None:
                 longer.update((o, long) for o in prm.opts if not o.startswith("--"))
-        out = list(args)
+        out = list(args) if ctx.obj == DIRECTIVES else self._qsub_args(ctx, list(args), takes)
         i = 0
         while i < len(out):
             tok = out[i]
@@ -184,6 +190,29 @@ class GsubCommand(Command):  # type: ignore[misc]
                 out[i] = longer[tok]
             i += 1
         return list(super().parse_args(ctx, out))
+
+    def _qsub_args(self, ctx: click.Context, args: list[str], takes: set[str]) -> list[str]:
+        """``args`` with qsub's options made gsub's (:func:`.compat.cmdline.qsub_args`), its warnings printed."""
+        opts = {o for prm in self.params if isinstance(prm, click.Option) for o in prm.opts + prm.secondary_opts}
+        opts.update(ctx.help_option_names)
+        if not any(a.startswith("-") and not a.startswith("--") and a not in opts for a in args) and not {
+            "-l",
+            "-j",
+        } & set(args):
+            return args  # no word gsub does not know: gsub's own command line
+        from gridsched.cli.plain import warn
+        from gridsched.submission.compat.cmdline import qsub_args
+        from gridsched.submission.compat.rules import CompatError
+
+        try:
+            out, warnings, sep = qsub_args(args, lambda w: (1 if w in takes else 0) if w in opts else None)
+        except CompatError as e:
+            raise click.UsageError(str(e)) from None
+        if sep is not None:  # qsub's array: its tasks' default file names as that qsub writes them
+            ctx.meta[TASK_SEP] = sep
+        for w in warnings:
+            warn("gsub", f"warning: {w}")
+        return out
 
 
 class ExportType(click.ParamType):

@@ -22,14 +22,15 @@ if TYPE_CHECKING:
 PREFIX = "#GS"
 # gsub's options: each name -> (its parameter, whether it takes a value); the order of gsub's options.
 _TABLE = (
-    ("name", "-N --name", True),
+    ("name", "-N -J --name --job-name", True),
     ("ncpus", "-n --ncpus", True),
     ("ntasks", "--ntasks", True),
     ("ntasks_per_node", "--ntasks-per-node", True),
     ("cpus_per_task", "-c --cpus-per-task", True),
-    ("walltime", "-t --walltime", True),
+    ("walltime", "-t --walltime --time", True),
     ("mem", "--mem", True),
     ("mem_per_cpu", "--mem-per-cpu", True),
+    ("mem_per_gpu", "--mem-per-gpu", True),
     ("output", "-o --output", True),
     ("error", "-e --error", True),
     ("join", "-j --join", True),
@@ -276,7 +277,7 @@ def _by_function(name: str, text: str) -> Any:
         return sbatch_time(text)
     if name == "task_time":
         return parse_duration(text)
-    if name in ("mem", "mem_per_cpu"):
+    if name in ("mem", "mem_per_cpu", "mem_per_gpu"):
         return 0 if name == "mem" and text.strip() == "0" else parse_size(text)
     if name == "export":
         return _export(text)
@@ -334,7 +335,7 @@ INTEGERS: dict[str, tuple[int, int] | None] = {
 }
 # The options whose values a function checks (_by_function).
 CHECKED = frozenset(
-    ("walltime", "estimate", "task_time", "mem", "mem_per_cpu", "export", "get_user_env", "mail_type")
+    ("walltime", "estimate", "task_time", "mem", "mem_per_cpu", "mem_per_gpu", "export", "get_user_env", "mail_type")
     + ("mail_user", "begin", "signal", "depend")
 )
 

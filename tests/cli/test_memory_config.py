@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -70,8 +71,9 @@ def test_gresv_create_holds_memory(env: Path, spool, run):
         r = run(gresv.cli, ["create", "-n", "1", "-t", "1h", "-l", item])
         assert r.exit_code != 0
         assert r.stderr.count("\n") == 1 and r.stderr.startswith("gresv: error: ") and words in r.stderr
-    r = run(gsub.cli, ["-l", "mem=1", "--wrap", "true"])  # a job asks for memory with --mem
-    assert r.exit_code != 0 and "unknown floating resource" in one_error_line(r.stderr)
+    r = run(gsub.cli, ["--json", "-l", "mem=1gb", "--wrap", "true"])  # gsub -l mem= is qsub's: PBS's job memory
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["mem"] == 1 << 30
 
 
 def test_gsub_checks_mem_against_what_the_scheduler_hands_out(env: Path, spool, run):

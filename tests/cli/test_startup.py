@@ -110,7 +110,7 @@ def test_gstat_run_loads_only_what_it_uses(tmp_path):
 @pytest.mark.parametrize(
     "module, args, line",
     [
-        ("gsub", ["--nmae", "x"], "gsub: error: unknown option --nmae (did you mean --name or --mem or --nice?)"),
+        ("gsub", ["--nmae", "x"], "gsub: error: unknown option --nmae (did you mean --name or --mem or --time?)"),
         ("gstat", ["--xyzzy"], "gstat: error: unknown option --xyzzy"),
         ("gsub", ["-t"], "gsub: error: option '-t' requires an argument"),
     ],
@@ -261,6 +261,8 @@ QUICK = [
     ["--ncpus", "2", "--walltime", "1-00:00", "--output=%x.out", "s.sh"],
     ["-t", "90s", "--wrap", ""],
     ["-N", "", "s.sh", "--", "--help"],
+    ["-J", "x", "--time", "10", "s.sh"],
+    ["--job-name=x", "--time=1:00:00", "--wrap", "true"],
 ]
 NOT_QUICK = [
     ["--help"],
@@ -278,6 +280,8 @@ NOT_QUICK = [
     ["--mem", "1G", "x"],
     ["--emit", "slurm", "x"],
     ["--nmae", "x"],
+    ["-N", "a", "-J", "b", "x"],
+    ["--mem-per-gpu", "1G", "x"],
 ]
 
 

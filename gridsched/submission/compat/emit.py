@@ -63,6 +63,8 @@ def sbatch_lines(params: dict[str, Any]) -> list[str]:
         out.append(f"#SBATCH --mem={_slurm_mem(params['mem']) if params['mem'] else 0}")
     if params.get("mem_per_cpu") is not None:
         out.append(f"#SBATCH --mem-per-cpu={_slurm_mem(params['mem_per_cpu'])}")
+    if params.get("mem_per_gpu") is not None:
+        out.append(f"#SBATCH --mem-per-gpu={_slurm_mem(params['mem_per_gpu'])}")
     for key, flag in (
         ("output", "--output"),
         ("error", "--error"),
@@ -162,9 +164,11 @@ def pbs_lines(params: dict[str, Any]) -> list[str]:
     mem = params.get("mem")
     if params.get("mem_per_cpu") is not None:
         mem = params["mem_per_cpu"] * (params.get("ncpus") or 1)
+    ngpus = _gpu_count(params)
+    if params.get("mem_per_gpu") is not None:  # PBS has no memory per GPU: the job's, of its GPUs
+        mem = params["mem_per_gpu"] * (ngpus or 0)
     if mem:
         select += f":mem={_pbs_mem(mem)}"
-    ngpus = _gpu_count(params)
     if ngpus:
         select += f":ngpus={ngpus}"
     if params.get("ncpus") is not None or mem or ngpus:

@@ -273,8 +273,8 @@ class _Reader:
                 self.set(lineno, "time", f"{-(-secs // 60) * 60}s")
             elif key == "mem":
                 self.set(lineno, "mem", size_text(where, shown, v))
-            elif key == "mem_per_cpu":
-                self.set(lineno, "mem_per_cpu", size_text(where, shown, v))
+            elif key in ("mem_per_cpu", "mem_per_gpu"):
+                self.set(lineno, key, size_text(where, shown, v))
             elif key in ("output", "error", "depend", "reservation"):
                 self.set(lineno, key, v)
             elif key == "open_mode":
@@ -509,6 +509,14 @@ class _Reader:
                     self.set(lineno, "depend", "afterany:" + ":".join(ids))
                 else:  # names are looked up at submission, among the user's own jobs
                     self.set(lineno, "hold_jid", ",".join(ids))
+            elif key in ("sync", "now"):
+                y = v.strip().lower()
+                if y not in ("y", "yes", "n", "no"):
+                    raise CompatError(f"{where}: {shown}: must be y or n")
+                if y.startswith("y") and key == "sync":
+                    self.set(lineno, "wait")
+                elif y.startswith("y"):
+                    self.warn(lineno, shown, "the job waits in the queue until it can start")
             elif key == "binary":
                 if v.strip().lower().startswith("y"):
                     raise CompatError(f"{where}: {shown}: gsub takes a script; use --wrap for a command")
@@ -650,3 +658,14 @@ def translate(text: str, label: str) -> Translation:
         r.out.lines[lineno] = f"{prefix} {line}"
         read(lineno, line)
     return r.finish(DIALECTS[prefix])
+
+
+def translate_words(words: list[str], dialect: str, label: str) -> Translation:
+    """gsub options from qsub's options ``words`` (a command line's), read by the rules of ``#$`` lines
+    (``dialect`` "sge") or ``#PBS`` lines ("pbs") as one directive line; :class:`CompatError` as
+    :func:`translate`."""
+    r = _Reader(label)
+    text = shlex.join(words)
+    r.out.lines[1] = text
+    (r.sge if dialect == "sge" else r.pbs)(1, text)
+    return r.finish(dialect)

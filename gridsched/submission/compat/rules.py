@@ -49,6 +49,7 @@ SLURM: tuple[Rule, ...] = (
     Rule(("--open-mode",), "open_mode", "output files: append or truncate", "--open-mode"),
     Rule(("--mem",), "mem", "memory of the job (a bare number is MiB; 0 is the whole machine)", "--mem"),
     Rule(("--mem-per-cpu",), "mem_per_cpu", "memory per core (times the cores)", "--mem-per-cpu"),
+    Rule(("--mem-per-gpu",), "mem_per_gpu", "memory per GPU (times the GPUs)", "--mem-per-gpu"),
     Rule(("-a", "--array"), "array", "job array (RANGE[%MAX])", "--array"),
     Rule(("-d", "--dependency"), "depend", "dependencies", "-d SPEC"),
     Rule(("-L", "--licenses"), "licenses", "licences", "(not supported yet: warned)"),
@@ -222,6 +223,10 @@ SGE: tuple[Rule, ...] = (
     Rule(("-M",), "mail_user", "mail recipients, comma-separated (user[@host])", "--mail-user"),
     Rule(("-R",), "ignore", "resource reservation", "(warned)", why="backfilling always reserves for the head job"),
     Rule(("-notify",), "ignore", "warn before suspend or kill", "(warned)", why="use --checkpoint signal", value=False),
+    Rule(("-sync",), "sync", "y: wait for the job to end and exit with its exit status", "--wait"),
+    Rule(("-terse",), "quiet", "print the job id alone", "(what gsub prints)", value=False),
+    Rule(("-now",), "now", "y: start at once or not at all", "(y warned: the job waits in the queue)"),
+    Rule(("-shell",), "quiet", "start a binary (-b y) through a shell: y or n", "(no effect)"),
 )
 
 # Resources of SGE -l NAME=VALUE; any other NAME is warned.
@@ -253,6 +258,7 @@ GS_FLAG = {
     "error": "-e",
     "mem": "--mem",
     "mem_per_cpu": "--mem-per-cpu",
+    "mem_per_gpu": "--mem-per-gpu",
     "depend": "-d",
     "chdir": "-D",
     "reservation": "--reservation",
