@@ -428,6 +428,8 @@ def _extra(
             out["dialect"] = p["_dialect"]
         if p["mem_per_cpu"] is not None:
             out["mem_per_cpu"] = p["mem_per_cpu"]
+        if p["mem_per_gpu"] is not None:
+            out["mem_per_gpu"] = p["mem_per_gpu"]
         if p["gpus_per_task"] is not None:
             out["gpus_per_task"] = int(p["gpus_per_task"])
         if p["account"]:

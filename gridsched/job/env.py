@@ -40,7 +40,7 @@ SLURM_NAMES = (
     "SLURM_CPUS_ON_NODE SLURM_JOB_CPUS_PER_NODE SLURM_MEM_PER_NODE SLURM_MEM_PER_CPU SLURM_RESTART_COUNT "
     "SLURM_NODEID SLURM_PROCID SLURM_LOCALID SLURM_STEP_ID SLURM_STEPID SLURM_JOB_GID SLURM_GPUS "
     "SLURM_GPUS_PER_TASK SLURM_JOB_ACCOUNT SLURM_GET_USER_ENV SLURM_OPEN_MODE SLURM_GPUS_PER_NODE SLURM_HINT "
-    "SLURM_THREADS_PER_CORE SLURM_NTASKS_PER_CORE"
+    "SLURM_THREADS_PER_CORE SLURM_NTASKS_PER_CORE SLURM_MEM_PER_GPU"
 ).split()
 PBS_NAMES = (
     "PBS_JOBID PBS_JOBNAME PBS_O_WORKDIR PBS_O_HOST PBS_O_HOME PBS_O_PATH PBS_O_LOGNAME PBS_O_SHELL PBS_O_LANG "
@@ -136,6 +136,7 @@ class Job:
     gid: int = -1
     dialect: str | None = None  # whose directives the script has (JobSpec.dialect)
     mem_per_cpu: int | None = None  # bytes, as asked (--mem-per-cpu)
+    mem_per_gpu: int | None = None  # bytes, as asked (--mem-per-gpu)
     gpus_per_task: int | None = None  # as asked (--gpus-per-task)
     account: str | None = None  # as named (--account, #SBATCH -A)
     get_user_env: bool = False  # starts from the owner's login environment (--get-user-env)
@@ -272,6 +273,8 @@ def compat_env(job: Job, private: Private | None) -> dict[str, str]:
         env["SLURM_CPUS_PER_TASK"] = str(c)  # Slurm sets it only when -c was given (gsub -n N is -c N)
     if job.mem_per_cpu is not None:
         env["SLURM_MEM_PER_CPU"] = str(max(1, job.mem_per_cpu >> 20))  # MiB, as --mem-per-cpu (and no _PER_NODE)
+    elif job.mem_per_gpu is not None:
+        env["SLURM_MEM_PER_GPU"] = str(max(1, job.mem_per_gpu >> 20))  # MiB, as --mem-per-gpu (and no _PER_NODE)
     elif job.mem is not None:
         env["SLURM_MEM_PER_NODE"] = str(max(1, job.mem >> 20))  # MiB, as --mem
     for var in ("HOME", "PATH", "SHELL", "LANG", "MAIL", "TZ"):
@@ -439,6 +442,7 @@ def job_of(spec: JobSpec, start: Start) -> Job:
         gid=spec.gid,
         dialect=spec.dialect,
         mem_per_cpu=spec.mem_per_cpu,
+        mem_per_gpu=spec.mem_per_gpu,
         gpus_per_task=spec.gpus_per_task,
         account=spec.account,
         walltime=start.walltime,

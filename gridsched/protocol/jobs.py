@@ -160,6 +160,8 @@ SPEC_OPTIONAL_KEYS = {
     "and in-job commands are that system's; absent: gridsched's own, with every system's names)",
     "mem_per_cpu": "int: bytes per core, when the job asked its memory so (gsub --mem-per-cpu); mem is the total "
     "(SLURM_MEM_PER_CPU)",
+    "mem_per_gpu": "int: bytes per GPU, when the job asked its memory so (gsub --mem-per-gpu); mem is the total "
+    "(SLURM_MEM_PER_GPU)",
     "gpus_per_task": "int: GPUs per task, when the job asked so (gsub --gpus-per-task; SLURM_GPUS_PER_TASK)",
     "ntasks_per_node": "int: tasks per node the job asked for (gsub --ntasks-per-node, #SBATCH --ntasks-per-node; "
     "SLURM_NTASKS_PER_NODE), as given",

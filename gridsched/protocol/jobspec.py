@@ -291,6 +291,7 @@ class JobSpec(NamedTuple):
     gpu_options: tuple[str, ...] = ()  # which of jobs.GPU_OPTIONS gave its GPUs: SLURM_GPUS, SLURM_GPUS_PER_NODE
     pe: str | None = None  # the Grid Engine parallel environment named (#$ -pe NAME N): PE, PE_HOSTFILE
     name_per_task: bool = False  # an array whose tasks are named NAME-INDEX in their environment (Torque -t)
+    mem_per_gpu: int | None = None  # bytes per GPU, when the job asked so (--mem-per-gpu); mem is the total
     # set by the daemon (never by a request): an array's task, a piece of a splittable job
     array_id: int | None = None  # the array a task belongs to (the id of its first task)
     array_index: int | None = None  # the task's index in its array
@@ -385,6 +386,7 @@ class JobSpec(NamedTuple):
             gpu_options=tuple(g("gpu_options") or ()),
             pe=g("pe"),
             name_per_task=g("name_per_task") is True,
+            mem_per_gpu=g("mem_per_gpu"),
             array_id=g("array_id"),
             array_index=g("array_index"),
             array_max=g("array_max"),
@@ -508,6 +510,8 @@ class JobSpec(NamedTuple):
             spec["pe"] = self.pe
         if self.name_per_task:
             spec["name_per_task"] = True
+        if self.mem_per_gpu is not None:
+            spec["mem_per_gpu"] = self.mem_per_gpu
         if self.split is not None:
             spec["split"] = self.split.to_spec()
         if self.place is not None or self.threads_per_core or self.exclusive_board:

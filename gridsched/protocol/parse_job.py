@@ -181,6 +181,7 @@ def job_spec(f: Fields, new_id: int, sender: Sender) -> JobSpec:
         gpu_options=_gpu_options(f, devs),
         pe=_pe(f),
         name_per_task=f.flag("name_per_task", required=False),
+        mem_per_gpu=f.integer("mem_per_gpu", 1, 1 << 60, required=False),
     )
     _check_priority(spec, sender)
     _check_tasks(spec)

@@ -89,6 +89,18 @@ def test_mem_per_gpu_is_the_value_times_the_gpus(genv, run, args, script, mem):
     assert spec_of(genv, run, *args, "job.sh")["mem"] == mem
 
 
+def test_the_spec_keeps_the_memory_per_gpu_asked_for_the_jobs_environment(genv, run):
+    """The spec keeps --mem-per-gpu beside the total (the job's SLURM_MEM_PER_GPU), and the boundary takes it;
+    where --mem won, there is none."""
+    from gridsched.protocol.jobspec import JobSpec
+
+    (genv / "job.sh").write_text("#!/bin/sh\n#SBATCH --gpus=2\n#SBATCH --mem-per-gpu=3G\ntrue\n")
+    spec = spec_of(genv, run, "job.sh")
+    assert (spec["mem"], spec["mem_per_gpu"]) == (6 * GiB, 3 * GiB)
+    assert JobSpec.from_spec(spec).mem_per_gpu == 3 * GiB
+    assert "mem_per_gpu" not in spec_of(genv, run, "--mem", "1G", "job.sh")
+
+
 @pytest.mark.parametrize(
     "args, script, error",
     [

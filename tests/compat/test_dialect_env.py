@@ -72,6 +72,14 @@ def test_pbs_names_as_pbs_pro_s_and_torque_s_sources_set_them():
     assert not [k for k in sge if k.startswith("PBS_")] and "SGE_O_TZ" not in sge
 
 
+def test_memory_per_gpu_as_sbatch_sets_it():
+    """--mem-per-gpu: SLURM_MEM_PER_GPU in MiB and no SLURM_MEM_PER_NODE (sbatch(1): set only with
+    --mem-per-gpu), as --mem-per-cpu gives SLURM_MEM_PER_CPU."""
+    env = env_of(replace(JOB, dialect="slurm", mem=4 << 30, mem_per_gpu=2 << 30))
+    assert env["SLURM_MEM_PER_GPU"] == "2048" and "SLURM_MEM_PER_NODE" not in env and "SLURM_MEM_PER_CPU" not in env
+    assert "SLURM_MEM_PER_GPU" not in env_of(replace(JOB, dialect="slurm", mem=4 << 30))
+
+
 def test_own_jobs_keep_every_systems_names():
     """A script without another system's directives (gsub's own) sees them all, and OMP_NUM_THREADS."""
     env = env_of(JOB)
