@@ -60,7 +60,8 @@ def easy_plain(snap: Snapshot) -> Plan | None:
             continue
         # the shadow time: the first end at which the cores free then hold the head
         acc, shadow = free, now
-        for e, x in sorted(ends):
+        ends.sort()
+        for e, x in ends:
             if e > shadow:
                 if acc >= n:
                     break
