@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.core.eligible import throttled
 from gridsched.core.policy import quiet_when_full, schedule
+from gridsched.core.policy.quick import easy_plain
 from gridsched.core.predict import run_ratio
 from gridsched.core.topology import Device, MachineMap
 from gridsched.core.types import Params, Policy, Predictor, Resv, Snapshot, Waiting
@@ -300,6 +301,7 @@ def _tune(r: Replay, now: float) -> bool:
     r.params = new
     r.fcfs = new.policy is Policy.FCFS
     r.quiet_full = quiet_when_full(new) and not r.splits
+    r.quick = r.plain_easy(new)
     r.head, r.head_at, r.wake = None, INF, INF
     return True
 
@@ -401,7 +403,10 @@ def _passes(r: Replay, now: float) -> None:
             r.run_tuple = tuple(r.running.values())
             r.run_dirty = False
         r.passes += 1
-        plan = schedule(_snapshot(r, now))
+        snap = _snapshot(r, now)
+        plan = easy_plain(snap) if r.quick else None  # (what schedule would answer, without its steps)
+        if plan is None:
+            plan = schedule(snap)
         if r.ungated:
             last = r.last_reasons = dict(plan.reasons)
             for i in [i for i in r.ungated if i not in last or throttled(last[i])]:

@@ -57,7 +57,7 @@ class Replay:
         # the trace and the options
         "trace", "n", "ncores", "submit", "size", "wall", "work", "users", "params", "overhead", "mode",
         "fast", "progress", "machine", "place", "tuner", "devices", "preemptable", "requeue", "fcfs",
-        "quiet_full", "plain", "others", "step",
+        "quiet_full", "plain", "quick", "others", "step",
         # priorities
         "pp", "prio", "acc", "stamped",
         # devices
@@ -144,6 +144,20 @@ class Replay:
         self.plain = not (machine is not None and place) and not self.splits and not self.dev_asks and not self.mem_res
         self.others = bool(self.rvs or self.rv_events or self.splits)
         self.smallest: int | None = None  # the fewest cores a pending job needs (None: not known)
+        self.quick = self.plain_easy(params)
+
+    def plain_easy(self, params: Params) -> bool:
+        """Whether :func:`~gridsched.core.policy.schedule` takes a pass under ``params`` straight to the
+        easy pass, which :func:`~gridsched.core.policy.quick.easy_plain` makes for the plainest snapshots:
+        easy, with no priority, per-user limit, gate or reservation (and nothing in a replay's snapshot is
+        ranked, lent or ended)."""
+        return (
+            params.policy is Policy.EASY
+            and not params.priority.weighted
+            and not params.max_cpus_per_user
+            and not self.gated
+            and not self.rvs
+        )
 
     def _devices(self, trace: Trace, devices: tuple[Device, ...]) -> None:
         """Devices: what each job asks for, the slots that counts for in the pass, the GPUs it holds."""

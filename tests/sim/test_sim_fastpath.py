@@ -82,3 +82,13 @@ def test_fast_path_skips_passes() -> None:
         assert fast.skipped == skips and slow.skipped == 0, policy
         assert fast.passes == slow.passes - skips
         assert (fast.start, fast.end) == (slow.start, slow.end) == ([0, 100, 200, 300], [100, 200, 300, 400])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tr=traces())
+def test_plain_easy_straight_equals_schedule(tr: Trace) -> None:
+    """A plain easy replay takes each pass straight to the core's easy pass of a plain snapshot; one with a
+    per-user limit that never binds goes through all of ``schedule``: the same starts and ends."""
+    straight = outcome(tr, Params(policy=Policy.EASY), Mode.CHECKPOINT, 120.0, True)
+    through = outcome(tr, Params(policy=Policy.EASY, max_cpus_per_user=10**6), Mode.CHECKPOINT, 120.0, True)
+    assert straight == through

@@ -13,15 +13,12 @@ asking for a resource this machine lacks never starts.)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import compress
 from math import inf
-from operator import attrgetter
 
 from gridsched.core.choices import BackfillOrder
 from gridsched.core.types import Decision, HeadReservation, Plan, Snapshot, Start
 
 _QUEUE = BackfillOrder.QUEUE
-_NCPUS = attrgetter("ncpus")
 _NO_REASONS: Mapping[int, str] = {}  # (shared, never changed: a default factory costs, once a pass)
 
 
@@ -63,7 +60,8 @@ def easy_plain(snap: Snapshot) -> Plan | None:
             continue
         # the shadow time: the first end at which the cores free then hold the head
         acc, shadow = free, now
-        for e, x in sorted(ends):
+        ends.sort()
+        for e, x in ends:
             if e > shadow:
                 if acc >= n:
                     break
@@ -83,8 +81,8 @@ def easy_plain(snap: Snapshot) -> Plan | None:
     # the cores it needs then (``room``: those free then beyond the head's)
     room = acc - head.ncpus
     reclaimable = False
-    if free > 0:  # (those that ask for more than is free now are passed over in C)
-        for w in compress(rest, map(free.__ge__, map(_NCPUS, rest))):
+    if free > 0:  # (a plain loop: filtering by size through map and compress costs more per job)
+        for w in rest:
             n = w.ncpus
             if n > free:
                 continue
