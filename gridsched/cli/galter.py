@@ -45,6 +45,8 @@ ALTERABLE = (
     "nice",
     "priority",
     "mem_per_cpu",
+    "account",
+    "cpus_per_task",
     "partition",  # sbatch's, warned of as gsub warns of them
     "qos",
 )
@@ -161,8 +163,12 @@ def cli(ctx: click.Context, job_ids: tuple[str, ...], spool_dir: str | None, con
 
 def _changes(s: Any, given: dict[str, Any]) -> dict[str, Any]:
     """The request's ``changes`` for the options given (spec keys, checked as gsub checks them)."""
-    keys = ("name", "ncpus", "walltime", "depend", "reservation", "nice", "priority")
+    keys = ("name", "ncpus", "walltime", "depend", "reservation", "nice", "priority", "cpus_per_task")
     out: dict[str, Any] = {k: given[k] for k in keys if k in given}
+    if "account" in given:
+        if not str(given["account"]).strip():
+            fail(PROG, "-A: an account name must not be empty", ExitCode.USAGE)
+        out["account"] = given["account"]
     if "name" in out and (not out["name"].strip() or "/" in out["name"]):
         fail(PROG, "-N: a job name must be non-empty, without '/'", ExitCode.USAGE)
     if "reservation" in out:

@@ -89,6 +89,7 @@ from gridsched.protocol.jobspec import (
     signal_name,
 )
 from gridsched.protocol.parse_job import (
+    ACCOUNT_MAX,
     depend_field,
     env_set_problem,
     estimate_problem,
@@ -347,6 +348,9 @@ class Changes(NamedTuple):
     devices: tuple[DeviceAsk, ...] | None = None
     nice: int | None = None  # replaces the job's nice; negative only from an admin
     priority: int | None = None  # the job's priority, set by an admin (as gsub --priority)
+    account: str | None = None  # the account it names (SLURM_JOB_ACCOUNT), as scontrol update Account=
+    # cores per task (galter -c, as scontrol update's): without ncpus, the job's cores become its tasks times it
+    cpus_per_task: int | None = None
 
     def names(self) -> list[str]:
         """The names of the fields given, sorted."""
@@ -369,6 +373,8 @@ def altered(old: JobSpec, ch: Changes) -> JobSpec:
     job = old._replace(**{k: v for k, v in ch._asdict().items() if v is not None})  # Changes' fields are JobSpec's
     if ch.place is not None or ch.threads_per_core is not None or ch.exclusive_board is not None:
         job = job._replace(place=ch.place or old.place or "pack")
+    if ch.cpus_per_task is not None and ch.ncpus is None:
+        job = job._replace(ncpus=(job.ntasks or 1) * ch.cpus_per_task)
     if ch.ncpus is not None and (job.ntasks or 1) * (job.cpus_per_task or 1) != job.ncpus:
         job = job._replace(ntasks=None, cpus_per_task=None)  # tasks that no longer make its cores give way
     return job
@@ -651,11 +657,22 @@ def _changes(f: Fields) -> Changes:
         devices=devs,
         nice=f.integer("nice", NICE_MIN, NICE_MAX, required=False),
         priority=f.integer("priority", 0, ADMIN_MAX, required=False),
+        account=_account(f),
+        cpus_per_task=f.integer("cpus_per_task", 1, MAX_COUNT, required=False),
     )
     f.done()
     if out == Changes():
         raise Refused("alter: nothing to change")
     return out
+
+
+def _account(f: Fields) -> str | None:
+    account = f.text("account", ACCOUNT_MAX, required=False)
+    if account is None:
+        return None
+    if not account.strip():
+        raise f.bad("account", "must not be empty")
+    return str(account)
 
 
 def _alter(f: Fields, new_id: int, sender: Sender) -> Alter:

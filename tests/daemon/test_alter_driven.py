@@ -54,6 +54,26 @@ def test_pending_job_starts_with_the_new_values(dr):
     assert (spec.env["GS_NCPUS"], spec.env["GS_WALLTIME"]) == ("2", "300")
 
 
+def test_cores_per_task_and_account_as_scontrol_update_changes_them(dr):
+    """galter -c C makes a pending job's cores its tasks times C (as scontrol update's cores per task), galter -A
+    names its account; the job starts with them (SLURM_CPUS_PER_TASK, SLURM_JOB_ACCOUNT)."""
+    b = blocker(dr)
+    jid = dr.gsub("--ntasks", "1", "-c", "1", "--wrap", "true")
+    assert dr.job(jid)["ncpus"] == 1
+    r = dr.command("galter", str(jid), "-c", "2", "-A", "projx")
+    assert r.exit_code == 0, r.stderr
+    j = dr.job(jid)
+    assert (j["ncpus"], j["spec"].get("cpus_per_task"), j["spec"].get("account")) == (2, 2, "projx")
+    r = dr.command("galter", str(jid), "-c", "3", check=False)  # more cores than the machine has
+    assert r.exit_code != 0 and dr.job(jid)["ncpus"] == 2
+    r = dr.command("galter", str(jid), "-A", " ", check=False)
+    assert r.exit_code == 2 and r.stderr.startswith("galter: error: -A: an account name must not be empty")
+    dr.finish(b)
+    dr.run_until(lambda: dr.state(jid) == "COMPLETED", 10)
+    (spec,) = launches(dr, jid)
+    assert (spec.env["SLURM_CPUS_PER_TASK"], spec.env["SLURM_JOB_ACCOUNT"], spec.env["GS_NCPUS"]) == ("2", "projx", "2")
+
+
 def test_dependency_added_keeps_the_job_waiting(dr, stub_daemon):
     b = blocker(dr)
     jid = dr.gsub("-n", "1", "--wrap", "true")
