@@ -300,11 +300,7 @@ def create_cmd(
     uid = os.getuid()
     may_create(s.spool, s.cfg, uid, user_name(uid), ncpus, duration)
     if priority is not None or nice < 0:
-        from gridsched.protocol.admin import is_admin
-
-        if not is_admin(uid, s.spool.root):
-            what = "--priority" if priority is not None else f"--nice {nice}"
-            fail(PROG, f"{what}: only an admin may raise a reservation above others", ExitCode.USAGE)
+        _admin_only(s.spool, uid, "--priority" if priority is not None else f"--nice {nice}")
     devices: list[dict[str, Any]] = []
     if gpus is not None:
         from gridsched.core.devices import DeviceAsk
@@ -517,11 +513,9 @@ def update_cmd(
         what = "has a fixed start" if row["state"] == "WAITING" else f"is {row['state']}"
         fail(PROG, f"reservation {row['id']}: {what}; only a waiting flexible reservation has a place among the jobs")
     if priority is not None or no_priority or (nice is not None and nice < 0):
-        from gridsched.protocol.admin import is_admin
-
-        if not is_admin(uid, s.spool.root):
-            what = "--priority" if priority is not None else "--no-priority" if no_priority else f"--nice {nice}"
-            fail(PROG, f"{what}: only an admin may raise a reservation above others", ExitCode.USAGE)
+        _admin_only(
+            s.spool, uid, "--priority" if priority is not None else "--no-priority" if no_priority else f"--nice {nice}"
+        )
     fields: dict[str, Any] = {"id": row["id"]}
     if nice is not None:
         fields["nice"] = nice
@@ -543,6 +537,14 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _admin_only(spool: Spool, uid: int, what: str) -> None:
+    """Refuse ``what`` (a raise of a reservation above others) unless ``uid`` administers the spool."""
+    from gridsched.protocol.admin import is_admin
+
+    if not is_admin(uid, spool.root):
+        fail(PROG, f"{what}: only an admin may raise a reservation above others", ExitCode.USAGE)
 
 
 def _floating(spool: Any, cfg: Any) -> dict[str, int]:
