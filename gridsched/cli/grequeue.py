@@ -28,7 +28,8 @@ PROG = "grequeue"
 def cli(job_ids: tuple[str, ...], spool_dir: str | None, config_file: str | None) -> int:
     """Send the running or finished jobs ID... back to the queue. A running job submitted with
     --checkpoint signal is asked to checkpoint and resumes from it; any other is killed and starts again
-    from the beginning. A finished job (COMPLETED, FAILED, CANCELLED, TIMEOUT) runs again under the same
+    from the beginning. A finished job (COMPLETED, FAILED, CANCELLED, TIMEOUT,
+    OUT_OF_MEMORY) runs again under the same
     id. A pending job is refused. Each new start counts as a restart (gstat -f, gacct)."""
     from gridsched.cli import select
     from gridsched.protocol.admin import is_admin

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
-from gridsched.protocol.jobs import WAITING, JobState
+from gridsched.protocol.jobs import TERMINAL, WAITING, JobState
 
 if TYPE_CHECKING:
     from gridsched.protocol.view import ViewRow
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 PROG = "gtail"
 CHUNK = 1 << 16  # bytes read at once
 POLL = 0.25  # seconds between looks at the file and the job's state
-ENDED = (JobState.COMPLETED, JobState.FAILED, JobState.TIMEOUT, JobState.CANCELLED)
+ENDED = TERMINAL  # OUT_OF_MEMORY included: a job killed for memory has ended too
 
 
 class NotRegular(Exception):

@@ -6,7 +6,7 @@ hold (as Slurm's ``--dependency``)::
     after:ID[:ID...]       each job has started (or ended without starting)
     afterany:ID[:ID...]    each job has ended, in any state
     afterok:ID[:ID...]     each job has completed successfully
-    afternotok:ID[:ID...]  each job has ended unsuccessfully (failed, timed out, cancelled)
+    afternotok:ID[:ID...]  each job has ended unsuccessfully (failed, timed out, cancelled, out of memory)
     singleton              no earlier job of the same user and name is still queued or running
 
 :func:`status` tells whether a job whose conditions are ``deps`` may start

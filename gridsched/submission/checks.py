@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.core import depend
 from gridsched.protocol import requests as rq
-from gridsched.protocol.jobs import WAITING, JobState
+from gridsched.protocol.jobs import TERMINAL, WAITING, JobState
 from gridsched.submission.submit import never_runs
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # The states in which a job can be changed, and those of a finished job that grequeue takes.
 LIVE = frozenset({JobState.PENDING, JobState.HELD, JobState.RUNNING})
-FINISHED = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT})
+FINISHED = TERMINAL
 
 
 def _owner(job: JobRow | None, sender: rq.Sender) -> str | None:

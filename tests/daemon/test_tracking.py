@@ -147,12 +147,21 @@ def test_mem_over_the_limit_is_killed_with_a_clear_reason(gs, memory_cgroup):
     wait_for(lambda: cgroup_dirs(memory_cgroup) == before, 10, "the jobs' cgroups to be removed")
 
 
-def test_out_of_memory_is_the_reason_gstat_shows(gs, memory_cgroup):
+def test_out_of_memory_is_the_reason_gstat_shows_an_end_for_gtail_and_a_finish_for_grequeue(gs, memory_cgroup):
     hog = gs.work / "hog.sh"
-    hog.write_text(HOG)
+    hog.write_text("#!/bin/sh\necho started\n" + HOG.split("\n", 1)[1])
     jid = gs.gsub("--mem", "50M", str(hog), "200")
     j = gs.wait_state(jid, "OUT_OF_MEMORY", timeout=30)
     assert "out of memory (limit 50M)" in j["reason"]
+    # gtail follows a job until it has ended: an end for want of memory is one (it used to follow for ever)
+    t = gs.run("gtail", str(jid), timeout=30)
+    assert t.stdout == "started\n"
+    assert t.stderr.strip() == f"gtail: job {jid} ended: OUT_OF_MEMORY (signal 9)"
+    assert t.returncode != 0
+    # grequeue takes it as a finished job, as scontrol requeue does: it runs again, and ends so again
+    r = gs.run("grequeue", str(jid))
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: gs.job(jid)["restarts"] == 1 and gs.job(jid)["state"] == "OUT_OF_MEMORY", 30, "the rerun")
 
 
 def test_gctl_info_says_how_mem_is_enforced(gs):

@@ -19,14 +19,14 @@ from gridsched.daemon import arrays, procs, transitions
 from gridsched.daemon.handlers.context import Changed, Context, RefusedInPart
 from gridsched.daemon.table import Rec
 from gridsched.protocol import requests as rq
-from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, Checkpoint, JobState, Stop
+from gridsched.protocol.jobs import GRUN_NOT_REQUEUED, TERMINAL, Checkpoint, JobState, Stop
 
 if TYPE_CHECKING:
     from gridsched.protocol.view import JobRow
 
 log = logging.getLogger("gschedd")
 
-FINISHED = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT)
+FINISHED = TERMINAL  # OUT_OF_MEMORY too: Slurm's scontrol requeue takes any finished batch job
 
 
 def handle(ctx: Context, req: rq.Requeue, rcv: rq.Received) -> Changed:
