@@ -133,3 +133,29 @@ def test_the_python_client_raises_a_job_only_as_root(system, targets):
     assert system.cmd(a, "gdel", str(jid)).rc == 0
     system.wait_state(jid, "CANCELLED")
     check_intact(system, targets)
+
+
+def test_account_and_cores_per_task_change_only_as_the_owner(system, targets):
+    """galter -A and -c on a system daemon: B's, by the command or by hand, change nothing of A's job; a bad
+    account written by hand is quarantined with why; A's own change is taken."""
+    a, b = system.a, system.b
+    held = system.gsub(a, "--hold", "-t", "1:00", "-n", "1", "--wrap", "true")
+    system.wait_state(held, "HELD")
+    r = system.cmd(b, "galter", str(held), "-A", "theirs", "-c", "2")
+    assert r.one_line_error("galter") is None and "owned by" in r.stderr, r
+    system.put(
+        b,
+        f"alter-{time.time_ns()}-{os.getpid()}.json",
+        {"type": "alter", "jobs": [held], "changes": {"account": "theirs", "cpus_per_task": 2}},
+    )
+    name = f"alter-{time.time_ns()}-{os.getpid()}.json"
+    system.put(a, name, {"type": "alter", "jobs": [held], "changes": {"account": " \t"}})
+    system.settle()
+    assert "account" in (system.spool_dir / "quarantine" / (name + ".why")).read_text()
+    job = system.job(held)
+    assert (job["ncpus"], json.loads(job["spec"]).get("account")) == (1, None), job
+    assert system.cmd(a, "galter", str(held), "-A", "mine", "-c", "2").rc == 0
+    wait_for(lambda: system.job(held)["ncpus"] == 2, 15, "the owner's change")
+    assert json.loads(system.job(held)["spec"]).get("account") == "mine"
+    assert system.cmd(a, "gdel", str(held)).rc == 0
+    check_intact(system, targets)

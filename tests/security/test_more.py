@@ -206,3 +206,46 @@ def test_a_flood_of_tiny_bad_requests(system, targets):
     print(f"A's job started {time.monotonic() - t0:.1f} s after the flood")
     system.settle(timeout=120)
     check_intact(system, targets)
+
+
+def test_only_the_owner_moves_a_reservation_and_only_root_raises_it(system, targets):
+    """gresv update on a system daemon: B cannot move A's waiting flexible reservation, by the command or a
+    request written by hand; A may lower it but not raise it (the command refuses, the daemon too); root may."""
+    a, b = system.a, system.b
+    blocker = system.gsub(a, "-n", "4", "-t", "10:00", "--wrap", "sleep 300")  # the whole machine: it waits
+    system.wait_state(blocker, "RUNNING")
+    r = system.cmd(a, "gresv", "create", "-n", "2", "-t", "1h")
+    assert r.rc == 0, r
+    rid = int(r.stdout.split()[-1])
+
+    def mine() -> dict:
+        out = system.cmd(a, "gresv", "list", "-a", "--json")
+        assert out.rc == 0, out
+        return next((x for x in json.loads(out.stdout)["reservations"] if x["id"] == rid), {})
+
+    wait_for(lambda: mine().get("state") == "WAITING", 15, "A's flexible reservation to be taken in")
+
+    r = system.cmd(b, "gresv", "update", str(rid), "--nice", "100")
+    assert r.one_line_error("gresv") is None and "owned by" in r.stderr, r
+    for fields in ({"nice": 100}, {"nice": -100}, {"priority": 1}, {"unset_priority": True}):
+        system.put(b, f"resv_alter-{time.time_ns()}-{os.getpid()}.json", {"type": "resv_alter", "id": rid, **fields})
+    for args in (("--nice", "-5"), ("--priority", "900"), ("--no-priority",)):
+        r = system.cmd(a, "gresv", "update", str(rid), *args)
+        assert r.rc != 0 and r.one_line_error("gresv") is None and "only an admin" in r.stderr, r
+    name = f"resv_alter-{time.time_ns()}-{os.getpid()}.json"
+    system.put(a, name, {"type": "resv_alter", "id": rid, "priority": 900})
+    system.settle()
+    assert (
+        "only an admin may set a reservation's priority"
+        in (system.spool_dir / "quarantine" / (name + ".why")).read_text()
+    )
+    assert (mine()["nice"], mine().get("priority")) == (0, None), mine()
+
+    assert system.cmd(a, "gresv", "update", str(rid), "--nice", "20").rc == 0
+    wait_for(lambda: mine()["nice"] == 20, 15, "the owner's lower place")
+    assert system.cmd(None, "gresv", "update", str(rid), "--priority", "500").rc == 0
+    wait_for(lambda: mine().get("priority") == 500, 15, "root's priority")
+    assert system.cmd(a, "gresv", "delete", str(rid)).rc == 0
+    assert system.cmd(a, "gdel", str(blocker)).rc == 0
+    system.wait_state(blocker, *TERMINAL, timeout=20)
+    check_intact(system, targets)
