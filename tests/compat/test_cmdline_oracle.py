@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat.test_slurm_oracle import Slurm, slurm  # noqa: F401 - the fixture
+from tests.compat.slurm_local import Slurm
 from tests.conftest import BIN
 
 MiB = 1 << 20
@@ -32,7 +32,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("args, mem", CASES)
-def test_sbatch_and_gsub_take_the_same_command_lines(slurm: Slurm, tmp_path: Path, args: list[str], mem: int | None):  # noqa: F811
+def test_sbatch_and_gsub_take_the_same_command_lines(slurm: Slurm, tmp_path: Path, args: list[str], mem: int | None):
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/sh\ntrue\n")
     r = subprocess.run(

@@ -10,9 +10,7 @@ test is skipped with the reason printed.  A Slurm these tests started is stopped
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -20,11 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.compat.slurm_local import Slurm
 from tests.conftest import BIN, Gridsched, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOL = ROOT.parent / "shared" / "tools" / "slurm-localhost"
-CONF = Path("/tmp/gridsched-slurm/slurm.conf")
 # Slurm's bookkeeping, which no script reads for its work: not set by gridsched (docs/compat.md)
 SLURM_ONLY = frozenset(
     "SLURM_CONF SLURM_GTIDS SLURM_TASK_PID SLURM_PRIO_PROCESS SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN "
@@ -47,73 +44,6 @@ default_walltime = "1h"
 autostart = false
 """
 ENV_DUMP = "env | grep -E '^(SLURM|OMP|CUDA|GPU_DEVICE|ROCR|HIP)' | sort\n"
-
-
-def _ping(env: dict[str, str]) -> str | None:
-    """None when a Slurm controller answers, else why not."""
-    if shutil.which("sbatch") is None:
-        return "sbatch is not on PATH"
-    try:
-        r = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=20, env=env)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"scontrol ping failed: {e}"
-    if r.returncode != 0 or "UP" not in r.stdout:
-        return f"no controller answers: {(r.stdout.strip() or r.stderr.strip() or 'no answer').splitlines()[0][:200]}"
-    return None
-
-
-class Slurm:
-    def __init__(self, env: dict[str, str], gpus: int) -> None:
-        self.env = env
-        self.gpus = gpus
-
-    def sbatch(self, work: Path, script: str, *args: str) -> int:
-        r = subprocess.run(
-            ["sbatch", "--parsable", *args, script], cwd=work, env=self.env, capture_output=True, text=True, timeout=60
-        )
-        assert r.returncode == 0, r.stderr
-        return int(r.stdout.strip().split(";")[0])
-
-    def state(self, jid: int) -> tuple[str, int] | None:
-        """(state, exit code) once job ``jid`` has ended, else None."""
-        r = subprocess.run(
-            ["scontrol", "show", "job", str(jid)], env=self.env, capture_output=True, text=True, timeout=30
-        )
-        m = re.search(r"JobState=(\S+)", r.stdout)
-        code = re.search(r"ExitCode=(\d+):", r.stdout)
-        if not m or m.group(1) in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING"):
-            return None
-        return m.group(1), int(code.group(1)) if code else -1
-
-
-@pytest.fixture(scope="module")
-def slurm() -> Iterator[Slurm]:
-    """A Slurm that answers: one running already (its SLURM_CONF, or slurm-localhost's), else slurm-localhost
-    started here with two GRES GPUs (as root) and stopped at the end; else the tests are skipped."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "OMP_"))}
-    if "SLURM_CONF" in os.environ:
-        env["SLURM_CONF"] = os.environ["SLURM_CONF"]
-    elif CONF.exists():
-        env["SLURM_CONF"] = str(CONF)
-    started = False
-    why = _ping(env)
-    if why and shutil.which("sbatch") is not None and (TOOL / "start.sh").exists() and os.geteuid() == 0:
-        r = subprocess.run(
-            [str(TOOL / "start.sh")], env={**env, "GS_SLURM_GPUS": "2"}, capture_output=True, text=True, timeout=180
-        )
-        started = True
-        env["SLURM_CONF"] = str(CONF)
-        why = _ping(env) if r.returncode == 0 else f"slurm-localhost did not start: {(r.stderr or r.stdout)[-300:]}"
-    try:
-        if why:
-            print(f"no local Slurm: {why}")
-            pytest.skip(f"no local Slurm: {why}")
-        node = subprocess.run(["scontrol", "show", "node"], env=env, capture_output=True, text=True, timeout=30).stdout
-        m = re.search(r"Gres=gpu(?::[a-z0-9]+)?:(\d+)", node)
-        yield Slurm(env, int(m.group(1)) if m else 0)
-    finally:
-        if started:
-            subprocess.run([str(TOOL / "stop.sh")], env=env, capture_output=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
