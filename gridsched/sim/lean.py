@@ -17,6 +17,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable
 from heapq import heappop, heappush
 from math import inf, isfinite
+from operator import gt
 
 from gridsched.core.policy.quick import easy_sorted
 from gridsched.sim.swf import Trace
@@ -38,7 +39,8 @@ def takes(trace: Trace) -> bool:
         and min(wall) > 0
         and isfinite(max(wall))
         and min(run) >= 0
-        and all(r <= w for r, w in zip(run, wall, strict=True))
+        and len(run) == len(wall) == len(size)
+        and not any(map(gt, run, wall))
     )
 
 
@@ -68,6 +70,7 @@ def replay(trace: Trace, quiet_full: bool, series: bool, progress: Callable[[int
     events: list[tuple[float, int]] = []  # heap of (end, job)
     free = ncores
     smallest = 0  # the fewest cores a pending job needs (0: not known)
+    waiting = [0] * (ncores + 1)  # pending jobs of each size
     head_at = inf  # the head's reservation time
     nxt = 0
     step = 4096
@@ -95,6 +98,7 @@ def replay(trace: Trace, quiet_full: bool, series: bool, progress: Callable[[int
             while nxt < n and submit[nxt] == now:
                 n_i = size[nxt]
                 pending.append(nxt)
+                waiting[n_i] += 1
                 if smallest and n_i < smallest:
                     smallest = n_i
                 if not need and (not was_queued or n_i <= free):
@@ -123,7 +127,8 @@ def replay(trace: Trace, quiet_full: bool, series: bool, progress: Callable[[int
             for i in started:
                 n_i = size[i]
                 free -= n_i
-                if n_i == smallest:
+                waiting[n_i] -= 1
+                if n_i == smallest and not waiting[n_i]:
                     smallest = 0
                 first[i] = now
                 heappush(events, (now + run[i], i))
