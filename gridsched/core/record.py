@@ -76,6 +76,7 @@ def _init_on_first_use(cls: type) -> Callable[..., None]:
         init(self, *args, **kwargs)
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__module__ = cls.__module__
     return __init__
 
 
@@ -92,8 +93,9 @@ _FACTORY = _Factory()
 def _compile_init(cls: type) -> Callable[..., None]:
     """The ``__init__`` a dataclass would have for ``cls``: each field's argument (positional or by name,
     in order), or its default; the fields that take no argument get their default; then ``__post_init__``."""
-    names: dict[str, Any] = {"_FACTORY": _FACTORY}
+    names: dict[str, Any] = {"_FACTORY": _FACTORY, "__name__": cls.__module__}  # (its __module__: the type's)
     args, body = [], []
+    me = "__record_self__" if any(f.name == "self" for f in fields(cls)) else "self"  # (as a dataclass names it)
     for k, f in enumerate(fields(cls)):
         if f.default is not MISSING:
             names[f"_d{k}"] = f.default
@@ -105,17 +107,17 @@ def _compile_init(cls: type) -> Callable[..., None]:
             value = ""
         if not f.init:
             if value:
-                body.append(f"self.{f.name} = {value}")
+                body.append(f"{me}.{f.name} = {value}")
             continue
         if f.default_factory is not MISSING:
             args.append(f"{f.name}=_FACTORY")
-            body.append(f"self.{f.name} = {value} if {f.name} is _FACTORY else {f.name}")
+            body.append(f"{me}.{f.name} = {value} if {f.name} is _FACTORY else {f.name}")
         else:
             args.append(f"{f.name}={value}" if value else f.name)
-            body.append(f"self.{f.name} = {f.name}")
+            body.append(f"{me}.{f.name} = {f.name}")
     if hasattr(cls, "__post_init__"):
-        body.append("self.__post_init__()")
-    source = f"def __init__(self, {', '.join(args)}):\n    " + "\n    ".join(body or ["pass"]) + "\n"
+        body.append(f"{me}.__post_init__()")
+    source = f"def __init__({me}, {', '.join(args)}):\n    " + "\n    ".join(body or ["pass"]) + "\n"
     exec(source, names)  # noqa: S102 (the source is made here from the field names alone)
     init: Callable[..., None] = names["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"

@@ -101,9 +101,10 @@ def test_a_records_init_is_compiled_when_the_first_one_is_built() -> None:
         b: int = 0
 
     waiting = Late.__init__
+    assert waiting.__module__ == __name__
     assert Late(1).b == 0  # the first one compiles the real __init__
     assert Late.__init__ is not waiting
-    assert Late.__init__.__qualname__.endswith("Late.__init__")
+    assert Late.__init__.__qualname__.endswith("Late.__init__") and Late.__init__.__module__ == __name__
     assert Late(2, b=3) == Late(2, 3) and Late(a=4).a == 4
 
 
@@ -125,3 +126,15 @@ def test_a_records_init_takes_and_sets_what_a_dataclasss_does() -> None:
             assert str(e).endswith(expected.split("__init__()", 1)[1])
         else:
             raise AssertionError(f"Made{bad_args} {bad_kw} was built")
+
+
+@record
+class Selfish:
+    """A record with a field named ``self``."""
+
+    self: int
+    other: int = 1
+
+
+def test_a_field_may_be_named_self() -> None:
+    assert (Selfish(3).self, Selfish(self=4, other=5).other) == (3, 5)
