@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from operator import mul, sub
+from itertools import repeat
+from operator import mul, sub, truediv
 
 from gridsched.core.record import record
 from gridsched.sim.records import Result
@@ -69,7 +70,7 @@ def compute(result: Result) -> Metrics:
     # (element by element in C: every job of a trace of hundreds of thousands)
     waits = list(map(sub, start, submit))
     responses = list(map(sub, end, submit))
-    bsld = [max(1.0, r / max(x, BSLD_BOUND)) for r, x in zip(responses, run)]
+    bsld = list(map(max, repeat(1.0), map(truediv, responses, map(max, run, repeat(BSLD_BOUND)))))
     makespan = max(result.end) - min(tr.submit)
     useful = math.fsum(map(mul, run, size))
     util = useful / (tr.ncores * makespan) if makespan > 0 else 0.0

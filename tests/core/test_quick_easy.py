@@ -3,6 +3,7 @@ general pass (:func:`gridsched.core.policy.backfill.backfill`) decides, and leav
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from gridsched.core.policy import schedule
 from gridsched.core.policy.backfill import backfill
-from gridsched.core.policy.quick import easy_plain
+from gridsched.core.policy.quick import easy_plain, easy_sorted
 from gridsched.core.types import BackfillOrder, HeadReservation, Params, Policy, Running, Snapshot, Start, Waiting
 
 EASY = Params(policy=Policy.EASY)
@@ -117,3 +118,26 @@ def test_the_cores_left_beside_the_head_are_used_up_in_queue_order() -> None:
     assert [d.job for d in plan.decisions] == [2, 4]
     assert plan.wake_at is None  # nothing started that could be preempted
     assert plan == backfill(snap, False, False)[0]
+
+
+@settings(max_examples=600, deadline=None)
+@given(snap=plain_snapshots())
+def test_the_pass_on_sorted_ends_decides_as_the_quick_one(snap: Snapshot) -> None:
+    """:func:`easy_sorted`, given the running jobs' ends sorted and the queue as job numbers, starts the jobs
+    :func:`easy_plain` starts (the first ``front`` in queue order, the rest backfilled) and reserves the same
+    head at the same time, or leaves the same passes to the general one."""
+    now = snap.now
+    ends = sorted((now if r.stopping else r.start + r.estimate, r.ncpus) for r in snap.running if r.ncpus)
+    free = snap.ncores - sum(r.ncpus for r in snap.running)
+    size = {w.id: w.ncpus for w in snap.pending}
+    estimate = {w.id: w.estimate for w in snap.pending}
+    queue = [w.id for w in snap.pending]
+    plan = easy_plain(snap)
+    got = easy_sorted(now, snap.ncores, free, ends, queue, size, estimate)  # type: ignore[arg-type]
+    if plan is None:
+        assert got is None
+        return
+    assert got is not None
+    started, front, head, shadow = got
+    assert [(d.job, d.backfilled) for d in plan.decisions] == [(j, k >= front) for k, j in enumerate(started)]
+    assert (head, shadow) == ((plan.head.job, plan.head.time) if plan.head is not None else (-1, math.inf))

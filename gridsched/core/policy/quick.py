@@ -12,7 +12,7 @@ asking for a resource this machine lacks never starts.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from math import inf
 
 from gridsched.core.choices import BackfillOrder
@@ -100,3 +100,71 @@ def easy_plain(snap: Snapshot) -> Plan | None:
             if free <= 0:
                 break
     return Plan(tuple(decisions), HeadReservation(head.id, shadow), shadow if reclaimable else None, _NO_REASONS)
+
+
+def easy_sorted(
+    now: float,
+    ncores: int,
+    free: int,
+    ends: Sequence[tuple[float, int]],
+    queue: Sequence[int],
+    size: Sequence[int],
+    estimate: Sequence[float],
+) -> tuple[list[int], int, int, float] | None:
+    """The easy pass of :func:`easy_plain`, for a driver that keeps the running jobs sorted by end.
+
+    ``ends`` holds the (end, cores) of every running job that holds cores, counted at its walltime and
+    sorted (gsim keeps it so from pass to pass, where a snapshot would have them sorted on every pass);
+    ``free`` is the cores free now; the pending jobs are ``queue``, job numbers in queue order, each
+    asking for ``size[i]`` cores alone for ``estimate[i]``.  Answers ``(started, front, head, shadow)``:
+    the jobs to start, in the order :func:`easy_plain` starts them, of which the first ``front`` start in
+    queue order and the rest are backfilled; the head (-1: none) and its reservation time (``inf``:
+    none).  None where :func:`easy_plain` would leave the pass to the general one (the head would fit now
+    but for jobs counted as ending now, or waits for a job held for ever).
+    """
+    started: list[int] = []
+    added: list[tuple[float, int]] = []  # (end, cores) of the jobs started in front of the head
+    for h in range(len(queue)):
+        i = queue[h]
+        n = size[i]
+        if n > ncores:
+            continue  # can never start: never blocks the queue
+        if n <= free:
+            free -= n
+            started.append(i)
+            if n:
+                added.append((now + estimate[i], n))
+            continue
+        acc, shadow = free, now
+        for e, x in sorted([*ends, *added]) if added else ends:
+            if e > shadow:
+                if acc >= n:
+                    break
+                if e == inf:
+                    return None
+                shadow = e
+            acc += x
+        if acc < n:
+            continue
+        if shadow <= now:
+            return None
+        break
+    else:
+        return started, len(started), -1, inf
+    front = len(started)
+    room = acc - n
+    if free > 0:
+        for k in range(h + 1, len(queue)):
+            j = queue[k]
+            n = size[j]
+            if n > free:
+                continue
+            if now + estimate[j] > shadow:
+                if n > room:
+                    continue
+                room -= n
+            free -= n
+            started.append(j)
+            if free <= 0:
+                break
+    return started, front, i, shadow
