@@ -33,6 +33,9 @@ def record(cls: type[_T]) -> type[_T]:
     """
     made = dataclass(slots=True, repr=False, eq=False, init=False)(cls)
     fs = fields(made)  # type: ignore[arg-type]
+    odd = [f.name for f in made.__dataclass_fields__.values() if f.kw_only is True or "InitVar" in str(f.type)]  # type: ignore[attr-defined]
+    if odd:  # (the compiled __init__ takes every field by position or name, and no InitVar)
+        raise TypeError(f"record {cls.__qualname__}: keyword-only and InitVar fields are not supported: {odd}")
     if "__init__" not in cls.__dict__:
         setattr(made, "__init__", _init_on_first_use(made))  # noqa: B010 (a method of the type, not one of its records)
     compared = _tuple_of([f.name for f in fs if f.compare])

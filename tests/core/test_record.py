@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, InitVar, dataclass, field
+
+import pytest
 
 from gridsched.core.record import record
 
@@ -138,3 +140,20 @@ class Selfish:
 
 def test_a_field_may_be_named_self() -> None:
     assert (Selfish(3).self, Selfish(self=4, other=5).other) == (3, 5)
+
+
+def test_what_the_compiled_init_cannot_take_is_refused_when_the_type_is_made() -> None:
+    with pytest.raises(TypeError, match="keyword-only and InitVar fields are not supported: \\['b'\\]"):
+
+        @record
+        class KwOnly:
+            a: int
+            _: KW_ONLY
+            b: int = 0
+
+    with pytest.raises(TypeError, match="keyword-only and InitVar fields are not supported: \\['scale'\\]"):
+
+        @record
+        class WithInitVar:
+            a: int
+            scale: InitVar[int] = 1
