@@ -9,7 +9,11 @@ the jobs in the middle of the drain, the median and 90th percentile of each step
 start sent to the starter to the end recorded by the daemon, and the wait from one job's end recorded to
 the next start sent.
 
-    python scripts/bench_timeline.py [--drain 200] [--gridsched BINDIR] [--keep FILE]
+With ``--dispatch N``: N idle dispatches one after another instead, each from its request published in
+``incoming/`` (seen with inotify, as ``scripts/bench_peers.py`` does) to the job's first instruction (the
+job writes the clock's time), with every mark between, in the order they came; the medians of each step.
+
+    python scripts/bench_timeline.py [--drain 200] [--dispatch N] [--gridsched BINDIR] [--keep FILE]
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -77,9 +82,48 @@ def summary(path: Path) -> list[str]:
     return out
 
 
+def dispatches(peer: bench_peers.Gridsched, trace: Path, n: int) -> list[str]:
+    """``n`` idle dispatches: the steps from the request's publication to the job's first instruction, each the
+    median over the dispatches (milliseconds), in the order of the first dispatch's marks."""
+    steps: dict[str, list[float]] = defaultdict(list)
+    order: list[str] = []
+    totals = []
+    for i in range(n):
+        trace.write_text("")
+        offset = time.time() - time.monotonic()  # the job and inotify tell the wall clock's time, marks monotonic
+        bench_peers.dispatch(peer, i)
+        got = (peer.dir / f"mark-{i}").read_text()
+        published = max(peer.published.times.values()) - offset
+        ran = float(got) - offset
+        marks = [("published", published)]
+        for line in trace.read_text().splitlines():
+            t, what, _job, _pid = line.split()
+            if published <= float(t) <= ran and what != "d_woke" or (what == "d_woke" and float(t) >= published):
+                marks.append((what, float(t)))
+        marks = [m for m in marks if m[1] <= ran]
+        marks.append(("job_first_instruction", ran))
+        marks.sort(key=lambda m: m[1])
+        seen = set()
+        prev = marks[0]
+        for m in marks[1:]:
+            if m[0] in seen:
+                continue
+            seen.add(m[0])
+            key = f"{prev[0]} -> {m[0]}"
+            if i == 0:
+                order.append(key)
+            steps[key].append((m[1] - prev[1]) * 1000)
+            prev = m
+        totals.append((ran - published) * 1000)
+    out = [f"{k:>50} {statistics.median(steps[k]):7.2f} ms ({len(steps[k])})" for k in order]
+    out.append(f"{'published -> job_first_instruction':>50} {statistics.median(totals):7.2f} ms (median of {n})")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--drain", type=int, default=200)
+    ap.add_argument("--dispatch", type=int, default=0, help="N idle dispatches instead of a drain")
     ap.add_argument("--gridsched", default=str(Path(sys.executable).parent), help="bin directory of an installation")
     ap.add_argument("--keep", default="", help="keep the marks in this file")
     args = ap.parse_args()
@@ -89,6 +133,11 @@ def main() -> None:
     peer = bench_peers.Gridsched(2, "gridsched", Path(args.gridsched))
     peer.start()
     try:
+        if args.dispatch:
+            lines = dispatches(peer, trace, args.dispatch)
+            print(f"{args.dispatch} idle dispatches; load average {bench_peers.load()}")
+            print("\n".join(lines))
+            return
         rate, _cpu = bench_peers.drain(peer, args.drain)
     finally:
         peer.close()
