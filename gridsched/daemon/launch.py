@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridsched.core.units import format_size
-from gridsched.daemon import cgroup, confine, devcgroup, jobtmp
+from gridsched.daemon import birth, cgroup, confine, devcgroup, jobtmp
 from gridsched.daemon.procs import kill_tree, start_ticks
 from gridsched.host.device_nodes import Node
 from gridsched.job import env as jobenv
@@ -113,13 +113,27 @@ def spawn(spec: Launch) -> int:
     """Fork the shepherd; returns its pid at once (the daemon watches it with a pidfd).  The shepherd is
     armed against the caller: it dies with it until it has written its pid file."""
     daemon = os.getpid()
-    pid = os.fork()
+    made = None  # the job's cgroups, made before the fork where the shepherd is born in its cgroup v2 (birth.py)
+    pid = -1
+    if _direct(spec, None):
+        made = birth.ahead(cgroup.job_name(spec.job_dir, spec.segment), spec.cpus, spec.max_processes)
+        if made[2] is not None:
+            pid = birth.fork_into(made[2])
+    if pid < 0:
+        if made is not None:
+            made = (made[0], made[1], None)
+        try:
+            pid = os.fork()
+        except OSError:
+            if made:
+                birth.undo(made[0], None)
+            raise
     if pid == 0:  # the shepherd
         code = 70
         try:
             gc.disable()
             mark("sh_first", spec.job_id)
-            _shepherd(spec, daemon)
+            _shepherd(spec, daemon, made)
             code = 0
         except BaseException:  # noqa: BLE001 - never return into the daemon's loop
             pass
@@ -132,7 +146,7 @@ def _write_json(path: Path, data: dict) -> None:
     atomic_write(path, json.dumps(data).encode(), fsync=False)
 
 
-def _shepherd(spec: Launch, daemon: int) -> None:
+def _shepherd(spec: Launch, daemon: int, made: tuple[list[Path], list[str], Path | None] | None = None) -> None:
     """Run the job and record how it ended.
 
     A daemon killed before this shepherd has written its pid file must not
@@ -157,13 +171,15 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if os.getppid() != daemon:
+        if made:
+            birth.undo(made[0], made[2])
         _remove_private(spec)
         return  # the daemon died before the shepherd was armed: nothing ran
     mark("sh_armed", spec.job_id)
     me = os.getpid()
     cg = _memory_cgroup(spec)
     dcg, dwhy = _device_cgroup(spec)
-    more, notes = _confinement(spec)
+    more, notes = (made[0], made[1]) if made else _confinement(spec)
     joins = [p for p in dict.fromkeys([*more, dcg]) if p is not None and p != cg]  # cg: joined first, alone
     # the job's first process (with its start time: a pid is reused), which leads its process group, and
     # every cgroup of the job: the daemon signals the job's processes through them (procs.py)
@@ -177,10 +193,10 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         info["cgroups"] = cgroups
     mark("sh_cg_made", spec.job_id)
     if _direct(spec, cg):
-        started = _start_direct(spec, daemon, joins, notes, info)
+        started = _start_direct(spec, daemon, joins, notes, info, made[2] if made else None)
         if started is None:
-            for made in joins:
-                cgroup.remove(made)
+            for joined in joins:
+                cgroup.remove(joined)
             _remove_private(spec)
             return
         child, status, err = started
@@ -297,7 +313,7 @@ ALL_SIGNALS = tuple(sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal
 
 
 def _start_direct(
-    spec: Launch, daemon: int, joins: list[Path], notes: list[str], info: dict[str, object]
+    spec: Launch, daemon: int, joins: list[Path], notes: list[str], info: dict[str, object], born: Path | None
 ) -> tuple[int, int | None, bytes] | None:
     """Start the job's process with ``posix_spawn`` (a vfork and an exec: nothing of the shepherd's memory
     is copied).  What the forked path prepares in the job's process is inherited from the shepherd instead:
@@ -308,7 +324,8 @@ def _start_direct(
     capped = False
     for path in joins:
         try:
-            cgroup.join(path)
+            if path != born:  # born in it: no move (birth.py)
+                cgroup.join(path)
             capped = capped or (path / "pids.max").exists()
         except OSError as e:
             notes.append(f"cannot enter {path}: {e.strerror}")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gridsched.daemon import cgroup, confine, devcgroup, jobtmp, launch, procs, starter
+from gridsched.daemon import birth, cgroup, confine, devcgroup, jobtmp, launch, procs, starter
 from gridsched.job.env import Private
 
 log = logging.getLogger("gridsched.daemon")
@@ -165,6 +165,7 @@ class Processes:
                 jobtmp.create(base, job_id, uid, gid, host, ncpus, ranks, name=os.path.basename(spec.private))
             except OSError as e:
                 raise OSError(f"cannot make its private directory in {base}: {e.strerror or e}") from None
+            launch.mark("d_private_made", spec.job_id)
         if self.starter is None:
             pid = launch.spawn(spec)
             return pid, procs.start_ticks(pid)
@@ -174,6 +175,7 @@ class Processes:
             log.error("job %d: %s", spec.job_id, e)
             found = self._armed(spec)
             if found is None:
+                self.unstarted(spec.job_dir, spec.segment)
                 raise
             return found
         self.fds[pid] = fd
@@ -284,6 +286,10 @@ class Processes:
     def remove_cgroup(self, path: str) -> None:
         cgroup.remove(Path(path), timeout=0.0)
 
+    def unstarted(self, job_dir: str, segment: int) -> None:
+        """A segment whose shepherd never ran its job: the cgroups made for it before its fork are removed."""
+        birth.remove_named(cgroup.job_name(job_dir, segment))
+
     def confinement(self, max_processes: int) -> list[str]:
         """How jobs are confined on this host (:mod:`.confine`), found once and inherited by the shepherds."""
         return confine.setup().lines(max_processes)
@@ -346,6 +352,9 @@ class Stub:
         return None
 
     def remove_cgroup(self, path: str) -> None:
+        pass
+
+    def unstarted(self, job_dir: str, segment: int) -> None:
         pass
 
     def confinement(self, max_processes: int) -> list[str]:
