@@ -102,6 +102,20 @@ def fork_into(path: Path) -> int:
     return pid
 
 
+def go(fd: int) -> bool:
+    """Whether the daemon said go on ``fd`` (the read end of the pipe that came with the launch; closed here):
+    it writes ``g`` once the job's private directory is made, ``n`` if it cannot be; a pipe closed unsaid (the
+    daemon died) is a no.  No pipe (-1): go."""
+    if fd < 0:
+        return True
+    try:
+        return os.read(fd, 1) == b"g"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def undo(paths: list[Path], born: Path | None) -> None:
     """Remove the cgroups :func:`ahead` made (a shepherd that runs no job): it leaves the one it was born in."""
     if born is not None:

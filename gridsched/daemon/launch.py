@@ -34,6 +34,7 @@ from pathlib import Path
 
 from gridsched.core.units import format_size
 from gridsched.daemon import birth, cgroup, confine, devcgroup, jobtmp
+from gridsched.daemon.numa import bind_memory, unbind_memory
 from gridsched.daemon.procs import kill_tree, start_ticks
 from gridsched.host.device_nodes import Node
 from gridsched.job import env as jobenv
@@ -56,6 +57,9 @@ def mark(what: str, job: int = 0) -> None:
         pass
 
 
+# the read end of the pipe the daemon's word comes on, in a shepherd (-1: none): go, once the job's private directory
+# is made (birth.go)
+GO = -1
 # the write end of the daemon's pipe of ends (-1: none), inherited by each shepherd from its parent (the starter,
 # or the daemon where it forks the shepherds itself): a shepherd tells the daemon its job's end on it (:func:`_tell`)
 NOTIFY = -1
@@ -109,9 +113,12 @@ def exit_file(job_dir: str | Path, segment: int) -> Path:
     return Path(job_dir) / f"seg-{segment}.exit"
 
 
-def spawn(spec: Launch) -> int:
+def spawn(spec: Launch, go: int = -1) -> int:
     """Fork the shepherd; returns its pid at once (the daemon watches it with a pidfd).  The shepherd is
-    armed against the caller: it dies with it until it has written its pid file."""
+    armed against the caller: it dies with it until it has written its pid file.  ``go``: the read end of a
+    pipe on which the daemon says whether the job may run (its private directory made meanwhile); the shepherd
+    writes its pid file only after a go."""
+    global GO
     daemon = os.getpid()
     made = None  # the job's cgroups, made before the fork where the shepherd is born in its cgroup v2 (birth.py)
     pid = -1
@@ -132,6 +139,7 @@ def spawn(spec: Launch) -> int:
         code = 70
         try:
             gc.disable()
+            GO = go
             mark("sh_first", spec.job_id)
             _shepherd(spec, daemon, made)
             code = 0
@@ -164,9 +172,12 @@ def _shepherd(spec: Launch, daemon: int, made: tuple[list[Path], list[str], Path
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    # the daemon's lock, database and sockets stay with the daemon; the pipe of ends is kept
-    os.closerange(3, NOTIFY if NOTIFY >= 3 else 3)
-    os.closerange(max(3, NOTIFY + 1), 1 << 16)
+    # the daemon's lock, database and sockets stay with the daemon; the pipe of ends and the daemon's word are kept
+    low = 3
+    for fd in sorted(fd for fd in (NOTIFY, GO) if fd >= 3):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
     if _libc is not None:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -281,10 +292,8 @@ def _start_forked(
     except OSError:
         pass  # the child did it first
     info.update(pgid=child, job=child, job_ticks=start_ticks(child))
-    if _libc is not None:
-        _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
-    if os.getppid() != daemon:
-        # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
+    if not _armed(daemon):
+        # the daemon died just now (or said no): a restarted daemon finds no pid file and starts the job itself
         os.kill(child, signal.SIGKILL)
         os.waitpid(child, 0)
         os.close(rd)
@@ -341,11 +350,9 @@ def _start_direct(
         unbound = bind_memory(spec.mem_nodes)
         if unbound:
             notes.append(f"memory not bound to NUMA nodes {','.join(map(str, spec.mem_nodes))}: {unbound}")
-    if _libc is not None:
-        _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
-    if os.getppid() != daemon:
+    if not _armed(daemon):
         _leave(joins)
-        return None  # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
+        return None  # the daemon died just now (or said no): a restarted daemon finds no pid file, starts the job
     _write_json(pid_file(spec.job_dir, spec.segment), info)
     mark("sh_pidfile", spec.job_id)
     child, status, why = _spawn_job(spec, notes)
@@ -363,6 +370,15 @@ def _start_direct(
         _write_json(pid_file(spec.job_dir, spec.segment), info)
     mark("sh_pidfile2", spec.job_id)
     return child, status, why.encode(errors="replace")[:4000]
+
+
+def _armed(daemon: int) -> bool:
+    """Whether the shepherd may write its pid file, after which it outlives its parent (no longer dying with it):
+    the daemon said go (the job's private directory is made) and its parent (``daemon``) still lives."""
+    told = birth.go(GO)
+    if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
+    return told and os.getppid() == daemon
 
 
 def _leave(joins: list[Path]) -> None:
@@ -572,36 +588,6 @@ def _reap_rest() -> None:
             return  # none left
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
-
-
-MPOL_BIND = 2
-SYS_SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237, "ppc64le": 261}
-
-
-def bind_memory(nodes: tuple[int, ...]) -> str | None:
-    """Bind the calling process's memory to the NUMA ``nodes`` (set_mempolicy MPOL_BIND); why not, or None."""
-    import platform
-
-    nr = SYS_SET_MEMPOLICY.get(platform.machine())
-    if nr is None or _libc is None:
-        return f"set_mempolicy is not known on {platform.machine()}"
-    maxnode = max(nodes) + 1
-    words = (maxnode + 63) // 64
-    mask = (ctypes.c_ulong * words)()
-    for n in nodes:
-        mask[n // 64] |= 1 << (n % 64)
-    if _libc.syscall(nr, MPOL_BIND, ctypes.byref(mask), ctypes.c_ulong(words * 64)) != 0:
-        return os.strerror(ctypes.get_errno())
-    return None
-
-
-def unbind_memory() -> None:
-    """The calling process's memory policy back to the default (set_mempolicy MPOL_DEFAULT), if it can be."""
-    import platform
-
-    nr = SYS_SET_MEMPOLICY.get(platform.machine())
-    if nr is not None and _libc is not None:
-        _libc.syscall(nr, 0, None, ctypes.c_ulong(0))
 
 
 def _fail(wr: int, msg: str) -> None:

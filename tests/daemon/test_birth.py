@@ -8,6 +8,7 @@ import json
 import os
 import selectors
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,67 @@ def test_a_start_a_kill_undid_has_its_cgroups_removed_at_recovery(stub_daemon, m
     d = stub_daemon.restart(d, crash=True)  # no pid file: its shepherd died unarmed
     assert d.table.jobs[jid].state is JobState.PENDING
     assert undone == [(str(d.spool.job_dir(jid)), 1)]
+
+
+def _marking_launch(tmp_path: Path, segment: int = 1) -> launch.Launch:
+    (tmp_path / "job.sh").write_text("#!/bin/sh\ntouch ran\n")
+    (tmp_path / "job.sh").chmod(0o755)
+    return launch.Launch(
+        job_id=9, segment=segment, job_dir=str(tmp_path), script=str(tmp_path / "job.sh"), args=(),
+        workdir=str(tmp_path), stdout="/dev/null", stderr="/dev/null", append=False, env={"PATH": "/usr/bin:/bin"},
+        cpus=frozenset(os.sched_getaffinity(0)), uid=os.getuid(), gid=os.getgid(), user="u", max_processes=50,
+    )  # fmt: skip
+
+
+def _left(tmp_path: Path, segment: int = 1) -> list[str]:
+    s = confine.setup()
+    name = cgroup.job_name(str(tmp_path), segment)
+    found = [str(p.base / name) for p in (s.track, s.pids, s.cpuset) if p is not None and (p.base / name).exists()]
+    return found + [str(p) for p in (launch.pid_file(tmp_path, segment), launch.exit_file(tmp_path, segment))]
+
+
+@pytest.mark.parametrize("word", [b"n", b""], ids=["no", "unsaid"])
+def test_a_shepherd_the_daemon_does_not_tell_go_runs_nothing_and_leaves_nothing(tmp_path, word):
+    """The daemon says no (the job's private directory could not be made), or dies before its word: the shepherd
+    writes no pid file, runs nothing, and removes the cgroups made for it."""
+    r, w = os.pipe2(os.O_CLOEXEC)
+    shepherd = launch.spawn(_marking_launch(tmp_path), r)
+    os.close(r)
+    if word:
+        os.write(w, word)
+    os.close(w)
+    _, status = os.waitpid(shepherd, 0)
+    assert os.WIFEXITED(status)
+    assert not (tmp_path / "ran").exists()
+    assert [p for p in _left(tmp_path) if os.path.exists(p)] == []
+
+
+def test_a_shepherd_told_go_runs_its_job(tmp_path):
+    r, w = os.pipe2(os.O_CLOEXEC)
+    shepherd = launch.spawn(_marking_launch(tmp_path), r)
+    os.close(r)
+    os.write(w, b"g")
+    os.close(w)
+    os.waitpid(shepherd, 0)
+    assert (tmp_path / "ran").exists()
+    assert json.loads(launch.exit_file(tmp_path, 1).read_text())["exit_code"] == 0
+
+
+def test_a_private_directory_that_cannot_be_made_fails_the_start_and_its_shepherd_runs_nothing(tmp_path):
+    """The directory is made while the starter forks the shepherd: when it cannot be, the start fails with why and
+    the shepherd, told no, runs nothing and leaves nothing."""
+    base = tmp_path / "base"
+    base.mkdir()
+    ex = Processes(selectors.DefaultSelector())
+    ex.start()
+    try:
+        private = ex.make_private(str(base), 9, os.getuid(), os.getgid(), "h", 1, 1)
+        base.rmdir()  # gone between the start's decision and its launch
+        spec = _marking_launch(tmp_path)
+        with pytest.raises(OSError, match="cannot make its private directory"):
+            ex.spawn(replace(spec, private=private.root))
+        wait_for(lambda: not any(os.path.exists(p) for p in _left(tmp_path)), 10, "the shepherd's cgroups to go")
+        assert not (tmp_path / "ran").exists()
+    finally:
+        assert ex.starter is not None
+        ex.starter.stop()
