@@ -367,7 +367,10 @@ def _start_direct(
     mark("sh_left", spec.job_id)
     if child:
         info.update(pgid=child, job=child, job_ticks=start_ticks(child))
-        _write_json(pid_file(spec.job_dir, spec.segment), info)
+        try:
+            _write_json(pid_file(spec.job_dir, spec.segment), info)
+        except OSError:
+            pass  # a full spool: the pid file naming the shepherd and the cgroups stays, the job is found by them
     mark("sh_pidfile2", spec.job_id)
     return child, status, why.encode(errors="replace")[:4000]
 
