@@ -11,7 +11,7 @@ the next start sent.
 
 With ``--dispatch N``: N idle dispatches one after another instead, each from its request published in
 ``incoming/`` (seen with inotify, as ``scripts/bench_peers.py`` does) to the job's first instruction (the
-job writes the clock's time), with every mark between, in the order they came; the medians of each step.
+job writes the clock's time): the median time of each mark after the publication.
 
     python scripts/bench_timeline.py [--drain 200] [--dispatch N] [--gridsched BINDIR] [--keep FILE]
 """
@@ -34,6 +34,7 @@ import bench_peers  # noqa: E402
 ORDER = (
     "d_spawn_send",
     "st_recv",
+    "st_cg_made",
     "sh_first",
     "st_forked",
     "d_spawn_reply",
@@ -83,41 +84,25 @@ def summary(path: Path) -> list[str]:
 
 
 def dispatches(peer: bench_peers.Gridsched, trace: Path, n: int) -> list[str]:
-    """``n`` idle dispatches: the steps from the request's publication to the job's first instruction, each the
-    median over the dispatches (milliseconds), in the order of the first dispatch's marks."""
-    steps: dict[str, list[float]] = defaultdict(list)
-    order: list[str] = []
-    totals = []
+    """``n`` idle dispatches: for each mark, the median of its time since the request's publication over the
+    dispatches (milliseconds; its first occurrence in each), in the order of those medians, ending with the job's
+    first instruction."""
+    since: dict[str, list[float]] = defaultdict(list)
     for i in range(n):
         trace.write_text("")
         offset = time.time() - time.monotonic()  # the job and inotify tell the wall clock's time, marks monotonic
         bench_peers.dispatch(peer, i)
-        got = (peer.dir / f"mark-{i}").read_text()
+        ran = float((peer.dir / f"mark-{i}").read_text()) - offset
         published = max(peer.published.times.values()) - offset
-        ran = float(got) - offset
-        marks = [("published", published)]
+        seen: set[str] = set()
         for line in trace.read_text().splitlines():
             t, what, _job, _pid = line.split()
-            if published <= float(t) <= ran and what != "d_woke" or (what == "d_woke" and float(t) >= published):
-                marks.append((what, float(t)))
-        marks = [m for m in marks if m[1] <= ran]
-        marks.append(("job_first_instruction", ran))
-        marks.sort(key=lambda m: m[1])
-        seen = set()
-        prev = marks[0]
-        for m in marks[1:]:
-            if m[0] in seen:
-                continue
-            seen.add(m[0])
-            key = f"{prev[0]} -> {m[0]}"
-            if i == 0:
-                order.append(key)
-            steps[key].append((m[1] - prev[1]) * 1000)
-            prev = m
-        totals.append((ran - published) * 1000)
-    out = [f"{k:>50} {statistics.median(steps[k]):7.2f} ms ({len(steps[k])})" for k in order]
-    out.append(f"{'published -> job_first_instruction':>50} {statistics.median(totals):7.2f} ms (median of {n})")
-    return out
+            if what not in seen and published - 0.005 <= float(t) <= ran + 0.05:
+                seen.add(what)
+                since[what].append((float(t) - published) * 1000)
+        since["job_first_instruction"].append((ran - published) * 1000)
+    rows = sorted((statistics.median(v), k, len(v)) for k, v in since.items())
+    return [f"{k:>24} {m:7.2f} ms after the publication ({c} of {n})" for m, k, c in rows]
 
 
 def main() -> None:

@@ -124,6 +124,7 @@ def spawn(spec: Launch, go: int = -1) -> int:
     pid = -1
     if _direct(spec, None):
         made = birth.ahead(cgroup.job_name(spec.job_dir, spec.segment), spec.cpus, spec.max_processes)
+        mark("st_cg_made", spec.job_id)
         if made[2] is not None:
             pid = birth.fork_into(made[2])
     if pid < 0:
