@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -85,8 +86,9 @@ def fork_into(path: Path) -> int:
     """``fork`` with the child born in the cgroup v2 at ``path``: the child's pid in the parent, 0 in the child;
     -1 where it cannot be done here (nothing was forked: the caller forks as before)."""
     global _refused
-    if _syscall is None:
-        return -1
+    threads = sys.modules.get("threading")
+    if _syscall is None or (threads is not None and threads.active_count() > 1):
+        return -1  # a copy made without the C library's fork is safe only of a process of one thread
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:

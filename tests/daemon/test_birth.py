@@ -124,6 +124,28 @@ def test_the_shepherd_never_moves_into_its_job_s_cgroup_v2_and_leaves_it(tmp_pat
         assert not (p.base / name).exists(), f"{p.base / name} left behind"
 
 
+def test_where_clone3_is_refused_the_shepherd_enters_its_cgroup_v2_as_before(tmp_path, monkeypatch):
+    """An older kernel or a sandbox: the shepherd is forked and moves into the job's cgroup v2 itself; the job
+    runs in every cgroup of the job and nothing is left."""
+    place = _v2_track()
+    monkeypatch.setattr(birth, "fork_into", lambda path: -1)
+    moves = tmp_path / "moves"
+    real = cgroup.join
+
+    def join(path: Path, pid: int = 0) -> None:
+        with open(moves, "a") as f:
+            f.write(f"{path}\n")
+        real(path, pid)
+
+    monkeypatch.setattr(cgroup, "join", join)
+    spec = _marking_launch(tmp_path)
+    shepherd = launch.spawn(spec)
+    os.waitpid(shepherd, 0)
+    assert (tmp_path / "ran").exists()
+    assert str(place.base / cgroup.job_name(str(tmp_path), 1)) in moves.read_text().split()
+    assert [p for p in _left(tmp_path)[:-2] if os.path.exists(p)] == []
+
+
 def test_cgroups_made_for_a_shepherd_that_never_ran_its_job_are_removed(tmp_path):
     """Made before the fork of a shepherd that died unarmed (with its starter): the daemon removes them."""
     _v2_track()
