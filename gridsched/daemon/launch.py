@@ -379,7 +379,8 @@ def _start_direct(
 def _armed(daemon: int) -> bool:
     """Whether the shepherd may write its pid file, after which it outlives its parent (no longer dying with it):
     the daemon said go (the job's private directory is made) and its parent (``daemon``) still lives."""
-    told = birth.go(GO)
+    global GO
+    told, GO = birth.go(GO), -1  # read once, and closed
     if _libc is not None:
         _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
     return told and os.getppid() == daemon
