@@ -9,7 +9,11 @@ the jobs in the middle of the drain, the median and 90th percentile of each step
 start sent to the starter to the end recorded by the daemon, and the wait from one job's end recorded to
 the next start sent.
 
-    python scripts/bench_timeline.py [--drain 200] [--gridsched BINDIR] [--keep FILE]
+With ``--dispatch N``: N idle dispatches one after another instead, each from its request published in
+``incoming/`` (seen with inotify, as ``scripts/bench_peers.py`` does) to the job's first instruction (the
+job writes the clock's time): the median time of each mark after the publication.
+
+    python scripts/bench_timeline.py [--drain 200] [--dispatch N] [--gridsched BINDIR] [--keep FILE]
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -29,6 +34,7 @@ import bench_peers  # noqa: E402
 ORDER = (
     "d_spawn_send",
     "st_recv",
+    "st_cg_made",
     "sh_first",
     "st_forked",
     "d_spawn_reply",
@@ -77,9 +83,32 @@ def summary(path: Path) -> list[str]:
     return out
 
 
+def dispatches(peer: bench_peers.Gridsched, trace: Path, n: int) -> list[str]:
+    """``n`` idle dispatches: for each mark, the median of its time since the request's publication over the
+    dispatches (milliseconds; its first occurrence in each), in the order of those medians, ending with the job's
+    first instruction."""
+    since: dict[str, list[float]] = defaultdict(list)
+    for i in range(n):
+        trace.write_text("")
+        offset = time.time() - time.monotonic()  # the job and inotify tell the wall clock's time, marks monotonic
+        bench_peers.dispatch(peer, i)
+        ran = float((peer.dir / f"mark-{i}").read_text()) - offset
+        published = max(peer.published.times.values()) - offset
+        seen: set[str] = set()
+        for line in trace.read_text().splitlines():
+            t, what, _job, _pid = line.split()
+            if what not in seen and published - 0.005 <= float(t) <= ran + 0.05:
+                seen.add(what)
+                since[what].append((float(t) - published) * 1000)
+        since["job_first_instruction"].append((ran - published) * 1000)
+    rows = sorted((statistics.median(v), k, len(v)) for k, v in since.items())
+    return [f"{k:>24} {m:7.2f} ms after the publication ({c} of {n})" for m, k, c in rows]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--drain", type=int, default=200)
+    ap.add_argument("--dispatch", type=int, default=0, help="N idle dispatches instead of a drain")
     ap.add_argument("--gridsched", default=str(Path(sys.executable).parent), help="bin directory of an installation")
     ap.add_argument("--keep", default="", help="keep the marks in this file")
     args = ap.parse_args()
@@ -89,6 +118,11 @@ def main() -> None:
     peer = bench_peers.Gridsched(2, "gridsched", Path(args.gridsched))
     peer.start()
     try:
+        if args.dispatch:
+            lines = dispatches(peer, trace, args.dispatch)
+            print(f"{args.dispatch} idle dispatches; load average {bench_peers.load()}")
+            print("\n".join(lines))
+            return
         rate, _cpu = bench_peers.drain(peer, args.drain)
     finally:
         peer.close()

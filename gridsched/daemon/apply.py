@@ -374,6 +374,7 @@ def start(ctx: Ctx, rec: Rec, dec: Start, now: float) -> None:
         log.info("job %d resumed on cores %s", rec.id, cpuset.format(rec.cores))
         return
     rec.segment += 1
+    launch.mark("d_spec_begin", rec.id)
     try:
         spec = launch_spec(ctx, rec)
     except (jobfiles.JobFilesError, KeyError, TypeError, ValueError) as e:
@@ -381,6 +382,7 @@ def start(ctx: Ctx, rec: Rec, dec: Start, now: float) -> None:
         rec.start = None
         ctx.end(rec, JobState.FAILED, now, reason=f"cannot start: {rq.safe(str(e))}")
         return
+    launch.mark("d_spec_built", rec.id)
     transitions.start(rec)
     seg: Segment = {"start": now, "cores": cpuset.format(rec.cores), "boards": boards}
     if rec.devices:

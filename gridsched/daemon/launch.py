@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridsched.core.units import format_size
-from gridsched.daemon import cgroup, confine, devcgroup, jobtmp
+from gridsched.daemon import birth, cgroup, confine, devcgroup, jobtmp
+from gridsched.daemon.numa import bind_memory, unbind_memory
 from gridsched.daemon.procs import kill_tree, start_ticks
 from gridsched.host.device_nodes import Node
 from gridsched.job import env as jobenv
@@ -56,6 +57,9 @@ def mark(what: str, job: int = 0) -> None:
         pass
 
 
+# the read end of the pipe the daemon's word comes on, in a shepherd (-1: none): go, once the job's private directory
+# is made (birth.go)
+GO = -1
 # the write end of the daemon's pipe of ends (-1: none), inherited by each shepherd from its parent (the starter,
 # or the daemon where it forks the shepherds itself): a shepherd tells the daemon its job's end on it (:func:`_tell`)
 NOTIFY = -1
@@ -109,17 +113,36 @@ def exit_file(job_dir: str | Path, segment: int) -> Path:
     return Path(job_dir) / f"seg-{segment}.exit"
 
 
-def spawn(spec: Launch) -> int:
+def spawn(spec: Launch, go: int = -1) -> int:
     """Fork the shepherd; returns its pid at once (the daemon watches it with a pidfd).  The shepherd is
-    armed against the caller: it dies with it until it has written its pid file."""
+    armed against the caller: it dies with it until it has written its pid file.  ``go``: the read end of a
+    pipe on which the daemon says whether the job may run (its private directory made meanwhile); the shepherd
+    writes its pid file only after a go."""
+    global GO
     daemon = os.getpid()
-    pid = os.fork()
+    made = None  # the job's cgroups, made before the fork where the shepherd is born in its cgroup v2 (birth.py)
+    pid = -1
+    if _direct(spec, None):
+        made = birth.ahead(cgroup.job_name(spec.job_dir, spec.segment), spec.cpus, spec.max_processes)
+        mark("st_cg_made", spec.job_id)
+        if made[2] is not None:
+            pid = birth.fork_into(made[2])
+    if pid < 0:
+        if made is not None:
+            made = (made[0], made[1], None)
+        try:
+            pid = os.fork()
+        except OSError:
+            if made:
+                birth.undo(made[0], None)
+            raise
     if pid == 0:  # the shepherd
         code = 70
         try:
             gc.disable()
+            GO = go
             mark("sh_first", spec.job_id)
-            _shepherd(spec, daemon)
+            _shepherd(spec, daemon, made)
             code = 0
         except BaseException:  # noqa: BLE001 - never return into the daemon's loop
             pass
@@ -132,7 +155,7 @@ def _write_json(path: Path, data: dict) -> None:
     atomic_write(path, json.dumps(data).encode(), fsync=False)
 
 
-def _shepherd(spec: Launch, daemon: int) -> None:
+def _shepherd(spec: Launch, daemon: int, made: tuple[list[Path], list[str], Path | None] | None = None) -> None:
     """Run the job and record how it ended.
 
     A daemon killed before this shepherd has written its pid file must not
@@ -150,20 +173,25 @@ def _shepherd(spec: Launch, daemon: int) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    # the daemon's lock, database and sockets stay with the daemon; the pipe of ends is kept
-    os.closerange(3, NOTIFY if NOTIFY >= 3 else 3)
-    os.closerange(max(3, NOTIFY + 1), 1 << 16)
+    # the daemon's lock, database and sockets stay with the daemon; the pipe of ends and the daemon's word are kept
+    low = 3
+    for fd in sorted(fd for fd in (NOTIFY, GO) if fd >= 3):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
     if _libc is not None:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if os.getppid() != daemon:
+        if made:
+            birth.undo(made[0], made[2])
         _remove_private(spec)
         return  # the daemon died before the shepherd was armed: nothing ran
     mark("sh_armed", spec.job_id)
     me = os.getpid()
     cg = _memory_cgroup(spec)
     dcg, dwhy = _device_cgroup(spec)
-    more, notes = _confinement(spec)
+    more, notes = (made[0], made[1]) if made else _confinement(spec)
     joins = [p for p in dict.fromkeys([*more, dcg]) if p is not None and p != cg]  # cg: joined first, alone
     # the job's first process (with its start time: a pid is reused), which leads its process group, and
     # every cgroup of the job: the daemon signals the job's processes through them (procs.py)
@@ -177,10 +205,10 @@ def _shepherd(spec: Launch, daemon: int) -> None:
         info["cgroups"] = cgroups
     mark("sh_cg_made", spec.job_id)
     if _direct(spec, cg):
-        started = _start_direct(spec, daemon, joins, notes, info)
+        started = _start_direct(spec, daemon, joins, notes, info, made[2] if made else None)
         if started is None:
-            for made in joins:
-                cgroup.remove(made)
+            for joined in joins:
+                cgroup.remove(joined)
             _remove_private(spec)
             return
         child, status, err = started
@@ -265,10 +293,8 @@ def _start_forked(
     except OSError:
         pass  # the child did it first
     info.update(pgid=child, job=child, job_ticks=start_ticks(child))
-    if _libc is not None:
-        _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
-    if os.getppid() != daemon:
-        # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
+    if not _armed(daemon):
+        # the daemon died just now (or said no): a restarted daemon finds no pid file and starts the job itself
         os.kill(child, signal.SIGKILL)
         os.waitpid(child, 0)
         os.close(rd)
@@ -297,7 +323,7 @@ ALL_SIGNALS = tuple(sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal
 
 
 def _start_direct(
-    spec: Launch, daemon: int, joins: list[Path], notes: list[str], info: dict[str, object]
+    spec: Launch, daemon: int, joins: list[Path], notes: list[str], info: dict[str, object], born: Path | None
 ) -> tuple[int, int | None, bytes] | None:
     """Start the job's process with ``posix_spawn`` (a vfork and an exec: nothing of the shepherd's memory
     is copied).  What the forked path prepares in the job's process is inherited from the shepherd instead:
@@ -308,7 +334,8 @@ def _start_direct(
     capped = False
     for path in joins:
         try:
-            cgroup.join(path)
+            if path != born:  # born in it: no move (birth.py)
+                cgroup.join(path)
             capped = capped or (path / "pids.max").exists()
         except OSError as e:
             notes.append(f"cannot enter {path}: {e.strerror}")
@@ -324,11 +351,9 @@ def _start_direct(
         unbound = bind_memory(spec.mem_nodes)
         if unbound:
             notes.append(f"memory not bound to NUMA nodes {','.join(map(str, spec.mem_nodes))}: {unbound}")
-    if _libc is not None:
-        _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
-    if os.getppid() != daemon:
+    if not _armed(daemon):
         _leave(joins)
-        return None  # the daemon died just now: a restarted daemon finds no pid file and starts the job itself
+        return None  # the daemon died just now (or said no): a restarted daemon finds no pid file, starts the job
     _write_json(pid_file(spec.job_dir, spec.segment), info)
     mark("sh_pidfile", spec.job_id)
     child, status, why = _spawn_job(spec, notes)
@@ -343,9 +368,22 @@ def _start_direct(
     mark("sh_left", spec.job_id)
     if child:
         info.update(pgid=child, job=child, job_ticks=start_ticks(child))
-        _write_json(pid_file(spec.job_dir, spec.segment), info)
+        try:
+            _write_json(pid_file(spec.job_dir, spec.segment), info)
+        except OSError:
+            pass  # a full spool: the pid file naming the shepherd and the cgroups stays, the job is found by them
     mark("sh_pidfile2", spec.job_id)
     return child, status, why.encode(errors="replace")[:4000]
+
+
+def _armed(daemon: int) -> bool:
+    """Whether the shepherd may write its pid file, after which it outlives its parent (no longer dying with it):
+    the daemon said go (the job's private directory is made) and its parent (``daemon``) still lives."""
+    global GO
+    told, GO = birth.go(GO), -1  # read once, and closed
+    if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
+    return told and os.getppid() == daemon
 
 
 def _leave(joins: list[Path]) -> None:
@@ -555,36 +593,6 @@ def _reap_rest() -> None:
             return  # none left
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
-
-
-MPOL_BIND = 2
-SYS_SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237, "ppc64le": 261}
-
-
-def bind_memory(nodes: tuple[int, ...]) -> str | None:
-    """Bind the calling process's memory to the NUMA ``nodes`` (set_mempolicy MPOL_BIND); why not, or None."""
-    import platform
-
-    nr = SYS_SET_MEMPOLICY.get(platform.machine())
-    if nr is None or _libc is None:
-        return f"set_mempolicy is not known on {platform.machine()}"
-    maxnode = max(nodes) + 1
-    words = (maxnode + 63) // 64
-    mask = (ctypes.c_ulong * words)()
-    for n in nodes:
-        mask[n // 64] |= 1 << (n % 64)
-    if _libc.syscall(nr, MPOL_BIND, ctypes.byref(mask), ctypes.c_ulong(words * 64)) != 0:
-        return os.strerror(ctypes.get_errno())
-    return None
-
-
-def unbind_memory() -> None:
-    """The calling process's memory policy back to the default (set_mempolicy MPOL_DEFAULT), if it can be."""
-    import platform
-
-    nr = SYS_SET_MEMPOLICY.get(platform.machine())
-    if nr is not None and _libc is not None:
-        _libc.syscall(nr, 0, None, ctypes.c_ulong(0))
 
 
 def _fail(wr: int, msg: str) -> None:

@@ -315,6 +315,7 @@ class Daemon:
             if self.table.forecast_dirty and time.time() - self.last_forecast >= FORECAST_EVERY:
                 self.forecast()
                 self.table.commit()
+                launch.mark("d_forecast")
             timeout = self.next_timeout()
             for key, _ in self.sel.select(timeout):
                 launch.mark("d_woke")
@@ -381,12 +382,14 @@ class Daemon:
             return
         if self.settling and not intake.make_durable(self.db.path):  # one fsync for all served since the last
             return
+        launch.mark("d_durable")
         for name, why in self.settling.items():
             if why is None:
                 intake.done(self.spool, name)
             else:
                 intake.quarantine(self.spool, name, why)
         self.settling = {}
+        launch.mark("d_settled")
         if self.table.settled_claims:
             self.spool.release_claims(self.table.settled_claims)
             self.table.settled_claims = []
@@ -437,9 +440,11 @@ class Daemon:
         self.last_scan = time.time()
         self.queued_by_user = None
         skip = self.settling.keys() | self.busy  # requests served, or whose work goes on over turns
+        launch.mark("d_scan")
         got, refused = intake.scan(self.spool, self.senders, room=self._room(), skip=skip)
         if not got and not refused:
             return
+        launch.mark("d_parsed")
         got.sort(key=lambda r: not isinstance(r.request, rq.ResvCreate))  # a job may name a reservation made with it
         self.table.begin()
         served = []
@@ -474,6 +479,7 @@ class Daemon:
         for name in served:
             self.settling[name] = None
         self.table.commit()
+        launch.mark("d_taken_in")
         if settle:
             self.settle(time.time())
 
@@ -628,6 +634,7 @@ class Daemon:
             self.table.save(rec)
             log.info("job %d started on cores %s (shepherd %d)", rec.id, cpuset.format(rec.cores), pid)
             self.mail.began(self.cfg, self.table, rec, time.time())
+            launch.mark("d_launched", rec.id)
 
     def watch(self, rec: Rec, pid: int, ticks: int | None) -> bool:
         rec.shepherd = pid

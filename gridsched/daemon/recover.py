@@ -109,6 +109,7 @@ def recover(ctx: Ctx, now: float) -> bool:
             # committed as started, never forked: it did not run
             if rec.state is not JobState.SUSPENDED:
                 jobtmp.remove_left([s for s in rec.segments if "end" not in s], rec.uid)
+                ctx.ex.unstarted(str(jdir), rec.segment)  # cgroups made before a fork that never armed
                 rec.segments = [s for s in rec.segments if "end" in s]
                 rec.segment -= 1
                 if rec.segment == 0:

@@ -23,11 +23,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gridsched.daemon import cgroup, confine, devcgroup, jobtmp, launch, procs, starter
+from gridsched.daemon import birth, cgroup, confine, devcgroup, jobtmp, launch, procs, starter
 from gridsched.job.env import Private
 
 log = logging.getLogger("gridsched.daemon")
@@ -104,20 +105,43 @@ class Starter:
             self.proc.wait()
             self.proc = None
 
-    def spawn(self, spec: launch.Launch) -> tuple[int, int | None, int]:
+    def spawn(self, spec: launch.Launch, meanwhile: Callable[[], None] | None = None) -> tuple[int, int | None, int]:
         """The shepherd's pid, start time and a pidfd on it; OSError if it was not started (ConnectionError:
-        the starter is gone, and may have taken the shepherd with it)."""
+        the starter is gone, and may have taken the shepherd with it).
+
+        ``meanwhile``: what the job needs before it runs (its private directory), done while the starter forks
+        the shepherd; the shepherd writes its pid file (and runs the job) only once told on a pipe sent with the
+        launch that it is done.  What it raises (OSError) is raised here, and the shepherd runs nothing."""
         if self.sock is None or self.proc is None or self.proc.poll() is not None:
             self.stop()
             self.start()
         assert self.sock is not None
+        r, w = os.pipe2(os.O_CLOEXEC) if meanwhile is not None else (-1, -1)
+        failed: OSError | None = None
         try:
-            starter.send_message(self.sock, pickle.dumps(spec))
+            try:
+                starter.send_message(self.sock, pickle.dumps(spec), [r] if r >= 0 else None)
+            finally:
+                if r >= 0:
+                    os.close(r)
+            if meanwhile is not None:
+                try:
+                    meanwhile()
+                except OSError as e:
+                    failed = e
+                os.write(w, b"n" if failed else b"g")  # one byte into an empty pipe: never blocks
             data, fds = starter.recv_message(self.sock)
             reply = pickle.loads(data)
         except (OSError, EOFError, ValueError, pickle.UnpicklingError) as e:
             self.stop()
             raise ConnectionError(f"the shepherds' starter failed: {e or type(e).__name__}") from None
+        finally:
+            if w >= 0:
+                os.close(w)  # unsaid (the daemon failed before it could say): the shepherd takes it as a no
+        if failed is not None:
+            for fd in fds:
+                os.close(fd)
+            raise failed
         if "pid" not in reply:
             for fd in fds:
                 os.close(fd)
@@ -159,21 +183,29 @@ class Processes:
         """Fork the job's shepherd; its pid and start time (clock ticks: tells it from a reused pid).  OSError if
         it was not started (nor is its job: its private directory could not be made)."""
         unmade = self.unmade.pop(spec.private, None)
-        if unmade is not None:
+
+        def make_private() -> None:
+            if unmade is None:
+                return
             base, job_id, uid, gid, host, ncpus, ranks = unmade
             try:
                 jobtmp.create(base, job_id, uid, gid, host, ncpus, ranks, name=os.path.basename(spec.private))
             except OSError as e:
                 raise OSError(f"cannot make its private directory in {base}: {e.strerror or e}") from None
+            launch.mark("d_private_made", spec.job_id)
+
         if self.starter is None:
+            make_private()
             pid = launch.spawn(spec)
             return pid, procs.start_ticks(pid)
         try:
-            pid, ticks, fd = self.starter.spawn(spec)
+            # the private directory is made while the starter forks the shepherd, which waits for it
+            pid, ticks, fd = self.starter.spawn(spec, make_private if unmade is not None else None)
         except ConnectionError as e:
             log.error("job %d: %s", spec.job_id, e)
             found = self._armed(spec)
             if found is None:
+                self.unstarted(spec.job_dir, spec.segment)
                 raise
             return found
         self.fds[pid] = fd
@@ -284,6 +316,10 @@ class Processes:
     def remove_cgroup(self, path: str) -> None:
         cgroup.remove(Path(path), timeout=0.0)
 
+    def unstarted(self, job_dir: str, segment: int) -> None:
+        """A segment whose shepherd never ran its job: the cgroups made for it before its fork are removed."""
+        birth.remove_named(cgroup.job_name(job_dir, segment))
+
     def confinement(self, max_processes: int) -> list[str]:
         """How jobs are confined on this host (:mod:`.confine`), found once and inherited by the shepherds."""
         return confine.setup().lines(max_processes)
@@ -346,6 +382,9 @@ class Stub:
         return None
 
     def remove_cgroup(self, path: str) -> None:
+        pass
+
+    def unstarted(self, job_dir: str, segment: int) -> None:
         pass
 
     def confinement(self, max_processes: int) -> list[str]:

@@ -117,18 +117,24 @@ def serve(sock: socket.socket) -> None:
             data, fds = recv_message(sock)
         except (EOFError, ConnectionError):
             return
-        for fd in fds:
+        go = fds[0] if fds else -1  # the daemon's word to the shepherd: go once the private directory is made
+        for fd in fds[1:]:
             os.close(fd)
         pidfd = -1
         try:
+            if go >= 0:
+                os.set_inheritable(go, False)  # the shepherd's, never its job's
             spec = pickle.loads(data)
             launch.mark("st_recv", spec.job_id)
-            pid = launch.spawn(spec)
+            pid = launch.spawn(spec, go)
             launch.mark("st_forked", spec.job_id)
             pidfd = os.pidfd_open(pid)
             reply: dict[str, object] = {"pid": pid, "ticks": start_ticks(pid)}
         except OSError as e:
             reply = {"errno": e.errno or 0, "error": e.strerror or str(e)}
+        finally:
+            if go >= 0:
+                os.close(go)
         try:
             send_message(sock, pickle.dumps(reply), [pidfd] if pidfd >= 0 else None)
         except OSError:

@@ -37,7 +37,15 @@ def signal_job_while_down(gs, jid: int, sig: int, after: float | None = None) ->
     """Kill the daemon once the job's shepherd is under way (RUNNING is shown from the start's decision on),
     then send ``sig`` to the job's process group (at time ``after``) and wait for its end."""
     jdir = gs.spool / "jobs" / str(jid)
-    wait_for((jdir / "seg-1.pid").exists, 15, "the job's shepherd to be under way")
+
+    def naming_the_group() -> dict | None:  # written once the job's process is spawned, after the first version
+        try:
+            info = json.loads((jdir / "seg-1.pid").read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        return info if "pgid" in info else None
+
+    wait_for(naming_the_group, 15, "the job's shepherd to name the job's process group")
     gs.kill9()
     info = json.loads((jdir / "seg-1.pid").read_text())
     if after is not None:

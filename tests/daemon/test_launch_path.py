@@ -97,7 +97,7 @@ def test_a_killed_starter_leaves_its_running_job_alone_and_is_started_again(gs):
 class _Died:
     """A starter that died while it forked the shepherd."""
 
-    def spawn(self, spec):
+    def spawn(self, spec, meanwhile=None):
         raise ConnectionError("the shepherds' starter failed: gone")
 
     def reap(self) -> None:
