@@ -128,15 +128,15 @@ def simulate(
     (their indices in the order they ended, and the end times) -- nothing the replay has not yet
     reached -- and returns the settings to use from then on.
 
-    A replay under easy in queue order with none of the above (nor priorities or per-user limits) is made
-    by :mod:`gridsched.sim.lean`, which keeps state of its own from event to event and gives the same
-    result; ``lean=False`` makes it here (the tests compare the two).
+    A replay under easy (in queue order or shortest first) with none of the above (nor priorities or
+    per-user limits) is made by :mod:`gridsched.sim.lean`, which keeps state of its own from event to
+    event and gives the same result; ``lean=False`` makes it here (the tests compare the two).
     """
     if (
         lean
         and fast
         and params.policy is Policy.EASY
-        and params.backfill_order is BackfillOrder.QUEUE
+        and params.backfill_order in (BackfillOrder.QUEUE, BackfillOrder.SHORTEST)
         and not params.priority.weighted
         and not params.priority.weight_fairshare
         and not params.max_cpus_per_user
@@ -183,7 +183,8 @@ def _lean(
 ) -> Result:
     """The replay of :mod:`gridsched.sim.lean`, as the :class:`Result` :func:`simulate` gives."""
     n = len(trace)
-    out = lean_replay.replay(trace, quiet_when_full(params), series, progress)
+    shortest = params.backfill_order is BackfillOrder.SHORTEST
+    out = lean_replay.replay(trace, quiet_when_full(params), series, progress, shortest)
     return Result(
         trace, params, mode, overhead, out.start, out.end, [0] * n, {}, 0.0, 0.0, out.passes, out.skipped, out.series
     )

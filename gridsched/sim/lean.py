@@ -1,11 +1,12 @@
 """The replay of a plain trace under easy, with state of its own kept from event to event.
 
 A replay that :func:`gridsched.sim.engine.simulate` would take through the plainest easy pass on every
-pass (easy in queue order, no priority, per-user limit, gate, reservation, floating resource, device,
-memory pool, machine map, splitting or tuner) is replayed here: the running jobs are kept sorted by their
-walltime's end, the pending ones as job numbers, and each pass is
-:func:`gridsched.core.policy.quick.easy_sorted` on them, which decides what
-:func:`~gridsched.core.policy.quick.easy_plain` decides for the snapshot the general loop would build.
+pass (easy in queue order or shortest first; no priority, per-user limit, gate, reservation, floating
+resource, device, memory pool, machine map, splitting or tuner) is replayed here: the running jobs are
+kept sorted by their walltime's end, the pending ones as job numbers, and each pass is
+:func:`gridsched.core.policy.quick.easy_sorted` on them, which decides what the general pass decides for
+the snapshot the general loop would build (in queue order, what
+:func:`~gridsched.core.policy.quick.easy_plain` decides).
 The events, the passes made and skipped and everything the :class:`~gridsched.sim.records.Result`
 holds are those of the general loop (a test compares them job by job).  Where the pass answers None
 (a job that would end as it starts), :class:`Fallback` is raised and the general loop replays the trace.
@@ -57,10 +58,13 @@ class Lean:
         self.series: list[tuple[float, int, int]] | None = [] if series else None
 
 
-def replay(trace: Trace, quiet_full: bool, series: bool, progress: Callable[[int], None] | None) -> Lean:
+def replay(
+    trace: Trace, quiet_full: bool, series: bool, progress: Callable[[int], None] | None, shortest: bool = False
+) -> Lean:
     """Replay ``trace`` (see the module docstring); ``quiet_full``: no pass while fewer cores are free than
-    the smallest pending job needs.  (The plan's ``wake_at``, where backfilled jobs may be preempted, is the
-    head's reservation time, when the replay passes anyway.)"""
+    the smallest pending job needs; ``shortest``: backfill shortest first (EASY-SJF).  (The plan's
+    ``wake_at``, where backfilled jobs may be preempted, is the head's reservation time, when the replay
+    passes anyway.)"""
     n, ncores = len(trace), trace.ncores
     submit, size, wall, run = trace.submit, trace.size, trace.walltime, trace.run
     out = Lean(n, series)
@@ -119,7 +123,7 @@ def replay(trace: Trace, quiet_full: bool, series: bool, progress: Callable[[int
                     need = False
         if need:
             passes += 1
-            plan = easy_sorted(now, ncores, free, ends, pending, size, wall)
+            plan = easy_sorted(now, ncores, free, ends, pending, size, wall, shortest)
             if plan is None:
                 raise Fallback
             started, front, head, shadow = plan

@@ -63,16 +63,19 @@ def both(tr: Trace, mode: Mode = Mode.CHECKPOINT, params: Params = EASY) -> tupl
     return fast, general
 
 
+SJF = Params(policy=Policy.EASY, backfill_order=BackfillOrder.SHORTEST)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(tr=traces(), mode=st.sampled_from([Mode.CHECKPOINT, Mode.NONE]))
-def test_the_lean_replay_equals_the_general_one(tr: Trace, mode: Mode) -> None:
-    fast, general = both(tr, mode)
+@given(tr=traces(), mode=st.sampled_from([Mode.CHECKPOINT, Mode.NONE]), params=st.sampled_from([EASY, SJF]))
+def test_the_lean_replay_equals_the_general_one(tr: Trace, mode: Mode, params: Params) -> None:
+    fast, general = both(tr, mode, params)
     assert outcome(fast) == outcome(general)
 
 
 def test_the_lean_replay_makes_every_pass_itself(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A plain easy replay never builds a snapshot (the comparison above is not of the general loop with
-    itself); under conservative it does."""
+    """A plain easy replay, in queue order or shortest first, never builds a snapshot (the comparison above
+    is not of the general loop with itself); under conservative it does."""
     tr = Trace(
         "<t>",
         4,
@@ -90,14 +93,11 @@ def test_the_lean_replay_makes_every_pass_itself(monkeypatch: pytest.MonkeyPatch
         raise AssertionError("a snapshot was built")
 
     monkeypatch.setattr(engine, "_snapshot", refuse)
-    res = simulate(tr, EASY)
-    assert (res.start, res.end) == ([0.0, 90.0, 90.0], [90.0, 140.0, 110.0])
-    for other in (
-        Params(policy=Policy.CONSERVATIVE),
-        Params(policy=Policy.EASY, backfill_order=BackfillOrder.SHORTEST),
-    ):
-        with pytest.raises(AssertionError, match="snapshot"):
-            simulate(tr, other)
+    for params in (EASY, SJF):
+        res = simulate(tr, params)
+        assert (res.start, res.end) == ([0.0, 90.0, 90.0], [90.0, 140.0, 110.0])
+    with pytest.raises(AssertionError, match="snapshot"):
+        simulate(tr, Params(policy=Policy.CONSERVATIVE))
 
 
 @pytest.mark.parametrize(
@@ -147,11 +147,12 @@ def test_a_pass_the_lean_one_leaves_to_the_general_one_replays_the_trace_there()
     assert outcome(fast) == outcome(general)
 
 
+@pytest.mark.parametrize("params", [EASY, SJF], ids=["queue", "shortest"])
 @pytest.mark.parametrize("name", ["KTH-SP2-1996-2.1-cln.swf", "SDSC-SP2-1998-4.2-cln.swf"])
-def test_the_lean_replay_equals_the_general_one_on_trace_slices(name: str) -> None:
+def test_the_lean_replay_equals_the_general_one_on_trace_slices(name: str, params: Params) -> None:
     path = TRACES / name
     if not path.exists():
         pytest.skip(f"no trace at {path}")
     tr = read(str(path), limit=4500)  # (past one progress report)
-    fast, general = both(tr)
+    fast, general = both(tr, params=params)
     assert outcome(fast) == outcome(general)

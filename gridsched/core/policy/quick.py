@@ -12,7 +12,8 @@ asking for a resource this machine lacks never starts.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import islice
 from math import inf
 
 from gridsched.core.choices import BackfillOrder
@@ -110,6 +111,7 @@ def easy_sorted(
     queue: Sequence[int],
     size: Sequence[int],
     estimate: Sequence[float],
+    shortest: bool = False,
 ) -> tuple[list[int], int, int, float] | None:
     """The easy pass of :func:`easy_plain`, for a driver that keeps the running jobs sorted by end.
 
@@ -120,7 +122,9 @@ def easy_sorted(
     the jobs to start, in the order :func:`easy_plain` starts them, of which the first ``front`` start in
     queue order and the rest are backfilled; the head (-1: none) and its reservation time (``inf``:
     none).  None where :func:`easy_plain` would leave the pass to the general one (the head would fit now
-    but for jobs counted as ending now, or waits for a job held for ever).
+    but for jobs counted as ending now, or waits for a job held for ever).  ``shortest``: the jobs behind
+    the head are tried shortest estimate first, equal estimates in queue order (the general pass's
+    ``backfill_order = "shortest"``; the head and its reservation are the same either way).
     """
     started: list[int] = []
     added: list[tuple[float, int]] = []  # (end, cores) of the jobs started in front of the head
@@ -154,8 +158,10 @@ def easy_sorted(
     front = len(started)
     room = acc - n
     if free > 0:
-        for k in range(h + 1, len(queue)):
-            j = queue[k]
+        behind: Iterable[int] = islice(queue, h + 1, None)
+        if shortest:  # (only those that fit in what is free now are looked at: free only shrinks)
+            behind = sorted([j for j in behind if size[j] <= free], key=estimate.__getitem__)
+        for j in behind:
             n = size[j]
             if n > free:
                 continue
