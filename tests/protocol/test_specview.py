@@ -16,9 +16,10 @@ from gridsched.protocol.jobspec import JobSpec
 from gridsched.protocol.specview import SpecView
 from gridsched.protocol.state import StateDB
 from gridsched.protocol.view import from_submit
+from tests.cli.conftest import job_row
 
 if TYPE_CHECKING:
-    from gridsched.protocol.view import JobRow
+    pass
 
 
 def job(jid: int, **fields: object) -> JobSpec:
@@ -51,32 +52,16 @@ def write(path: Path, *jobs: JobSpec) -> None:
     try:
         db.begin()
         for j in jobs:
-            row: JobRow = {
-                "id": j.id,
-                "state": JobState.PENDING.value,
-                "user": j.user,
-                "uid": j.uid,
-                "name": j.name,
-                "ncpus": j.ncpus,
-                "walltime": j.walltime,
-                "submit_time": j.submit_time,
-                "start_time": None,
-                "end_time": None,
-                "cores": "",
-                "exit_code": None,
-                "exit_signal": None,
-                "reason": "",
-                "backfilled": False,
-                "restarts": 0,
-                "preemptions": 0,
-                "checkpoints": 0,
-                "elapsed": 0.0,
-                "lost": 0.0,
-                "predicted_start": None,
-                "segments": [],
-                "run": {},
-                "spec": SpecView(j.stored()[0]),
-            }
+            row = job_row(
+                j.id,
+                user=j.user,
+                uid=j.uid,
+                name=j.name,
+                ncpus=j.ncpus,
+                walltime=j.walltime,
+                submit_time=j.submit_time,
+                spec=SpecView(j.stored()[0]),
+            )
             db.put(row)
         assert db.commit()
     finally:
