@@ -276,9 +276,9 @@ class Client:
 
     def _ensure_daemon(self) -> None:
         if self.spool.daemon_info() is None and self.config.autostart:
-            from gridsched.protocol.spool import spawn_daemon
+            from gridsched.protocol.autostart import autostart
 
-            spawn_daemon(self.spool, self._config_file)
+            autostart(self.spool, self._config_file)
 
     # -- reading ----------------------------------------------------------------------
     def _rows(self, ids: list[int] | None = None) -> list[ViewRow]:

@@ -43,7 +43,7 @@ from gridsched.protocol.reservations import (
     place_text,
     resource_text,
 )
-from gridsched.protocol.spool import Spool, spawn_daemon
+from gridsched.protocol.spool import Spool
 
 if TYPE_CHECKING:
     from gridsched.protocol.view import ViewRow
@@ -351,8 +351,10 @@ def create_cmd(
         click.echo(rid)
     if s.spool.daemon_info() is None:
         if s.cfg.autostart:
-            spawn_daemon(s.spool, s.config_file)
-            warn(PROG, f"note: started a personal daemon on {s.spool.root} (gschedd stop stops it)")
+            from gridsched.protocol.autostart import autostart
+
+            if autostart(s.spool, s.config_file):
+                warn(PROG, f"note: started a personal daemon on {s.spool.root} (gschedd stop stops it)")
         else:
             warn(PROG, f"note: no daemon runs on {s.spool.root}; the reservation waits until one starts")
     return ExitCode.OK

@@ -24,7 +24,6 @@ import click
 
 from gridsched.cli.common import Command, ExitCode, fail, setup, spool_options, warn
 from gridsched.protocol.jobs import JobState
-from gridsched.protocol.spool import spawn_daemon
 
 if TYPE_CHECKING:
     from gridsched.protocol.view import JobRow
@@ -170,7 +169,9 @@ def _submit(s: Any, p: dict[str, Any], ctx: click.Context, sock: Path, cmd: list
         fail(PROG, str(e), e.code)
     if s.spool.daemon_info() is None:
         if s.cfg.autostart:
-            spawn_daemon(s.spool, s.config_file)
+            from gridsched.protocol.autostart import autostart
+
+            autostart(s.spool, s.config_file)
         else:
             warn(PROG, f"note: no daemon runs on {s.spool.root}; the job waits until one starts (gschedd start)")
     return int(spec["id"])

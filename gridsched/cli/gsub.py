@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.cli.plain import ExitCode, PlainSetup, echo, fail, plain_setup, run, setup, warn
 from gridsched.protocol.jobs import GPU_OPTIONS, Checkpoint, Hint
-from gridsched.protocol.spool import Spool, spawn_daemon
+from gridsched.protocol.spool import Spool
 from gridsched.submission import compat
 from gridsched.submission.devopts import asked, device_spec
 from gridsched.submission.submit import (  # noqa: F401 - output_path, job_exit_status, read_script: part of gsub's interface
@@ -502,8 +502,10 @@ def _daemon_note(s: PlainSetup) -> None:
     spool = s.spool
     if spool.daemon_info() is None:
         if s.cfg.autostart:
-            spawn_daemon(spool, s.config_file)
-            warn(PROG, f"note: started a personal daemon on {spool.root} (gschedd stop stops it; log: {spool.log})")
+            from gridsched.protocol.autostart import autostart
+
+            if autostart(spool, s.config_file):  # (not where another command has just started one)
+                warn(PROG, f"note: started a personal daemon on {spool.root} (gschedd stop stops it; log: {spool.log})")
         else:
             warn(PROG, f"note: no daemon runs on {spool.root}; the job waits until one starts (gschedd start)")
 

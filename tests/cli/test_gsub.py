@@ -280,7 +280,16 @@ def test_bad_config_is_one_line(env, run):
 
 def test_autostart(env, run, monkeypatch):
     calls = []
-    monkeypatch.setattr(gsub, "spawn_daemon", lambda spool, config_file: calls.append((spool.root, config_file)))
+
+    class Gone:  # the spawned daemon, faked: it has already exited (so nothing waits for it)
+        def poll(self) -> int:
+            return 0
+
+    def spawn(spool, config_file):
+        calls.append((spool.root, config_file))
+        return Gone()
+
+    monkeypatch.setattr("gridsched.protocol.spool.spawn_daemon", spawn)
     write(env / "job.sh", SCRIPT)
     r = run(gsub.cli, ["job.sh"])
     assert r.exit_code == 0 and calls == []

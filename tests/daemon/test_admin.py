@@ -46,6 +46,40 @@ def test_first_gsub_starts_a_daemon_and_wait_returns_the_exit_code(make_gs):
     gs.run("gschedd", "stop", check=True)
 
 
+def test_submissions_made_together_on_a_spool_without_a_daemon_start_one(make_gs):
+    """Six gsubs started at once where no daemon runs: one of them starts a daemon and says so, the others
+    find it (no second daemon is started only to find the spool taken), and every job runs."""
+    import subprocess
+
+    from tests.conftest import BIN
+
+    gs = make_gs(DEFAULT_CONFIG.replace("autostart = false", "autostart = true"), start=False)
+    procs = [
+        subprocess.Popen(
+            [str(BIN / "gsub"), "--wrap", f"echo {k}"],
+            env=gs.env,
+            cwd=gs.work,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(6)
+    ]
+    try:
+        outs = [p.communicate(timeout=60) for p in procs]
+        assert [p.returncode for p in procs] == [0] * 6, outs
+        notes = [err for _, err in outs if "started a personal daemon" in err]
+        assert len(notes) == 1, outs
+        for out, _ in outs:
+            gs.wait_state(int(out.split()[0]), "COMPLETED")
+        assert "already running" not in (gs.spool / "gschedd.log").read_text()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        gs.run("gschedd", "stop")
+
+
 def test_reload_changes_policy_and_refuses_bad_values(gs):
     good = gs.cfgfile.read_text()
     gs.cfgfile.write_text(good.replace('policy = "fcfs"', 'policy = "easy"') + "\n")
