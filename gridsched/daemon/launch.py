@@ -584,10 +584,18 @@ def _children() -> list[int]:
     """The shepherd's own children (a subreaper: whatever the job left running is one, or below one)."""
     me = os.getpid()
     try:
-        with open(f"/proc/self/task/{me}/children") as f:
-            return [int(p) for p in f.read().split()]
+        fd = os.open(f"/proc/self/task/{me}/children", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return [me]  # cannot tell: walk the process table
+    try:
+        data = b""
+        while chunk := os.read(fd, 65536):
+            data += chunk
+        return [int(p) for p in data.split()]
+    except OSError:
+        return [me]
+    finally:
+        os.close(fd)
 
 
 def _reap_rest() -> None:
@@ -605,7 +613,7 @@ def _reap_rest() -> None:
                 while os.waitpid(-1, os.WNOHANG)[0] > 0:
                     pass
             except ChildProcessError:
-                pass
+                return  # no child at all, living or ended: nothing of the job is left below the shepherd
             if not _children():
                 return
         kill_tree(os.getpid())
