@@ -148,8 +148,11 @@ def join(path: Path, pid: int = 0) -> None:
             finally:
                 os.close(fd)
             return
-    with open(path / "cgroup.procs", "w") as f:
-        f.write(str(pid or os.getpid()))
+    fd = os.open(path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)  # one write: no buffered file's extra calls
+    try:
+        os.write(fd, str(pid or os.getpid()).encode())
+    finally:
+        os.close(fd)
 
 
 def oom_kills(path: Path) -> int:

@@ -105,10 +105,20 @@ class Setup:
 
 
 def _read(p: Path) -> str:
+    """A cgroup file's text, stripped ("" if it cannot be read): an open, reads until its end and a close."""
     try:
-        return p.read_text().strip()
+        fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return ""
+    try:
+        data = b""
+        while chunk := os.read(fd, 65536):
+            data += chunk
+        return data.decode(errors="replace").strip()
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def _v2_base() -> tuple[Path | None, str]:
@@ -291,6 +301,16 @@ def cap_by_rlimit(uid: int, max_processes: int) -> None:
         pass
 
 
+def _put(path: Path, text: str) -> None:
+    """Write ``text`` to the cgroup file ``path`` in one write (an open, a write and a close: a cgroup file
+    takes no buffering, and each job's are written on its path to its first instruction)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
 def _fmt(cpus: frozenset[int]) -> str:
     return ",".join(str(c) for c in sorted(cpus))
 
@@ -324,7 +344,7 @@ def create(s: Setup, name: str, cpus: frozenset[int], max_processes: int) -> tup
         path = mkdir(s.pids)
         if path is not None:
             try:
-                (path / "pids.max").write_text(str(max_processes))
+                _put(path / "pids.max", str(max_processes))
             except OSError as e:
                 notes.append(f"no process cap: {path}/pids.max: {e.strerror}")
                 _drop(path, s, paths, made)
@@ -332,9 +352,10 @@ def create(s: Setup, name: str, cpus: frozenset[int], max_processes: int) -> tup
         path = mkdir(s.cpuset)
         if path is not None:
             try:
-                if s.cpuset.version == 1 and not _read(path / "cpuset.mems"):
-                    (path / "cpuset.mems").write_text(_mems_of(s.cpuset.base))
-                (path / "cpuset.cpus").write_text(_fmt(cpus))
+                # a cpuset v1 made just now has no memory nodes (or its parent's, where the parent clones them)
+                if s.cpuset.version == 1 and (path in made or not _read(path / "cpuset.mems")):
+                    _put(path / "cpuset.mems", _mems_of(s.cpuset.base))
+                _put(path / "cpuset.cpus", _fmt(cpus))
             except OSError as e:
                 notes.append(
                     f"not confined to its cores by a cpuset (CPU affinity only): {path}/cpuset.cpus = {_fmt(cpus)}: "

@@ -71,7 +71,15 @@ def has_mpi(path: str) -> bool:
     owner of that PATH planted: it is run by the job's own process, after it
     has dropped to its owner's ids (:func:`use_installed_mpi`), never by the
     daemon."""
-    return any(shutil.which(name, path=path) for name in MPI_NAMES) if path else False
+    if not path:
+        return False
+    # what shutil.which looks for (an executable that is not a directory), one access a name where it is not
+    for folder in dict.fromkeys(path.split(os.pathsep)):
+        for name in MPI_NAMES:
+            found = os.path.join(folder, name)
+            if os.access(found, os.X_OK) and not os.path.isdir(found):
+                return True
+    return False
 
 
 def use_installed_mpi(root: str, path: str) -> bool:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridsched.core.units import format_size
-from gridsched.daemon import birth, cgroup, confine, devcgroup, jobtmp
+from gridsched.daemon import birth, cgroup, confine, devcgroup, execproblem, jobtmp
 from gridsched.daemon.numa import bind_memory, unbind_memory
 from gridsched.daemon.procs import kill_tree, start_ticks
 from gridsched.host.device_nodes import Node
@@ -63,6 +63,23 @@ GO = -1
 # the write end of the daemon's pipe of ends (-1: none), inherited by each shepherd from its parent (the starter,
 # or the daemon where it forks the shepherds itself): a shepherd tells the daemon its job's end on it (:func:`_tell`)
 NOTIFY = -1
+
+# the signals a shepherd ignores (what a terminal or an admin sends to the daemon's process group)
+IGNORED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT)
+# whether the process that forks the shepherds has the shepherd's dispositions already (:func:`ignore_signals`:
+# the starter's, set once for all of its shepherds), so that a shepherd need not set them again
+SIGNALS_SET = False
+
+
+def ignore_signals() -> None:
+    """Ignore :data:`IGNORED` and take SIGCHLD's default disposition: a shepherd's, and its starter's (whose
+    shepherds then inherit them instead of setting them each)."""
+    global SIGNALS_SET
+    for sig in IGNORED:
+        signal.signal(sig, signal.SIG_IGN)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    SIGNALS_SET = True
+
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -170,15 +187,16 @@ def _shepherd(spec: Launch, daemon: int, made: tuple[list[Path], list[str], Path
     enters its cgroups meanwhile: :func:`_exec_job`).
     """
     os.setsid()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
-        signal.signal(sig, signal.SIG_IGN)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    if not SIGNALS_SET:  # inherited from the starter, which set them once
+        ignore_signals()
+    mark("sh_session", spec.job_id)
     # the daemon's lock, database and sockets stay with the daemon; the pipe of ends and the daemon's word are kept
     low = 3
     for fd in sorted(fd for fd in (NOTIFY, GO) if fd >= 3):
         os.closerange(low, fd)
         low = fd + 1
     os.closerange(low, 1 << 16)
+    mark("sh_closed", spec.job_id)
     if _libc is not None:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -351,9 +369,11 @@ def _start_direct(
         unbound = bind_memory(spec.mem_nodes)
         if unbound:
             notes.append(f"memory not bound to NUMA nodes {','.join(map(str, spec.mem_nodes))}: {unbound}")
+    mark("sh_pinned", spec.job_id)
     if not _armed(daemon):
         _leave(joins)
         return None  # the daemon died just now (or said no): a restarted daemon finds no pid file, starts the job
+    mark("sh_go", spec.job_id)
     _write_json(pid_file(spec.job_dir, spec.segment), info)
     mark("sh_pidfile", spec.job_id)
     child, status, why = _spawn_job(spec, notes)
@@ -416,21 +436,24 @@ def _spawn_job(spec: Launch, notes: list[str]) -> tuple[int, int | None, str]:
             return 0, 127 << 8, f"cannot open output file {e.filename}: {e.strerror}"
         nul = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         fds.append(nul)
+        mark("sh_opened", spec.job_id)
         for note in notes:  # the host can, but not for this job
             os.write(err, f"gridsched: job {spec.job_id}: {note}\n".encode(errors="replace"))
         actions = [(os.POSIX_SPAWN_DUP2, nul, 0), (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)]
+        env = _with_mpi(spec)
+        mark("sh_mpi", spec.job_id)
         try:
             pid = os.posix_spawn(
                 spec.script,
                 [spec.script, *spec.args],
-                _with_mpi(spec),
+                env,
                 file_actions=actions,
                 setpgroup=0,
                 setsigmask=(),
                 setsigdef=ALL_SIGNALS,
             )
         except OSError as e:
-            why = _exec_problem(spec, e)
+            why = execproblem.why(spec.script, spec.shell, e)
             try:
                 os.write(err, f"gridsched: job {spec.job_id} could not start: {why}\n".encode())
             except OSError:
@@ -561,10 +584,18 @@ def _children() -> list[int]:
     """The shepherd's own children (a subreaper: whatever the job left running is one, or below one)."""
     me = os.getpid()
     try:
-        with open(f"/proc/self/task/{me}/children") as f:
-            return [int(p) for p in f.read().split()]
+        fd = os.open(f"/proc/self/task/{me}/children", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return [me]  # cannot tell: walk the process table
+    try:
+        data = b""
+        while chunk := os.read(fd, 65536):
+            data += chunk
+        return [int(p) for p in data.split()]
+    except OSError:
+        return [me]
+    finally:
+        os.close(fd)
 
 
 def _reap_rest() -> None:
@@ -582,7 +613,7 @@ def _reap_rest() -> None:
                 while os.waitpid(-1, os.WNOHANG)[0] > 0:
                     pass
             except ChildProcessError:
-                pass
+                return  # no child at all, living or ended: nothing of the job is left below the shepherd
             if not _children():
                 return
         kill_tree(os.getpid())
@@ -697,43 +728,13 @@ def _exec_job(
     try:
         os.execve(spec.script, argv, env)
     except OSError as e:
-        why = _exec_problem(spec, e)
+        why = execproblem.why(spec.script, spec.shell, e)
         msg = f"gridsched: job {spec.job_id} could not start: {why}\n"
         try:
             os.write(2, msg.encode())
         except OSError:
             pass
         _fail(wr, why)
-
-
-def _exec_problem(spec: Launch, e: OSError) -> str:
-    """Why the job's script could not be run (as the job's owner found it)."""
-    if spec.shell:  # found out as the owner: the daemon never looks at a path the user named
-        return _shell_problem(spec.script, e)
-    if e.errno == errno.ENOENT:
-        interp = _interpreter(spec.script)
-        return f"interpreter {interp!r} not found" if interp else "script not found"
-    if e.errno == errno.EACCES:
-        return "permission denied (script or interpreter not executable)"
-    if e.errno == errno.ENOEXEC:
-        return "not an executable script"
-    return e.strerror or str(e)
-
-
-def _shell_problem(shell: str, e: OSError) -> str:
-    """Why the shell that was to run a script without #! could not (as the job's owner found it)."""
-    from gridsched.protocol.text import shown
-
-    name = shown(shell)
-    name = name if len(name) <= 200 else name[:197] + "..."
-    if e.errno in (errno.ENOENT, errno.ENOTDIR):
-        interp = _interpreter(shell)
-        return f"shell {name}: its interpreter {interp!r} not found" if interp else f"shell {name} not found"
-    if e.errno == errno.EACCES:
-        return f"shell {name}: permission denied (not an executable file the job's owner may run)"
-    if e.errno == errno.ENOEXEC:
-        return f"shell {name}: not an executable file"
-    return f"shell {name}: {e.strerror or e}"
 
 
 def _with_mpi(spec: Launch) -> dict[str, str]:
@@ -769,18 +770,6 @@ def _with_login_env(spec: Launch, own: dict[str, str]) -> dict[str, str]:
         except OSError:
             pass
         return own
-
-
-def _interpreter(script: str) -> str | None:
-    try:
-        with open(script, "rb") as f:
-            first = f.readline(512)
-    except OSError:
-        return None
-    if first.startswith(b"#!"):
-        parts = first[2:].strip().split()
-        return parts[0].decode(errors="replace") if parts else None
-    return None
 
 
 def user_name(uid: int) -> str:

@@ -150,10 +150,11 @@ def main() -> None:
     fd, daemon = int(sys.argv[1]), int(sys.argv[2])
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, signal.SIG_IGN)
-    from gridsched.daemon.launch import PR_SET_PDEATHSIG, _libc
+    from gridsched.daemon import launch
 
-    if _libc is not None:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    launch.ignore_signals()  # the shepherd's dispositions (the same): each shepherd inherits them
+    if launch._libc is not None:
+        launch._libc.prctl(launch.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != daemon:
         return  # the daemon is gone already
     sock = socket.socket(fileno=fd)

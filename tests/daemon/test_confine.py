@@ -247,3 +247,23 @@ def _same_cpus(a: str, b: str) -> bool:
     from gridsched.core import cpuset
 
     return cpuset.parse(a) == cpuset.parse(b)
+
+
+def test_a_job_cpuset_made_now_gets_its_parent_s_memory_nodes_and_the_job_s_cores(tmp_path):
+    """Written in one call each (no read of the new cgroup's own files first): a cpuset v1 made for a job has the
+    memory nodes of the cpuset it was made in and the job's CPUs; one that could not be made is said why."""
+    s = _skip_without("cpuset")
+    assert s.cpuset is not None
+    if s.cpuset.version != 1:
+        pytest.skip("cpusets are cgroup v2 here: no memory nodes to copy")
+    cpus = frozenset(os.sched_getaffinity(0))
+    name = f"gridsched-confine-test-{os.getpid()}"
+    paths, notes = confine.create(s, name, cpus, 0)
+    try:
+        path = s.cpuset.base / name
+        assert path in paths and notes == [], notes
+        assert (path / "cpuset.mems").read_text().strip() == confine._mems_of(s.cpuset.base) != ""
+        assert _same_cpus((path / "cpuset.cpus").read_text().strip(), confine._fmt(cpus))
+    finally:
+        for p in paths:
+            p.rmdir()

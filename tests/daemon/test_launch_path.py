@@ -222,3 +222,26 @@ def test_a_job_inherits_no_descriptor_of_the_daemon_its_starter_or_its_shepherd(
     assert gs.wait_state(jid, "COMPLETED", "FAILED")["state"] == "COMPLETED", gs.log()
     fds = (gs.work / "fds.out").read_text().split()
     assert fds and not [f for f in fds if f.startswith(("pipe:", "socket:", "anon_inode:"))], fds
+
+
+def test_an_installed_mpi_is_an_executable_file_on_the_path_relative_entries_from_the_working_directory(
+    tmp_path, monkeypatch
+):
+    """What ``shutil.which`` finds: a name on one of PATH's directories that the owner may execute and that is
+    not a directory; a relative entry is looked up from the working directory."""
+    plain, folder, mpi, rel = (tmp_path / n for n in ("plain", "folder", "mpi", "rel"))
+    for d in (plain, folder, mpi, rel / "bin"):
+        d.mkdir(parents=True)
+    (plain / "mpirun").write_text("#!/bin/sh\n")  # not executable
+    (folder / "mpiexec").mkdir(mode=0o755)  # a directory, however executable
+    assert not jobtmp.has_mpi(f"{plain}:{folder}::{plain}")
+    assert not jobtmp.has_mpi("")
+    (mpi / "mpiexec").write_text("#!/bin/sh\n")
+    (mpi / "mpiexec").chmod(0o755)
+    assert jobtmp.has_mpi(f"{plain}:{folder}:{mpi}")
+    (rel / "bin" / "mpirun").write_text("#!/bin/sh\n")
+    (rel / "bin" / "mpirun").chmod(0o755)
+    monkeypatch.chdir(rel)
+    assert jobtmp.has_mpi(f"{plain}:bin")
+    monkeypatch.chdir(tmp_path)
+    assert not jobtmp.has_mpi(f"{plain}:bin")
