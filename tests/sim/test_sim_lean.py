@@ -73,10 +73,9 @@ def test_the_lean_replay_equals_the_general_one(tr: Trace, mode: Mode, params: P
     assert outcome(fast) == outcome(general)
 
 
-def test_the_lean_replay_makes_every_pass_itself(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A plain easy replay, in queue order or shortest first, never builds a snapshot (the comparison above
-    is not of the general loop with itself); under conservative it does."""
-    tr = Trace(
+def three_jobs() -> Trace:
+    """Three jobs on 4 cores: the whole machine, then two that start together when it ends."""
+    return Trace(
         "<t>",
         4,
         4,
@@ -88,6 +87,12 @@ def test_the_lean_replay_makes_every_pass_itself(monkeypatch: pytest.MonkeyPatch
         [90.0, 50.0, 20.0],
         ["a", "b", "c"],
     )
+
+
+def test_the_lean_replay_makes_every_pass_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain easy replay, in queue order or shortest first, never builds a snapshot (the comparison above
+    is not of the general loop with itself); under conservative it does."""
+    tr = three_jobs()
 
     def refuse(*args: object) -> None:
         raise AssertionError("a snapshot was built")
@@ -109,18 +114,7 @@ def test_the_lean_replay_makes_every_pass_itself(monkeypatch: pytest.MonkeyPatch
     ],
 )
 def test_jobs_the_lean_replay_does_not_take_go_to_the_general_loop(change, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    tr = Trace(
-        "<t>",
-        4,
-        4,
-        None,
-        [1, 2, 3],
-        [0.0, 0.0, 5.0],
-        [4, 2, 1],
-        [100.0, 50.0, 20.0],
-        [90.0, 50.0, 20.0],
-        ["a", "b", "c"],
-    )
+    tr = three_jobs()
     assert lean.takes(tr)
     change(tr)
     assert not lean.takes(tr)
