@@ -337,8 +337,8 @@ def drain(peer: Peer, n: int) -> tuple[float, tuple[float, float] | None]:
     go.unlink(missing_ok=True)
     blockers = 1 if isinstance(peer, Nq) else peer.cores
     first = peer.last_id() + 1 if isinstance(peer, Gridsched) else 0
-    for _ in range(blockers):
-        peer.submit(f"while [ ! -e {go} ]; do sleep 0.01; done")
+    for _ in range(blockers):  # (they end too once the peer's directory is removed: a run cut short leaves none)
+        peer.submit(f"while [ ! -e {go} ] && [ -d {peer.dir} ]; do sleep 0.01; done")
     peer.submit_many("true", n)
     cpu0 = peer.cpu() if isinstance(peer, Gridsched) else None
     t0 = time.perf_counter()
