@@ -831,6 +831,13 @@ class System:
         p = self.spool_dir / "incoming" / name
         wait_for(lambda: not os.path.lexists(p), timeout, f"the daemon to take {name} out of incoming/")
 
+    def wait_why(self, name: str, timeout: float = 15) -> str:
+        """The reason beside ``quarantine/NAME`` once the daemon has written it (it writes it just after it
+        moves the request out of ``incoming/``)."""
+        p = self.spool_dir / "quarantine" / (name + ".why")
+        wait_for(lambda: p.exists() and p.read_text().endswith("\n"), timeout, f"the reason {name} was refused")
+        return p.read_text()
+
     def settle(self, timeout: float = 20) -> None:
         """Until incoming/ holds nothing but hidden files and the daemon has had a turn after that."""
         inc = self.spool_dir / "incoming"

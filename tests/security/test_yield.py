@@ -56,8 +56,7 @@ def test_b_cannot_escape_its_walltime_by_yielding(system, targets):
     err = (b.home / "nochild.err").read_text()
     assert err == f"gyield: error: job {lone} {NOTHING}\n"
     system.wait_taken(name)
-    why = system.spool_dir / "quarantine" / (name + ".why")
-    assert why.read_text() == f"job {lone} {NOTHING}\n"
+    assert system.wait_why(name) == f"job {lone} {NOTHING}\n"
 
     # both of B's jobs are killed at their walltime: the held child earns its parent nothing
     for jid in (lone, holder):
