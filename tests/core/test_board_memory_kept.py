@@ -9,14 +9,12 @@ from dataclasses import replace
 import pytest
 
 from gridsched.core.policy import forecast, schedule
-from gridsched.core.topology import board, make
 from gridsched.core.types import Params, Policy, Resv, Running, Snapshot, Start, Waiting
+from tests.core.test_board_memory_plan import EASY, GIB
+from tests.core.test_board_memory_plan import snap as plan_snap
 
-GIB = 1024  # MiB
-EASY = Params(policy=Policy.EASY)
 CONS = Params(policy=Policy.CONSERVATIVE)
 CKPT = Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.1, threshold=100.0)
-MACHINE = make([board(0, range(4), memory=8 << 30), board(1, range(4, 8), memory=8 << 30)], list(range(8)))
 
 
 def mem(mib: int) -> tuple[tuple[str, int], ...]:
@@ -27,19 +25,8 @@ def snap(
     running: list[Running], pending: list[Waiting], kept: dict[int, tuple[tuple[int, int], ...]], params: Params = EASY
 ) -> Snapshot:
     """``kept``: the suspended jobs' memory by board (its sum is what each keeps in the pool)."""
-    busy = {c for r in running for c in r.cores}
-    return Snapshot(
-        now=0.0,
-        ncores=8,
-        running=tuple(running),
-        pending=tuple(pending),
-        params=params,
-        free=frozenset(range(8)) - busy,
-        machine=MACHINE,
-        floating={"mem": 16 * GIB},
-        kept_floating={j: mem(sum(k for _, k in sh)) for j, sh in kept.items()},
-        kept_boards=kept,
-    )
+    kept_floating = {j: mem(sum(k for _, k in sh)) for j, sh in kept.items()}
+    return replace(plan_snap(running, pending, params), kept_floating=kept_floating, kept_boards=kept)
 
 
 def suspended(jid: int, ncpus: int, estimate: float) -> Waiting:
