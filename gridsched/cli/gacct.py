@@ -311,7 +311,8 @@ def read(
 ) -> Iterator[Row]:
     """The finished jobs in the state db, each decoded as it is read: only those of ``user``, in ``states``
     and in the time ``window`` of :func:`select` are read (the window through the index on end times); the
-    tasks of each array cancelled before they started follow its first task, as one record."""
+    tasks of each array cancelled before they started are one record (:func:`fold_unstarted`), in the place of
+    the array's id."""
     if not spool.db.exists():
         return
     import heapq
@@ -329,6 +330,9 @@ def read(
             # the state db's rows are the jobs table's columns, decoded (protocol/state.py: _decode_keys)
             rows = db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS)
             never = cancelled_tasks(db) if JobState.CANCELLED in st else []
+            if never:
+                folded = fold_unstarted(db, never)
+                rows = (r for r in rows if r["id"] not in folded)
             yield from heapq.merge(rows, never, key=lambda j: j["id"])
         finally:
             db.close()
@@ -343,6 +347,34 @@ def cancelled_tasks(db: Any) -> list[ViewRow]:
 
     got = [{**r, "end_time": r.get("cancel_time")} for r in unmade_records(db) if r["state"] == JobState.CANCELLED]
     return cast("list[ViewRow]", got)
+
+
+def fold_unstarted(db: Any, records: list[ViewRow]) -> set[int]:
+    """Fold into each array's record of :func:`cancelled_tasks` the tasks the daemon had made ahead of their
+    start (a machine's worth of an array's pending tasks is made at a time) that were cancelled with it,
+    never started: sacct shows an array's tasks that never started as one record, whichever the scheduler
+    had split off.  A task cancelled at another time (on its own, ``gdel 12_3``) keeps its own line.  The
+    ids folded."""
+    from gridsched.protocol.arrays import Indices
+
+    by_array = {r["id"]: r for r in records}
+    extra: dict[int, list[int]] = {}
+    folded: set[int] = set()
+    for row in db.iter_jobs(states=[JobState.CANCELLED], spec_keys=("array_id", "array_index")):
+        spec = row["spec"]
+        rec = by_array.get(spec.array_id) if spec.array_id is not None else None
+        if rec is None or spec.array_index is None or row.get("start_time") is not None:
+            continue
+        ended, cancelled = row.get("end_time"), rec.get("cancel_time")
+        if ended is None or cancelled is None or abs(float(ended) - float(cancelled)) > 1.0:
+            continue
+        extra.setdefault(spec.array_id, []).append(int(spec.array_index))
+        folded.add(row["id"])
+    for aid, indices in extra.items():
+        rec = by_array[aid]
+        both = Indices.from_text(rec["unmade"]).union(Indices.of(indices))
+        rec["unmade"], rec["count"] = both.text, len(both)
+    return folded
 
 
 def machine_cores(spool: Spool) -> int | None:
