@@ -354,7 +354,9 @@ class Daemon:
     def turn(self, now: float, scan: bool = False) -> None:
         """One turn of the loop: take requests in (every :data:`RESCAN` seconds, or with ``scan``), enforce
         walltimes, ask the core for a plan when anything changed and carry it out, commit, start the jobs."""
-        self.starts.take(block=True)
+        if self.starts.waiting:
+            self.table.commit()  # the ends recorded meanwhile, before the wait for the starter's answers
+            self.starts.take(block=True)
         if scan or now - self.last_scan >= RESCAN:
             self.ingest()
         # a slice of the big work under way (large cancels), the tasks of arrays to start
@@ -623,6 +625,9 @@ class Daemon:
         """Have the shepherds of the jobs whose start was just committed started (:mod:`.starts`)."""
         launches, self.pending_launches = self.pending_launches, []
         self.starts.send(launches)
+        if self.starts.waiting and not any(r.shepherd is not None for r in self.table.jobs.values()):
+            # no other job runs, so no end can come meanwhile: the answers at once, the turn's settling after them
+            self.starts.take(block=True)
 
     def launched(self, rec: Rec, pid: int, ticks: int | None) -> None:
         self.watch(rec, pid, ticks)

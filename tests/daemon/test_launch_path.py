@@ -345,3 +345,26 @@ def test_a_daemon_killed_while_a_start_is_unanswered_runs_the_job_once_after_its
     assert gs.wait_state(jid, "COMPLETED")["exit_code"] == 0
     assert ledger.read_text() == "ran\n"
     wait_for(lambda: not any(gs.tmp.glob(f"{jobtmp.PREFIX}*")), 15, "the job's private directories to go")
+
+
+def test_another_job_s_end_is_recorded_while_a_start_waits_for_the_starter(gs):
+    """A start's launch is sent without waiting for the starter's answer: while it is owed (the starter is stopped),
+    the end of the job in the other slot is recorded; the start is taken up once the starter answers."""
+    first = gs.gsub("--wrap", "true")
+    gs.wait_state(first, "COMPLETED")  # the starter is under way: it has started a shepherd
+    go = gs.work / "go"
+    a = gs.gsub("--wrap", f"i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done")
+    gs.wait_state(a, "RUNNING")
+    wait_for((gs.spool / "jobs" / str(a) / "seg-1.pid").exists, 15, "the first job's shepherd armed")
+    st = _starter_of(gs)
+    st.send_signal(signal.SIGSTOP)
+    try:
+        b = gs.gsub("--wrap", "true")
+        gs.wait_state(b, "RUNNING")  # its start committed, its launch sent: the starter reads nothing
+        go.touch()
+        assert gs.wait_state(a, "COMPLETED")["exit_code"] == 0
+        assert gs.job(b)["state"] == "RUNNING"
+        assert not (gs.spool / "jobs" / str(b) / "seg-1.pid").exists()  # no shepherd armed yet
+    finally:
+        st.send_signal(signal.SIGCONT)
+    assert gs.wait_state(b, "COMPLETED")["exit_code"] == 0
