@@ -67,8 +67,9 @@ class Starts:
         return (rec.id, rec.segment) in self.waiting
 
     def take(self, block: bool = False) -> None:
-        """Act on the starter's answers: those there now, or with ``block`` all that are owed."""
-        if self.waiting:
+        """Act on the starter's answers: those there now (its socket woke the loop: an answer, or its end, which
+        the executor collects), or with ``block`` all that are owed."""
+        if self.waiting or not block:
             self.answers.extend(self.ex.replies(block))
         while self.answers:  # popped one at a time: what an answer leads to may take the others (a cancel)
             spec, got = self.answers.popleft()

@@ -368,3 +368,23 @@ def test_another_job_s_end_is_recorded_while_a_start_waits_for_the_starter(gs):
     finally:
         st.send_signal(signal.SIGCONT)
     assert gs.wait_state(b, "COMPLETED")["exit_code"] == 0
+
+
+def test_a_starter_killed_while_no_start_is_owed_is_collected_at_once(gs):
+    """Its end wakes the daemon's loop (its socket is one of the loop's): the daemon collects it then, without waiting
+    for a job's end or the next start, and starts the next job with a new starter."""
+    first = gs.gsub("--wrap", "true")
+    gs.wait_state(first, "COMPLETED")
+    st = _starter_of(gs)
+    st.send_signal(signal.SIGKILL)
+
+    def collected() -> bool:
+        try:
+            return st.status() != psutil.STATUS_ZOMBIE and not st.is_running()
+        except psutil.NoSuchProcess:
+            return True
+
+    wait_for(collected, 10, "the daemon to collect its dead starter")
+    b = gs.gsub("--wrap", "exit 5")
+    assert gs.wait_state(b, "FAILED")["exit_code"] == 5
+    assert _starter_of(gs).pid != st.pid
