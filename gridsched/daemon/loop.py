@@ -48,6 +48,7 @@ from gridsched.daemon import (
 )
 from gridsched.daemon.procs import start_ticks
 from gridsched.daemon.spawn import Processes, Stub
+from gridsched.daemon.starts import Starts
 from gridsched.daemon.table import JobTable, Rec
 from gridsched.daemon.tree import Trees
 from gridsched.daemon.tuner import Tuner
@@ -107,6 +108,7 @@ class Daemon:
         self.queued_by_user: dict[str, int] | None = None
         self.last_forecast = 0.0
         self.pending_launches: list[tuple[Rec, launch.Launch]] = []
+        self.starts = Starts(self.ex, self.launched, self.not_started, self.job_ended)  # answers to take
         self.book = reservations.Book()
         self.trees = Trees()  # parent-child job trees (daemon/tree.py), opened with the table
         self.senders = intake.Senders(admin_uids(spool.root))
@@ -322,9 +324,12 @@ class Daemon:
                 kind, arg = key.data
                 if kind == "wake":
                     self._drain(self.sock)
+                    self.starts.take(block=True)  # a request may act on a job just started
                     self.ingest(settle=False)  # settled by the turn that follows, after the jobs it starts
                 elif kind == "signal":
                     self._drain(self.sig_r)
+                elif kind == "started":
+                    self.starts.take()
                 elif kind == "job":
                     self.job_ended(arg)
                 elif kind == "ended":  # told by the shepherds before they remove their jobs' private directories
@@ -333,7 +338,9 @@ class Daemon:
                         if rec is not None and rec.segment == seg:
                             self.job_ended(jid)
             if self.reload_requested:
+                self.starts.take(block=True)
                 self.reload()
+        self.starts.take(block=True)
         self.tuner.stop()
         self.table.commit()
         self.settle(time.time(), force=True)
@@ -347,6 +354,9 @@ class Daemon:
     def turn(self, now: float, scan: bool = False) -> None:
         """One turn of the loop: take requests in (every :data:`RESCAN` seconds, or with ``scan``), enforce
         walltimes, ask the core for a plan when anything changed and carry it out, commit, start the jobs."""
+        if self.starts.waiting:
+            self.table.commit()  # the ends recorded meanwhile, before the wait for the starter's answers
+            self.starts.take(block=True)
         if scan or now - self.last_scan >= RESCAN:
             self.ingest()
         # a slice of the big work under way (large cancels), the tasks of arrays to start
@@ -612,29 +622,25 @@ class Daemon:
     # -- scheduling -------------------------------------------------------------------------
 
     def launch_pending(self) -> None:
-        """Fork the shepherds of the jobs whose start was just committed."""
+        """Have the shepherds of the jobs whose start was just committed started (:mod:`.starts`)."""
         launches, self.pending_launches = self.pending_launches, []
-        now = time.time()
-        for rec, spec in launches:
-            if rec.start is not None and now - rec.start > 1.0:  # held back while the spool had no room
-                rec.start = now
-                rec.deadline = now + rec.remaining()
-                if rec.segments:
-                    rec.segments[-1]["start"] = now
-            try:
-                launch.mark("d_spawn_send", rec.id)
-                pid, ticks = self.ex.spawn(spec)
-                launch.mark("d_spawn_reply", rec.id)
-            except OSError as e:
-                log.error("job %d: cannot fork: %s", rec.id, e)
-                jobtmp.remove(spec.private, rec.uid, wait=False)
-                self.end(rec, JobState.FAILED, time.time(), reason=f"cannot start: {e}")
-                continue
-            self.watch(rec, pid, ticks)
-            self.table.save(rec)
-            log.info("job %d started on cores %s (shepherd %d)", rec.id, cpuset.format(rec.cores), pid)
-            self.mail.began(self.cfg, self.table, rec, time.time())
-            launch.mark("d_launched", rec.id)
+        self.starts.send(launches)
+        if self.starts.waiting and not any(r.shepherd is not None for r in self.table.jobs.values()):
+            # no other job runs, so no end can come meanwhile: the answers at once, the turn's settling after them
+            self.starts.take(block=True)
+
+    def launched(self, rec: Rec, pid: int, ticks: int | None) -> None:
+        self.watch(rec, pid, ticks)
+        self.table.save(rec)
+        log.info("job %d started on cores %s (shepherd %d)", rec.id, cpuset.format(rec.cores), pid)
+        self.mail.began(self.cfg, self.table, rec, time.time())
+        launch.mark("d_launched", rec.id)
+
+    def not_started(self, rec: Rec, spec: launch.Launch, e: OSError) -> None:
+        log.error("job %d: cannot fork: %s", rec.id, e)
+        jobtmp.remove(spec.private, rec.uid, wait=False)
+        self.end(rec, JobState.FAILED, time.time(), reason=f"cannot start: {e}")
+        self.dirty = True
 
     def watch(self, rec: Rec, pid: int, ticks: int | None) -> bool:
         rec.shepherd = pid
@@ -646,6 +652,8 @@ class Daemon:
         return self.spool.job_dir(rec.id), rec.segment
 
     def terminate(self, rec: Rec, now: float, sig: int, grace: float) -> None:
+        if self.starts.waits_for(rec):
+            self.starts.take(block=True)
         if rec.shepherd is not None:
             self.ex.signal(rec.shepherd, self.where(rec), sig)
         rec.kill_at = now + grace
@@ -698,6 +706,8 @@ class Daemon:
     def job_ended(self, jid: int) -> None:
         launch.mark("d_end_seen", jid)
         rec = self.table.jobs.get(jid)
+        if rec is not None and self.starts.tell_end(rec):
+            return  # ended before the starter's answer came: ended with it
         if rec is None or rec.shepherd is None:
             return  # its end is recorded already (told on the pipe of ends, then its shepherd's exit seen)
         result = self.read_exit(rec)
@@ -719,6 +729,8 @@ class Daemon:
     def cancel(self, rec: Rec, now: float, why: str) -> None:
         """Cancel a job: a waiting one ends now with ``why``; a running one is signalled (SIGTERM, grace,
         SIGKILL; a suspended one is killed) and ends CANCELLED when its shepherd reports it gone."""
+        if self.starts.waits_for(rec):
+            self.starts.take(block=True)
         if rec.state in (JobState.PENDING, JobState.HELD) and rec.shepherd is None:
             self.end(rec, JobState.CANCELLED, now, reason=why)
         elif rec.shepherd is not None and rec.stop is not Stop.CANCEL:

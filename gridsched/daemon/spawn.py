@@ -18,11 +18,13 @@ import json
 import logging
 import os
 import pickle
+import select
 import selectors
 import socket
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +65,9 @@ class Starter:
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.notify = notify  # the write end of the daemon's pipe of ends, handed to the starter
+        # the launches sent whose answers are not read yet, oldest first, each with what its ``meanwhile`` raised
+        self.waiting: deque[tuple[launch.Launch, OSError | None]] = deque()
+        self.lost: list[tuple[launch.Launch, OSError]] = []  # launches the starter ended without answering
 
     def start(self) -> None:
         """Start the starter (the daemon's interpreter, with the daemon's environment and import path: the
@@ -96,6 +101,10 @@ class Starter:
             self.stop()
 
     def stop(self) -> None:
+        """End the starter; the answers it still owed are ConnectionErrors (:meth:`replies`)."""
+        gone = ConnectionError("the shepherds' starter ended before it answered")
+        self.lost.extend((spec, gone) for spec, _ in self.waiting)
+        self.waiting.clear()
         if self.sock is not None:
             self.sock.close()
             self.sock = None
@@ -105,13 +114,15 @@ class Starter:
             self.proc.wait()
             self.proc = None
 
-    def spawn(self, spec: launch.Launch, meanwhile: Callable[[], None] | None = None) -> tuple[int, int | None, int]:
-        """The shepherd's pid, start time and a pidfd on it; OSError if it was not started (ConnectionError:
-        the starter is gone, and may have taken the shepherd with it).
+    def send(self, spec: launch.Launch, meanwhile: Callable[[], None] | None = None) -> None:
+        """Send a launch; the starter's answer (the shepherd's pid, start time and a pidfd on it, or why it was
+        not started) is taken later, in the order the launches were sent (:meth:`replies`).  ConnectionError:
+        the starter is gone, and may have taken the shepherd with it.
 
         ``meanwhile``: what the job needs before it runs (its private directory), done while the starter forks
         the shepherd; the shepherd writes its pid file (and runs the job) only once told on a pipe sent with the
-        launch that it is done.  What it raises (OSError) is raised here, and the shepherd runs nothing."""
+        launch that it is done.  What it raises (OSError) is the launch's answer, and the shepherd runs
+        nothing."""
         if self.sock is None or self.proc is None or self.proc.poll() is not None:
             self.stop()
             self.start()
@@ -130,26 +141,51 @@ class Starter:
                 except OSError as e:
                     failed = e
                 os.write(w, b"n" if failed else b"g")  # one byte into an empty pipe: never blocks
-            data, fds = starter.recv_message(self.sock)
-            reply = pickle.loads(data)
-        except (OSError, EOFError, ValueError, pickle.UnpicklingError) as e:
+        except OSError as e:
             self.stop()
             raise ConnectionError(f"the shepherds' starter failed: {e or type(e).__name__}") from None
         finally:
             if w >= 0:
                 os.close(w)  # unsaid (the daemon failed before it could say): the shepherd takes it as a no
-        if failed is not None:
+        self.waiting.append((spec, failed))
+
+    def readable(self) -> bool:
+        """Whether an answer (or the starter's end) can be read now without waiting."""
+        return self.sock is not None and bool(select.select([self.sock], [], [], 0)[0])
+
+    def replies(self, block: bool = False) -> list[tuple[launch.Launch, tuple[int, int | None, int] | OSError]]:
+        """The answers to the launches sent, oldest first: those there now, or with ``block`` all of them.  Each
+        is the shepherd's pid, start time and pidfd, or an OSError (ConnectionError: the starter is gone, with
+        the answers it still owed, and may have taken their shepherds with it)."""
+        got: list[tuple[launch.Launch, tuple[int, int | None, int] | OSError]] = list(self.lost)
+        self.lost.clear()
+        while self.waiting and self.sock is not None and (block or self.readable()):
+            spec, failed = self.waiting[0]
+            try:
+                data, fds = starter.recv_message(self.sock)
+                reply = pickle.loads(data)
+            except (OSError, EOFError, ValueError, pickle.UnpicklingError) as e:
+                failure = ConnectionError(f"the shepherds' starter failed: {e or type(e).__name__}")
+                got.extend((s, failure) for s, _ in self.waiting)
+                self.waiting.clear()
+                self.stop()
+                break
+            self.waiting.popleft()
+            got.append((spec, self._answer(reply, fds, failed)))
+        return got
+
+    @staticmethod
+    def _answer(reply: dict[str, Any], fds: list[int], failed: OSError | None) -> tuple[int, int | None, int] | OSError:
+        if failed is not None or "pid" not in reply or not fds:
             for fd in fds:
                 os.close(fd)
-            raise failed
-        if "pid" not in reply:
-            for fd in fds:
-                os.close(fd)
-            raise OSError(reply.get("errno", 0), reply.get("error", "cannot fork"))
+            if failed is not None:
+                return failed
+            if "pid" not in reply:
+                return OSError(reply.get("errno", 0), reply.get("error", "cannot fork"))
+            return ConnectionError("the shepherds' starter sent no pidfd")
         for fd in fds[1:]:
             os.close(fd)
-        if not fds:
-            raise ConnectionError("the shepherds' starter sent no pidfd")
         return reply["pid"], reply.get("ticks"), fds[0]
 
 
@@ -167,6 +203,8 @@ class Processes:
         self.ends, launch.NOTIFY = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         sel.register(self.ends, selectors.EVENT_READ, ("ended", None))
         self.starter: Starter | None = Starter(launch.NOTIFY)
+        self.listening = -1  # the starter's socket as registered in ``sel``
+        self.early: list[tuple[launch.Launch, tuple[int, int | None] | OSError]] = []  # answers read by spawn
 
     def start(self) -> None:
         """Start the shepherds' starter now (the first job need not wait for it); where it cannot run, the
@@ -179,9 +217,11 @@ class Processes:
             log.warning("%s; the daemon forks the shepherds itself", e.strerror or e)
             self.starter = None
 
-    def spawn(self, spec: launch.Launch) -> tuple[int, int | None]:
-        """Fork the job's shepherd; its pid and start time (clock ticks: tells it from a reused pid).  OSError if
-        it was not started (nor is its job: its private directory could not be made)."""
+    def begin(self, spec: launch.Launch) -> tuple[int, int | None] | None:
+        """Start the job's shepherd: its pid and start time (clock ticks: tells it from a reused pid), or None
+        where the starter forks it: its answer comes later from :meth:`replies` (the loop is woken with
+        ``("started", None)``).  OSError if it was not started (nor is its job: its private directory could not
+        be made)."""
         unmade = self.unmade.pop(spec.private, None)
 
         def make_private() -> None:
@@ -200,16 +240,74 @@ class Processes:
             return pid, procs.start_ticks(pid)
         try:
             # the private directory is made while the starter forks the shepherd, which waits for it
-            pid, ticks, fd = self.starter.spawn(spec, make_private if unmade is not None else None)
+            self.starter.send(spec, make_private if unmade is not None else None)
         except ConnectionError as e:
-            log.error("job %d: %s", spec.job_id, e)
-            found = self._armed(spec)
-            if found is None:
-                self.unstarted(spec.job_dir, spec.segment)
-                raise
+            self._listen()
+            found = self._lost(spec, e)
+            if isinstance(found, OSError):
+                raise found from None
             return found
-        self.fds[pid] = fd
-        return pid, ticks
+        self._listen()
+        return None
+
+    def replies(self, block: bool = False) -> list[tuple[launch.Launch, tuple[int, int | None] | OSError]]:
+        """The starter's answers to the launches :meth:`begin` left waiting, oldest first: those there now, or
+        with ``block`` all of them; each the shepherd's pid and start time, or why it was not started."""
+        got, self.early = self.early, []
+        if self.starter is None:
+            return got
+        for spec, answer in self.starter.replies(block):
+            if isinstance(answer, ConnectionError):
+                got.append((spec, self._lost(spec, answer)))
+            elif isinstance(answer, OSError):
+                got.append((spec, answer))
+            else:
+                pid, ticks, fd = answer
+                self.fds[pid] = fd
+                got.append((spec, (pid, ticks)))
+        if not self.starter.waiting and self.starter.readable():
+            self.starter.stop()  # it says nothing unasked: its end (started again at the next launch)
+        self._listen()
+        return got
+
+    def spawn(self, spec: launch.Launch) -> tuple[int, int | None]:
+        """:meth:`begin` and its answer: the shepherd's pid and start time; OSError if it was not started."""
+        found = self.begin(spec)
+        if found is not None:
+            return found
+        answer: tuple[int, int | None] | OSError = ConnectionError("the shepherds' starter did not answer")
+        for other, got in self.replies(block=True):
+            if other is spec:
+                answer = got
+            else:
+                self.early.append((other, got))  # another launch's: for the next call of replies
+        if isinstance(answer, OSError):
+            raise answer
+        return answer
+
+    def _listen(self) -> None:
+        """The starter's socket in the loop's selector, as ``("started", None)``, while there is one."""
+        fd = self.starter.sock.fileno() if self.starter is not None and self.starter.sock is not None else -1
+        if fd == self.listening:
+            return
+        if self.listening >= 0:
+            try:
+                self.sel.unregister(self.listening)
+            except (KeyError, ValueError):
+                pass
+        self.listening = fd
+        if fd >= 0:
+            self.sel.register(fd, selectors.EVENT_READ, ("started", None))
+
+    def _lost(self, spec: launch.Launch, e: ConnectionError) -> tuple[int, int | None] | OSError:
+        """A launch whose starter failed before answering: its shepherd if it is armed (adopted), else the error
+        (the cgroups made for it removed)."""
+        log.error("job %d: %s", spec.job_id, e)
+        found = self._armed(spec)
+        if found is None:
+            self.unstarted(spec.job_dir, spec.segment)
+            return e
+        return found
 
     def _armed(self, spec: launch.Launch) -> tuple[int, int | None] | None:
         """The shepherd of ``spec`` if it was started and armed (wrote its pid file) though its starter died
@@ -273,6 +371,7 @@ class Processes:
             self.unreaped.discard(p)
         if self.starter is not None:
             self.starter.reap()
+            self._listen()
 
     def job(self, shepherd: int, where: Where) -> procs.Job:
         """The processes of the segment ``where`` (job directory, segment) run by ``shepherd``, as its pid file
@@ -347,6 +446,12 @@ class Stub:
 
     def start(self) -> None:
         pass
+
+    def begin(self, spec: launch.Launch) -> tuple[int, int | None] | None:
+        return self.spawn(spec)
+
+    def replies(self, block: bool = False) -> list[tuple[launch.Launch, tuple[int, int | None] | OSError]]:
+        return []
 
     def spawn(self, spec: launch.Launch) -> tuple[int, int | None]:
         self.started.append(spec)

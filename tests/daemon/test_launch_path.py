@@ -9,6 +9,7 @@ import selectors
 import signal
 import socket
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -97,7 +98,10 @@ def test_a_killed_starter_leaves_its_running_job_alone_and_is_started_again(gs):
 class _Died:
     """A starter that died while it forked the shepherd."""
 
-    def spawn(self, spec, meanwhile=None):
+    sock = None
+    waiting: tuple = ()
+
+    def send(self, spec, meanwhile=None):
         raise ConnectionError("the shepherds' starter failed: gone")
 
     def reap(self) -> None:
@@ -245,3 +249,142 @@ def test_an_installed_mpi_is_an_executable_file_on_the_path_relative_entries_fro
     assert jobtmp.has_mpi(f"{plain}:bin")
     monkeypatch.chdir(tmp_path)
     assert not jobtmp.has_mpi(f"{plain}:bin")
+
+
+def _job_in(job_dir: Path, job_id: int) -> launch.Launch:
+    job_dir.mkdir()
+    (job_dir / "job.sh").write_text("#!/bin/sh\necho ran >> ran\n")
+    (job_dir / "job.sh").chmod(0o755)
+    return replace(
+        _launch(job_dir), job_id=job_id, segment=1, script=str(job_dir / "job.sh"), env={"PATH": "/usr/bin:/bin"}
+    )
+
+
+def test_launches_are_answered_later_in_the_order_sent_and_the_answer_wakes_the_loop(tmp_path):
+    """The daemon sends its starts without waiting for the starter: each answer (the shepherd's pid) comes later,
+    oldest first, and the starter's socket in the loop's selector says when one is there."""
+    sel = selectors.DefaultSelector()
+    ex = Processes(sel)
+    ex.start()
+    try:
+        specs = [_job_in(tmp_path / str(i), i) for i in (1, 2)]
+        assert [ex.begin(spec) for spec in specs] == [None, None]  # sent, not waited for
+        assert ("started", None) in [key.data for key, _ in sel.select(10)]
+        got = ex.replies(block=True)
+        assert [spec for spec, _ in got] == specs
+        for spec, answer in got:
+            assert not isinstance(answer, OSError)
+            pid, ticks = answer
+            wait_for(launch.exit_file(spec.job_dir, 1).exists, 15, "the job to end")
+            assert json.loads(launch.pid_file(spec.job_dir, 1).read_text())["pid"] == pid
+            assert (Path(spec.job_dir) / "ran").read_text() == "ran\n"
+            assert ticks is not None
+        assert ex.replies() == [] and ex.replies(block=True) == []  # none owed
+    finally:
+        assert ex.starter is not None
+        ex.starter.stop()
+
+
+def test_a_starter_killed_with_answers_owed_fails_each_of_those_starts(tmp_path):
+    """Launches sent to a starter that dies before it reads them: each start fails (no shepherd was armed), its job
+    ran nothing, and the next launch gets a new starter."""
+    ex = Processes(selectors.DefaultSelector())
+    ex.start()
+    assert ex.starter is not None and ex.starter.proc is not None
+    first = ex.starter.proc
+    try:
+        os.kill(first.pid, signal.SIGSTOP)  # it reads nothing more
+        specs = [_job_in(tmp_path / str(i), i) for i in (1, 2)]
+        assert [ex.begin(spec) for spec in specs] == [None, None]
+        os.kill(first.pid, signal.SIGKILL)
+        got = ex.replies(block=True)
+        assert [spec for spec, _ in got] == specs
+        assert all(isinstance(answer, ConnectionError) for _, answer in got)
+        for spec in specs:
+            assert not (Path(spec.job_dir) / "ran").exists()
+            assert not launch.pid_file(spec.job_dir, 1).exists()
+        again = _job_in(tmp_path / "3", 3)
+        pid, _ticks = ex.spawn(again)
+        assert ex.starter.proc is not None and ex.starter.proc.pid != first.pid
+        wait_for(launch.exit_file(again.job_dir, 1).exists, 15, "the next job to end")
+    finally:
+        ex.starter.stop()
+
+
+def test_a_daemon_killed_while_a_start_is_unanswered_runs_the_job_once_after_its_restart(gs):
+    """The start is committed and sent, the starter has not answered (it is stopped): the daemon is killed.  The
+    starter dies with it, the restarted daemon finds no shepherd and starts the job again: it runs once, and
+    its private directories are gone."""
+    trace = gs.root / "trace"
+    gs.env["GRIDSCHED_TRACE"] = str(trace)
+    gs.stop()
+    gs.start(fork=False)  # a process of its own: it reads GRIDSCHED_TRACE as it starts
+    first = gs.gsub("--wrap", "true")
+    gs.wait_state(first, "COMPLETED")  # the starter is under way: it has started a shepherd
+    st = _starter_of(gs)
+    st.send_signal(signal.SIGSTOP)
+    ledger = gs.work / "ledger"
+    jid = gs.gsub("--wrap", f"echo ran >> {ledger}")
+
+    def sent() -> bool:
+        marks = trace.read_text().split("\n") if trace.exists() else []
+        return any(m.split()[1:3] == ["d_private_made", str(jid)] for m in marks if len(m.split()) == 4)
+
+    wait_for(sent, 15, "the start to be sent and the job's private directory made")
+    gs.kill9()
+
+    def starter_gone() -> bool:  # PR_SET_PDEATHSIG: a stopped starter is killed with the daemon
+        try:
+            return st.status() == psutil.STATUS_ZOMBIE  # left for its new parent to reap
+        except psutil.NoSuchProcess:
+            return True
+
+    wait_for(starter_gone, 10, "the starter to die with the daemon")
+    assert not ledger.exists()
+    gs.start(fork=False)
+    assert gs.wait_state(jid, "COMPLETED")["exit_code"] == 0
+    assert ledger.read_text() == "ran\n"
+    wait_for(lambda: not any(gs.tmp.glob(f"{jobtmp.PREFIX}*")), 15, "the job's private directories to go")
+
+
+def test_another_job_s_end_is_recorded_while_a_start_waits_for_the_starter(gs):
+    """A start's launch is sent without waiting for the starter's answer: while it is owed (the starter is stopped),
+    the end of the job in the other slot is recorded; the start is taken up once the starter answers."""
+    first = gs.gsub("--wrap", "true")
+    gs.wait_state(first, "COMPLETED")  # the starter is under way: it has started a shepherd
+    go = gs.work / "go"
+    a = gs.gsub("--wrap", f"i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done")
+    gs.wait_state(a, "RUNNING")
+    wait_for((gs.spool / "jobs" / str(a) / "seg-1.pid").exists, 15, "the first job's shepherd armed")
+    st = _starter_of(gs)
+    st.send_signal(signal.SIGSTOP)
+    try:
+        b = gs.gsub("--wrap", "true")
+        gs.wait_state(b, "RUNNING")  # its start committed, its launch sent: the starter reads nothing
+        go.touch()
+        assert gs.wait_state(a, "COMPLETED")["exit_code"] == 0
+        assert gs.job(b)["state"] == "RUNNING"
+        assert not (gs.spool / "jobs" / str(b) / "seg-1.pid").exists()  # no shepherd armed yet
+    finally:
+        st.send_signal(signal.SIGCONT)
+    assert gs.wait_state(b, "COMPLETED")["exit_code"] == 0
+
+
+def test_a_starter_killed_while_no_start_is_owed_is_collected_at_once(gs):
+    """Its end wakes the daemon's loop (its socket is one of the loop's): the daemon collects it then, without waiting
+    for a job's end or the next start, and starts the next job with a new starter."""
+    first = gs.gsub("--wrap", "true")
+    gs.wait_state(first, "COMPLETED")
+    st = _starter_of(gs)
+    st.send_signal(signal.SIGKILL)
+
+    def collected() -> bool:
+        try:
+            return st.status() != psutil.STATUS_ZOMBIE and not st.is_running()
+        except psutil.NoSuchProcess:
+            return True
+
+    wait_for(collected, 10, "the daemon to collect its dead starter")
+    b = gs.gsub("--wrap", "exit 5")
+    assert gs.wait_state(b, "FAILED")["exit_code"] == 5
+    assert _starter_of(gs).pid != st.pid
