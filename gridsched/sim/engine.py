@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.core.eligible import throttled
 from gridsched.core.policy import quiet_when_full, schedule
-from gridsched.core.policy.quick import easy_plain
+from gridsched.core.policy.quick import ckpt_plain, easy_plain
 from gridsched.core.predict import run_ratio
 from gridsched.core.topology import Device, MachineMap
 from gridsched.core.types import BackfillOrder, Params, Policy, Predictor, Resv, Snapshot, Waiting
@@ -343,6 +343,7 @@ def _tune(r: Replay, now: float) -> bool:
     r.fcfs = new.policy is Policy.FCFS
     r.quiet_full = quiet_when_full(new) and not r.splits
     r.quick = r.plain_easy(new)
+    r.quick_ckpt = r.plain_ckpt(new)
     r.head, r.head_at, r.wake = None, INF, INF
     return True
 
@@ -445,7 +446,8 @@ def _passes(r: Replay, now: float) -> None:
             r.run_dirty = False
         r.passes += 1
         snap = _snapshot(r, now)
-        plan = easy_plain(snap) if r.quick else None  # (what schedule would answer, without its steps)
+        # (what schedule would answer, without its steps)
+        plan = easy_plain(snap) if r.quick else ckpt_plain(snap) if r.quick_ckpt else None
         if plan is None:
             plan = schedule(snap)
         if r.ungated:

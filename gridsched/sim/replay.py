@@ -57,7 +57,7 @@ class Replay:
         # the trace and the options
         "trace", "n", "ncores", "submit", "size", "wall", "work", "users", "params", "overhead", "mode",
         "fast", "progress", "machine", "place", "tuner", "devices", "preemptable", "requeue", "fcfs",
-        "quiet_full", "plain", "quick", "others", "step",
+        "quiet_full", "plain", "quick", "quick_ckpt", "others", "step",
         # priorities
         "pp", "prio", "acc", "stamped",
         # devices
@@ -145,6 +145,7 @@ class Replay:
         self.others = bool(self.rvs or self.rv_events or self.splits)
         self.smallest: int | None = None  # the fewest cores a pending job needs (None: not known)
         self.quick = self.plain_easy(params)
+        self.quick_ckpt = self.plain_ckpt(params)
 
     def plain_easy(self, params: Params) -> bool:
         """Whether :func:`~gridsched.core.policy.schedule` takes a pass under ``params`` straight to the
@@ -157,6 +158,19 @@ class Replay:
             and not params.max_cpus_per_user
             and not self.gated
             and not self.rvs
+        )
+
+    def plain_ckpt(self, params: Params) -> bool:
+        """Whether :func:`~gridsched.core.policy.schedule` takes a pass under ``params`` straight to the
+        checkpoint-backfill pass, which :func:`~gridsched.core.policy.quick.ckpt_plain` makes for the plainest
+        snapshots (it answers None for the others): as :meth:`plain_easy`, under checkpoint-backfill."""
+        return (
+            params.policy is Policy.CHECKPOINT_BACKFILL
+            and not params.priority.weighted
+            and not params.max_cpus_per_user
+            and not self.gated
+            and not self.rvs
+            and self.plain
         )
 
     def _devices(self, trace: Trace, devices: tuple[Device, ...]) -> None:

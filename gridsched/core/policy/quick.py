@@ -15,11 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 from math import inf
+from operator import attrgetter
 
 from gridsched.core.choices import BackfillOrder
-from gridsched.core.types import Decision, HeadReservation, Plan, Snapshot, Start
+from gridsched.core.predict import make_predictor
+from gridsched.core.types import Decision, HeadReservation, Plan, Snapshot, Start, Waiting
 
 _QUEUE = BackfillOrder.QUEUE
+_SHORTEST = BackfillOrder.SHORTEST
+_estimate = attrgetter("estimate")
 _NO_REASONS: Mapping[int, str] = {}  # (shared, never changed: a default factory costs, once a pass)
 
 
@@ -174,3 +178,192 @@ def easy_sorted(
             if free <= 0:
                 break
     return started, front, i, shadow
+
+
+def ckpt_plain(snap: Snapshot) -> Plan | None:
+    """The checkpoint-backfill pass (not the cascading reading, nor early room) of the plainest snapshot, in one
+    function: what :func:`gridsched.core.policy.backfill.backfill` decides for it, or None where ``snap`` is not
+    one this function takes, or the head's time has come (the general pass then makes room for it).
+
+    As there, a running job counts as ending at its planned end (the estimate it was backfilled on) while that
+    is ahead, else at its walltime; the previous pass's head stays the head while its reservation can be met
+    (preempting every checkpointable backfilled job); the jobs behind it start if they fit now and end by the
+    reservation time, on their walltime or, checkpointable, on the predicted one, or leave the head its cores
+    then.  A test compares the two on generated snapshots and on replays."""
+    params = snap.params
+    if (
+        snap.free is not None
+        or snap.floating
+        or snap.reservations
+        or snap.devices
+        or snap.splitting
+        or snap.lent
+        or snap.ended
+        or snap.priorities
+        or snap.ranked
+        or params.cascade
+        or params.early_room
+    ):
+        return None
+    now = snap.now
+    free = snap.ncores
+    # (counted end, cores) of the running jobs and of those started in this pass; (counted end, cores) of
+    # the running ones that preempting every checkpointable backfilled job would free
+    ends: list[tuple[float, int]] = []
+    meet: list[tuple[float, int]] = []
+    relied = reclaimable = False
+    wake = inf  # the earliest planned end still ahead
+    for r in snap.running:
+        if r.resources or r.stopping:
+            return None
+        n = r.ncpus
+        free -= n
+        e = r.start + r.estimate
+        pl = r.planned
+        if pl is not None:
+            relied = True
+            pe = r.start + pl
+            if pe > now:
+                e = pe
+                if pe < wake:
+                    wake = pe
+        if e < now:
+            e = now
+        ends.append((e, n))
+        if r.backfilled:
+            if r.preemptable:
+                reclaimable = True
+            if r.preemptable or pl is not None:
+                meet.append((e, n))
+    decisions: list[Decision] = []
+    found = _ckpt_head(snap, now, free, ends, meet, decisions)
+    if found is None:
+        return None
+    head, shadow, free, rest = found
+    if head is None:  # every job started, or none can ever be placed
+        return Plan(tuple(decisions), None, None, _NO_REASONS)
+    if now >= shadow:
+        return None  # the head's time has come: the general pass makes room for it
+    # the head's reservation, and the cores left beside it when it begins
+    left = free + sum([x for e, x in ends if e <= shadow]) - head.ncpus
+    predict = make_predictor(params, snap.history, snap.ratios)
+    ps_wake = inf
+    if free > 0:
+        tried = [w for w in rest if w.ncpus <= free]
+        if params.backfill_order is _SHORTEST:
+            tried.sort(key=_estimate)  # (stable: equal estimates stay in queue order)
+        for w in tried:
+            n = w.ncpus
+            if n > free:
+                continue
+            if w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None:
+                return None
+            est = w.estimate
+            end = now + est
+            fits = n <= left or (end <= shadow if est > 0 else True)
+            planned: float | None = None
+            if fits and (not w.preemptable or end <= shadow):
+                pass
+            elif (
+                w.preemptable
+                and (planned := predict(w)) is not None
+                and now + planned <= shadow
+                and (n <= left or (now + planned <= shadow if planned > 0 else True))
+            ):
+                end = now + planned
+            elif fits:
+                planned = None
+            else:
+                continue
+            free -= n
+            if end > shadow:
+                left -= n
+            decisions.append(Start(w.id, (), True, planned, ()))
+            if planned is not None:
+                if now < end < ps_wake:
+                    ps_wake = end
+                reclaimable = True
+            elif w.preemptable:
+                reclaimable = True
+            if free <= 0:
+                break
+    if now < shadow < wake and (reclaimable or relied):
+        wake = shadow
+    if ps_wake < wake:
+        wake = ps_wake
+    return Plan(tuple(decisions), HeadReservation(head.id, shadow), wake if wake < inf else None, _NO_REASONS)
+
+
+def _ckpt_head(
+    snap: Snapshot,
+    now: float,
+    free: int,
+    ends: list[tuple[float, int]],
+    meet: list[tuple[float, int]],
+    decisions: list[Decision],
+) -> tuple[Waiting | None, float, int, list[Waiting]] | None:
+    """:func:`ckpt_plain`'s jobs started in queue order up to the head (into ``decisions``, their ends into
+    ``ends``): the head (None: none), its reservation time, the cores left free now and the jobs behind it in
+    queue order; None where a job looked at asks for more than cores."""
+    queue = snap.pending
+    ncores = snap.ncores
+    memo = snap.head
+    h = skip = -1
+    shadow = inf
+
+    def first_free(n: int) -> float:
+        acc, since = free, now
+        for e, x in sorted(ends):
+            if e > since:
+                if acc >= n:
+                    break
+                if e == inf:
+                    return inf
+                since = e
+            acc += x
+        return since if acc >= n else inf
+
+    def meetable(n: int, t: float) -> bool:
+        return free + sum([x for e, x in ends if e <= t]) + sum([x for e, x in meet if e > t]) >= n
+
+    if memo is not None:  # the previous pass's head stays the head while its reservation can be met
+        for i, w in enumerate(queue):
+            if w.id != memo.job:
+                continue
+            if w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None:
+                return None
+            n = w.ncpus
+            if n > ncores:
+                break
+            if n <= free:
+                free -= n
+                ends.append((now + w.estimate, n))
+                decisions.append(Start(w.id, (), False, None, ()))
+                skip = i
+            else:
+                t = min(memo.time, first_free(n))
+                if meetable(n, t if t > now else now):
+                    h, shadow = i, t
+            break
+    if h >= 0:
+        return queue[h], shadow, free, [w for k, w in enumerate(queue) if k != h]
+    for i, w in enumerate(queue):
+        if i == skip or w.bind is not None:
+            continue
+        if w.resources or w.flex or w.devices or w.hard is not None:
+            return None
+        n = w.ncpus
+        if n > ncores:
+            continue  # can never start: never blocks the queue
+        if n <= free:
+            free -= n
+            ends.append((now + w.estimate, n))
+            decisions.append(Start(w.id, (), False, None, ()))
+            continue
+        shadow = first_free(n)
+        if shadow == inf:
+            continue  # can never be placed: never blocks the queue
+        if memo is not None and w.id == memo.job and meetable(n, memo.time if memo.time > now else now):
+            shadow = min(shadow, memo.time)  # head again: its reservation never moves later
+        return w, shadow, free, [x for k, x in enumerate(queue) if k > i and k != skip]
+    return None, inf, free, []
