@@ -1,5 +1,6 @@
 """The easy pass of the plainest snapshot, in one function: cores counted (no map), no floating resource,
-device, reservation or splitting, no running job on a relied-on estimate, and jobs that ask for cores alone.
+device, reservation or splitting, no running job on a relied-on estimate, and jobs that ask for cores alone
+(and :func:`ckpt_plain`, the checkpoint-backfill pass of such a snapshot, for gsim).
 
 It decides what :func:`gridsched.core.policy.backfill.backfill` decides for such a snapshot (a property
 test compares them), at a fraction of the cost: gsim replays a plain trace with it, a pass on every event
@@ -21,7 +22,6 @@ from gridsched.core.choices import BackfillOrder
 from gridsched.core.predict import make_predictor
 from gridsched.core.types import Decision, HeadReservation, Plan, Snapshot, Start, Waiting
 
-_QUEUE = BackfillOrder.QUEUE
 _SHORTEST = BackfillOrder.SHORTEST
 _estimate = attrgetter("estimate")
 _NO_REASONS: Mapping[int, str] = {}  # (shared, never changed: a default factory costs, once a pass)
@@ -29,14 +29,7 @@ _NO_REASONS: Mapping[int, str] = {}  # (shared, never changed: a default factory
 
 def easy_plain(snap: Snapshot) -> Plan | None:
     """The plan of the easy pass for ``snap``, or None where ``snap`` is not one this function takes."""
-    if (
-        snap.free is not None
-        or snap.floating
-        or snap.reservations
-        or snap.devices
-        or snap.splitting
-        or snap.params.backfill_order is not _QUEUE
-    ):
+    if snap.free is not None or snap.floating or snap.reservations or snap.devices or snap.splitting:
         return None
     now, ncores = snap.now, snap.ncores
     free = ncores
@@ -87,7 +80,10 @@ def easy_plain(snap: Snapshot) -> Plan | None:
     room = acc - head.ncpus
     reclaimable = False
     if free > 0:  # (a plain loop: filtering by size through map and compress costs more per job)
-        for w in rest:
+        tried: Sequence[Waiting] = rest
+        if snap.params.backfill_order is _SHORTEST:  # shortest estimate first, equal ones in queue order
+            tried = sorted([w for w in rest if w.ncpus <= free], key=_estimate)
+        for w in tried:
             n = w.ncpus
             if n > free:
                 continue
@@ -207,10 +203,13 @@ def ckpt_plain(snap: Snapshot) -> Plan | None:
         return None
     now = snap.now
     free = snap.ncores
-    # (counted end, cores) of the running jobs and of those started in this pass; (counted end, cores) of
-    # the running ones that preempting every checkpointable backfilled job would free
+    # (counted end, cores) of the running jobs and of those started in this pass (an end before now counts
+    # as now wherever it is read); with a head kept from the previous pass, (counted end, cores) of the
+    # running ones that preempting every checkpointable backfilled job would free
     ends: list[tuple[float, int]] = []
-    meet: list[tuple[float, int]] = []
+    add = ends.append
+    memo = snap.head
+    meet: list[tuple[float, int]] | None = [] if memo is not None else None
     relied = reclaimable = False
     wake = inf  # the earliest planned end still ahead
     for r in snap.running:
@@ -218,75 +217,90 @@ def ckpt_plain(snap: Snapshot) -> Plan | None:
             return None
         n = r.ncpus
         free -= n
-        e = r.start + r.estimate
         pl = r.planned
-        if pl is not None:
-            relied = True
-            pe = r.start + pl
-            if pe > now:
-                e = pe
-                if pe < wake:
-                    wake = pe
-        if e < now:
-            e = now
-        ends.append((e, n))
-        if r.backfilled:
-            if r.preemptable:
+        if pl is None:
+            e = r.start + r.estimate
+            if r.backfilled and r.preemptable:
                 reclaimable = True
-            if r.preemptable or pl is not None:
-                meet.append((e, n))
+                if meet is not None:
+                    meet.append((e, n))
+        else:
+            relied = True
+            e = r.start + pl
+            if e > now:
+                if e < wake:
+                    wake = e
+            else:
+                e = r.start + r.estimate
+            if r.backfilled:
+                if r.preemptable:
+                    reclaimable = True
+                if meet is not None:
+                    meet.append((e, n))
+        add((e, n))
     decisions: list[Decision] = []
-    found = _ckpt_head(snap, now, free, ends, meet, decisions)
+    queue = snap.pending
+    found = _ckpt_head(queue, snap.ncores, memo, now, free, ends, meet, decisions)
     if found is None:
         return None
-    head, shadow, free, rest = found
-    if head is None:  # every job started, or none can ever be placed
+    h, shadow, free, skip, kept = found
+    if h < 0:  # every job started, or none can ever be placed
         return Plan(tuple(decisions), None, None, _NO_REASONS)
     if now >= shadow:
         return None  # the head's time has come: the general pass makes room for it
-    # the head's reservation, and the cores left beside it when it begins
-    left = free + sum([x for e, x in ends if e <= shadow]) - head.ncpus
-    predict = make_predictor(params, snap.history, snap.ratios)
+    head = queue[h]
     ps_wake = inf
     if free > 0:
-        tried = [w for w in rest if w.ncpus <= free]
-        if params.backfill_order is _SHORTEST:
-            tried.sort(key=_estimate)  # (stable: equal estimates stay in queue order)
-        for w in tried:
-            n = w.ncpus
-            if n > free:
-                continue
-            if w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None:
-                return None
-            est = w.estimate
-            end = now + est
-            fits = n <= left or (end <= shadow if est > 0 else True)
-            planned: float | None = None
-            if fits and (not w.preemptable or end <= shadow):
-                pass
-            elif (
-                w.preemptable
-                and (planned := predict(w)) is not None
-                and now + planned <= shadow
-                and (n <= left or (now + planned <= shadow if planned > 0 else True))
-            ):
-                end = now + planned
-            elif fits:
-                planned = None
-            else:
-                continue
-            free -= n
-            if end > shadow:
-                left -= n
-            decisions.append(Start(w.id, (), True, planned, ()))
-            if planned is not None:
-                if now < end < ps_wake:
-                    ps_wake = end
-                reclaimable = True
-            elif w.preemptable:
-                reclaimable = True
-            if free <= 0:
-                break
+        # the jobs behind the head that fit in what is free now (free only shrinks in this loop); with the
+        # head kept from the previous pass, those ahead of it in the queue too
+        if skip >= 0:
+            tried = [w for k, w in enumerate(queue) if k > h and k != skip and w.ncpus <= free]
+        elif kept:
+            tried = [w for w in queue[:h] + queue[h + 1 :] if w.ncpus <= free]
+        else:
+            tried = [w for w in islice(queue, h + 1, None) if w.ncpus <= free]
+        if tried:
+            if params.backfill_order is _SHORTEST:
+                tried.sort(key=_estimate)  # (stable: equal estimates stay in queue order)
+            # the cores left beside the head when its reservation begins
+            left = free + sum([x for e, x in ends if e <= shadow]) - head.ncpus
+            predict = None
+            for w in tried:
+                n = w.ncpus
+                if n > free:
+                    continue
+                if w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None:
+                    return None
+                est = w.estimate
+                end = now + est
+                fits = n <= left or end <= shadow or est <= 0
+                planned: float | None = None
+                if fits and (not w.preemptable or end <= shadow):
+                    pass
+                elif w.preemptable:
+                    if predict is None:
+                        predict = make_predictor(params, snap.history, snap.ratios)
+                    planned = predict(w)
+                    if planned is not None and now + planned <= shadow:  # (then it stays free for as long)
+                        end = now + planned
+                    elif fits:
+                        planned = None
+                    else:
+                        continue
+                else:
+                    continue
+                free -= n
+                if end > shadow:
+                    left -= n
+                decisions.append(Start(w.id, (), True, planned, ()))
+                if planned is not None:
+                    if now < end < ps_wake:
+                        ps_wake = end
+                    reclaimable = True
+                elif w.preemptable:
+                    reclaimable = True
+                if free <= 0:
+                    break
     if now < shadow < wake and (reclaimable or relied):
         wake = shadow
     if ps_wake < wake:
@@ -294,39 +308,43 @@ def ckpt_plain(snap: Snapshot) -> Plan | None:
     return Plan(tuple(decisions), HeadReservation(head.id, shadow), wake if wake < inf else None, _NO_REASONS)
 
 
+def _first_free(n: int, now: float, free: int, ends: list[tuple[float, int]]) -> float:
+    """The first time from ``now`` on that ``n`` cores are free (``free`` now, ``ends`` the holders' ends)."""
+    acc, since = free, now
+    for e, x in sorted(ends):
+        if e > since:
+            if acc >= n:
+                break
+            if e == inf:
+                return inf
+            since = e
+        acc += x
+    return since if acc >= n else inf
+
+
+def _meetable(n: int, t: float, free: int, ends: list[tuple[float, int]], meet: list[tuple[float, int]]) -> bool:
+    """Whether ``n`` cores can be had from ``t`` (now or later) on, preempting every checkpointable backfilled
+    job (``meet``)."""
+    return free + sum([x for e, x in ends if e <= t]) + sum([x for e, x in meet if e > t]) >= n
+
+
 def _ckpt_head(
-    snap: Snapshot,
+    queue: tuple[Waiting, ...],
+    ncores: int,
+    memo: HeadReservation | None,
     now: float,
     free: int,
     ends: list[tuple[float, int]],
-    meet: list[tuple[float, int]],
+    meet: list[tuple[float, int]] | None,
     decisions: list[Decision],
-) -> tuple[Waiting | None, float, int, list[Waiting]] | None:
+) -> tuple[int, float, int, int, bool] | None:
     """:func:`ckpt_plain`'s jobs started in queue order up to the head (into ``decisions``, their ends into
-    ``ends``): the head (None: none), its reservation time, the cores left free now and the jobs behind it in
-    queue order; None where a job looked at asks for more than cores."""
-    queue = snap.pending
-    ncores = snap.ncores
-    memo = snap.head
-    h = skip = -1
-    shadow = inf
-
-    def first_free(n: int) -> float:
-        acc, since = free, now
-        for e, x in sorted(ends):
-            if e > since:
-                if acc >= n:
-                    break
-                if e == inf:
-                    return inf
-                since = e
-            acc += x
-        return since if acc >= n else inf
-
-    def meetable(n: int, t: float) -> bool:
-        return free + sum([x for e, x in ends if e <= t]) + sum([x for e, x in meet if e > t]) >= n
-
+    ``ends``): the head's place in ``queue`` (-1: none), its reservation time, the cores left free now, the
+    place of the kept head started now (-1: none) and whether the head is the kept one, found first (then the
+    jobs ahead of it are tried behind it); None where a job looked at asks for more than cores."""
+    skip = -1
     if memo is not None:  # the previous pass's head stays the head while its reservation can be met
+        assert meet is not None
         for i, w in enumerate(queue):
             if w.id != memo.job:
                 continue
@@ -340,13 +358,13 @@ def _ckpt_head(
                 ends.append((now + w.estimate, n))
                 decisions.append(Start(w.id, (), False, None, ()))
                 skip = i
-            else:
-                t = min(memo.time, first_free(n))
-                if meetable(n, t if t > now else now):
-                    h, shadow = i, t
+                break
+            t = _first_free(n, now, free, ends)
+            if memo.time < t:
+                t = memo.time
+            if _meetable(n, t if t > now else now, free, ends, meet):
+                return i, t, free, -1, True
             break
-    if h >= 0:
-        return queue[h], shadow, free, [w for k, w in enumerate(queue) if k != h]
     for i, w in enumerate(queue):
         if i == skip or w.bind is not None:
             continue
@@ -360,10 +378,12 @@ def _ckpt_head(
             ends.append((now + w.estimate, n))
             decisions.append(Start(w.id, (), False, None, ()))
             continue
-        shadow = first_free(n)
+        shadow = _first_free(n, now, free, ends)
         if shadow == inf:
             continue  # can never be placed: never blocks the queue
-        if memo is not None and w.id == memo.job and meetable(n, memo.time if memo.time > now else now):
-            shadow = min(shadow, memo.time)  # head again: its reservation never moves later
-        return w, shadow, free, [x for k, x in enumerate(queue) if k > i and k != skip]
-    return None, inf, free, []
+        if memo is not None and w.id == memo.job:
+            assert meet is not None
+            if _meetable(n, memo.time if memo.time > now else now, free, ends, meet):
+                shadow = min(shadow, memo.time)  # head again: its reservation never moves later
+        return i, shadow, free, skip, False
+    return -1, inf, free, skip, False
