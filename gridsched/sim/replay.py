@@ -161,16 +161,24 @@ class Replay:
         )
 
     def plain_ckpt(self, params: Params) -> bool:
-        """Whether :func:`~gridsched.core.policy.schedule` takes a pass under ``params`` straight to the
-        checkpoint-backfill pass, which :func:`~gridsched.core.policy.quick.ckpt_plain` makes for the plainest
-        snapshots (it answers None for the others): as :meth:`plain_easy`, under checkpoint-backfill."""
+        """Whether every snapshot of this replay under ``params`` is one that
+        :func:`~gridsched.core.policy.schedule` takes straight to the checkpoint-backfill pass and
+        :func:`~gridsched.core.policy.quick.ckpt_plain` takes (cores counted: no map, floating resource,
+        device, splitting; no priority, per-user limit, gate or reservation; not the cascading reading nor
+        early room): then each pass is :func:`~gridsched.core.policy.quick.ckpt_pass` on the replay's state,
+        and a snapshot is built only for a pass it leaves to the general one."""
         return (
             params.policy is Policy.CHECKPOINT_BACKFILL
+            and not params.cascade
+            and not params.early_room
             and not params.priority.weighted
             and not params.max_cpus_per_user
             and not self.gated
             and not self.rvs
             and self.plain
+            and self.free_set is None
+            and not self.flo
+            and not self.devices
         )
 
     def _devices(self, trace: Trace, devices: tuple[Device, ...]) -> None:

@@ -1,5 +1,6 @@
 """A plain replay under checkpoint-backfill takes most passes through the quick pass
-(:func:`gridsched.core.policy.quick.ckpt_plain`) and gives what the general pass gives, job by job: the same
+(:func:`gridsched.core.policy.quick.ckpt_pass`, on the replay's state) and gives what the general pass gives,
+job by job: the same
 starts, ends, checkpoints, run segments, passes and series, with a tuner or without."""
 
 from __future__ import annotations
@@ -63,10 +64,10 @@ def both(tr: Trace, params: Params, mode: Mode = Mode.CHECKPOINT, tuner: bool = 
     """The replay of ``tr`` with the quick pass and with the general pass alone; how many passes the quick
     pass decided."""
     decided = [0]
-    plain = quick.ckpt_plain
+    plain = quick.ckpt_pass
 
-    def counted(snap):  # type: ignore[no-untyped-def]
-        plan = plain(snap)
+    def counted(*parts):  # type: ignore[no-untyped-def]
+        plan = plain(*parts)
         decided[0] += plan is not None
         return plan
 
@@ -79,9 +80,9 @@ def both(tr: Trace, params: Params, mode: Mode = Mode.CHECKPOINT, tuner: bool = 
 
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(engine, "ckpt_plain", counted)
+        mp.setattr(engine, "ckpt_pass", counted)
         fast = run()
-        mp.setattr(engine, "ckpt_plain", lambda snap: None)
+        mp.setattr(engine, "ckpt_pass", lambda *parts: None)
         general = run()
     finally:
         mp.undo()

@@ -20,7 +20,7 @@ from operator import attrgetter
 
 from gridsched.core.choices import BackfillOrder
 from gridsched.core.predict import make_predictor
-from gridsched.core.types import Decision, HeadReservation, Plan, Snapshot, Start, Waiting
+from gridsched.core.types import Decision, HeadReservation, Params, Plan, Running, Snapshot, Start, Waiting
 
 _SHORTEST = BackfillOrder.SHORTEST
 _estimate = attrgetter("estimate")
@@ -201,18 +201,33 @@ def ckpt_plain(snap: Snapshot) -> Plan | None:
         or params.early_room
     ):
         return None
-    now = snap.now
-    free = snap.ncores
+    return ckpt_pass(snap.now, snap.ncores, snap.running, snap.pending, params, snap.head, snap.history, snap.ratios)
+
+
+def ckpt_pass(
+    now: float,
+    ncores: int,
+    running: Sequence[Running],
+    queue: Sequence[Waiting],
+    params: Params,
+    memo: HeadReservation | None,
+    history: Mapping[str, tuple[float, ...]],
+    ratios: Mapping[str, tuple[float, ...]],
+) -> Plan | None:
+    """:func:`ckpt_plain` for a driver that has the snapshot's parts at hand and knows the snapshot is one it
+    takes (cores counted, no floating resource, reservation, device, splitting, priority; not the cascading
+    reading nor early room): gsim's general loop, which then builds no snapshot for the passes it decides.
+    The running jobs and the queue are read once each and never kept."""
+    free = ncores
     # (counted end, cores) of the running jobs and of those started in this pass (an end before now counts
     # as now wherever it is read); with a head kept from the previous pass, (counted end, cores) of the
     # running ones that preempting every checkpointable backfilled job would free
     ends: list[tuple[float, int]] = []
     add = ends.append
-    memo = snap.head
     meet: list[tuple[float, int]] | None = [] if memo is not None else None
     relied = reclaimable = False
     wake = inf  # the earliest planned end still ahead
-    for r in snap.running:
+    for r in running:
         if r.resources or r.stopping:
             return None
         n = r.ncpus
@@ -239,8 +254,7 @@ def ckpt_plain(snap: Snapshot) -> Plan | None:
                     meet.append((e, n))
         add((e, n))
     decisions: list[Decision] = []
-    queue = snap.pending
-    found = _ckpt_head(queue, snap.ncores, memo, now, free, ends, meet, decisions)
+    found = _ckpt_head(queue, ncores, memo, now, free, ends, meet, decisions)
     if found is None:
         return None
     h, shadow, free, skip, kept = found
@@ -256,7 +270,7 @@ def ckpt_plain(snap: Snapshot) -> Plan | None:
         if skip >= 0:
             tried = [w for k, w in enumerate(queue) if k > h and k != skip and w.ncpus <= free]
         elif kept:
-            tried = [w for w in queue[:h] + queue[h + 1 :] if w.ncpus <= free]
+            tried = [w for k, w in enumerate(queue) if k != h and w.ncpus <= free]
         else:
             tried = [w for w in islice(queue, h + 1, None) if w.ncpus <= free]
         if tried:
@@ -279,7 +293,7 @@ def ckpt_plain(snap: Snapshot) -> Plan | None:
                     pass
                 elif w.preemptable:
                     if predict is None:
-                        predict = make_predictor(params, snap.history, snap.ratios)
+                        predict = make_predictor(params, history, ratios)
                     planned = predict(w)
                     if planned is not None and now + planned <= shadow:  # (then it stays free for as long)
                         end = now + planned
@@ -329,7 +343,7 @@ def _meetable(n: int, t: float, free: int, ends: list[tuple[float, int]], meet: 
 
 
 def _ckpt_head(
-    queue: tuple[Waiting, ...],
+    queue: Sequence[Waiting],
     ncores: int,
     memo: HeadReservation | None,
     now: float,
