@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from gridsched.core.eligible import throttled
 from gridsched.core.policy import quiet_when_full, schedule
-from gridsched.core.policy.quick import easy_plain
+from gridsched.core.policy.quick import ckpt_pass, easy_plain
 from gridsched.core.predict import run_ratio
 from gridsched.core.topology import Device, MachineMap
-from gridsched.core.types import BackfillOrder, Params, Policy, Predictor, Resv, Snapshot, Waiting
+from gridsched.core.types import BackfillOrder, Params, Plan, Policy, Predictor, Resv, Snapshot, Waiting
 from gridsched.sim import lean as lean_replay
 from gridsched.sim.decisions import apply
 from gridsched.sim.records import Gates, Mode, Result, SimMemory, SimResv, SimulationError, Tuner
@@ -343,6 +343,7 @@ def _tune(r: Replay, now: float) -> bool:
     r.fcfs = new.policy is Policy.FCFS
     r.quiet_full = quiet_when_full(new) and not r.splits
     r.quick = r.plain_easy(new)
+    r.quick_ckpt = r.plain_ckpt(new)
     r.head, r.head_at, r.wake = None, INF, INF
     return True
 
@@ -444,10 +445,13 @@ def _passes(r: Replay, now: float) -> None:
             r.run_tuple = tuple(r.running.values())
             r.run_dirty = False
         r.passes += 1
-        snap = _snapshot(r, now)
-        plan = easy_plain(snap) if r.quick else None  # (what schedule would answer, without its steps)
+        # (what schedule would answer, without its steps; under checkpoint-backfill without a snapshot)
+        plan = _ckpt_pass(r, now) if r.quick_ckpt else None
         if plan is None:
-            plan = schedule(snap)
+            snap = _snapshot(r, now)
+            plan = easy_plain(snap) if r.quick else None
+            if plan is None:
+                plan = schedule(snap)
         if r.ungated:
             last = r.last_reasons = dict(plan.reasons)
             for i in [i for i in r.ungated if i not in last or throttled(last[i])]:
@@ -461,6 +465,22 @@ def _passes(r: Replay, now: float) -> None:
         r.wake = w if w is not None and w > now else INF
         if not plan.decisions or not apply(r, plan, now):
             break
+
+
+def _ckpt_pass(r: Replay, now: float) -> Plan | None:
+    """The checkpoint-backfill pass of :func:`~gridsched.core.policy.quick.ckpt_pass` on the replay's state (the
+    parts :func:`_snapshot` would put in the snapshot), or None where it leaves the pass to the general one."""
+    params = r.params
+    return ckpt_pass(
+        now,
+        r.ncores,
+        r.run_tuple,
+        r.pending,
+        params,
+        r.head,
+        r.history,
+        r.ratios if params.predictor is _BY_RATIO else _EMPTY,
+    )
 
 
 def _snapshot(r: Replay, now: float) -> Snapshot:

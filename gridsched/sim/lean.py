@@ -5,7 +5,7 @@ pass (easy in queue order or shortest first; no priority, per-user limit, gate, 
 resource, device, memory pool, machine map, splitting or tuner) is replayed here: the running jobs are
 kept sorted by their walltime's end, the pending ones as job numbers, and each pass is
 :func:`gridsched.core.policy.quick.easy_sorted` on them, which decides what the general pass decides for
-the snapshot the general loop would build (in queue order, what
+the snapshot the general loop would build (what
 :func:`~gridsched.core.policy.quick.easy_plain` decides).
 The events, the passes made and skipped and everything the :class:`~gridsched.sim.records.Result`
 holds are those of the general loop (a test compares them job by job).  Where the pass answers None

@@ -57,7 +57,7 @@ class Replay:
         # the trace and the options
         "trace", "n", "ncores", "submit", "size", "wall", "work", "users", "params", "overhead", "mode",
         "fast", "progress", "machine", "place", "tuner", "devices", "preemptable", "requeue", "fcfs",
-        "quiet_full", "plain", "quick", "others", "step",
+        "quiet_full", "plain", "quick", "quick_ckpt", "others", "step",
         # priorities
         "pp", "prio", "acc", "stamped",
         # devices
@@ -145,6 +145,7 @@ class Replay:
         self.others = bool(self.rvs or self.rv_events or self.splits)
         self.smallest: int | None = None  # the fewest cores a pending job needs (None: not known)
         self.quick = self.plain_easy(params)
+        self.quick_ckpt = self.plain_ckpt(params)
 
     def plain_easy(self, params: Params) -> bool:
         """Whether :func:`~gridsched.core.policy.schedule` takes a pass under ``params`` straight to the
@@ -157,6 +158,27 @@ class Replay:
             and not params.max_cpus_per_user
             and not self.gated
             and not self.rvs
+        )
+
+    def plain_ckpt(self, params: Params) -> bool:
+        """Whether every snapshot of this replay under ``params`` is one that
+        :func:`~gridsched.core.policy.schedule` takes straight to the checkpoint-backfill pass and
+        :func:`~gridsched.core.policy.quick.ckpt_plain` takes (cores counted: no map, floating resource,
+        device, splitting; no priority, per-user limit, gate or reservation; not the cascading reading nor
+        early room): then each pass is :func:`~gridsched.core.policy.quick.ckpt_pass` on the replay's state,
+        and a snapshot is built only for a pass it leaves to the general one."""
+        return (
+            params.policy is Policy.CHECKPOINT_BACKFILL
+            and not params.cascade
+            and not params.early_room
+            and not params.priority.weighted
+            and not params.max_cpus_per_user
+            and not self.gated
+            and not self.rvs
+            and self.plain
+            and self.free_set is None
+            and not self.flo
+            and not self.devices
         )
 
     def _devices(self, trace: Trace, devices: tuple[Device, ...]) -> None:

@@ -16,6 +16,7 @@ from gridsched.core.policy.quick import easy_plain, easy_sorted
 from gridsched.core.types import BackfillOrder, HeadReservation, Params, Policy, Running, Snapshot, Start, Waiting
 
 EASY = Params(policy=Policy.EASY)
+SJF = Params(policy=Policy.EASY, backfill_order=BackfillOrder.SHORTEST)  # backfilled shortest first
 NOW = 1000.0
 # few distinct times, so ends, estimates and shadow times often coincide
 TIMES = st.sampled_from([0.0, 10.0, 50.0, 100.0, 500.0, 1000.0, 3600.0])
@@ -47,7 +48,8 @@ def plain_snapshots(draw: st.DrawFn, extras: bool = False) -> Snapshot:
                     ]
                 )
             )
-    return Snapshot(NOW, ncores, tuple(running), tuple(pending), EASY, gated=False, splitting=False)
+    params = draw(st.sampled_from([EASY, SJF]))
+    return Snapshot(NOW, ncores, tuple(running), tuple(pending), params, gated=False, splitting=False)
 
 
 @settings(max_examples=500, deadline=None)
@@ -90,7 +92,6 @@ def test_the_quick_pass_answers_a_plain_snapshot() -> None:
         {"free": frozenset(range(2))},
         {"floating": {"lic": 2}},
         {"splitting": True},
-        {"params": Params(policy=Policy.EASY, backfill_order=BackfillOrder.SHORTEST)},
         {"pending": (Waiting(1, 4, 100.0, resources=(("lic", 1),)),)},
         {"pending": (Waiting(1, 4, 100.0, hard=200.0),)},
         {"running": (Running(9, 6, 0.0, 1100.0, planned=50.0),)},
@@ -133,7 +134,8 @@ def test_the_pass_on_sorted_ends_decides_as_the_quick_one(snap: Snapshot) -> Non
     estimate = {w.id: w.estimate for w in snap.pending}
     queue = [w.id for w in snap.pending]
     plan = easy_plain(snap)
-    got = easy_sorted(now, snap.ncores, free, ends, queue, size, estimate)  # type: ignore[arg-type]
+    shortest = snap.params.backfill_order is BackfillOrder.SHORTEST
+    got = easy_sorted(now, snap.ncores, free, ends, queue, size, estimate, shortest)  # type: ignore[arg-type]
     if plan is None:
         assert got is None
         return

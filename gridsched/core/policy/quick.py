@@ -1,5 +1,6 @@
 """The easy pass of the plainest snapshot, in one function: cores counted (no map), no floating resource,
-device, reservation or splitting, no running job on a relied-on estimate, and jobs that ask for cores alone.
+device, reservation or splitting, no running job on a relied-on estimate, and jobs that ask for cores alone
+(and :func:`ckpt_plain`, the checkpoint-backfill pass of such a snapshot, for gsim).
 
 It decides what :func:`gridsched.core.policy.backfill.backfill` decides for such a snapshot (a property
 test compares them), at a fraction of the cost: gsim replays a plain trace with it, a pass on every event
@@ -15,24 +16,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 from math import inf
+from operator import attrgetter
 
 from gridsched.core.choices import BackfillOrder
-from gridsched.core.types import Decision, HeadReservation, Plan, Snapshot, Start
+from gridsched.core.predict import make_predictor
+from gridsched.core.types import Decision, HeadReservation, Params, Plan, Running, Snapshot, Start, Waiting
 
-_QUEUE = BackfillOrder.QUEUE
+_SHORTEST = BackfillOrder.SHORTEST
+_estimate = attrgetter("estimate")
 _NO_REASONS: Mapping[int, str] = {}  # (shared, never changed: a default factory costs, once a pass)
 
 
 def easy_plain(snap: Snapshot) -> Plan | None:
     """The plan of the easy pass for ``snap``, or None where ``snap`` is not one this function takes."""
-    if (
-        snap.free is not None
-        or snap.floating
-        or snap.reservations
-        or snap.devices
-        or snap.splitting
-        or snap.params.backfill_order is not _QUEUE
-    ):
+    if snap.free is not None or snap.floating or snap.reservations or snap.devices or snap.splitting:
         return None
     now, ncores = snap.now, snap.ncores
     free = ncores
@@ -83,7 +80,10 @@ def easy_plain(snap: Snapshot) -> Plan | None:
     room = acc - head.ncpus
     reclaimable = False
     if free > 0:  # (a plain loop: filtering by size through map and compress costs more per job)
-        for w in rest:
+        tried: Sequence[Waiting] = rest
+        if snap.params.backfill_order is _SHORTEST:  # shortest estimate first, equal ones in queue order
+            tried = sorted([w for w in rest if w.ncpus <= free], key=_estimate)
+        for w in tried:
             n = w.ncpus
             if n > free:
                 continue
@@ -174,3 +174,230 @@ def easy_sorted(
             if free <= 0:
                 break
     return started, front, i, shadow
+
+
+def ckpt_plain(snap: Snapshot) -> Plan | None:
+    """The checkpoint-backfill pass (not the cascading reading, nor early room) of the plainest snapshot, in one
+    function: what :func:`gridsched.core.policy.backfill.backfill` decides for it, or None where ``snap`` is not
+    one this function takes, or the head's time has come (the general pass then makes room for it).
+
+    As there, a running job counts as ending at its planned end (the estimate it was backfilled on) while that
+    is ahead, else at its walltime; the previous pass's head stays the head while its reservation can be met
+    (preempting every checkpointable backfilled job); the jobs behind it start if they fit now and end by the
+    reservation time, on their walltime or, checkpointable, on the predicted one, or leave the head its cores
+    then.  A test compares the two on generated snapshots and on replays."""
+    params = snap.params
+    if (
+        snap.free is not None
+        or snap.floating
+        or snap.reservations
+        or snap.devices
+        or snap.splitting
+        or snap.lent
+        or snap.ended
+        or snap.priorities
+        or snap.ranked
+        or params.cascade
+        or params.early_room
+    ):
+        return None
+    return ckpt_pass(snap.now, snap.ncores, snap.running, snap.pending, params, snap.head, snap.history, snap.ratios)
+
+
+def ckpt_pass(
+    now: float,
+    ncores: int,
+    running: Sequence[Running],
+    queue: Sequence[Waiting],
+    params: Params,
+    memo: HeadReservation | None,
+    history: Mapping[str, tuple[float, ...]],
+    ratios: Mapping[str, tuple[float, ...]],
+) -> Plan | None:
+    """:func:`ckpt_plain` for a driver that has the snapshot's parts at hand and knows the snapshot is one it
+    takes (cores counted, no floating resource, reservation, device, splitting, priority; not the cascading
+    reading nor early room): gsim's general loop, which then builds no snapshot for the passes it decides.
+    The running jobs and the queue are read once each and never kept."""
+    free = ncores
+    # (counted end, cores) of the running jobs and of those started in this pass (an end before now counts
+    # as now wherever it is read); with a head kept from the previous pass, (counted end, cores) of the
+    # running ones that preempting every checkpointable backfilled job would free
+    ends: list[tuple[float, int]] = []
+    add = ends.append
+    meet: list[tuple[float, int]] | None = [] if memo is not None else None
+    relied = reclaimable = False
+    wake = inf  # the earliest planned end still ahead
+    for r in running:
+        if r.resources or r.stopping:
+            return None
+        n = r.ncpus
+        free -= n
+        pl = r.planned
+        if pl is None:
+            e = r.start + r.estimate
+            if r.backfilled and r.preemptable:
+                reclaimable = True
+                if meet is not None:
+                    meet.append((e, n))
+        else:
+            relied = True
+            e = r.start + pl
+            if e > now:
+                if e < wake:
+                    wake = e
+            else:
+                e = r.start + r.estimate
+            if r.backfilled:
+                if r.preemptable:
+                    reclaimable = True
+                if meet is not None:
+                    meet.append((e, n))
+        add((e, n))
+    decisions: list[Decision] = []
+    found = _ckpt_head(queue, ncores, memo, now, free, ends, meet, decisions)
+    if found is None:
+        return None
+    h, shadow, free, skip, kept = found
+    if h < 0:  # every job started, or none can ever be placed
+        return Plan(tuple(decisions), None, None, _NO_REASONS)
+    if now >= shadow:
+        return None  # the head's time has come: the general pass makes room for it
+    head = queue[h]
+    ps_wake = inf
+    if free > 0:
+        # the jobs behind the head that fit in what is free now (free only shrinks in this loop); with the
+        # head kept from the previous pass, those ahead of it in the queue too
+        if skip >= 0:
+            tried = [w for k, w in enumerate(queue) if k > h and k != skip and w.ncpus <= free]
+        elif kept:
+            tried = [w for k, w in enumerate(queue) if k != h and w.ncpus <= free]
+        else:
+            tried = [w for w in islice(queue, h + 1, None) if w.ncpus <= free]
+        if tried:
+            if params.backfill_order is _SHORTEST:
+                tried.sort(key=_estimate)  # (stable: equal estimates stay in queue order)
+            # the cores left beside the head when its reservation begins
+            left = free + sum([x for e, x in ends if e <= shadow]) - head.ncpus
+            predict = None
+            for w in tried:
+                n = w.ncpus
+                if n > free:
+                    continue
+                if w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None:
+                    return None
+                est = w.estimate
+                end = now + est
+                fits = n <= left or end <= shadow or est <= 0
+                planned: float | None = None
+                if fits and (not w.preemptable or end <= shadow):
+                    pass
+                elif w.preemptable:
+                    if predict is None:
+                        predict = make_predictor(params, history, ratios)
+                    planned = predict(w)
+                    if planned is not None and now + planned <= shadow:  # (then it stays free for as long)
+                        end = now + planned
+                    elif fits:
+                        planned = None
+                    else:
+                        continue
+                else:
+                    continue
+                free -= n
+                if end > shadow:
+                    left -= n
+                decisions.append(Start(w.id, (), True, planned, ()))
+                if planned is not None:
+                    if now < end < ps_wake:
+                        ps_wake = end
+                    reclaimable = True
+                elif w.preemptable:
+                    reclaimable = True
+                if free <= 0:
+                    break
+    if now < shadow < wake and (reclaimable or relied):
+        wake = shadow
+    if ps_wake < wake:
+        wake = ps_wake
+    return Plan(tuple(decisions), HeadReservation(head.id, shadow), wake if wake < inf else None, _NO_REASONS)
+
+
+def _first_free(n: int, now: float, free: int, ends: list[tuple[float, int]]) -> float:
+    """The first time from ``now`` on that ``n`` cores are free (``free`` now, ``ends`` the holders' ends)."""
+    acc, since = free, now
+    for e, x in sorted(ends):
+        if e > since:
+            if acc >= n:
+                break
+            if e == inf:
+                return inf
+            since = e
+        acc += x
+    return since if acc >= n else inf
+
+
+def _meetable(n: int, t: float, free: int, ends: list[tuple[float, int]], meet: list[tuple[float, int]]) -> bool:
+    """Whether ``n`` cores can be had from ``t`` (now or later) on, preempting every checkpointable backfilled
+    job (``meet``)."""
+    return free + sum([x for e, x in ends if e <= t]) + sum([x for e, x in meet if e > t]) >= n
+
+
+def _ckpt_head(
+    queue: Sequence[Waiting],
+    ncores: int,
+    memo: HeadReservation | None,
+    now: float,
+    free: int,
+    ends: list[tuple[float, int]],
+    meet: list[tuple[float, int]] | None,
+    decisions: list[Decision],
+) -> tuple[int, float, int, int, bool] | None:
+    """:func:`ckpt_plain`'s jobs started in queue order up to the head (into ``decisions``, their ends into
+    ``ends``): the head's place in ``queue`` (-1: none), its reservation time, the cores left free now, the
+    place of the kept head started now (-1: none) and whether the head is the kept one, found first (then the
+    jobs ahead of it are tried behind it); None where a job looked at asks for more than cores."""
+    skip = -1
+    if memo is not None:  # the previous pass's head stays the head while its reservation can be met
+        assert meet is not None
+        for i, w in enumerate(queue):
+            if w.id != memo.job:
+                continue
+            if w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None:
+                return None
+            n = w.ncpus
+            if n > ncores:
+                break
+            if n <= free:
+                free -= n
+                ends.append((now + w.estimate, n))
+                decisions.append(Start(w.id, (), False, None, ()))
+                skip = i
+                break
+            t = _first_free(n, now, free, ends)
+            if memo.time < t:
+                t = memo.time
+            if _meetable(n, t if t > now else now, free, ends, meet):
+                return i, t, free, -1, True
+            break
+    for i, w in enumerate(queue):
+        if i == skip or w.bind is not None:
+            continue
+        if w.resources or w.flex or w.devices or w.hard is not None:
+            return None
+        n = w.ncpus
+        if n > ncores:
+            continue  # can never start: never blocks the queue
+        if n <= free:
+            free -= n
+            ends.append((now + w.estimate, n))
+            decisions.append(Start(w.id, (), False, None, ()))
+            continue
+        shadow = _first_free(n, now, free, ends)
+        if shadow == inf:
+            continue  # can never be placed: never blocks the queue
+        if memo is not None and w.id == memo.job:
+            assert meet is not None
+            if _meetable(n, memo.time if memo.time > now else now, free, ends, meet):
+                shadow = min(shadow, memo.time)  # head again: its reservation never moves later
+        return i, shadow, free, skip, False
+    return -1, inf, free, skip, False

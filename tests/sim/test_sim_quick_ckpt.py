@@ -1,0 +1,120 @@
+"""A plain replay under checkpoint-backfill takes most passes through the quick pass
+(:func:`gridsched.core.policy.quick.ckpt_pass`, on the replay's state) and gives what the general pass gives,
+job by job: the same
+starts, ends, checkpoints, run segments, passes and series, with a tuner or without."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gridsched.core.policy import quick
+from gridsched.core.types import BackfillOrder, Params, Policy, Predictor
+from gridsched.sim import engine, tune
+from gridsched.sim.engine import Mode, Result, simulate
+from gridsched.sim.swf import Trace, read
+
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+SETTINGS = [
+    Params(policy=Policy.CHECKPOINT_BACKFILL, p=0.1, threshold=600.0, backfill_order=BackfillOrder.SHORTEST),
+    Params(policy=Policy.CHECKPOINT_BACKFILL),
+    Params(policy=Policy.CHECKPOINT_BACKFILL, predictor=Predictor.USER_RATIO, threshold=60.0),
+    Params(policy=Policy.CHECKPOINT_BACKFILL, predictor=Predictor.USER_HISTORY, backfill_order=BackfillOrder.SHORTEST),
+]
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> Trace:
+    ncores = draw(st.integers(1, 16))
+    tr = Trace("<random>", ncores, ncores, None)
+    t = 0
+    for i in range(draw(st.integers(0, 40))):
+        t += draw(st.sampled_from([0, 0, 1, 5, 20, 60, 300]))  # many simultaneous arrivals
+        wall = draw(st.sampled_from([1, 10, 100, 1000, 2500, 5000, 20000]))
+        run = min(wall, draw(st.sampled_from([0, 1, 10, 30, 100, 500, 2000, 4000])))  # ends and shadows meet
+        tr.ids.append(i + 1)
+        tr.submit.append(float(t))
+        tr.size.append(draw(st.integers(1, min(4, ncores)) | st.integers(1, ncores)))
+        tr.walltime.append(float(wall))
+        tr.run.append(float(run))
+        tr.user.append(draw(st.sampled_from(["a", "b"])))
+    return tr
+
+
+def outcome(res: Result) -> tuple[object, ...]:
+    return (
+        res.start,
+        res.end,
+        res.checkpoints,
+        res.segments,
+        res.passes,
+        res.skipped,
+        res.series,
+        res.overhead_cs,
+        res.lost_cs,
+        res.killed,
+        res.tunings,
+    )
+
+
+def both(tr: Trace, params: Params, mode: Mode = Mode.CHECKPOINT, tuner: bool = False) -> tuple[Result, Result, int]:
+    """The replay of ``tr`` with the quick pass and with the general pass alone; how many passes the quick
+    pass decided."""
+    decided = [0]
+    plain = quick.ckpt_pass
+
+    def counted(*parts):  # type: ignore[no-untyped-def]
+        plan = plain(*parts)
+        decided[0] += plan is not None
+        return plan
+
+    def run() -> Result:
+        t = None
+        if tuner:  # every 10 minutes from the jobs that ended in the last hour, the grid of an "auto" p
+            grid = tune.grid_for(params, True, False, False)
+            t = tune.in_replay(tr, 600.0, 3600.0, grid, min_jobs=5, warmup=600.0)
+        return simulate(tr, params, mode=mode, series=True, tuner=t)
+
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(engine, "ckpt_pass", counted)
+        fast = run()
+        mp.setattr(engine, "ckpt_pass", lambda *parts: None)
+        general = run()
+    finally:
+        mp.undo()
+    return fast, general, decided[0]
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    tr=traces(),
+    params=st.sampled_from(SETTINGS),
+    mode=st.sampled_from([Mode.CHECKPOINT, Mode.REQUEUE, Mode.NONE]),
+)
+def test_the_quick_pass_replays_as_the_general_one(tr: Trace, params: Params, mode: Mode) -> None:
+    fast, general, _ = both(tr, params, mode)
+    assert outcome(fast) == outcome(general)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tr=traces(), params=st.sampled_from(SETTINGS[:2]))
+def test_with_a_tuner_too(tr: Trace, params: Params) -> None:
+    fast, general, _ = both(tr, params, tuner=True)
+    assert outcome(fast) == outcome(general)
+
+
+@pytest.mark.parametrize("params", SETTINGS[:3], ids=["shipped", "queue", "user-ratio"])
+@pytest.mark.parametrize("name", ["KTH-SP2-1996-2.1-cln.swf", "SDSC-SP2-1998-4.2-cln.swf"])
+def test_the_quick_pass_replays_trace_slices_as_the_general_one(name: str, params: Params) -> None:
+    path = TRACES / name
+    if not path.exists():
+        pytest.skip(f"no trace at {path}")
+    tr = read(str(path), limit=3000)
+    fast, general, decided = both(tr, params)
+    assert outcome(fast) == outcome(general)
+    assert sum(fast.checkpoints) > 0  # (jobs were shortened, and made room)
+    assert decided > 0.9 * fast.passes  # (the quick pass decided most passes: not the general one twice)
