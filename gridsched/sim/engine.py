@@ -29,7 +29,7 @@ from gridsched.core.policy import quiet_when_full, schedule
 from gridsched.core.policy.quick import ckpt_pass, easy_plain
 from gridsched.core.predict import run_ratio
 from gridsched.core.topology import Device, MachineMap
-from gridsched.core.types import BackfillOrder, Params, Plan, Policy, Predictor, Resv, Snapshot, Waiting
+from gridsched.core.types import BackfillOrder, Params, Policy, Predictor, Resv, Snapshot, Waiting
 from gridsched.sim import lean as lean_replay
 from gridsched.sim.decisions import apply
 from gridsched.sim.records import Gates, Mode, Result, SimMemory, SimResv, SimulationError, Tuner
@@ -440,14 +440,29 @@ def _passes(r: Replay, now: float) -> None:
     """Pass at ``now`` and carry the plan out; again at once (up to :data:`MAX_REPASS` passes) while a plan
     changes more than starts (a preemption, a reservation's end, ...)."""
     r.wake = INF
+    quick_ckpt = r.quick_ckpt  # (the settings change only at a tuning instant, never within passes)
     for _ in range(MAX_REPASS):
-        if r.run_dirty:
-            r.run_tuple = tuple(r.running.values())
-            r.run_dirty = False
         r.passes += 1
-        # (what schedule would answer, without its steps; under checkpoint-backfill without a snapshot)
-        plan = _ckpt_pass(r, now) if r.quick_ckpt else None
+        # (what schedule would answer, without its steps; under checkpoint-backfill without a snapshot, the
+        # running jobs read once from the replay's own table)
+        if quick_ckpt:
+            params = r.params
+            plan = ckpt_pass(
+                now,
+                r.ncores,
+                r.running.values(),
+                r.pending,
+                params,
+                r.head,
+                r.history,
+                r.ratios if params.predictor is _BY_RATIO else _EMPTY,
+            )
+        else:
+            plan = None
         if plan is None:
+            if r.run_dirty:
+                r.run_tuple = tuple(r.running.values())
+                r.run_dirty = False
             snap = _snapshot(r, now)
             plan = easy_plain(snap) if r.quick else None
             if plan is None:
@@ -465,22 +480,6 @@ def _passes(r: Replay, now: float) -> None:
         r.wake = w if w is not None and w > now else INF
         if not plan.decisions or not apply(r, plan, now):
             break
-
-
-def _ckpt_pass(r: Replay, now: float) -> Plan | None:
-    """The checkpoint-backfill pass of :func:`~gridsched.core.policy.quick.ckpt_pass` on the replay's state (the
-    parts :func:`_snapshot` would put in the snapshot), or None where it leaves the pass to the general one."""
-    params = r.params
-    return ckpt_pass(
-        now,
-        r.ncores,
-        r.run_tuple,
-        r.pending,
-        params,
-        r.head,
-        r.history,
-        r.ratios if params.predictor is _BY_RATIO else _EMPTY,
-    )
 
 
 def _snapshot(r: Replay, now: float) -> Snapshot:

@@ -207,7 +207,7 @@ def ckpt_plain(snap: Snapshot) -> Plan | None:
 def ckpt_pass(
     now: float,
     ncores: int,
-    running: Sequence[Running],
+    running: Iterable[Running],
     queue: Sequence[Waiting],
     params: Params,
     memo: HeadReservation | None,
