@@ -456,6 +456,7 @@ def _passes(r: Replay, now: float) -> None:
                 r.head,
                 r.history,
                 r.ratios if params.predictor is _BY_RATIO else _EMPTY,
+                True,  # (a replay that takes this pass makes plain entries only)
             )
         else:
             plan = None

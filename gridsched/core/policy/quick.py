@@ -213,11 +213,15 @@ def ckpt_pass(
     memo: HeadReservation | None,
     history: Mapping[str, tuple[float, ...]],
     ratios: Mapping[str, tuple[float, ...]],
+    plain: bool = False,
 ) -> Plan | None:
     """:func:`ckpt_plain` for a driver that has the snapshot's parts at hand and knows the snapshot is one it
     takes (cores counted, no floating resource, reservation, device, splitting, priority; not the cascading
     reading nor early room): gsim's general loop, which then builds no snapshot for the passes it decides.
-    The running jobs and the queue are read once each and never kept."""
+    The running jobs and the queue are read once each and never kept.  With ``plain`` the driver also
+    knows that no running job holds a resource or is stopping and that no waiting one asks for a resource
+    or device, is bound to a reservation, is one or has an estimate of its own: the entries are not looked
+    at for those (the answer is the same; else a pass such an entry is in is left to the general one)."""
     free = ncores
     # (counted end, cores) of the running jobs and of those started in this pass (an end before now counts
     # as now wherever it is read); with a head kept from the previous pass, (counted end, cores) of the
@@ -228,7 +232,7 @@ def ckpt_pass(
     relied = reclaimable = False
     wake = inf  # the earliest planned end still ahead
     for r in running:
-        if r.resources or r.stopping:
+        if not plain and (r.resources or r.stopping):
             return None
         n = r.ncpus
         free -= n
@@ -254,7 +258,7 @@ def ckpt_pass(
                     meet.append((e, n))
         add((e, n))
     decisions: list[Decision] = []
-    found = _ckpt_head(queue, ncores, memo, now, free, ends, meet, decisions)
+    found = _ckpt_head(queue, ncores, memo, now, free, ends, meet, decisions, plain)
     if found is None:
         return None
     h, shadow, free, skip, kept = found
@@ -283,7 +287,7 @@ def ckpt_pass(
                 n = w.ncpus
                 if n > free:
                     continue
-                if w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None:
+                if not plain and (w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None):
                     return None
                 est = w.estimate
                 end = now + est
@@ -319,7 +323,10 @@ def ckpt_pass(
         wake = shadow
     if ps_wake < wake:
         wake = ps_wake
-    return Plan(tuple(decisions), HeadReservation(head.id, shadow), wake if wake < inf else None, _NO_REASONS)
+    # (the previous pass's reservation itself where it is unchanged: a record is never changed)
+    if memo is None or memo.job != head.id or memo.time != shadow:
+        memo = HeadReservation(head.id, shadow)
+    return Plan(tuple(decisions), memo, wake if wake < inf else None, _NO_REASONS)
 
 
 def _first_free(n: int, now: float, free: int, ends: list[tuple[float, int]]) -> float:
@@ -351,6 +358,7 @@ def _ckpt_head(
     ends: list[tuple[float, int]],
     meet: list[tuple[float, int]] | None,
     decisions: list[Decision],
+    plain: bool,
 ) -> tuple[int, float, int, int, bool] | None:
     """:func:`ckpt_plain`'s jobs started in queue order up to the head (into ``decisions``, their ends into
     ``ends``): the head's place in ``queue`` (-1: none), its reservation time, the cores left free now, the
@@ -362,7 +370,7 @@ def _ckpt_head(
         for i, w in enumerate(queue):
             if w.id != memo.job:
                 continue
-            if w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None:
+            if not plain and (w.resources or w.bind is not None or w.flex or w.devices or w.hard is not None):
                 return None
             n = w.ncpus
             if n > ncores:
@@ -380,10 +388,13 @@ def _ckpt_head(
                 return i, t, free, -1, True
             break
     for i, w in enumerate(queue):
-        if i == skip or w.bind is not None:
+        if i == skip:
             continue
-        if w.resources or w.flex or w.devices or w.hard is not None:
-            return None
+        if not plain:
+            if w.bind is not None:
+                continue
+            if w.resources or w.flex or w.devices or w.hard is not None:
+                return None
         n = w.ncpus
         if n > ncores:
             continue  # can never start: never blocks the queue
