@@ -194,8 +194,28 @@ def _run(r: Replay) -> None:
     """The event loop: the next instant with an event, the batch of events then, and a pass when one can
     decide anything."""
     pending, ends, ts, fast, ncores, n, submit = r.pending, r.ends, r.ts, r.fast, r.ncores, r.n, r.submit
+    state, seg = r.state, r.seg
     while True:
-        now, timer = _next_instant(r)
+        # The next instant with an event (INF: none is left), and the plan's timer (its ``wake_at`` or the
+        # head's reservation time, whichever is first); the end events of preempted segments dropped.
+        while ends:
+            _t, i, s = ends[0]
+            if state[i] == RUNNING and seg[i] == s:
+                break
+            heappop(ends)
+        nxt = r.nxt
+        now = submit[nxt] if nxt < n else INF
+        if ends and ends[0][0] < now:
+            now = ends[0][0]
+        if r.others:  # reservations, holds, pieces of split jobs
+            now = _other_next(r, now)
+        timer = r.wake
+        if r.head_at < timer:
+            timer = r.head_at
+        if timer < now:
+            now = timer
+        if r.next_tune < now < INF:  # tuning instants only while the replay has events left
+            now = r.next_tune
         if now == INF:
             break
         # The batch of events at `now`.
@@ -221,36 +241,17 @@ def _run(r: Replay) -> None:
             ts.append((now, ncores - r.free, len(pending)))
 
 
-def _next_instant(r: Replay) -> tuple[float, float]:
-    """The next instant with an event (INF: none is left), and the plan's timer (its ``wake_at`` or the
-    head's reservation time, whichever is first)."""
-    ends, state, seg = r.ends, r.state, r.seg
-    # Drop end events of segments that were preempted.
-    while ends:
-        t, i, s = ends[0]
-        if state[i] == RUNNING and seg[i] == s:
-            break
-        heappop(ends)
-    nxt = r.nxt
-    now = r.submit[nxt] if nxt < r.n else INF
-    if ends and ends[0][0] < now:
-        now = ends[0][0]
-    if r.others:  # reservations, holds, pieces of split jobs
-        rvs, rv_next = r.rvs, r.rv_next
-        if rv_next < len(rvs) and rvs[r.rv_order[rv_next]].create < now:
-            now = rvs[r.rv_order[rv_next]].create
-        if r.rv_events and r.rv_events[0][0] < now:
-            now = r.rv_events[0][0]
-        if r.piece_ends and r.piece_ends[0][0] < now:
-            now = r.piece_ends[0][0]
-    timer = r.wake
-    if r.head_at < timer:
-        timer = r.head_at
-    if timer < now:
-        now = timer
-    if r.next_tune < now < INF:  # tuning instants only while the replay has events left
-        now = r.next_tune
-    return now, timer
+def _other_next(r: Replay, now: float) -> float:
+    """The first of ``now`` and the next reservation's creation, reservation event or end of a piece of a
+    split job."""
+    rvs, rv_next = r.rvs, r.rv_next
+    if rv_next < len(rvs) and rvs[r.rv_order[rv_next]].create < now:
+        now = rvs[r.rv_order[rv_next]].create
+    if r.rv_events and r.rv_events[0][0] < now:
+        now = r.rv_events[0][0]
+    if r.piece_ends and r.piece_ends[0][0] < now:
+        now = r.piece_ends[0][0]
+    return now
 
 
 def _end_jobs(r: Replay, now: float) -> bool:
