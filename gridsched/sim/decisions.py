@@ -123,7 +123,7 @@ def start(r: Replay, d: Start, now: float) -> None:
     if r.gated:
         r.states[i] = "RUNNING"
         a = r.g_arrays.get(i)
-        r.running[i] = Running(
+        ru = Running(
             i,
             n_i,
             now,
@@ -140,11 +140,16 @@ def start(r: Replay, d: Start, now: float) -> None:
             devices=d_keys,
         )
     elif d_held:
-        r.running[i] = Running(
+        ru = Running(
             i, n_i, now, left, d.cores, d.backfilled, preemptable, d.planned, False, user, d_held, devices=d_keys
         )
     else:
-        r.running[i] = Running(i, n_i, now, left, d.cores, d.backfilled, preemptable, d.planned, False, user)
+        ru = Running(i, n_i, now, left, d.cores, d.backfilled, preemptable, d.planned, False, user)
+    r.running[i] = ru
+    if d.planned is None and not (d.backfilled and preemptable):
+        r.fixed[i] = (now + left, n_i)  # (its start + estimate)
+    else:
+        r.special[i] = ru
     r.seg_begin[i] = now
     heappush(r.ends, (now + debt + r.work[i] - done, i, r.seg[i]))
     r.run_dirty = True
@@ -272,6 +277,8 @@ def kill(r: Replay, i: int, now: float) -> None:
     r.state[i] = DONE
     r.end[i] = now
     del r.running[i]
+    if r.fixed.pop(i, None) is None:
+        del r.special[i]
     r.free += r.size[i]
     if r.free_set is not None:
         r.free_set = r.free_set | r.held.pop(i)
@@ -307,6 +314,8 @@ def preempt(r: Replay, i: int, now: float) -> None:
     r.seg[i] += 1
     r.state[i] = PENDING
     del r.running[i]
+    if r.fixed.pop(i, None) is None:
+        del r.special[i]
     r.free += n_i
     if r.free_set is not None:
         r.free_set = r.free_set | r.held.pop(i)

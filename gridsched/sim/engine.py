@@ -258,7 +258,7 @@ def _end_jobs(r: Replay, now: float) -> bool:
     """The jobs whose run ends at ``now`` end; whether one did (a preempted segment's end is none)."""
     ends, state, seg, end, running, size = r.ends, r.state, r.seg, r.end, r.running, r.size
     users, work, wall, debt, segs, history, ratios = r.users, r.work, r.wall, r.debt, r.segs, r.history, r.ratios
-    acc, keep_ratios, learn = r.acc, r.keep_ratios, r.learn
+    acc, keep_ratios, learn, fixed, special = r.acc, r.keep_ratios, r.learn, r.fixed, r.special
     ended = False
     while ends and ends[0][0] == now:
         t, i, s = heappop(ends)
@@ -269,6 +269,8 @@ def _end_jobs(r: Replay, now: float) -> bool:
         if now > end[i]:
             end[i] = now
         del running[i]
+        if fixed.pop(i, None) is None:
+            del special[i]
         r.run_dirty = True
         if r.tuner is not None:
             r.finished.append(i)
@@ -451,13 +453,15 @@ def _passes(r: Replay, now: float) -> None:
             plan = ckpt_pass(
                 now,
                 r.ncores,
-                r.running.values(),
+                r.special.values(),
                 r.pending,
                 params,
                 r.head,
                 r.history,
                 r.ratios if params.predictor is _BY_RATIO else _EMPTY,
                 True,  # (a replay that takes this pass makes plain entries only)
+                r.fixed.values(),
+                r.free,
             )
         else:
             plan = None

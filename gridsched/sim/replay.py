@@ -68,8 +68,9 @@ class Replay:
         "splittable", "splits", "tasks_left", "outstanding", "piece_of", "piece_ends", "next_piece",
         "n_pieces", "n_tasks", "sub", "left",
         # every job
-        "state", "first", "end", "done", "debt", "ckpts", "seg_begin", "seg", "segs", "running", "run_tuple",
-        "run_dirty", "pending", "ends", "history", "ratios", "keep_ratios", "learn", "finished", "smallest", "nxt",
+        "state", "first", "end", "done", "debt", "ckpts", "seg_begin", "seg", "segs", "running", "fixed", "special",
+        "run_tuple", "run_dirty", "pending", "ends", "history", "ratios", "keep_ratios", "learn", "finished",
+        "smallest", "nxt",
         # the plan in force and the clock's other events
         "head", "head_at", "wake", "tunings", "next_tune",
         # the machine
@@ -235,6 +236,11 @@ class Replay:
         self.seg = [0] * n  # run segment number: invalidates the end events of preempted segments
         self.segs: dict[int, list[tuple[float, float]]] = {}
         self.running: dict[int, Running] = {}
+        # the running jobs (started whole) as the checkpoint-backfill quick pass counts them: (walltime end,
+        # cores) of those it counts at their walltime alone (no planned end, not backfilled preemptable), the
+        # others as they run
+        self.fixed: dict[int, tuple[float, int]] = {}
+        self.special: dict[int, Running] = {}
         self.run_tuple: tuple[Running, ...] = ()
         self.run_dirty = False
         self.pending: list[Waiting] = []

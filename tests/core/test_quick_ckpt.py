@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gridsched.core.policy import schedule
 from gridsched.core.policy.backfill import backfill
-from gridsched.core.policy.quick import ckpt_plain
+from gridsched.core.policy.quick import ckpt_pass, ckpt_plain
 from gridsched.core.types import (
     BackfillOrder,
     HeadReservation,
@@ -118,6 +118,24 @@ def test_the_quick_pass_decides_as_the_general_one(snap: Snapshot) -> None:
     else:
         assert snap.head is not None or any(r.planned is not None for r in snap.running) or general.head is not None
     assert schedule(snap) == general
+
+
+@settings(max_examples=400, deadline=None)
+@given(snap=plain_snapshots())
+def test_a_driver_keeping_the_running_jobs_apart_gets_the_same_pass(snap: Snapshot) -> None:
+    # the jobs counted at their walltime alone given as (start + estimate, cores), the cores free now
+    # given; entries vouched plain: the same plan as the pass reading every running job
+    def alone(r: Running) -> bool:
+        return r.planned is None and not (r.backfilled and r.preemptable)
+
+    fixed = [(r.start + r.estimate, r.ncpus) for r in snap.running if alone(r)]
+    others = [r for r in snap.running if not alone(r)]
+    free = snap.ncores - sum(r.ncpus for r in snap.running)
+    args = (snap.now, snap.ncores, snap.running, snap.pending, snap.params, snap.head, snap.history, snap.ratios)
+    whole = ckpt_pass(*args)
+    assert whole == ckpt_plain(snap)
+    assert ckpt_pass(*args, True) == whole
+    assert ckpt_pass(snap.now, snap.ncores, others, *args[3:], True, fixed, free) == whole
 
 
 @settings(max_examples=400, deadline=None)

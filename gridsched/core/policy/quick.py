@@ -214,6 +214,8 @@ def ckpt_pass(
     history: Mapping[str, tuple[float, ...]],
     ratios: Mapping[str, tuple[float, ...]],
     plain: bool = False,
+    fixed: Iterable[tuple[float, int]] | None = None,
+    free: int | None = None,
 ) -> Plan | None:
     """:func:`ckpt_plain` for a driver that has the snapshot's parts at hand and knows the snapshot is one it
     takes (cores counted, no floating resource, reservation, device, splitting, priority; not the cascading
@@ -221,12 +223,18 @@ def ckpt_pass(
     The running jobs and the queue are read once each and never kept.  With ``plain`` the driver also
     knows that no running job holds a resource or is stopping and that no waiting one asks for a resource
     or device, is bound to a reservation, is one or has an estimate of its own: the entries are not looked
-    at for those (the answer is the same; else a pass such an entry is in is left to the general one)."""
-    free = ncores
+    at for those (the answer is the same; else a pass such an entry is in is left to the general one).
+
+    With ``fixed`` and ``free`` the driver keeps the running jobs apart: ``fixed`` the (start + estimate,
+    cores) of those that have no planned end and are not both backfilled and preemptable (this pass only
+    counts them as ending then), ``running`` the others, ``free`` the cores free now."""
+    counted = free is None
+    if free is None:
+        free = ncores
     # (counted end, cores) of the running jobs and of those started in this pass (an end before now counts
     # as now wherever it is read); with a head kept from the previous pass, (counted end, cores) of the
     # running ones that preempting every checkpointable backfilled job would free
-    ends: list[tuple[float, int]] = []
+    ends: list[tuple[float, int]] = [] if fixed is None else list(fixed)
     add = ends.append
     meet: list[tuple[float, int]] | None = [] if memo is not None else None
     relied = reclaimable = False
@@ -235,7 +243,8 @@ def ckpt_pass(
         if not plain and (r.resources or r.stopping):
             return None
         n = r.ncpus
-        free -= n
+        if counted:
+            free -= n
         pl = r.planned
         if pl is None:
             e = r.start + r.estimate
