@@ -270,7 +270,7 @@ def ckpt_pass(
     found = _ckpt_head(queue, ncores, memo, now, free, ends, meet, decisions, plain)
     if found is None:
         return None
-    h, shadow, free, skip, kept = found
+    h, shadow, free, skip, by_then = found
     if h < 0:  # every job started, or none can ever be placed
         return Plan(tuple(decisions), None, None, _NO_REASONS)
     if now >= shadow:
@@ -282,7 +282,7 @@ def ckpt_pass(
         # head kept from the previous pass, those ahead of it in the queue too
         if skip >= 0:
             tried = [w for k, w in enumerate(queue) if k > h and k != skip and w.ncpus <= free]
-        elif kept:
+        elif by_then is not None:
             tried = [w for k, w in enumerate(queue) if k != h and w.ncpus <= free]
         else:
             tried = [w for w in islice(queue, h + 1, None) if w.ncpus <= free]
@@ -290,7 +290,7 @@ def ckpt_pass(
             if params.backfill_order is _SHORTEST:
                 tried.sort(key=_estimate)  # (stable: equal estimates stay in queue order)
             # the cores left beside the head when its reservation begins
-            left = free + sum([x for e, x in ends if e <= shadow]) - head.ncpus
+            left = (free + sum([x for e, x in ends if e <= shadow]) if by_then is None else by_then) - head.ncpus
             predict = None
             for w in tried:
                 n = w.ncpus
@@ -368,11 +368,12 @@ def _ckpt_head(
     meet: list[tuple[float, int]] | None,
     decisions: list[Decision],
     plain: bool,
-) -> tuple[int, float, int, int, bool] | None:
+) -> tuple[int, float, int, int, int | None] | None:
     """:func:`ckpt_plain`'s jobs started in queue order up to the head (into ``decisions``, their ends into
     ``ends``): the head's place in ``queue`` (-1: none), its reservation time, the cores left free now, the
-    place of the kept head started now (-1: none) and whether the head is the kept one, found first (then the
-    jobs ahead of it are tried behind it); None where a job looked at asks for more than cores."""
+    place of the kept head started now (-1: none) and, where the head is the kept one, found first (then the
+    jobs ahead of it are tried behind it), the cores free by its reservation time (counted from ``ends``; the
+    time is now if that is past), else None; None where a job looked at asks for more than cores."""
     skip = -1
     if memo is not None:  # the previous pass's head stays the head while its reservation can be met
         assert meet is not None
@@ -393,8 +394,10 @@ def _ckpt_head(
             t = _first_free(n, now, free, ends)
             if memo.time < t:
                 t = memo.time
-            if _meetable(n, t if t > now else now, free, ends, meet):
-                return i, t, free, -1, True
+            at = t if t > now else now  # (_meetable, its sum over ends kept for the jobs tried behind the head)
+            by_then = free + sum([x for e, x in ends if e <= at])
+            if by_then + sum([x for e, x in meet if e > at]) >= n:
+                return i, t, free, -1, by_then
             break
     for i, w in enumerate(queue):
         if i == skip:
@@ -419,5 +422,5 @@ def _ckpt_head(
             assert meet is not None
             if _meetable(n, memo.time if memo.time > now else now, free, ends, meet):
                 shadow = min(shadow, memo.time)  # head again: its reservation never moves later
-        return i, shadow, free, skip, False
-    return -1, inf, free, skip, False
+        return i, shadow, free, skip, None
+    return -1, inf, free, skip, None
