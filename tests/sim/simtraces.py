@@ -1,8 +1,52 @@
-"""Helpers for the simulator tests: tiny SWF traces written into a temporary directory."""
+"""Helpers for the simulator tests: tiny SWF traces written into a temporary directory; generated traces and
+what two replays of one are compared by."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from hypothesis import strategies as st
+
+from gridsched.sim.engine import Result
+from gridsched.sim.swf import Trace
+
+
+@st.composite
+def small_traces(draw: st.DrawFn, walls: Sequence[int], users: Sequence[str]) -> Trace:
+    """Up to 40 jobs on 1-16 cores, many arriving at once, run times that meet walltimes and shadows."""
+    ncores = draw(st.integers(1, 16))
+    tr = Trace("<random>", ncores, ncores, None)
+    t = 0
+    for i in range(draw(st.integers(0, 40))):
+        t += draw(st.sampled_from([0, 0, 1, 5, 20, 60, 300]))  # many simultaneous arrivals
+        wall = draw(st.sampled_from(walls))
+        run = min(wall, draw(st.sampled_from([0, 1, 10, 30, 100, 500, 2000, 4000])))  # ends and shadows meet
+        tr.ids.append(i + 1)
+        tr.submit.append(float(t))
+        tr.size.append(draw(st.integers(1, min(4, ncores)) | st.integers(1, ncores)))
+        tr.walltime.append(float(wall))
+        tr.run.append(float(run))
+        tr.user.append(draw(st.sampled_from(users)))
+    return tr
+
+
+def outcome(res: Result) -> tuple[object, ...]:
+    """What two replays of one trace must agree on, job by job and pass by pass."""
+    return (
+        res.start,
+        res.end,
+        res.checkpoints,
+        res.segments,
+        res.passes,
+        res.skipped,
+        res.series,
+        res.overhead_cs,
+        res.lost_cs,
+        res.split_jobs,
+        res.eligible,
+        res.killed,
+        res.tunings,
+    )
 
 
 def swf_line(

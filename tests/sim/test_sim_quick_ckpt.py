@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from simtraces import outcome, small_traces
 
 from gridsched.core.policy import quick
 from gridsched.core.types import BackfillOrder, Params, Policy, Predictor
@@ -26,38 +27,8 @@ SETTINGS = [
 ]
 
 
-@st.composite
-def traces(draw: st.DrawFn) -> Trace:
-    ncores = draw(st.integers(1, 16))
-    tr = Trace("<random>", ncores, ncores, None)
-    t = 0
-    for i in range(draw(st.integers(0, 40))):
-        t += draw(st.sampled_from([0, 0, 1, 5, 20, 60, 300]))  # many simultaneous arrivals
-        wall = draw(st.sampled_from([1, 10, 100, 1000, 2500, 5000, 20000]))
-        run = min(wall, draw(st.sampled_from([0, 1, 10, 30, 100, 500, 2000, 4000])))  # ends and shadows meet
-        tr.ids.append(i + 1)
-        tr.submit.append(float(t))
-        tr.size.append(draw(st.integers(1, min(4, ncores)) | st.integers(1, ncores)))
-        tr.walltime.append(float(wall))
-        tr.run.append(float(run))
-        tr.user.append(draw(st.sampled_from(["a", "b"])))
-    return tr
-
-
-def outcome(res: Result) -> tuple[object, ...]:
-    return (
-        res.start,
-        res.end,
-        res.checkpoints,
-        res.segments,
-        res.passes,
-        res.skipped,
-        res.series,
-        res.overhead_cs,
-        res.lost_cs,
-        res.killed,
-        res.tunings,
-    )
+def traces() -> st.SearchStrategy[Trace]:
+    return small_traces([1, 10, 100, 1000, 2500, 5000, 20000], ["a", "b"])
 
 
 def both(tr: Trace, params: Params, mode: Mode = Mode.CHECKPOINT, tuner: bool = False) -> tuple[Result, Result, int]:
