@@ -18,6 +18,7 @@ from gridsched.daemon.spawn import Processes
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import JobState
 from tests.conftest import wait_for
+from tests.daemon.launches import job_launch
 from tests.fuzz.test_requests import valid_job
 
 
@@ -77,15 +78,8 @@ def test_the_shepherd_never_moves_into_its_job_s_cgroup_v2_and_leaves_it(tmp_pat
         real(path, pid)
 
     monkeypatch.setattr(cgroup, "join", join)
-    work = tmp_path / "wd"
-    work.mkdir()
-    (tmp_path / "job.sh").write_text(JOB)
-    (tmp_path / "job.sh").chmod(0o755)
-    spec = launch.Launch(
-        job_id=8, segment=1, job_dir=str(tmp_path), script=str(tmp_path / "job.sh"), args=(), workdir=str(work),
-        stdout=str(tmp_path / "out"), stderr=str(tmp_path / "out"), append=False, env={"PATH": "/usr/bin:/bin"},
-        cpus=frozenset(os.sched_getaffinity(0)), uid=os.getuid(), gid=os.getgid(), user="u", max_processes=50,
-    )  # fmt: skip
+    spec = job_launch(tmp_path, JOB, job_id=8, max_processes=50)
+    work = Path(spec.workdir)
     name = cgroup.job_name(str(tmp_path), 1)
     born = place.base / name
     shepherd = launch.spawn(spec)
@@ -182,12 +176,9 @@ def test_a_start_a_kill_undid_has_its_cgroups_removed_at_recovery(stub_daemon, m
 
 
 def _marking_launch(tmp_path: Path, segment: int = 1) -> launch.Launch:
-    (tmp_path / "job.sh").write_text("#!/bin/sh\ntouch ran\n")
-    (tmp_path / "job.sh").chmod(0o755)
-    return launch.Launch(
-        job_id=9, segment=segment, job_dir=str(tmp_path), script=str(tmp_path / "job.sh"), args=(),
-        workdir=str(tmp_path), stdout="/dev/null", stderr="/dev/null", append=False, env={"PATH": "/usr/bin:/bin"},
-        cpus=frozenset(os.sched_getaffinity(0)), uid=os.getuid(), gid=os.getgid(), user="u", max_processes=50,
+    return job_launch(
+        tmp_path, "#!/bin/sh\ntouch ran\n", job_id=9, segment=segment, workdir=str(tmp_path), stdout="/dev/null",
+        stderr="/dev/null", max_processes=50,
     )  # fmt: skip
 
 

@@ -18,6 +18,7 @@ import pytest
 from gridsched.daemon import jobtmp, launch, procs, starter
 from gridsched.daemon.spawn import Processes
 from tests.conftest import wait_for
+from tests.daemon.launches import job_launch
 
 
 def test_a_message_larger_than_the_socket_buffer_arrives_whole_with_its_descriptor():
@@ -172,18 +173,10 @@ def test_the_job_s_process_is_prepared_alike_spawned_or_forked_by_its_shepherd(t
     none, and its status is collected."""
     if not direct:
         monkeypatch.setattr(launch, "_direct", lambda spec, cg: False)
-    work = tmp_path / "wd"
-    work.mkdir()
-    (tmp_path / "job.sh").write_text(JOB)
-    (tmp_path / "job.sh").chmod(0o755)
     cpu = sorted(os.sched_getaffinity(0))[-1]
     numa = os.path.exists("/sys/devices/system/node/node0")
-    spec = launch.Launch(
-        job_id=7, segment=1, job_dir=str(tmp_path), script=str(tmp_path / "job.sh"), args=(), workdir=str(work),
-        stdout=str(tmp_path / "out"), stderr=str(tmp_path / "out"), append=False, env={"PATH": "/usr/bin:/bin"},
-        cpus=frozenset({cpu}), uid=os.getuid(), gid=os.getgid(), user="u", umask=0o027,
-        mem_nodes=(0,) if numa else (),
-    )  # fmt: skip
+    spec = job_launch(tmp_path, JOB, job_id=7, cpus=frozenset({cpu}), umask=0o027, mem_nodes=(0,) if numa else ())
+    work = Path(spec.workdir)
     shepherd = launch.spawn(spec)
     try:
         seen = wait_for(lambda: _lines(work / "seen.txt", 7), 20, "the job to report").splitlines()

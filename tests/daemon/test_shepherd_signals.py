@@ -14,6 +14,7 @@ import pytest
 from gridsched.daemon import launch
 from gridsched.daemon.spawn import Processes
 from tests.conftest import wait_for
+from tests.daemon.launches import job_launch
 
 JOB = """#!/bin/sh
 touch started
@@ -34,15 +35,8 @@ def _bit(sig: int) -> int:
 
 @pytest.mark.parametrize("by_starter", [True, False], ids=["starter", "daemon"])
 def test_a_shepherd_ignores_the_process_group_s_signals_whoever_forked_it(tmp_path, by_starter):
-    work = tmp_path / "wd"
-    work.mkdir()
-    (tmp_path / "job.sh").write_text(JOB)
-    (tmp_path / "job.sh").chmod(0o755)
-    spec = launch.Launch(
-        job_id=5, segment=1, job_dir=str(tmp_path), script=str(tmp_path / "job.sh"), args=(), workdir=str(work),
-        stdout=str(tmp_path / "out"), stderr=str(tmp_path / "out"), append=False, env={"PATH": "/usr/bin:/bin"},
-        cpus=frozenset(os.sched_getaffinity(0)), uid=os.getuid(), gid=os.getgid(), user="u",
-    )  # fmt: skip
+    spec = job_launch(tmp_path, JOB, job_id=5)
+    work = Path(spec.workdir)
     ex = Processes(selectors.DefaultSelector())
     if not by_starter:
         ex.starter = None  # where no starter can run, the daemon (here: this process) forks the shepherd
