@@ -237,6 +237,22 @@ def from_ends(origin: float, free_now: int, ends: Iterable[tuple[float, int]]) -
     return prof
 
 
+def first_free(n: int, since: float, free: int, ends: Iterable[tuple[float, int]]) -> tuple[float, int]:
+    """The first time from ``since`` on that ``n`` cores are free, with ``free`` free now and each ``(time,
+    amount)`` of ``ends`` freed at ``time`` (one at or before ``since`` counts by then), without building the
+    profile; and how many are free then.  ``inf`` when they never are."""
+    acc = free
+    for e, x in sorted(ends):
+        if e > since:
+            if acc >= n:
+                break
+            if e == INF:
+                return INF, acc
+            since = e
+        acc += x
+    return (since, acc) if acc >= n else (INF, acc)
+
+
 def earliest_common_start(requests: Sequence[tuple[Profile, int]], duration: float, not_before: float) -> float:
     """The earliest time every ``(profile, amount)`` of ``requests`` is free for ``duration``.
 

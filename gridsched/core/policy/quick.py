@@ -20,6 +20,7 @@ from operator import attrgetter
 
 from gridsched.core.choices import BackfillOrder
 from gridsched.core.predict import make_predictor
+from gridsched.core.profile import first_free
 from gridsched.core.types import Decision, HeadReservation, Params, Plan, Running, Snapshot, Start, Waiting
 
 _SHORTEST = BackfillOrder.SHORTEST
@@ -338,20 +339,6 @@ def ckpt_pass(
     return Plan(tuple(decisions), memo, wake if wake < inf else None, _NO_REASONS)
 
 
-def _first_free(n: int, now: float, free: int, ends: list[tuple[float, int]]) -> float:
-    """The first time from ``now`` on that ``n`` cores are free (``free`` now, ``ends`` the holders' ends)."""
-    acc, since = free, now
-    for e, x in sorted(ends):
-        if e > since:
-            if acc >= n:
-                break
-            if e == inf:
-                return inf
-            since = e
-        acc += x
-    return since if acc >= n else inf
-
-
 def _meetable(n: int, t: float, free: int, ends: list[tuple[float, int]], meet: list[tuple[float, int]]) -> bool:
     """Whether ``n`` cores can be had from ``t`` (now or later) on, preempting every checkpointable backfilled
     job (``meet``)."""
@@ -391,7 +378,7 @@ def _ckpt_head(
                 decisions.append(Start(w.id, (), False, None, ()))
                 skip = i
                 break
-            t = _first_free(n, now, free, ends)
+            t = first_free(n, now, free, ends)[0]
             if memo.time < t:
                 t = memo.time
             at = t if t > now else now  # (_meetable, its sum over ends kept for the jobs tried behind the head)
@@ -415,7 +402,7 @@ def _ckpt_head(
             ends.append((now + w.estimate, n))
             decisions.append(Start(w.id, (), False, None, ()))
             continue
-        shadow = _first_free(n, now, free, ends)
+        shadow = first_free(n, now, free, ends)[0]
         if shadow == inf:
             continue  # can never be placed: never blocks the queue
         if memo is not None and w.id == memo.job:

@@ -18,7 +18,7 @@ from gridsched.core import devices as dev
 from gridsched.core.end_time import counted_end
 from gridsched.core.placement import assign
 from gridsched.core.policy.boards import BoardState
-from gridsched.core.profile import Profile, earliest_common_start, from_ends
+from gridsched.core.profile import Profile, earliest_common_start, first_free, from_ends
 from gridsched.core.types import Activate, Decision, Resv, Running, Snapshot, Start, Waiting
 
 _NCPUS = attrgetter("ncpus")
@@ -220,20 +220,9 @@ class PassState(BoardState):
 
         Only running and just started jobs are held, so what is free then stays free.
         """
-        if since < self.now:
-            since = self.now
-        acc = self.free_now[0]
-        for e, x in sorted(self._ends):
-            if e > since:
-                if acc >= n:
-                    break
-                if e == inf:
-                    return inf
-                since = e
-            acc += x
-        if acc < n:
-            return inf
-        self._at = (since, acc)  # what is free then, for a hold there (see hold)
+        since, acc = first_free(n, max(since, self.now), self.free_now[0], self._ends)
+        if since != inf:
+            self._at = (since, acc)  # what is free then, for a hold there (see hold)
         return since
 
     def placed_earliest(self, w: Waiting, v: Vec, duration: float, not_before: float | None = None) -> float:
