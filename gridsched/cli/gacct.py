@@ -331,7 +331,7 @@ def read(
             rows = db.iter_jobs(states=st, user=user, ended=ended, spec_keys=SPEC_KEYS)
             never = cancelled_tasks(db) if JobState.CANCELLED in st else []
             if never:
-                folded = fold_unstarted(db, never)
+                folded = fold_unstarted(db, never, user, ended)
                 rows = (r for r in rows if r["id"] not in folded)
             yield from heapq.merge(rows, never, key=lambda j: j["id"])
         finally:
@@ -349,18 +349,23 @@ def cancelled_tasks(db: Any) -> list[ViewRow]:
     return cast("list[ViewRow]", got)
 
 
-def fold_unstarted(db: Any, records: list[ViewRow]) -> set[int]:
+def fold_unstarted(
+    db: Any, records: list[ViewRow], user: str | None = None, window: tuple[float | None, float | None] = (None, None)
+) -> set[int]:
     """Fold into each array's record of :func:`cancelled_tasks` the tasks the daemon had made ahead of their
     start (a machine's worth of an array's pending tasks is made at a time) that were cancelled with it,
     never started: sacct shows an array's tasks that never started as one record, whichever the scheduler
-    had split off.  A task cancelled at another time (on its own, ``gdel 12_3``) keeps its own line.  The
+    had split off.  A task cancelled at another time (on its own, ``gdel 12_3``) keeps its own line.  Only
+    the cancelled rows of ``user`` that ended in ``window`` are read (as :func:`read` reads the others).  The
     ids folded."""
     from gridsched.protocol.arrays import Indices
 
     by_array = {r["id"]: r for r in records}
     extra: dict[int, list[int]] = {}
     folded: set[int] = set()
-    for row in db.iter_jobs(states=[JobState.CANCELLED], spec_keys=("array_id", "array_index")):
+    for row in db.iter_jobs(
+        states=[JobState.CANCELLED], user=user, ended=window, spec_keys=("array_id", "array_index")
+    ):
         spec = row["spec"]
         rec = by_array.get(spec.array_id) if spec.array_id is not None else None
         if rec is None or spec.array_index is None or row.get("start_time") is not None:
