@@ -204,7 +204,6 @@ class Processes:
         sel.register(self.ends, selectors.EVENT_READ, ("ended", None))
         self.starter: Starter | None = Starter(launch.NOTIFY)
         self.listening = -1  # the starter's socket as registered in ``sel``
-        self.early: list[tuple[launch.Launch, tuple[int, int | None] | OSError]] = []  # answers read by spawn
 
     def start(self) -> None:
         """Start the shepherds' starter now (the first job need not wait for it); where it cannot run, the
@@ -253,7 +252,7 @@ class Processes:
     def replies(self, block: bool = False) -> list[tuple[launch.Launch, tuple[int, int | None] | OSError]]:
         """The starter's answers to the launches :meth:`begin` left waiting, oldest first: those there now, or
         with ``block`` all of them; each the shepherd's pid and start time, or why it was not started."""
-        got, self.early = self.early, []
+        got: list[tuple[launch.Launch, tuple[int, int | None] | OSError]] = []
         if self.starter is None:
             return got
         for spec, answer in self.starter.replies(block):
@@ -269,21 +268,6 @@ class Processes:
             self.starter.stop()  # it says nothing unasked: its end (started again at the next launch)
         self._listen()
         return got
-
-    def spawn(self, spec: launch.Launch) -> tuple[int, int | None]:
-        """:meth:`begin` and its answer: the shepherd's pid and start time; OSError if it was not started."""
-        found = self.begin(spec)
-        if found is not None:
-            return found
-        answer: tuple[int, int | None] | OSError = ConnectionError("the shepherds' starter did not answer")
-        for other, got in self.replies(block=True):
-            if other is spec:
-                answer = got
-            else:
-                self.early.append((other, got))  # another launch's: for the next call of replies
-        if isinstance(answer, OSError):
-            raise answer
-        return answer
 
     def _listen(self) -> None:
         """The starter's socket in the loop's selector, as ``("started", None)``, while there is one."""
@@ -425,7 +409,7 @@ class Processes:
 
     def make_private(self, base: str, job_id: int, uid: int, gid: int, host: str, ncpus: int, ranks: int) -> Private:
         """A job's private directory for one start (:mod:`.jobtmp`): named now (a random name, recorded with the
-        start), made by :meth:`spawn` once the start is committed, so that a daemon killed in between leaves
+        start), made by :meth:`begin` once the start is committed, so that a daemon killed in between leaves
         none that a restarted one does not know of.  OSError if its base cannot be used."""
         if not os.path.isdir(base):
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), base)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gridsched.daemon import launch
+from gridsched.daemon.spawn import Processes
 
 
 def job_launch(tmp_path: Path, script: str, **fields: Any) -> launch.Launch:
@@ -24,3 +25,17 @@ def job_launch(tmp_path: Path, script: str, **fields: Any) -> launch.Launch:
         "gid": os.getgid(), "user": "u",
     }  # fmt: skip
     return launch.Launch(**{**given, **fields})
+
+
+def spawn_now(ex: Processes, spec: launch.Launch) -> tuple[int, int | None]:
+    """Start ``spec``'s shepherd through ``ex`` (with no other launch owed) and wait for the starter's answer:
+    the shepherd's pid and start time; OSError if it was not started."""
+    found = ex.begin(spec)
+    if found is not None:
+        return found
+    got = ex.replies(block=True)
+    assert [s for s, _ in got] == [spec], got
+    answer = got[0][1]
+    if isinstance(answer, OSError):
+        raise answer
+    return answer

@@ -18,7 +18,7 @@ from gridsched.daemon.spawn import Processes
 from gridsched.protocol import requests as rq
 from gridsched.protocol.jobs import JobState
 from tests.conftest import wait_for
-from tests.daemon.launches import job_launch
+from tests.daemon.launches import job_launch, spawn_now
 from tests.fuzz.test_requests import valid_job
 
 
@@ -228,7 +228,7 @@ def test_a_private_directory_that_cannot_be_made_fails_the_start_and_its_shepher
         base.rmdir()  # gone between the start's decision and its launch
         spec = _marking_launch(tmp_path)
         with pytest.raises(OSError, match="cannot make its private directory"):
-            ex.spawn(replace(spec, private=private.root))
+            spawn_now(ex, replace(spec, private=private.root))
         wait_for(lambda: not any(os.path.exists(p) for p in _left(tmp_path)), 10, "the shepherd's cgroups to go")
         assert not (tmp_path / "ran").exists()
     finally:

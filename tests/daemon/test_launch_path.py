@@ -18,7 +18,7 @@ import pytest
 from gridsched.daemon import jobtmp, launch, procs, starter
 from gridsched.daemon.spawn import Processes
 from tests.conftest import wait_for
-from tests.daemon.launches import job_launch
+from tests.daemon.launches import job_launch, spawn_now
 
 
 def test_a_message_larger_than_the_socket_buffer_arrives_whole_with_its_descriptor():
@@ -122,10 +122,10 @@ def test_a_shepherd_armed_before_its_starter_died_is_adopted_else_the_start_fail
     ex.starter = _Died()  # type: ignore[assignment]
     spec = _launch(tmp_path)
     with pytest.raises(ConnectionError):
-        ex.spawn(spec)  # no pid file: it never ran (a shepherd not armed dies with its starter)
+        spawn_now(ex, spec)  # no pid file: it never ran (a shepherd not armed dies with its starter)
     me = os.getpid()  # stands for the shepherd: a live process with its start time
     launch.pid_file(tmp_path, 2).write_text(json.dumps({"pid": me, "ticks": procs.start_ticks(me)}))
-    assert ex.spawn(spec) == (me, procs.start_ticks(me))
+    assert spawn_now(ex, spec) == (me, procs.start_ticks(me))
 
 
 def test_a_private_directory_has_each_command_under_its_name_and_mpi_s_can_be_taken_out(tmp_path):
@@ -297,7 +297,7 @@ def test_a_starter_killed_with_answers_owed_fails_each_of_those_starts(tmp_path)
             assert not (Path(spec.job_dir) / "ran").exists()
             assert not launch.pid_file(spec.job_dir, 1).exists()
         again = _job_in(tmp_path / "3", 3)
-        pid, _ticks = ex.spawn(again)
+        pid, _ticks = spawn_now(ex, again)
         assert ex.starter.proc is not None and ex.starter.proc.pid != first.pid
         wait_for(launch.exit_file(again.job_dir, 1).exists, 15, "the next job to end")
     finally:

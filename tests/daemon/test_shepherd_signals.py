@@ -14,7 +14,7 @@ import pytest
 from gridsched.daemon import launch
 from gridsched.daemon.spawn import Processes
 from tests.conftest import wait_for
-from tests.daemon.launches import job_launch
+from tests.daemon.launches import job_launch, spawn_now
 
 JOB = """#!/bin/sh
 touch started
@@ -42,7 +42,7 @@ def test_a_shepherd_ignores_the_process_group_s_signals_whoever_forked_it(tmp_pa
         ex.starter = None  # where no starter can run, the daemon (here: this process) forks the shepherd
     shepherd = 0
     try:
-        shepherd, _ticks = ex.spawn(spec)
+        shepherd, _ticks = spawn_now(ex, spec)
         assert (_parent(shepherd) == os.getpid()) is not by_starter  # the starter's child, or this process's
         wait_for(lambda: (work / "started").exists(), 20, "the job to start")
         ignored, caught = _mask("SigIgn", shepherd), _mask("SigCgt", shepherd)
