@@ -50,8 +50,13 @@ from collections.abc import Mapping, Sequence
 from gridsched.job.env import PRIVATE_PREFIX, SGE_QUEUE, Private
 
 PREFIX = PRIVATE_PREFIX
-# run by the daemon's own interpreter, isolated from the job's PYTHONPATH, with the daemon's own gridsched
-LAUNCHER = "#!{python} -I\nimport sys\n\nsys.path.insert(0, {code!r})\nfrom {module} import main\n\nmain()\n"
+# run by the daemon's own interpreter, isolated from the job's PYTHONPATH, with the daemon's own gridsched; one
+# file under every name of bin/, which runs the module of the name it was called by
+LAUNCHER = (
+    "#!{python} -I\nimport os\nimport sys\n\nsys.path.insert(0, {code!r})\n"
+    "if os.path.basename(sys.argv[0]) in {in_job!r}:\n    from gridsched.cli.injob import main\n"
+    "else:\n    from gridsched.job.launcher import main\n\nmain()\n"
+)
 CODE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MPI_NAMES = ("mpirun", "mpiexec")
 # Slurm's, PBS's and Grid Engine's commands a job's scripts call (gridsched.cli.injob)
@@ -172,16 +177,12 @@ def _fill(pfd: int, host: str, ncpus: int, ntasks: int, bin_dir: str) -> None:
     _write(pfd, "mpi_hosts", f"{host}\n" * ntasks, 0o644)
     _write(pfd, "pe_hostfile", f"{host} {ncpus} {SGE_QUEUE}@{host} UNDEFINED\n", 0o644)
     _write(pfd, "bash_env", BASH_ENV.format(bin=shlex.quote(bin_dir)), 0o644)
-    # two files, each under all of its names (hard links in this directory, still root's and 0700): a new
-    # file costs the file system an inode, made now and freed at the job's end, where a name costs a link
-    first: dict[str, str] = {}
-    for name in BIN_NAMES:
-        module = "gridsched.cli.injob" if name.removeprefix("bin/") in IN_JOB_NAMES else "gridsched.job.launcher"
-        if module in first:
-            os.link(first[module], name, src_dir_fd=pfd, dst_dir_fd=pfd, follow_symlinks=False)
-        else:
-            _write(pfd, name, LAUNCHER.format(python=sys.executable, code=CODE, module=module), 0o755)
-            first[module] = name
+    # one file under all of its names (hard links in this directory, still root's and 0700): a new file costs
+    # the file system an inode, made now and freed at the job's end, where a name costs a link
+    first, *others = BIN_NAMES
+    _write(pfd, first, LAUNCHER.format(python=sys.executable, code=CODE, in_job=IN_JOB_NAMES), 0o755)
+    for name in others:
+        os.link(first, name, src_dir_fd=pfd, dst_dir_fd=pfd, follow_symlinks=False)
 
 
 def _write(dfd: int, name: str, text: str, mode: int) -> None:

@@ -8,6 +8,7 @@ import os
 import selectors
 import signal
 import socket
+import subprocess
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -129,23 +130,30 @@ def test_a_shepherd_armed_before_its_starter_died_is_adopted_else_the_start_fail
 
 
 def test_a_private_directory_has_each_command_under_its_name_and_mpi_s_can_be_taken_out(tmp_path):
-    """The commands of a job's bin/ are two files under all their names (links): each name runs its module,
-    and taking mpirun and mpiexec out (an installed MPI is on the job's PATH) leaves the others."""
+    """The commands of a job's bin/ are one file under all their names (links: one inode a job): each name runs
+    its own module, and taking mpirun and mpiexec out (an installed MPI is on the job's PATH) leaves the others."""
     priv = jobtmp.create(str(tmp_path), 9, os.getuid(), os.getgid(), "h", 2, 2)
-    modules = {}
-    for name in jobtmp.BIN_NAMES:
-        path = Path(priv.root) / name
+    assert len({os.stat(Path(priv.root) / name).st_ino for name in jobtmp.BIN_NAMES}) == 1
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GS_", "GRIDSCHED_", "SLURM_", "PBS_"))}
+    env["GRIDSCHED_SPOOL"] = str(tmp_path / "no-spool")
+    names = [name.removeprefix("bin/") for name in jobtmp.BIN_NAMES]
+    for name in names:
+        path = Path(priv.bin) / name
         assert os.access(path, os.X_OK)
-        modules[path.name] = path.read_text().splitlines()[-3]
-    assert {n for n, m in modules.items() if "gridsched.cli.injob" in m} == set(jobtmp.IN_JOB_NAMES)
-    assert {n for n, m in modules.items() if "gridsched.job.launcher" in m} == {"srun", *jobtmp.MPI_NAMES}
+        r = subprocess.run([str(path), "--version"], capture_output=True, text=True, env=env, timeout=60)
+        # what srun, mpirun and mpiexec say outside a job; the in-job commands answer otherwise
+        if name in jobtmp.IN_JOB_NAMES:
+            assert "not inside a job" not in r.stderr, (name, r.stderr)
+        else:
+            assert r.stderr.startswith(f"{name}: error: not inside a job"), (name, r.stderr)
+    assert {"srun", *jobtmp.MPI_NAMES, *jobtmp.IN_JOB_NAMES} == set(names)
     mpi = tmp_path / "mpi"
     mpi.mkdir()
     (mpi / "mpirun").write_text("#!/bin/sh\n")
     (mpi / "mpirun").chmod(0o755)
     assert jobtmp.use_installed_mpi(priv.root, str(mpi))
     left = sorted(os.listdir(priv.bin))
-    assert left == sorted(n for n in modules if n not in jobtmp.MPI_NAMES)
+    assert left == sorted(n for n in names if n not in jobtmp.MPI_NAMES)
     assert "gridsched.job.launcher" in (Path(priv.bin) / "srun").read_text()
     jobtmp.remove(priv.root, os.getuid())
     assert not os.path.exists(priv.root)
