@@ -347,8 +347,9 @@ def _start_direct(
     is copied).  What the forked path prepares in the job's process is inherited from the shepherd instead:
     the shepherd enters the job's cgroups, takes its cores, memory binding, process cap and umask, enters its working
     directory and opens its output files, writes its pid file, spawns the job (in its own process group,
-    every signal at its default) and leaves the cgroups again.  The job's pid, its status if it could not
-    start (with why) and None, or None if the daemon died before the pid file was written (nothing ran)."""
+    every signal at its default), leaves the cgroups again and writes the job's pid into the pid file.  The
+    job's pid (0 if it could not start), its status if it could not start (with why) or has ended already
+    (its pid is then not written), or None if the daemon died before the pid file was written (nothing ran)."""
     capped = False
     for path in joins:
         try:
@@ -387,6 +388,12 @@ def _start_direct(
     _leave(joins)
     mark("sh_left", spec.job_id)
     if child:
+        status = _ended(child)
+        if status is not None:
+            # it has ended already (a short job): nothing is left to signal by its pid, and its exit file comes
+            # next; the pid file naming the shepherd and the cgroups stays, without one more file made and freed
+            mark("sh_pidfile2", spec.job_id)
+            return child, status, b""
         info.update(pgid=child, job=child, job_ticks=start_ticks(child))
         try:
             _write_json(pid_file(spec.job_dir, spec.segment), info)
@@ -394,6 +401,15 @@ def _start_direct(
             pass  # a full spool: the pid file naming the shepherd and the cgroups stays, the job is found by them
     mark("sh_pidfile2", spec.job_id)
     return child, status, why.encode(errors="replace")[:4000]
+
+
+def _ended(child: int) -> int | None:
+    """The status of the shepherd's child ``child`` if it has ended (it is reaped), else None."""
+    try:
+        pid, status = os.waitpid(child, os.WNOHANG)
+    except ChildProcessError:
+        return None
+    return status if pid == child else None
 
 
 def _armed(daemon: int) -> bool:

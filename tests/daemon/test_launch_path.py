@@ -207,6 +207,28 @@ def test_the_job_s_process_is_prepared_alike_spawned_or_forked_by_its_shepherd(t
     assert json.loads(launch.exit_file(tmp_path, 1).read_text())["exit_code"] == 5
 
 
+def test_a_job_ended_before_its_pid_was_written_leaves_the_pid_file_naming_its_shepherd(tmp_path, monkeypatch):
+    """A short job (spawned from the shepherd) has ended before its pid would be written into the pid file: the
+    pid file, written once before the job ran, keeps naming the shepherd alone, and the job's status is the
+    one collected."""
+    spawn_job = launch._spawn_job
+
+    def ended_at_once(spec, notes):
+        child, status, why = spawn_job(spec, notes)
+        if child:
+            os.waitid(os.P_PID, child, os.WEXITED | os.WNOWAIT)  # until it has ended, left to be reaped
+        return child, status, why
+
+    monkeypatch.setattr(launch, "_spawn_job", ended_at_once)
+    spec = job_launch(tmp_path, "#!/bin/sh\nexit 3\n")
+    shepherd = launch.spawn(spec)
+    _, status = os.waitpid(shepherd, 0)
+    assert os.WEXITSTATUS(status) == 0
+    info = json.loads(launch.pid_file(tmp_path, 1).read_text())
+    assert info["pid"] == shepherd and "job" not in info, info
+    assert json.loads(launch.exit_file(tmp_path, 1).read_text())["exit_code"] == 3
+
+
 def _naming_the_job(path: Path) -> dict | None:
     info = json.loads(path.read_text())
     return info if "job" in info else None
