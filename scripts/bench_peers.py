@@ -425,6 +425,9 @@ def main() -> None:
                         whole, after = dispatch(p, rnd * 1000 + i)
                         res[p.name].setdefault("dispatch", []).append(whole * 1000)
                         res[p.name].setdefault("dispatch_after", []).append(after * 1000)
+                for p in order:
+                    got = res[p.name]["dispatch_after"][-args.dispatch :]
+                    print(f"  dispatch {p.name}: median {med(got):.1f} ms from the acknowledgement", flush=True)
             if "loop" in figures:
                 for p in order:
                     res[p.name].setdefault("loop", []).append(loop(p, args.loop))
@@ -432,9 +435,12 @@ def main() -> None:
                 for p in order:
                     rate, cpu = drain(p, args.drain)
                     res[p.name].setdefault("drain", []).append(rate)
+                    each = f"  drain {p.name}: {rate:.0f} jobs/s"
                     if cpu is not None:
                         res[p.name].setdefault("drain_daemon_cpu", []).append(cpu[0])
                         res[p.name].setdefault("drain_children_cpu", []).append(cpu[1])
+                        each += f", CPU a job {cpu[0]:.1f} ms the daemon, {cpu[1]:.1f} ms the rest"
+                    print(f"{each}; load average {load()}", flush=True)
             print(f"round {rnd + 1}/{args.rounds} done, load average {load()}", flush=True)
     finally:
         for p in peers:
