@@ -32,10 +32,21 @@ daemon that is not root removes it as itself.  The shepherd removes it when
 the job's processes are gone, after it has told the daemon of the job's end; the daemon removes what a
 killed shepherd left (a little after the job's end is recorded, and when a restarted daemon finds the job
 gone).
+
+A job of the daemon's own user (a personal daemon's every job, root's own under a system daemon) has no
+owner to be handed to, so its shepherd keeps its directory for a later start instead of removing it: it
+empties its ``tmp/`` (the job's files go, as before) and moves it into the pool of the daemon's spool under
+the same base (``BASE/gridsched.pool.UID.KEY``, the daemon's user's, mode 0700), from which the daemon
+takes it for another start (renamed, checked to be as made, its host files written anew).  Each directory
+costs the file system 8 inodes, made and freed a start, and on some file systems (ext4 without a journal)
+making one costs more the more were freed in the seconds before.  The daemon makes its pool when it first
+needs it and removes it when it stops (one left by a daemon that was killed is used by the next daemon of
+that spool); a shepherd that finds no pool, or a full one, or a directory not as made, removes it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pwd
 import secrets
@@ -129,14 +140,18 @@ def create(
     ntasks: int,
     tries: int = 8,
     name: str = "",
+    pool: str = "",
 ) -> Private:
     """Make a private directory for a start of job ``job_id`` under ``base``, the owner's (``uid``/``gid``
     when the daemon is root), named ``name`` (a base name of :func:`name_for`'s; one try) or a new random name.
-    OSError if it cannot."""
+    A job of the daemon's own user with ``pool`` (:func:`pool_dir`) gets a spare directory from it, if there is
+    one that is as made (:func:`retire`), renamed and filled anew.  OSError if it cannot."""
     me = os.geteuid()
     give = me == 0 and uid != me
     bfd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
+        if pool and name and uid == me and _take(bfd, base, pool, name, host, ncpus, ntasks):
+            return layout(os.path.join(base, name))
         given, tries = name, 1 if name else tries
         for attempt in range(tries):
             name = given or f"{PREFIX}{job_id}.{secrets.token_hex(6)}"
@@ -173,16 +188,23 @@ BASH_ENV = 'case ":$PATH:" in *:{bin}:*) ;; *) PATH={bin}:"$PATH" ;; esac\n'
 def _fill(pfd: int, host: str, ncpus: int, ntasks: int, bin_dir: str) -> None:
     os.mkdir("tmp", 0o700, dir_fd=pfd)
     os.mkdir("bin", 0o755, dir_fd=pfd)
-    _write(pfd, "nodefile", f"{host}\n" * ncpus, 0o644)
-    _write(pfd, "mpi_hosts", f"{host}\n" * ntasks, 0o644)
-    _write(pfd, "pe_hostfile", f"{host} {ncpus} {SGE_QUEUE}@{host} UNDEFINED\n", 0o644)
-    _write(pfd, "bash_env", BASH_ENV.format(bin=shlex.quote(bin_dir)), 0o644)
+    _host_files(pfd, host, ncpus, ntasks, bin_dir)
     # one file under all of its names (hard links in this directory, still root's and 0700): a new file costs
     # the file system an inode, made now and freed at the job's end, where a name costs a link
     first, *others = BIN_NAMES
     _write(pfd, first, LAUNCHER.format(python=sys.executable, code=CODE, in_job=IN_JOB_NAMES), 0o755)
     for name in others:
         os.link(first, name, src_dir_fd=pfd, dst_dir_fd=pfd, follow_symlinks=False)
+
+
+def _host_files(pfd: int, host: str, ncpus: int, ntasks: int, bin_dir: str, fresh: bool = True) -> None:
+    """The files of the private directory ``pfd`` that differ from a start to another: made, or written anew
+    in a spare (:func:`_rewrite`)."""
+    put = _write if fresh else _rewrite
+    put(pfd, "nodefile", f"{host}\n" * ncpus, 0o644)
+    put(pfd, "mpi_hosts", f"{host}\n" * ntasks, 0o644)
+    put(pfd, "pe_hostfile", f"{host} {ncpus} {SGE_QUEUE}@{host} UNDEFINED\n", 0o644)
+    put(pfd, "bash_env", BASH_ENV.format(bin=shlex.quote(bin_dir)), 0o644)
 
 
 def _write(dfd: int, name: str, text: str, mode: int) -> None:
@@ -225,6 +247,10 @@ def remove_left(segments: Sequence[Mapping[str, object]], uid: int) -> None:
 def sweep(force: bool = False) -> None:
     """Remove what :func:`remove_left` was given whose time has come (all of it with ``force``), if it is still
     there; each turn of the daemon's loop."""
+    if force:
+        for pool in _pools:
+            _rmtree(pool)  # the daemon stops: its spares go (a shepherd that finds no pool removes its directory)
+        _pools.clear()
     if not _left:
         return
     now = time.monotonic()
@@ -298,3 +324,162 @@ def _rmtree(root: str) -> None:
         except OSError:
             continue
     shutil.rmtree(root, ignore_errors=True)
+
+
+# -- spare private directories (see the module's description) -----------------------------------------------
+
+SPARES = 16  # spare private directories a pool keeps at most
+_MADE = ("bash_env", "bin", "mpi_hosts", "nodefile", "pe_hostfile", "tmp")  # a private directory's entries
+_pools: set[str] = set()  # the daemon's: the pools it used, removed when it stops (:func:`sweep` with force)
+
+
+def is_pool(name: str) -> bool:
+    """Whether ``name`` (an entry of a base directory) is a pool of spare private directories."""
+    return name.startswith(f"{PREFIX}pool.")
+
+
+def pool_dir(base: str, job_dir: str) -> str:
+    """The pool of spare private directories under ``base`` of the daemon (of this process's user) whose
+    spool holds the job directory ``job_dir``: one per base, user and spool."""
+    key = hashlib.sha256(os.path.dirname(os.path.abspath(job_dir)).encode()).hexdigest()[:16]
+    return os.path.join(base, f"{PREFIX}pool.{os.geteuid()}.{key}")
+
+
+def _open_pool(pool: str, make: bool) -> int | None:
+    """A descriptor of ``pool`` (made now with ``make``), if it is a directory of this process's user that
+    nobody else may enter; None otherwise."""
+    if make:
+        try:
+            os.mkdir(pool, 0o700)  # never through a link
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+    try:
+        fd = os.open(pool, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        os.close(fd)
+        return None
+    return fd
+
+
+def retire(root: str, uid: int, job_dir: str) -> bool:
+    """At the job's end, its processes gone (its shepherd, as the job's owner): keep the private directory
+    ``root`` of a job of the daemon's own user for another start, in the pool of its spool (``job_dir``: the
+    job's directory there) while the daemon keeps one: its tmp/ emptied, moved into the pool.  False where it
+    was not (not the daemon's user's, no pool, no room, or not as made): it is to be removed."""
+    if uid != os.geteuid() or not os.path.basename(root).startswith(PREFIX):
+        return False
+    qfd = _open_pool(pool_dir(os.path.dirname(root), job_dir), make=False)
+    if qfd is None:
+        return False
+    try:
+        if len(os.listdir(qfd)) >= SPARES or sorted(os.listdir(root)) != list(_MADE):
+            return False
+        tmp = os.path.join(root, "tmp")
+        if not stat.S_ISDIR(os.lstat(tmp).st_mode):
+            return False
+        with os.scandir(tmp) as entries:
+            for entry in entries:  # the job's files
+                if entry.is_dir(follow_symlinks=False):
+                    _rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+        if os.listdir(tmp):
+            return False
+        os.rename(root, os.path.basename(root), dst_dir_fd=qfd)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(qfd)
+
+
+def _take(bfd: int, base: str, pool: str, name: str, host: str, ncpus: int, ntasks: int) -> bool:
+    """Make the private directory ``name`` under ``base`` (``bfd``) of a spare of ``pool`` (made now if there
+    is none): whether there was one as made (one that is not is removed)."""
+    _pools.add(pool)
+    qfd = _open_pool(pool, make=True)
+    if qfd is None:
+        return False
+    try:
+        for spare in os.listdir(qfd):
+            try:
+                os.rename(spare, name, src_dir_fd=qfd, dst_dir_fd=bfd)
+                break
+            except OSError:
+                continue
+        else:
+            return False
+    finally:
+        os.close(qfd)
+    try:
+        _fill_again(bfd, name, host, ncpus, ntasks, os.path.join(base, name, "bin"))
+        return True
+    except OSError:
+        _rmtree(os.path.join(base, name))
+        return False
+
+
+def _fill_again(bfd: int, name: str, host: str, ncpus: int, ntasks: int, bin_dir: str) -> None:
+    """Check that the spare just renamed ``name`` is as made (OSError if not) and give it this start's files."""
+    pfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=bfd)
+    try:
+        if os.fstat(pfd).st_uid != os.geteuid() or sorted(os.listdir(pfd)) != list(_MADE):
+            raise OSError(f"{name}: not as made")
+        os.fchmod(pfd, 0o700)
+        for sub, mode in (("tmp", 0o700), ("bin", 0o755)):
+            fd = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+            try:
+                os.fchmod(fd, mode)
+                if sub == "tmp" and os.listdir(fd):
+                    raise OSError(f"{name}/tmp: not empty")
+                if sub == "bin":
+                    _bin_again(fd)
+            finally:
+                os.close(fd)
+        _host_files(pfd, host, ncpus, ntasks, bin_dir, fresh=False)
+    finally:
+        os.close(pfd)
+
+
+def _bin_again(dfd: int) -> None:
+    """bin/ of a spare: the launcher written anew if it changed, under every name again (mpirun and mpiexec
+    are taken out where the job's PATH has an installed MPI)."""
+    names = [n.removeprefix("bin/") for n in BIN_NAMES]
+    if not set(os.listdir(dfd)) <= set(names):
+        raise OSError("bin: not as made")
+    first = names[0]
+    ino = _rewrite(dfd, first, LAUNCHER.format(python=sys.executable, code=CODE, in_job=IN_JOB_NAMES), 0o755)
+    for n in names[1:]:
+        try:
+            if os.stat(n, dir_fd=dfd, follow_symlinks=False).st_ino == ino:
+                continue
+            os.unlink(n, dir_fd=dfd)
+        except FileNotFoundError:
+            pass
+        os.link(first, n, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+
+
+def _rewrite(dfd: int, name: str, text: str, mode: int) -> int:
+    """Give the file ``name`` of a spare (``dfd``) the content ``text`` and ``mode``, in place (the same inode,
+    no new blocks where the content is as long; nothing written where it is the same); its inode number.  Never
+    truncated to nothing first: ext4 starts writing such a file back when it is closed."""
+    data = text.encode()
+    fd = os.open(name, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{name}: not a file")
+        if st.st_size != len(data) or os.pread(fd, len(data), 0) != data:
+            os.pwrite(fd, data, 0)
+            if st.st_size > len(data):
+                os.ftruncate(fd, len(data))
+        if stat.S_IMODE(st.st_mode) != mode:
+            os.fchmod(fd, mode)
+        return st.st_ino
+    finally:
+        os.close(fd)

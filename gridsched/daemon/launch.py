@@ -525,8 +525,9 @@ def _tell(spec: Launch) -> None:
 
 
 def _remove_private(spec: Launch) -> None:
-    """Remove the job's private directory (as its owner), now that none of its processes is left."""
-    if spec.private:
+    """Remove the job's private directory (as its owner), now that none of its processes is left; one of the
+    daemon's own user's is kept for another start where the daemon keeps a pool of them (:func:`.jobtmp.retire`)."""
+    if spec.private and not jobtmp.retire(spec.private, spec.uid, spec.job_dir):
         jobtmp.remove(spec.private, spec.uid, spec.gid)
 
 

@@ -228,7 +228,17 @@ class Processes:
                 return
             base, job_id, uid, gid, host, ncpus, ranks = unmade
             try:
-                jobtmp.create(base, job_id, uid, gid, host, ncpus, ranks, name=os.path.basename(spec.private))
+                jobtmp.create(
+                    base,
+                    job_id,
+                    uid,
+                    gid,
+                    host,
+                    ncpus,
+                    ranks,
+                    name=os.path.basename(spec.private),
+                    pool=jobtmp.pool_dir(base, spec.job_dir),
+                )
             except OSError as e:
                 raise OSError(f"cannot make its private directory in {base}: {e.strerror or e}") from None
             launch.mark("d_private_made", spec.job_id)
