@@ -35,18 +35,18 @@ gone).
 
 A job of the daemon's own user (a personal daemon's every job, root's own under a system daemon) has no
 owner to be handed to, so its shepherd keeps its directory for a later start instead of removing it: it
-empties its ``tmp/`` (the job's files go, as before) and moves it into the pool of the daemon's spool under
-the same base (``BASE/gridsched.pool.UID.KEY``, the daemon's user's, mode 0700), from which the daemon
-takes it for another start (renamed, checked to be as made, its host files written anew).  Each directory
+empties its ``tmp/`` (the job's files go, as before) and moves it into the pool of the daemon's spool
+(``spool/private-spares/``, the daemon's, mode 0700; where the spool is on another file system than
+``BASE`` there is none), from which the daemon takes it for another start (renamed, checked to be as
+made, its host files written anew).  Each directory
 costs the file system 8 inodes, made and freed a start, and on some file systems (ext4 without a journal)
 making one costs more the more were freed in the seconds before.  The daemon makes its pool when it first
-needs it and removes it when it stops (one left by a daemon that was killed is used by the next daemon of
-that spool); a shepherd that finds no pool, or a full one, or a directory not as made, removes it.
+needs it and removes it when it stops (one left by a daemon that was killed is used by the next one); a
+shepherd that finds no pool, or a full one, or a directory not as made, removes its directory.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pwd
 import secrets
@@ -333,16 +333,9 @@ _MADE = ("bash_env", "bin", "mpi_hosts", "nodefile", "pe_hostfile", "tmp")  # a 
 _pools: set[str] = set()  # the daemon's: the pools it used, removed when it stops (:func:`sweep` with force)
 
 
-def is_pool(name: str) -> bool:
-    """Whether ``name`` (an entry of a base directory) is a pool of spare private directories."""
-    return name.startswith(f"{PREFIX}pool.")
-
-
-def pool_dir(base: str, job_dir: str) -> str:
-    """The pool of spare private directories under ``base`` of the daemon (of this process's user) whose
-    spool holds the job directory ``job_dir``: one per base, user and spool."""
-    key = hashlib.sha256(os.path.dirname(os.path.abspath(job_dir)).encode()).hexdigest()[:16]
-    return os.path.join(base, f"{PREFIX}pool.{os.geteuid()}.{key}")
+def pool_dir(job_dir: str) -> str:
+    """The pool of spare private directories of the spool that holds the job directory ``job_dir``."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(job_dir))), "private-spares")
 
 
 def _open_pool(pool: str, make: bool) -> int | None:
@@ -373,7 +366,7 @@ def retire(root: str, uid: int, job_dir: str) -> bool:
     was not (not the daemon's user's, no pool, no room, or not as made): it is to be removed."""
     if uid != os.geteuid() or not os.path.basename(root).startswith(PREFIX):
         return False
-    qfd = _open_pool(pool_dir(os.path.dirname(root), job_dir), make=False)
+    qfd = _open_pool(pool_dir(job_dir), make=False)
     if qfd is None:
         return False
     try:
@@ -406,6 +399,8 @@ def _take(bfd: int, base: str, pool: str, name: str, host: str, ncpus: int, ntas
     if qfd is None:
         return False
     try:
+        if os.fstat(qfd).st_dev != os.fstat(bfd).st_dev:
+            return False  # on another file system: a rename cannot bring a spare to base
         for spare in os.listdir(qfd):
             try:
                 os.rename(spare, name, src_dir_fd=qfd, dst_dir_fd=bfd)

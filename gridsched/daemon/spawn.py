@@ -237,7 +237,7 @@ class Processes:
                     ncpus,
                     ranks,
                     name=os.path.basename(spec.private),
-                    pool=jobtmp.pool_dir(base, spec.job_dir),
+                    pool=jobtmp.pool_dir(spec.job_dir),
                 )
             except OSError as e:
                 raise OSError(f"cannot make its private directory in {base}: {e.strerror or e}") from None

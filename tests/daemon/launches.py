@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gridsched.daemon import jobtmp, launch
+from gridsched.daemon import launch
 from gridsched.daemon.spawn import Processes
 
 
@@ -39,17 +39,3 @@ def spawn_now(ex: Processes, spec: launch.Launch) -> tuple[int, int | None]:
     if isinstance(answer, OSError):
         raise answer
     return answer
-
-
-def private_dirs(base: Path) -> list[Path]:
-    """What is left of jobs' private directories in ``base``: every entry but a pool of spares kept for other
-    starts (jobtmp.retire), and those spares that still hold anything of a job (their tmp/ not empty)."""
-    out: list[Path] = []
-    for p in base.iterdir():
-        if not jobtmp.is_pool(p.name):
-            out.append(p)
-            continue
-        for spare in p.iterdir():
-            if not (spare / "tmp").is_dir() or any((spare / "tmp").iterdir()):
-                out.append(spare)
-    return out

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from gridsched.core import cpuset
 from tests.conftest import wait_for
-from tests.daemon.launches import private_dirs
 
 HOST = sorted(os.sched_getaffinity(0))
 NAME = socket.gethostname().split(".")[0]
@@ -148,7 +147,7 @@ def test_pbs_script_sees_pbs_names_and_its_nodefile(make_gs, tmp_path):
     private = Path(e["PBS_NODEFILE"]).parent
     assert private.parent == base and Path(e["TMPDIR"]).parent == private
     wait_for(lambda: not private.exists(), 10, "the job's private directory to be removed")
-    assert private_dirs(base) == []
+    assert list(base.iterdir()) == []
 
 
 def test_array_tasks_see_slurm_pbs_and_sge_indices(make_gs, tmp_path):
@@ -183,7 +182,7 @@ def test_array_tasks_see_slurm_pbs_and_sge_indices(make_gs, tmp_path):
         ]
     for t in ids:
         gs.wait_state(t, "COMPLETED")
-    wait_for(lambda: private_dirs(base) == [], 10, "the tasks' private directories to be removed")
+    wait_for(lambda: list(base.iterdir()) == [], 10, "the tasks' private directories to be removed")
 
 
 def test_srun_starts_the_jobs_tasks(shared_make_gs, tmp_path):
@@ -306,7 +305,7 @@ def test_restart_count_and_a_fresh_tmpdir_after_a_requeue(make_gs, tmp_path):
     assert je["restarts"] == 1
     runs = [line.split() for line in out.read_text().splitlines()]
     assert [r[:2] for r in runs] == [["0", "0"], ["1", "1"]] and runs[0][2] != runs[1][2]
-    wait_for(lambda: private_dirs(base) == [], 10, "both private directories to be removed")
+    wait_for(lambda: list(base.iterdir()) == [], 10, "both private directories to be removed")
 
 
 def test_private_directory_is_removed_after_a_crash(make_gs, tmp_path):
@@ -315,14 +314,14 @@ def test_private_directory_is_removed_after_a_crash(make_gs, tmp_path):
     gs, base = make(make_gs, tmp_path)
     jid = gs.gsub("--wrap", 'mkdir "$TMPDIR/d"; echo x > "$TMPDIR/d/f"; touch started; sleep 300')
     wait_for(lambda: (gs.work / "started").exists(), 30, "the job to start")
-    assert len(private_dirs(base)) == 1
+    assert len(list(base.iterdir())) == 1
     gs.kill9()
     for p in gs.processes():
         p.kill()
     gs.start()
     j = gs.wait_state(jid, "FAILED", "COMPLETED", "CANCELLED")
     assert j["state"] == "FAILED"
-    wait_for(lambda: private_dirs(base) == [], 10, "the private directory to be removed")
+    wait_for(lambda: list(base.iterdir()) == [], 10, "the private directory to be removed")
 
 
 def test_bad_tasks_are_refused_at_submission(shared_make_gs, tmp_path):

@@ -4,19 +4,31 @@ later start (jobtmp.retire), which gets it renamed and filled anew (jobtmp.creat
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from gridsched.daemon import jobtmp
 
 
-def _make(base: Path, job_id: int, ncpus: int = 2, ntasks: int = 2) -> jobtmp.Private:
-    pool = jobtmp.pool_dir(str(base), str(base / "spool" / "jobs" / str(job_id)))
+def _make(tmp_path: Path, job_id: int, ncpus: int = 2, ntasks: int = 2) -> jobtmp.Private:
+    """A private directory in ``tmp_path/base`` for a job of the spool ``tmp_path/spool``."""
+    base = tmp_path / "base"
+    base.mkdir(exist_ok=True)
+    (tmp_path / "spool" / "jobs").mkdir(parents=True, exist_ok=True)
+    pool = jobtmp.pool_dir(str(tmp_path / "spool" / "jobs" / str(job_id)))
     name = os.path.basename(jobtmp.name_for(str(base), job_id))
     return jobtmp.create(str(base), job_id, os.getuid(), os.getgid(), "h", ncpus, ntasks, name=name, pool=pool)
 
 
-def _retire(base: Path, priv: jobtmp.Private, job_id: int) -> bool:
-    return jobtmp.retire(priv.root, os.getuid(), str(base / "spool" / "jobs" / str(job_id)))
+def _retire(tmp_path: Path, priv: jobtmp.Private, job_id: int) -> bool:
+    return jobtmp.retire(priv.root, os.getuid(), str(tmp_path / "spool" / "jobs" / str(job_id)))
+
+
+def _pool(tmp_path: Path) -> Path:
+    return tmp_path / "spool" / "private-spares"
 
 
 def test_a_retired_private_directory_is_emptied_and_made_again_for_the_next_start(tmp_path):
@@ -35,7 +47,7 @@ def test_a_retired_private_directory_is_emptied_and_made_again_for_the_next_star
     Path(first.nodefile).chmod(0o600)
     assert _retire(tmp_path, first, 1)
     assert not os.path.exists(first.root)
-    (pool,) = [p for p in tmp_path.iterdir() if jobtmp.is_pool(p.name)]
+    pool = _pool(tmp_path)
     (spare,) = pool.iterdir()
     assert list((spare / "tmp").iterdir()) == []
     second = _make(tmp_path, 2, ncpus=1, ntasks=1)
@@ -68,7 +80,7 @@ def test_a_private_directory_not_as_made_is_not_kept_and_a_spare_not_as_made_is_
     jobtmp.remove(first.root, os.getuid())
     second = _make(tmp_path, 2)
     assert _retire(tmp_path, second, 2)
-    (pool,) = [p for p in tmp_path.iterdir() if jobtmp.is_pool(p.name)]
+    pool = _pool(tmp_path)
     (spare,) = pool.iterdir()
     (spare / "tmp" / "planted").write_text("x")  # not emptied: not to be given to another job
     third = _make(tmp_path, 3)
@@ -79,13 +91,33 @@ def test_a_private_directory_not_as_made_is_not_kept_and_a_spare_not_as_made_is_
 def test_without_a_pool_or_room_in_it_a_private_directory_is_not_kept_and_the_pool_goes_with_the_daemon(tmp_path):
     """The pool is made by the daemon when it makes a private directory; a shepherd whose daemon has none (it
     stopped) or whose pool is full keeps nothing; the daemon's stop removes its pool."""
-    priv = jobtmp.create(str(tmp_path), 1, os.getuid(), os.getgid(), "h", 1, 1)  # no pool
+    (tmp_path / "base").mkdir()
+    priv = jobtmp.create(str(tmp_path / "base"), 1, os.getuid(), os.getgid(), "h", 1, 1)  # no pool
     assert not _retire(tmp_path, priv, 1)
     privs = [_make(tmp_path, j) for j in range(2, 3 + jobtmp.SPARES)]
     kept = [_retire(tmp_path, p, j) for j, p in zip(range(2, 3 + jobtmp.SPARES), privs)]
     assert kept == [True] * jobtmp.SPARES + [False]
     jobtmp.sweep(force=True)
-    assert not [p for p in tmp_path.iterdir() if jobtmp.is_pool(p.name)]
+    assert not _pool(tmp_path).exists()
     priv = _make(tmp_path, 99)  # the daemon makes its pool again when it needs one
     jobtmp.sweep(force=True)
     assert not _retire(tmp_path, priv, 99)
+
+
+def test_a_spool_on_another_file_system_than_the_base_keeps_no_spare(tmp_path):
+    """A spare cannot be renamed from one file system to another: with the base elsewhere than the spool, every
+    start gets a new directory and every end removes it."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second file system (/dev/shm) to put the base on")
+    base = Path(tempfile.mkdtemp(dir=shm))
+    try:
+        (tmp_path / "spool" / "jobs").mkdir(parents=True)
+        job_dir = str(tmp_path / "spool" / "jobs" / "1")
+        priv = jobtmp.create(
+            str(base), 1, os.getuid(), os.getgid(), "h", 1, 1, name="gridsched.1.x", pool=jobtmp.pool_dir(job_dir)
+        )
+        assert not jobtmp.retire(priv.root, os.getuid(), job_dir)
+        assert list(_pool(tmp_path).iterdir()) == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

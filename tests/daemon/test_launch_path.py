@@ -19,7 +19,7 @@ import pytest
 from gridsched.daemon import jobtmp, launch, procs, starter
 from gridsched.daemon.spawn import Processes
 from tests.conftest import wait_for
-from tests.daemon.launches import job_launch, private_dirs, spawn_now
+from tests.daemon.launches import job_launch, spawn_now
 
 
 def test_a_message_larger_than_the_socket_buffer_arrives_whole_with_its_descriptor():
@@ -367,11 +367,7 @@ def test_a_daemon_killed_while_a_start_is_unanswered_runs_the_job_once_after_its
     gs.start(fork=False)
     assert gs.wait_state(jid, "COMPLETED")["exit_code"] == 0
     assert ledger.read_text() == "ran\n"
-    wait_for(
-        lambda: not [p for p in private_dirs(gs.tmp) if p.name.startswith(jobtmp.PREFIX)],
-        15,
-        "the job's private directories to go",
-    )
+    wait_for(lambda: not any(gs.tmp.glob(f"{jobtmp.PREFIX}*")), 15, "the job's private directories to go")
 
 
 def test_another_job_s_end_is_recorded_while_a_start_waits_for_the_starter(gs):
