@@ -448,7 +448,9 @@ def _bin_again(dfd: int) -> None:
     if not set(os.listdir(dfd)) <= set(names):
         raise OSError("bin: not as made")
     first = names[0]
-    ino = _rewrite(dfd, first, LAUNCHER.format(python=sys.executable, code=CODE, in_job=IN_JOB_NAMES), 0o755)
+    held = os.stat(first, dir_fd=dfd, follow_symlinks=False).st_ino
+    linked = sum(os.stat(n, dir_fd=dfd, follow_symlinks=False).st_ino == held for n in os.listdir(dfd))
+    ino = _rewrite(dfd, first, LAUNCHER.format(python=sys.executable, code=CODE, in_job=IN_JOB_NAMES), 0o755, linked)
     for n in names[1:]:
         try:
             if os.stat(n, dir_fd=dfd, follow_symlinks=False).st_ino == ino:
@@ -459,7 +461,7 @@ def _bin_again(dfd: int) -> None:
         os.link(first, n, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
 
 
-def _rewrite(dfd: int, name: str, text: str, mode: int) -> int:
+def _rewrite(dfd: int, name: str, text: str, mode: int, links: int = 1) -> int:
     """Give the file ``name`` of a spare (``dfd``) the content ``text`` and ``mode``, in place (the same inode,
     no new blocks where the content is as long; nothing written where it is the same); its inode number.  Never
     truncated to nothing first: ext4 starts writing such a file back when it is closed."""
@@ -469,6 +471,8 @@ def _rewrite(dfd: int, name: str, text: str, mode: int) -> int:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(f"{name}: not a file")
+        if st.st_nlink != links:
+            raise OSError(f"{name}: linked elsewhere")  # a job linked it out: written in place, it would change there
         if st.st_size != len(data) or os.pread(fd, len(data), 0) != data:
             os.pwrite(fd, data, 0)
             if st.st_size > len(data):

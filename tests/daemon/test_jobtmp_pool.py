@@ -121,3 +121,19 @@ def test_a_spool_on_another_file_system_than_the_base_keeps_no_spare(tmp_path):
         assert list(_pool(tmp_path).iterdir()) == []
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("linked", ["nodefile", "bin/srun"])
+def test_a_spare_whose_file_a_job_linked_elsewhere_is_not_written_in_place(tmp_path, linked):
+    """A job that made another name for one of its directory's files (a hard link out of it) keeps what that
+    name holds: the spare is not filled anew in place but removed, and the next start gets a new directory."""
+    first = _make(tmp_path, 1, ncpus=3)
+    outside = tmp_path / "kept-by-the-job"
+    os.link(Path(first.root, linked), outside)
+    before = outside.read_bytes()
+    assert _retire(tmp_path, first, 1)
+    second = _make(tmp_path, 2, ncpus=1)
+    assert outside.read_bytes() == before and os.stat(outside).st_nlink == 1
+    assert list(_pool(tmp_path).iterdir()) == []
+    assert Path(second.nodefile).read_text() == "h\n"
+    assert len({os.stat(Path(second.root) / n).st_ino for n in jobtmp.BIN_NAMES}) == 1
