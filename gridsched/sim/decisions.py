@@ -146,8 +146,11 @@ def start(r: Replay, d: Start, now: float) -> None:
     else:
         ru = Running(i, n_i, now, left, d.cores, d.backfilled, preemptable, d.planned, False, user)
     r.running[i] = ru
-    if d.planned is None and not (d.backfilled and preemptable):
-        r.fixed[i] = (now + left, n_i)  # (its start + estimate)
+    if d.planned is None:
+        if d.backfilled and preemptable:
+            r.reclaim[i] = (now + left, n_i)
+        else:
+            r.fixed[i] = (now + left, n_i)  # (its start + estimate)
     else:
         r.special[i] = ru
     r.seg_begin[i] = now
@@ -277,7 +280,7 @@ def kill(r: Replay, i: int, now: float) -> None:
     r.state[i] = DONE
     r.end[i] = now
     del r.running[i]
-    if r.fixed.pop(i, None) is None:
+    if r.fixed.pop(i, None) is None and r.reclaim.pop(i, None) is None:
         del r.special[i]
     r.free += r.size[i]
     if r.free_set is not None:
@@ -314,7 +317,7 @@ def preempt(r: Replay, i: int, now: float) -> None:
     r.seg[i] += 1
     r.state[i] = PENDING
     del r.running[i]
-    if r.fixed.pop(i, None) is None:
+    if r.fixed.pop(i, None) is None and r.reclaim.pop(i, None) is None:
         del r.special[i]
     r.free += n_i
     if r.free_set is not None:

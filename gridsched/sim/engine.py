@@ -31,6 +31,7 @@ from gridsched.core.predict import run_ratio
 from gridsched.core.topology import Device, MachineMap
 from gridsched.core.types import BackfillOrder, Params, Policy, Predictor, Resv, Snapshot, Waiting
 from gridsched.sim import lean as lean_replay
+from gridsched.sim import lean_ckpt
 from gridsched.sim.decisions import apply
 from gridsched.sim.records import Gates, Mode, Result, SimMemory, SimResv, SimulationError, Tuner
 from gridsched.sim.replay import DONE, INF, PENDING, RUNNING, Replay, job_name
@@ -130,7 +131,10 @@ def simulate(
 
     A replay under easy (in queue order or shortest first) with none of the above (nor priorities or
     per-user limits) is made by :mod:`gridsched.sim.lean`, which keeps state of its own from event to
-    event and gives the same result; ``lean=False`` makes it here (the tests compare the two).
+    event and gives the same result; ``lean=False`` makes it here (the tests compare the two).  Any other
+    replay with no reservation, gate, floating resource, device, memory pool, machine map, splitting or
+    priority (checkpoint-backfill, with a tuner or not) has its events handled by
+    :mod:`gridsched.sim.lean_ckpt` on the same state, and ``lean=False`` handles them here.
     """
     if (
         lean
@@ -169,7 +173,10 @@ def simulate(
         memory=memory,
         split_tasks=split_tasks,
     )
-    _run(r)
+    if lean and lean_ckpt.takes(r):
+        lean_ckpt.run(r)
+    else:
+        _run(r)
     return _result(r)
 
 
@@ -258,7 +265,7 @@ def _end_jobs(r: Replay, now: float) -> bool:
     """The jobs whose run ends at ``now`` end; whether one did (a preempted segment's end is none)."""
     ends, state, seg, end, running, size = r.ends, r.state, r.seg, r.end, r.running, r.size
     users, work, wall, debt, segs, history, ratios = r.users, r.work, r.wall, r.debt, r.segs, r.history, r.ratios
-    acc, keep_ratios, learn, fixed, special = r.acc, r.keep_ratios, r.learn, r.fixed, r.special
+    acc, keep_ratios, learn, fixed, reclaim, special = r.acc, r.keep_ratios, r.learn, r.fixed, r.reclaim, r.special
     ended = False
     while ends and ends[0][0] == now:
         t, i, s = heappop(ends)
@@ -269,7 +276,7 @@ def _end_jobs(r: Replay, now: float) -> bool:
         if now > end[i]:
             end[i] = now
         del running[i]
-        if fixed.pop(i, None) is None:
+        if fixed.pop(i, None) is None and reclaim.pop(i, None) is None:
             del special[i]
         r.run_dirty = True
         if r.tuner is not None:
@@ -439,16 +446,17 @@ def _needed(r: Replay, now: float) -> bool:
     return True
 
 
-def _passes(r: Replay, now: float) -> None:
+def _passes(r: Replay, now: float, quick_done: bool = False) -> None:
     """Pass at ``now`` and carry the plan out; again at once (up to :data:`MAX_REPASS` passes) while a plan
-    changes more than starts (a preemption, a reservation's end, ...)."""
+    changes more than starts (a preemption, a reservation's end, ...).  ``quick_done``: the quick
+    checkpoint-backfill pass has left the first pass to the general one already."""
     r.wake = INF
     quick_ckpt = r.quick_ckpt  # (the settings change only at a tuning instant, never within passes)
     for _ in range(MAX_REPASS):
         r.passes += 1
         # (what schedule would answer, without its steps; under checkpoint-backfill without a snapshot, the
         # running jobs read once from the replay's own table)
-        if quick_ckpt:
+        if quick_ckpt and not quick_done:
             params = r.params
             plan = ckpt_pass(
                 now,
@@ -462,9 +470,11 @@ def _passes(r: Replay, now: float) -> None:
                 True,  # (a replay that takes this pass makes plain entries only)
                 r.fixed.values(),
                 r.free,
+                r.reclaim.values(),
             )
         else:
             plan = None
+        quick_done = False
         if plan is None:
             if r.run_dirty:
                 r.run_tuple = tuple(r.running.values())

@@ -68,7 +68,8 @@ class Replay:
         "splittable", "splits", "tasks_left", "outstanding", "piece_of", "piece_ends", "next_piece",
         "n_pieces", "n_tasks", "sub", "left",
         # every job
-        "state", "first", "end", "done", "debt", "ckpts", "seg_begin", "seg", "segs", "running", "fixed", "special",
+        "state", "first", "end", "done", "debt", "ckpts", "seg_begin", "seg", "segs", "running", "fixed", "reclaim",
+        "special",
         "run_tuple", "run_dirty", "pending", "ends", "history", "ratios", "keep_ratios", "learn", "finished",
         "smallest", "nxt",
         # the plan in force and the clock's other events
@@ -238,8 +239,9 @@ class Replay:
         self.running: dict[int, Running] = {}
         # the running jobs (started whole) as the checkpoint-backfill quick pass counts them: (walltime end,
         # cores) of those it counts at their walltime alone (no planned end, not backfilled preemptable), the
-        # others as they run
+        # same of the backfilled preemptable ones without a planned end, the others as they run
         self.fixed: dict[int, tuple[float, int]] = {}
+        self.reclaim: dict[int, tuple[float, int]] = {}
         self.special: dict[int, Running] = {}
         self.run_tuple: tuple[Running, ...] = ()
         self.run_dirty = False

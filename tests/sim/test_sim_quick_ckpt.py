@@ -1,10 +1,12 @@
 """A plain replay under checkpoint-backfill takes most passes through the quick pass
 (:func:`gridsched.core.policy.quick.ckpt_pass`, on the replay's state) and gives what the general pass gives,
 job by job: the same
-starts, ends, checkpoints, run segments, passes and series, with a tuner or without."""
+starts, ends, checkpoints, run segments, passes and series, with a tuner or without; and the lean loop of
+:mod:`gridsched.sim.lean_ckpt`, which takes its events, gives what the general loop gives."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -13,8 +15,8 @@ from hypothesis import strategies as st
 from simtraces import outcome, small_traces
 
 from gridsched.core.policy import quick
-from gridsched.core.types import BackfillOrder, Params, Policy, Predictor
-from gridsched.sim import engine, tune
+from gridsched.core.types import BackfillOrder, Params, Policy, Predictor, PriorityParams
+from gridsched.sim import engine, lean_ckpt, tune
 from gridsched.sim.engine import Mode, Result, simulate
 from gridsched.sim.swf import Trace, read
 
@@ -32,31 +34,34 @@ def traces() -> st.SearchStrategy[Trace]:
 
 
 def both(tr: Trace, params: Params, mode: Mode = Mode.CHECKPOINT, tuner: bool = False) -> tuple[Result, Result, int]:
-    """The replay of ``tr`` with the quick pass and with the general pass alone; how many passes the quick
-    pass decided."""
+    """The replay of ``tr`` as ``simulate`` makes it (its events in the lean loop of
+    :mod:`gridsched.sim.lean_ckpt`, most passes by the quick pass) and through the general loop with the general
+    pass alone; how many passes the quick pass decided.  The general loop with the quick pass gives the same."""
     decided = [0]
-    plain = quick.ckpt_pass
+    plain = quick.ckpt_starts
 
     def counted(*parts):  # type: ignore[no-untyped-def]
-        plan = plain(*parts)
-        decided[0] += plan is not None
-        return plan
+        found = plain(*parts)
+        decided[0] += found is not None
+        return found
 
-    def run() -> Result:
+    def run(lean: bool = True) -> Result:
         t = None
         if tuner:  # every 10 minutes from the jobs that ended in the last hour, the grid of an "auto" p
             grid = tune.grid_for(params, True, False, False)
             t = tune.in_replay(tr, 600.0, 3600.0, grid, min_jobs=5, warmup=600.0)
-        return simulate(tr, params, mode=mode, series=True, tuner=t)
+        return simulate(tr, params, mode=mode, series=True, tuner=t, lean=lean)
 
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(engine, "ckpt_pass", counted)
+        mp.setattr(lean_ckpt, "ckpt_starts", counted)
         fast = run()
+        general_quick = run(lean=False)
         mp.setattr(engine, "ckpt_pass", lambda *parts: None)
-        general = run()
+        general = run(lean=False)
     finally:
         mp.undo()
+    assert outcome(general_quick) == outcome(general)
     return fast, general, decided[0]
 
 
@@ -89,3 +94,32 @@ def test_the_quick_pass_replays_trace_slices_as_the_general_one(name: str, param
     assert outcome(fast) == outcome(general)
     assert sum(fast.checkpoints) > 0  # (jobs were shortened, and made room)
     assert decided > 0.9 * fast.passes  # (the quick pass decided most passes: not the general one twice)
+
+
+def test_a_plain_replay_takes_the_lean_loop_and_others_the_general_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparisons above are of the lean loop with the general one: a plain checkpoint-backfill replay (with
+    a tuner or not) never enters the general loop; one with priorities does."""
+    tr = Trace(
+        "<t>",
+        4,
+        4,
+        None,
+        [1, 2, 3],
+        [0.0, 0.0, 5.0],
+        [4, 2, 1],
+        [100.0, 50.0, 20.0],
+        [90.0, 50.0, 20.0],
+        ["a", "b", "c"],
+    )
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("the general loop")
+
+    monkeypatch.setattr(engine, "_run", refuse)
+    grid = tune.grid_for(SETTINGS[0], True, False, False)
+    for t in (None, tune.in_replay(tr, 600.0, 3600.0, grid, min_jobs=1)):
+        res = simulate(tr, SETTINGS[0], tuner=t)
+        assert (res.start, res.end) == ([0.0, 90.0, 90.0], [90.0, 140.0, 110.0])
+    weighted = dataclasses.replace(SETTINGS[0], priority=PriorityParams(weight_age=1.0))
+    with pytest.raises(AssertionError, match="general loop"):
+        simulate(tr, weighted)

@@ -13,7 +13,7 @@ asking for a resource this machine lacks never starts.)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import islice
 from math import inf
 from operator import attrgetter
@@ -217,8 +217,36 @@ def ckpt_pass(
     plain: bool = False,
     fixed: Iterable[tuple[float, int]] | None = None,
     free: int | None = None,
+    reclaim: Collection[tuple[float, int]] = (),
 ) -> Plan | None:
-    """:func:`ckpt_plain` for a driver that has the snapshot's parts at hand and knows the snapshot is one it
+    """:func:`ckpt_plain` for a driver that has the snapshot's parts at hand: see :func:`ckpt_starts`, whose
+    answer this is as a plan."""
+    found = ckpt_starts(now, ncores, running, queue, params, memo, history, ratios, plain, fixed, free, reclaim)
+    if found is None:
+        return None
+    starts, memo, wake = found
+    return Plan(tuple([Start(j, (), b, pl, ()) for j, b, pl in starts]), memo, wake, _NO_REASONS)
+
+
+Started = tuple[int, bool, float | None]  # a job started: its id, whether backfilled, the estimate relied on
+
+
+def ckpt_starts(
+    now: float,
+    ncores: int,
+    running: Iterable[Running],
+    queue: Sequence[Waiting],
+    params: Params,
+    memo: HeadReservation | None,
+    history: Mapping[str, tuple[float, ...]],
+    ratios: Mapping[str, tuple[float, ...]],
+    plain: bool = False,
+    fixed: Iterable[tuple[float, int]] | None = None,
+    free: int | None = None,
+    reclaim: Collection[tuple[float, int]] = (),
+) -> tuple[list[Started], HeadReservation | None, float | None] | None:
+    """:func:`ckpt_plain`'s decisions, all starts, as ``(id, backfilled, planned)``, with the head's reservation
+    and the plan's ``wake_at``, for a driver that has the snapshot's parts at hand and knows the snapshot is one it
     takes (cores counted, no floating resource, reservation, device, splitting, priority; not the cascading
     reading nor early room): gsim's general loop, which then builds no snapshot for the passes it decides.
     The running jobs and the queue are read once each and never kept.  With ``plain`` the driver also
@@ -228,7 +256,9 @@ def ckpt_pass(
 
     With ``fixed`` and ``free`` the driver keeps the running jobs apart: ``fixed`` the (start + estimate,
     cores) of those that have no planned end and are not both backfilled and preemptable (this pass only
-    counts them as ending then), ``running`` the others, ``free`` the cores free now."""
+    counts them as ending then), ``running`` the others, ``free`` the cores free now; and ``reclaim`` may hold the
+    (start + estimate, cores) of those of the others that have no planned end (backfilled and preemptable:
+    counted as ending then, and freed if the head needs their cores), ``running`` then the rest."""
     counted = free is None
     if free is None:
         free = ncores
@@ -238,7 +268,12 @@ def ckpt_pass(
     ends: list[tuple[float, int]] = [] if fixed is None else list(fixed)
     add = ends.append
     meet: list[tuple[float, int]] | None = [] if memo is not None else None
-    relied = reclaimable = False
+    relied = False
+    reclaimable = bool(reclaim)
+    if reclaimable:
+        ends += reclaim
+        if meet is not None:
+            meet += reclaim
     wake = inf  # the earliest planned end still ahead
     for r in running:
         if not plain and (r.resources or r.stopping):
@@ -267,13 +302,13 @@ def ckpt_pass(
                 if meet is not None:
                     meet.append((e, n))
         add((e, n))
-    decisions: list[Decision] = []
+    decisions: list[Started] = []
     found = _ckpt_head(queue, ncores, memo, now, free, ends, meet, decisions, plain)
     if found is None:
         return None
     h, shadow, free, skip, by_then = found
     if h < 0:  # every job started, or none can ever be placed
-        return Plan(tuple(decisions), None, None, _NO_REASONS)
+        return decisions, None, None
     if now >= shadow:
         return None  # the head's time has come: the general pass makes room for it
     head = queue[h]
@@ -320,7 +355,7 @@ def ckpt_pass(
                 free -= n
                 if end > shadow:
                     left -= n
-                decisions.append(Start(w.id, (), True, planned, ()))
+                decisions.append((w.id, True, planned))
                 if planned is not None:
                     if now < end < ps_wake:
                         ps_wake = end
@@ -336,7 +371,7 @@ def ckpt_pass(
     # (the previous pass's reservation itself where it is unchanged: a record is never changed)
     if memo is None or memo.job != head.id or memo.time != shadow:
         memo = HeadReservation(head.id, shadow)
-    return Plan(tuple(decisions), memo, wake if wake < inf else None, _NO_REASONS)
+    return decisions, memo, wake if wake < inf else None
 
 
 def _meetable(n: int, t: float, free: int, ends: list[tuple[float, int]], meet: list[tuple[float, int]]) -> bool:
@@ -353,7 +388,7 @@ def _ckpt_head(
     free: int,
     ends: list[tuple[float, int]],
     meet: list[tuple[float, int]] | None,
-    decisions: list[Decision],
+    decisions: list[Started],
     plain: bool,
 ) -> tuple[int, float, int, int, int | None] | None:
     """:func:`ckpt_plain`'s jobs started in queue order up to the head (into ``decisions``, their ends into
@@ -375,7 +410,7 @@ def _ckpt_head(
             if n <= free:
                 free -= n
                 ends.append((now + w.estimate, n))
-                decisions.append(Start(w.id, (), False, None, ()))
+                decisions.append((w.id, False, None))
                 skip = i
                 break
             t = first_free(n, now, free, ends)[0]
@@ -400,7 +435,7 @@ def _ckpt_head(
         if n <= free:
             free -= n
             ends.append((now + w.estimate, n))
-            decisions.append(Start(w.id, (), False, None, ()))
+            decisions.append((w.id, False, None))
             continue
         shadow = first_free(n, now, free, ends)[0]
         if shadow == inf:
