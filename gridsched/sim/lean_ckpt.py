@@ -5,9 +5,11 @@ priority (:func:`takes`) has only arrivals, ends, the plan's timers and tuning i
 its jobs ask for cores alone.  :func:`run` is :func:`gridsched.sim.engine._run` for such a replay, with the
 events handled in one loop; a pass that :func:`~gridsched.core.policy.quick.ckpt_starts` decides (nearly
 every pass under checkpoint-backfill) is carried out here, its starts kept apart as that pass reads them
-(:func:`start_all`); any other pass -- one that pass leaves to the general one (the head's time has come:
-preemptions), or one under a setting the tuner chose that is not checkpoint-backfill -- is made by the
-general loop's :func:`~gridsched.sim.engine._passes` on the same state.  The events, the passes made and
+(:func:`start_all`), and so is a pass under easy (a setting the tuner chose) while no job runs on a planned
+end, which :func:`~gridsched.core.policy.quick.easy_sorted` decides; any other pass -- one those leave to
+the general one (the head's time has come: preemptions), or one under easy while a job backfilled on a
+prediction still runs -- is made by the general loop's :func:`~gridsched.sim.engine._passes` on the same
+state.  The events, the passes made and
 skipped and everything the result holds are those of the general loop (a test compares them job by job).
 """
 
@@ -19,13 +21,14 @@ from heapq import heappop, heappush
 from operator import attrgetter
 from typing import Any
 
-from gridsched.core.policy.quick import Started, ckpt_starts
+from gridsched.core.policy.quick import Started, ckpt_starts, easy_sorted
 from gridsched.core.predict import run_ratio
-from gridsched.core.types import Predictor, Running, Waiting
+from gridsched.core.types import BackfillOrder, HeadReservation, Predictor, Running, Waiting
 from gridsched.sim.records import SimulationError
 from gridsched.sim.replay import DONE, INF, PENDING, RUNNING, Replay, by_id, job_name
 
 _BY_RATIO = Predictor.USER_RATIO
+_SHORTEST = BackfillOrder.SHORTEST
 _EMPTY: Mapping[Any, Any] = {}
 _ncpus = attrgetter("ncpus")
 
@@ -183,33 +186,68 @@ def run(r: Replay) -> None:
                     need = False
         if not need:
             r.skipped += 1
-        elif r.quick_ckpt:
-            params = r.params
-            found = ckpt_starts(
-                now,
-                ncores,
-                special.values(),
-                pending,
-                params,
-                r.head,
-                history,
-                ratios if params.predictor is _BY_RATIO else _EMPTY,
-                True,
-                fixed.values(),
-                r.free,
-                reclaim.values(),
-            )
-            if found is None:
-                _passes(r, now, True)
-            else:
-                r.passes += 1
-                starts, head, wake = found
-                r.head = head
-                r.head_at = head.time if head is not None and head.time > now else INF
-                r.wake = wake if wake is not None and wake > now else INF
-                if starts:
-                    start_all(r, starts, now)
-        else:
-            _passes(r, now)
+        elif not (_ckpt(r, now) if r.quick_ckpt else r.quick and not special and _easy(r, now)):
+            _passes(r, now, r.quick_ckpt)
         if ts is not None:
             ts.append((now, ncores - r.free, len(pending)))
+
+
+def _ckpt(r: Replay, now: float) -> bool:
+    """The pass at ``now`` under checkpoint-backfill, where the quick pass decides it; whether it did."""
+    params = r.params
+    found = ckpt_starts(
+        now,
+        r.ncores,
+        r.special.values(),
+        r.pending,
+        params,
+        r.head,
+        r.history,
+        r.ratios if params.predictor is _BY_RATIO else _EMPTY,
+        True,
+        r.fixed.values(),
+        r.free,
+        r.reclaim.values(),
+    )
+    if found is None:
+        return False
+    r.passes += 1
+    starts, head, wake = found
+    r.head = head
+    r.head_at = head.time if head is not None and head.time > now else INF
+    r.wake = wake if wake is not None and wake > now else INF
+    if starts:
+        start_all(r, starts, now)
+    return True
+
+
+def _easy(r: Replay, now: float) -> bool:
+    """The pass at ``now`` under easy (a setting the tuner chose) with no job running on a planned end, where
+    :func:`~gridsched.core.policy.quick.easy_sorted` decides it (what
+    :func:`~gridsched.core.policy.quick.easy_plain` decides for the snapshot); whether it did."""
+    pending = r.pending
+    estimate = {w.id: w.estimate for w in pending}  # (a job preempted before runs whole: its estimate is less)
+    found = easy_sorted(
+        now,
+        r.ncores,
+        r.free,
+        sorted([*r.fixed.values(), *r.reclaim.values()]),
+        list(estimate),
+        r.size,
+        estimate,  # type: ignore[arg-type]
+        r.params.backfill_order is _SHORTEST,
+    )
+    if found is None:
+        return False
+    r.passes += 1
+    started, front, head, shadow = found
+    if head >= 0:
+        r.head = HeadReservation(head, shadow)
+        r.head_at = shadow if shadow > now else INF
+        # (the plan wakes at the reservation time where a backfilled job may be preempted then)
+        r.wake = shadow if len(started) > front and r.preemptable and shadow > now else INF
+    else:
+        r.head, r.head_at, r.wake = None, INF, INF
+    if started:
+        start_all(r, [(i, k >= front, None) for k, i in enumerate(started)], now)
+    return True

@@ -17,7 +17,7 @@ from simtraces import outcome, small_traces
 from gridsched.core.policy import quick
 from gridsched.core.types import BackfillOrder, Params, Policy, Predictor, PriorityParams
 from gridsched.sim import engine, lean_ckpt, tune
-from gridsched.sim.engine import Mode, Result, simulate
+from gridsched.sim.engine import Mode, Result, Tuner, simulate
 from gridsched.sim.swf import Trace, read
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
@@ -123,3 +123,50 @@ def test_a_plain_replay_takes_the_lean_loop_and_others_the_general_one(monkeypat
     weighted = dataclasses.replace(SETTINGS[0], priority=PriorityParams(weight_age=1.0))
     with pytest.raises(AssertionError, match="general loop"):
         simulate(tr, weighted)
+
+
+CYCLE = [
+    SETTINGS[0],
+    Params(policy=Policy.EASY, backfill_order=BackfillOrder.SHORTEST),
+    SETTINGS[2],
+    Params(policy=Policy.EASY),
+    SETTINGS[1],
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tr=traces(), every=st.sampled_from([7.0, 60.0, 450.0]), mode=st.sampled_from([Mode.CHECKPOINT, Mode.REQUEUE]))
+def test_settings_changed_often_replay_as_in_the_general_loop(tr: Trace, every: float, mode: Mode) -> None:
+    """A tuner that changes the settings at every instant, through checkpoint-backfill and easy (in queue order
+    and shortest first): easy then finds jobs running on a planned end and preempted jobs waiting on what is
+    left of their walltime, which the lean loop leaves to the general pass or replays itself."""
+
+    def cycle(now: float, finished: list[int], end: list[float], current: Params) -> Params:
+        return CYCLE[int(now // every) % len(CYCLE)]
+
+    fast = simulate(tr, SETTINGS[0], mode=mode, series=True, tuner=Tuner(every, cycle))
+    general = simulate(tr, SETTINGS[0], mode=mode, series=True, tuner=Tuner(every, cycle), lean=False)
+    assert outcome(fast) == outcome(general)
+
+
+def test_easy_after_checkpoint_backfill_backfills_a_preempted_job_on_what_is_left() -> None:
+    """Seven jobs on 16 cores, the settings changed every 450 s: job 5 is checkpointed under
+    checkpoint-backfill and waits on the rest of its walltime (not its walltime) while easy is in force with
+    no job running on a planned end: the lean loop's easy pass reads that estimate, as the general pass does."""
+    rows = [(0, 3, 2500, 2000), (300, 2, 2500, 2000), (300, 12, 1000, 500), (300, 13, 1, 0)]
+    rows += [(600, 4, 5000, 2000), (600, 13, 1, 0), (600, 4, 5000, 0)]
+    tr = Trace("<t>", 16, 16, None)
+    for k, (submit, size, wall, run) in enumerate(rows):
+        tr.ids.append(k + 1)
+        tr.submit.append(float(submit))
+        tr.size.append(size)
+        tr.walltime.append(float(wall))
+        tr.run.append(float(run))
+        tr.user.append("a")
+
+    def cycle(now: float, finished: list[int], end: list[float], current: Params) -> Params:
+        return CYCLE[int(now // 450.0) % len(CYCLE)]
+
+    fast = simulate(tr, SETTINGS[0], tuner=Tuner(450.0, cycle))
+    assert fast.checkpoints[4] == 1
+    assert outcome(fast) == outcome(simulate(tr, SETTINGS[0], tuner=Tuner(450.0, cycle), lean=False))

@@ -265,15 +265,11 @@ def ckpt_starts(
     # (counted end, cores) of the running jobs and of those started in this pass (an end before now counts
     # as now wherever it is read); with a head kept from the previous pass, (counted end, cores) of the
     # running ones that preempting every checkpointable backfilled job would free
-    ends: list[tuple[float, int]] = [] if fixed is None else list(fixed)
+    ends: list[tuple[float, int]] = [*reclaim] if fixed is None else [*fixed, *reclaim]
     add = ends.append
-    meet: list[tuple[float, int]] | None = [] if memo is not None else None
+    meet: list[tuple[float, int]] | None = [*reclaim] if memo is not None else None
     relied = False
     reclaimable = bool(reclaim)
-    if reclaimable:
-        ends += reclaim
-        if meet is not None:
-            meet += reclaim
     wake = inf  # the earliest planned end still ahead
     for r in running:
         if not plain and (r.resources or r.stopping):
