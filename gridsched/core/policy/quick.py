@@ -409,11 +409,12 @@ def _ckpt_head(
                 decisions.append((w.id, False, None))
                 skip = i
                 break
-            t = first_free(n, now, free, ends)[0]
+            t, by_then = first_free(n, now, free, ends)  # (and the cores free by t, from now on)
+            at = t if t > now else now  # (_meetable, its sum over ends kept for the jobs tried behind the head)
             if memo.time < t:
                 t = memo.time
-            at = t if t > now else now  # (_meetable, its sum over ends kept for the jobs tried behind the head)
-            by_then = free + sum([x for e, x in ends if e <= at])
+                at = t if t > now else now
+                by_then = free + sum([x for e, x in ends if e <= at])
             if by_then + sum([x for e, x in meet if e > at]) >= n:
                 return i, t, free, -1, by_then
             break
