@@ -223,7 +223,7 @@ def _shepherd(spec: Launch, daemon: int, made: tuple[list[Path], list[str], Path
         info["cgroups"] = cgroups
     mark("sh_cg_made", spec.job_id)
     if _direct(spec, cg):
-        started = _start_direct(spec, daemon, joins, notes, info, made[2] if made else None)
+        started = _start_direct(spec, daemon, joins, notes, info, made[2] if made else None, dcg, dwhy)
         if started is None:
             for joined in joins:
                 cgroup.remove(joined)
@@ -330,9 +330,10 @@ def _start_forked(
 def _direct(spec: Launch, cg: Path | None) -> bool:
     """Whether the job's process can be spawned straight from the shepherd (``posix_spawn``: no copy of the
     shepherd's memory) with everything it needs inherited from it: the job keeps the shepherd's ids (a daemon
-    that is not root, or root's own job), and needs no memory limit, no device cgroup and no login
-    environment, which are prepared in a forked process of its own."""
-    return cg is None and not spec.mem and not spec.deny_devices and spec.user_env is None and spec.uid == os.getuid()
+    that is not root, or root's own job), and needs no memory limit and no login environment, which are
+    prepared in a forked process of its own.  A device cgroup is entered by the shepherd as its other cgroups
+    are (on a machine with devices, nearly every job has one)."""
+    return cg is None and not spec.mem and spec.user_env is None and spec.uid == os.getuid()
 
 
 # every signal the job may be given a default disposition for (glibc keeps two for itself, which its
@@ -341,7 +342,14 @@ ALL_SIGNALS = tuple(sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal
 
 
 def _start_direct(
-    spec: Launch, daemon: int, joins: list[Path], notes: list[str], info: dict[str, object], born: Path | None
+    spec: Launch,
+    daemon: int,
+    joins: list[Path],
+    notes: list[str],
+    info: dict[str, object],
+    born: Path | None,
+    dcg: Path | None = None,
+    dwhy: str = "",
 ) -> tuple[int, int | None, bytes] | None:
     """Start the job's process with ``posix_spawn`` (a vfork and an exec: nothing of the shepherd's memory
     is copied).  What the forked path prepares in the job's process is inherited from the shepherd instead:
@@ -357,7 +365,12 @@ def _start_direct(
                 cgroup.join(path)
             capped = capped or (path / "pids.max").exists()
         except OSError as e:
-            notes.append(f"cannot enter {path}: {e.strerror}")
+            if path == dcg:
+                dwhy = f"cannot enter {dcg}: {e.strerror}"
+            else:
+                notes.append(f"cannot enter {path}: {e.strerror}")
+    if dwhy and spec.device_enforce != "required" and devcgroup.controller()[0] is not None:
+        notes.append(f"not isolated from the devices it does not hold: {dwhy}")  # the host can, but not for this job
     mark("sh_cg_joined", spec.job_id)
     if not capped and spec.max_processes > 0 and spec.uid != 0:
         confine.cap_by_rlimit(spec.uid, spec.max_processes)  # the shepherd forks nothing after the job
@@ -377,7 +390,11 @@ def _start_direct(
     mark("sh_go", spec.job_id)
     _write_json(pid_file(spec.job_dir, spec.segment), info)
     mark("sh_pidfile", spec.job_id)
-    child, status, why = _spawn_job(spec, notes)
+    status: int | None
+    if dwhy and spec.device_enforce == "required":
+        child, status, why = 0, 127 << 8, f"cannot refuse it the devices it does not hold: {dwhy}"
+    else:
+        child, status, why = _spawn_job(spec, notes)
     mark("sh_spawned", spec.job_id)
     if spec.mem_nodes:
         unbind_memory()
@@ -388,12 +405,12 @@ def _start_direct(
     _leave(joins)
     mark("sh_left", spec.job_id)
     if child:
-        status = _ended(child)
-        if status is not None:
+        ended = _ended(child)
+        if ended is not None:
             # it has ended already (a short job): nothing is left to signal by its pid, and its exit file comes
             # next; the pid file naming the shepherd and the cgroups stays, without one more file made and freed
             mark("sh_pidfile2", spec.job_id)
-            return child, status, b""
+            return child, ended, b""
         info.update(pgid=child, job=child, job_ticks=start_ticks(child))
         try:
             _write_json(pid_file(spec.job_dir, spec.segment), info)
@@ -741,7 +758,9 @@ def _exec_job(
     argv = [spec.script, *spec.args]
     env = _with_mpi(spec)
     if spec.user_env is not None:
-        env = _with_login_env(spec, env)
+        from gridsched.daemon.loginenv import with_login_env
+
+        env = with_login_env(spec.job_id, spec.user_env, env)
     try:
         os.execve(spec.script, argv, env)
     except OSError as e:
@@ -765,28 +784,6 @@ def _with_mpi(spec: Launch) -> dict[str, str]:
     if not found:
         return spec.env
     return {**spec.env, **jobenv.mpi_env(jobtmp.layout(spec.private))}
-
-
-def _with_login_env(spec: Launch, own: dict[str, str]) -> dict[str, str]:
-    """--get-user-env: the owner's login environment with the job's own (``own``) over it; on failure the
-    job's own alone, said in one line on its standard error."""
-    from gridsched.daemon.loginenv import LoginEnvError, login_env
-
-    assert spec.user_env is not None
-    timeout, login, path_prefix = spec.user_env
-    try:
-        got = login_env(timeout, login)
-        env = {**got, **own}
-        if path_prefix and got.get("PATH"):
-            env["PATH"] = path_prefix + got["PATH"]
-        return env
-    except (LoginEnvError, OSError, KeyError) as e:
-        msg = f"gridsched: job {spec.job_id}: --get-user-env: {e}: the job runs with the submitting environment\n"
-        try:
-            os.write(2, msg.encode(errors="replace"))
-        except OSError:
-            pass
-        return own
 
 
 def user_name(uid: int) -> str:

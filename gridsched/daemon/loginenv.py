@@ -81,3 +81,23 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(1.0)
     except subprocess.TimeoutExpired:
         pass
+
+
+def with_login_env(job_id: int, user_env: tuple[int, bool, str], own: dict[str, str]) -> dict[str, str]:
+    """--get-user-env (``user_env``: the timeout, whether a login shell, a PATH prefix): the owner's login
+    environment with the job's own (``own``) over it; on failure the job's own alone, said in one line on the
+    job's standard error (its descriptor 2)."""
+    timeout, login, path_prefix = user_env
+    try:
+        got = login_env(timeout, login)
+        env = {**got, **own}
+        if path_prefix and got.get("PATH"):
+            env["PATH"] = path_prefix + got["PATH"]
+        return env
+    except (LoginEnvError, OSError, KeyError) as e:
+        msg = f"gridsched: job {job_id}: --get-user-env: {e}: the job runs with the submitting environment\n"
+        try:
+            os.write(2, msg.encode(errors="replace"))
+        except OSError:
+            pass
+        return own

@@ -293,10 +293,9 @@ def test_a_job_cgroup_its_killed_shepherd_left_is_removed_when_the_daemon_restar
     jid = gs.gsub("--gpus", "1", "--wrap", "sleep 300")
     gs.wait_state(jid, "RUNNING")
     pid_file = gs.spool / "jobs" / str(jid) / "seg-1.pid"
-    info = wait_for(lambda: pid_file.exists() and json.loads(pid_file.read_text()), 10, "the shepherd's pid file")
+    info = wait_for(lambda: _naming_the_job(pid_file), 10, "the shepherd's pid file naming the job")
     path = Path(info["devcgroup"])
     assert path.is_dir()
-    # the job's process enters its cgroups as it starts, beside the shepherd writing its pid file
     wait_for(lambda: info["job"] in cgroup.members(path), 10, "the job's process in its device cgroup")
     gs.kill9()
     os.kill(info["pid"], 9)
@@ -309,6 +308,15 @@ def test_a_job_cgroup_its_killed_shepherd_left_is_removed_when_the_daemon_restar
     wait_for(lambda: not path.exists(), 10, "the restarted daemon to remove the job's cgroup")
 
 
+def _naming_the_job(pid_file: Path) -> dict | None:
+    """The pid file's content once it names the job's process (the shepherd writes it again after the spawn)."""
+    try:
+        info = json.loads(pid_file.read_text())
+    except (OSError, ValueError):
+        return None
+    return info if "job" in info else None
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_the_shepherd_runs_its_job_refused_the_listed_nodes_and_removes_its_cgroup(tmp_path, monkeypatch, version):
     find = devcgroup._v1 if version == 1 else devcgroup._v2
@@ -318,6 +326,13 @@ def test_the_shepherd_runs_its_job_refused_the_listed_nodes_and_removes_its_cgro
     except OSError as e:
         pytest.skip(f"cgroup v{version} device control cannot be used here: {e.strerror or e}")
     monkeypatch.setattr(devcgroup, "_found", (c, ""))
+    exec_job = launch._exec_job
+
+    def forked(*args, **kwargs):
+        (tmp_path / "forked").touch()
+        exec_job(*args, **kwargs)
+
+    monkeypatch.setattr(launch, "_exec_job", forked)
     nodes_dir = tmp_path / "dev"
     nodes_dir.mkdir(mode=0o755)
     paths = make_nodes(nodes_dir)
@@ -340,3 +355,5 @@ def test_the_shepherd_runs_its_job_refused_the_listed_nodes_and_removes_its_cgro
     name = cgroup.job_name(spec.job_dir, spec.segment)
     assert any(line.endswith("/" + name) for line in out[2:]), out  # it ran in its own cgroup
     assert not (c.base / name).exists()  # removed with the job
+    # spawned from the shepherd inside its device cgroup, as a job without one is, not forked and prepared
+    assert not (tmp_path / "forked").exists()
