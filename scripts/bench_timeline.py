@@ -13,7 +13,10 @@ With ``--dispatch N``: N idle dispatches one after another instead, each from it
 ``incoming/`` (seen with inotify, as ``scripts/bench_peers.py`` does) to the job's first instruction (the
 job writes the clock's time): the median time of each mark after the publication.
 
-    python scripts/bench_timeline.py [--drain 200] [--dispatch N] [--gridsched BINDIR] [--keep FILE]
+With ``--gpus N`` (as root) the machine declares N GPUs on its 2 cores, as a GPU machine does, that the jobs
+do not hold: each job is then refused their nodes by a device cgroup of its own.
+
+    python scripts/bench_timeline.py [--drain 200] [--dispatch N] [--gpus N] [--gridsched BINDIR] [--keep FILE]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import os
+import stat
 import statistics
 import sys
 import tempfile
@@ -111,17 +115,40 @@ def dispatches(peer: bench_peers.Gridsched, trace: Path, n: int) -> list[str]:
     return [f"{k:>24} {m:7.2f} ms after the publication ({c} of {n})" for m, k, c in rows]
 
 
+def with_gpus(peer: bench_peers.Gridsched, n: int) -> None:
+    """Give ``peer``'s machine ``n`` GPUs on its 2 cores, whose nodes are char devices 195:0.. made in its
+    directory (no driver behind them): each job, holding none, gets a device cgroup refusing them all."""
+    cpus = ",".join(map(str, sorted(os.sched_getaffinity(0))[:2]))
+    topo = peer.dir / "topology.toml"
+    text = f'[[board]]\ncores = "0-1"\nhost_cpus = "{cpus}"\n'
+    for i in range(n):
+        node = peer.dir / f"nvidia{i}"
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(195, i))
+        text += f'[[device]]\ntype = "gpu"\nindex = {i}\nboard = 0\npath = "{node}"\n'
+    topo.write_text(text)
+    cfg = peer.dir / "gridsched.toml"
+    cfg.write_text(cfg.read_text().replace("[machine]\ncores = 2\n", f'[machine]\ntopology = "{topo}"\n'))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--drain", type=int, default=200)
     ap.add_argument("--dispatch", type=int, default=0, help="N idle dispatches instead of a drain")
     ap.add_argument("--gridsched", default=str(Path(sys.executable).parent), help="bin directory of an installation")
     ap.add_argument("--keep", default="", help="keep the marks in this file")
+    ap.add_argument(
+        "--gpus",
+        type=int,
+        default=0,
+        help="declare N GPUs (char nodes 195:N made here: root) that the jobs do not hold",
+    )
     args = ap.parse_args()
     trace = Path(args.keep) if args.keep else Path(tempfile.mkstemp(prefix="gridsched-trace-")[1])
     trace.unlink(missing_ok=True)
     os.environ["GRIDSCHED_TRACE"] = str(trace)
     peer = bench_peers.Gridsched(2, "gridsched", Path(args.gridsched))
+    if args.gpus:
+        with_gpus(peer, args.gpus)
     peer.start()
     try:
         if args.dispatch:
