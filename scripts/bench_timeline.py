@@ -159,6 +159,8 @@ def main() -> None:
         rate, _cpu = bench_peers.drain(peer, args.drain)
     finally:
         peer.close()
+        if args.dispatch and not args.keep:
+            trace.unlink(missing_ok=True)  # after the daemon's stop: the shepherds' last marks are written
     print(f"drain of {args.drain} `true`, 2 slots: {rate:.1f} jobs/s; load average {bench_peers.load()}")
     if not trace.exists():
         sys.exit("no marks: this installation writes none (GRIDSCHED_TRACE)")
